@@ -1,0 +1,249 @@
+// Package sdk is what a voxgate provider plugin imports.
+//
+// A plugin implements Provider (text-to-speech) or Moderator (content
+// moderation) and hands it to Serve or ServeModerator from its main function.
+// The gateway starts the plugin as a separate process through
+// hashicorp/go-plugin and talks to it over gRPC; the same package holds the
+// host-side adapters, so the gateway sees a plugin as a plain Provider value.
+//
+// A plugin holds no per-organization state: credentials travel with every
+// call (Credentials), and deployment settings arrive once through Configure.
+//
+// The package deliberately depends only on go-plugin, gRPC and protobuf, so
+// that `go get` of the SDK stays light for plugin authors.
+package sdk
+
+import (
+	"context"
+)
+
+// Audio formats a plugin can be asked for. A plugin reports which of them a
+// model supports in Model.OutputFormats.
+const (
+	// FormatPCM is raw 16-bit little-endian mono PCM; the media type carries
+	// the rate, e.g. "audio/pcm;rate=22050".
+	FormatPCM = "pcm"
+	// FormatWAV is a RIFF/WAVE file of 16-bit PCM.
+	FormatWAV = "wav"
+	// FormatMP3 is MPEG-1/2 Layer III.
+	FormatMP3 = "mp3"
+)
+
+// Provider is the contract of a text-to-speech provider plugin.
+//
+// Every method may be called concurrently from many gateway requests. An
+// implementation that cannot run concurrently (a C engine that is not
+// thread-safe) serializes internally; the gateway scales it by running
+// several plugin processes.
+//
+// Methods that a provider does not support return an *Error of kind
+// KindUnsupported; embedding UnimplementedProvider does that.
+type Provider interface {
+	// Configure receives the provider's settings from gateway.yaml (every
+	// key of the provider's block except those the gateway itself consumes,
+	// rendered as strings) once after the plugin starts and again after each
+	// restart. Secrets among them are already expanded.
+	Configure(ctx context.Context, settings map[string]string) error
+
+	// Describe reports the provider's identity, models and capabilities.
+	// The gateway calls it at start-up and caches the result.
+	Describe(ctx context.Context) (*Description, error)
+
+	// Voices lists the provider's own voices (not the gateway's saved
+	// voices). Model may be empty, meaning the default model.
+	Voices(ctx context.Context, req *VoicesRequest) ([]Voice, error)
+
+	// Synthesize renders a whole clip.
+	Synthesize(ctx context.Context, req *SynthesizeRequest) (*SynthesizeResponse, error)
+
+	// Stream renders a clip and hands audio to send as soon as it exists.
+	// The first call to send must carry Chunk.MediaType; later chunks may
+	// leave it empty. Stream returns after the last chunk has been sent. An
+	// error returned by send (the client went away) must end the stream.
+	Stream(ctx context.Context, req *SynthesizeRequest, send func(Chunk) error) error
+
+	// Clone creates a provider-side voice from audio samples and returns its
+	// id, usable as SynthesizeRequest.Voice afterwards.
+	Clone(ctx context.Context, req *CloneRequest) (*CloneResponse, error)
+}
+
+// Moderator is the contract of a content moderation plugin.
+type Moderator interface {
+	// Configure: as Provider.Configure.
+	Configure(ctx context.Context, settings map[string]string) error
+	// Moderate decides whether text may be synthesized.
+	Moderate(ctx context.Context, req *ModerationRequest) (*ModerationResult, error)
+}
+
+// Credentials are the provider credentials of one call: the gateway's
+// managed key or the calling organization's own key (BYOK). Plugins must
+// never log them.
+type Credentials struct {
+	// APIKey is the provider API key; empty for providers that need none.
+	APIKey string
+	// BYOK is true when APIKey belongs to the organization rather than the
+	// gateway operator. Informational; plugins treat both alike.
+	BYOK bool
+}
+
+// Description is a provider's self-description.
+type Description struct {
+	// ID is the provider id used in `provider/model` strings, e.g. "espeak".
+	ID string
+	// Name is a human-readable name, e.g. "eSpeak NG".
+	Name string
+	// DefaultModel is the model id used when a request names only the
+	// provider. It must be one of Models.
+	DefaultModel string
+	// Models lists the provider's models.
+	Models []Model
+}
+
+// Model describes one model of a provider.
+type Model struct {
+	ID   string
+	Name string
+	// Capabilities says what the model can do natively.
+	Capabilities Capabilities
+	// OutputFormats lists the formats (FormatPCM, FormatWAV, FormatMP3, or a
+	// provider-specific name) the model can return, preferred first.
+	OutputFormats []string
+	// SampleRates lists the PCM sample rates the model can produce; empty
+	// means the model chooses (NativeSampleRate).
+	SampleRates []int
+	// NativeSampleRate is the rate the model produces when not asked for
+	// another one; 0 if unknown.
+	NativeSampleRate int
+	// MaxTextChars is the longest text (in Unicode code points) accepted in
+	// one call; 0 means the gateway default (5,000).
+	MaxTextChars int
+}
+
+// Capabilities are the native abilities of a model.
+type Capabilities struct {
+	// Streaming: Stream yields audio before synthesis is complete.
+	Streaming bool
+	// Timestamps: Synthesize returns word timestamps when asked.
+	Timestamps bool
+	// Cloning: Clone is supported.
+	Cloning bool
+	// Speed: SynthesizeRequest.Speed is honoured natively.
+	Speed bool
+}
+
+// VoicesRequest asks for a provider's own voices.
+type VoicesRequest struct {
+	Model       string
+	Credentials Credentials
+}
+
+// Voice is one of the provider's own voices.
+type Voice struct {
+	// ID is usable as SynthesizeRequest.Voice.
+	ID       string
+	Name     string
+	Language string
+	Gender   string
+}
+
+// SynthesizeRequest asks for speech.
+type SynthesizeRequest struct {
+	// Model is a model id of Description.Models (never empty: the gateway
+	// resolves the default model).
+	Model string
+	// Voice is the provider-side voice id.
+	Voice string
+	// Text is the text to speak, already validated against MaxTextChars.
+	Text string
+	// Speed is the speaking rate as a multiple of normal (0.25 to 4.0);
+	// 0 means normal. Only sent when Capabilities.Speed is true.
+	Speed float64
+	// Format is the requested output format (FormatPCM, FormatWAV,
+	// FormatMP3); empty means the model's first OutputFormats entry.
+	Format string
+	// SampleRate is the requested PCM sample rate; 0 means native.
+	SampleRate int
+	// Timestamps asks for word timestamps in the response.
+	Timestamps bool
+	// Options is the request's providerOptions object as JSON, passed
+	// through untouched; nil when absent.
+	Options []byte
+	// Credentials to call the provider with.
+	Credentials Credentials
+}
+
+// SynthesizeResponse is a whole rendered clip.
+type SynthesizeResponse struct {
+	// Audio holds the clip's bytes.
+	Audio []byte
+	// MediaType is the clip's media type: "audio/wav", "audio/mpeg", or
+	// "audio/pcm;rate=N" for raw 16-bit little-endian mono PCM.
+	MediaType string
+	// Timestamps are word timings, in order, in seconds from the clip's
+	// start; nil unless requested and supported.
+	Timestamps []WordTimestamp
+	// Warnings are human-readable notes for the caller.
+	Warnings []string
+}
+
+// WordTimestamp is the timing of one spoken word.
+type WordTimestamp struct {
+	Text  string
+	Start float64 // seconds from the start of the clip
+	End   float64 // seconds from the start of the clip
+}
+
+// Chunk is a piece of streamed audio.
+type Chunk struct {
+	// MediaType is set on the first chunk of a stream.
+	MediaType string
+	// Data is the audio bytes. The receiver may keep the slice; senders
+	// must not reuse it after send returns.
+	Data []byte
+}
+
+// CloneRequest asks a provider to create a voice from audio samples.
+type CloneRequest struct {
+	Model       string
+	Name        string
+	Description string
+	Samples     []Sample
+	Options     []byte
+	Credentials Credentials
+}
+
+// Sample is one audio sample for cloning.
+type Sample struct {
+	Filename  string
+	MediaType string
+	Data      []byte
+}
+
+// CloneResponse carries the new provider-side voice id.
+type CloneResponse struct {
+	VoiceID string
+}
+
+// ModerationRequest asks whether text may be synthesized.
+type ModerationRequest struct {
+	Text        string
+	Credentials Credentials
+}
+
+// Decisions a Moderator returns.
+const (
+	DecisionAllow = "allow"
+	DecisionBlock = "block"
+)
+
+// ModerationResult is a moderation verdict.
+type ModerationResult struct {
+	// Decision is DecisionAllow or DecisionBlock.
+	Decision string
+	// Category names why text was blocked (e.g. "violence"); empty on allow.
+	Category string
+	// Confidence is the score behind the decision, 0 to 1.
+	Confidence float64
+	// Detail is a short human-readable reason; never the full text.
+	Detail string
+}
