@@ -1,0 +1,391 @@
+package reqlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultQueueSize     = 8192
+	DefaultBatchSize     = 512
+	DefaultFlushInterval = 50 * time.Millisecond
+	DefaultPurgeInterval = time.Hour
+	DefaultPurgeDelay    = 10 * time.Second
+)
+
+// dropWarnInterval rate-limits the "rows dropped" warning, which would
+// otherwise be logged once per request exactly when the gateway is busiest.
+const dropWarnInterval = 10 * time.Second
+
+// ErrNotStarted is returned by Flush on a writer that was never started.
+var ErrNotStarted = errors.New("reqlog: writer not started")
+
+// Options configure a Writer. Zero fields take the defaults above.
+type Options struct {
+	// QueueSize is the capacity of the in-memory queue (rows).
+	QueueSize int
+	// BatchSize is the most rows written in one transaction.
+	BatchSize int
+	// FlushInterval is the longest a row waits in a partial batch.
+	FlushInterval time.Duration
+	// PurgeInterval is the time between purges of expired rows; negative
+	// disables purging.
+	PurgeInterval time.Duration
+	// PurgeDelay is the time from Start to the first purge.
+	PurgeDelay time.Duration
+	// Logger receives drop warnings, write errors and purge results; nil
+	// discards them.
+	Logger *zap.Logger
+	// Now returns the current time, for the purge cutoff; nil is time.Now.
+	Now func() time.Time
+}
+
+// Writer batches request log rows into the store. Create it with New, call
+// Start once, Record from any goroutine, and Close at shutdown.
+type Writer struct {
+	st               *store.Store
+	queue            chan store.LogRow
+	batchSize        int
+	flushInterval    time.Duration
+	purgeInterval    time.Duration
+	purgeDelay       time.Duration
+	log              *zap.Logger
+	now              func() time.Time
+	flushReq         chan chan error
+	stop             chan struct{} // closed by Close: drain and exit
+	done             chan struct{} // closed when the batch writer has exited
+	purgeDone        chan struct{} // closed when the purge loop has exited
+	dropped, written atomic.Uint64
+	lastDropWarn     atomic.Int64 // unix nanos of the last drop warning
+	lastWriteErrWarn atomic.Int64 // unix nanos of the last write error log
+	closeErr         error        // set before done is closed
+	recordMu         sync.RWMutex // Record holds it shared; Close exclusively
+	closed           bool         // guarded by recordMu
+	lifeMu           sync.Mutex
+	started, closing bool // guarded by lifeMu
+	closeOnce        sync.Once
+}
+
+// New returns a Writer for st. Rows recorded before Start wait in the queue.
+func New(st *store.Store, opts Options) *Writer {
+	w := &Writer{
+		st:            st,
+		batchSize:     opts.BatchSize,
+		flushInterval: opts.FlushInterval,
+		purgeInterval: opts.PurgeInterval,
+		purgeDelay:    opts.PurgeDelay,
+		log:           opts.Logger,
+		now:           opts.Now,
+		flushReq:      make(chan chan error),
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
+		purgeDone:     make(chan struct{}),
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	w.queue = make(chan store.LogRow, opts.QueueSize)
+	if w.batchSize <= 0 {
+		w.batchSize = DefaultBatchSize
+	}
+	if w.flushInterval <= 0 {
+		w.flushInterval = DefaultFlushInterval
+	}
+	if w.purgeInterval == 0 {
+		w.purgeInterval = DefaultPurgeInterval
+	}
+	if w.purgeDelay <= 0 {
+		w.purgeDelay = DefaultPurgeDelay
+	}
+	if w.log == nil {
+		w.log = zap.NewNop()
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	return w
+}
+
+// Start starts the batch writer and the purge loop. Calls after the first,
+// or after Close, do nothing.
+func (w *Writer) Start() {
+	w.lifeMu.Lock()
+	defer w.lifeMu.Unlock()
+	if w.started || w.closing {
+		return
+	}
+	w.started = true
+	go w.run()
+	if w.purgeInterval > 0 {
+		go w.purgeLoop()
+	} else {
+		close(w.purgeDone)
+	}
+}
+
+// Record queues row for writing and reports whether it was accepted. It
+// never blocks: when the queue is full, after Close, or for a row without
+// an organization it returns false and counts the row as dropped.
+//
+// Hot path (every request): a read lock, a channel send of the row by value
+// and no allocation.
+func (w *Writer) Record(row store.LogRow) bool {
+	if row.OrgID == "" {
+		w.drop("row has no organization")
+		return false
+	}
+	w.recordMu.RLock()
+	if w.closed {
+		w.recordMu.RUnlock()
+		w.drop("writer closed")
+		return false
+	}
+	select {
+	case w.queue <- row:
+		w.recordMu.RUnlock()
+		return true
+	default:
+		w.recordMu.RUnlock()
+		w.drop("queue full")
+		return false
+	}
+}
+
+// drop counts a dropped row and warns at most once per dropWarnInterval.
+// Hand-written with one atomic compare-and-swap rather than a rate limiter
+// with a mutex, because it runs on every request while the gateway is
+// overloaded.
+func (w *Writer) drop(reason string) {
+	total := w.dropped.Add(1)
+	if allow(&w.lastDropWarn, dropWarnInterval) {
+		w.log.Warn("request log rows dropped", zap.String("reason", reason), zap.Uint64("dropped_total", total))
+	}
+}
+
+// allow reports whether interval has passed since *last and, if so, claims
+// the slot by storing the current time.
+func allow(last *atomic.Int64, interval time.Duration) bool {
+	now := time.Now().UnixNano()
+	prev := last.Load()
+	return now-prev >= int64(interval) && last.CompareAndSwap(prev, now)
+}
+
+// QueueLen returns the number of rows waiting in the queue.
+func (w *Writer) QueueLen() int { return len(w.queue) }
+
+// Dropped returns the number of rows not accepted or not written.
+func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
+
+// Written returns the number of rows committed to the store.
+func (w *Writer) Written() uint64 { return w.written.Load() }
+
+// Flush waits until every row Recorded before the call is committed (or
+// ctx ends) and returns the error of the write it forced, if any. After
+// Close it waits for the drain instead.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.lifeMu.Lock()
+	started, closing := w.started, w.closing
+	w.lifeMu.Unlock()
+	if closing {
+		return w.wait(ctx)
+	}
+	if !started {
+		return ErrNotStarted
+	}
+	reply := make(chan error, 1)
+	select {
+	case w.flushReq <- reply:
+	case <-w.done: // Closed meanwhile: Close drained the queue.
+		return w.closeErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting rows, writes everything queued, and stops the purge
+// loop. It returns ctx's error if ctx ends first (the drain continues in the
+// background), else the error of the final write, if any. It is idempotent.
+func (w *Writer) Close(ctx context.Context) error {
+	w.closeOnce.Do(func() {
+		w.lifeMu.Lock()
+		w.closing = true
+		started := w.started
+		w.lifeMu.Unlock()
+
+		// Wait for in-flight Record calls; after this no row can enter the
+		// queue, so draining it empty loses nothing that was accepted.
+		w.recordMu.Lock()
+		w.closed = true
+		w.recordMu.Unlock()
+
+		close(w.stop)
+		if !started {
+			go func() {
+				w.closeErr = w.write(w.drain(nil))
+				close(w.done)
+			}()
+			close(w.purgeDone)
+		}
+	})
+	return w.wait(ctx)
+}
+
+// wait blocks until the writer and purge loop have exited or ctx ends.
+func (w *Writer) wait(ctx context.Context) error {
+	for _, ch := range []chan struct{}{w.done, w.purgeDone} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("reqlog: close: %w", ctx.Err())
+		}
+	}
+	return w.closeErr
+}
+
+// run is the batch writer: the only goroutine that receives from the queue.
+func (w *Writer) run() {
+	defer close(w.done)
+	batch := make([]store.LogRow, 0, w.batchSize)
+	timer := time.NewTimer(w.flushInterval)
+	timer.Stop()
+	for {
+		select {
+		case row := <-w.queue:
+			if len(batch) == 0 {
+				timer.Reset(w.flushInterval)
+			}
+			batch = append(batch, row)
+			batch = w.take(batch, w.batchSize-len(batch))
+			if len(batch) >= w.batchSize {
+				timer.Stop()
+				_ = w.write(batch)
+				batch = batch[:0]
+			}
+		case <-timer.C:
+			_ = w.write(batch)
+			batch = batch[:0]
+		case reply := <-w.flushReq:
+			// Rows recorded before Flush was called are in the queue now
+			// (a buffered send completes when the row is in the buffer), at
+			// its front: taking the current length takes them all.
+			timer.Stop()
+			var firstErr error
+			for n := len(w.queue); ; {
+				take := min(n, w.batchSize-len(batch))
+				batch = w.take(batch, take)
+				n -= take
+				if err := w.write(batch); err != nil && firstErr == nil {
+					firstErr = err
+				}
+				batch = batch[:0]
+				if n <= 0 {
+					break
+				}
+			}
+			reply <- firstErr
+		case <-w.stop:
+			timer.Stop()
+			w.closeErr = w.write(w.drain(batch))
+			return
+		}
+	}
+}
+
+// take moves up to n rows that are already queued into batch, without
+// waiting for more.
+func (w *Writer) take(batch []store.LogRow, n int) []store.LogRow {
+	for ; n > 0; n-- {
+		select {
+		case row := <-w.queue:
+			batch = append(batch, row)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// drain writes full batches until the queue is empty and returns the last,
+// partial batch. Used only after Close has stopped Record.
+func (w *Writer) drain(batch []store.LogRow) []store.LogRow {
+	for {
+		batch = w.take(batch, w.batchSize-len(batch))
+		if len(batch) < w.batchSize {
+			return batch
+		}
+		_ = w.write(batch)
+		batch = batch[:0]
+	}
+}
+
+// write commits batch in one transaction and accounts for it. A failed
+// batch is counted as dropped: retrying would only grow the backlog behind
+// a disk that is full or broken.
+func (w *Writer) write(batch []store.LogRow) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	err := w.st.AppendLogs(context.Background(), batch)
+	if err != nil {
+		total := w.dropped.Add(uint64(len(batch)))
+		if allow(&w.lastWriteErrWarn, dropWarnInterval) {
+			w.log.Error("writing request log batch failed", zap.Int("rows", len(batch)),
+				zap.Uint64("dropped_total", total), zap.Error(err))
+		}
+	} else {
+		w.written.Add(uint64(len(batch)))
+	}
+	clear(batch) // Let the rows' strings go; the slice is reused.
+	return err
+}
+
+// purgeLoop deletes expired rows shortly after Start and then every
+// purgeInterval until Close.
+func (w *Writer) purgeLoop() {
+	defer close(w.purgeDone)
+	// Close interrupts a running purge between its transactions.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	timer := time.NewTimer(w.purgeDelay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		start := time.Now()
+		n, err := w.st.PurgeLogs(ctx, w.now().Add(-store.LogRetention))
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return // Interrupted by Close.
+		case err != nil:
+			w.log.Error("purging expired request logs failed", zap.Int("deleted", n), zap.Error(err))
+		case n > 0:
+			w.log.Info("purged expired request logs", zap.Int("deleted", n), zap.Duration("took", time.Since(start)))
+		}
+		timer.Reset(w.purgeInterval)
+	}
+}
