@@ -1,0 +1,300 @@
+// Package engine is the eSpeak NG provider: an sdk.Provider that speaks
+// through libespeak-ng (cgo), offline, with real word timestamps from the
+// synthesizer's word events.
+//
+// libespeak-ng is a process-global, single-threaded C library, so every call
+// into it is serialized; the gateway scales the plugin by running several
+// processes. Only the plugin's main package imports this one.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Identity of the provider and its one model.
+const (
+	// ProviderID is the provider id in `provider/model` strings.
+	ProviderID = "espeak"
+	// ModelID is the provider's only (and so default) model.
+	ModelID = "espeak-ng"
+	// DefaultVoice is spoken when a request names no voice.
+	DefaultVoice = "en"
+	// MaxTextChars is the longest text, in Unicode code points, one call
+	// accepts.
+	MaxTextChars = 5000
+)
+
+// Provider is the eSpeak NG sdk.Provider. Its methods may be called
+// concurrently; synthesis is serialized process-wide.
+type Provider struct {
+	// UnimplementedProvider answers Configure (eSpeak has no settings) and
+	// Clone (eSpeak cannot clone voices).
+	sdk.UnimplementedProvider
+
+	sampleRate int
+	voices     []sdk.Voice
+	// voiceIDs maps each voice id to itself, for validating requests.
+	voiceIDs map[string]bool
+}
+
+// New initializes libespeak-ng and returns the provider. It fails when the
+// library cannot find its data (the espeak-ng-data package).
+func New() (*Provider, error) {
+	if err := openLibrary(); err != nil {
+		return nil, fmt.Errorf("espeak: %w", err)
+	}
+	p := &Provider{sampleRate: library.sampleRate, voiceIDs: make(map[string]bool)}
+	for _, v := range library.voices {
+		p.voices = append(p.voices, sdk.Voice{ID: v.id, Name: v.name, Language: v.language, Gender: v.gender})
+		p.voiceIDs[v.id] = true
+	}
+	return p, nil
+}
+
+// Describe reports the provider and its one model.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	return &sdk.Description{
+		ID:           ProviderID,
+		Name:         "eSpeak NG",
+		DefaultModel: ModelID,
+		Models: []sdk.Model{{
+			ID:   ModelID,
+			Name: "eSpeak NG",
+			Capabilities: sdk.Capabilities{
+				Streaming:  true,
+				Timestamps: true,
+				Speed:      true,
+			},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV},
+			SampleRates:      []int{p.sampleRate},
+			NativeSampleRate: p.sampleRate,
+			MaxTextChars:     MaxTextChars,
+		}},
+	}, nil
+}
+
+// Voices lists eSpeak's languages, one voice each. Their ids are usable as
+// SynthesizeRequest.Voice, optionally followed by an eSpeak variant
+// ("en+f3").
+func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	if err := checkModel(req.Model); err != nil {
+		return nil, err
+	}
+	return append([]sdk.Voice(nil), p.voices...), nil
+}
+
+// Synthesize renders the whole clip, with word timestamps when asked.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	c, err := p.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	// A WAV clip is rendered behind a placeholder for its header, filled in
+	// once the length is known, so the audio is never copied.
+	var out bytes.Buffer
+	headerSize := 0
+	if c.format == sdk.FormatWAV {
+		headerSize = wavHeaderSize
+		out.Write(make([]byte, headerSize))
+	}
+	var events []event
+	err = synthesize(ctx, req.Text, c.options, func(b buffer) error {
+		out.Write(b.pcm)
+		if req.Timestamps {
+			events = append(events, b.events...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, synthesisError(err)
+	}
+
+	audio := out.Bytes()
+	pcm := audio[headerSize:]
+	resp := &sdk.SynthesizeResponse{Audio: audio, MediaType: p.pcmMediaType(), Warnings: c.warnings}
+	if c.format == sdk.FormatWAV {
+		copy(audio, wavHeader(uint32(len(pcm)), p.sampleRate))
+		resp.MediaType = "audio/wav"
+	}
+	if req.Timestamps {
+		resp.Timestamps = wordTimestamps(req.Text, events, pcm, p.sampleRate)
+	}
+	return resp, nil
+}
+
+// Stream sends each buffer of audio as soon as eSpeak produces it (about
+// 60 ms of audio per chunk), without collecting the clip.
+//
+// Format "pcm" (or empty) streams raw PCM, media type
+// "audio/pcm;rate=N". Format "wav" streams the same PCM behind a WAVE header
+// whose sizes say "unknown" (0xFFFFFFFF), media type "audio/wav": the length
+// is not known until synthesis ends, and decoders read such a file to its
+// end.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := p.plan(req)
+	if err != nil {
+		return err
+	}
+	mediaType, header := p.pcmMediaType(), []byte(nil)
+	if c.format == sdk.FormatWAV {
+		mediaType, header = "audio/wav", wavHeader(wavUnknownSize, p.sampleRate)
+	}
+	sent := false
+	sendData := func(data []byte) error {
+		chunk := sdk.Chunk{Data: data}
+		if !sent {
+			chunk.MediaType = mediaType
+			sent = true
+		}
+		if err := send(chunk); err != nil {
+			return fmt.Errorf("espeak: send chunk: %w", err)
+		}
+		return nil
+	}
+	err = synthesize(ctx, req.Text, c.options, func(b buffer) error {
+		if len(b.pcm) == 0 {
+			return nil
+		}
+		if header != nil {
+			b.pcm = append(header, b.pcm...)
+			header = nil
+		}
+		return sendData(b.pcm)
+	})
+	if err != nil {
+		return synthesisError(err)
+	}
+	if !sent {
+		// Text eSpeak renders as no audio at all: the caller still learns
+		// the media type (and, for WAV, gets a header).
+		return sendData(header)
+	}
+	return nil
+}
+
+// call is a validated request turned into eSpeak terms.
+type call struct {
+	options  options
+	format   string
+	warnings []string
+}
+
+// plan validates req and translates it for eSpeak. Everything that can be
+// wrong with a request is found here, before any audio exists, so that a
+// stream never fails after its first chunk for a reason known up front.
+func (p *Provider) plan(req *sdk.SynthesizeRequest) (*call, error) {
+	if err := checkModel(req.Model); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "text is empty")
+	}
+	if n := utf8.RuneCountInString(req.Text); n > MaxTextChars {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "text has %d characters; eSpeak accepts at most %d", n, MaxTextChars)
+	}
+	c := &call{format: req.Format}
+	switch req.Format {
+	case "":
+		c.format = sdk.FormatPCM
+	case sdk.FormatPCM, sdk.FormatWAV:
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "format %q is not supported; eSpeak produces pcm or wav", req.Format)
+	}
+	if req.SampleRate != 0 && req.SampleRate != p.sampleRate {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "sample rate %d is not supported; eSpeak produces %d Hz", req.SampleRate, p.sampleRate)
+	}
+
+	voice := req.Voice
+	if voice == "" {
+		voice = DefaultVoice
+	}
+	if !p.knownVoice(voice) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "unknown voice %q", req.Voice)
+	}
+	c.options.voice = voice
+
+	rate, warning, err := speakingRate(req.Speed)
+	if err != nil {
+		return nil, err
+	}
+	c.options.rate = rate
+	if warning != "" {
+		c.warnings = append(c.warnings, warning)
+	}
+	return c, nil
+}
+
+// knownVoice reports whether voice is one of the listed voice ids, possibly
+// with an eSpeak variant ("en+f3"). Checking against the list rather than
+// only asking eSpeak keeps arbitrary strings (file paths among them: eSpeak
+// loads a voice by file name) away from the library.
+func (p *Provider) knownVoice(voice string) bool {
+	id, variant, hasVariant := strings.Cut(voice, "+")
+	if !p.voiceIDs[strings.ToLower(id)] {
+		return false
+	}
+	if !hasVariant {
+		return true
+	}
+	if variant == "" || len(variant) > 32 {
+		return false
+	}
+	for _, r := range variant {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// speakingRate maps a speed multiple to eSpeak's rate in words per minute.
+// eSpeak accepts 80 to 450 wpm, about 0.46x to 2.57x of its normal 175, so
+// speeds beyond that clamp to the extremes; the warning says so.
+func speakingRate(speed float64) (rate int, warning string, err error) {
+	if speed == 0 {
+		return rateNormal, "", nil
+	}
+	if speed < 0 || math.IsNaN(speed) || math.IsInf(speed, 0) {
+		return 0, "", sdk.Errorf(sdk.KindInvalidRequest, "speed %v is not a positive number", speed)
+	}
+	want := math.Round(float64(rateNormal) * speed)
+	rate = int(max(min(want, float64(rateMaximum)), float64(rateMinimum)))
+	if float64(rate) != want {
+		warning = fmt.Sprintf("speed %s is outside eSpeak's range; spoken at %sx",
+			strconv.FormatFloat(speed, 'g', -1, 64),
+			strconv.FormatFloat(float64(rate)/float64(rateNormal), 'f', 2, 64))
+	}
+	return rate, warning, nil
+}
+
+// checkModel accepts the provider's one model; empty means the default.
+func checkModel(model string) error {
+	if model != "" && model != ModelID {
+		return sdk.Errorf(sdk.KindInvalidRequest, "unknown model %q; eSpeak has only %q", model, ModelID)
+	}
+	return nil
+}
+
+// pcmMediaType is the media type of the library's raw output.
+func (p *Provider) pcmMediaType() string {
+	return "audio/pcm;rate=" + strconv.Itoa(p.sampleRate)
+}
+
+// synthesisError classifies a failure of synthesize for the gateway.
+// Context and send errors pass through unchanged (sdk.AsError maps context
+// errors; a send error means the caller is gone).
+func synthesisError(err error) error {
+	if errors.Is(err, errUnknownVoice) {
+		return sdk.Errorf(sdk.KindInvalidRequest, "%v", err)
+	}
+	return err
+}
