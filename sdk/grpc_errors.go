@@ -1,0 +1,131 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pluginpb "github.com/voxgate/voxgate/sdk/proto"
+)
+
+// An *Error crosses the process boundary as a gRPC status whose details hold
+// a pluginpb.Error. The status code is chosen to be meaningful to generic
+// gRPC tooling, but the host trusts only the detail: a status without one
+// did not come from the plugin's code but from the transport (the process
+// died, the connection closed) or from the host's own context.
+
+// grpcCode returns the gRPC code a status of kind k carries.
+func grpcCode(k ErrorKind) codes.Code {
+	switch k {
+	case KindInternal:
+		return codes.Internal
+	case KindInvalidRequest:
+		return codes.InvalidArgument
+	case KindUnauthorized:
+		return codes.Unauthenticated
+	case KindRateLimited:
+		return codes.ResourceExhausted
+	case KindUnavailable:
+		return codes.Unavailable
+	case KindTimeout:
+		return codes.DeadlineExceeded
+	case KindUnsupported:
+		return codes.Unimplemented
+	}
+	return codes.Unknown
+}
+
+// errorToStatus turns a plugin implementation's error into the status the
+// plugin side returns. Errors that are not *Error go through AsError, so a
+// plain error arrives as KindInternal and a context error as
+// KindTimeout/KindUnavailable.
+func errorToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	e := AsError(err)
+	code := grpcCode(e.Kind)
+	st, detErr := status.New(code, e.Message).WithDetails(&pluginpb.Error{
+		Kind:           pluginpb.ErrorKind(e.Kind),
+		Message:        e.Message,
+		UpstreamStatus: int32(e.UpstreamStatus),
+		UpstreamCode:   e.UpstreamCode,
+		Retryable:      e.Retryable,
+		RetryAfterMs:   e.RetryAfter.Milliseconds(),
+	})
+	if detErr != nil {
+		// Only a broken protobuf runtime gets here; the code still says
+		// roughly what happened.
+		return status.Error(code, e.Message)
+	}
+	return st.Err()
+}
+
+// errorFromRPC turns the error of a gRPC call made with ctx into what the
+// host sees: the plugin's own *Error when the status carries one, otherwise
+// an *Error classifying the local failure. Context errors stay reachable
+// through errors.Is (Error.Unwrap).
+func errorFromRPC(ctx context.Context, method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, isStatus := status.FromError(err)
+	if isStatus {
+		for _, d := range st.Details() {
+			if pe, ok := d.(*pluginpb.Error); ok {
+				return &Error{
+					Kind:           ErrorKind(pe.GetKind()),
+					Message:        pe.GetMessage(),
+					UpstreamStatus: int(pe.GetUpstreamStatus()),
+					UpstreamCode:   pe.GetUpstreamCode(),
+					Retryable:      pe.GetRetryable(),
+					RetryAfter:     time.Duration(pe.GetRetryAfterMs()) * time.Millisecond,
+				}
+			}
+		}
+	}
+	// The host's own context explains the failure better than the status,
+	// which for a cancelled call only says "context canceled".
+	if cerr := ctx.Err(); cerr != nil {
+		e := AsError(cerr)
+		e.Message = fmt.Sprintf("plugin %s: %v", method, cerr)
+		return e
+	}
+	if !isStatus {
+		return &Error{Kind: KindInternal, Message: fmt.Sprintf("plugin %s: %v", method, err), cause: err}
+	}
+	e := &Error{Message: fmt.Sprintf("plugin %s: %s", method, st.Message()), cause: err}
+	switch st.Code() {
+	case codes.Unavailable, codes.Canceled, codes.Aborted:
+		// The plugin process died or its connection is closing (gRPC reports
+		// a closing client connection as Canceled). The gateway restarts the
+		// plugin, so a later call may succeed.
+		e.Kind, e.Retryable = KindUnavailable, true
+	case codes.DeadlineExceeded:
+		e.Kind, e.Retryable = KindTimeout, true
+	case codes.Unimplemented:
+		// A plugin built against an older protocol lacks the method.
+		e.Kind = KindUnsupported
+	default:
+		e.Kind = KindInternal
+	}
+	return e
+}
+
+// recoverToError turns a panic in a plugin implementation into a
+// KindInternal error, so one bad request does not take down the plugin
+// process and every call in flight with it. The stack goes to stderr, which
+// go-plugin forwards to the gateway's log. Use as `defer recoverToError(&err)`.
+func recoverToError(method string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "voxgate plugin: panic in %s: %v\n%s", method, r, debug.Stack())
+	*err = errorToStatus(&Error{Kind: KindInternal, Message: fmt.Sprintf("plugin panicked in %s: %v", method, r)})
+}

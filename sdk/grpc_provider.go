@@ -1,0 +1,171 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	pluginpb "github.com/voxgate/voxgate/sdk/proto"
+)
+
+// grpcProviderClient is the host side of a provider plugin: a Provider whose
+// methods are gRPC calls to the plugin process.
+type grpcProviderClient struct {
+	rpc pluginpb.ProviderClient
+}
+
+var _ Provider = (*grpcProviderClient)(nil)
+
+// Configure implements Provider.
+func (c *grpcProviderClient) Configure(ctx context.Context, settings map[string]string) error {
+	_, err := c.rpc.Configure(ctx, &pluginpb.ConfigureRequest{Settings: settings})
+	return errorFromRPC(ctx, "Configure", err)
+}
+
+// Describe implements Provider.
+func (c *grpcProviderClient) Describe(ctx context.Context) (*Description, error) {
+	resp, err := c.rpc.Describe(ctx, &pluginpb.DescribeRequest{})
+	if err != nil {
+		return nil, errorFromRPC(ctx, "Describe", err)
+	}
+	return descriptionFromProto(resp), nil
+}
+
+// Voices implements Provider.
+func (c *grpcProviderClient) Voices(ctx context.Context, req *VoicesRequest) ([]Voice, error) {
+	resp, err := c.rpc.Voices(ctx, &pluginpb.VoicesRequest{
+		Model:       req.Model,
+		Credentials: credentialsToProto(req.Credentials),
+	})
+	if err != nil {
+		return nil, errorFromRPC(ctx, "Voices", err)
+	}
+	return voicesFromProto(resp), nil
+}
+
+// Synthesize implements Provider.
+func (c *grpcProviderClient) Synthesize(ctx context.Context, req *SynthesizeRequest) (*SynthesizeResponse, error) {
+	resp, err := c.rpc.Synthesize(ctx, synthesizeRequestToProto(req))
+	if err != nil {
+		return nil, errorFromRPC(ctx, "Synthesize", err)
+	}
+	return synthesizeResponseFromProto(resp), nil
+}
+
+// Stream implements Provider. It is the protocol's hot path: one gRPC
+// message per chunk, received into a single reused message value, so the
+// only allocation per chunk is the data slice the receiver is allowed to
+// keep (proto.Unmarshal copies bytes fields out of gRPC's pooled buffer).
+func (c *grpcProviderClient) Stream(ctx context.Context, req *SynthesizeRequest, send func(Chunk) error) error {
+	// Cancelling streamCtx when we return tells the plugin to stop, which
+	// matters when send failed (the client went away) mid-stream.
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.Stream(streamCtx, synthesizeRequestToProto(req))
+	if err != nil {
+		return errorFromRPC(ctx, "Stream", err)
+	}
+	var msg pluginpb.Chunk
+	for {
+		if err := stream.RecvMsg(&msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return errorFromRPC(ctx, "Stream", err)
+		}
+		if err := send(Chunk{MediaType: msg.MediaType, Data: msg.Data}); err != nil {
+			return err
+		}
+	}
+}
+
+// Clone implements Provider.
+func (c *grpcProviderClient) Clone(ctx context.Context, req *CloneRequest) (*CloneResponse, error) {
+	resp, err := c.rpc.Clone(ctx, cloneRequestToProto(req))
+	if err != nil {
+		return nil, errorFromRPC(ctx, "Clone", err)
+	}
+	return &CloneResponse{VoiceID: resp.GetVoiceId()}, nil
+}
+
+// grpcProviderServer is the plugin side of a provider plugin: a gRPC service
+// that calls the plugin author's Provider. Errors leave it as statuses
+// carrying an *Error (errorToStatus); panics become KindInternal errors.
+type grpcProviderServer struct {
+	pluginpb.UnimplementedProviderServer
+	impl Provider
+}
+
+// Configure implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Configure(ctx context.Context, req *pluginpb.ConfigureRequest) (_ *pluginpb.ConfigureResponse, err error) {
+	defer recoverToError("Configure", &err)
+	if err := s.impl.Configure(ctx, req.GetSettings()); err != nil {
+		return nil, errorToStatus(err)
+	}
+	return &pluginpb.ConfigureResponse{}, nil
+}
+
+// Describe implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Describe(ctx context.Context, _ *pluginpb.DescribeRequest) (_ *pluginpb.Description, err error) {
+	defer recoverToError("Describe", &err)
+	d, err := s.impl.Describe(ctx)
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	if d == nil {
+		return nil, errorToStatus(Errorf(KindInternal, "Describe returned no description"))
+	}
+	return descriptionToProto(d), nil
+}
+
+// Voices implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Voices(ctx context.Context, req *pluginpb.VoicesRequest) (_ *pluginpb.VoicesResponse, err error) {
+	defer recoverToError("Voices", &err)
+	vs, err := s.impl.Voices(ctx, &VoicesRequest{
+		Model:       req.GetModel(),
+		Credentials: credentialsFromProto(req.GetCredentials()),
+	})
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	return voicesToProto(vs), nil
+}
+
+// Synthesize implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Synthesize(ctx context.Context, req *pluginpb.SynthesizeRequest) (_ *pluginpb.SynthesizeResponse, err error) {
+	defer recoverToError("Synthesize", &err)
+	resp, err := s.impl.Synthesize(ctx, synthesizeRequestFromProto(req))
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	if resp == nil {
+		return nil, errorToStatus(Errorf(KindInternal, "Synthesize returned no response"))
+	}
+	return synthesizeResponseToProto(resp), nil
+}
+
+// Stream implements pluginpb.ProviderServer. Hot path: each Chunk becomes
+// one message that borrows the chunk's data slice (Chunk's contract forbids
+// the sender to reuse it), so nothing is copied before gRPC encodes it.
+func (s *grpcProviderServer) Stream(req *pluginpb.SynthesizeRequest, stream pluginpb.Provider_StreamServer) (err error) {
+	defer recoverToError("Stream", &err)
+	send := func(c Chunk) error {
+		// A fresh message per send: gRPC may hold on to a sent message
+		// (stats handlers), so reusing one is not allowed.
+		return stream.Send(&pluginpb.Chunk{MediaType: c.MediaType, Data: c.Data})
+	}
+	return errorToStatus(s.impl.Stream(stream.Context(), synthesizeRequestFromProto(req), send))
+}
+
+// Clone implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Clone(ctx context.Context, req *pluginpb.CloneRequest) (_ *pluginpb.CloneResponse, err error) {
+	defer recoverToError("Clone", &err)
+	resp, err := s.impl.Clone(ctx, cloneRequestFromProto(req))
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	if resp == nil {
+		return nil, errorToStatus(Errorf(KindInternal, "Clone returned no response"))
+	}
+	return &pluginpb.CloneResponse{VoiceId: resp.VoiceID}, nil
+}

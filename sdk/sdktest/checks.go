@@ -1,0 +1,126 @@
+package sdktest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// knownFormats are the formats the gateway understands and the kit decodes.
+func knownFormat(f string) bool {
+	return f == sdk.FormatPCM || f == sdk.FormatWAV || f == sdk.FormatMP3
+}
+
+// ValidateDescription reports everything wrong with d: ids present and unique,
+// the default model among the models, output formats known (or listed in
+// customFormats), limits not negative. It returns nil for a sane
+// description.
+func ValidateDescription(d *sdk.Description, customFormats []string) error {
+	if d == nil {
+		return errors.New("description is nil")
+	}
+	var errs []error
+	if d.ID == "" {
+		errs = append(errs, errors.New("provider ID is empty"))
+	}
+	if strings.ContainsAny(d.ID, "/ \t\n") {
+		errs = append(errs, fmt.Errorf("provider ID %q contains '/' or space; it is the first half of `provider/model`", d.ID))
+	}
+	if len(d.Models) == 0 {
+		errs = append(errs, errors.New("no models"))
+	}
+	seen := map[string]bool{}
+	for i, m := range d.Models {
+		where := fmt.Sprintf("model %d (%q)", i, m.ID)
+		if m.ID == "" {
+			errs = append(errs, fmt.Errorf("%s: ID is empty", where))
+		}
+		if seen[m.ID] {
+			errs = append(errs, fmt.Errorf("%s: duplicate ID", where))
+		}
+		seen[m.ID] = true
+		if len(m.OutputFormats) == 0 {
+			errs = append(errs, fmt.Errorf("%s: no output formats", where))
+		}
+		for _, f := range m.OutputFormats {
+			if !knownFormat(f) && !slices.Contains(customFormats, f) {
+				errs = append(errs, fmt.Errorf("%s: unknown output format %q (known: pcm, wav, mp3; list provider-specific ones in Config.CustomFormats)", where, f))
+			}
+		}
+		for _, r := range m.SampleRates {
+			if r <= 0 {
+				errs = append(errs, fmt.Errorf("%s: sample rate %d", where, r))
+			}
+		}
+		if m.NativeSampleRate < 0 {
+			errs = append(errs, fmt.Errorf("%s: native sample rate %d", where, m.NativeSampleRate))
+		}
+		if m.MaxTextChars < 0 {
+			errs = append(errs, fmt.Errorf("%s: MaxTextChars %d", where, m.MaxTextChars))
+		}
+	}
+	if !seen[d.DefaultModel] || d.DefaultModel == "" {
+		errs = append(errs, fmt.Errorf("default model %q is not among the models", d.DefaultModel))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateVoices reports voices without an ID and duplicate IDs.
+func ValidateVoices(voices []sdk.Voice) error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, v := range voices {
+		if v.ID == "" {
+			errs = append(errs, fmt.Errorf("voice %d (%q) has no ID", i, v.Name))
+			continue
+		}
+		if seen[v.ID] {
+			errs = append(errs, fmt.Errorf("voice %d: duplicate ID %q", i, v.ID))
+		}
+		seen[v.ID] = true
+	}
+	return errors.Join(errs...)
+}
+
+// TimestampTolerance is how far (seconds) a word may end past the end of
+// the clip, on top of 2% of the clip: engines round to their frame size.
+const TimestampTolerance = 0.1
+
+// ValidateTimestamps reports what is wrong with the word timestamps of a clip
+// of text lasting clipSeconds: roughly one entry per word (engines split
+// and merge a little: half to twice the count of space-separated words),
+// each with text and start <= end, starts in non-decreasing order, all
+// inside the clip within TimestampTolerance.
+func ValidateTimestamps(ts []sdk.WordTimestamp, text string, clipSeconds float64) error {
+	words := len(strings.Fields(text))
+	if len(ts) == 0 {
+		return fmt.Errorf("no timestamps for %d words", words)
+	}
+	var errs []error
+	if len(ts) < (words+1)/2 || len(ts) > 2*words+2 {
+		errs = append(errs, fmt.Errorf("%d timestamps for %d words; want about one per word", len(ts), words))
+	}
+	limit := clipSeconds*1.02 + TimestampTolerance
+	for i, w := range ts {
+		where := fmt.Sprintf("timestamp %d (%q %.3f-%.3f)", i, w.Text, w.Start, w.End)
+		if strings.TrimSpace(w.Text) == "" {
+			errs = append(errs, fmt.Errorf("%s: no text", where))
+		}
+		if w.Start < 0 {
+			errs = append(errs, fmt.Errorf("%s: starts before the clip", where))
+		}
+		if w.Start > w.End {
+			errs = append(errs, fmt.Errorf("%s: starts after it ends", where))
+		}
+		if w.End > limit {
+			errs = append(errs, fmt.Errorf("%s: ends after the clip (%.3f s)", where, clipSeconds))
+		}
+		if i > 0 && w.Start < ts[i-1].Start {
+			errs = append(errs, fmt.Errorf("%s: starts before the previous word", where))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,120 @@
+package sdktest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/voxgate/voxgate/sdk"
+)
+
+func goodDescription() *sdk.Description {
+	return &sdk.Description{
+		ID: "acme", Name: "Acme", DefaultModel: "m1",
+		Models: []sdk.Model{
+			{ID: "m1", OutputFormats: []string{sdk.FormatMP3, sdk.FormatPCM}, SampleRates: []int{24000}, NativeSampleRate: 24000, MaxTextChars: 4096},
+			{ID: "m2", OutputFormats: []string{"opus"}},
+		},
+	}
+}
+
+func TestValidateDescription(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(d *sdk.Description)
+		custom  []string
+		wantErr string // "" means valid
+	}{
+		{"good", func(*sdk.Description) {}, []string{"opus"}, ""},
+		{"custom format not declared", func(*sdk.Description) {}, nil, `unknown output format "opus"`},
+		{"no id", func(d *sdk.Description) { d.ID = "" }, []string{"opus"}, "provider ID is empty"},
+		{"slash in id", func(d *sdk.Description) { d.ID = "a/b" }, []string{"opus"}, "contains '/'"},
+		{"no models", func(d *sdk.Description) { d.Models = nil; d.DefaultModel = "" }, nil, "no models"},
+		{"default not a model", func(d *sdk.Description) { d.DefaultModel = "m3" }, []string{"opus"}, `default model "m3"`},
+		{"empty model id", func(d *sdk.Description) { d.Models[1].ID = "" }, []string{"opus"}, "ID is empty"},
+		{"duplicate model", func(d *sdk.Description) { d.Models[1].ID = "m1" }, []string{"opus"}, "duplicate ID"},
+		{"no formats", func(d *sdk.Description) { d.Models[0].OutputFormats = nil }, []string{"opus"}, "no output formats"},
+		{"negative limit", func(d *sdk.Description) { d.Models[0].MaxTextChars = -1 }, []string{"opus"}, "MaxTextChars -1"},
+		{"zero rate", func(d *sdk.Description) { d.Models[0].SampleRates = []int{0} }, []string{"opus"}, "sample rate 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := goodDescription()
+			tt.mutate(d)
+			err := ValidateDescription(d, tt.custom)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestValidateVoices(t *testing.T) {
+	if err := ValidateVoices([]sdk.Voice{{ID: "a"}, {ID: "b"}}); err != nil {
+		t.Errorf("good voices: %v", err)
+	}
+	if err := ValidateVoices([]sdk.Voice{{ID: "a"}, {Name: "nameless"}}); err == nil {
+		t.Error("a voice without ID passed")
+	}
+	if err := ValidateVoices([]sdk.Voice{{ID: "a"}, {ID: "a"}}); err == nil {
+		t.Error("duplicate IDs passed")
+	}
+}
+
+func ts(text string, start, end float64) sdk.WordTimestamp {
+	return sdk.WordTimestamp{Text: text, Start: start, End: end}
+}
+
+func TestValidateTimestamps(t *testing.T) {
+	const text = "one two three four"
+	good := []sdk.WordTimestamp{ts("one", 0, 0.3), ts("two", 0.35, 0.6), ts("three", 0.6, 1.0), ts("four", 1.1, 1.5)}
+	tests := []struct {
+		name    string
+		ts      []sdk.WordTimestamp
+		clip    float64
+		wantErr string
+	}{
+		{"good", good, 1.6, ""},
+		{"touching the end within tolerance", good, 1.45, ""},
+		{"split words", append(append([]sdk.WordTimestamp{}, good...), ts("s", 1.5, 1.55)), 1.6, ""},
+		{"none", nil, 1.6, "no timestamps"},
+		{"far too few", good[:1], 1.6, "1 timestamps for 4 words"},
+		{"past the end", good, 1.0, "ends after the clip"},
+		{"reversed", []sdk.WordTimestamp{good[1], good[0], good[2], good[3]}, 1.6, "before the previous word"},
+		{"end before start", []sdk.WordTimestamp{good[0], ts("two", 0.6, 0.35), good[2], good[3]}, 1.6, "starts after it ends"},
+		{"negative", []sdk.WordTimestamp{ts("one", -0.5, 0.3), good[1], good[2], good[3]}, 1.6, "before the clip"},
+		{"blank text", []sdk.WordTimestamp{ts(" ", 0, 0.3), good[1], good[2], good[3]}, 1.6, "no text"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateTimestamps(tt.ts, text, tt.clip)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestFitText(t *testing.T) {
+	tests := []struct {
+		text  string
+		limit int
+		want  string
+	}{
+		{"hello world", 0, "hello world"},
+		{"hello world", 11, "hello world"},
+		{"hello world", 8, "hello"},
+		{"héllo wörld", 9, "héllo"},
+		{"abcdefgh", 4, "abcd"},
+	}
+	for _, tt := range tests {
+		if got := fitText(tt.text, tt.limit); got != tt.want {
+			t.Errorf("fitText(%q, %d) = %q, want %q", tt.text, tt.limit, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// roundTrip encodes m to bytes and back, as the wire does.
+func roundTrip[M proto.Message](t *testing.T, m M) M {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := m.ProtoReflect().New().Interface().(M)
+	if err := proto.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// requireAllSet fails when some exported field of v (recursively) is its
+// zero value: a field added to the sdk types must be added to these fixtures,
+// and then to the translation, or this test fails.
+func requireAllSet(t *testing.T, path string, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			t.Errorf("fixture leaves %s nil", path)
+			return
+		}
+		requireAllSet(t, path, v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.IsExported() {
+				requireAllSet(t, path+"."+f.Name, v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			t.Errorf("fixture leaves %s empty", path)
+		}
+		for i := range v.Len() {
+			requireAllSet(t, path+"[]", v.Index(i))
+		}
+	default:
+		if v.IsZero() {
+			t.Errorf("fixture leaves %s zero", path)
+		}
+	}
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	desc := &Description{
+		ID: "p", Name: "P", DefaultModel: "m",
+		Models: []Model{{
+			ID: "m", Name: "M",
+			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
+			NativeSampleRate: 24000, MaxTextChars: 4096,
+		}},
+	}
+	cred := Credentials{APIKey: "sk-test", BYOK: true}
+	synthReq := &SynthesizeRequest{
+		Model: "m", Voice: "v", Text: "hello", Speed: 1.5, Format: FormatWAV, SampleRate: 8000,
+		Timestamps: true, Options: []byte(`{"a":1}`), Credentials: cred,
+	}
+	synthResp := &SynthesizeResponse{
+		Audio: []byte{1, 2, 3}, MediaType: "audio/wav",
+		Timestamps: []WordTimestamp{{Text: "hello", Start: 0.25, End: 0.5}},
+		Warnings:   []string{"w"},
+	}
+	cloneReq := &CloneRequest{
+		Model: "m", Name: "n", Description: "d", Options: []byte(`{}`), Credentials: cred,
+		Samples: []Sample{{Filename: "a.wav", MediaType: "audio/wav", Data: []byte{9}}},
+	}
+	voices := []Voice{{ID: "v", Name: "V", Language: "en", Gender: "female"}}
+	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d"}
+
+	tests := []struct {
+		name string
+		in   any
+		back func() any
+	}{
+		{"Description", desc, func() any { return descriptionFromProto(roundTrip(t, descriptionToProto(desc))) }},
+		{"SynthesizeRequest", synthReq, func() any { return synthesizeRequestFromProto(roundTrip(t, synthesizeRequestToProto(synthReq))) }},
+		{"SynthesizeResponse", synthResp, func() any { return synthesizeResponseFromProto(roundTrip(t, synthesizeResponseToProto(synthResp))) }},
+		{"CloneRequest", cloneReq, func() any { return cloneRequestFromProto(roundTrip(t, cloneRequestToProto(cloneReq))) }},
+		{"Voices", voices, func() any { return voicesFromProto(roundTrip(t, voicesToProto(voices))) }},
+		{"ModerationResult", modResult, func() any { return moderationResultFromProto(roundTrip(t, moderationResultToProto(modResult))) }},
+		{"Credentials", cred, func() any { return credentialsFromProto(roundTrip(t, credentialsToProto(cred))) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireAllSet(t, tt.name, reflect.ValueOf(tt.in))
+			if got := tt.back(); !reflect.DeepEqual(got, tt.in) {
+				t.Errorf("round trip changed the value:\n got %#v\nwant %#v", got, tt.in)
+			}
+		})
+	}
+}
+
+func TestWireEmptyValues(t *testing.T) {
+	// Absent optional parts must come back as nil, as the sdk documents
+	// (Options nil when absent, Timestamps nil unless requested).
+	req := synthesizeRequestFromProto(roundTrip(t, synthesizeRequestToProto(&SynthesizeRequest{Model: "m"})))
+	if req.Options != nil || req.Credentials != (Credentials{}) {
+		t.Errorf("empty request came back as %#v", req)
+	}
+	resp := synthesizeResponseFromProto(roundTrip(t, synthesizeResponseToProto(&SynthesizeResponse{MediaType: "audio/wav"})))
+	if resp.Timestamps != nil || resp.Warnings != nil || resp.Audio != nil {
+		t.Errorf("empty response came back as %#v", resp)
+	}
+}
+
+func TestErrorStatusRoundTrip(t *testing.T) {
+	live := context.Background()
+	tests := []struct {
+		name string
+		in   error
+		want *Error
+	}{
+		{"full", &Error{Kind: KindRateLimited, Message: "slow down", UpstreamStatus: 429, UpstreamCode: "rate_limit", Retryable: true, RetryAfter: 1500 * time.Millisecond},
+			&Error{Kind: KindRateLimited, Message: "slow down", UpstreamStatus: 429, UpstreamCode: "rate_limit", Retryable: true, RetryAfter: 1500 * time.Millisecond}},
+		{"wrapped", fmtWrap(&Error{Kind: KindUnauthorized, Message: "bad key", UpstreamStatus: 401}),
+			&Error{Kind: KindUnauthorized, Message: "bad key", UpstreamStatus: 401}},
+		{"plain error", errors.New("boom"), &Error{Kind: KindInternal, Message: "boom"}},
+		{"plugin's own deadline", context.DeadlineExceeded, &Error{Kind: KindTimeout, Message: "context deadline exceeded", Retryable: true}},
+		{"unknown kind", &Error{Kind: 42, Message: "future"}, &Error{Kind: 42, Message: "future"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := errorFromRPC(live, "Synthesize", errorToStatus(tt.in))
+			var e *Error
+			if !errors.As(got, &e) {
+				t.Fatalf("got %T %v, want *Error", got, got)
+			}
+			if e.cause != nil {
+				t.Errorf("a plugin error must not wrap a local cause, got %v", e.cause)
+			}
+			if *e != *tt.want {
+				t.Errorf("got %#v, want %#v", e, tt.want)
+			}
+		})
+	}
+}
+
+func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }
+
+func TestErrorFromRPCLocalFailures(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancel2()
+	live := context.Background()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		err       error
+		kind      ErrorKind
+		retryable bool
+		is        error
+	}{
+		{"host cancelled", cancelled, status.Error(codes.Canceled, "context canceled"), KindUnavailable, false, context.Canceled},
+		{"host deadline", expired, status.Error(codes.DeadlineExceeded, "context deadline exceeded"), KindTimeout, true, context.DeadlineExceeded},
+		{"process died", live, status.Error(codes.Unavailable, "error reading from server: EOF"), KindUnavailable, true, nil},
+		{"connection closing", live, status.Error(codes.Canceled, "grpc: the client connection is closing"), KindUnavailable, true, nil},
+		{"older plugin", live, status.Error(codes.Unimplemented, "unknown method Clone"), KindUnsupported, false, nil},
+		{"too large", live, status.Error(codes.ResourceExhausted, "message larger than max"), KindInternal, false, nil},
+		{"not a status", live, errors.New("odd"), KindInternal, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := errorFromRPC(tt.ctx, "Synthesize", tt.err)
+			var e *Error
+			if !errors.As(got, &e) {
+				t.Fatalf("got %T %v, want *Error", got, got)
+			}
+			if e.Kind != tt.kind || e.Retryable != tt.retryable {
+				t.Errorf("got kind %s retryable %v, want %s %v", e.Kind, e.Retryable, tt.kind, tt.retryable)
+			}
+			if tt.is != nil && !errors.Is(got, tt.is) {
+				t.Errorf("errors.Is(%v, %v) = false", got, tt.is)
+			}
+		})
+	}
+}
