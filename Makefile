@@ -1,0 +1,62 @@
+# voxgate — the two commands are `make run` and `make test`; both install
+# what is missing on a fresh Debian machine first.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+# Debian packages the build, the plugins and the tests need:
+#   libespeak-ng-dev, espeak-ng  the offline provider (cgo) and test clips
+#   libmp3lame-dev, libsoxr-dev  MP3 encoding and resampling (cgo)
+#   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#   pkg-config, gcc              cgo
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg
+
+PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
+
+export VOXGATE_BIN_DIR := $(BIN)
+
+.PHONY: all deps build run test test-short bench proto vet fmt clean
+
+all: build
+
+## deps: install missing system packages (apt-get as root, else sudo)
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go is not installed: install Go 1.26+ (see README.md)"; exit 1; }
+	@missing=""; for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "==> installing system packages:$$missing"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+## build: bin/voxgate, bin/plugins/voxgate-*, and the test plugin
+build: deps
+	@echo "==> building voxgate $(VERSION)"
+	@mkdir -p $(BIN)/plugins $(BIN)/testplugins
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/voxgate ./cmd/voxgate
+	@for p in $(PLUGINS); do echo "    plugin $$p"; $(GO) build -o $(BIN)/plugins/voxgate-$$p ./plugins/$$p || exit 1; done
+	@if [ -d internal/testplugin ]; then $(GO) build -o $(BIN)/testplugins/voxgate-testplugin ./internal/testplugin; fi
+
+## run: build and serve the committed gateway.yaml
+run: build
+	$(BIN)/voxgate serve --config gateway.yaml --dev-log
+
+## test: the whole suite, as CI runs it
+test: build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 14m ./...
+
+## bench: benchmarks (see BENCHMARKS.md)
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/... 
+
+## proto: regenerate the plugin protocol's Go code (needs protoc and the Go plugins)
+proto:
+	$(GO) generate ./sdk/proto
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,406 @@
+// Command voxgate is the text-to-speech edge gateway: `voxgate serve` runs
+// it; `voxgate keys` and `voxgate secrets` administer it, whether or not a
+// gateway is running on the same database.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+
+	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway"
+	"github.com/voxgate/voxgate/gateway/admin"
+	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `voxgate: a text-to-speech edge gateway
+
+Usage:
+  voxgate serve   [--config FILE] [--listen ADDR] [--data PATH]
+  voxgate keys    create --org ORG [--name NAME] [--config FILE]
+  voxgate keys    list   [--org ORG] [--config FILE]
+  voxgate keys    revoke KEY_ID [--config FILE]
+  voxgate secrets set    --org ORG --provider PROVIDER [--config FILE]   (reads the key from stdin)
+  voxgate secrets delete --org ORG --provider PROVIDER [--config FILE]
+  voxgate config  check  [--config FILE]
+  voxgate version
+
+FILE defaults to ./gateway.yaml.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stdout, stderr)
+	case "keys":
+		err = keys(args[1:], stdout)
+	case "secrets":
+		err = secrets(args[1:], stdin, stdout)
+	case "config":
+		err = configCmd(args[1:], stdout)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "voxgate", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "voxgate: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "voxgate: %v\n\n%s", err, usage)
+			return 2
+		}
+		fmt.Fprintf(stderr, "voxgate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// flags parses a subcommand's flags; positional arguments may come before
+// or after the flags.
+func flags(name string, args []string, define func(*flag.FlagSet)) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	define(fs)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{fmt.Sprintf("%s: %v", name, err)}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w\n(run from the repository root, or pass --config FILE)", err)
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	var cfgPath, listen, data, logLevel string
+	var devLog bool
+	if _, err := flags("serve", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
+		fs.StringVar(&listen, "listen", "", "listen address, overrides server.listen")
+		fs.StringVar(&data, "data", "", "database file, overrides storage.path")
+		fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+		fs.BoolVar(&devLog, "dev-log", false, "human-readable logs instead of JSON")
+	}); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	if listen != "" {
+		cfg.Server.Listen = listen
+	}
+	if data != "" {
+		cfg.Storage.Path = data
+	}
+	log, err := newLogger(stderr, logLevel, devLog)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	defer log.Sync() //nolint:errcheck // best effort on exit
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log.Info("starting voxgate", zap.String("version", version), zap.String("config", cfgPath))
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Banner: stdout})
+	if err != nil {
+		return err
+	}
+	if err := g.Start(); err != nil {
+		_ = g.Shutdown(context.Background())
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight requests")
+	case err := <-g.Done():
+		log.Error("server stopped", zap.Error(err))
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.D())
+	defer cancel()
+	return g.Shutdown(sctx)
+}
+
+func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if dev {
+		encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	} else {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	}
+	core := zapcore.NewCore(enc, zapcore.AddSync(w), lvl)
+	return zap.New(core), nil
+}
+
+// withBackend runs fn against the running gateway's admin socket, or
+// directly against the database when no gateway is running.
+func withBackend(cfgPath string, viaSocket func(*admin.Client) error, direct func(*config.Config, *store.Store) error) error {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if c, err := admin.Dial(ctx, gateway.AdminSocket(cfg)); err == nil {
+		return viaSocket(c)
+	}
+	st, err := store.Open(cfg.Resolve(cfg.Storage.Path), store.Options{})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("the database is held by a running gateway, but its admin socket %s does not answer; stop the gateway or check admin.socket", gateway.AdminSocket(cfg))
+		}
+		return err
+	}
+	defer st.Close()
+	return direct(cfg, st)
+}
+
+func keys(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"keys: say create, list or revoke"}
+	}
+	var cfgPath, org, name string
+	pos, err := flags("keys "+args[0], args[1:], func(fs *flag.FlagSet) {
+		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
+		fs.StringVar(&org, "org", "", "organization")
+		fs.StringVar(&name, "name", "", "a label for the key")
+	})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	switch args[0] {
+	case "create":
+		if org == "" {
+			return usageError{"keys create: --org is required"}
+		}
+		return withBackend(cfgPath, func(c *admin.Client) error {
+			v, err := c.CreateKey(ctx, org, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, v.Key)
+			return nil
+		}, func(cfg *config.Config, st *store.Store) error {
+			if cfg.Orgs[org] == nil {
+				return fmt.Errorf("organization %q is not in the config; add it under orgs: first", org)
+			}
+			plain, _, err := auth.CreateKey(ctx, st, org, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, plain)
+			return nil
+		})
+	case "list":
+		print := func(keys []admin.KeyView) {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tORG\tNAME\tPREFIX\tCREATED\tSTATUS")
+			for _, k := range keys {
+				status := "active"
+				if k.RevokedAt != nil {
+					status = "revoked " + k.RevokedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.OrgID, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status)
+			}
+			tw.Flush()
+		}
+		return withBackend(cfgPath, func(c *admin.Client) error {
+			keys, err := c.ListKeys(ctx, org)
+			if err != nil {
+				return err
+			}
+			print(keys)
+			return nil
+		}, func(_ *config.Config, st *store.Store) error {
+			keys, err := st.ListKeys(ctx, org)
+			if err != nil {
+				return err
+			}
+			views := make([]admin.KeyView, 0, len(keys))
+			for i := range keys {
+				views = append(views, admin.View(&keys[i]))
+			}
+			print(views)
+			return nil
+		})
+	case "revoke":
+		if len(pos) != 1 {
+			return usageError{"keys revoke: give exactly one KEY_ID (see `voxgate keys list`)"}
+		}
+		id := pos[0]
+		done := func() { fmt.Fprintf(stdout, "revoked %s\n", id) }
+		return withBackend(cfgPath, func(c *admin.Client) error {
+			if _, err := c.RevokeKey(ctx, id); err != nil {
+				return err
+			}
+			done()
+			return nil
+		}, func(_ *config.Config, st *store.Store) error {
+			if _, err := st.RevokeKey(ctx, id); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("no key %s (see `voxgate keys list`)", id)
+				}
+				return err
+			}
+			done()
+			return nil
+		})
+	}
+	return usageError{fmt.Sprintf("keys: unknown subcommand %q", args[0])}
+}
+
+func secrets(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"secrets: say set or delete"}
+	}
+	var cfgPath, org, provider string
+	if _, err := flags("secrets "+args[0], args[1:], func(fs *flag.FlagSet) {
+		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
+		fs.StringVar(&org, "org", "", "organization")
+		fs.StringVar(&provider, "provider", "", "provider id")
+	}); err != nil {
+		return err
+	}
+	if org == "" || provider == "" {
+		return usageError{"secrets: --org and --provider are required"}
+	}
+	ctx := context.Background()
+	switch args[0] {
+	case "set":
+		value, err := readSecret(stdin)
+		if err != nil {
+			return err
+		}
+		return withBackend(cfgPath, func(c *admin.Client) error {
+			if err := c.SetSecret(ctx, org, provider, value); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "stored the %s key of org %s (encrypted)\n", provider, org)
+			return nil
+		}, func(cfg *config.Config, st *store.Store) error {
+			s, err := sealerFor(cfg)
+			if err != nil {
+				return err
+			}
+			if err := credentials.StoreBYOK(ctx, st, s, cfg, org, provider, value); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "stored the %s key of org %s (encrypted)\n", provider, org)
+			return nil
+		})
+	case "delete":
+		return withBackend(cfgPath, func(c *admin.Client) error {
+			return c.DeleteSecret(ctx, org, provider)
+		}, func(_ *config.Config, st *store.Store) error {
+			return st.DeleteSecret(ctx, org, credentials.SecretName(provider))
+		})
+	}
+	return usageError{fmt.Sprintf("secrets: unknown subcommand %q", args[0])}
+}
+
+// readSecret reads a key from stdin without echo on a terminal.
+func readSecret(stdin io.Reader) (string, error) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(os.Stderr, "provider key: ")
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(os.Stderr)
+		return strings.TrimSpace(string(b)), err
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, 64<<10))
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", errors.New("no key on stdin: pipe it in, e.g. `printf %s \"$KEY\" | voxgate secrets set ...`")
+	}
+	return v, nil
+}
+
+func sealerFor(cfg *config.Config) (*credentials.Sealer, error) {
+	keyFile := cfg.Secrets.KeyFile
+	if keyFile == "" {
+		keyFile = gateway.DefaultSecretsKeyFile(cfg)
+	} else {
+		keyFile = cfg.Resolve(keyFile)
+	}
+	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewSealer(k)
+}
+
+func configCmd(args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "check" {
+		return usageError{"config: say check"}
+	}
+	var cfgPath string
+	if _, err := flags("config check", args[1:], func(fs *flag.FlagSet) {
+		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
+	}); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s is valid: %d provider(s), %d org(s), %d moderation ruleset(s)\n", cfgPath, len(cfg.Providers), len(cfg.Orgs), len(cfg.Moderation.Rulesets))
+	return nil
+}

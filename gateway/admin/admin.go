@@ -1,0 +1,158 @@
+// Package admin serves the gateway's local administration socket.
+//
+// bbolt locks its file to one process, so while a gateway runs, the
+// `voxgate keys` commands cannot open the database. They talk to the running
+// gateway through this unix socket instead (mode 0600, next to the database
+// by default), which also makes a revocation take effect at once. The socket
+// speaks plain HTTP/JSON through net/http: it is off the hot path, and the
+// standard library client is the simplest peer for the CLI.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// KeyView is an API key as the admin API shows it: never the hash.
+type KeyView struct {
+	ID        string     `json:"id"`
+	OrgID     string     `json:"org_id"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// Key is the plaintext key; set only in the answer to a create.
+	Key string `json:"key,omitempty"`
+}
+
+// View converts a stored key.
+func View(k *store.APIKey) KeyView {
+	v := KeyView{ID: k.ID, OrgID: k.OrgID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+	if !k.RevokedAt.IsZero() {
+		t := k.RevokedAt
+		v.RevokedAt = &t
+	}
+	return v
+}
+
+// Backend is what the socket administers.
+type Backend interface {
+	CreateKey(ctx context.Context, org, name string) (string, *store.APIKey, error)
+	ListKeys(ctx context.Context, org string) ([]store.APIKey, error)
+	RevokeKey(ctx context.Context, id string) (*store.APIKey, error)
+	SetSecret(ctx context.Context, org, provider, value string) error
+	DeleteSecret(ctx context.Context, org, provider string) error
+	OrgExists(org string) bool
+}
+
+// Server is the admin socket server.
+type Server struct {
+	path string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// Listen creates the socket at path (replacing a stale one) and serves b.
+func Listen(path string, b Backend) (*Server, error) {
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("admin socket %s is in use: is another gateway running on this database?", path)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Org, Name string }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			reply(w, http.StatusBadRequest, errBody(err))
+			return
+		}
+		if !b.OrgExists(req.Org) {
+			reply(w, http.StatusNotFound, errBody(fmt.Errorf("organization %q is not in the config", req.Org)))
+			return
+		}
+		plain, k, err := b.CreateKey(r.Context(), req.Org, req.Name)
+		if err != nil {
+			reply(w, http.StatusInternalServerError, errBody(err))
+			return
+		}
+		v := View(k)
+		v.Key = plain
+		reply(w, http.StatusCreated, v)
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		keys, err := b.ListKeys(r.Context(), r.URL.Query().Get("org"))
+		if err != nil {
+			reply(w, http.StatusInternalServerError, errBody(err))
+			return
+		}
+		out := make([]KeyView, 0, len(keys))
+		for i := range keys {
+			out = append(out, View(&keys[i]))
+		}
+		reply(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
+		k, err := b.RevokeKey(r.Context(), r.PathValue("id"))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			reply(w, http.StatusNotFound, errBody(fmt.Errorf("no key %s", r.PathValue("id"))))
+		case err != nil:
+			reply(w, http.StatusInternalServerError, errBody(err))
+		default:
+			reply(w, http.StatusOK, View(k))
+		}
+	})
+	mux.HandleFunc("PUT /secrets/{org}/{provider}", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Value string }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Value == "" {
+			reply(w, http.StatusBadRequest, errBody(errors.New("send {\"value\": \"...\"}")))
+			return
+		}
+		if err := b.SetSecret(r.Context(), r.PathValue("org"), r.PathValue("provider"), req.Value); err != nil {
+			reply(w, http.StatusBadRequest, errBody(err))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /secrets/{org}/{provider}", func(w http.ResponseWriter, r *http.Request) {
+		if err := b.DeleteSecret(r.Context(), r.PathValue("org"), r.PathValue("provider")); err != nil {
+			reply(w, http.StatusBadRequest, errBody(err))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	s := &Server{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go s.srv.Serve(ln) //nolint:errcheck // returns on Close
+	return s, nil
+}
+
+// Close stops the socket and removes its file.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	_ = os.Remove(s.path)
+	return err
+}
+
+func reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func errBody(err error) map[string]string { return map[string]string{"error": err.Error()} }

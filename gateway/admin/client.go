@@ -1,0 +1,94 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// ErrNotRunning reports that no gateway listens on the socket.
+var ErrNotRunning = errors.New("no gateway is listening on the admin socket")
+
+// Client talks to a running gateway's admin socket.
+type Client struct {
+	hc *http.Client
+}
+
+// Dial returns a client for the socket at path, or ErrNotRunning when no
+// gateway answers there.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, ErrNotRunning
+	}
+	c.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body bytes.Buffer
+	if in != nil {
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			return err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://voxgate-admin"+path, &body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return fmt.Errorf("gateway refused: %s", e.Error)
+	}
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+// CreateKey asks the gateway for a new key of org.
+func (c *Client) CreateKey(ctx context.Context, org, name string) (KeyView, error) {
+	var v KeyView
+	err := c.do(ctx, http.MethodPost, "/keys", map[string]string{"org": org, "name": name}, &v)
+	return v, err
+}
+
+// ListKeys lists keys (all orgs when org is "").
+func (c *Client) ListKeys(ctx context.Context, org string) ([]KeyView, error) {
+	var v []KeyView
+	err := c.do(ctx, http.MethodGet, "/keys?org="+url.QueryEscape(org), nil, &v)
+	return v, err
+}
+
+// RevokeKey revokes a key by id.
+func (c *Client) RevokeKey(ctx context.Context, id string) (KeyView, error) {
+	var v KeyView
+	err := c.do(ctx, http.MethodPost, "/keys/"+url.PathEscape(id)+"/revoke", nil, &v)
+	return v, err
+}
+
+// SetSecret stores an org's provider key (encrypted by the gateway).
+func (c *Client) SetSecret(ctx context.Context, org, provider, value string) error {
+	return c.do(ctx, http.MethodPut, "/secrets/"+url.PathEscape(org)+"/"+url.PathEscape(provider), map[string]string{"value": value}, nil)
+}
+
+// DeleteSecret removes an org's provider key.
+func (c *Client) DeleteSecret(ctx context.Context, org, provider string) error {
+	return c.do(ctx, http.MethodDelete, "/secrets/"+url.PathEscape(org)+"/"+url.PathEscape(provider), nil, nil)
+}

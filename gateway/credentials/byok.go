@@ -1,0 +1,49 @@
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// SecretName is the store name of an org's key for provider.
+func SecretName(provider string) string { return "byok:" + provider }
+
+func aad(org, provider string) []byte { return []byte(org + "/" + provider) }
+
+// StoreBYOK encrypts and stores org's own key for provider. The org and
+// provider must exist in cfg.
+func StoreBYOK(ctx context.Context, st *store.Store, s *Sealer, cfg *config.Config, org, provider, value string) error {
+	if cfg.Orgs[org] == nil {
+		return fmt.Errorf("organization %q is not in the config", org)
+	}
+	if cfg.Providers[provider] == nil {
+		return fmt.Errorf("provider %q is not in the config", provider)
+	}
+	ct, err := s.Seal([]byte(value), aad(org, provider))
+	if err != nil {
+		return err
+	}
+	return st.PutSecret(ctx, org, SecretName(provider), ct)
+}
+
+// LoadBYOK returns org's stored key for provider, "" when none is stored.
+func LoadBYOK(ctx context.Context, st *store.Store, s *Sealer, org, provider string) (string, error) {
+	ct, err := st.GetSecret(ctx, org, SecretName(provider))
+	if err != nil {
+		if isNotFound(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	pt, err := s.Open(ct, aad(org, provider))
+	if err != nil {
+		return "", fmt.Errorf("byok key of %s/%s: %w", org, provider, err)
+	}
+	return string(pt), nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1,0 +1,278 @@
+// Package gateway assembles a running voxgate: storage, authentication,
+// the request-log writer, provider plugins and the HTTP edge, with an
+// orderly start and shutdown. cmd/voxgate and the integration tests both
+// start the gateway through Open and Start.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"sort"
+
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/admin"
+	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/metrics"
+	"github.com/voxgate/voxgate/gateway/pluginhost"
+	"github.com/voxgate/voxgate/gateway/reqlog"
+	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Options tune Open.
+type Options struct {
+	// Logger receives all logs; nil means a no-op logger.
+	Logger *zap.Logger
+	// Banner receives the one-time development key message; nil discards.
+	Banner io.Writer
+}
+
+// Gateway is a running voxgate instance.
+type Gateway struct {
+	cfg     *config.Config
+	log     *zap.Logger
+	banner  io.Writer
+	store   *store.Store
+	auth    *auth.Authenticator
+	logs    *reqlog.Writer
+	metrics *metrics.Metrics
+	sealer  *credentials.Sealer
+	server  *server.Server
+	admin   *admin.Server
+	host    *pluginhost.Host
+	ln      net.Listener
+	serveCh chan error
+	closers []func(context.Context) error
+}
+
+// Open prepares a gateway from cfg: opens storage, loads keys, starts the
+// plugins and builds the HTTP edge. It does not listen yet.
+func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	banner := opts.Banner
+	if banner == nil {
+		banner = io.Discard
+	}
+	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New()}
+	defer func() {
+		if err != nil {
+			g.close(context.Background())
+		}
+	}()
+
+	dbPath := cfg.Resolve(cfg.Storage.Path)
+	g.store, err = store.Open(dbPath, store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open storage %s: %w", dbPath, err)
+	}
+	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
+	log.Info("storage opened", zap.String("path", dbPath))
+
+	keyFile := DefaultSecretsKeyFile(cfg)
+	if cfg.Secrets.KeyFile != "" {
+		keyFile = cfg.Resolve(cfg.Secrets.KeyFile)
+	}
+	key, err := credentials.LoadKey(cfg.Secrets.KeyEnv, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if g.sealer, err = credentials.NewSealer(key); err != nil {
+		return nil, err
+	}
+
+	g.auth, err = auth.New(ctx, g.store, g.orgExists)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.devKeys(ctx); err != nil {
+		return nil, err
+	}
+
+	g.logs = reqlog.New(g.store, reqlog.Options{
+		QueueSize: cfg.Storage.LogQueueSize,
+		BatchSize: cfg.Storage.LogBatchSize,
+		Logger:    log.Named("reqlog"),
+	})
+	g.logs.Start()
+	g.closers = append(g.closers, g.logs.Close)
+	g.metrics.LogQueue(g.logs.QueueLen, g.logs.Dropped, g.logs.Written)
+
+	deps := server.Deps{
+		Config:  cfg,
+		Logger:  log,
+		Store:   g.store,
+		Auth:    g.auth,
+		Logs:    g.logs,
+		Metrics: g.metrics,
+	}
+	if err := g.attachProviders(ctx, &deps); err != nil {
+		return nil, err
+	}
+	g.server = server.New(deps)
+	return g, nil
+}
+
+// Start listens on the configured address and the admin socket and serves
+// in the background.
+func (g *Gateway) Start() error {
+	ln, err := net.Listen("tcp", g.cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", g.cfg.Server.Listen, err)
+	}
+	g.ln = ln
+	sock := g.cfg.Admin.Socket
+	if sock == "" {
+		sock = AdminSocket(g.cfg)
+	}
+	g.admin, err = admin.Listen(g.cfg.Resolve(sock), g)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.serveCh = make(chan error, 1)
+	go func() { g.serveCh <- g.server.Serve(ln) }()
+	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)))
+	return nil
+}
+
+// AdminSocket returns the admin socket path of cfg.
+func AdminSocket(cfg *config.Config) string {
+	if cfg.Admin.Socket != "" {
+		return cfg.Resolve(cfg.Admin.Socket)
+	}
+	return cfg.Resolve(cfg.Storage.Path) + ".sock"
+}
+
+// DefaultSecretsKeyFile is where the BYOK sealing key lives when the config
+// names none: beside the database.
+func DefaultSecretsKeyFile(cfg *config.Config) string {
+	return filepath.Join(filepath.Dir(cfg.Resolve(cfg.Storage.Path)), "secrets.key")
+}
+
+// Addr returns the listening address (host:port).
+func (g *Gateway) Addr() string {
+	if g.ln == nil {
+		return ""
+	}
+	return g.ln.Addr().String()
+}
+
+// Done is closed with the serve error when the server stops by itself.
+func (g *Gateway) Done() <-chan error { return g.serveCh }
+
+// Shutdown stops accepting requests, lets in-flight ones finish, drains the
+// log queue, stops the plugins and closes storage, within ctx's deadline.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	var errs []error
+	if g.admin != nil {
+		errs = append(errs, g.admin.Close(ctx))
+	}
+	if g.server != nil && g.ln != nil {
+		if err := g.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	errs = append(errs, g.close(ctx))
+	g.log.Info("stopped")
+	return errors.Join(errs...)
+}
+
+// close runs the closers in reverse order of acquisition.
+func (g *Gateway) close(ctx context.Context) error {
+	var errs []error
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		if err := g.closers[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	g.closers = nil
+	return errors.Join(errs...)
+}
+
+func (g *Gateway) orgExists(org string) bool { return g.cfg.Orgs[org] != nil }
+
+// devKeys creates and prints a key for every org marked dev_key that has no
+// key yet: the offline default deployment works on first start.
+func (g *Gateway) devKeys(ctx context.Context) error {
+	names := make([]string, 0, len(g.cfg.Orgs))
+	for name, o := range g.cfg.Orgs {
+		if o.DevKey {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, org := range names {
+		keys, err := g.store.ListKeys(ctx, org)
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			continue
+		}
+		plain, k, err := g.auth.Create(ctx, org, "development key")
+		if err != nil {
+			return err
+		}
+		g.log.Info("created development key", zap.String("org", org), zap.String("key_id", k.ID), zap.String("prefix", k.Prefix))
+		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.cfg.Server.Listen, plain)
+	}
+	return nil
+}
+
+// The admin.Backend implementation.
+
+// CreateKey implements admin.Backend.
+func (g *Gateway) CreateKey(ctx context.Context, org, name string) (string, *store.APIKey, error) {
+	return g.auth.Create(ctx, org, name)
+}
+
+// ListKeys implements admin.Backend.
+func (g *Gateway) ListKeys(ctx context.Context, org string) ([]store.APIKey, error) {
+	return g.store.ListKeys(ctx, org)
+}
+
+// RevokeKey implements admin.Backend.
+func (g *Gateway) RevokeKey(ctx context.Context, id string) (*store.APIKey, error) {
+	return g.auth.Revoke(ctx, id)
+}
+
+// OrgExists implements admin.Backend.
+func (g *Gateway) OrgExists(org string) bool { return g.orgExists(org) }
+
+// SetSecret implements admin.Backend: it stores an org's own provider key,
+// encrypted.
+func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
+	return credentials.StoreBYOK(ctx, g.store, g.sealer, g.cfg, org, provider, value)
+}
+
+// DeleteSecret implements admin.Backend.
+func (g *Gateway) DeleteSecret(ctx context.Context, org, provider string) error {
+	return g.store.DeleteSecret(ctx, org, credentials.SecretName(provider))
+}
+
+// Metrics exposes the registry (tests read it).
+func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
+
+// Store exposes storage (tests read it).
+func (g *Gateway) Store() *store.Store { return g.store }
+
+// PluginPIDs returns the process ids of a plugin's healthy instances.
+func (g *Gateway) PluginPIDs(name string) []int {
+	if g.host == nil || g.host.Pool(name) == nil {
+		return nil
+	}
+	return g.host.Pool(name).PIDs()
+}
+
+// Logs exposes the request-log writer (tests flush it).
+func (g *Gateway) Logs() *reqlog.Writer { return g.logs }

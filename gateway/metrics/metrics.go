@@ -1,0 +1,94 @@
+// Package metrics holds the gateway's Prometheus collectors.
+//
+// Each Metrics value owns its own registry (no global default registry), so
+// several gateways can run in one process, as the tests do.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// Metrics are the gateway's collectors.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Requests counts HTTP requests by route pattern and status.
+	Requests *prometheus.CounterVec
+	// Latency observes request durations by route pattern.
+	Latency *prometheus.HistogramVec
+	// ProviderCalls counts plugin calls by provider, operation and outcome.
+	ProviderCalls *prometheus.CounterVec
+	// ProviderLatency observes plugin call durations.
+	ProviderLatency *prometheus.HistogramVec
+	// PluginRestarts counts plugin process restarts by plugin.
+	PluginRestarts *prometheus.CounterVec
+	// ModerationDecisions counts moderation outcomes by ruleset, decision and reason.
+	ModerationDecisions *prometheus.CounterVec
+	// ModerationLatency observes moderation check durations by ruleset.
+	ModerationLatency *prometheus.HistogramVec
+	// Panics counts recovered handler panics.
+	Panics prometheus.Counter
+}
+
+// New creates the collectors and registers them with a fresh registry,
+// together with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_http_requests_total", Help: "HTTP requests by route and status.",
+		}, []string{"route", "status"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "voxgate_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"}),
+		ProviderCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_provider_calls_total", Help: "Provider plugin calls by provider, operation and outcome.",
+		}, []string{"provider", "op", "outcome"}),
+		ProviderLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "voxgate_provider_call_duration_seconds", Help: "Provider plugin call latency.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"provider", "op"}),
+		PluginRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_plugin_restarts_total", Help: "Plugin process restarts.",
+		}, []string{"plugin"}),
+		ModerationDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_moderation_decisions_total", Help: "Moderation decisions by ruleset, decision and reason type.",
+		}, []string{"ruleset", "decision", "reason"}),
+		ModerationLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "voxgate_moderation_duration_seconds", Help: "Moderation check latency by ruleset.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .25, .5, 1, 2},
+		}, []string{"ruleset"}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voxgate_panics_recovered_total", Help: "Handler panics recovered.",
+		}),
+	}
+	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.PluginRestarts,
+		m.ModerationDecisions, m.ModerationLatency, m.Panics,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// LogQueue registers gauges for the request-log writer.
+func (m *Metrics) LogQueue(depth func() int, dropped, written func() uint64) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "voxgate_log_queue_depth", Help: "Request log rows waiting to be written.",
+		}, func() float64 { return float64(depth()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "voxgate_log_rows_dropped_total", Help: "Request log rows dropped because the queue was full.",
+		}, func() float64 { return float64(dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "voxgate_log_rows_written_total", Help: "Request log rows written to storage.",
+		}, func() float64 { return float64(written()) }),
+	)
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() fasthttp.RequestHandler {
+	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+}

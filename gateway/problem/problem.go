@@ -1,0 +1,246 @@
+// Package problem defines the gateway's error values and their mapping to
+// RFC 9457 problem objects.
+//
+// Failures are created where they are understood, as *Error values with a
+// Code; the HTTP edge turns any error into a problem object through From,
+// so the code-to-status table lives here and nowhere else.
+package problem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Code is a machine-readable error code, the `code` of a problem object.
+type Code string
+
+// The codes of DESIGN.md's error table.
+const (
+	InvalidJSON             Code = "invalid_json"
+	ValidationFailed        Code = "validation_failed"
+	VoiceConflict           Code = "voice_conflict"
+	ParamNotAllowedOnStream Code = "param_not_allowed_on_stream"
+	InvalidCursor           Code = "invalid_cursor"
+	Unauthorized            Code = "unauthorized"
+	ProviderDisabled        Code = "provider_disabled"
+	VoiceNotFound           Code = "voice_not_found"
+	MediaNotFound           Code = "media_not_found"
+	NotFound                Code = "not_found"
+	MethodNotAllowed        Code = "method_not_allowed"
+	PayloadTooLarge         Code = "payload_too_large"
+	UnsupportedMediaType    Code = "unsupported_media_type"
+	VoiceIncomplete         Code = "voice_incomplete"
+	UnknownProvider         Code = "unknown_provider"
+	UnknownModel            Code = "unknown_model"
+	TextTooLong             Code = "text_too_long"
+	NoCredentials           Code = "provider_credentials_missing"
+	ProviderRejected        Code = "provider_rejected_request"
+	RateLimited             Code = "rate_limited"
+	TimestampsUnsupported   Code = "timestamps_unsupported"
+	StreamingUnsupported    Code = "streaming_unsupported"
+	CloningUnsupported      Code = "cloning_unsupported"
+	ProviderError           Code = "provider_error"
+	ProviderUnavailable     Code = "provider_unavailable"
+	ProviderTimeout         Code = "provider_timeout"
+	Internal                Code = "internal_error"
+	Unavailable             Code = "service_unavailable"
+)
+
+type meta struct {
+	status int
+	title  string
+}
+
+// table is the one code-to-status mapping of the gateway.
+var table = map[Code]meta{
+	InvalidJSON:             {400, "Request body is not valid JSON"},
+	ValidationFailed:        {400, "Request validation failed"},
+	VoiceConflict:           {400, "Give either voiceId or model and voice"},
+	ParamNotAllowedOnStream: {400, "Parameter not allowed on the stream endpoint"},
+	InvalidCursor:           {400, "Invalid cursor"},
+	Unauthorized:            {401, "Missing or invalid API key"},
+	ProviderDisabled:        {403, "Provider disabled for this organization"},
+	VoiceNotFound:           {404, "Voice not found"},
+	MediaNotFound:           {404, "Media not found"},
+	NotFound:                {404, "Not found"},
+	MethodNotAllowed:        {405, "Method not allowed"},
+	PayloadTooLarge:         {413, "Payload too large"},
+	UnsupportedMediaType:    {415, "Unsupported media type"},
+	VoiceIncomplete:         {422, "Saved voice is incomplete"},
+	UnknownProvider:         {422, "Unknown provider"},
+	UnknownModel:            {422, "Unknown model"},
+	TextTooLong:             {422, "Text too long"},
+	NoCredentials:           {422, "No usable provider credentials"},
+	ProviderRejected:        {422, "The provider rejected the request"},
+	RateLimited:             {429, "Rate limit exceeded"},
+	TimestampsUnsupported:   {501, "Timestamps not supported by this model"},
+	StreamingUnsupported:    {501, "Streaming not supported by this model"},
+	CloningUnsupported:      {501, "Voice cloning not supported by this provider"},
+	ProviderError:           {502, "Provider error"},
+	ProviderUnavailable:     {503, "Provider unavailable"},
+	ProviderTimeout:         {504, "Provider timed out"},
+	Internal:                {500, "Internal error"},
+	Unavailable:             {503, "Service unavailable"},
+}
+
+// FieldError is one entry of a problem's `validation` array.
+type FieldError struct {
+	Path    []string `json:"path"`
+	Message string   `json:"message"`
+}
+
+// Error is a gateway failure with everything its problem object needs.
+type Error struct {
+	Code       Code
+	Detail     string
+	Validation []FieldError
+	// Provider, UpstreamCode and UpstreamStatus describe a provider-side
+	// failure.
+	Provider       string
+	UpstreamCode   string
+	UpstreamStatus int
+	// TurnIndex names the failed turn of a conversation; nil otherwise.
+	TurnIndex *int
+	// RetryAfter sets the Retry-After header when positive.
+	RetryAfter time.Duration
+	// Err is the underlying cause, kept for logs; never shown to clients.
+	Err error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	s := string(e.Code)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Status returns the HTTP status of the error's code.
+func (e *Error) Status() int { return StatusOf(e.Code) }
+
+// Title returns the short human title of the error's code.
+func (e *Error) Title() string {
+	if m, ok := table[e.Code]; ok {
+		return m.title
+	}
+	return "Error"
+}
+
+// StatusOf returns the HTTP status of a code (500 for unknown codes).
+func StatusOf(c Code) int {
+	if m, ok := table[c]; ok {
+		return m.status
+	}
+	return 500
+}
+
+// New returns an *Error with a formatted detail.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with detail and cause.
+func Wrap(code Code, err error, detail string) *Error {
+	return &Error{Code: code, Detail: detail, Err: err}
+}
+
+// Validation returns a validation_failed error with one or more entries.
+func Validation(fields ...FieldError) *Error {
+	detail := "the request has invalid fields"
+	if len(fields) == 1 {
+		detail = fields[0].Message
+	}
+	return &Error{Code: ValidationFailed, Detail: detail, Validation: fields}
+}
+
+// Field returns a FieldError for a dotted path like "output", "format".
+func Field(msg string, path ...string) FieldError {
+	return FieldError{Path: path, Message: msg}
+}
+
+// WithTurn returns a copy of e that names a conversation turn.
+func (e *Error) WithTurn(i int) *Error {
+	c := *e
+	c.TurnIndex = &i
+	return &c
+}
+
+// From turns any error into an *Error: *Error values pass through, plugin
+// errors (*sdk.Error) map to provider codes, context errors to timeouts, and
+// anything else becomes internal_error. provider names the provider for
+// plugin errors and may be empty.
+func From(err error, provider string) *Error {
+	if err == nil {
+		return nil
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var se *sdk.Error
+	if errors.As(err, &se) {
+		return fromPlugin(se, provider, err)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: ProviderTimeout, Provider: provider, Detail: "the provider did not answer in time", Err: err}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: ProviderUnavailable, Provider: provider, Detail: "the request was cancelled", Err: err}
+	}
+	return &Error{Code: Internal, Detail: "an internal error occurred", Err: err}
+}
+
+// fromPlugin maps a plugin error kind to a problem code.
+func fromPlugin(se *sdk.Error, provider string, cause error) *Error {
+	e := &Error{
+		Provider:       provider,
+		UpstreamStatus: se.UpstreamStatus,
+		UpstreamCode:   se.UpstreamCode,
+		Detail:         se.Message,
+		RetryAfter:     se.RetryAfter,
+		Err:            cause,
+	}
+	switch se.Kind {
+	case sdk.KindTimeout:
+		e.Code = ProviderTimeout
+	case sdk.KindUnavailable:
+		e.Code = ProviderUnavailable
+	case sdk.KindRateLimited:
+		// Upstream throttling is the provider's failure, not the caller
+		// exceeding our limit: 502 with upstream_status 429 keeps the two
+		// apart, and Retry-After is passed on.
+		e.Code = ProviderError
+	case sdk.KindInvalidRequest:
+		// The provider refused what the caller asked for (an unknown
+		// provider voice, a bad providerOptions value): the caller's to fix,
+		// so a 4xx rather than a gateway-side 502.
+		e.Code = ProviderRejected
+	default:
+		e.Code = ProviderError
+	}
+	if e.Detail == "" {
+		e.Detail = "the provider failed"
+	}
+	return e
+}
+
+// RetryAfterSeconds renders a Retry-After header value (at least 1).
+func RetryAfterSeconds(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}

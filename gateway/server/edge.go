@@ -1,0 +1,311 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/problem"
+)
+
+// call is the per-request state the api wrapper hands to handlers.
+type call struct {
+	p     auth.Principal
+	reqID string
+	start time.Time
+	route string
+	// errCode records the problem code of a failed request for logs.
+	errCode problem.Code
+}
+
+// handlerFunc is an authenticated API handler. It writes the success
+// response itself and returns an error for anything else; the wrapper turns
+// the error into a problem object.
+type handlerFunc func(ctx *fasthttp.RequestCtx, c *call) error
+
+const (
+	userValueRoute = "voxgate.route"
+	userValueReqID = "voxgate.reqid"
+	userValueOrg   = "voxgate.org"
+)
+
+var (
+	headerRequestID = []byte("X-Request-Id")
+	contentJSON     = []byte("application/json")
+	contentProblem  = "application/problem+json"
+)
+
+// edge wraps the router: request id, panic recovery, metrics and the access
+// log. It runs for every request, matched or not.
+func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		reqID := requestID(ctx)
+		ctx.SetUserValue(userValueReqID, reqID)
+		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
+		defer func() {
+			if r := recover(); r != nil {
+				s.metrics.Panics.Inc()
+				s.log.Error("panic in handler", zap.String("request_id", reqID), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+				ctx.Response.ResetBody()
+				s.writeProblem(ctx, problem.New(problem.Internal, "an internal error occurred; request id %s", reqID))
+			}
+			s.observe(ctx, start, reqID)
+		}()
+		next(ctx)
+	}
+}
+
+// observe records metrics and the access log line of a finished request.
+func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string) {
+	route, _ := ctx.UserValue(userValueRoute).(string)
+	if route == "" {
+		route = "unmatched"
+	}
+	status := ctx.Response.StatusCode()
+	elapsed := time.Since(start)
+	s.metrics.Requests.WithLabelValues(route, statusLabel(status)).Inc()
+	s.metrics.Latency.WithLabelValues(route).Observe(elapsed.Seconds())
+	if s.accessLog {
+		org, _ := ctx.UserValue(userValueOrg).(string)
+		// Only the path is logged, never the query string's values beyond
+		// the path or any header: keys travel in Authorization only.
+		s.log.Info("request",
+			zap.String("request_id", reqID),
+			zap.ByteString("method", ctx.Method()),
+			zap.ByteString("path", ctx.Path()),
+			zap.Int("status", status),
+			zap.Duration("duration", elapsed),
+			zap.String("org", org),
+			zap.Int("bytes", len(ctx.Response.Body())),
+		)
+	}
+}
+
+// statusLabels avoids an allocation per request for the common statuses.
+var statusLabels = func() map[int]string {
+	m := map[int]string{}
+	for st := 100; st < 600; st++ {
+		m[st] = strconv.Itoa(st)
+	}
+	return m
+}()
+
+func statusLabel(st int) string {
+	if l, ok := statusLabels[st]; ok {
+		return l
+	}
+	return strconv.Itoa(st)
+}
+
+// requestID echoes a sane client X-Request-Id or makes a new one.
+func requestID(ctx *fasthttp.RequestCtx) string {
+	if v := ctx.Request.Header.PeekBytes(headerRequestID); len(v) > 0 && len(v) <= 128 && printable(v) {
+		return string(v)
+	}
+	return uuid.NewString()
+}
+
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// api wraps an authenticated handler: auth, rate limit, problem writing.
+func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		ctx.SetUserValue(userValueRoute, route)
+		reqID, _ := ctx.UserValue(userValueReqID).(string)
+		c := &call{reqID: reqID, start: time.Now(), route: route}
+		p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+		if !ok {
+			s.writeUnauthorized(ctx)
+			return
+		}
+		c.p = p
+		ctx.SetUserValue(userValueOrg, p.OrgID)
+		if lim := s.limiters[p.OrgID]; lim != nil {
+			if r := lim.Reserve(); !r.OK() || r.Delay() > 0 {
+				d := r.Delay()
+				r.Cancel()
+				s.writeProblem(ctx, &problem.Error{Code: problem.RateLimited, Detail: "the organization's request rate limit was exceeded", RetryAfter: d})
+				return
+			}
+		}
+		if err := h(ctx, c); err != nil {
+			s.writeError(ctx, c, err, "")
+		}
+	}
+}
+
+// writeError maps err to a problem object, logs server-side failures and
+// writes the response.
+//
+// A moderation block is the one failure that is not a problem object: the
+// spec gives it its own application/json envelope.
+func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *call, err error, provider string) *problem.Error {
+	if be, ok := isBlocked(err); ok {
+		s.writeBlocked(ctx, be)
+		code := problem.Code("content_moderation_blocked")
+		if c != nil {
+			c.errCode = code
+		}
+		return &problem.Error{Code: code, Detail: be.Verdict.ReasonType + ": " + be.Verdict.ReasonDetail}
+	}
+	pe := problem.From(err, provider)
+	if c != nil {
+		c.errCode = pe.Code
+	}
+	if pe.Status() >= 500 {
+		reqID, _ := ctx.UserValue(userValueReqID).(string)
+		s.log.Warn("request failed", zap.String("request_id", reqID), zap.String("code", string(pe.Code)), zap.Error(err))
+	}
+	s.writeProblem(ctx, pe)
+	return pe
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// writeProblem writes an application/problem+json response.
+func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, pe *problem.Error) {
+	ctx.Response.Header.SetContentType(contentProblem)
+	ctx.SetStatusCode(pe.Status())
+	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
+	}
+	bp := bufPool.Get().(*[]byte)
+	*bp = pe.AppendJSON((*bp)[:0])
+	ctx.Response.SetBody(*bp) // SetBody copies
+	bufPool.Put(bp)
+}
+
+// unauthorizedBody is constant, so it is rendered once.
+var unauthorizedBody = (&problem.Error{Code: problem.Unauthorized, Detail: "send a valid API key as 'Authorization: Bearer <key>'"}).AppendJSON(nil)
+
+// writeUnauthorized is the hot path of rejected requests: no allocation.
+func (s *Server) writeUnauthorized(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.SetContentType(contentProblem)
+	ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="voxgate"`)
+	ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+	ctx.Response.SetBodyRaw(unauthorizedBody)
+}
+
+// writeJSON writes v as a JSON response with status.
+func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.SetStatusCode(status)
+	ctx.Response.SetBodyRaw(b)
+	return nil
+}
+
+// decodeJSON checks the content type and size of a JSON request body and
+// decodes it strictly into v: unknown fields and wrong types become
+// validation_failed entries naming the field.
+func (s *Server) decodeJSON(ctx *fasthttp.RequestCtx, v any) error {
+	ct := ctx.Request.Header.ContentType()
+	if mt, _, _ := bytes.Cut(ct, []byte(";")); !isJSONType(bytes.TrimSpace(mt)) {
+		return problem.New(problem.UnsupportedMediaType, "send the body as Content-Type: application/json")
+	}
+	body := ctx.PostBody()
+	if len(body) > s.cfg.Server.MaxBodyBytes {
+		return problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", s.cfg.Server.MaxBodyBytes)
+	}
+	return decodeStrict(body, v)
+}
+
+func isJSONType(mt []byte) bool {
+	return bytes.EqualFold(mt, contentJSON) || (len(mt) > 5 && bytes.HasSuffix(bytes.ToLower(mt), []byte("+json")))
+}
+
+// decodeStrict decodes one JSON object into v.
+func decodeStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return problem.New(problem.InvalidJSON, "the request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonProblem(err)
+	}
+	if dec.More() {
+		return problem.New(problem.InvalidJSON, "unexpected data after the JSON object")
+	}
+	if _, err := dec.Token(); err == nil {
+		return problem.New(problem.InvalidJSON, "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// jsonProblem maps encoding/json errors to problems.
+func jsonProblem(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return problem.New(problem.InvalidJSON, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return problem.Validation(problem.Field("the body must be a JSON object"))
+		}
+		path := strings.Split(typ.Field, ".")
+		return problem.Validation(problem.Field(fmt.Sprintf("must be %s, not %s", jsonTypeName(typ.Type.Kind().String()), typ.Value), path...))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return problem.New(problem.InvalidJSON, "the JSON body ends too early")
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		f = strings.Trim(f, `"`)
+		return problem.Validation(problem.Field("unknown field", f))
+	}
+	var ve *validationErr
+	if errors.As(err, &ve) {
+		return problem.Validation(problem.Field(ve.msg, ve.path...))
+	}
+	return problem.New(problem.InvalidJSON, "malformed JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// validationErr lets a custom UnmarshalJSON report a field problem.
+type validationErr struct {
+	path []string
+	msg  string
+}
+
+func (e *validationErr) Error() string { return strings.Join(e.path, ".") + ": " + e.msg }
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	case "float32", "float64":
+		return "a number"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	}
+	return "of another type"
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"sort"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// catalogEntry is one provider of GET /v1/providers.
+type catalogEntry struct {
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	Models []catalogModel    `json:"models"`
+	Config credentials.Flags `json:"config"`
+	Status string            `json:"status"`
+}
+
+type catalogModel struct {
+	ID            string       `json:"id"`
+	Name          string       `json:"name"`
+	Capabilities  capabilities `json:"capabilities"`
+	OutputFormats []string     `json:"output_formats"`
+	MaxTextChars  int          `json:"max_text_chars"`
+}
+
+type capabilities struct {
+	Streaming  bool `json:"streaming"`
+	Timestamps bool `json:"timestamps"`
+	Cloning    bool `json:"cloning"`
+	Speed      bool `json:"speed"`
+}
+
+// gatewayFormats are the output formats every model offers through the
+// gateway, which converts whole clips itself.
+var gatewayFormats = []string{sdk.FormatWAV, sdk.FormatPCM, sdk.FormatMP3}
+
+func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *call) error {
+	if _, err := parseQuery(ctx); err != nil {
+		return err
+	}
+	out := struct {
+		Data []catalogEntry `json:"data"`
+	}{Data: []catalogEntry{}}
+	for _, p := range s.speech.Catalog().Providers() {
+		e := catalogEntry{ID: p.ID, Name: p.Name, Config: s.speech.Credentials().Flags(c.p.OrgID, p.ID), Status: "available", Models: []catalogModel{}}
+		if !p.Healthy() {
+			e.Status = "unavailable"
+		}
+		for _, m := range p.Desc.Models {
+			limit := m.MaxTextChars
+			if limit <= 0 {
+				limit = s.cfg.Limits.MaxTextChars
+			}
+			e.Models = append(e.Models, catalogModel{
+				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit,
+				Capabilities: capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed},
+			})
+		}
+		out.Data = append(out.Data, e)
+	}
+	return s.writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+// providerVoice is one of a provider's own voices.
+type providerVoice struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Language string `json:"language"`
+	Gender   string `json:"gender"`
+}
+
+func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *call) error {
+	q, err := parseQuery(ctx, "model")
+	if err != nil {
+		return err
+	}
+	p, m, err := s.speech.Catalog().Resolve(pathID(ctx), q["model"])
+	if err != nil {
+		if pe, ok := err.(*problem.Error); ok && pe.Code == problem.UnknownProvider {
+			return problem.New(problem.NotFound, "no provider %q", pathID(ctx))
+		}
+		return err
+	}
+	creds, err := s.speech.Credentials().For(ctx, c.p.OrgID, p.ID)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), p.Cfg.Timeout.D())
+	defer cancel()
+	voices, err := p.Plugin.Voices(rctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
+	if err != nil {
+		return problem.From(err, p.ID)
+	}
+	out := struct {
+		Data []providerVoice `json:"data"`
+	}{Data: make([]providerVoice, 0, len(voices))}
+	for _, v := range voices {
+		out.Data = append(out.Data, providerVoice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: v.Gender})
+	}
+	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
+	return s.writeJSON(ctx, fasthttp.StatusOK, out)
+}

@@ -1,0 +1,236 @@
+// Package server is voxgate's HTTP edge: the fasthttp server, the router,
+// the middleware every request passes through, and the API handlers.
+//
+// A request reads top to bottom: edge (request id, recovery, metrics,
+// access log) -> router -> api (auth, rate limit, problem writing) ->
+// handler -> service (store, speech) -> plugin client.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/cursor"
+	"github.com/voxgate/voxgate/gateway/metrics"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/reqlog"
+	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Deps are what the server needs; the caller owns their lifecycles except
+// where Shutdown says otherwise.
+type Deps struct {
+	Config  *config.Config
+	Logger  *zap.Logger
+	Store   *store.Store
+	Auth    *auth.Authenticator
+	Logs    *reqlog.Writer
+	Metrics *metrics.Metrics
+	// Ready reports whether the gateway can serve synthesis (plugins up);
+	// nil means always ready.
+	Ready func() error
+	// Speech serves the speech and provider endpoints; nil serves only
+	// voices and logs.
+	Speech *speech.Service
+	// Routes lets other parts of the gateway (speech, providers) add their
+	// handlers; it is called once while the router is built.
+	Routes []func(r *Routes)
+}
+
+// Server is the HTTP edge.
+type Server struct {
+	cfg       *config.Config
+	log       *zap.Logger
+	store     *store.Store
+	auth      *auth.Authenticator
+	logs      *reqlog.Writer
+	metrics   *metrics.Metrics
+	cursors   *cursor.Codec
+	ready     func() error
+	limiters  map[string]*rate.Limiter
+	accessLog bool
+	speech    *speech.Service
+
+	srv *fasthttp.Server
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	s := &Server{
+		cfg:       d.Config,
+		log:       d.Logger,
+		store:     d.Store,
+		auth:      d.Auth,
+		logs:      d.Logs,
+		metrics:   d.Metrics,
+		cursors:   cursor.New(d.Store.Secret()),
+		ready:     d.Ready,
+		limiters:  map[string]*rate.Limiter{},
+		accessLog: d.Config.Server.AccessLog == nil || *d.Config.Server.AccessLog,
+		speech:    d.Speech,
+	}
+	for name, o := range d.Config.Orgs {
+		if o.RateLimit > 0 {
+			burst := o.RateBurst
+			if burst < 1 {
+				burst = max(1, int(o.RateLimit))
+			}
+			s.limiters[name] = rate.NewLimiter(rate.Limit(o.RateLimit), burst)
+		}
+	}
+	r := router.New()
+	r.HandleMethodNotAllowed = true
+	r.HandleOPTIONS = false
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		s.writeProblem(ctx, problem.New(problem.NotFound, "no route %s %s", ctx.Method(), ctx.Path()))
+	}
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		s.writeProblem(ctx, problem.New(problem.MethodNotAllowed, "%s is not allowed on %s (allowed: %s)", ctx.Method(), ctx.Path(), ctx.Response.Header.Peek(fasthttp.HeaderAllow)))
+	}
+	r.PanicHandler = nil // edge recovers, so the metrics and log see it too
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", d.Metrics.Handler())
+
+	rt := &Routes{s: s, r: r}
+	rt.GET("/v1/voices", "voices.list", s.listVoices)
+	rt.POST("/v1/voices", "voices.create", s.createVoice)
+	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
+	rt.DELETE("/v1/voices/{id}", "voices.delete", s.deleteVoice)
+	rt.GET("/v1/logs", "logs.list", s.listLogs)
+	if s.speech != nil {
+		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.EndpointClip))
+		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.EndpointTimestamps))
+		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.EndpointStream))
+		rt.GET("/v1/providers", "providers.list", s.listProviders)
+		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
+	}
+	for _, add := range d.Routes {
+		add(rt)
+	}
+
+	s.srv = &fasthttp.Server{
+		Handler:                       s.edge(r.Handler),
+		Name:                          "voxgate",
+		ReadTimeout:                   d.Config.Server.ReadTimeout.D(),
+		WriteTimeout:                  d.Config.Server.WriteTimeout.D(),
+		IdleTimeout:                   d.Config.Server.IdleTimeout.D(),
+		MaxRequestBodySize:            max(d.Config.Server.MaxBodyBytes, d.Config.Limits.MaxMediaBytes+64<<10),
+		DisableHeaderNamesNormalizing: false,
+		NoDefaultServerHeader:         false,
+		NoDefaultContentType:          true,
+		CloseOnShutdown:               true,
+		ErrorHandler:                  s.transportError,
+		Logger:                        zapPrintf{d.Logger},
+	}
+	return s
+}
+
+// Routes registers authenticated API handlers with a route name used in
+// metrics.
+type Routes struct {
+	s *Server
+	r *router.Router
+}
+
+// GET registers an authenticated GET handler.
+func (rt *Routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.api(name, h)) }
+
+// POST registers an authenticated POST handler.
+func (rt *Routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
+
+// DELETE registers an authenticated DELETE handler.
+func (rt *Routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
+
+// transportError answers requests fasthttp could not parse, e.g. bodies over
+// the size limit, with a problem object.
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		s.writeProblem(ctx, problem.New(problem.PayloadTooLarge, "the body is larger than the gateway accepts"))
+	default:
+		var te interface{ Timeout() bool }
+		if errors.As(err, &te) && te.Timeout() {
+			ctx.SetStatusCode(fasthttp.StatusRequestTimeout)
+			return
+		}
+		s.writeProblem(ctx, problem.New(problem.InvalidJSON, "the HTTP request could not be parsed"))
+		ctx.Response.Header.SetStatusCode(fasthttp.StatusBadRequest)
+	}
+}
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(ln)
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests,
+// up to ctx's deadline.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.srv.ShutdownWithContext(ctx)
+}
+
+func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
+	ctx.SetUserValue(userValueRoute, "healthz")
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.SetBodyString(`{"status":"ok"}`)
+}
+
+func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	ctx.SetUserValue(userValueRoute, "readyz")
+	if s.ready != nil {
+		if err := s.ready(); err != nil {
+			pe := problem.New(problem.Unavailable, "not ready: %v", err)
+			s.writeProblem(ctx, pe)
+			return
+		}
+	}
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.SetBodyString(`{"status":"ready"}`)
+}
+
+// Record enqueues a request log row for c, filling the common fields. It
+// never blocks (see reqlog.Writer.Record).
+func (s *Server) record(ctx *fasthttp.RequestCtx, c *call, row store.LogRow) {
+	if row.RequestID == "" {
+		row.RequestID = c.reqID
+	}
+	row.OrgID = c.p.OrgID
+	if row.TS.IsZero() {
+		row.TS = c.start.UTC()
+	}
+	if row.Path == "" {
+		row.Path = string(ctx.Path())
+	}
+	if row.Status == 0 {
+		row.Status = ctx.Response.StatusCode()
+	}
+	if row.LatencyMS == 0 {
+		row.LatencyMS = time.Since(c.start).Milliseconds()
+	}
+	if row.ErrorCode == "" && c.errCode != "" {
+		row.ErrorCode = string(c.errCode)
+	}
+	s.logs.Record(row)
+}
+
+// zapPrintf adapts zap to fasthttp's Printf logger.
+type zapPrintf struct{ l *zap.Logger }
+
+func (z zapPrintf) Printf(format string, args ...any) {
+	z.l.Debug(fmt.Sprintf(format, args...), zap.String("component", "fasthttp"))
+}

@@ -1,0 +1,207 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// page is the spec's page envelope.
+type page[T any] struct {
+	Data       []T    `json:"data"`
+	NextCursor string `json:"next_cursor"`
+	HasMore    bool   `json:"has_more"`
+	Limit      int    `json:"limit"`
+}
+
+// createVoiceRequest is the body of POST /v1/voices.
+type createVoiceRequest struct {
+	Title           string         `json:"title"`
+	Provider        string         `json:"provider"`
+	Model           string         `json:"model"`
+	VoiceID         string         `json:"voice_id"`
+	MediaID         string         `json:"mediaId"`
+	Tags            []string       `json:"tags"`
+	Gender          string         `json:"gender"`
+	Description     string         `json:"description"`
+	ProviderOptions map[string]any `json:"provider_options"`
+}
+
+// Limits of a saved voice's free-text fields.
+const (
+	maxTitleLen       = 200
+	maxTags           = 50
+	maxTagLen         = 64
+	maxDescriptionLen = 2000
+	maxGenderLen      = 32
+	maxVoiceIDLen     = 256
+)
+
+func (r *createVoiceRequest) validate() []problem.FieldError {
+	var fe []problem.FieldError
+	str := func(v, name string, required bool, limit int) {
+		switch {
+		case required && strings.TrimSpace(v) == "":
+			fe = append(fe, problem.Field("is required", name))
+		case utf8.RuneCountInString(v) > limit:
+			fe = append(fe, problem.Field(fmt.Sprintf("must be at most %d characters", limit), name))
+		}
+	}
+	str(r.Title, "title", true, maxTitleLen)
+	str(r.Provider, "provider", true, 64)
+	str(r.Model, "model", true, 128)
+	str(r.VoiceID, "voice_id", false, maxVoiceIDLen)
+	str(r.Gender, "gender", false, maxGenderLen)
+	str(r.Description, "description", false, maxDescriptionLen)
+	if r.VoiceID == "" && r.MediaID == "" {
+		fe = append(fe, problem.Field("give voice_id, or mediaId to clone a voice from uploaded audio", "voice_id"))
+	}
+	if r.MediaID != "" {
+		if _, err := uuid.Parse(r.MediaID); err != nil {
+			fe = append(fe, problem.Field("must be a media id (uuid)", "mediaId"))
+		}
+	}
+	if len(r.Tags) > maxTags {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d tags", maxTags), "tags"))
+	}
+	for i, t := range r.Tags {
+		if strings.TrimSpace(t) == "" || utf8.RuneCountInString(t) > maxTagLen {
+			fe = append(fe, problem.Field(fmt.Sprintf("tags must be 1 to %d characters", maxTagLen), "tags", strconv.Itoa(i)))
+		}
+	}
+	return fe
+}
+
+func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
+	var req createVoiceRequest
+	if err := s.decodeJSON(ctx, &req); err != nil {
+		return err
+	}
+	if fe := req.validate(); len(fe) > 0 {
+		return problem.Validation(fe...)
+	}
+	if s.speech != nil {
+		_, m, err := s.speech.Catalog().Resolve(req.Provider, req.Model)
+		if err != nil {
+			return err
+		}
+		req.Model = m.ID
+	} else if s.cfg.Providers[req.Provider] == nil {
+		return problem.New(problem.UnknownProvider, "provider %q is not configured", req.Provider)
+	}
+	now := time.Now().UTC()
+	v := &store.Voice{
+		ID:              uuid.NewString(),
+		OrgID:           c.p.OrgID,
+		Title:           strings.TrimSpace(req.Title),
+		Provider:        req.Provider,
+		Model:           req.Model,
+		VoiceID:         req.VoiceID,
+		Tags:            req.Tags,
+		Gender:          req.Gender,
+		Description:     req.Description,
+		ProviderOptions: req.ProviderOptions,
+		MediaID:         req.MediaID,
+		CreatedAt:       now,
+		UpdatedAt:       now,
+	}
+	if v.Tags == nil {
+		v.Tags = []string{}
+	}
+	if v.ProviderOptions == nil {
+		v.ProviderOptions = map[string]any{}
+	}
+	if req.MediaID != "" {
+		if _, err := s.store.GetMedia(ctx, c.p.OrgID, req.MediaID); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return problem.New(problem.MediaNotFound, "no media %s in this organization", req.MediaID)
+			}
+			return err
+		}
+		if req.VoiceID == "" {
+			if s.speech == nil {
+				return problem.New(problem.CloningUnsupported, "provider %q cannot clone voices", req.Provider)
+			}
+			id, err := s.speech.Clone(ctx, c.p.OrgID, v)
+			if err != nil {
+				return err
+			}
+			v.VoiceID = id
+		}
+	}
+	if err := s.store.CreateVoice(ctx, v); err != nil {
+		return fmt.Errorf("create voice: %w", err)
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
+	return s.writeJSON(ctx, fasthttp.StatusCreated, v)
+}
+
+func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
+	v, err := s.store.GetVoice(ctx, c.p.OrgID, pathID(ctx))
+	if err != nil {
+		return voiceErr(err, pathID(ctx))
+	}
+	return s.writeJSON(ctx, fasthttp.StatusOK, v)
+}
+
+func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *call) error {
+	if err := s.store.DeleteVoice(ctx, c.p.OrgID, pathID(ctx)); err != nil {
+		return voiceErr(err, pathID(ctx))
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+func pathID(ctx *fasthttp.RequestCtx) string {
+	id, _ := ctx.UserValue("id").(string)
+	return id
+}
+
+// voiceErr maps a store miss to voice_not_found; another org's voice is a
+// miss too, so ids never leak across organizations.
+func voiceErr(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return problem.New(problem.VoiceNotFound, "no voice %s in this organization", id)
+	}
+	return err
+}
+
+func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *call) error {
+	q, err := parseQuery(ctx, "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	limit, err := q.limit()
+	if err != nil {
+		return err
+	}
+	const scope = "voices"
+	after, err := s.decodeCursor(c, scope, q)
+	if err != nil {
+		return err
+	}
+	voices, next, more, err := s.store.ListVoices(ctx, c.p.OrgID, limit, after)
+	if errors.Is(err, store.ErrInvalidPosition) {
+		return problem.New(problem.InvalidCursor, "the cursor does not point into this list")
+	}
+	if err != nil {
+		return fmt.Errorf("list voices: %w", err)
+	}
+	out := page[store.Voice]{Data: voices, HasMore: more, Limit: limit}
+	if out.Data == nil {
+		out.Data = []store.Voice{}
+	}
+	if more {
+		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)
+	}
+	return s.writeJSON(ctx, fasthttp.StatusOK, out)
+}

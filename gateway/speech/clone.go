@@ -1,0 +1,54 @@
+package speech
+
+import (
+	"context"
+
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Clone asks v's provider to create a voice from v.MediaID and returns the
+// provider's new voice id. The call is never retried: a retry could create
+// two voices upstream.
+func (s *Service) Clone(ctx context.Context, org string, v *store.Voice) (string, error) {
+	p, m, err := s.cat.Resolve(v.Provider, v.Model)
+	if err != nil {
+		return "", err
+	}
+	if !m.Capabilities.Cloning {
+		return "", problem.New(problem.CloningUnsupported, "model %s/%s cannot clone voices", p.ID, m.ID)
+	}
+	creds, err := s.creds.For(ctx, org, p.ID)
+	if err != nil {
+		return "", err
+	}
+	media, err := s.store.GetMedia(ctx, org, v.MediaID)
+	if err != nil {
+		return "", problem.New(problem.MediaNotFound, "no media %s in this organization", v.MediaID)
+	}
+	data, err := s.store.MediaData(ctx, org, v.MediaID)
+	if err != nil {
+		return "", err
+	}
+	opts, err := mergeOptions(v.ProviderOptions, nil)
+	if err != nil {
+		return "", err
+	}
+	j := &Job{Provider: p, Model: m}
+	var resp *sdk.CloneResponse
+	if _, err := s.call(ctx, j, "clone", func(ctx context.Context) error {
+		var err error
+		resp, err = p.Plugin.Clone(ctx, &sdk.CloneRequest{
+			Model: m.ID, Name: v.Title, Description: v.Description, Options: opts, Credentials: creds,
+			Samples: []sdk.Sample{{Filename: media.Filename, MediaType: media.MediaType, Data: data}},
+		})
+		return err
+	}); err != nil {
+		return "", problem.From(err, p.ID)
+	}
+	if resp.VoiceID == "" {
+		return "", problem.New(problem.ProviderError, "provider %s returned no voice id", p.ID)
+	}
+	return resp.VoiceID, nil
+}

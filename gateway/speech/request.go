@@ -1,0 +1,126 @@
+package speech
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/problem"
+)
+
+// Endpoint says which speech endpoint a request came in on; the rules for
+// whole-clip parameters and capabilities differ.
+type Endpoint int
+
+const (
+	// EndpointClip is POST /v1/audio/speech.
+	EndpointClip Endpoint = iota
+	// EndpointTimestamps is POST /v1/audio/speech/with-timestamps.
+	EndpointTimestamps
+	// EndpointStream is POST /v1/audio/speech/stream.
+	EndpointStream
+)
+
+// Request is the speech request body. Field names and shapes follow the
+// public @speech-sdk/core gateway client.
+type Request struct {
+	Mode                string              `json:"mode"`
+	VoiceID             string              `json:"voiceId"`
+	Model               string              `json:"model"`
+	Voice               string              `json:"voice"`
+	Text                *string             `json:"text"`
+	ProviderOptions     json.RawMessage     `json:"providerOptions"`
+	Output              *audio.OutputParams `json:"output"`
+	VolumeDbfs          *float64            `json:"volumeDbfs"`
+	Speed               *float64            `json:"speed"`
+	Pronunciations      *Pronunciations     `json:"pronunciations"`
+	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+}
+
+// Speed bounds of the speech body.
+const (
+	MinSpeed = 0.25
+	MaxSpeed = 4.0
+)
+
+// Params returns the whole-clip audio parameters of r.
+func (r *Request) Params() audio.Params {
+	return audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
+}
+
+// Validate checks everything that needs no catalog or store: required
+// fields, the voice rule, bounds, and the stream endpoint's restrictions.
+func (r *Request) Validate(ep Endpoint) error {
+	if ep == EndpointStream {
+		var bad []problem.FieldError
+		if r.Output != nil {
+			bad = append(bad, problem.Field("output is a whole-clip parameter; use POST /v1/audio/speech", "output"))
+		}
+		if r.VolumeDbfs != nil {
+			bad = append(bad, problem.Field("volumeDbfs is a whole-clip parameter; use POST /v1/audio/speech", "volumeDbfs"))
+		}
+		if len(bad) > 0 {
+			return &problem.Error{Code: problem.ParamNotAllowedOnStream, Detail: bad[0].Message, Validation: bad}
+		}
+	}
+	hasSaved := r.VoiceID != ""
+	hasInline := r.Model != "" || r.Voice != ""
+	if hasSaved && hasInline {
+		return &problem.Error{Code: problem.VoiceConflict, Detail: "give either voiceId (a saved voice) or model and voice (inline), not both",
+			Validation: []problem.FieldError{problem.Field("conflicts with model/voice", "voiceId")}}
+	}
+	var fe []problem.FieldError
+	switch {
+	case !hasSaved && !hasInline:
+		fe = append(fe, problem.Field("give voiceId, or model and voice", "voiceId"))
+	case hasInline && r.Model == "":
+		fe = append(fe, problem.Field("model is required with voice (e.g. \"espeak/espeak-ng\")", "model"))
+	case hasInline && r.Voice == "":
+		fe = append(fe, problem.Field("voice is required with model", "voice"))
+	}
+	switch r.Mode {
+	case "":
+	case "inline":
+		if hasSaved {
+			fe = append(fe, problem.Field("mode \"inline\" takes model and voice, not voiceId", "mode"))
+		}
+	case "voice":
+		if hasInline {
+			fe = append(fe, problem.Field("mode \"voice\" takes voiceId, not model and voice", "mode"))
+		}
+	default:
+		fe = append(fe, problem.Field("must be \"inline\" or \"voice\"", "mode"))
+	}
+	if r.Text == nil || strings.TrimSpace(*r.Text) == "" {
+		fe = append(fe, problem.Field("is required and must not be blank", "text"))
+	} else if !utf8.ValidString(*r.Text) {
+		fe = append(fe, problem.Field("must be valid UTF-8", "text"))
+	}
+	fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
+	if r.Speed != nil && !(*r.Speed >= MinSpeed && *r.Speed <= MaxSpeed) {
+		fe = append(fe, problem.Field(fmt.Sprintf("must be between %g and %g", MinSpeed, MaxSpeed), "speed"))
+	}
+	for _, e := range r.Params().Validate() {
+		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
+	}
+	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	if len(fe) > 0 {
+		return problem.Validation(fe...)
+	}
+	return nil
+}
+
+// validateOptions requires providerOptions, when present, to be an object.
+func validateOptions(raw json.RawMessage, path ...string) []problem.FieldError {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil
+	}
+	if t[0] != '{' {
+		return []problem.FieldError{problem.Field("must be an object", path...)}
+	}
+	return nil
+}

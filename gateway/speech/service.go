@@ -1,0 +1,363 @@
+package speech
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/metrics"
+	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Moderator checks text before any provider is called.
+type Moderator interface {
+	// Ruleset returns the ruleset a request of org uses: requested when
+	// given (it must be one of the org's), else the org's default. An
+	// unknown id is a validation problem.
+	Ruleset(org, requested string) (string, error)
+	// Check runs the ruleset over text.
+	Check(ctx context.Context, ruleset, text string) moderation.Verdict
+}
+
+// Service runs speech requests.
+type Service struct {
+	cfg     *config.Config
+	cat     *Catalog
+	store   *store.Store
+	creds   *credentials.Resolver
+	mod     Moderator
+	metrics *metrics.Metrics
+	log     *zap.Logger
+}
+
+// Deps are the Service's collaborators.
+type Deps struct {
+	Config      *config.Config
+	Catalog     *Catalog
+	Store       *store.Store
+	Credentials *credentials.Resolver
+	Moderator   Moderator // nil: no moderation
+	Metrics     *metrics.Metrics
+	Logger      *zap.Logger
+}
+
+// New returns a Service.
+func New(d Deps) *Service {
+	return &Service{cfg: d.Config, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, metrics: d.Metrics, log: d.Logger}
+}
+
+// Catalog returns the provider catalog.
+func (s *Service) Catalog() *Catalog { return s.cat }
+
+// Credentials returns the credential resolver.
+func (s *Service) Credentials() *credentials.Resolver { return s.creds }
+
+// Job is a resolved, policy-checked speech request, ready to run.
+type Job struct {
+	Org      string
+	Endpoint Endpoint
+	Provider *Provider
+	Model    *sdk.Model
+	// Voice is the provider-side voice id; VoiceRef the saved voice's id.
+	Voice    string
+	VoiceRef string
+	// Text is the request's text; spoken is what the provider receives
+	// after pronunciations.
+	Text    string
+	subst   *substitution
+	Options []byte
+	Creds   sdk.Credentials
+	Speed   float64
+	Params  audio.Params
+	Ruleset string
+	Verdict moderation.Verdict
+}
+
+// Result is a finished clip.
+type Result struct {
+	Audio      []byte
+	MediaType  string
+	Timestamps []sdk.WordTimestamp
+	Warnings   []string
+}
+
+// Prepare validates r for org on endpoint ep and resolves everything the
+// provider call needs. Failures are *problem.Error values.
+func (s *Service) Prepare(ctx context.Context, org string, r *Request, ep Endpoint) (*Job, error) {
+	if err := r.Validate(ep); err != nil {
+		return nil, err
+	}
+	j := &Job{Org: org, Endpoint: ep, Text: *r.Text, Params: r.Params()}
+	var savedOpts map[string]any
+	if r.VoiceID != "" {
+		v, err := s.savedVoice(ctx, org, r.VoiceID)
+		if err != nil {
+			return nil, err
+		}
+		p, m, err := s.cat.Resolve(v.Provider, v.Model)
+		if err != nil {
+			return nil, err
+		}
+		j.Provider, j.Model, j.Voice, j.VoiceRef = p, m, v.VoiceID, v.ID
+		savedOpts = v.ProviderOptions
+	} else {
+		p, m, err := s.cat.ResolveModel(r.Model)
+		if err != nil {
+			return nil, err
+		}
+		j.Provider, j.Model, j.Voice = p, m, r.Voice
+	}
+	opts, err := mergeOptions(savedOpts, r.ProviderOptions)
+	if err != nil {
+		return nil, err
+	}
+	j.Options = opts
+	if err := s.checkCapabilities(j, r); err != nil {
+		return nil, err
+	}
+	limit := j.Model.MaxTextChars
+	if limit <= 0 {
+		limit = s.cfg.Limits.MaxTextChars
+	}
+	if n := utf8.RuneCountInString(j.Text); n > limit {
+		return nil, problem.New(problem.TextTooLong, "text has %d characters; model %s/%s accepts at most %d", n, j.Provider.ID, j.Model.ID, limit)
+	}
+	if r.Pronunciations != nil && len(r.Pronunciations.Rules) > 0 {
+		j.subst = r.Pronunciations.apply(j.Text)
+	}
+	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
+		return nil, err
+	}
+	if s.mod != nil {
+		if j.Ruleset, err = s.mod.Ruleset(org, r.ModerationRulesetID); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// savedVoice loads a saved voice of org.
+func (s *Service) savedVoice(ctx context.Context, org, id string) (*store.Voice, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, problem.New(problem.VoiceNotFound, "no voice %q in this organization (voiceId is a saved voice's uuid)", id)
+	}
+	v, err := s.store.GetVoice(ctx, org, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.New(problem.VoiceNotFound, "no voice %s in this organization", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v.Provider == "" || v.Model == "" || v.VoiceID == "" {
+		return nil, problem.New(problem.VoiceIncomplete, "saved voice %s lacks a provider, model or provider voice id", id)
+	}
+	return v, nil
+}
+
+func (s *Service) checkCapabilities(j *Job, r *Request) error {
+	caps := j.Model.Capabilities
+	name := j.Provider.ID + "/" + j.Model.ID
+	switch j.Endpoint {
+	case EndpointTimestamps:
+		if !caps.Timestamps {
+			return problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps", name)
+		}
+	case EndpointStream:
+		if !caps.Streaming {
+			return problem.New(problem.StreamingUnsupported, "model %s cannot stream; use POST /v1/audio/speech", name)
+		}
+	}
+	if r.Speed != nil && *r.Speed != 1 {
+		if !caps.Speed {
+			return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot change speed natively", name), "speed"))
+		}
+		j.Speed = *r.Speed
+	}
+	return nil
+}
+
+// mergeOptions overlays the request's providerOptions on a saved voice's.
+func mergeOptions(saved map[string]any, req json.RawMessage) ([]byte, error) {
+	if len(saved) == 0 {
+		if len(req) == 0 || string(req) == "null" {
+			return nil, nil
+		}
+		return req, nil
+	}
+	merged := make(map[string]any, len(saved))
+	for k, v := range saved {
+		merged[k] = v
+	}
+	if len(req) > 0 && string(req) != "null" {
+		var over map[string]any
+		if err := json.Unmarshal(req, &over); err != nil {
+			return nil, problem.Validation(problem.Field("must be an object", "providerOptions"))
+		}
+		for k, v := range over {
+			merged[k] = v
+		}
+	}
+	return json.Marshal(merged)
+}
+
+// Moderate runs the job's ruleset over its text. A blocked request gets a
+// *moderation.BlockedError and must not reach the provider.
+func (s *Service) Moderate(ctx context.Context, j *Job) error {
+	if s.mod == nil {
+		return nil
+	}
+	j.Verdict = s.mod.Check(ctx, j.Ruleset, j.Text)
+	if j.Verdict.Blocked() {
+		return &moderation.BlockedError{Verdict: j.Verdict, TurnIndex: -1}
+	}
+	return nil
+}
+
+func (j *Job) spokenText() string {
+	if j.subst != nil {
+		return j.subst.text
+	}
+	return j.Text
+}
+
+func (j *Job) request() *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{
+		Model:       j.Model.ID,
+		Voice:       j.Voice,
+		Text:        j.spokenText(),
+		Speed:       j.Speed,
+		Options:     j.Options,
+		Credentials: j.Creds,
+	}
+}
+
+// decodableFormat picks the format to ask a provider for when the gateway
+// will process the clip: PCM or WAV decode for free, MP3 only when the
+// model offers nothing else.
+func decodableFormat(m *sdk.Model) string {
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3} {
+		if slices.Contains(m.OutputFormats, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// Synthesize renders the job's whole clip, applies whole-clip processing
+// and maps timestamps back through pronunciations.
+func (s *Service) Synthesize(ctx context.Context, j *Job) (*Result, error) {
+	req := j.request()
+	req.Timestamps = j.Endpoint == EndpointTimestamps
+	process := audio.NeedsProcessing(j.Params)
+	if process {
+		req.Format = decodableFormat(j.Model)
+	}
+	var resp *sdk.SynthesizeResponse
+	if _, err := s.call(ctx, j, "synthesize", func(ctx context.Context) error {
+		var err error
+		resp, err = j.Provider.Plugin.Synthesize(ctx, req)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if len(resp.Audio) == 0 || resp.MediaType == "" {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
+	}
+	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: resp.Warnings}
+	if j.subst != nil && req.Timestamps {
+		ts, ok := j.subst.mapTimestamps(resp.Timestamps)
+		res.Timestamps = ts
+		if !ok {
+			res.Warnings = append(res.Warnings, "the provider's words did not line up with the pronunciation rules; timestamps are for the substituted text")
+		}
+	}
+	if process {
+		data, mt, err := audio.Process(resp.Audio, resp.MediaType, j.Params)
+		if err != nil {
+			return nil, fmt.Errorf("process %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
+		}
+		res.Audio, res.MediaType = data, mt
+	}
+	if res.Timestamps == nil && req.Timestamps {
+		res.Timestamps = []sdk.WordTimestamp{}
+	}
+	return res, nil
+}
+
+// Stream renders the job and hands chunks to send as the provider produces
+// them. Nothing is buffered here: the stream path adds one channel hop.
+func (s *Service) Stream(ctx context.Context, j *Job, send func(sdk.Chunk) error) error {
+	req := j.request()
+	_, err := s.call(ctx, j, "stream", func(ctx context.Context) error {
+		return j.Provider.Plugin.Stream(ctx, req, send)
+	})
+	return err
+}
+
+// call runs one plugin call under the provider's timeout and records its
+// metrics.
+func (s *Service) call(ctx context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, j.Provider.Cfg.Timeout.D())
+	defer cancel()
+	start := time.Now()
+	err := fn(ctx)
+	d := time.Since(start)
+	outcome := "ok"
+	if err != nil {
+		outcome = sdk.AsError(err).Kind.String()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s", j.Provider.Cfg.Timeout.D())}
+			outcome = "timeout"
+		}
+	}
+	if s.metrics != nil {
+		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, op, outcome).Inc()
+		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, op).Observe(d.Seconds())
+	}
+	return d, err
+}
+
+// Credits returns the credits charged for chars characters on j's model.
+func (s *Service) Credits(j *Job) int {
+	rate := j.Provider.Cfg.CreditsPer1kChars
+	if r, ok := j.Provider.Cfg.ModelCredits[j.Model.ID]; ok {
+		rate = r
+	}
+	return int(math.Ceil(float64(utf8.RuneCountInString(j.Text)) * rate / 1000))
+}
+
+// LogRow returns the request-log fields that describe j.
+func (s *Service) LogRow(j *Job) store.LogRow {
+	row := store.LogRow{
+		Provider:    j.Provider.ID,
+		Model:       j.Model.ID,
+		VoiceID:     j.Voice,
+		VoiceRef:    j.VoiceRef,
+		CharCount:   utf8.RuneCountInString(j.Text),
+		CreditsUsed: s.Credits(j),
+	}
+	if len(j.Options) > 0 {
+		row.ProviderOptions = string(j.Options)
+	}
+	v := j.Verdict
+	row.ModerationDecision = v.Decision
+	row.ModerationReasonType = v.ReasonType
+	row.ModerationReasonDetail = v.ReasonDetail
+	row.ModerationConfidence = v.Confidence
+	row.ModerationLatencyMS = v.Latency.Milliseconds()
+	return row
+}

@@ -1,0 +1,490 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"testing"
+
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/internal/testplugin/calllog"
+)
+
+// speechConfig runs the real eSpeak plugin and the test-kit plugin.
+const speechConfig = `
+server:
+  listen: 127.0.0.1:0
+  max_body_bytes: 65536
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+  health_interval: 1s
+providers:
+  espeak: {plugin: voxgate-espeak, managed: true, instances: 1, credits_per_1k_chars: 2}
+  testkit:
+    plugin: %BIN%/testplugins/voxgate-testplugin
+    managed: true
+    timeout: 2s
+    call_log: %DIR%/calls.jsonl
+    max_text_chars: "100"
+orgs:
+  acme:
+    providers:
+      espeak: {enabled: true}
+      testkit: {enabled: true}
+  globex:
+    providers:
+      espeak: {enabled: false}
+`
+
+func speechBody(text string, extra ...any) map[string]any {
+	b := map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": text}
+	for i := 0; i+1 < len(extra); i += 2 {
+		b[extra[i].(string)] = extra[i+1]
+	}
+	return b
+}
+
+// pcmSeconds returns the duration of a clip of 16-bit mono PCM or WAV and
+// its RMS, failing the test on anything else.
+func pcmSeconds(t *testing.T, mediaType string, data []byte) (float64, float64) {
+	t.Helper()
+	var rate int
+	var pcm []byte
+	switch {
+	case strings.HasPrefix(mediaType, "audio/pcm;rate="):
+		fmt.Sscanf(strings.TrimPrefix(mediaType, "audio/pcm;rate="), "%d", &rate)
+		pcm = data
+	case mediaType == "audio/wav":
+		if len(data) < 44 || string(data[:4]) != "RIFF" || string(data[8:12]) != "WAVE" {
+			t.Fatalf("not a WAV file: % x", data[:min(len(data), 16)])
+		}
+		rate = int(binary.LittleEndian.Uint32(data[24:28]))
+		if ch := binary.LittleEndian.Uint16(data[22:24]); ch != 1 {
+			t.Fatalf("WAV has %d channels", ch)
+		}
+		pcm = data[44:]
+	default:
+		t.Fatalf("unexpected media type %q", mediaType)
+	}
+	if rate <= 0 || len(pcm)%2 != 0 {
+		t.Fatalf("bad PCM: rate %d, %d bytes", rate, len(pcm))
+	}
+	var sum float64
+	for i := 0; i+1 < len(pcm); i += 2 {
+		v := float64(int16(binary.LittleEndian.Uint16(pcm[i:]))) / 32768
+		sum += v * v
+	}
+	n := len(pcm) / 2
+	return float64(n) / float64(rate), math.Sqrt(sum / math.Max(1, float64(n)))
+}
+
+// lastLog returns the newest log row of org.
+func (tg *testGateway) lastLog(org string) store.LogRow {
+	tg.t.Helper()
+	tg.flushLogs()
+	var p logPage
+	tg.do("GET", "/v1/logs?limit=1", org, nil).json(tg.t, &p)
+	if len(p.Data) != 1 {
+		tg.t.Fatalf("no log row for %s", org)
+	}
+	return p.Data[0]
+}
+
+func TestSpeechClipFromESpeak(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	text := "Hello world, this is voxgate speaking."
+	r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text))
+	if r.status != 200 {
+		t.Fatalf("speech: %d %s", r.status, r.body)
+	}
+	dur, rms := pcmSeconds(t, r.header.Get("Content-Type"), r.body)
+	if r.header.Get("Content-Type") != "audio/pcm;rate=22050" {
+		t.Errorf("Content-Type = %q", r.header.Get("Content-Type"))
+	}
+	// ~6 words at eSpeak's 175 wpm: about 2 s; allow a wide band.
+	if dur < 1 || dur > 6 || rms < 0.01 {
+		t.Errorf("clip of %.2fs, rms %.4f is not plausible speech for %q", dur, rms, text)
+	}
+	row := tg.lastLog("acme")
+	if row.Status != 200 || row.Provider != "espeak" || row.Model != "espeak-ng" || row.VoiceID != "en" || row.CharCount != len(text) ||
+		row.CreditsUsed != 1 || row.Path != "/v1/audio/speech" || row.ErrorCode != "" || row.RequestID != r.header.Get("X-Request-Id") {
+		t.Errorf("log row = %+v", row)
+	}
+
+	// WAV output is processed through the audio package.
+	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("wav: %d %s %s", r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
+	}
+	if d2, _ := pcmSeconds(t, "audio/wav", r.body); math.Abs(d2-dur) > 0.3 {
+		t.Errorf("wav duration %.2f vs pcm %.2f", d2, dur)
+	}
+}
+
+type tsEnvelope struct {
+	Audio      string `json:"audio"`
+	MediaType  string `json:"mediaType"`
+	Timestamps []struct {
+		Text  string  `json:"text"`
+		Start float64 `json:"start"`
+		End   float64 `json:"end"`
+	} `json:"timestamps"`
+	Warnings []string `json:"warnings"`
+}
+
+func TestSpeechWithTimestamps(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	tests := []struct {
+		name  string
+		body  map[string]any
+		words []string
+	}{
+		{"plain", speechBody("The quick brown fox jumps over the lazy dog."), strings.Fields("The quick brown fox jumps over the lazy dog")},
+		{"pronunciations map back", speechBody("Welcome to Voxgate today.", "pronunciations", map[string]any{"rules": []any{
+			map[string]any{"word": "voxgate", "replacement": "vox gate"}}}), []string{"Welcome", "to", "Voxgate", "today"}},
+		{"case sensitive rule does not match", speechBody("Welcome to Voxgate.", "pronunciations", map[string]any{"rules": []any{
+			map[string]any{"word": "voxgate", "replacement": "vox gate", "caseSensitive": true}}}), []string{"Welcome", "to", "Voxgate"}},
+		{"test kit", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four"}, []string{"one", "two", "three", "four"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", tt.body)
+			if r.status != 200 || r.header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			var env tsEnvelope
+			r.json(t, &env)
+			audio, err := base64.StdEncoding.DecodeString(env.Audio)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dur, _ := pcmSeconds(t, env.MediaType, audio)
+			var got []string
+			prevEnd := 0.0
+			for i, ts := range env.Timestamps {
+				got = append(got, ts.Text)
+				if ts.Start < prevEnd-1e-3 || ts.End < ts.Start || ts.End > dur+0.01 {
+					t.Errorf("timestamp %d %+v out of order or outside the %.3fs clip (prev end %.3f)", i, ts, dur, prevEnd)
+				}
+				prevEnd = ts.End
+			}
+			if strings.Join(got, " ") != strings.Join(tt.words, " ") {
+				t.Errorf("words = %q, want %q", got, tt.words)
+			}
+			if env.Warnings == nil {
+				t.Error("warnings must be an array")
+			}
+		})
+	}
+}
+
+func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	var v store.Voice
+	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).json(t, &v)
+	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "nope", "voice_id": "de"}).problem(t, 422, "unknown_model")
+	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Guten Tag"})
+	if r.status != 200 {
+		t.Fatalf("saved voice speech: %d %s", r.status, r.body)
+	}
+	if row := tg.lastLog("acme"); row.VoiceRef != v.ID || row.VoiceID != "de" {
+		t.Errorf("row voice_ref %q voice_id %q", row.VoiceRef, row.VoiceID)
+	}
+	// Another org cannot use acme's saved voice.
+	tg.do("POST", "/v1/audio/speech", "globex", map[string]any{"voiceId": v.ID, "text": "hi"}).problem(t, 404, "voice_not_found")
+
+	var cat struct {
+		Data []struct {
+			ID     string `json:"id"`
+			Name   string `json:"name"`
+			Status string `json:"status"`
+			Config struct{ Enabled, BYOK, Managed bool }
+			Models []struct {
+				ID            string   `json:"id"`
+				OutputFormats []string `json:"output_formats"`
+				MaxTextChars  int      `json:"max_text_chars"`
+				Capabilities  struct{ Streaming, Timestamps, Cloning bool }
+			} `json:"models"`
+		} `json:"data"`
+	}
+	tg.do("GET", "/v1/providers", "acme", nil).json(t, &cat)
+	if len(cat.Data) != 2 || cat.Data[0].ID != "espeak" || cat.Data[0].Name != "eSpeak NG" || !cat.Data[0].Config.Enabled || !cat.Data[0].Config.Managed ||
+		cat.Data[0].Status != "available" || cat.Data[0].Models[0].ID != "espeak-ng" || !cat.Data[0].Models[0].Capabilities.Timestamps ||
+		cat.Data[0].Models[0].Capabilities.Cloning || cat.Data[0].Models[0].MaxTextChars != 5000 {
+		t.Errorf("catalog = %+v", cat)
+	}
+	tg.do("GET", "/v1/providers", "globex", nil).json(t, &cat)
+	if cat.Data[0].Config.Enabled {
+		t.Error("globex sees espeak enabled")
+	}
+	var voices struct {
+		Data []struct{ ID, Name, Language, Gender string } `json:"data"`
+	}
+	tg.do("GET", "/v1/providers/espeak/voices", "acme", nil).json(t, &voices)
+	found := false
+	for _, pv := range voices.Data {
+		if pv.ID == "en" && pv.Language != "" {
+			found = true
+		}
+	}
+	if !found || len(voices.Data) < 20 {
+		t.Errorf("espeak voices lack \"en\" (%d voices)", len(voices.Data))
+	}
+	tg.do("GET", "/v1/providers/nope/voices", "acme", nil).problem(t, 404, "not_found")
+	tg.do("GET", "/v1/providers/espeak/voices", "globex", nil).problem(t, 403, "provider_disabled")
+}
+
+func TestSpeechErrors(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	tk := func(text string, extra ...any) map[string]any {
+		b := map[string]any{"model": "testkit/test", "voice": "alpha", "text": text}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+	tests := []struct {
+		name, path, org string
+		body            any
+		status          int
+		code            string
+		field           string
+	}{
+		{"voice conflict", "/v1/audio/speech", "acme", map[string]any{"voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "model": "espeak", "voice": "en", "text": "x"}, 400, "voice_conflict", "voiceId"},
+		{"no voice", "/v1/audio/speech", "acme", map[string]any{"text": "x"}, 400, "validation_failed", "voiceId"},
+		{"model without voice", "/v1/audio/speech", "acme", map[string]any{"model": "espeak", "text": "x"}, 400, "validation_failed", "voice"},
+		{"blank text", "/v1/audio/speech", "acme", speechBody("   "), 400, "validation_failed", "text"},
+		{"null text", "/v1/audio/speech", "acme", speechBody("x", "text", nil), 400, "validation_failed", "text"},
+		{"text wrong type", "/v1/audio/speech", "acme", speechBody("x", "text", 5), 400, "validation_failed", "text"},
+		{"unknown field", "/v1/audio/speech", "acme", speechBody("x", "volume", 3), 400, "validation_failed", "volume"},
+		{"bad mode", "/v1/audio/speech", "acme", speechBody("x", "mode", "loud"), 400, "validation_failed", "mode"},
+		{"inline mode with voiceId", "/v1/audio/speech", "acme", map[string]any{"mode": "inline", "voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "text": "x"}, 400, "validation_failed", "mode"},
+		{"speed too high", "/v1/audio/speech", "acme", speechBody("x", "speed", 5), 400, "validation_failed", "speed"},
+		{"volume too high", "/v1/audio/speech", "acme", speechBody("x", "volumeDbfs", 5), 400, "validation_failed", "volumeDbfs"},
+		{"ogg output", "/v1/audio/speech", "acme", speechBody("x", "output", map[string]any{"format": "ogg"}), 400, "validation_failed", "output"},
+		{"options not object", "/v1/audio/speech", "acme", speechBody("x", "providerOptions", []int{1}), 400, "validation_failed", "providerOptions"},
+		{"empty pronunciation", "/v1/audio/speech", "acme", speechBody("x", "pronunciations", map[string]any{"rules": []any{map[string]any{"word": "", "replacement": "y"}}}), 400, "validation_failed", "pronunciations"},
+		{"output on stream", "/v1/audio/speech/stream", "acme", speechBody("x", "output", map[string]any{"format": "wav"}), 400, "param_not_allowed_on_stream", "output"},
+		{"volume on stream", "/v1/audio/speech/stream", "acme", speechBody("x", "volumeDbfs", -20), 400, "param_not_allowed_on_stream", "volumeDbfs"},
+		{"unknown provider", "/v1/audio/speech", "acme", map[string]any{"model": "nope/x", "voice": "v", "text": "x"}, 422, "unknown_provider", ""},
+		{"unknown model", "/v1/audio/speech", "acme", map[string]any{"model": "espeak/nope", "voice": "v", "text": "x"}, 422, "unknown_model", ""},
+		{"saved voice missing", "/v1/audio/speech", "acme", map[string]any{"voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "text": "x"}, 404, "voice_not_found", ""},
+		{"saved voice not uuid", "/v1/audio/speech", "acme", map[string]any{"voiceId": "abc", "text": "x"}, 404, "voice_not_found", ""},
+		{"text too long", "/v1/audio/speech", "acme", tk(strings.Repeat("a", 101)), 422, "text_too_long", ""},
+		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "timestamps_unsupported", ""},
+		{"no streaming", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "streaming_unsupported", ""},
+		{"no native speed", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x", "speed": 2}, 400, "validation_failed", "speed"},
+		{"disabled provider", "/v1/audio/speech", "globex", speechBody("hello"), 403, "provider_disabled", ""},
+		{"provider not enabled for org", "/v1/audio/speech", "globex", tk("hello"), 403, "provider_disabled", ""},
+		{"upstream 500", "/v1/audio/speech", "acme", tk("x", "providerOptions", map[string]any{"fail": map[string]any{"kind": "upstream", "status": 500, "code": "boom"}}), 502, "provider_error", ""},
+		{"upstream unavailable", "/v1/audio/speech", "acme", tk("x", "providerOptions", map[string]any{"fail": map[string]any{"kind": "unavailable", "status": 503}}), 503, "provider_unavailable", ""},
+		{"provider rejects voice", "/v1/audio/speech", "acme", map[string]any{"model": "espeak", "voice": "zz-nope", "text": "x"}, 422, "provider_rejected_request", ""},
+		{"stream fails before audio", "/v1/audio/speech/stream", "acme", tk("x", "providerOptions", map[string]any{"fail": map[string]any{"kind": "upstream", "status": 500, "code": "boom"}}), 502, "provider_error", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tg.do("POST", tt.path, tt.org, tt.body)
+			p := r.problem(t, tt.status, tt.code)
+			if tt.field != "" {
+				ok := false
+				for _, v := range p.Validation {
+					ok = ok || (len(v.Path) > 0 && v.Path[0] == tt.field)
+				}
+				if !ok {
+					t.Errorf("validation %+v does not name %q", p.Validation, tt.field)
+				}
+			}
+			if tt.code == "provider_error" && (p.Provider != "testkit" || p.UpstreamStatus != 500 || p.UpstreamCode != "boom") {
+				t.Errorf("provider fields = %+v", p)
+			}
+			row := tg.lastLog(tt.org)
+			if row.Status != tt.status || row.ErrorCode != tt.code || row.ErrorDetail == "" {
+				t.Errorf("log row status %d code %q detail %q", row.Status, row.ErrorCode, row.ErrorDetail)
+			}
+		})
+	}
+	// Requests that failed before reaching the provider never called it.
+	calls, err := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range calls {
+		if c.Method == "synthesize" || c.Method == "stream" {
+			if !strings.Contains(string(c.Options), "fail") {
+				t.Errorf("unexpected provider call %+v", c)
+			}
+		}
+	}
+}
+
+// TestSpeechStreamPassesBytesThrough proves the gateway relays chunks as
+// they come: the plugin sends two chunks and then hangs; the client gets
+// those bytes while the plugin is still inside the call. A gateway that
+// buffered the stream would deliver nothing until the provider timeout.
+func TestSpeechStreamPassesBytesThrough(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	body, _ := json.Marshal(map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four five",
+		"providerOptions": map[string]any{"hang": true, "after_chunks": 2}})
+	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	resp, err := tg.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/pcm;rate=16000" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	buf := make([]byte, 4096)
+	n, err := io.ReadAtLeast(resp.Body, buf, 2)
+	if err != nil || n == 0 {
+		t.Fatalf("no bytes while the plugin is still streaming: %v", err)
+	}
+	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	if len(calls) == 0 || calls[len(calls)-1].Method != "stream" {
+		t.Fatalf("call log %+v", calls)
+	}
+	resp.Body.Close() // the client leaves; the gateway must cancel the plugin call
+
+	// A full espeak stream of a long text arrives in many chunks and adds up
+	// to a clip of the same length as the whole-clip endpoint's.
+	long := strings.Repeat("This sentence is spoken again and again to make a long stream. ", 8)
+	req, _ = http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(speechBody(long))))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	resp, err = tg.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	reads, total := 0, 0
+	br := bufio.NewReaderSize(resp.Body, 1<<20)
+	for {
+		n, err := br.Read(buf)
+		if n > 0 {
+			reads++
+			total += n
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads < 5 || total < 22050*2*10 {
+		t.Errorf("stream came in %d reads, %d bytes", reads, total)
+	}
+	if row := tg.lastLog("acme"); row.Path != "/v1/audio/speech/stream" || row.Status != 200 || row.ErrorCode != "" {
+		t.Errorf("stream log row %+v", row)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestPluginCrashIsRestarted(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	ok := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "still here"}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", ok); r.status != 200 {
+		t.Fatalf("before crash: %d %s", r.status, r.body)
+	}
+	// A crash in the middle of a call fails that call fast with a problem.
+	crash := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x", "providerOptions": map[string]any{"crash": true}}
+	r := tg.do("POST", "/v1/audio/speech", "acme", crash)
+	r.problem(t, 503, "provider_unavailable")
+	// The next request waits for the restarted instance and succeeds.
+	if r := tg.do("POST", "/v1/audio/speech", "acme", ok); r.status != 200 {
+		t.Fatalf("after crash: %d %s", r.status, r.body)
+	}
+	// An external kill is noticed and repaired the same way.
+	pids := tg.g.PluginPIDs("testkit")
+	if len(pids) != 1 {
+		t.Fatalf("pids = %v", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher notices the exit and starts a new process; wait for it
+	// (bounded), then the next request succeeds.
+	var after []int
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if after = tg.g.PluginPIDs("testkit"); len(after) == 1 && after[0] != pids[0] {
+			break
+		}
+	}
+	if len(after) != 1 || after[0] == pids[0] {
+		t.Fatalf("pids after restart = %v (killed %d)", after, pids[0])
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", ok); r.status != 200 {
+		t.Fatalf("after kill: %d %s", r.status, r.body)
+	}
+	m := tg.do("GET", "/metrics", "", nil)
+	if !strings.Contains(string(m.body), `voxgate_plugin_restarts_total{plugin="testkit"} 2`) {
+		t.Errorf("restart metric missing")
+	}
+}
+
+func TestHangingPluginTimesOutAndOthersProceed(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	hang := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x", "providerOptions": map[string]any{"hang": true}}
+	done := make(chan *response, 1)
+	go func() { done <- tg.do("POST", "/v1/audio/speech", "acme", hang) }()
+	// While the hanging call waits for its 2 s provider timeout, other
+	// requests, to the same plugin and to others, are served.
+	var wg sync.WaitGroup
+	results := make(chan int, 3)
+	for _, b := range []map[string]any{speechBody("other providers still work"), {"model": "testkit/test", "voice": "beta", "text": "and the same one"}} {
+		wg.Add(1)
+		go func() { defer wg.Done(); results <- tg.do("POST", "/v1/audio/speech", "acme", b).status }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); results <- tg.do("GET", "/v1/voices", "acme", nil).status }()
+	wg.Wait()
+	close(results)
+	select {
+	case r := <-done:
+		t.Fatalf("the hanging call returned (%d) before the others finished", r.status)
+	default:
+	}
+	for st := range results {
+		if st != 200 {
+			t.Errorf("concurrent request got %d", st)
+		}
+	}
+	r := <-done
+	r.problem(t, 504, "provider_timeout")
+	tg.flushLogs()
+	var p logPage
+	tg.do("GET", "/v1/logs?status=504", "acme", nil).json(t, &p)
+	if len(p.Data) != 1 || p.Data[0].ErrorCode != "provider_timeout" || p.Data[0].RequestID != r.header.Get("X-Request-Id") {
+		t.Errorf("504 rows %+v", p.Data)
+	}
+}
+
+// TestPluginsDirMissingBinary checks the start-up error names the plugin.
+func TestPluginsDirMissingBinary(t *testing.T) {
+	_, err := openOnly(t, strings.Replace(speechConfig, "voxgate-espeak", "voxgate-nope", 1))
+	if err == nil || !strings.Contains(err.Error(), `"espeak"`) || !strings.Contains(err.Error(), "make build") {
+		t.Fatalf("err = %v", err)
+	}
+}
