@@ -1,0 +1,111 @@
+package audio
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// benchSeconds is the clip length of every benchmark: a long answer.
+const benchSeconds = 60
+
+// benchSpeech returns 60 s of real eSpeak speech at rate.
+func benchSpeech(b *testing.B, rate int) *Clip {
+	b.Helper()
+	c, err := Resample(speechClip(b, benchSeconds), rate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// reportRealtime reports how many seconds of audio one second of CPU
+// processes.
+func reportRealtime(b *testing.B, audioSeconds float64) {
+	b.ReportMetric(audioSeconds*float64(b.N)/b.Elapsed().Seconds(), "x_realtime")
+}
+
+// BenchmarkNormalizeWAV levels a 60 s clip and encodes it as WAV, the work
+// of a speech request with volumeDbfs and WAV output. -20 dBFS needs a
+// little limiting on eSpeak speech; -10 dBFS needs the hot chain.
+func BenchmarkNormalizeWAV(b *testing.B) {
+	for _, rate := range []int{24000, 48000} {
+		src := benchSpeech(b, rate)
+		for _, target := range []float64{-20, -10} {
+			b.Run(fmt.Sprintf("%dHz/%gdBFS", rate, target), func(b *testing.B) {
+				work := &Clip{Rate: rate, Samples: make([]float32, len(src.Samples))}
+				for b.Loop() {
+					copy(work.Samples, src.Samples)
+					Normalize(work, target)
+					if _, _, err := Encode(work, Output{Format: FormatWAV}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportRealtime(b, benchSeconds)
+			})
+		}
+	}
+}
+
+func BenchmarkResample(b *testing.B) {
+	for _, tt := range []struct{ from, to int }{{22050, 48000}, {48000, 16000}, {24000, 16000}} {
+		src := benchSpeech(b, tt.from)
+		b.Run(fmt.Sprintf("%dto%d", tt.from, tt.to), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Resample(src, tt.to); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRealtime(b, benchSeconds)
+		})
+	}
+}
+
+func BenchmarkEncodeMP3(b *testing.B) {
+	for _, tt := range []struct{ rate, kbps int }{{24000, 96}, {48000, 96}, {48000, 192}} {
+		src := benchSpeech(b, tt.rate)
+		b.Run(fmt.Sprintf("%dHz/%dkbps", tt.rate, tt.kbps), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Encode(src, Output{Format: FormatMP3, Bitrate: tt.kbps}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRealtime(b, benchSeconds)
+		})
+	}
+}
+
+func BenchmarkDecodeMP3(b *testing.B) {
+	for _, rate := range []int{24000, 48000} {
+		data, mt, err := Encode(benchSpeech(b, rate), Output{Format: FormatMP3})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%dHz", rate), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode(data, mt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRealtime(b, benchSeconds)
+		})
+	}
+}
+
+// BenchmarkProcess is a whole speech request's audio work: eSpeak's
+// 22050 Hz WAV to MP3 at 24 kHz, leveled to -20 dBFS.
+func BenchmarkProcess(b *testing.B) {
+	src := benchSpeech(b, 22050)
+	wav, _, err := Encode(src, Output{Format: FormatWAV})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := Params{VolumeDbfs: ptr(-20.0), Output: &OutputParams{Format: FormatMP3, SampleRate: ptr(24000)}}
+	for b.Loop() {
+		if _, _, err := Process(slices.Clip(wav), "audio/wav", p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRealtime(b, benchSeconds)
+}

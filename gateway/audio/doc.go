@@ -1,0 +1,46 @@
+// Package audio is the gateway's whole-clip audio processing: it decodes a
+// provider's clip (WAV, raw PCM, MP3), levels it to the request's
+// volumeDbfs, converts its sample rate, and encodes it in the requested
+// output format (WAV, PCM, MP3); and it joins the turns of a conversation
+// into one clip.
+//
+// The speech handler calls NeedsProcessing and, only when it is true,
+// Process; the conversation renderer calls Decode per turn, Concat, then
+// Encode once. Request parameters are validated with Params.Validate, which
+// returns per-field errors free of HTTP types.
+//
+// # Levels
+//
+// Levels are in dBFS with 1.0 as full scale: 20·log10(RMS) for loudness, so
+// a full-scale sine measures -3.01 dBFS, and 20·log10(|peak|) for peaks.
+// Normalize applies the RMS target through a look-ahead limiter whose
+// ceiling is CeilingDbfs (-1 dBFS), so leveling never clips, and raises the
+// gain until the limited clip meets the target (within 0.05 dB where a
+// limiter can get there; very loud targets such as -10 dBFS for speech
+// also engage a soft-knee saturator). It leaves clips quieter than GateDbfs
+// (-70 dBFS) alone, so silence stays silence.
+//
+// # MP3 gapless information
+//
+// Every MP3 Encode writes starts with an Info/LAME tag frame carrying the
+// encoder delay and padding, and Decode honours such a tag, so a clip keeps
+// its exact length through an MP3 round trip (FFmpeg agrees to the sample).
+//
+// # Libraries and system dependencies
+//
+//   - MP3 decoding: github.com/hajimehoshi/go-mp3 (pure Go). It does not
+//     read MPEG-2.5 (8 to 12 kHz MP3), which Decode reports as unsupported.
+//     (LAME's own decoder, mpglib, would read it, but its hip_decode1
+//     functions share a static output buffer, so it is unsafe in a server
+//     that decodes concurrently.)
+//   - MP3 encoding: libmp3lame through a small cgo binding (internal/lame);
+//     LAME is the reference MP3 encoder. The pure-Go alternatives are
+//     ports of shine, a fixed-point encoder for embedded CPUs with audibly
+//     lower quality and no gapless tag.
+//   - Resampling: libsoxr through a small cgo binding (internal/soxr), a
+//     band-limited polyphase/FFT resampler with exact rational ratios.
+//
+// So the gateway binary is built with cgo and needs, at build time, a C
+// compiler, libmp3lame-dev and libsoxr-dev, and at run time the shared
+// libraries libmp3lame0 and libsoxr0 (Debian package names).
+package audio

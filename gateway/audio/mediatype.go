@@ -1,0 +1,105 @@
+package audio
+
+import (
+	"fmt"
+	"mime"
+	"strconv"
+	"strings"
+)
+
+// Output formats, the values of the request's output.format. They match the
+// provider SDK's FormatWAV, FormatPCM and FormatMP3.
+const (
+	// FormatWAV is a RIFF/WAVE file; Encode writes 16-bit PCM mono.
+	FormatWAV = "wav"
+	// FormatPCM is raw 16-bit little-endian mono PCM, media type
+	// "audio/pcm;rate=N".
+	FormatPCM = "pcm"
+	// FormatMP3 is MPEG-1/2/2.5 Layer III, media type "audio/mpeg".
+	FormatMP3 = "mp3"
+)
+
+// maxRate bounds the rate parameter of raw PCM media types; anything larger
+// is a typo or an attack on the output buffer size, not audio.
+const maxRate = 768000
+
+// MediaType is a parsed audio media type.
+type MediaType struct {
+	// Format is FormatWAV, FormatPCM or FormatMP3.
+	Format string
+	// Rate is the sample rate of raw PCM (from the rate parameter); 0 for
+	// WAV and MP3, whose streams carry their own rate.
+	Rate int
+	// Channels is the number of interleaved channels of raw PCM (the
+	// channels parameter, default 1); 0 for WAV and MP3.
+	Channels int
+	// BigEndian is set for audio/L16, which RFC 2586 defines as network
+	// byte order; audio/pcm is little-endian.
+	BigEndian bool
+}
+
+// ParseMediaType parses an audio media type as providers and clients send
+// it. Accepted, case-insensitively:
+//
+//   - audio/wav, audio/x-wav, audio/wave, audio/vnd.wave: RIFF/WAVE;
+//   - audio/mpeg, audio/mp3, audio/mpeg3, audio/x-mpeg, audio/x-mp3: MP3;
+//   - audio/pcm;rate=N[;channels=C]: raw 16-bit little-endian PCM;
+//   - audio/L16;rate=N[;channels=C]: raw 16-bit big-endian PCM (RFC 2586).
+//
+// Other types, and raw PCM without a valid rate, give an error wrapping
+// ErrUnsupportedMediaType.
+func ParseMediaType(s string) (MediaType, error) {
+	typ, params, err := mime.ParseMediaType(s)
+	if err != nil {
+		return MediaType{}, fmt.Errorf("%w: %q: %v", ErrUnsupportedMediaType, s, err)
+	}
+	switch typ {
+	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave":
+		return MediaType{Format: FormatWAV}, nil
+	case "audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg", "audio/x-mp3":
+		return MediaType{Format: FormatMP3}, nil
+	case "audio/pcm", "audio/l16":
+		m := MediaType{Format: FormatPCM, Channels: 1, BigEndian: typ == "audio/l16"}
+		rate, err := strconv.Atoi(params["rate"])
+		if err != nil || rate <= 0 || rate > maxRate {
+			return MediaType{}, fmt.Errorf("%w: %q needs a rate parameter between 1 and %d", ErrUnsupportedMediaType, s, maxRate)
+		}
+		m.Rate = rate
+		if ch, ok := params["channels"]; ok {
+			n, err := strconv.Atoi(ch)
+			if err != nil || n < 1 || n > 8 {
+				return MediaType{}, fmt.Errorf("%w: %q: channels must be 1 to 8", ErrUnsupportedMediaType, s)
+			}
+			m.Channels = n
+		}
+		return m, nil
+	}
+	return MediaType{}, fmt.Errorf("%w: %q", ErrUnsupportedMediaType, s)
+}
+
+// String renders the media type in the form the gateway sends: "audio/wav",
+// "audio/mpeg", "audio/pcm;rate=N" (with ";channels=C" only when not mono),
+// or "audio/L16;rate=N[;channels=C]".
+func (m MediaType) String() string {
+	switch m.Format {
+	case FormatWAV:
+		return "audio/wav"
+	case FormatMP3:
+		return "audio/mpeg"
+	case FormatPCM:
+		var b strings.Builder
+		if m.BigEndian {
+			b.WriteString("audio/L16")
+		} else {
+			b.WriteString("audio/pcm")
+		}
+		b.WriteString(";rate=")
+		b.WriteString(strconv.Itoa(m.Rate))
+		if m.Channels > 1 {
+			b.WriteString(";channels=")
+			b.WriteString(strconv.Itoa(m.Channels))
+		}
+		return b.String()
+	}
+	return ""
+}

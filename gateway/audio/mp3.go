@@ -1,0 +1,372 @@
+package audio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/hajimehoshi/go-mp3"
+
+	"github.com/voxgate/voxgate/gateway/audio/internal/lame"
+)
+
+// DefaultMP3Bitrate is the MP3 bitrate in kbps when the request names none.
+// Rates of 8 to 12 kHz (MPEG-2.5) top out at 64 kbps, which is then used.
+const DefaultMP3Bitrate = 96
+
+// mp3Quality is LAME's algorithm quality (0 best and slowest .. 9 worst).
+// 5 is LAME's "good quality, fast" setting: for speech at 96 kbps it is
+// indistinguishable from the default 3 and about twice as fast, which
+// matters on a gateway encoding every request on two cores.
+const mp3Quality = 5
+
+// mpegDecoderDelay is the delay in samples of the standard MPEG audio
+// synthesis filterbank (528 + 1), which the LAME tag's encoder delay does
+// not include; every gapless decoder adds it.
+const mpegDecoderDelay = 529
+
+// MP3 sample rates (Hz) by MPEG version, and the Layer III bitrates (kbps)
+// LAME encodes at each. MPEG-2.5 is a Fraunhofer extension whose bitrates
+// LAME caps at 64 kbps.
+var (
+	mp3Rates = []int{8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000}
+
+	mpeg1Bitrates  = []int{32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320}
+	mpeg2Bitrates  = []int{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160}
+	mpeg25Bitrates = []int{8, 16, 24, 32, 40, 48, 56, 64}
+)
+
+// MP3SampleRates returns the sample rates MP3 output supports, ascending.
+func MP3SampleRates() []int { return slices.Clone(mp3Rates) }
+
+// MP3Bitrates returns the bitrates (kbps) MP3 output supports at the given
+// sample rate, ascending; nil if the rate is not an MP3 rate.
+func MP3Bitrates(rate int) []int {
+	return slices.Clone(mp3BitratesAt(rate))
+}
+
+func mp3BitratesAt(rate int) []int {
+	switch rate {
+	case 32000, 44100, 48000:
+		return mpeg1Bitrates
+	case 16000, 22050, 24000:
+		return mpeg2Bitrates
+	case 8000, 11025, 12000:
+		return mpeg25Bitrates
+	}
+	return nil
+}
+
+// mp3Header is the part of an MPEG audio frame header this package reads.
+type mp3Header struct {
+	version int // 1, 2, or 25 for MPEG-2.5
+	rate    int // Hz
+	kbps    int
+	mono    bool
+	crc     bool
+	size    int // frame length in bytes
+	samples int // samples per frame: 1152 (MPEG-1) or 576
+}
+
+var (
+	bitrateIndexMPEG1 = [16]int{0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0}
+	bitrateIndexMPEG2 = [16]int{0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 0}
+	rateIndex         = [3]int{44100, 48000, 32000}
+)
+
+// parseMP3Header reads a Layer III frame header at b[0:4].
+func parseMP3Header(b []byte) (mp3Header, bool) {
+	if len(b) < 4 || b[0] != 0xFF || b[1]&0xE0 != 0xE0 {
+		return mp3Header{}, false
+	}
+	var h mp3Header
+	switch (b[1] >> 3) & 3 {
+	case 3:
+		h.version = 1
+	case 2:
+		h.version = 2
+	case 0:
+		h.version = 25
+	default:
+		return h, false
+	}
+	if (b[1]>>1)&3 != 1 { // Layer III
+		return h, false
+	}
+	h.crc = b[1]&1 == 0
+	bi, ri := b[2]>>4, (b[2]>>2)&3
+	if ri == 3 {
+		return h, false
+	}
+	h.rate = rateIndex[ri]
+	if h.version == 1 {
+		h.kbps = bitrateIndexMPEG1[bi]
+		h.samples = 1152
+	} else {
+		h.kbps = bitrateIndexMPEG2[bi]
+		h.samples = 576
+		h.rate /= 2
+		if h.version == 25 {
+			h.rate /= 2
+		}
+	}
+	if h.kbps == 0 { // free format or invalid
+		return h, false
+	}
+	h.mono = b[3]>>6 == 3
+	h.size = h.samples/8*h.kbps*1000/h.rate + int(b[2]>>1&1)
+	return h, true
+}
+
+// mp3Stream describes the first frame of an MP3 stream and its gapless
+// information.
+type mp3Stream struct {
+	first mp3Header
+	// tag is set when the first frame is a Xing/Info tag frame, which
+	// carries no audio but decodes to a frame of silence.
+	tag bool
+	// delay and padding are the encoder delay and padding from a LAME (or
+	// FFmpeg "Lavc"/"Lavf") tag, -1 when absent.
+	delay, padding int
+}
+
+// skipID3v2 returns the offset just past a leading ID3v2 tag, if any.
+func skipID3v2(data []byte) int {
+	if len(data) < 10 || string(data[0:3]) != "ID3" {
+		return 0
+	}
+	size := int(data[6]&0x7F)<<21 | int(data[7]&0x7F)<<14 | int(data[8]&0x7F)<<7 | int(data[9]&0x7F)
+	n := 10 + size
+	if data[5]&0x10 != 0 { // footer present
+		n += 10
+	}
+	return min(n, len(data))
+}
+
+// probeMP3 finds the first frame (after an ID3v2 tag, within the first
+// 64 KiB, confirmed by the frame that follows it) and reads a Xing/Info
+// and LAME tag from it.
+func probeMP3(data []byte) (mp3Stream, error) {
+	s := mp3Stream{delay: -1, padding: -1}
+	start := skipID3v2(data)
+	limit := min(len(data), start+64<<10)
+	for p := start; p+4 <= limit; p++ {
+		h, ok := parseMP3Header(data[p:])
+		if !ok {
+			continue
+		}
+		if next := p + h.size; next+4 <= len(data) {
+			if _, ok := parseMP3Header(data[next:]); !ok {
+				continue // a false sync inside other data
+			}
+		}
+		s.first = h
+		readXing(&s, data[p:min(p+h.size, len(data))])
+		return s, nil
+	}
+	return s, fmt.Errorf("%w: no MP3 frame found", ErrCorrupt)
+}
+
+// readXing looks for a Xing/Info tag in the frame and the LAME extension
+// after it, whose bytes 21-23 hold the encoder delay and padding as two
+// 12-bit numbers.
+func readXing(s *mp3Stream, frame []byte) {
+	p := 4 + sideInfoLen(s.first)
+	if s.first.crc {
+		p += 2
+	}
+	if p+8 > len(frame) {
+		return
+	}
+	if id := string(frame[p : p+4]); id != "Xing" && id != "Info" {
+		return
+	}
+	s.tag = true
+	flags := binary.BigEndian.Uint32(frame[p+4:])
+	p += 8
+	for _, f := range []struct {
+		bit uint32
+		n   int
+	}{{1, 4}, {2, 4}, {4, 100}, {8, 4}} { // frames, bytes, TOC, quality
+		if flags&f.bit != 0 {
+			p += f.n
+		}
+	}
+	if p+24 > len(frame) {
+		return
+	}
+	switch string(frame[p : p+4]) {
+	case "LAME", "Lavf", "Lavc":
+	default:
+		return
+	}
+	d := frame[p+21 : p+24]
+	s.delay = int(d[0])<<4 | int(d[1])>>4
+	s.padding = int(d[1]&0x0F)<<8 | int(d[2])
+}
+
+// decodeMP3 decodes an MP3 stream with github.com/hajimehoshi/go-mp3 (pure
+// Go) to a mono clip, averaging the channels, and trims it to the encoded
+// audio when a LAME tag gives the encoder delay and padding, so that a clip
+// encoded by Encode decodes to its original length. go-mp3 does not read
+// MPEG-2.5 (8 to 12 kHz); such streams are ErrUnsupportedMediaType.
+func decodeMP3(data []byte) (*Clip, error) {
+	info, err := probeMP3(data)
+	if err != nil {
+		return nil, err
+	}
+	if info.first.version == 25 {
+		return nil, fmt.Errorf("%w: MPEG-2.5 audio (%d Hz MP3) is not supported", ErrUnsupportedMediaType, info.first.rate)
+	}
+	d, err := mp3.NewDecoder(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: mp3: %v", ErrCorrupt, err)
+	}
+	// go-mp3 always yields 16-bit stereo (mono duplicated), 4 bytes a frame.
+	total := 0
+	if n := d.Length(); n > 0 {
+		total = int(n / 4)
+	}
+	out := make([]float32, 0, total)
+	buf := make([]byte, 16<<10)
+	carry := 0
+	for {
+		n, err := d.Read(buf[carry:])
+		n += carry
+		whole := n - n%4
+		out = appendStereoS16(out, buf[:whole])
+		carry = copy(buf, buf[whole:n])
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: mp3 frame after %d samples: %v", ErrCorrupt, len(out), err)
+		}
+	}
+	return &Clip{Rate: d.SampleRate(), Samples: trimMP3(out, info)}, nil
+}
+
+// appendStereoS16 mixes 16-bit little-endian stereo frames to mono and
+// appends them. Hot path of MP3 decoding: no allocation while out has room.
+func appendStereoS16(out []float32, b []byte) []float32 {
+	const scale = 1.0 / 65536
+	for i := 0; i+4 <= len(b); i += 4 {
+		l := int32(int16(binary.LittleEndian.Uint16(b[i:])))
+		r := int32(int16(binary.LittleEndian.Uint16(b[i+2:])))
+		out = append(out, float32(l+r)*scale)
+	}
+	return out
+}
+
+// trimMP3 cuts the decoder output to the encoded audio: the tag frame's
+// silence, then the encoder and decoder delay at the start and the padding
+// (less the decoder delay) at the end. Without a tag it returns the output
+// unchanged, as any decoder without gapless information plays it.
+func trimMP3(s []float32, info mp3Stream) []float32 {
+	start, end := 0, len(s)
+	if info.tag {
+		start = info.first.samples
+	}
+	if info.delay >= 0 {
+		start += info.delay + mpegDecoderDelay
+		end -= max(info.padding-mpegDecoderDelay, 0)
+	}
+	start = min(start, len(s))
+	end = max(end, start)
+	return s[start:end]
+}
+
+// encodeMP3 encodes the clip as CBR MP3 with LAME. The clip's rate and the
+// bitrate must be a valid MP3 combination (resolveOutput sees to it).
+func encodeMP3(c *Clip, kbps int) ([]byte, error) {
+	if !slices.Contains(mp3BitratesAt(c.Rate), kbps) {
+		return nil, fmt.Errorf("%w: MP3 cannot encode %d kbps at %d Hz", ErrInvalidParams, kbps, c.Rate)
+	}
+	res, err := lame.Encode(c.Samples, c.Rate, kbps, mp3Quality)
+	if err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	data := res.Data
+	if s, err := probeMP3(data); err == nil && !s.tag {
+		data = withInfoFrame(data, s.first, res.Delay, res.Padding)
+	}
+	return data, nil
+}
+
+// infoTagLen is the length of the Info frame content withInfoFrame writes
+// after the header and side information: "Info", flags, frame and byte
+// counts (no seek table, pointless for CBR), and the 36-byte LAME extension.
+const infoTagLen = 4 + 4 + 4 + 4 + 36
+
+// withInfoFrame puts an Info tag frame carrying the encoder delay and
+// padding in front of a LAME stream that has none. LAME leaves the tag out
+// at low bitrates (e.g. 32 kbps at 24 kHz) because its own tag, with a
+// 100-byte seek table, does not fit in such a frame; without it, decoders
+// cannot trim the ~1100 samples of delay and padding, which at low rates
+// is more than 50 ms. Ours omits the seek table, so it fits in the stream's
+// own frame size at all but the lowest bitrates, where the tag frame takes
+// the smallest bitrate that holds it (bitrate may change per frame in MPEG
+// audio). Decoders read it as FFmpeg and LAME do; the tag's own CRC is left
+// zero, so strict readers that check it simply ignore the tag.
+func withInfoFrame(stream []byte, first mp3Header, delay, padding int) []byte {
+	side := sideInfoLen(first)
+	table := bitrateIndexMPEG1[:]
+	if first.version != 1 {
+		table = bitrateIndexMPEG2[:]
+	}
+	idx, size := 0, 0
+	for i, kbps := range table {
+		size = first.samples / 8 * kbps * 1000 / first.rate
+		if kbps >= first.kbps && size >= 4+side+infoTagLen {
+			idx = i
+			break
+		}
+	}
+	if idx == 0 {
+		return stream // cannot happen for Layer III rates; play it safe
+	}
+	frames := 0
+	for p := 0; p+4 <= len(stream); frames++ {
+		h, ok := parseMP3Header(stream[p:])
+		if !ok {
+			break
+		}
+		p += h.size
+	}
+	f := make([]byte, size, size+len(stream))
+	// Header: the stream's version, layer, rate and mode; no CRC, no
+	// padding, the chosen bitrate.
+	f[0], f[1] = 0xFF, stream[1]|1
+	f[2] = byte(idx)<<4 | stream[2]&0x0C
+	f[3] = stream[3]
+	p := 4 + side // side information stays zero: an empty granule
+	copy(f[p:], "Info")
+	binary.BigEndian.PutUint32(f[p+4:], 0x3) // frame and byte counts present
+	binary.BigEndian.PutUint32(f[p+8:], uint32(frames))
+	binary.BigEndian.PutUint32(f[p+12:], uint32(size+len(stream)))
+	ext := f[p+16:]
+	copy(ext, "LAME3.100")
+	ext[9] = 0x01 // tag revision 0, CBR
+	ext[20] = byte(min(first.kbps, 255))
+	ext[21] = byte(delay >> 4)
+	ext[22] = byte(delay&0x0F)<<4 | byte(padding>>8&0x0F)
+	ext[23] = byte(padding)
+	binary.BigEndian.PutUint32(ext[28:], uint32(size+len(stream)))
+	return append(f, stream...)
+}
+
+// sideInfoLen is the length of a Layer III frame's side information.
+func sideInfoLen(h mp3Header) int {
+	switch {
+	case h.version == 1 && h.mono:
+		return 17
+	case h.version == 1:
+		return 32
+	case h.mono:
+		return 9
+	}
+	return 17
+}

@@ -1,0 +1,211 @@
+package audio
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Sample-rate bounds of WAV and PCM output requested by a client. Decoded
+// sources may have any rate up to maxRate; these bound what we promise to
+// produce on request.
+const (
+	// MinPCMRate is the lowest sampleRate a request may ask of WAV or PCM.
+	MinPCMRate = 8000
+	// MaxPCMRate is the highest sampleRate a request may ask of WAV or PCM.
+	MaxPCMRate = 192000
+)
+
+// Params are the whole-clip parameters of a speech or conversation
+// request, shaped like the JSON body so a handler can decode into them
+// directly. A nil field was absent from the request.
+type Params struct {
+	// VolumeDbfs is the RMS level to normalize the clip to, -60 to 0.
+	VolumeDbfs *float64 `json:"volumeDbfs,omitempty"`
+	// Output is the requested encoding.
+	Output *OutputParams `json:"output,omitempty"`
+}
+
+// OutputParams is the request's output object. Pointers tell an absent
+// sampleRate or bitrate from an explicit (invalid) 0.
+type OutputParams struct {
+	// Format is "wav", "pcm" or "mp3".
+	Format string `json:"format"`
+	// SampleRate is the output rate in Hz; absent keeps the clip's rate
+	// (for MP3, the nearest rate MP3 supports).
+	SampleRate *int `json:"sampleRate,omitempty"`
+	// Bitrate is the MP3 bitrate in kbps; absent means DefaultMP3Bitrate.
+	Bitrate *int `json:"bitrate,omitempty"`
+}
+
+// NeedsProcessing reports whether p asks for any whole-clip processing.
+// When it does not, the caller sends the provider's bytes and media type
+// through untouched and never decodes them.
+func NeedsProcessing(p Params) bool {
+	return p.VolumeDbfs != nil || p.Output != nil
+}
+
+// Validate checks p against what this package can produce and returns one
+// FieldError per problem (nil when p is valid), with paths from the request
+// body's root: ["volumeDbfs"], ["output", "format"], ["output",
+// "sampleRate"], ["output", "bitrate"].
+func (p Params) Validate() []FieldError {
+	var errs []FieldError
+	if v := p.VolumeDbfs; v != nil && !(*v >= MinVolumeDbfs && *v <= MaxVolumeDbfs) {
+		errs = append(errs, FieldError{
+			Path:    []string{"volumeDbfs"},
+			Message: fmt.Sprintf("volumeDbfs must be between %g and %g", MinVolumeDbfs, MaxVolumeDbfs),
+		})
+	}
+	if p.Output != nil {
+		errs = append(errs, p.Output.validate()...)
+	}
+	return errs
+}
+
+func (o *OutputParams) validate() []FieldError {
+	var errs []FieldError
+	add := func(field, msg string) {
+		errs = append(errs, FieldError{Path: []string{"output", field}, Message: msg})
+	}
+	switch o.Format {
+	case FormatWAV, FormatPCM, FormatMP3:
+	case "":
+		add("format", "format is required: one of wav, pcm, mp3")
+	default:
+		add("format", fmt.Sprintf("format %q is not supported: use one of wav, pcm, mp3", o.Format))
+	}
+	rateOK := false
+	if r := o.SampleRate; r != nil {
+		switch {
+		case *r <= 0:
+			add("sampleRate", "sampleRate must be a positive number of Hz")
+		case o.Format == FormatMP3 && mp3BitratesAt(*r) == nil:
+			add("sampleRate", "sampleRate for mp3 must be one of "+joinInts(mp3Rates))
+		case (o.Format == FormatWAV || o.Format == FormatPCM) && (*r < MinPCMRate || *r > MaxPCMRate):
+			add("sampleRate", fmt.Sprintf("sampleRate for %s must be between %d and %d", o.Format, MinPCMRate, MaxPCMRate))
+		default:
+			rateOK = true
+		}
+	}
+	if b := o.Bitrate; b != nil {
+		switch {
+		case o.Format != FormatMP3:
+			add("bitrate", "bitrate is only allowed with format mp3")
+		case rateOK && !slices.Contains(mp3BitratesAt(*o.SampleRate), *b):
+			add("bitrate", fmt.Sprintf("bitrate at %d Hz must be one of %s kbps", *o.SampleRate, joinInts(mp3BitratesAt(*o.SampleRate))))
+		case !rateOK && mp3RatesFor(*b) == nil:
+			add("bitrate", "bitrate must be one of "+joinInts(allMP3Bitrates())+" kbps")
+		}
+	}
+	return errs
+}
+
+// Output turns validated request parameters into an Output, with zero for
+// every value left to the clip (see Output).
+func (o *OutputParams) Output() Output {
+	out := Output{Format: o.Format}
+	if o.SampleRate != nil {
+		out.SampleRate = *o.SampleRate
+	}
+	if o.Bitrate != nil {
+		out.Bitrate = *o.Bitrate
+	}
+	return out
+}
+
+// Output is an encoding for Encode. Zero SampleRate and Bitrate are
+// resolved against the clip by Resolve.
+type Output struct {
+	// Format is FormatWAV, FormatPCM or FormatMP3.
+	Format string
+	// SampleRate is the rate to encode at in Hz; 0 keeps the clip's rate,
+	// or for MP3 picks the MP3 rate nearest to it.
+	SampleRate int
+	// Bitrate is the MP3 bitrate in kbps; 0 means DefaultMP3Bitrate, or the
+	// highest bitrate of the sample rate if that is lower (64 kbps at 8 to
+	// 12 kHz).
+	Bitrate int
+}
+
+// Resolve fills in the zero fields of o for a clip at srcRate Hz and checks
+// the combination, returning an error wrapping ErrInvalidParams if it is
+// one the encoders cannot produce. For MP3 without a sample rate it keeps
+// srcRate when MP3 supports it at the bitrate, otherwise picks the nearest
+// (by ratio) MP3 rate that does.
+func (o Output) Resolve(srcRate int) (Output, error) {
+	switch o.Format {
+	case FormatWAV, FormatPCM:
+		if o.Bitrate != 0 {
+			return o, fmt.Errorf("%w: bitrate is only allowed with format mp3", ErrInvalidParams)
+		}
+		if o.SampleRate == 0 {
+			o.SampleRate = srcRate
+		}
+		if o.SampleRate <= 0 || o.SampleRate > maxRate {
+			return o, fmt.Errorf("%w: sample rate %d", ErrInvalidParams, o.SampleRate)
+		}
+		return o, nil
+	case FormatMP3:
+		if o.SampleRate == 0 {
+			rates := mp3Rates
+			if o.Bitrate != 0 {
+				rates = mp3RatesFor(o.Bitrate)
+			}
+			o.SampleRate = nearestRate(rates, srcRate)
+		}
+		valid := mp3BitratesAt(o.SampleRate)
+		if valid == nil {
+			return o, fmt.Errorf("%w: MP3 has no sample rate %d", ErrInvalidParams, o.SampleRate)
+		}
+		if o.Bitrate == 0 {
+			o.Bitrate = min(DefaultMP3Bitrate, valid[len(valid)-1])
+		}
+		if !slices.Contains(valid, o.Bitrate) {
+			return o, fmt.Errorf("%w: MP3 cannot encode %d kbps at %d Hz", ErrInvalidParams, o.Bitrate, o.SampleRate)
+		}
+		return o, nil
+	}
+	return o, fmt.Errorf("%w: output format %q", ErrInvalidParams, o.Format)
+}
+
+// mp3RatesFor returns the MP3 sample rates at which kbps is a valid
+// bitrate, ascending; nil if none.
+func mp3RatesFor(kbps int) []int {
+	var rates []int
+	for _, r := range mp3Rates {
+		if slices.Contains(mp3BitratesAt(r), kbps) {
+			rates = append(rates, r)
+		}
+	}
+	return rates
+}
+
+func allMP3Bitrates() []int {
+	all := slices.Concat(mpeg1Bitrates, mpeg2Bitrates)
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// nearestRate returns the rate of rates closest to want by ratio (the
+// higher one on a tie); rates is non-empty.
+func nearestRate(rates []int, want int) int {
+	best, bestDist := rates[0], math.Inf(1)
+	for _, r := range rates {
+		d := math.Abs(math.Log(float64(r) / float64(max(want, 1))))
+		if d <= bestDist {
+			best, bestDist = r, d
+		}
+	}
+	return best
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
