@@ -256,7 +256,11 @@ func keys(args []string, stdout io.Writer) error {
 				if k.RevokedAt != nil {
 					status = "revoked " + k.RevokedAt.Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.OrgID, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status)
+				name := k.Name
+				if name == "" {
+					name = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.OrgID, name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status)
 			}
 			tw.Flush()
 		}
