@@ -21,7 +21,7 @@ import (
 
 // testGateway is a real gateway on a loopback port with a temp bbolt file.
 type testGateway struct {
-	t    *testing.T
+	t    testing.TB
 	g    *gateway.Gateway
 	base string
 	dir  string
@@ -71,7 +71,7 @@ func testConfig(t testing.TB, yaml, dir string) *config.Config {
 }
 
 // openOnly opens (and closes again) a gateway, for start-up errors.
-func openOnly(t *testing.T, yaml string) (*gateway.Gateway, error) {
+func openOnly(t testing.TB, yaml string) (*gateway.Gateway, error) {
 	dir := t.TempDir()
 	g, err := gateway.Open(context.Background(), testConfig(t, yaml, dir), gateway.Options{})
 	if err == nil {
@@ -80,7 +80,7 @@ func openOnly(t *testing.T, yaml string) (*gateway.Gateway, error) {
 	return g, err
 }
 
-func startGateway(t *testing.T, yaml string) *testGateway {
+func startGateway(t testing.TB, yaml string) *testGateway {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := testConfig(t, yaml, dir)
@@ -144,7 +144,7 @@ type response struct {
 	body   []byte
 }
 
-func (r *response) json(t *testing.T, v any) {
+func (r *response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
@@ -169,7 +169,7 @@ type problemBody struct {
 }
 
 // problem asserts r is a problem+json with status and code.
-func (r *response) problem(t *testing.T, status int, code string) problemBody {
+func (r *response) problem(t testing.TB, status int, code string) problemBody {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)

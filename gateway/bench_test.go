@@ -1,0 +1,67 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// BenchmarkStreamFirstByte compares time-to-first-byte of a stream through
+// the gateway (HTTP -> auth -> speech -> plugin pool -> gRPC -> plugin ->
+// chunked HTTP) with calling the same plugin binary directly over gRPC, in
+// the same run and interleaved, so machine noise hits both alike. The
+// plugin renders silence so the figure is the path's cost, not synthesis.
+func BenchmarkStreamFirstByte(b *testing.B) {
+	tg := startGateway(b, speechConfig)
+	direct := sdktest.StartPlugin(b, filepath.Join(binDir(b), "testplugins", "voxgate-testplugin"))
+	text := "one two three four five six seven eight"
+	opts := []byte(`{"silent":true}`)
+	req := &sdk.SynthesizeRequest{Model: "test", Voice: "alpha", Text: text, Options: opts, Format: sdk.FormatPCM}
+	body, _ := json.Marshal(map[string]any{"model": "testkit/test", "voice": "alpha", "text": text, "providerOptions": json.RawMessage(opts)})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	buf := make([]byte, 64<<10)
+
+	var directTTFB, gatewayTTFB time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		first := time.Duration(0)
+		if err := direct.Stream(context.Background(), req, func(ch sdk.Chunk) error {
+			if first == 0 {
+				first = time.Since(start)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		directTTFB += first
+
+		hreq, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+		hreq.Header.Set("Content-Type", "application/json")
+		hreq.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		start = time.Now()
+		resp, err := hc.Do(hreq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadAtLeast(resp.Body, buf, 1); err != nil {
+			b.Fatal(err)
+		}
+		gatewayTTFB += time.Since(start)
+		_, _ = io.CopyBuffer(io.Discard, resp.Body, buf)
+		resp.Body.Close()
+	}
+	n := float64(b.N)
+	d, g := float64(directTTFB.Microseconds())/n, float64(gatewayTTFB.Microseconds())/n
+	b.ReportMetric(d, "direct-ttfb-µs")
+	b.ReportMetric(g, "gateway-ttfb-µs")
+	b.ReportMetric(g-d, "overhead-µs")
+}
