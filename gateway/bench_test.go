@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,38 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 	b.ReportMetric(d, "direct-ttfb-µs")
 	b.ReportMetric(g, "gateway-ttfb-µs")
 	b.ReportMetric(g-d, "overhead-µs")
+}
+
+// BenchmarkConversationConcurrency renders a ten-turn eSpeak conversation
+// through two gateways that differ only in limits.conversation_concurrency
+// (1 versus 4; eSpeak runs 2 processes on this 2-core machine), with the
+// requests interleaved in one run.
+func BenchmarkConversationConcurrency(b *testing.B) {
+	cfg := func(conc string) string {
+		return strings.Replace(strings.Replace(speechConfig, "instances: 1", "instances: 2", 1),
+			"storage:", "limits: {conversation_concurrency: "+conc+"}\nstorage:", 1)
+	}
+	serial, parallel := startGateway(b, cfg("1")), startGateway(b, cfg("4"))
+	turns := make([]any, 10)
+	for i := range turns {
+		turns[i] = map[string]any{"voice": []string{"en", "en-us", "de", "fr", "es"}[i%5], "text": "This is turn number " + strconv.Itoa(i) + " of a long conversation, spoken in full."}
+	}
+	body := map[string]any{"model": "espeak/espeak-ng", "turns": turns}
+	var ts, tp time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if r := serial.do("POST", "/v1/audio/conversation", "acme", body); r.status != 200 {
+			b.Fatalf("%d %s", r.status, r.body)
+		}
+		ts += time.Since(start)
+		start = time.Now()
+		if r := parallel.do("POST", "/v1/audio/conversation", "acme", body); r.status != 200 {
+			b.Fatalf("%d %s", r.status, r.body)
+		}
+		tp += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ts.Milliseconds())/n, "concurrency1-ms")
+	b.ReportMetric(float64(tp.Milliseconds())/n, "concurrency4-ms")
+	b.ReportMetric(float64(ts)/float64(tp), "speedup-x")
 }

@@ -128,9 +128,13 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 
 func TestRequestIDAndProbes(t *testing.T) {
 	tg := startGateway(t, baseConfig)
-	r := tg.do("GET", "/healthz", "", nil, "X-Request-Id", "abc-123")
-	if r.status != 200 || r.header.Get("X-Request-Id") != "abc-123" {
+	mine := uuid.NewString()
+	r := tg.do("GET", "/healthz", "", nil, "X-Request-Id", mine)
+	if r.status != 200 || r.header.Get("X-Request-Id") != mine {
 		t.Fatalf("healthz %d, request id %q", r.status, r.header.Get("X-Request-Id"))
+	}
+	if got := tg.do("GET", "/healthz", "", nil, "X-Request-Id", "not-a-uuid").header.Get("X-Request-Id"); got == "not-a-uuid" || uuid.Validate(got) != nil {
+		t.Errorf("a non-UUID request id was echoed: %q", got)
 	}
 	r = tg.do("GET", "/v1/voices", "acme", nil)
 	if _, err := uuid.Parse(r.header.Get("X-Request-Id")); err != nil {

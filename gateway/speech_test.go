@@ -14,8 +14,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"

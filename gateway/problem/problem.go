@@ -40,15 +40,18 @@ const (
 	TextTooLong             Code = "text_too_long"
 	NoCredentials           Code = "provider_credentials_missing"
 	ProviderRejected        Code = "provider_rejected_request"
-	RateLimited             Code = "rate_limited"
-	TimestampsUnsupported   Code = "timestamps_unsupported"
-	StreamingUnsupported    Code = "streaming_unsupported"
-	CloningUnsupported      Code = "cloning_unsupported"
-	ProviderError           Code = "provider_error"
-	ProviderUnavailable     Code = "provider_unavailable"
-	ProviderTimeout         Code = "provider_timeout"
-	Internal                Code = "internal_error"
-	Unavailable             Code = "service_unavailable"
+	// ModerationBlocked is the code of the moderation envelope; it appears
+	// as a problem only inside a conversation's failedTurns.
+	ModerationBlocked     Code = "content_moderation_blocked"
+	RateLimited           Code = "rate_limited"
+	TimestampsUnsupported Code = "timestamps_unsupported"
+	StreamingUnsupported  Code = "streaming_unsupported"
+	CloningUnsupported    Code = "cloning_unsupported"
+	ProviderError         Code = "provider_error"
+	ProviderUnavailable   Code = "provider_unavailable"
+	ProviderTimeout       Code = "provider_timeout"
+	Internal              Code = "internal_error"
+	Unavailable           Code = "service_unavailable"
 )
 
 type meta struct {
@@ -77,6 +80,7 @@ var table = map[Code]meta{
 	TextTooLong:             {422, "Text too long"},
 	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},
+	ModerationBlocked:       {422, "Blocked by content moderation"},
 	RateLimited:             {429, "Rate limit exceeded"},
 	TimestampsUnsupported:   {501, "Timestamps not supported by this model"},
 	StreamingUnsupported:    {501, "Streaming not supported by this model"},

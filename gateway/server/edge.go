@@ -110,21 +110,17 @@ func statusLabel(st int) string {
 	return strconv.Itoa(st)
 }
 
-// requestID echoes a sane client X-Request-Id or makes a new one.
+// requestID echoes a client's X-Request-Id when it is a UUID, or makes a
+// new one. Request ids are log rows' request_id and conversations'
+// parent_request_id, which the logs API filters as UUIDs, so other formats
+// are replaced rather than echoed.
 func requestID(ctx *fasthttp.RequestCtx) string {
-	if v := ctx.Request.Header.PeekBytes(headerRequestID); len(v) > 0 && len(v) <= 128 && printable(v) {
-		return string(v)
-	}
-	return uuid.NewString()
-}
-
-func printable(b []byte) bool {
-	for _, c := range b {
-		if c < 0x21 || c > 0x7e {
-			return false
+	if v := ctx.Request.Header.PeekBytes(headerRequestID); len(v) == 36 {
+		if id, err := uuid.ParseBytes(v); err == nil {
+			return id.String()
 		}
 	}
-	return true
+	return uuid.NewString()
 }
 
 // api wraps an authenticated handler: auth, rate limit, problem writing.
@@ -162,7 +158,7 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *call, err error, provider string) *problem.Error {
 	if be, ok := isBlocked(err); ok {
 		s.writeBlocked(ctx, be)
-		code := problem.Code("content_moderation_blocked")
+		code := problem.ModerationBlocked
 		if c != nil {
 			c.errCode = code
 		}

@@ -116,6 +116,8 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.EndpointClip))
 		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.EndpointTimestamps))
 		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.EndpointStream))
+		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
+		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
 	}

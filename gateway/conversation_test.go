@@ -1,0 +1,253 @@
+package gateway_test
+
+import (
+	"encoding/base64"
+	"math"
+	"strings"
+	"testing"
+)
+
+type convEnvelope struct {
+	Audio      string `json:"audio"`
+	MediaType  string `json:"mediaType"`
+	Timestamps []struct {
+		Text      string  `json:"text"`
+		Start     float64 `json:"start"`
+		End       float64 `json:"end"`
+		TurnIndex int     `json:"turnIndex"`
+	} `json:"timestamps"`
+	Warnings         []string       `json:"warnings"`
+	ProviderMetadata map[string]any `json:"providerMetadata"`
+	AudioSegments    []struct {
+		TurnIndex  int    `json:"turnIndex"`
+		Audio      string `json:"audio"`
+		MediaType  string `json:"mediaType"`
+		Timestamps []struct {
+			Text       string
+			Start, End float64
+		} `json:"timestamps"`
+	} `json:"audioSegments"`
+	FailedTurns []struct {
+		TurnIndex int         `json:"turnIndex"`
+		Error     problemBody `json:"error"`
+	} `json:"failedTurns"`
+}
+
+func decodeAudio(t *testing.T, b64, mediaType string) float64 {
+	t.Helper()
+	data, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := pcmSeconds(t, mediaType, data)
+	return d
+}
+
+var threeTurns = []any{
+	map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Good morning, how are you today?"},
+	map[string]any{"model": "testkit/test", "voice": "beta", "text": "very well thank you"},
+	map[string]any{"model": "espeak/espeak-ng", "voice": "en-us", "text": "Let us begin the meeting."},
+}
+
+func TestConversationTimelineAndSegments(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": threeTurns, "gapMs": 250, "split": true})
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var env convEnvelope
+	r.json(t, &env)
+	total := decodeAudio(t, env.Audio, env.MediaType)
+	if env.MediaType != "audio/wav" {
+		t.Errorf("media type %q", env.MediaType)
+	}
+	// Words are in order, carry their turn, and each turn starts after the
+	// previous turn's last word plus the gap.
+	wantTurnWords := []int{6, 4, 5}
+	counts := make([]int, 3)
+	lastEnd := map[int]float64{}
+	firstStart := map[int]float64{}
+	prev := -1.0
+	for _, ts := range env.Timestamps {
+		if ts.Start < prev-1e-3 || ts.End < ts.Start || ts.End > total+0.01 {
+			t.Fatalf("timestamp %+v out of order or outside the %.3fs clip", ts, total)
+		}
+		prev = ts.Start
+		if counts[ts.TurnIndex] == 0 {
+			firstStart[ts.TurnIndex] = ts.Start
+		}
+		counts[ts.TurnIndex]++
+		lastEnd[ts.TurnIndex] = ts.End
+	}
+	for i, n := range wantTurnWords {
+		if counts[i] != n {
+			t.Errorf("turn %d has %d words, want %d", i, counts[i], n)
+		}
+	}
+	for i := 1; i < 3; i++ {
+		if firstStart[i] < lastEnd[i-1]+0.25-1e-3 {
+			t.Errorf("turn %d starts at %.3f, before turn %d's last word (%.3f) plus the gap", i, firstStart[i], i-1, lastEnd[i-1])
+		}
+	}
+	// The clip is the segments plus the gaps, within one frame.
+	if len(env.AudioSegments) != 3 || len(env.FailedTurns) != 0 {
+		t.Fatalf("%d segments, %d failed", len(env.AudioSegments), len(env.FailedTurns))
+	}
+	sum := 0.0
+	for i, seg := range env.AudioSegments {
+		if seg.TurnIndex != i {
+			t.Errorf("segment %d has turnIndex %d", i, seg.TurnIndex)
+		}
+		d := decodeAudio(t, seg.Audio, seg.MediaType)
+		sum += d
+		for _, w := range seg.Timestamps {
+			if w.Start < 0 || w.End > d+0.01 {
+				t.Errorf("segment %d timestamp %+v not relative to the segment (%.3fs)", i, w, d)
+			}
+		}
+	}
+	sum += 2 * 0.25
+	if math.Abs(sum-total) > 1.0/22050+1e-6 {
+		t.Errorf("clip %.6fs, segments plus gaps %.6fs", total, sum)
+	}
+	if env.ProviderMetadata == nil {
+		t.Error("no providerMetadata")
+	}
+}
+
+func TestConversationFailedTurn(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	turns := []any{threeTurns[0], map[string]any{"model": "espeak/espeak-ng", "voice": "zz-nope", "text": "This voice does not exist."}, threeTurns[2]}
+
+	// split: the request succeeds with what rendered.
+	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true})
+	if r.status != 200 {
+		t.Fatalf("split: %d %s", r.status, r.body)
+	}
+	var env convEnvelope
+	r.json(t, &env)
+	if len(env.AudioSegments) != 2 || env.AudioSegments[0].TurnIndex != 0 || env.AudioSegments[1].TurnIndex != 2 {
+		t.Fatalf("segments %+v", env.AudioSegments)
+	}
+	if len(env.FailedTurns) != 1 || env.FailedTurns[0].TurnIndex != 1 || env.FailedTurns[0].Error.Code != "provider_rejected_request" ||
+		env.FailedTurns[0].Error.TurnIndex == nil || *env.FailedTurns[0].Error.TurnIndex != 1 || env.FailedTurns[0].Error.Provider != "espeak" {
+		t.Fatalf("failedTurns %+v", env.FailedTurns)
+	}
+	for _, ts := range env.Timestamps {
+		if ts.TurnIndex == 1 {
+			t.Fatalf("timestamps of the failed turn: %+v", ts)
+		}
+	}
+	parent := r.header.Get("X-Request-Id")
+
+	// Child rows: one per turn, the failed one with its error.
+	tg.flushLogs()
+	var p logPage
+	tg.do("GET", "/v1/logs?parent_request_id="+parent, "acme", nil).json(t, &p)
+	if len(p.Data) != 3 {
+		t.Fatalf("%d child rows", len(p.Data))
+	}
+	byVoice := map[string]int{}
+	for _, row := range p.Data {
+		if row.ParentRequestID != parent || row.Provider != "espeak" || row.RequestID == parent {
+			t.Errorf("child row %+v", row)
+		}
+		byVoice[row.VoiceID] = row.Status
+		if row.VoiceID == "zz-nope" && (row.ErrorCode != "provider_rejected_request" || row.CreditsUsed != 0) {
+			t.Errorf("failed turn row %+v", row)
+		}
+	}
+	if byVoice["en"] != 200 || byVoice["en-us"] != 200 || byVoice["zz-nope"] != 422 {
+		t.Errorf("child statuses %v", byVoice)
+	}
+	var all logPage
+	tg.do("GET", "/v1/logs?limit=200", "acme", nil).json(t, &all)
+	parents := 0
+	for _, row := range all.Data {
+		if row.RequestID == parent {
+			parents++
+			if row.Status != 200 || row.CharCount != len("Good morning, how are you today?")+len("This voice does not exist.")+len("Let us begin the meeting.") {
+				t.Errorf("parent row %+v", row)
+			}
+		}
+	}
+	if parents != 1 {
+		t.Errorf("%d parent rows", parents)
+	}
+
+	// Without split the failed turn fails the request and names the turn.
+	r = tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns})
+	pb := r.problem(t, 422, "provider_rejected_request")
+	if pb.TurnIndex == nil || *pb.TurnIndex != 1 {
+		t.Errorf("turn_index = %v", pb.TurnIndex)
+	}
+	// Every turn failing fails split mode too.
+	r = tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": []any{turns[1]}, "split": true})
+	r.problem(t, 422, "provider_rejected_request")
+}
+
+func TestConversationRawAndClientWireShape(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	// Exactly what @speech-sdk/core's generateConversation sends with a
+	// shared model.
+	body := `{"mode":"conversation","model":"espeak/espeak-ng","turns":[{"voice":"en","text":"Hello there."},{"voice":"de","text":"Guten Tag.","speed":1.2}],"gapMs":300,"volumeDbfs":-20,"output":{"format":"mp3","bitrate":64}}`
+	r := tg.do("POST", "/v1/audio/conversation", "acme", body)
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" || len(r.body) < 1000 {
+		t.Fatalf("%d %s %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
+	}
+	// Per-turn models, mixing providers at different sample rates.
+	body = `{"mode":"conversation","turns":[{"model":"espeak/espeak-ng","voice":"en","text":"Hello."},{"model":"testkit/test","voice":"alpha","text":"hi there"}],"gapMs":0,"volumeDbfs":-20}`
+	r = tg.do("POST", "/v1/audio/conversation", "acme", body)
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("mixed: %d %s", r.status, r.body)
+	}
+	if d, rms := pcmSeconds(t, "audio/wav", r.body); d < 0.5 || rms < 0.01 {
+		t.Errorf("mixed conversation %.2fs rms %.3f", d, rms)
+	}
+}
+
+func TestConversationValidation(t *testing.T) {
+	tg := startGateway(t, strings.Replace(speechConfig, "storage:", "limits: {max_turns: 3, max_conversation_chars: 200}\nstorage:", 1))
+	turn := map[string]any{"voice": "en", "text": "hi"}
+	mturn := map[string]any{"model": "espeak", "voice": "en", "text": "hi"}
+	tests := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		field  string
+		turn   int
+	}{
+		{"no turns", map[string]any{"turns": []any{}}, 400, "validation_failed", "turns", -1},
+		{"too many turns", map[string]any{"model": "espeak", "turns": []any{turn, turn, turn, turn}}, 400, "validation_failed", "turns", -1},
+		{"too many chars", map[string]any{"model": "espeak", "turns": []any{map[string]any{"voice": "en", "text": strings.Repeat("a", 201)}}}, 400, "validation_failed", "turns", -1},
+		{"shared and turn model", map[string]any{"model": "espeak", "turns": []any{mturn}}, 400, "validation_failed", "model", -1},
+		{"no model anywhere", map[string]any{"turns": []any{turn}}, 400, "validation_failed", "turns", -1},
+		{"gap too long", map[string]any{"model": "espeak", "gapMs": 6000, "turns": []any{turn}}, 400, "validation_failed", "gapMs", -1},
+		{"bad volume", map[string]any{"model": "espeak", "volumeDbfs": 3, "turns": []any{turn}}, 400, "validation_failed", "volumeDbfs", -1},
+		{"bad mode", map[string]any{"mode": "speech", "model": "espeak", "turns": []any{turn}}, 400, "validation_failed", "mode", -1},
+		{"unknown turn field", map[string]any{"model": "espeak", "turns": []any{map[string]any{"voice": "en", "text": "x", "pitch": 3}}}, 400, "validation_failed", "pitch", -1},
+		{"blank turn text", map[string]any{"model": "espeak", "turns": []any{turn, map[string]any{"voice": "en", "text": " "}}}, 400, "validation_failed", "turns", 1},
+		{"unknown saved voice", map[string]any{"turns": []any{map[string]any{"voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "text": "x"}}}, 404, "voice_not_found", "", 0},
+		{"disabled provider in a turn", map[string]any{"turns": []any{mturn, map[string]any{"model": "nope", "voice": "x", "text": "x"}}}, 422, "unknown_provider", "", 1},
+		{"timestamps unsupported", map[string]any{"turns": []any{mturn, map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}}}, 501, "timestamps_unsupported", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", tt.body)
+			p := r.problem(t, tt.status, tt.code)
+			if tt.field != "" {
+				ok := false
+				for _, v := range p.Validation {
+					ok = ok || strings.Contains(strings.Join(v.Path, "."), tt.field)
+				}
+				if !ok {
+					t.Errorf("validation %+v does not name %q", p.Validation, tt.field)
+				}
+			}
+			if tt.turn >= 0 && (p.TurnIndex == nil || *p.TurnIndex != tt.turn) {
+				t.Errorf("turn_index %v, want %d", p.TurnIndex, tt.turn)
+			}
+		})
+	}
+}

@@ -1,0 +1,390 @@
+package speech
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// ConversationRequest is the body of the conversation endpoints, shaped like
+// the @speech-sdk/core gateway client's generateConversation call.
+type ConversationRequest struct {
+	Mode                string              `json:"mode"`
+	Model               string              `json:"model"`
+	Turns               []Turn              `json:"turns"`
+	GapMs               *int                `json:"gapMs"`
+	VolumeDbfs          *float64            `json:"volumeDbfs"`
+	Output              *audio.OutputParams `json:"output"`
+	Speed               *float64            `json:"speed"`
+	Split               bool                `json:"split"`
+	Pronunciations      *Pronunciations     `json:"pronunciations"`
+	ProviderOptions     json.RawMessage     `json:"providerOptions"`
+	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+}
+
+// Turn is one speaker turn.
+type Turn struct {
+	VoiceID         string          `json:"voiceId"`
+	Model           string          `json:"model"`
+	Voice           string          `json:"voice"`
+	Text            *string         `json:"text"`
+	ProviderOptions json.RawMessage `json:"providerOptions"`
+	Speed           *float64        `json:"speed"`
+}
+
+// Conversation defaults and bounds.
+const (
+	DefaultGapMs       = 300
+	MaxGapMs           = 5000
+	DefaultConvoVolume = -20.0
+)
+
+// TurnResult is what happened to one turn.
+type TurnResult struct {
+	Index   int
+	Job     *Job // nil when the turn failed before it was prepared
+	Clip    *audio.Clip
+	Result  *Result
+	Err     error
+	Latency time.Duration
+}
+
+// ConversationResult is a rendered conversation.
+type ConversationResult struct {
+	Audio      []byte
+	MediaType  string
+	Timestamps []ConversationTimestamp
+	Warnings   []string
+	// Turns has one entry per turn, in order.
+	Turns []*TurnResult
+	// Offsets are the rendered turns' start times in the joined clip, by
+	// turn index (-1 for a failed turn).
+	Offsets []float64
+	// Segments holds each rendered turn encoded alone (split mode).
+	Segments []Segment
+}
+
+// ConversationTimestamp is a word on the whole conversation's timeline.
+type ConversationTimestamp struct {
+	Text      string  `json:"text"`
+	Start     float64 `json:"start"`
+	End       float64 `json:"end"`
+	TurnIndex int     `json:"turnIndex"`
+}
+
+// Segment is one rendered turn, encoded on its own.
+type Segment struct {
+	TurnIndex  int
+	Audio      []byte
+	MediaType  string
+	Timestamps []sdk.WordTimestamp
+}
+
+// validate checks the conversation-level rules and returns per-turn speech
+// requests.
+func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, error) {
+	var fe []problem.FieldError
+	switch r.Mode {
+	case "", "conversation":
+	default:
+		fe = append(fe, problem.Field(`must be "conversation"`, "mode"))
+	}
+	if len(r.Turns) == 0 {
+		fe = append(fe, problem.Field("at least one turn is required", "turns"))
+	}
+	if len(r.Turns) > s.cfg.Limits.MaxTurns {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d turns", s.cfg.Limits.MaxTurns), "turns"))
+	}
+	gap := DefaultGapMs
+	if r.GapMs != nil {
+		gap = *r.GapMs
+		if gap < 0 || gap > MaxGapMs {
+			fe = append(fe, problem.Field(fmt.Sprintf("must be from 0 to %d", MaxGapMs), "gapMs"))
+		}
+	}
+	if r.Speed != nil && !(*r.Speed >= MinSpeed && *r.Speed <= MaxSpeed) {
+		fe = append(fe, problem.Field(fmt.Sprintf("must be between %g and %g", MinSpeed, MaxSpeed), "speed"))
+	}
+	fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
+	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
+	for _, e := range params.Validate() {
+		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
+	}
+	anyTurnModel := false
+	total := 0
+	for i, t := range r.Turns {
+		if t.Model != "" {
+			anyTurnModel = true
+		}
+		if t.VoiceID == "" && t.Model == "" && r.Model == "" && t.Voice != "" {
+			fe = append(fe, problem.Field("needs a model: give a shared top-level model or one on every turn", "turns", strconv.Itoa(i), "model"))
+		}
+		if t.Text != nil {
+			total += utf8.RuneCountInString(*t.Text)
+		}
+	}
+	if r.Model != "" && anyTurnModel {
+		fe = append(fe, problem.Field("give either a shared top-level model or a model on every turn, not both", "model"))
+	}
+	if total > s.cfg.Limits.MaxConversationChars {
+		fe = append(fe, problem.Field(fmt.Sprintf("the turns hold %d characters; at most %d per conversation", total, s.cfg.Limits.MaxConversationChars), "turns"))
+	}
+	if len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	reqs := make([]*Request, len(r.Turns))
+	for i, t := range r.Turns {
+		model := t.Model
+		if model == "" && t.VoiceID == "" {
+			model = r.Model
+		}
+		speed := r.Speed
+		if t.Speed != nil {
+			speed = t.Speed
+		}
+		opts, err := overlayOptions(r.ProviderOptions, t.ProviderOptions)
+		if err != nil {
+			return nil, err
+		}
+		reqs[i] = &Request{VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
+			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID}
+	}
+	return reqs, nil
+}
+
+// overlayOptions merges turn options over the conversation's.
+func overlayOptions(shared, turn json.RawMessage) (json.RawMessage, error) {
+	if len(shared) == 0 || string(shared) == "null" {
+		return turn, nil
+	}
+	if len(turn) == 0 || string(turn) == "null" {
+		return shared, nil
+	}
+	var a, b map[string]any
+	if json.Unmarshal(shared, &a) != nil || json.Unmarshal(turn, &b) != nil {
+		return nil, problem.Validation(problem.Field("must be an object", "providerOptions"))
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	return json.Marshal(a)
+}
+
+// turnError prefixes a turn's problem paths with ["turns", i] and names the
+// turn.
+func turnError(err error, i int) error {
+	var be *moderation.BlockedError
+	if errors.As(err, &be) {
+		c := *be
+		c.TurnIndex = i
+		return &c
+	}
+	pe := problem.From(err, "")
+	c := *pe.WithTurn(i)
+	if len(c.Validation) > 0 {
+		c.Validation = make([]problem.FieldError, len(pe.Validation))
+		for k, f := range pe.Validation {
+			c.Validation[k] = problem.FieldError{Path: append([]string{"turns", strconv.Itoa(i)}, f.Path...), Message: f.Message}
+		}
+	}
+	return &c
+}
+
+// PrepareConversation validates the request and prepares every turn. A
+// turn that cannot be prepared (unknown voice or model, disabled provider)
+// fails the whole request, with turn_index: those are the caller's mistakes
+// whatever split says.
+func (s *Service) PrepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
+	reqs, err := s.validateConversation(r)
+	if err != nil {
+		return nil, err
+	}
+	ep := EndpointClip
+	if timestamps {
+		ep = EndpointTimestamps
+	}
+	jobs := make([]*Job, len(reqs))
+	for i, req := range reqs {
+		j, err := s.Prepare(ctx, org, req, ep)
+		if err != nil {
+			return nil, turnError(err, i)
+		}
+		jobs[i] = j
+	}
+	return jobs, nil
+}
+
+// RenderConversation moderates and synthesizes the turns concurrently (at
+// most limits.conversation_concurrency at once), levels each to volumeDbfs,
+// joins them with gapMs of silence and encodes once. Without split the
+// first failed turn cancels the others and fails the request; with split
+// the request fails only when no turn rendered.
+func (s *Service) RenderConversation(ctx context.Context, r *ConversationRequest, jobs []*Job, timestamps bool) (*ConversationResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	turns := make([]*TurnResult, len(jobs))
+	sem := make(chan struct{}, s.cfg.Limits.ConversationConcurrency)
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for i, j := range jobs {
+		turns[i] = &TurnResult{Index: i, Job: j}
+		wg.Add(1)
+		go func(tr *TurnResult) {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				tr.Err = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			tr.Err = s.renderTurn(ctx, tr)
+			if tr.Err != nil && !r.Split {
+				once.Do(func() { firstErr = turnError(tr.Err, tr.Index); cancel() })
+			}
+		}(turns[i])
+	}
+	wg.Wait()
+	res := &ConversationResult{Turns: turns, Offsets: make([]float64, len(turns))}
+	if firstErr != nil {
+		return res, firstErr
+	}
+	var clips []*audio.Clip
+	var rendered []*TurnResult
+	for _, t := range turns {
+		if t.Err == nil {
+			clips = append(clips, t.Clip)
+			rendered = append(rendered, t)
+		}
+	}
+	if len(rendered) == 0 {
+		return res, turnError(turns[0].Err, 0)
+	}
+	out := convOutput(r, clips)
+	vol := DefaultConvoVolume
+	if r.VolumeDbfs != nil {
+		vol = *r.VolumeDbfs
+	}
+	gap := DefaultGapMs
+	if r.GapMs != nil {
+		gap = *r.GapMs
+	}
+	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: &vol})
+	if err != nil {
+		return res, fmt.Errorf("join turns: %w", err)
+	}
+	if res.Audio, res.MediaType, err = audio.Encode(joined, out); err != nil {
+		return res, fmt.Errorf("encode conversation: %w", err)
+	}
+	for i := range res.Offsets {
+		res.Offsets[i] = -1
+	}
+	for k, t := range rendered {
+		res.Offsets[t.Index] = offsets[k]
+		res.Warnings = append(res.Warnings, t.Result.Warnings...)
+		if timestamps {
+			for _, w := range t.Result.Timestamps {
+				res.Timestamps = append(res.Timestamps, ConversationTimestamp{Text: w.Text, Start: w.Start + offsets[k], End: w.End + offsets[k], TurnIndex: t.Index})
+			}
+		}
+		if r.Split {
+			seg, err := segment(t, vol, out)
+			if err != nil {
+				return res, err
+			}
+			res.Segments = append(res.Segments, seg)
+		}
+	}
+	return res, nil
+}
+
+// renderTurn moderates and synthesizes one turn and decodes its audio.
+func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
+	start := time.Now()
+	defer func() { tr.Latency = time.Since(start) }()
+	if err := s.Moderate(ctx, tr.Job); err != nil {
+		return err
+	}
+	res, err := s.Synthesize(ctx, tr.Job)
+	if err != nil {
+		return err
+	}
+	clip, err := audio.Decode(res.Audio, res.MediaType)
+	if err != nil {
+		return fmt.Errorf("decode %s audio of turn %d: %w", res.MediaType, tr.Index, err)
+	}
+	tr.Result, tr.Clip = res, clip
+	return nil
+}
+
+// convOutput picks the conversation's encoding: the request's output, else
+// WAV at the highest rate among the turns (so no turn is downsampled).
+func convOutput(r *ConversationRequest, clips []*audio.Clip) audio.Output {
+	rate := 0
+	for _, c := range clips {
+		rate = max(rate, c.Rate)
+	}
+	out := audio.Output{Format: audio.FormatWAV}
+	if r.Output != nil {
+		out = r.Output.Output()
+	}
+	resolved, err := out.Resolve(rate)
+	if err != nil {
+		return audio.Output{Format: audio.FormatWAV, SampleRate: rate}
+	}
+	return resolved
+}
+
+// segment encodes one rendered turn alone, leveled like in the joined clip.
+func segment(t *TurnResult, vol float64, out audio.Output) (Segment, error) {
+	c, err := audio.Resample(t.Clip, out.SampleRate)
+	if err != nil {
+		return Segment{}, err
+	}
+	cp := &audio.Clip{Rate: c.Rate, Samples: append([]float32(nil), c.Samples...)}
+	audio.Normalize(cp, vol)
+	data, mt, err := audio.Encode(cp, out)
+	if err != nil {
+		return Segment{}, fmt.Errorf("encode turn %d: %w", t.Index, err)
+	}
+	return Segment{TurnIndex: t.Index, Audio: data, MediaType: mt, Timestamps: t.Result.Timestamps}, nil
+}
+
+// Chars returns a conversation's total characters.
+func Chars(jobs []*Job) int {
+	n := 0
+	for _, j := range jobs {
+		n += utf8.RuneCountInString(j.Text)
+	}
+	return n
+}
+
+// ProviderSummary names the conversation's provider, or "mixed".
+func ProviderSummary(jobs []*Job) (provider, model string) {
+	for i, j := range jobs {
+		if i == 0 {
+			provider, model = j.Provider.ID, j.Model.ID
+			continue
+		}
+		if j.Provider.ID != provider {
+			provider = "mixed"
+		}
+		if j.Model.ID != model {
+			model = "mixed"
+		}
+	}
+	return provider, strings.TrimSpace(model)
+}
