@@ -112,6 +112,8 @@ func New(d Deps) *Server {
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
 	rt.DELETE("/v1/voices/{id}", "voices.delete", s.deleteVoice)
 	rt.GET("/v1/logs", "logs.list", s.listLogs)
+	rt.POST("/v1/media", "media.upload", s.uploadMedia)
+	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
 		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.EndpointClip))
 		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.EndpointTimestamps))

@@ -1,0 +1,87 @@
+package gateway_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/voxgate/voxgate/gateway/audio"
+)
+
+// TestWholeClipProcessingOverHTTP checks volumeDbfs and output on real
+// eSpeak clips through the speech endpoint.
+func TestWholeClipProcessingOverHTTP(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	text := "Whole clip processing happens on the server, after synthesis."
+	raw := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text))
+	rawDur, _ := pcmSeconds(t, raw.header.Get("Content-Type"), raw.body)
+	// eSpeak's pauses vary by some tens of milliseconds from call to call,
+	// so durations of separate requests agree only this closely; the audio
+	// package's own tests check exact length preservation.
+	const tol = 0.1
+	for _, target := range []float64{-12, -20, -35} {
+		r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "volumeDbfs", target, "output", map[string]any{"format": "wav"}))
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		c, err := audio.Decode(r.body, r.header.Get("Content-Type"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := audio.RMSDbfs(c); math.Abs(got-target) > 0.5 {
+			t.Errorf("target %.0f dBFS: measured %.2f", target, got)
+		}
+		if audio.PeakDbfs(c) >= 0 {
+			t.Errorf("target %.0f: clipped", target)
+		}
+	}
+	r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "mp3", "sampleRate": 16000, "bitrate": 64}))
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" {
+		t.Fatalf("mp3: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	c, err := audio.Decode(r.body, "audio/mpeg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rate != 16000 || math.Abs(c.Seconds()-rawDur) > tol {
+		t.Errorf("mp3 decodes to %d Hz, %.3fs (source %.3fs)", c.Rate, c.Seconds(), rawDur)
+	}
+	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "pcm", "sampleRate": 48000}))
+	if r.header.Get("Content-Type") != "audio/pcm;rate=48000" {
+		t.Errorf("pcm resample: %s", r.header.Get("Content-Type"))
+	}
+	if d, _ := pcmSeconds(t, r.header.Get("Content-Type"), r.body); math.Abs(d-rawDur) > tol {
+		t.Errorf("resampled duration %.3f vs %.3f", d, rawDur)
+	}
+
+	// Every bad value gets its own validation entry.
+	p := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "volumeDbfs", 5)).problem(t, 400, "validation_failed")
+	assertPaths(t, p, "volumeDbfs")
+	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "ogg"})).problem(t, 400, "validation_failed")
+	assertPaths(t, p, "output.format")
+	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav", "sampleRate": -1})).problem(t, 400, "validation_failed")
+	assertPaths(t, p, "output.sampleRate")
+	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav", "bitrate": 128})).problem(t, 400, "validation_failed")
+	assertPaths(t, p, "output.bitrate")
+	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "volumeDbfs", -80, "output", map[string]any{"format": "mp3", "sampleRate": 7000, "bitrate": 1000})).problem(t, 400, "validation_failed")
+	assertPaths(t, p, "volumeDbfs", "output.sampleRate", "output.bitrate")
+}
+
+func assertPaths(t *testing.T, p problemBody, want ...string) {
+	t.Helper()
+	got := map[string]bool{}
+	for _, v := range p.Validation {
+		s := ""
+		for i, e := range v.Path {
+			if i > 0 {
+				s += "."
+			}
+			s += e
+		}
+		got[s] = true
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("validation %+v lacks path %q", p.Validation, w)
+		}
+	}
+}
