@@ -50,6 +50,7 @@ type Gateway struct {
 	ln      net.Listener
 	serveCh chan error
 	closers []func(context.Context) error
+	stopped bool
 }
 
 // Open prepares a gateway from cfg: opens storage, loads keys, starts the
@@ -172,7 +173,13 @@ func (g *Gateway) Done() <-chan error { return g.serveCh }
 
 // Shutdown stops accepting requests, lets in-flight ones finish, drains the
 // log queue, stops the plugins and closes storage, within ctx's deadline.
+//
+// Shutdown is idempotent: later calls return nil.
 func (g *Gateway) Shutdown(ctx context.Context) error {
+	if g.stopped {
+		return nil
+	}
+	g.stopped = true
 	var errs []error
 	if g.admin != nil {
 		errs = append(errs, g.admin.Close(ctx))

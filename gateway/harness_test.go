@@ -26,8 +26,10 @@ type testGateway struct {
 	base string
 	dir  string
 	keys map[string]string // org -> key
-	logs *observer.ObservedLogs
-	hc   *http.Client
+	// secrets are further values no log line may contain (provider keys).
+	secrets []string
+	logs    *observer.ObservedLogs
+	hc      *http.Client
 }
 
 // baseConfig is the YAML every test gateway starts from; extra is appended
@@ -124,6 +126,11 @@ func (tg *testGateway) assertNoSecretsLogged() {
 		for _, key := range tg.keys {
 			if strings.Contains(line, key) {
 				tg.t.Errorf("a log entry contains an API key: %q", e.Message)
+			}
+		}
+		for _, s := range tg.secrets {
+			if strings.Contains(line, s) {
+				tg.t.Errorf("a log entry contains a provider key: %q", e.Message)
 			}
 		}
 		if strings.Contains(line, "vxk_") && !strings.Contains(line, "prefix") {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -486,5 +487,52 @@ func TestPluginsDirMissingBinary(t *testing.T) {
 	_, err := openOnly(t, strings.Replace(speechConfig, "voxgate-espeak", "voxgate-nope", 1))
 	if err == nil || !strings.Contains(err.Error(), `"espeak"`) || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestGracefulShutdownFinishesInFlight starts a slow stream, shuts the
+// gateway down while it runs, and checks the stream completes and its log
+// row reached the database.
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	body := mustJSON(map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four five six",
+		"providerOptions": map[string]any{"slow_stream_ms": 100}})
+	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	resp, err := tg.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	reqID := resp.Header.Get("X-Request-Id")
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- tg.g.Shutdown(ctx)
+	}()
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("in-flight stream cut off by shutdown: %v", err)
+	}
+	if len(rest) < 16000*2*5/10 { // five more words of at least ~0.1 s each
+		t.Fatalf("stream ended early: %d bytes", len(rest))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(tg.dir, "voxgate.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, _, _, err := st.ListLogs(context.Background(), "acme", store.LogFilter{}, 10, nil)
+	if err != nil || len(rows) != 1 || rows[0].RequestID != reqID || rows[0].Status != 200 {
+		t.Fatalf("rows after shutdown %+v %v", rows, err)
 	}
 }
