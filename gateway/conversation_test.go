@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"encoding/base64"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
 type convEnvelope struct {
@@ -249,5 +252,68 @@ func TestConversationValidation(t *testing.T) {
 				t.Errorf("turn_index %v, want %d", p.TurnIndex, tt.turn)
 			}
 		})
+	}
+}
+
+// moderatedSpeechConfig is speechConfig with acme under the built-in
+// moderation ruleset.
+var moderatedSpeechConfig = strings.Replace(speechConfig, "  acme:\n", "  acme:\n    moderation: standard\n", 1) + `
+moderation:
+  rulesets:
+    standard: {mode: fail_closed, checks: [{builtin: {}}]}
+`
+
+func TestConversationBlockedTurn(t *testing.T) {
+	tg := startGateway(t, moderatedSpeechConfig)
+	turns := []any{
+		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "first turn is fine"},
+		map[string]any{"model": "testkit/test", "voice": "beta", "text": "VOXGATE-MODERATION-TEST"},
+		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "third turn is fine"},
+	}
+	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true})
+	if r.status != 200 {
+		t.Fatalf("split: %d %s", r.status, r.body)
+	}
+	var env convEnvelope
+	r.json(t, &env)
+	if len(env.AudioSegments) != 2 || len(env.FailedTurns) != 1 || env.FailedTurns[0].TurnIndex != 1 ||
+		env.FailedTurns[0].Error.Code != "content_moderation_blocked" || env.FailedTurns[0].Error.Status != 422 {
+		t.Fatalf("segments %d, failed %+v", len(env.AudioSegments), env.FailedTurns)
+	}
+	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	for _, c := range calls {
+		if strings.Contains(c.Text, "MODERATION") {
+			t.Fatalf("the blocked turn reached the provider: %+v", c)
+		}
+	}
+	// Without split the blocked turn fails the request with the moderation
+	// envelope, naming the turn.
+	r = tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns})
+	var blocked struct {
+		Error struct {
+			Code      string                `json:"code"`
+			TurnIndex *int                  `json:"turn_index"`
+			Reason    struct{ Type string } `json:"reason"`
+		} `json:"error"`
+	}
+	r.json(t, &blocked)
+	if r.status != 422 || r.header.Get("Content-Type") != "application/json" || blocked.Error.Code != "content_moderation_blocked" ||
+		blocked.Error.TurnIndex == nil || *blocked.Error.TurnIndex != 1 {
+		t.Fatalf("non-split: %d %s", r.status, r.body)
+	}
+}
+
+// TestPronunciationsCannotBypassModeration checks that the text the
+// provider would speak after pronunciation rules is moderated too.
+func TestPronunciationsCannotBypassModeration(t *testing.T) {
+	tg := startGateway(t, moderatedSpeechConfig)
+	body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hello friend",
+		"pronunciations": map[string]any{"rules": []any{map[string]any{"word": "hello", "replacement": "VOXGATE-MODERATION-TEST"}}}}
+	r := tg.do("POST", "/v1/audio/speech", "acme", body)
+	if r.status != 422 || !strings.Contains(string(r.body), "content_moderation_blocked") {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if n, _ := calllog.Count(filepath.Join(tg.dir, "calls.jsonl"), "synthesize"); n != 0 {
+		t.Fatalf("provider called %d times", n)
 	}
 }

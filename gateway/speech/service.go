@@ -221,6 +221,16 @@ func (s *Service) Moderate(ctx context.Context, j *Job) error {
 		return nil
 	}
 	j.Verdict = s.mod.Check(ctx, j.Ruleset, j.Text)
+	// Pronunciation rules change what the provider speaks, so the spoken
+	// text is checked too: a rule must not smuggle blocked words past the
+	// check of the written text.
+	if spoken := j.spokenText(); !j.Verdict.Blocked() && spoken != j.Text {
+		v := s.mod.Check(ctx, j.Ruleset, spoken)
+		v.Latency += j.Verdict.Latency
+		if v.Blocked() || j.Verdict.Decision != moderation.DecisionAllowOnError {
+			j.Verdict = v
+		}
+	}
 	if j.Verdict.Blocked() {
 		return &moderation.BlockedError{Verdict: j.Verdict, TurnIndex: -1}
 	}
