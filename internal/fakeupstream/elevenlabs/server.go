@@ -1,0 +1,513 @@
+// Package elevenlabs is a fake of the ElevenLabs API for tests and
+// benchmarks: text-to-speech (whole, streamed, and with character
+// timestamps), the voice list and instant voice cloning.
+//
+// It follows the published API reference: the xi-api-key header (401 with
+// {"detail": {"status", "message"}} when missing or wrong), the
+// output_format query parameter (mp3_<rate>_<kbps> and pcm_<rate>), a JSON
+// body of text, model_id, voice_settings (speed 0.7 to 1.2) and the other
+// documented fields with unknown fields rejected the way the API's
+// validation does (422 {"detail": [{"loc", "msg", "type"}]}), per-model
+// text limits, unknown voices answered 404 voice_not_found, and
+// /with-timestamps answering {audio_base64, alignment, normalized_alignment}
+// whose character times match the audio exactly.
+//
+// Endpoints:
+//
+//	POST /v1/text-to-speech/{voice_id}                  audio
+//	POST /v1/text-to-speech/{voice_id}/stream           audio, chunked
+//	POST /v1/text-to-speech/{voice_id}/with-timestamps  JSON
+//	GET  /v1/voices                                     {"voices": [...]}
+//	POST /v1/voices/add                                 multipart: name, files, description, labels, remove_background_noise
+//
+// Deliberate gaps: ulaw, alaw and opus output formats answer 400 (the fake
+// renders mp3 and pcm only); every mp3_* format returns the same 44.1 kHz
+// 64 kbit/s stream.
+package elevenlabs
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+)
+
+// Key is the API key the fake accepts unless Options.Keys says otherwise.
+const Key = "xi-test-fake-0123456789abcdef"
+
+// Voice ids of the fake's premade voices (real ElevenLabs premade ids).
+const (
+	VoiceRachel = "21m00Tcm4TlvDq8ikWAM"
+	VoiceSarah  = "EXAVITQu4vr4xnSDxMaL"
+	VoiceAdam   = "pNInz6obpgDQGcFmaJgB"
+)
+
+// Paths of the fake's fixed endpoints; TTS paths are TTSPath(voiceID) plus
+// "", "/stream" or "/with-timestamps".
+const (
+	VoicesPath = "/v1/voices"
+	ClonePath  = "/v1/voices/add"
+)
+
+// TTSPath returns the text-to-speech path of a voice.
+func TTSPath(voiceID string) string { return "/v1/text-to-speech/" + voiceID }
+
+// MaxChars returns the documented text limit of a model, 0 if the model
+// is unknown.
+func MaxChars(model string) int {
+	switch model {
+	case "eleven_multilingual_v2", "eleven_multilingual_v1", "eleven_monolingual_v1":
+		return 10000
+	case "eleven_flash_v2_5", "eleven_turbo_v2_5":
+		return 40000
+	case "eleven_flash_v2", "eleven_turbo_v2":
+		return 30000
+	case "eleven_v3":
+		return 5000
+	}
+	return 0
+}
+
+// PCMRates are the sample rates of the pcm_<rate> output formats.
+func PCMRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100, 48000} }
+
+// voice is a voice as GET /v1/voices lists it.
+type voice struct {
+	VoiceID           string            `json:"voice_id"`
+	Name              string            `json:"name"`
+	Category          string            `json:"category"`
+	Description       *string           `json:"description"`
+	Labels            map[string]string `json:"labels"`
+	PreviewURL        *string           `json:"preview_url"`
+	VerifiedLanguages []verifiedLang    `json:"verified_languages"`
+}
+
+type verifiedLang struct {
+	Language string `json:"language"`
+	ModelID  string `json:"model_id"`
+	Accent   string `json:"accent,omitempty"`
+	Locale   string `json:"locale,omitempty"`
+}
+
+func premade() []voice {
+	mk := func(id, name, gender, age, accent, locale string) voice {
+		return voice{
+			VoiceID: id, Name: name, Category: "premade",
+			Labels:            map[string]string{"accent": accent, "age": age, "gender": gender, "use_case": "narration"},
+			VerifiedLanguages: []verifiedLang{{Language: "en", ModelID: "eleven_multilingual_v2", Accent: accent, Locale: locale}},
+		}
+	}
+	return []voice{
+		mk(VoiceRachel, "Rachel", "female", "young", "american", "en-US"),
+		mk(VoiceSarah, "Sarah", "female", "young", "american", "en-US"),
+		mk(VoiceAdam, "Adam", "male", "middle_aged", "american", "en-US"),
+	}
+}
+
+// Server is a running fake. Steer it through the embedded Control.
+type Server struct {
+	*fakeupstream.Control
+	// URL is the server's root, which is also the plugin's base_url.
+	URL string
+
+	srv    *httptest.Server
+	studio *fakeupstream.Studio
+	mu     sync.Mutex
+	voices []voice
+	clones atomic.Int64
+	reqID  atomic.Int64
+}
+
+// New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
+// call Close.
+func New(tb testing.TB, opts fakeupstream.Options) *Server {
+	studio, err := fakeupstream.NewStudio()
+	if err != nil {
+		panic(err) // the embedded tone is broken: a build problem
+	}
+	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, voices: premade()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}", s.tts(modeWhole))
+	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/stream", s.tts(modeStream))
+	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/with-timestamps", s.tts(modeTimestamps))
+	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
+	mux.HandleFunc("POST "+ClonePath, s.clone)
+	mux.HandleFunc("/", s.notFound)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
+	return s
+}
+
+// BaseURL is what the plugin's base_url setting should be (the root, as
+// in https://api.elevenlabs.io).
+func (s *Server) BaseURL() string { return s.URL }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// VoiceIDs returns the ids of the voices the fake knows, cloned ones
+// included.
+func (s *Server) VoiceIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, len(s.voices))
+	for i, v := range s.voices {
+		ids[i] = v.VoiceID
+	}
+	return ids
+}
+
+func (s *Server) knows(id string) bool {
+	return slices.Contains(s.VoiceIDs(), id)
+}
+
+// detail writes ElevenLabs' {"detail": {"status", "message"}} error.
+func detail(w http.ResponseWriter, status int, code, msg string) {
+	fakeupstream.WriteJSON(w, status, map[string]any{"detail": map[string]string{"status": code, "message": msg}})
+}
+
+// validation writes the 422 body of a failed request validation.
+func validation(w http.ResponseWriter, loc []string, msg, typ string) {
+	fakeupstream.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{
+		"detail": []map[string]any{{"loc": loc, "msg": msg, "type": typ}},
+	})
+}
+
+func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	code, msg := "internal_server_error", "An internal server error occurred."
+	switch f.Status {
+	case http.StatusUnauthorized:
+		code, msg = "invalid_api_key", "Invalid API key"
+	case http.StatusTooManyRequests:
+		code, msg = "too_many_concurrent_requests", "Your current subscription is associated with a maximum of 2 concurrent requests."
+	case http.StatusServiceUnavailable:
+		code, msg = "system_busy", "We're experiencing high traffic; please try again later."
+	}
+	if f.Code != "" {
+		code = f.Code
+	}
+	if f.Message != "" {
+		msg = f.Message
+	}
+	detail(w, f.Status, code, msg)
+}
+
+// begin runs what every handler does first: record, latency, auth, then
+// an injected fault. It returns false when the request was answered.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request) (fakeupstream.Request, bool) {
+	req, fault, ok := s.Begin(r)
+	if !ok {
+		return req, false
+	}
+	key := r.Header.Get("xi-api-key")
+	if key == "" {
+		detail(w, http.StatusUnauthorized, "needs_authorization", "Neither authorization header nor xi-api-key received, please provide one.")
+		return req, false
+	}
+	if !slices.Contains(s.Keys(Key), key) {
+		detail(w, http.StatusUnauthorized, "invalid_api_key", "Invalid API key")
+		return req, false
+	}
+	if fault != nil {
+		s.injected(w, fault)
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.begin(w, r); ok {
+		fakeupstream.WriteJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+	}
+}
+
+type mode int
+
+const (
+	modeWhole mode = iota
+	modeStream
+	modeTimestamps
+)
+
+// ttsRequest is the documented text-to-speech body.
+type ttsRequest struct {
+	Text                            *string           `json:"text"`
+	ModelID                         *string           `json:"model_id"`
+	LanguageCode                    *string           `json:"language_code"`
+	VoiceSettings                   *voiceSettings    `json:"voice_settings"`
+	PronunciationDictionaryLocators []json.RawMessage `json:"pronunciation_dictionary_locators"`
+	Seed                            *int64            `json:"seed"`
+	PreviousText                    *string           `json:"previous_text"`
+	NextText                        *string           `json:"next_text"`
+	PreviousRequestIDs              []string          `json:"previous_request_ids"`
+	NextRequestIDs                  []string          `json:"next_request_ids"`
+	ApplyTextNormalization          *string           `json:"apply_text_normalization"`
+	ApplyLanguageTextNormalization  *bool             `json:"apply_language_text_normalization"`
+	UsePVCAsIVC                     *bool             `json:"use_pvc_as_ivc"`
+}
+
+type voiceSettings struct {
+	Stability       *float64 `json:"stability"`
+	SimilarityBoost *float64 `json:"similarity_boost"`
+	Style           *float64 `json:"style"`
+	UseSpeakerBoost *bool    `json:"use_speaker_boost"`
+	Speed           *float64 `json:"speed"`
+}
+
+// outputFormat is a parsed output_format query value.
+type outputFormat struct {
+	codec string // "mp3" or "pcm"
+	rate  int
+}
+
+func parseOutputFormat(v string) (outputFormat, string) {
+	if v == "" {
+		v = "mp3_44100_128"
+	}
+	parts := strings.Split(v, "_")
+	switch {
+	case parts[0] == "mp3" && len(parts) == 3:
+		rate, err1 := strconv.Atoi(parts[1])
+		kbps, err2 := strconv.Atoi(parts[2])
+		if err1 == nil && err2 == nil && slices.Contains([]int{22050, 24000, 44100}, rate) && slices.Contains([]int{32, 48, 64, 96, 128, 192}, kbps) {
+			return outputFormat{codec: "mp3", rate: rate}, ""
+		}
+	case parts[0] == "pcm" && len(parts) == 2:
+		rate, err := strconv.Atoi(parts[1])
+		if err == nil && slices.Contains(PCMRates(), rate) {
+			return outputFormat{codec: "pcm", rate: rate}, ""
+		}
+	case (parts[0] == "ulaw" || parts[0] == "alaw" || parts[0] == "opus") && len(parts) >= 2:
+		return outputFormat{}, "unsupported by fake"
+	}
+	return outputFormat{}, "invalid"
+}
+
+func (s *Server) tts(m mode) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, ok := s.begin(w, r)
+		if !ok {
+			return
+		}
+		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+			validation(w, []string{"body"}, "Expected a JSON body (Content-Type: application/json)", "value_error.jsondecode")
+			return
+		}
+		format, problem := parseOutputFormat(r.URL.Query().Get("output_format"))
+		switch problem {
+		case "invalid":
+			validation(w, []string{"query", "output_format"}, "value is not a valid output format", "type_error.enum")
+			return
+		case "unsupported by fake":
+			detail(w, http.StatusBadRequest, "invalid_output_format", "this fake renders mp3 and pcm output formats only")
+			return
+		}
+		if v := r.URL.Query().Get("optimize_streaming_latency"); v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n < 0 || n > 4 {
+				validation(w, []string{"query", "optimize_streaming_latency"}, "ensure this value is between 0 and 4", "value_error.number")
+				return
+			}
+		}
+		var body ttsRequest
+		if err := fakeupstream.DecodeStrict(req.Body, &body); err != nil {
+			if field, ok := fakeupstream.UnknownField(err); ok {
+				validation(w, []string{"body", field}, "extra fields not permitted", "value_error.extra")
+				return
+			}
+			validation(w, []string{"body"}, "Expecting value: invalid JSON", "value_error.jsondecode")
+			return
+		}
+		speed, ok := s.check(w, r.PathValue("voice_id"), &body)
+		if !ok {
+			return
+		}
+		u := fakeupstream.Speak(*body.Text, speed)
+		if fs := s.FixedSeconds(); fs > 0 {
+			u = fakeupstream.Fixed(fs)
+		}
+		var audio fakeupstream.Audio
+		if format.codec == "mp3" {
+			audio = s.studio.MP3(u)
+		} else {
+			audio = s.studio.PCM(u, format.rate)
+		}
+		w.Header().Set("request-id", fmt.Sprintf("fake-%d", s.reqID.Add(1)))
+		if m == modeTimestamps {
+			align := alignment(u)
+			fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{
+				"audio_base64":         base64.StdEncoding.EncodeToString(audio.Bytes()),
+				"alignment":            align,
+				"normalized_alignment": align,
+			})
+			return
+		}
+		if format.codec == "mp3" {
+			w.Header().Set("Content-Type", "audio/mpeg")
+		} else {
+			w.Header().Set("Content-Type", "audio/pcm")
+		}
+		w.WriteHeader(http.StatusOK)
+		s.WriteAudio(r.Context(), w, audio)
+	}
+}
+
+// check validates a TTS body for voiceID and returns the speaking speed;
+// false when it answered with an error.
+func (s *Server) check(w http.ResponseWriter, voiceID string, b *ttsRequest) (float64, bool) {
+	if b.Text == nil {
+		validation(w, []string{"body", "text"}, "field required", "value_error.missing")
+		return 0, false
+	}
+	model := "eleven_multilingual_v2"
+	if b.ModelID != nil {
+		model = *b.ModelID
+	}
+	limit := MaxChars(model)
+	if limit == 0 {
+		detail(w, http.StatusBadRequest, "model_not_found", fmt.Sprintf("A model with model ID %s does not exist.", model))
+		return 0, false
+	}
+	if n := utf8.RuneCountInString(*b.Text); strings.TrimSpace(*b.Text) == "" || n > limit {
+		detail(w, http.StatusBadRequest, "max_character_limit_exceeded",
+			fmt.Sprintf("Text must be between 1 and %d characters for %s; got %d.", limit, model, n))
+		return 0, false
+	}
+	if !s.knows(voiceID) {
+		detail(w, http.StatusNotFound, "voice_not_found", fmt.Sprintf("A voice for the voice_id %s was not found.", voiceID))
+		return 0, false
+	}
+	if b.ApplyTextNormalization != nil && !slices.Contains([]string{"auto", "on", "off"}, *b.ApplyTextNormalization) {
+		validation(w, []string{"body", "apply_text_normalization"}, "value is not a valid enumeration member; permitted: 'auto', 'on', 'off'", "type_error.enum")
+		return 0, false
+	}
+	speed := 1.0
+	if vs := b.VoiceSettings; vs != nil {
+		for name, v := range map[string]*float64{"stability": vs.Stability, "similarity_boost": vs.SimilarityBoost, "style": vs.Style} {
+			if v != nil && (*v < 0 || *v > 1) {
+				validation(w, []string{"body", "voice_settings", name}, "ensure this value is between 0.0 and 1.0", "value_error.number")
+				return 0, false
+			}
+		}
+		if vs.Speed != nil {
+			if *vs.Speed < 0.7 || *vs.Speed > 1.2 {
+				validation(w, []string{"body", "voice_settings", "speed"}, "ensure this value is between 0.7 and 1.2", "value_error.number")
+				return 0, false
+			}
+			speed = *vs.Speed
+		}
+	}
+	return speed, true
+}
+
+// alignment is the /with-timestamps alignment of u: one entry per
+// character with its exact start and end in the audio.
+func alignment(u fakeupstream.Utterance) map[string]any {
+	chars := make([]string, len(u.Chars))
+	starts := make([]float64, len(u.Chars))
+	ends := make([]float64, len(u.Chars))
+	for i, c := range u.Chars {
+		chars[i] = c.Text
+		// Milliseconds, as the API reports them.
+		starts[i] = float64(int(c.Start*1000+0.5)) / 1000
+		ends[i] = float64(int(c.End*1000+0.5)) / 1000
+	}
+	return map[string]any{
+		"characters":                    chars,
+		"character_start_times_seconds": starts,
+		"character_end_times_seconds":   ends,
+	}
+}
+
+func (s *Server) listVoices(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.begin(w, r); !ok {
+		return
+	}
+	s.mu.Lock()
+	list := append([]voice(nil), s.voices...)
+	s.mu.Unlock()
+	fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"voices": list})
+}
+
+// clone is instant voice cloning: multipart name (required), files
+// (required, one or more), description, labels (a JSON object as a
+// string) and remove_background_noise.
+func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.begin(w, r)
+	if !ok {
+		return
+	}
+	form, err := fakeupstream.ParseMultipart(req)
+	if err != nil {
+		validation(w, []string{"body"}, "expected multipart/form-data: "+err.Error(), "value_error")
+		return
+	}
+	for field := range form.Value {
+		if !slices.Contains([]string{"name", "description", "labels", "remove_background_noise"}, field) {
+			validation(w, []string{"body", field}, "extra fields not permitted", "value_error.extra")
+			return
+		}
+	}
+	for field := range form.File {
+		if field != "files" {
+			validation(w, []string{"body", field}, "extra fields not permitted", "value_error.extra")
+			return
+		}
+	}
+	name := first(form.Value["name"])
+	if strings.TrimSpace(name) == "" {
+		validation(w, []string{"body", "name"}, "field required", "value_error.missing")
+		return
+	}
+	files := form.File["files"]
+	if len(files) == 0 {
+		validation(w, []string{"body", "files"}, "field required", "value_error.missing")
+		return
+	}
+	for _, f := range files {
+		if f.Size == 0 {
+			detail(w, http.StatusBadRequest, "invalid_sample", fmt.Sprintf("The sample %q is empty.", f.Filename))
+			return
+		}
+	}
+	if l := first(form.Value["labels"]); l != "" {
+		var labels map[string]string
+		if json.Unmarshal([]byte(l), &labels) != nil {
+			validation(w, []string{"body", "labels"}, "labels must be a JSON object of strings", "value_error.json")
+			return
+		}
+	}
+	if v := first(form.Value["remove_background_noise"]); v != "" && v != "true" && v != "false" {
+		validation(w, []string{"body", "remove_background_noise"}, "value could not be parsed to a boolean", "type_error.bool")
+		return
+	}
+	id := fmt.Sprintf("cloneFake%011d", s.clones.Add(1))
+	desc := first(form.Value["description"])
+	s.mu.Lock()
+	s.voices = append(s.voices, voice{VoiceID: id, Name: name, Category: "cloned", Description: &desc, Labels: map[string]string{}})
+	s.mu.Unlock()
+	fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"voice_id": id, "requires_verification": false})
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}

@@ -1,0 +1,196 @@
+package fakeupstream
+
+import (
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+func TestSpeak(t *testing.T) {
+	u := Speak(" Hi  there ", 2)
+	per := CharSeconds / 2
+	if len(u.Chars) != 11 {
+		t.Fatalf("%d chars", len(u.Chars))
+	}
+	want := []Span{{"Hi", EdgeSeconds + per, EdgeSeconds + 3*per}, {"there", EdgeSeconds + 5*per, EdgeSeconds + 10*per}}
+	if len(u.Words) != len(want) {
+		t.Fatalf("words %+v", u.Words)
+	}
+	for i, w := range want {
+		got := u.Words[i]
+		if got.Text != w.Text || math.Abs(got.Start-w.Start) > 1e-12 || math.Abs(got.End-w.End) > 1e-12 {
+			t.Errorf("word %d = %+v, want %+v", i, got, w)
+		}
+	}
+	if wantLen := 2*EdgeSeconds + 11*per; math.Abs(u.Seconds-wantLen) > 1e-12 {
+		t.Errorf("%.4f s, want %.4f", u.Seconds, wantLen)
+	}
+	if slow := Speak(" Hi  there ", 0); math.Abs(slow.Seconds-(2*EdgeSeconds+11*CharSeconds)) > 1e-12 {
+		t.Errorf("speed 0 is not speed 1: %.4f s", slow.Seconds)
+	}
+}
+
+// TestStudioAudioDecodes checks every rendering with the conformance kit's
+// decoder: the fakes' audio is what plugins hand to the gateway.
+func TestStudioAudioDecodes(t *testing.T) {
+	s, err := NewStudio()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := Speak("The quick brown fox jumps over the lazy dog.", 1)
+	for _, rate := range []int{8000, 22050, 24000, 44100} {
+		pcm := s.PCM(u, rate)
+		clip, err := sdktest.Decode("audio/pcm;rate="+strconv.Itoa(rate), pcm.Bytes())
+		if err != nil || clip.Frames != frames(u.Seconds, rate) {
+			t.Errorf("pcm %d: %+v %v, want %d frames", rate, clip, err, frames(u.Seconds, rate))
+		}
+		wav := s.WAV(u, rate)
+		clip, err = sdktest.Decode("audio/wav", wav.Bytes())
+		if err != nil || clip.SampleRate != rate || clip.Frames != frames(u.Seconds, rate) {
+			t.Errorf("wav %d: %+v %v", rate, clip, err)
+		}
+	}
+	clip, err := sdktest.Decode("audio/mpeg", s.MP3(u).Bytes())
+	if err != nil {
+		t.Fatalf("mp3: %v", err)
+	}
+	if clip.Seconds() < u.Seconds || clip.Seconds() > u.Seconds+0.1 {
+		t.Errorf("mp3 lasts %.3f s for a %.3f s utterance", clip.Seconds(), u.Seconds)
+	}
+}
+
+// TestSilenceBetweenWords: the tone sounds only inside characters.
+func TestSilenceBetweenWords(t *testing.T) {
+	s, _ := NewStudio()
+	const rate = 8000
+	u := Speak("a b", 1)
+	pcm := s.PCM(u, rate).Bytes()
+	sample := func(t float64) int16 {
+		i := frames(t, rate)
+		return int16(uint16(pcm[2*i]) | uint16(pcm[2*i+1])<<8)
+	}
+	gap := u.Chars[1] // the space
+	for tm := gap.Start + 0.001; tm < gap.End-0.001; tm += 0.001 {
+		if v := sample(tm); v != 0 {
+			t.Fatalf("sample %d at %.3f s, inside the space", v, tm)
+		}
+	}
+	loud := false
+	for tm := u.Chars[0].Start; tm < u.Chars[0].End; tm += 0.001 {
+		loud = loud || sample(tm) > 1000
+	}
+	if !loud {
+		t.Error("no tone while 'a' is spoken")
+	}
+}
+
+func TestControlFaults(t *testing.T) {
+	c := NewControl(Options{MaxRecorded: 2})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, f, ok := c.Begin(r)
+		if !ok {
+			return
+		}
+		if f != nil {
+			w.Header().Set("Retry-After", f.RetryAfter)
+			w.WriteHeader(f.Status)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Post(srv.URL+path, "text/plain", strings.NewReader("body of "+path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	c.FailNext(2, Fault{Path: "/a", Status: 429, RetryAfter: "1"})
+	c.FailAlways(Fault{Path: "/b", Status: 503})
+	steps := []struct {
+		path   string
+		status int
+	}{{"/c", 200}, {"/a", 429}, {"/b", 503}, {"/a", 429}, {"/a", 200}, {"/b", 503}}
+	for i, s := range steps {
+		if got, _ := get(s.path); got != s.status {
+			t.Errorf("step %d %s: status %d, want %d", i, s.path, got, s.status)
+		}
+	}
+	if c.Calls() != 6 || c.CallsTo("/a") != 3 || c.CallsTo("/b") != 2 {
+		t.Errorf("calls %d, /a %d, /b %d", c.Calls(), c.CallsTo("/a"), c.CallsTo("/b"))
+	}
+	reqs := c.Requests()
+	if len(reqs) != 2 || reqs[1].Path != "/b" || string(reqs[1].Body) != "body of /b" || reqs[0].Path != "/a" {
+		t.Errorf("recorded %+v", reqs)
+	}
+	c.Reset()
+	if got, _ := get("/b"); got != 200 || c.Calls() != 1 {
+		t.Errorf("after Reset: status %d, %d calls", got, c.Calls())
+	}
+}
+
+func TestControlLatencyEndsWithTheClient(t *testing.T) {
+	c := NewControl(Options{Latency: time.Hour})
+	done := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _, ok := c.Begin(r)
+		done <- ok
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	if _, err := client.Get(srv.URL); err == nil {
+		t.Fatal("the request did not time out")
+	}
+	if ok := <-done; ok {
+		t.Error("Begin went on after the client left")
+	}
+}
+
+// TestWriteAudioChunks: bodies go out in ChunkSize pieces, each flushed.
+func TestWriteAudioChunks(t *testing.T) {
+	c := NewControl(Options{ChunkSize: 100, ChunkDelay: time.Millisecond})
+	a := Audio{}
+	for range 7 {
+		a.add(make([]byte, 37))
+	}
+	rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+	c.WriteAudio(t.Context(), rec, a)
+	if rec.Body.Len() != 7*37 {
+		t.Errorf("%d bytes written", rec.Body.Len())
+	}
+	want := []int{100, 100, 59}
+	if len(rec.writes) != len(want) {
+		t.Fatalf("writes %v, want %v", rec.writes, want)
+	}
+	for i := range want {
+		if rec.writes[i] != want[i] || rec.flushes[i] != i+1 {
+			t.Errorf("writes %v flushes %v", rec.writes, rec.flushes)
+		}
+	}
+}
+
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	writes  []int
+	flushes []int
+	n       int
+}
+
+func (f *flushRecorder) Write(p []byte) (int, error) {
+	f.writes = append(f.writes, len(p))
+	return f.ResponseRecorder.Write(p)
+}
+
+func (f *flushRecorder) Flush() {
+	f.n++
+	f.flushes = append(f.flushes, f.n)
+}

@@ -1,0 +1,328 @@
+// Package openai is a fake of the OpenAI text-to-speech API (POST
+// /v1/audio/speech) for tests and benchmarks.
+//
+// It follows the published API reference: Bearer auth (401 with OpenAI's
+// error body on a missing or wrong key), a JSON body of model, input,
+// voice, instructions, response_format, speed and stream_format with
+// unknown fields rejected ("Unrecognized request argument supplied"), the
+// documented limits (input up to 4096 characters, speed 0.25 to 4.0,
+// per-model voices), and audio streamed with chunked transfer encoding in
+// mp3, wav or pcm (16-bit little-endian mono at 24 kHz). Errors are
+// {"error": {"message", "type", "param", "code"}}.
+//
+// Deliberate gaps: opus, aac and flac and stream_format "sse" answer 400
+// (the fake renders mp3, wav and pcm only); speed is ignored by
+// gpt-4o-mini-tts and instructions by tts-1 and tts-1-hd, as documented.
+//
+//	srv := openai.New(t, fakeupstream.Options{})
+//	// plugin settings: base_url = srv.BaseURL(); credential: openai.Key
+//	srv.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"})
+//	... srv.CallsTo(openai.SpeechPath) ...
+package openai
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+)
+
+// Key is the API key the fake accepts unless Options.Keys says otherwise.
+const Key = "sk-test-fake-0123456789abcdef"
+
+// SpeechPath is the URL path of the speech endpoint.
+const SpeechPath = "/v1/audio/speech"
+
+// SampleRate is the rate of pcm and wav answers, as documented.
+const SampleRate = 24000
+
+// MaxInput is the documented input limit in characters.
+const MaxInput = 4096
+
+// Models returns the TTS models the fake knows.
+func Models() []string { return []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts"} }
+
+// Voices returns the built-in voices model accepts: gpt-4o-mini-tts has
+// the whole set, tts-1 and tts-1-hd the original subset.
+func Voices(model string) []string {
+	classic := []string{"alloy", "ash", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer"}
+	if strings.HasPrefix(model, "gpt-4o-mini-tts") {
+		return append(classic, "ballad", "verse", "marin", "cedar")
+	}
+	return classic
+}
+
+// Server is a running fake. Steer it through the embedded Control.
+type Server struct {
+	*fakeupstream.Control
+	// URL is the server's root, e.g. http://127.0.0.1:41234.
+	URL string
+
+	srv    *httptest.Server
+	studio *fakeupstream.Studio
+	fixed  map[string]fakeupstream.Audio // rendered once when FixedSeconds > 0
+	reqID  atomic.Int64
+}
+
+// New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
+// call Close.
+func New(tb testing.TB, opts fakeupstream.Options) *Server {
+	studio, err := fakeupstream.NewStudio()
+	if err != nil {
+		panic(err) // the embedded tone is broken: a build problem
+	}
+	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio}
+	if opts.FixedSeconds > 0 {
+		u := fakeupstream.Fixed(opts.FixedSeconds)
+		s.fixed = map[string]fakeupstream.Audio{}
+		for _, f := range []string{"pcm", "wav", "mp3"} {
+			a := s.render(f, u)
+			s.fixed[f] = fakeupstream.Audio{Parts: [][]byte{a.Bytes()}, Len: a.Len}
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(SpeechPath, s.speech)
+	mux.HandleFunc("/", s.notFound)
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
+	return s
+}
+
+// BaseURL is what the plugin's base_url setting should be: the root plus
+// /v1, as in https://api.openai.com/v1.
+func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// apiError is OpenAI's error body.
+type apiError struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (s *Server) fail(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	fakeupstream.WriteJSON(w, status, apiError{Error: errorDetail{Message: msg, Type: typ, Param: strp(param), Code: strp(code)}})
+}
+
+func (s *Server) invalid(w http.ResponseWriter, param, code, msg string) {
+	s.fail(w, http.StatusBadRequest, "invalid_request_error", param, code, msg)
+}
+
+// injected answers with a Fault in OpenAI's format.
+func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	typ, code, msg := "server_error", "", "The server had an error while processing your request. Sorry about that!"
+	switch f.Status {
+	case http.StatusUnauthorized:
+		typ, code, msg = "invalid_request_error", "invalid_api_key", "Incorrect API key provided."
+	case http.StatusTooManyRequests:
+		typ, code, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again later."
+	case http.StatusServiceUnavailable:
+		msg = "The engine is currently overloaded, please try again later."
+	}
+	if f.Code != "" {
+		code = f.Code
+	}
+	if f.Message != "" {
+		msg = f.Message
+	}
+	s.fail(w, f.Status, typ, "", code, msg)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if _, fault, ok := s.Begin(r); !ok {
+		return
+	} else if fault != nil {
+		s.injected(w, fault)
+		return
+	}
+	// OpenAI answers unknown routes with 404 and this body.
+	s.fail(w, http.StatusNotFound, "invalid_request_error", "", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+}
+
+// authorized checks the Bearer key and answers 401 as OpenAI does.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.TrimSpace(key) == "" {
+		s.fail(w, http.StatusUnauthorized, "invalid_request_error", "", "",
+			"You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+		return false
+	}
+	if !slices.Contains(s.Keys(Key), key) {
+		s.fail(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
+			fmt.Sprintf("Incorrect API key provided: %s. You can find your API key in your account settings.", mask(key)))
+		return false
+	}
+	return true
+}
+
+// mask shows a key the way OpenAI's 401 message does: its first and last
+// characters around asterisks.
+func mask(key string) string {
+	if len(key) <= 8 {
+		return strings.Repeat("*", len(key))
+	}
+	return key[:4] + strings.Repeat("*", len(key)-8) + key[len(key)-4:]
+}
+
+// speechRequest is the documented request body.
+type speechRequest struct {
+	Model          *string  `json:"model"`
+	Input          *string  `json:"input"`
+	Voice          any      `json:"voice"`
+	Instructions   *string  `json:"instructions"`
+	ResponseFormat *string  `json:"response_format"`
+	Speed          *float64 `json:"speed"`
+	StreamFormat   *string  `json:"stream_format"`
+}
+
+func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
+	req, fault, ok := s.Begin(r)
+	if !ok {
+		return
+	}
+	if r.Method != http.MethodPost {
+		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "",
+			fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path))
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	if fault != nil {
+		s.injected(w, fault)
+		return
+	}
+	var body speechRequest
+	if err := fakeupstream.DecodeStrict(req.Body, &body); err != nil {
+		if field, ok := fakeupstream.UnknownField(err); ok {
+			s.invalid(w, "", "", fmt.Sprintf("Unrecognized request argument supplied: %s", field))
+			return
+		}
+		s.invalid(w, "", "", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)")
+		return
+	}
+	format, speed, msg, param, code := validate(&body)
+	if msg != "" {
+		status := http.StatusBadRequest
+		if code == "model_not_found" {
+			status = http.StatusNotFound
+		}
+		s.fail(w, status, "invalid_request_error", param, code, msg)
+		return
+	}
+	u := fakeupstream.Speak(*body.Input, speed)
+	audio, fixed := s.fixed[format]
+	if !fixed {
+		audio = s.render(format, u)
+	}
+	w.Header().Set("Content-Type", contentType(format))
+	w.Header().Set("X-Request-Id", fmt.Sprintf("req_fake%d", s.reqID.Add(1)))
+	w.WriteHeader(http.StatusOK)
+	s.WriteAudio(r.Context(), w, audio)
+}
+
+// validate checks a request against the documented rules and returns the
+// format and speed to render with, or an error message, param and code.
+func validate(b *speechRequest) (format string, speed float64, msg, param, code string) {
+	if b.Model == nil || *b.Model == "" {
+		return "", 0, "you must provide a model parameter", "model", ""
+	}
+	model := *b.Model
+	if !slices.Contains(Models(), model) {
+		return "", 0, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model), "", "model_not_found"
+	}
+	if b.Input == nil {
+		return "", 0, "Missing required parameter: 'input'.", "input", "missing_required_parameter"
+	}
+	if n := utf8.RuneCountInString(*b.Input); n == 0 || n > MaxInput {
+		return "", 0, fmt.Sprintf("Invalid 'input': string must be 1 to %d characters long, got %d.", MaxInput, n), "input", "string_above_max_length"
+	}
+	voice, ok := b.Voice.(string)
+	switch {
+	case b.Voice == nil:
+		return "", 0, "Missing required parameter: 'voice'.", "voice", "missing_required_parameter"
+	case !ok:
+		// A custom voice object {"id": "voice_..."}: the fake has none.
+		return "", 0, "Invalid 'voice': no custom voice with this id exists.", "voice", "invalid_value"
+	case !slices.Contains(Voices(model), voice):
+		return "", 0, fmt.Sprintf("Invalid value for 'voice': '%s'. Supported values for %s are: %s.", voice, model, strings.Join(Voices(model), ", ")), "voice", "invalid_value"
+	}
+	format = "mp3"
+	if b.ResponseFormat != nil {
+		format = *b.ResponseFormat
+	}
+	switch format {
+	case "mp3", "wav", "pcm":
+	case "opus", "aac", "flac":
+		return "", 0, fmt.Sprintf("response_format '%s' is valid but this fake renders only mp3, wav and pcm.", format), "response_format", "invalid_value"
+	default:
+		return "", 0, fmt.Sprintf("Invalid value for 'response_format': '%s'. Supported values are: 'mp3', 'opus', 'aac', 'flac', 'wav', and 'pcm'.", format), "response_format", "invalid_value"
+	}
+	speed = 1
+	if b.Speed != nil {
+		if *b.Speed < 0.25 || *b.Speed > 4 {
+			return "", 0, fmt.Sprintf("Invalid 'speed': %g is outside 0.25 to 4.0.", *b.Speed), "speed", "invalid_value"
+		}
+		// Documented: speed does not work with gpt-4o-mini-tts.
+		if !strings.HasPrefix(model, "gpt-4o-mini-tts") {
+			speed = *b.Speed
+		}
+	}
+	if b.StreamFormat != nil {
+		switch *b.StreamFormat {
+		case "audio":
+		case "sse":
+			return "", 0, "stream_format 'sse' is valid but this fake streams raw audio only.", "stream_format", "invalid_value"
+		default:
+			return "", 0, fmt.Sprintf("Invalid value for 'stream_format': '%s'. Supported values are: 'sse' and 'audio'.", *b.StreamFormat), "stream_format", "invalid_value"
+		}
+	}
+	return format, speed, "", "", ""
+}
+
+func (s *Server) render(format string, u fakeupstream.Utterance) fakeupstream.Audio {
+	switch format {
+	case "pcm":
+		return s.studio.PCM(u, SampleRate)
+	case "wav":
+		return s.studio.WAV(u, SampleRate)
+	}
+	return s.studio.MP3(u)
+}
+
+func contentType(format string) string {
+	switch format {
+	case "pcm":
+		return "audio/pcm"
+	case "wav":
+		return "audio/wav"
+	}
+	return "audio/mpeg"
+}

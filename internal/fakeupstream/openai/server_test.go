@@ -1,0 +1,172 @@
+package openai
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	chunks int // Transfer-Encoding chunked
+}
+
+func call(t *testing.T, s *Server, method, path, auth, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
+	for _, te := range resp.TransferEncoding {
+		if te == "chunked" {
+			a.chunks = 1
+		}
+	}
+	return a
+}
+
+// errorOf decodes OpenAI's error body, failing if the shape is wrong.
+func errorOf(t *testing.T, a answer) errorDetail {
+	t.Helper()
+	var raw map[string]map[string]any
+	if err := json.Unmarshal(a.body, &raw); err != nil {
+		t.Fatalf("error body %s: %v", a.body, err)
+	}
+	for _, k := range []string{"message", "type", "param", "code"} {
+		if _, ok := raw["error"][k]; !ok {
+			t.Errorf("error body %s lacks %q", a.body, k)
+		}
+	}
+	var e apiError
+	_ = json.Unmarshal(a.body, &e)
+	return e.Error
+}
+
+func TestWireFormat(t *testing.T) {
+	s := New(t, fakeupstream.Options{})
+	bearer := "Bearer " + Key
+	ok := `{"model":"tts-1","input":"Hello world.","voice":"alloy","response_format":"pcm"}`
+	tests := []struct {
+		name, method, path, auth, body string
+		status                         int
+		code, param, msgHas            string
+	}{
+		{"no key", "POST", SpeechPath, "", ok, 401, "", "", "didn't provide an API key"},
+		{"wrong key", "POST", SpeechPath, "Bearer sk-wrong-0123456789", ok, 401, "invalid_api_key", "", "sk-w***"},
+		{"not bearer", "POST", SpeechPath, "Basic " + Key, ok, 401, "", "", "didn't provide"},
+		{"unknown field", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","temperature":1}`, 400, "", "", "Unrecognized request argument supplied: temperature"},
+		{"bad JSON", "POST", SpeechPath, bearer, `{"model":`, 400, "", "", "could not parse the JSON body"},
+		{"no model", "POST", SpeechPath, bearer, `{"input":"x","voice":"alloy"}`, 400, "", "model", "must provide a model"},
+		{"unknown model", "POST", SpeechPath, bearer, `{"model":"tts-9","input":"x","voice":"alloy"}`, 404, "model_not_found", "", "does not exist"},
+		{"no input", "POST", SpeechPath, bearer, `{"model":"tts-1","voice":"alloy"}`, 400, "missing_required_parameter", "input", ""},
+		{"input too long", "POST", SpeechPath, bearer, `{"model":"tts-1","voice":"alloy","input":"` + strings.Repeat("a", MaxInput+1) + `"}`, 400, "string_above_max_length", "input", ""},
+		{"no voice", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x"}`, 400, "missing_required_parameter", "voice", ""},
+		{"voice of another model", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"ballad"}`, 400, "invalid_value", "voice", "Supported values"},
+		{"custom voice object", "POST", SpeechPath, bearer, `{"model":"gpt-4o-mini-tts","input":"x","voice":{"id":"voice_1"}}`, 400, "invalid_value", "voice", ""},
+		{"speed out of range", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","speed":4.5}`, 400, "invalid_value", "speed", ""},
+		{"unknown format", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","response_format":"ogg"}`, 400, "invalid_value", "response_format", ""},
+		{"format the fake lacks", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","response_format":"opus"}`, 400, "invalid_value", "response_format", "this fake"},
+		{"sse stream format", "POST", SpeechPath, bearer, `{"model":"gpt-4o-mini-tts","input":"x","voice":"alloy","stream_format":"sse"}`, 400, "invalid_value", "stream_format", ""},
+		{"wrong method", "GET", SpeechPath, bearer, "", 405, "", "", "Invalid method"},
+		{"unknown path", "POST", "/v1/audio/speeches", bearer, ok, 404, "", "", "Invalid URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := call(t, s, tt.method, tt.path, tt.auth, tt.body)
+			if a.status != tt.status {
+				t.Fatalf("status %d, want %d: %s", a.status, tt.status, a.body)
+			}
+			e := errorOf(t, a)
+			if ptr(e.Code) != tt.code || ptr(e.Param) != tt.param || !strings.Contains(e.Message, tt.msgHas) {
+				t.Errorf("error %+v (code %q, param %q); want code %q, param %q, message with %q", e, ptr(e.Code), ptr(e.Param), tt.code, tt.param, tt.msgHas)
+			}
+			if strings.Contains(e.Message, "0123456789") {
+				t.Errorf("message %q shows the whole key", e.Message)
+			}
+		})
+	}
+}
+
+func ptr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func TestAudio(t *testing.T) {
+	s := New(t, fakeupstream.Options{ChunkSize: 1000})
+	bearer := "Bearer " + Key
+	text := "The quick brown fox."
+	seconds := fakeupstream.Speak(text, 1).Seconds
+	tests := []struct {
+		body, contentType, mediaType string
+		wantSeconds                  float64
+	}{
+		{`{"model":"tts-1","input":"` + text + `","voice":"alloy","response_format":"pcm"}`, "audio/pcm", "audio/pcm;rate=24000", seconds},
+		{`{"model":"tts-1","input":"` + text + `","voice":"alloy","response_format":"wav"}`, "audio/wav", "audio/wav", seconds},
+		{`{"model":"tts-1","input":"` + text + `","voice":"alloy"}`, "audio/mpeg", "audio/mpeg", 0},
+		{`{"model":"tts-1","input":"` + text + `","voice":"alloy","response_format":"pcm","speed":2}`, "audio/pcm", "audio/pcm;rate=24000", fakeupstream.Speak(text, 2).Seconds},
+		// Documented: speed does not work with gpt-4o-mini-tts.
+		{`{"model":"gpt-4o-mini-tts","input":"` + text + `","voice":"marin","response_format":"pcm","speed":2,"instructions":"Calmly."}`, "audio/pcm", "audio/pcm;rate=24000", seconds},
+	}
+	for _, tt := range tests {
+		a := call(t, s, "POST", SpeechPath, bearer, tt.body)
+		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType {
+			t.Fatalf("%s: status %d, type %q: %s", tt.body, a.status, a.header.Get("Content-Type"), a.body)
+		}
+		if a.chunks == 0 {
+			t.Errorf("%s: not chunked", tt.body)
+		}
+		clip, err := sdktest.Decode(tt.mediaType, a.body)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.body, err)
+		}
+		if tt.wantSeconds > 0 && (clip.Seconds() < tt.wantSeconds-0.001 || clip.Seconds() > tt.wantSeconds+0.001) {
+			t.Errorf("%s: %.3f s, want %.3f", tt.body, clip.Seconds(), tt.wantSeconds)
+		}
+	}
+}
+
+func TestFaultsAndFixedBodies(t *testing.T) {
+	s := New(t, fakeupstream.Options{FixedSeconds: 2})
+	bearer := "Bearer " + Key
+	s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "3"})
+	a := call(t, s, "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","response_format":"pcm"}`)
+	if a.status != 429 || a.header.Get("Retry-After") != "3" || ptr(errorOf(t, a).Code) != "rate_limit_exceeded" {
+		t.Errorf("injected 429: %d %v %s", a.status, a.header, a.body)
+	}
+	for _, text := range []string{"x", strings.Repeat("long text ", 40)} {
+		a = call(t, s, "POST", SpeechPath, bearer, `{"model":"tts-1","input":"`+text+`","voice":"alloy","response_format":"pcm"}`)
+		if clip, err := sdktest.Decode("audio/pcm;rate=24000", a.body); err != nil || clip.Seconds() != 2 {
+			t.Errorf("fixed body: %+v %v", clip, err)
+		}
+	}
+	if s.CallsTo(SpeechPath) != 3 {
+		t.Errorf("%d calls", s.CallsTo(SpeechPath))
+	}
+	if r, _ := s.LastRequest(); r.Header.Get("Authorization") != bearer {
+		t.Errorf("recorded %v", r.Header)
+	}
+}

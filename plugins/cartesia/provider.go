@@ -1,0 +1,570 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "cartesia"
+	defaultBaseURL = "https://api.cartesia.ai"
+	defaultModel   = "sonic-2"
+	// apiVersion is the Cartesia-Version the plugin was written against
+	// (the api_version setting overrides it). Cartesia keeps the fields
+	// of a version stable, so this pins the wire format.
+	apiVersion = "2025-04-16"
+	nativeRate = 24000
+	// The documented range of generation_config.speed (sonic-3).
+	minSpeed, maxSpeed = 0.6, 1.5
+	maxAudioBytes      = 256 << 20
+	// maxVoicePages bounds GET /voices pagination (100 voices a page).
+	maxVoicePages = 20
+)
+
+func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 44100, 48000} }
+
+// Provider is the Cartesia plugin. It keeps only deployment settings,
+// which Configure swaps atomically.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+type config struct {
+	upstream.Settings
+	version string
+	client  *http.Client
+}
+
+// New returns a Provider with the default settings (the public API).
+func New() *Provider {
+	p := &Provider{}
+	s, _ := upstream.ParseSettings(nil, defaultBaseURL)
+	p.cfg.Store(&config{Settings: s, version: apiVersion, client: upstream.NewClient(s.Client)})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider: the common settings of
+// upstream.ParseSettings plus api_version (the Cartesia-Version header).
+// Other keys are ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	s, err := upstream.ParseSettings(settings, defaultBaseURL)
+	if err != nil {
+		return sdk.Errorf(sdk.KindInvalidRequest, "cartesia settings: %v", err)
+	}
+	version := strings.TrimSpace(settings["api_version"])
+	if version == "" {
+		version = apiVersion
+	}
+	old := p.cfg.Swap(&config{Settings: s, version: version, client: upstream.NewClient(s.Client)})
+	// Calls in flight keep their snapshot; only idle connections go.
+	old.client.CloseIdleConnections()
+	return nil
+}
+
+// nativeSpeed reports whether a model takes generation_config.speed: the
+// reference says these controls have no effect before sonic-3.
+func nativeSpeed(model string) bool { return strings.HasPrefix(model, "sonic-3") }
+
+func models() []sdk.Model {
+	mk := func(id, name string) sdk.Model {
+		return sdk.Model{
+			ID:   id,
+			Name: name,
+			Capabilities: sdk.Capabilities{
+				Streaming: true, Timestamps: true, Cloning: true, Speed: nativeSpeed(id),
+			},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
+			SampleRates:      sampleRates(),
+			NativeSampleRate: nativeRate,
+		}
+	}
+	return []sdk.Model{mk("sonic-2", "Sonic 2"), mk("sonic-turbo", "Sonic Turbo"), mk("sonic-3", "Sonic 3")}
+}
+
+// Describe implements sdk.Provider.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: models()}, nil
+}
+
+// do sends req with the key and version headers and returns the
+// successful response; any failure is an *sdk.Error without the key.
+func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
+	if key == "" {
+		return nil, sdk.Errorf(sdk.KindUnauthorized, "cartesia: no API key: configure the gateway's managed key or send your own")
+	}
+	req.Header.Set("X-API-Key", key)
+	req.Header.Set("Cartesia-Version", cfg.version)
+	resp, err := upstream.Do(ctx, cfg.client, req, upstream.Policy{Idempotent: idempotent, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		e := upstream.ErrorFromResponse(resp, providerID, parseError)
+		e.Message = upstream.Redact(e.Message, key)
+		return nil, e
+	}
+	return resp, nil
+}
+
+// parseError reads Cartesia's error bodies: the JSON object {error_code,
+// title, message} of API versions from 2026-03-01, an older {"error": ...}
+// object, or the plain "Title: Message" text older versions send.
+func parseError(body []byte) (code, message string) {
+	body = bytes.TrimSpace(body)
+	var b struct {
+		ErrorCode *string `json:"error_code"`
+		Title     string  `json:"title"`
+		Message   string  `json:"message"`
+		Error     string  `json:"error"`
+	}
+	if json.Unmarshal(body, &b) == nil {
+		if b.ErrorCode != nil {
+			code = *b.ErrorCode
+		}
+		switch {
+		case b.Message != "":
+			return code, b.Message
+		case b.Error != "":
+			return code, b.Error
+		}
+		return code, b.Title
+	}
+	if len(body) > 0 && body[0] != '<' {
+		line, _, _ := strings.Cut(string(body), "\n")
+		return "", line
+	}
+	return "", ""
+}
+
+func (cfg *config) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if cfg.Timeout > 0 {
+		return context.WithTimeout(ctx, cfg.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// Voices implements sdk.Provider with GET /voices, following pages.
+func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	var voices []sdk.Voice
+	after := ""
+	for range maxVoicePages {
+		q := url.Values{"limit": {"100"}}
+		if after != "" {
+			q.Set("starting_after", after)
+		}
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.BaseURL+"/voices?"+q.Encode(), nil)
+		if err != nil {
+			return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
+		}
+		resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+		if err != nil {
+			return nil, err
+		}
+		page, more, err := readVoicePage(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, upstream.BodyError(ctx, providerID, "voice list", err)
+		}
+		for _, v := range page {
+			voices = append(voices, sdk.Voice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: gender(v.Gender)})
+		}
+		if !more || len(page) == 0 {
+			return voices, nil
+		}
+		after = page[len(page)-1].ID
+	}
+	return voices, nil
+}
+
+type voiceEntry struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Language string `json:"language"`
+	Gender   string `json:"gender"`
+}
+
+// readVoicePage reads a page {"data": [...], "has_more"}, or the bare
+// array earlier API versions answer.
+func readVoicePage(r io.Reader) ([]voiceEntry, bool, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, false, err
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []voiceEntry
+		return list, false, json.Unmarshal(raw, &list)
+	}
+	var page struct {
+		Data    []voiceEntry `json:"data"`
+		HasMore bool         `json:"has_more"`
+	}
+	err = json.Unmarshal(raw, &page)
+	return page.Data, page.HasMore, err
+}
+
+// gender maps Cartesia's gender presentation to the gateway's words.
+func gender(g string) string {
+	switch g {
+	case "masculine":
+		return "male"
+	case "feminine":
+		return "female"
+	case "gender_neutral":
+		return "neutral"
+	}
+	return g
+}
+
+// options are the providerOptions the plugin accepts.
+type options struct {
+	Language         *string           `json:"language"`
+	Duration         *float64          `json:"duration"`
+	GenerationConfig *generationConfig `json:"generation_config"`
+}
+
+type generationConfig struct {
+	Speed   *float64 `json:"speed,omitempty"`
+	Volume  *float64 `json:"volume,omitempty"`
+	Emotion *string  `json:"emotion,omitempty"`
+}
+
+type outputFormat struct {
+	Container  string `json:"container"`
+	Encoding   string `json:"encoding,omitempty"`
+	SampleRate int    `json:"sample_rate"`
+	BitRate    int    `json:"bit_rate,omitempty"`
+}
+
+type voiceSpec struct {
+	Mode string `json:"mode"`
+	ID   string `json:"id"`
+}
+
+// ttsBody is the body of /tts/bytes and /tts/sse.
+type ttsBody struct {
+	ModelID          string            `json:"model_id"`
+	Transcript       string            `json:"transcript"`
+	Voice            voiceSpec         `json:"voice"`
+	OutputFormat     outputFormat      `json:"output_format"`
+	Language         *string           `json:"language,omitempty"`
+	Duration         *float64          `json:"duration,omitempty"`
+	GenerationConfig *generationConfig `json:"generation_config,omitempty"`
+	AddTimestamps    bool              `json:"add_timestamps,omitempty"`
+}
+
+// call is a validated request.
+type call struct {
+	body      ttsBody
+	format    string // sdk format the caller gets
+	rate      int
+	mediaType string
+	warnings  []string
+}
+
+func prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: unknown model %q", req.Model)
+	}
+	if req.Voice == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: a voice id is required")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: nothing to say")
+	}
+	rate := req.SampleRate
+	if rate == 0 {
+		rate = nativeRate
+	}
+	if !slices.Contains(sampleRates(), rate) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	}
+	c := &call{
+		format: cmp.Or(req.Format, sdk.FormatPCM),
+		rate:   rate,
+		body:   ttsBody{ModelID: req.Model, Transcript: req.Text, Voice: voiceSpec{Mode: "id", ID: req.Voice}},
+	}
+	switch c.format {
+	case sdk.FormatPCM:
+		c.mediaType = fmt.Sprintf("audio/pcm;rate=%d", rate)
+		c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: rate}
+	case sdk.FormatWAV:
+		c.mediaType = "audio/wav"
+		c.body.OutputFormat = outputFormat{Container: "wav", Encoding: "pcm_s16le", SampleRate: rate}
+	case sdk.FormatMP3:
+		c.mediaType = "audio/mpeg"
+		c.body.OutputFormat = outputFormat{Container: "mp3", SampleRate: cmp.Or(req.SampleRate, 44100), BitRate: 128000}
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: format %q is not supported; use pcm, wav or mp3", req.Format)
+	}
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "duration", "generation_config"); err != nil {
+		return nil, err
+	}
+	c.body.Language, c.body.Duration, c.body.GenerationConfig = o.Language, o.Duration, o.GenerationConfig
+	if req.Speed != 0 && req.Speed != 1 {
+		if !nativeSpeed(req.Model) {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: %s has no speed control; use sonic-3", req.Model)
+		}
+		speed := math.Min(math.Max(req.Speed, minSpeed), maxSpeed)
+		if speed != req.Speed {
+			c.warnings = append(c.warnings, fmt.Sprintf("speed %g is outside Cartesia's range %g to %g; used %g", req.Speed, minSpeed, maxSpeed, speed))
+		}
+		if c.body.GenerationConfig == nil {
+			c.body.GenerationConfig = &generationConfig{}
+		}
+		c.body.GenerationConfig.Speed = &speed
+	}
+	return c, nil
+}
+
+func (cfg *config) post(ctx context.Context, path string, body ttsBody, key string) (*http.Response, error) {
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+path, body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
+	}
+	return cfg.do(ctx, hreq, key, true)
+}
+
+// Synthesize implements sdk.Provider: /tts/bytes for a plain clip, or
+// /tts/sse with add_timestamps when word timings are asked for (the bytes
+// endpoint carries none). The SSE endpoint speaks raw PCM only, so
+// timestamps come with pcm or wav.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	c, err := prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	out := &sdk.SynthesizeResponse{MediaType: c.mediaType, Warnings: c.warnings}
+	if !req.Timestamps {
+		resp, err := cfg.post(ctx, "/tts/bytes", c.body, req.Credentials.APIKey)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if out.Audio, err = io.ReadAll(io.LimitReader(resp.Body, maxAudioBytes)); err != nil {
+			return nil, upstream.TransportError(ctx, providerID, err)
+		}
+		return out, nil
+	}
+	if c.format == sdk.FormatMP3 {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: word timestamps come with pcm or wav, not mp3")
+	}
+	c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: c.rate}
+	c.body.AddTimestamps = true
+	resp, err := cfg.post(ctx, "/tts/sse", c.body, req.Credentials.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var pcm bytes.Buffer
+	err = readEvents(ctx, resp.Body, func(ev *event) error {
+		switch ev.Type {
+		case "chunk":
+			return decodeChunk(ev.Data, &pcm)
+		case "timestamps":
+			if wt := ev.WordTimestamps; wt != nil {
+				for i := range min(len(wt.Words), len(wt.Start), len(wt.End)) {
+					out.Timestamps = append(out.Timestamps, sdk.WordTimestamp{Text: wt.Words[i], Start: wt.Start[i], End: wt.End[i]})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Audio = pcm.Bytes()
+	if len(out.Audio)%2 != 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: truncated PCM (odd byte count)"}
+	}
+	if c.format == sdk.FormatWAV {
+		out.Audio = append(upstream.WAVHeader(c.rate, uint32(len(out.Audio))), out.Audio...)
+	}
+	return out, nil
+}
+
+// Stream implements sdk.Provider: pcm and wav from /tts/sse, each chunk
+// event's audio sent as it arrives (a WAV stream opens with a header of
+// unknown length); mp3 from /tts/bytes, which streams its body.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := prepare(req)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	if c.format == sdk.FormatMP3 {
+		resp, err := cfg.post(ctx, "/tts/bytes", c.body, req.Credentials.APIKey)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Provider: providerID})
+		return err
+	}
+	c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: c.rate}
+	resp, err := cfg.post(ctx, "/tts/sse", c.body, req.Credentials.APIKey)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	mediaType := c.mediaType
+	if c.format == sdk.FormatWAV {
+		if err := send(sdk.Chunk{MediaType: mediaType, Data: upstream.WAVHeader(c.rate, upstream.StreamingWAV)}); err != nil {
+			return err
+		}
+		mediaType = ""
+	}
+	var pending []byte // an odd byte held back so chunks stay whole samples
+	sent := false
+	err = readEvents(ctx, resp.Body, func(ev *event) error {
+		if ev.Type != "chunk" {
+			return nil
+		}
+		buf := bytes.NewBuffer(pending)
+		if err := decodeChunk(ev.Data, buf); err != nil {
+			return err
+		}
+		data := buf.Bytes()
+		whole := len(data) &^ 1
+		if whole == 0 {
+			pending = data
+			return nil
+		}
+		chunk := sdk.Chunk{Data: data[:whole]}
+		pending = bytes.Clone(data[whole:])
+		if !sent {
+			chunk.MediaType, sent = mediaType, true
+		}
+		return send(chunk)
+	})
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: truncated PCM (odd byte count)"}
+	}
+	if !sent && mediaType != "" {
+		return send(sdk.Chunk{MediaType: mediaType})
+	}
+	return nil
+}
+
+// decodeChunk appends the audio of a chunk event to dst.
+func decodeChunk(data string, dst *bytes.Buffer) error {
+	n := base64.StdEncoding.DecodedLen(len(data))
+	dst.Grow(n)
+	buf := dst.AvailableBuffer()[:n]
+	m, err := base64.StdEncoding.Decode(buf, []byte(data))
+	if err != nil {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: a chunk event's data is not base64"}
+	}
+	dst.Write(buf[:m])
+	return nil
+}
+
+// cloneOptions are the providerOptions Clone accepts.
+type cloneOptions struct {
+	Language *string `json:"language"`
+	Mode     *string `json:"mode"`
+	Enhance  *bool   `json:"enhance"`
+}
+
+// Clone implements sdk.Provider with POST /voices/clone, which takes one
+// clip. It is never retried: a lost answer does not mean no voice was
+// made. The voice's language comes from the language option, "en" if
+// absent (the endpoint requires one).
+func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	switch {
+	case len(req.Samples) == 0:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: cloning needs an audio sample")
+	case len(req.Samples) > 1:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: cloning takes exactly one clip, got %d", len(req.Samples))
+	case len(req.Samples[0].Data) == 0:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: the sample is empty")
+	}
+	var o cloneOptions
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "mode", "enhance"); err != nil {
+		return nil, err
+	}
+	name := strings.TrimSpace(req.Name)
+	if name == "" {
+		name = "voxgate voice"
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("name", name)
+	_ = mw.WriteField("language", cmp.Or(ptrValue(o.Language), "en"))
+	if req.Description != "" {
+		_ = mw.WriteField("description", req.Description)
+	}
+	if o.Mode != nil {
+		_ = mw.WriteField("mode", *o.Mode)
+	}
+	if o.Enhance != nil {
+		_ = mw.WriteField("enhance", fmt.Sprint(*o.Enhance))
+	}
+	filename, mediaType, data := upstream.SampleFile(req.Samples[0], 0)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="clip"; filename=%q`, filename))
+	h.Set("Content-Type", mediaType)
+	part, _ := mw.CreatePart(h)
+	_, _ = part.Write(data)
+	_ = mw.Close()
+
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.BaseURL+"/voices/clone", &body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
+	}
+	hreq.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, upstream.BodyError(ctx, providerID, "clone answer", err)
+	}
+	if out.ID == "" {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: the clone answer has no id"}
+	}
+	return &sdk.CloneResponse{VoiceID: out.ID}, nil
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,471 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "cartesia-plugin-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	pluginPath, err = sdktest.BuildPlugin(context.Background(), ".", dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func kitConfig(srv *fake.Server, model string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "00000000-0000-0000-0000-000000000000",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, ""))
+}
+
+// TestConformanceInProcess runs the kit in process for every model
+// (sonic-3 adds the native speed check).
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, m := range models() {
+		t.Run(m.ID, func(t *testing.T) {
+			sdktest.Run(t, New(), kitConfig(srv, m.ID))
+		})
+	}
+}
+
+func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": srv.BaseURL()}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceKatie, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func cloneRequest(key string) *sdk.CloneRequest {
+	return &sdk.CloneRequest{
+		Model: defaultModel, Name: "Narrator", Description: "calm",
+		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
+		Credentials: sdk.Credentials{APIKey: key},
+	}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "sk_car_wrong_9876543210zyxw"
+	tests := []struct {
+		name      string
+		key       string
+		op        string // "", "stream", "timestamps" or "clone"
+		settings  map[string]string
+		setup     func(*fake.Server)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		msgHas    string
+		retryable bool
+		after     time.Duration
+		path      string
+		calls     int
+	}{
+		{name: "wrong key, plain-text errors", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, msgHas: "Unauthorized: Invalid API key.", path: fake.BytesPath, calls: 1},
+		{name: "wrong key, JSON errors", key: wrongKey, settings: map[string]string{"api_version": "2026-03-01"}, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", msgHas: "cartesia: Invalid API key.", path: fake.BytesPath, calls: 1},
+		{name: "unknown version", key: fake.Key, settings: map[string]string{"api_version": "1999-01-01"}, wantErr: true, kind: sdk.KindInvalidRequest, status: 400, path: fake.BytesPath, calls: 1},
+		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.BytesPath, calls: 0},
+		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.BytesPath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, settings: map[string]string{"api_version": "2026-03-01"}, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "concurrency_limited", retryable: true, after: 20 * time.Millisecond, path: fake.BytesPath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "500 retried on the SSE path", key: fake.Key, op: "timestamps", path: fake.SSEPath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.SSEPath, calls: 1},
+		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.BytesPath, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{name: "clone succeeds", key: fake.Key, op: "clone", path: fake.ClonePath, calls: 1},
+		{name: "clone is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUpstream, status: 500, retryable: true, path: fake.ClonePath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
+		{name: "clone 503 is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUnavailable, status: 503, retryable: true, path: fake.ClonePath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv, tt.settings)
+			var err error
+			switch tt.op {
+			case "clone":
+				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
+			case "stream":
+				err = p.Stream(t.Context(), request(tt.key), func(sdk.Chunk) error { return nil })
+			default:
+				req := request(tt.key)
+				req.Timestamps = tt.op == "timestamps"
+				var resp *sdk.SynthesizeResponse
+				resp, err = p.Synthesize(t.Context(), req)
+				if err == nil {
+					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+						t.Errorf("audio does not decode: %v", derr)
+					}
+				}
+			}
+			if got := srv.CallsTo(tt.path); got != tt.calls {
+				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if !strings.Contains(e.Message, tt.msgHas) {
+				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
+			}
+			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	tests := []struct {
+		format, options string
+		rate            int
+		speedModel      string
+		speed           float64
+		wantFormat      string
+		wantExtra       string
+	}{
+		{format: "", wantFormat: `{"container":"raw","encoding":"pcm_s16le","sample_rate":24000}`},
+		{format: sdk.FormatWAV, rate: 16000, wantFormat: `{"container":"wav","encoding":"pcm_s16le","sample_rate":16000}`},
+		{format: sdk.FormatMP3, wantFormat: `{"bit_rate":128000,"container":"mp3","sample_rate":44100}`},
+		{format: "", options: `{"language": "en", "generation_config": {"volume": 1.5}}`, wantFormat: `{"container":"raw","encoding":"pcm_s16le","sample_rate":24000}`,
+			wantExtra: `"generation_config":{"volume":1.5},"language":"en"`},
+		{format: "", speedModel: "sonic-3", speed: 1.25, wantFormat: `{"container":"raw","encoding":"pcm_s16le","sample_rate":24000}`,
+			wantExtra: `"generation_config":{"speed":1.25}`},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Speed = tt.format, tt.rate, tt.speed
+			if tt.speedModel != "" {
+				req.Model = tt.speedModel
+			}
+			if tt.options != "" {
+				req.Options = []byte(tt.options)
+			}
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if got.Header.Get("X-API-Key") != fake.Key || got.Header.Get("Cartesia-Version") != apiVersion {
+				t.Errorf("headers %v", got.Header)
+			}
+			var body map[string]json.RawMessage
+			if err := json.Unmarshal(got.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			var of map[string]any
+			_ = json.Unmarshal(body["output_format"], &of)
+			if b, _ := json.Marshal(of); string(b) != tt.wantFormat {
+				t.Errorf("output_format %s, want %s", b, tt.wantFormat)
+			}
+			if string(body["voice"]) != `{"mode":"id","id":"`+fake.VoiceKatie+`"}` || string(body["transcript"]) != `"Hello there, world."` {
+				t.Errorf("body %s", got.Body)
+			}
+			canonical, _ := json.Marshal(body)
+			if tt.wantExtra != "" && !strings.Contains(string(canonical), tt.wantExtra) {
+				t.Errorf("body %s lacks %s", canonical, tt.wantExtra)
+			}
+		})
+	}
+}
+
+// TestTimestampsMatchTheAudio: word timings gathered from several SSE
+// timestamp events are the fake's exact timings, and the audio is whole.
+func TestTimestampsMatchTheAudio(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2000})
+	p := configured(t, srv, nil)
+	for _, format := range []string{sdk.FormatPCM, sdk.FormatWAV} {
+		req := request(fake.Key)
+		req.Text, req.Timestamps, req.Format = "Several words arrive in several timestamp events here.", true, format
+		resp, err := p.Synthesize(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fakeupstream.Speak(req.Text, 1)
+		if len(resp.Timestamps) != len(want.Words) {
+			t.Fatalf("%s: got %v, want %v", format, resp.Timestamps, want.Words)
+		}
+		for i, w := range want.Words {
+			got := resp.Timestamps[i]
+			if got.Text != w.Text || math.Abs(got.Start-w.Start) > 1e-9 || math.Abs(got.End-w.End) > 1e-9 {
+				t.Errorf("%s: word %d = %+v, want %+v", format, i, got, w)
+			}
+		}
+		clip, err := sdktest.Decode(resp.MediaType, resp.Audio)
+		if err != nil || math.Abs(clip.Seconds()-want.Seconds) > 0.001 {
+			t.Errorf("%s: clip %+v (%v), want %.3f s", format, clip, err, want.Seconds)
+		}
+		got, _ := srv.LastRequest()
+		var body map[string]any
+		_ = json.Unmarshal(got.Body, &body)
+		if got.Path != fake.SSEPath || body["add_timestamps"] != true {
+			t.Errorf("%s: called %s with %s", format, got.Path, got.Body)
+		}
+	}
+	req := request(fake.Key)
+	req.Timestamps, req.Format = true, sdk.FormatMP3
+	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("mp3 with timestamps: %v", err)
+	}
+}
+
+func TestVoicesFollowPages(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	srv.SetPageSize(1)
+	p := configured(t, srv, nil)
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: fake.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(voices) != 4 || srv.CallsTo(fake.VoicesPath) != 4 {
+		t.Fatalf("%d voices in %d calls, want 4 in 4", len(voices), srv.CallsTo(fake.VoicesPath))
+	}
+	if want := (sdk.Voice{ID: fake.VoiceBarber, Name: "Barbershop Man", Language: "en", Gender: "male"}); voices[1] != want {
+		t.Errorf("voice 1 = %+v, want %+v", voices[1], want)
+	}
+}
+
+func TestCloneOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	req := cloneRequest(fake.Key)
+	req.Options = []byte(`{"language": "fr", "enhance": true}`)
+	resp, err := p.Clone(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := srv.LastRequest()
+	form, err := fakeupstream.ParseMultipart(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form.Value["name"][0] != "Narrator" || form.Value["language"][0] != "fr" || form.Value["enhance"][0] != "true" || form.Value["description"][0] != "calm" {
+		t.Errorf("form values %v", form.Value)
+	}
+	clip := form.File["clip"]
+	if len(clip) != 1 || clip[0].Filename != "me.wav" || clip[0].Header.Get("Content-Type") != "audio/wav" || clip[0].Size != 44+3200 {
+		t.Errorf("clip %+v", clip)
+	}
+	synth := request(fake.Key)
+	synth.Voice = resp.VoiceID
+	if _, err := p.Synthesize(t.Context(), synth); err != nil {
+		t.Errorf("synthesizing with the cloned voice: %v", err)
+	}
+	two := cloneRequest(fake.Key)
+	two.Samples = append(two.Samples, two.Samples[0])
+	if _, err := p.Clone(t.Context(), two); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("two clips: %v", err)
+	}
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("unknown option: %v", err)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": {}}`) }},
+		{"unknown generation setting", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"generation_config": {"pitch": 1}}`) }},
+		{"speed on sonic-2", func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
+		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "sonic-9" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+				t.Errorf("got %v, want invalid_request", e)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestSpeedClampedWithWarning(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	req := request(fake.Key)
+	req.Model, req.Speed = "sonic-3", 3
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := srv.LastRequest()
+	if len(resp.Warnings) != 1 || !strings.Contains(string(got.Body), `"generation_config":{"speed":1.5}`) {
+		t.Errorf("warnings %v, body %s", resp.Warnings, got.Body)
+	}
+}
+
+// sseServer answers /tts/sse with a fixed event stream.
+func sseServer(t *testing.T, body string) *Provider {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	p := New()
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStreamEvents drives Stream with hand-written event streams: odd
+// chunk sizes, multi-line data, comments, error events, garbage.
+func TestStreamEvents(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []byte
+		kind sdk.ErrorKind // -1: success
+	}{
+		{"odd chunks are regrouped into whole samples",
+			": a comment\nevent: chunk\ndata: {\"type\":\"chunk\",\"data\":\"AQID\"}\n\n" + // 01 02 03
+				"data: {\"type\":\"chunk\",\n" + "data: \"data\":\"BA==\"}\n\n" + // 04, over two data lines
+				"data: {\"type\":\"done\",\"done\":true}\n\n" +
+				"data: {\"type\":\"chunk\",\"data\":\"BQY=\"}\n\n", // after done: ignored
+			[]byte{1, 2, 3, 4}, -1},
+		{"CRLF line ends", "data: {\"type\":\"chunk\",\"data\":\"AQI=\"}\r\n\r\n", []byte{1, 2}, -1},
+		{"no done event", "data: {\"type\":\"chunk\",\"data\":\"AQI=\"}", []byte{1, 2}, -1},
+		{"error event", "data: {\"type\":\"chunk\",\"data\":\"AQI=\"}\n\ndata: {\"type\":\"error\",\"status_code\":429,\"error\":\"slow down\",\"done\":true}\n\n",
+			[]byte{1, 2}, sdk.KindRateLimited},
+		{"error event without status", "data: {\"type\":\"error\",\"error\":\"boom\"}\n\n", nil, sdk.KindUpstream},
+		{"not JSON", "data: hello\n\n", nil, sdk.KindUpstream},
+		{"bad base64", "data: {\"type\":\"chunk\",\"data\":\"!!\"}\n\n", nil, sdk.KindUpstream},
+		{"a dangling half sample", "data: {\"type\":\"chunk\",\"data\":\"AQID\"}\n\n", []byte{1, 2}, sdk.KindUpstream},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := sseServer(t, tt.body)
+			var got []byte
+			var chunks []sdk.Chunk
+			err := p.Stream(t.Context(), request(fake.Key), func(c sdk.Chunk) error {
+				chunks = append(chunks, c)
+				got = append(got, c.Data...)
+				return nil
+			})
+			if tt.kind == -1 {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if e := asError(t, err); e.Kind != tt.kind {
+				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+			if !bytes.Equal(got, tt.want) {
+				t.Errorf("audio % x, want % x", got, tt.want)
+			}
+			for i, c := range chunks {
+				if len(c.Data)%2 != 0 {
+					t.Errorf("chunk %d has %d bytes", i, len(c.Data))
+				}
+				if (i == 0) != (c.MediaType != "") {
+					t.Errorf("chunk %d media type %q", i, c.MediaType)
+				}
+			}
+		})
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"error_code": "concurrency_limited", "title": "Too many", "message": "Slow down.", "request_id": "x"}`, "concurrency_limited", "Slow down."},
+		{`{"error_code": null, "title": "Bad Request", "message": "No."}`, "", "No."},
+		{`{"error": "Invalid voice"}`, "", "Invalid voice"},
+		{"Unauthorized: Invalid API key.\n", "", "Unauthorized: Invalid API key."},
+		{"<html>502</html>", "", ""},
+	}
+	for _, tt := range tests {
+		code, msg := parseError([]byte(tt.body))
+		if code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%q) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}

@@ -1,0 +1,546 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"unicode"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "elevenlabs"
+	defaultBaseURL = "https://api.elevenlabs.io"
+	defaultModel   = "eleven_multilingual_v2"
+	// nativeRate is the PCM rate asked for when the request names none.
+	nativeRate = 24000
+	// The documented range of voice_settings.speed.
+	minSpeed, maxSpeed = 0.7, 1.2
+	// maxAudioBytes bounds a whole clip read into memory.
+	maxAudioBytes = 256 << 20
+)
+
+// sampleRates are the pcm_<rate> output formats offered to callers.
+func sampleRates() []int { return []int{16000, 22050, 24000, 44100} }
+
+// Provider is the ElevenLabs plugin. It keeps only deployment settings,
+// which Configure swaps atomically.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+type config struct {
+	upstream.Settings
+	client *http.Client
+}
+
+// New returns a Provider with the default settings (the public API).
+func New() *Provider {
+	p := &Provider{}
+	s, _ := upstream.ParseSettings(nil, defaultBaseURL)
+	p.cfg.Store(&config{Settings: s, client: upstream.NewClient(s.Client)})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider with the common settings of
+// upstream.ParseSettings; other keys are ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	s, err := upstream.ParseSettings(settings, defaultBaseURL)
+	if err != nil {
+		return sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs settings: %v", err)
+	}
+	old := p.cfg.Swap(&config{Settings: s, client: upstream.NewClient(s.Client)})
+	// Calls in flight keep their snapshot; only idle connections go.
+	old.client.CloseIdleConnections()
+	return nil
+}
+
+// models lists the models offered, with their documented text limits.
+func models() []sdk.Model {
+	mk := func(id, name string, maxChars int) sdk.Model {
+		return sdk.Model{
+			ID:               id,
+			Name:             name,
+			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
+			SampleRates:      sampleRates(),
+			NativeSampleRate: nativeRate,
+			MaxTextChars:     maxChars,
+		}
+	}
+	return []sdk.Model{
+		mk("eleven_multilingual_v2", "Eleven Multilingual v2", 10000),
+		mk("eleven_flash_v2_5", "Eleven Flash v2.5", 40000),
+		mk("eleven_turbo_v2_5", "Eleven Turbo v2.5", 40000),
+	}
+}
+
+// Describe implements sdk.Provider.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	return &sdk.Description{ID: providerID, Name: "ElevenLabs", DefaultModel: defaultModel, Models: models()}, nil
+}
+
+// do sends req with the key and returns the successful response; any
+// failure is an *sdk.Error without the key in it.
+func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
+	if key == "" {
+		return nil, sdk.Errorf(sdk.KindUnauthorized, "elevenlabs: no API key: configure the gateway's managed key or send your own")
+	}
+	req.Header.Set("xi-api-key", key)
+	resp, err := upstream.Do(ctx, cfg.client, req, upstream.Policy{Idempotent: idempotent, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		e := upstream.ErrorFromResponse(resp, providerID, parseError)
+		e.Message = upstream.Redact(e.Message, key)
+		// A spent character quota comes as 401 but is not a bad key.
+		if e.UpstreamCode == "quota_exceeded" {
+			e.Kind, e.Retryable = sdk.KindUpstream, false
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+// parseError reads ElevenLabs' error bodies: {"detail": {"status" or
+// "code", "message"}}, a validation list {"detail": [{"loc", "msg",
+// "type"}]}, or {"detail": "text"}.
+func parseError(body []byte) (code, message string) {
+	var b struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &b) != nil || len(b.Detail) == 0 {
+		return "", ""
+	}
+	var obj struct {
+		Status  string `json:"status"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b.Detail, &obj) == nil && (obj.Message != "" || obj.Status != "" || obj.Code != "") {
+		code = obj.Status
+		if code == "" {
+			code = obj.Code
+		}
+		return code, obj.Message
+	}
+	var list []struct {
+		Loc  []any  `json:"loc"`
+		Msg  string `json:"msg"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(b.Detail, &list) == nil && len(list) > 0 {
+		var parts []string
+		for _, item := range list[:min(len(list), 3)] {
+			loc := make([]string, len(item.Loc))
+			for i, l := range item.Loc {
+				loc[i] = fmt.Sprint(l)
+			}
+			parts = append(parts, strings.Join(loc, ".")+": "+item.Msg)
+		}
+		return "validation_error", strings.Join(parts, "; ")
+	}
+	var text string
+	if json.Unmarshal(b.Detail, &text) == nil {
+		return "", text
+	}
+	return "", ""
+}
+
+// voiceResponse is an entry of GET /v1/voices.
+type voiceResponse struct {
+	VoiceID           string            `json:"voice_id"`
+	Name              string            `json:"name"`
+	Labels            map[string]string `json:"labels"`
+	VerifiedLanguages []struct {
+		Language string `json:"language"`
+	} `json:"verified_languages"`
+}
+
+// Voices implements sdk.Provider with GET /v1/voices: the account's
+// premade, cloned and library voices.
+func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.BaseURL+"/v1/voices", nil)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
+	}
+	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Voices []voiceResponse `json:"voices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, upstream.BodyError(ctx, providerID, "voice list", err)
+	}
+	voices := make([]sdk.Voice, 0, len(list.Voices))
+	for _, v := range list.Voices {
+		voices = append(voices, sdk.Voice{ID: v.VoiceID, Name: v.Name, Gender: v.Labels["gender"], Language: voiceLanguage(v)})
+	}
+	return voices, nil
+}
+
+// voiceLanguage picks the best language hint a voice carries: its first
+// verified language, a language label, or (older voices) its accent.
+func voiceLanguage(v voiceResponse) string {
+	if len(v.VerifiedLanguages) > 0 && v.VerifiedLanguages[0].Language != "" {
+		return v.VerifiedLanguages[0].Language
+	}
+	if l := v.Labels["language"]; l != "" {
+		return l
+	}
+	return v.Labels["accent"]
+}
+
+// voiceSettings is the documented voice_settings object.
+type voiceSettings struct {
+	Stability       *float64 `json:"stability,omitempty"`
+	SimilarityBoost *float64 `json:"similarity_boost,omitempty"`
+	Style           *float64 `json:"style,omitempty"`
+	UseSpeakerBoost *bool    `json:"use_speaker_boost,omitempty"`
+	Speed           *float64 `json:"speed,omitempty"`
+}
+
+// options are the providerOptions the plugin accepts: documented body
+// fields, and two documented query parameters.
+type options struct {
+	VoiceSettings                   *voiceSettings  `json:"voice_settings"`
+	LanguageCode                    *string         `json:"language_code"`
+	Seed                            *int64          `json:"seed"`
+	PreviousText                    *string         `json:"previous_text"`
+	NextText                        *string         `json:"next_text"`
+	ApplyTextNormalization          *string         `json:"apply_text_normalization"`
+	PronunciationDictionaryLocators json.RawMessage `json:"pronunciation_dictionary_locators"`
+	OptimizeStreamingLatency        *int            `json:"optimize_streaming_latency"`
+	EnableLogging                   *bool           `json:"enable_logging"`
+}
+
+// acceptedOptions names the options fields, for error messages.
+func acceptedOptions() []string {
+	return []string{"voice_settings", "language_code", "seed", "previous_text", "next_text",
+		"apply_text_normalization", "pronunciation_dictionary_locators", "optimize_streaming_latency", "enable_logging"}
+}
+
+// ttsBody is the text-to-speech request body.
+type ttsBody struct {
+	Text                            string          `json:"text"`
+	ModelID                         string          `json:"model_id"`
+	VoiceSettings                   *voiceSettings  `json:"voice_settings,omitempty"`
+	LanguageCode                    *string         `json:"language_code,omitempty"`
+	Seed                            *int64          `json:"seed,omitempty"`
+	PreviousText                    *string         `json:"previous_text,omitempty"`
+	NextText                        *string         `json:"next_text,omitempty"`
+	ApplyTextNormalization          *string         `json:"apply_text_normalization,omitempty"`
+	PronunciationDictionaryLocators json.RawMessage `json:"pronunciation_dictionary_locators,omitempty"`
+}
+
+// call is a validated TTS request.
+type call struct {
+	voice     string
+	body      ttsBody
+	query     url.Values
+	mediaType string // of what the caller gets
+	wavRate   int    // > 0: wrap the PCM answer in a WAV header at this rate
+	align     int    // PCM frame size when streaming PCM, else 1
+	warnings  []string
+}
+
+// prepare validates req and builds the upstream request; failures are the
+// caller's (KindInvalidRequest) and cost no upstream call.
+func prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: unknown model %q", req.Model)
+	}
+	if req.Voice == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: a voice id is required")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: nothing to say")
+	}
+	c := &call{voice: req.Voice, body: ttsBody{Text: req.Text, ModelID: req.Model}, query: url.Values{}, align: 1}
+	rate := req.SampleRate
+	switch req.Format {
+	case "", sdk.FormatPCM, sdk.FormatWAV:
+		if rate == 0 {
+			rate = nativeRate
+		}
+		if !slices.Contains(sampleRates(), rate) {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: sample rate %d is not available; choose one of %v", rate, sampleRates())
+		}
+		c.query.Set("output_format", fmt.Sprintf("pcm_%d", rate))
+		if req.Format == sdk.FormatWAV {
+			c.mediaType, c.wavRate = "audio/wav", rate
+		} else {
+			c.mediaType, c.align = fmt.Sprintf("audio/pcm;rate=%d", rate), 2
+		}
+	case sdk.FormatMP3:
+		if rate != 0 && rate != 44100 {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: mp3 is produced at 44100 Hz only")
+		}
+		c.query.Set("output_format", "mp3_44100_128")
+		c.mediaType = "audio/mpeg"
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: format %q is not supported; use pcm, wav or mp3", req.Format)
+	}
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
+		return nil, err
+	}
+	c.body.VoiceSettings = o.VoiceSettings
+	c.body.LanguageCode, c.body.Seed = o.LanguageCode, o.Seed
+	c.body.PreviousText, c.body.NextText = o.PreviousText, o.NextText
+	c.body.ApplyTextNormalization = o.ApplyTextNormalization
+	c.body.PronunciationDictionaryLocators = o.PronunciationDictionaryLocators
+	if o.OptimizeStreamingLatency != nil {
+		c.query.Set("optimize_streaming_latency", fmt.Sprint(*o.OptimizeStreamingLatency))
+	}
+	if o.EnableLogging != nil {
+		c.query.Set("enable_logging", fmt.Sprint(*o.EnableLogging))
+	}
+	if req.Speed != 0 && req.Speed != 1 {
+		// ElevenLabs takes 0.7 to 1.2; asking for more is not an error of
+		// the caller's, so the nearest speed is used and the caller told.
+		speed := math.Min(math.Max(req.Speed, minSpeed), maxSpeed)
+		if speed != req.Speed {
+			c.warnings = append(c.warnings, fmt.Sprintf("speed %g is outside ElevenLabs' range %g to %g; used %g", req.Speed, minSpeed, maxSpeed, speed))
+		}
+		if c.body.VoiceSettings == nil {
+			c.body.VoiceSettings = &voiceSettings{}
+		}
+		c.body.VoiceSettings.Speed = &speed
+	}
+	return c, nil
+}
+
+func (cfg *config) ttsRequest(ctx context.Context, c *call, suffix string) (*http.Request, error) {
+	u := cfg.BaseURL + "/v1/text-to-speech/" + url.PathEscape(c.voice) + suffix + "?" + c.query.Encode()
+	req, err := upstream.NewJSONRequest(ctx, http.MethodPost, u, c.body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
+	}
+	return req, nil
+}
+
+func (cfg *config) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if cfg.Timeout > 0 {
+		return context.WithTimeout(ctx, cfg.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// Synthesize implements sdk.Provider. With Timestamps it calls
+// /with-timestamps and turns the character alignment into word timings.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	c, err := prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	suffix := ""
+	if req.Timestamps {
+		suffix = "/with-timestamps"
+	}
+	hreq, err := cfg.ttsRequest(ctx, c, suffix)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := &sdk.SynthesizeResponse{MediaType: c.mediaType, Warnings: c.warnings}
+	if req.Timestamps {
+		var b struct {
+			AudioBase64         string     `json:"audio_base64"`
+			Alignment           *alignment `json:"alignment"`
+			NormalizedAlignment *alignment `json:"normalized_alignment"`
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 2*maxAudioBytes)).Decode(&b); err != nil {
+			return nil, upstream.BodyError(ctx, providerID, "timestamped audio", err)
+		}
+		if out.Audio, err = base64.StdEncoding.DecodeString(b.AudioBase64); err != nil {
+			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: audio_base64 is not base64"}
+		}
+		// The alignment of the text as sent keeps the caller's words
+		// (the normalized one spells out numbers); both time the same audio.
+		a := b.Alignment
+		if a == nil {
+			a = b.NormalizedAlignment
+		}
+		if a != nil {
+			out.Timestamps = a.words()
+		}
+	} else if out.Audio, err = io.ReadAll(io.LimitReader(resp.Body, maxAudioBytes)); err != nil {
+		return nil, upstream.TransportError(ctx, providerID, err)
+	}
+	if c.query.Get("output_format") != "mp3_44100_128" && len(out.Audio)%2 != 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: truncated PCM (odd byte count)"}
+	}
+	if c.wavRate > 0 {
+		out.Audio = append(upstream.WAVHeader(c.wavRate, uint32(len(out.Audio))), out.Audio...)
+	}
+	return out, nil
+}
+
+// Stream implements sdk.Provider with /stream, forwarding audio as it
+// arrives. A WAV stream starts with a header whose sizes say "unknown
+// length", as streamed WAV does.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := prepare(req)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	hreq, err := cfg.ttsRequest(ctx, c, "/stream")
+	if err != nil {
+		return err
+	}
+	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	fo := upstream.ForwardOptions{MediaType: c.mediaType, Align: c.align, Provider: providerID}
+	if c.wavRate > 0 {
+		if err := send(sdk.Chunk{MediaType: c.mediaType, Data: upstream.WAVHeader(c.wavRate, upstream.StreamingWAV)}); err != nil {
+			return err
+		}
+		fo.MediaType, fo.Align = "", 2
+	}
+	_, err = upstream.Forward(ctx, resp.Body, send, fo)
+	return err
+}
+
+// cloneOptions are the providerOptions Clone accepts.
+type cloneOptions struct {
+	RemoveBackgroundNoise *bool             `json:"remove_background_noise"`
+	Labels                map[string]string `json:"labels"`
+}
+
+// Clone implements sdk.Provider with instant voice cloning (POST
+// /v1/voices/add). It is never retried: a lost answer does not mean no
+// voice was made.
+func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	if len(req.Samples) == 0 {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: cloning needs at least one audio sample")
+	}
+	var o cloneOptions
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "remove_background_noise", "labels"); err != nil {
+		return nil, err
+	}
+	name := strings.TrimSpace(req.Name)
+	if name == "" {
+		name = "voxgate voice"
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("name", name)
+	if req.Description != "" {
+		_ = mw.WriteField("description", req.Description)
+	}
+	if o.RemoveBackgroundNoise != nil {
+		_ = mw.WriteField("remove_background_noise", fmt.Sprint(*o.RemoveBackgroundNoise))
+	}
+	if o.Labels != nil {
+		labels, _ := json.Marshal(o.Labels)
+		_ = mw.WriteField("labels", string(labels))
+	}
+	for i, s := range req.Samples {
+		if len(s.Data) == 0 {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: sample %d is empty", i)
+		}
+		filename, mediaType, data := upstream.SampleFile(s, i)
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="files"; filename=%q`, filename))
+		h.Set("Content-Type", mediaType)
+		part, _ := mw.CreatePart(h)
+		_, _ = part.Write(data)
+	}
+	_ = mw.Close()
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.BaseURL+"/v1/voices/add", &body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
+	}
+	hreq.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		VoiceID string `json:"voice_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, upstream.BodyError(ctx, providerID, "clone answer", err)
+	}
+	if out.VoiceID == "" {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: the clone answer has no voice_id"}
+	}
+	return &sdk.CloneResponse{VoiceID: out.VoiceID}, nil
+}
+
+// alignment is the character alignment of /with-timestamps.
+type alignment struct {
+	Characters []string  `json:"characters"`
+	Starts     []float64 `json:"character_start_times_seconds"`
+	Ends       []float64 `json:"character_end_times_seconds"`
+}
+
+// words groups the characters between whitespace into words: a word
+// starts when its first character starts and ends when its last one ends.
+func (a *alignment) words() []sdk.WordTimestamp {
+	n := min(len(a.Characters), len(a.Starts), len(a.Ends))
+	var (
+		out  []sdk.WordTimestamp
+		word strings.Builder
+		cur  sdk.WordTimestamp
+	)
+	flush := func() {
+		if word.Len() > 0 {
+			cur.Text = word.String()
+			out = append(out, cur)
+			word.Reset()
+		}
+	}
+	for i := range n {
+		ch := a.Characters[i]
+		if strings.TrimFunc(ch, unicode.IsSpace) == "" {
+			flush()
+			continue
+		}
+		if word.Len() == 0 {
+			cur = sdk.WordTimestamp{Start: a.Starts[i]}
+		}
+		word.WriteString(ch)
+		cur.End = max(a.Ends[i], cur.Start)
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "openai"
+	defaultBaseURL = "https://api.openai.com/v1"
+	// sampleRate is the only rate OpenAI produces: pcm is documented as
+	// 24 kHz 16-bit little-endian mono, and wav carries the same.
+	sampleRate = 24000
+	// maxInput is the documented input limit.
+	maxInput = 4096
+	// maxAudioBytes bounds a whole clip read into memory (4096 characters
+	// of 24 kHz PCM is a few MB; this is far above any real answer).
+	maxAudioBytes = 256 << 20
+)
+
+// Provider is the OpenAI plugin. It keeps only deployment settings, which
+// Configure swaps atomically; every call reads one consistent snapshot.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+// config is one snapshot of the deployment settings.
+type config struct {
+	upstream.Settings
+	organization string
+	project      string
+	client       *http.Client
+}
+
+// New returns a Provider with the default settings (the public API).
+func New() *Provider {
+	p := &Provider{}
+	s, _ := upstream.ParseSettings(nil, defaultBaseURL)
+	p.cfg.Store(&config{Settings: s, client: upstream.NewClient(s.Client)})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider. Besides the common settings of
+// upstream.ParseSettings it reads organization and project, sent as the
+// OpenAI-Organization and OpenAI-Project headers. Other keys are ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	s, err := upstream.ParseSettings(settings, defaultBaseURL)
+	if err != nil {
+		return sdk.Errorf(sdk.KindInvalidRequest, "openai settings: %v", err)
+	}
+	old := p.cfg.Swap(&config{
+		Settings:     s,
+		organization: strings.TrimSpace(settings["organization"]),
+		project:      strings.TrimSpace(settings["project"]),
+		client:       upstream.NewClient(s.Client),
+	})
+	// Calls in flight keep their snapshot; only idle connections go.
+	old.client.CloseIdleConnections()
+	return nil
+}
+
+// model is what the plugin knows about one OpenAI model.
+type model struct {
+	id, name string
+	// speed: the speed field works (tts-1 family). The reference says it
+	// does not work with gpt-4o-mini-tts.
+	speed bool
+	// instructions: the instructions field works (gpt-4o-mini-tts). The
+	// reference says it does not work with tts-1 or tts-1-hd.
+	instructions bool
+	voices       []string
+}
+
+func models() []model {
+	classic := []string{"alloy", "ash", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer"}
+	all := append(append([]string(nil), classic...), "ballad", "verse", "marin", "cedar")
+	return []model{
+		{id: "gpt-4o-mini-tts", name: "GPT-4o mini TTS", instructions: true, voices: all},
+		{id: "tts-1", name: "TTS-1", speed: true, voices: classic},
+		{id: "tts-1-hd", name: "TTS-1 HD", speed: true, voices: classic},
+	}
+}
+
+func findModel(id string) (model, bool) {
+	for _, m := range models() {
+		if m.id == id {
+			return m, true
+		}
+	}
+	return model{}, false
+}
+
+// Describe implements sdk.Provider.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	d := &sdk.Description{ID: providerID, Name: "OpenAI", DefaultModel: "gpt-4o-mini-tts"}
+	for _, m := range models() {
+		d.Models = append(d.Models, sdk.Model{
+			ID:               m.id,
+			Name:             m.name,
+			Capabilities:     sdk.Capabilities{Streaming: true, Speed: m.speed},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
+			NativeSampleRate: sampleRate,
+			MaxTextChars:     maxInput,
+		})
+	}
+	return d, nil
+}
+
+// Voices implements sdk.Provider: the built-in voices of the model, which
+// OpenAI documents but does not list through the API.
+func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	id := req.Model
+	if id == "" {
+		id = "gpt-4o-mini-tts"
+	}
+	m, ok := findModel(id)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: unknown model %q", id)
+	}
+	voices := make([]sdk.Voice, 0, len(m.voices))
+	for _, v := range m.voices {
+		voices = append(voices, sdk.Voice{ID: v, Name: strings.ToUpper(v[:1]) + v[1:]})
+	}
+	return voices, nil
+}
+
+// options are the providerOptions the plugin accepts.
+type options struct {
+	// Instructions steer gpt-4o-mini-tts's delivery ("Speak calmly.").
+	Instructions *string `json:"instructions"`
+}
+
+// speechBody is the request body of POST /audio/speech.
+type speechBody struct {
+	Model          string  `json:"model"`
+	Input          string  `json:"input"`
+	Voice          any     `json:"voice"`
+	Instructions   string  `json:"instructions,omitempty"`
+	ResponseFormat string  `json:"response_format"`
+	Speed          float64 `json:"speed,omitempty"`
+}
+
+// call is a validated speech request.
+type call struct {
+	body      speechBody
+	mediaType string
+	align     int // PCM frame size for streaming, 1 otherwise
+}
+
+// prepare validates req and builds the upstream body. Failures are the
+// caller's (KindInvalidRequest) and cost no upstream call.
+func prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	m, ok := findModel(req.Model)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: unknown model %q", req.Model)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: nothing to say")
+	}
+	if req.Voice == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: a voice is required (e.g. %s)", m.voices[0])
+	}
+	if req.SampleRate != 0 && req.SampleRate != sampleRate {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: sample rate %d is not available; OpenAI produces %d Hz", req.SampleRate, sampleRate)
+	}
+	c := &call{align: 1, body: speechBody{Model: m.id, Input: req.Text, Voice: req.Voice}}
+	// Custom voices are objects; built-in voices are names.
+	if strings.HasPrefix(req.Voice, "voice_") {
+		c.body.Voice = map[string]string{"id": req.Voice}
+	}
+	switch req.Format {
+	case "", sdk.FormatPCM:
+		c.body.ResponseFormat, c.mediaType, c.align = "pcm", fmt.Sprintf("audio/pcm;rate=%d", sampleRate), 2
+	case sdk.FormatWAV:
+		c.body.ResponseFormat, c.mediaType = "wav", "audio/wav"
+	case sdk.FormatMP3:
+		c.body.ResponseFormat, c.mediaType = "mp3", "audio/mpeg"
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: format %q is not supported; use pcm, wav or mp3", req.Format)
+	}
+	if req.Speed != 0 && req.Speed != 1 {
+		if !m.speed {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: %s does not honour speed; use tts-1 or tts-1-hd", m.id)
+		}
+		if req.Speed < 0.25 || req.Speed > 4 {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: speed %g is outside 0.25 to 4.0", req.Speed)
+		}
+		c.body.Speed = req.Speed
+	}
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "instructions"); err != nil {
+		return nil, err
+	}
+	if o.Instructions != nil && *o.Instructions != "" {
+		if !m.instructions {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: %s does not follow instructions; use gpt-4o-mini-tts", m.id)
+		}
+		c.body.Instructions = *o.Instructions
+	}
+	return c, nil
+}
+
+// post sends the speech request and returns the successful response; any
+// failure is an *sdk.Error.
+func (cfg *config) post(ctx context.Context, key string, body speechBody) (*http.Response, error) {
+	if key == "" {
+		return nil, sdk.Errorf(sdk.KindUnauthorized, "openai: no API key: configure the gateway's managed key or send your own")
+	}
+	req, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+"/audio/speech", body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "openai: %v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "application/octet-stream")
+	if cfg.organization != "" {
+		req.Header.Set("OpenAI-Organization", cfg.organization)
+	}
+	if cfg.project != "" {
+		req.Header.Set("OpenAI-Project", cfg.project)
+	}
+	resp, err := upstream.Do(ctx, cfg.client, req, upstream.Policy{Idempotent: true, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		return nil, apiError(resp, key)
+	}
+	return resp, nil
+}
+
+// apiError maps a failed response, keeping the key out of the message
+// (OpenAI echoes a masked key in its 401 message).
+func apiError(resp *http.Response, key string) *sdk.Error {
+	e := upstream.ErrorFromResponse(resp, providerID, parseError)
+	e.Message = upstream.Redact(e.Message, key)
+	// An exhausted quota is reported as 429 but waiting does not help.
+	if e.UpstreamCode == "insufficient_quota" {
+		e.Kind, e.Retryable, e.RetryAfter = sdk.KindUpstream, false, 0
+	}
+	return e
+}
+
+// parseError reads OpenAI's {"error": {"message", "type", "param", "code"}}.
+func parseError(body []byte) (code, message string) {
+	var b struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return "", ""
+	}
+	code = b.Error.Type
+	if b.Error.Code != nil && *b.Error.Code != "" {
+		code = *b.Error.Code
+	}
+	return code, b.Error.Message
+}
+
+// withTimeout bounds a whole-clip call by the timeout setting.
+func (cfg *config) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if cfg.Timeout > 0 {
+		return context.WithTimeout(ctx, cfg.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// Synthesize implements sdk.Provider.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	if req.Timestamps {
+		return nil, sdk.Errorf(sdk.KindUnsupported, "openai: the speech API returns no word timestamps")
+	}
+	c, err := prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.withTimeout(ctx)
+	defer cancel()
+	resp, err := cfg.post(ctx, req.Credentials.APIKey, c.body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	audio, err := io.ReadAll(io.LimitReader(resp.Body, maxAudioBytes))
+	if err != nil {
+		return nil, upstream.TransportError(ctx, providerID, err)
+	}
+	if len(audio)%c.align != 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "openai: truncated PCM (odd byte count)"}
+	}
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}, nil
+}
+
+// Stream implements sdk.Provider: the same endpoint, its body forwarded as
+// it arrives. The timeout setting bounds only the wait for the answer to
+// start (upstream.ClientOptions.ResponseHeaderTimeout); the stream itself
+// runs as long as the caller's context allows.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := prepare(req)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	resp, err := cfg.post(ctx, req.Credentials.APIKey, c.body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Align: c.align, Provider: providerID})
+	return err
+}
+
+// Clone implements sdk.Provider: OpenAI's speech API has no voice cloning.
+func (p *Provider) Clone(context.Context, *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	return nil, sdk.Errorf(sdk.KindUnsupported, "openai: voice cloning is not supported")
+}

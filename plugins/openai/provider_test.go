@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "openai-plugin-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	pluginPath, err = sdktest.BuildPlugin(context.Background(), ".", dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func kitConfig(srv *fake.Server, model string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "no-such-voice",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP, as the gateway would see it.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, ""))
+}
+
+// TestConformanceInProcess runs the kit in process for every model, so
+// the race detector sees the plugin's code and tts-1's native speed is
+// checked.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, m := range []string{"gpt-4o-mini-tts", "tts-1", "tts-1-hd"} {
+		t.Run(m, func(t *testing.T) {
+			sdktest.Run(t, New(), kitConfig(srv, m))
+		})
+	}
+}
+
+// configured returns a provider pointed at srv, with extra settings.
+func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": srv.BaseURL()}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: "gpt-4o-mini-tts", Voice: "alloy", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+// TestUpstreamFailures holds the plugin to the error contract against the
+// fake's injected failures: kinds, upstream status and code, retries.
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "sk-wrong-key-9876543210zyxw"
+	tests := []struct {
+		name      string
+		key       string
+		settings  map[string]string
+		setup     func(*fake.Server)
+		ctx       func(context.Context) (context.Context, context.CancelFunc)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		retryable bool
+		after     time.Duration
+		calls     int
+	}{
+		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
+		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
+		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "rate_limit_exceeded", retryable: true, after: 20 * time.Millisecond, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "quota exhausted is not retryable", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 429, code: "insufficient_quota", calls: 3,
+			setup: func(s *fake.Server) {
+				s.FailAlways(fakeupstream.Fault{Status: 429, Code: "insufficient_quota", Message: "You exceeded your current quota.", RetryAfter: "0.01"})
+			}},
+		{name: "500 retried", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "server_error", retryable: true, after: 10 * time.Millisecond, calls: 3,
+			settings: map[string]string{"max_attempts": "3"},
+			setup:    func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
+		{name: "caller deadline", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 200*time.Millisecond)
+			}},
+		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			settings: map[string]string{"timeout": "200ms", "max_attempts": "1"},
+			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv, tt.settings)
+			ctx, cancel := context.WithCancel(t.Context())
+			if tt.ctx != nil {
+				ctx, cancel = tt.ctx(t.Context())
+			}
+			defer cancel()
+			resp, err := p.Synthesize(ctx, request(tt.key))
+			if got := srv.CallsTo(fake.SpeechPath); got != tt.calls {
+				t.Errorf("%d upstream calls, want %d", got, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Synthesize: %v", err)
+				}
+				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+					t.Errorf("audio does not decode: %v", derr)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if tt.key != "" && (strings.Contains(e.Error(), tt.key) || strings.Contains(e.Error(), tt.key[:8]) || strings.Contains(e.Error(), "***")) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+// TestKeyNeverInErrorsThroughPlugin checks the 401 message as the gateway
+// sees it, across the process boundary.
+func TestKeyNeverInErrorsThroughPlugin(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	const wrongKey = "sk-proj-abcdefgh0123456789"
+	for _, stream := range []bool{false, true} {
+		var err error
+		if stream {
+			err = p.Stream(t.Context(), request(wrongKey), func(sdk.Chunk) error { return nil })
+		} else {
+			_, err = p.Synthesize(t.Context(), request(wrongKey))
+		}
+		e := asError(t, err)
+		if e.Kind != sdk.KindUnauthorized || e.UpstreamStatus != 401 || e.UpstreamCode != "invalid_api_key" {
+			t.Errorf("stream=%v: got %+v", stream, e)
+		}
+		if strings.Contains(e.Message, "abcdefgh") || strings.Contains(e.Message, "6789") {
+			t.Errorf("stream=%v: message %q shows the key", stream, e.Message)
+		}
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, map[string]string{"organization": "org-123", "project": "proj_9"})
+	req := request(fake.Key)
+	req.Options = []byte(`{"instructions": "Speak calmly."}`)
+	req.Format = sdk.FormatMP3
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.MediaType != "audio/mpeg" {
+		t.Errorf("media type %q", resp.MediaType)
+	}
+	got, _ := srv.LastRequest()
+	if h := got.Header.Get("Authorization"); h != "Bearer "+fake.Key {
+		t.Errorf("Authorization %q", h)
+	}
+	if got.Header.Get("OpenAI-Organization") != "org-123" || got.Header.Get("OpenAI-Project") != "proj_9" {
+		t.Errorf("organization/project headers: %v", got.Header)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(got.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"model": "gpt-4o-mini-tts", "input": "Hello there.", "voice": "alloy", "instructions": "Speak calmly.", "response_format": "mp3"}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Errorf("body %v, want %v", body, want)
+	}
+
+	req = request(fake.Key)
+	req.Model, req.Speed = "tts-1", 1.5
+	if _, err := p.Synthesize(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = srv.LastRequest()
+	if err := json.Unmarshal(got.Body, &body); err != nil || body["speed"] != 1.5 {
+		t.Errorf("tts-1 body %s: want speed 1.5", got.Body)
+	}
+}
+
+// TestInvalidRequests: mistakes of the caller are caught before any
+// upstream call.
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		kind   sdk.ErrorKind
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"temperature": 1}`) }, sdk.KindInvalidRequest},
+		{"options not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`[1]`) }, sdk.KindInvalidRequest},
+		{"instructions on tts-1", func(r *sdk.SynthesizeRequest) {
+			r.Model, r.Options = "tts-1", []byte(`{"instructions": "Whisper."}`)
+		}, sdk.KindInvalidRequest},
+		{"speed on gpt-4o-mini-tts", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }, sdk.KindInvalidRequest},
+		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = "tts-1", 5 }, sdk.KindInvalidRequest},
+		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "tts-2" }, sdk.KindInvalidRequest},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
+		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }, sdk.KindInvalidRequest},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }, sdk.KindInvalidRequest},
+		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != tt.kind {
+				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestConfigureRejectsBadSettings(t *testing.T) {
+	for _, s := range []map[string]string{
+		{"base_url": "not a url"},
+		{"timeout": "soon"},
+		{"max_attempts": "0"},
+	} {
+		if err := New().Configure(t.Context(), s); err == nil {
+			t.Errorf("Configure(%v) succeeded", s)
+		}
+	}
+}
+
+// TestStreamArrivesInPieces: with a slow upstream the plugin forwards
+// each piece as it comes instead of collecting the body.
+func TestStreamArrivesInPieces(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2400, ChunkDelay: 5 * time.Millisecond})
+	p := configured(t, srv, nil)
+	var chunks int
+	var total int
+	err := p.Stream(t.Context(), request(fake.Key), func(c sdk.Chunk) error {
+		if chunks == 0 && c.MediaType != "audio/pcm;rate=24000" {
+			t.Errorf("first chunk media type %q", c.MediaType)
+		}
+		if len(c.Data)%2 != 0 {
+			t.Errorf("chunk of %d bytes splits a sample", len(c.Data))
+		}
+		chunks++
+		total += len(c.Data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2400; chunks < total/want {
+		t.Errorf("%d bytes in %d chunks; the fake sent %d-byte pieces", total, chunks, want)
+	}
+}
+
+// BenchmarkSynthesize measures the plugin's own cost per whole clip
+// against the fake's fixed 3-second body (in process, so no gRPC).
+func BenchmarkSynthesize(b *testing.B) {
+	srv := fake.New(b, fakeupstream.Options{FixedSeconds: 3})
+	p := New()
+	if err := p.Configure(b.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		b.Fatal(err)
+	}
+	req := request(fake.Key)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Synthesize(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStream measures forwarding a 3-second stream in 4 KiB pieces.
+func BenchmarkStream(b *testing.B) {
+	srv := fake.New(b, fakeupstream.Options{FixedSeconds: 3})
+	p := New()
+	if err := p.Configure(b.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		b.Fatal(err)
+	}
+	req := request(fake.Key)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Stream(b.Context(), req, func(sdk.Chunk) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Settings are the deployment settings (Provider.Configure) every cloud
+// plugin built on this package understands:
+//
+//	base_url         the API root, e.g. https://api.openai.com/v1
+//	timeout          bound of one whole-clip call and of the wait for a
+//	                 stream's first byte (Go duration, e.g. 60s); default none
+//	connect_timeout  TCP connect and TLS handshake bound; default 5s
+//	max_attempts     tries per idempotent call, the first included; default 3
+//	max_idle_conns   idle keep-alive connections kept; default 64
+type Settings struct {
+	BaseURL     string
+	Timeout     time.Duration
+	MaxAttempts int
+	Client      ClientOptions
+}
+
+// IsSettingKey reports whether ParseSettings consumes key, so a plugin can
+// tell its own keys from the common ones.
+func IsSettingKey(key string) bool {
+	switch key {
+	case "base_url", "timeout", "connect_timeout", "max_attempts", "max_idle_conns":
+		return true
+	}
+	return false
+}
+
+// ParseSettings reads the common settings from a Configure map, with
+// defaultBaseURL when base_url is absent. Keys it does not know are left
+// for the plugin. A malformed value is an error naming the key.
+func ParseSettings(settings map[string]string, defaultBaseURL string) (Settings, error) {
+	s := Settings{BaseURL: defaultBaseURL}
+	var errs []error
+	if v := strings.TrimSpace(settings["base_url"]); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("base_url %q: want an absolute http(s) URL", v))
+		}
+		s.BaseURL = v
+	}
+	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
+	duration := func(key string) time.Duration {
+		v := strings.TrimSpace(settings[key])
+		if v == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s %q: want a duration such as 30s", key, v))
+			return 0
+		}
+		return d
+	}
+	integer := func(key string) int {
+		v := strings.TrimSpace(settings[key])
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("%s %q: want a positive integer", key, v))
+			return 0
+		}
+		return n
+	}
+	s.Timeout = duration("timeout")
+	connect := duration("connect_timeout")
+	s.Client = ClientOptions{
+		DialTimeout:           connect,
+		TLSHandshakeTimeout:   connect,
+		ResponseHeaderTimeout: s.Timeout,
+		MaxIdleConnsPerHost:   integer("max_idle_conns"),
+	}
+	s.MaxAttempts = integer("max_attempts")
+	return s, errors.Join(errs...)
+}
+
+// DecodeOptions decodes a request's providerOptions JSON object into v (a
+// pointer to a struct whose fields are the options the plugin accepts)
+// and rejects fields v lacks. Empty or null options leave v untouched. The
+// error is an *sdk.Error of KindInvalidRequest naming the offending field
+// and, when accepted is not empty, what is accepted.
+func DecodeOptions(provider string, raw []byte, v any, accepted ...string) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	err := d.Decode(v)
+	if err == nil && d.More() {
+		err = errors.New("data after the options object")
+	}
+	if err == nil {
+		return nil
+	}
+	hint := ""
+	if len(accepted) > 0 {
+		hint = "; accepted: " + strings.Join(accepted, ", ")
+	}
+	if _, field, ok := strings.Cut(err.Error(), "json: unknown field "); ok {
+		return sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions field %s is not supported%s", provider, field, hint)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions field %q must be a JSON %s", provider, te.Field, jsonKind(te.Type.Kind().String()))
+	}
+	return sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions must be a JSON object: %v", provider, err)
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "ptr", "interface":
+		return "value"
+	}
+	return "number"
+}
