@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,24 +19,7 @@ import (
 // pluginPath is the plugin binary, built once by TestMain.
 var pluginPath string
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "elevenlabs-plugin-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	pluginPath, err = sdktest.BuildPlugin(context.Background(), ".", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
 
 func kitConfig(srv *fake.Server, model string) sdktest.Config {
 	return sdktest.Config{

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -16,22 +15,7 @@ import (
 // TestMain.
 var pluginPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "voxgate-espeak-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pluginPath, err = sdktest.BuildPlugin(context.Background(), ".", dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
 
 // start launches the built plugin as the gateway does and returns the
 // host-side provider.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -19,22 +18,7 @@ import (
 // TestMain; every test runs it as a real process, as the gateway does.
 var pluginPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "voxgate-openai-moderation-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pluginPath, err = sdktest.BuildPlugin(context.Background(), ".", dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
 
 // start runs the plugin against srv with extra settings.
 func start(t *testing.T, srv *openaimoderation.Server, extra ...string) sdk.Moderator {

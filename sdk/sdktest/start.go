@@ -126,3 +126,24 @@ func BuildPlugin(ctx context.Context, pkg, dir string) (string, error) {
 	}
 	return out, nil
 }
+
+// MainWithPlugin is for a plugin's TestMain: it builds the plugin package
+// in the current directory into a temporary directory, stores the binary's
+// path in *path, runs the tests and returns their exit code:
+//
+//	var pluginPath string
+//
+//	func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+func MainWithPlugin(m *testing.M, path *string) int {
+	dir, err := os.MkdirTemp("", "voxgate-plugin-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *path, err = BuildPlugin(context.Background(), ".", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,24 +11,7 @@ import (
 // binary is the plugin built once for this test binary by TestMain.
 var pluginPath string
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "beep-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	pluginPath, err = sdktest.BuildPlugin(context.Background(), ".", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
 
 // config is what the kit needs to know about beep.
 var config = sdktest.Config{Voice: "high", InvalidVoice: "no-such-voice"}
