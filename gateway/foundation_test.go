@@ -428,3 +428,23 @@ func TestConcurrentRequestsAcrossOrgs(t *testing.T) {
 		}
 	}
 }
+
+func TestOrgRateLimit(t *testing.T) {
+	tg := startGateway(t, strings.Replace(baseConfig, "  acme:\n", "  acme:\n    rate_limit: 0.5\n    rate_burst: 2\n", 1))
+	for i := 0; i < 2; i++ {
+		if r := tg.do("GET", "/v1/voices", "acme", nil); r.status != 200 {
+			t.Fatalf("request %d within the burst: %d", i, r.status)
+		}
+	}
+	r := tg.do("GET", "/v1/voices", "acme", nil)
+	r.problem(t, 429, "rate_limited")
+	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After = %q", ra)
+	}
+	// Another organization is not slowed by acme's limit.
+	for i := 0; i < 5; i++ {
+		if r := tg.do("GET", "/v1/voices", "globex", nil); r.status != 200 {
+			t.Fatalf("globex request %d: %d", i, r.status)
+		}
+	}
+}
