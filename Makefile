@@ -10,6 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libmp3lame-dev, libsoxr-dev  MP3 encoding and resampling (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
 #   pkg-config, gcc              cgo
+#   nodejs, npm (when missing)   the public JS client test (test/jsclient)
 APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
@@ -24,6 +25,7 @@ all: build
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go is not installed: install Go 1.26+ (see README.md)"; exit 1; }
 	@missing=""; for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "==> installing system packages:$$missing"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -43,9 +45,14 @@ run: build
 	$(BIN)/voxgate serve --config gateway.yaml --dev-log
 
 ## test: the whole suite, as CI runs it
-test: build
+test: build test/jsclient/node_modules
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 14m ./...
+
+# The public @speech-sdk/core client, pinned by package-lock.json.
+test/jsclient/node_modules: test/jsclient/package-lock.json
+	cd test/jsclient && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 ## bench: benchmarks (see BENCHMARKS.md)
 bench: build
