@@ -109,6 +109,15 @@ func TestCloudProvidersEndToEnd(t *testing.T) {
 	if r.status != 200 || len(r.body) == 0 {
 		t.Fatalf("openai stream: %d %s", r.status, r.body)
 	}
+	// gpt-4o-mini-tts ignores speed upstream, so the gateway stretches the
+	// whole clip; on the stream endpoint that is a whole-clip parameter.
+	mini := map[string]any{"model": "openai/gpt-4o-mini-tts", "voice": "alloy", "text": "Faster please.", "speed": 1.5}
+	if r := c.do("POST", "/v1/audio/speech", "acme", mini); r.status != 200 {
+		t.Fatalf("stretched speech: %d %s", r.status, r.body)
+	}
+	p := c.do("POST", "/v1/audio/speech/stream", "acme", mini).problem(t, 400, "param_not_allowed_on_stream")
+	assertPaths(t, p, "speed")
+
 	// OpenAI has no word timestamps; ElevenLabs does.
 	c.do("POST", "/v1/audio/speech/with-timestamps", "acme", oaiBody).problem(t, 501, "timestamps_unsupported")
 	voice := c.el.VoiceIDs()[0]

@@ -287,7 +287,7 @@ func TestSpeechErrors(t *testing.T) {
 		{"text too long", "/v1/audio/speech", "acme", tk(strings.Repeat("a", 101)), 422, "text_too_long", ""},
 		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "timestamps_unsupported", ""},
 		{"no streaming", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "streaming_unsupported", ""},
-		{"no native speed", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x", "speed": 2}, 400, "validation_failed", "speed"},
+
 		{"disabled provider", "/v1/audio/speech", "globex", speechBody("hello"), 403, "provider_disabled", ""},
 		{"provider not enabled for org", "/v1/audio/speech", "globex", tk("hello"), 403, "provider_disabled", ""},
 		{"upstream 500", "/v1/audio/speech", "acme", tk("x", "providerOptions", map[string]any{"fail": map[string]any{"kind": "upstream", "status": 500, "code": "boom"}}), 502, "provider_error", ""},
@@ -534,5 +534,29 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	rows, _, _, err := st.ListLogs(context.Background(), "acme", store.LogFilter{}, 10, nil)
 	if err != nil || len(rows) != 1 || rows[0].RequestID != reqID || rows[0].Status != 200 {
 		t.Fatalf("rows after shutdown %+v %v", rows, err)
+	}
+}
+
+// TestSpeedWithoutNativeSupport checks the gateway's own time-stretch: a
+// model without native speed renders at normal speed and the whole clip is
+// stretched (pitch kept). (The stream endpoint's refusal is tested with
+// OpenAI's gpt-4o-mini-tts, which streams but has no native speed.)
+func TestSpeedWithoutNativeSupport(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	// The test kit's "basic" model has no native speed and no timestamps;
+	// "test" has both, so compare their clip lengths at speed 2.
+	normal := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two three four"})
+	fast := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two three four", "speed": 2})
+	if normal.status != 200 || fast.status != 200 {
+		t.Fatalf("%d %d %s", normal.status, fast.status, fast.body)
+	}
+	dn, _ := pcmSeconds(t, normal.header.Get("Content-Type"), normal.body)
+	df, rms := pcmSeconds(t, fast.header.Get("Content-Type"), fast.body)
+	if math.Abs(df-dn/2) > 0.002 || rms < 0.01 {
+		t.Errorf("speed 2: %.3fs from %.3fs (rms %.3f)", df, dn, rms)
+	}
+	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	if last := calls[len(calls)-1]; last.Speed != 0 {
+		t.Errorf("the provider was asked for speed %v; it cannot do it", last.Speed)
 	}
 }

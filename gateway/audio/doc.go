@@ -39,6 +39,8 @@
 //     lower quality and no gapless tag.
 //   - Resampling: libsoxr through a small cgo binding (internal/soxr), a
 //     band-limited polyphase/FFT resampler with exact rational ratios.
+//   - Time-stretch (speed without native provider support): hand-written
+//     WSOLA in stretch.go, no library; see Stretch for why.
 //
 // So the gateway binary is built with cgo and needs, at build time, a C
 // compiler, libmp3lame-dev and libsoxr-dev, and at run time the shared

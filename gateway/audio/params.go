@@ -26,6 +26,11 @@ type Params struct {
 	VolumeDbfs *float64 `json:"volumeDbfs,omitempty"`
 	// Output is the requested encoding.
 	Output *OutputParams `json:"output,omitempty"`
+	// Stretch, when set and not 1, changes the clip's tempo by this factor
+	// with its pitch kept (see Stretch). It is not a request field: the
+	// speech service sets it from `speed` for models that cannot change
+	// speed natively.
+	Stretch float64 `json:"-"`
 }
 
 // OutputParams is the request's output object. Pointers tell an absent
@@ -44,7 +49,7 @@ type OutputParams struct {
 // When it does not, the caller sends the provider's bytes and media type
 // through untouched and never decodes them.
 func NeedsProcessing(p Params) bool {
-	return p.VolumeDbfs != nil || p.Output != nil
+	return p.VolumeDbfs != nil || p.Output != nil || (p.Stretch != 0 && p.Stretch != 1)
 }
 
 // Validate checks p against what this package can produce and returns one

@@ -2,7 +2,8 @@ package audio
 
 // Process applies the whole-clip parameters p to a provider's clip and
 // returns the new bytes and media type. It is the speech handler's one
-// call: validate, decode, resample to the output rate, normalize, encode.
+// call: validate, decode, change tempo (Stretch), resample to the output
+// rate, normalize, encode.
 //
 // Without any parameter (NeedsProcessing false) it returns data and
 // mediaType unchanged. Without volumeDbfs and an output naming the
@@ -31,12 +32,18 @@ func Process(data []byte, mediaType string, p Params) ([]byte, string, error) {
 	if p.Output != nil {
 		out = p.Output.Output()
 	}
-	if p.VolumeDbfs == nil && mp3PassThrough(data, src, out) {
+	stretch := p.Stretch != 0 && p.Stretch != 1
+	if p.VolumeDbfs == nil && !stretch && mp3PassThrough(data, src, out) {
 		return data, MediaType{Format: FormatMP3}.String(), nil
 	}
 	clip, err := decodeAs(data, src)
 	if err != nil {
 		return nil, "", err
+	}
+	if stretch {
+		if clip, err = Stretch(clip, p.Stretch); err != nil {
+			return nil, "", err
+		}
 	}
 	o, err := out.Resolve(clip.Rate)
 	if err != nil {

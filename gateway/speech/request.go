@@ -40,10 +40,10 @@ type Request struct {
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
 }
 
-// Speed bounds of the speech body.
+// Speed bounds of the speech body: what the gateway's time-stretch does.
 const (
-	MinSpeed = 0.25
-	MaxSpeed = 4.0
+	MinSpeed = audio.MinSpeed
+	MaxSpeed = audio.MaxSpeed
 )
 
 // Params returns the whole-clip audio parameters of r.

@@ -182,10 +182,19 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 		}
 	}
 	if r.Speed != nil && *r.Speed != 1 {
-		if !caps.Speed {
-			return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot change speed natively", name), "speed"))
+		switch {
+		case caps.Speed:
+			j.Speed = *r.Speed
+		case j.Endpoint == EndpointStream:
+			// Without native speed, speed is a whole-clip parameter.
+			return &problem.Error{Code: problem.ParamNotAllowedOnStream,
+				Detail:     fmt.Sprintf("model %s cannot change speed natively; speed needs the whole clip, use POST /v1/audio/speech", name),
+				Validation: []problem.FieldError{problem.Field("whole-clip parameter for this model", "speed")}}
+		default:
+			// The gateway renders at normal speed and stretches the
+			// whole clip, keeping pitch.
+			j.Params.Stretch = *r.Speed
 		}
-		j.Speed = *r.Speed
 	}
 	return nil
 }
@@ -288,6 +297,13 @@ func (s *Service) Synthesize(ctx context.Context, j *Job) (*Result, error) {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
 	}
 	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: resp.Warnings}
+	if s := j.Params.Stretch; s != 0 && s != 1 {
+		// The stretched clip's timeline is the original's divided by speed.
+		for i := range res.Timestamps {
+			res.Timestamps[i].Start /= s
+			res.Timestamps[i].End /= s
+		}
+	}
 	if j.subst != nil && req.Timestamps {
 		ts, ok := j.subst.mapTimestamps(resp.Timestamps)
 		res.Timestamps = ts
