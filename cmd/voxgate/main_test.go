@@ -101,6 +101,8 @@ type server struct {
 	// done is closed when the process has exited; err holds Wait's error.
 	done chan struct{}
 	err  error
+	// logs is the process's stderr, complete once done is closed.
+	logs *bytes.Buffer
 }
 
 func startServe(t *testing.T, cfgPath string, extra ...string) *server {
@@ -114,7 +116,8 @@ func startServe(t *testing.T, cfgPath string, extra ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	logs := &bytes.Buffer{}
+	s.logs = logs
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -139,7 +142,7 @@ func startServe(t *testing.T, cfgPath string, extra ...string) *server {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not become ready; logs:\n%s", logs.String())
+			t.Fatalf("gateway did not become ready")
 		}
 	}
 }
@@ -213,6 +216,7 @@ func TestKeysAndRestart(t *testing.T) {
 	}
 
 	s := startServe(t, cfg)
+	first := s
 	if st, body := get(t, s.addr, "/v1/voices", key); st != 200 {
 		t.Fatalf("offline-created key rejected: %d %s", st, body)
 	}
@@ -262,6 +266,15 @@ func TestKeysAndRestart(t *testing.T) {
 	list, _, _ = cli(t, "keys", "list", "--config", cfg, "--org", "acme")
 	if strings.Count(list, "revoked") != 2 {
 		t.Fatalf("list after revokes:\n%s", list)
+	}
+	// The gateway's own log never carries a key.
+	for _, k := range []string{key, key2} {
+		if strings.Contains(s.logs.String(), k) || strings.Contains(first.logs.String(), k) {
+			t.Fatal("an API key appears in the gateway's log")
+		}
+	}
+	if !strings.Contains(first.logs.String(), `"plugin loaded"`) || !strings.Contains(first.logs.String(), `"listening"`) {
+		t.Errorf("start-up log does not say what loaded and listens:\n%s", first.logs.String())
 	}
 }
 
