@@ -337,12 +337,39 @@ func TestSpeechErrors(t *testing.T) {
 // buffered the stream would deliver nothing until the provider timeout.
 func TestSpeechStreamPassesBytesThrough(t *testing.T) {
 	tg := startGateway(t, speechConfig)
-	body, _ := json.Marshal(map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four five",
-		"providerOptions": map[string]any{"hang": true, "after_chunks": 2}})
-	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+	// A client that leaves mid-stream stops the provider: this stream would
+	// finish on its own in about 1.2 s, well inside the 2 s timeout, so a
+	// cancellation seen by the plugin can only come from the disconnect.
+	slow := mustJSON(map[string]any{"model": "testkit/test", "voice": "alpha", "text": strings.Repeat("word ", 12),
+		"providerOptions": map[string]any{"slow_stream_ms": 100}})
+	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(slow))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
 	resp, err := tg.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	if _, err := io.ReadAtLeast(resp.Body, buf, 2); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+		if last := calls[len(calls)-1]; last.Event == "canceled" && last.Method == "stream" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin call was not cancelled after the client left: %+v", calls[len(calls)-1])
+		}
+	}
+
+	body, _ := json.Marshal(map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four five",
+		"providerOptions": map[string]any{"hang": true, "after_chunks": 2}})
+	req, _ = http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	resp, err = tg.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,16 +377,18 @@ func TestSpeechStreamPassesBytesThrough(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/pcm;rate=16000" {
 		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	buf := make([]byte, 4096)
 	n, err := io.ReadAtLeast(resp.Body, buf, 2)
 	if err != nil || n == 0 {
 		t.Fatalf("no bytes while the plugin is still streaming: %v", err)
 	}
+	// The plugin is still inside the call: its context has not been
+	// cancelled (by the 2 s provider timeout, which is what a buffering
+	// gateway would have waited for before sending anything).
 	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
-	if len(calls) == 0 || calls[len(calls)-1].Method != "stream" {
-		t.Fatalf("call log %+v", calls)
+	if len(calls) == 0 || calls[len(calls)-1].Method != "stream" || calls[len(calls)-1].Event != "" {
+		t.Fatalf("bytes arrived only after the plugin call ended: call log %+v", calls)
 	}
-	resp.Body.Close() // the client leaves; the gateway must cancel the plugin call
+	resp.Body.Close()
 
 	// A full espeak stream of a long text arrives in many chunks and adds up
 	// to a clip of the same length as the whole-clip endpoint's.

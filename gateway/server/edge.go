@@ -80,6 +80,14 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 	s.metrics.Latency.WithLabelValues(route).Observe(elapsed.Seconds())
 	if s.accessLog {
 		org, _ := ctx.UserValue(userValueOrg).(string)
+		// A streamed body is not written yet and its size is unknown:
+		// Response.Body() would read the whole stream into memory here,
+		// before the first byte reaches the client. Streams log -1 and
+		// their duration is the time to the first chunk.
+		size := -1
+		if !ctx.Response.IsBodyStream() {
+			size = len(ctx.Response.Body())
+		}
 		// Only the path is logged, never the query string's values beyond
 		// the path or any header: keys travel in Authorization only.
 		s.log.Info("request",
@@ -89,7 +97,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 			zap.Int("status", status),
 			zap.Duration("duration", elapsed),
 			zap.String("org", org),
-			zap.Int("bytes", len(ctx.Response.Body())),
+			zap.Int("bytes", size),
 		)
 	}
 }

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -129,8 +130,10 @@ func nonNil(s []string) []string {
 // the first chunk before committing the response, so that a provider that
 // fails at once still gets a proper problem response.
 //
-// Hot path: one channel hop and one flush per chunk; chunks are written
-// straight from the plugin's buffers.
+// Hot path: one channel hop and one flush per chunk. The body is a
+// chunkStream that fasthttp's connection goroutine writes from directly;
+// SetBodyStreamWriter would add a goroutine and an in-memory pipe (two more
+// hand-overs, each a wake-up of another thread) before the first byte.
 func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, sctx context.Context, cancel context.CancelFunc, job *speech.Job) (bool, error) {
 	chunks := make(chan sdk.Chunk, 8)
 	errc := make(chan error, 1)
@@ -161,44 +164,117 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, sctx context.Context,
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	row := s.speech.LogRow(job)
-	row.Status = fasthttp.StatusOK
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer cancel()
-		var werr error
-		write := func(b []byte) {
-			if werr != nil {
-				return
-			}
-			if _, werr = w.Write(b); werr == nil {
-				werr = w.Flush()
-			}
-			if werr != nil {
-				cancel() // the client went away: stop the provider
-			}
+	cs := &chunkStream{s: s, c: c, job: job, pending: first.Data, chunks: chunks, errc: errc, cancel: cancel}
+	cs.row = s.speech.LogRow(job)
+	cs.row.Status = fasthttp.StatusOK
+	// The row is recorded when the stream ends, possibly while fasthttp is
+	// already resetting ctx: take what it needs from ctx now.
+	cs.row.Path = string(ctx.Path())
+	ctx.SetBodyStream(cs, -1)
+	return true, nil
+}
+
+// errNotWritten ends a stream whose response fasthttp dropped before
+// writing it (the connection closed first).
+var errNotWritten = errors.New("the response was not written")
+
+// chunkStream is a streamed response body. fasthttp writes it with WriteTo
+// (one HTTP chunk, flushed, per provider chunk) and always closes it with
+// CloseWithError, which is where the provider call is stopped if the client
+// went away and the request-log row is recorded.
+type chunkStream struct {
+	s       *Server
+	c       *call
+	job     *speech.Job
+	row     store.LogRow
+	pending []byte // the part of the current chunk Read has not returned
+	chunks  <-chan sdk.Chunk
+	errc    <-chan error
+	cancel  context.CancelFunc
+	once    sync.Once
+}
+
+// SupportsBodyWriteTo implements fasthttp.BodyWriterTo: WriteTo writes
+// exactly what Read would.
+func (cs *chunkStream) SupportsBodyWriteTo() bool { return true }
+
+// WriteTo writes every chunk to w as it arrives; fasthttp's w frames and
+// flushes each write as one HTTP chunk. The row is recorded before it
+// returns, so before the client sees the end of the stream.
+func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	var werr error
+	write := func(b []byte) {
+		if werr != nil || len(b) == 0 {
+			return
 		}
-		write(first.Data)
-		n := len(first.Data)
-		for ch := range chunks {
-			write(ch.Data)
-			n += len(ch.Data)
+		k, err := w.Write(b)
+		n += int64(k)
+		if err != nil {
+			werr = err
+			cs.cancel() // the client went away: stop the provider
 		}
-		err := <-errc
+	}
+	write(cs.pending)
+	cs.pending = nil
+	for ch := range cs.chunks {
+		write(ch.Data)
+	}
+	cs.finish(werr)
+	return n, werr
+}
+
+// Read implements io.Reader, for a server that does not use WriteTo.
+func (cs *chunkStream) Read(p []byte) (int, error) {
+	for len(cs.pending) == 0 {
+		ch, ok := <-cs.chunks
+		if !ok {
+			cs.finish(nil)
+			return 0, io.EOF
+		}
+		cs.pending = ch.Data
+	}
+	n := copy(p, cs.pending)
+	cs.pending = cs.pending[n:]
+	return n, nil
+}
+
+// CloseWithError implements fasthttp.ReadCloserWithError. fasthttp calls it
+// when the response is written (err is the write error, if any) or
+// dropped.
+func (cs *chunkStream) CloseWithError(err error) error {
+	if err == nil {
+		err = errNotWritten // a no-op when WriteTo or Read already finished
+	}
+	cs.finish(err)
+	return nil
+}
+
+// finish stops the provider call, waits for it to return and records the
+// row, once. werr is the error writing to the client, if any.
+func (cs *chunkStream) finish(werr error) {
+	cs.once.Do(func() {
+		cs.cancel()
+		for range cs.chunks { // unblock the sender until Stream returns
+		}
+		err := <-cs.errc
+		row := &cs.row
 		switch {
 		case werr != nil:
 			row.ErrorCode = "client_disconnected"
 			row.ErrorDetail = "the client closed the connection during the stream"
 		case err != nil:
-			// Headers are gone; the truncated stream is the signal, and the
-			// log row says why.
-			pe := problem.From(err, job.Provider.ID)
+			// Headers are gone; the early end of the stream is the
+			// signal, and the log row says why.
+			pe := problem.From(err, cs.job.Provider.ID)
 			row.ErrorCode, row.ErrorDetail = string(pe.Code), pe.Detail
-			s.log.Warn("stream ended with an error", zap.String("request_id", c.reqID), zap.String("code", row.ErrorCode), zap.Error(err))
+			cs.s.log.Warn("stream ended with an error", zap.String("request_id", cs.c.reqID), zap.String("code", row.ErrorCode), zap.Error(err))
 		}
-		row.LatencyMS = time.Since(c.start).Milliseconds()
-		s.record(ctx, c, row)
+		row.LatencyMS = time.Since(cs.c.start).Milliseconds()
+		// No ctx: fasthttp may be reusing it by now; the row already has
+		// the path and status record would read from it.
+		cs.s.record(nil, cs.c, *row)
 	})
-	return true, nil
 }
 
 // moderationEnvelope is the spec's moderation error body.

@@ -244,6 +244,7 @@ func (p *provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		if i > 0 && opts.SlowStreamMs > 0 {
 			select {
 			case <-ctx.Done():
+				p.record(calllog.Call{Method: "stream", Event: "canceled"}, sdk.Credentials{})
 				return ctx.Err()
 			case <-time.After(time.Duration(opts.SlowStreamMs) * time.Millisecond):
 			}
