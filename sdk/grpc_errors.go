@@ -107,7 +107,11 @@ func errorFromRPC(ctx context.Context, method string, err error) error {
 		// plugin, so a later call may succeed.
 		e.Kind, e.Retryable = KindUnavailable, true
 	case codes.DeadlineExceeded:
+		// The plugin's side enforces the propagated deadline with its own
+		// timer, which can fire a moment before the host context's: the
+		// call timed out all the same, so say so to errors.Is.
 		e.Kind, e.Retryable = KindTimeout, true
+		e.cause = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	case codes.Unimplemented:
 		// A plugin built against an older protocol lacks the method.
 		e.Kind = KindUnsupported

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 
+	"google.golang.org/grpc"
+
 	pluginpb "github.com/voxgate/voxgate/sdk/proto"
 )
 
@@ -43,9 +45,10 @@ func (c *grpcProviderClient) Voices(ctx context.Context, req *VoicesRequest) ([]
 	return voicesFromProto(resp), nil
 }
 
-// Synthesize implements Provider.
+// Synthesize implements Provider. Hot path: the clip is received with
+// clipCodec, which copies it once (see there).
 func (c *grpcProviderClient) Synthesize(ctx context.Context, req *SynthesizeRequest) (*SynthesizeResponse, error) {
-	resp, err := c.rpc.Synthesize(ctx, synthesizeRequestToProto(req))
+	resp, err := c.rpc.Synthesize(ctx, synthesizeRequestToProto(req), grpc.ForceCodecV2(clipCodec{}))
 	if err != nil {
 		return nil, errorFromRPC(ctx, "Synthesize", err)
 	}

@@ -1,6 +1,17 @@
 package sdk
 
 import (
+	"bytes"
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	pluginpb "github.com/voxgate/voxgate/sdk/proto"
 )
 
@@ -234,5 +245,153 @@ func moderationResultFromProto(r *pluginpb.ModerationResult) *ModerationResult {
 		Category:   r.GetCategory(),
 		Confidence: r.GetConfidence(),
 		Detail:     r.GetDetail(),
+	}
+}
+
+// clipCodec is the gRPC codec for the calls that carry whole clips (tens
+// of KB to MBs of audio in one message): the host uses it for Synthesize,
+// and it can serve as a plugin server's codec too. It is the standard
+// protobuf codec, under the same name and so the same wire format and
+// content type; what differs is how it handles large messages.
+//
+// The standard codec marshals a message over 32 KiB into a buffer from
+// gRPC's default pool, whose tiers jump from 32 KiB to 1 MiB and which
+// zeroes a buffer on every use: a 150 KB clip costs clearing 1 MiB. When
+// receiving, it copies the message out of gRPC's frame buffers into such a
+// buffer, then proto.Unmarshal copies the audio field again into a slice
+// of its own.
+//
+// clipCodec marshals large messages into buffers from clipPool, which has
+// power-of-two tiers and does not zero (marshalling writes every byte it
+// returns). It receives a SynthesizeResponse by copying the message once
+// into a slice of its exact length, not zeroed first, and letting Audio
+// alias it; only the small remaining fields go through proto.Unmarshal.
+// Hand-written with protowire because protobuf-go offers no public option
+// to alias bytes fields.
+type clipCodec struct{}
+
+// audioField is the field number of SynthesizeResponse.audio.
+var audioField = (&pluginpb.SynthesizeResponse{}).ProtoReflect().Descriptor().Fields().ByName("audio").Number()
+
+// Name implements encoding.CodecV2: the standard codec's name, so the
+// other side decodes and encodes as always.
+func (clipCodec) Name() string { return grpcproto.Name }
+
+// Marshal implements encoding.CodecV2.
+func (clipCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return encoding.GetCodecV2(grpcproto.Name).Marshal(v)
+	}
+	size := proto.Size(m)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		// Small messages: the standard codec allocates exactly.
+		return encoding.GetCodecV2(grpcproto.Name).Marshal(v)
+	}
+	buf := clipPool.Get(size)
+	out, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend((*buf)[:0], m)
+	if err != nil || len(out) != size {
+		clipPool.Put(buf)
+		if err == nil {
+			err = fmt.Errorf("marshal %T: %d bytes, sized %d", v, len(out), size)
+		}
+		return nil, err
+	}
+	*buf = out
+	return mem.BufferSlice{mem.NewBuffer(buf, clipPool)}, nil
+}
+
+// Unmarshal implements encoding.CodecV2.
+func (clipCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	resp, ok := v.(*pluginpb.SynthesizeResponse)
+	if !ok {
+		return encoding.GetCodecV2(grpcproto.Name).Unmarshal(data, v)
+	}
+	// bytes.Join allocates without zeroing what it then overwrites.
+	var small [16][]byte
+	pieces := small[:0]
+	for _, b := range data {
+		pieces = append(pieces, b.ReadOnlyData())
+	}
+	return unmarshalClip(bytes.Join(pieces, nil), resp)
+}
+
+// unmarshalClip decodes a SynthesizeResponse from b, whose audio field
+// (the last one, as protobuf's merge rule says) aliases b.
+func unmarshalClip(b []byte, resp *pluginpb.SynthesizeResponse) error {
+	var audio []byte
+	hasAudio := false
+	rest := make([]byte, 0, 256)
+	for in := b; len(in) > 0; {
+		num, typ, n := protowire.ConsumeTag(in)
+		if n < 0 {
+			return fmt.Errorf("decode SynthesizeResponse: %w", protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, in[n:])
+		if m < 0 {
+			return fmt.Errorf("decode SynthesizeResponse: %w", protowire.ParseError(m))
+		}
+		if num == audioField && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(in[n:])
+			audio, hasAudio = v, true
+		} else {
+			rest = append(rest, in[:n+m]...)
+		}
+		in = in[n+m:]
+	}
+	if err := proto.Unmarshal(rest, resp); err != nil {
+		return fmt.Errorf("decode SynthesizeResponse: %w", err)
+	}
+	if hasAudio {
+		resp.Audio = audio
+	}
+	return nil
+}
+
+// clipPool is the buffer pool of clipCodec: sync.Pools of power-of-two
+// sizes from 64 KiB to MaxMessageBytes. Unlike gRPC's default pool it does
+// not zero a buffer it hands out: its users overwrite every byte they use.
+var clipPool = newTieredPool(16, 27)
+
+// tieredPool is a mem.BufferPool of power-of-two tiers 2^min to 2^max
+// bytes; larger buffers are allocated and dropped.
+type tieredPool struct {
+	min   int
+	tiers []sync.Pool
+}
+
+func newTieredPool(minExp, maxExp int) *tieredPool {
+	return &tieredPool{min: minExp, tiers: make([]sync.Pool, maxExp-minExp+1)}
+}
+
+// tier returns the index of the smallest tier holding n bytes, or -1.
+func (p *tieredPool) tier(n int) int {
+	i := max(bits.Len(uint(n-1)), p.min) - p.min
+	if i >= len(p.tiers) {
+		return -1
+	}
+	return i
+}
+
+// Get implements mem.BufferPool.
+func (p *tieredPool) Get(n int) *[]byte {
+	i := p.tier(n)
+	if i < 0 {
+		b := make([]byte, n)
+		return &b
+	}
+	if b, ok := p.tiers[i].Get().(*[]byte); ok {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]byte, n, 1<<(i+p.min))
+	return &b
+}
+
+// Put implements mem.BufferPool.
+func (p *tieredPool) Put(b *[]byte) {
+	c := cap(*b)
+	if i := p.tier(c); i >= 0 && c == 1<<(i+p.min) {
+		p.tiers[i].Put(b)
 	}
 }

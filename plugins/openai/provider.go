@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -295,7 +294,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		return nil, err
 	}
 	defer resp.Body.Close()
-	audio, err := io.ReadAll(io.LimitReader(resp.Body, maxAudioBytes))
+	audio, err := upstream.ReadBody(resp.Body, resp.ContentLength, maxAudioBytes)
 	if err != nil {
 		return nil, upstream.TransportError(ctx, providerID, err)
 	}

@@ -21,7 +21,7 @@ import (
 //	                 stream's first byte (Go duration, e.g. 60s); default none
 //	connect_timeout  TCP connect and TLS handshake bound; default 5s
 //	max_attempts     tries per idempotent call, the first included; default 3
-//	max_idle_conns   idle keep-alive connections kept; default 64
+//	max_idle_conns   idle keep-alive connections kept; default 256
 type Settings struct {
 	BaseURL     string
 	Timeout     time.Duration

@@ -465,3 +465,84 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 	c.off += m
 	return m, nil
 }
+
+func TestReadBody(t *testing.T) {
+	data := make([]byte, 100_000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	tests := []struct {
+		name  string
+		r     func() io.Reader
+		size  int64
+		limit int64
+		want  []byte
+		err   bool
+	}{
+		{"unknown length, several blocks", func() io.Reader { return bytes.NewReader(data) }, -1, 1 << 20, data, false},
+		{"unknown length, one byte at a time", func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data[:70_000])) }, -1, 1 << 20, data[:70_000], false},
+		{"unknown length, exactly one block", func() io.Reader { return bytes.NewReader(data[:readBlock]) }, -1, 1 << 20, data[:readBlock], false},
+		{"empty", func() io.Reader { return bytes.NewReader(nil) }, -1, 1 << 20, []byte{}, false},
+		{"known length", func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), 1 << 20, data, false},
+		{"known length zero", func() io.Reader { return bytes.NewReader(nil) }, 0, 1 << 20, []byte{}, false},
+		{"known length, body shorter", func() io.Reader { return bytes.NewReader(data[:10]) }, 20, 1 << 20, data[:10], true},
+		{"limit cuts the body", func() io.Reader { return bytes.NewReader(data) }, -1, 40_000, data[:40_000], false},
+		{"announced length over the limit", func() io.Reader { return bytes.NewReader(data) }, int64(len(data)), 40_000, data[:40_000], false},
+		{"read error", func() io.Reader {
+			return io.MultiReader(bytes.NewReader(data[:5]), iotest.ErrReader(errors.New("boom")))
+		}, -1, 1 << 20, data[:5], true},
+		{"data with EOF", func() io.Reader { return iotest.DataErrReader(bytes.NewReader(data[:50_000])) }, -1, 1 << 20, data[:50_000], false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadBody(tt.r(), tt.size, tt.limit)
+			if (err != nil) != tt.err {
+				t.Fatalf("err = %v, want error %v", err, tt.err)
+			}
+			if !bytes.Equal(got, tt.want) || got == nil {
+				t.Fatalf("got %d bytes (nil %v), want %d", len(got), got == nil, len(tt.want))
+			}
+		})
+	}
+}
+
+// BenchmarkReadBody compares ReadBody with io.ReadAll on a 3-second 24 kHz
+// PCM clip (144 KB) of unknown length arriving 16 KiB per read, as a
+// chunked upstream response does.
+func BenchmarkReadBody(b *testing.B) {
+	clip := make([]byte, 144_000)
+	reader := func() io.Reader { return &pacedReader{data: clip, step: 16 << 10} }
+	b.Run("io.ReadAll", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(clip)))
+		for b.Loop() {
+			if out, err := io.ReadAll(io.LimitReader(reader(), 1<<30)); err != nil || len(out) != len(clip) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadBody", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(clip)))
+		for b.Loop() {
+			if out, err := ReadBody(reader(), -1, 1<<30); err != nil || len(out) != len(clip) {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// pacedReader returns at most step bytes per Read.
+type pacedReader struct {
+	data []byte
+	step int
+}
+
+func (r *pacedReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.step)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
