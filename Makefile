@@ -17,7 +17,7 @@ PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
 export VOXGATE_BIN_DIR := $(BIN)
 
-.PHONY: all deps build run test test-short bench proto vet fmt clean
+.PHONY: all deps build run test test-short bench bench-micro proto vet fmt clean
 
 all: build
 
@@ -54,9 +54,16 @@ test/jsclient/node_modules: test/jsclient/package-lock.json
 	cd test/jsclient && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## bench: benchmarks (see BENCHMARKS.md)
+## bench: the gateway against calling the provider directly, on loopback
+##        (cmd/voxbench): one table on stdout, every figure in bench-results.json;
+##        method and the latest run in BENCHMARKS.md
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/... 
+	$(GO) build -o $(BIN)/voxbench ./cmd/voxbench
+	$(BIN)/voxbench -bin $(BIN) -out bench-results.json
+
+## bench-micro: the go test micro-benchmarks of the packages
+bench-micro: build
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/...
 
 ## proto: regenerate the plugin protocol's Go code (needs protoc and the Go plugins)
 proto:

@@ -146,7 +146,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	defer log.Sync() //nolint:errcheck // best effort on exit
+	defer log.Sync() //nolint:errcheck // flushes the buffered log on exit
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -184,7 +184,11 @@ func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
 	} else {
 		enc = zapcore.NewJSONEncoder(encCfg)
 	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(w), lvl)
+	// Buffered: the access log writes a line per request, and a write
+	// system call per line sat on the request path. Lines reach w within a
+	// second, and Sync (called on exit) flushes the rest.
+	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 256 << 10, FlushInterval: time.Second}
+	core := zapcore.NewCore(enc, ws, lvl)
 	return zap.New(core), nil
 }
 

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
+	"github.com/valyala/fasthttp"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+)
+
+// benchOrg is the organization the load runs as.
+const benchOrg = "bench"
+
+// upstreamKeyEnv carries the fake's API key into the gateway's config as
+// the managed OpenAI credential, the way a deployment passes a secret.
+const upstreamKeyEnv = "VOXBENCH_OPENAI_KEY"
+
+// loadConfig is the gateway config of the load phases: the OpenAI plugin
+// three times, once per fake, as three providers of one organization,
+// with the gateway's own defaults for everything else (moderation off:
+// the org names no ruleset).
+func loadConfig(u *upstreams, accessLog bool) func(listen, dir, bin string) string {
+	return func(listen, dir, bin string) string {
+		cfg := fmt.Sprintf(`server:
+  listen: %s
+  access_log: %t
+storage:
+  path: %s
+plugins:
+  dir: %s
+secrets:
+  key_file: %s
+providers:
+`, listen, accessLog, filepath.Join(dir, "voxgate.db"), filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"))
+		orgs := fmt.Sprintf("orgs:\n  %s:\n    providers:\n", benchOrg)
+		for _, p := range []struct{ id, root string }{{"openai", u.Clip}, {"openai-stream", u.Stream}, {"openai-live", u.Live}} {
+			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    managed: true\n    api_key: ${%s}\n    base_url: %s/v1\n    timeout: 30s\n",
+				p.id, upstreamKeyEnv, p.root)
+			orgs += fmt.Sprintf("      %s: {enabled: true}\n", p.id)
+		}
+		return cfg + orgs
+	}
+}
+
+// gatewayProc is a bin/voxgate process with its generated config.
+type gatewayProc struct {
+	bin, cfgPath, logPath string
+	addr                  string
+	cmd                   *exec.Cmd
+	exited                chan struct{}
+	hc                    *fasthttp.HostClient
+}
+
+// startGateway writes the config made by cfg into dir/name and prepares
+// (but does not yet serve) a gateway on a free loopback port.
+func startGateway(_ context.Context, bin, dir, name string, cfg func(listen, dir, bin string) string) (*gatewayProc, error) {
+	sub := filepath.Join(dir, name)
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	g := &gatewayProc{bin: bin, cfgPath: filepath.Join(sub, "gateway.yaml"), logPath: filepath.Join(sub, "voxgate.log"), addr: addr}
+	if err := os.WriteFile(g.cfgPath, []byte(cfg(addr, sub, bin)), 0o600); err != nil {
+		return nil, err
+	}
+	g.hc = &fasthttp.HostClient{Addr: addr, MaxConns: 4, ReadTimeout: 30 * time.Second}
+	return g, nil
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (g *gatewayProc) env() []string {
+	return append(os.Environ(), upstreamKeyEnv+"="+openai.Key)
+}
+
+// createKey creates an API key for org with `voxgate keys create` on the
+// not yet served database, as an operator would.
+func (g *gatewayProc) createKey(ctx context.Context, org string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(g.bin, "voxgate"), "keys", "create", "--org", org, "--name", "voxbench", "--config", g.cfgPath)
+	cmd.Env = g.env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("voxgate keys create: %w: %s", err, stderr.String())
+	}
+	key := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(key, "vxk_") {
+		return "", fmt.Errorf("voxgate keys create printed %q, not a key", key)
+	}
+	return key, nil
+}
+
+// serve starts `voxgate serve` and waits until /readyz answers 200.
+func (g *gatewayProc) serve(ctx context.Context) error {
+	logFile, err := os.Create(g.logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	g.cmd = exec.Command(filepath.Join(g.bin, "voxgate"), "serve", "--config", g.cfgPath)
+	g.cmd.Env = g.env()
+	g.cmd.Stdout, g.cmd.Stderr = logFile, logFile
+	// If this process dies, so does the gateway (and it stops its plugins).
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := g.cmd.Start(); err != nil {
+		return fmt.Errorf("start voxgate: %w", err)
+	}
+	g.exited = make(chan struct{})
+	go func() { _ = g.cmd.Wait(); close(g.exited) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, _, err := g.get("/readyz", "")
+		if err == nil && status == 200 {
+			logf("gateway %s ready (pid %d, log %s)", g.addr, g.cmd.Process.Pid, g.logPath)
+			return nil
+		}
+		select {
+		case <-g.exited:
+			return fmt.Errorf("voxgate exited during start-up; its log:\n%s", tail(g.logPath))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("voxgate not ready after 60s (last: %d %v); its log:\n%s", status, err, tail(g.logPath))
+		}
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// get fetches path with an optional bearer key.
+func (g *gatewayProc) get(path, key string) (int, []byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + g.addr + path)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if err := g.hc.DoTimeout(req, resp, 30*time.Second); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
+}
+
+func (g *gatewayProc) pid() int { return g.cmd.Process.Pid }
+
+// metrics scrapes /metrics and returns the named counters and gauges,
+// summed over their label sets; a histogram's sum and count are named
+// NAME_sum and NAME_count.
+func (g *gatewayProc) metrics(names ...string) (map[string]float64, error) {
+	status, body, err := g.get("/metrics", "")
+	if err != nil {
+		return nil, err
+	}
+	if status != 200 {
+		return nil, fmt.Errorf("/metrics: status %d", status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("parse /metrics: %w", err)
+	}
+	flat := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				flat[name] += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				flat[name] += m.GetGauge().GetValue()
+			case m.GetUntyped() != nil:
+				flat[name] += m.GetUntyped().GetValue()
+			case m.GetHistogram() != nil:
+				flat[name+"_sum"] += m.GetHistogram().GetSampleSum()
+				flat[name+"_count"] += float64(m.GetHistogram().GetSampleCount())
+			case m.GetSummary() != nil:
+				flat[name+"_sum"] += m.GetSummary().GetSampleSum()
+				flat[name+"_count"] += float64(m.GetSummary().GetSampleCount())
+			}
+		}
+	}
+	out := make(map[string]float64, len(names))
+	for _, n := range names {
+		v, ok := flat[n]
+		if !ok {
+			return nil, fmt.Errorf("/metrics has no %s", n)
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
+// Metric names the harness reads.
+const (
+	mMallocs    = "go_memstats_mallocs_total"
+	mLogWritten = "voxgate_log_rows_written_total"
+	mLogDropped = "voxgate_log_rows_dropped_total"
+	mLogQueue   = "voxgate_log_queue_depth"
+	mGoroutines = "go_goroutines"
+	mHeapInuse  = "go_memstats_heap_inuse_bytes"
+	// Sums and counts of the gateway's own latency histograms: the time
+	// in its handlers and in plugin calls, which split a request's
+	// overhead into edge, plugin hop and upstream.
+	mHandlerSum   = "voxgate_http_request_duration_seconds_sum"
+	mHandlerCount = "voxgate_http_request_duration_seconds_count"
+	mCallSum      = "voxgate_provider_call_duration_seconds_sum"
+	mCallCount    = "voxgate_provider_call_duration_seconds_count"
+)
+
+// mallocCounter measures allocations of the gateway over a phase, net of
+// the /metrics scrapes that read the counter.
+type mallocCounter struct {
+	g          *gatewayProc
+	scrapeCost float64
+	start      float64
+}
+
+// startMallocs calibrates the cost of one scrape (two scrapes back to
+// back, while nothing else runs) and takes the starting count.
+func (g *gatewayProc) startMallocs() (*mallocCounter, error) {
+	a, err := g.metrics(mMallocs)
+	if err != nil {
+		return nil, err
+	}
+	b, err := g.metrics(mMallocs)
+	if err != nil {
+		return nil, err
+	}
+	return &mallocCounter{g: g, scrapeCost: b[mMallocs] - a[mMallocs], start: b[mMallocs]}, nil
+}
+
+// per returns the allocations since start divided by n.
+func (m *mallocCounter) per(n int) (float64, error) {
+	e, err := m.g.metrics(mMallocs)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, errors.New("no requests")
+	}
+	return (e[mMallocs] - m.start - m.scrapeCost) / float64(n), nil
+}
+
+// memory is a process's resident memory.
+type memory struct {
+	RSS, HWM uint64
+}
+
+func procMemory(pid int) (memory, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return memory{}, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return memory{}, err
+	}
+	return memory{RSS: st.VmRSS, HWM: st.VmHWM}, nil
+}
+
+// cpuTimes is CPU time in seconds, in user space and in the kernel.
+type cpuTimes struct{ User, System float64 }
+
+// cpuSeconds returns the CPU time the processes have used so far.
+func cpuSeconds(pids ...int) cpuTimes {
+	var sum cpuTimes
+	for _, pid := range pids {
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			continue
+		}
+		if st, err := p.Stat(); err == nil {
+			// USER_HZ is 100 on Linux (procfs assumes the same).
+			sum.User += float64(st.UTime) / 100
+			sum.System += float64(st.STime) / 100
+		}
+	}
+	return sum
+}
+
+// pluginPIDs returns the gateway's child processes (its plugins).
+func (g *gatewayProc) pluginPIDs() []int {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err == nil && st.PPID == g.pid() {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
+}
+
+// shutdown records the final log-writer counters and the plugins' peak
+// memory, and stops the gateway
+// with SIGTERM (it drains its log queue), waiting up to 30 s.
+func (g *gatewayProc) shutdown(res *Results) error {
+	if res != nil {
+		if m, err := g.metrics(mLogWritten, mLogDropped); err == nil {
+			res.Logs.DroppedTotal = m[mLogDropped]
+			res.Logs.WrittenTotal = m[mLogWritten]
+		}
+		for _, pid := range g.pluginPIDs() {
+			if m, err := procMemory(pid); err == nil {
+				res.PluginHWM = append(res.PluginHWM, m.HWM)
+			}
+		}
+		slices.Sort(res.PluginHWM)
+		slices.Reverse(res.PluginHWM)
+	}
+	if g.cmd == nil || g.cmd.Process == nil {
+		return nil
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = g.cmd.Process.Kill()
+		return errors.New("voxgate did not stop within 30s of SIGTERM")
+	}
+}
+
+// stop kills the gateway if it still runs (deferred clean-up).
+func (g *gatewayProc) stop() {
+	if g.cmd == nil || g.cmd.Process == nil || g.exited == nil {
+		return
+	}
+	select {
+	case <-g.exited:
+	default:
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-g.exited:
+		case <-time.After(10 * time.Second):
+			_ = g.cmd.Process.Kill()
+		}
+	}
+}

@@ -1,0 +1,203 @@
+// Command voxbench measures what voxgate adds to a text-to-speech call,
+// side by side with calling the provider directly, all on loopback:
+//
+//	client ─────────────────────────────────────────────► fake OpenAI  (direct)
+//	client ──► bin/voxgate ──gRPC──► voxgate-openai ──► fake OpenAI  (gateway)
+//
+// The fake OpenAI speech API (internal/fakeupstream/openai) runs in a child
+// process, as a provider would run elsewhere: one fake answers every request
+// with the same realistically sized clip, two stream chunks with a pause
+// between them. The gateway is the real binary with the real OpenAI
+// plugin, started as its own process with a generated config, so its
+// memory, CPU and allocation figures are its own. Both paths are driven by
+// the same client (fasthttp, see load.go) and every figure is measured next
+// to its baseline in the same run, interleaved where it is a latency.
+//
+// `make bench` runs it; it prints one table and writes every measurement
+// as JSON (bench-results.json). BENCHMARKS.md explains the method and
+// records a run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	bin        string
+	out        string
+	fixtureDir string
+	perfDir    string
+	quick      bool
+	accessLog  bool
+	streams    int
+	keep       bool
+	only       string
+	clip       float64
+}
+
+func main() {
+	if len(os.Args) == 3 && os.Args[1] == fakeUpstreamCmd {
+		if err := serveFakes(os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	flag.StringVar(&o.bin, "bin", "bin", "directory holding voxgate and plugins/ (make build)")
+	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
+	flag.StringVar(&o.fixtureDir, "fixture-dir", os.TempDir(), "where the cached request-log fixture lives")
+	flag.StringVar(&o.perfDir, "perf", "", "if set, record a system-wide `perf` profile during the first 64-client gateway slot into this directory")
+	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
+	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
+	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
+	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, streams, logs (for profiling; the table then lacks the others)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	res, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
+		os.Exit(1)
+	}
+	res.Elapsed = time.Since(start).Round(time.Second).String()
+	printTable(os.Stdout, res)
+	if err := writeJSON(o.out, res); err != nil {
+		fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("\nwrote %s (%s)\n", o.out, res.Elapsed)
+}
+
+// run performs every phase and returns the results.
+func run(ctx context.Context, o options) (*Results, error) {
+	raiseFileLimit()
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{filepath.Join(bin, "voxgate"), filepath.Join(bin, "plugins", "voxgate-openai")} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s is missing: run `make build` first", p)
+		}
+	}
+	dir, err := os.MkdirTemp("", "voxbench-")
+	if err != nil {
+		return nil, err
+	}
+	if o.keep {
+		logf("keeping %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	plan := defaultPlan(o)
+	res := newResults(plan)
+
+	ups, err := startUpstreams(plan)
+	if err != nil {
+		return nil, err
+	}
+	defer ups.close()
+
+	// The log fixture first: building it (once, then cached) is the only
+	// slow set-up step, and doing it before the load phases keeps its disk
+	// writes out of their measurements.
+	var fx *fixture
+	if o.runs("logs") {
+		if fx, err = logFixture(ctx, bin, o.fixtureDir, dir); err != nil {
+			return nil, fmt.Errorf("request-log fixture: %w", err)
+		}
+	}
+
+	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, o.accessLog))
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	key, err := gw.createKey(ctx, benchOrg)
+	if err != nil {
+		return nil, err
+	}
+	if err := gw.serve(ctx); err != nil {
+		return nil, err
+	}
+	lg := newLoad(plan, ups, gw, key)
+	defer lg.close()
+
+	steps := []struct {
+		id, name string
+		fn       func(context.Context, *Results) error
+	}{
+		{"", "warm-up", lg.warmUp},
+		// Streams first: the memory figures then start from a gateway that
+		// has not yet grown its heap and pools for 256 clients.
+		{"streams", "concurrent streams", lg.concurrentStreams},
+		{"seq", "sequential clips", lg.sequential},
+		{"tput", "throughput", func(ctx context.Context, r *Results) error { return lg.throughput(ctx, r, o.perfDir) }},
+		{"ttfb", "stream time-to-first-byte", lg.streamTTFB},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s.id != "" && !o.runs(s.id) {
+			continue
+		}
+		t := time.Now()
+		logf("phase: %s", s.name)
+		if err := s.fn(ctx, res); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		logf("phase: %s done in %s", s.name, time.Since(t).Round(100*time.Millisecond))
+	}
+	if err := gw.shutdown(res); err != nil {
+		return nil, err
+	}
+
+	if o.runs("logs") {
+		logf("phase: GET /v1/logs")
+		if err := listLogs(ctx, bin, dir, fx, plan, res); err != nil {
+			return nil, fmt.Errorf("logs: %w", err)
+		}
+	}
+	res.evaluate()
+	return res, nil
+}
+
+// runs reports whether phase id is selected by -only.
+func (o options) runs(id string) bool {
+	return o.only == "" || slices.Contains(strings.Split(o.only, ","), id)
+}
+
+// raiseFileLimit lifts the soft open-files limit to the hard one: the
+// concurrent-streams phase holds a socket per stream in this process, two
+// in the gateway and its plugin and one in the fake upstream, which all
+// inherit the limit from here.
+func raiseFileLimit() {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return
+	}
+	if l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}

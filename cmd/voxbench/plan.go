@@ -1,0 +1,69 @@
+package main
+
+import "time"
+
+// plan holds every count and duration of a run, so that a quick run differs
+// from a full one in one place.
+type plan struct {
+	// ClipSeconds is the length of the whole clip the clip fake returns
+	// (24 kHz 16-bit PCM, so 48,000 bytes a second).
+	ClipSeconds float64 `json:"clip_seconds"`
+	// ClipChunk is the size of the clip fake's writes.
+	ClipChunk int `json:"clip_chunk_bytes"`
+	// StreamChunk and StreamDelay shape the streaming fake: chunks of
+	// StreamChunk bytes (100 ms of audio) with StreamDelay between them.
+	StreamChunk int           `json:"stream_chunk_bytes"`
+	StreamDelay time.Duration `json:"stream_chunk_delay_ns"`
+	// ManyStreamsDelay is the chunk delay while the concurrent-streams
+	// phase runs: real-time pace (100 ms of audio every 100 ms).
+	ManyStreamsDelay time.Duration `json:"many_streams_chunk_delay_ns"`
+
+	WarmUp      int `json:"warm_up_requests"`
+	SeqRounds   int `json:"sequential_rounds"`
+	SeqPerRound int `json:"sequential_pairs_per_round"`
+
+	Concurrency []int         `json:"throughput_clients"`
+	Slot        time.Duration `json:"throughput_slot_ns"`
+	Slots       int           `json:"throughput_slots_per_path"`
+
+	TTFBPairs   int `json:"ttfb_pairs"`
+	ManyStreams int `json:"concurrent_streams"`
+
+	LogPages int `json:"log_page_samples"`
+
+	// Texts: ClipText for whole clips (the clip fake ignores its length),
+	// TTFBText a short stream (5 chunks), ManyText a stream of about 4 s.
+	ClipText string `json:"clip_text"`
+	TTFBText string `json:"ttfb_text"`
+	ManyText string `json:"many_streams_text"`
+}
+
+func defaultPlan(o options) plan {
+	p := plan{
+		ClipSeconds:      o.clip,
+		ClipChunk:        16 << 10,
+		StreamChunk:      4800,
+		StreamDelay:      20 * time.Millisecond,
+		ManyStreamsDelay: 100 * time.Millisecond,
+		WarmUp:           300,
+		SeqRounds:        10,
+		SeqPerRound:      400,
+		Concurrency:      []int{16, 64, 256},
+		Slot:             2500 * time.Millisecond,
+		Slots:            2,
+		TTFBPairs:        120,
+		ManyStreams:      o.streams,
+		LogPages:         50,
+		ClipText:         "The quick brown fox jumps over the lazy dog, twice.",
+		TTFBText:         "Hello.",
+		ManyText:         "Streaming speech arrives while the provider is still speaking it.",
+	}
+	if o.quick {
+		p.WarmUp, p.SeqRounds, p.SeqPerRound = 50, 3, 100
+		p.Slot, p.Slots = time.Second, 1
+		p.TTFBPairs = 20
+		p.ManyStreams = min(o.streams, 200)
+		p.LogPages = 10
+	}
+	return p
+}

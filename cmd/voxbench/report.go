@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/procfs"
+)
+
+// Results is everything a run measured; it is written as JSON.
+type Results struct {
+	Started    time.Time     `json:"started"`
+	Elapsed    string        `json:"elapsed"`
+	Machine    machine       `json:"machine"`
+	Plan       plan          `json:"plan"`
+	Figures    []figure      `json:"figures"`
+	Sequential seqResult     `json:"sequential"`
+	Throughput []tputRow     `json:"throughput"`
+	TTFB       ttfbResult    `json:"stream_ttfb"`
+	Streams    streamsResult `json:"concurrent_streams"`
+	Logs       logsResult    `json:"request_logs"`
+	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
+	// of the load gateway at the end of the load phases, largest first.
+	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
+}
+
+type machine struct {
+	CPU        string  `json:"cpu"`
+	Cores      int     `json:"cores"`
+	MemoryGiB  float64 `json:"memory_gib"`
+	Kernel     string  `json:"kernel"`
+	Go         string  `json:"go"`
+	LoadBefore string  `json:"loadavg_before"`
+	LoadAfter  string  `json:"loadavg_after"`
+}
+
+type seqRound struct {
+	Round       int     `json:"round"`
+	Direct      latency `json:"direct"`
+	Gateway     latency `json:"gateway"`
+	OverheadP50 float64 `json:"overhead_p50_ms"`
+	OverheadP99 float64 `json:"overhead_p99_ms"`
+}
+
+type seqResult struct {
+	ClipBytes int        `json:"clip_bytes"`
+	Rounds    []seqRound `json:"rounds"`
+	Direct    latency    `json:"direct"`
+	Gateway   latency    `json:"gateway"`
+	// OverheadP50 and OverheadP99 are medians over rounds of gateway minus
+	// direct.
+	OverheadP50      float64 `json:"overhead_p50_ms"`
+	OverheadP99      float64 `json:"overhead_p99_ms"`
+	AllocsPerRequest float64 `json:"gateway_allocs_per_request"`
+	// HandlerMean and PluginCallMean are the gateway's own view of the
+	// gateway requests (its latency histograms): time in the handler
+	// (before the response body is written) and in the plugin call, which
+	// includes the plugin's upstream request.
+	HandlerMean    float64 `json:"gateway_handler_mean_ms"`
+	PluginCallMean float64 `json:"gateway_plugin_call_mean_ms"`
+}
+
+type tputRow struct {
+	Clients         int     `json:"clients"`
+	DirectRequests  int     `json:"direct_requests"`
+	GatewayRequests int     `json:"gateway_requests"`
+	DirectRPS       float64 `json:"direct_rps"`
+	GatewayRPS      float64 `json:"gateway_rps"`
+	Ratio           float64 `json:"ratio"`
+	Direct          latency `json:"direct_latency"`
+	Gateway         latency `json:"gateway_latency"`
+	Errors          int     `json:"errors"`
+	// DirectCPU and GatewayCPU are the CPU time each process spent per
+	// request while that path ran (from /proc/PID/stat, 10 ms ticks).
+	DirectCPU  cpuPerRequest `json:"direct_cpu_us_per_request"`
+	GatewayCPU cpuPerRequest `json:"gateway_cpu_us_per_request"`
+}
+
+// cpuPerRequest is microseconds of CPU per request, by process.
+type cpuPerRequest struct {
+	Client  cpuSplit `json:"client"`
+	Fake    cpuSplit `json:"fake_upstream"`
+	Gateway cpuSplit `json:"gateway"`
+	Plugin  cpuSplit `json:"plugin"`
+	Total   float64  `json:"total"`
+}
+
+// cpuSplit is CPU time in user space and in the kernel (system calls,
+// the loopback network stack, scheduling).
+type cpuSplit struct {
+	User   float64 `json:"user"`
+	System float64 `json:"system"`
+}
+
+func (c cpuSplit) sum() float64 { return c.User + c.System }
+
+func (c cpuSplit) String() string {
+	return fmt.Sprintf("%.0f (%.0f user + %.0f sys)", c.sum(), c.User, c.System)
+}
+
+type ttfbResult struct {
+	StreamBytes int64   `json:"stream_bytes"`
+	Direct      latency `json:"direct"`
+	Gateway     latency `json:"gateway"`
+	OverheadP50 float64 `json:"overhead_p50_ms"`
+	OverheadP99 float64 `json:"overhead_p99_ms"`
+}
+
+type streamsResult struct {
+	Streams          int     `json:"streams"`
+	MaxOpen          int     `json:"max_open"`
+	Errors           int     `json:"errors"`
+	FirstError       string  `json:"first_error,omitempty"`
+	Seconds          float64 `json:"seconds"`
+	BytesPerStream   float64 `json:"bytes_per_stream"`
+	IdleRSS          uint64  `json:"gateway_idle_rss_bytes"`
+	PeakRSS          uint64  `json:"gateway_peak_rss_bytes"`
+	HWM              uint64  `json:"gateway_hwm_bytes"`
+	AllocsPerRequest float64 `json:"gateway_allocs_per_stream"`
+	TTFB             latency `json:"ttfb_under_load"`
+	// Goroutines and heap in use, from the gateway's /metrics: less noisy
+	// than RSS, which depends on when the collector last ran.
+	IdleGoroutines int    `json:"gateway_idle_goroutines"`
+	PeakGoroutines int    `json:"gateway_peak_goroutines"`
+	IdleHeapInuse  uint64 `json:"gateway_idle_heap_inuse_bytes"`
+	PeakHeapInuse  uint64 `json:"gateway_peak_heap_inuse_bytes"`
+}
+
+type logSlot struct {
+	Clients        int     `json:"clients"`
+	Requests       int     `json:"requests"`
+	Seconds        float64 `json:"seconds"`
+	RequestsPerSec float64 `json:"requests_per_sec"`
+	Written        float64 `json:"rows_written"`
+	RowsPerSec     float64 `json:"rows_per_sec"`
+	Dropped        float64 `json:"rows_dropped"`
+	MaxQueue       float64 `json:"max_queue_depth"`
+}
+
+type logPage struct {
+	Org  string  `json:"org"`
+	Rows int     `json:"rows"`
+	Page string  `json:"page"`
+	Time latency `json:"time"`
+}
+
+type logsResult struct {
+	Slots        []logSlot `json:"load_slots"`
+	WrittenTotal float64   `json:"written_total"`
+	DroppedTotal float64   `json:"dropped_total"`
+	Pages        []logPage `json:"pages"`
+}
+
+// figure is one row of the table.
+type figure struct {
+	Name     string  `json:"name"`
+	Unit     string  `json:"unit"`
+	Baseline string  `json:"baseline"`
+	Gateway  string  `json:"gateway"`
+	Delta    string  `json:"delta"`
+	Target   string  `json:"target,omitempty"`
+	Pass     *bool   `json:"pass,omitempty"`
+	Value    float64 `json:"value"`
+}
+
+func newResults(p plan) *Results {
+	return &Results{Started: time.Now().UTC(), Plan: p, Machine: describeMachine()}
+}
+
+func describeMachine() machine {
+	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadBefore: loadavg()}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if mi, err := fs.Meminfo(); err == nil && mi.MemTotal != nil {
+			m.MemoryGiB = float64(*mi.MemTotal) / (1 << 20)
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// Targets of the issue, checked by evaluate.
+const (
+	targetSeqP50   = 0.25 // ms
+	targetTput64   = 0.70 // gateway / direct
+	targetTTFBP50  = 0.5  // ms
+	targetLogsFlat = 2.0  // 1M-row page / 10k-row page
+)
+
+func pass(ok bool) *bool { return &ok }
+
+// evaluate turns the measurements into the table's figures.
+func (r *Results) evaluate() {
+	r.Machine.LoadAfter = loadavg()
+	s := r.Sequential
+	add := func(f figure) { r.Figures = append(r.Figures, f) }
+	if s.Direct.N > 0 {
+		add(figure{Name: fmt.Sprintf("sequential clip (%d KB), p50", s.ClipBytes/1000), Unit: "ms",
+			Baseline: f3(s.Direct.P50), Gateway: f3(s.Gateway.P50), Delta: signed(s.OverheadP50),
+			Target: "≤ +" + f3(targetSeqP50), Pass: pass(s.OverheadP50 <= targetSeqP50), Value: s.OverheadP50})
+		add(figure{Name: "sequential clip, p99", Unit: "ms",
+			Baseline: f3(s.Direct.P99), Gateway: f3(s.Gateway.P99), Delta: signed(s.OverheadP99), Value: s.OverheadP99})
+	}
+	for _, t := range r.Throughput {
+		f := figure{Name: fmt.Sprintf("throughput, %d clients", t.Clients), Unit: "req/s",
+			Baseline: fmt.Sprintf("%.0f", t.DirectRPS), Gateway: fmt.Sprintf("%.0f", t.GatewayRPS),
+			Delta: fmt.Sprintf("%.2fx", t.Ratio), Value: t.Ratio}
+		if t.Clients == 64 {
+			f.Target, f.Pass = fmt.Sprintf("≥ %.2fx", targetTput64), pass(t.Ratio >= targetTput64 && t.Errors == 0)
+		}
+		if t.Errors > 0 {
+			f.Delta += fmt.Sprintf(" (%d errors)", t.Errors)
+		}
+		add(f)
+	}
+	if t := r.TTFB; t.Direct.N > 0 {
+		add(figure{Name: "stream time to first byte, p50", Unit: "ms",
+			Baseline: f3(t.Direct.P50), Gateway: f3(t.Gateway.P50), Delta: signed(t.OverheadP50),
+			Target: "≤ +" + f3(targetTTFBP50), Pass: pass(t.OverheadP50 <= targetTTFBP50), Value: t.OverheadP50})
+		add(figure{Name: "stream time to first byte, p99", Unit: "ms",
+			Baseline: f3(t.Direct.P99), Gateway: f3(t.Gateway.P99), Delta: signed(t.OverheadP99), Value: t.OverheadP99})
+	}
+	if st := r.Streams; st.Streams > 0 {
+		perStream := (float64(st.PeakRSS) - float64(st.IdleRSS)) / float64(max(1, st.MaxOpen)) / 1024
+		add(figure{Name: fmt.Sprintf("gateway RSS, %d concurrent streams (idle → peak)", st.Streams), Unit: "MiB",
+			Baseline: mib(st.IdleRSS), Gateway: mib(st.PeakRSS), Delta: fmt.Sprintf("%.0f KiB/stream", perStream), Value: float64(st.PeakRSS)})
+		add(figure{Name: "gateway heap in use, same streams (idle → peak)", Unit: "MiB",
+			Baseline: mib(st.IdleHeapInuse), Gateway: mib(st.PeakHeapInuse),
+			Delta: fmt.Sprintf("%.1f goroutines/stream", float64(st.PeakGoroutines-st.IdleGoroutines)/float64(max(1, st.MaxOpen))),
+			Value: float64(st.PeakHeapInuse)})
+		openNote := fmt.Sprintf("%d open at once", st.MaxOpen)
+		if st.Errors > 0 {
+			openNote += fmt.Sprintf(", %d errors", st.Errors)
+		}
+		add(figure{Name: "gateway allocations per request (clip → stream)", Unit: "allocs",
+			Baseline: fmt.Sprintf("%.0f", s.AllocsPerRequest), Gateway: fmt.Sprintf("%.0f", st.AllocsPerRequest),
+			Delta: openNote, Value: st.AllocsPerRequest})
+	}
+	if len(r.Logs.Slots) > 0 {
+		// Summed over every gateway slot of the throughput phase, so that
+		// rows of one slot written early in the next (batches wait up to
+		// 50 ms) even out.
+		var rows, reqs, secs, dropped, maxQueue float64
+		for _, ls := range r.Logs.Slots {
+			rows += ls.Written
+			reqs += float64(ls.Requests)
+			secs += ls.Seconds
+			dropped += ls.Dropped
+			maxQueue = max(maxQueue, ls.MaxQueue)
+		}
+		add(figure{Name: "request-log rows written while serving (all clients)", Unit: "rows/s",
+			Baseline: fmt.Sprintf("%.0f req/s", reqs/secs), Gateway: fmt.Sprintf("%.0f", rows/secs),
+			Delta: fmt.Sprintf("max queue %.0f", maxQueue), Value: rows / secs})
+		add(figure{Name: "request-log rows dropped (all load phases)", Unit: "rows",
+			Baseline: "0", Gateway: fmt.Sprintf("%.0f", dropped), Delta: "",
+			Target: "0", Pass: pass(dropped == 0 && r.Logs.DroppedTotal == 0), Value: dropped})
+	}
+	pages := map[string]map[int]latency{}
+	var order []string
+	for _, p := range r.Logs.Pages {
+		if pages[p.Page] == nil {
+			pages[p.Page] = map[int]latency{}
+			order = append(order, p.Page)
+		}
+		pages[p.Page][p.Rows] = p.Time
+	}
+	for _, name := range order {
+		small, big := pages[name][fixtureOrgs[0].rows], pages[name][fixtureOrgs[1].rows]
+		ratio := big.P50 / small.P50
+		add(figure{Name: fmt.Sprintf("GET /v1/logs %s page, 10k → 1M rows, p50", name), Unit: "ms",
+			Baseline: f3(small.P50), Gateway: f3(big.P50), Delta: fmt.Sprintf("%.2fx", ratio),
+			Target: fmt.Sprintf("≤ %.0fx", targetLogsFlat), Pass: pass(ratio <= targetLogsFlat), Value: ratio})
+	}
+}
+
+func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
+
+func signed(x float64) string { return fmt.Sprintf("%+.3f", x) }
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// printTable writes the figures as one aligned table.
+func printTable(w io.Writer, r *Results) {
+	fmt.Fprintf(w, "\nvoxbench: gateway vs direct on loopback — %s, %d cores, %s, load %s → %s\n",
+		r.Machine.CPU, r.Machine.Cores, r.Machine.Go, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	fmt.Fprintf(w, "clip: %d bytes of 24 kHz PCM in %d-byte writes; stream: %d-byte chunks every %s\n\n",
+		r.Sequential.ClipBytes, r.Plan.ClipChunk, r.Plan.StreamChunk, r.Plan.StreamDelay)
+	rows := [][]string{{"figure", "unit", "direct / baseline", "gateway", "overhead / ratio", "target", "result"}}
+	for _, f := range r.Figures {
+		result := ""
+		if f.Pass != nil {
+			result = "FAIL"
+			if *f.Pass {
+				result = "pass"
+			}
+		}
+		rows = append(rows, []string{f.Name, f.Unit, f.Baseline, f.Gateway, f.Delta, f.Target, result})
+	}
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for n, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i == 0 || i == 1 {
+				b.WriteString(c + pad) // names and units read left-aligned
+			} else {
+				b.WriteString(pad + c)
+			}
+			b.WriteString("  ")
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		if n == 0 {
+			fmt.Fprintln(w, strings.Repeat("-", utf8.RuneCountInString(strings.TrimRight(b.String(), " "))))
+		}
+	}
+	for _, t := range r.Throughput {
+		d, g := t.DirectCPU, t.GatewayCPU
+		fmt.Fprintf(w, "\nCPU µs per request, %d clients: direct %.0f = client %s + upstream %s\n", t.Clients, d.Total, d.Client, d.Fake)
+		fmt.Fprintf(w, "%*s gateway path %.0f = client %s + upstream %s + gateway %s + plugin %s",
+			len(fmt.Sprintf("CPU µs per request, %d clients:", t.Clients)), "", g.Total, g.Client, g.Fake, g.Gateway, g.Plugin)
+	}
+	if len(r.Throughput) > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(r.PluginHWM) > 0 {
+		var ps []string
+		for _, b := range r.PluginHWM {
+			ps = append(ps, mib(b))
+		}
+		fmt.Fprintf(w, "\nplugin processes' peak RSS (VmHWM), MiB: %s\n", strings.Join(ps, ", "))
+	}
+	if s := r.Sequential; s.Direct.N > 0 {
+		fmt.Fprintf(w, "\nsequential means: direct %.3f ms; gateway %.3f ms as the client sees it, %.3f ms in its handler, %.3f ms of that in the plugin call (gRPC hop + plugin + upstream)\n",
+			s.Direct.Mean, s.Gateway.Mean, s.HandlerMean, s.PluginCallMean)
+	}
+}
+
+func writeJSON(path string, r *Results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
