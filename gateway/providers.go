@@ -35,12 +35,8 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	}
 	for _, name := range sortedKeys(cfg.Moderation.Plugins) {
 		m := cfg.Moderation.Plugins[name]
-		settings := map[string]string{}
-		for k, v := range m.Settings {
-			settings[k] = v
-		}
 		specs = append(specs, pluginhost.Spec{Name: "moderation." + name, Kind: pluginhost.KindModerator, Path: g.pluginPath(m.Plugin),
-			Instances: m.Instances, Settings: settings})
+			Instances: m.Instances, Settings: m.Settings})
 	}
 	if len(specs) == 0 {
 		g.log.Warn("no providers configured: only voices and logs are served")

@@ -281,20 +281,8 @@ func jsonProblem(err error) error {
 		f = strings.Trim(f, `"`)
 		return problem.Validation(problem.Field("unknown field", f))
 	}
-	var ve *validationErr
-	if errors.As(err, &ve) {
-		return problem.Validation(problem.Field(ve.msg, ve.path...))
-	}
 	return problem.New(problem.InvalidJSON, "malformed JSON: %s", strings.TrimPrefix(msg, "json: "))
 }
-
-// validationErr lets a custom UnmarshalJSON report a field problem.
-type validationErr struct {
-	path []string
-	msg  string
-}
-
-func (e *validationErr) Error() string { return strings.Join(e.path, ".") + ": " + e.msg }
 
 func jsonTypeName(kind string) string {
 	switch kind {

@@ -207,8 +207,10 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	ctx.SetBodyString(`{"status":"ready"}`)
 }
 
-// Record enqueues a request log row for c, filling the common fields. It
-// never blocks (see reqlog.Writer.Record).
+// record enqueues a request log row for c, filling the common fields from
+// ctx where the row leaves them empty; ctx may be nil when the row is
+// complete (a stream ending after fasthttp took ctx back). It never blocks
+// (see reqlog.Writer.Record).
 func (s *Server) record(ctx *fasthttp.RequestCtx, c *call, row store.LogRow) {
 	if row.RequestID == "" {
 		row.RequestID = c.reqID
@@ -217,10 +219,10 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *call, row store.LogRow) {
 	if row.TS.IsZero() {
 		row.TS = c.start.UTC()
 	}
-	if row.Path == "" {
+	if row.Path == "" && ctx != nil {
 		row.Path = string(ctx.Path())
 	}
-	if row.Status == 0 {
+	if row.Status == 0 && ctx != nil {
 		row.Status = ctx.Response.StatusCode()
 	}
 	if row.LatencyMS == 0 {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -386,5 +385,5 @@ func ProviderSummary(jobs []*Job) (provider, model string) {
 			model = "mixed"
 		}
 	}
-	return provider, strings.TrimSpace(model)
+	return provider, model
 }
