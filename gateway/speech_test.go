@@ -568,8 +568,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 
 // TestSpeedWithoutNativeSupport checks the gateway's own time-stretch: a
 // model without native speed renders at normal speed and the whole clip is
-// stretched (pitch kept). (The stream endpoint's refusal is tested with
-// OpenAI's gpt-4o-mini-tts, which streams but has no native speed.)
+// stretched (pitch kept), and so is a speed outside a model's native
+// range; the stream endpoint refuses such speeds.
 func TestSpeedWithoutNativeSupport(t *testing.T) {
 	tg := startGateway(t, speechConfig)
 	// The test kit's "basic" model has no native speed and no timestamps;
@@ -587,5 +587,51 @@ func TestSpeedWithoutNativeSupport(t *testing.T) {
 	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
 	if last := calls[len(calls)-1]; last.Speed != 0 {
 		t.Errorf("the provider was asked for speed %v; it cannot do it", last.Speed)
+	}
+
+	// The "test" model honours 0.5 to 2 natively: 1.5 goes to the provider,
+	// 3 is rendered at normal speed and stretched, and refused on /stream.
+	callsFor := func(speed float64) (float64, float64) {
+		r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four", "speed": speed})
+		if r.status != 200 {
+			t.Fatalf("speed %v: %d %s", speed, r.status, r.body)
+		}
+		d, _ := pcmSeconds(t, r.header.Get("Content-Type"), r.body)
+		calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+		return calls[len(calls)-1].Speed, d
+	}
+	sent, _ := callsFor(1.5)
+	if sent != 1.5 {
+		t.Errorf("speed 1.5 within the native range reached the provider as %v", sent)
+	}
+	sent, d3 := callsFor(3)
+	if sent != 0 || math.Abs(d3-dn/3) > 0.002 {
+		t.Errorf("speed 3 beyond the native range: provider asked for %v, clip %.3fs from %.3fs", sent, d3, dn)
+	}
+	p := tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x", "speed": 3}).problem(t, 400, "param_not_allowed_on_stream")
+	assertPaths(t, p, "speed")
+	var cat struct {
+		Data []struct {
+			ID     string
+			Models []struct {
+				ID               string      `json:"id"`
+				NativeSpeedRange *[2]float64 `json:"native_speed_range"`
+			}
+		}
+	}
+	tg.do("GET", "/v1/providers", "acme", nil).json(t, &cat)
+	for _, pr := range cat.Data {
+		for _, m := range pr.Models {
+			switch pr.ID + "/" + m.ID {
+			case "testkit/test":
+				if m.NativeSpeedRange == nil || *m.NativeSpeedRange != [2]float64{0.5, 2} {
+					t.Errorf("testkit/test range %v", m.NativeSpeedRange)
+				}
+			case "testkit/basic":
+				if m.NativeSpeedRange != nil {
+					t.Errorf("basic has a speed range %v", m.NativeSpeedRange)
+				}
+			}
+		}
 	}
 }

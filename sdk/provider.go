@@ -117,6 +117,11 @@ type Model struct {
 	// MaxTextChars is the longest text (in Unicode code points) accepted in
 	// one call; 0 means the gateway default (5,000).
 	MaxTextChars int
+	// MinSpeed and MaxSpeed bound the speed the model honours natively
+	// (Capabilities.Speed); 0 means no bound on that side. The gateway
+	// sends a speed outside the range as 0 (normal) and time-stretches
+	// the whole clip itself, rather than letting the provider clamp it.
+	MinSpeed, MaxSpeed float64
 }
 
 // Capabilities are the native abilities of a model.

@@ -55,6 +55,8 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			SampleRates:      intsToProto(m.SampleRates),
 			NativeSampleRate: int32(m.NativeSampleRate),
 			MaxTextChars:     int32(m.MaxTextChars),
+			MinSpeed:         m.MinSpeed,
+			MaxSpeed:         m.MaxSpeed,
 		}
 	}
 	return out
@@ -84,6 +86,8 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			SampleRates:      intsFromProto(m.GetSampleRates()),
 			NativeSampleRate: int(m.GetNativeSampleRate()),
 			MaxTextChars:     int(m.GetMaxTextChars()),
+			MinSpeed:         m.GetMinSpeed(),
+			MaxSpeed:         m.GetMaxSpeed(),
 		}
 	}
 	return out

@@ -66,7 +66,7 @@ func TestWireRoundTrip(t *testing.T) {
 			ID: "m", Name: "M",
 			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
-			NativeSampleRate: 24000, MaxTextChars: 4096,
+			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}

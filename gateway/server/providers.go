@@ -26,6 +26,10 @@ type catalogModel struct {
 	Capabilities  capabilities `json:"capabilities"`
 	OutputFormats []string     `json:"output_formats"`
 	MaxTextChars  int          `json:"max_text_chars"`
+	// NativeSpeedRange is [min, max] of the speed the provider honours
+	// itself (0 = unbounded); other speeds are time-stretched by the
+	// gateway on whole-clip endpoints. Absent without native speed.
+	NativeSpeedRange *[2]float64 `json:"native_speed_range,omitempty"`
 }
 
 type capabilities struct {
@@ -56,10 +60,14 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *call) error {
 			if limit <= 0 {
 				limit = s.cfg.Limits.MaxTextChars
 			}
-			e.Models = append(e.Models, catalogModel{
+			cm := catalogModel{
 				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit,
 				Capabilities: capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed},
-			})
+			}
+			if m.Capabilities.Speed {
+				cm.NativeSpeedRange = &[2]float64{m.MinSpeed, m.MaxSpeed}
+			}
+			e.Models = append(e.Models, cm)
 		}
 		out.Data = append(out.Data, e)
 	}

@@ -183,12 +183,12 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	}
 	if r.Speed != nil && *r.Speed != 1 {
 		switch {
-		case caps.Speed:
+		case caps.Speed && inRange(*r.Speed, j.Model.MinSpeed, j.Model.MaxSpeed):
 			j.Speed = *r.Speed
 		case j.Endpoint == EndpointStream:
 			// Without native speed, speed is a whole-clip parameter.
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream,
-				Detail:     fmt.Sprintf("model %s cannot change speed natively; speed needs the whole clip, use POST /v1/audio/speech", name),
+				Detail:     fmt.Sprintf("model %s cannot speak at speed %g natively; that needs the whole clip, use POST /v1/audio/speech", name, *r.Speed),
 				Validation: []problem.FieldError{problem.Field("whole-clip parameter for this model", "speed")}}
 		default:
 			// The gateway renders at normal speed and stretches the
@@ -197,6 +197,12 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 		}
 	}
 	return nil
+}
+
+// inRange reports whether a model's native speed range (0 = unbounded on
+// that side) holds speed.
+func inRange(speed, lo, hi float64) bool {
+	return (lo == 0 || speed >= lo) && (hi == 0 || speed <= hi)
 }
 
 // mergeOptions overlays the request's providerOptions on a saved voice's.

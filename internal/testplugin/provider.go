@@ -148,10 +148,17 @@ func (p *provider) Describe(context.Context) (*sdk.Description, error) {
 		Name:         "voxgate test kit",
 		DefaultModel: modelTest,
 		Models: []sdk.Model{
-			model(modelTest, "Test (everything)", sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true}),
+			withSpeedRange(model(modelTest, "Test (everything)", sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true}), 0.5, 2),
 			model(modelBasic, "Basic (nothing optional)", sdk.Capabilities{}),
 		},
 	}, nil
+}
+
+// withSpeedRange gives m a native speed range, so the gateway's own
+// time-stretch beyond it can be tested.
+func withSpeedRange(m sdk.Model, lo, hi float64) sdk.Model {
+	m.MinSpeed, m.MaxSpeed = lo, hi
+	return m
 }
 
 // Voices implements sdk.Provider.

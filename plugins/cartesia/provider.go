@@ -85,7 +85,7 @@ func nativeSpeed(model string) bool { return strings.HasPrefix(model, "sonic-3")
 
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
-		return sdk.Model{
+		m := sdk.Model{
 			ID:   id,
 			Name: name,
 			Capabilities: sdk.Capabilities{
@@ -95,6 +95,10 @@ func models() []sdk.Model {
 			SampleRates:      sampleRates(),
 			NativeSampleRate: nativeRate,
 		}
+		if nativeSpeed(id) {
+			m.MinSpeed, m.MaxSpeed = minSpeed, maxSpeed
+		}
+		return m
 	}
 	return []sdk.Model{mk("sonic-2", "Sonic 2"), mk("sonic-turbo", "Sonic Turbo"), mk("sonic-3", "Sonic 3")}
 }

@@ -81,6 +81,8 @@ func models() []sdk.Model {
 			SampleRates:      sampleRates(),
 			NativeSampleRate: nativeRate,
 			MaxTextChars:     maxChars,
+			MinSpeed:         minSpeed,
+			MaxSpeed:         maxSpeed,
 		}
 	}
 	return []sdk.Model{

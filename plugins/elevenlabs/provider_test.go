@@ -27,10 +27,6 @@ func kitConfig(srv *fake.Server, model string) sdktest.Config {
 		Model:        model,
 		Credentials:  sdk.Credentials{APIKey: fake.Key},
 		InvalidVoice: "no-such-voice",
-		// ElevenLabs' speed range is 0.7 to 1.2, so the kit's 2× request
-		// is clamped to 1.2 (with a warning) and cannot come out "clearly
-		// shorter" by the kit's 0.8 bar. TestSpeed covers speed instead.
-		Skip: []string{sdktest.CheckSpeed},
 	}
 }
 

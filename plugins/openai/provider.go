@@ -111,6 +111,10 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 			NativeSampleRate: sampleRate,
 			MaxTextChars:     maxInput,
 		})
+		if m.speed {
+			last := &d.Models[len(d.Models)-1]
+			last.MinSpeed, last.MaxSpeed = 0.25, 4 // the documented range
+		}
 	}
 	return d, nil
 }

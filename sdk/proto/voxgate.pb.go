@@ -285,8 +285,11 @@ type Model struct {
 	SampleRates      []int32                `protobuf:"varint,5,rep,packed,name=sample_rates,json=sampleRates,proto3" json:"sample_rates,omitempty"`
 	NativeSampleRate int32                  `protobuf:"varint,6,opt,name=native_sample_rate,json=nativeSampleRate,proto3" json:"native_sample_rate,omitempty"`
 	MaxTextChars     int32                  `protobuf:"varint,7,opt,name=max_text_chars,json=maxTextChars,proto3" json:"max_text_chars,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The range of speed the model honours natively; 0 = no bound given.
+	MinSpeed      float64 `protobuf:"fixed64,8,opt,name=min_speed,json=minSpeed,proto3" json:"min_speed,omitempty"`
+	MaxSpeed      float64 `protobuf:"fixed64,9,opt,name=max_speed,json=maxSpeed,proto3" json:"max_speed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -364,6 +367,20 @@ func (x *Model) GetNativeSampleRate() int32 {
 func (x *Model) GetMaxTextChars() int32 {
 	if x != nil {
 		return x.MaxTextChars
+	}
+	return 0
+}
+
+func (x *Model) GetMinSpeed() float64 {
+	if x != nil {
+		return x.MinSpeed
+	}
+	return 0
+}
+
+func (x *Model) GetMaxSpeed() float64 {
+	if x != nil {
+		return x.MaxSpeed
 	}
 	return 0
 }
@@ -1357,7 +1374,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
-	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\"\x8e\x02\n" +
+	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\"\xc8\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -1365,7 +1382,9 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x0eoutput_formats\x18\x04 \x03(\tR\routputFormats\x12!\n" +
 	"\fsample_rates\x18\x05 \x03(\x05R\vsampleRates\x12,\n" +
 	"\x12native_sample_rate\x18\x06 \x01(\x05R\x10nativeSampleRate\x12$\n" +
-	"\x0emax_text_chars\x18\a \x01(\x05R\fmaxTextChars\"|\n" +
+	"\x0emax_text_chars\x18\a \x01(\x05R\fmaxTextChars\x12\x1b\n" +
+	"\tmin_speed\x18\b \x01(\x01R\bminSpeed\x12\x1b\n" +
+	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"|\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +

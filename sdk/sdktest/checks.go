@@ -61,6 +61,12 @@ func ValidateDescription(d *sdk.Description, customFormats []string) error {
 		if m.MaxTextChars < 0 {
 			errs = append(errs, fmt.Errorf("%s: MaxTextChars %d", where, m.MaxTextChars))
 		}
+		if m.MinSpeed < 0 || m.MaxSpeed < 0 || (m.MaxSpeed > 0 && m.MinSpeed > m.MaxSpeed) {
+			errs = append(errs, fmt.Errorf("%s: speed range %g to %g", where, m.MinSpeed, m.MaxSpeed))
+		}
+		if (m.MinSpeed != 0 || m.MaxSpeed != 0) && !m.Capabilities.Speed {
+			errs = append(errs, fmt.Errorf("%s: a speed range without Capabilities.Speed", where))
+		}
 	}
 	if !seen[d.DefaultModel] || d.DefaultModel == "" {
 		errs = append(errs, fmt.Errorf("default model %q is not among the models", d.DefaultModel))

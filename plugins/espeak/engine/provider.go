@@ -78,6 +78,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 			SampleRates:      []int{p.sampleRate},
 			NativeSampleRate: p.sampleRate,
 			MaxTextChars:     MaxTextChars,
+			// eSpeak's rate range, 80 to 450 words a minute around 175.
+			MinSpeed: float64(rateMinimum) / float64(rateNormal),
+			MaxSpeed: float64(rateMaximum) / float64(rateNormal),
 		}},
 	}, nil
 }
