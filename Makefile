@@ -44,10 +44,10 @@ build: deps
 run: build
 	$(BIN)/voxgate serve --config gateway.yaml --dev-log
 
-## test: the whole suite, as CI runs it
+## test: the whole suite, as CI runs it, under the race detector
 test: build test/jsclient/node_modules
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 14m ./...
+	$(GO) test -race -count=1 -timeout 14m ./...
 
 # The public @speech-sdk/core client, pinned by package-lock.json.
 test/jsclient/node_modules: test/jsclient/package-lock.json

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,11 +94,30 @@ func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), code
 }
 
+// syncBuffer is a bytes.Buffer the child process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // server is a running `voxgate serve`.
 type server struct {
 	cmd    *exec.Cmd
 	addr   string
-	stdout *bytes.Buffer
+	stdout *syncBuffer
 	// done is closed when the process has exited; err holds Wait's error.
 	done chan struct{}
 	err  error
@@ -110,7 +130,7 @@ func startServe(t *testing.T, cfgPath string, extra ...string) *server {
 	addr := freePort(t)
 	args := append([]string{"serve", "--config", cfgPath, "--listen", addr}, extra...)
 	cmd := exec.Command(binary(t), args...)
-	s := &server{cmd: cmd, addr: addr, stdout: &bytes.Buffer{}, done: make(chan struct{})}
+	s := &server{cmd: cmd, addr: addr, stdout: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = s.stdout
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

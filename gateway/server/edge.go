@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,11 @@ import (
 
 // call is the per-request state the api wrapper hands to handlers.
 type call struct {
+	// ctx is the context for everything the handler calls. It is never the
+	// *fasthttp.RequestCtx itself: that one's Done and Err read a server
+	// field that Shutdown writes without synchronisation (a data race the
+	// race detector reports), and it is only cancelled by shutdown anyway.
+	ctx   context.Context
 	p     auth.Principal
 	reqID string
 	start time.Time
@@ -136,7 +142,7 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(userValueRoute, route)
 		reqID, _ := ctx.UserValue(userValueReqID).(string)
-		c := &call{reqID: reqID, start: time.Now(), route: route}
+		c := &call{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
 		p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		if !ok {
 			s.writeUnauthorized(ctx)

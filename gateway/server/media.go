@@ -121,7 +121,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *call) error {
 		DurationMS: clip.Duration().Milliseconds(),
 		CreatedAt:  time.Now().UTC(),
 	}
-	if err := s.store.PutMedia(ctx, m, bytes.Clone(data)); err != nil {
+	if err := s.store.PutMedia(c.ctx, m, bytes.Clone(data)); err != nil {
 		return fmt.Errorf("store media: %w", err)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/media/"+m.ID)
@@ -129,7 +129,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *call) error {
 }
 
 func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *call) error {
-	m, err := s.store.GetMedia(ctx, c.p.OrgID, pathID(ctx))
+	m, err := s.store.GetMedia(c.ctx, c.p.OrgID, pathID(ctx))
 	if errors.Is(err, store.ErrNotFound) {
 		return problem.New(problem.MediaNotFound, "no media %s in this organization", pathID(ctx))
 	}

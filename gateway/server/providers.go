@@ -94,7 +94,7 @@ func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *call) error {
 		}
 		return err
 	}
-	creds, err := s.speech.Credentials().For(ctx, c.p.OrgID, p.ID)
+	creds, err := s.speech.Credentials().For(c.ctx, c.p.OrgID, p.ID)
 	if err != nil {
 		return err
 	}

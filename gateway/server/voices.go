@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -121,7 +122,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
 		v.ProviderOptions = map[string]any{}
 	}
 	if req.MediaID != "" {
-		if _, err := s.store.GetMedia(ctx, c.p.OrgID, req.MediaID); err != nil {
+		if _, err := s.store.GetMedia(c.ctx, c.p.OrgID, req.MediaID); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return problem.New(problem.MediaNotFound, "no media %s in this organization", req.MediaID)
 			}
@@ -131,14 +132,16 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
 			if s.speech == nil {
 				return problem.New(problem.CloningUnsupported, "provider %q cannot clone voices", req.Provider)
 			}
-			id, err := s.speech.Clone(ctx, c.p.OrgID, v)
+			cctx, cancel := context.WithTimeout(c.ctx, s.cfg.Server.RequestTimeout.D())
+			defer cancel()
+			id, err := s.speech.Clone(cctx, c.p.OrgID, v)
 			if err != nil {
 				return err
 			}
 			v.VoiceID = id
 		}
 	}
-	if err := s.store.CreateVoice(ctx, v); err != nil {
+	if err := s.store.CreateVoice(c.ctx, v); err != nil {
 		return fmt.Errorf("create voice: %w", err)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
@@ -146,7 +149,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
 }
 
 func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
-	v, err := s.store.GetVoice(ctx, c.p.OrgID, pathID(ctx))
+	v, err := s.store.GetVoice(c.ctx, c.p.OrgID, pathID(ctx))
 	if err != nil {
 		return voiceErr(err, pathID(ctx))
 	}
@@ -154,7 +157,7 @@ func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
 }
 
 func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *call) error {
-	if err := s.store.DeleteVoice(ctx, c.p.OrgID, pathID(ctx)); err != nil {
+	if err := s.store.DeleteVoice(c.ctx, c.p.OrgID, pathID(ctx)); err != nil {
 		return voiceErr(err, pathID(ctx))
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -189,7 +192,7 @@ func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return err
 	}
-	voices, next, more, err := s.store.ListVoices(ctx, c.p.OrgID, limit, after)
+	voices, next, more, err := s.store.ListVoices(c.ctx, c.p.OrgID, limit, after)
 	if errors.Is(err, store.ErrInvalidPosition) {
 		return problem.New(problem.InvalidCursor, "the cursor does not point into this list")
 	}
