@@ -11,7 +11,6 @@ import (
 	"math"
 	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -45,17 +44,26 @@ type Provider struct {
 	cfg atomic.Pointer[config]
 }
 
+// config is one snapshot of the deployment settings.
 type config struct {
-	upstream.Settings
-	version string
-	client  *http.Client
+	*upstream.Endpoint
+	version string // the Cartesia-Version header
+}
+
+// api is how Cartesia authenticates and reports errors. It is never
+// modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	Authorize:      func(h http.Header, key string) { h.Set("X-API-Key", key) },
+	ParseError:     parseError,
 }
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
 	p := &Provider{}
-	s, _ := upstream.ParseSettings(nil, defaultBaseURL)
-	p.cfg.Store(&config{Settings: s, version: apiVersion, client: upstream.NewClient(s.Client)})
+	e, _ := upstream.NewEndpoint(api, nil)
+	p.cfg.Store(&config{Endpoint: e, version: apiVersion})
 	return p
 }
 
@@ -65,17 +73,16 @@ var _ sdk.Provider = (*Provider)(nil)
 // upstream.ParseSettings plus api_version (the Cartesia-Version header).
 // Other keys are ignored.
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
-	s, err := upstream.ParseSettings(settings, defaultBaseURL)
+	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
-		return sdk.Errorf(sdk.KindInvalidRequest, "cartesia settings: %v", err)
+		return err
 	}
 	version := strings.TrimSpace(settings["api_version"])
 	if version == "" {
 		version = apiVersion
 	}
-	old := p.cfg.Swap(&config{Settings: s, version: version, client: upstream.NewClient(s.Client)})
 	// Calls in flight keep their snapshot; only idle connections go.
-	old.client.CloseIdleConnections()
+	p.cfg.Swap(&config{Endpoint: e, version: version}).Close()
 	return nil
 }
 
@@ -108,24 +115,11 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: models()}, nil
 }
 
-// do sends req with the key and version headers and returns the
-// successful response; any failure is an *sdk.Error without the key.
+// do sends req with the version header through the endpoint; see
+// upstream.Endpoint.Do.
 func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
-	if key == "" {
-		return nil, sdk.Errorf(sdk.KindUnauthorized, "cartesia: no API key: configure the gateway's managed key or send your own")
-	}
-	req.Header.Set("X-API-Key", key)
 	req.Header.Set("Cartesia-Version", cfg.version)
-	resp, err := upstream.Do(ctx, cfg.client, req, upstream.Policy{Idempotent: idempotent, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		e := upstream.ErrorFromResponse(resp, providerID, parseError)
-		e.Message = upstream.Redact(e.Message, key)
-		return nil, e
-	}
-	return resp, nil
+	return cfg.Do(ctx, req, key, idempotent)
 }
 
 // parseError reads Cartesia's error bodies: the JSON object {error_code,
@@ -158,17 +152,10 @@ func parseError(body []byte) (code, message string) {
 	return "", ""
 }
 
-func (cfg *config) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if cfg.Timeout > 0 {
-		return context.WithTimeout(ctx, cfg.Timeout)
-	}
-	return context.WithCancel(ctx)
-}
-
 // Voices implements sdk.Provider with GET /voices, following pages.
 func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	var voices []sdk.Voice
 	after := ""
@@ -361,7 +348,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		return nil, err
 	}
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	out := &sdk.SynthesizeResponse{MediaType: c.mediaType, Warnings: c.warnings}
 	if !req.Timestamps {
@@ -532,16 +519,11 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 	if o.Enhance != nil {
 		_ = mw.WriteField("enhance", fmt.Sprint(*o.Enhance))
 	}
-	filename, mediaType, data := upstream.SampleFile(req.Samples[0], 0)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="clip"; filename=%q`, filename))
-	h.Set("Content-Type", mediaType)
-	part, _ := mw.CreatePart(h)
-	_, _ = part.Write(data)
+	_ = upstream.WriteSample(mw, "clip", req.Samples[0], 0) // writes to memory
 	_ = mw.Close()
 
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.BaseURL+"/voices/clone", &body)
 	if err != nil {

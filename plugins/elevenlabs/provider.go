@@ -10,7 +10,6 @@ import (
 	"math"
 	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -42,16 +41,31 @@ type Provider struct {
 	cfg atomic.Pointer[config]
 }
 
+// config is one snapshot of the deployment settings.
 type config struct {
-	upstream.Settings
-	client *http.Client
+	*upstream.Endpoint
+}
+
+// api is how ElevenLabs authenticates and reports errors. It is never
+// modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	Authorize:      func(h http.Header, key string) { h.Set("xi-api-key", key) },
+	ParseError:     parseError,
+	Classify: func(e *sdk.Error) {
+		// A spent character quota comes as 401 but is not a bad key.
+		if e.UpstreamCode == "quota_exceeded" {
+			e.Kind, e.Retryable = sdk.KindUpstream, false
+		}
+	},
 }
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
 	p := &Provider{}
-	s, _ := upstream.ParseSettings(nil, defaultBaseURL)
-	p.cfg.Store(&config{Settings: s, client: upstream.NewClient(s.Client)})
+	e, _ := upstream.NewEndpoint(api, nil)
+	p.cfg.Store(&config{e})
 	return p
 }
 
@@ -60,13 +74,12 @@ var _ sdk.Provider = (*Provider)(nil)
 // Configure implements sdk.Provider with the common settings of
 // upstream.ParseSettings; other keys are ignored.
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
-	s, err := upstream.ParseSettings(settings, defaultBaseURL)
+	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
-		return sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs settings: %v", err)
+		return err
 	}
-	old := p.cfg.Swap(&config{Settings: s, client: upstream.NewClient(s.Client)})
 	// Calls in flight keep their snapshot; only idle connections go.
-	old.client.CloseIdleConnections()
+	p.cfg.Swap(&config{e}).Close()
 	return nil
 }
 
@@ -95,29 +108,6 @@ func models() []sdk.Model {
 // Describe implements sdk.Provider.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	return &sdk.Description{ID: providerID, Name: "ElevenLabs", DefaultModel: defaultModel, Models: models()}, nil
-}
-
-// do sends req with the key and returns the successful response; any
-// failure is an *sdk.Error without the key in it.
-func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
-	if key == "" {
-		return nil, sdk.Errorf(sdk.KindUnauthorized, "elevenlabs: no API key: configure the gateway's managed key or send your own")
-	}
-	req.Header.Set("xi-api-key", key)
-	resp, err := upstream.Do(ctx, cfg.client, req, upstream.Policy{Idempotent: idempotent, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		e := upstream.ErrorFromResponse(resp, providerID, parseError)
-		e.Message = upstream.Redact(e.Message, key)
-		// A spent character quota comes as 401 but is not a bad key.
-		if e.UpstreamCode == "quota_exceeded" {
-			e.Kind, e.Retryable = sdk.KindUpstream, false
-		}
-		return nil, e
-	}
-	return resp, nil
 }
 
 // parseError reads ElevenLabs' error bodies: {"detail": {"status" or
@@ -179,13 +169,13 @@ type voiceResponse struct {
 // premade, cloned and library voices.
 func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.BaseURL+"/v1/voices", nil)
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
 	}
-	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+	resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, true)
 	if err != nil {
 		return nil, err
 	}
@@ -344,13 +334,6 @@ func (cfg *config) ttsRequest(ctx context.Context, c *call, suffix string) (*htt
 	return req, nil
 }
 
-func (cfg *config) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if cfg.Timeout > 0 {
-		return context.WithTimeout(ctx, cfg.Timeout)
-	}
-	return context.WithCancel(ctx)
-}
-
 // Synthesize implements sdk.Provider. With Timestamps it calls
 // /with-timestamps and turns the character alignment into word timings.
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
@@ -359,7 +342,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		return nil, err
 	}
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	suffix := ""
 	if req.Timestamps {
@@ -369,7 +352,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+	resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, true)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +404,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	if err != nil {
 		return err
 	}
-	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+	resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, true)
 	if err != nil {
 		return err
 	}
@@ -475,23 +458,18 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		if len(s.Data) == 0 {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: sample %d is empty", i)
 		}
-		filename, mediaType, data := upstream.SampleFile(s, i)
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="files"; filename=%q`, filename))
-		h.Set("Content-Type", mediaType)
-		part, _ := mw.CreatePart(h)
-		_, _ = part.Write(data)
+		_ = upstream.WriteSample(mw, "files", s, i) // writes to memory
 	}
 	_ = mw.Close()
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.BaseURL+"/v1/voices/add", &body)
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
 	}
 	hreq.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, false)
+	resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, false)
 	if err != nil {
 		return nil, err
 	}

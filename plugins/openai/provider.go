@@ -33,17 +33,31 @@ type Provider struct {
 
 // config is one snapshot of the deployment settings.
 type config struct {
-	upstream.Settings
+	*upstream.Endpoint
 	organization string
 	project      string
-	client       *http.Client
+}
+
+// api is how OpenAI authenticates and reports errors. It is never
+// modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	Authorize:      func(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) },
+	ParseError:     parseError,
+	Classify: func(e *sdk.Error) {
+		// An exhausted quota is reported as 429 but waiting does not help.
+		if e.UpstreamCode == "insufficient_quota" {
+			e.Kind, e.Retryable, e.RetryAfter = sdk.KindUpstream, false, 0
+		}
+	},
 }
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
 	p := &Provider{}
-	s, _ := upstream.ParseSettings(nil, defaultBaseURL)
-	p.cfg.Store(&config{Settings: s, client: upstream.NewClient(s.Client)})
+	e, _ := upstream.NewEndpoint(api, nil)
+	p.cfg.Store(&config{Endpoint: e})
 	return p
 }
 
@@ -53,18 +67,16 @@ var _ sdk.Provider = (*Provider)(nil)
 // upstream.ParseSettings it reads organization and project, sent as the
 // OpenAI-Organization and OpenAI-Project headers. Other keys are ignored.
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
-	s, err := upstream.ParseSettings(settings, defaultBaseURL)
+	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
-		return sdk.Errorf(sdk.KindInvalidRequest, "openai settings: %v", err)
+		return err
 	}
-	old := p.cfg.Swap(&config{
-		Settings:     s,
+	// Calls in flight keep their snapshot; only idle connections go.
+	p.cfg.Swap(&config{
+		Endpoint:     e,
 		organization: strings.TrimSpace(settings["organization"]),
 		project:      strings.TrimSpace(settings["project"]),
-		client:       upstream.NewClient(s.Client),
-	})
-	// Calls in flight keep their snapshot; only idle connections go.
-	old.client.CloseIdleConnections()
+	}).Close()
 	return nil
 }
 
@@ -216,14 +228,10 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 // post sends the speech request and returns the successful response; any
 // failure is an *sdk.Error.
 func (cfg *config) post(ctx context.Context, key string, body speechBody) (*http.Response, error) {
-	if key == "" {
-		return nil, sdk.Errorf(sdk.KindUnauthorized, "openai: no API key: configure the gateway's managed key or send your own")
-	}
 	req, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+"/audio/speech", body)
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "openai: %v", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Accept", "application/octet-stream")
 	if cfg.organization != "" {
 		req.Header.Set("OpenAI-Organization", cfg.organization)
@@ -231,26 +239,9 @@ func (cfg *config) post(ctx context.Context, key string, body speechBody) (*http
 	if cfg.project != "" {
 		req.Header.Set("OpenAI-Project", cfg.project)
 	}
-	resp, err := upstream.Do(ctx, cfg.client, req, upstream.Policy{Idempotent: true, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		return nil, apiError(resp, key)
-	}
-	return resp, nil
-}
-
-// apiError maps a failed response, keeping the key out of the message
-// (OpenAI echoes a masked key in its 401 message).
-func apiError(resp *http.Response, key string) *sdk.Error {
-	e := upstream.ErrorFromResponse(resp, providerID, parseError)
-	e.Message = upstream.Redact(e.Message, key)
-	// An exhausted quota is reported as 429 but waiting does not help.
-	if e.UpstreamCode == "insufficient_quota" {
-		e.Kind, e.Retryable, e.RetryAfter = sdk.KindUpstream, false, 0
-	}
-	return e
+	// The endpoint redacts the key from error messages: OpenAI echoes a
+	// masked key in its 401 message.
+	return cfg.Do(ctx, req, key, true)
 }
 
 // parseError reads OpenAI's {"error": {"message", "type", "param", "code"}}.
@@ -273,14 +264,6 @@ func parseError(body []byte) (code, message string) {
 	return code, b.Error.Message
 }
 
-// withTimeout bounds a whole-clip call by the timeout setting.
-func (cfg *config) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if cfg.Timeout > 0 {
-		return context.WithTimeout(ctx, cfg.Timeout)
-	}
-	return context.WithCancel(ctx)
-}
-
 // Synthesize implements sdk.Provider.
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
 	if req.Timestamps {
@@ -291,7 +274,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		return nil, err
 	}
 	cfg := p.cfg.Load()
-	ctx, cancel := cfg.withTimeout(ctx)
+	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
 	resp, err := cfg.post(ctx, req.Credentials.APIKey, c.body)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"mime"
+	"mime/multipart"
+	"net/textproto"
 	"path"
 	"strconv"
 	"strings"
@@ -78,4 +80,19 @@ func SampleFile(s sdk.Sample, i int) (filename, mediaType string, data []byte) {
 		filename = fmt.Sprintf("sample-%d.%s", i+1, ext)
 	}
 	return filename, mediaType, data
+}
+
+// WriteSample adds cloning sample i to a multipart form as a file part
+// named field, prepared by SampleFile.
+func WriteSample(mw *multipart.Writer, field string, s sdk.Sample, i int) error {
+	filename, mediaType, data := SampleFile(s, i)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, field, filename))
+	h.Set("Content-Type", mediaType)
+	part, err := mw.CreatePart(h)
+	if err != nil {
+		return err
+	}
+	_, err = part.Write(data)
+	return err
 }
