@@ -123,16 +123,19 @@ func strp(s string) *string {
 	return &s
 }
 
-func (s *Server) fail(w http.ResponseWriter, status int, typ, param, code, msg string) {
+// WriteError answers with OpenAI's error body {"error": {"message",
+// "type", "param", "code"}}. Other fakes of OpenAI-style APIs (the
+// moderation endpoint) use it too.
+func WriteError(w http.ResponseWriter, status int, typ, param, code, msg string) {
 	fakeupstream.WriteJSON(w, status, apiError{Error: errorDetail{Message: msg, Type: typ, Param: strp(param), Code: strp(code)}})
 }
 
 func (s *Server) invalid(w http.ResponseWriter, param, code, msg string) {
-	s.fail(w, http.StatusBadRequest, "invalid_request_error", param, code, msg)
+	WriteError(w, http.StatusBadRequest, "invalid_request_error", param, code, msg)
 }
 
-// injected answers with a Fault in OpenAI's format.
-func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
+// WriteFault answers with an injected Fault in OpenAI's format.
+func WriteFault(w http.ResponseWriter, f *fakeupstream.Fault) {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
@@ -151,31 +154,32 @@ func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
 	if f.Message != "" {
 		msg = f.Message
 	}
-	s.fail(w, f.Status, typ, "", code, msg)
+	WriteError(w, f.Status, typ, "", code, msg)
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if _, fault, ok := s.Begin(r); !ok {
 		return
 	} else if fault != nil {
-		s.injected(w, fault)
+		WriteFault(w, fault)
 		return
 	}
 	// OpenAI answers unknown routes with 404 and this body.
-	s.fail(w, http.StatusNotFound, "invalid_request_error", "", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+	WriteError(w, http.StatusNotFound, "invalid_request_error", "", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 }
 
-// authorized checks the Bearer key and answers 401 as OpenAI does.
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+// Authorized checks r's Bearer key against keys and answers 401 as OpenAI
+// does when it is missing or unknown.
+func Authorized(w http.ResponseWriter, r *http.Request, keys []string) bool {
 	auth := r.Header.Get("Authorization")
 	key, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || strings.TrimSpace(key) == "" {
-		s.fail(w, http.StatusUnauthorized, "invalid_request_error", "", "",
+		WriteError(w, http.StatusUnauthorized, "invalid_request_error", "", "",
 			"You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
 		return false
 	}
-	if !slices.Contains(s.Keys(Key), key) {
-		s.fail(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
+	if !slices.Contains(keys, key) {
+		WriteError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
 			fmt.Sprintf("Incorrect API key provided: %s. You can find your API key in your account settings.", mask(key)))
 		return false
 	}
@@ -208,15 +212,15 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "",
+		WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "",
 			fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path))
 		return
 	}
-	if !s.authorized(w, r) {
+	if !Authorized(w, r, s.Keys(Key)) {
 		return
 	}
 	if fault != nil {
-		s.injected(w, fault)
+		WriteFault(w, fault)
 		return
 	}
 	var body speechRequest
@@ -234,7 +238,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		if code == "model_not_found" {
 			status = http.StatusNotFound
 		}
-		s.fail(w, status, "invalid_request_error", param, code, msg)
+		WriteError(w, status, "invalid_request_error", param, code, msg)
 		return
 	}
 	u := fakeupstream.Speak(*body.Input, speed)

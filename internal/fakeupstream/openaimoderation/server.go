@@ -33,6 +33,7 @@ import (
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 )
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
@@ -118,83 +119,14 @@ func (s *Server) Flag(word, category string, score float64) {
 }
 
 // apiError is OpenAI's error body.
-type apiError struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func strp(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func (s *Server) fail(w http.ResponseWriter, status int, typ, param, code, msg string) {
-	fakeupstream.WriteJSON(w, status, apiError{Error: errorDetail{Message: msg, Type: typ, Param: strp(param), Code: strp(code)}})
-}
-
-// injected answers with a Fault in OpenAI's format.
-func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
-	if f.RetryAfter != "" {
-		w.Header().Set("Retry-After", f.RetryAfter)
-	}
-	typ, code, msg := "server_error", "", "The server had an error while processing your request. Sorry about that!"
-	switch f.Status {
-	case http.StatusUnauthorized:
-		typ, code, msg = "invalid_request_error", "invalid_api_key", "Incorrect API key provided."
-	case http.StatusTooManyRequests:
-		typ, code, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again later."
-	case http.StatusServiceUnavailable:
-		msg = "The engine is currently overloaded, please try again later."
-	}
-	if f.Code != "" {
-		code = f.Code
-	}
-	if f.Message != "" {
-		msg = f.Message
-	}
-	s.fail(w, f.Status, typ, "", code, msg)
-}
-
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if _, fault, ok := s.Begin(r); !ok {
 		return
 	} else if fault != nil {
-		s.injected(w, fault)
+		openai.WriteFault(w, fault)
 		return
 	}
-	s.fail(w, http.StatusNotFound, "invalid_request_error", "", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
-}
-
-// authorized checks the Bearer key and answers 401 as OpenAI does.
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || strings.TrimSpace(key) == "" {
-		s.fail(w, http.StatusUnauthorized, "invalid_request_error", "", "",
-			"You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
-		return false
-	}
-	if !slices.Contains(s.Keys(Key), key) {
-		s.fail(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",
-			fmt.Sprintf("Incorrect API key provided: %s. You can find your API key in your account settings.", mask(key)))
-		return false
-	}
-	return true
-}
-
-// mask shows a key the way OpenAI's 401 message does.
-func mask(key string) string {
-	if len(key) <= 8 {
-		return strings.Repeat("*", len(key))
-	}
-	return key[:4] + strings.Repeat("*", len(key)-8) + key[len(key)-4:]
+	openai.WriteError(w, http.StatusNotFound, "invalid_request_error", "", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 }
 
 // moderationRequest is the documented request body. Input is a string or
@@ -225,24 +157,24 @@ func (s *Server) moderate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "",
+		openai.WriteError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "",
 			fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path))
 		return
 	}
-	if !s.authorized(w, r) {
+	if !openai.Authorized(w, r, s.Keys(Key)) {
 		return
 	}
 	if fault != nil {
-		s.injected(w, fault)
+		openai.WriteFault(w, fault)
 		return
 	}
 	var body moderationRequest
 	if err := fakeupstream.DecodeStrict(req.Body, &body); err != nil {
 		if field, ok := fakeupstream.UnknownField(err); ok {
-			s.fail(w, http.StatusBadRequest, "invalid_request_error", "", "", fmt.Sprintf("Unrecognized request argument supplied: %s", field))
+			openai.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "", fmt.Sprintf("Unrecognized request argument supplied: %s", field))
 			return
 		}
-		s.fail(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)")
+		openai.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)")
 		return
 	}
 	model := "omni-moderation-latest"
@@ -251,13 +183,13 @@ func (s *Server) moderate(w http.ResponseWriter, r *http.Request) {
 	}
 	snapshot, known := Models()[model]
 	if !known {
-		s.fail(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
+		openai.WriteError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
 			fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model))
 		return
 	}
 	inputs, ok := inputsOf(body.Input)
 	if !ok {
-		s.fail(w, http.StatusBadRequest, "invalid_request_error", "input", "invalid_type",
+		openai.WriteError(w, http.StatusBadRequest, "invalid_request_error", "input", "invalid_type",
 			"Invalid type for 'input': expected a string or an array of strings.")
 		return
 	}
