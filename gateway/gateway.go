@@ -189,6 +189,14 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
 	}
+	// Acknowledged log rows first: they must reach disk even if stopping a
+	// plugin later runs out of time. (Close is idempotent; the closer
+	// below is then a no-op.)
+	if g.logs != nil {
+		if err := g.logs.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("request log: %w", err))
+		}
+	}
 	errs = append(errs, g.close(ctx))
 	g.log.Info("stopped")
 	return errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -305,14 +306,38 @@ func (p *Pool) close() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, in := range p.instances {
 		in.mu.Lock()
 		c := in.client
 		in.healthy = false
 		in.mu.Unlock()
 		if c != nil {
-			c.Kill() // graceful: go-plugin asks the process to exit, then kills
+			wg.Add(1)
+			go func() { defer wg.Done(); stop(c) }()
 		}
+	}
+	wg.Wait()
+}
+
+// killGrace bounds a graceful plugin stop.
+const killGrace = 5 * time.Second
+
+// stop ends a plugin process: gracefully through go-plugin, which asks the
+// plugin to exit and kills it 2 s later, but go-plugin's shutdown RPC has
+// no deadline of its own, so a wedged or starved plugin could hold Kill
+// indefinitely. Past killGrace the process is killed outright, which also
+// unblocks Kill.
+func stop(c *plugin.Client) {
+	done := make(chan struct{})
+	go func() { c.Kill(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(killGrace):
+		if rc := c.ReattachConfig(); rc != nil && rc.Pid > 0 {
+			_ = syscall.Kill(rc.Pid, syscall.SIGKILL)
+		}
+		<-done
 	}
 }
 
