@@ -16,7 +16,10 @@ type grpcProviderClient struct {
 	rpc pluginpb.ProviderClient
 }
 
-var _ Provider = (*grpcProviderClient)(nil)
+var (
+	_ Provider = (*grpcProviderClient)(nil)
+	_ Planner  = (*grpcProviderClient)(nil)
+)
 
 // Configure implements Provider.
 func (c *grpcProviderClient) Configure(ctx context.Context, settings map[string]string) error {
@@ -91,6 +94,28 @@ func (c *grpcProviderClient) Clone(ctx context.Context, req *CloneRequest) (*Clo
 	return &CloneResponse{VoiceID: resp.GetVoiceId()}, nil
 }
 
+// Plan implements Planner. Callers check Description.Plans first: a
+// plugin that does not plan answers KindUnsupported.
+func (c *grpcProviderClient) Plan(ctx context.Context, req *PlanRequest) (*Plan, error) {
+	resp, err := c.rpc.Plan(ctx, &pluginpb.PlanRequest{Request: synthesizeRequestToProto(req.Request), Stream: req.Stream})
+	if err != nil {
+		return nil, errorFromRPC(ctx, "Plan", err)
+	}
+	return planFromProto(resp), nil
+}
+
+// Explain implements Planner. The explanation travels as the call's error
+// status; a call that fails for another reason (the plugin died) returns
+// an error whose UpstreamStatus is not f.Status, which callers can tell
+// apart.
+func (c *grpcProviderClient) Explain(ctx context.Context, f *Failure) error {
+	_, err := c.rpc.Explain(ctx, failureToProto(f))
+	if err == nil {
+		return Errorf(KindUpstream, "HTTP status %d", f.Status)
+	}
+	return errorFromRPC(ctx, "Explain", err)
+}
+
 // grpcProviderServer is the plugin side of a provider plugin: a gRPC service
 // that calls the plugin author's Provider. Errors leave it as statuses
 // carrying an *Error (errorToStatus); panics become KindInternal errors.
@@ -118,7 +143,9 @@ func (s *grpcProviderServer) Describe(ctx context.Context, _ *pluginpb.DescribeR
 	if d == nil {
 		return nil, errorToStatus(Errorf(KindInternal, "Describe returned no description"))
 	}
-	return descriptionToProto(d), nil
+	out := descriptionToProto(d)
+	_, out.Plans = s.impl.(Planner)
+	return out, nil
 }
 
 // Voices implements pluginpb.ProviderServer.
@@ -171,4 +198,39 @@ func (s *grpcProviderServer) Clone(ctx context.Context, req *pluginpb.CloneReque
 		return nil, errorToStatus(Errorf(KindInternal, "Clone returned no response"))
 	}
 	return &pluginpb.CloneResponse{VoiceId: resp.VoiceID}, nil
+}
+
+// Plan implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Plan(ctx context.Context, req *pluginpb.PlanRequest) (_ *pluginpb.HTTPPlan, err error) {
+	defer recoverToError("Plan", &err)
+	pl, ok := s.impl.(Planner)
+	if !ok {
+		return nil, errorToStatus(Errorf(KindUnsupported, "this provider does not plan requests"))
+	}
+	p, err := pl.Plan(ctx, &PlanRequest{Request: synthesizeRequestFromProto(req.GetRequest()), Stream: req.GetStream()})
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	if p == nil {
+		return nil, errorToStatus(Errorf(KindInternal, "Plan returned no plan"))
+	}
+	if _, err := p.TextSlot(); err != nil {
+		return nil, errorToStatus(Errorf(KindInternal, "%v", err))
+	}
+	return planToProto(p), nil
+}
+
+// Explain implements pluginpb.ProviderServer: the explanation is the
+// call's error status.
+func (s *grpcProviderServer) Explain(ctx context.Context, f *pluginpb.Failure) (_ *pluginpb.ExplainResponse, err error) {
+	defer recoverToError("Explain", &err)
+	pl, ok := s.impl.(Planner)
+	if !ok {
+		return nil, errorToStatus(Errorf(KindUnsupported, "this provider does not plan requests"))
+	}
+	e := pl.Explain(ctx, failureFromProto(f))
+	if e == nil {
+		e = Errorf(KindUpstream, "HTTP status %d", f.GetStatus())
+	}
+	return nil, errorToStatus(e)
 }

@@ -97,6 +97,9 @@ type Description struct {
 	DefaultModel string
 	// Models lists the provider's models.
 	Models []Model
+	// Plans reports that the provider implements Planner. Serve sets it;
+	// plugin authors leave it alone.
+	Plans bool
 }
 
 // Model describes one model of a provider.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
@@ -40,6 +41,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 		Name:         d.Name,
 		DefaultModel: d.DefaultModel,
 		Models:       make([]*pluginpb.Model, len(d.Models)),
+		Plans:        d.Plans,
 	}
 	for i, m := range d.Models {
 		out.Models[i] = &pluginpb.Model{
@@ -67,6 +69,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 		ID:           d.GetId(),
 		Name:         d.GetName(),
 		DefaultModel: d.GetDefaultModel(),
+		Plans:        d.GetPlans(),
 	}
 	if len(d.GetModels()) > 0 {
 		out.Models = make([]Model, len(d.GetModels()))
@@ -397,5 +400,51 @@ func (p *tieredPool) Put(b *[]byte) {
 	c := cap(*b)
 	if i := p.tier(c); i >= 0 && c == 1<<(i+p.min) {
 		p.tiers[i].Put(b)
+	}
+}
+
+func planToProto(p *Plan) *pluginpb.HTTPPlan {
+	return &pluginpb.HTTPPlan{
+		Method:      p.Method,
+		Url:         p.URL,
+		Header:      p.Header,
+		Body:        p.Body,
+		MediaType:   p.MediaType,
+		FrameSize:   int32(p.FrameSize),
+		MaxAttempts: int32(p.MaxAttempts),
+		TimeoutMs:   p.Timeout.Milliseconds(),
+		ReuseForMs:  p.ReuseFor.Milliseconds(),
+	}
+}
+
+func planFromProto(p *pluginpb.HTTPPlan) *Plan {
+	return &Plan{
+		Method:      p.GetMethod(),
+		URL:         p.GetUrl(),
+		Header:      p.GetHeader(),
+		Body:        p.GetBody(),
+		MediaType:   p.GetMediaType(),
+		FrameSize:   int(p.GetFrameSize()),
+		MaxAttempts: int(p.GetMaxAttempts()),
+		Timeout:     time.Duration(p.GetTimeoutMs()) * time.Millisecond,
+		ReuseFor:    time.Duration(p.GetReuseForMs()) * time.Millisecond,
+	}
+}
+
+func failureToProto(f *Failure) *pluginpb.Failure {
+	return &pluginpb.Failure{
+		Status:      int32(f.Status),
+		Header:      f.Header,
+		Body:        f.Body,
+		Credentials: credentialsToProto(f.Credentials),
+	}
+}
+
+func failureFromProto(f *pluginpb.Failure) *Failure {
+	return &Failure{
+		Status:      int(f.GetStatus()),
+		Header:      f.GetHeader(),
+		Body:        f.GetBody(),
+		Credentials: credentialsFromProto(f.GetCredentials()),
 	}
 }

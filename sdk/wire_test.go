@@ -61,7 +61,7 @@ func requireAllSet(t *testing.T, path string, v reflect.Value) {
 
 func TestWireRoundTrip(t *testing.T) {
 	desc := &Description{
-		ID: "p", Name: "P", DefaultModel: "m",
+		ID: "p", Name: "P", DefaultModel: "m", Plans: true,
 		Models: []Model{{
 			ID: "m", Name: "M",
 			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},

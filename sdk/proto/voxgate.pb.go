@@ -209,11 +209,14 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 }
 
 type Description struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	DefaultModel  string                 `protobuf:"bytes,3,opt,name=default_model,json=defaultModel,proto3" json:"default_model,omitempty"`
-	Models        []*Model               `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name         string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	DefaultModel string                 `protobuf:"bytes,3,opt,name=default_model,json=defaultModel,proto3" json:"default_model,omitempty"`
+	Models       []*Model               `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
+	// plans is true when the provider implements Plan and Explain; set by the
+	// SDK, not by plugin authors.
+	Plans         bool `protobuf:"varint,5,opt,name=plans,proto3" json:"plans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +277,13 @@ func (x *Description) GetModels() []*Model {
 		return x.Models
 	}
 	return nil
+}
+
+func (x *Description) GetPlans() bool {
+	if x != nil {
+		return x.Plans
+	}
+	return false
 }
 
 type Model struct {
@@ -1149,6 +1159,273 @@ func (x *CloneResponse) GetVoiceId() string {
 	return ""
 }
 
+type PlanRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// request.text is sdk.PlanText, the placeholder of the text to speak.
+	Request *SynthesizeRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	// stream asks for a request whose answer arrives as it is produced.
+	Stream        bool `protobuf:"varint,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanRequest) Reset() {
+	*x = PlanRequest{}
+	mi := &file_voxgate_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanRequest) ProtoMessage() {}
+
+func (x *PlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
+func (*PlanRequest) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PlanRequest) GetRequest() *SynthesizeRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *PlanRequest) GetStream() bool {
+	if x != nil {
+		return x.Stream
+	}
+	return false
+}
+
+type HTTPPlan struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Method string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Header map[string]string      `protobuf:"bytes,3,rep,name=header,proto3" json:"header,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// body holds sdk.PlanText exactly once, inside a JSON string.
+	Body          []byte `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
+	MediaType     string `protobuf:"bytes,5,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	FrameSize     int32  `protobuf:"varint,6,opt,name=frame_size,json=frameSize,proto3" json:"frame_size,omitempty"`
+	MaxAttempts   int32  `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	TimeoutMs     int64  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	ReuseForMs    int64  `protobuf:"varint,9,opt,name=reuse_for_ms,json=reuseForMs,proto3" json:"reuse_for_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTPPlan) Reset() {
+	*x = HTTPPlan{}
+	mi := &file_voxgate_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTPPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTPPlan) ProtoMessage() {}
+
+func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
+func (*HTTPPlan) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *HTTPPlan) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *HTTPPlan) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *HTTPPlan) GetHeader() map[string]string {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *HTTPPlan) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *HTTPPlan) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *HTTPPlan) GetFrameSize() int32 {
+	if x != nil {
+		return x.FrameSize
+	}
+	return 0
+}
+
+func (x *HTTPPlan) GetMaxAttempts() int32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *HTTPPlan) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *HTTPPlan) GetReuseForMs() int64 {
+	if x != nil {
+		return x.ReuseForMs
+	}
+	return 0
+}
+
+type Failure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Header        map[string]string      `protobuf:"bytes,2,rep,name=header,proto3" json:"header,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Body          []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	Credentials   *Credentials           `protobuf:"bytes,4,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Failure) Reset() {
+	*x = Failure{}
+	mi := &file_voxgate_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Failure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Failure) ProtoMessage() {}
+
+func (x *Failure) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Failure.ProtoReflect.Descriptor instead.
+func (*Failure) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Failure) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *Failure) GetHeader() map[string]string {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *Failure) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *Failure) GetCredentials() *Credentials {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+type ExplainResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_voxgate_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
+}
+
 type ModerationRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -1159,7 +1436,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1448,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1461,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -1213,7 +1490,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1502,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1515,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -1288,7 +1565,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1577,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1590,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -1369,12 +1646,13 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
 	"\x11ConfigureResponse\"\x11\n" +
-	"\x0fDescribeRequest\"\x88\x01\n" +
+	"\x0fDescribeRequest\"\x9e\x01\n" +
 	"\vDescription\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
-	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\"\xc8\x02\n" +
+	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\x12\x14\n" +
+	"\x05plans\x18\x05 \x01(\bR\x05plans\"\xc8\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -1447,7 +1725,36 @@ const file_voxgate_proto_rawDesc = "" +
 	"media_type\x18\x02 \x01(\tR\tmediaType\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"*\n" +
 	"\rCloneResponse\x12\x19\n" +
-	"\bvoice_id\x18\x01 \x01(\tR\avoiceId\"i\n" +
+	"\bvoice_id\x18\x01 \x01(\tR\avoiceId\"e\n" +
+	"\vPlanRequest\x12>\n" +
+	"\arequest\x18\x01 \x01(\v2$.voxgate.plugin.v1.SynthesizeRequestR\arequest\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\bR\x06stream\"\xe6\x02\n" +
+	"\bHTTPPlan\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
+	"\x06header\x18\x03 \x03(\v2'.voxgate.plugin.v1.HTTPPlan.HeaderEntryR\x06header\x12\x12\n" +
+	"\x04body\x18\x04 \x01(\fR\x04body\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x05 \x01(\tR\tmediaType\x12\x1d\n" +
+	"\n" +
+	"frame_size\x18\x06 \x01(\x05R\tframeSize\x12!\n" +
+	"\fmax_attempts\x18\a \x01(\x05R\vmaxAttempts\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\x12 \n" +
+	"\freuse_for_ms\x18\t \x01(\x03R\n" +
+	"reuseForMs\x1a9\n" +
+	"\vHeaderEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf2\x01\n" +
+	"\aFailure\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12>\n" +
+	"\x06header\x18\x02 \x03(\v2&.voxgate.plugin.v1.Failure.HeaderEntryR\x06header\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body\x12@\n" +
+	"\vcredentials\x18\x04 \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\x1a9\n" +
+	"\vHeaderEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
+	"\x0fExplainResponse\"i\n" +
 	"\x11ModerationRequest\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12@\n" +
 	"\vcredentials\x18\x02 \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\"\x82\x01\n" +
@@ -1473,7 +1780,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x16ERROR_KIND_UNAVAILABLE\x10\x04\x12\x16\n" +
 	"\x12ERROR_KIND_TIMEOUT\x10\x05\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSUPPORTED\x10\x06\x12\x17\n" +
-	"\x13ERROR_KIND_UPSTREAM\x10\a2\xf4\x03\n" +
+	"\x13ERROR_KIND_UPSTREAM\x10\a2\x84\x05\n" +
 	"\bProvider\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12N\n" +
 	"\bDescribe\x12\".voxgate.plugin.v1.DescribeRequest\x1a\x1e.voxgate.plugin.v1.Description\x12M\n" +
@@ -1481,7 +1788,9 @@ const file_voxgate_proto_rawDesc = "" +
 	"\n" +
 	"Synthesize\x12$.voxgate.plugin.v1.SynthesizeRequest\x1a%.voxgate.plugin.v1.SynthesizeResponse\x12J\n" +
 	"\x06Stream\x12$.voxgate.plugin.v1.SynthesizeRequest\x1a\x18.voxgate.plugin.v1.Chunk0\x01\x12J\n" +
-	"\x05Clone\x12\x1f.voxgate.plugin.v1.CloneRequest\x1a .voxgate.plugin.v1.CloneResponse2\xba\x01\n" +
+	"\x05Clone\x12\x1f.voxgate.plugin.v1.CloneRequest\x1a .voxgate.plugin.v1.CloneResponse\x12C\n" +
+	"\x04Plan\x12\x1e.voxgate.plugin.v1.PlanRequest\x1a\x1b.voxgate.plugin.v1.HTTPPlan\x12I\n" +
+	"\aExplain\x12\x1a.voxgate.plugin.v1.Failure\x1a\".voxgate.plugin.v1.ExplainResponse2\xba\x01\n" +
 	"\tModerator\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12U\n" +
 	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResultB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
@@ -1499,7 +1808,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
@@ -1519,13 +1828,19 @@ var file_voxgate_proto_goTypes = []any{
 	(*CloneRequest)(nil),       // 15: voxgate.plugin.v1.CloneRequest
 	(*Sample)(nil),             // 16: voxgate.plugin.v1.Sample
 	(*CloneResponse)(nil),      // 17: voxgate.plugin.v1.CloneResponse
-	(*ModerationRequest)(nil),  // 18: voxgate.plugin.v1.ModerationRequest
-	(*ModerationResult)(nil),   // 19: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 20: voxgate.plugin.v1.Error
-	nil,                        // 21: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	(*PlanRequest)(nil),        // 18: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),           // 19: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),            // 20: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),    // 21: voxgate.plugin.v1.ExplainResponse
+	(*ModerationRequest)(nil),  // 22: voxgate.plugin.v1.ModerationRequest
+	(*ModerationResult)(nil),   // 23: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),              // 24: voxgate.plugin.v1.Error
+	nil,                        // 25: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                        // 26: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                        // 27: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	21, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	25, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
 	6,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
 	7,  // 3: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
@@ -1534,29 +1849,37 @@ var file_voxgate_proto_depIdxs = []int32{
 	13, // 6: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
 	16, // 7: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
 	7,  // 8: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	7,  // 9: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	0,  // 10: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 11: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 12: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	8,  // 13: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	11, // 14: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	11, // 15: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	15, // 16: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	1,  // 17: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	18, // 18: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 19: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 20: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	9,  // 21: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	12, // 22: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	14, // 23: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	17, // 24: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	2,  // 25: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	19, // 26: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	19, // [19:27] is the sub-list for method output_type
-	11, // [11:19] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	11, // 9: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	26, // 10: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	27, // 11: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	7,  // 12: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	7,  // 13: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	0,  // 14: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 15: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 16: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	8,  // 17: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	11, // 18: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	11, // 19: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	15, // 20: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	18, // 21: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	20, // 22: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	1,  // 23: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	22, // 24: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 25: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 26: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	9,  // 27: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	12, // 28: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	14, // 29: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	17, // 30: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	19, // 31: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	21, // 32: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	2,  // 33: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	23, // 34: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	25, // [25:35] is the sub-list for method output_type
+	15, // [15:25] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -1570,7 +1893,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

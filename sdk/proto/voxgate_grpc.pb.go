@@ -31,6 +31,8 @@ const (
 	Provider_Synthesize_FullMethodName = "/voxgate.plugin.v1.Provider/Synthesize"
 	Provider_Stream_FullMethodName     = "/voxgate.plugin.v1.Provider/Stream"
 	Provider_Clone_FullMethodName      = "/voxgate.plugin.v1.Provider/Clone"
+	Provider_Plan_FullMethodName       = "/voxgate.plugin.v1.Provider/Plan"
+	Provider_Explain_FullMethodName    = "/voxgate.plugin.v1.Provider/Explain"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -47,6 +49,13 @@ type ProviderClient interface {
 	// media_type.
 	Stream(ctx context.Context, in *SynthesizeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
 	Clone(ctx context.Context, in *CloneRequest, opts ...grpc.CallOption) (*CloneResponse, error)
+	// Plan builds the upstream HTTP request of a synthesis without sending
+	// it; the gateway sends it itself (sdk.Planner). Providers that do not
+	// plan answer UNIMPLEMENTED and report plans = false in Description.
+	Plan(ctx context.Context, in *PlanRequest, opts ...grpc.CallOption) (*HTTPPlan, error)
+	// Explain turns an upstream error response of a planned request into an
+	// error: the call fails with a status carrying the explaining Error.
+	Explain(ctx context.Context, in *Failure, opts ...grpc.CallOption) (*ExplainResponse, error)
 }
 
 type providerClient struct {
@@ -126,6 +135,26 @@ func (c *providerClient) Clone(ctx context.Context, in *CloneRequest, opts ...gr
 	return out, nil
 }
 
+func (c *providerClient) Plan(ctx context.Context, in *PlanRequest, opts ...grpc.CallOption) (*HTTPPlan, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HTTPPlan)
+	err := c.cc.Invoke(ctx, Provider_Plan_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) Explain(ctx context.Context, in *Failure, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, Provider_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -140,6 +169,13 @@ type ProviderServer interface {
 	// media_type.
 	Stream(*SynthesizeRequest, grpc.ServerStreamingServer[Chunk]) error
 	Clone(context.Context, *CloneRequest) (*CloneResponse, error)
+	// Plan builds the upstream HTTP request of a synthesis without sending
+	// it; the gateway sends it itself (sdk.Planner). Providers that do not
+	// plan answer UNIMPLEMENTED and report plans = false in Description.
+	Plan(context.Context, *PlanRequest) (*HTTPPlan, error)
+	// Explain turns an upstream error response of a planned request into an
+	// error: the call fails with a status carrying the explaining Error.
+	Explain(context.Context, *Failure) (*ExplainResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -167,6 +203,12 @@ func (UnimplementedProviderServer) Stream(*SynthesizeRequest, grpc.ServerStreami
 }
 func (UnimplementedProviderServer) Clone(context.Context, *CloneRequest) (*CloneResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Clone not implemented")
+}
+func (UnimplementedProviderServer) Plan(context.Context, *PlanRequest) (*HTTPPlan, error) {
+	return nil, status.Error(codes.Unimplemented, "method Plan not implemented")
+}
+func (UnimplementedProviderServer) Explain(context.Context, *Failure) (*ExplainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -290,6 +332,42 @@ func _Provider_Clone_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_Plan_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PlanRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Plan(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Plan_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Plan(ctx, req.(*PlanRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Failure)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Explain(ctx, req.(*Failure))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -316,6 +394,14 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Clone",
 			Handler:    _Provider_Clone_Handler,
+		},
+		{
+			MethodName: "Plan",
+			Handler:    _Provider_Plan_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _Provider_Explain_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -108,6 +108,11 @@ type Config struct {
 //   - Cancel: a cancelled context ends Synthesize and Stream with an error,
 //     and an error from send ends Stream.
 //   - Concurrent: parallel calls all succeed.
+//   - Plan, Explain: when p plans (implements sdk.Planner; for a plugin
+//     process, Describe reports Plans), its plans, sent as the gateway
+//     sends them, answer audio of the media type Synthesize gives, and
+//     its explanations of error answers keep the status, classify it and
+//     never show the key.
 //
 // Run works the same on an in-process Provider (fast, race detector sees the
 // plugin's code) and on one from StartPlugin (the real wire). It does not
@@ -153,6 +158,8 @@ func Run(t *testing.T, p sdk.Provider, cfg Config) {
 	r.run(t, CheckClone, r.checkClone)
 	r.run(t, CheckCancel, r.checkCancel)
 	r.run(t, CheckConcurrent, r.checkConcurrent)
+	r.run(t, CheckPlan, r.checkPlan)
+	r.run(t, CheckExplain, r.checkExplain)
 }
 
 func (c Config) withDefaults() Config {

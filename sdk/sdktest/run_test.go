@@ -153,10 +153,18 @@ func TestBrokenProviderHelper(t *testing.T) {
 	if mode == "" {
 		t.Skip("runs only as the child of TestRunCatchesBrokenProviders")
 	}
-	Run(t, &broken{Provider: StartPlugin(t, testPlugin), mode: mode}, Config{
+	b := &broken{Provider: StartPlugin(t, testPlugin), mode: mode}
+	cfg := Config{
 		Model:        os.Getenv(modelEnv),
 		InvalidVoice: "no-such-voice",
-	})
+	}
+	if strings.HasPrefix(mode, "plan") {
+		// A planner with an HTTP upstream of its own (plan_test.go).
+		cfg.Credentials = sdk.Credentials{APIKey: planKey}
+		Run(t, newPlanning(t, b), cfg)
+		return
+	}
+	Run(t, b, cfg)
 }
 
 func TestRunCatchesBrokenProviders(t *testing.T) {
@@ -181,6 +189,14 @@ func TestRunCatchesBrokenProviders(t *testing.T) {
 		{"clone-wrong-kind", "basic", []string{CheckClone}},
 		{"ignores-cancel", "test", []string{CheckCancel}},
 		{"send-after-error", "test", []string{CheckCancel}},
+		{"planner", "test", nil},
+		{"planner", "basic", nil},
+		{"plan-no-placeholder", "test", []string{CheckPlan}},
+		{"plan-wrong-mediatype", "test", []string{CheckPlan}},
+		{"plan-keyless", "basic", []string{CheckPlan}},
+		{"plan-unsupported", "basic", []string{CheckPlan}},
+		{"plan-explain-leaks", "test", []string{CheckExplain}},
+		{"plan-explain-internal", "basic", []string{CheckExplain}},
 	}
 	failLine := regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenProviderHelper/(\w+) `)
 	for _, tt := range tests {

@@ -2,8 +2,11 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -70,14 +73,73 @@ func (e *Endpoint) Do(ctx context.Context, req *http.Request, key string, idempo
 		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		se := ErrorFromResponse(resp, e.API.Provider, e.API.ParseError)
-		se.Message = Redact(se.Message, key)
-		if e.API.Classify != nil {
-			e.API.Classify(se)
-		}
-		return nil, se
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		return nil, e.explain(resp.StatusCode, resp.Header, body, key)
 	}
 	return resp, nil
+}
+
+// explain maps an upstream error response: parsed, classified, redacted.
+func (e *Endpoint) explain(status int, h http.Header, body []byte, key string) *sdk.Error {
+	var code, msg string
+	if e.API.ParseError != nil {
+		code, msg = e.API.ParseError(body)
+	}
+	se := ErrorFromStatus(status, e.API.Provider, code, msg, RetryAfter(h, time.Now()))
+	// Providers echo keys in messages, and some error codes are free text
+	// (ElevenLabs' detail.status).
+	se.Message = Redact(se.Message, key)
+	se.UpstreamCode = Redact(se.UpstreamCode, key)
+	if e.API.Classify != nil {
+		e.API.Classify(se)
+	}
+	return se
+}
+
+// PlanReuse is how long Endpoint.Plan lets the gateway reuse a plan: long
+// enough that a busy voice is planned a few times an hour, short enough
+// that a changed deployment (a rotated managed key) is picked up soon.
+const PlanReuse = 5 * time.Minute
+
+// Plan builds an sdk.Plan for a JSON request: body encoded as JSON (with
+// sdk.PlanText where the text goes), authenticated with key like Do, with
+// the endpoint's attempts and timeout, reusable for PlanReuse. header adds
+// provider-specific headers. A missing key fails as in Do.
+func (e *Endpoint) Plan(method, url string, body any, key string, header map[string]string) (*sdk.Plan, error) {
+	if key == "" {
+		return nil, sdk.Errorf(sdk.KindUnauthorized, "%s: no API key: configure the gateway's managed key or send your own", e.API.Provider)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "%s: encode request body: %v", e.API.Provider, err)
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	for k, v := range header {
+		h.Set(k, v)
+	}
+	e.API.Authorize(h, key)
+	flat := make(map[string]string, len(h))
+	for k, v := range h {
+		flat[k] = v[0]
+	}
+	attempts := e.MaxAttempts
+	if attempts <= 0 {
+		attempts = Policy{}.withDefaults().MaxAttempts
+	}
+	return &sdk.Plan{Method: method, URL: url, Header: flat, Body: data, MaxAttempts: attempts, Timeout: e.Timeout, ReuseFor: PlanReuse}, nil
+}
+
+// Explain implements the Explain half of sdk.Planner for a plugin built
+// on Endpoint: the same mapping as Do gives the response of a call it
+// sent itself.
+func (e *Endpoint) Explain(f *sdk.Failure) error {
+	h := make(http.Header, len(f.Header))
+	for k, v := range f.Header {
+		h.Set(k, v)
+	}
+	return e.explain(f.Status, h, f.Body, f.Credentials.APIKey)
 }
 
 // Close lets the idle connections of a replaced Endpoint go.

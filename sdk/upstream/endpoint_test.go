@@ -2,11 +2,13 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -88,5 +90,64 @@ func TestEndpoint(t *testing.T) {
 	}
 	if _, err := NewEndpoint(api, map[string]string{"base_url": "ftp://x"}); err == nil || sdk.AsError(err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("bad base_url: %v", err)
+	}
+}
+
+// TestEndpointPlanExplain checks the Planner half: a plan carries the
+// key, the placeholder and the endpoint's attempts, and Explain maps an
+// error answer like Do does, with the key out of message and code.
+func TestEndpointPlanExplain(t *testing.T) {
+	const key = "secret-key-123"
+	api := &API{
+		Provider:       "demo",
+		DefaultBaseURL: "https://api.demo.invalid/v1",
+		Authorize:      func(h http.Header, key string) { h.Set("X-Key", key) },
+		ParseError: func(b []byte) (string, string) {
+			var v struct{ Code, Message string }
+			_ = json.Unmarshal(b, &v)
+			return v.Code, v.Message
+		},
+	}
+	e, err := NewEndpoint(api, map[string]string{"max_attempts": "2", "timeout": "7s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Plan("POST", e.BaseURL+"/speak", map[string]string{"text": sdk.PlanText}, "", nil); sdk.AsError(err).Kind != sdk.KindUnauthorized {
+		t.Errorf("plan without a key: %v", err)
+	}
+	p, err := e.Plan("POST", e.BaseURL+"/speak", map[string]string{"text": sdk.PlanText}, key, map[string]string{"Accept": "audio/mpeg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.MediaType = "audio/mpeg"
+	if _, err := p.TextSlot(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Header["X-Key"] != key || p.Header["Accept"] != "audio/mpeg" || p.Header["Content-Type"] != "application/json" ||
+		p.MaxAttempts != 2 || p.Timeout != 7*time.Second || p.ReuseFor != PlanReuse {
+		t.Errorf("plan %+v", p)
+	}
+
+	tests := []struct {
+		status int
+		body   string
+		kind   sdk.ErrorKind
+	}{
+		{401, `{"code":"bad_key ` + key + `","message":"key ` + key + ` rejected"}`, sdk.KindUnauthorized},
+		{429, `{"code":"slow_down","message":"later"}`, sdk.KindRateLimited},
+		{400, `not json`, sdk.KindInvalidRequest},
+	}
+	for _, tt := range tests {
+		err := e.Explain(&sdk.Failure{Status: tt.status, Header: map[string]string{"Retry-After": "2"}, Body: []byte(tt.body), Credentials: sdk.Credentials{APIKey: key}})
+		se := sdk.AsError(err)
+		if se.Kind != tt.kind || se.UpstreamStatus != tt.status {
+			t.Errorf("%d: %+v", tt.status, se)
+		}
+		if strings.Contains(se.Error(), key) || strings.Contains(se.UpstreamCode, key) {
+			t.Errorf("%d: the key leaked: %q / %q", tt.status, se.Error(), se.UpstreamCode)
+		}
+		if tt.status == 429 && se.RetryAfter != 2*time.Second {
+			t.Errorf("429 retry after %v", se.RetryAfter)
+		}
 	}
 }

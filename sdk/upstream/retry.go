@@ -50,10 +50,10 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// retryableStatus reports the statuses worth another try: throttling and
+// RetryableStatus reports the statuses worth another try: throttling and
 // the server-side failures that are usually transient. 501 and other
 // 5xx say the request itself cannot work.
-func retryableStatus(code int) bool {
+func RetryableStatus(code int) bool {
 	switch code {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests,
 		http.StatusInternalServerError, http.StatusBadGateway,
@@ -96,11 +96,11 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, policy Poli
 			if last || ctx.Err() != nil {
 				return nil, TransportError(ctx, host, err)
 			}
-			wait = backoff(p, attempt)
-		case !retryableStatus(resp.StatusCode) || last:
+			wait = p.Backoff(attempt)
+		case !RetryableStatus(resp.StatusCode) || last:
 			return resp, nil
 		default:
-			wait = backoff(p, attempt)
+			wait = p.Backoff(attempt)
 			if ra := RetryAfter(resp.Header, time.Now()); ra > 0 {
 				if ra > p.MaxRetryAfter {
 					return resp, nil
@@ -135,10 +135,12 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, policy Poli
 	}
 }
 
-// backoff is the wait before attempt+1: BaseDelay doubled per attempt,
-// capped at MaxDelay, with "equal jitter" (half fixed, half random) so
-// that many callers throttled together do not return together.
-func backoff(p Policy, attempt int) time.Duration {
+// Backoff is the wait before attempt+1 (attempt counts from 1):
+// BaseDelay doubled per attempt, capped at MaxDelay, with "equal jitter"
+// (half fixed, half random) so that many callers throttled together do
+// not return together.
+func (p Policy) Backoff(attempt int) time.Duration {
+	p = p.withDefaults()
 	d := p.BaseDelay << (attempt - 1)
 	if d > p.MaxDelay || d <= 0 {
 		d = p.MaxDelay
@@ -171,12 +173,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // which wins when present. It returns 0 when there is none or it is
 // unreadable.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+	return ParseRetryAfter(h.Get("Retry-After"), h.Get("Retry-After-Ms"), now)
+}
+
+// ParseRetryAfter is RetryAfter for callers that hold the two header
+// values rather than an http.Header.
+func ParseRetryAfter(retryAfter, retryAfterMs string, now time.Time) time.Duration {
+	if v := strings.TrimSpace(retryAfterMs); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
 			return time.Duration(ms * float64(time.Millisecond))
 		}
 	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
+	v := strings.TrimSpace(retryAfter)
 	if v == "" {
 		return 0
 	}
