@@ -34,6 +34,9 @@ const (
 	maxAudioBytes      = 256 << 20
 	// maxVoicePages bounds GET /voices pagination (100 voices a page).
 	maxVoicePages = 20
+	// The text-to-speech endpoints: the audio as the body, and as
+	// server-sent events.
+	bytesPath, ssePath = "/tts/bytes", "/tts/sse"
 )
 
 func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 44100, 48000} }
@@ -115,10 +118,17 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: models()}, nil
 }
 
-// do sends req with the version header through the endpoint; see
+// headers are what every request carries besides authentication.
+func (cfg *config) headers() map[string]string {
+	return map[string]string{"Cartesia-Version": cfg.version}
+}
+
+// do sends req with the headers through the endpoint; see
 // upstream.Endpoint.Do.
 func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
-	req.Header.Set("Cartesia-Version", cfg.version)
+	for k, v := range cfg.headers() {
+		req.Header.Set(k, v)
+	}
 	return cfg.Do(ctx, req, key, idempotent)
 }
 
@@ -338,6 +348,46 @@ func (cfg *config) post(ctx context.Context, path string, body ttsBody, key stri
 	return cfg.do(ctx, hreq, key, true)
 }
 
+var _ sdk.Planner = (*Provider)(nil)
+
+// Plan implements sdk.Planner for whole clips: the /tts/bytes request
+// Synthesize sends, whose answer is the audio itself in every format. It
+// refuses, with KindUnsupported so that the gateway calls Synthesize or
+// Stream instead: streams (pcm and wav stream as server-sent events of
+// base64 audio, which the plugin decodes; mp3 streams stay with them so
+// that all streams take one path), word timestamps (the same events), and
+// a clip whose speed was clamped (the response carries a warning a plan
+// cannot).
+func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
+	c, err := prepare(req.Request)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Stream:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: streams are left to the plugin: pcm and wav come as server-sent events")
+	case req.Request.Timestamps:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: word timestamps come as server-sent events the plugin reads")
+	case len(c.warnings) > 0:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: the clip comes with warnings a plan cannot carry")
+	}
+	cfg := p.cfg.Load()
+	plan, err := cfg.Plan(http.MethodPost, cfg.BaseURL+bytesPath, c.body, req.Request.Credentials.APIKey, cfg.headers())
+	if err != nil {
+		return nil, err
+	}
+	plan.MediaType = c.mediaType
+	if c.format == sdk.FormatPCM {
+		plan.FrameSize = 2 // 16-bit mono
+	}
+	return plan, nil
+}
+
+// Explain implements sdk.Planner with the mapping Synthesize uses.
+func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
+	return p.cfg.Load().Explain(f)
+}
+
 // Synthesize implements sdk.Provider: /tts/bytes for a plain clip, or
 // /tts/sse with add_timestamps when word timings are asked for (the bytes
 // endpoint carries none). The SSE endpoint speaks raw PCM only, so
@@ -352,7 +402,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	defer cancel()
 	out := &sdk.SynthesizeResponse{MediaType: c.mediaType, Warnings: c.warnings}
 	if !req.Timestamps {
-		resp, err := cfg.post(ctx, "/tts/bytes", c.body, req.Credentials.APIKey)
+		resp, err := cfg.post(ctx, bytesPath, c.body, req.Credentials.APIKey)
 		if err != nil {
 			return nil, err
 		}
@@ -367,7 +417,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	}
 	c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: c.rate}
 	c.body.AddTimestamps = true
-	resp, err := cfg.post(ctx, "/tts/sse", c.body, req.Credentials.APIKey)
+	resp, err := cfg.post(ctx, ssePath, c.body, req.Credentials.APIKey)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +459,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	}
 	cfg := p.cfg.Load()
 	if c.format == sdk.FormatMP3 {
-		resp, err := cfg.post(ctx, "/tts/bytes", c.body, req.Credentials.APIKey)
+		resp, err := cfg.post(ctx, bytesPath, c.body, req.Credentials.APIKey)
 		if err != nil {
 			return err
 		}
@@ -418,7 +468,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: c.rate}
-	resp, err := cfg.post(ctx, "/tts/sse", c.body, req.Credentials.APIKey)
+	resp, err := cfg.post(ctx, ssePath, c.body, req.Credentials.APIKey)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -448,6 +451,227 @@ func TestParseError(t *testing.T) {
 		code, msg := parseError([]byte(tt.body))
 		if code != tt.code || msg != tt.msg {
 			t.Errorf("parseError(%q) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+// planSentence needs JSON escaping: quotes, a backslash, a tab, HTML
+// characters and non-ASCII letters.
+const planSentence = "She said \"ready\" \\ then paused,\tnaïve <and> calm & done."
+
+// planners are the plugin in process and over the wire, both configured
+// with settings; the gateway plans through the latter.
+func planners(t *testing.T, settings map[string]string) map[string]sdk.Provider {
+	t.Helper()
+	out := map[string]sdk.Provider{"in process": New(), "over the wire": sdktest.StartPlugin(t, pluginPath)}
+	for name, p := range out {
+		if err := p.Configure(t.Context(), settings); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return out
+}
+
+// planClip asks p for the whole-clip plan of req with its text replaced by
+// sdk.PlanText.
+func planClip(t *testing.T, p sdk.Provider, req sdk.SynthesizeRequest, stream bool) (*sdk.Plan, error) {
+	t.Helper()
+	req.Text = sdk.PlanText
+	return p.(sdk.Planner).Plan(t.Context(), &sdk.PlanRequest{Request: &req, Stream: stream})
+}
+
+// sendPlan sends pl as the gateway does, text JSON-escaped in its slot. It
+// returns the body of a 2xx answer, or the Failure Explain reads.
+func sendPlan(t *testing.T, pl *sdk.Plan, text string, creds sdk.Credentials) ([]byte, *sdk.Failure) {
+	t.Helper()
+	at, err := pl.TextSlot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped, _ := json.Marshal(text)
+	body := bytes.Replace(pl.Body, []byte(sdk.PlanText), escaped[1:len(escaped)-1], 1)
+	if !bytes.Equal(body[:at], pl.Body[:at]) {
+		t.Fatalf("the slot is not at %d", at)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), pl.Method, pl.URL, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range pl.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case resp.StatusCode >= 300:
+		header := make(map[string]string, len(resp.Header))
+		for k := range resp.Header {
+			header[k] = resp.Header.Get(k)
+		}
+		return nil, &sdk.Failure{Status: resp.StatusCode, Header: header, Body: data, Credentials: creds}
+	}
+	return data, nil
+}
+
+// TestPlanMatchesSynthesize: a planned whole clip, sent with net/http, is
+// the /tts/bytes request Synthesize sends and answers the same audio, for
+// both error formats' API versions.
+func TestPlanMatchesSynthesize(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	tests := []struct {
+		name, format, model, options string
+		rate                         int
+		speed                        float64
+		media                        string
+		frame                        int
+	}{
+		{name: "pcm", media: "audio/pcm;rate=24000", frame: 2},
+		{name: "pcm 16 kHz", format: sdk.FormatPCM, rate: 16000, media: "audio/pcm;rate=16000", frame: 2},
+		{name: "wav, made by Cartesia", format: sdk.FormatWAV, rate: 44100, media: "audio/wav"},
+		{name: "mp3", format: sdk.FormatMP3, media: "audio/mpeg"},
+		{name: "options and speed", model: "sonic-3", speed: 1.25, options: `{"language": "en", "generation_config": {"volume": 1.5}}`,
+			media: "audio/pcm;rate=24000", frame: 2},
+	}
+	for _, version := range []string{apiVersion, "2026-03-01"} {
+		for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL(), "api_version": version}) {
+			for _, tt := range tests {
+				t.Run(version+"/"+name+"/"+tt.name, func(t *testing.T) {
+					req := request(fake.Key)
+					req.Text, req.Format, req.SampleRate, req.Speed = planSentence, tt.format, tt.rate, tt.speed
+					req.Model = cmp.Or(tt.model, req.Model)
+					if tt.options != "" {
+						req.Options = []byte(tt.options)
+					}
+					pl, err := planClip(t, p, *req, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if pl.MediaType != tt.media || pl.FrameSize != tt.frame {
+						t.Errorf("media type %q, frame size %d; want %q, %d", pl.MediaType, pl.FrameSize, tt.media, tt.frame)
+					}
+					planned, f := sendPlan(t, pl, req.Text, req.Credentials)
+					if f != nil {
+						t.Fatalf("the planned request failed: %d %s", f.Status, f.Body)
+					}
+					sent, _ := srv.LastRequest()
+					resp, err := p.Synthesize(t.Context(), req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if resp.MediaType != pl.MediaType || !bytes.Equal(resp.Audio, planned) {
+						t.Errorf("Synthesize answers %q, %d bytes; the plan %q, %d bytes", resp.MediaType, len(resp.Audio), pl.MediaType, len(planned))
+					}
+					want, _ := srv.LastRequest()
+					var sentBody, wantBody any
+					_ = json.Unmarshal(sent.Body, &sentBody)
+					_ = json.Unmarshal(want.Body, &wantBody)
+					for _, h := range []string{"X-API-Key", "Cartesia-Version", "Content-Type"} {
+						if sent.Header.Get(h) != want.Header.Get(h) {
+							t.Errorf("%s: planned %q, Synthesize %q", h, sent.Header.Get(h), want.Header.Get(h))
+						}
+					}
+					if sent.Path != fake.BytesPath || want.Path != fake.BytesPath || !reflect.DeepEqual(sentBody, wantBody) {
+						t.Errorf("planned %s %s\nSynthesize %s %s", sent.Path, sent.Body, want.Path, want.Body)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestPlanRefuses: streams, timestamps and a clip with warnings are
+// refused as unsupported, so that the gateway calls the plugin; the
+// caller's mistakes are refused as in Synthesize. No refusal calls
+// upstream.
+func TestPlanRefuses(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		stream bool
+		kind   sdk.ErrorKind
+	}{
+		{"pcm stream", func(*sdk.SynthesizeRequest) {}, true, sdk.KindUnsupported},
+		{"wav stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatWAV }, true, sdk.KindUnsupported},
+		{"mp3 stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }, true, sdk.KindUnsupported},
+		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
+		{"clamped speed, whose warning a plan cannot carry", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = "sonic-3", 3 }, false, sdk.KindUnsupported},
+		{"speed on sonic-2", func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }, false, sdk.KindInvalidRequest},
+		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }, true, sdk.KindInvalidRequest},
+		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, false, sdk.KindUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			pl, err := planClip(t, p, *req, tt.stream)
+			if pl != nil || asError(t, err).Kind != tt.kind {
+				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls", n)
+	}
+}
+
+// TestExplainMatchesSynthesize: an error answer to a planned request, as
+// plain text (API versions before 2026-03-01) or JSON, is explained as
+// Synthesize reports the same answer, without the key.
+func TestExplainMatchesSynthesize(t *testing.T) {
+	const wrongKey = "sk_car_wrong_9876543210zyxw"
+	srv := fake.New(t, fakeupstream.Options{})
+	tests := []struct {
+		name   string
+		key    string
+		fault  *fakeupstream.Fault
+		modify func(*sdk.SynthesizeRequest)
+		kind   sdk.ErrorKind
+		status int
+	}{
+		{name: "wrong key", key: wrongKey, kind: sdk.KindUnauthorized, status: 401},
+		{name: "key echoed in the message", key: fake.Key, fault: &fakeupstream.Fault{Status: 401, Message: "Invalid API key " + fake.Key + "."}, kind: sdk.KindUnauthorized, status: 401},
+		{name: "429 with Retry-After", key: fake.Key, fault: &fakeupstream.Fault{Status: 429, RetryAfter: "3"}, kind: sdk.KindRateLimited, status: 429},
+		{name: "500", key: fake.Key, fault: &fakeupstream.Fault{Status: 500}, kind: sdk.KindUpstream, status: 500},
+		{name: "503", key: fake.Key, fault: &fakeupstream.Fault{Status: 503}, kind: sdk.KindUnavailable, status: 503},
+		{name: "unknown voice", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Voice = "00000000-0000-0000-0000-000000000000" }, kind: sdk.KindInvalidRequest, status: 404},
+		{name: "bad language", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"language": "english"}`) }, kind: sdk.KindInvalidRequest, status: 400},
+	}
+	for _, version := range []string{apiVersion, "2026-03-01"} {
+		// One attempt: Synthesize reports the first answer, as the plan's is.
+		for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL(), "api_version": version, "max_attempts": "1"}) {
+			for _, tt := range tests {
+				t.Run(version+"/"+name+"/"+tt.name, func(t *testing.T) {
+					srv.Reset()
+					if tt.fault != nil {
+						srv.FailAlways(*tt.fault)
+					}
+					req := request(tt.key)
+					if tt.modify != nil {
+						tt.modify(req)
+					}
+					_, err := p.Synthesize(t.Context(), req)
+					want := asError(t, err)
+					pl, err := planClip(t, p, *req, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, f := sendPlan(t, pl, req.Text, req.Credentials); f == nil {
+						t.Error("the planned request succeeded")
+					} else if got := asError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+						t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
+					} else if strings.Contains(got.Error(), tt.key) {
+						t.Errorf("the explanation %q shows the API key", got.Error())
+					}
+				})
+			}
 		}
 	}
 }

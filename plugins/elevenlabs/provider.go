@@ -325,13 +325,67 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	return c, nil
 }
 
+// Suffixes of the text-to-speech URL, by what the answer carries.
+const (
+	suffixWhole      = ""
+	suffixStream     = "/stream"
+	suffixTimestamps = "/with-timestamps"
+)
+
+// ttsURL is the text-to-speech URL of c: the voice's endpoint with suffix,
+// and c's query.
+func (cfg *config) ttsURL(c *call, suffix string) string {
+	return cfg.BaseURL + "/v1/text-to-speech/" + url.PathEscape(c.voice) + suffix + "?" + c.query.Encode()
+}
+
+// ttsRequest is the text-to-speech request of c, unauthenticated (Do adds
+// the key).
 func (cfg *config) ttsRequest(ctx context.Context, c *call, suffix string) (*http.Request, error) {
-	u := cfg.BaseURL + "/v1/text-to-speech/" + url.PathEscape(c.voice) + suffix + "?" + c.query.Encode()
-	req, err := upstream.NewJSONRequest(ctx, http.MethodPost, u, c.body)
+	req, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.ttsURL(c, suffix), c.body)
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
 	}
 	return req, nil
+}
+
+var _ sdk.Planner = (*Provider)(nil)
+
+// Plan implements sdk.Planner with the request Synthesize (the whole-clip
+// endpoint) or Stream (/stream) sends. It refuses, with KindUnsupported so
+// that the gateway calls Synthesize or Stream instead, what the plugin
+// does to the answer or the response besides passing the audio on: wav
+// (the plugin puts ElevenLabs' raw PCM behind a RIFF header), word
+// timestamps (a JSON answer), and a whole clip whose speed was clamped (the
+// response carries a warning a plan cannot).
+func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
+	c, err := prepare(req.Request)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Request.Timestamps:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: word timestamps come in a JSON answer the plugin reads")
+	case c.wavRate > 0:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: wav is PCM the plugin wraps in a RIFF header")
+	case len(c.warnings) > 0 && !req.Stream:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: the clip comes with warnings a plan cannot carry")
+	}
+	suffix := suffixWhole
+	if req.Stream {
+		suffix = suffixStream
+	}
+	cfg := p.cfg.Load()
+	plan, err := cfg.Plan(http.MethodPost, cfg.ttsURL(c, suffix), c.body, req.Request.Credentials.APIKey, nil)
+	if err != nil {
+		return nil, err
+	}
+	plan.MediaType, plan.FrameSize = c.mediaType, c.align
+	return plan, nil
+}
+
+// Explain implements sdk.Planner with the mapping Synthesize uses.
+func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
+	return p.cfg.Load().Explain(f)
 }
 
 // Synthesize implements sdk.Provider. With Timestamps it calls
@@ -344,9 +398,9 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	cfg := p.cfg.Load()
 	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
-	suffix := ""
+	suffix := suffixWhole
 	if req.Timestamps {
-		suffix = "/with-timestamps"
+		suffix = suffixTimestamps
 	}
 	hreq, err := cfg.ttsRequest(ctx, c, suffix)
 	if err != nil {
@@ -400,7 +454,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	cfg := p.cfg.Load()
-	hreq, err := cfg.ttsRequest(ctx, c, "/stream")
+	hreq, err := cfg.ttsRequest(ctx, c, suffixStream)
 	if err != nil {
 		return err
 	}

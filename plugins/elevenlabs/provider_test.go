@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -432,5 +438,248 @@ func TestStreamWAV(t *testing.T) {
 	clip, err := sdktest.Decode("audio/wav", audio)
 	if err != nil || clip.SampleRate != nativeRate {
 		t.Errorf("streamed WAV: %+v, %v", clip, err)
+	}
+}
+
+// planSentence needs JSON escaping: quotes, a backslash, a tab, HTML
+// characters and non-ASCII letters.
+const planSentence = "She said \"ready\" \\ then paused,\tnaïve <and> calm & done."
+
+// planners are the plugin in process and over the wire, both configured
+// with settings; the gateway plans through the latter.
+func planners(t *testing.T, settings map[string]string) map[string]sdk.Provider {
+	t.Helper()
+	out := map[string]sdk.Provider{"in process": New(), "over the wire": sdktest.StartPlugin(t, pluginPath)}
+	for name, p := range out {
+		if err := p.Configure(t.Context(), settings); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, ok := p.(sdk.Planner); !ok {
+			t.Fatalf("%s: %T is no sdk.Planner", name, p)
+		}
+	}
+	return out
+}
+
+// plan asks p for the plan of req with its text replaced by sdk.PlanText.
+func plan(t *testing.T, p sdk.Provider, req sdk.SynthesizeRequest, stream bool) (*sdk.Plan, error) {
+	t.Helper()
+	req.Text = sdk.PlanText
+	return p.(sdk.Planner).Plan(t.Context(), &sdk.PlanRequest{Request: &req, Stream: stream})
+}
+
+// execute sends pl as the gateway does, with text JSON-escaped in its
+// slot, and returns the answer; a status >= 300 comes as the Failure
+// Explain reads.
+func execute(t *testing.T, pl *sdk.Plan, text string, creds sdk.Credentials) ([]byte, *sdk.Failure) {
+	t.Helper()
+	at, err := pl.TextSlot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted, _ := json.Marshal(text)
+	body := slices.Concat(pl.Body[:at], quoted[1:len(quoted)-1], pl.Body[at+len(sdk.PlanText):])
+	req, err := http.NewRequestWithContext(t.Context(), pl.Method, pl.URL, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range pl.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode < 300 {
+		return data, nil
+	}
+	f := &sdk.Failure{Status: resp.StatusCode, Header: map[string]string{}, Body: data, Credentials: creds}
+	for k, v := range resp.Header {
+		f.Header[k] = v[0]
+	}
+	return nil, f
+}
+
+// TestPlanMatchesThePlugin: a planned request, sent with net/http, is the
+// request Synthesize or Stream sends and answers the same audio.
+func TestPlanMatchesThePlugin(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	tests := []struct {
+		name       string
+		format     string
+		rate       int
+		speed      float64
+		options    string
+		stream     bool
+		media      string
+		frame      int
+		pathSuffix string
+	}{
+		{name: "pcm", media: "audio/pcm;rate=24000", frame: 2},
+		{name: "pcm 16 kHz", format: sdk.FormatPCM, rate: 16000, media: "audio/pcm;rate=16000", frame: 2},
+		{name: "mp3", format: sdk.FormatMP3, media: "audio/mpeg"},
+		{name: "options and speed", speed: 0.8, options: `{"language_code": "en", "voice_settings": {"stability": 0.4}, "optimize_streaming_latency": 2, "enable_logging": false}`,
+			media: "audio/pcm;rate=24000", frame: 2},
+		{name: "pcm stream", stream: true, media: "audio/pcm;rate=24000", frame: 2, pathSuffix: "/stream"},
+		{name: "mp3 stream", format: sdk.FormatMP3, stream: true, media: "audio/mpeg", pathSuffix: "/stream"},
+		{name: "clamped speed stream", speed: 2, stream: true, media: "audio/pcm;rate=24000", frame: 2, pathSuffix: "/stream"},
+	}
+	for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL()}) {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				req := request(fake.Key)
+				req.Text, req.Format, req.SampleRate, req.Speed = planSentence, tt.format, tt.rate, tt.speed
+				if tt.options != "" {
+					req.Options = []byte(tt.options)
+				}
+				pl, err := plan(t, p, *req, tt.stream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.MediaType != tt.media || max(pl.FrameSize, 1) != max(tt.frame, 1) {
+					t.Errorf("media type %q, frame size %d; want %q, %d", pl.MediaType, pl.FrameSize, tt.media, tt.frame)
+				}
+				planned, f := execute(t, pl, req.Text, req.Credentials)
+				if f != nil {
+					t.Fatalf("the planned request failed: %d %s", f.Status, f.Body)
+				}
+				sent, _ := srv.LastRequest()
+				var media string
+				var audio []byte
+				if tt.stream {
+					err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+						media = cmp.Or(media, c.MediaType)
+						audio = append(audio, c.Data...)
+						return nil
+					})
+				} else {
+					var resp *sdk.SynthesizeResponse
+					if resp, err = p.Synthesize(t.Context(), req); err == nil {
+						media, audio = resp.MediaType, resp.Audio
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if media != pl.MediaType || !bytes.Equal(audio, planned) {
+					t.Errorf("the plugin answers %q, %d bytes; the plan %q, %d bytes", media, len(audio), pl.MediaType, len(planned))
+				}
+				want, _ := srv.LastRequest()
+				if sent.Path != fake.TTSPath(fake.VoiceRachel)+tt.pathSuffix || sent.Path != want.Path || sent.Query.Encode() != want.Query.Encode() ||
+					sent.Header.Get("xi-api-key") != want.Header.Get("xi-api-key") || !sameJSON(sent.Body, want.Body) {
+					t.Errorf("planned %s?%s %s\nplugin  %s?%s %s", sent.Path, sent.Query.Encode(), sent.Body, want.Path, want.Query.Encode(), want.Body)
+				}
+			})
+		}
+	}
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
+}
+
+// TestPlanRefuses: what the plugin does besides passing the audio on is
+// refused as unsupported, so that the gateway calls the plugin; the
+// caller's mistakes are refused as in Synthesize. No refusal calls
+// upstream.
+func TestPlanRefuses(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		stream bool
+		kind   sdk.ErrorKind
+	}{
+		{"wav", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatWAV }, false, sdk.KindUnsupported},
+		{"wav stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatWAV }, true, sdk.KindUnsupported},
+		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
+		{"clamped speed, whose warning a plan cannot carry", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }, false, sdk.KindUnsupported},
+		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "eleven_v9" }, false, sdk.KindInvalidRequest},
+		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 22050 }, true, sdk.KindInvalidRequest},
+		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, false, sdk.KindUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			pl, err := plan(t, p, *req, tt.stream)
+			if pl != nil || asError(t, err).Kind != tt.kind {
+				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls", n)
+	}
+}
+
+// TestExplainMatchesSynthesize: an error answer to a planned request is
+// explained as Synthesize reports the same answer, without the key.
+func TestExplainMatchesSynthesize(t *testing.T) {
+	const wrongKey = "xi-wrong-key-9876543210zyxw"
+	srv := fake.New(t, fakeupstream.Options{})
+	tests := []struct {
+		name   string
+		key    string
+		fault  *fakeupstream.Fault
+		modify func(*sdk.SynthesizeRequest)
+		kind   sdk.ErrorKind
+		status int
+	}{
+		{name: "wrong key", key: wrongKey, kind: sdk.KindUnauthorized, status: 401},
+		{name: "key echoed in the message", key: fake.Key, fault: &fakeupstream.Fault{Status: 401, Message: "Invalid API key: " + fake.Key}, kind: sdk.KindUnauthorized, status: 401},
+		{name: "key echoed as the code", key: fake.Key, fault: &fakeupstream.Fault{Status: 403, Code: fake.Key}, kind: sdk.KindUnauthorized, status: 403},
+		{name: "quota exceeded", key: fake.Key, fault: &fakeupstream.Fault{Status: 401, Code: "quota_exceeded"}, kind: sdk.KindUpstream, status: 401},
+		{name: "429 with Retry-After", key: fake.Key, fault: &fakeupstream.Fault{Status: 429, RetryAfter: "3"}, kind: sdk.KindRateLimited, status: 429},
+		{name: "500", key: fake.Key, fault: &fakeupstream.Fault{Status: 500}, kind: sdk.KindUpstream, status: 500},
+		{name: "503", key: fake.Key, fault: &fakeupstream.Fault{Status: 503}, kind: sdk.KindUnavailable, status: 503},
+		{name: "unknown voice", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Voice = "no-such-voice" }, kind: sdk.KindInvalidRequest, status: 404},
+		{name: "validation list", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"optimize_streaming_latency": 9}`) }, kind: sdk.KindInvalidRequest, status: 422},
+	}
+	// One attempt: Synthesize reports the first answer, as the plan's is.
+	for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL(), "max_attempts": "1"}) {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				srv.Reset()
+				if tt.fault != nil {
+					srv.FailAlways(*tt.fault)
+				}
+				req := request(tt.key)
+				if tt.modify != nil {
+					tt.modify(req)
+				}
+				_, err := p.Synthesize(t.Context(), req)
+				want := asError(t, err)
+				pl, err := plan(t, p, *req, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, f := execute(t, pl, req.Text, req.Credentials)
+				if f == nil {
+					t.Fatal("the planned request succeeded")
+				}
+				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				if got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+					t.Errorf("explained as %s %d, want %s %d", got.Kind, got.UpstreamStatus, tt.kind, tt.status)
+				}
+				if got.Kind != want.Kind || got.UpstreamStatus != want.UpstreamStatus || got.UpstreamCode != want.UpstreamCode ||
+					got.Message != want.Message || got.Retryable != want.Retryable || got.RetryAfter != want.RetryAfter {
+					t.Errorf("Explain: %+v\nSynthesize: %+v", got, want)
+				}
+				for _, e := range []*sdk.Error{got, want} {
+					if strings.Contains(e.Error(), tt.key) {
+						t.Errorf("the error %q shows the API key", e.Error())
+					}
+				}
+			})
+		}
 	}
 }

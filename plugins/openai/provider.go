@@ -225,6 +225,19 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	return c, nil
 }
 
+// headers are the speech request's headers besides authentication and
+// Content-Type.
+func (cfg *config) headers() map[string]string {
+	h := map[string]string{"Accept": "application/octet-stream"}
+	if cfg.organization != "" {
+		h["OpenAI-Organization"] = cfg.organization
+	}
+	if cfg.project != "" {
+		h["OpenAI-Project"] = cfg.project
+	}
+	return h
+}
+
 // post sends the speech request and returns the successful response; any
 // failure is an *sdk.Error.
 func (cfg *config) post(ctx context.Context, key string, body speechBody) (*http.Response, error) {
@@ -232,16 +245,36 @@ func (cfg *config) post(ctx context.Context, key string, body speechBody) (*http
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "openai: %v", err)
 	}
-	req.Header.Set("Accept", "application/octet-stream")
-	if cfg.organization != "" {
-		req.Header.Set("OpenAI-Organization", cfg.organization)
-	}
-	if cfg.project != "" {
-		req.Header.Set("OpenAI-Project", cfg.project)
+	for k, v := range cfg.headers() {
+		req.Header.Set(k, v)
 	}
 	// The endpoint redacts the key from error messages: OpenAI echoes a
 	// masked key in its 401 message.
 	return cfg.Do(ctx, req, key, true)
+}
+
+var _ sdk.Planner = (*Provider)(nil)
+
+// Plan implements sdk.Planner: the request Synthesize and Stream send
+// (one endpoint for both; the body streams as it is produced), for the
+// gateway to send itself.
+func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
+	c, err := prepare(req.Request)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.cfg.Load()
+	plan, err := cfg.Plan(http.MethodPost, cfg.BaseURL+"/audio/speech", c.body, req.Request.Credentials.APIKey, cfg.headers())
+	if err != nil {
+		return nil, err
+	}
+	plan.MediaType, plan.FrameSize = c.mediaType, c.align
+	return plan, nil
+}
+
+// Explain implements sdk.Planner with the mapping Synthesize uses.
+func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
+	return p.cfg.Load().Explain(f)
 }
 
 // parseError reads OpenAI's {"error": {"message", "type", "param", "code"}}.
