@@ -82,6 +82,8 @@ type Control struct {
 	requests   []Request
 	calls      map[string]int
 	total      int
+	hold       chan struct{} // non-nil: streams wait after their first chunk
+	aborted    int
 }
 
 // NewControl returns a Control with opts' delays.
@@ -126,14 +128,19 @@ func (c *Control) SetChunkDelay(d time.Duration) {
 	c.chunkDelay = d
 }
 
-// Reset drops faults and recorded requests, zeroes the counters and
-// restores the delays of the Options.
+// Reset drops faults and recorded requests, zeroes the counters,
+// releases held streams and restores the delays of the Options.
 func (c *Control) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.queued, c.always, c.requests = nil, nil, nil
 	c.calls, c.total = map[string]int{}, 0
 	c.latency, c.chunkDelay = c.opts.Latency, c.opts.ChunkDelay
+	c.aborted = 0
+	if c.hold != nil {
+		close(c.hold)
+		c.hold = nil
+	}
 }
 
 // Calls returns how many requests arrived, rejected ones included.
@@ -237,9 +244,51 @@ func Wait(ctx context.Context, d time.Duration) bool {
 // Pause waits the current chunk delay; false if ctx ended.
 func (c *Control) Pause(ctx context.Context) bool {
 	c.mu.Lock()
-	d := c.chunkDelay
+	d, hold := c.chunkDelay, c.hold
 	c.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return false
+		}
+	}
 	return Wait(ctx, d)
+}
+
+// HoldStreams makes audio bodies stop after their first chunk until
+// ReleaseStreams (or until the client goes away): a test can then see
+// what a client has while the provider is provably still sending.
+func (c *Control) HoldStreams() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hold == nil {
+		c.hold = make(chan struct{})
+	}
+}
+
+// ReleaseStreams lets held streams go on.
+func (c *Control) ReleaseStreams() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hold != nil {
+		close(c.hold)
+		c.hold = nil
+	}
+}
+
+// Aborted returns how many audio bodies ended early because the client
+// went away.
+func (c *Control) Aborted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aborted
+}
+
+func (c *Control) abort() {
+	c.mu.Lock()
+	c.aborted++
+	c.mu.Unlock()
 }
 
 // WriteAudio streams a body to w: chunks of ChunkSize bytes, each flushed
@@ -252,10 +301,12 @@ func (c *Control) WriteAudio(ctx context.Context, w http.ResponseWriter, a Audio
 	first := true
 	emit := func() bool {
 		if !first && !c.Pause(ctx) {
+			c.abort()
 			return false
 		}
 		first = false
 		if _, err := w.Write(buf); err != nil {
+			c.abort()
 			return false
 		}
 		if flusher != nil {
