@@ -98,10 +98,19 @@ type Provider struct {
 	CreditsPer1kChars float64 `yaml:"credits_per_1k_chars"`
 	// ModelCredits overrides the rate per model id.
 	ModelCredits map[string]float64 `yaml:"model_credits"`
+	// DirectHTTP, on by default, lets the gateway send the upstream
+	// requests a plugin plans (sdk.Planner) itself, so audio skips the
+	// plugin process. Off keeps every call inside the plugin, e.g. where
+	// only the plugin's sandbox may reach the provider.
+	DirectHTTP *bool `yaml:"direct_http"`
 	// Settings are passed to the plugin's Configure untouched, e.g.
 	// base_url. Any key not listed above lands here.
 	Settings map[string]string `yaml:"-"`
 }
+
+// Direct reports whether planned requests are sent by the gateway
+// (DirectHTTP, default true).
+func (p *Provider) Direct() bool { return p.DirectHTTP == nil || *p.DirectHTTP }
 
 // Org configures one organization.
 type Org struct {
@@ -248,7 +257,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // providerKnown lists the keys of a provider block the gateway consumes;
 // every other key is a plugin setting.
-var providerKnown = map[string]bool{"plugin": true, "instances": true, "managed": true, "api_key": true, "timeout": true, "credits_per_1k_chars": true, "model_credits": true}
+var providerKnown = map[string]bool{"plugin": true, "instances": true, "managed": true, "api_key": true, "timeout": true, "credits_per_1k_chars": true, "model_credits": true, "direct_http": true}
 
 var moderatorKnown = map[string]bool{"plugin": true, "instances": true, "api_key": true, "timeout": true}
 

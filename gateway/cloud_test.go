@@ -30,7 +30,11 @@ type cloud struct {
 
 // startCloud runs the gateway with the real OpenAI and ElevenLabs plugin
 // processes pointed at fakes that follow those providers' wire formats.
-func startCloud(t *testing.T) *cloud {
+func startCloud(t *testing.T) *cloud { return startCloudWith(t, "") }
+
+// startCloudWith is startCloud with extra lines (indented by four spaces)
+// in the openai provider's block.
+func startCloudWith(t *testing.T, openaiExtra string) *cloud {
 	oai := openai.New(t, fakeupstream.Options{Keys: []string{openai.Key, globexOpenAIKey}})
 	el := elevenlabs.New(t, fakeupstream.Options{Keys: []string{acmeElevenKey}})
 	cfg := `
@@ -49,7 +53,7 @@ providers:
     managed: true
     timeout: 1s
     credits_per_1k_chars: 15
-  elevenlabs:
+` + openaiExtra + `  elevenlabs:
     plugin: voxgate-elevenlabs
     base_url: ` + el.BaseURL() + `
     timeout: 5s

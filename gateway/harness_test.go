@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,10 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := g.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
+			// A shutdown that runs out of time is stuck somewhere: say where.
+			var dump strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&dump, 1)
+			t.Errorf("shutdown: %v\ngoroutines:\n%s", err, dump.String())
 		}
 		tg.assertNoSecretsLogged()
 	})

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/direct"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
 	"github.com/voxgate/voxgate/gateway/server"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -58,8 +59,22 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		for _, m := range p.Desc.Models {
 			models = append(models, m.ID)
 		}
-		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models), zap.String("default_model", p.Desc.DefaultModel))
+		// "gateway" when the gateway sends the provider's requests itself
+		// (the plugin plans them), "plugin" when the plugin does.
+		sender := "plugin"
+		if p.Desc.Plans && p.Cfg.Direct() {
+			sender = "gateway"
+		}
+		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models),
+			zap.String("default_model", p.Desc.DefaultModel), zap.String("requests_sent_by", sender))
 	}
+	dc, err := direct.New(direct.Options{Observe: func(provider, result string) {
+		g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc()
+	}})
+	if err != nil {
+		return err
+	}
+	g.closers = append(g.closers, func(context.Context) error { dc.Close(); return nil })
 	mod, err := g.moderator(host)
 	if err != nil {
 		return err
@@ -70,6 +85,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Store:       g.store,
 		Credentials: credentials.NewResolver(cfg, g.store, g.sealer),
 		Moderator:   mod,
+		Direct:      dc,
 		Metrics:     g.metrics,
 		Logger:      g.log.Named("speech"),
 	})

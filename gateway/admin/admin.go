@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -76,6 +77,11 @@ func Listen(path string, b Backend) (*Server, error) {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
 	mux := http.NewServeMux()
+	// Go's profiler, for operators and `make bench`: on this socket only
+	// (0600), never on the public listener.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Org, Name string }
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {

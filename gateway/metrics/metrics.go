@@ -24,6 +24,10 @@ type Metrics struct {
 	ProviderCalls *prometheus.CounterVec
 	// ProviderLatency observes plugin call durations.
 	ProviderLatency *prometheus.HistogramVec
+	// ProviderPlans counts how the requests of planning plugins were
+	// sent, by provider and result: planned (a plugin call), reused (a
+	// cached plan) or unsupported (the plugin sends it itself).
+	ProviderPlans *prometheus.CounterVec
 	// PluginRestarts counts plugin process restarts by plugin.
 	PluginRestarts *prometheus.CounterVec
 	// ModerationDecisions counts moderation outcomes by ruleset, decision and reason.
@@ -53,6 +57,9 @@ func New() *Metrics {
 			Name: "voxgate_provider_call_duration_seconds", Help: "Provider plugin call latency.",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"provider", "op"}),
+		ProviderPlans: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_provider_plans_total", Help: "Plans of requests the gateway sends for planning plugins, by provider and result (planned, reused, unsupported).",
+		}, []string{"provider", "result"}),
 		PluginRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxgate_plugin_restarts_total", Help: "Plugin process restarts.",
 		}, []string{"plugin"}),
@@ -67,7 +74,7 @@ func New() *Metrics {
 			Name: "voxgate_panics_recovered_total", Help: "Handler panics recovered.",
 		}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.PluginRestarts,
+	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

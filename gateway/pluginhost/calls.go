@@ -12,6 +12,7 @@ import (
 // to an instance, so callers never see instances or restarts.
 var (
 	_ sdk.Provider  = (*Pool)(nil)
+	_ sdk.Planner   = (*Pool)(nil)
 	_ sdk.Moderator = (*Pool)(nil)
 )
 
@@ -87,6 +88,45 @@ func (p *Pool) Clone(ctx context.Context, req *sdk.CloneRequest) (r *sdk.CloneRe
 		return err
 	})
 	return r, err
+}
+
+// Plan implements sdk.Planner; only meaningful when the plugin's
+// description says it plans.
+func (p *Pool) Plan(ctx context.Context, req *sdk.PlanRequest) (pl *sdk.Plan, err error) {
+	err = p.do(ctx, func(in *instance) error {
+		pr, ok := in.prov().(sdk.Planner)
+		if !ok {
+			return sdk.Errorf(sdk.KindUnsupported, "plugin %s does not plan requests", p.spec.Name)
+		}
+		pl, err = pr.Plan(ctx, req)
+		return err
+	})
+	return pl, err
+}
+
+// Explain implements sdk.Planner. The explanation is the plugin's answer,
+// not a failed call: it is kept apart from the call's own error, so that
+// an upstream 503 explained as KindUnavailable does not make the pool
+// suspect the plugin process.
+func (p *Pool) Explain(ctx context.Context, f *sdk.Failure) error {
+	var explained error
+	err := p.do(ctx, func(in *instance) error {
+		pr, ok := in.prov().(sdk.Planner)
+		if !ok {
+			return sdk.Errorf(sdk.KindUnsupported, "plugin %s does not plan requests", p.spec.Name)
+		}
+		e := pr.Explain(ctx, f)
+		var se *sdk.Error
+		if errors.As(e, &se) && se.UpstreamStatus == f.Status {
+			explained = se
+			return nil
+		}
+		return e
+	})
+	if err != nil {
+		return err
+	}
+	return explained
 }
 
 // Moderate implements sdk.Moderator.

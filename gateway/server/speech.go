@@ -106,6 +106,7 @@ func (s *Server) runSpeech(ctx *fasthttp.RequestCtx, c *call, ep speech.Endpoint
 		return false, err
 	}
 	if ep == speech.EndpointTimestamps {
+		defer res.Release()
 		return false, s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
 			Audio:      base64.StdEncoding.EncodeToString(res.Audio),
 			MediaType:  res.MediaType,
@@ -115,7 +116,13 @@ func (s *Server) runSpeech(ctx *fasthttp.RequestCtx, c *call, ep speech.Endpoint
 	}
 	ctx.Response.Header.SetContentType(res.MediaType)
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.Response.SetBodyRaw(res.Audio) // the clip is ours; no copy
+	if res.Pooled() {
+		// The clip is still in the upstream answer's pooled buffer: it is
+		// written from there, and the buffer goes back once written.
+		ctx.SetBodyStream(&clipBody{b: res.Audio, release: res.Release}, len(res.Audio))
+	} else {
+		ctx.Response.SetBodyRaw(res.Audio) // the clip is ours; no copy
+	}
 	return false, nil
 }
 
@@ -126,45 +133,42 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// stream relays provider chunks to the client as they arrive. It waits for
-// the first chunk before committing the response, so that a provider that
-// fails at once still gets a proper problem response.
+// stream relays the provider's audio to the client as it arrives. It
+// waits for the first piece before committing the response, so that a
+// provider that fails at once still gets a proper problem response.
 //
-// Hot path: one channel hop and one flush per chunk. The body is a
-// chunkStream that fasthttp's connection goroutine writes from directly;
-// SetBodyStreamWriter would add a goroutine and an in-memory pipe (two more
-// hand-overs, each a wake-up of another thread) before the first byte.
+// Hot path: fasthttp's connection goroutine writes the body straight from
+// the source (chunkStream.WriteTo), one flushed HTTP chunk per piece;
+// SetBodyStreamWriter would add a goroutine and an in-memory pipe (two
+// more hand-overs, each a wake-up of another thread) before the first
+// byte. A planned request's source is the provider's own answer, so no
+// goroutine stands between the provider and the client at all.
 func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, sctx context.Context, cancel context.CancelFunc, job *speech.Job) (bool, error) {
-	chunks := make(chan sdk.Chunk, 8)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(chunks)
-		errc <- s.speech.Stream(sctx, job, func(ch sdk.Chunk) error {
-			select {
-			case chunks <- ch:
-				return nil
-			case <-sctx.Done():
-				return sctx.Err()
-			}
-		})
-	}()
-	first, ok := <-chunks
-	if !ok {
+	src, err := s.speech.OpenStream(sctx, job)
+	if err != nil {
 		cancel()
-		err := <-errc
-		if err == nil {
-			err = &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned an empty stream"}
+		return false, err
+	}
+	first, err := src.Next()
+	if err != nil && !(errors.Is(err, io.EOF) && src.MediaType() != "") {
+		cerr := src.Close()
+		cancel()
+		if errors.Is(err, io.EOF) {
+			return false, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned an empty stream"}
+		}
+		if cerr != nil {
+			err = cerr // the same failure, with the timeout made explicit
 		}
 		return false, err
 	}
-	mediaType := first.MediaType
+	mediaType := src.MediaType()
 	if mediaType == "" {
 		mediaType = "application/octet-stream"
 	}
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	cs := &chunkStream{s: s, c: c, job: job, pending: first.Data, chunks: chunks, errc: errc, cancel: cancel}
+	cs := &chunkStream{s: s, c: c, job: job, pending: first, ended: err != nil, src: src, cancel: cancel}
 	cs.row = s.speech.LogRow(job)
 	cs.row.Status = fasthttp.StatusOK
 	// The row is recorded when the stream ends, possibly while fasthttp is
@@ -174,22 +178,52 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, sctx context.Context,
 	return true, nil
 }
 
+// clipBody is a whole clip written from a pooled buffer that is released
+// when fasthttp closes the body, after the write (or when the response is
+// dropped). WriteTo makes the write one call with no copy.
+type clipBody struct {
+	b       []byte
+	release func()
+}
+
+func (c *clipBody) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+func (c *clipBody) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(c.b)
+	c.b = c.b[n:]
+	return int64(n), err
+}
+
+// Close implements io.Closer; fasthttp calls it once the body is done.
+func (c *clipBody) Close() error {
+	c.b = nil
+	c.release()
+	return nil
+}
+
 // errNotWritten ends a stream whose response fasthttp dropped before
 // writing it (the connection closed first).
 var errNotWritten = errors.New("the response was not written")
 
 // chunkStream is a streamed response body. fasthttp writes it with WriteTo
-// (one HTTP chunk, flushed, per provider chunk) and always closes it with
-// CloseWithError, which is where the provider call is stopped if the client
-// went away and the request-log row is recorded.
+// (one HTTP chunk, flushed, per piece of audio) and always closes it with
+// CloseWithError, which is where the provider call is stopped if the
+// client went away and the request-log row is recorded.
 type chunkStream struct {
 	s       *Server
 	c       *call
 	job     *speech.Job
 	row     store.LogRow
-	pending []byte // the part of the current chunk Read has not returned
-	chunks  <-chan sdk.Chunk
-	errc    <-chan error
+	pending []byte // the part of the current piece Read has not returned
+	ended   bool   // the source has nothing more
+	src     speech.Source
 	cancel  context.CancelFunc
 	once    sync.Once
 }
@@ -198,41 +232,46 @@ type chunkStream struct {
 // exactly what Read would.
 func (cs *chunkStream) SupportsBodyWriteTo() bool { return true }
 
-// WriteTo writes every chunk to w as it arrives; fasthttp's w frames and
+// WriteTo writes every piece to w as it arrives; fasthttp's w frames and
 // flushes each write as one HTTP chunk. The row is recorded before it
 // returns, so before the client sees the end of the stream.
 func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	var n int64
-	var werr error
-	write := func(b []byte) {
-		if werr != nil || len(b) == 0 {
-			return
-		}
-		k, err := w.Write(b)
-		n += int64(k)
-		if err != nil {
-			werr = err
-			cs.cancel() // the client went away: stop the provider
-		}
-	}
-	write(cs.pending)
+	b := cs.pending
 	cs.pending = nil
-	for ch := range cs.chunks {
-		write(ch.Data)
+	for {
+		if len(b) > 0 {
+			k, err := w.Write(b)
+			n += int64(k)
+			if err != nil {
+				cs.finish(err) // the client went away: stop the provider
+				return n, err
+			}
+		}
+		if cs.ended {
+			break
+		}
+		var err error
+		if b, err = cs.src.Next(); err != nil {
+			break
+		}
 	}
-	cs.finish(werr)
-	return n, werr
+	cs.finish(nil)
+	return n, nil
 }
 
 // Read implements io.Reader, for a server that does not use WriteTo.
 func (cs *chunkStream) Read(p []byte) (int, error) {
 	for len(cs.pending) == 0 {
-		ch, ok := <-cs.chunks
-		if !ok {
+		if cs.ended {
 			cs.finish(nil)
 			return 0, io.EOF
 		}
-		cs.pending = ch.Data
+		b, err := cs.src.Next()
+		if err != nil {
+			cs.ended = true
+		}
+		cs.pending = b
 	}
 	n := copy(p, cs.pending)
 	cs.pending = cs.pending[n:]
@@ -250,14 +289,12 @@ func (cs *chunkStream) CloseWithError(err error) error {
 	return nil
 }
 
-// finish stops the provider call, waits for it to return and records the
-// row, once. werr is the error writing to the client, if any.
+// finish stops the provider call if it still runs and records the row,
+// once. werr is the error writing to the client, if any.
 func (cs *chunkStream) finish(werr error) {
 	cs.once.Do(func() {
+		err := cs.src.Close()
 		cs.cancel()
-		for range cs.chunks { // unblock the sender until Stream returns
-		}
-		err := <-cs.errc
 		row := &cs.row
 		switch {
 		case werr != nil:

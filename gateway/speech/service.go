@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/direct"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -40,6 +42,7 @@ type Service struct {
 	store   *store.Store
 	creds   *credentials.Resolver
 	mod     Moderator
+	direct  *direct.Client
 	metrics *metrics.Metrics
 	log     *zap.Logger
 }
@@ -51,13 +54,16 @@ type Deps struct {
 	Store       *store.Store
 	Credentials *credentials.Resolver
 	Moderator   Moderator // nil: no moderation
-	Metrics     *metrics.Metrics
-	Logger      *zap.Logger
+	// Direct sends the requests of planning plugins (sdk.Planner); nil
+	// keeps every call inside the plugins.
+	Direct  *direct.Client
+	Metrics *metrics.Metrics
+	Logger  *zap.Logger
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{cfg: d.Config, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, metrics: d.Metrics, log: d.Logger}
+	return &Service{cfg: d.Config, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, direct: d.Direct, metrics: d.Metrics, log: d.Logger}
 }
 
 // Catalog returns the provider catalog.
@@ -93,7 +99,21 @@ type Result struct {
 	MediaType  string
 	Timestamps []sdk.WordTimestamp
 	Warnings   []string
+	release    func()
 }
+
+// Release hands Audio's buffer back to the pool it came from, if any;
+// Audio must not be used afterwards. Not calling it is safe: the buffer
+// is then left to the garbage collector.
+func (r *Result) Release() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// Pooled reports whether Audio's buffer goes back to a pool on Release.
+func (r *Result) Pooled() bool { return r.release != nil }
 
 // Prepare validates r for org on endpoint ep and resolves everything the
 // provider call needs. Failures are *problem.Error values.
@@ -291,18 +311,22 @@ func (s *Service) Synthesize(ctx context.Context, j *Job) (*Result, error) {
 	if process {
 		req.Format = decodableFormat(j.Model)
 	}
-	var resp *sdk.SynthesizeResponse
+	var (
+		resp    *sdk.SynthesizeResponse
+		release func()
+	)
 	if _, err := s.call(ctx, j, "synthesize", func(ctx context.Context) error {
 		var err error
-		resp, err = j.Provider.Plugin.Synthesize(ctx, req)
+		resp, release, err = s.render(ctx, j, req)
 		return err
 	}); err != nil {
 		return nil, err
 	}
+	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: resp.Warnings, release: release}
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
+		res.Release()
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
 	}
-	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: resp.Warnings}
 	if s := j.Params.Stretch; s != 0 && s != 1 {
 		// The stretched clip's timeline is the original's divided by speed.
 		for i := range res.Timestamps {
@@ -319,6 +343,7 @@ func (s *Service) Synthesize(ctx context.Context, j *Job) (*Result, error) {
 	}
 	if process {
 		data, mt, err := audio.Process(resp.Audio, resp.MediaType, j.Params)
+		res.Release() // the provider's clip is done with either way
 		if err != nil {
 			return nil, fmt.Errorf("process %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
 		}
@@ -330,14 +355,180 @@ func (s *Service) Synthesize(ctx context.Context, j *Job) (*Result, error) {
 	return res, nil
 }
 
-// Stream renders the job and hands chunks to send as the provider produces
-// them. Nothing is buffered here: the stream path adds one channel hop.
-func (s *Service) Stream(ctx context.Context, j *Job, send func(sdk.Chunk) error) error {
+// planner returns the job's provider as a Planner when the gateway may
+// send its requests itself: the plugin plans, direct sending is on, and
+// the provider's configuration does not turn it off.
+func (s *Service) planner(j *Job) sdk.Planner {
+	if s.direct == nil || !j.Provider.Desc.Plans || (j.Provider.Cfg != nil && !j.Provider.Cfg.Direct()) {
+		return nil
+	}
+	pl, _ := j.Provider.Plugin.(sdk.Planner)
+	return pl
+}
+
+// plan returns the job's plan, or nil when the request goes through the
+// plugin (no planner, or the plugin cannot plan this request).
+func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, stream bool) (*direct.Planned, direct.Explainer, error) {
+	pl := s.planner(j)
+	if pl == nil || req.Timestamps {
+		return nil, nil, nil
+	}
+	plan, err := s.direct.Plan(ctx, j.Provider.ID, pl, req, stream)
+	if err != nil {
+		if sdk.AsError(err).Kind == sdk.KindUnsupported {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	creds := j.Creds
+	return plan, func(ctx context.Context, f *sdk.Failure) error {
+		f.Credentials = creds
+		return pl.Explain(ctx, f)
+	}, nil
+}
+
+// render gets a whole clip from the provider: sent by the gateway when
+// the plugin plans the request, by the plugin otherwise. release, when
+// not nil, gives the clip's buffer back to the HTTP client's pool.
+func (s *Service) render(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (_ *sdk.SynthesizeResponse, release func(), _ error) {
+	plan, explain, err := s.plan(ctx, j, req, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if plan == nil {
+		resp, err := j.Provider.Plugin.Synthesize(ctx, req)
+		return resp, nil, err
+	}
+	audio, release, err := s.direct.Fetch(ctx, plan, req.Text, explain)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: plan.MediaType}, release, nil
+}
+
+// Source is a stream of audio being rendered for one job.
+type Source interface {
+	// MediaType is the stream's media type; known once Next has
+	// returned for the first time.
+	MediaType() string
+	// Next returns the next piece of audio as it arrives; the slice is
+	// valid until the next call. The end of the stream is io.EOF; any
+	// other error ended it early.
+	Next() ([]byte, error)
+	// Close stops the stream if it is still running, releases it and
+	// returns what ended it: nil for a complete stream, else the error.
+	// It records the provider call's metrics.
+	Close() error
+}
+
+// OpenStream starts rendering the job as a stream, under the provider's
+// timeout. The caller reads it with Next and must Close it. A failure to
+// start is returned here when the provider reports it before any audio
+// (always, for planned requests: the answer's status is known first).
+func (s *Service) OpenStream(ctx context.Context, j *Job) (Source, error) {
 	req := j.request()
-	_, err := s.call(ctx, j, "stream", func(ctx context.Context) error {
-		return j.Provider.Plugin.Stream(ctx, req, send)
-	})
-	return err
+	ctx, cancel := context.WithTimeout(ctx, j.Provider.Cfg.Timeout.D())
+	start := time.Now()
+	plan, explain, err := s.plan(ctx, j, req, true)
+	if err == nil && plan != nil {
+		var body *direct.Body
+		if body, err = s.direct.Open(ctx, plan, req.Text, explain); err == nil {
+			return &directSource{Body: body, done: s.ender(ctx, cancel, j, start)}, nil
+		}
+	}
+	if err != nil {
+		err = s.ender(ctx, cancel, j, start)(err)
+		return nil, err
+	}
+	ps := &pluginSource{chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(ctx, cancel, j, start)}
+	go func() {
+		defer close(ps.chunks)
+		ps.errc <- j.Provider.Plugin.Stream(ctx, req, func(ch sdk.Chunk) error {
+			select {
+			case ps.chunks <- ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return ps, nil
+}
+
+// ender returns the function that ends a stream's provider call: it
+// releases ctx and records the call's metrics, and returns the error
+// as the caller should see it.
+func (s *Service) ender(ctx context.Context, cancel context.CancelFunc, j *Job, start time.Time) func(error) error {
+	return func(err error) error {
+		err = s.observe(ctx, j, "stream", time.Since(start), err)
+		cancel()
+		return err
+	}
+}
+
+// directSource is a planned stream read straight from the provider.
+type directSource struct {
+	*direct.Body
+	done func(error) error
+	err  error // what ended the stream early
+}
+
+func (d *directSource) Next() ([]byte, error) {
+	b, err := d.Body.Next()
+	if err != nil && !errors.Is(err, io.EOF) {
+		d.err = err
+	}
+	return b, err
+}
+
+func (d *directSource) Close() error {
+	d.Body.Close()
+	return d.done(d.err)
+}
+
+// pluginSource is a stream the plugin renders, relayed through a channel:
+// the plugin's Stream pushes and Next pulls.
+type pluginSource struct {
+	chunks    chan sdk.Chunk
+	errc      chan error
+	cancel    context.CancelFunc
+	done      func(error) error
+	mediaType string
+	err       error
+	ended     bool
+}
+
+func (p *pluginSource) MediaType() string { return p.mediaType }
+
+func (p *pluginSource) Next() ([]byte, error) {
+	for !p.ended {
+		ch, ok := <-p.chunks
+		if !ok {
+			p.ended = true
+			p.err = <-p.errc
+			break
+		}
+		if p.mediaType == "" {
+			p.mediaType = ch.MediaType
+		}
+		if len(ch.Data) > 0 {
+			return ch.Data, nil
+		}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return nil, io.EOF
+}
+
+func (p *pluginSource) Close() error {
+	if !p.ended {
+		p.cancel() // stop the plugin, then let its Stream return
+		for range p.chunks {
+		}
+		p.ended, p.err = true, <-p.errc
+	}
+	return p.done(p.err)
 }
 
 // call runs one plugin call under the provider's timeout and records its
@@ -348,6 +539,13 @@ func (s *Service) call(ctx context.Context, j *Job, op string, fn func(ctx conte
 	start := time.Now()
 	err := fn(ctx)
 	d := time.Since(start)
+	return d, s.observe(ctx, j, op, d, err)
+}
+
+// observe records a provider call's metrics and returns its error as the
+// caller should see it: a call cut off by the provider's timeout is
+// KindTimeout, whatever the plugin said.
+func (s *Service) observe(ctx context.Context, j *Job, op string, d time.Duration, err error) error {
 	outcome := "ok"
 	if err != nil {
 		outcome = sdk.AsError(err).Kind.String()
@@ -360,7 +558,7 @@ func (s *Service) call(ctx context.Context, j *Job, op string, fn func(ctx conte
 		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, op, outcome).Inc()
 		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, op).Observe(d.Seconds())
 	}
-	return d, err
+	return err
 }
 
 // Credits returns the credits charged for chars characters on j's model.
