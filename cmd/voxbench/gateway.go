@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +61,7 @@ providers:
 // gatewayProc is a bin/voxgate process with its generated config.
 type gatewayProc struct {
 	bin, cfgPath, logPath string
+	sock                  string // the admin socket
 	addr                  string
 	cmd                   *exec.Cmd
 	exited                chan struct{}
@@ -76,7 +79,8 @@ func startGateway(_ context.Context, bin, dir, name string, cfg func(listen, dir
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayProc{bin: bin, cfgPath: filepath.Join(sub, "gateway.yaml"), logPath: filepath.Join(sub, "voxgate.log"), addr: addr}
+	g := &gatewayProc{bin: bin, cfgPath: filepath.Join(sub, "gateway.yaml"), logPath: filepath.Join(sub, "voxgate.log"), addr: addr,
+		sock: filepath.Join(sub, "voxgate.db.sock")}
 	if err := os.WriteFile(g.cfgPath, []byte(cfg(addr, sub, bin)), 0o600); err != nil {
 		return nil, err
 	}
@@ -372,4 +376,29 @@ func (g *gatewayProc) stop() {
 			_ = g.cmd.Process.Kill()
 		}
 	}
+}
+
+// cpuProfile records the gateway's CPU profile for d through the admin
+// socket into out (Go's pprof format; `go tool pprof -top out`).
+func (g *gatewayProc) cpuProfile(d time.Duration, out string) error {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", g.sock)
+	}}}
+	resp, err := hc.Get(fmt.Sprintf("http://admin/debug/pprof/profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s", resp.Status)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

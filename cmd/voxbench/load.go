@@ -331,8 +331,11 @@ func (l *load) throughput(ctx context.Context, res *Results, perfDir string) err
 				}
 				sampler := l.startLogSampler()
 				var perf *exec.Cmd
+				var prof chan error
 				if perfDir != "" && c == 64 && s == 0 {
 					perf = startPerf(perfDir, l.gw, l.p.Slot)
+					prof = make(chan error, 1)
+					go func() { prof <- l.gw.cpuProfile(l.p.Slot, filepath.Join(perfDir, "gateway-cpu-64clients.pprof")) }()
 				}
 				cpu := l.cpu()
 				start := time.Now()
@@ -342,6 +345,11 @@ func (l *load) throughput(ctx context.Context, res *Results, perfDir string) err
 				cpuG = cpuG.add(l.cpu().sub(cpu))
 				if perf != nil {
 					_ = perf.Wait()
+				}
+				if prof != nil {
+					if err := <-prof; err != nil {
+						logf("pprof: %v", err)
+					}
 				}
 				ls, serr := sampler.stop()
 				if serr != nil {

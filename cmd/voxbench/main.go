@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding voxgate and plugins/ (make build)")
 	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
 	flag.StringVar(&o.fixtureDir, "fixture-dir", os.TempDir(), "where the cached request-log fixture lives")
-	flag.StringVar(&o.perfDir, "perf", "", "if set, record a system-wide `perf` profile during the first 64-client gateway slot into this directory")
+	flag.StringVar(&o.perfDir, "perf", "", "if set, record a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot into this directory")
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")

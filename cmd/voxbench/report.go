@@ -61,8 +61,9 @@ type seqResult struct {
 	AllocsPerRequest float64 `json:"gateway_allocs_per_request"`
 	// HandlerMean and PluginCallMean are the gateway's own view of the
 	// gateway requests (its latency histograms): time in the handler
-	// (before the response body is written) and in the plugin call, which
-	// includes the plugin's upstream request.
+	// (before the response body is written) and in the provider call,
+	// which is the upstream request (sent by the gateway when the plugin
+	// plans it, by the plugin otherwise).
 	HandlerMean    float64 `json:"gateway_handler_mean_ms"`
 	PluginCallMean float64 `json:"gateway_plugin_call_mean_ms"`
 }
@@ -365,7 +366,7 @@ func printTable(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "\nplugin processes' peak RSS (VmHWM), MiB: %s\n", strings.Join(ps, ", "))
 	}
 	if s := r.Sequential; s.Direct.N > 0 {
-		fmt.Fprintf(w, "\nsequential means: direct %.3f ms; gateway %.3f ms as the client sees it, %.3f ms in its handler, %.3f ms of that in the plugin call (gRPC hop + plugin + upstream)\n",
+		fmt.Fprintf(w, "\nsequential means: direct %.3f ms; gateway %.3f ms as the client sees it, %.3f ms in its handler, %.3f ms of that in the provider call (the upstream request, sent by the gateway for a planning plugin)\n",
 			s.Direct.Mean, s.Gateway.Mean, s.HandlerMean, s.PluginCallMean)
 	}
 }
