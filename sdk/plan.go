@@ -79,8 +79,8 @@ type Plan struct {
 	// failure or a 408, 429, 500, 502, 503 or 504 answer (waiting with
 	// backoff and honouring Retry-After); 0 means 1.
 	MaxAttempts int
-	// Timeout bounds a whole-clip call and the wait for a stream's
-	// response headers; 0 leaves only the gateway's own provider timeout.
+	// Timeout bounds a whole-clip call; 0 leaves only the gateway's own
+	// provider timeout, which also bounds a planned stream as a whole.
 	Timeout time.Duration
 	// ReuseFor is how long the gateway may reuse the plan for requests
 	// that differ from this one only in text; 0 means not at all.
