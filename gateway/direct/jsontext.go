@@ -1,59 +1,8 @@
 package direct
 
-import (
-	"unicode/utf8"
-)
+import "github.com/voxgate/voxgate/gateway/jsonstr"
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONText appends s to dst escaped as the inside of a JSON string
-// (no quotes), as encoding/json would write it except that <, > and & are
-// left alone (they are only escaped for HTML embedding). Hand-written
-// because it runs on every request: json.Marshal allocates and adds the
-// quotes a plan's body already has. Invalid UTF-8 becomes U+FFFD, and
-// U+2028 and U+2029 are escaped, as encoding/json does.
-func appendJSONText(dst []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
-}
+// appendJSONText appends s escaped as the inside of a JSON string: the
+// text slot of a plan's body. <, > and & are left alone; the body goes
+// to a provider's API, never into HTML.
+func appendJSONText(dst []byte, s string) []byte { return jsonstr.Append(dst, s, false) }

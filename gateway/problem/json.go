@@ -2,7 +2,8 @@ package problem
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/gateway/jsonstr"
 )
 
 // TypeURI returns the problem `type` of a code. It is a URN rather than a
@@ -65,54 +66,9 @@ func (e *Error) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaping per RFC 8259 and
-// replacing invalid UTF-8 with U+FFFD, as encoding/json does.
+// appendString appends s as a JSON string, escaped as encoding/json does.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
+	dst = jsonstr.Append(dst, s, true)
 	return append(dst, '"')
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -484,39 +483,14 @@ func planClip(t *testing.T, p sdk.Provider, req sdk.SynthesizeRequest, stream bo
 // returns the body of a 2xx answer, or the Failure Explain reads.
 func sendPlan(t *testing.T, pl *sdk.Plan, text string, creds sdk.Credentials) ([]byte, *sdk.Failure) {
 	t.Helper()
-	at, err := pl.TextSlot()
+	audio, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	escaped, _ := json.Marshal(text)
-	body := bytes.Replace(pl.Body, []byte(sdk.PlanText), escaped[1:len(escaped)-1], 1)
-	if !bytes.Equal(body[:at], pl.Body[:at]) {
-		t.Fatalf("the slot is not at %d", at)
+	if f != nil {
+		f.Credentials = creds
 	}
-	req, err := http.NewRequestWithContext(t.Context(), pl.Method, pl.URL, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range pl.Header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	switch {
-	case err != nil:
-		t.Fatal(err)
-	case resp.StatusCode >= 300:
-		header := make(map[string]string, len(resp.Header))
-		for k := range resp.Header {
-			header[k] = resp.Header.Get(k)
-		}
-		return nil, &sdk.Failure{Status: resp.StatusCode, Header: header, Body: data, Credentials: creds}
-	}
-	return data, nil
+	return audio, f
 }
 
 // TestPlanMatchesSynthesize: a planned whole clip, sent with net/http, is

@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -473,36 +471,14 @@ func plan(t *testing.T, p sdk.Provider, req sdk.SynthesizeRequest, stream bool) 
 // Explain reads.
 func execute(t *testing.T, pl *sdk.Plan, text string, creds sdk.Credentials) ([]byte, *sdk.Failure) {
 	t.Helper()
-	at, err := pl.TextSlot()
+	audio, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	quoted, _ := json.Marshal(text)
-	body := slices.Concat(pl.Body[:at], quoted[1:len(quoted)-1], pl.Body[at+len(sdk.PlanText):])
-	req, err := http.NewRequestWithContext(t.Context(), pl.Method, pl.URL, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	if f != nil {
+		f.Credentials = creds
 	}
-	for k, v := range pl.Header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode < 300 {
-		return data, nil
-	}
-	f := &sdk.Failure{Status: resp.StatusCode, Header: map[string]string{}, Body: data, Credentials: creds}
-	for k, v := range resp.Header {
-		f.Header[k] = v[0]
-	}
-	return nil, f
+	return audio, f
 }
 
 // TestPlanMatchesThePlugin: a planned request, sent with net/http, is the

@@ -123,11 +123,10 @@ func (r *runner) checkPlan(t *testing.T) {
 					t.Fatal("Plan returned a nil plan and no error")
 				}
 				planned = append(planned, f)
-				at, err := validatePlan(plan)
-				if err != nil {
+				if _, err := validatePlan(plan); err != nil {
 					t.Fatal(err)
 				}
-				audio, err := r.execute(ctx, client, pl, plan, at, r.text)
+				audio, err := r.execute(ctx, client, pl, plan, r.text)
 				if err != nil {
 					t.Fatalf("sending the plan: %v", err)
 				}
@@ -245,36 +244,55 @@ func fillPlan(p *sdk.Plan, at int, text string) ([]byte, error) {
 // execute sends plan with text in its slot (one attempt: the kit's
 // upstreams answer at once) and returns the body of a successful answer.
 // An error answer is reported with what Explain makes of it.
-func (r *runner) execute(ctx context.Context, client *http.Client, pl sdk.Planner, plan *sdk.Plan, at int, text string) ([]byte, error) {
+func (r *runner) execute(ctx context.Context, client *http.Client, pl sdk.Planner, plan *sdk.Plan, text string) ([]byte, error) {
+	audio, f, err := SendPlan(ctx, client, plan, text)
+	switch {
+	case err != nil:
+		return nil, errors.New(r.redact(err.Error()))
+	case f != nil:
+		f.Credentials = r.cfg.Credentials
+		return nil, fmt.Errorf("%s %s answered %d; Explain: %s", plan.Method, plan.URL, f.Status, r.redact(fmt.Sprint(pl.Explain(ctx, f))))
+	}
+	return audio, nil
+}
+
+// SendPlan sends plan as the gateway does, once, with text JSON-escaped in
+// its slot, and returns the body of a 2xx answer, or else the Failure
+// (without credentials) that Planner.Explain reads. err is a failure to
+// send or read. Plugin tests use it to hold a plan against Synthesize.
+func SendPlan(ctx context.Context, client *http.Client, plan *sdk.Plan, text string) (audio []byte, f *sdk.Failure, err error) {
+	at, err := plan.TextSlot()
+	if err != nil {
+		return nil, nil, err
+	}
 	body, err := fillPlan(plan, at, text)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, plan.Method, plan.URL, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("build the request: %w", err)
+		return nil, nil, fmt.Errorf("build the request: %w", err)
 	}
 	for k, v := range plan.Header {
 		req.Header.Set(k, v)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, errors.New(r.redact(err.Error()))
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
-		f := &sdk.Failure{Status: resp.StatusCode, Header: firstValues(resp.Header), Body: data, Credentials: r.cfg.Credentials}
-		return nil, fmt.Errorf("%s %s answered %d; Explain: %s", plan.Method, plan.URL, resp.StatusCode, r.redact(fmt.Sprint(pl.Explain(ctx, f))))
+		return nil, &sdk.Failure{Status: resp.StatusCode, Header: firstValues(resp.Header), Body: data}, nil
 	}
-	audio, err := io.ReadAll(io.LimitReader(resp.Body, maxPlannedBody+1))
+	audio, err = io.ReadAll(io.LimitReader(resp.Body, maxPlannedBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("read the answer: %w", err)
+		return nil, nil, fmt.Errorf("read the answer: %w", err)
 	}
 	if len(audio) > maxPlannedBody {
-		return nil, fmt.Errorf("the answer exceeds %d bytes", maxPlannedBody)
+		return nil, nil, fmt.Errorf("the answer exceeds %d bytes", maxPlannedBody)
 	}
-	return audio, nil
+	return audio, nil, nil
 }
 
 // firstValues flattens h as sdk.Failure.Header wants it.
