@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -100,4 +102,62 @@ func BenchmarkConversationConcurrency(b *testing.B) {
 	b.ReportMetric(float64(ts.Milliseconds())/n, "concurrency1-ms")
 	b.ReportMetric(float64(tp.Milliseconds())/n, "concurrency4-ms")
 	b.ReportMetric(float64(ts)/float64(tp), "speedup-x")
+}
+
+// BenchmarkPlannedStreamFirstByte is BenchmarkStreamFirstByte for a
+// planned request: the real OpenAI plugin plans, the gateway sends the
+// request to a fake of OpenAI's API and relays the stream. Direct is the
+// same request sent straight to the fake; both interleaved, same client.
+func BenchmarkPlannedStreamFirstByte(b *testing.B) {
+	oai := openai.New(b, fakeupstream.Options{MaxRecorded: -1})
+	tg := startGateway(b, `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  openai:
+    plugin: voxgate-openai
+    base_url: `+oai.BaseURL()+`
+    api_key: `+openai.Key+`
+    managed: true
+orgs:
+  acme:
+    providers:
+      openai: {enabled: true}
+`)
+	text := "one two three four five six seven eight"
+	direct, _ := json.Marshal(map[string]any{"model": "tts-1", "voice": "alloy", "input": text, "response_format": "pcm"})
+	gw, _ := json.Marshal(map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	buf := make([]byte, 64<<10)
+	ttfb := func(url, key string, body []byte) time.Duration {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		start := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.ReadAtLeast(resp.Body, buf, 1); err != nil || resp.StatusCode != 200 {
+			b.Fatalf("%s: %d %v", url, resp.StatusCode, err)
+		}
+		d := time.Since(start)
+		_, _ = io.CopyBuffer(io.Discard, resp.Body, buf)
+		return d
+	}
+	var directTTFB, gatewayTTFB time.Duration
+	for b.Loop() {
+		directTTFB += ttfb(oai.BaseURL()+"/audio/speech", openai.Key, direct)
+		gatewayTTFB += ttfb(tg.base+"/v1/audio/speech/stream", tg.keys["acme"], gw)
+	}
+	n := float64(b.N)
+	d, g := float64(directTTFB.Microseconds())/n, float64(gatewayTTFB.Microseconds())/n
+	b.ReportMetric(d, "direct-ttfb-µs")
+	b.ReportMetric(g, "gateway-ttfb-µs")
+	b.ReportMetric(g-d, "overhead-µs")
 }
