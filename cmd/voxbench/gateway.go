@@ -34,8 +34,9 @@ const upstreamKeyEnv = "VOXBENCH_OPENAI_KEY"
 // loadConfig is the gateway config of the load phases: the OpenAI plugin
 // three times, once per fake, as three providers of one organization,
 // with the gateway's own defaults for everything else (moderation off:
-// the org names no ruleset).
-func loadConfig(u *upstreams, accessLog bool) func(listen, dir, bin string) string {
+// the org names no ruleset). directHTTP false keeps every call inside the
+// plugin (the path of plugins that do not plan their requests).
+func loadConfig(u *upstreams, accessLog, directHTTP bool) func(listen, dir, bin string) string {
 	return func(listen, dir, bin string) string {
 		cfg := fmt.Sprintf(`server:
   listen: %s
@@ -50,8 +51,8 @@ providers:
 `, listen, accessLog, filepath.Join(dir, "voxgate.db"), filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"))
 		orgs := fmt.Sprintf("orgs:\n  %s:\n    providers:\n", benchOrg)
 		for _, p := range []struct{ id, root string }{{"openai", u.Clip}, {"openai-stream", u.Stream}, {"openai-live", u.Live}} {
-			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    managed: true\n    api_key: ${%s}\n    base_url: %s/v1\n    timeout: 30s\n",
-				p.id, upstreamKeyEnv, p.root)
+			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    managed: true\n    api_key: ${%s}\n    base_url: %s/v1\n    timeout: 30s\n    direct_http: %t\n",
+				p.id, upstreamKeyEnv, p.root, directHTTP)
 			orgs += fmt.Sprintf("      %s: {enabled: true}\n", p.id)
 		}
 		return cfg + orgs

@@ -39,6 +39,7 @@ type options struct {
 	perfDir    string
 	quick      bool
 	accessLog  bool
+	directHTTP bool
 	streams    int
 	keep       bool
 	only       string
@@ -60,6 +61,7 @@ func main() {
 	flag.StringVar(&o.perfDir, "perf", "", "if set, record a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot into this directory")
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
+	flag.BoolVar(&o.directHTTP, "direct-http", true, "let the gateway send the requests the OpenAI plugin plans (its default); false measures the plugin path")
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
@@ -123,7 +125,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		}
 	}
 
-	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, o.accessLog))
+	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, o.accessLog, o.directHTTP))
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestConfigsAreValid(t *testing.T) {
 	dir := t.TempDir()
 	ups := &upstreams{upstreamURLs: upstreamURLs{Clip: "http://127.0.0.1:1", Stream: "http://127.0.0.1:2", Live: "http://127.0.0.1:3"}}
 	env := func(k string) (string, bool) { return "sk-test", k == upstreamKeyEnv }
-	load, err := config.Parse([]byte(loadConfig(ups, false)("127.0.0.1:9", dir, "/bin")), env)
+	load, err := config.Parse([]byte(loadConfig(ups, false, true)("127.0.0.1:9", dir, "/bin")), env)
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}
