@@ -12,7 +12,11 @@
 //	           ruleset timeout usually ends a call first)
 //	api_key    optional fallback for the key; the gateway sends the
 //	           plugin's configured api_key with every call instead
+//	connect_timeout, max_idle_conns, max_attempts
+//	           as for the cloud provider plugins (sdk/upstream); attempts
+//	           default to 1: a moderation check is on the request path
 //
+// README.md has the details and the error mapping.
 // A flagged text is blocked with the highest-scoring flagged category as
 // the category and its score as the confidence.
 package main

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +91,8 @@ func TestModerateVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if body.Model != "omni-moderation-2024-09-26" || body.Input != "Hello there" || last.Path != openaimoderation.Path ||
-		last.Header.Get("Authorization") != "Bearer "+openaimoderation.Key || last.Header.Get("Content-Type") != "application/json" {
+		last.Header.Get("Authorization") != "Bearer "+openaimoderation.Key || last.Header.Get("Content-Type") != "application/json" ||
+		last.Header.Get("Accept") != "application/json" || last.Header.Get("User-Agent") != "voxgate-openai-moderation" {
 		t.Errorf("last request: %s %+v %v", last.Path, body, last.Header)
 	}
 }
@@ -113,29 +116,38 @@ func TestModerateDefaultModelAndSettingsKey(t *testing.T) {
 func TestModerateErrors(t *testing.T) {
 	srv := openaimoderation.New(t, fakeupstream.Options{})
 	m := start(t, srv)
+	unknownModel := start(t, srv, "model", "no-such-model")
 	const wrongKey = "sk-wrong-key-that-must-not-leak-42"
+	fail := func(f fakeupstream.Fault) func() { return func() { srv.FailNext(1, f) } }
 	tests := []struct {
-		name      string
-		setup     func()
-		key       string
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
+		name       string
+		m          sdk.Moderator
+		setup      func()
+		key        string
+		kind       sdk.ErrorKind
+		status     int
+		code       string
+		retryable  bool
+		retryAfter time.Duration
 	}{
-		{"wrong key", nil, wrongKey, sdk.KindUnauthorized, 401, "invalid_api_key", false},
-		{"no key", nil, "", sdk.KindUnauthorized, 0, "", false},
-		{"server error", func() { srv.FailNext(1, fakeupstream.Fault{Status: 500}) }, openaimoderation.Key, sdk.KindUnavailable, 500, "", true},
-		{"overloaded", func() { srv.FailNext(1, fakeupstream.Fault{Status: 503}) }, openaimoderation.Key, sdk.KindUnavailable, 503, "", true},
-		{"rate limited", func() { srv.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "2"}) }, openaimoderation.Key, sdk.KindRateLimited, 429, "rate_limit_exceeded", true},
-		{"out of quota", func() { srv.FailNext(1, fakeupstream.Fault{Status: 429, Code: "insufficient_quota"}) }, openaimoderation.Key, sdk.KindRateLimited, 429, "insufficient_quota", false},
+		{"wrong key", m, nil, wrongKey, sdk.KindUnauthorized, 401, "invalid_api_key", false, 0},
+		{"no key", m, nil, "", sdk.KindUnauthorized, 0, "", false, 0},
+		{"unknown model", unknownModel, nil, openaimoderation.Key, sdk.KindInvalidRequest, 404, "model_not_found", false, 0},
+		{"conflict", m, fail(fakeupstream.Fault{Status: 409, Code: "conflict"}), openaimoderation.Key, sdk.KindInvalidRequest, 409, "conflict", false, 0},
+		{"server error", m, fail(fakeupstream.Fault{Status: 500}), openaimoderation.Key, sdk.KindUpstream, 500, "server_error", true, 0},
+		{"not implemented", m, fail(fakeupstream.Fault{Status: 501}), openaimoderation.Key, sdk.KindUpstream, 501, "server_error", false, 0},
+		{"bad gateway", m, fail(fakeupstream.Fault{Status: 502}), openaimoderation.Key, sdk.KindUnavailable, 502, "server_error", true, 0},
+		{"overloaded", m, fail(fakeupstream.Fault{Status: 503, RetryAfter: "1"}), openaimoderation.Key, sdk.KindUnavailable, 503, "server_error", true, time.Second},
+		{"gateway timeout", m, fail(fakeupstream.Fault{Status: 504}), openaimoderation.Key, sdk.KindTimeout, 504, "server_error", true, 0},
+		{"rate limited", m, fail(fakeupstream.Fault{Status: 429, RetryAfter: "2"}), openaimoderation.Key, sdk.KindRateLimited, 429, "rate_limit_exceeded", true, 2 * time.Second},
+		{"out of quota", m, fail(fakeupstream.Fault{Status: 429, Code: "insufficient_quota"}), openaimoderation.Key, sdk.KindRateLimited, 429, "insufficient_quota", false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup()
 			}
-			_, err := moderate(m, "hello", tt.key)
+			_, err := moderate(tt.m, "hello", tt.key)
 			var se *sdk.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want an *sdk.Error", err)
@@ -143,48 +155,204 @@ func TestModerateErrors(t *testing.T) {
 			if se.Kind != tt.kind || se.UpstreamStatus != tt.status || se.UpstreamCode != tt.code || se.Retryable != tt.retryable {
 				t.Errorf("err = %+v; want kind %v status %d code %q retryable %v", se, tt.kind, tt.status, tt.code, tt.retryable)
 			}
+			if se.RetryAfter != tt.retryAfter {
+				t.Errorf("RetryAfter = %v, want %v", se.RetryAfter, tt.retryAfter)
+			}
+			if !strings.HasPrefix(se.Message, "openai-moderation: ") {
+				t.Errorf("message %q does not name the plugin", se.Message)
+			}
 			if strings.Contains(se.Message, wrongKey) || strings.Contains(se.Message, wrongKey[4:len(wrongKey)-4]) {
 				t.Errorf("the error message reveals the key: %q", se.Message)
-			}
-			if tt.kind == sdk.KindRateLimited && tt.retryable && se.RetryAfter != 2*time.Second {
-				t.Errorf("RetryAfter = %v, want 2s", se.RetryAfter)
 			}
 		})
 	}
 }
 
-func TestModerateTimeout(t *testing.T) {
+// TestErrorsNeverCarryTheKey makes the endpoint echo the caller's key in
+// its error message and code, whole, masked or cut short, as providers
+// do: neither the message nor UpstreamCode may carry it after the trip
+// through the plugin process.
+func TestErrorsNeverCarryTheKey(t *testing.T) {
 	srv := openaimoderation.New(t, fakeupstream.Options{})
 	m := start(t, srv)
-	srv.SetLatency(time.Hour) // the endpoint never answers
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_, err := m.Moderate(ctx, &sdk.ModerationRequest{Text: "hello", Credentials: sdk.Credentials{APIKey: openaimoderation.Key}})
-	if se := sdk.AsError(err); se == nil || se.Kind != sdk.KindTimeout {
-		t.Fatalf("err = %v, want KindTimeout", err)
+	key := openaimoderation.Key
+	masked := key[:4] + strings.Repeat("*", len(key)-8) + key[len(key)-4:]
+	tests := []struct {
+		name  string
+		fault fakeupstream.Fault
+	}{
+		{"whole key in the message", fakeupstream.Fault{Status: 400, Message: "Bad key " + key + " for this model."}},
+		{"whole key in the code", fakeupstream.Fault{Status: 400, Code: "invalid_key:" + key}},
+		{"masked key on 401", fakeupstream.Fault{Status: 401, Message: "Incorrect API key provided: " + masked + ". You can find your API key in your account settings."}},
+		{"key prefix", fakeupstream.Fault{Status: 403, Message: "Key " + key[:12] + "... is disabled", Code: "key_" + key[:10]}},
+		{"key in both on 429", fakeupstream.Fault{Status: 429, RetryAfter: "1", Message: "Slow down, " + key, Code: key}},
+		{"key in both on 500", fakeupstream.Fault{Status: 500, Message: "internal error for " + key, Code: "err-" + key + "-x"}},
 	}
-	// The plugin survives a hung upstream.
-	srv.SetLatency(0)
-	if res, err := moderate(m, "hello", openaimoderation.Key); err != nil || res.Decision != sdk.DecisionAllow {
-		t.Fatalf("after the timeout: %+v, %v", res, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.FailNext(1, tt.fault)
+			_, err := moderate(m, "hello", key)
+			se := sdk.AsError(err)
+			if se == nil || se.UpstreamStatus != tt.fault.Status {
+				t.Fatalf("err = %v, want the upstream %d", err, tt.fault.Status)
+			}
+			for _, leak := range []string{key, key[:8], key[len(key)-12:], masked} {
+				if strings.Contains(se.Message, leak) || strings.Contains(se.UpstreamCode, leak) || strings.Contains(err.Error(), leak) {
+					t.Errorf("the error reveals the key (%q): message %q, code %q", leak, se.Message, se.UpstreamCode)
+				}
+			}
+		})
+	}
+}
+
+// TestModerateAttempts: one try unless max_attempts asks for more.
+func TestModerateAttempts(t *testing.T) {
+	tests := []struct {
+		name    string
+		extra   []string
+		faults  int
+		calls   int
+		succeed bool
+	}{
+		{"default: no retry", nil, 1, 1, false},
+		{"max_attempts 1", []string{"max_attempts", "1"}, 1, 1, false},
+		{"max_attempts 2 recovers", []string{"max_attempts", "2"}, 1, 2, true},
+		{"max_attempts 2 gives up", []string{"max_attempts", "2"}, 2, 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := openaimoderation.New(t, fakeupstream.Options{})
+			m := start(t, srv, tt.extra...)
+			srv.FailNext(tt.faults, fakeupstream.Fault{Status: 503})
+			res, err := moderate(m, "hello", openaimoderation.Key)
+			if tt.succeed && (err != nil || res.Decision != sdk.DecisionAllow) {
+				t.Errorf("Moderate = %+v, %v; want allow", res, err)
+			}
+			if !tt.succeed {
+				if se := sdk.AsError(err); se == nil || se.UpstreamStatus != 503 {
+					t.Errorf("err = %v, want the upstream 503", err)
+				}
+			}
+			if got := srv.CallsTo(openaimoderation.Path); got != tt.calls {
+				t.Errorf("the endpoint saw %d calls, want %d", got, tt.calls)
+			}
+		})
+	}
+}
+
+func TestModerateUnreachable(t *testing.T) {
+	srv := openaimoderation.New(nil, fakeupstream.Options{})
+	m := start(t, srv)
+	srv.Close() // nothing listens at base_url any more
+	_, err := moderate(m, "hello", openaimoderation.Key)
+	if se := sdk.AsError(err); se == nil || se.Kind != sdk.KindUnavailable || !se.Retryable {
+		t.Fatalf("err = %v, want a retryable KindUnavailable", err)
+	}
+}
+
+func TestModerateTimeout(t *testing.T) {
+	srv := openaimoderation.New(t, fakeupstream.Options{})
+	tests := []struct {
+		name   string
+		extra  []string
+		caller time.Duration // the caller's deadline
+	}{
+		{"the caller's deadline", nil, 300 * time.Millisecond},
+		{"the timeout setting", []string{"timeout", "300ms"}, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := start(t, srv, tt.extra...)
+			srv.SetLatency(time.Hour) // the endpoint never answers
+			ctx, cancel := context.WithTimeout(context.Background(), tt.caller)
+			defer cancel()
+			_, err := m.Moderate(ctx, &sdk.ModerationRequest{Text: "hello", Credentials: sdk.Credentials{APIKey: openaimoderation.Key}})
+			if se := sdk.AsError(err); se == nil || se.Kind != sdk.KindTimeout {
+				t.Fatalf("err = %v, want KindTimeout", err)
+			}
+			// The plugin survives a hung upstream.
+			srv.SetLatency(0)
+			if res, err := moderate(m, "hello", openaimoderation.Key); err != nil || res.Decision != sdk.DecisionAllow {
+				t.Fatalf("after the timeout: %+v, %v", res, err)
+			}
+		})
 	}
 }
 
 func TestConfigureRejectsBadSettings(t *testing.T) {
 	m := sdktest.StartModerator(t, pluginPath)
 	for name, s := range map[string]map[string]string{
-		"not a url":         {"base_url": "api.example"},
-		"unknown setting":   {"base_ur": "http://127.0.0.1:1"},
-		"threshold above 1": {"threshold": "1.5"},
-		"threshold text":    {"threshold": "high"},
-		"empty model":       {"model": ""},
-		"bad timeout":       {"timeout": "soon"},
+		"not a url":             {"base_url": "api.example"},
+		"empty url":             {"base_url": ""},
+		"unknown setting":       {"base_ur": "http://127.0.0.1:1"},
+		"threshold above 1":     {"threshold": "1.5"},
+		"threshold text":        {"threshold": "high"},
+		"empty model":           {"model": ""},
+		"bad timeout":           {"timeout": "soon"},
+		"zero timeout":          {"timeout": "0s"},
+		"empty timeout":         {"timeout": ""},
+		"bad connect_timeout":   {"connect_timeout": "soon"},
+		"zero max_attempts":     {"max_attempts": "0"},
+		"bad max_idle_conns":    {"max_idle_conns": "many"},
+		"unknown provider key":  {"organization": "org-1"},
+		"unknown among good":    {"model": "omni-moderation-latest", "colour": "blue"},
+		"negative connect time": {"connect_timeout": "-1s"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := m.Configure(context.Background(), s); err == nil {
-				t.Errorf("Configure(%v) succeeded", s)
+			err := m.Configure(context.Background(), s)
+			if se := sdk.AsError(err); se == nil || se.Kind != sdk.KindInvalidRequest {
+				t.Errorf("Configure(%v) = %v, want KindInvalidRequest", s, err)
 			}
 		})
+	}
+}
+
+// TestConfigureCommonSettings: upstream's common settings are accepted
+// besides the plugin's own.
+func TestConfigureCommonSettings(t *testing.T) {
+	srv := openaimoderation.New(t, fakeupstream.Options{})
+	m := start(t, srv, "connect_timeout", "2s", "max_idle_conns", "8", "max_attempts", "2", "timeout", "5s",
+		"threshold", "0.5", "model", "text-moderation-latest", "api_key", openaimoderation.Key)
+	if res, err := moderate(m, "hello", ""); err != nil || res.Decision != sdk.DecisionAllow {
+		t.Fatalf("Moderate = %+v, %v", res, err)
+	}
+}
+
+// TestConfigureWhileModerating runs the moderator in process so that the
+// race detector sees calls reading the settings Configure replaces.
+func TestConfigureWhileModerating(t *testing.T) {
+	srv := openaimoderation.New(t, fakeupstream.Options{})
+	srv.Flag("zorblax", "harassment", 0.91)
+	m := newModerator()
+	settings := map[string]string{"base_url": srv.BaseURL()}
+	if err := m.Configure(context.Background(), settings); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 8 {
+				if i%2 == 0 {
+					errs <- m.Configure(context.Background(), settings)
+					continue
+				}
+				res, err := moderate(m, "you zorblax", openaimoderation.Key)
+				if err == nil && res.Decision != sdk.DecisionBlock {
+					err = fmt.Errorf("decision %s, want block", res.Decision)
+				}
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -1,111 +1,130 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
 const (
+	// providerName prefixes every error message.
+	providerName   = "openai-moderation"
 	defaultBaseURL = "https://api.openai.com/v1"
 	defaultModel   = "omni-moderation-latest"
+	// defaultTimeout bounds a call when the timeout setting is absent; the
+	// gateway's ruleset timeout usually ends a call first.
 	defaultTimeout = 30 * time.Second
 	// maxResponseBytes bounds what is read from the endpoint: a moderation
 	// answer is a few kilobytes.
 	maxResponseBytes = 1 << 20
-	// maxMessageLen bounds an upstream error message passed on.
-	maxMessageLen = 300
 )
 
-// settings are the parsed Configure settings.
-type settings struct {
-	baseURL   string
-	model     string
-	threshold float64 // 0: off
-	apiKey    string
-	timeout   time.Duration
+// api is how the moderation endpoint authenticates and reports errors
+// (OpenAI's conventions). It is never modified.
+var api = &upstream.API{
+	Provider:       providerName,
+	DefaultBaseURL: defaultBaseURL,
+	Authorize:      upstream.Bearer,
+	ParseError:     upstream.ParseOpenAIError,
+	Classify: func(e *sdk.Error) {
+		// An exhausted quota is reported as 429, but waiting does not help.
+		if e.UpstreamCode == "insufficient_quota" {
+			e.Retryable = false
+		}
+	},
 }
 
-// moderator implements sdk.Moderator over the moderation endpoint.
+// config is one snapshot of the settings and the client they configure.
+type config struct {
+	*upstream.Endpoint
+	model     string
+	threshold float64 // 0: off
+	apiKey    string  // fallback when a call carries no key
+}
+
+// moderator implements sdk.Moderator over the moderation endpoint. It
+// keeps only deployment settings, which Configure swaps atomically: a
+// call in flight keeps the snapshot it started with.
 type moderator struct {
-	mu     sync.RWMutex
-	cfg    settings
-	client *http.Client
+	cfg atomic.Pointer[config]
 }
 
 func newModerator() *moderator {
-	m := &moderator{}
-	m.apply(settings{baseURL: defaultBaseURL, model: defaultModel, timeout: defaultTimeout})
-	return m
-}
-
-func (m *moderator) apply(s settings) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cfg = s
-	m.client = &http.Client{
-		Timeout: s.timeout,
-		Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ForceAttemptHTTP2:   true,
-			MaxIdleConnsPerHost: 32,
-			IdleConnTimeout:     90 * time.Second,
-			TLSHandshakeTimeout: 10 * time.Second,
-		},
+	c, err := parseConfig(nil)
+	if err != nil {
+		panic(fmt.Sprintf("default settings: %v", err)) // the defaults are constants
 	}
+	m := &moderator{}
+	m.cfg.Store(c)
+	return m
 }
 
 // Configure implements sdk.Moderator. Unknown settings are rejected so
 // that a typo in gateway.yaml fails at start-up instead of being ignored.
 func (m *moderator) Configure(_ context.Context, in map[string]string) error {
-	s := settings{baseURL: defaultBaseURL, model: defaultModel, timeout: defaultTimeout}
+	c, err := parseConfig(in)
+	if err != nil {
+		return err
+	}
+	if old := m.cfg.Swap(c); old != nil {
+		old.Close() // only idle connections go
+	}
+	return nil
+}
+
+// parseConfig reads the settings: the plugin's own keys here, the common
+// ones (base_url, timeout, connect_timeout, max_attempts, max_idle_conns)
+// through upstream.NewEndpoint. It keeps the plugin's stricter rules:
+// base_url and timeout, when present, must not be empty, and timeout must
+// be positive (a moderation call is never unbounded).
+func parseConfig(in map[string]string) (*config, error) {
+	c := &config{model: defaultModel}
+	common := map[string]string{"timeout": defaultTimeout.String()}
 	for k, v := range in {
-		switch k {
-		case "base_url":
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return sdk.Errorf(sdk.KindInvalidRequest, "base_url %q is not an http(s) URL", v)
-			}
-			s.baseURL = strings.TrimRight(v, "/")
-		case "model":
+		switch {
+		case k == "model":
 			if v == "" {
-				return sdk.Errorf(sdk.KindInvalidRequest, "model must not be empty")
+				return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: model must not be empty", providerName)
 			}
-			s.model = v
-		case "threshold":
+			c.model = v
+		case k == "threshold":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f <= 0 || f > 1 {
-				return sdk.Errorf(sdk.KindInvalidRequest, "threshold %q must be a number above 0 and at most 1", v)
+				return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: threshold %q must be a number above 0 and at most 1", providerName, v)
 			}
-			s.threshold = f
-		case "timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return sdk.Errorf(sdk.KindInvalidRequest, "timeout %q must be a positive duration like 10s", v)
+			c.threshold = f
+		case k == "api_key":
+			c.apiKey = v
+		case k == "timeout":
+			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d <= 0 {
+				return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: timeout %q must be a positive duration like 10s", providerName, v)
 			}
-			s.timeout = d
-		case "api_key":
-			s.apiKey = v
+			common[k] = v
+		case k == "base_url" && strings.TrimSpace(v) == "":
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: base_url must not be empty", providerName)
+		case upstream.IsSettingKey(k):
+			common[k] = v
 		default:
-			return sdk.Errorf(sdk.KindInvalidRequest, "unknown setting %q (known: base_url, model, threshold, timeout, api_key)", k)
+			return nil, sdk.Errorf(sdk.KindInvalidRequest,
+				"%s: unknown setting %q (known: base_url, model, threshold, timeout, api_key, connect_timeout, max_attempts, max_idle_conns)", providerName, k)
 		}
 	}
-	m.apply(s)
-	return nil
+	e, err := upstream.NewEndpoint(api, common)
+	if err != nil {
+		return nil, err
+	}
+	c.Endpoint = e
+	return c, nil
 }
 
 // moderationRequest is the endpoint's request body.
@@ -123,57 +142,44 @@ type moderationResponse struct {
 	} `json:"results"`
 }
 
-// errorBody is OpenAI's error format.
-type errorBody struct {
-	Error struct {
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
-	} `json:"error"`
-}
-
-// Moderate implements sdk.Moderator.
+// Moderate implements sdk.Moderator. The timeout setting bounds the whole
+// call, the answer's body included.
 func (m *moderator) Moderate(ctx context.Context, req *sdk.ModerationRequest) (*sdk.ModerationResult, error) {
-	m.mu.RLock()
-	cfg, client := m.cfg, m.client
-	m.mu.RUnlock()
+	cfg := m.cfg.Load()
 	key := req.Credentials.APIKey
 	if key == "" {
 		key = cfg.apiKey
 	}
 	if key == "" {
-		return nil, sdk.Errorf(sdk.KindUnauthorized, "no API key: set api_key on the moderation plugin")
+		// Endpoint.Do would refuse too, but its hint (a managed or own
+		// key) is for providers; a moderation plugin's key is api_key.
+		return nil, sdk.Errorf(sdk.KindUnauthorized, "%s: no API key: set api_key on the moderation plugin", providerName)
 	}
-	body, err := json.Marshal(moderationRequest{Model: cfg.model, Input: req.Text})
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+"/moderations", moderationRequest{Model: cfg.model, Input: req.Text})
 	if err != nil {
-		return nil, sdk.Errorf(sdk.KindInternal, "encode request: %v", err)
+		return nil, sdk.Errorf(sdk.KindInternal, "%s: %v", providerName, err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.baseURL+"/moderations", bytes.NewReader(body))
-	if err != nil {
-		return nil, sdk.Errorf(sdk.KindInternal, "build request: %v", err)
-	}
-	hreq.Header.Set("Authorization", "Bearer "+key)
-	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("User-Agent", "voxgate-openai-moderation")
-	resp, err := client.Do(hreq)
+	// The call is safe to repeat, but it sits on the path of every speech
+	// request: it is tried once unless max_attempts asks for more.
+	resp, err := cfg.Do(ctx, hreq, key, cfg.MaxAttempts > 1)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return nil, upstream.BodyError(ctx, providerName, "moderation answer", err)
 	}
 	if len(data) > maxResponseBytes {
-		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the moderation endpoint's answer is too large", UpstreamStatus: resp.StatusCode}
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, upstreamError(resp, data, key)
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: providerName + ": the answer is too large", UpstreamStatus: resp.StatusCode}
 	}
 	var mr moderationResponse
 	if err := json.Unmarshal(data, &mr); err != nil || len(mr.Results) == 0 {
-		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the moderation endpoint's answer has no results", UpstreamStatus: resp.StatusCode}
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: providerName + ": the answer has no results", UpstreamStatus: resp.StatusCode}
 	}
 	r := mr.Results[0]
 	return decide(r.Flagged, r.Categories, r.CategoryScores, cfg.threshold), nil
@@ -217,74 +223,4 @@ func decide(flagged bool, cats map[string]bool, scores map[string]float64, thres
 			Detail: fmt.Sprintf("%s scored %.2f, at or above the threshold %.2f", top, topScore, threshold)}
 	}
 	return &sdk.ModerationResult{Decision: sdk.DecisionAllow, Confidence: max(topScore, 0)}
-}
-
-// upstreamError maps a non-2xx answer to an sdk.Error, keeping the
-// upstream status and code. The message never carries the key: an
-// authentication failure gets a fixed message, and any other upstream
-// message is scrubbed of it.
-func upstreamError(resp *http.Response, data []byte, key string) *sdk.Error {
-	var eb errorBody
-	_ = json.Unmarshal(data, &eb)
-	code := ""
-	if raw := bytes.TrimSpace(eb.Error.Code); len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &code); err != nil {
-			code = string(raw)
-		}
-	}
-	msg := eb.Error.Message
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
-	}
-	msg = strings.ReplaceAll(msg, key, "[redacted]")
-	if len(msg) > maxMessageLen {
-		msg = msg[:maxMessageLen] + "..."
-	}
-	e := &sdk.Error{UpstreamStatus: resp.StatusCode, UpstreamCode: code, Message: "moderation endpoint: " + msg}
-	switch s := resp.StatusCode; {
-	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Kind = sdk.KindUnauthorized
-		e.Message = "the moderation endpoint rejected the API key"
-	case s == http.StatusTooManyRequests:
-		e.Kind = sdk.KindRateLimited
-		// Out of quota is not cured by waiting.
-		e.Retryable = code != "insufficient_quota"
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
-	case s == http.StatusRequestTimeout || s == http.StatusGatewayTimeout:
-		e.Kind, e.Retryable = sdk.KindTimeout, true
-	case s >= 500:
-		e.Kind, e.Retryable = sdk.KindUnavailable, true
-	case s == http.StatusBadRequest || s == http.StatusNotFound || s == http.StatusRequestEntityTooLarge || s == http.StatusUnprocessableEntity:
-		e.Kind = sdk.KindInvalidRequest
-	default:
-		e.Kind = sdk.KindUpstream
-	}
-	return e
-}
-
-// retryAfter parses Retry-After as seconds (fractions allowed) or an HTTP
-// date; 0 if absent or unparsable.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
-		return time.Duration(f * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
-}
-
-// transportError classifies a failed HTTP exchange.
-func transportError(ctx context.Context, err error) *sdk.Error {
-	var ne net.Error
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return &sdk.Error{Kind: sdk.KindTimeout, Message: "the moderation endpoint did not answer in time", Retryable: true}
-	case ctx.Err() != nil:
-		return &sdk.Error{Kind: sdk.KindUnavailable, Message: "the moderation call was cancelled"}
-	}
-	return &sdk.Error{Kind: sdk.KindUnavailable, Message: fmt.Sprintf("cannot reach the moderation endpoint: %v", err), Retryable: true}
 }

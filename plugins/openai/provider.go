@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -43,8 +42,8 @@ type config struct {
 var api = &upstream.API{
 	Provider:       providerID,
 	DefaultBaseURL: defaultBaseURL,
-	Authorize:      func(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) },
-	ParseError:     parseError,
+	Authorize:      upstream.Bearer,
+	ParseError:     upstream.ParseOpenAIError,
 	Classify: func(e *sdk.Error) {
 		// An exhausted quota is reported as 429 but waiting does not help.
 		if e.UpstreamCode == "insufficient_quota" {
@@ -275,26 +274,6 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 // Explain implements sdk.Planner with the mapping Synthesize uses.
 func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
 	return p.cfg.Load().Explain(f)
-}
-
-// parseError reads OpenAI's {"error": {"message", "type", "param", "code"}}.
-func parseError(body []byte) (code, message string) {
-	var b struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return "", ""
-	}
-	code = b.Error.Type
-	if b.Error.Code != nil && *b.Error.Code != "" {
-		code = *b.Error.Code
-	}
-	return code, b.Error.Message
 }
 
 // Synthesize implements sdk.Provider.
