@@ -126,10 +126,15 @@ func (cfg *config) headers() map[string]string {
 // do sends req with the headers through the endpoint; see
 // upstream.Endpoint.Do.
 func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
+	cfg.setHeaders(req)
+	return cfg.Do(ctx, req, key, idempotent)
+}
+
+// setHeaders puts the headers every request carries on req.
+func (cfg *config) setHeaders(req *http.Request) {
 	for k, v := range cfg.headers() {
 		req.Header.Set(k, v)
 	}
-	return cfg.Do(ctx, req, key, idempotent)
 }
 
 // parseError reads Cartesia's error bodies: the JSON object {error_code,
@@ -580,16 +585,12 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
 	}
 	hreq.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, false)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+	cfg.setHeaders(hreq)
 	var out struct {
 		ID string `json:"id"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, upstream.BodyError(ctx, providerID, "clone answer", err)
+	if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, false, "clone answer", &out); err != nil {
+		return nil, err
 	}
 	if out.ID == "" {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: the clone answer has no id"}

@@ -175,16 +175,11 @@ func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Vo
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
 	}
-	resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, true)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var list struct {
 		Voices []voiceResponse `json:"voices"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, upstream.BodyError(ctx, providerID, "voice list", err)
+	if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, true, "voice list", &list); err != nil {
+		return nil, err
 	}
 	voices := make([]sdk.Voice, 0, len(list.Voices))
 	for _, v := range list.Voices {
@@ -523,16 +518,11 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, sdk.Errorf(sdk.KindInternal, "elevenlabs: %v", err)
 	}
 	hreq.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, false)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var out struct {
 		VoiceID string `json:"voice_id"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, upstream.BodyError(ctx, providerID, "clone answer", err)
+	if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, false, "clone answer", &out); err != nil {
+		return nil, err
 	}
 	if out.VoiceID == "" {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: the clone answer has no voice_id"}

@@ -80,6 +80,25 @@ func (e *Endpoint) Do(ctx context.Context, req *http.Request, key string, idempo
 	return resp, nil
 }
 
+// maxJSONAnswer bounds a JSON answer read by DoJSON: voice lists and
+// clone answers are kilobytes; a misbehaving upstream must not fill memory.
+const maxJSONAnswer = 16 << 20
+
+// DoJSON is Do for a call whose answer is JSON: it decodes the answer into
+// out and closes it. An answer that does not decode is a BodyError naming
+// what ("voice list").
+func (e *Endpoint) DoJSON(ctx context.Context, req *http.Request, key string, idempotent bool, what string, out any) error {
+	resp, err := e.Do(ctx, req, key, idempotent)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJSONAnswer)).Decode(out); err != nil {
+		return BodyError(ctx, e.API.Provider, what, err)
+	}
+	return nil
+}
+
 // explain maps an upstream error response: parsed, classified, redacted.
 func (e *Endpoint) explain(status int, h http.Header, body []byte, key string) *sdk.Error {
 	var code, msg string

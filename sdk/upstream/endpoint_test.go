@@ -151,3 +151,39 @@ func TestEndpointPlanExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointDoJSON checks a JSON answer is decoded, a malformed one is
+// the provider's fault, and an error status keeps its mapping.
+func TestEndpointDoJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte(`{"id":"v1"}`))
+		case "/bad":
+			w.Write([]byte(`{"id": nope}`))
+		default:
+			w.WriteHeader(401)
+		}
+	}))
+	defer srv.Close()
+	api := &API{Provider: "demo", DefaultBaseURL: srv.URL, Authorize: Bearer, ParseError: ParseOpenAIError}
+	e, err := NewEndpoint(api, map[string]string{"max_attempts": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(path string) (string, error) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		var out struct{ ID string }
+		err := e.DoJSON(context.Background(), req, "k-123456789", true, "answer", &out)
+		return out.ID, err
+	}
+	if id, err := call("/ok"); err != nil || id != "v1" {
+		t.Errorf("ok: %q, %v", id, err)
+	}
+	if _, err := call("/bad"); sdk.AsError(err).Kind != sdk.KindUpstream {
+		t.Errorf("malformed answer: %v", err)
+	}
+	if _, err := call("/denied"); sdk.AsError(err).Kind != sdk.KindUnauthorized {
+		t.Errorf("401: %v", err)
+	}
+}
