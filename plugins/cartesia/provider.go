@@ -50,7 +50,6 @@ type Provider struct {
 // config is one snapshot of the deployment settings.
 type config struct {
 	*upstream.Endpoint
-	version string // the Cartesia-Version header
 }
 
 // api is how Cartesia authenticates and reports errors. It is never
@@ -66,7 +65,8 @@ var api = &upstream.API{
 func New() *Provider {
 	p := &Provider{}
 	e, _ := upstream.NewEndpoint(api, nil)
-	p.cfg.Store(&config{Endpoint: e, version: apiVersion})
+	e.Header = map[string]string{"Cartesia-Version": apiVersion}
+	p.cfg.Store(&config{Endpoint: e})
 	return p
 }
 
@@ -84,8 +84,9 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	if version == "" {
 		version = apiVersion
 	}
+	e.Header = map[string]string{"Cartesia-Version": version}
 	// Calls in flight keep their snapshot; only idle connections go.
-	p.cfg.Swap(&config{Endpoint: e, version: version}).Close()
+	p.cfg.Swap(&config{Endpoint: e}).Close()
 	return nil
 }
 
@@ -116,25 +117,6 @@ func models() []sdk.Model {
 // Describe implements sdk.Provider.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: models()}, nil
-}
-
-// headers are what every request carries besides authentication.
-func (cfg *config) headers() map[string]string {
-	return map[string]string{"Cartesia-Version": cfg.version}
-}
-
-// do sends req with the headers through the endpoint; see
-// upstream.Endpoint.Do.
-func (cfg *config) do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
-	cfg.setHeaders(req)
-	return cfg.Do(ctx, req, key, idempotent)
-}
-
-// setHeaders puts the headers every request carries on req.
-func (cfg *config) setHeaders(req *http.Request) {
-	for k, v := range cfg.headers() {
-		req.Header.Set(k, v)
-	}
 }
 
 // parseError reads Cartesia's error bodies: the JSON object {error_code,
@@ -183,7 +165,7 @@ func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Vo
 		if err != nil {
 			return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
 		}
-		resp, err := cfg.do(ctx, hreq, req.Credentials.APIKey, true)
+		resp, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, true)
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +332,7 @@ func (cfg *config) post(ctx context.Context, path string, body ttsBody, key stri
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
 	}
-	return cfg.do(ctx, hreq, key, true)
+	return cfg.Do(ctx, hreq, key, true)
 }
 
 var _ sdk.Planner = (*Provider)(nil)
@@ -377,7 +359,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: the clip comes with warnings a plan cannot carry")
 	}
 	cfg := p.cfg.Load()
-	plan, err := cfg.Plan(http.MethodPost, cfg.BaseURL+bytesPath, c.body, req.Request.Credentials.APIKey, cfg.headers())
+	plan, err := cfg.Plan(http.MethodPost, cfg.BaseURL+bytesPath, c.body, req.Request.Credentials.APIKey, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -585,7 +567,6 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, sdk.Errorf(sdk.KindInternal, "cartesia: %v", err)
 	}
 	hreq.Header.Set("Content-Type", mw.FormDataContentType())
-	cfg.setHeaders(hreq)
 	var out struct {
 		ID string `json:"id"`
 	}

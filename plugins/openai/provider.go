@@ -33,8 +33,6 @@ type Provider struct {
 // config is one snapshot of the deployment settings.
 type config struct {
 	*upstream.Endpoint
-	organization string
-	project      string
 }
 
 // api is how OpenAI authenticates and reports errors. It is never
@@ -56,6 +54,7 @@ var api = &upstream.API{
 func New() *Provider {
 	p := &Provider{}
 	e, _ := upstream.NewEndpoint(api, nil)
+	e.Header = headers("", "")
 	p.cfg.Store(&config{Endpoint: e})
 	return p
 }
@@ -70,12 +69,9 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	if err != nil {
 		return err
 	}
+	e.Header = headers(strings.TrimSpace(settings["organization"]), strings.TrimSpace(settings["project"]))
 	// Calls in flight keep their snapshot; only idle connections go.
-	p.cfg.Swap(&config{
-		Endpoint:     e,
-		organization: strings.TrimSpace(settings["organization"]),
-		project:      strings.TrimSpace(settings["project"]),
-	}).Close()
+	p.cfg.Swap(&config{Endpoint: e}).Close()
 	return nil
 }
 
@@ -224,15 +220,15 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	return c, nil
 }
 
-// headers are the speech request's headers besides authentication and
-// Content-Type.
-func (cfg *config) headers() map[string]string {
+// headers are what every request of the plugin (all speech requests)
+// carries besides authentication and Content-Type.
+func headers(organization, project string) map[string]string {
 	h := map[string]string{"Accept": "application/octet-stream"}
-	if cfg.organization != "" {
-		h["OpenAI-Organization"] = cfg.organization
+	if organization != "" {
+		h["OpenAI-Organization"] = organization
 	}
-	if cfg.project != "" {
-		h["OpenAI-Project"] = cfg.project
+	if project != "" {
+		h["OpenAI-Project"] = project
 	}
 	return h
 }
@@ -243,9 +239,6 @@ func (cfg *config) post(ctx context.Context, key string, body speechBody) (*http
 	req, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+"/audio/speech", body)
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "openai: %v", err)
-	}
-	for k, v := range cfg.headers() {
-		req.Header.Set(k, v)
 	}
 	// The endpoint redacts the key from error messages: OpenAI echoes a
 	// masked key in its 401 message.
@@ -263,7 +256,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, err
 	}
 	cfg := p.cfg.Load()
-	plan, err := cfg.Plan(http.MethodPost, cfg.BaseURL+"/audio/speech", c.body, req.Request.Credentials.APIKey, cfg.headers())
+	plan, err := cfg.Plan(http.MethodPost, cfg.BaseURL+"/audio/speech", c.body, req.Request.Credentials.APIKey, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,10 @@ type Endpoint struct {
 	Settings
 	API    *API
 	Client *http.Client
+	// Header holds headers every request of this deployment carries (an
+	// API version, an organization): Do, DoJSON and Plan add them. Set it
+	// right after NewEndpoint; it is never modified afterwards.
+	Header map[string]string
 }
 
 // NewEndpoint parses the common settings (ParseSettings) for api and
@@ -66,6 +70,9 @@ func (e *Endpoint) WithTimeout(ctx context.Context) (context.Context, context.Ca
 func (e *Endpoint) Do(ctx context.Context, req *http.Request, key string, idempotent bool) (*http.Response, error) {
 	if key == "" {
 		return nil, sdk.Errorf(sdk.KindUnauthorized, "%s: no API key: configure the gateway's managed key or send your own", e.API.Provider)
+	}
+	for k, v := range e.Header {
+		req.Header.Set(k, v)
 	}
 	e.API.Authorize(req.Header, key)
 	resp, err := Do(ctx, e.Client, req, Policy{Idempotent: idempotent, MaxAttempts: e.MaxAttempts, Provider: e.API.Provider})
@@ -123,8 +130,9 @@ const PlanReuse = 5 * time.Minute
 
 // Plan builds an sdk.Plan for a JSON request: body encoded as JSON (with
 // sdk.PlanText where the text goes), authenticated with key like Do, with
-// the endpoint's attempts and timeout, reusable for PlanReuse. header adds
-// provider-specific headers. A missing key fails as in Do.
+// the endpoint's attempts and timeout, reusable for PlanReuse. It carries
+// the endpoint's Header, then header (this request's own). A missing key
+// fails as in Do.
 func (e *Endpoint) Plan(method, url string, body any, key string, header map[string]string) (*sdk.Plan, error) {
 	if key == "" {
 		return nil, sdk.Errorf(sdk.KindUnauthorized, "%s: no API key: configure the gateway's managed key or send your own", e.API.Provider)
@@ -135,8 +143,10 @@ func (e *Endpoint) Plan(method, url string, body any, key string, header map[str
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
-	for k, v := range header {
-		h.Set(k, v)
+	for _, m := range []map[string]string{e.Header, header} {
+		for k, v := range m {
+			h.Set(k, v)
+		}
 	}
 	e.API.Authorize(h, key)
 	flat := make(map[string]string, len(h))

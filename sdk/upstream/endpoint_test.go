@@ -115,6 +115,7 @@ func TestEndpointPlanExplain(t *testing.T) {
 	if _, err := e.Plan("POST", e.BaseURL+"/speak", map[string]string{"text": sdk.PlanText}, "", nil); sdk.AsError(err).Kind != sdk.KindUnauthorized {
 		t.Errorf("plan without a key: %v", err)
 	}
+	e.Header = map[string]string{"X-Api-Version": "2", "Accept": "*/*"}
 	p, err := e.Plan("POST", e.BaseURL+"/speak", map[string]string{"text": sdk.PlanText}, key, map[string]string{"Accept": "audio/mpeg"})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func TestEndpointPlanExplain(t *testing.T) {
 	if _, err := p.TextSlot(); err != nil {
 		t.Fatal(err)
 	}
-	if p.Header["X-Key"] != key || p.Header["Accept"] != "audio/mpeg" || p.Header["Content-Type"] != "application/json" ||
+	if p.Header["X-Key"] != key || p.Header["Accept"] != "audio/mpeg" || p.Header["X-Api-Version"] != "2" || p.Header["Content-Type"] != "application/json" ||
 		p.MaxAttempts != 2 || p.Timeout != 7*time.Second || p.ReuseFor != PlanReuse {
 		t.Errorf("plan %+v", p)
 	}
@@ -156,10 +157,12 @@ func TestEndpointPlanExplain(t *testing.T) {
 // the provider's fault, and an error status keeps its mapping.
 func TestEndpointDoJSON(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/ok":
+		switch {
+		case r.Header.Get("X-Api-Version") != "2":
+			w.WriteHeader(400)
+		case r.URL.Path == "/ok":
 			w.Write([]byte(`{"id":"v1"}`))
-		case "/bad":
+		case r.URL.Path == "/bad":
 			w.Write([]byte(`{"id": nope}`))
 		default:
 			w.WriteHeader(401)
@@ -171,6 +174,7 @@ func TestEndpointDoJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Header = map[string]string{"X-Api-Version": "2"}
 	call := func(path string) (string, error) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		var out struct{ ID string }
