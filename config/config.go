@@ -63,13 +63,29 @@ type Server struct {
 	AccessLog *bool `yaml:"access_log"`
 }
 
-// Storage holds the bbolt file location and the request-log writer tuning.
+// Storage selects the storage backend and tunes the request-log writer.
 type Storage struct {
-	Path          string `yaml:"path"`
-	LogQueueSize  int    `yaml:"log_queue_size"`
-	LogBatchSize  int    `yaml:"log_batch_size"`
-	LogRetainDays int    `yaml:"log_retain_days"`
+	// Driver is "bolt" (one bbolt file, the single-machine default) or
+	// "postgres" (shared by several instances).
+	Driver string `yaml:"driver"`
+	// Path is the bbolt file (driver bolt). With driver postgres it still
+	// places the admin socket and the default secrets key file.
+	Path string `yaml:"path"`
+	// DSN is the PostgreSQL connection string (driver postgres), usually
+	// "${DATABASE_URL}". It holds a password, so it is a Secret.
+	DSN Secret `yaml:"dsn"`
+	// MaxConns bounds the PostgreSQL connection pool (default 16).
+	MaxConns      int `yaml:"max_conns"`
+	LogQueueSize  int `yaml:"log_queue_size"`
+	LogBatchSize  int `yaml:"log_batch_size"`
+	LogRetainDays int `yaml:"log_retain_days"`
 }
+
+// Storage drivers.
+const (
+	DriverBolt     = "bolt"
+	DriverPostgres = "postgres"
+)
 
 // Plugins holds where plugin binaries live.
 type Plugins struct {
@@ -409,8 +425,14 @@ func (c *Config) applyDefaults() {
 		t := true
 		s.AccessLog = &t
 	}
+	if c.Storage.Driver == "" {
+		c.Storage.Driver = DriverBolt
+	}
 	if c.Storage.Path == "" {
 		c.Storage.Path = "./data/voxgate.db"
+	}
+	if c.Storage.MaxConns == 0 {
+		c.Storage.MaxConns = 16
 	}
 	if c.Storage.LogQueueSize == 0 {
 		c.Storage.LogQueueSize = 8192
@@ -490,6 +512,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.LogQueueSize < 1 || c.Storage.LogBatchSize < 1 {
 		bad("storage", "log_queue_size and log_batch_size must be positive")
+	}
+	switch c.Storage.Driver {
+	case DriverBolt:
+	case DriverPostgres:
+		if c.Storage.DSN == "" {
+			bad("storage.dsn", "is required with driver postgres (e.g. ${DATABASE_URL})")
+		}
+	default:
+		bad("storage.driver", "must be %q or %q, got %q", DriverBolt, DriverPostgres, c.Storage.Driver)
+	}
+	if c.Storage.MaxConns < 1 {
+		bad("storage.max_conns", "must be positive, got %d", c.Storage.MaxConns)
 	}
 	if c.Storage.LogRetainDays < 1 || c.Storage.LogRetainDays > 30 {
 		bad("storage.log_retain_days", "must be 1..30, got %d", c.Storage.LogRetainDays)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/server"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/driver"
 )
 
 // Options tune Open.
@@ -39,7 +41,7 @@ type Gateway struct {
 	cfg     *config.Config
 	log     *zap.Logger
 	banner  io.Writer
-	store   *store.Store
+	store   store.Backend
 	auth    *auth.Authenticator
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
@@ -71,13 +73,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		}
 	}()
 
-	dbPath := cfg.Resolve(cfg.Storage.Path)
-	g.store, err = store.Open(dbPath, store.Options{})
+	sc := StorageConfig(cfg)
+	g.store, err = driver.Open(ctx, sc)
 	if err != nil {
-		return nil, fmt.Errorf("open storage %s: %w", dbPath, err)
+		return nil, fmt.Errorf("open storage (%s): %w", driver.Describe(sc), err)
 	}
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
-	log.Info("storage opened", zap.String("path", dbPath))
+	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
 
 	keyFile := DefaultSecretsKeyFile(cfg)
 	if cfg.Secrets.KeyFile != "" {
@@ -102,6 +104,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	g.logs = reqlog.New(g.store, reqlog.Options{
 		QueueSize: cfg.Storage.LogQueueSize,
 		BatchSize: cfg.Storage.LogBatchSize,
+		Retention: sc.LogRetention,
 		Logger:    log.Named("reqlog"),
 	})
 	g.logs.Start()
@@ -109,12 +112,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	g.metrics.LogQueue(g.logs.QueueLen, g.logs.Dropped, g.logs.Written)
 
 	deps := server.Deps{
-		Config:  cfg,
-		Logger:  log,
-		Store:   g.store,
-		Auth:    g.auth,
-		Logs:    g.logs,
-		Metrics: g.metrics,
+		Config:       cfg,
+		Logger:       log,
+		Store:        g.store,
+		CursorSecret: g.store.Secret(),
+		Auth:         g.auth,
+		Logs:         g.logs,
+		Metrics:      g.metrics,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -144,6 +148,18 @@ func (g *Gateway) Start() error {
 	go func() { g.serveCh <- g.server.Serve(ln) }()
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)))
 	return nil
+}
+
+// StorageConfig is the typed view of cfg's storage settings, with paths
+// resolved against the config file.
+func StorageConfig(cfg *config.Config) driver.Config {
+	return driver.Config{
+		Driver:       cfg.Storage.Driver,
+		Path:         cfg.Resolve(cfg.Storage.Path),
+		DSN:          cfg.Storage.DSN.Value(),
+		MaxConns:     cfg.Storage.MaxConns,
+		LogRetention: time.Duration(cfg.Storage.LogRetainDays) * 24 * time.Hour,
+	}
 }
 
 // AdminSocket returns the admin socket path of cfg.
@@ -279,7 +295,7 @@ func (g *Gateway) DeleteSecret(ctx context.Context, org, provider string) error 
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
 
 // Store exposes storage (tests read it).
-func (g *Gateway) Store() *store.Store { return g.store }
+func (g *Gateway) Store() store.Backend { return g.store }
 
 // PluginPIDs returns the process ids of a plugin's healthy instances.
 func (g *Gateway) PluginPIDs(name string) []int {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
@@ -555,7 +556,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(tg.dir, "voxgate.db"), store.Options{})
+	st, err := bolt.Open(filepath.Join(tg.dir, "voxgate.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

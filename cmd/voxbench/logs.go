@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 // The request-log fixture is one bbolt file with two organizations, one
@@ -122,7 +123,7 @@ func fixtureRow(org string, i int, built time.Time) store.LogRow {
 // them in) in large batches: one transaction, and one fsync, per 50,000
 // rows.
 func buildFixture(ctx context.Context, path string, built time.Time) error {
-	s, err := store.Open(path, store.Options{})
+	s, err := bolt.Open(path, store.Options{})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/driver"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -34,16 +35,18 @@ var version = "dev"
 const usage = `voxgate: a text-to-speech edge gateway
 
 Usage:
-  voxgate serve   [--config FILE] [--listen ADDR] [--data PATH]
-  voxgate keys    create --org ORG [--name NAME] [--config FILE]
-  voxgate keys    list   [--org ORG] [--config FILE]
-  voxgate keys    revoke KEY_ID [--config FILE]
-  voxgate secrets set    --org ORG --provider PROVIDER [--config FILE]   (reads the key from stdin)
-  voxgate secrets delete --org ORG --provider PROVIDER [--config FILE]
+  voxgate serve   [--config FILE] [--listen ADDR] [--data DATA]
+  voxgate keys    create --org ORG [--name NAME] [--config FILE] [--data DATA]
+  voxgate keys    list   [--org ORG] [--config FILE] [--data DATA]
+  voxgate keys    revoke KEY_ID [--config FILE] [--data DATA]
+  voxgate secrets set    --org ORG --provider PROVIDER [--config FILE] [--data DATA]   (reads the key from stdin)
+  voxgate secrets delete --org ORG --provider PROVIDER [--config FILE] [--data DATA]
+  voxgate migrate --to postgres --dsn URL [--config FILE] [--data PATH]
   voxgate config  check  [--config FILE]
   voxgate version
 
-FILE defaults to ./gateway.yaml.
+FILE defaults to ./gateway.yaml. DATA overrides the config's storage: a
+bbolt file path, or a postgres:// URL (then storage.driver is postgres).
 `
 
 func main() {
@@ -126,7 +129,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if _, err := flags("serve", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
 		fs.StringVar(&listen, "listen", "", "listen address, overrides server.listen")
-		fs.StringVar(&data, "data", "", "database file, overrides storage.path")
+		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
 		fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 		fs.BoolVar(&devLog, "dev-log", false, "human-readable logs instead of JSON")
 	}); err != nil {
@@ -139,9 +142,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if listen != "" {
 		cfg.Server.Listen = listen
 	}
-	if data != "" {
-		cfg.Storage.Path = data
-	}
+	applyData(cfg, data)
 	log, err := newLogger(stderr, logLevel, devLog)
 	if err != nil {
 		return usageError{err.Error()}
@@ -192,23 +193,44 @@ func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
 	return zap.New(core), nil
 }
 
+// applyData applies a --data value: a postgres:// URL selects the
+// PostgreSQL driver with that DSN, anything else is a bbolt file path.
+func applyData(cfg *config.Config, data string) {
+	switch {
+	case data == "":
+	case strings.HasPrefix(data, "postgres://"), strings.HasPrefix(data, "postgresql://"):
+		cfg.Storage.Driver = config.DriverPostgres
+		cfg.Storage.DSN = config.Secret(data)
+	default:
+		cfg.Storage.Driver = config.DriverBolt
+		cfg.Storage.Path = data
+	}
+}
+
 // withBackend runs fn against the running gateway's admin socket, or
-// directly against the database when no gateway is running.
-func withBackend(cfgPath string, viaSocket func(*admin.Client) error, direct func(*config.Config, *store.Store) error) error {
+// directly against the storage. PostgreSQL is always used directly: it is
+// shared, and the running instances hear of key changes from it. A bbolt
+// file is locked by a running gateway, so the CLI goes through that
+// gateway's admin socket when one answers.
+func withBackend(cfgPath, data string, viaSocket func(*admin.Client) error, direct func(*config.Config, store.Backend) error) error {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
+	applyData(cfg, data)
 	ctx := context.Background()
-	if c, err := admin.Dial(ctx, gateway.AdminSocket(cfg)); err == nil {
-		return viaSocket(c)
+	if cfg.Storage.Driver != config.DriverPostgres {
+		if c, err := admin.Dial(ctx, gateway.AdminSocket(cfg)); err == nil {
+			return viaSocket(c)
+		}
 	}
-	st, err := store.Open(cfg.Resolve(cfg.Storage.Path), store.Options{})
+	sc := gateway.StorageConfig(cfg)
+	st, err := driver.Open(ctx, sc)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("the database is held by a running gateway, but its admin socket %s does not answer; stop the gateway or check admin.socket", gateway.AdminSocket(cfg))
 		}
-		return err
+		return fmt.Errorf("open storage (%s): %w", driver.Describe(sc), err)
 	}
 	defer st.Close()
 	return direct(cfg, st)
@@ -218,9 +240,10 @@ func keys(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"keys: say create, list or revoke"}
 	}
-	var cfgPath, org, name string
+	var cfgPath, data, org, name string
 	pos, err := flags("keys "+args[0], args[1:], func(fs *flag.FlagSet) {
 		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
+		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
 		fs.StringVar(&org, "org", "", "organization")
 		fs.StringVar(&name, "name", "", "a label for the key")
 	})
@@ -233,14 +256,14 @@ func keys(args []string, stdout io.Writer) error {
 		if org == "" {
 			return usageError{"keys create: --org is required"}
 		}
-		return withBackend(cfgPath, func(c *admin.Client) error {
+		return withBackend(cfgPath, data, func(c *admin.Client) error {
 			v, err := c.CreateKey(ctx, org, name)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, v.Key)
 			return nil
-		}, func(cfg *config.Config, st *store.Store) error {
+		}, func(cfg *config.Config, st store.Backend) error {
 			if cfg.Orgs[org] == nil {
 				return fmt.Errorf("organization %q is not in the config; add it under orgs: first", org)
 			}
@@ -268,14 +291,14 @@ func keys(args []string, stdout io.Writer) error {
 			}
 			tw.Flush()
 		}
-		return withBackend(cfgPath, func(c *admin.Client) error {
+		return withBackend(cfgPath, data, func(c *admin.Client) error {
 			keys, err := c.ListKeys(ctx, org)
 			if err != nil {
 				return err
 			}
 			print(keys)
 			return nil
-		}, func(_ *config.Config, st *store.Store) error {
+		}, func(_ *config.Config, st store.Backend) error {
 			keys, err := st.ListKeys(ctx, org)
 			if err != nil {
 				return err
@@ -293,13 +316,13 @@ func keys(args []string, stdout io.Writer) error {
 		}
 		id := pos[0]
 		done := func() { fmt.Fprintf(stdout, "revoked %s\n", id) }
-		return withBackend(cfgPath, func(c *admin.Client) error {
+		return withBackend(cfgPath, data, func(c *admin.Client) error {
 			if _, err := c.RevokeKey(ctx, id); err != nil {
 				return err
 			}
 			done()
 			return nil
-		}, func(_ *config.Config, st *store.Store) error {
+		}, func(_ *config.Config, st store.Backend) error {
 			if _, err := st.RevokeKey(ctx, id); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return fmt.Errorf("no key %s (see `voxgate keys list`)", id)
@@ -317,9 +340,10 @@ func secrets(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"secrets: say set or delete"}
 	}
-	var cfgPath, org, provider string
+	var cfgPath, data, org, provider string
 	if _, err := flags("secrets "+args[0], args[1:], func(fs *flag.FlagSet) {
 		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
+		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
 		fs.StringVar(&org, "org", "", "organization")
 		fs.StringVar(&provider, "provider", "", "provider id")
 	}); err != nil {
@@ -335,13 +359,13 @@ func secrets(args []string, stdin io.Reader, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return withBackend(cfgPath, func(c *admin.Client) error {
+		return withBackend(cfgPath, data, func(c *admin.Client) error {
 			if err := c.SetSecret(ctx, org, provider, value); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "stored the %s key of org %s (encrypted)\n", provider, org)
 			return nil
-		}, func(cfg *config.Config, st *store.Store) error {
+		}, func(cfg *config.Config, st store.Backend) error {
 			s, err := sealerFor(cfg)
 			if err != nil {
 				return err
@@ -353,9 +377,9 @@ func secrets(args []string, stdin io.Reader, stdout io.Writer) error {
 			return nil
 		})
 	case "delete":
-		return withBackend(cfgPath, func(c *admin.Client) error {
+		return withBackend(cfgPath, data, func(c *admin.Client) error {
 			return c.DeleteSecret(ctx, org, provider)
-		}, func(_ *config.Config, st *store.Store) error {
+		}, func(_ *config.Config, st store.Backend) error {
 			return st.DeleteSecret(ctx, org, credentials.SecretName(provider))
 		})
 	}

@@ -4,7 +4,9 @@
 // hash is stored: a key has enough entropy that a fast hash is safe (no
 // password stretching needed), and a hash lets the request path find the key
 // with one map lookup. The active keys live in memory, so authenticating a
-// request never touches disk, and revocation takes effect at once.
+// request never touches storage, and revocation takes effect at once on the
+// instance that revokes; other instances sharing the storage reload their
+// table when it tells them (Reload).
 package auth
 
 import (
@@ -41,9 +43,17 @@ type entry struct {
 	p    Principal
 }
 
+// Keys is the storage auth needs: the key table. It is declared here, by
+// its user, so auth depends on four methods rather than on a backend.
+type Keys interface {
+	CreateKey(ctx context.Context, k *store.APIKey) error
+	ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error)
+	RevokeKey(ctx context.Context, id string) (*store.APIKey, error)
+}
+
 // Authenticator holds the active keys in memory.
 type Authenticator struct {
-	st *store.Store
+	st Keys
 	// orgs says which organizations exist in the current config; keys of
 	// removed organizations stop working.
 	orgs func(string) bool
@@ -54,26 +64,52 @@ type Authenticator struct {
 
 // New loads the active keys from st. orgExists reports whether an org is
 // configured.
-func New(ctx context.Context, st *store.Store, orgExists func(string) bool) (*Authenticator, error) {
+func New(ctx context.Context, st Keys, orgExists func(string) bool) (*Authenticator, error) {
 	a := &Authenticator{st: st, orgs: orgExists, byHash: map[[sha256.Size]byte]entry{}}
-	keys, err := st.AllKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load api keys: %w", err)
-	}
-	for i := range keys {
-		a.add(&keys[i])
+	if err := a.Reload(ctx); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
 
-func (a *Authenticator) add(k *store.APIKey) {
+// Reload replaces the in-memory table with the active keys in storage. A
+// gateway that shares storage with other instances calls it when they
+// create or revoke a key (store.KeyWatcher), so a revocation anywhere holds
+// everywhere; the request path keeps reading memory only.
+func (a *Authenticator) Reload(ctx context.Context) error {
+	keys, err := a.st.ListKeys(ctx, "")
+	if err != nil {
+		return fmt.Errorf("load api keys: %w", err)
+	}
+	table := make(map[[sha256.Size]byte]entry, len(keys))
+	for i := range keys {
+		if e, ok := activeEntry(&keys[i]); ok {
+			table[e.hash] = e
+		}
+	}
+	a.mu.Lock()
+	a.byHash = table
+	a.mu.Unlock()
+	return nil
+}
+
+// activeEntry returns k's table entry, or false when k cannot authenticate.
+func activeEntry(k *store.APIKey) (entry, bool) {
 	if !k.RevokedAt.IsZero() || len(k.Hash) != sha256.Size {
-		return
+		return entry{}, false
 	}
 	var h [sha256.Size]byte
 	copy(h[:], k.Hash)
+	return entry{hash: h, p: Principal{OrgID: k.OrgID, KeyID: k.ID}}, true
+}
+
+func (a *Authenticator) add(k *store.APIKey) {
+	e, ok := activeEntry(k)
+	if !ok {
+		return
+	}
 	a.mu.Lock()
-	a.byHash[h] = entry{hash: h, p: Principal{OrgID: k.OrgID, KeyID: k.ID}}
+	a.byHash[e.hash] = e
 	a.mu.Unlock()
 }
 
@@ -134,7 +170,7 @@ func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, e
 // CreateKey generates a key for org and stores its hash in st. It is used
 // by the running gateway (through Authenticator.Create) and by the CLI when
 // no gateway holds the database.
-func CreateKey(ctx context.Context, st *store.Store, org, name string) (string, *store.APIKey, error) {
+func CreateKey(ctx context.Context, st Keys, org, name string) (string, *store.APIKey, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", nil, fmt.Errorf("generate key: %w", err)

@@ -9,6 +9,13 @@ import (
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
+// Secrets is the storage BYOK keys live in, declared by its user.
+type Secrets interface {
+	PutSecret(ctx context.Context, orgID, name string, ciphertext []byte) error
+	GetSecret(ctx context.Context, orgID, name string) ([]byte, error)
+	DeleteSecret(ctx context.Context, orgID, name string) error
+}
+
 // SecretName is the store name of an org's key for provider.
 func SecretName(provider string) string { return "byok:" + provider }
 
@@ -16,7 +23,7 @@ func aad(org, provider string) []byte { return []byte(org + "/" + provider) }
 
 // StoreBYOK encrypts and stores org's own key for provider. The org and
 // provider must exist in cfg.
-func StoreBYOK(ctx context.Context, st *store.Store, s *Sealer, cfg *config.Config, org, provider, value string) error {
+func StoreBYOK(ctx context.Context, st Secrets, s *Sealer, cfg *config.Config, org, provider, value string) error {
 	if cfg.Orgs[org] == nil {
 		return fmt.Errorf("organization %q is not in the config", org)
 	}
@@ -31,7 +38,7 @@ func StoreBYOK(ctx context.Context, st *store.Store, s *Sealer, cfg *config.Conf
 }
 
 // LoadBYOK returns org's stored key for provider, "" when none is stored.
-func LoadBYOK(ctx context.Context, st *store.Store, s *Sealer, org, provider string) (string, error) {
+func LoadBYOK(ctx context.Context, st Secrets, s *Sealer, org, provider string) (string, error) {
 	ct, err := st.GetSecret(ctx, org, SecretName(provider))
 	if err != nil {
 		if isNotFound(err) {

@@ -5,20 +5,19 @@ import (
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
 
 // Resolver picks the credentials of a provider call for an organization.
 type Resolver struct {
 	cfg    *config.Config
-	store  *store.Store
+	store  Secrets
 	sealer *Sealer
 }
 
 // NewResolver returns a Resolver over the config, the stored BYOK keys and
 // the sealer that decrypts them.
-func NewResolver(cfg *config.Config, st *store.Store, s *Sealer) *Resolver {
+func NewResolver(cfg *config.Config, st Secrets, s *Sealer) *Resolver {
 	return &Resolver{cfg: cfg, store: st, sealer: s}
 }
 

@@ -47,12 +47,25 @@ type Options struct {
 	Logger *zap.Logger
 	// Now returns the current time, for the purge cutoff; nil is time.Now.
 	Now func() time.Time
+	// Retention is how long rows are kept before a purge deletes them;
+	// zero means store.DefaultLogRetention.
+	Retention time.Duration
+}
+
+// Sink is where batches go: the storage's log table. It is declared here,
+// by its user; any store backend satisfies it.
+type Sink interface {
+	// AppendLogs writes one batch atomically.
+	AppendLogs(ctx context.Context, rows []store.LogRow) error
+	// PurgeLogs deletes rows older than olderThan.
+	PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)
 }
 
 // Writer batches request log rows into the store. Create it with New, call
 // Start once, Record from any goroutine, and Close at shutdown.
 type Writer struct {
-	st               *store.Store
+	st               Sink
+	retention        time.Duration
 	queue            chan store.LogRow
 	batchSize        int
 	flushInterval    time.Duration
@@ -77,9 +90,10 @@ type Writer struct {
 }
 
 // New returns a Writer for st. Rows recorded before Start wait in the queue.
-func New(st *store.Store, opts Options) *Writer {
+func New(st Sink, opts Options) *Writer {
 	w := &Writer{
 		st:            st,
+		retention:     opts.Retention,
 		batchSize:     opts.BatchSize,
 		flushInterval: opts.FlushInterval,
 		purgeInterval: opts.PurgeInterval,
@@ -113,6 +127,9 @@ func New(st *store.Store, opts Options) *Writer {
 	}
 	if w.now == nil {
 		w.now = time.Now
+	}
+	if w.retention <= 0 {
+		w.retention = store.DefaultLogRetention
 	}
 	return w
 }
@@ -399,7 +416,7 @@ func (w *Writer) purgeLoop() {
 		case <-timer.C:
 		}
 		start := time.Now()
-		n, err := w.st.PurgeLogs(ctx, w.now().Add(-store.LogRetention))
+		n, err := w.st.PurgeLogs(ctx, w.now().Add(-w.retention))
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return // Interrupted by Close.

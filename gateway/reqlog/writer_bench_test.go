@@ -7,6 +7,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 // BenchmarkRecord measures the request-path cost of logging one row against
@@ -19,7 +20,7 @@ func BenchmarkRecord(b *testing.B) {
 			name = "parallel"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := store.Open(filepath.Join(b.TempDir(), "db"), store.Options{})
+			s, err := bolt.Open(filepath.Join(b.TempDir(), "db"), store.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

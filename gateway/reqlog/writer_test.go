@@ -14,11 +14,12 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
-func openStore(t testing.TB, path string) *store.Store {
+func openStore(t testing.TB, path string) *bolt.Store {
 	t.Helper()
-	s, err := store.Open(path, store.Options{})
+	s, err := bolt.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func row(org string, i int) store.LogRow {
 }
 
 // allIDs lists every row of org in the store.
-func allIDs(t testing.TB, s *store.Store, org string) []string {
+func allIDs(t testing.TB, s *bolt.Store, org string) []string {
 	t.Helper()
 	var ids []string
 	var after []byte

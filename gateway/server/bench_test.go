@@ -13,6 +13,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 // benchServer builds a real server (bbolt file, auth cache, metrics, log
@@ -23,7 +24,7 @@ func benchServer(b *testing.B) (fasthttp.RequestHandler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(b.TempDir(), "v.db"), store.Options{})
+	st, err := bolt.Open(filepath.Join(b.TempDir(), "v.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func benchServer(b *testing.B) (fasthttp.RequestHandler, string) {
 		b.Fatal(err)
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
-	s := New(Deps{Config: cfg, Logger: zap.NewNop(), Store: st, Auth: a, Logs: w, Metrics: metrics.New()})
+	s := New(Deps{Config: cfg, Logger: zap.NewNop(), Store: st, CursorSecret: st.Secret(), Auth: a, Logs: w, Metrics: metrics.New()})
 	return s.srv.Handler, key
 }
 

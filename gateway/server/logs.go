@@ -172,9 +172,9 @@ func (s *Server) listLogs(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return fmt.Errorf("list logs: %w", err)
 	}
-	out := page[store.LogRow]{Data: rows, HasMore: more, Limit: limit}
-	if out.Data == nil {
-		out.Data = []store.LogRow{}
+	out := page[logRowJSON]{Data: make([]logRowJSON, len(rows)), HasMore: more, Limit: limit}
+	for i := range rows {
+		out.Data[i] = logRowOut(&rows[i])
 	}
 	if more {
 		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)

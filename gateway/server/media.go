@@ -125,7 +125,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *call) error {
 		return fmt.Errorf("store media: %w", err)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/media/"+m.ID)
-	return s.writeJSON(ctx, fasthttp.StatusCreated, m)
+	return s.writeJSON(ctx, fasthttp.StatusCreated, mediaJSON(*m))
 }
 
 func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *call) error {
@@ -136,5 +136,5 @@ func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, m)
+	return s.writeJSON(ctx, fasthttp.StatusOK, mediaJSON(*m))
 }

@@ -28,31 +28,44 @@ import (
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
+// Store is the storage the handlers read and write directly: the list
+// reads and the voice and media resources. Declared here, by its user;
+// any store backend satisfies it.
+type Store interface {
+	ListVoices(ctx context.Context, orgID string, limit int, after store.Position) ([]store.Voice, store.Position, bool, error)
+	ListLogs(ctx context.Context, orgID string, f store.LogFilter, limit int, after store.Position) ([]store.LogRow, store.Position, bool, error)
+	CreateVoice(ctx context.Context, v *store.Voice) error
+	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
+	DeleteVoice(ctx context.Context, orgID, id string) error
+	PutMedia(ctx context.Context, m *store.Media, data []byte) error
+	GetMedia(ctx context.Context, orgID, id string) (*store.Media, error)
+}
+
 // Deps are what the server needs; the caller owns their lifecycles except
 // where Shutdown says otherwise.
 type Deps struct {
-	Config  *config.Config
-	Logger  *zap.Logger
-	Store   *store.Store
-	Auth    *auth.Authenticator
-	Logs    *reqlog.Writer
-	Metrics *metrics.Metrics
+	Config *config.Config
+	Logger *zap.Logger
+	Store  Store
+	// CursorSecret signs list cursors. Instances sharing storage share it
+	// (store.Backend.Secret), so a cursor from one verifies on another.
+	CursorSecret []byte
+	Auth         *auth.Authenticator
+	Logs         *reqlog.Writer
+	Metrics      *metrics.Metrics
 	// Ready reports whether the gateway can serve synthesis (plugins up);
 	// nil means always ready.
 	Ready func() error
 	// Speech serves the speech and provider endpoints; nil serves only
 	// voices and logs.
 	Speech *speech.Service
-	// Routes lets other parts of the gateway (speech, providers) add their
-	// handlers; it is called once while the router is built.
-	Routes []func(r *Routes)
 }
 
 // Server is the HTTP edge.
 type Server struct {
 	cfg       *config.Config
 	log       *zap.Logger
-	store     *store.Store
+	store     Store
 	auth      *auth.Authenticator
 	logs      *reqlog.Writer
 	metrics   *metrics.Metrics
@@ -74,7 +87,7 @@ func New(d Deps) *Server {
 		auth:      d.Auth,
 		logs:      d.Logs,
 		metrics:   d.Metrics,
-		cursors:   cursor.New(d.Store.Secret()),
+		cursors:   cursor.New(d.CursorSecret),
 		ready:     d.Ready,
 		limiters:  map[string]*rate.Limiter{},
 		accessLog: d.Config.Server.AccessLog == nil || *d.Config.Server.AccessLog,
@@ -106,7 +119,7 @@ func New(d Deps) *Server {
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", d.Metrics.Handler())
 
-	rt := &Routes{s: s, r: r}
+	rt := &routes{s: s, r: r}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
 	rt.POST("/v1/voices", "voices.create", s.createVoice)
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
@@ -122,9 +135,6 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
-	}
-	for _, add := range d.Routes {
-		add(rt)
 	}
 
 	s.srv = &fasthttp.Server{
@@ -144,21 +154,21 @@ func New(d Deps) *Server {
 	return s
 }
 
-// Routes registers authenticated API handlers with a route name used in
+// routes registers authenticated API handlers with a route name used in
 // metrics.
-type Routes struct {
+type routes struct {
 	s *Server
 	r *router.Router
 }
 
 // GET registers an authenticated GET handler.
-func (rt *Routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.api(name, h)) }
+func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.api(name, h)) }
 
 // POST registers an authenticated POST handler.
-func (rt *Routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
+func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
 
 // DELETE registers an authenticated DELETE handler.
-func (rt *Routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
+func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
 
 // transportError answers requests fasthttp could not parse, e.g. bodies over
 // the size limit, with a problem object.

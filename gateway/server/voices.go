@@ -16,14 +16,6 @@ import (
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
-// page is the spec's page envelope.
-type page[T any] struct {
-	Data       []T    `json:"data"`
-	NextCursor string `json:"next_cursor"`
-	HasMore    bool   `json:"has_more"`
-	Limit      int    `json:"limit"`
-}
-
 // createVoiceRequest is the body of POST /v1/voices.
 type createVoiceRequest struct {
 	Title           string         `json:"title"`
@@ -145,7 +137,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
 		return fmt.Errorf("create voice: %w", err)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
-	return s.writeJSON(ctx, fasthttp.StatusCreated, v)
+	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceOut(v))
 }
 
 func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
@@ -153,7 +145,7 @@ func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return voiceErr(err, pathID(ctx))
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, v)
+	return s.writeJSON(ctx, fasthttp.StatusOK, voiceOut(v))
 }
 
 func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *call) error {
@@ -199,9 +191,9 @@ func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return fmt.Errorf("list voices: %w", err)
 	}
-	out := page[store.Voice]{Data: voices, HasMore: more, Limit: limit}
-	if out.Data == nil {
-		out.Data = []store.Voice{}
+	out := page[voiceJSON]{Data: make([]voiceJSON, len(voices)), HasMore: more, Limit: limit}
+	for i := range voices {
+		out.Data[i] = voiceOut(&voices[i])
 	}
 	if more {
 		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)

@@ -35,11 +35,19 @@ type Moderator interface {
 	Check(ctx context.Context, ruleset, text string) moderation.Verdict
 }
 
+// Store is the storage the speech service reads: saved voices and the
+// uploaded media voices are cloned from. Declared here, by its user.
+type Store interface {
+	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
+	GetMedia(ctx context.Context, orgID, id string) (*store.Media, error)
+	MediaData(ctx context.Context, orgID, id string) ([]byte, error)
+}
+
 // Service runs speech requests.
 type Service struct {
 	cfg     *config.Config
 	cat     *Catalog
-	store   *store.Store
+	store   Store
 	creds   *credentials.Resolver
 	mod     Moderator
 	direct  *direct.Client
@@ -51,7 +59,7 @@ type Service struct {
 type Deps struct {
 	Config      *config.Config
 	Catalog     *Catalog
-	Store       *store.Store
+	Store       Store
 	Credentials *credentials.Resolver
 	Moderator   Moderator // nil: no moderation
 	// Direct sends the requests of planning plugins (sdk.Planner); nil

@@ -1,244 +1,224 @@
+// Package store defines the gateway's persistent state, independent of
+// where it is kept: the records (API keys, voices, media, encrypted provider
+// secrets, request log rows), the errors every backend reports, and the
+// Backend contract that each storage implementation satisfies.
+//
+// Implementations live in sub-packages and are peers behind this contract,
+// in the manner of Vault's physical.Backend:
+//
+//	store/bolt      one bbolt file, the embedded single-machine default
+//	store/postgres  PostgreSQL, shared by several gateway instances
+//
+// Both pass one conformance suite, store/storetest. Nothing outside the
+// storage packages names a backend's types: the gateway opens a Backend
+// through store/open and hands each consumer only the few methods it uses,
+// through small interfaces declared by that consumer (auth's key lookups,
+// reqlog's sink, credentials' secrets, the speech service's voices and
+// media, the HTTP layer's list reads).
+//
+// The records carry no wire encoding: the HTTP layer renders them in its
+// own types, and each backend encodes them in its own format.
 package store
 
 import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
-
-	"go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// Sentinel errors. Callers compare with errors.Is; the store wraps them with
+// Sentinel errors. Callers compare with errors.Is; backends wrap them with
 // context (which id, which operation).
 var (
 	// ErrNotFound is returned when a record does not exist in the caller's
 	// organization. A record of another organization is indistinguishable
-	// from a missing one, because each organization has its own bucket.
+	// from a missing one.
 	ErrNotFound = errors.New("not found")
-	// ErrLocked is returned by Open when another process holds the database.
+	// ErrLocked is returned when another process holds an embedded
+	// database.
 	ErrLocked = errors.New("database is locked by another process")
 	// ErrExists is returned when creating a record whose id is already taken.
 	ErrExists = errors.New("already exists")
 	// ErrInvalidPosition is returned by the list methods when an `after`
 	// position is not one they could have produced.
 	ErrInvalidPosition = errors.New("invalid list position")
+	// ErrUnavailable wraps failures to reach a networked backend (a
+	// PostgreSQL server that is down or unreachable). The HTTP layer
+	// answers 503 for it instead of 500: the request may succeed later.
+	ErrUnavailable = errors.New("storage unavailable")
 )
 
-// schemaVersion is the on-disk layout version written into the meta bucket.
-// Open refuses a file with a newer version instead of misreading it.
-const schemaVersion = 1
+// DefaultLogRetention is how long request log rows are kept unless the
+// deployment says otherwise (storage.log_retain_days).
+const DefaultLogRetention = 30 * 24 * time.Hour
 
-// lockTimeout bounds how long Open waits for the file lock, so a second
-// gateway started on the same file fails fast with ErrLocked instead of
-// hanging forever (bbolt's default).
-const lockTimeout = time.Second
+// Position is an opaque place in a list: the `after` a list method resumes
+// from and the `next` it returns. Each backend defines its encoding and
+// rejects positions it could not have produced with ErrInvalidPosition.
+// Positions are not authenticated here; the HTTP layer signs them into
+// cursors bound to an organization.
+type Position []byte
 
-// secretLen is the size of the per-database random secret.
-const secretLen = 32
+// APIKey is a gateway API key. Only the SHA-256 of the key is stored; the
+// key itself is shown once, when it is issued.
+type APIKey struct {
+	// ID identifies the key for listing and revocation.
+	ID string
+	// OrgID is the organization the key authenticates as.
+	OrgID string
+	// Name is a human label.
+	Name string
+	// Prefix is the first characters of the key, for display.
+	Prefix string
+	// Hash is sha256(key).
+	Hash []byte
+	// CreatedAt is the issue time.
+	CreatedAt time.Time
+	// RevokedAt is the revocation time, zero while the key is active.
+	RevokedAt time.Time
+}
 
-// Top-level and per-organization bucket names. See doc.go for the layout.
-const (
-	bucketMeta      = "meta"
-	bucketOrgs      = "orgs"
-	bucketKeys      = "keys"
-	bucketKeyHashes = "key_hashes"
+// Active reports whether the key has not been revoked.
+func (k *APIKey) Active() bool { return k.RevokedAt.IsZero() }
 
-	bucketVoices    = "voices"
-	bucketVoiceIDs  = "voice_ids"
-	bucketMedia     = "media"
-	bucketMediaData = "media_data"
-	bucketSecrets   = "secrets"
+// Voice is a saved voice of an organization.
+type Voice struct {
+	// ID is the voice's uuid, the `voiceId` of speech requests.
+	ID string
+	// OrgID is the owning organization.
+	OrgID string
+	// Title is the display name.
+	Title string
+	// Provider is the provider id (e.g. "espeak").
+	Provider string
+	// Model is the provider's model id.
+	Model string
+	// VoiceID is the provider-side voice identifier.
+	VoiceID string
+	// Tags are free-form labels; never nil when read back.
+	Tags []string
+	// Gender is free-form.
+	Gender string
+	// Description is free-form.
+	Description string
+	// ProviderOptions is passed to the provider on every use of the voice;
+	// never nil when read back.
+	ProviderOptions map[string]any
+	// MediaID links the uploaded media the voice was cloned from, if any.
+	MediaID string
+	// CreatedAt orders the voice list (newest first).
+	CreatedAt time.Time
+	// UpdatedAt is the last change.
+	UpdatedAt time.Time
+}
 
-	bucketLogs               = "logs"
-	bucketLogsParent         = "logs_by_parent"
-	bucketLogsProvider       = "logs_by_provider"
-	bucketLogsProviderStatus = "logs_by_provider_status"
-	bucketLogsStatus         = "logs_by_status"
+// Media is the metadata of an uploaded audio file (for voice cloning).
+type Media struct {
+	// ID is the media id (uuid).
+	ID string
+	// OrgID is the owning organization.
+	OrgID string
+	// Filename is the client's file name, if it sent one.
+	Filename string
+	// MediaType is the Content-Type of the upload.
+	MediaType string
+	// Bytes is the size of the data.
+	Bytes int64
+	// DurationMS is the audio duration, if known.
+	DurationMS int64
+	// SHA256 is the lowercase hex digest of the data.
+	SHA256 string
+	// CreatedAt is the upload time.
+	CreatedAt time.Time
+}
 
-	metaSchema = "schema"
-	metaSecret = "secret"
-)
+// LogRow is one request log row.
+type LogRow struct {
+	// RequestID is the request's id.
+	RequestID string
+	// ParentRequestID is set on the per-turn child rows of a conversation.
+	ParentRequestID string
+	// OrgID is the organization.
+	OrgID string
+	// TS is the request time; it orders the log (zero means "now" on write).
+	TS time.Time
+	// Path is the request path.
+	Path string
+	// Status is the HTTP status code.
+	Status int
+	// Provider is the provider id.
+	Provider string
+	// Model is the model id.
+	Model string
+	// VoiceID is the provider-side voice id.
+	VoiceID string
+	// VoiceRef is the saved voice id, if one was used.
+	VoiceRef string
+	// CharCount is the number of characters synthesized.
+	CharCount int
+	// CreditsUsed is the credits charged.
+	CreditsUsed int
+	// LatencyMS is the request latency.
+	LatencyMS int64
+	// ErrorCode is the problem code of a failed request.
+	ErrorCode string
+	// ErrorDetail is the problem detail of a failed request.
+	ErrorDetail string
+	// ProviderOptions is the request's providerOptions as JSON text.
+	ProviderOptions string
+	// ModerationDecision is the moderation outcome.
+	ModerationDecision string
+	// ModerationReasonType is the moderation reason type.
+	ModerationReasonType string
+	// ModerationReasonDetail is the moderation reason detail.
+	ModerationReasonDetail string
+	// ModerationConfidence is the moderation confidence.
+	ModerationConfidence float64
+	// ModerationLatencyMS is the moderation check latency.
+	ModerationLatencyMS int64
+}
 
-// Options tune a Store. The zero value is ready for production use.
+// LogFilter selects log rows. Zero fields do not filter.
+type LogFilter struct {
+	// Provider keeps rows of one provider.
+	Provider string
+	// Status keeps rows with this HTTP status (0 = any).
+	Status int
+	// ParentRequestID keeps the child rows of one conversation request.
+	ParentRequestID string
+	// Since is the inclusive lower bound on TS.
+	Since time.Time
+	// Until is the exclusive upper bound on TS.
+	Until time.Time
+}
+
+// Matches checks the equality predicates of f (not the time range).
+func (f *LogFilter) Matches(r *LogRow) bool {
+	return (f.Provider == "" || r.Provider == f.Provider) &&
+		(f.Status == 0 || r.Status == f.Status) &&
+		(f.ParentRequestID == "" || r.ParentRequestID == f.ParentRequestID)
+}
+
+// Options are what every backend takes when it is opened.
 type Options struct {
 	// Now returns the current time. Nil means time.Now. Tests set it to
-	// control the 30-day log window and default timestamps.
+	// control the retention window and default timestamps.
 	Now func() time.Time
+	// LogRetention is how long log rows are listed and kept; zero means
+	// DefaultLogRetention.
+	LogRetention time.Duration
 }
 
-// Store is the gateway's persistent state in one bbolt file. It is safe for
-// concurrent use; bbolt serializes writers and lets readers run in parallel.
-type Store struct {
-	db     *bbolt.DB
-	path   string
-	now    func() time.Time
-	secret []byte
-	// logFill is the FillPercent used for log buckets. Log keys arrive in
-	// (nearly) ascending order within each bucket or index prefix, so pages
-	// split near-full instead of bbolt's default half-full; that halves the
-	// file size and the pages a list has to touch.
-	logFill float64
+// Clock returns o.Now, or time.Now when it is nil.
+func (o Options) Clock() func() time.Time {
+	if o.Now == nil {
+		return time.Now
+	}
+	return o.Now
 }
 
-// Open opens (creating if needed) the database at path. Missing parent
-// directories are created with mode 0700 and the file with 0600, since it
-// holds API key hashes and encrypted provider keys. If another process has
-// the file open, Open fails after about a second with an error wrapping
-// ErrLocked.
-func Open(path string, opts Options) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("store: empty database path")
+// Retention returns o.LogRetention, or DefaultLogRetention when it is zero.
+func (o Options) Retention() time.Duration {
+	if o.LogRetention <= 0 {
+		return DefaultLogRetention
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
-	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout: lockTimeout,
-		// The hashmap freelist stays fast when purges leave many free pages.
-		FreelistType: bbolt.FreelistMapType,
-	})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("store: open %s: %w", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	s := &Store{db: db, path: path, now: opts.Now, logFill: 0.9}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if err := s.init(); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("store: initialize %s: %w", path, err)
-	}
-	return s, nil
-}
-
-// init creates the top-level buckets, checks the schema version and loads
-// (or creates) the database secret.
-func (s *Store) init() error {
-	return s.db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range []string{bucketMeta, bucketOrgs, bucketKeys, bucketKeyHashes} {
-			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		meta := tx.Bucket([]byte(bucketMeta))
-		if v := meta.Get([]byte(metaSchema)); v != nil {
-			if len(v) != 8 {
-				return fmt.Errorf("corrupt schema version (%d bytes)", len(v))
-			}
-			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
-				return fmt.Errorf("database schema version %d is newer than this binary's %d", got, schemaVersion)
-			}
-		}
-		if err := meta.Put([]byte(metaSchema), binary.BigEndian.AppendUint64(nil, schemaVersion)); err != nil {
-			return err
-		}
-		if v := meta.Get([]byte(metaSecret)); v != nil {
-			if len(v) != secretLen {
-				return fmt.Errorf("corrupt database secret (%d bytes)", len(v))
-			}
-			s.secret = bytes.Clone(v)
-			return nil
-		}
-		secret := make([]byte, secretLen)
-		_, _ = rand.Read(secret) // crypto/rand.Read never fails; it aborts the process instead.
-		s.secret = secret
-		return meta.Put([]byte(metaSecret), bytes.Clone(secret))
-	})
-}
-
-// Close releases the database file and its lock.
-func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("store: close %s: %w", s.path, err)
-	}
-	return nil
-}
-
-// Path returns the database file path given to Open.
-func (s *Store) Path() string { return s.path }
-
-// Secret returns a copy of the 32-byte random secret generated when the
-// database was created. It is stable across restarts, so it can sign list
-// cursors and seed key derivation for encrypted secrets.
-func (s *Store) Secret() []byte { return bytes.Clone(s.secret) }
-
-// view runs fn in a read transaction unless ctx is already done.
-func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.db.View(fn)
-}
-
-// update runs fn in a write transaction, committed and fsynced before it
-// returns, unless ctx is already done.
-func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.db.Update(fn)
-}
-
-// orgBucket returns the sub-bucket name of orgID's bucket, or nil if either
-// does not exist. For read paths: a missing bucket simply means "no data".
-func orgBucket(tx *bbolt.Tx, orgID, name string) *bbolt.Bucket {
-	org := tx.Bucket([]byte(bucketOrgs)).Bucket([]byte(orgID))
-	if org == nil {
-		return nil
-	}
-	return org.Bucket([]byte(name))
-}
-
-// orgBucketCreate returns the sub-bucket name of orgID's bucket, creating
-// both as needed. For write paths.
-func orgBucketCreate(tx *bbolt.Tx, orgID, name string) (*bbolt.Bucket, error) {
-	org, err := tx.Bucket([]byte(bucketOrgs)).CreateBucketIfNotExists([]byte(orgID))
-	if err != nil {
-		return nil, fmt.Errorf("org bucket %q: %w", orgID, err)
-	}
-	b, err := org.CreateBucketIfNotExists([]byte(name))
-	if err != nil {
-		return nil, fmt.Errorf("org %q bucket %s: %w", orgID, name, err)
-	}
-	return b, nil
-}
-
-// unixNanos returns t as unsigned nanoseconds since the epoch for use in
-// big-endian keys (so byte order equals time order). Times before 1970
-// clamp to 0; nothing the gateway stores is that old.
-func unixNanos(t time.Time) uint64 {
-	n := t.UnixNano()
-	if n < 0 {
-		return 0
-	}
-	return uint64(n)
-}
-
-// seekBefore positions c on the greatest key strictly less than x and
-// returns it (nil if there is none).
-func seekBefore(c *bbolt.Cursor, x []byte) ([]byte, []byte) {
-	if k, _ := c.Seek(x); k == nil {
-		return c.Last()
-	}
-	return c.Prev()
-}
-
-// requireIDs returns an error naming the first empty value.
-func requireIDs(pairs ...string) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if pairs[i+1] == "" {
-			return fmt.Errorf("store: %s is required", pairs[i])
-		}
-	}
-	return nil
+	return o.LogRetention
 }

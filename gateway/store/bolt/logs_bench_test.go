@@ -1,4 +1,4 @@
-package store_test
+package bolt_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 // benchBase is the fixed time the benchmark fixtures start at; with a fixed
@@ -53,7 +54,7 @@ func benchRow(i int) store.LogRow {
 // benchStore opens the cached fixture with n rows of benchOrg, building it
 // first if it is missing. Building a million rows takes a while once; the
 // file is kept in the OS temp directory for later runs.
-func benchStore(b *testing.B, n int) (*store.Store, func() time.Time) {
+func benchStore(b *testing.B, n int) (*bolt.Store, func() time.Time) {
 	b.Helper()
 	now := func() time.Time { return benchBase.Add(time.Duration(n)*time.Second + time.Minute) }
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("voxgate-bench-logs-v%d-%d.db", benchFixtureVersion, n))
@@ -62,7 +63,7 @@ func benchStore(b *testing.B, n int) (*store.Store, func() time.Time) {
 		buildBenchFixture(b, path, n, now)
 		b.Logf("built %d-row fixture %s in %v", n, path, time.Since(start).Round(time.Millisecond))
 	}
-	s, err := store.Open(path, store.Options{Now: now})
+	s, err := bolt.Open(path, store.Options{Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,13 +74,13 @@ func benchStore(b *testing.B, n int) (*store.Store, func() time.Time) {
 func buildBenchFixture(b *testing.B, path string, n int, now func() time.Time) {
 	tmp := path + ".building"
 	_ = os.Remove(tmp)
-	s, err := store.Open(tmp, store.Options{Now: now})
+	s, err := bolt.Open(tmp, store.Options{Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
 	// A fixture, not user data: skip fsync and pack pages full.
-	store.SetNoSyncForTest(s, true)
-	store.SetLogFillForTest(s, 1.0)
+	bolt.SetNoSyncForTest(s, true)
+	bolt.SetLogFillForTest(s, 1.0)
 	const batch = 50000
 	rows := make([]store.LogRow, 0, batch)
 	for i := 0; i < n; i++ {
@@ -91,7 +92,7 @@ func buildBenchFixture(b *testing.B, path string, n int, now func() time.Time) {
 			rows = rows[:0]
 		}
 	}
-	if err := store.SyncForTest(s); err != nil {
+	if err := bolt.SyncForTest(s); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -151,7 +152,7 @@ func BenchmarkListLogs(b *testing.B) {
 // BenchmarkAppendLogs measures one reqlog-sized batch (512 rows, one
 // fsynced transaction) appended to a growing log.
 func BenchmarkAppendLogs(b *testing.B) {
-	s, err := store.Open(filepath.Join(b.TempDir(), "db"), store.Options{})
+	s, err := bolt.Open(filepath.Join(b.TempDir(), "db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,43 +1,22 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// Media is the metadata of an uploaded audio file (for voice cloning). The
-// bytes themselves live in a separate bucket so metadata reads stay small.
-type Media struct {
-	// ID is the media id (uuid).
-	ID string `json:"id"`
-	// OrgID is the owning organization.
-	OrgID string `json:"org_id"`
-	// Filename is the client's file name, if it sent one.
-	Filename string `json:"filename"`
-	// MediaType is the Content-Type of the upload.
-	MediaType string `json:"media_type"`
-	// Bytes is the size of the data.
-	Bytes int64 `json:"bytes"`
-	// DurationMS is the audio duration, if known.
-	DurationMS int64 `json:"duration_ms"`
-	// SHA256 is the lowercase hex digest of the data.
-	SHA256 string `json:"sha256"`
-	// CreatedAt is the upload time.
-	CreatedAt time.Time `json:"created_at"`
-}
+	"github.com/voxgate/voxgate/gateway/store"
+)
 
 // PutMedia stores a new media object and its data, committed to disk before
 // it returns. Zero CreatedAt means now; zero Bytes and empty SHA256 are
 // filled in from data. An ID already used in the organization fails with
-// ErrExists.
-func (s *Store) PutMedia(ctx context.Context, m *Media, data []byte) error {
+// store.ErrExists.
+func (s *Store) PutMedia(ctx context.Context, m *store.Media, data []byte) error {
 	if m == nil {
 		return fmt.Errorf("store: nil media")
 	}
@@ -54,7 +33,7 @@ func (s *Store) PutMedia(ctx context.Context, m *Media, data []byte) error {
 		sum := sha256.Sum256(data)
 		m.SHA256 = hex.EncodeToString(sum[:])
 	}
-	meta, err := json.Marshal(m)
+	meta, err := encodeMedia(m)
 	if err != nil {
 		return fmt.Errorf("store: encode media %s: %w", m.ID, err)
 	}
@@ -68,7 +47,7 @@ func (s *Store) PutMedia(ctx context.Context, m *Media, data []byte) error {
 			return err
 		}
 		if mb.Get([]byte(m.ID)) != nil {
-			return fmt.Errorf("media %s: %w", m.ID, ErrExists)
+			return fmt.Errorf("media %s: %w", m.ID, store.ErrExists)
 		}
 		if err := mb.Put([]byte(m.ID), meta); err != nil {
 			return err
@@ -82,29 +61,31 @@ func (s *Store) PutMedia(ctx context.Context, m *Media, data []byte) error {
 	return nil
 }
 
-// GetMedia returns the metadata of media id of orgID, or ErrNotFound.
-func (s *Store) GetMedia(ctx context.Context, orgID, id string) (*Media, error) {
-	var m Media
+// GetMedia returns the metadata of media id of orgID, or store.ErrNotFound.
+func (s *Store) GetMedia(ctx context.Context, orgID, id string) (*store.Media, error) {
+	var m *store.Media
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		data := getOrg(tx, orgID, bucketMedia, id)
 		if data == nil {
-			return fmt.Errorf("media %s: %w", id, ErrNotFound)
+			return fmt.Errorf("media %s: %w", id, store.ErrNotFound)
 		}
-		return json.Unmarshal(data, &m)
+		var err error
+		m, err = decodeMedia(data)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: get media: %w", err)
 	}
-	return &m, nil
+	return m, nil
 }
 
-// MediaData returns a copy of the bytes of media id of orgID, or ErrNotFound.
+// MediaData returns a copy of the bytes of media id of orgID, or store.ErrNotFound.
 func (s *Store) MediaData(ctx context.Context, orgID, id string) ([]byte, error) {
 	var out []byte
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		data := getOrg(tx, orgID, bucketMediaData, id)
 		if data == nil {
-			return fmt.Errorf("media %s: %w", id, ErrNotFound)
+			return fmt.Errorf("media %s: %w", id, store.ErrNotFound)
 		}
 		out = bytes.Clone(data)
 		if out == nil {
@@ -119,11 +100,11 @@ func (s *Store) MediaData(ctx context.Context, orgID, id string) ([]byte, error)
 }
 
 // DeleteMedia removes media id of orgID and its data, or fails with
-// ErrNotFound.
+// store.ErrNotFound.
 func (s *Store) DeleteMedia(ctx context.Context, orgID, id string) error {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		if getOrg(tx, orgID, bucketMedia, id) == nil {
-			return fmt.Errorf("media %s: %w", id, ErrNotFound)
+			return fmt.Errorf("media %s: %w", id, store.ErrNotFound)
 		}
 		if err := orgBucket(tx, orgID, bucketMedia).Delete([]byte(id)); err != nil {
 			return err

@@ -1,18 +1,17 @@
-package store_test
+package bolt_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 // logFixture is a set of rows appended in a known order, with the oracle
@@ -25,7 +24,7 @@ type logFixture struct {
 // buildLogFixture appends n rows of org "o1" (and some decoys of org "o2")
 // with timestamps spread over the last 35 days in random order, many
 // sharing a timestamp, in batches of uneven size.
-func buildLogFixture(t *testing.T, s *store.Store, clk *clock, n int) *logFixture {
+func buildLogFixture(t *testing.T, s *bolt.Store, clk *clock, n int) *logFixture {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	f := &logFixture{now: clk.Now()}
@@ -65,7 +64,7 @@ func buildLogFixture(t *testing.T, s *store.Store, clk *clock, n int) *logFixtur
 // want returns the request ids ListLogs must return for f, newest first
 // (ties: later appended first).
 func (lf *logFixture) want(f store.LogFilter) []string {
-	floor := lf.now.Add(-store.LogRetention)
+	floor := lf.now.Add(-store.DefaultLogRetention)
 	type hit struct {
 		ts  time.Time
 		idx int
@@ -99,7 +98,7 @@ func (lf *logFixture) want(f store.LogFilter) []string {
 
 // pageAll lists every row for f with page size limit and checks the page
 // invariants along the way. between runs before every page but the first.
-func pageAll(t *testing.T, s *store.Store, org string, f store.LogFilter, limit int, between func()) []string {
+func pageAll(t *testing.T, s *bolt.Store, org string, f store.LogFilter, limit int, between func()) []string {
 	t.Helper()
 	var ids []string
 	var after []byte
@@ -143,7 +142,7 @@ func TestListLogsFilters(t *testing.T) {
 	if tsB.Before(tsA) {
 		tsA, tsB = tsB, tsA
 	}
-	floor := fx.now.Add(-store.LogRetention)
+	floor := fx.now.Add(-store.DefaultLogRetention)
 
 	filters := []struct {
 		name string
@@ -231,8 +230,8 @@ func TestListLogsRetentionWindowMoves(t *testing.T) {
 	s := openStore(t, clk)
 	now := clk.Now()
 	mustDo(t, s.AppendLogs(ctx, []store.LogRow{
-		{RequestID: "old", OrgID: "o", TS: now.Add(-store.LogRetention - time.Millisecond)},
-		{RequestID: "edge", OrgID: "o", TS: now.Add(-store.LogRetention)},
+		{RequestID: "old", OrgID: "o", TS: now.Add(-store.DefaultLogRetention - time.Millisecond)},
+		{RequestID: "edge", OrgID: "o", TS: now.Add(-store.DefaultLogRetention)},
 		{RequestID: "new", OrgID: "o", TS: now},
 	}))
 	for _, c := range []struct {
@@ -241,7 +240,7 @@ func TestListLogsRetentionWindowMoves(t *testing.T) {
 	}{
 		{0, []string{"new", "edge"}},
 		{time.Millisecond, []string{"new"}},
-		{store.LogRetention, nil},
+		{store.DefaultLogRetention, nil},
 	} {
 		clk.Advance(c.advance)
 		for _, f := range []store.LogFilter{{}, {Since: now.Add(-100 * 24 * time.Hour)}} {
@@ -284,36 +283,6 @@ func TestLogRowRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(rows[i], w) {
 			t.Errorf("row %d:\n got %+v\nwant %+v", i, rows[i], w)
 		}
-	}
-}
-
-func TestLogRowJSON(t *testing.T) {
-	r := store.LogRow{RequestID: "r", OrgID: "secret-org", Status: 200, ModerationConfidence: 0.5,
-		TS: time.Date(2026, 3, 1, 13, 4, 5, 678901234, time.FixedZone("CET", 3600))}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	mustDo(t, json.Unmarshal(b, &m))
-	if m["ts"] != "2026-03-01T12:04:05.678Z" {
-		t.Errorf("ts = %v", m["ts"])
-	}
-	if _, ok := m["OrgID"]; ok || len(m) != 20 {
-		t.Errorf("fields = %v (%d), want the spec's 20 without the org", m, len(m))
-	}
-	for _, k := range []string{"request_id", "parent_request_id", "path", "status", "provider", "model", "voice_id",
-		"voice_ref", "char_count", "credits_used", "latency_ms", "error_code", "error_detail", "provider_options",
-		"moderation_decision", "moderation_reason_type", "moderation_reason_detail", "moderation_confidence",
-		"moderation_latency_ms"} {
-		if _, ok := m[k]; !ok {
-			t.Errorf("field %s missing", k)
-		}
-	}
-	// A page of rows (a slice) uses the same encoding.
-	b, _ = json.Marshal([]store.LogRow{r})
-	if want := `"ts":"2026-03-01T12:04:05.678Z"`; !json.Valid(b) || !strings.Contains(string(b), want) {
-		t.Errorf("slice encoding %s lacks %s", b, want)
 	}
 }
 

@@ -1,4 +1,4 @@
-package store_test
+package bolt_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 // clock is a settable time source for Options.Now.
@@ -39,19 +40,19 @@ func (c *clock) Advance(d time.Duration) time.Time {
 }
 
 // openStore opens a store on a fresh file that is closed when the test ends.
-func openStore(t testing.TB, clk *clock) *store.Store {
+func openStore(t testing.TB, clk *clock) *bolt.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "voxgate.db")
 	return openAt(t, path, clk)
 }
 
-func openAt(t testing.TB, path string, clk *clock) *store.Store {
+func openAt(t testing.TB, path string, clk *clock) *bolt.Store {
 	t.Helper()
 	var opts store.Options
 	if clk != nil {
 		opts.Now = clk.Now
 	}
-	s, err := store.Open(path, opts)
+	s, err := bolt.Open(path, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -87,7 +88,7 @@ func TestOpenCreatesPrivateDirsAndFile(t *testing.T) {
 }
 
 func TestOpenEmptyPath(t *testing.T) {
-	if _, err := store.Open("", store.Options{}); err == nil {
+	if _, err := bolt.Open("", store.Options{}); err == nil {
 		t.Fatal("Open(\"\") succeeded")
 	}
 }
@@ -95,7 +96,7 @@ func TestOpenEmptyPath(t *testing.T) {
 func TestSecondOpenIsLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "voxgate.db")
 	openAt(t, path, nil)
-	s2, err := store.Open(path, store.Options{})
+	s2, err := bolt.Open(path, store.Options{})
 	if err == nil {
 		_ = s2.Close()
 		t.Fatal("second Open of an open database succeeded")
@@ -109,7 +110,7 @@ func TestReopenKeepsData(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	path := filepath.Join(t.TempDir(), "voxgate.db")
-	s, err := store.Open(path, store.Options{Now: clk.Now})
+	s, err := bolt.Open(path, store.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

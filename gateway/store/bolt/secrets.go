@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // PutSecret stores (or replaces) the named secret of orgID, committed to
@@ -30,13 +32,13 @@ func (s *Store) PutSecret(ctx context.Context, orgID, name string, ciphertext []
 	return nil
 }
 
-// GetSecret returns a copy of the named secret of orgID, or ErrNotFound.
+// GetSecret returns a copy of the named secret of orgID, or store.ErrNotFound.
 func (s *Store) GetSecret(ctx context.Context, orgID, name string) ([]byte, error) {
 	var out []byte
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		v := getOrg(tx, orgID, bucketSecrets, name)
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		out = bytes.Clone(v)
 		if out == nil {
@@ -50,11 +52,11 @@ func (s *Store) GetSecret(ctx context.Context, orgID, name string) ([]byte, erro
 	return out, nil
 }
 
-// DeleteSecret removes the named secret of orgID, or fails with ErrNotFound.
+// DeleteSecret removes the named secret of orgID, or fails with store.ErrNotFound.
 func (s *Store) DeleteSecret(ctx context.Context, orgID, name string) error {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		if getOrg(tx, orgID, bucketSecrets, name) == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		return orgBucket(tx, orgID, bucketSecrets).Delete([]byte(name))
 	})

@@ -1,103 +1,21 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// LogRetention is how long request log rows are kept. ListLogs never
-// returns older rows and PurgeLogs deletes them.
-const LogRetention = 30 * 24 * time.Hour
+	"github.com/voxgate/voxgate/gateway/store"
+)
 
 // purgeBatch bounds the rows one purge transaction deletes, so a purge of a
 // large backlog never holds bbolt's single write lock for long and request
 // log batches and user writes interleave with it.
 const purgeBatch = 2000
-
-// LogRow is one request log row. Its JSON form is the spec's request log row.
-type LogRow struct {
-	// RequestID is the request's id.
-	RequestID string `json:"request_id"`
-	// ParentRequestID is set on the per-turn child rows of a conversation.
-	ParentRequestID string `json:"parent_request_id"`
-	// OrgID is the organization; it selects the bucket and is not rendered.
-	OrgID string `json:"-"`
-	// TS is the request time; it orders the log (zero means "now" on write).
-	TS time.Time `json:"ts"`
-	// Path is the request path.
-	Path string `json:"path"`
-	// Status is the HTTP status code.
-	Status int `json:"status"`
-	// Provider is the provider id.
-	Provider string `json:"provider"`
-	// Model is the model id.
-	Model string `json:"model"`
-	// VoiceID is the provider-side voice id.
-	VoiceID string `json:"voice_id"`
-	// VoiceRef is the saved voice id, if one was used.
-	VoiceRef string `json:"voice_ref"`
-	// CharCount is the number of characters synthesized.
-	CharCount int `json:"char_count"`
-	// CreditsUsed is the credits charged.
-	CreditsUsed int `json:"credits_used"`
-	// LatencyMS is the request latency.
-	LatencyMS int64 `json:"latency_ms"`
-	// ErrorCode is the problem code of a failed request.
-	ErrorCode string `json:"error_code"`
-	// ErrorDetail is the problem detail of a failed request.
-	ErrorDetail string `json:"error_detail"`
-	// ProviderOptions is the request's providerOptions as JSON text.
-	ProviderOptions string `json:"provider_options"`
-	// ModerationDecision is the moderation outcome.
-	ModerationDecision string `json:"moderation_decision"`
-	// ModerationReasonType is the moderation reason type.
-	ModerationReasonType string `json:"moderation_reason_type"`
-	// ModerationReasonDetail is the moderation reason detail.
-	ModerationReasonDetail string `json:"moderation_reason_detail"`
-	// ModerationConfidence is the moderation confidence.
-	ModerationConfidence float64 `json:"moderation_confidence"`
-	// ModerationLatencyMS is the moderation check latency.
-	ModerationLatencyMS int64 `json:"moderation_latency_ms"`
-}
-
-// tsLayout renders log timestamps as RFC 3339 in UTC with milliseconds.
-const tsLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// MarshalJSON renders the row with ts as RFC 3339 UTC with milliseconds.
-func (r LogRow) MarshalJSON() ([]byte, error) {
-	type plain LogRow // Same fields without this method, so no recursion.
-	return json.Marshal(struct {
-		plain
-		TS string `json:"ts"` // Shallower than plain.TS, so it wins.
-	}{plain(r), r.TS.UTC().Format(tsLayout)})
-}
-
-// LogFilter selects log rows. Zero fields do not filter.
-type LogFilter struct {
-	// Provider keeps rows of one provider.
-	Provider string
-	// Status keeps rows with this HTTP status (0 = any).
-	Status int
-	// ParentRequestID keeps the child rows of one conversation request.
-	ParentRequestID string
-	// Since is the inclusive lower bound on TS.
-	Since time.Time
-	// Until is the exclusive upper bound on TS.
-	Until time.Time
-}
-
-// matches checks the equality predicates (the time range is a key range).
-func (f *LogFilter) matches(r *LogRow) bool {
-	return (f.Provider == "" || r.Provider == f.Provider) &&
-		(f.Status == 0 || r.Status == f.Status) &&
-		(f.ParentRequestID == "" || r.ParentRequestID == f.ParentRequestID)
-}
 
 // Index key prefixes. Each secondary index key is prefix + primary key and
 // has an empty value; the prefix encodes the indexed value so that all keys
@@ -132,7 +50,7 @@ func statusIndexable(status int) bool { return status > 0 && status <= 0xFFFF }
 // then provider, status, or the primary bucket (empty prefix). Whatever the
 // choice, keys under the prefix end in the primary key, so the time range
 // and an `after` position become key bounds in that index.
-func chooseLogIndex(f *LogFilter) (bucket string, prefix []byte) {
+func chooseLogIndex(f *store.LogFilter) (bucket string, prefix []byte) {
 	switch {
 	case f.ParentRequestID != "" && indexable(f.ParentRequestID):
 		return bucketLogsParent, strPrefix(f.ParentRequestID)
@@ -178,7 +96,7 @@ func (s *Store) openOrgLogBuckets(tx *bbolt.Tx, orgID string) (*orgLogBuckets, e
 // belongs in and its key there. Keys are built in scratch, so each is only
 // valid during its call (bbolt's Put and Delete copy keys); the grown
 // scratch is returned for reuse.
-func (ob *orgLogBuckets) eachIndexKey(scratch []byte, r *LogRow, pk []byte, fn func(*bbolt.Bucket, []byte) error) ([]byte, error) {
+func (ob *orgLogBuckets) eachIndexKey(scratch []byte, r *store.LogRow, pk []byte, fn func(*bbolt.Bucket, []byte) error) ([]byte, error) {
 	if indexable(r.ParentRequestID) {
 		scratch = append(appendStrPrefix(scratch[:0], r.ParentRequestID), pk...)
 		if err := fn(ob.parent, scratch); err != nil {
@@ -215,7 +133,7 @@ func deleteIndex(b *bbolt.Bucket, key []byte) error { return b.Delete(key) }
 // whole batch): each row under its organization's primary log bucket, plus
 // its secondary index entries. Rows with a zero TS get the current time.
 // Every row must name its organization; otherwise nothing is written.
-func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
+func (s *Store) AppendLogs(ctx context.Context, rows []store.LogRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -277,7 +195,7 @@ func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
 
 // encodedLogRowSize is an upper bound on len(encodeLogRow(nil, r)): every
 // field at its widest tag and length prefix.
-func encodedLogRowSize(r *LogRow) int {
+func encodedLogRowSize(r *store.LogRow) int {
 	n := len(r.RequestID) + len(r.ParentRequestID) + len(r.Path) + len(r.Provider) +
 		len(r.Model) + len(r.VoiceID) + len(r.VoiceRef) + len(r.ErrorCode) +
 		len(r.ErrorDetail) + len(r.ProviderOptions) + len(r.ModerationDecision) +
@@ -295,14 +213,14 @@ func encodedLogRowSize(r *LogRow) int {
 // backwards from a single seek, stops at the Since bound, and peeks one
 // matching row past the page for hasMore. A position is the primary key of
 // a row, valid in every index, so it resumes exactly after that row.
-func (s *Store) ListLogs(ctx context.Context, orgID string, f LogFilter, limit int, after []byte) (rows []LogRow, next []byte, hasMore bool, err error) {
+func (s *Store) ListLogs(ctx context.Context, orgID string, f store.LogFilter, limit int, after store.Position) (rows []store.LogRow, next store.Position, hasMore bool, err error) {
 	if limit < 1 {
 		return nil, nil, false, fmt.Errorf("store: list logs: limit %d must be positive", limit)
 	}
 	if after != nil && len(after) != logKeyLen {
-		return nil, nil, false, fmt.Errorf("store: list logs: %w", ErrInvalidPosition)
+		return nil, nil, false, fmt.Errorf("store: list logs: %w", store.ErrInvalidPosition)
 	}
-	since := s.now().Add(-LogRetention)
+	since := s.now().Add(-s.retention)
 	if f.Since.After(since) {
 		since = f.Since
 	}
@@ -346,11 +264,11 @@ func (s *Store) ListLogs(ctx context.Context, orgID string, f LogFilter, limit i
 					continue // Index entry whose row a purge removed concurrently; not possible inside one tx, but harmless.
 				}
 			}
-			var r LogRow
+			var r store.LogRow
 			if err := decodeLogRow(&r, orgID, pk, v); err != nil {
 				return fmt.Errorf("row %x: %w", pk, err)
 			}
-			if !f.matches(&r) {
+			if !f.Matches(&r) {
 				continue
 			}
 			if len(rows) == limit {
@@ -358,7 +276,7 @@ func (s *Store) ListLogs(ctx context.Context, orgID string, f LogFilter, limit i
 				break
 			}
 			if rows == nil {
-				rows = make([]LogRow, 0, min(limit, 256))
+				rows = make([]store.LogRow, 0, min(limit, 256))
 			}
 			rows = append(rows, r)
 			last = pk
@@ -420,7 +338,7 @@ func (s *Store) purgeOrgLogs(ctx context.Context, orgID string, cutoff uint64) (
 		// bbolt's cursor skip keys.
 		type victim struct {
 			pk  []byte
-			row LogRow
+			row store.LogRow
 		}
 		var victims []victim
 		var scratch []byte

@@ -55,4 +55,4 @@
 // write method returns. Log rows arrive in batches (package reqlog) and a
 // batch is one transaction. ListLogs never returns rows older than
 // LogRetention even before PurgeLogs has removed them.
-package store
+package bolt

@@ -1,47 +1,16 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// Voice is a saved voice of an organization. Its JSON form is the Voice
-// resource of the service specification.
-type Voice struct {
-	// ID is the voice's uuid, the `voiceId` of speech requests.
-	ID string `json:"id"`
-	// OrgID is the owning organization.
-	OrgID string `json:"org_id"`
-	// Title is the display name.
-	Title string `json:"title"`
-	// Provider is the provider id (e.g. "espeak").
-	Provider string `json:"provider"`
-	// Model is the provider's model id.
-	Model string `json:"model"`
-	// VoiceID is the provider-side voice identifier.
-	VoiceID string `json:"voice_id"`
-	// Tags are free-form labels; never nil when read back.
-	Tags []string `json:"tags"`
-	// Gender is free-form.
-	Gender string `json:"gender"`
-	// Description is free-form.
-	Description string `json:"description"`
-	// ProviderOptions is passed to the provider on every use of the voice;
-	// never nil when read back.
-	ProviderOptions map[string]any `json:"provider_options"`
-	// MediaID links the uploaded media the voice was cloned from, if any.
-	MediaID string `json:"media_id,omitempty"`
-	// CreatedAt orders the voice list (newest first).
-	CreatedAt time.Time `json:"created_at"`
-	// UpdatedAt is the last change.
-	UpdatedAt time.Time `json:"updated_at"`
-}
+	"github.com/voxgate/voxgate/gateway/store"
+)
 
 // voiceKey is the primary key of a voice: created_at nanoseconds (8 bytes,
 // big-endian) then the id, so a bucket cursor walks voices in creation order
@@ -55,8 +24,8 @@ func voiceKey(created time.Time, id string) []byte {
 // CreateVoice stores a new voice. The caller sets ID and OrgID (and
 // normally CreatedAt; zero means now). UpdatedAt defaults to CreatedAt. The
 // voice is committed to disk before CreateVoice returns. An ID already used
-// in the organization fails with ErrExists.
-func (s *Store) CreateVoice(ctx context.Context, v *Voice) error {
+// in the organization fails with store.ErrExists.
+func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 	if v == nil {
 		return fmt.Errorf("store: nil voice")
 	}
@@ -69,7 +38,7 @@ func (s *Store) CreateVoice(ctx context.Context, v *Voice) error {
 	if v.UpdatedAt.IsZero() {
 		v.UpdatedAt = v.CreatedAt
 	}
-	data, err := json.Marshal(v)
+	data, err := encodeVoice(v)
 	if err != nil {
 		return fmt.Errorf("store: encode voice %s: %w", v.ID, err)
 	}
@@ -84,7 +53,7 @@ func (s *Store) CreateVoice(ctx context.Context, v *Voice) error {
 			return err
 		}
 		if ids.Get([]byte(v.ID)) != nil {
-			return fmt.Errorf("voice %s: %w", v.ID, ErrExists)
+			return fmt.Errorf("voice %s: %w", v.ID, store.ErrExists)
 		}
 		if err := voices.Put(key, data); err != nil {
 			return err
@@ -98,17 +67,17 @@ func (s *Store) CreateVoice(ctx context.Context, v *Voice) error {
 }
 
 // GetVoice returns the voice id of organization orgID, or an error wrapping
-// ErrNotFound (also when the id belongs to another organization).
-func (s *Store) GetVoice(ctx context.Context, orgID, id string) (*Voice, error) {
-	var v *Voice
+// store.ErrNotFound (also when the id belongs to another organization).
+func (s *Store) GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error) {
+	var v *store.Voice
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		key := voiceKeyByID(tx, orgID, id)
 		if key == nil {
-			return fmt.Errorf("voice %s: %w", id, ErrNotFound)
+			return fmt.Errorf("voice %s: %w", id, store.ErrNotFound)
 		}
 		data := orgBucket(tx, orgID, bucketVoices).Get(key)
 		if data == nil {
-			return fmt.Errorf("voice %s: index points at a missing record: %w", id, ErrNotFound)
+			return fmt.Errorf("voice %s: index points at a missing record: %w", id, store.ErrNotFound)
 		}
 		var err error
 		v, err = decodeVoice(data)
@@ -121,12 +90,12 @@ func (s *Store) GetVoice(ctx context.Context, orgID, id string) (*Voice, error) 
 }
 
 // DeleteVoice removes the voice id of organization orgID, or fails with
-// ErrNotFound. It is committed to disk before it returns.
+// store.ErrNotFound. It is committed to disk before it returns.
 func (s *Store) DeleteVoice(ctx context.Context, orgID, id string) error {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		key := voiceKeyByID(tx, orgID, id)
 		if key == nil {
-			return fmt.Errorf("voice %s: %w", id, ErrNotFound)
+			return fmt.Errorf("voice %s: %w", id, store.ErrNotFound)
 		}
 		key = bytes.Clone(key) // Deleting from the index invalidates its memory.
 		if err := orgBucket(tx, orgID, bucketVoiceIDs).Delete([]byte(id)); err != nil {
@@ -149,12 +118,12 @@ func (s *Store) DeleteVoice(ctx context.Context, orgID, id string) error {
 // cursor seek and a backwards walk in the creation-ordered bucket. Voices
 // created after a position sort newer than it, so paging never repeats or
 // skips a voice while others are being added.
-func (s *Store) ListVoices(ctx context.Context, orgID string, limit int, after []byte) (voices []Voice, next []byte, hasMore bool, err error) {
+func (s *Store) ListVoices(ctx context.Context, orgID string, limit int, after store.Position) (voices []store.Voice, next store.Position, hasMore bool, err error) {
 	if limit < 1 {
 		return nil, nil, false, fmt.Errorf("store: list voices: limit %d must be positive", limit)
 	}
 	if after != nil && len(after) <= 8 {
-		return nil, nil, false, fmt.Errorf("store: list voices: %w", ErrInvalidPosition)
+		return nil, nil, false, fmt.Errorf("store: list voices: %w", store.ErrInvalidPosition)
 	}
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
 		b := orgBucket(tx, orgID, bucketVoices)
@@ -200,20 +169,4 @@ func voiceKeyByID(tx *bbolt.Tx, orgID, id string) []byte {
 		return nil
 	}
 	return ids.Get([]byte(id))
-}
-
-// decodeVoice decodes a stored voice and normalizes nil collections to
-// empty ones, so the API always renders `[]` and `{}` rather than null.
-func decodeVoice(data []byte) (*Voice, error) {
-	var v Voice
-	if err := json.Unmarshal(data, &v); err != nil {
-		return nil, fmt.Errorf("decode voice: %w", err)
-	}
-	if v.Tags == nil {
-		v.Tags = []string{}
-	}
-	if v.ProviderOptions == nil {
-		v.ProviderOptions = map[string]any{}
-	}
-	return &v, nil
 }

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // Log rows are stored in the protobuf wire format, written and read with
@@ -62,7 +64,7 @@ func logKeyTime(pk []byte) time.Time {
 }
 
 // encodeLogRow appends the wire form of r (without TS and OrgID) to b.
-func encodeLogRow(b []byte, r *LogRow) []byte {
+func encodeLogRow(b []byte, r *store.LogRow) []byte {
 	str := func(n protowire.Number, s string) {
 		if s != "" {
 			b = protowire.AppendTag(b, n, protowire.BytesType)
@@ -109,8 +111,8 @@ var errCorruptLogRow = errors.New("corrupt log row")
 // string and every string field is a substring of it, so a row costs one
 // allocation however many fields it has. bbolt's memory is only valid
 // inside the transaction, so one copy is unavoidable.
-func decodeLogRow(r *LogRow, orgID string, pk, val []byte) error {
-	*r = LogRow{OrgID: orgID, TS: logKeyTime(pk)}
+func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
+	*r = store.LogRow{OrgID: orgID, TS: logKeyTime(pk)}
 	all := string(val)
 	b := val
 	for len(b) > 0 {

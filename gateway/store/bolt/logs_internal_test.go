@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/store"
 	"go.etcd.io/bbolt"
 )
 
@@ -16,14 +17,14 @@ import (
 func TestPurgeLeavesNoIndexEntries(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{Now: func() time.Time { return now }})
+	s, err := Open(filepath.Join(t.TempDir(), "db"), store.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var rows []LogRow
+	var rows []store.LogRow
 	for i := range 3 * purgeBatch {
-		rows = append(rows, LogRow{
+		rows = append(rows, store.LogRow{
 			RequestID: fmt.Sprintf("r%d", i), OrgID: "o", TS: now.Add(-time.Duration(i) * time.Minute),
 			Provider: []string{"a", "b", ""}[i%3], Status: []int{200, 500, 0}[i%3], ParentRequestID: []string{"", "p"}[i%2],
 		})

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 // Hooks for the benchmark fixture builder only: a fixture of a million log
 // rows is built without fsync and with full pages, which production must

@@ -1,40 +1,18 @@
-package store
+package bolt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
-// APIKey is a gateway API key. Only the SHA-256 of the key is stored; the
-// key itself is shown once, when it is issued.
-type APIKey struct {
-	// ID identifies the key for listing and revocation.
-	ID string `json:"id"`
-	// OrgID is the organization the key authenticates as.
-	OrgID string `json:"org_id"`
-	// Name is a human label.
-	Name string `json:"name"`
-	// Prefix is the first characters of the key, for display.
-	Prefix string `json:"prefix"`
-	// Hash is sha256(key).
-	Hash []byte `json:"hash"`
-	// CreatedAt is the issue time.
-	CreatedAt time.Time `json:"created_at"`
-	// RevokedAt is the revocation time, zero while the key is active.
-	RevokedAt time.Time `json:"revoked_at,omitzero"`
-}
-
-// Active reports whether the key has not been revoked.
-func (k *APIKey) Active() bool { return k.RevokedAt.IsZero() }
-
 // CreateKey stores a new API key, committed to disk before it returns. Zero
-// CreatedAt means now. A taken ID or hash fails with ErrExists.
-func (s *Store) CreateKey(ctx context.Context, k *APIKey) error {
+// CreatedAt means now. A taken ID or hash fails with store.ErrExists.
+func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 	if k == nil {
 		return fmt.Errorf("store: nil api key")
 	}
@@ -47,7 +25,7 @@ func (s *Store) CreateKey(ctx context.Context, k *APIKey) error {
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = s.now().UTC()
 	}
-	data, err := json.Marshal(k)
+	data, err := encodeKey(k)
 	if err != nil {
 		return fmt.Errorf("store: encode key %s: %w", k.ID, err)
 	}
@@ -55,10 +33,10 @@ func (s *Store) CreateKey(ctx context.Context, k *APIKey) error {
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		keys, hashes := tx.Bucket([]byte(bucketKeys)), tx.Bucket([]byte(bucketKeyHashes))
 		if keys.Get([]byte(k.ID)) != nil {
-			return fmt.Errorf("key %s: %w", k.ID, ErrExists)
+			return fmt.Errorf("key %s: %w", k.ID, store.ErrExists)
 		}
 		if hashes.Get(hash) != nil {
-			return fmt.Errorf("key hash: %w", ErrExists)
+			return fmt.Errorf("key hash: %w", store.ErrExists)
 		}
 		if err := keys.Put([]byte(k.ID), data); err != nil {
 			return err
@@ -72,17 +50,17 @@ func (s *Store) CreateKey(ctx context.Context, k *APIKey) error {
 }
 
 // KeyByHash returns the key whose sha256 is hash, revoked or not (the
-// caller checks Active), or ErrNotFound. It is one lookup in the hash index
+// caller checks Active), or store.ErrNotFound. It is one lookup in the hash index
 // and one in the key bucket.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*APIKey, error) {
-	var k *APIKey
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*store.APIKey, error) {
+	var k *store.APIKey
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		if len(hash) == 0 {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		id := tx.Bucket([]byte(bucketKeyHashes)).Get(hash)
 		if id == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		var err error
 		k, err = getKey(tx, id)
@@ -96,16 +74,16 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*APIKey, error) {
 
 // ListKeys returns the keys of orgID ("" for every organization), oldest
 // first. Key counts are small (operators issue them by hand), so this scans.
-func (s *Store) ListKeys(ctx context.Context, orgID string) ([]APIKey, error) {
-	out := []APIKey{}
+func (s *Store) ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error) {
+	out := []store.APIKey{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte(bucketKeys)).ForEach(func(_, v []byte) error {
-			var k APIKey
-			if err := json.Unmarshal(v, &k); err != nil {
+			k, err := decodeKey(v)
+			if err != nil {
 				return fmt.Errorf("decode key: %w", err)
 			}
 			if orgID == "" || k.OrgID == orgID {
-				out = append(out, k)
+				out = append(out, *k)
 			}
 			return nil
 		})
@@ -124,16 +102,16 @@ func (s *Store) ListKeys(ctx context.Context, orgID string) ([]APIKey, error) {
 
 // AllKeys returns every key of every organization, for loading the
 // in-memory authentication cache at start.
-func (s *Store) AllKeys(ctx context.Context) ([]APIKey, error) {
+func (s *Store) AllKeys(ctx context.Context) ([]store.APIKey, error) {
 	return s.ListKeys(ctx, "")
 }
 
 // RevokeKey marks key id revoked (now) and returns it. Revoking a revoked
-// key keeps its first revocation time. An unknown id fails with ErrNotFound.
+// key keeps its first revocation time. An unknown id fails with store.ErrNotFound.
 // The hash index entry stays, so authentication can tell a revoked key from
 // an unknown one in its logs.
-func (s *Store) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
-	var k *APIKey
+func (s *Store) RevokeKey(ctx context.Context, id string) (*store.APIKey, error) {
+	var k *store.APIKey
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		var err error
 		if k, err = getKey(tx, []byte(id)); err != nil {
@@ -143,7 +121,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
 			return nil
 		}
 		k.RevokedAt = s.now().UTC()
-		data, err := json.Marshal(k)
+		data, err := encodeKey(k)
 		if err != nil {
 			return err
 		}
@@ -156,17 +134,17 @@ func (s *Store) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
 }
 
 // getKey decodes key id from the key bucket.
-func getKey(tx *bbolt.Tx, id []byte) (*APIKey, error) {
+func getKey(tx *bbolt.Tx, id []byte) (*store.APIKey, error) {
 	if len(id) == 0 {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	v := tx.Bucket([]byte(bucketKeys)).Get(id)
 	if v == nil {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
-	var k APIKey
-	if err := json.Unmarshal(v, &k); err != nil {
+	k, err := decodeKey(v)
+	if err != nil {
 		return nil, fmt.Errorf("decode key: %w", err)
 	}
-	return &k, nil
+	return k, nil
 }

@@ -1,0 +1,49 @@
+// Package driver opens the storage backend a deployment configures. It is
+// the one place that knows every backend, so the rest of the gateway (and
+// the CLI) names none of them.
+package driver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
+)
+
+// Names of the drivers, as storage.driver spells them.
+const (
+	Bolt     = "bolt"
+	Postgres = "postgres"
+)
+
+// Config is the typed view of the storage settings.
+type Config struct {
+	// Driver is Bolt or Postgres.
+	Driver string
+	// Path is the bbolt file (Bolt).
+	Path string
+	// DSN is the PostgreSQL connection string (Postgres).
+	DSN string
+	// MaxConns bounds the PostgreSQL pool.
+	MaxConns int
+	// LogRetention is how long request log rows are kept.
+	LogRetention time.Duration
+}
+
+// Open opens the configured backend. The caller closes it.
+func Open(ctx context.Context, c Config) (store.Backend, error) {
+	opts := store.Options{LogRetention: c.LogRetention}
+	switch c.Driver {
+	case Bolt, "":
+		return bolt.Open(c.Path, opts)
+	}
+	return nil, fmt.Errorf("unknown storage driver %q (want %q or %q)", c.Driver, Bolt, Postgres)
+}
+
+// Describe names where c keeps its data for logs and errors: the file of
+// Bolt, the host and database of Postgres (never its password).
+func Describe(c Config) string {
+	return "bolt " + c.Path
+}
