@@ -163,7 +163,7 @@ func TestCloudCloning(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("clone: %d %s", r.status, r.body)
 	}
-	var v store.Voice
+	var v apiVoice
 	r.json(t, &v)
 	if v.VoiceID == "" {
 		t.Fatal("no provider voice id")

@@ -157,7 +157,7 @@ func TestVoicesCRUDAndIsolation(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	var v store.Voice
+	var v apiVoice
 	r.json(t, &v)
 	if v.ID == "" || v.OrgID != "acme" || v.Title != "Narrator" || v.VoiceID != "en" || v.Model != "espeak-ng" || v.CreatedAt.IsZero() || v.ProviderOptions["pitch"] != float64(50) {
 		t.Fatalf("created voice = %+v", v)
@@ -165,7 +165,7 @@ func TestVoicesCRUDAndIsolation(t *testing.T) {
 	if got := r.header.Get("Location"); got != "/v1/voices/"+v.ID {
 		t.Errorf("Location = %q", got)
 	}
-	var got store.Voice
+	var got apiVoice
 	tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).json(t, &got)
 	if got.ID != v.ID || got.Title != v.Title {
 		t.Fatalf("get = %+v", got)
@@ -174,7 +174,7 @@ func TestVoicesCRUDAndIsolation(t *testing.T) {
 	tg.do("GET", "/v1/voices/"+v.ID, "globex", nil).problem(t, 404, "voice_not_found")
 	tg.do("DELETE", "/v1/voices/"+v.ID, "globex", nil).problem(t, 404, "voice_not_found")
 	var list struct {
-		Data []store.Voice `json:"data"`
+		Data []apiVoice `json:"data"`
 	}
 	tg.do("GET", "/v1/voices", "globex", nil).json(t, &list)
 	if len(list.Data) != 0 {
@@ -187,10 +187,10 @@ func TestVoicesCRUDAndIsolation(t *testing.T) {
 }
 
 type voicePage struct {
-	Data       []store.Voice `json:"data"`
-	NextCursor string        `json:"next_cursor"`
-	HasMore    bool          `json:"has_more"`
-	Limit      int           `json:"limit"`
+	Data       []apiVoice `json:"data"`
+	NextCursor string     `json:"next_cursor"`
+	HasMore    bool       `json:"has_more"`
+	Limit      int        `json:"limit"`
 }
 
 func TestVoicesPaginationWhileCreating(t *testing.T) {
@@ -198,12 +198,12 @@ func TestVoicesPaginationWhileCreating(t *testing.T) {
 	const initial = 23
 	want := map[string]bool{}
 	for i := 0; i < initial; i++ {
-		var v store.Voice
+		var v apiVoice
 		tg.do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("v%02d", i))).json(t, &v)
 		want[v.ID] = true
 	}
 	seen := map[string]bool{}
-	var order []store.Voice
+	var order []apiVoice
 	cursor := ""
 	pages := 0
 	for {
@@ -292,9 +292,9 @@ func TestCursorsBoundToOrgAndQuery(t *testing.T) {
 }
 
 type logPage struct {
-	Data       []store.LogRow `json:"data"`
-	NextCursor string         `json:"next_cursor"`
-	HasMore    bool           `json:"has_more"`
+	Data       []apiLogRow `json:"data"`
+	NextCursor string      `json:"next_cursor"`
+	HasMore    bool        `json:"has_more"`
 }
 
 // TestLogsFilters records real rows through the gateway's logging hook

@@ -100,6 +100,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err := g.devKeys(ctx); err != nil {
 		return nil, err
 	}
+	if w, ok := g.store.(store.KeyWatcher); ok {
+		g.watchKeys(w)
+		log.Info("api keys follow the shared storage: keys created or revoked on any instance apply here within a second")
+	}
 
 	g.logs = reqlog.New(g.store, reqlog.Options{
 		QueueSize: cfg.Storage.LogQueueSize,
@@ -228,6 +232,53 @@ func (g *Gateway) close(ctx context.Context) error {
 	}
 	g.closers = nil
 	return errors.Join(errs...)
+}
+
+// watchKeys keeps the in-memory key table in step with a shared backend:
+// every change another instance announces reloads the table. Bursts of
+// events coalesce into one reload, and the watch stops at shutdown.
+func (g *Gateway) watchKeys(w store.KeyWatcher) {
+	ctx, cancel := context.WithCancel(context.Background())
+	kick := make(chan struct{}, 1)
+	done := make(chan struct{}, 2)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		_ = w.WatchKeys(ctx, func(store.KeyEvent) {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := g.auth.Reload(rctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("reloading api keys after a change on another instance failed; retrying", zap.Error(err))
+				select { // Retry soon: a missed revocation must not linger.
+				case kick <- struct{}{}:
+				default:
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			rcancel()
+		}
+	}()
+	g.closers = append(g.closers, func(context.Context) error {
+		cancel()
+		<-done
+		<-done
+		return nil
+	})
 }
 
 func (g *Gateway) orgExists(org string) bool { return g.cfg.Orgs[org] != nil }

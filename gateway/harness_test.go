@@ -255,3 +255,57 @@ func (tg *testGateway) flushLogs() {
 		tg.t.Fatal(err)
 	}
 }
+
+// apiVoice is the Voice resource as the API renders it; tests decode
+// responses into it (the store's records have no JSON form).
+type apiVoice struct {
+	ID              string         `json:"id"`
+	OrgID           string         `json:"org_id"`
+	Title           string         `json:"title"`
+	Provider        string         `json:"provider"`
+	Model           string         `json:"model"`
+	VoiceID         string         `json:"voice_id"`
+	Tags            []string       `json:"tags"`
+	Gender          string         `json:"gender"`
+	Description     string         `json:"description"`
+	ProviderOptions map[string]any `json:"provider_options"`
+	MediaID         string         `json:"media_id,omitempty"`
+	CreatedAt       time.Time      `json:"created_at"`
+	UpdatedAt       time.Time      `json:"updated_at"`
+}
+
+// apiLogRow is a request log row as GET /v1/logs renders it.
+type apiLogRow struct {
+	RequestID              string    `json:"request_id"`
+	ParentRequestID        string    `json:"parent_request_id"`
+	TS                     time.Time `json:"ts"`
+	Path                   string    `json:"path"`
+	Status                 int       `json:"status"`
+	Provider               string    `json:"provider"`
+	Model                  string    `json:"model"`
+	VoiceID                string    `json:"voice_id"`
+	VoiceRef               string    `json:"voice_ref"`
+	CharCount              int       `json:"char_count"`
+	CreditsUsed            int       `json:"credits_used"`
+	LatencyMS              int64     `json:"latency_ms"`
+	ErrorCode              string    `json:"error_code"`
+	ErrorDetail            string    `json:"error_detail"`
+	ProviderOptions        string    `json:"provider_options"`
+	ModerationDecision     string    `json:"moderation_decision"`
+	ModerationReasonType   string    `json:"moderation_reason_type"`
+	ModerationReasonDetail string    `json:"moderation_reason_detail"`
+	ModerationConfidence   float64   `json:"moderation_confidence"`
+	ModerationLatencyMS    int64     `json:"moderation_latency_ms"`
+}
+
+// apiMedia is the media object as the API renders it.
+type apiMedia struct {
+	ID         string    `json:"id"`
+	OrgID      string    `json:"org_id"`
+	Filename   string    `json:"filename"`
+	MediaType  string    `json:"media_type"`
+	Bytes      int64     `json:"bytes"`
+	DurationMS int64     `json:"duration_ms"`
+	SHA256     string    `json:"sha256"`
+	CreatedAt  time.Time `json:"created_at"`
+}

@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-
-	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // upload sends raw bytes with a content type.
@@ -61,7 +59,7 @@ func TestMediaUploadAndCloning(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("raw upload: %d %s", r.status, r.body)
 	}
-	var m store.Media
+	var m apiMedia
 	r.json(t, &m)
 	if m.ID == "" || m.MediaType != "audio/wav" || m.Bytes != int64(len(clip.body)) || m.SHA256 != hex.EncodeToString(sum[:]) ||
 		abs(float64(m.DurationMS)/1000-wantDur) > 0.01 {
@@ -69,12 +67,12 @@ func TestMediaUploadAndCloning(t *testing.T) {
 	}
 	ct, body := multipartBody(t, "file", "sample.wav", "audio/wav", clip.body)
 	r = tg.upload("acme", ct, body)
-	var m2 store.Media
+	var m2 apiMedia
 	r.json(t, &m2)
 	if r.status != 201 || m2.Filename != "sample.wav" {
 		t.Fatalf("multipart upload: %d %s", r.status, r.body)
 	}
-	var got store.Media
+	var got apiMedia
 	tg.do("GET", "/v1/media/"+m.ID, "acme", nil).json(t, &got)
 	if got.ID != m.ID || got.SHA256 != m.SHA256 {
 		t.Fatalf("get media %+v", got)
@@ -110,7 +108,7 @@ func TestMediaUploadAndCloning(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("clone: %d %s", r.status, r.body)
 	}
-	var v store.Voice
+	var v apiVoice
 	r.json(t, &v)
 	if v.VoiceID != "clone-Me" || v.MediaID != m.ID {
 		t.Fatalf("cloned voice %+v", v)

@@ -94,7 +94,7 @@ func pcmSeconds(t *testing.T, mediaType string, data []byte) (float64, float64) 
 }
 
 // lastLog returns the newest log row of org.
-func (tg *testGateway) lastLog(org string) store.LogRow {
+func (tg *testGateway) lastLog(org string) apiLogRow {
 	tg.t.Helper()
 	tg.flushLogs()
 	var p logPage
@@ -195,7 +195,7 @@ func TestSpeechWithTimestamps(t *testing.T) {
 
 func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
 	tg := startGateway(t, speechConfig)
-	var v store.Voice
+	var v apiVoice
 	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).json(t, &v)
 	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "nope", "voice_id": "de"}).problem(t, 422, "unknown_model")
 	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Guten Tag"})

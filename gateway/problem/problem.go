@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -52,6 +53,9 @@ const (
 	ProviderTimeout       Code = "provider_timeout"
 	Internal              Code = "internal_error"
 	Unavailable           Code = "service_unavailable"
+	// StorageUnavailable says the shared database could not be reached;
+	// the request may succeed once it is back.
+	StorageUnavailable Code = "storage_unavailable"
 )
 
 type meta struct {
@@ -90,6 +94,7 @@ var table = map[Code]meta{
 	ProviderTimeout:         {504, "Provider timed out"},
 	Internal:                {500, "Internal error"},
 	Unavailable:             {503, "Service unavailable"},
+	StorageUnavailable:      {503, "Storage unavailable"},
 }
 
 // FieldError is one entry of a problem's `validation` array.
@@ -198,6 +203,10 @@ func From(err error, provider string) *Error {
 		return fromPlugin(se, provider, err)
 	}
 	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		// Checked before the context cases: a storage call that timed out
+		// is the database's failure, not the provider's.
+		return &Error{Code: StorageUnavailable, Detail: "the gateway's database cannot be reached; retry shortly", RetryAfter: time.Second, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: ProviderTimeout, Provider: provider, Detail: "the provider did not answer in time", Err: err}
 	case errors.Is(err, context.Canceled):

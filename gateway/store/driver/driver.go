@@ -10,6 +10,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
+	"github.com/voxgate/voxgate/gateway/store/postgres"
 )
 
 // Names of the drivers, as storage.driver spells them.
@@ -38,6 +39,8 @@ func Open(ctx context.Context, c Config) (store.Backend, error) {
 	switch c.Driver {
 	case Bolt, "":
 		return bolt.Open(c.Path, opts)
+	case Postgres:
+		return postgres.Open(ctx, c.DSN, postgres.Options{Options: opts, MaxConns: c.MaxConns})
 	}
 	return nil, fmt.Errorf("unknown storage driver %q (want %q or %q)", c.Driver, Bolt, Postgres)
 }
@@ -45,5 +48,8 @@ func Open(ctx context.Context, c Config) (store.Backend, error) {
 // Describe names where c keeps its data for logs and errors: the file of
 // Bolt, the host and database of Postgres (never its password).
 func Describe(c Config) string {
+	if c.Driver == Postgres {
+		return "postgres " + postgres.Describe(c.DSN)
+	}
 	return "bolt " + c.Path
 }
