@@ -27,6 +27,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
+	"github.com/voxgate/voxgate/gateway/store/migrate"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -68,6 +69,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = secrets(args[1:], stdin, stdout)
 	case "config":
 		err = configCmd(args[1:], stdout)
+	case "migrate":
+		err = migrateCmd(args[1:], stdout)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "voxgate", version)
 	case "help", "-h", "--help":
@@ -434,5 +437,56 @@ func configCmd(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s is valid: %d provider(s), %d org(s), %d moderation ruleset(s)\n", cfgPath, len(cfg.Providers), len(cfg.Orgs), len(cfg.Moderation.Rulesets))
+	return nil
+}
+
+// migrateCmd copies the bbolt file into PostgreSQL: resumable, verified by
+// counts. The gateway must be stopped (it holds the file's lock).
+func migrateCmd(args []string, stdout io.Writer) error {
+	var cfgPath, data, to, dsn string
+	if _, err := flags("migrate", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file (for the bbolt path)")
+		fs.StringVar(&data, "data", "", "bbolt file, overrides storage.path")
+		fs.StringVar(&to, "to", "", "destination driver: postgres")
+		fs.StringVar(&dsn, "dsn", "", "destination PostgreSQL URL (default $DATABASE_URL)")
+	}); err != nil {
+		return err
+	}
+	if to != config.DriverPostgres {
+		return usageError{"migrate: say --to postgres"}
+	}
+	if dsn == "" {
+		dsn = os.Getenv("DATABASE_URL")
+	}
+	if dsn == "" {
+		return usageError{"migrate: give --dsn postgres://... (or set DATABASE_URL)"}
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	path := cfg.Resolve(cfg.Storage.Path)
+	if data != "" {
+		path = data
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("no bbolt file to migrate at %s: %w", path, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "copying %s into postgres %s\n", path, driver.Describe(driver.Config{Driver: driver.Postgres, DSN: dsn}))
+	r, err := migrate.BoltToPostgres(ctx, path, dsn, func(line string) { fmt.Fprintln(stdout, "  "+line) })
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("%s is held by a running gateway: stop it first, then migrate", path)
+	}
+	if r != nil {
+		for _, c := range r.Counts {
+			fmt.Fprintf(stdout, "%-8s %d in the file, %d verified in postgres\n", c.Kind, c.Source, c.Verified)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "done: set storage.driver: postgres and storage.dsn, and keep the same secrets key (secrets.key_env or secrets.key_file) so stored provider keys still open")
 	return nil
 }

@@ -34,8 +34,13 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, name, prefix, hash, created_ns) VALUES ($1, $2, $3, $4, $5, $6)`,
-			k.ID, k.OrgID, k.Name, k.Prefix, k.Hash, nanos(k.CreatedAt)); err != nil {
+		var revoked *int64 // A key copied by voxgate migrate may come revoked.
+		if !k.RevokedAt.IsZero() {
+			n := nanos(k.RevokedAt)
+			revoked = &n
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, name, prefix, hash, created_ns, revoked_ns) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			k.ID, k.OrgID, k.Name, k.Prefix, k.Hash, nanos(k.CreatedAt), revoked); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", keyChannel, k.ID)
