@@ -372,14 +372,14 @@ func (w *Writer) drain(batch []store.LogRow) []store.LogRow {
 	}
 }
 
-// write commits batch in one transaction and accounts for it. A failed
-// batch is counted as dropped: retrying would only grow the backlog behind
-// a disk that is full or broken.
+// write commits batch in one transaction and accounts for it. A batch
+// that failed for good is counted as dropped: retrying would only grow the
+// backlog behind a disk that is full or broken.
 func (w *Writer) write(batch []store.LogRow) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	err := w.st.AppendLogs(context.Background(), batch)
+	err := w.append(batch)
 	if err != nil {
 		total := w.dropped.Add(uint64(len(batch)))
 		if allow(&w.lastWriteErrWarn, dropWarnInterval) {
@@ -426,5 +426,31 @@ func (w *Writer) purgeLoop() {
 			w.log.Info("purged expired request logs", zap.Int("deleted", n), zap.Duration("took", time.Since(start)))
 		}
 		timer.Reset(w.purgeInterval)
+	}
+}
+
+// append writes one batch. A shared database that cannot be reached
+// (store.ErrUnavailable) is waited for, with backoff, instead of dropping
+// the rows: it usually comes back (a failover, a restart), and meanwhile
+// the queue absorbs new rows up to its bound, past which Record drops and
+// counts them. Close stops the waiting; the batch then gets one last try.
+func (w *Writer) append(batch []store.LogRow) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := w.st.AppendLogs(context.Background(), batch)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+		if allow(&w.lastWriteErrWarn, dropWarnInterval) {
+			w.log.Warn("request log storage unavailable; holding the batch and retrying", zap.Int("rows", len(batch)), zap.Int("queued", len(w.queue)), zap.Error(err))
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-w.stop:
+			t.Stop()
+			return w.st.AppendLogs(context.Background(), batch)
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 5*time.Second)
 	}
 }

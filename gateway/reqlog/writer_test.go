@@ -269,3 +269,60 @@ func TestPurgeRunsAfterStart(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// outage is a sink in front of a real bbolt store that reports the
+// storage unavailable until it is healed, like a PostgreSQL server that
+// went away and came back.
+type outage struct {
+	*bolt.Store
+	mu       sync.Mutex
+	down     bool
+	attempts int
+}
+
+func (o *outage) AppendLogs(ctx context.Context, rows []store.LogRow) error {
+	o.mu.Lock()
+	o.attempts++
+	down := o.down
+	o.mu.Unlock()
+	if down {
+		return fmt.Errorf("dial: %w", store.ErrUnavailable)
+	}
+	return o.Store.AppendLogs(ctx, rows)
+}
+
+func (o *outage) set(down bool) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.down = down
+	return o.attempts
+}
+
+func TestUnavailableStorageIsWaitedFor(t *testing.T) {
+	o := &outage{Store: openStore(t, filepath.Join(t.TempDir(), "db")), down: true}
+	defer o.Close()
+	w := reqlog.New(o, reqlog.Options{FlushInterval: 5 * time.Millisecond, PurgeInterval: -1, Logger: zap.NewNop()})
+	w.Start()
+	for i := range 10 {
+		w.Record(row("acme", i))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for o.set(true) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w.Dropped() != 0 {
+		t.Fatalf("rows dropped during the outage: %d", w.Dropped())
+	}
+	o.set(false)
+	for len(allIDs(t, o.Store, "acme")) < 10 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := len(allIDs(t, o.Store, "acme")); got != 10 || w.Dropped() != 0 {
+		t.Fatalf("after the outage: %d rows on disk, %d dropped; want 10 and 0", got, w.Dropped())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
