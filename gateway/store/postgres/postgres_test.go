@@ -46,10 +46,10 @@ func open(t *testing.T, dsn string, opts store.Options) *postgres.Store {
 func TestOpenErrorsNameTheServerNeverThePassword(t *testing.T) {
 	ctx := context.Background()
 	for _, dsn := range []string{
-		"postgres://voxgate:hunter2-secret@127.0.0.1:1/voxgate?connect_timeout=2",             // nothing listens
+		"postgres://voxgate:hunter2-secret@127.0.0.1:1/voxgate?connect_timeout=2",                // nothing listens
 		fmt.Sprintf("postgres://nobody-here:hunter2-secret@127.0.0.1:%d/voxgate", server.Port()), // wrong role
 		fmt.Sprintf("postgres://voxgate:hunter2-secret@127.0.0.1:%d/no_such_db", server.Port()),  // wrong database
-		"postgres://voxgate:hunter2-secret@127.0.0.1:notaport/x",                                  // malformed
+		"postgres://voxgate:hunter2-secret@127.0.0.1:notaport/x",                                 // malformed
 	} {
 		_, err := postgres.Open(ctx, dsn, postgres.Options{})
 		if err == nil {
