@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
@@ -68,6 +69,10 @@ func Listen(path string, b Backend) (*Server, error) {
 		return nil, fmt.Errorf("admin socket %s is in use: is another gateway running on this database?", path)
 	}
 	_ = os.Remove(path)
+	// With PostgreSQL storage nothing else creates the data directory.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)

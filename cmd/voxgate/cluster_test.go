@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/admin"
+	"github.com/voxgate/voxgate/internal/pgtest"
+)
+
+// These tests run several real gateway processes on one throwaway
+// PostgreSQL, as docs/deploy.md describes.
+
+// clusterConfig writes a config for one instance of a cluster in its own
+// directory (its own admin socket), sharing dsn.
+func clusterConfig(t *testing.T, name, dsn string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`
+server:
+  listen: 127.0.0.1:1
+storage:
+  driver: postgres
+  dsn: %s
+  path: ./data/voxgate.db
+  log_batch_size: 64
+plugins:
+  dir: %s
+providers:
+  espeak: {plugin: voxgate-espeak, managed: true}
+secrets:
+  key_env: VOXGATE_TEST_SECRETS_KEY
+orgs:
+  acme:
+    providers:
+      espeak: {enabled: true}
+  beta:
+    providers:
+      espeak: {enabled: true}
+`, dsn, pluginsDir())
+	path := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTwoInstancesShareOnePostgres(t *testing.T) {
+	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	pg := pgtest.StartT(t)
+	dsn := pg.NewDatabaseT(t)
+	cfgA, cfgB := clusterConfig(t, "a", dsn), clusterConfig(t, "b", dsn)
+
+	// The CLI works against PostgreSQL directly, with --data like serve.
+	out, stderr, code := cli(t, "keys", "create", "--config", cfgA, "--data", dsn, "--org", "acme", "--name", "ops")
+	key := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(key, "vxk_") {
+		t.Fatalf("keys create against postgres: %d %q %q", code, out, stderr)
+	}
+	a, b := startServe(t, cfgA), startServe(t, cfgB)
+
+	// A voice created through A is listed and used through B.
+	st, body := post(t, a.addr, "/v1/voices", key, `{"title":"Shared","provider":"espeak","model":"espeak-ng","voice_id":"en"}`)
+	if st != 201 {
+		t.Fatalf("create voice on A: %d %s", st, body)
+	}
+	var voice struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &voice)
+	if st, body := get(t, b.addr, "/v1/voices", key); st != 200 || !strings.Contains(body, voice.ID) {
+		t.Fatalf("voice from A not listed on B: %d %s", st, body)
+	}
+	if st, body := post(t, b.addr, "/v1/audio/speech", key, `{"voiceId":"`+voice.ID+`","text":"Hello from B."}`); st != 200 {
+		t.Fatalf("voice from A not usable on B: %d %.200s", st, body)
+	}
+
+	// A cursor signed by A pages on B (one deployment secret).
+	for range 3 {
+		if st, body := post(t, b.addr, "/v1/voices", key, `{"title":"More","provider":"espeak","model":"espeak-ng","voice_id":"en"}`); st != 201 {
+			t.Fatalf("create voice on B: %d %s", st, body)
+		}
+	}
+	_, body = get(t, a.addr, "/v1/voices?limit=2", key)
+	var page struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	_ = json.Unmarshal([]byte(body), &page)
+	if st, body := get(t, b.addr, "/v1/voices?limit=2&cursor="+page.NextCursor, key); st != 200 || page.NextCursor == "" {
+		t.Fatalf("A's cursor on B: %d %s", st, body)
+	}
+
+	// Log rows written by both appear in one ordered list.
+	var ids []string
+	for i, s := range []*server{a, b, a, b} {
+		req, _ := http.NewRequest("POST", "http://"+s.addr+"/v1/audio/speech", strings.NewReader(`{"model":"espeak/espeak-ng","voice":"en","text":"row `+fmt.Sprint(i)+`"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1)
+		req.Header.Set("X-Request-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("speech %d: %v %v", i, err, resp)
+		}
+		resp.Body.Close()
+		ids = append(ids, id)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, body := get(t, b.addr, "/v1/logs?limit=100", key)
+		var logs struct {
+			Data []struct {
+				RequestID string `json:"request_id"`
+				TS        string `json:"ts"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal([]byte(body), &logs)
+		var order []string
+		last := "9999"
+		sorted := true
+		for _, r := range logs.Data {
+			for _, id := range ids {
+				if r.RequestID == id {
+					order = append(order, id)
+				}
+			}
+			if r.TS > last {
+				sorted = false
+			}
+			last = r.TS
+		}
+		if len(order) == 4 {
+			want := []string{ids[3], ids[2], ids[1], ids[0]}
+			if fmt.Sprint(order) != fmt.Sprint(want) || !sorted {
+				t.Fatalf("rows of both instances out of order: %v, want %v", order, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rows of both instances not listed together: got %v of %v", order, ids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A key created on B's side is usable on A, and a key revoked through
+	// A is refused by B within a second.
+	ac, err := admin.Dial(context.Background(), filepath.Join(filepath.Dir(cfgA), "data", "voxgate.db.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := admin.Dial(context.Background(), filepath.Join(filepath.Dir(cfgB), "data", "voxgate.db.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := bc.CreateKey(context.Background(), "acme", "temp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, a.addr, k2.Key, 200, time.Second, "a key created on B")
+	if _, err := ac.RevokeKey(context.Background(), k2.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, b.addr, k2.Key, 401, time.Second, "a key revoked on A")
+
+	// kill -9 of A under load: B keeps serving and nothing acknowledged
+	// through either instance is lost.
+	var created sync.Map // voice id -> instance
+	var bFailures, bOK atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, s := range []*server{a, a, b, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", "http://"+s.addr+"/v1/voices", strings.NewReader(fmt.Sprintf(`{"title":"load %d-%d","provider":"espeak","model":"espeak-ng","voice_id":"en"}`, i, n)))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					if s == b {
+						bFailures.Add(1)
+					}
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				var v struct{ ID string }
+				_ = json.NewDecoder(resp.Body).Decode(&v)
+				resp.Body.Close()
+				if resp.StatusCode == 201 {
+					created.Store(v.ID, s.addr)
+					if s == b {
+						bOK.Add(1)
+					}
+				} else if s == b {
+					bFailures.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	before := bOK.Load()
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if bOK.Load() == before || bFailures.Load() != 0 {
+		t.Fatalf("B after A's kill -9: %d successes before, %d after, %d failures", before, bOK.Load(), bFailures.Load())
+	}
+	listed := listVoices(t, b.addr, key)
+	lost, total := 0, 0
+	created.Range(func(id, _ any) bool {
+		total++
+		if !listed[id.(string)] {
+			lost++
+		}
+		return true
+	})
+	if lost > 0 || total == 0 {
+		t.Fatalf("%d of %d acknowledged voices lost after kill -9 of A", lost, total)
+	}
+	t.Logf("%d voices acknowledged under load, all listed on B after A was killed", total)
+}
+
+// waitStatus polls GET /v1/voices with key until it answers want, failing
+// after limit.
+func waitStatus(t *testing.T, addr, key string, want int, limit time.Duration, what string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		st, _ := get(t, addr, "/v1/voices?limit=1", key)
+		if st == want {
+			t.Logf("%s: %d after %s", what, want, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: still %d after %s, want %d", what, st, limit, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestUnreachableDatabaseStopsTheStart(t *testing.T) {
+	pg := pgtest.StartT(t)
+	for _, dsn := range []string{
+		"postgres://voxgate:hunter2-secret@127.0.0.1:1/voxgate?connect_timeout=3",
+		fmt.Sprintf("postgres://voxgate:hunter2-secret@127.0.0.1:%d/missing_db", pg.Port()),
+	} {
+		cfg := clusterConfig(t, "x", dsn)
+		_, stderr, code := cli(t, "serve", "--config", cfg, "--listen", freePort(t))
+		if code == 0 || !strings.Contains(stderr, "127.0.0.1") || strings.Contains(stderr, "hunter2") {
+			t.Fatalf("serve on %s: exit %d, stderr %q (want non-zero, the host named, no password)", dsn[strings.Index(dsn, "@"):], code, stderr)
+		}
+	}
+}
+
+func TestPostgresGoingAwayUnderLoad(t *testing.T) {
+	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	pg := pgtest.StartT(t) // its own server: this test stops it
+	dsn := pg.NewDatabaseT(t)
+	cfg := clusterConfig(t, "solo", dsn)
+	out, _, code := cli(t, "keys", "create", "--config", cfg, "--data", dsn, "--org", "acme")
+	key := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatal("keys create failed")
+	}
+	s := startServe(t, cfg)
+
+	type result struct {
+		status  int
+		code    string
+		id      string
+		took    time.Duration
+		retryAt string
+	}
+	var mu sync.Mutex
+	var results []result
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 60 * time.Second}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				req, _ := http.NewRequest("POST", "http://"+s.addr+"/v1/voices", strings.NewReader(fmt.Sprintf(`{"title":"w%d-%d","provider":"espeak","model":"espeak-ng","voice_id":"en"}`, w, n)))
+				if w%2 == 1 {
+					req, _ = http.NewRequest("GET", "http://"+s.addr+"/v1/logs?limit=5", nil)
+				}
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Errorf("request failed without an answer: %v", err)
+					return
+				}
+				var v struct {
+					ID   string
+					Code string
+				}
+				_ = json.NewDecoder(resp.Body).Decode(&v)
+				resp.Body.Close()
+				mu.Lock()
+				results = append(results, result{resp.StatusCode, v.Code, v.ID, time.Since(start), resp.Header.Get("Retry-After")})
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Recovery: requests succeed again by themselves.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _ := get(t, s.addr, "/v1/voices?limit=1", key)
+		if st == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 20 s after PostgreSQL came back: %d", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	var ok, unavailable int
+	var slowest time.Duration
+	for _, r := range results {
+		slowest = max(slowest, r.took)
+		switch {
+		case r.status == 200 || r.status == 201:
+			ok++
+		case r.status == 503 && r.code == "storage_unavailable" && r.retryAt != "":
+			unavailable++
+		default:
+			t.Errorf("answer %d %q during the outage; want success or 503 storage_unavailable with Retry-After", r.status, r.code)
+		}
+	}
+	if unavailable == 0 {
+		t.Fatalf("no 503 while PostgreSQL was down (%d answers)", len(results))
+	}
+	t.Logf("%d answers: %d ok, %d 503 storage_unavailable; slowest %s", len(results), ok, unavailable, slowest)
+	// Nothing half-written: exactly the acknowledged voices exist.
+	acked := 0
+	for _, r := range results {
+		if r.status == 201 {
+			acked++
+		}
+	}
+	if listed := listVoices(t, s.addr, key); len(listed) != acked {
+		t.Fatalf("after the outage: %d voices listed, %d acknowledged", len(listed), acked)
+	}
+	s.stop(t)
+	if strings.Contains(s.logs.String(), "panic") {
+		t.Fatal("the gateway panicked")
+	}
+}
+
+// listVoices pages through every voice of key's organization on addr.
+func listVoices(t *testing.T, addr, key string) map[string]bool {
+	t.Helper()
+	listed := map[string]bool{}
+	cursor := ""
+	for {
+		path := "/v1/voices?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		st, body := get(t, addr, path, key)
+		if st != 200 {
+			t.Fatalf("list voices: %d %s", st, body)
+		}
+		var p struct {
+			Data       []struct{ ID string }
+			NextCursor string `json:"next_cursor"`
+			HasMore    bool   `json:"has_more"`
+		}
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range p.Data {
+			listed[v.ID] = true
+		}
+		if !p.HasMore {
+			return listed
+		}
+		cursor = p.NextCursor
+	}
+}
