@@ -11,7 +11,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
 #   pkg-config, gcc              cgo
 #   nodejs, npm (when missing)   the public JS client test (test/jsclient)
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg
+#   postgresql, redis-server     tests start throwaway servers of their own
+#                                (internal/pgtest, internal/redistest); no
+#                                system service is started or needed
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg postgresql redis-server
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
