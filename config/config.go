@@ -26,6 +26,7 @@ import (
 type Config struct {
 	Server     Server               `yaml:"server"`
 	Storage    Storage              `yaml:"storage"`
+	Shared     Shared               `yaml:"shared"`
 	Plugins    Plugins              `yaml:"plugins"`
 	Providers  map[string]*Provider `yaml:"providers"`
 	Orgs       map[string]*Org      `yaml:"orgs"`
@@ -79,6 +80,17 @@ type Storage struct {
 	LogQueueSize  int `yaml:"log_queue_size"`
 	LogBatchSize  int `yaml:"log_batch_size"`
 	LogRetainDays int `yaml:"log_retain_days"`
+}
+
+// Shared configures what several gateway instances share besides storage.
+type Shared struct {
+	// RedisURL is a redis:// URL; with it, per-org rate limits hold across
+	// every instance that uses the same Redis. Usually "${REDIS_URL}".
+	RedisURL Secret `yaml:"redis_url"`
+	// RateLimitOnError says what a request gets when Redis cannot be
+	// asked: "allow" (the default: a limiter outage must not become a
+	// speech outage) or "deny" (429).
+	RateLimitOnError string `yaml:"rate_limit_on_error"`
 }
 
 // Storage drivers.
@@ -141,6 +153,12 @@ type Org struct {
 	RateLimit float64 `yaml:"rate_limit"`
 	// RateBurst is the token-bucket burst (default: max(1, RateLimit)).
 	RateBurst int `yaml:"rate_burst"`
+	// ReadRateLimit caps the org's other API requests per second (listing
+	// voices, logs, providers; voice and media writes): a budget of its
+	// own, so reads never spend the synthesis budget (0 = unlimited).
+	ReadRateLimit float64 `yaml:"read_rate_limit"`
+	// ReadRateBurst is the read budget's burst (default: max(1, rate)).
+	ReadRateBurst int `yaml:"read_rate_burst"`
 	// DevKey asks the gateway to create a key for this org at first start
 	// and print it once (for the offline default deployment).
 	DevKey bool `yaml:"dev_key"`
@@ -513,6 +531,14 @@ func (c *Config) Validate() error {
 	if c.Storage.LogQueueSize < 1 || c.Storage.LogBatchSize < 1 {
 		bad("storage", "log_queue_size and log_batch_size must be positive")
 	}
+	switch c.Shared.RateLimitOnError {
+	case "", "allow", "deny":
+	default:
+		bad("shared.rate_limit_on_error", "must be allow or deny, got %q", c.Shared.RateLimitOnError)
+	}
+	if u := c.Shared.RedisURL.Value(); u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
+		bad("shared.redis_url", "must be a redis:// or rediss:// URL")
+	}
 	switch c.Storage.Driver {
 	case DriverBolt:
 	case DriverPostgres:
@@ -621,6 +647,9 @@ func (c *Config) Validate() error {
 		}
 		if o.RateLimit < 0 {
 			bad(key+".rate_limit", "must not be negative")
+		}
+		if o.ReadRateLimit < 0 {
+			bad(key+".read_rate_limit", "must not be negative")
 		}
 	}
 	return errors.Join(errs...)

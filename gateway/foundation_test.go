@@ -430,18 +430,29 @@ func TestConcurrentRequestsAcrossOrgs(t *testing.T) {
 }
 
 func TestOrgRateLimit(t *testing.T) {
-	tg := startGateway(t, strings.Replace(baseConfig, "  acme:\n", "  acme:\n    rate_limit: 0.5\n    rate_burst: 2\n", 1))
-	for i := 0; i < 2; i++ {
+	tg := startGateway(t, strings.Replace(speechConfig, "  acme:\n", "  acme:\n    rate_limit: 0.2\n    rate_burst: 2\n    read_rate_limit: 0.2\n    read_rate_burst: 3\n", 1))
+	// Reads have their own budget: spending it all leaves synthesis whole.
+	for i := 0; i < 3; i++ {
 		if r := tg.do("GET", "/v1/voices", "acme", nil); r.status != 200 {
-			t.Fatalf("request %d within the burst: %d", i, r.status)
+			t.Fatalf("read %d within the read burst: %d", i, r.status)
 		}
 	}
-	r := tg.do("GET", "/v1/voices", "acme", nil)
+	r := tg.do("GET", "/v1/logs", "acme", nil)
 	r.problem(t, 429, "rate_limited")
 	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("Retry-After = %q", ra)
 	}
-	// Another organization is not slowed by acme's limit.
+	for i := 0; i < 2; i++ {
+		if r := tg.do("POST", "/v1/audio/speech", "acme", speechBody("hi")); r.status != 200 {
+			t.Fatalf("synthesis %d after the reads were spent: %d %s", i, r.status, r.body)
+		}
+	}
+	r = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", speechBody("hi"))
+	r.problem(t, 429, "rate_limited")
+	if !strings.Contains(string(r.body), "synthesis") {
+		t.Errorf("429 detail does not name the budget: %s", r.body)
+	}
+	// Another organization is not slowed by acme's limits.
 	for i := 0; i < 5; i++ {
 		if r := tg.do("GET", "/v1/voices", "globex", nil); r.status != 200 {
 			t.Fatalf("globex request %d: %d", i, r.status)

@@ -22,6 +22,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
+	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/server"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -115,14 +116,20 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	g.closers = append(g.closers, g.logs.Close)
 	g.metrics.LogQueue(g.logs.QueueLen, g.logs.Dropped, g.logs.Written)
 
+	limiter, failOpen, err := g.rateLimiter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	deps := server.Deps{
-		Config:       cfg,
-		Logger:       log,
-		Store:        g.store,
-		CursorSecret: g.store.Secret(),
-		Auth:         g.auth,
-		Logs:         g.logs,
-		Metrics:      g.metrics,
+		Limiter:         limiter,
+		LimiterFailOpen: failOpen,
+		Config:          cfg,
+		Logger:          log,
+		Store:           g.store,
+		CursorSecret:    g.store.Secret(),
+		Auth:            g.auth,
+		Logs:            g.logs,
+		Metrics:         g.metrics,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -232,6 +239,32 @@ func (g *Gateway) close(ctx context.Context) error {
 	}
 	g.closers = nil
 	return errors.Join(errs...)
+}
+
+// rateLimiter picks the rate-limit strategy: Redis when shared.redis_url
+// is set (limits hold across instances), else this process's memory (each
+// instance enforces the limits alone), and says which in the log.
+func (g *Gateway) rateLimiter(ctx context.Context) (ratelimit.Limiter, bool, error) {
+	failOpen := g.cfg.Shared.RateLimitOnError != "deny"
+	url := g.cfg.Shared.RedisURL.Value()
+	if url == "" {
+		g.log.Info("rate limits are per instance (no shared.redis_url): N instances allow N times an organization's rate")
+		return ratelimit.NewMemory(), failOpen, nil
+	}
+	r, err := ratelimit.NewRedis(url)
+	if err != nil {
+		return nil, false, err
+	}
+	g.closers = append(g.closers, func(context.Context) error { return r.Close() })
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := r.Ping(pctx); err != nil {
+		// Not fatal: the limiter reconnects by itself, and until then
+		// requests get rate_limit_on_error's answer.
+		g.log.Warn("shared rate limiter: redis does not answer yet", zap.Bool("letting_requests_through", failOpen), zap.Error(err))
+	}
+	g.log.Info("rate limits are shared across instances through redis")
+	return r, failOpen, nil
 }
 
 // watchKeys keeps the in-memory key table in step with a shared backend:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admin"
 	"github.com/voxgate/voxgate/internal/pgtest"
+	"github.com/voxgate/voxgate/internal/redistest"
 )
 
 // These tests run several real gateway processes on one throwaway
@@ -23,7 +24,7 @@ import (
 
 // clusterConfig writes a config for one instance of a cluster in its own
 // directory (its own admin socket), sharing dsn.
-func clusterConfig(t *testing.T, name, dsn string) string {
+func clusterConfig(t *testing.T, name, dsn string, extra ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -48,9 +49,12 @@ orgs:
     providers:
       espeak: {enabled: true}
   beta:
+    rate_limit: 10
+    rate_burst: 10
     providers:
       espeak: {enabled: true}
-`, dsn, pluginsDir())
+%s
+`, dsn, pluginsDir(), strings.Join(extra, "\n"))
 	path := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -418,5 +422,62 @@ func listVoices(t *testing.T, addr, key string) map[string]bool {
 			return listed
 		}
 		cursor = p.NextCursor
+	}
+}
+
+func TestRateLimitHoldsAcrossInstances(t *testing.T) {
+	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	pg := pgtest.StartT(t)
+	dsn := pg.NewDatabaseT(t)
+	rd := redistest.StartT(t)
+	shared := "shared:\n  redis_url: " + rd.URL()
+	cfgA, cfgB := clusterConfig(t, "a", dsn, shared), clusterConfig(t, "b", dsn, shared)
+	out, _, code := cli(t, "keys", "create", "--config", cfgA, "--org", "beta")
+	key := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatal("keys create failed")
+	}
+	a, b := startServe(t, cfgA), startServe(t, cfgB)
+	const seconds = 3
+	var ok, limited atomic.Int64
+	stop := time.Now().Add(seconds * time.Second)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				st, _ := post(t, s.addr, "/v1/audio/speech", key, `{"model":"espeak/espeak-ng","voice":"en","text":"a"}`)
+				switch st {
+				case 200:
+					ok.Add(1)
+				case 429:
+					limited.Add(1)
+				default:
+					t.Errorf("unexpected status %d", st)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	// GCRA at 10/s with a burst of 10: at most burst + rate*elapsed.
+	max := 10 + int64(10*elapsed) + 1
+	t.Logf("%.1f s across two instances: %d allowed (at most %d), %d refused", elapsed, ok.Load(), max, limited.Load())
+	if ok.Load() > max || limited.Load() == 0 {
+		t.Fatalf("%d requests allowed in %.1f s across A and B, want at most %d (limit 10/s, burst 10), with refusals", ok.Load(), elapsed, max)
+	}
+	if ok.Load() < 10 {
+		t.Fatalf("only %d allowed: the limit starves the org", ok.Load())
+	}
+	a.stop(t)
+	if !strings.Contains(a.logs.String(), "shared across instances through redis") {
+		t.Errorf("the start-up log does not say the limits are shared:\n%s", a.logs.String())
 	}
 }

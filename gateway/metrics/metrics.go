@@ -36,6 +36,9 @@ type Metrics struct {
 	ModerationLatency *prometheus.HistogramVec
 	// Panics counts recovered handler panics.
 	Panics prometheus.Counter
+	// RateLimitErrors counts requests whose rate limit could not be
+	// checked (the shared Redis was unreachable).
+	RateLimitErrors prometheus.Counter
 }
 
 // New creates the collectors and registers them with a fresh registry,
@@ -73,9 +76,12 @@ func New() *Metrics {
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "voxgate_panics_recovered_total", Help: "Handler panics recovered.",
 		}),
+		RateLimitErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voxgate_rate_limit_errors_total", Help: "Requests whose rate limit could not be checked (shared limiter unreachable).",
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
-		m.ModerationDecisions, m.ModerationLatency, m.Panics,
+		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -150,13 +150,9 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 		}
 		c.p = p
 		ctx.SetUserValue(userValueOrg, p.OrgID)
-		if lim := s.limiters[p.OrgID]; lim != nil {
-			if r := lim.Reserve(); !r.OK() || r.Delay() > 0 {
-				d := r.Delay()
-				r.Cancel()
-				s.writeProblem(ctx, &problem.Error{Code: problem.RateLimited, Detail: "the organization's request rate limit was exceeded", RetryAfter: d})
-				return
-			}
+		if pe := s.rateLimit(p.OrgID, route); pe != nil {
+			s.writeProblem(ctx, pe)
+			return
 		}
 		if err := h(ctx, c); err != nil {
 			s.writeError(ctx, c, err, "")
@@ -306,4 +302,43 @@ func jsonTypeName(kind string) string {
 		return "an integer"
 	}
 	return "of another type"
+}
+
+// rateLimit takes one request from org's budget for route's class and
+// returns the problem to answer when the budget is spent. A limiter that
+// cannot decide (Redis down) lets the request through or refuses it, as
+// configured, and says so in the metrics and, at most once a minute, the
+// log.
+func (s *Server) rateLimit(org, route string) *problem.Error {
+	lims, ok := s.limits[org]
+	if !ok {
+		return nil
+	}
+	lim, key, class := lims.reads, lims.readKey, "reads"
+	if isSynthesis(route) {
+		lim, key, class = lims.synthesis, lims.synthKey, "synthesis"
+	}
+	if lim.Unlimited() {
+		return nil
+	}
+	d, err := s.limiter.Allow(context.Background(), key, lim)
+	if err != nil {
+		s.metrics.RateLimitErrors.Inc()
+		if s.limiterWarn.allow(time.Minute) {
+			s.log.Warn("rate limiter unavailable", zap.Bool("letting_requests_through", s.failOpen), zap.Error(err))
+		}
+		if s.failOpen {
+			return nil
+		}
+		return &problem.Error{Code: problem.RateLimited, Detail: "the rate limiter is unavailable and this gateway refuses requests it cannot count", RetryAfter: time.Second}
+	}
+	if !d.Allowed {
+		return &problem.Error{Code: problem.RateLimited, Detail: "the organization's " + class + " rate limit was exceeded", RetryAfter: d.RetryAfter}
+	}
+	return nil
+}
+
+// isSynthesis reports whether a route makes audio (the synthesis budget).
+func isSynthesis(route string) bool {
+	return strings.HasPrefix(route, "speech") || strings.HasPrefix(route, "conversation")
 }

@@ -11,18 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/cursor"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -53,6 +54,11 @@ type Deps struct {
 	Auth         *auth.Authenticator
 	Logs         *reqlog.Writer
 	Metrics      *metrics.Metrics
+	// Limiter enforces the orgs' rate limits (memory, or Redis shared by
+	// instances); nil means an in-process limiter.
+	Limiter ratelimit.Limiter
+	// LimiterFailOpen lets requests through when Limiter errs.
+	LimiterFailOpen bool
 	// Ready reports whether the gateway can serve synthesis (plugins up);
 	// nil means always ready.
 	Ready func() error
@@ -63,17 +69,21 @@ type Deps struct {
 
 // Server is the HTTP edge.
 type Server struct {
-	cfg       *config.Config
-	log       *zap.Logger
-	store     Store
-	auth      *auth.Authenticator
-	logs      *reqlog.Writer
-	metrics   *metrics.Metrics
-	cursors   *cursor.Codec
-	ready     func() error
-	limiters  map[string]*rate.Limiter
-	accessLog bool
-	speech    *speech.Service
+	cfg      *config.Config
+	log      *zap.Logger
+	store    Store
+	auth     *auth.Authenticator
+	logs     *reqlog.Writer
+	metrics  *metrics.Metrics
+	cursors  *cursor.Codec
+	ready    func() error
+	limiter  ratelimit.Limiter
+	failOpen bool
+	limits   map[string]orgLimits
+	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
+	limiterWarn everyWarn
+	accessLog   bool
+	speech      *speech.Service
 
 	srv *fasthttp.Server
 }
@@ -89,17 +99,21 @@ func New(d Deps) *Server {
 		metrics:   d.Metrics,
 		cursors:   cursor.New(d.CursorSecret),
 		ready:     d.Ready,
-		limiters:  map[string]*rate.Limiter{},
+		limiter:   d.Limiter,
+		failOpen:  d.LimiterFailOpen,
+		limits:    map[string]orgLimits{},
 		accessLog: d.Config.Server.AccessLog == nil || *d.Config.Server.AccessLog,
 		speech:    d.Speech,
 	}
+	if s.limiter == nil {
+		s.limiter = ratelimit.NewMemory()
+	}
 	for name, o := range d.Config.Orgs {
-		if o.RateLimit > 0 {
-			burst := o.RateBurst
-			if burst < 1 {
-				burst = max(1, int(o.RateLimit))
-			}
-			s.limiters[name] = rate.NewLimiter(rate.Limit(o.RateLimit), burst)
+		s.limits[name] = orgLimits{
+			synthesis: ratelimit.Limit{Rate: o.RateLimit, Burst: o.RateBurst},
+			reads:     ratelimit.Limit{Rate: o.ReadRateLimit, Burst: o.ReadRateBurst},
+			synthKey:  "org:" + name + ":synthesis",
+			readKey:   "org:" + name + ":reads",
 		}
 	}
 	r := router.New()
@@ -152,6 +166,24 @@ func New(d Deps) *Server {
 		Logger:                        zapPrintf{d.Logger},
 	}
 	return s
+}
+
+// everyWarn rate-limits a repeated warning.
+type everyWarn struct{ last atomic.Int64 }
+
+// allow reports whether interval has passed since the last allowed call.
+func (w *everyWarn) allow(interval time.Duration) bool {
+	now := time.Now().UnixNano()
+	prev := w.last.Load()
+	return now-prev >= int64(interval) && w.last.CompareAndSwap(prev, now)
+}
+
+// orgLimits are an organization's two budgets: synthesis (the audio
+// endpoints) and everything else, so listing voices or logs never spends
+// the budget speech needs. The keys are built once, off the hot path.
+type orgLimits struct {
+	synthesis, reads  ratelimit.Limit
+	synthKey, readKey string
 }
 
 // routes registers authenticated API handlers with a route name used in
