@@ -23,26 +23,26 @@ const (
 // directly. A nil field was absent from the request.
 type Params struct {
 	// VolumeDbfs is the RMS level to normalize the clip to, -60 to 0.
-	VolumeDbfs *float64 `json:"volumeDbfs,omitempty"`
+	VolumeDbfs *float64
 	// Output is the requested encoding.
-	Output *OutputParams `json:"output,omitempty"`
+	Output *OutputParams
 	// Stretch, when set and not 1, changes the clip's tempo by this factor
 	// with its pitch kept (see Stretch). It is not a request field: the
 	// speech service sets it from `speed` for models that cannot change
 	// speed natively.
-	Stretch float64 `json:"-"`
+	Stretch float64
 }
 
 // OutputParams is the request's output object. Pointers tell an absent
 // sampleRate or bitrate from an explicit (invalid) 0.
 type OutputParams struct {
 	// Format is "wav", "pcm" or "mp3".
-	Format string `json:"format"`
+	Format string
 	// SampleRate is the output rate in Hz; absent keeps the clip's rate
 	// (for MP3, the nearest rate MP3 supports).
-	SampleRate *int `json:"sampleRate,omitempty"`
+	SampleRate *int
 	// Bitrate is the MP3 bitrate in kbps; absent means DefaultMP3Bitrate.
-	Bitrate *int `json:"bitrate,omitempty"`
+	Bitrate *int
 }
 
 // NeedsProcessing reports whether p asks for any whole-clip processing.

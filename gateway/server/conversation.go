@@ -3,71 +3,40 @@ package server
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
-	"github.com/voxgate/voxgate/gateway/store"
 )
 
-// conversationEnvelope is the with-timestamps conversation response.
-type conversationEnvelope struct {
-	Audio            string                         `json:"audio"`
-	MediaType        string                         `json:"mediaType"`
-	Timestamps       []speech.ConversationTimestamp `json:"timestamps"`
-	Warnings         []string                       `json:"warnings"`
-	ProviderMetadata map[string]any                 `json:"providerMetadata"`
-	AudioSegments    []segmentJSON                  `json:"audioSegments,omitempty"`
-	FailedTurns      []failedTurn                   `json:"failedTurns,omitempty"`
-}
-
-type segmentJSON struct {
-	TurnIndex  int         `json:"turnIndex"`
-	Audio      string      `json:"audio"`
-	MediaType  string      `json:"mediaType"`
-	Timestamps []timestamp `json:"timestamps"`
-}
-
-// failedTurn names a turn that did not render and why, as a problem object.
-type failedTurn struct {
-	TurnIndex int             `json:"turnIndex"`
-	Error     json.RawMessage `json:"error"`
-}
-
 // conversationHandler serves POST /v1/audio/conversation and its
-// with-timestamps twin.
+// with-timestamps twin: decode, Converse, encode, record the rows.
 func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 	return func(ctx *fasthttp.RequestCtx, c *call) error {
-		var req speech.ConversationRequest
-		var jobs []*speech.Job
-		var res *speech.ConversationResult
-		err := s.decodeJSON(ctx, &req)
+		var body conversationRequestJSON
+		out := &speech.Conversed{}
+		err := s.decodeJSON(ctx, &body)
+		var req *speech.ConversationRequest
 		if err == nil {
+			req = body.domain()
 			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.Server.RequestTimeout.D())
 			defer cancel()
-			jobs, err = s.speech.PrepareConversation(rctx, c.p.OrgID, &req, timestamps)
-			if err == nil {
-				res, err = s.speech.RenderConversation(rctx, &req, jobs, timestamps)
-			}
+			out, err = s.speech.Converse(rctx, c.p.OrgID, req, timestamps)
 		}
-		var parent store.LogRow
+		parent := out.Row
 		if err != nil {
 			pe := s.writeError(ctx, c, err, "")
 			parent.ErrorCode, parent.ErrorDetail = string(pe.Code), pe.Detail
 		} else {
-			s.writeConversation(ctx, &req, res, timestamps)
+			s.writeConversation(ctx, req, out.Result, timestamps)
 		}
-		if len(jobs) > 0 {
-			parent.Provider, parent.Model = speech.ProviderSummary(jobs)
-			parent.CharCount = speech.Chars(jobs)
-		}
-		if res != nil {
-			s.recordTurns(ctx, c, res, &parent)
+		for _, row := range out.Turns {
+			row.RequestID = uuid.NewString()
+			row.ParentRequestID = c.reqID
+			s.record(ctx, c, row)
 		}
 		s.record(ctx, c, parent)
 		return nil
@@ -79,7 +48,7 @@ func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.Convers
 	var failedIdx []string
 	for _, t := range res.Turns {
 		if t.Err != nil {
-			pe := s.turnProblem(t)
+			pe := speech.TurnProblem(t)
 			failed = append(failed, failedTurn{TurnIndex: t.Index, Error: pe.AppendJSON(nil)})
 			failedIdx = append(failedIdx, strconv.Itoa(t.Index))
 		}
@@ -96,15 +65,12 @@ func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.Convers
 	env := conversationEnvelope{
 		Audio:            base64.StdEncoding.EncodeToString(res.Audio),
 		MediaType:        res.MediaType,
-		Timestamps:       res.Timestamps,
+		Timestamps:       make([]conversationTimestamp, len(res.Timestamps)),
 		Warnings:         nonNil(res.Warnings),
 		ProviderMetadata: metadata(res),
 	}
-	if env.Timestamps == nil {
-		env.Timestamps = []speech.ConversationTimestamp{}
-	}
-	for i := range env.Timestamps {
-		env.Timestamps[i].Start, env.Timestamps[i].End = round3(env.Timestamps[i].Start), round3(env.Timestamps[i].End)
+	for i, w := range res.Timestamps {
+		env.Timestamps[i] = conversationTimestamp{Text: w.Text, Start: round3(w.Start), End: round3(w.End), TurnIndex: w.TurnIndex}
 	}
 	if req.Split {
 		env.AudioSegments = make([]segmentJSON, 0, len(res.Segments))
@@ -133,45 +99,4 @@ func metadata(res *speech.ConversationResult) map[string]any {
 		})
 	}
 	return map[string]any{"voxgate": map[string]any{"turns": turns}}
-}
-
-// turnProblem is the problem object of a failed turn; a moderation block
-// becomes a 422 problem with the envelope's code.
-func (s *Server) turnProblem(t *speech.TurnResult) *problem.Error {
-	if be, ok := isBlocked(t.Err); ok {
-		pe := &problem.Error{Code: problem.ModerationBlocked, Detail: be.Verdict.ReasonType + ": " + be.Verdict.ReasonDetail}
-		return pe.WithTurn(t.Index)
-	}
-	provider := ""
-	if t.Job != nil {
-		provider = t.Job.Provider.ID
-	}
-	return problem.From(t.Err, provider).WithTurn(t.Index)
-}
-
-// recordTurns writes one child log row per turn and totals the credits of
-// the turns that rendered into the parent row.
-func (s *Server) recordTurns(ctx *fasthttp.RequestCtx, c *call, res *speech.ConversationResult, parent *store.LogRow) {
-	for _, t := range res.Turns {
-		if t.Job == nil {
-			continue
-		}
-		row := s.speech.LogRow(t.Job)
-		row.RequestID = uuid.NewString()
-		row.ParentRequestID = c.reqID
-		row.LatencyMS = t.Latency.Milliseconds()
-		row.Status = fasthttp.StatusOK
-		switch {
-		case t.Err == nil:
-			parent.CreditsUsed += row.CreditsUsed
-		default:
-			row.CreditsUsed = 0
-			pe := s.turnProblem(t)
-			row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
-			if be, ok := isBlocked(t.Err); ok {
-				row.Status = be.Verdict.Status()
-			}
-		}
-		s.record(ctx, c, row)
-	}
 }

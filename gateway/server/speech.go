@@ -18,21 +18,6 @@ import (
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// timestamp is a word timing on the wire.
-type timestamp struct {
-	Text  string  `json:"text"`
-	Start float64 `json:"start"`
-	End   float64 `json:"end"`
-}
-
-// timestampsEnvelope is the with-timestamps response.
-type timestampsEnvelope struct {
-	Audio      string      `json:"audio"`
-	MediaType  string      `json:"mediaType"`
-	Timestamps []timestamp `json:"timestamps"`
-	Warnings   []string    `json:"warnings"`
-}
-
 func wireTimestamps(ts []sdk.WordTimestamp) []timestamp {
 	out := make([]timestamp, len(ts))
 	for i, t := range ts {
@@ -47,72 +32,57 @@ func round3(f float64) float64 {
 	return float64(int64(f*1000+0.5)) / 1000
 }
 
-// speechHandler serves one of the speech endpoints. It writes its own
-// error responses so that the log row sees the final status.
+// speechHandler serves one of the speech endpoints: decode, Speak,
+// encode. It writes its own error responses so that the log row sees the
+// final status.
 func (s *Server) speechHandler(ep speech.Endpoint) handlerFunc {
 	return func(ctx *fasthttp.RequestCtx, c *call) error {
-		var job *speech.Job
-		streaming, err := s.runSpeech(ctx, c, ep, &job)
-		if streaming {
-			return nil // the stream writer records the row when it ends
+		var body speechRequestJSON
+		if err := s.decodeJSON(ctx, &body); err != nil {
+			s.failSpeech(ctx, c, err, &speech.Spoken{})
+			return nil
 		}
-		var row store.LogRow
-		if job != nil {
-			row = s.speech.LogRow(job)
+		rctx, cancel := context.WithTimeout(context.Background(), s.cfg.Server.RequestTimeout.D())
+		out, err := s.speech.Speak(rctx, c.p.OrgID, body.domain(), ep)
+		switch {
+		case err != nil:
+			cancel()
+			s.failSpeech(ctx, c, err, out)
+		case out.Stream != nil:
+			s.stream(ctx, c, cancel, out) // the stream records its row when it ends
+		default:
+			defer cancel()
+			s.writeClip(ctx, ep, out.Result)
+			s.record(ctx, c, out.Row)
 		}
-		if err != nil {
-			pe := s.writeError(ctx, c, err, providerOf(job))
-			row.ErrorDetail = pe.Detail
-			row.ErrorCode = string(pe.Code)
-		}
-		s.record(ctx, c, row)
 		return nil
 	}
 }
 
-func providerOf(j *speech.Job) string {
-	if j == nil {
-		return ""
+// failSpeech answers a failed speech request and records its row.
+func (s *Server) failSpeech(ctx *fasthttp.RequestCtx, c *call, err error, out *speech.Spoken) {
+	provider := ""
+	if out.Job != nil {
+		provider = out.Job.Provider.ID
 	}
-	return j.Provider.ID
+	pe := s.writeError(ctx, c, err, provider)
+	row := out.Row
+	row.ErrorCode, row.ErrorDetail = string(pe.Code), pe.Detail
+	s.record(ctx, c, row)
 }
 
-// runSpeech decodes, prepares, moderates and runs a speech request. It
-// reports streaming=true when a stream writer took over the response.
-func (s *Server) runSpeech(ctx *fasthttp.RequestCtx, c *call, ep speech.Endpoint, jobOut **speech.Job) (streaming bool, err error) {
-	var req speech.Request
-	if err := s.decodeJSON(ctx, &req); err != nil {
-		return false, err
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.Server.RequestTimeout.D())
-	defer func() {
-		if !streaming {
-			cancel()
-		}
-	}()
-	job, err := s.speech.Prepare(rctx, c.p.OrgID, &req, ep)
-	if err != nil {
-		return false, err
-	}
-	*jobOut = job
-	if err := s.speech.Moderate(rctx, job); err != nil {
-		return false, err
-	}
-	if ep == speech.EndpointStream {
-		return s.stream(ctx, c, rctx, cancel, job)
-	}
-	res, err := s.speech.Synthesize(rctx, job)
-	if err != nil {
-		return false, err
-	}
+// writeClip encodes a whole clip: raw audio, or the with-timestamps JSON
+// envelope.
+func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Endpoint, res *speech.Result) {
 	if ep == speech.EndpointTimestamps {
 		defer res.Release()
-		return false, s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
+		_ = s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
 			Audio:      base64.StdEncoding.EncodeToString(res.Audio),
 			MediaType:  res.MediaType,
 			Timestamps: wireTimestamps(res.Timestamps),
 			Warnings:   nonNil(res.Warnings),
 		})
+		return
 	}
 	ctx.Response.Header.SetContentType(res.MediaType)
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -123,7 +93,6 @@ func (s *Server) runSpeech(ctx *fasthttp.RequestCtx, c *call, ep speech.Endpoint
 	} else {
 		ctx.Response.SetBodyRaw(res.Audio) // the clip is ours; no copy
 	}
-	return false, nil
 }
 
 func nonNil(s []string) []string {
@@ -133,9 +102,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// stream relays the provider's audio to the client as it arrives. It
-// waits for the first piece before committing the response, so that a
-// provider that fails at once still gets a proper problem response.
+// stream relays the provider's audio to the client as it arrives. Speak
+// has waited for the first piece, so a provider that fails at once got a
+// proper problem response instead.
 //
 // Hot path: fasthttp's connection goroutine writes the body straight from
 // the source (chunkStream.WriteTo), one flushed HTTP chunk per piece;
@@ -143,39 +112,21 @@ func nonNil(s []string) []string {
 // more hand-overs, each a wake-up of another thread) before the first
 // byte. A planned request's source is the provider's own answer, so no
 // goroutine stands between the provider and the client at all.
-func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, sctx context.Context, cancel context.CancelFunc, job *speech.Job) (bool, error) {
-	src, err := s.speech.OpenStream(sctx, job)
-	if err != nil {
-		cancel()
-		return false, err
-	}
-	first, err := src.Next()
-	if err != nil && !(errors.Is(err, io.EOF) && src.MediaType() != "") {
-		cerr := src.Close()
-		cancel()
-		if errors.Is(err, io.EOF) {
-			return false, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned an empty stream"}
-		}
-		if cerr != nil {
-			err = cerr // the same failure, with the timeout made explicit
-		}
-		return false, err
-	}
-	mediaType := src.MediaType()
+func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, cancel context.CancelFunc, out *speech.Spoken) {
+	st := out.Stream
+	mediaType := st.MediaType()
 	if mediaType == "" {
 		mediaType = "application/octet-stream"
 	}
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	cs := &chunkStream{s: s, c: c, job: job, pending: first, ended: err != nil, src: src, cancel: cancel}
-	cs.row = s.speech.LogRow(job)
+	cs := &chunkStream{s: s, c: c, job: out.Job, row: out.Row, pending: st.First, ended: st.Ended, src: st.Source, cancel: cancel}
 	cs.row.Status = fasthttp.StatusOK
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
 	cs.row.Path = string(ctx.Path())
 	ctx.SetBodyStream(cs, -1)
-	return true, nil
 }
 
 // clipBody is a whole clip written from a pooled buffer that is released
@@ -312,23 +263,6 @@ func (cs *chunkStream) finish(werr error) {
 		// the path and status record would read from it.
 		cs.s.record(nil, cs.c, *row)
 	})
-}
-
-// moderationEnvelope is the spec's moderation error body.
-type moderationEnvelope struct {
-	Error moderationError `json:"error"`
-}
-
-type moderationError struct {
-	Code      string           `json:"code"`
-	Message   string           `json:"message"`
-	Reason    moderationReason `json:"reason"`
-	TurnIndex *int             `json:"turn_index,omitempty"`
-}
-
-type moderationReason struct {
-	Type   string `json:"type"`
-	Detail string `json:"detail"`
 }
 
 // writeBlocked renders a moderation block.

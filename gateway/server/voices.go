@@ -13,21 +13,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
-
-// createVoiceRequest is the body of POST /v1/voices.
-type createVoiceRequest struct {
-	Title           string         `json:"title"`
-	Provider        string         `json:"provider"`
-	Model           string         `json:"model"`
-	VoiceID         string         `json:"voice_id"`
-	MediaID         string         `json:"mediaId"`
-	Tags            []string       `json:"tags"`
-	Gender          string         `json:"gender"`
-	Description     string         `json:"description"`
-	ProviderOptions map[string]any `json:"provider_options"`
-}
 
 // Limits of a saved voice's free-text fields.
 const (
@@ -82,59 +70,18 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
 	if fe := req.validate(); len(fe) > 0 {
 		return problem.Validation(fe...)
 	}
-	if s.speech != nil {
-		_, m, err := s.speech.Catalog().Resolve(req.Provider, req.Model)
-		if err != nil {
-			return err
-		}
-		req.Model = m.ID
-	} else if s.cfg.Providers[req.Provider] == nil {
+	if s.speech == nil {
 		return problem.New(problem.UnknownProvider, "provider %q is not configured", req.Provider)
 	}
-	now := time.Now().UTC()
-	v := &store.Voice{
-		ID:              uuid.NewString(),
-		OrgID:           c.p.OrgID,
-		Title:           strings.TrimSpace(req.Title),
-		Provider:        req.Provider,
-		Model:           req.Model,
-		VoiceID:         req.VoiceID,
-		Tags:            req.Tags,
-		Gender:          req.Gender,
-		Description:     req.Description,
+	cctx, cancel := context.WithTimeout(c.ctx, s.cfg.Server.RequestTimeout.D())
+	defer cancel()
+	v, err := s.speech.CreateVoice(cctx, c.p.OrgID, speech.VoiceSpec{
+		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,
+		MediaID: req.MediaID, Gender: req.Gender, Description: req.Description, Tags: req.Tags,
 		ProviderOptions: req.ProviderOptions,
-		MediaID:         req.MediaID,
-		CreatedAt:       now,
-		UpdatedAt:       now,
-	}
-	if v.Tags == nil {
-		v.Tags = []string{}
-	}
-	if v.ProviderOptions == nil {
-		v.ProviderOptions = map[string]any{}
-	}
-	if req.MediaID != "" {
-		if _, err := s.store.GetMedia(c.ctx, c.p.OrgID, req.MediaID); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return problem.New(problem.MediaNotFound, "no media %s in this organization", req.MediaID)
-			}
-			return err
-		}
-		if req.VoiceID == "" {
-			if s.speech == nil {
-				return problem.New(problem.CloningUnsupported, "provider %q cannot clone voices", req.Provider)
-			}
-			cctx, cancel := context.WithTimeout(c.ctx, s.cfg.Server.RequestTimeout.D())
-			defer cancel()
-			id, err := s.speech.Clone(cctx, c.p.OrgID, v)
-			if err != nil {
-				return err
-			}
-			v.VoiceID = id
-		}
-	}
-	if err := s.store.CreateVoice(c.ctx, v); err != nil {
-		return fmt.Errorf("create voice: %w", err)
+	}, uuid.NewString(), time.Now().UTC())
+	if err != nil {
+		return err
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
 	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceOut(v))

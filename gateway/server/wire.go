@@ -1,8 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -101,4 +104,184 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		ModerationConfidence:   r.ModerationConfidence,
 		ModerationLatencyMS:    r.ModerationLatencyMS,
 	}
+}
+
+// Request bodies. Each decodes strictly (unknown fields are a validation
+// error naming the field, see decodeStrict) and converts to the speech
+// service's own request type, which has no wire encoding.
+
+// speechRequestJSON is the body of the speech endpoints, shaped like the
+// public @speech-sdk/core gateway client's.
+type speechRequestJSON struct {
+	Mode                string              `json:"mode"`
+	VoiceID             string              `json:"voiceId"`
+	Model               string              `json:"model"`
+	Voice               string              `json:"voice"`
+	Text                *string             `json:"text"`
+	ProviderOptions     json.RawMessage     `json:"providerOptions"`
+	Output              *outputJSON         `json:"output"`
+	VolumeDbfs          *float64            `json:"volumeDbfs"`
+	Speed               *float64            `json:"speed"`
+	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
+	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+}
+
+func (r *speechRequestJSON) domain() *speech.Request {
+	return &speech.Request{
+		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
+		ProviderOptions: r.ProviderOptions, Output: r.Output.domain(), VolumeDbfs: r.VolumeDbfs,
+		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
+	}
+}
+
+// outputJSON is the request's output object.
+type outputJSON struct {
+	Format     string `json:"format"`
+	SampleRate *int   `json:"sampleRate"`
+	Bitrate    *int   `json:"bitrate"`
+}
+
+func (o *outputJSON) domain() *audio.OutputParams {
+	if o == nil {
+		return nil
+	}
+	return &audio.OutputParams{Format: o.Format, SampleRate: o.SampleRate, Bitrate: o.Bitrate}
+}
+
+// pronunciationsJSON is the request's pronunciations object.
+type pronunciationsJSON struct {
+	Rules []pronunciationRuleJSON `json:"rules"`
+}
+
+type pronunciationRuleJSON struct {
+	Word          string `json:"word"`
+	Replacement   string `json:"replacement"`
+	CaseSensitive bool   `json:"caseSensitive"`
+}
+
+func (p *pronunciationsJSON) domain() *speech.Pronunciations {
+	if p == nil {
+		return nil
+	}
+	out := &speech.Pronunciations{Rules: make([]speech.PronunciationRule, len(p.Rules))}
+	for i, r := range p.Rules {
+		out.Rules[i] = speech.PronunciationRule(r)
+	}
+	return out
+}
+
+// conversationRequestJSON is the body of the conversation endpoints.
+type conversationRequestJSON struct {
+	Mode                string              `json:"mode"`
+	Model               string              `json:"model"`
+	Turns               []turnJSON          `json:"turns"`
+	GapMs               *int                `json:"gapMs"`
+	VolumeDbfs          *float64            `json:"volumeDbfs"`
+	Output              *outputJSON         `json:"output"`
+	Speed               *float64            `json:"speed"`
+	Split               bool                `json:"split"`
+	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
+	ProviderOptions     json.RawMessage     `json:"providerOptions"`
+	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+}
+
+// turnJSON is one speaker turn.
+type turnJSON struct {
+	VoiceID         string          `json:"voiceId"`
+	Model           string          `json:"model"`
+	Voice           string          `json:"voice"`
+	Text            *string         `json:"text"`
+	ProviderOptions json.RawMessage `json:"providerOptions"`
+	Speed           *float64        `json:"speed"`
+}
+
+func (r *conversationRequestJSON) domain() *speech.ConversationRequest {
+	out := &speech.ConversationRequest{
+		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: r.Output.domain(),
+		Speed: r.Speed, Split: r.Split, Pronunciations: r.Pronunciations.domain(), ProviderOptions: r.ProviderOptions,
+		ModerationRulesetID: r.ModerationRulesetID, Turns: make([]speech.Turn, len(r.Turns)),
+	}
+	for i, t := range r.Turns {
+		out.Turns[i] = speech.Turn(t)
+	}
+	return out
+}
+
+// Response bodies of the speech endpoints.
+
+// timestamp is a word timing on the wire.
+type timestamp struct {
+	Text  string  `json:"text"`
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+}
+
+// timestampsEnvelope is the with-timestamps response.
+type timestampsEnvelope struct {
+	Audio      string      `json:"audio"`
+	MediaType  string      `json:"mediaType"`
+	Timestamps []timestamp `json:"timestamps"`
+	Warnings   []string    `json:"warnings"`
+}
+
+// conversationTimestamp is a word on a conversation's timeline.
+type conversationTimestamp struct {
+	Text      string  `json:"text"`
+	Start     float64 `json:"start"`
+	End       float64 `json:"end"`
+	TurnIndex int     `json:"turnIndex"`
+}
+
+// conversationEnvelope is the with-timestamps conversation response.
+type conversationEnvelope struct {
+	Audio            string                  `json:"audio"`
+	MediaType        string                  `json:"mediaType"`
+	Timestamps       []conversationTimestamp `json:"timestamps"`
+	Warnings         []string                `json:"warnings"`
+	ProviderMetadata map[string]any          `json:"providerMetadata"`
+	AudioSegments    []segmentJSON           `json:"audioSegments,omitempty"`
+	FailedTurns      []failedTurn            `json:"failedTurns,omitempty"`
+}
+
+type segmentJSON struct {
+	TurnIndex  int         `json:"turnIndex"`
+	Audio      string      `json:"audio"`
+	MediaType  string      `json:"mediaType"`
+	Timestamps []timestamp `json:"timestamps"`
+}
+
+// failedTurn names a turn that did not render and why, as a problem object.
+type failedTurn struct {
+	TurnIndex int             `json:"turnIndex"`
+	Error     json.RawMessage `json:"error"`
+}
+
+// moderationEnvelope is the spec's moderation error body.
+type moderationEnvelope struct {
+	Error moderationError `json:"error"`
+}
+
+type moderationError struct {
+	Code      string           `json:"code"`
+	Message   string           `json:"message"`
+	Reason    moderationReason `json:"reason"`
+	TurnIndex *int             `json:"turn_index,omitempty"`
+}
+
+type moderationReason struct {
+	Type   string `json:"type"`
+	Detail string `json:"detail"`
+}
+
+// createVoiceRequest is the body of POST /v1/voices.
+type createVoiceRequest struct {
+	Title           string         `json:"title"`
+	Provider        string         `json:"provider"`
+	Model           string         `json:"model"`
+	VoiceID         string         `json:"voice_id"`
+	MediaID         string         `json:"mediaId"`
+	Tags            []string       `json:"tags"`
+	Gender          string         `json:"gender"`
+	Description     string         `json:"description"`
+	ProviderOptions map[string]any `json:"provider_options"`
 }

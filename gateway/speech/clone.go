@@ -8,10 +8,10 @@ import (
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// Clone asks v's provider to create a voice from v.MediaID and returns the
+// clone asks v's provider to create a voice from v.MediaID and returns the
 // provider's new voice id. The call is never retried: a retry could create
 // two voices upstream.
-func (s *Service) Clone(ctx context.Context, org string, v *store.Voice) (string, error) {
+func (s *Service) clone(ctx context.Context, org string, v *store.Voice) (string, error) {
 	p, m, err := s.cat.Resolve(v.Provider, v.Model)
 	if err != nil {
 		return "", err

@@ -19,27 +19,27 @@ import (
 // ConversationRequest is the body of the conversation endpoints, shaped like
 // the @speech-sdk/core gateway client's generateConversation call.
 type ConversationRequest struct {
-	Mode                string              `json:"mode"`
-	Model               string              `json:"model"`
-	Turns               []Turn              `json:"turns"`
-	GapMs               *int                `json:"gapMs"`
-	VolumeDbfs          *float64            `json:"volumeDbfs"`
-	Output              *audio.OutputParams `json:"output"`
-	Speed               *float64            `json:"speed"`
-	Split               bool                `json:"split"`
-	Pronunciations      *Pronunciations     `json:"pronunciations"`
-	ProviderOptions     json.RawMessage     `json:"providerOptions"`
-	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+	Mode                string
+	Model               string
+	Turns               []Turn
+	GapMs               *int
+	VolumeDbfs          *float64
+	Output              *audio.OutputParams
+	Speed               *float64
+	Split               bool
+	Pronunciations      *Pronunciations
+	ProviderOptions     json.RawMessage
+	ModerationRulesetID string
 }
 
 // Turn is one speaker turn.
 type Turn struct {
-	VoiceID         string          `json:"voiceId"`
-	Model           string          `json:"model"`
-	Voice           string          `json:"voice"`
-	Text            *string         `json:"text"`
-	ProviderOptions json.RawMessage `json:"providerOptions"`
-	Speed           *float64        `json:"speed"`
+	VoiceID         string
+	Model           string
+	Voice           string
+	Text            *string
+	ProviderOptions json.RawMessage
+	Speed           *float64
 }
 
 // Conversation defaults and bounds.
@@ -76,10 +76,10 @@ type ConversationResult struct {
 
 // ConversationTimestamp is a word on the whole conversation's timeline.
 type ConversationTimestamp struct {
-	Text      string  `json:"text"`
-	Start     float64 `json:"start"`
-	End       float64 `json:"end"`
-	TurnIndex int     `json:"turnIndex"`
+	Text      string
+	Start     float64
+	End       float64
+	TurnIndex int
 }
 
 // Segment is one rendered turn, encoded on its own.
@@ -201,11 +201,11 @@ func turnError(err error, i int) error {
 	return &c
 }
 
-// PrepareConversation validates the request and prepares every turn. A
+// prepareConversation validates the request and prepares every turn. A
 // turn that cannot be prepared (unknown voice or model, disabled provider)
 // fails the whole request, with turn_index: those are the caller's mistakes
 // whatever split says.
-func (s *Service) PrepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
+func (s *Service) prepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
 	reqs, err := s.validateConversation(r)
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func (s *Service) PrepareConversation(ctx context.Context, org string, r *Conver
 	}
 	jobs := make([]*Job, len(reqs))
 	for i, req := range reqs {
-		j, err := s.Prepare(ctx, org, req, ep)
+		j, err := s.prepare(ctx, org, req, ep)
 		if err != nil {
 			return nil, turnError(err, i)
 		}
@@ -225,12 +225,12 @@ func (s *Service) PrepareConversation(ctx context.Context, org string, r *Conver
 	return jobs, nil
 }
 
-// RenderConversation moderates and synthesizes the turns concurrently (at
+// renderConversation moderates and synthesizes the turns concurrently (at
 // most limits.conversation_concurrency at once), levels each to volumeDbfs,
 // joins them with gapMs of silence and encodes once. Without split the
 // first failed turn cancels the others and fails the request; with split
 // the request fails only when no turn rendered.
-func (s *Service) RenderConversation(ctx context.Context, r *ConversationRequest, jobs []*Job, timestamps bool) (*ConversationResult, error) {
+func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest, jobs []*Job, timestamps bool) (*ConversationResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	turns := make([]*TurnResult, len(jobs))
@@ -314,10 +314,10 @@ func (s *Service) RenderConversation(ctx context.Context, r *ConversationRequest
 func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 	start := time.Now()
 	defer func() { tr.Latency = time.Since(start) }()
-	if err := s.Moderate(ctx, tr.Job); err != nil {
+	if err := s.moderate(ctx, tr.Job); err != nil {
 		return err
 	}
-	res, err := s.Synthesize(ctx, tr.Job)
+	res, err := s.synthesize(ctx, tr.Job)
 	if err != nil {
 		return err
 	}

@@ -13,14 +13,14 @@ import (
 
 // Pronunciations is the request's pronunciations object.
 type Pronunciations struct {
-	Rules []PronunciationRule `json:"rules"`
+	Rules []PronunciationRule
 }
 
 // PronunciationRule replaces a whole word before synthesis.
 type PronunciationRule struct {
-	Word          string `json:"word"`
-	Replacement   string `json:"replacement"`
-	CaseSensitive bool   `json:"caseSensitive"`
+	Word          string
+	Replacement   string
+	CaseSensitive bool
 }
 
 const maxPronunciationRules = 500

@@ -27,17 +27,17 @@ const (
 // Request is the speech request body. Field names and shapes follow the
 // public @speech-sdk/core gateway client.
 type Request struct {
-	Mode                string              `json:"mode"`
-	VoiceID             string              `json:"voiceId"`
-	Model               string              `json:"model"`
-	Voice               string              `json:"voice"`
-	Text                *string             `json:"text"`
-	ProviderOptions     json.RawMessage     `json:"providerOptions"`
-	Output              *audio.OutputParams `json:"output"`
-	VolumeDbfs          *float64            `json:"volumeDbfs"`
-	Speed               *float64            `json:"speed"`
-	Pronunciations      *Pronunciations     `json:"pronunciations"`
-	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+	Mode                string
+	VoiceID             string
+	Model               string
+	Voice               string
+	Text                *string
+	ProviderOptions     json.RawMessage
+	Output              *audio.OutputParams
+	VolumeDbfs          *float64
+	Speed               *float64
+	Pronunciations      *Pronunciations
+	ModerationRulesetID string
 }
 
 // Speed bounds of the speech body: what the gateway's time-stretch does.

@@ -35,10 +35,11 @@ type Moderator interface {
 	Check(ctx context.Context, ruleset, text string) moderation.Verdict
 }
 
-// Store is the storage the speech service reads: saved voices and the
+// Store is the storage the speech service uses: saved voices, and the
 // uploaded media voices are cloned from. Declared here, by its user.
 type Store interface {
 	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
+	CreateVoice(ctx context.Context, v *store.Voice) error
 	GetMedia(ctx context.Context, orgID, id string) (*store.Media, error)
 	MediaData(ctx context.Context, orgID, id string) ([]byte, error)
 }
@@ -123,9 +124,9 @@ func (r *Result) Release() {
 // Pooled reports whether Audio's buffer goes back to a pool on Release.
 func (r *Result) Pooled() bool { return r.release != nil }
 
-// Prepare validates r for org on endpoint ep and resolves everything the
+// prepare validates r for org on endpoint ep and resolves everything the
 // provider call needs. Failures are *problem.Error values.
-func (s *Service) Prepare(ctx context.Context, org string, r *Request, ep Endpoint) (*Job, error) {
+func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Endpoint) (*Job, error) {
 	if err := r.Validate(ep); err != nil {
 		return nil, err
 	}
@@ -257,9 +258,9 @@ func mergeOptions(saved map[string]any, req json.RawMessage) ([]byte, error) {
 	return json.Marshal(merged)
 }
 
-// Moderate runs the job's ruleset over its text. A blocked request gets a
+// moderate runs the job's ruleset over its text. A blocked request gets a
 // *moderation.BlockedError and must not reach the provider.
-func (s *Service) Moderate(ctx context.Context, j *Job) error {
+func (s *Service) moderate(ctx context.Context, j *Job) error {
 	if s.mod == nil {
 		return nil
 	}
@@ -310,9 +311,9 @@ func decodableFormat(m *sdk.Model) string {
 	return ""
 }
 
-// Synthesize renders the job's whole clip, applies whole-clip processing
+// synthesize renders the job's whole clip, applies whole-clip processing
 // and maps timestamps back through pronunciations.
-func (s *Service) Synthesize(ctx context.Context, j *Job) (*Result, error) {
+func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 	req := j.request()
 	req.Timestamps = j.Endpoint == EndpointTimestamps
 	process := audio.NeedsProcessing(j.Params)
@@ -429,11 +430,11 @@ type Source interface {
 	Close() error
 }
 
-// OpenStream starts rendering the job as a stream, under the provider's
+// openStream starts rendering the job as a stream, under the provider's
 // timeout. The caller reads it with Next and must Close it. A failure to
 // start is returned here when the provider reports it before any audio
 // (always, for planned requests: the answer's status is known first).
-func (s *Service) OpenStream(ctx context.Context, j *Job) (Source, error) {
+func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	req := j.request()
 	ctx, cancel := context.WithTimeout(ctx, j.Provider.Cfg.Timeout.D())
 	start := time.Now()
@@ -569,8 +570,8 @@ func (s *Service) observe(ctx context.Context, j *Job, op string, d time.Duratio
 	return err
 }
 
-// Credits returns the credits charged for chars characters on j's model.
-func (s *Service) Credits(j *Job) int {
+// credits returns the credits charged for chars characters on j's model.
+func (s *Service) credits(j *Job) int {
 	rate := j.Provider.Cfg.CreditsPer1kChars
 	if r, ok := j.Provider.Cfg.ModelCredits[j.Model.ID]; ok {
 		rate = r
@@ -578,15 +579,15 @@ func (s *Service) Credits(j *Job) int {
 	return int(math.Ceil(float64(utf8.RuneCountInString(j.Text)) * rate / 1000))
 }
 
-// LogRow returns the request-log fields that describe j.
-func (s *Service) LogRow(j *Job) store.LogRow {
+// logRow returns the request-log fields that describe j.
+func (s *Service) logRow(j *Job) store.LogRow {
 	row := store.LogRow{
 		Provider:    j.Provider.ID,
 		Model:       j.Model.ID,
 		VoiceID:     j.Voice,
 		VoiceRef:    j.VoiceRef,
 		CharCount:   utf8.RuneCountInString(j.Text),
-		CreditsUsed: s.Credits(j),
+		CreditsUsed: s.credits(j),
 	}
 	if len(j.Options) > 0 {
 		row.ProviderOptions = string(j.Options)
