@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/direct"
+	"github.com/voxgate/voxgate/gateway/dispatch"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
 	"github.com/voxgate/voxgate/gateway/server"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -68,7 +68,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models),
 			zap.String("default_model", p.Desc.DefaultModel), zap.String("requests_sent_by", sender))
 	}
-	dc, err := direct.New(direct.Options{Observe: func(provider, result string) {
+	dc, err := dispatch.New(dispatch.Options{Observe: func(provider, result string) {
 		g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc()
 	}})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // conversationHandler serves POST /v1/audio/conversation and its
 // with-timestamps twin: decode, Converse, encode, record the rows.
 func (s *Server) conversationHandler(timestamps bool) handlerFunc {
-	return func(ctx *fasthttp.RequestCtx, c *call) error {
+	return func(ctx *fasthttp.RequestCtx, c *exchange) error {
 		var body conversationRequestJSON
 		out := &speech.Conversed{}
 		err := s.decodeJSON(ctx, &body)

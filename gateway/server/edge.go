@@ -21,8 +21,9 @@ import (
 	"github.com/voxgate/voxgate/gateway/problem"
 )
 
-// call is the per-request state the api wrapper hands to handlers.
-type call struct {
+// exchange is the per-request state the api wrapper hands to handlers: one
+// HTTP request and its answer.
+type exchange struct {
 	// ctx is the context for everything the handler calls. It is never the
 	// *fasthttp.RequestCtx itself: that one's Done and Err read a server
 	// field that Shutdown writes without synchronisation (a data race the
@@ -39,7 +40,7 @@ type call struct {
 // handlerFunc is an authenticated API handler. It writes the success
 // response itself and returns an error for anything else; the wrapper turns
 // the error into a problem object.
-type handlerFunc func(ctx *fasthttp.RequestCtx, c *call) error
+type handlerFunc func(ctx *fasthttp.RequestCtx, c *exchange) error
 
 const (
 	userValueRoute = "voxgate.route"
@@ -142,7 +143,7 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(userValueRoute, route)
 		reqID, _ := ctx.UserValue(userValueReqID).(string)
-		c := &call{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
+		c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
 		p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		if !ok {
 			s.writeUnauthorized(ctx)
@@ -165,7 +166,7 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 //
 // A moderation block is the one failure that is not a problem object: the
 // spec gives it its own application/json envelope.
-func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *call, err error, provider string) *problem.Error {
+func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *exchange, err error, provider string) *problem.Error {
 	if be, ok := isBlocked(err); ok {
 		s.writeBlocked(ctx, be)
 		code := problem.ModerationBlocked

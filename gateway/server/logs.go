@@ -67,7 +67,7 @@ func (q query) limit() (int, error) {
 }
 
 // decodeCursor verifies the cursor parameter for the caller's org and scope.
-func (s *Server) decodeCursor(c *call, scope string, q query) ([]byte, error) {
+func (s *Server) decodeCursor(c *exchange, scope string, q query) ([]byte, error) {
 	v, ok := q["cursor"]
 	if !ok {
 		return nil, nil
@@ -147,7 +147,7 @@ func logScope(f store.LogFilter) string {
 	return b.String()
 }
 
-func (s *Server) listLogs(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) listLogs(ctx *fasthttp.RequestCtx, c *exchange) error {
 	q, err := parseQuery(ctx, "limit", "cursor", "provider", "status", "parent_request_id", "since", "until")
 	if err != nil {
 		return err

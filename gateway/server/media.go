@@ -40,7 +40,7 @@ func sniff(data []byte) string {
 
 // uploadMedia serves POST /v1/media: a multipart form with a `file` part,
 // or the raw audio as the body with its Content-Type.
-func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 	limit := s.cfg.Limits.MaxMediaBytes
 	ct := string(ctx.Request.Header.ContentType())
 	mt, params, err := mime.ParseMediaType(ct)
@@ -128,7 +128,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *call) error {
 	return s.writeJSON(ctx, fasthttp.StatusCreated, mediaJSON(*m))
 }
 
-func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 	m, err := s.store.GetMedia(c.ctx, c.p.OrgID, pathID(ctx))
 	if errors.Is(err, store.ErrNotFound) {
 		return problem.New(problem.MediaNotFound, "no media %s in this organization", pathID(ctx))

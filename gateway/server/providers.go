@@ -43,7 +43,7 @@ type capabilities struct {
 // gateway, which converts whole clips itself.
 var gatewayFormats = []string{sdk.FormatWAV, sdk.FormatPCM, sdk.FormatMP3}
 
-func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ type providerVoice struct {
 	Gender   string `json:"gender"`
 }
 
-func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	q, err := parseQuery(ctx, "model")
 	if err != nil {
 		return err

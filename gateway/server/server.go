@@ -142,9 +142,9 @@ func New(d Deps) *Server {
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
-		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.EndpointClip))
-		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.EndpointTimestamps))
-		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.EndpointStream))
+		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.DeliverClip))
+		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.DeliverTimestamps))
+		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.DeliverStream))
 		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
@@ -253,7 +253,7 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 // ctx where the row leaves them empty; ctx may be nil when the row is
 // complete (a stream ending after fasthttp took ctx back). It never blocks
 // (see reqlog.Writer.Record).
-func (s *Server) record(ctx *fasthttp.RequestCtx, c *call, row store.LogRow) {
+func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow) {
 	if row.RequestID == "" {
 		row.RequestID = c.reqID
 	}

@@ -35,8 +35,8 @@ func round3(f float64) float64 {
 // speechHandler serves one of the speech endpoints: decode, Speak,
 // encode. It writes its own error responses so that the log row sees the
 // final status.
-func (s *Server) speechHandler(ep speech.Endpoint) handlerFunc {
-	return func(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
+	return func(ctx *fasthttp.RequestCtx, c *exchange) error {
 		var body speechRequestJSON
 		if err := s.decodeJSON(ctx, &body); err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
@@ -60,7 +60,7 @@ func (s *Server) speechHandler(ep speech.Endpoint) handlerFunc {
 }
 
 // failSpeech answers a failed speech request and records its row.
-func (s *Server) failSpeech(ctx *fasthttp.RequestCtx, c *call, err error, out *speech.Spoken) {
+func (s *Server) failSpeech(ctx *fasthttp.RequestCtx, c *exchange, err error, out *speech.Spoken) {
 	provider := ""
 	if out.Job != nil {
 		provider = out.Job.Provider.ID
@@ -73,8 +73,8 @@ func (s *Server) failSpeech(ctx *fasthttp.RequestCtx, c *call, err error, out *s
 
 // writeClip encodes a whole clip: raw audio, or the with-timestamps JSON
 // envelope.
-func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Endpoint, res *speech.Result) {
-	if ep == speech.EndpointTimestamps {
+func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *speech.Result) {
+	if ep == speech.DeliverTimestamps {
 		defer res.Release()
 		_ = s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
 			Audio:      base64.StdEncoding.EncodeToString(res.Audio),
@@ -112,7 +112,7 @@ func nonNil(s []string) []string {
 // more hand-overs, each a wake-up of another thread) before the first
 // byte. A planned request's source is the provider's own answer, so no
 // goroutine stands between the provider and the client at all.
-func (s *Server) stream(ctx *fasthttp.RequestCtx, c *call, cancel context.CancelFunc, out *speech.Spoken) {
+func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken) {
 	st := out.Stream
 	mediaType := st.MediaType()
 	if mediaType == "" {
@@ -169,7 +169,7 @@ var errNotWritten = errors.New("the response was not written")
 // client went away and the request-log row is recorded.
 type chunkStream struct {
 	s       *Server
-	c       *call
+	c       *exchange
 	job     *speech.Job
 	row     store.LogRow
 	pending []byte // the part of the current piece Read has not returned

@@ -62,7 +62,7 @@ func (r *createVoiceRequest) validate() []problem.FieldError {
 	return fe
 }
 
-func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	var req createVoiceRequest
 	if err := s.decodeJSON(ctx, &req); err != nil {
 		return err
@@ -87,7 +87,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *call) error {
 	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceOut(v))
 }
 
-func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	v, err := s.store.GetVoice(c.ctx, c.p.OrgID, pathID(ctx))
 	if err != nil {
 		return voiceErr(err, pathID(ctx))
@@ -95,7 +95,7 @@ func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *call) error {
 	return s.writeJSON(ctx, fasthttp.StatusOK, voiceOut(v))
 }
 
-func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err := s.store.DeleteVoice(c.ctx, c.p.OrgID, pathID(ctx)); err != nil {
 		return voiceErr(err, pathID(ctx))
 	}
@@ -117,7 +117,7 @@ func voiceErr(err error, id string) error {
 	return err
 }
 
-func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *call) error {
+func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	q, err := parseQuery(ctx, "limit", "cursor")
 	if err != nil {
 		return err

@@ -16,8 +16,8 @@ import (
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// Provider is a configured provider with its plugin and description.
-type Provider struct {
+// ProviderEntry is a configured provider with its plugin and description.
+type ProviderEntry struct {
 	ID     string
 	Name   string
 	Plugin sdk.Provider
@@ -29,19 +29,19 @@ type Provider struct {
 }
 
 // Model returns the model with id, or nil.
-func (p *Provider) Model(id string) *sdk.Model { return p.models[id] }
+func (p *ProviderEntry) Model(id string) *sdk.Model { return p.models[id] }
 
 // Catalog holds the providers the gateway serves, described by their
 // plugins at start-up.
 type Catalog struct {
-	providers map[string]*Provider
+	providers map[string]*ProviderEntry
 	order     []string
 }
 
 // NewCatalog asks every plugin to describe itself. plugins maps provider id
 // to its plugin; healthy reports liveness per id.
 func NewCatalog(ctx context.Context, cfg *config.Config, plugins map[string]sdk.Provider, healthy func(id string) bool) (*Catalog, error) {
-	c := &Catalog{providers: map[string]*Provider{}}
+	c := &Catalog{providers: map[string]*ProviderEntry{}}
 	for id, pl := range plugins {
 		d, err := pl.Describe(ctx)
 		if err != nil {
@@ -50,7 +50,7 @@ func NewCatalog(ctx context.Context, cfg *config.Config, plugins map[string]sdk.
 		if err := checkDescription(d); err != nil {
 			return nil, fmt.Errorf("provider %s: %w", id, err)
 		}
-		p := &Provider{ID: id, Name: d.Name, Plugin: pl, Desc: d, Cfg: cfg.Providers[id], models: map[string]*sdk.Model{},
+		p := &ProviderEntry{ID: id, Name: d.Name, Plugin: pl, Desc: d, Cfg: cfg.Providers[id], models: map[string]*sdk.Model{},
 			Healthy: func() bool { return healthy(id) }}
 		for i := range d.Models {
 			p.models[d.Models[i].ID] = &d.Models[i]
@@ -75,11 +75,11 @@ func checkDescription(d *sdk.Description) error {
 }
 
 // Provider returns the provider with id, or nil.
-func (c *Catalog) Provider(id string) *Provider { return c.providers[id] }
+func (c *Catalog) Provider(id string) *ProviderEntry { return c.providers[id] }
 
 // Providers returns all providers in id order.
-func (c *Catalog) Providers() []*Provider {
-	out := make([]*Provider, 0, len(c.order))
+func (c *Catalog) Providers() []*ProviderEntry {
+	out := make([]*ProviderEntry, 0, len(c.order))
 	for _, id := range c.order {
 		out = append(out, c.providers[id])
 	}
@@ -87,13 +87,13 @@ func (c *Catalog) Providers() []*Provider {
 }
 
 // ResolveModel resolves "provider/model" or "provider" (its default model).
-func (c *Catalog) ResolveModel(ref string) (*Provider, *sdk.Model, error) {
+func (c *Catalog) ResolveModel(ref string) (*ProviderEntry, *sdk.Model, error) {
 	pid, mid, _ := strings.Cut(ref, "/")
 	return c.Resolve(pid, mid)
 }
 
 // Resolve resolves a provider id and model id ("" = default model).
-func (c *Catalog) Resolve(providerID, modelID string) (*Provider, *sdk.Model, error) {
+func (c *Catalog) Resolve(providerID, modelID string) (*ProviderEntry, *sdk.Model, error) {
 	p := c.providers[providerID]
 	if p == nil {
 		return nil, nil, problem.New(problem.UnknownProvider, "unknown provider %q (known: %s)", providerID, strings.Join(c.order, ", "))

@@ -210,9 +210,9 @@ func (s *Service) prepareConversation(ctx context.Context, org string, r *Conver
 	if err != nil {
 		return nil, err
 	}
-	ep := EndpointClip
+	ep := DeliverClip
 	if timestamps {
-		ep = EndpointTimestamps
+		ep = DeliverTimestamps
 	}
 	jobs := make([]*Job, len(reqs))
 	for i, req := range reqs {

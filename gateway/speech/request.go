@@ -11,17 +11,18 @@ import (
 	"github.com/voxgate/voxgate/gateway/problem"
 )
 
-// Endpoint says which speech endpoint a request came in on; the rules for
+// Delivery says how a request wants its audio (the speech endpoint it came
+// in on: a whole clip, a clip with timestamps, or a stream); the rules for
 // whole-clip parameters and capabilities differ.
-type Endpoint int
+type Delivery int
 
 const (
-	// EndpointClip is POST /v1/audio/speech.
-	EndpointClip Endpoint = iota
-	// EndpointTimestamps is POST /v1/audio/speech/with-timestamps.
-	EndpointTimestamps
-	// EndpointStream is POST /v1/audio/speech/stream.
-	EndpointStream
+	// DeliverClip is POST /v1/audio/speech.
+	DeliverClip Delivery = iota
+	// DeliverTimestamps is POST /v1/audio/speech/with-timestamps.
+	DeliverTimestamps
+	// DeliverStream is POST /v1/audio/speech/stream.
+	DeliverStream
 )
 
 // Request is the speech request body. Field names and shapes follow the
@@ -53,8 +54,8 @@ func (r *Request) Params() audio.Params {
 
 // Validate checks everything that needs no catalog or store: required
 // fields, the voice rule, bounds, and the stream endpoint's restrictions.
-func (r *Request) Validate(ep Endpoint) error {
-	if ep == EndpointStream {
+func (r *Request) Validate(ep Delivery) error {
+	if ep == DeliverStream {
 		var bad []problem.FieldError
 		if r.Output != nil {
 			bad = append(bad, problem.Field("output is a whole-clip parameter; use POST /v1/audio/speech", "output"))

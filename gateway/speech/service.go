@@ -17,7 +17,7 @@ import (
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/direct"
+	"github.com/voxgate/voxgate/gateway/dispatch"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -46,14 +46,14 @@ type Store interface {
 
 // Service runs speech requests.
 type Service struct {
-	cfg     *config.Config
-	cat     *Catalog
-	store   Store
-	creds   *credentials.Resolver
-	mod     Moderator
-	direct  *direct.Client
-	metrics *metrics.Metrics
-	log     *zap.Logger
+	cfg      *config.Config
+	cat      *Catalog
+	store    Store
+	creds    *credentials.Resolver
+	mod      Moderator
+	dispatch *dispatch.Client
+	metrics  *metrics.Metrics
+	log      *zap.Logger
 }
 
 // Deps are the Service's collaborators.
@@ -65,14 +65,14 @@ type Deps struct {
 	Moderator   Moderator // nil: no moderation
 	// Direct sends the requests of planning plugins (sdk.Planner); nil
 	// keeps every call inside the plugins.
-	Direct  *direct.Client
+	Direct  *dispatch.Client
 	Metrics *metrics.Metrics
 	Logger  *zap.Logger
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{cfg: d.Config, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, direct: d.Direct, metrics: d.Metrics, log: d.Logger}
+	return &Service{cfg: d.Config, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
 }
 
 // Catalog returns the provider catalog.
@@ -84,8 +84,8 @@ func (s *Service) Credentials() *credentials.Resolver { return s.creds }
 // Job is a resolved, policy-checked speech request, ready to run.
 type Job struct {
 	Org      string
-	Endpoint Endpoint
-	Provider *Provider
+	Delivery Delivery
+	Provider *ProviderEntry
 	Model    *sdk.Model
 	// Voice is the provider-side voice id; VoiceRef the saved voice's id.
 	Voice    string
@@ -126,11 +126,11 @@ func (r *Result) Pooled() bool { return r.release != nil }
 
 // prepare validates r for org on endpoint ep and resolves everything the
 // provider call needs. Failures are *problem.Error values.
-func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Endpoint) (*Job, error) {
+func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delivery) (*Job, error) {
 	if err := r.Validate(ep); err != nil {
 		return nil, err
 	}
-	j := &Job{Org: org, Endpoint: ep, Text: *r.Text, Params: r.Params()}
+	j := &Job{Org: org, Delivery: ep, Text: *r.Text, Params: r.Params()}
 	var savedOpts map[string]any
 	if r.VoiceID != "" {
 		v, err := s.savedVoice(ctx, org, r.VoiceID)
@@ -200,12 +200,12 @@ func (s *Service) savedVoice(ctx context.Context, org, id string) (*store.Voice,
 func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	caps := j.Model.Capabilities
 	name := j.Provider.ID + "/" + j.Model.ID
-	switch j.Endpoint {
-	case EndpointTimestamps:
+	switch j.Delivery {
+	case DeliverTimestamps:
 		if !caps.Timestamps {
 			return problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps", name)
 		}
-	case EndpointStream:
+	case DeliverStream:
 		if !caps.Streaming {
 			return problem.New(problem.StreamingUnsupported, "model %s cannot stream; use POST /v1/audio/speech", name)
 		}
@@ -214,7 +214,7 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 		switch {
 		case caps.Speed && inRange(*r.Speed, j.Model.MinSpeed, j.Model.MaxSpeed):
 			j.Speed = *r.Speed
-		case j.Endpoint == EndpointStream:
+		case j.Delivery == DeliverStream:
 			// Without native speed, speed is a whole-clip parameter.
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream,
 				Detail:     fmt.Sprintf("model %s cannot speak at speed %g natively; that needs the whole clip, use POST /v1/audio/speech", name, *r.Speed),
@@ -315,7 +315,7 @@ func decodableFormat(m *sdk.Model) string {
 // and maps timestamps back through pronunciations.
 func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 	req := j.request()
-	req.Timestamps = j.Endpoint == EndpointTimestamps
+	req.Timestamps = j.Delivery == DeliverTimestamps
 	process := audio.NeedsProcessing(j.Params)
 	if process {
 		req.Format = decodableFormat(j.Model)
@@ -368,7 +368,7 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 // send its requests itself: the plugin plans, direct sending is on, and
 // the provider's configuration does not turn it off.
 func (s *Service) planner(j *Job) sdk.Planner {
-	if s.direct == nil || !j.Provider.Desc.Plans || (j.Provider.Cfg != nil && !j.Provider.Cfg.Direct()) {
+	if s.dispatch == nil || !j.Provider.Desc.Plans || (j.Provider.Cfg != nil && !j.Provider.Cfg.Direct()) {
 		return nil
 	}
 	pl, _ := j.Provider.Plugin.(sdk.Planner)
@@ -377,12 +377,12 @@ func (s *Service) planner(j *Job) sdk.Planner {
 
 // plan returns the job's plan, or nil when the request goes through the
 // plugin (no planner, or the plugin cannot plan this request).
-func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, stream bool) (*direct.Planned, direct.Explainer, error) {
+func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, stream bool) (*dispatch.Planned, dispatch.Explainer, error) {
 	pl := s.planner(j)
 	if pl == nil || req.Timestamps {
 		return nil, nil, nil
 	}
-	plan, err := s.direct.Plan(ctx, j.Provider.ID, pl, req, stream)
+	plan, err := s.dispatch.Plan(ctx, j.Provider.ID, pl, req, stream)
 	if err != nil {
 		if sdk.AsError(err).Kind == sdk.KindUnsupported {
 			return nil, nil, nil
@@ -408,7 +408,7 @@ func (s *Service) render(ctx context.Context, j *Job, req *sdk.SynthesizeRequest
 		resp, err := j.Provider.Plugin.Synthesize(ctx, req)
 		return resp, nil, err
 	}
-	audio, release, err := s.direct.Fetch(ctx, plan, req.Text, explain)
+	audio, release, err := s.dispatch.Fetch(ctx, plan, req.Text, explain)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -440,8 +440,8 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	start := time.Now()
 	plan, explain, err := s.plan(ctx, j, req, true)
 	if err == nil && plan != nil {
-		var body *direct.Body
-		if body, err = s.direct.Open(ctx, plan, req.Text, explain); err == nil {
+		var body *dispatch.Body
+		if body, err = s.dispatch.Open(ctx, plan, req.Text, explain); err == nil {
 			return &directSource{Body: body, done: s.ender(ctx, cancel, j, start)}, nil
 		}
 	}
@@ -477,7 +477,7 @@ func (s *Service) ender(ctx context.Context, cancel context.CancelFunc, j *Job, 
 
 // directSource is a planned stream read straight from the provider.
 type directSource struct {
-	*direct.Body
+	*dispatch.Body
 	done func(error) error
 	err  error // what ended the stream early
 }

@@ -46,7 +46,7 @@ type Stream struct {
 
 // Speak runs a speech request on endpoint ep. On error, the returned
 // Spoken still carries the log row as far as the request got.
-func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Endpoint) (*Spoken, error) {
+func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delivery) (*Spoken, error) {
 	out := &Spoken{}
 	j, err := s.prepare(ctx, org, req, ep)
 	if err != nil {
@@ -56,7 +56,7 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Endpoi
 	err = s.moderate(ctx, j)
 	out.Row = s.logRow(j) // with the verdict, whatever it was
 	if err == nil {
-		if ep == EndpointStream {
+		if ep == DeliverStream {
 			out.Stream, err = s.startStream(ctx, j)
 		} else {
 			out.Result, err = s.synthesize(ctx, j)

@@ -97,7 +97,7 @@ func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voic
 
 // Synthesize renders the whole clip, with word timestamps when asked.
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
-	c, err := p.plan(req)
+	c, err := p.translate(req)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 // is not known until synthesis ends, and decoders read such a file to its
 // end.
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
-	c, err := p.plan(req)
+	c, err := p.translate(req)
 	if err != nil {
 		return err
 	}
@@ -184,17 +184,17 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	return nil
 }
 
-// call is a validated request turned into eSpeak terms.
-type call struct {
+// utterance is a validated request in eSpeak terms.
+type utterance struct {
 	options  options
 	format   string
 	warnings []string
 }
 
-// plan validates req and translates it for eSpeak. Everything that can be
+// translate validates req and turns it into eSpeak terms. Everything that can be
 // wrong with a request is found here, before any audio exists, so that a
 // stream never fails after its first chunk for a reason known up front.
-func (p *Provider) plan(req *sdk.SynthesizeRequest) (*call, error) {
+func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (p *Provider) plan(req *sdk.SynthesizeRequest) (*call, error) {
 	if n := utf8.RuneCountInString(req.Text); n > MaxTextChars {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "text has %d characters; eSpeak accepts at most %d", n, MaxTextChars)
 	}
-	c := &call{format: req.Format}
+	c := &utterance{format: req.Format}
 	switch req.Format {
 	case "":
 		c.format = sdk.FormatPCM

@@ -1,4 +1,4 @@
-package direct
+package dispatch
 
 import "github.com/voxgate/voxgate/gateway/jsonstr"
 

@@ -1,4 +1,4 @@
-// Package direct sends the upstream requests that provider plugins plan
+// Package dispatch sends the upstream requests that provider plugins plan
 // (sdk.Planner) from the gateway itself.
 //
 // A planning plugin builds the provider's HTTP request (URL, headers with
@@ -13,7 +13,7 @@
 // Plans are reused for requests that differ only in their text, for as
 // long as the plugin allows (Plan.ReuseFor), so a busy voice costs one
 // plugin call every few minutes rather than one per request.
-package direct
+package dispatch
 
 import (
 	"crypto/tls"
