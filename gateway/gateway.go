@@ -47,6 +47,8 @@ type Gateway struct {
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
 	sealer  *credentials.Sealer
+	// policy is the credential rules of the config, built once.
+	policy  *credentials.Policy
 	server  *server.Server
 	admin   *admin.Server
 	host    *pluginhost.Host
@@ -67,7 +69,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if banner == nil {
 		banner = io.Discard
 	}
-	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New()}
+	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New(), policy: credentials.PolicyFrom(cfg)}
 	defer func() {
 		if err != nil {
 			g.close(context.Background())
@@ -123,7 +125,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	deps := server.Deps{
 		Limiter:         limiter,
 		LimiterFailOpen: failOpen,
-		Config:          cfg,
+		Options:         ServerOptions(cfg),
 		Logger:          log,
 		Store:           g.store,
 		CursorSecret:    g.store.Secret(),
@@ -159,6 +161,28 @@ func (g *Gateway) Start() error {
 	go func() { g.serveCh <- g.server.Serve(ln) }()
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)))
 	return nil
+}
+
+// ServerOptions is the typed view of cfg's edge settings.
+func ServerOptions(cfg *config.Config) server.Options {
+	o := server.Options{
+		ReadTimeout:    cfg.Server.ReadTimeout.D(),
+		WriteTimeout:   cfg.Server.WriteTimeout.D(),
+		IdleTimeout:    cfg.Server.IdleTimeout.D(),
+		RequestTimeout: cfg.Server.RequestTimeout.D(),
+		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
+		MaxMediaBytes:  cfg.Limits.MaxMediaBytes,
+		MaxTextChars:   cfg.Limits.MaxTextChars,
+		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
+		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
+	}
+	for name, org := range cfg.Orgs {
+		o.Orgs[name] = server.OrgLimits{
+			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
+			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
+		}
+	}
+	return o
 }
 
 // StorageConfig is the typed view of cfg's storage settings, with paths
@@ -367,7 +391,7 @@ func (g *Gateway) OrgExists(org string) bool { return g.orgExists(org) }
 // SetSecret implements admin.Backend: it stores an org's own provider key,
 // encrypted.
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
-	return credentials.StoreBYOK(ctx, g.store, g.sealer, g.cfg, org, provider, value)
+	return credentials.StoreBYOK(ctx, g.store, g.sealer, g.policy, org, provider, value)
 }
 
 // DeleteSecret implements admin.Backend.

@@ -50,7 +50,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	for name := range cfg.Providers {
 		plugins[name] = host.Pool(name)
 	}
-	cat, err := speech.NewCatalog(ctx, cfg, plugins, func(id string) bool { return host.Pool(id).Ready() })
+	cat, err := speech.NewCatalog(ctx, speech.ProviderPolicies(cfg), plugins, func(id string) bool { return host.Pool(id).Ready() })
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		// "gateway" when the gateway sends the provider's requests itself
 		// (the plugin plans them), "plugin" when the plugin does.
 		sender := "plugin"
-		if p.Desc.Plans && p.Cfg.Direct() {
+		if p.Desc.Plans && p.Policy.Direct {
 			sender = "gateway"
 		}
 		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models),
@@ -80,10 +80,10 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		return err
 	}
 	d.Speech = speech.New(speech.Deps{
-		Config:      cfg,
+		Limits:      speech.LimitsFrom(cfg),
 		Catalog:     cat,
 		Store:       g.store,
-		Credentials: credentials.NewResolver(cfg, g.store, g.sealer),
+		Credentials: credentials.NewResolver(g.policy, g.store, g.sealer),
 		Moderator:   mod,
 		Direct:      dc,
 		Metrics:     g.metrics,

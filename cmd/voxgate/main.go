@@ -373,7 +373,7 @@ func secrets(args []string, stdin io.Reader, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			if err := credentials.StoreBYOK(ctx, st, s, cfg, org, provider, value); err != nil {
+			if err := credentials.StoreBYOK(ctx, st, s, credentials.PolicyFrom(cfg), org, provider, value); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "stored the %s key of org %s (encrypted)\n", provider, org)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -22,13 +21,10 @@ func SecretName(provider string) string { return "byok:" + provider }
 func aad(org, provider string) []byte { return []byte(org + "/" + provider) }
 
 // StoreBYOK encrypts and stores org's own key for provider. The org and
-// provider must exist in cfg.
-func StoreBYOK(ctx context.Context, st Secrets, s *Sealer, cfg *config.Config, org, provider, value string) error {
-	if cfg.Orgs[org] == nil {
-		return fmt.Errorf("organization %q is not in the config", org)
-	}
-	if cfg.Providers[provider] == nil {
-		return fmt.Errorf("provider %q is not in the config", provider)
+// provider must exist in the policy.
+func StoreBYOK(ctx context.Context, st Secrets, s *Sealer, p *Policy, org, provider, value string) error {
+	if err := p.Exists(org, provider); err != nil {
+		return err
 	}
 	ct, err := s.Seal([]byte(value), aad(org, provider))
 	if err != nil {

@@ -2,23 +2,77 @@ package credentials
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )
 
+// Policy is the typed view of the configuration's credential rules, built
+// once at start: which providers each organization may use and how.
+type Policy struct {
+	orgs      map[string]map[string]orgProvider
+	providers map[string]providerKeys
+}
+
+type orgProvider struct {
+	flags  Flags
+	ownKey string // the org's own key given in the config, if any
+}
+
+type providerKeys struct {
+	managed    bool
+	managedKey string
+}
+
+// PolicyFrom builds the Policy of cfg.
+func PolicyFrom(cfg *config.Config) *Policy {
+	p := &Policy{orgs: map[string]map[string]orgProvider{}, providers: map[string]providerKeys{}}
+	for id, pc := range cfg.Providers {
+		p.providers[id] = providerKeys{managed: pc.Managed, managedKey: pc.APIKey.Value()}
+	}
+	for org, o := range cfg.Orgs {
+		m := map[string]orgProvider{}
+		for id, pc := range cfg.Providers {
+			op := o.Providers[id]
+			if op == nil {
+				m[id] = orgProvider{flags: Flags{Managed: pc.Managed}}
+				continue
+			}
+			managed := pc.Managed
+			if op.Managed != nil {
+				managed = *op.Managed && pc.Managed
+			}
+			m[id] = orgProvider{flags: Flags{Enabled: op.Enabled, BYOK: op.BYOK, Managed: managed}, ownKey: op.APIKey.Value()}
+		}
+		p.orgs[org] = m
+	}
+	return p
+}
+
+// Exists reports whether org and provider are both configured.
+func (p *Policy) Exists(org, provider string) error {
+	if p.orgs[org] == nil {
+		return fmt.Errorf("organization %q is not in the config", org)
+	}
+	if _, ok := p.providers[provider]; !ok {
+		return fmt.Errorf("provider %q is not in the config", provider)
+	}
+	return nil
+}
+
 // Resolver picks the credentials of a provider call for an organization.
 type Resolver struct {
-	cfg    *config.Config
+	policy *Policy
 	store  Secrets
 	sealer *Sealer
 }
 
-// NewResolver returns a Resolver over the config, the stored BYOK keys and
-// the sealer that decrypts them.
-func NewResolver(cfg *config.Config, st Secrets, s *Sealer) *Resolver {
-	return &Resolver{cfg: cfg, store: st, sealer: s}
+// NewResolver returns a Resolver over the credential policy, the stored
+// BYOK keys and the sealer that decrypts them.
+func NewResolver(p *Policy, st Secrets, s *Sealer) *Resolver {
+	return &Resolver{policy: p, store: st, sealer: s}
 }
 
 // Flags are an org's effective flags for a provider, as the catalog shows.
@@ -30,20 +84,7 @@ type Flags struct {
 
 // Flags returns org's flags for provider.
 func (r *Resolver) Flags(org, provider string) Flags {
-	o := r.cfg.Orgs[org]
-	p := r.cfg.Providers[provider]
-	if o == nil || p == nil {
-		return Flags{}
-	}
-	op := o.Providers[provider]
-	if op == nil {
-		return Flags{Managed: p.Managed}
-	}
-	managed := p.Managed
-	if op.Managed != nil {
-		managed = *op.Managed && p.Managed
-	}
-	return Flags{Enabled: op.Enabled, BYOK: op.BYOK, Managed: managed}
+	return r.policy.orgs[org][provider].flags
 }
 
 // For returns the credentials for org's call to provider: the org's own key
@@ -57,7 +98,7 @@ func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentia
 		return sdk.Credentials{}, problem.New(problem.ProviderDisabled, "provider %s is not enabled for this organization", provider)
 	}
 	if f.BYOK {
-		if k := r.cfg.Orgs[org].Providers[provider].APIKey.Value(); k != "" {
+		if k := r.policy.orgs[org][provider].ownKey; k != "" {
 			return sdk.Credentials{APIKey: k, BYOK: true}, nil
 		}
 		k, err := LoadBYOK(ctx, r.store, r.sealer, org, provider)
@@ -69,9 +110,9 @@ func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentia
 		}
 	}
 	if f.Managed {
-		return sdk.Credentials{APIKey: r.cfg.Providers[provider].APIKey.Value()}, nil
+		return sdk.Credentials{APIKey: r.policy.providers[provider].managedKey}, nil
 	}
-	if !f.BYOK && r.cfg.Providers[provider].APIKey == "" {
+	if !f.BYOK && r.policy.providers[provider].managedKey == "" {
 		// A keyless provider (a local engine) that is neither managed nor
 		// BYOK still needs no credentials.
 		return sdk.Credentials{}, nil

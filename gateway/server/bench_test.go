@@ -4,11 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/reqlog"
@@ -20,9 +20,10 @@ import (
 // writer) and returns its outermost handler and a valid key.
 func benchServer(b *testing.B) (fasthttp.RequestHandler, string) {
 	b.Helper()
-	cfg, err := config.Parse([]byte("server: {access_log: false}\norgs: {acme: {}}\n"), func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
+	opts := Options{
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
+		RequestTimeout: time.Minute, MaxBodyBytes: 10 << 20, MaxMediaBytes: 10 << 20, MaxTextChars: 5000,
+		Orgs: map[string]OrgLimits{"acme": {}},
 	}
 	st, err := bolt.Open(filepath.Join(b.TempDir(), "v.db"), store.Options{})
 	if err != nil {
@@ -38,7 +39,7 @@ func benchServer(b *testing.B) (fasthttp.RequestHandler, string) {
 		b.Fatal(err)
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
-	s := New(Deps{Config: cfg, Logger: zap.NewNop(), Store: st, CursorSecret: st.Secret(), Auth: a, Logs: w, Metrics: metrics.New()})
+	s := New(Deps{Options: opts, Logger: zap.NewNop(), Store: st, CursorSecret: st.Secret(), Auth: a, Logs: w, Metrics: metrics.New()})
 	return s.srv.Handler, key
 }
 

@@ -22,7 +22,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 		var req *speech.ConversationRequest
 		if err == nil {
 			req = body.domain()
-			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.Server.RequestTimeout.D())
+			rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
 			defer cancel()
 			out, err = s.speech.Converse(rctx, c.p.OrgID, req, timestamps)
 		}

@@ -234,8 +234,8 @@ func (s *Server) decodeJSON(ctx *fasthttp.RequestCtx, v any) error {
 		return problem.New(problem.UnsupportedMediaType, "send the body as Content-Type: application/json")
 	}
 	body := ctx.PostBody()
-	if len(body) > s.cfg.Server.MaxBodyBytes {
-		return problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", s.cfg.Server.MaxBodyBytes)
+	if len(body) > s.opts.MaxBodyBytes {
+		return problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", s.opts.MaxBodyBytes)
 	}
 	return decodeStrict(body, v)
 }

@@ -41,7 +41,7 @@ func sniff(data []byte) string {
 // uploadMedia serves POST /v1/media: a multipart form with a `file` part,
 // or the raw audio as the body with its Content-Type.
 func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
-	limit := s.cfg.Limits.MaxMediaBytes
+	limit := s.opts.MaxMediaBytes
 	ct := string(ctx.Request.Header.ContentType())
 	mt, params, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil {

@@ -58,7 +58,7 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 		for _, m := range p.Desc.Models {
 			limit := m.MaxTextChars
 			if limit <= 0 {
-				limit = s.cfg.Limits.MaxTextChars
+				limit = s.opts.MaxTextChars
 			}
 			cm := catalogModel{
 				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit,
@@ -98,7 +98,7 @@ func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), p.Cfg.Timeout.D())
+	rctx, cancel := context.WithTimeout(context.Background(), p.Policy.Timeout)
 	defer cancel()
 	voices, err := p.Plugin.Voices(rctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
 	if err != nil {

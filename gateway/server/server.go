@@ -18,7 +18,6 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/cursor"
 	"github.com/voxgate/voxgate/gateway/metrics"
@@ -45,8 +44,9 @@ type Store interface {
 // Deps are what the server needs; the caller owns their lifecycles except
 // where Shutdown says otherwise.
 type Deps struct {
-	Config *config.Config
-	Logger *zap.Logger
+	// Options are the edge's limits and timeouts, built from the config.
+	Options Options
+	Logger  *zap.Logger
 	Store  Store
 	// CursorSecret signs list cursors. Instances sharing storage share it
 	// (store.Backend.Secret), so a cursor from one verifies on another.
@@ -67,9 +67,34 @@ type Deps struct {
 	Speech *speech.Service
 }
 
+// Options are the typed view of the configuration the edge needs, built
+// once at start: the server never reads *config.Config.
+type Options struct {
+	// ReadTimeout, WriteTimeout and IdleTimeout bound a connection.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// RequestTimeout bounds a whole synthesis request, streams included.
+	RequestTimeout time.Duration
+	// MaxBodyBytes bounds a JSON body; MaxMediaBytes an uploaded clip.
+	MaxBodyBytes, MaxMediaBytes int
+	// MaxTextChars is the text limit of a model that states none.
+	MaxTextChars int
+	// AccessLog writes one line per request.
+	AccessLog bool
+	// Orgs holds each organization's rate limits.
+	Orgs map[string]OrgLimits
+}
+
+// OrgLimits are an organization's two request budgets.
+type OrgLimits struct {
+	// Synthesis is spent by the /v1/audio endpoints.
+	Synthesis ratelimit.Limit
+	// Reads is spent by every other API request.
+	Reads ratelimit.Limit
+}
+
 // Server is the HTTP edge.
 type Server struct {
-	cfg      *config.Config
+	opts     Options
 	log      *zap.Logger
 	store    Store
 	auth     *auth.Authenticator
@@ -91,7 +116,7 @@ type Server struct {
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		cfg:       d.Config,
+		opts:      d.Options,
 		log:       d.Logger,
 		store:     d.Store,
 		auth:      d.Auth,
@@ -102,16 +127,16 @@ func New(d Deps) *Server {
 		limiter:   d.Limiter,
 		failOpen:  d.LimiterFailOpen,
 		limits:    map[string]orgLimits{},
-		accessLog: d.Config.Server.AccessLog == nil || *d.Config.Server.AccessLog,
+		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
-	for name, o := range d.Config.Orgs {
+	for name, o := range d.Options.Orgs {
 		s.limits[name] = orgLimits{
-			synthesis: ratelimit.Limit{Rate: o.RateLimit, Burst: o.RateBurst},
-			reads:     ratelimit.Limit{Rate: o.ReadRateLimit, Burst: o.ReadRateBurst},
+			synthesis: o.Synthesis,
+			reads:     o.Reads,
 			synthKey:  "org:" + name + ":synthesis",
 			readKey:   "org:" + name + ":reads",
 		}
@@ -154,10 +179,10 @@ func New(d Deps) *Server {
 	s.srv = &fasthttp.Server{
 		Handler:                       s.edge(r.Handler),
 		Name:                          "voxgate",
-		ReadTimeout:                   d.Config.Server.ReadTimeout.D(),
-		WriteTimeout:                  d.Config.Server.WriteTimeout.D(),
-		IdleTimeout:                   d.Config.Server.IdleTimeout.D(),
-		MaxRequestBodySize:            max(d.Config.Server.MaxBodyBytes, d.Config.Limits.MaxMediaBytes+64<<10),
+		ReadTimeout:                   d.Options.ReadTimeout,
+		WriteTimeout:                  d.Options.WriteTimeout,
+		IdleTimeout:                   d.Options.IdleTimeout,
+		MaxRequestBodySize:            max(d.Options.MaxBodyBytes, d.Options.MaxMediaBytes+64<<10),
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,
 		NoDefaultContentType:          true,

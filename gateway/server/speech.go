@@ -42,7 +42,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}
-		rctx, cancel := context.WithTimeout(context.Background(), s.cfg.Server.RequestTimeout.D())
+		rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
 		out, err := s.speech.Speak(rctx, c.p.OrgID, body.domain(), ep)
 		switch {
 		case err != nil:

@@ -73,7 +73,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if s.speech == nil {
 		return problem.New(problem.UnknownProvider, "provider %q is not configured", req.Provider)
 	}
-	cctx, cancel := context.WithTimeout(c.ctx, s.cfg.Server.RequestTimeout.D())
+	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
 	v, err := s.speech.CreateVoice(cctx, c.p.OrgID, speech.VoiceSpec{
 		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -22,7 +21,8 @@ type ProviderEntry struct {
 	Name   string
 	Plugin sdk.Provider
 	Desc   *sdk.Description
-	Cfg    *config.Provider
+	// Policy is how the gateway treats the provider (timeout, credits).
+	Policy ProviderPolicy
 	// Healthy reports whether the plugin has a live instance.
 	Healthy func() bool
 	models  map[string]*sdk.Model
@@ -40,7 +40,7 @@ type Catalog struct {
 
 // NewCatalog asks every plugin to describe itself. plugins maps provider id
 // to its plugin; healthy reports liveness per id.
-func NewCatalog(ctx context.Context, cfg *config.Config, plugins map[string]sdk.Provider, healthy func(id string) bool) (*Catalog, error) {
+func NewCatalog(ctx context.Context, policies map[string]ProviderPolicy, plugins map[string]sdk.Provider, healthy func(id string) bool) (*Catalog, error) {
 	c := &Catalog{providers: map[string]*ProviderEntry{}}
 	for id, pl := range plugins {
 		d, err := pl.Describe(ctx)
@@ -50,7 +50,7 @@ func NewCatalog(ctx context.Context, cfg *config.Config, plugins map[string]sdk.
 		if err := checkDescription(d); err != nil {
 			return nil, fmt.Errorf("provider %s: %w", id, err)
 		}
-		p := &ProviderEntry{ID: id, Name: d.Name, Plugin: pl, Desc: d, Cfg: cfg.Providers[id], models: map[string]*sdk.Model{},
+		p := &ProviderEntry{ID: id, Name: d.Name, Plugin: pl, Desc: d, Policy: policies[id], models: map[string]*sdk.Model{},
 			Healthy: func() bool { return healthy(id) }}
 		for i := range d.Models {
 			p.models[d.Models[i].ID] = &d.Models[i]

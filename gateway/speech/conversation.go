@@ -102,8 +102,8 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	if len(r.Turns) == 0 {
 		fe = append(fe, problem.Field("at least one turn is required", "turns"))
 	}
-	if len(r.Turns) > s.cfg.Limits.MaxTurns {
-		fe = append(fe, problem.Field(fmt.Sprintf("at most %d turns", s.cfg.Limits.MaxTurns), "turns"))
+	if len(r.Turns) > s.limits.MaxTurns {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d turns", s.limits.MaxTurns), "turns"))
 	}
 	gap := DefaultGapMs
 	if r.GapMs != nil {
@@ -137,8 +137,8 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	if r.Model != "" && anyTurnModel {
 		fe = append(fe, problem.Field("give either a shared top-level model or a model on every turn, not both", "model"))
 	}
-	if total > s.cfg.Limits.MaxConversationChars {
-		fe = append(fe, problem.Field(fmt.Sprintf("the turns hold %d characters; at most %d per conversation", total, s.cfg.Limits.MaxConversationChars), "turns"))
+	if total > s.limits.MaxConversationChars {
+		fe = append(fe, problem.Field(fmt.Sprintf("the turns hold %d characters; at most %d per conversation", total, s.limits.MaxConversationChars), "turns"))
 	}
 	if len(fe) > 0 {
 		return nil, problem.Validation(fe...)
@@ -234,7 +234,7 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	turns := make([]*TurnResult, len(jobs))
-	sem := make(chan struct{}, s.cfg.Limits.ConversationConcurrency)
+	sem := make(chan struct{}, s.limits.ConversationConcurrency)
 	var wg sync.WaitGroup
 	var firstErr error
 	var once sync.Once

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/dispatch"
@@ -46,7 +45,7 @@ type Store interface {
 
 // Service runs speech requests.
 type Service struct {
-	cfg      *config.Config
+	limits   Limits
 	cat      *Catalog
 	store    Store
 	creds    *credentials.Resolver
@@ -58,7 +57,8 @@ type Service struct {
 
 // Deps are the Service's collaborators.
 type Deps struct {
-	Config      *config.Config
+	// Limits bound what one request may ask for.
+	Limits      Limits
 	Catalog     *Catalog
 	Store       Store
 	Credentials *credentials.Resolver
@@ -72,7 +72,7 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{cfg: d.Config, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
+	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
 }
 
 // Catalog returns the provider catalog.
@@ -160,7 +160,7 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	}
 	limit := j.Model.MaxTextChars
 	if limit <= 0 {
-		limit = s.cfg.Limits.MaxTextChars
+		limit = s.limits.MaxTextChars
 	}
 	if n := utf8.RuneCountInString(j.Text); n > limit {
 		return nil, problem.New(problem.TextTooLong, "text has %d characters; model %s/%s accepts at most %d", n, j.Provider.ID, j.Model.ID, limit)
@@ -368,7 +368,7 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 // send its requests itself: the plugin plans, direct sending is on, and
 // the provider's configuration does not turn it off.
 func (s *Service) planner(j *Job) sdk.Planner {
-	if s.dispatch == nil || !j.Provider.Desc.Plans || (j.Provider.Cfg != nil && !j.Provider.Cfg.Direct()) {
+	if s.dispatch == nil || !j.Provider.Desc.Plans || !j.Provider.Policy.Direct {
 		return nil
 	}
 	pl, _ := j.Provider.Plugin.(sdk.Planner)
@@ -436,7 +436,7 @@ type Source interface {
 // (always, for planned requests: the answer's status is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	req := j.request()
-	ctx, cancel := context.WithTimeout(ctx, j.Provider.Cfg.Timeout.D())
+	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
 	start := time.Now()
 	plan, explain, err := s.plan(ctx, j, req, true)
 	if err == nil && plan != nil {
@@ -543,7 +543,7 @@ func (p *pluginSource) Close() error {
 // call runs one plugin call under the provider's timeout and records its
 // metrics.
 func (s *Service) call(ctx context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, j.Provider.Cfg.Timeout.D())
+	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
 	defer cancel()
 	start := time.Now()
 	err := fn(ctx)
@@ -559,7 +559,7 @@ func (s *Service) observe(ctx context.Context, j *Job, op string, d time.Duratio
 	if err != nil {
 		outcome = sdk.AsError(err).Kind.String()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s", j.Provider.Cfg.Timeout.D())}
+			err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s", j.Provider.Policy.Timeout)}
 			outcome = "timeout"
 		}
 	}
@@ -572,8 +572,8 @@ func (s *Service) observe(ctx context.Context, j *Job, op string, d time.Duratio
 
 // credits returns the credits charged for chars characters on j's model.
 func (s *Service) credits(j *Job) int {
-	rate := j.Provider.Cfg.CreditsPer1kChars
-	if r, ok := j.Provider.Cfg.ModelCredits[j.Model.ID]; ok {
+	rate := j.Provider.Policy.CreditsPer1kChars
+	if r, ok := j.Provider.Policy.ModelCredits[j.Model.ID]; ok {
 		rate = r
 	}
 	return int(math.Ceil(float64(utf8.RuneCountInString(j.Text)) * rate / 1000))

@@ -1,0 +1,58 @@
+package speech
+
+import (
+	"time"
+
+	"github.com/voxgate/voxgate/config"
+)
+
+// The typed runtime views of the configuration the speech service uses,
+// built once at start. The service never reads *config.Config: what it
+// may decide is exactly what these hold.
+
+// Limits bound what one request may ask for.
+type Limits struct {
+	// MaxTextChars is the text limit of a model that states none.
+	MaxTextChars int
+	// MaxTurns and MaxConversationChars bound a conversation.
+	MaxTurns             int
+	MaxConversationChars int
+	// ConversationConcurrency is how many turns render at once.
+	ConversationConcurrency int
+}
+
+// LimitsFrom builds Limits from the config.
+func LimitsFrom(cfg *config.Config) Limits {
+	return Limits{
+		MaxTextChars:            cfg.Limits.MaxTextChars,
+		MaxTurns:                cfg.Limits.MaxTurns,
+		MaxConversationChars:    cfg.Limits.MaxConversationChars,
+		ConversationConcurrency: cfg.Limits.ConversationConcurrency,
+	}
+}
+
+// ProviderPolicy is how the gateway treats one provider.
+type ProviderPolicy struct {
+	// Timeout bounds each call (504 provider_timeout past it).
+	Timeout time.Duration
+	// CreditsPer1kChars is the credit rate, ModelCredits its per-model
+	// overrides.
+	CreditsPer1kChars float64
+	ModelCredits      map[string]float64
+	// Direct lets the gateway send the requests the plugin plans.
+	Direct bool
+}
+
+// ProviderPolicies builds every provider's policy from the config.
+func ProviderPolicies(cfg *config.Config) map[string]ProviderPolicy {
+	out := make(map[string]ProviderPolicy, len(cfg.Providers))
+	for id, p := range cfg.Providers {
+		out[id] = ProviderPolicy{
+			Timeout:           p.Timeout.D(),
+			CreditsPer1kChars: p.CreditsPer1kChars,
+			ModelCredits:      p.ModelCredits,
+			Direct:            p.Direct(),
+		}
+	}
+	return out
+}
