@@ -1,0 +1,330 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
+	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// cloudFake is what the provider suite steers of a provider's fake: every
+// fake under internal/fakeupstream embeds a *fakeupstream.Control.
+type cloudFake interface {
+	BaseURL() string
+	FailNext(n int, f fakeupstream.Fault)
+	SetLatency(d time.Duration)
+	Calls() int
+	Reset()
+	// HoldStreams stops audio bodies after their first chunk until
+	// ReleaseStreams, so a test sees what arrives while the provider is
+	// provably still sending.
+	HoldStreams()
+	ReleaseStreams()
+}
+
+// cloudCase is one cloud provider plugin run through the provider suite:
+// a real plugin process behind a real gateway, pointed at its fake.
+type cloudCase struct {
+	// ID is the provider id (the plugin binary is voxgate-<ID>).
+	ID string
+	// Fake is the provider's fake; Key a key it accepts, used as the
+	// managed credential.
+	Fake cloudFake
+	Key  string
+	// Model and Voice are a model (without the provider prefix) and one
+	// of its voices.
+	Model, Voice string
+	// Settings are extra lines of the provider's block, each a "key: value".
+	Settings []string
+	// Streams, Timestamps: the model claims them, so the suite checks them.
+	Streams, Timestamps bool
+	// NoVoiceList: the provider has no voice list endpoint.
+	NoVoiceList bool
+}
+
+// startCloudCase runs a gateway with c's plugin as a managed provider of
+// org acme, with a provider timeout of 1s.
+func startCloudCase(t *testing.T, c cloudCase) *testGateway {
+	t.Helper()
+	var extra strings.Builder
+	for _, s := range c.Settings {
+		extra.WriteString("    " + s + "\n")
+	}
+	cfg := fmt.Sprintf(`
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %%DIR%%/voxgate.db
+  log_batch_size: 16
+plugins:
+  dir: %%BIN%%/plugins
+providers:
+  %[1]s:
+    plugin: voxgate-%[1]s
+    base_url: %[2]s
+    api_key: %[3]s
+    managed: true
+    timeout: 1s
+    credits_per_1k_chars: 10
+%[4]sorgs:
+  acme:
+    providers:
+      %[1]s: {enabled: true}
+`, c.ID, c.Fake.BaseURL(), c.Key, extra.String())
+	tg := startGateway(t, cfg)
+	tg.secrets = append(tg.secrets, c.Key)
+	return tg
+}
+
+// runCloudSuite checks what every cloud provider plugin must do behind the
+// gateway: a clip, a stream, word timestamps, the voice list, and the
+// upstream's failures mapped to problems (401, 429 with Retry-After, a
+// retried 5xx, a timeout), with the provider key never in a log line, a
+// problem or a log row.
+func runCloudSuite(t *testing.T, c cloudCase) {
+	tg := startCloudCase(t, c)
+	text := "The quick brown fox jumps over the lazy dog."
+	body := map[string]any{"model": c.ID + "/" + c.Model, "voice": c.Voice, "text": text}
+
+	assertNoKey := func(t *testing.T, r *response) {
+		t.Helper()
+		if bytes.Contains(r.body, []byte(c.Key)) {
+			t.Errorf("the answer contains the provider key")
+		}
+		for k, v := range r.header {
+			if strings.Contains(strings.Join(v, " "), c.Key) {
+				t.Errorf("header %s contains the provider key", k)
+			}
+		}
+	}
+
+	t.Run("clip", func(t *testing.T) {
+		r := tg.do("POST", "/v1/audio/speech", "acme", body)
+		if r.status != 200 {
+			t.Fatalf("speech: %d %s", r.status, r.body)
+		}
+		clip, err := sdktest.Decode(r.header.Get("Content-Type"), r.body)
+		if err != nil {
+			t.Fatalf("the clip does not decode as %s: %v", r.header.Get("Content-Type"), err)
+		}
+		if s := clip.Seconds(); s < 0.5 || s > 20 {
+			t.Errorf("the clip lasts %.2fs", s)
+		}
+		row := lastLogRow(t, tg, "acme")
+		if row.Provider != c.ID || row.Model != c.Model || row.Status != 200 || row.CreditsUsed != 1 {
+			t.Errorf("log row %+v", row)
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		r := tg.do("POST", "/v1/audio/speech/stream", "acme", body)
+		if !c.Streams {
+			r.problem(t, 501, "streaming_unsupported")
+			return
+		}
+		if r.status != 200 {
+			t.Fatalf("stream: %d %s", r.status, r.body)
+		}
+		if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
+			t.Fatalf("the stream does not decode as %s: %v", r.header.Get("Content-Type"), err)
+		}
+
+		// The first bytes reach the client while the provider still holds
+		// the rest.
+		c.Fake.HoldStreams()
+		defer c.Fake.ReleaseStreams()
+		data, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(data))
+		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := tg.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got := make(chan int, 1)
+		go func() {
+			buf := make([]byte, 1)
+			n, _ := io.ReadFull(resp.Body, buf)
+			got <- n
+		}()
+		select {
+		case n := <-got:
+			if n != 1 {
+				t.Fatal("the held stream ended before any audio")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no audio reached the client while the provider held the rest of the stream")
+		}
+		c.Fake.ReleaseStreams()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("timestamps", func(t *testing.T) {
+		if !c.Timestamps {
+			t.Skip("the model has no native timestamps")
+		}
+		r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", body)
+		if r.status != 200 {
+			t.Fatalf("with-timestamps: %d %s", r.status, r.body)
+		}
+		var env tsEnvelope
+		r.json(t, &env)
+		audio, err := base64.StdEncoding.DecodeString(env.Audio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clip, err := sdktest.Decode(env.MediaType, audio)
+		if err != nil {
+			t.Fatalf("audio: %v", err)
+		}
+		words := strings.Fields(text)
+		if len(env.Timestamps) != len(words) {
+			t.Fatalf("%d timestamps for %d words: %+v", len(env.Timestamps), len(words), env.Timestamps)
+		}
+		prev := 0.0
+		for i, w := range env.Timestamps {
+			if strings.Trim(w.Text, ".,") != strings.Trim(words[i], ".,") {
+				t.Errorf("word %d is %q, want %q", i, w.Text, words[i])
+			}
+			if w.Start < prev || w.End < w.Start || w.End > clip.Seconds()+0.05 {
+				t.Errorf("word %d %+v is out of order or past the clip (%.2fs)", i, w, clip.Seconds())
+			}
+			prev = w.Start
+		}
+	})
+
+	t.Run("voices", func(t *testing.T) {
+		r := tg.do("GET", "/v1/providers/"+c.ID+"/voices", "acme", nil)
+		if c.NoVoiceList {
+			return
+		}
+		if r.status != 200 {
+			t.Fatalf("voices: %d %s", r.status, r.body)
+		}
+		var list struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		r.json(t, &list)
+		found := false
+		for _, v := range list.Data {
+			found = found || v.ID == c.Voice
+		}
+		if !found {
+			t.Errorf("voice %q is not in the provider's list %s", c.Voice, r.body)
+		}
+		assertNoKey(t, r)
+	})
+
+	t.Run("rejected key", func(t *testing.T) {
+		c.Fake.Reset()
+		c.Fake.FailNext(1, fakeupstream.Fault{Status: 401})
+		r := tg.do("POST", "/v1/audio/speech", "acme", body)
+		p := r.problem(t, 502, "provider_error")
+		if p.Provider != c.ID || p.UpstreamStatus != 401 {
+			t.Errorf("problem %+v", p)
+		}
+		if c.Fake.Calls() != 1 {
+			t.Errorf("a rejected key was tried %d times", c.Fake.Calls())
+		}
+		assertNoKey(t, r)
+	})
+
+	t.Run("rate limited", func(t *testing.T) {
+		// Once: retried after the Retry-After the provider gave.
+		c.Fake.Reset()
+		c.Fake.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"})
+		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || c.Fake.Calls() != 2 {
+			t.Fatalf("after one 429: %d %s, %d upstream calls", r.status, r.body, c.Fake.Calls())
+		}
+		// Always, with a wait beyond what a retry may spend: passed on.
+		c.Fake.Reset()
+		c.Fake.FailNext(10, fakeupstream.Fault{Status: 429, RetryAfter: "30"})
+		defer c.Fake.Reset()
+		r := tg.do("POST", "/v1/audio/speech", "acme", body)
+		p := r.problem(t, 502, "provider_error")
+		if p.UpstreamStatus != 429 || r.header.Get("Retry-After") == "" {
+			t.Errorf("problem %+v, Retry-After %q", p, r.header.Get("Retry-After"))
+		}
+		assertNoKey(t, r)
+	})
+
+	t.Run("server error retried", func(t *testing.T) {
+		c.Fake.Reset()
+		c.Fake.FailNext(1, fakeupstream.Fault{Status: 503})
+		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || c.Fake.Calls() != 2 {
+			t.Fatalf("after one 503: %d %s, %d upstream calls", r.status, r.body, c.Fake.Calls())
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		c.Fake.Reset()
+		c.Fake.SetLatency(3 * time.Second)
+		defer c.Fake.SetLatency(0)
+		r := tg.do("POST", "/v1/audio/speech", "acme", body)
+		r.problem(t, 504, "provider_timeout")
+		assertNoKey(t, r)
+	})
+
+	t.Run("no key in log rows", func(t *testing.T) {
+		tg.flushLogs()
+		r := tg.do("GET", "/v1/logs?limit=200", "acme", nil)
+		if r.status != 200 {
+			t.Fatalf("logs: %d %s", r.status, r.body)
+		}
+		assertNoKey(t, r)
+	})
+}
+
+// lastLogRow is org's newest request-log row, after a flush.
+func lastLogRow(t *testing.T, tg *testGateway, org string) apiLogRow {
+	t.Helper()
+	tg.flushLogs()
+	r := tg.do("GET", "/v1/logs?limit=1", org, nil)
+	var page struct {
+		Data []apiLogRow `json:"data"`
+	}
+	r.json(t, &page)
+	if len(page.Data) == 0 {
+		t.Fatalf("no log rows for %s", org)
+	}
+	return page.Data[0]
+}
+
+// TestCloudProviderSuite runs the provider suite over every cloud plugin.
+// A new plugin adds its case here.
+func TestCloudProviderSuite(t *testing.T) {
+	cases := []func(t *testing.T) cloudCase{
+		func(t *testing.T) cloudCase {
+			f := openai.New(t, fakeupstream.Options{})
+			return cloudCase{ID: "openai", Fake: f, Key: openai.Key, Model: "tts-1", Voice: "alloy", Streams: true}
+		},
+		func(t *testing.T) cloudCase {
+			f := elevenlabs.New(t, fakeupstream.Options{})
+			return cloudCase{ID: "elevenlabs", Fake: f, Key: elevenlabs.Key, Model: "eleven_multilingual_v2", Voice: f.VoiceIDs()[0], Streams: true, Timestamps: true}
+		},
+		func(t *testing.T) cloudCase {
+			f := cartesia.New(t, fakeupstream.Options{})
+			return cloudCase{ID: "cartesia", Fake: f, Key: cartesia.Key, Model: "sonic-2", Voice: cartesia.VoiceKatie, Streams: true, Timestamps: true}
+		},
+	}
+	for _, mk := range cases {
+		c := mk(t)
+		t.Run(c.ID, func(t *testing.T) { runCloudSuite(t, c) })
+	}
+}
