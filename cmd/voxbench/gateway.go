@@ -35,20 +35,25 @@ const upstreamKeyEnv = "VOXBENCH_OPENAI_KEY"
 // three times, once per fake, as three providers of one organization,
 // with the gateway's own defaults for everything else (moderation off:
 // the org names no ruleset). directHTTP false keeps every call inside the
-// plugin (the path of plugins that do not plan their requests).
-func loadConfig(u *upstreams, accessLog, directHTTP bool) func(listen, dir, bin string) string {
+// plugin (the path of plugins that do not plan their requests). dsn, when
+// set, puts the gateway on PostgreSQL instead of a bbolt file.
+func loadConfig(u *upstreams, accessLog, directHTTP bool, dsn string) func(listen, dir, bin string) string {
 	return func(listen, dir, bin string) string {
+		storage := ""
+		if dsn != "" {
+			storage = "\n  driver: postgres\n  dsn: " + dsn
+		}
 		cfg := fmt.Sprintf(`server:
   listen: %s
   access_log: %t
 storage:
-  path: %s
+  path: %s%s
 plugins:
   dir: %s
 secrets:
   key_file: %s
 providers:
-`, listen, accessLog, filepath.Join(dir, "voxgate.db"), filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"))
+`, listen, accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"))
 		orgs := fmt.Sprintf("orgs:\n  %s:\n    providers:\n", benchOrg)
 		for _, p := range []struct{ id, root string }{{"openai", u.Clip}, {"openai-stream", u.Stream}, {"openai-live", u.Live}} {
 			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    managed: true\n    api_key: ${%s}\n    base_url: %s/v1\n    timeout: 30s\n    direct_http: %t\n",

@@ -25,11 +25,14 @@ const (
 	fixtureMaxAge = 10 * 24 * time.Hour
 )
 
-// fixtureOrgs are the fixture's organizations and their row counts.
-var fixtureOrgs = []struct {
+// fixtureOrg is one organization of the fixture and its row count.
+type fixtureOrg struct {
 	org  string
 	rows int
-}{
+}
+
+// fixtureOrgs are the fixture's organizations: a small log and a large one.
+var fixtureOrgs = []fixtureOrg{
 	{"logs-10k", 10_000},
 	{"logs-1m", 1_000_000},
 }
@@ -170,8 +173,7 @@ orgs:
 }
 
 // listLogs serves the fixture and times pages of GET /v1/logs for each
-// organization: the newest page, a page deep in the log reached through a
-// cursor, and a filtered page.
+// organization.
 func listLogs(ctx context.Context, bin, runDir string, fx *fixture, p plan, res *Results) error {
 	gw, err := startGateway(ctx, bin, runDir, "logs", logsConfig(fx.path))
 	if err != nil {
@@ -181,8 +183,22 @@ func listLogs(ctx context.Context, bin, runDir string, fx *fixture, p plan, res 
 	if err := gw.serve(ctx); err != nil {
 		return err
 	}
-	for _, o := range fixtureOrgs {
-		key := fx.Keys[o.org]
+	pages, err := timeLogPages(gw, fx.Keys, fx.Built, fixtureOrgs, p)
+	if err != nil {
+		return err
+	}
+	res.Logs.Pages = pages
+	return gw.shutdown(nil)
+}
+
+// timeLogPages times pages of GET /v1/logs on a served fixture for each
+// organization (keys maps org to API key; built is when the newest row was
+// written): the newest page, a page deep in the log reached through a
+// cursor, and a filtered page.
+func timeLogPages(gw *gatewayProc, keys map[string]string, built time.Time, orgs []fixtureOrg, p plan) ([]logPage, error) {
+	var out []logPage
+	for _, o := range orgs {
+		key := keys[o.org]
 		page := func(q url.Values) ([]byte, time.Duration, error) {
 			start := time.Now()
 			status, body, err := gw.get("/v1/logs?"+q.Encode(), key)
@@ -197,17 +213,17 @@ func listLogs(ctx context.Context, bin, runDir string, fx *fixture, p plan, res 
 		}
 		// A position in the middle of the org's log, reached the way a
 		// client paging down from there would hold it.
-		mid := fx.Built.Add(-time.Duration(o.rows/2) * time.Second).Format(time.RFC3339)
+		mid := built.Add(-time.Duration(o.rows/2) * time.Second).Format(time.RFC3339)
 		body, _, err := page(url.Values{"limit": {"50"}, "until": {mid}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var env struct {
 			Data       []json.RawMessage `json:"data"`
 			NextCursor string            `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(body, &env); err != nil || env.NextCursor == "" || len(env.Data) != 50 {
-			return fmt.Errorf("middle page of %s: %d rows, cursor %q, err %v", o.org, len(env.Data), env.NextCursor, err)
+			return nil, fmt.Errorf("middle page of %s: %d rows, cursor %q, err %v", o.org, len(env.Data), env.NextCursor, err)
 		}
 		cases := []struct {
 			name string
@@ -222,22 +238,22 @@ func listLogs(ctx context.Context, bin, runDir string, fx *fixture, p plan, res 
 			for i := range p.LogPages + 3 {
 				body, d, err := page(c.q)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if i == 0 {
 					var e struct {
 						Data []json.RawMessage `json:"data"`
 					}
 					if err := json.Unmarshal(body, &e); err != nil || len(e.Data) != 50 {
-						return fmt.Errorf("%s page of %s: %d rows (%v)", c.name, o.org, len(e.Data), err)
+						return nil, fmt.Errorf("%s page of %s: %d rows (%v)", c.name, o.org, len(e.Data), err)
 					}
 				}
 				if i >= 3 { // the first reads fault the pages in
 					ds = append(ds, d)
 				}
 			}
-			res.Logs.Pages = append(res.Logs.Pages, logPage{Org: o.org, Rows: o.rows, Page: c.name, Time: summarize(ds)})
+			out = append(out, logPage{Org: o.org, Rows: o.rows, Page: c.name, Time: summarize(ds)})
 		}
 	}
-	return gw.shutdown(nil)
+	return out, nil
 }

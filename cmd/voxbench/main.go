@@ -44,6 +44,8 @@ type options struct {
 	keep       bool
 	only       string
 	clip       float64
+	// pgFixtureDiv shrinks the PostgreSQL log fixture (tests only).
+	pgFixtureDiv int
 }
 
 func main() {
@@ -65,7 +67,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, streams, logs (for profiling; the table then lacks the others)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, streams, logs, pg (for profiling; the table then lacks the others)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -107,6 +109,9 @@ func run(ctx context.Context, o options) (*Results, error) {
 		defer os.RemoveAll(dir)
 	}
 	plan := defaultPlan(o)
+	if o.pgFixtureDiv > 1 {
+		plan.PGFixtureDiv = o.pgFixtureDiv
+	}
 	res := newResults(plan)
 
 	ups, err := startUpstreams(plan)
@@ -125,7 +130,16 @@ func run(ctx context.Context, o options) (*Results, error) {
 		}
 	}
 
-	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, o.accessLog, o.directHTTP))
+	// PostgreSQL next, for the same reason: its fixture load writes a lot.
+	var pb *pgBench
+	if o.runs("pg") {
+		if pb, err = startPG(ctx, bin, dir, ups, o, plan, res); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		defer pb.close()
+	}
+
+	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, o.accessLog, o.directHTTP, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +165,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		{"seq", "sequential clips", lg.sequential},
 		{"tput", "throughput", func(ctx context.Context, r *Results) error { return lg.throughput(ctx, r, o.perfDir) }},
 		{"ttfb", "stream time-to-first-byte", lg.streamTTFB},
+		{"pg", "clips through a gateway on PostgreSQL and one on bbolt", func(ctx context.Context, r *Results) error { return lg.pgSequential(ctx, pb, r) }},
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -174,6 +189,16 @@ func run(ctx context.Context, o options) (*Results, error) {
 		logf("phase: GET /v1/logs")
 		if err := listLogs(ctx, bin, dir, fx, plan, res); err != nil {
 			return nil, fmt.Errorf("logs: %w", err)
+		}
+	}
+	if pb != nil {
+		logf("phase: GET /v1/logs on PostgreSQL")
+		if err := pb.logs(ctx, bin, dir, plan, res); err != nil {
+			return nil, fmt.Errorf("logs on postgres: %w", err)
+		}
+		logf("phase: request-log writer into PostgreSQL")
+		if err := pb.writer(ctx, plan.WriterRun, res); err != nil {
+			return nil, fmt.Errorf("log writer into postgres: %w", err)
 		}
 	}
 	res.evaluate()

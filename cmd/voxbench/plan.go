@@ -30,6 +30,12 @@ type plan struct {
 	ManyStreams int `json:"concurrent_streams"`
 
 	LogPages int `json:"log_page_samples"`
+	// PGFixtureDiv divides the PostgreSQL fixture's row counts (1 in a
+	// real run; tests load a small one).
+	PGFixtureDiv int `json:"pg_fixture_divisor"`
+	// WriterRun is how long each request-log writer run into PostgreSQL
+	// offers rows.
+	WriterRun time.Duration `json:"pg_writer_run_ns"`
 
 	// Texts: ClipText for whole clips (the clip fake ignores its length),
 	// TTFBText a short stream (5 chunks), ManyText a stream of about 4 s.
@@ -54,6 +60,8 @@ func defaultPlan(o options) plan {
 		TTFBPairs:        120,
 		ManyStreams:      o.streams,
 		LogPages:         50,
+		WriterRun:        10 * time.Second,
+		PGFixtureDiv:     1,
 		ClipText:         "The quick brown fox jumps over the lazy dog, twice.",
 		TTFBText:         "Hello.",
 		ManyText:         "Streaming speech arrives while the provider is still speaking it.",
@@ -64,6 +72,7 @@ func defaultPlan(o options) plan {
 		p.TTFBPairs = 20
 		p.ManyStreams = min(o.streams, 200)
 		p.LogPages = 10
+		p.WriterRun = 2 * time.Second
 	}
 	return p
 }

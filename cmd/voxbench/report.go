@@ -26,6 +26,7 @@ type Results struct {
 	TTFB       ttfbResult    `json:"stream_ttfb"`
 	Streams    streamsResult `json:"concurrent_streams"`
 	Logs       logsResult    `json:"request_logs"`
+	Postgres   pgResult      `json:"postgres"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
@@ -216,6 +217,12 @@ const (
 	targetTput64   = 0.70 // gateway / direct
 	targetTTFBP50  = 0.5  // ms
 	targetLogsFlat = 2.0  // 1M-row page / 10k-row page
+	// targetPGLatency bounds a clip's latency through a gateway on
+	// PostgreSQL over one on bbolt (p50 ratio).
+	targetPGLatency = 1.1
+	// targetPGRows is the request-log rows a second PostgreSQL must take
+	// from the log writer with nothing dropped.
+	targetPGRows = 20_000
 )
 
 func pass(ok bool) *bool { return &ok }
@@ -286,9 +293,32 @@ func (r *Results) evaluate() {
 			Baseline: "0", Gateway: fmt.Sprintf("%.0f", dropped), Delta: "",
 			Target: "0", Pass: pass(dropped == 0 && r.Logs.DroppedTotal == 0), Value: dropped})
 	}
+	r.logPageFigures("", r.Logs.Pages)
+	if pg := r.Postgres; pg.Seq.Bolt.N > 0 {
+		add(figure{Name: "clip through a gateway on PostgreSQL (baseline: bbolt), p50", Unit: "ms",
+			Baseline: f3(pg.Seq.Bolt.P50), Gateway: f3(pg.Seq.PG.P50), Delta: fmt.Sprintf("%.3fx", pg.Seq.Ratio),
+			Target: fmt.Sprintf("≤ %.1fx", targetPGLatency), Pass: pass(pg.Seq.Ratio <= targetPGLatency), Value: pg.Seq.Ratio})
+		add(figure{Name: "clip through a gateway on PostgreSQL (baseline: bbolt), p99", Unit: "ms",
+			Baseline: f3(pg.Seq.Bolt.P99), Gateway: f3(pg.Seq.PG.P99), Delta: fmt.Sprintf("%.3fx", pg.Seq.PG.P99/pg.Seq.Bolt.P99), Value: pg.Seq.PG.P99 / pg.Seq.Bolt.P99})
+	}
+	r.logPageFigures(" on PostgreSQL", r.Postgres.Pages)
+	if w := r.Postgres.Paced; w.Rows > 0 {
+		add(figure{Name: fmt.Sprintf("request-log rows into PostgreSQL, offered %d/s", int(w.Offered)), Unit: "rows/s",
+			Baseline: fmt.Sprintf("%.0f offered", w.Offered), Gateway: fmt.Sprintf("%.0f", w.RowsPerSec),
+			Delta: fmt.Sprintf("%d dropped, max queue %d", w.Dropped, w.MaxQueue),
+			Target: fmt.Sprintf("≥ %d, 0 dropped", targetPGRows), Pass: pass(w.RowsPerSec >= targetPGRows && w.Dropped == 0), Value: w.RowsPerSec})
+		u := r.Postgres.Unpaced
+		add(figure{Name: "request-log rows into PostgreSQL, as fast as it takes them", Unit: "rows/s",
+			Baseline: fmt.Sprintf("%d rows", u.Rows), Gateway: fmt.Sprintf("%.0f", u.RowsPerSec),
+			Delta: fmt.Sprintf("%d dropped", u.Dropped), Value: u.RowsPerSec})
+	}
+}
+
+// logPageFigures adds the GET /v1/logs figures of one backend's pages.
+func (r *Results) logPageFigures(backend string, ps []logPage) {
 	pages := map[string]map[int]latency{}
 	var order []string
-	for _, p := range r.Logs.Pages {
+	for _, p := range ps {
 		if pages[p.Page] == nil {
 			pages[p.Page] = map[int]latency{}
 			order = append(order, p.Page)
@@ -296,12 +326,30 @@ func (r *Results) evaluate() {
 		pages[p.Page][p.Rows] = p.Time
 	}
 	for _, name := range order {
-		small, big := pages[name][fixtureOrgs[0].rows], pages[name][fixtureOrgs[1].rows]
+		lo, hi := -1, -1
+		for rows := range pages[name] {
+			if lo < 0 || rows < lo {
+				lo = rows
+			}
+			hi = max(hi, rows)
+		}
+		small, big := pages[name][lo], pages[name][hi]
 		ratio := big.P50 / small.P50
-		add(figure{Name: fmt.Sprintf("GET /v1/logs %s page, 10k → 1M rows, p50", name), Unit: "ms",
+		r.Figures = append(r.Figures, figure{Name: fmt.Sprintf("GET /v1/logs %s page%s, %s → %s rows, p50", name, backend, count(lo), count(hi)), Unit: "ms",
 			Baseline: f3(small.P50), Gateway: f3(big.P50), Delta: fmt.Sprintf("%.2fx", ratio),
 			Target: fmt.Sprintf("≤ %.0fx", targetLogsFlat), Pass: pass(ratio <= targetLogsFlat), Value: ratio})
 	}
+}
+
+// count writes a row count the short way: 10k, 1M.
+func count(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }
 
 func f3(x float64) string { return fmt.Sprintf("%.3f", x) }

@@ -69,7 +69,7 @@ func TestConfigsAreValid(t *testing.T) {
 	dir := t.TempDir()
 	ups := &upstreams{upstreamURLs: upstreamURLs{Clip: "http://127.0.0.1:1", Stream: "http://127.0.0.1:2", Live: "http://127.0.0.1:3"}}
 	env := func(k string) (string, bool) { return "sk-test", k == upstreamKeyEnv }
-	load, err := config.Parse([]byte(loadConfig(ups, false, true)("127.0.0.1:9", dir, "/bin")), env)
+	load, err := config.Parse([]byte(loadConfig(ups, false, true, "")("127.0.0.1:9", dir, "/bin")), env)
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}
@@ -138,5 +138,54 @@ func TestQuickRun(t *testing.T) {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)
 		}
+	}
+}
+
+// TestQuickRunPostgres runs the PostgreSQL phases with a fixture a
+// twentieth of the real one, and checks that every figure was measured.
+// It asserts no timings.
+func TestQuickRunPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL, two gateways, their plugins and the fake upstream")
+	}
+	bin := os.Getenv("VOXGATE_BIN_DIR")
+	if bin == "" {
+		bin = filepath.Join("..", "..", "bin")
+	}
+	if _, err := os.Stat(filepath.Join(bin, "plugins", "voxgate-openai")); err != nil {
+		t.Skip("run `make build` first")
+	}
+	res, err := run(context.Background(), options{bin: bin, quick: true, accessLog: true, streams: 20, only: "pg", clip: 1, pgFixtureDiv: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := res.Postgres
+	if pg.Seq.Bolt.N == 0 || pg.Seq.PG.N != pg.Seq.Bolt.N || pg.Seq.Ratio <= 0 {
+		t.Errorf("sequential: %+v", pg.Seq)
+	}
+	if len(pg.Pages) != 2*3 {
+		t.Errorf("%d log pages timed, want 6", len(pg.Pages))
+	}
+	if w := pg.Paced; w.Rows == 0 || w.Offered != pgWriterOffered || w.RowsPerSec <= 0 {
+		t.Errorf("paced writer: %+v", w)
+	}
+	if w := pg.Unpaced; w.Rows == 0 || w.Dropped != 0 {
+		t.Errorf("unpaced writer: %+v (the bench holds back, so nothing may drop)", w)
+	}
+	names := map[string]bool{}
+	for _, f := range res.Figures {
+		names[f.Name] = true
+	}
+	for _, want := range []string{
+		"clip through a gateway on PostgreSQL (baseline: bbolt), p50",
+		"GET /v1/logs newest page on PostgreSQL, 500 → 50k rows, p50",
+		"request-log rows into PostgreSQL, offered 25000/s",
+	} {
+		if !names[want] {
+			t.Errorf("no figure %q in %v", want, names)
+		}
+	}
+	if len(res.Throughput) != 0 || len(res.Logs.Pages) != 0 || res.Sequential.Direct.N != 0 {
+		t.Error("phases outside -only ran")
 	}
 }

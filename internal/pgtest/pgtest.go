@@ -38,6 +38,9 @@ type Server struct {
 	port int
 	cred *syscall.Credential
 
+	// durable keeps fsync on (benchmarks measure what production pays).
+	durable bool
+
 	mu      sync.Mutex
 	running bool
 	dbs     int
@@ -46,7 +49,13 @@ type Server struct {
 // Start initializes a cluster in a new temporary directory and starts it.
 // The caller stops it with Close. It fails with instructions when the
 // PostgreSQL binaries are missing.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return start(false) }
+
+// StartDurable is Start with fsync on, as a production server runs:
+// for benchmarks of writes, which a test server's fsync=off would flatter.
+func StartDurable() (*Server, error) { return start(true) }
+
+func start(durable bool) (*Server, error) {
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
@@ -55,7 +64,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, durable: durable}
 	if os.Geteuid() == 0 {
 		if s.cred, err = unprivileged(); err != nil {
 			os.RemoveAll(dir)
@@ -108,7 +117,10 @@ func (s *Server) Start() error {
 	if s.running {
 		return nil
 	}
-	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", s.port, s.dir)
+	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c max_connections=200", s.port, s.dir)
+	if !s.durable {
+		opts += " -c fsync=off -c full_page_writes=off"
+	}
 	if out, err := s.run("pg_ctl", "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		return fmt.Errorf("pgtest: pg_ctl start: %w\n%s\n%s", err, out, log)
