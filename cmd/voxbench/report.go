@@ -305,7 +305,7 @@ func (r *Results) evaluate() {
 	if w := r.Postgres.Paced; w.Rows > 0 {
 		add(figure{Name: fmt.Sprintf("request-log rows into PostgreSQL, offered %d/s", int(w.Offered)), Unit: "rows/s",
 			Baseline: fmt.Sprintf("%.0f offered", w.Offered), Gateway: fmt.Sprintf("%.0f", w.RowsPerSec),
-			Delta: fmt.Sprintf("%d dropped, max queue %d", w.Dropped, w.MaxQueue),
+			Delta:  fmt.Sprintf("%d dropped, max queue %d", w.Dropped, w.MaxQueue),
 			Target: fmt.Sprintf("≥ %d, 0 dropped", targetPGRows), Pass: pass(w.RowsPerSec >= targetPGRows && w.Dropped == 0), Value: w.RowsPerSec})
 		u := r.Postgres.Unpaced
 		add(figure{Name: "request-log rows into PostgreSQL, as fast as it takes them", Unit: "rows/s",

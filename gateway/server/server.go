@@ -47,7 +47,7 @@ type Deps struct {
 	// Options are the edge's limits and timeouts, built from the config.
 	Options Options
 	Logger  *zap.Logger
-	Store  Store
+	Store   Store
 	// CursorSecret signs list cursors. Instances sharing storage share it
 	// (store.Backend.Secret), so a cursor from one verifies on another.
 	CursorSecret []byte
