@@ -551,8 +551,8 @@ func (c *Config) Validate() error {
 	if c.Storage.MaxConns < 1 {
 		bad("storage.max_conns", "must be positive, got %d", c.Storage.MaxConns)
 	}
-	if c.Storage.LogRetainDays < 1 || c.Storage.LogRetainDays > 30 {
-		bad("storage.log_retain_days", "must be 1..30, got %d", c.Storage.LogRetainDays)
+	if c.Storage.LogRetainDays < 1 || c.Storage.LogRetainDays > 3650 {
+		bad("storage.log_retain_days", "must be 1..3650 (days), got %d", c.Storage.LogRetainDays)
 	}
 	if c.Limits.MaxTextChars < 1 || c.Limits.MaxTurns < 1 || c.Limits.MaxConversationChars < 1 || c.Limits.ConversationConcurrency < 1 || c.Limits.MaxMediaBytes < 1 {
 		bad("limits", "every limit must be positive")
