@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	bin "encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -179,7 +182,8 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 
 	// kill -9 of A under load: B keeps serving and nothing acknowledged
 	// through either instance is lost.
-	var created sync.Map // voice id -> instance
+	var created, uploaded sync.Map // voice / media id -> instance
+	toneWAV := testWAV(16000, 0.3)
 	var bFailures, bOK atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -193,9 +197,16 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 					return
 				default:
 				}
+				// Voices and media uploads in turn: both are acknowledged
+				// only once committed.
+				isMedia := n%2 == 1
 				req, _ := http.NewRequest("POST", "http://"+s.addr+"/v1/voices", strings.NewReader(fmt.Sprintf(`{"title":"load %d-%d","provider":"espeak","model":"espeak-ng","voice_id":"en"}`, i, n)))
-				req.Header.Set("Authorization", "Bearer "+key)
 				req.Header.Set("Content-Type", "application/json")
+				if isMedia {
+					req, _ = http.NewRequest("POST", "http://"+s.addr+"/v1/media", bytes.NewReader(toneWAV))
+					req.Header.Set("Content-Type", "audio/wav")
+				}
+				req.Header.Set("Authorization", "Bearer "+key)
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					if s == b {
@@ -208,7 +219,11 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 				_ = json.NewDecoder(resp.Body).Decode(&v)
 				resp.Body.Close()
 				if resp.StatusCode == 201 {
-					created.Store(v.ID, s.addr)
+					if isMedia {
+						uploaded.Store(v.ID, s.addr)
+					} else {
+						created.Store(v.ID, s.addr)
+					}
 					if s == b {
 						bOK.Add(1)
 					}
@@ -242,7 +257,44 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 	if lost > 0 || total == 0 {
 		t.Fatalf("%d of %d acknowledged voices lost after kill -9 of A", lost, total)
 	}
-	t.Logf("%d voices acknowledged under load, all listed on B after A was killed", total)
+	media := 0
+	uploaded.Range(func(id, _ any) bool {
+		media++
+		req, _ := http.NewRequest("GET", "http://"+b.addr+"/v1/media/"+id.(string), nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("acknowledged media %s: %d on B after kill -9 of A", id, resp.StatusCode)
+		}
+		return true
+	})
+	if media == 0 {
+		t.Fatal("no media upload was acknowledged under load")
+	}
+	t.Logf("%d voices and %d media acknowledged under load, all on B after A was killed", total, media)
+}
+
+// testWAV is seconds of a 440 Hz tone as a 16-bit mono WAV file.
+func testWAV(rate int, seconds float64) []byte {
+	n := int(float64(rate) * seconds)
+	var b bytes.Buffer
+	le := bin.LittleEndian
+	b.WriteString("RIFF")
+	_ = bin.Write(&b, le, uint32(36+2*n))
+	b.WriteString("WAVEfmt ")
+	for _, v := range []any{uint32(16), uint16(1), uint16(1), uint32(rate), uint32(2 * rate), uint16(2), uint16(16)} {
+		_ = bin.Write(&b, le, v)
+	}
+	b.WriteString("data")
+	_ = bin.Write(&b, le, uint32(2*n))
+	for i := range n {
+		_ = bin.Write(&b, le, int16(8000*math.Sin(2*math.Pi*440*float64(i)/float64(rate))))
+	}
+	return b.Bytes()
 }
 
 // waitStatus polls GET /v1/voices with key until it answers want, failing
