@@ -62,6 +62,14 @@ type Server struct {
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// AccessLog turns the per-request zap line on or off.
 	AccessLog *bool `yaml:"access_log"`
+	// MaxConns bounds open client connections; past it a new connection
+	// gets a 503 and is closed. 0 means derived from the open-files limit
+	// at start, keeping descriptors for the store and the plugins.
+	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerIP bounds open connections from one client address (0 =
+	// no per-address bound: behind a load balancer every connection
+	// comes from its address).
+	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
 }
 
 // Storage selects the storage backend and tunes the request-log writer.
@@ -527,6 +535,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	}
+	if c.Server.MaxConns < 0 {
+		bad("server.max_conns", "must be 0 (derived from the open-files limit) or more, got %d", c.Server.MaxConns)
+	}
+	if c.Server.MaxConnsPerIP < 0 {
+		bad("server.max_conns_per_ip", "must be 0 (no bound) or more, got %d", c.Server.MaxConnsPerIP)
 	}
 	if c.Storage.LogQueueSize < 1 || c.Storage.LogBatchSize < 1 {
 		bad("storage", "log_queue_size and log_batch_size must be positive")

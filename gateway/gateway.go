@@ -159,7 +159,9 @@ func (g *Gateway) Start() error {
 	}
 	g.serveCh = make(chan error, 1)
 	go func() { g.serveCh <- g.server.Serve(ln) }()
-	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)))
+	maxConns, perIP := g.server.ConnLimits()
+	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
+		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
 	return nil
 }
 
@@ -174,6 +176,8 @@ func ServerOptions(cfg *config.Config) server.Options {
 		MaxMediaBytes:  cfg.Limits.MaxMediaBytes,
 		MaxTextChars:   cfg.Limits.MaxTextChars,
 		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
+		MaxConns:       cfg.Server.MaxConns,
+		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,
 		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
 	}
 	for name, org := range cfg.Orgs {
@@ -181,6 +185,9 @@ func ServerOptions(cfg *config.Config) server.Options {
 			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
 			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
 		}
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = server.DefaultMaxConns()
 	}
 	return o
 }

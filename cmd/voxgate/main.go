@@ -163,15 +163,22 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		_ = g.Shutdown(context.Background())
 		return err
 	}
+	var stopped error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: finishing in-flight requests")
 	case err := <-g.Done():
-		log.Error("server stopped", zap.Error(err))
+		// Serve returns before Shutdown only when it cannot go on: exit
+		// non-zero, so that a supervisor restarts the gateway.
+		stopped = fmt.Errorf("the HTTP server stopped unexpectedly: %v", err)
+		log.Error("server stopped unexpectedly; shutting down", zap.Error(err))
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.D())
 	defer cancel()
-	return g.Shutdown(sctx)
+	if err := g.Shutdown(sctx); err != nil {
+		return err
+	}
+	return stopped
 }
 
 func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {

@@ -39,6 +39,14 @@ type Metrics struct {
 	// RateLimitErrors counts requests whose rate limit could not be
 	// checked (the shared Redis was unreachable).
 	RateLimitErrors prometheus.Counter
+	// ConnsOpen is the open client connections.
+	ConnsOpen prometheus.Gauge
+	// ConnsRejected counts connections closed at once because a limit
+	// was reached, by limit (max_conns, max_conns_per_ip).
+	ConnsRejected *prometheus.CounterVec
+	// AcceptErrors counts failed accepts that were retried (out of file
+	// descriptors, for one).
+	AcceptErrors prometheus.Counter
 }
 
 // New creates the collectors and registers them with a fresh registry,
@@ -76,13 +84,26 @@ func New() *Metrics {
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "voxgate_panics_recovered_total", Help: "Handler panics recovered.",
 		}),
+		ConnsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "voxgate_http_connections_open", Help: "Open client connections.",
+		}),
+		ConnsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_http_connections_rejected_total", Help: "Connections closed at once with a 503 because a limit was reached, by limit.",
+		}, []string{"limit"}),
+		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voxgate_http_accept_errors_total", Help: "Failed accepts retried with backoff (e.g. out of file descriptors).",
+		}),
 		RateLimitErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "voxgate_rate_limit_errors_total", Help: "Requests whose rate limit could not be checked (shared limiter unreachable).",
 		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
+		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Zeros, not "no data", on a dashboard before the first rejection.
+	m.ConnsRejected.WithLabelValues("max_conns")
+	m.ConnsRejected.WithLabelValues("max_conns_per_ip")
 	return m
 }
 

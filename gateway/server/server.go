@@ -80,6 +80,9 @@ type Options struct {
 	MaxTextChars int
 	// AccessLog writes one line per request.
 	AccessLog bool
+	// MaxConns bounds open client connections (0: no bound);
+	// MaxConnsPerIP those from one address (0: no bound).
+	MaxConns, MaxConnsPerIP int
 	// Orgs holds each organization's rate limits.
 	Orgs map[string]OrgLimits
 }
@@ -244,10 +247,19 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// Serve serves on ln until Shutdown.
+// Serve serves on ln until Shutdown, through a listener that bounds open
+// connections and rides out temporary accept errors (see listener.go).
+// An error other than from Shutdown means the server stopped for good.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.srv.Serve(ln)
+	ll := newLimitListener(ln, connLimits{max: s.opts.MaxConns, perIP: s.opts.MaxConnsPerIP}, listenerMetrics{
+		open: s.metrics.ConnsOpen, rejected: s.metrics.ConnsRejected, acceptErrors: s.metrics.AcceptErrors,
+	}, s.log)
+	return s.srv.Serve(ll)
 }
+
+// ConnLimits returns the bounds on open connections in total and per
+// client address (0: none).
+func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opts.MaxConnsPerIP }
 
 // Shutdown stops accepting connections and waits for in-flight requests,
 // up to ctx's deadline.

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// The listener between the TCP socket and fasthttp. fasthttp's accept loop
+// treats every accept error but a timeout as permanent: when the process
+// runs out of file descriptors (EMFILE) it returns from Serve and the
+// gateway stops for good. This listener retries such errors itself, and
+// bounds open connections so that descriptors stay available for the
+// store, the plugins and the admin socket in the first place.
+
+// connLimits bound the listener's open connections.
+type connLimits struct {
+	// max is the most open connections; 0 means no bound.
+	max int
+	// perIP is the most open connections from one address; 0 means none.
+	perIP int
+}
+
+// listenerMetrics are the listener's collectors.
+type listenerMetrics struct {
+	open         prometheus.Gauge
+	rejected     *prometheus.CounterVec
+	acceptErrors prometheus.Counter
+}
+
+// limitListener retries temporary accept errors with backoff and closes
+// connections past its limits at once, after a 503 problem.
+type limitListener struct {
+	net.Listener
+	limits  connLimits
+	log     *zap.Logger
+	metrics listenerMetrics
+
+	open   atomic.Int64
+	mu     sync.Mutex
+	perIP  map[netip.Addr]int
+	closed atomic.Bool
+}
+
+func newLimitListener(ln net.Listener, l connLimits, m listenerMetrics, log *zap.Logger) *limitListener {
+	return &limitListener{Listener: ln, limits: l, metrics: m, log: log, perIP: map[netip.Addr]int{}}
+}
+
+// overloaded is the whole answer to a connection past the limits: written
+// on a fresh socket, whose send buffer is empty, so it never blocks.
+var overloaded = func() []byte {
+	body := `{"type":"urn:voxgate:problem:service_unavailable","title":"Service unavailable","status":503,` +
+		`"code":"service_unavailable","detail":"the gateway has too many open connections; retry shortly"}`
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n" +
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}()
+
+// maxAcceptBackoff bounds the wait between retries of a failing accept,
+// as net/http's Server does.
+const maxAcceptBackoff = time.Second
+
+// Accept returns the next connection within the limits. Temporary errors
+// (out of descriptors or buffers, a connection aborted before accept) are
+// logged, counted and retried with a backoff from 5 ms doubling to 1 s.
+func (l *limitListener) Accept() (net.Conn, error) {
+	var backoff time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if l.closed.Load() || !temporary(err) {
+				return nil, err
+			}
+			l.metrics.acceptErrors.Inc()
+			backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
+			if backoff == 5*time.Millisecond || backoff == maxAcceptBackoff {
+				l.log.Warn("accepting connections failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+			}
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if reason := l.admit(c); reason != "" {
+			l.metrics.rejected.WithLabelValues(reason).Inc()
+			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			_, _ = c.Write(overloaded)
+			_ = c.Close()
+			continue
+		}
+		l.metrics.open.Inc()
+		return &limitedConn{Conn: c, l: l, ip: remoteIP(c)}, nil
+	}
+}
+
+// admit counts c in, or returns why it is over the limits.
+func (l *limitListener) admit(c net.Conn) string {
+	if n := l.open.Add(1); l.limits.max > 0 && n > int64(l.limits.max) {
+		l.open.Add(-1)
+		return "max_conns"
+	}
+	if l.limits.perIP > 0 {
+		ip := remoteIP(c)
+		l.mu.Lock()
+		over := l.perIP[ip] >= l.limits.perIP
+		if !over {
+			l.perIP[ip]++
+		}
+		l.mu.Unlock()
+		if over {
+			l.open.Add(-1)
+			return "max_conns_per_ip"
+		}
+	}
+	return ""
+}
+
+// release counts a closed connection out.
+func (l *limitListener) release(ip netip.Addr) {
+	l.open.Add(-1)
+	l.metrics.open.Dec()
+	if l.limits.perIP > 0 {
+		l.mu.Lock()
+		if l.perIP[ip]--; l.perIP[ip] <= 0 {
+			delete(l.perIP, ip)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Close stops Accept for good.
+func (l *limitListener) Close() error {
+	l.closed.Store(true)
+	return l.Listener.Close()
+}
+
+// limitedConn gives its slot back when closed, once.
+type limitedConn struct {
+	net.Conn
+	l    *limitListener
+	ip   netip.Addr
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.release(c.ip) })
+	return err
+}
+
+func remoteIP(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+// temporary reports whether an accept error is worth retrying: the
+// process or system is out of descriptors or memory for now, or one
+// connection went away between the handshake and the accept.
+func temporary(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR, syscall.EAGAIN, syscall.EPROTO} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// DefaultMaxConns is the connection limit when the config gives none: the
+// open-files limit less a reserve for the store's pool, the plugins'
+// sockets, the admin socket and log files (a quarter, at most 1,024),
+// and at least 64.
+func DefaultMaxConns() int {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
+		return 0 // unknown or effectively unlimited: no bound of our own
+	}
+	lim := int(r.Cur)
+	return max(64, lim-min(lim/4, 1024))
+}
