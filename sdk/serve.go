@@ -1,6 +1,9 @@
 package sdk
 
 import (
+	"os"
+	"time"
+
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
@@ -16,6 +19,7 @@ const MaxMessageBytes = 128 << 20
 //
 //	func main() { sdk.Serve(&myProvider{}) }
 func Serve(p Provider) {
+	go watchParent(parentPoll)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{ProviderPluginName: &ProviderPlugin{Impl: p}},
@@ -25,6 +29,7 @@ func Serve(p Provider) {
 
 // ServeModerator serves m as a moderation plugin, like Serve.
 func ServeModerator(m Moderator) {
+	go watchParent(parentPoll)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{ModeratorPluginName: &ModeratorPlugin{Impl: m}},
@@ -43,4 +48,24 @@ func grpcServer(opts []grpc.ServerOption) *grpc.Server {
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.ForceServerCodecV2(clipCodec{}),
 	))
+}
+
+// parentPoll is how often a plugin checks that the gateway still runs.
+const parentPoll = 200 * time.Millisecond
+
+// watchParent ends the plugin when the process that started it is gone,
+// which shows as a new parent (the orphan is adopted by init or a
+// subreaper). The gateway also asks Linux for a parent-death signal; this
+// watch covers every other system, and a gateway killed before it could
+// stop its plugins never leaves them running.
+func watchParent(every time.Duration) {
+	parent := os.Getppid()
+	if parent <= 1 {
+		return // started by init itself: nothing to watch
+	}
+	for range time.Tick(every) {
+		if os.Getppid() != parent {
+			os.Exit(2)
+		}
+	}
 }

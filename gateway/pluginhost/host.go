@@ -157,5 +157,6 @@ func (h *Host) Close(ctx context.Context) error {
 func command(sp Spec) *exec.Cmd {
 	cmd := exec.Command(sp.Path)
 	cmd.Env = append(os.Environ(), sp.Env...)
+	dieWithParent(cmd)
 	return cmd
 }
