@@ -56,6 +56,9 @@ const (
 	// StorageUnavailable says the shared database could not be reached;
 	// the request may succeed once it is back.
 	StorageUnavailable Code = "storage_unavailable"
+	// RequestTimeout says the gateway's own limit on a request
+	// (server.request_timeout) ran out, as opposed to a provider's.
+	RequestTimeout Code = "request_timeout"
 )
 
 type meta struct {
@@ -95,6 +98,7 @@ var table = map[Code]meta{
 	Internal:                {500, "Internal error"},
 	Unavailable:             {503, "Service unavailable"},
 	StorageUnavailable:      {503, "Storage unavailable"},
+	RequestTimeout:          {504, "Request timed out"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

@@ -121,7 +121,8 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	cs := &chunkStream{s: s, c: c, job: out.Job, row: out.Row, pending: st.First, ended: st.Ended, src: st.Source, cancel: cancel}
+	cs := &chunkStream{s: s, c: c, job: out.Job, row: out.Row, pending: st.First, ended: st.Ended, src: st.Source, cancel: cancel,
+		conn: ctx.Conn(), writeTimeout: s.opts.WriteTimeout}
 	cs.row.Status = fasthttp.StatusOK
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
@@ -163,6 +164,14 @@ func (c *clipBody) Close() error {
 // writing it (the connection closed first).
 var errNotWritten = errors.New("the response was not written")
 
+// errStreamBroken ends the response of a stream that failed after its
+// status line went out. Returned from the body's WriteTo (or Read), it
+// makes fasthttp leave out the terminating chunk and close the
+// connection: the client sees an incomplete transfer (curl exits non-zero,
+// fetch rejects) instead of a complete-looking, truncated clip. The log
+// row says what failed.
+var errStreamBroken = errors.New("the stream failed after it started")
+
 // chunkStream is a streamed response body. fasthttp writes it with WriteTo
 // (one HTTP chunk, flushed, per piece of audio) and always closes it with
 // CloseWithError, which is where the provider call is stopped if the
@@ -177,6 +186,12 @@ type chunkStream struct {
 	src     speech.Source
 	cancel  context.CancelFunc
 	once    sync.Once
+	// conn and writeTimeout give each write its own deadline: fasthttp
+	// sets one for the whole response, which would cut any stream longer
+	// than server.write_timeout. The stream as a whole is bounded by the
+	// request timeout instead.
+	conn         interface{ SetWriteDeadline(time.Time) error }
+	writeTimeout time.Duration
 }
 
 // SupportsBodyWriteTo implements fasthttp.BodyWriterTo: WriteTo writes
@@ -192,6 +207,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	cs.pending = nil
 	for {
 		if len(b) > 0 {
+			cs.extendDeadline()
 			k, err := w.Write(b)
 			n += int64(k)
 			if err != nil {
@@ -204,11 +220,22 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 		}
 		var err error
 		if b, err = cs.src.Next(); err != nil {
-			break
+			if !errors.Is(err, io.EOF) {
+				cs.finish(nil)
+				return n, errStreamBroken
+			}
+			cs.ended = true // write the last piece, then end
 		}
 	}
 	cs.finish(nil)
 	return n, nil
+}
+
+// extendDeadline gives the next write server.write_timeout.
+func (cs *chunkStream) extendDeadline() {
+	if cs.conn != nil && cs.writeTimeout > 0 {
+		_ = cs.conn.SetWriteDeadline(time.Now().Add(cs.writeTimeout))
+	}
 }
 
 // Read implements io.Reader, for a server that does not use WriteTo.
@@ -220,6 +247,10 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 		}
 		b, err := cs.src.Next()
 		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				cs.finish(nil)
+				return 0, errStreamBroken
+			}
 			cs.ended = true
 		}
 		cs.pending = b

@@ -436,20 +436,21 @@ type Source interface {
 // (always, for planned requests: the answer's status is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	req := j.request()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
 	start := time.Now()
 	plan, explain, err := s.plan(ctx, j, req, true)
 	if err == nil && plan != nil {
 		var body *dispatch.Body
 		if body, err = s.dispatch.Open(ctx, plan, req.Text, explain); err == nil {
-			return &directSource{Body: body, done: s.ender(ctx, cancel, j, start)}, nil
+			return &directSource{Body: body, done: s.ender(parent, ctx, cancel, j, start)}, nil
 		}
 	}
 	if err != nil {
-		err = s.ender(ctx, cancel, j, start)(err)
+		err = s.ender(parent, ctx, cancel, j, start)(err)
 		return nil, err
 	}
-	ps := &pluginSource{chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(ctx, cancel, j, start)}
+	ps := &pluginSource{chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(parent, ctx, cancel, j, start)}
 	go func() {
 		defer close(ps.chunks)
 		ps.errc <- j.Provider.Plugin.Stream(ctx, req, func(ch sdk.Chunk) error {
@@ -467,9 +468,9 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 // ender returns the function that ends a stream's provider call: it
 // releases ctx and records the call's metrics, and returns the error
 // as the caller should see it.
-func (s *Service) ender(ctx context.Context, cancel context.CancelFunc, j *Job, start time.Time) func(error) error {
+func (s *Service) ender(parent, ctx context.Context, cancel context.CancelFunc, j *Job, start time.Time) func(error) error {
 	return func(err error) error {
-		err = s.observe(ctx, j, "stream", time.Since(start), err)
+		err = s.observe(parent, ctx, j, "stream", time.Since(start), err)
 		cancel()
 		return err
 	}
@@ -542,24 +543,30 @@ func (p *pluginSource) Close() error {
 
 // call runs one plugin call under the provider's timeout and records its
 // metrics.
-func (s *Service) call(ctx context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
+func (s *Service) call(parent context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(parent, j.Provider.Policy.Timeout)
 	defer cancel()
 	start := time.Now()
 	err := fn(ctx)
 	d := time.Since(start)
-	return d, s.observe(ctx, j, op, d, err)
+	return d, s.observe(parent, ctx, j, op, d, err)
 }
 
 // observe records a provider call's metrics and returns its error as the
-// caller should see it: a call cut off by the provider's timeout is
-// KindTimeout, whatever the plugin said.
-func (s *Service) observe(ctx context.Context, j *Job, op string, d time.Duration, err error) error {
+// caller should see it: a call cut off by a deadline is a timeout,
+// whatever the plugin said, and names the limit that fired: the
+// request's own (parent's, server.request_timeout) or the provider's
+// (ctx's, providers.<id>.timeout).
+func (s *Service) observe(parent, ctx context.Context, j *Job, op string, d time.Duration, err error) error {
 	outcome := "ok"
 	if err != nil {
 		outcome = sdk.AsError(err).Kind.String()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s", j.Provider.Policy.Timeout)}
+		switch {
+		case errors.Is(parent.Err(), context.DeadlineExceeded):
+			err = problem.New(problem.RequestTimeout, "the request did not finish within the gateway's request timeout (server.request_timeout)")
+			outcome = "timeout"
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", j.Provider.Policy.Timeout, j.Provider.ID)}
 			outcome = "timeout"
 		}
 	}
