@@ -100,3 +100,21 @@ func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
 		t.Errorf("the complete stream's row has error %q", row.ErrorCode)
 	}
 }
+
+// TestPluginFailureSaysWhatNotWhere: a plugin that dies under a call gives
+// 503 provider_unavailable whose detail says what failed, never where the
+// plugin listens (its socket path) or gRPC's internals.
+func TestPluginFailureSaysWhatNotWhere(t *testing.T) {
+	tg := startGateway(t, robustConfig)
+	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "crash now",
+		"providerOptions": map[string]any{"crash": true}})
+	p := r.problem(t, 503, "provider_unavailable")
+	for _, leak := range []string{"unix", "/tmp", "sock", "dial", "transport", "rpc error"} {
+		if strings.Contains(strings.ToLower(p.Detail), leak) {
+			t.Errorf("the detail %q shows %q", p.Detail, leak)
+		}
+	}
+	if !strings.Contains(p.Detail, "not reachable") {
+		t.Errorf("the detail %q does not say the plugin is unreachable", p.Detail)
+	}
+}

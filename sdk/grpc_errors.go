@@ -96,27 +96,35 @@ func errorFromRPC(ctx context.Context, method string, err error) error {
 		e.Message = fmt.Sprintf("plugin %s: %v", method, cerr)
 		return e
 	}
+	// From here on the failure is the transport's, not the plugin's code.
+	// Its text names where the plugin listens (a socket path) and gRPC's
+	// internals: it stays in the cause, which logs show (Error), and the
+	// message, which callers see, says what failed instead.
 	if !isStatus {
-		return &Error{Kind: KindInternal, Message: fmt.Sprintf("plugin %s: %v", method, err), cause: err}
+		return &Error{Kind: KindInternal, Message: fmt.Sprintf("plugin %s failed", method), cause: err}
 	}
-	e := &Error{Message: fmt.Sprintf("plugin %s: %s", method, st.Message()), cause: err}
+	e := &Error{cause: err}
 	switch st.Code() {
 	case codes.Unavailable, codes.Canceled, codes.Aborted:
 		// The plugin process died or its connection is closing (gRPC reports
 		// a closing client connection as Canceled). The gateway restarts the
 		// plugin, so a later call may succeed.
 		e.Kind, e.Retryable = KindUnavailable, true
+		e.Message = fmt.Sprintf("plugin %s: the plugin process is not reachable (it is restarted automatically)", method)
 	case codes.DeadlineExceeded:
 		// The plugin's side enforces the propagated deadline with its own
 		// timer, which can fire a moment before the host context's: the
 		// call timed out all the same, so say so to errors.Is.
 		e.Kind, e.Retryable = KindTimeout, true
+		e.Message = fmt.Sprintf("plugin %s: timed out", method)
 		e.cause = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	case codes.Unimplemented:
 		// A plugin built against an older protocol lacks the method.
 		e.Kind = KindUnsupported
+		e.Message = fmt.Sprintf("plugin %s: not implemented by this plugin", method)
 	default:
 		e.Kind = KindInternal
+		e.Message = fmt.Sprintf("plugin %s failed", method)
 	}
 	return e
 }
