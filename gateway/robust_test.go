@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // robustConfig runs the test plugin with a provider timeout of 2s under a
@@ -116,5 +118,58 @@ func TestPluginFailureSaysWhatNotWhere(t *testing.T) {
 	}
 	if !strings.Contains(p.Detail, "not reachable") {
 		t.Errorf("the detail %q does not say the plugin is unreachable", p.Detail)
+	}
+}
+
+// rawExchange writes raw to the gateway and returns everything it answers
+// until it closes the connection (or 3 s pass).
+func rawExchange(t *testing.T, tg *testGateway, raw string, pause time.Duration) string {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(pause)
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+func TestMalformedRequests(t *testing.T) {
+	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n  max_body_bytes: 4096\n", 1))
+
+	// Content-Length and Transfer-Encoding together: 400, and the
+	// connection is closed, so the bytes after the chunked body are never
+	// served as a second request.
+	got := rawExchange(t, tg, "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"+
+		"Content-Type: application/json\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 0)
+	if !strings.HasPrefix(got, "HTTP/1.1 400 ") || !strings.Contains(got, `"code":"bad_request"`) {
+		t.Errorf("CL+TE request answered %q", got)
+	}
+	if n := strings.Count(got, "HTTP/1.1 "); n != 1 {
+		t.Errorf("CL+TE request: %d responses on the connection, want 1 (the smuggled request must not be served):\n%s", n, got)
+	}
+
+	// Headers that stop arriving: 408 with a problem document.
+	got = rawExchange(t, tg, "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Ty", 1500*time.Millisecond)
+	if !strings.HasPrefix(got, "HTTP/1.1 408 ") || !strings.Contains(got, "application/problem+json") || !strings.Contains(got, `"code":"read_timeout"`) {
+		t.Errorf("stalled headers answered %q", got)
+	}
+
+	// A chunked JSON body past server.max_body_bytes is refused at that
+	// limit, not at the media upload limit.
+	var chunked strings.Builder
+	chunked.WriteString("POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n\r\n")
+	for range 3 {
+		chunked.WriteString("800\r\n" + strings.Repeat(" ", 0x800) + "\r\n")
+	}
+	chunked.WriteString("0\r\n\r\n")
+	got = rawExchange(t, tg, chunked.String(), 0)
+	if !strings.HasPrefix(got, "HTTP/1.1 413 ") || !strings.Contains(got, `"code":"payload_too_large"`) {
+		t.Errorf("a 6 KiB chunked body under a 4 KiB limit answered %q", got)
 	}
 }

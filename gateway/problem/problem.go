@@ -59,6 +59,12 @@ const (
 	// RequestTimeout says the gateway's own limit on a request
 	// (server.request_timeout) ran out, as opposed to a provider's.
 	RequestTimeout Code = "request_timeout"
+	// ReadTimeout says the request itself did not arrive in time
+	// (server.read_timeout): a slow or stalled client.
+	ReadTimeout Code = "read_timeout"
+	// BadRequest says the HTTP request itself is malformed (its framing,
+	// not its body's content).
+	BadRequest Code = "bad_request"
 )
 
 type meta struct {
@@ -99,6 +105,8 @@ var table = map[Code]meta{
 	Unavailable:             {503, "Service unavailable"},
 	StorageUnavailable:      {503, "Storage unavailable"},
 	RequestTimeout:          {504, "Request timed out"},
+	ReadTimeout:             {408, "Request not received in time"},
+	BadRequest:              {400, "Malformed HTTP request"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

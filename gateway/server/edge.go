@@ -62,6 +62,17 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
 		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
+		if ambiguousLength(&ctx.Request.Header) {
+			// RFC 9112 section 6.1: a request with both Content-Length and
+			// Transfer-Encoding must be treated as an error and the
+			// connection closed. Behind a proxy that framed it the other
+			// way, the bytes after the chunked body would otherwise be read
+			// as the next request (request smuggling).
+			ctx.SetConnectionClose()
+			s.writeProblem(ctx, problem.New(problem.BadRequest, "the request has both Content-Length and Transfer-Encoding; send one"))
+			s.observe(ctx, start, reqID)
+			return
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				s.metrics.Panics.Inc()
@@ -73,6 +84,33 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		}()
 		next(ctx)
 	}
+}
+
+// ambiguousLength reports whether a request carried both Content-Length
+// and Transfer-Encoding. By the time a handler runs fasthttp has dropped
+// one of the two (it frames a chunked body and then records its length),
+// so the raw header block is read: one pass over a few short lines.
+func ambiguousLength(h *fasthttp.RequestHeader) bool {
+	var cl, te bool
+	for raw := h.RawHeaders(); len(raw) > 0; {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		i := bytes.IndexByte(line, ':')
+		if i < 0 {
+			continue
+		}
+		switch name := bytes.TrimSpace(line[:i]); len(name) {
+		case len(fasthttp.HeaderContentLength):
+			cl = cl || bytes.EqualFold(name, []byte(fasthttp.HeaderContentLength))
+		case len(fasthttp.HeaderTransferEncoding):
+			te = te || bytes.EqualFold(name, []byte(fasthttp.HeaderTransferEncoding))
+		}
+	}
+	return cl && te
 }
 
 // observe records metrics and the access log line of a finished request.

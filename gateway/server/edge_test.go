@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -28,6 +30,45 @@ func TestEdgeRecoversPanics(t *testing.T) {
 		var p struct{ Code, Detail string }
 		if err := json.Unmarshal(ctx.Response.Body(), &p); err != nil || p.Code != "internal_error" {
 			t.Fatalf("body %s", ctx.Response.Body())
+		}
+	}
+}
+
+func parsedHeader(tb testing.TB, raw string) *fasthttp.RequestHeader {
+	tb.Helper()
+	var req fasthttp.Request
+	if err := req.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		tb.Fatal(err)
+	}
+	return &req.Header
+}
+
+func TestAmbiguousLength(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		want      bool
+	}{
+		{"content-length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", false},
+		{"chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", false},
+		{"both", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", true},
+		{"both, other case and order", "POST / HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\nCONTENT-LENGTH: 5\r\n\r\n0\r\n\r\n", true},
+		{"none", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false},
+	}
+	for _, tt := range tests {
+		if got := ambiguousLength(parsedHeader(t, tt.raw)); got != tt.want {
+			t.Errorf("%s: ambiguousLength = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkAmbiguousLength is the check every request pays (hot path).
+func BenchmarkAmbiguousLength(b *testing.B) {
+	h := parsedHeader(b, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: node\r\nAccept: */*\r\n"+
+		"Authorization: Bearer vxk_0123456789012345678901234567890123456789012\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	b.ReportAllocs()
+	for b.Loop() {
+		if ambiguousLength(h) {
+			b.Fatal("ambiguous")
 		}
 	}
 }

@@ -7,6 +7,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -185,7 +186,8 @@ func New(d Deps) *Server {
 		ReadTimeout:                   d.Options.ReadTimeout,
 		WriteTimeout:                  d.Options.WriteTimeout,
 		IdleTimeout:                   d.Options.IdleTimeout,
-		MaxRequestBodySize:            max(d.Options.MaxBodyBytes, d.Options.MaxMediaBytes+64<<10),
+		MaxRequestBodySize:            max(d.Options.MaxBodyBytes, d.Options.MaxMediaBytes+multipartSlack),
+		HeaderReceived:                s.bodyLimit,
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,
 		NoDefaultContentType:          true,
@@ -230,6 +232,21 @@ func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.
 // DELETE registers an authenticated DELETE handler.
 func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
 
+// multipartSlack is what a multipart upload may add to its file's bytes
+// (boundaries, part headers, other fields).
+const multipartSlack = 64 << 10
+
+// bodyLimit gives each request the body limit of its route before the
+// body is read: uploads to /v1/media theirs (limits.max_media_bytes),
+// every other route server.max_body_bytes. A route with a small limit
+// never buffers the largest one's worth of a chunked body.
+func (s *Server) bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if bytes.HasPrefix(h.RequestURI(), []byte("/v1/media")) {
+		return fasthttp.RequestConfig{MaxRequestBodySize: max(s.opts.MaxBodyBytes, s.opts.MaxMediaBytes+multipartSlack)}
+	}
+	return fasthttp.RequestConfig{MaxRequestBodySize: s.opts.MaxBodyBytes}
+}
+
 // transportError answers requests fasthttp could not parse, e.g. bodies over
 // the size limit, with a problem object.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
@@ -239,11 +256,12 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	default:
 		var te interface{ Timeout() bool }
 		if errors.As(err, &te) && te.Timeout() {
-			ctx.SetStatusCode(fasthttp.StatusRequestTimeout)
+			s.writeProblem(ctx, problem.New(problem.ReadTimeout, "the request did not arrive within %s (server.read_timeout)", s.opts.ReadTimeout))
+			ctx.SetConnectionClose()
 			return
 		}
-		s.writeProblem(ctx, problem.New(problem.InvalidJSON, "the HTTP request could not be parsed"))
-		ctx.Response.Header.SetStatusCode(fasthttp.StatusBadRequest)
+		s.writeProblem(ctx, problem.New(problem.BadRequest, "the HTTP request could not be parsed"))
+		ctx.SetConnectionClose()
 	}
 }
 
