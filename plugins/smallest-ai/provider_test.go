@@ -99,7 +99,9 @@ func TestUpstreamFailures(t *testing.T) {
 		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "TooManyRequests", retryable: true, after: 20 * time.Millisecond, calls: 3,
 			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
 		{name: "retired model route", key: fake.Key, wantErr: true, kind: sdk.KindInvalidRequest, status: 410, code: "MODEL_DEPRECATED", calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 410, Code: "MODEL_DEPRECATED", Message: "This model is retired."}) }},
+			setup: func(s *fake.Server) {
+				s.FailAlways(fakeupstream.Fault{Status: 410, Code: "MODEL_DEPRECATED", Message: "This model is retired."})
+			}},
 		{name: "500 retried", key: fake.Key, calls: 2,
 			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
 		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "ServiceUnavailable", retryable: true, after: 10 * time.Millisecond, calls: 3,
