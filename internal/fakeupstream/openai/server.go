@@ -67,17 +67,26 @@ type Server struct {
 	srv    *httptest.Server
 	studio *fakeupstream.Studio
 	fixed  map[string]fakeupstream.Audio // rendered once when FixedSeconds > 0
+	prefix string                        // the API root path, "/v1" by default
 	reqID  atomic.Int64
 }
 
-// New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
-// call Close.
+// New starts a fake at OpenAI's paths (SpeechPath, BaseURL ending in
+// /v1). With tb set it is closed at tb.Cleanup; otherwise call Close.
 func New(tb testing.TB, opts fakeupstream.Options) *Server {
+	return NewAt(tb, opts, "/v1")
+}
+
+// NewAt starts a fake whose API root is prefix instead of /v1 (e.g.
+// "/kokoro/api/v1", or "" for the server root), as servers that copy
+// OpenAI's API mount it: the speech endpoint is prefix + /audio/speech
+// (SpeechURLPath) and BaseURL is the URL plus prefix.
+func NewAt(tb testing.TB, opts fakeupstream.Options, prefix string) *Server {
 	studio, err := fakeupstream.NewStudio()
 	if err != nil {
 		panic(err) // the embedded tone is broken: a build problem
 	}
-	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio}
+	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, prefix: strings.TrimRight(prefix, "/")}
 	if opts.FixedSeconds > 0 {
 		u := fakeupstream.Fixed(opts.FixedSeconds)
 		s.fixed = map[string]fakeupstream.Audio{}
@@ -87,7 +96,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(SpeechPath, s.speech)
+	mux.HandleFunc(s.SpeechURLPath(), s.speech)
 	mux.HandleFunc("/", s.notFound)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
@@ -98,8 +107,12 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 }
 
 // BaseURL is what the plugin's base_url setting should be: the root plus
-// /v1, as in https://api.openai.com/v1.
-func (s *Server) BaseURL() string { return s.URL + "/v1" }
+// /v1, as in https://api.openai.com/v1 (plus the prefix of NewAt).
+func (s *Server) BaseURL() string { return s.URL + s.prefix }
+
+// SpeechURLPath is the URL path of the speech endpoint: SpeechPath, or
+// the prefix of NewAt plus /audio/speech.
+func (s *Server) SpeechURLPath() string { return s.prefix + "/audio/speech" }
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }

@@ -170,3 +170,22 @@ func TestFaultsAndFixedBodies(t *testing.T) {
 		t.Errorf("recorded %v", r.Header)
 	}
 }
+
+// TestPathPrefix: NewAt mounts the API under another root, as servers
+// that copy OpenAI's API do; the default paths are then not served.
+func TestPathPrefix(t *testing.T) {
+	s := NewAt(t, fakeupstream.Options{}, "/kokoro/api/v1/")
+	if s.BaseURL() != s.URL+"/kokoro/api/v1" || s.SpeechURLPath() != "/kokoro/api/v1/audio/speech" {
+		t.Fatalf("BaseURL %s, speech at %s", s.BaseURL(), s.SpeechURLPath())
+	}
+	body := `{"model":"tts-1","input":"Hello.","voice":"alloy","response_format":"wav"}`
+	if a := call(t, s, "POST", s.SpeechURLPath(), "Bearer "+Key, body); a.status != 200 {
+		t.Errorf("prefixed speech: %d %s", a.status, a.body)
+	}
+	if a := call(t, s, "POST", SpeechPath, "Bearer "+Key, body); a.status != 404 {
+		t.Errorf("the default path answered %d", a.status)
+	}
+	if s.CallsTo(s.SpeechURLPath()) != 1 {
+		t.Errorf("%d calls to the prefixed path", s.CallsTo(s.SpeechURLPath()))
+	}
+}

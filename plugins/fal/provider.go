@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "fal"
+	defaultBaseURL = "https://fal.run"
+	defaultModel   = "fal-ai/kokoro/american-english"
+	// maxAudioBytes bounds a downloaded clip.
+	maxAudioBytes = 256 << 20
+)
+
+// Provider is the fal plugin. It keeps only deployment settings (the
+// endpoint and the model list), which Configure swaps atomically; every
+// call reads one snapshot.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+// config is one snapshot of the deployment settings.
+type config struct {
+	*upstream.Endpoint
+	models []model
+}
+
+// api is how fal authenticates and reports errors. It is never modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	Authorize:      func(h http.Header, key string) { h.Set("Authorization", "Key "+key) },
+	ParseError:     parseError,
+}
+
+// model is what the plugin knows about one fal endpoint: how its input
+// names the text and the voice, and what its answer holds.
+type model struct {
+	// id is the fal model path, e.g. fal-ai/kokoro/american-english; the
+	// request goes to {base_url}/{id}.
+	id, name string
+	// textField and voiceField name the input fields of the text and the
+	// voice; speedField, if set, takes speed natively in
+	// [minSpeed, maxSpeed].
+	textField, voiceField, speedField string
+	minSpeed, maxSpeed                float64
+	// format is what the answer's audio file is (sdk.FormatWAV or
+	// sdk.FormatMP3); rate its sample rate, 0 if unknown.
+	format string
+	rate   int
+	voices []sdk.Voice
+}
+
+func kokoroVoices(lang string, ids ...string) []sdk.Voice {
+	out := make([]sdk.Voice, 0, len(ids))
+	for _, id := range ids {
+		g := "female"
+		if len(id) > 1 && id[1] == 'm' {
+			g = "male"
+		}
+		_, name, _ := strings.Cut(id, "_")
+		out = append(out, sdk.Voice{ID: id, Name: strings.ToUpper(name[:1]) + name[1:], Language: lang, Gender: g})
+	}
+	return out
+}
+
+// builtinModels are the model families the plugin describes out of the
+// box: Kokoro's English endpoints, whose schemas (prompt, voice, speed)
+// and voices fal documents. Others are added with the models setting.
+func builtinModels() []model {
+	kokoro := func(id, name, lang string, voices ...string) model {
+		return model{id: id, name: name, textField: "prompt", voiceField: "voice", speedField: "speed",
+			minSpeed: 0.1, maxSpeed: 5, format: sdk.FormatWAV, rate: 24000, voices: kokoroVoices(lang, voices...)}
+	}
+	return []model{
+		kokoro("fal-ai/kokoro/american-english", "Kokoro (American English)", "en-US",
+			"af_heart", "af_alloy", "af_aoede", "af_bella", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river", "af_sarah", "af_sky",
+			"am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx", "am_puck", "am_santa"),
+		kokoro("fal-ai/kokoro/british-english", "Kokoro (British English)", "en-GB",
+			"bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george", "bm_lewis"),
+	}
+}
+
+// parseModels reads the models setting: comma-separated fal model ids,
+// each optionally followed by "=wav" or "=mp3" (what its audio file is;
+// wav if absent). Such a model is sent the input most fal TTS endpoints
+// share, {"text", "voice"}; its voices come from the setting
+// "voices.<id>" (comma-separated), if any.
+func parseModels(settings map[string]string) ([]model, error) {
+	models := builtinModels()
+	for _, entry := range strings.Split(settings["models"], ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		id, format, _ := strings.Cut(entry, "=")
+		id, format = strings.Trim(strings.TrimSpace(id), "/"), cmp.Or(strings.TrimSpace(format), sdk.FormatWAV)
+		if id == "" || strings.ContainsAny(id, " \t?#%") || slices.Contains(strings.Split(id, "/"), "..") || !strings.Contains(id, "/") {
+			return nil, fmt.Errorf("models: %q is not a fal model id such as fal-ai/orpheus-tts", id)
+		}
+		if format != sdk.FormatWAV && format != sdk.FormatMP3 {
+			return nil, fmt.Errorf("models: %q: the audio format is wav or mp3, not %q", id, format)
+		}
+		if slices.ContainsFunc(models, func(m model) bool { return m.id == id }) {
+			return nil, fmt.Errorf("models: %q is listed twice", id)
+		}
+		m := model{id: id, name: id, textField: "text", voiceField: "voice", format: format}
+		for _, v := range strings.Split(settings["voices."+id], ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				m.voices = append(m.voices, sdk.Voice{ID: v, Name: v})
+			}
+		}
+		models = append(models, m)
+	}
+	return models, nil
+}
+
+func (c *config) find(id string) (model, bool) {
+	i := slices.IndexFunc(c.models, func(m model) bool { return m.id == id })
+	if i < 0 {
+		return model{}, false
+	}
+	return c.models[i], true
+}
+
+// New returns a Provider with the default settings (the public API and
+// the built-in models).
+func New() *Provider {
+	p := &Provider{}
+	e, _ := upstream.NewEndpoint(api, nil)
+	p.cfg.Store(&config{Endpoint: e, models: builtinModels()})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider: the common settings of
+// upstream.ParseSettings (base_url is the sync API's root,
+// https://fal.run), plus models and voices.<id> (see parseModels).
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	e, err := upstream.NewEndpoint(api, settings)
+	if err != nil {
+		return err
+	}
+	models, err := parseModels(settings)
+	if err != nil {
+		return sdk.Errorf(sdk.KindInvalidRequest, "fal settings: %v", err)
+	}
+	p.cfg.Swap(&config{Endpoint: e, models: models}).Close()
+	return nil
+}
+
+// Describe implements sdk.Provider: the configured models. None streams
+// (the sync API answers when the file is made), gives timestamps or
+// clones; Kokoro takes speed natively.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	cfg := p.cfg.Load()
+	d := &sdk.Description{ID: providerID, Name: "fal", DefaultModel: defaultModel}
+	for _, m := range cfg.models {
+		d.Models = append(d.Models, sdk.Model{
+			ID:               m.id,
+			Name:             m.name,
+			Capabilities:     sdk.Capabilities{Speed: m.speedField != ""},
+			OutputFormats:    []string{m.format},
+			NativeSampleRate: m.rate,
+			MinSpeed:         m.minSpeed,
+			MaxSpeed:         m.maxSpeed,
+		})
+	}
+	return d, nil
+}
+
+// parseError reads fal's error bodies: {"detail": "message"}, or the
+// validation errors of a 422, {"detail": [{"loc": [...], "msg", "type"}]}
+// (the first is reported, its type as the code).
+func parseError(body []byte) (code, message string) {
+	var b struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return "", ""
+	}
+	var msg string
+	if json.Unmarshal(b.Detail, &msg) == nil {
+		return "", msg
+	}
+	var list []struct {
+		Loc  []any  `json:"loc"`
+		Msg  string `json:"msg"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(b.Detail, &list) != nil || len(list) == 0 {
+		return "", ""
+	}
+	loc := make([]string, 0, len(list[0].Loc))
+	for _, l := range list[0].Loc {
+		loc = append(loc, fmt.Sprint(l))
+	}
+	if len(loc) > 0 {
+		return list[0].Type, strings.Join(loc, ".") + ": " + list[0].Msg
+	}
+	return list[0].Type, list[0].Msg
+}
+
+// Voices implements sdk.Provider: the documented voices of the model
+// (fal has no voice list endpoint).
+func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	m, ok := p.cfg.Load().find(cmp.Or(req.Model, defaultModel))
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: unknown model %q", req.Model)
+	}
+	return slices.Clone(m.voices), nil
+}
+
+// call is a validated request.
+type call struct {
+	model model
+	body  map[string]any
+}
+
+// prepare validates req and builds the input. providerOptions is any
+// JSON object: its fields go into the input as they are (each fal model
+// has its own), except the text, voice and speed fields, which come from
+// the request.
+func prepare(cfg *config, req *sdk.SynthesizeRequest) (*call, error) {
+	m, ok := cfg.find(req.Model)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: unknown model %q", req.Model)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: nothing to say")
+	}
+	if req.Format != "" && req.Format != m.format {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s answers %s only", m.id, m.format)
+	}
+	if req.SampleRate != 0 && req.SampleRate != m.rate {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s has no sample rate choice", m.id)
+	}
+	body := map[string]any{}
+	if opts := bytes.TrimSpace(req.Options); len(opts) > 0 && !bytes.Equal(opts, []byte("null")) {
+		if err := json.Unmarshal(opts, &body); err != nil {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: providerOptions must be a JSON object")
+		}
+	}
+	for _, f := range []string{m.textField, m.voiceField, m.speedField} {
+		if _, set := body[f]; set && f != "" {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: providerOptions field %q is set from the request itself", f)
+		}
+	}
+	body[m.textField] = req.Text
+	if req.Voice != "" {
+		body[m.voiceField] = req.Voice
+	}
+	if req.Speed != 0 && req.Speed != 1 {
+		if m.speedField == "" {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s takes no speed", m.id)
+		}
+		if req.Speed < m.minSpeed || req.Speed > m.maxSpeed {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: speed %g is outside %g to %g", req.Speed, m.minSpeed, m.maxSpeed)
+		}
+		body[m.speedField] = req.Speed
+	}
+	return &call{model: m, body: body}, nil
+}
+
+// file is fal's File object.
+type file struct {
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+}
+
+// answer is the output of a TTS endpoint: the audio File under "audio"
+// (most models) or "audio_url" (a few, such as F5-TTS).
+type answer struct {
+	Audio    *file `json:"audio"`
+	AudioURL *file `json:"audio_url"`
+}
+
+// Synthesize implements sdk.Provider: POST {base_url}/{model} with the
+// input, then the audio file it names, downloaded with the same pooled
+// client but without the key (the file is on a storage host, not fal's
+// API).
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	if req.Timestamps {
+		return nil, sdk.Errorf(sdk.KindUnsupported, "fal: the models give no word timestamps")
+	}
+	cfg := p.cfg.Load()
+	c, err := prepare(cfg, req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+"/"+c.model.id, c.body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "fal: %v", err)
+	}
+	var out answer
+	if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, true, "answer", &out); err != nil {
+		return nil, err
+	}
+	f := cmp.Or(out.Audio, out.AudioURL)
+	if f == nil || f.URL == "" {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "fal: the answer names no audio file"}
+	}
+	audio, contentType, err := download(ctx, cfg, f.URL)
+	if err != nil {
+		return nil, err
+	}
+	mediaType, format := mediaTypeOf(cmp.Or(f.ContentType, contentType))
+	if format != c.model.format {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("fal: %s answered %q, not the %s it is configured as", c.model.id, cmp.Or(f.ContentType, contentType), c.model.format)}
+	}
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: mediaType}, nil
+}
+
+// download fetches a File's URL: http(s) through the endpoint's client
+// (retried like any idempotent call, no credentials), or a base64 data
+// URI, which fal returns when asked for sync_mode.
+func download(ctx context.Context, cfg *config, raw string) ([]byte, string, error) {
+	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
+		meta, data, ok := strings.Cut(rest, ",")
+		mt, isB64 := strings.CutSuffix(meta, ";base64")
+		if !ok || !isB64 {
+			return nil, "", &sdk.Error{Kind: sdk.KindUpstream, Message: "fal: the audio data URI is not base64"}
+		}
+		audio, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, "", &sdk.Error{Kind: sdk.KindUpstream, Message: "fal: the audio data URI is not base64"}
+		}
+		return audio, mt, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "", &sdk.Error{Kind: sdk.KindUpstream, Message: "fal: the audio file URL is not an http(s) URL"}
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, "", sdk.Errorf(sdk.KindInternal, "fal: %v", err)
+	}
+	resp, err := upstream.Do(ctx, cfg.Client, hreq, upstream.Policy{Idempotent: true, MaxAttempts: cfg.MaxAttempts, Provider: providerID})
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		// The file went missing or its link expired: fal's failure, not
+		// the caller's request or key.
+		e := upstream.ErrorFromResponse(resp, providerID, nil)
+		e.Message = "fal: downloading the audio file: " + strings.TrimPrefix(e.Message, "fal: ")
+		if e.Kind == sdk.KindInvalidRequest || e.Kind == sdk.KindUnauthorized {
+			e.Kind = sdk.KindUpstream
+		}
+		return nil, "", e
+	}
+	audio, err := upstream.ReadBody(resp.Body, resp.ContentLength, maxAudioBytes)
+	if err != nil {
+		return nil, "", upstream.TransportError(ctx, providerID, err)
+	}
+	return audio, resp.Header.Get("Content-Type"), nil
+}
+
+// mediaTypeOf maps a File's content type to the gateway's media type and
+// format.
+func mediaTypeOf(contentType string) (mediaType, format string) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave":
+		return "audio/wav", sdk.FormatWAV
+	case "audio/mpeg", "audio/mp3":
+		return "audio/mpeg", sdk.FormatMP3
+	}
+	return mt, ""
+}
+
+// Clone implements sdk.Provider: fal's TTS endpoints take reference audio
+// per request (e.g. F5-TTS's ref_audio_url) but none creates a voice.
+func (p *Provider) Clone(context.Context, *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	return nil, sdk.Errorf(sdk.KindUnsupported, "fal: voice cloning is not supported")
+}
+
+// Stream implements sdk.Provider: the sync API answers when the file is
+// made, so there is nothing to stream.
+func (p *Provider) Stream(context.Context, *sdk.SynthesizeRequest, func(sdk.Chunk) error) error {
+	return sdk.Errorf(sdk.KindUnsupported, "fal: streaming is not supported")
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/fal"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func settings(srv *fake.Server) map[string]string {
+	return map[string]string{"base_url": srv.BaseURL(), "models": fake.Orpheus, "voices." + fake.Orpheus: "tara, leo"}
+}
+
+func kitConfig(srv *fake.Server, model, voice string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     settings(srv),
+		Model:        model,
+		Voice:        voice,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "no-such-voice",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP, as the gateway would see it.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, "", "af_heart"))
+}
+
+// TestConformanceInProcess runs the kit in process for a built-in model
+// and one added by the models setting.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, c := range []struct{ model, voice string }{{fake.KokoroGB, "bm_george"}, {fake.Orpheus, "tara"}} {
+		t.Run(c.model, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, c.model, c.voice)) })
+	}
+}
+
+func configured(t *testing.T, s map[string]string) *Provider {
+	t.Helper()
+	p := New()
+	if err := p.Configure(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: fake.KokoroUS, Voice: "af_bella", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	tests := []struct {
+		name      string
+		key       string
+		extra     map[string]string
+		setup     func(*fake.Server)
+		ctx       func(context.Context) (context.Context, context.CancelFunc)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		retryable bool
+		after     time.Duration
+		calls     int
+	}{
+		{name: "wrong key", key: "fal-wrong:0123456789", wantErr: true, kind: sdk.KindUnauthorized, status: 401, calls: 1},
+		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
+		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "503 retried", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			extra: map[string]string{"timeout": "200ms", "max_attempts": "1"},
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			s := settings(srv)
+			for k, v := range tt.extra {
+				s[k] = v
+			}
+			p := configured(t, s)
+			resp, err := p.Synthesize(t.Context(), request(tt.key))
+			if got := srv.CallsTo("/" + fake.KokoroUS); got != tt.calls {
+				t.Errorf("%d upstream calls, want %d", got, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Synthesize: %v", err)
+				}
+				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+					t.Errorf("audio does not decode: %v", derr)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
+			}
+		})
+	}
+}
+
+// TestRequestOnTheWire: Kokoro's input names the text prompt; options go
+// into the input; the key goes to the API, never to the file host.
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	var fileAuth []string
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fileAuth = append(fileAuth, r.Header.Get("Authorization"))
+		http.Redirect(w, r, srv.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer files.Close()
+	// A proxy in front of the fake that rewrites file URLs to another
+	// host, as fal's storage host is another host.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequest(r.Method, srv.URL+r.URL.Path, r.Body)
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		if a, ok := body["audio"].(map[string]any); ok {
+			a["url"] = strings.Replace(a["url"].(string), srv.URL, files.URL, 1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.StatusCode)
+		_ = json.NewEncoder(w).Encode(body)
+	}))
+	defer api.Close()
+	p := configured(t, map[string]string{"base_url": api.URL})
+	req := request(fake.Key)
+	req.Speed = 1.25
+	req.Options = []byte(`{"enable_safety_checker": false}`)
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.MediaType != "audio/wav" {
+		t.Errorf("media type %q", resp.MediaType)
+	}
+	got, _ := srv.LastRequest()
+	if got.Path != "/"+fake.KokoroUS || got.Header.Get("Authorization") != "Key "+fake.Key {
+		t.Errorf("request %s %v", got.Path, got.Header)
+	}
+	var body map[string]any
+	_ = json.Unmarshal(got.Body, &body)
+	if body["prompt"] != "Hello there." || body["voice"] != "af_bella" || body["speed"] != 1.25 || body["enable_safety_checker"] != false || len(body) != 4 {
+		t.Errorf("input %s", got.Body)
+	}
+	if len(fileAuth) != 1 || fileAuth[0] != "" {
+		t.Errorf("the file host saw Authorization %q", fileAuth)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		kind   sdk.ErrorKind
+	}{
+		{"options set the text", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"prompt": "other"}`) }, sdk.KindInvalidRequest},
+		{"options not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`[1]`) }, sdk.KindInvalidRequest},
+		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "fal-ai/unlisted" }, sdk.KindInvalidRequest},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }, sdk.KindInvalidRequest},
+		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }, sdk.KindInvalidRequest},
+		{"speed on orpheus", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = fake.Orpheus, 1.5 }, sdk.KindInvalidRequest},
+		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, settings(srv))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != tt.kind {
+				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"detail":"Unauthorized"}`, "", "Unauthorized"},
+		{`{"detail":[{"loc":["body","voice"],"msg":"Input should be af_heart","type":"enum"}]}`, "enum", "body.voice: Input should be af_heart"},
+		{`oops`, "", ""},
+	}
+	for _, tt := range tests {
+		if code, msg := parseError([]byte(tt.body)); code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%s) = %q, %q", tt.body, code, msg)
+		}
+	}
+}
+
+func TestDownloads(t *testing.T) {
+	t.Run("data URI", func(t *testing.T) {
+		audio, mt, err := download(t.Context(), New().cfg.Load(), "data:audio/wav;base64,UklGRg==")
+		if err != nil || string(audio) != "RIFF" || mt != "audio/wav" {
+			t.Errorf("%q %q %v", audio, mt, err)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		srv := fake.New(t, fakeupstream.Options{})
+		_, _, err := download(t.Context(), New().cfg.Load(), srv.URL+fake.FilesPath+"gone.wav")
+		if e := asError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 404 {
+			t.Errorf("got %+v", e)
+		}
+	})
+	t.Run("not http", func(t *testing.T) {
+		_, _, err := download(t.Context(), New().cfg.Load(), "file:///etc/passwd")
+		if e := asError(t, err); e.Kind != sdk.KindUpstream {
+			t.Errorf("got %+v", e)
+		}
+	})
+}
+
+func TestModelsSetting(t *testing.T) {
+	p := configured(t, map[string]string{"models": "fal-ai/orpheus-tts, fal-ai/minimax/speech-02-hd=mp3", "voices.fal-ai/orpheus-tts": "tara,leo"})
+	d, _ := p.Describe(t.Context())
+	if len(d.Models) != 4 || d.Models[3].ID != "fal-ai/minimax/speech-02-hd" || d.Models[3].OutputFormats[0] != sdk.FormatMP3 || d.DefaultModel != fake.KokoroUS {
+		t.Errorf("models %+v", d.Models)
+	}
+	voices, _ := p.Voices(t.Context(), &sdk.VoicesRequest{Model: fake.Orpheus})
+	if len(voices) != 2 || voices[1].ID != "leo" {
+		t.Errorf("voices %+v", voices)
+	}
+	for _, bad := range []string{"kokoro", "fal-ai/x=ogg", "fal-ai/../x", fake.KokoroUS, "fal-ai/a b"} {
+		if err := New().Configure(t.Context(), map[string]string{"models": bad}); err == nil {
+			t.Errorf("models %q accepted", bad)
+		}
+	}
+}

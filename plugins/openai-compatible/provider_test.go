@@ -1,0 +1,320 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+// prefix is where the fake mounts the API: not OpenAI's /v1, as a
+// self-hosted server would.
+const prefix = "/kokoro/api/v1"
+
+// settings declare a deployment of two of the fake's models.
+func settings(srv *fake.Server, extra ...string) map[string]string {
+	s := map[string]string{
+		"base_url":               srv.BaseURL(),
+		"name":                   "Kokoro",
+		"models":                 "tts-1, gpt-4o-mini-tts",
+		"voices":                 "alloy, echo",
+		"voices.gpt-4o-mini-tts": "nova, ballad",
+		"formats":                "wav, pcm, mp3",
+		"key_required":           "true",
+		"max_text_chars":         "4096",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		s[extra[i]] = extra[i+1]
+	}
+	return s
+}
+
+func kitConfig(s map[string]string, model string) sdktest.Config {
+	return sdktest.Config{Settings: s, Model: model, Credentials: sdk.Credentials{APIKey: fake.Key}, InvalidVoice: "no-such-voice"}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP, as the gateway would see it.
+func TestConformance(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(settings(srv), ""))
+}
+
+// TestConformanceInProcess runs the kit in process: tts-1 with native
+// speed declared, gpt-4o-mini-tts (which ignores speed) without.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+	t.Run("tts-1", func(t *testing.T) { sdktest.Run(t, New(), kitConfig(settings(srv, "speed", "0.25-4"), "tts-1")) })
+	t.Run("gpt-4o-mini-tts", func(t *testing.T) { sdktest.Run(t, New(), kitConfig(settings(srv), "gpt-4o-mini-tts")) })
+}
+
+func configured(t *testing.T, s map[string]string) *Provider {
+	t.Helper()
+	p := New()
+	if err := p.Configure(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: "tts-1", Voice: "alloy", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestDescribe(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+	p := configured(t, settings(srv, "id", "kokoro", "default_model", "gpt-4o-mini-tts", "speed", "0.5-2", "streaming", "false", "sample_rate", "22050"))
+	d, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "kokoro" || d.Name != "Kokoro" || d.DefaultModel != "gpt-4o-mini-tts" || len(d.Models) != 2 {
+		t.Fatalf("description %+v", d)
+	}
+	m := d.Models[0]
+	if m.ID != "tts-1" || m.Capabilities.Streaming || !m.Capabilities.Speed || m.MinSpeed != 0.5 || m.MaxSpeed != 2 ||
+		m.NativeSampleRate != 22050 || m.MaxTextChars != 4096 || fmt.Sprint(m.OutputFormats) != "[wav pcm mp3]" {
+		t.Errorf("model %+v", m)
+	}
+	voices, _ := p.Voices(t.Context(), &sdk.VoicesRequest{})
+	if len(voices) != 2 || voices[0].ID != "nova" {
+		t.Errorf("default model's voices %+v", voices)
+	}
+	voices, _ = p.Voices(t.Context(), &sdk.VoicesRequest{Model: "tts-1"})
+	if len(voices) != 2 || voices[1].ID != "echo" {
+		t.Errorf("tts-1 voices %+v", voices)
+	}
+	if _, err := New().Describe(t.Context()); asError(t, err).Kind != sdk.KindUnavailable {
+		t.Errorf("unconfigured: %v", err)
+	}
+}
+
+func TestConfigureRejectsBadSettings(t *testing.T) {
+	const url = "http://127.0.0.1:1/v1"
+	for _, bad := range []map[string]string{
+		{"models": "a"},   // no base_url
+		{"base_url": url}, // no models
+		{"base_url": url, "models": "a, a"},
+		{"base_url": url, "models": "a", "default_model": "b"},
+		{"base_url": url, "models": "a", "voices.b": "x"},
+		{"base_url": url, "models": "a", "formats": "opus"},
+		{"base_url": url, "models": "a", "formats": "wav, wav"},
+		{"base_url": url, "models": "a", "sample_rate": "fast"},
+		{"base_url": url, "models": "a", "streaming": "maybe"},
+		{"base_url": url, "models": "a", "key_required": "maybe"},
+		{"base_url": url, "models": "a", "speed": "2-1"},
+		{"base_url": url, "models": "a", "speed": "fast"},
+		{"base_url": url, "models": "a", "max_text_chars": "-3"},
+		{"base_url": url, "models": "a", "id": "a/b"},
+		{"base_url": url, "models": "a", "timeout": "soon"},
+	} {
+		if err := New().Configure(t.Context(), bad); err == nil {
+			t.Errorf("Configure(%v) succeeded", bad)
+		}
+	}
+}
+
+// TestUpstreamFailures holds the plugin to the error contract against the
+// fake's injected failures.
+func TestUpstreamFailures(t *testing.T) {
+	tests := []struct {
+		name      string
+		key       string
+		extra     []string
+		setup     func(*fake.Server)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		retryable bool
+		calls     int
+	}{
+		{name: "wrong key", key: "sk-wrong-key-9876543210zyxw", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
+		{name: "missing key, key required", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
+		{name: "429 once", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "server_error", retryable: true, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, calls: 1, retryable: true,
+			extra: []string{"timeout", "200ms", "max_attempts", "1"},
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, settings(srv, tt.extra...))
+			_, err := p.Synthesize(t.Context(), request(tt.key))
+			if got := srv.CallsTo(srv.SpeechURLPath()); got != tt.calls {
+				t.Errorf("%d upstream calls, want %d", got, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable {
+				t.Errorf("got %+v", e)
+			}
+			if !strings.HasPrefix(e.Message, "Kokoro: ") {
+				t.Errorf("message %q does not name the deployment", e.Message)
+			}
+			if tt.key != "" && strings.Contains(e.Error(), tt.key[:8]) {
+				t.Errorf("the error %q shows the key", e.Error())
+			}
+		})
+	}
+}
+
+// TestNoKeyNoAuthorization: a deployment that does not require a key
+// calls without one, and sends no Authorization header at all.
+func TestNoKeyNoAuthorization(t *testing.T) {
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = append(auth, r.Header.Values("Authorization")...)
+		w.Header().Set("Content-Type", "audio/pcm")
+		_, _ = w.Write(make([]byte, 4800))
+	}))
+	defer srv.Close()
+	p := configured(t, map[string]string{"base_url": srv.URL + "/v1", "models": "kokoro", "voices": "af_heart"})
+	resp, err := p.Synthesize(t.Context(), &sdk.SynthesizeRequest{Model: "kokoro", Voice: "af_heart", Text: "Hi."})
+	if err != nil || resp.MediaType != "audio/pcm;rate=24000" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	plan, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: &sdk.SynthesizeRequest{Model: "kokoro", Voice: "af_heart", Text: sdk.PlanText}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, has := plan.Header["Authorization"]; has || plan.URL != srv.URL+"/v1/audio/speech" {
+		t.Errorf("plan %+v", plan)
+	}
+	if len(auth) != 0 {
+		t.Errorf("Authorization sent: %q", auth)
+	}
+	for k, v := range plan.Header {
+		if strings.Contains(v, "no-key") || strings.Contains(k, "no-key") {
+			t.Errorf("the placeholder leaked into header %s", k)
+		}
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+	p := configured(t, settings(srv, "speed", "0.25-4"))
+	req := request(fake.Key)
+	req.Speed, req.Format = 1.5, sdk.FormatMP3
+	if _, err := p.Synthesize(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := srv.LastRequest()
+	if got.Path != prefix+"/audio/speech" || got.Header.Get("Authorization") != "Bearer "+fake.Key {
+		t.Errorf("request %s %v", got.Path, got.Header)
+	}
+	var body map[string]any
+	_ = json.Unmarshal(got.Body, &body)
+	want := map[string]any{"model": "tts-1", "input": "Hello there.", "voice": "alloy", "response_format": "mp3", "speed": 1.5}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Errorf("body %v, want %v", body, want)
+	}
+	req = request(fake.Key)
+	req.Model, req.Voice, req.Options = "gpt-4o-mini-tts", "nova", []byte(`{"instructions":"Calmly."}`)
+	if _, err := p.Synthesize(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = srv.LastRequest()
+	if !strings.Contains(string(got.Body), `"instructions":"Calmly."`) || !strings.Contains(string(got.Body), `"response_format":"wav"`) {
+		t.Errorf("body %s: want the option passed through and the first declared format", got.Body)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{
+		{"options set the model", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "tts-1-hd"}`) }},
+		{"options not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`"x"`) }},
+		{"undeclared model", func(r *sdk.SynthesizeRequest) { r.Model = "tts-1-hd" }},
+		{"undeclared speed", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+	}
+	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+	p := configured(t, settings(srv, "formats", "pcm"))
+	for _, tt := range append(tests, struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{"undeclared format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }}) {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+				t.Errorf("got %v", e)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls", n)
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"error":{"message":"bad voice","type":"invalid_request_error","code":"invalid_value"}}`, "invalid_value", "bad voice"},
+		{`{"detail":"Voice not found"}`, "", "Voice not found"},
+		{`{"detail":{"error":"validation_error","message":"Unsupported format","type":"invalid_request_error"}}`, "invalid_request_error", "Unsupported format"},
+		{`{"error":"model not loaded"}`, "", "model not loaded"},
+		{`{"error":"not_found","message":"no such model"}`, "not_found", "no such model"},
+		{`Internal Server Error`, "", ""},
+	}
+	for _, tt := range tests {
+		if code, msg := parseError([]byte(tt.body)); code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%s) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+func TestStreamArrivesInPieces(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{ChunkSize: 2400, ChunkDelay: 2 * time.Millisecond}, prefix)
+	p := configured(t, settings(srv, "formats", "pcm"))
+	chunks := 0
+	err := p.Stream(t.Context(), request(fake.Key), func(c sdk.Chunk) error {
+		if len(c.Data)%2 != 0 {
+			t.Errorf("a chunk splits a sample")
+		}
+		chunks++
+		return nil
+	})
+	if err != nil || chunks < 3 {
+		t.Errorf("%d chunks, %v", chunks, err)
+	}
+}

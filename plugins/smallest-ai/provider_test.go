@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/smallestai"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func kitConfig(srv *fake.Server, model string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Voice:        fake.VoiceMagnus,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "no-such-voice",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP, as the gateway would see it.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, ""))
+}
+
+// TestConformanceInProcess runs the kit in process for every model, so
+// the race detector sees the plugin's code.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, m := range []string{"lightning_v3.1", "lightning_v3.1_pro"} {
+		t.Run(m, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, m)) })
+	}
+}
+
+// configured returns a provider pointed at srv, with extra settings.
+func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": srv.BaseURL()}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: fake.VoiceMagnus, Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+// TestUpstreamFailures holds the plugin to the error contract against the
+// fake's injected failures: kinds, upstream status and code, retries.
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "sk_wrong_key_9876543210zyxw"
+	tests := []struct {
+		name      string
+		key       string
+		settings  map[string]string
+		setup     func(*fake.Server)
+		ctx       func(context.Context) (context.Context, context.CancelFunc)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		retryable bool
+		after     time.Duration
+		calls     int
+	}{
+		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "Unauthorized", calls: 1},
+		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
+		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "TooManyRequests", retryable: true, after: 20 * time.Millisecond, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "retired model route", key: fake.Key, wantErr: true, kind: sdk.KindInvalidRequest, status: 410, code: "MODEL_DEPRECATED", calls: 1,
+			setup: func(s *fake.Server) {
+				s.FailAlways(fakeupstream.Fault{Status: 410, Code: "MODEL_DEPRECATED", Message: "This model is retired."})
+			}},
+		{name: "500 retried", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "ServiceUnavailable", retryable: true, after: 10 * time.Millisecond, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
+		{name: "caller deadline", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 200*time.Millisecond)
+			}},
+		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			settings: map[string]string{"timeout": "200ms", "max_attempts": "1"},
+			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv, tt.settings)
+			ctx, cancel := context.WithCancel(t.Context())
+			if tt.ctx != nil {
+				ctx, cancel = tt.ctx(t.Context())
+			}
+			defer cancel()
+			resp, err := p.Synthesize(ctx, request(tt.key))
+			if got := srv.CallsTo(fake.TTSPath); got != tt.calls {
+				t.Errorf("%d upstream calls, want %d", got, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Synthesize: %v", err)
+				}
+				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+					t.Errorf("audio does not decode: %v", derr)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if tt.key != "" && (strings.Contains(e.Error(), tt.key) || strings.Contains(e.Error(), tt.key[:8])) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+// TestParseError reads each documented error body shape.
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"error":"InvalidRequest","message":"The 'text' field is required."}`, "InvalidRequest", "The 'text' field is required."},
+		{`{"error":"clone limit exceeded, consider upgrading"}`, "", "clone limit exceeded, consider upgrading"},
+		{`{"error":"Voice clone timed out","error_code":"voice_clone_timeout"}`, "voice_clone_timeout", "Voice clone timed out"},
+		{`{"status":"error","error_code":"MODEL_DEPRECATED","message":"This model is retired."}`, "MODEL_DEPRECATED", "This model is retired."},
+		{`<html>bad gateway</html>`, "", ""},
+	}
+	for _, tt := range tests {
+		code, msg := parseError([]byte(tt.body))
+		if code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%s) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestExplain maps planned answers' failures as Synthesize would, key
+// redacted.
+func TestExplain(t *testing.T) {
+	p := New()
+	const key = "sk_live_abcdefgh12345678"
+	err := p.Explain(t.Context(), &sdk.Failure{Status: 429, Header: map[string]string{"Retry-After": "3"},
+		Body: []byte(`{"error":"TooManyRequests","message":"Concurrency limit reached for ` + key + `"}`), Credentials: sdk.Credentials{APIKey: key}})
+	e := asError(t, err)
+	if e.Kind != sdk.KindRateLimited || e.RetryAfter != 3*time.Second || e.UpstreamCode != "TooManyRequests" || strings.Contains(e.Message, "abcdefgh") {
+		t.Errorf("got %+v", e)
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	req := request(fake.Key)
+	req.Options = []byte(`{"language": "en", "math_notation": true, "request_id": "r-1"}`)
+	req.Format, req.SampleRate, req.Speed = sdk.FormatMP3, 24000, 1.5
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.MediaType != "audio/mpeg" {
+		t.Errorf("media type %q", resp.MediaType)
+	}
+	got, _ := srv.LastRequest()
+	if got.Header.Get("Authorization") != "Bearer "+fake.Key || got.Header.Get("Accept") != "audio/wav" {
+		t.Errorf("headers %v", got.Header)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(got.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"text": "Hello there.", "voice_id": "magnus", "model": "lightning_v3.1", "sample_rate": 24000.0, "speed": 1.5,
+		"output_format": "mp3", "language": "en", "math_notation": true, "request_id": "r-1"}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Errorf("body %v, want %v", body, want)
+	}
+
+	// The plan carries the same request.
+	plan, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: &sdk.SynthesizeRequest{Model: "lightning_v3.1_pro", Voice: fake.VoiceMeher, Text: sdk.PlanText, Credentials: sdk.Credentials{APIKey: fake.Key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.URL != srv.BaseURL()+"/tts" || plan.Header["Accept"] != "audio/wav" || plan.MediaType != "audio/pcm;rate=44100" || plan.FrameSize != 2 {
+		t.Errorf("plan %+v", plan)
+	}
+	if _, err := p.Plan(t.Context(), &sdk.PlanRequest{Stream: true, Request: &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: "magnus", Text: sdk.PlanText, Credentials: sdk.Credentials{APIKey: fake.Key}}}); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("a stream plan: %v", err)
+	}
+}
+
+// TestInvalidRequests: mistakes of the caller are caught before any
+// upstream call.
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		kind   sdk.ErrorKind
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"temperature": 1}`) }, sdk.KindInvalidRequest},
+		{"options not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`[1]`) }, sdk.KindInvalidRequest},
+		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 3 }, sdk.KindInvalidRequest},
+		{"retired model", func(r *sdk.SynthesizeRequest) { r.Model = "lightning-large" }, sdk.KindInvalidRequest},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
+		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }, sdk.KindInvalidRequest},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ulaw" }, sdk.KindInvalidRequest},
+		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != tt.kind {
+				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+// TestStream: the events' audio is forwarded as it arrives, PCM in whole
+// samples, a WAV stream opened with a header, MP3 as it comes.
+func TestStream(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2400, ChunkDelay: 2 * time.Millisecond})
+	p := configured(t, srv, nil)
+	for _, format := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3} {
+		t.Run(format, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate = format, 24000
+			req.Text = "A longer sentence so that the stream has several events in it."
+			var chunks [][]byte
+			mediaType := ""
+			err := p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				if len(chunks) == 0 {
+					mediaType = c.MediaType
+				} else if c.MediaType != "" {
+					t.Errorf("chunk %d carries a media type", len(chunks))
+				}
+				if format == sdk.FormatPCM && len(c.Data)%2 != 0 {
+					t.Errorf("a chunk of %d bytes splits a sample", len(c.Data))
+				}
+				chunks = append(chunks, c.Data)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(chunks) < 3 {
+				t.Errorf("%d chunks", len(chunks))
+			}
+			var all []byte
+			for _, c := range chunks {
+				all = append(all, c...)
+			}
+			if _, err := sdktest.Decode(mediaType, all); err != nil {
+				t.Errorf("the stream (%s) does not decode: %v", mediaType, err)
+			}
+			last, _ := srv.LastRequest()
+			if last.Path != fake.LivePath || (format == sdk.FormatWAV && !strings.Contains(string(last.Body), `"output_format":"pcm"`)) {
+				t.Errorf("request %s %s", last.Path, last.Body)
+			}
+		})
+	}
+}
+
+// TestStreamCutShort: a stream without its closing event is an error, not
+// a short clip.
+func TestStreamCutShort(t *testing.T) {
+	var got []byte
+	err := readEvents(t.Context(), strings.NewReader("event: audio\ndata: {\"audio\":\"AAAA\",\"done\":false,\"status\":\"206\"}\n\n"), func(b []byte) error {
+		got = append(got, b...)
+		return nil
+	})
+	if e := asError(t, err); e.Kind != sdk.KindUnavailable || len(got) != 3 {
+		t.Errorf("got %v after %d bytes", e, len(got))
+	}
+	err = readEvents(t.Context(), strings.NewReader("data: {\"status\":\"500\",\"error\":\"InternalServerError\",\"message\":\"boom\"}\n\n"), func([]byte) error { return nil })
+	if e := asError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 500 || e.UpstreamCode != "InternalServerError" {
+		t.Errorf("error event: %+v", e)
+	}
+}
+
+func TestVoicesAndClone(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	creds := sdk.Credentials{APIKey: fake.Key}
+	clone, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: "lightning_v3.1_pro", Name: "Mine", Description: "test",
+		Options:     []byte(`{"language":"en","tags":"a, b"}`),
+		Samples:     []sdk.Sample{{MediaType: "audio/pcm;rate=16000", Data: make([]byte, 32000)}},
+		Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := srv.LastRequest()
+	form, err := fakeupstream.ParseMultipart(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form.Value["model"][0] != "lightning-v3.1-pro" || form.Value["displayName"][0] != "Mine" || form.File["file"][0].Header.Get("Content-Type") != "audio/wav" {
+		t.Errorf("clone form %v %v", form.Value, form.File["file"][0].Header)
+	}
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(voices) != 4 || voices[0].ID != fake.VoiceMagnus || voices[0].Gender != "male" || voices[0].Language != "english" || voices[3].ID != clone.VoiceID {
+		t.Errorf("voices %+v", voices)
+	}
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: "lightning_v3.1", Samples: []sdk.Sample{{MediaType: "audio/wav", Data: make([]byte, 6<<20)}}, Credentials: creds}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("a 6 MB sample: %v", err)
+	}
+}
+
+func TestConfigureRejectsBadSettings(t *testing.T) {
+	for _, s := range []map[string]string{{"base_url": "not a url"}, {"timeout": "soon"}, {"max_attempts": "0"}} {
+		if err := New().Configure(t.Context(), s); err == nil {
+			t.Errorf("Configure(%v) succeeded", s)
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/xai"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func kitConfig(srv *fake.Server) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Voice:        fake.VoiceEve,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "no-such-voice",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP, as the gateway would see it.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv))
+}
+
+// TestConformanceInProcess runs the kit in process, so the race detector
+// sees the plugin's code.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, New(), kitConfig(srv))
+}
+
+func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": srv.BaseURL()}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: modelID, Voice: fake.VoiceAra, Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+// TestUpstreamFailures holds the plugin to the error contract against the
+// fake's injected failures: kinds, upstream status and code, retries.
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "xai-wrong-key-9876543210zyxw"
+	tests := []struct {
+		name      string
+		key       string
+		settings  map[string]string
+		setup     func(*fake.Server)
+		ctx       func(context.Context) (context.Context, context.CancelFunc)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		retryable bool
+		after     time.Duration
+		calls     int
+	}{
+		{name: "wrong key (400)", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 400, code: "Client specified an invalid argument", calls: 1},
+		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
+		{name: "401", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "Unauthenticated", calls: 1,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401}) }},
+		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "Too many requests", retryable: true, after: 20 * time.Millisecond, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "500 retried", key: fake.Key, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "Service unavailable", retryable: true, after: 10 * time.Millisecond, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
+		{name: "caller deadline", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
+			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 200*time.Millisecond)
+			}},
+		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
+			settings: map[string]string{"timeout": "200ms", "max_attempts": "1"},
+			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv, tt.settings)
+			ctx, cancel := context.WithCancel(t.Context())
+			if tt.ctx != nil {
+				ctx, cancel = tt.ctx(t.Context())
+			}
+			defer cancel()
+			resp, err := p.Synthesize(ctx, request(tt.key))
+			if got := srv.CallsTo(fake.TTSPath); got != tt.calls {
+				t.Errorf("%d upstream calls, want %d", got, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Synthesize: %v", err)
+				}
+				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+					t.Errorf("audio does not decode: %v", derr)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if tt.key != "" && (strings.Contains(e.Error(), tt.key) || strings.Contains(e.Error(), tt.key[:8]) || strings.Contains(e.Error(), "***")) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"code":"Client specified an invalid argument","error":"text is required"}`, "Client specified an invalid argument", "text is required"},
+		{`{"error":{"message":"Rate limit","type":"rate_limit","code":"rate_limit_exceeded"}}`, "rate_limit_exceeded", "Rate limit"},
+		{`not json`, "", ""},
+	}
+	for _, tt := range tests {
+		if code, msg := parseError([]byte(tt.body)); code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%s) = %q, %q", tt.body, code, msg)
+		}
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	req := request(fake.Key)
+	req.Options = []byte(`{"language": "pt-BR", "bit_rate": 64000, "text_normalization": true}`)
+	req.Format, req.SampleRate = sdk.FormatMP3, 44100
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.MediaType != "audio/mpeg" {
+		t.Errorf("media type %q", resp.MediaType)
+	}
+	got, _ := srv.LastRequest()
+	if h := got.Header.Get("Authorization"); h != "Bearer "+fake.Key {
+		t.Errorf("Authorization %q", h)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(got.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"text": "Hello there.", "voice_id": "ara", "language": "pt-BR", "text_normalization": true,
+		"output_format": map[string]any{"codec": "mp3", "sample_rate": 44100.0, "bit_rate": 64000.0}}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Errorf("body %v, want %v", body, want)
+	}
+	// Without a language option the plugin sends auto: the API requires one.
+	if _, err := p.Synthesize(t.Context(), request(fake.Key)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = srv.LastRequest()
+	if !strings.Contains(string(got.Body), `"language":"auto"`) || !strings.Contains(string(got.Body), `"codec":"pcm","sample_rate":24000`) {
+		t.Errorf("default body %s", got.Body)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		kind   sdk.ErrorKind
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 1.2}`) }, sdk.KindInvalidRequest},
+		{"bit rate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 64000}`) }, sdk.KindInvalidRequest},
+		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "grok-4" }, sdk.KindInvalidRequest},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
+		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }, sdk.KindInvalidRequest},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }, sdk.KindInvalidRequest},
+		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != tt.kind {
+				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestStreamArrivesInPieces(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2400, ChunkDelay: 5 * time.Millisecond})
+	p := configured(t, srv, nil)
+	chunks, total := 0, 0
+	err := p.Stream(t.Context(), request(fake.Key), func(c sdk.Chunk) error {
+		if chunks == 0 && c.MediaType != "audio/pcm;rate=24000" {
+			t.Errorf("first chunk media type %q", c.MediaType)
+		}
+		if len(c.Data)%2 != 0 {
+			t.Errorf("chunk of %d bytes splits a sample", len(c.Data))
+		}
+		chunks++
+		total += len(c.Data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks < total/2400 {
+		t.Errorf("%d bytes in %d chunks", total, chunks)
+	}
+}
+
+func TestVoices(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: fake.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(voices) != 5 || voices[0].ID != "eve" || voices[0].Name != "Eve" {
+		t.Errorf("voices %+v", voices)
+	}
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("clone: %v", err)
+	}
+}
+
+func TestConfigureRejectsBadSettings(t *testing.T) {
+	for _, s := range []map[string]string{{"base_url": "not a url"}, {"timeout": "soon"}, {"max_attempts": "0"}} {
+		if err := New().Configure(t.Context(), s); err == nil {
+			t.Errorf("Configure(%v) succeeded", s)
+		}
+	}
+}
