@@ -83,6 +83,7 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 		{"empty body", "POST", "/v1/voices", ``, nil, 400, "invalid_json", ""},
 		{"array body", "POST", "/v1/voices", `[]`, nil, 400, "validation_failed", ""},
 		{"unknown field", "POST", "/v1/voices", `{"title":"x","colour":"red"}`, nil, 400, "validation_failed", "colour"},
+		{"invalid utf-8", "POST", "/v1/voices", "{\"title\":\"caf\xe9\"}", nil, 400, "invalid_json", ""},
 		{"wrong type", "POST", "/v1/voices", `{"title":5}`, nil, 400, "validation_failed", "title"},
 		{"wrong nested type", "POST", "/v1/voices", `{"title":"x","tags":[1]}`, nil, 400, "validation_failed", "tags"},
 		{"missing title", "POST", "/v1/voices", `{"provider":"espeak","model":"espeak-ng","voice_id":"en"}`, nil, 400, "validation_failed", "title"},
@@ -103,7 +104,8 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 		{"logs bad status", "GET", "/v1/logs?status=99", nil, nil, 400, "validation_failed", "status"},
 		{"logs status text", "GET", "/v1/logs?status=ok", nil, nil, 400, "validation_failed", "status"},
 		{"logs empty provider", "GET", "/v1/logs?provider=", nil, nil, 400, "validation_failed", "provider"},
-		{"logs bad parent", "GET", "/v1/logs?parent_request_id=123", nil, nil, 400, "validation_failed", "parent_request_id"},
+		{"logs bad parent", "GET", "/v1/logs?parent_request_id=" + strings.Repeat("x", 129), nil, nil, 400, "validation_failed", "parent_request_id"},
+		{"logs parent with a control character", "GET", "/v1/logs?parent_request_id=a%0Ab", nil, nil, 400, "validation_failed", "parent_request_id"},
 		{"logs bad since", "GET", "/v1/logs?since=yesterday", nil, nil, 400, "validation_failed", "since"},
 		{"logs until before since", "GET", "/v1/logs?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", nil, nil, 400, "validation_failed", "until"},
 	}
@@ -126,6 +128,32 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 	}
 }
 
+// TestEveryUnknownFieldIsNamed: the decoder stops at the first unknown
+// field; the problem names every one, nested ones by their path.
+func TestEveryUnknownFieldIsNamed(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	r := tg.do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"x","volume":3,"colour":"red",`+
+		`"output":{"format":"wav","bitdepth":24},"pronunciations":{"rules":[{"word":"a","replacement":"b","lang":"en"}]}}`)
+	p := r.problem(t, 400, "validation_failed")
+	var got []string
+	for _, v := range p.Validation {
+		got = append(got, strings.Join(v.Path, "."))
+	}
+	want := []string{"colour", "output.bitdepth", "pronunciations.rules.0.lang", "volume"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("validation paths %v, want %v", got, want)
+	}
+
+	// The client's own request id is the log row's, so it finds its call.
+	r = tg.do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"find me"}`, "X-Request-Id", "order-17/retry-2")
+	if r.status != 200 || r.header.Get("X-Request-Id") != "order-17/retry-2" {
+		t.Fatalf("speech: %d, request id %q", r.status, r.header.Get("X-Request-Id"))
+	}
+	if row := tg.lastLog("acme"); row.RequestID != "order-17/retry-2" {
+		t.Errorf("log row request_id %q", row.RequestID)
+	}
+}
+
 func TestRequestIDAndProbes(t *testing.T) {
 	tg := startGateway(t, baseConfig)
 	mine := uuid.NewString()
@@ -133,8 +161,26 @@ func TestRequestIDAndProbes(t *testing.T) {
 	if r.status != 200 || r.header.Get("X-Request-Id") != mine {
 		t.Fatalf("healthz %d, request id %q", r.status, r.header.Get("X-Request-Id"))
 	}
-	if got := tg.do("GET", "/healthz", "", nil, "X-Request-Id", "not-a-uuid").header.Get("X-Request-Id"); got == "not-a-uuid" || uuid.Validate(got) != nil {
-		t.Errorf("a non-UUID request id was echoed: %q", got)
+	// Any printable id up to 128 characters is the client's to choose and
+	// is echoed; anything else is replaced by a generated uuid.
+	for _, tt := range []struct {
+		sent string
+		echo bool
+	}{
+		{"my-call-42", true},
+		{"order 17 / retry 2", true},
+		{strings.Repeat("x", 128), true},
+		{strings.Repeat("x", 129), false},
+		{"tab\tinside", false},
+		{"caf\u00e9", false},
+	} {
+		got := tg.do("GET", "/healthz", "", nil, "X-Request-Id", tt.sent).header.Get("X-Request-Id")
+		if tt.echo && got != tt.sent {
+			t.Errorf("request id %q came back as %q", tt.sent, got)
+		}
+		if !tt.echo && (got == tt.sent || uuid.Validate(got) != nil) {
+			t.Errorf("request id %q was not replaced by a uuid: %q", tt.sent, got)
+		}
 	}
 	r = tg.do("GET", "/v1/voices", "acme", nil)
 	if _, err := uuid.Parse(r.header.Get("X-Request-Id")); err != nil {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"reflect"
+	"unicode/utf8"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,12 +170,29 @@ func statusLabel(st int) string {
 // parent_request_id, which the logs API filters as UUIDs, so other formats
 // are replaced rather than echoed.
 func requestID(ctx *fasthttp.RequestCtx) string {
-	if v := ctx.Request.Header.PeekBytes(headerRequestID); len(v) == 36 {
-		if id, err := uuid.ParseBytes(v); err == nil {
-			return id.String()
-		}
+	if v := ctx.Request.Header.PeekBytes(headerRequestID); validRequestID(v) {
+		return string(v)
 	}
 	return uuid.NewString()
+}
+
+// maxRequestIDLen bounds a client's X-Request-Id.
+const maxRequestIDLen = 128
+
+// validRequestID reports whether a client's X-Request-Id is kept: 1 to
+// 128 printable ASCII characters, not starting or ending with a space.
+// Anything else (control characters could forge log lines) is replaced
+// by a generated id.
+func validRequestID(v []byte) bool {
+	if len(v) == 0 || len(v) > maxRequestIDLen || v[0] == ' ' || v[len(v)-1] == ' ' {
+		return false
+	}
+	for _, b := range v {
+		if b < 0x20 || b > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // api wraps an authenticated handler: auth, rate limit, problem writing.
@@ -287,9 +306,20 @@ func decodeStrict(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return problem.New(problem.InvalidJSON, "the request body is empty; send a JSON object")
 	}
+	// encoding/json would replace invalid UTF-8 with U+FFFD and carry on:
+	// the text spoken, logged and billed would not be what was sent.
+	if !utf8.Valid(body) {
+		return problem.New(problem.InvalidJSON, "the body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			// The decoder stops at the first; name them all.
+			if fe := unknownFields(body, reflect.TypeOf(v)); len(fe) > 0 {
+				return problem.Validation(fe...)
+			}
+		}
 		return jsonProblem(err)
 	}
 	if dec.More() {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -100,10 +99,11 @@ func logFilter(q query) (store.LogFilter, error) {
 		f.Status = n
 	}
 	if v, ok := q["parent_request_id"]; ok {
-		if _, err := uuid.Parse(v); err != nil || len(v) != 36 {
-			fe = append(fe, problem.Field("must be a uuid", "parent_request_id"))
+		// A request id is the client's own X-Request-Id or a generated uuid.
+		if !validRequestID([]byte(v)) {
+			fe = append(fe, problem.Field(fmt.Sprintf("must be a request id: 1 to %d printable characters", maxRequestIDLen), "parent_request_id"))
 		}
-		f.ParentRequestID = strings.ToLower(v)
+		f.ParentRequestID = v
 	}
 	parseTime := func(name string) time.Time {
 		v, ok := q[name]
