@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math"
 	"path/filepath"
 	"strings"
@@ -315,5 +316,98 @@ func TestPronunciationsCannotBypassModeration(t *testing.T) {
 	}
 	if n, _ := calllog.Count(filepath.Join(tg.dir, "calls.jsonl"), "synthesize"); n != 0 {
 		t.Fatalf("provider called %d times", n)
+	}
+}
+
+// TestConversationStream: turns arrive as one audio stream, in order, as
+// each is done; the rows account for every turn.
+func TestConversationStream(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	status, data, err := readStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"turns": threeTurns, "gapMs": 250})
+	if status != 200 || err != nil {
+		t.Fatalf("stream: %d, %v: %.300s", status, err, data)
+	}
+	secs, _ := pcmSeconds(t, "audio/wav", data)
+	if rate := binary.LittleEndian.Uint32(data[24:28]); rate != 22050 || secs < 3 || secs > 15 {
+		t.Errorf("the conversation stream is %.2fs at %d Hz", secs, rate)
+	}
+	parent := tg.lastLog("acme")
+	if parent.Status != 200 || parent.ErrorCode != "" || parent.Path != "/v1/audio/conversation/stream" || parent.CreditsUsed == 0 {
+		t.Errorf("conversation row %+v", parent)
+	}
+	kids := tg.logsWhere("acme", "parent_request_id="+parent.RequestID)
+	if len(kids) != 3 {
+		t.Fatalf("%d turn rows, want 3", len(kids))
+	}
+	credits := 0
+	for _, k := range kids {
+		credits += k.CreditsUsed
+		if k.Status != 200 || k.ErrorCode != "" {
+			t.Errorf("turn row %+v", k)
+		}
+	}
+	if credits != parent.CreditsUsed {
+		t.Errorf("turn credits %d, conversation %d", credits, parent.CreditsUsed)
+	}
+
+	// A first turn that fails is a problem response, before any audio.
+	r := tg.do("POST", "/v1/audio/conversation/stream", "acme", map[string]any{"turns": []any{
+		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "first", "providerOptions": map[string]any{"fail": map[string]any{"kind": "upstream", "status": 500}}},
+		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "second"},
+	}})
+	if p := r.problem(t, 502, "provider_error"); p.TurnIndex == nil || *p.TurnIndex != 0 {
+		t.Errorf("problem %+v does not name turn 0", p)
+	}
+	// The stream's formats are those it can write turn by turn.
+	p := tg.do("POST", "/v1/audio/conversation/stream", "acme", map[string]any{"turns": threeTurns, "output": map[string]any{"format": "mp3"}}).problem(t, 400, "validation_failed")
+	assertPaths(t, p, "output.format")
+}
+
+// TestConversationStreamShowsProgress: a conversation that runs out of
+// time has delivered the turns it finished; the stream then ends
+// incomplete, and every row says which limit fired.
+func TestConversationStreamShowsProgress(t *testing.T) {
+	tg := startGateway(t, strings.Replace(speechConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  request_timeout: 1500ms\n", 1))
+	turn := func(text string, opts map[string]any) map[string]any {
+		return map[string]any{"model": "testkit/test", "voice": "alpha", "text": text, "providerOptions": opts}
+	}
+	// testkit's provider timeout is 2s, above the request's 1.5s.
+	status, data, err := readStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"gapMs": 0, "turns": []any{
+		turn("one two", nil), turn("three four", nil), turn("never", map[string]any{"hang": true}), turn("five", nil),
+	}})
+	if status != 200 || len(data) == 0 {
+		t.Fatalf("stream: %d with %d bytes", status, len(data))
+	}
+	if err == nil {
+		t.Fatal("a conversation cut off by the request timeout read as complete")
+	}
+	secs, _ := pcmSeconds(t, "audio/wav", data)
+	if secs < 0.5 {
+		t.Errorf("only %.2fs of the two finished turns arrived", secs)
+	}
+	parent := tg.lastLog("acme")
+	if parent.Status != 504 || parent.ErrorCode != "request_timeout" {
+		t.Errorf("conversation row: %d %s (%s)", parent.Status, parent.ErrorCode, parent.ErrorDetail)
+	}
+	for _, k := range tg.logsWhere("acme", "parent_request_id="+parent.RequestID) {
+		bad := k.ErrorCode != "" && k.Status < 400 || k.ErrorCode == "" && k.Status != 200
+		if bad || k.ErrorCode == "provider_timeout" {
+			t.Errorf("turn row status %d with error %q (%s)", k.Status, k.ErrorCode, k.ErrorDetail)
+		}
+	}
+
+	// The whole-clip endpoint names the same limit, and its rows agree.
+	r := tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{
+		turn("one two", nil), turn("never", map[string]any{"hang": true}), turn("five", nil),
+	}})
+	p := r.problem(t, 504, "request_timeout")
+	if p.TurnIndex == nil || *p.TurnIndex != 1 || !strings.Contains(p.Detail, "server.request_timeout") {
+		t.Errorf("problem %+v", p)
+	}
+	parent = tg.lastLog("acme")
+	for _, k := range tg.logsWhere("acme", "parent_request_id="+parent.RequestID) {
+		if k.ErrorCode != "" && k.Status < 400 || k.ErrorCode == "" && k.Status != 200 || k.ErrorCode == "provider_timeout" {
+			t.Errorf("turn row status %d with error %q (%s)", k.Status, k.ErrorCode, k.ErrorDetail)
+		}
 	}
 }

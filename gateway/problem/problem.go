@@ -65,6 +65,10 @@ const (
 	// BadRequest says the HTTP request itself is malformed (its framing,
 	// not its body's content).
 	BadRequest Code = "bad_request"
+	// Cancelled marks work stopped before it finished: the client went
+	// away, or a sibling turn of a conversation failed first. It appears in
+	// log rows, with status 499 as nginx uses it; no response carries it.
+	Cancelled Code = "cancelled"
 )
 
 type meta struct {
@@ -107,6 +111,7 @@ var table = map[Code]meta{
 	RequestTimeout:          {504, "Request timed out"},
 	ReadTimeout:             {408, "Request not received in time"},
 	BadRequest:              {400, "Malformed HTTP request"},
+	Cancelled:               {499, "Cancelled before it finished"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // conversationHandler serves POST /v1/audio/conversation and its
@@ -41,6 +42,45 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 		s.record(ctx, c, parent)
 		return nil
 	}
+}
+
+// conversationStream serves POST /v1/audio/conversation/stream: the
+// conversation's audio sent turn by turn as each is done, so a long
+// conversation shows progress and a request that runs out of time has
+// delivered every turn it finished.
+func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error {
+	var body conversationRequestJSON
+	if err := s.decodeJSON(ctx, &body); err != nil {
+		pe := s.writeError(ctx, c, err, "")
+		s.record(ctx, c, store.LogRow{ErrorCode: string(pe.Code), ErrorDetail: pe.Detail})
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, body.domain())
+	var first []byte
+	if err == nil {
+		// The first turn decides between a problem response and a stream.
+		if first, err = out.Stream.Next(); err != nil {
+			_ = out.Stream.Close()
+			out.Row, out.Turns = out.Stream.Rows()
+		}
+	}
+	if err != nil {
+		cancel()
+		pe := s.writeError(ctx, c, err, "")
+		for _, row := range out.Turns {
+			row.RequestID = uuid.NewString()
+			row.ParentRequestID = c.reqID
+			s.record(ctx, c, row)
+		}
+		parent := out.Row
+		parent.CreditsUsed = 0
+		parent.ErrorCode, parent.ErrorDetail = string(pe.Code), pe.Detail
+		s.record(ctx, c, parent)
+		return nil
+	}
+	s.relay(ctx, c, cancel, "", out.Row, out.Stream, first, false)
+	return nil
 }
 
 func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.ConversationRequest, res *speech.ConversationResult, timestamps bool) {

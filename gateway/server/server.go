@@ -176,6 +176,7 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.DeliverStream))
 		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
+		rt.POST("/v1/audio/conversation/stream", "conversation.stream", s.conversationStream)
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
 	}
@@ -325,7 +326,9 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 	if row.LatencyMS == 0 {
 		row.LatencyMS = time.Since(c.start).Milliseconds()
 	}
-	if row.ErrorCode == "" && c.errCode != "" {
+	if row.ErrorCode == "" && c.errCode != "" && row.ParentRequestID == "" {
+		// The request's failure is its own row's, never a turn's that
+		// rendered fine.
 		row.ErrorCode = string(c.errCode)
 	}
 	s.logs.Record(row)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
@@ -114,14 +115,21 @@ func nonNil(s []string) []string {
 // goroutine stands between the provider and the client at all.
 func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken) {
 	st := out.Stream
-	mediaType := st.MediaType()
+	s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended)
+}
+
+// relay answers 200 and sends src's audio as it comes, first being what
+// src returned first (ended: and nothing after it). The row is recorded
+// when the stream ends.
+func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, provider string, row store.LogRow, src speech.Source, first []byte, ended bool) {
+	mediaType := src.MediaType()
 	if mediaType == "" {
 		mediaType = "application/octet-stream"
 	}
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	cs := &chunkStream{s: s, c: c, job: out.Job, row: out.Row, pending: st.First, ended: st.Ended, src: st.Source, cancel: cancel,
+	cs := &chunkStream{s: s, c: c, provider: provider, row: row, pending: first, ended: ended, src: src, cancel: cancel,
 		conn: ctx.Conn(), writeTimeout: s.opts.WriteTimeout}
 	cs.row.Status = fasthttp.StatusOK
 	// The row is recorded when the stream ends, possibly while fasthttp is
@@ -177,15 +185,15 @@ var errStreamBroken = errors.New("the stream failed after it started")
 // CloseWithError, which is where the provider call is stopped if the
 // client went away and the request-log row is recorded.
 type chunkStream struct {
-	s       *Server
-	c       *exchange
-	job     *speech.Job
-	row     store.LogRow
-	pending []byte // the part of the current piece Read has not returned
-	ended   bool   // the source has nothing more
-	src     speech.Source
-	cancel  context.CancelFunc
-	once    sync.Once
+	s        *Server
+	c        *exchange
+	provider string // for problems; "" for a conversation
+	row      store.LogRow
+	pending  []byte // the part of the current piece Read has not returned
+	ended    bool   // the source has nothing more
+	src      speech.Source
+	cancel   context.CancelFunc
+	once     sync.Once
 	// conn and writeTimeout give each write its own deadline: fasthttp
 	// sets one for the whole response, which would cut any stream longer
 	// than server.write_timeout. The stream as a whole is bounded by the
@@ -278,22 +286,52 @@ func (cs *chunkStream) finish(werr error) {
 		err := cs.src.Close()
 		cs.cancel()
 		row := &cs.row
+		rs, conversation := cs.src.(turnRows)
+		if conversation {
+			// A conversation: its own row gains the credits of the turns
+			// sent, and each turn has a row of its own.
+			parent, turns := rs.Rows()
+			parent.Status, parent.Path = row.Status, row.Path
+			*row = parent
+			for _, t := range turns {
+				t.RequestID = uuid.NewString()
+				t.ParentRequestID = cs.c.reqID
+				t.Path = row.Path
+				cs.s.record(nil, cs.c, t)
+			}
+		}
+		// The row's status is the request's outcome, so it never disagrees
+		// with its error code: the client saw 200 headers, but a stream
+		// that broke off failed.
 		switch {
 		case werr != nil:
+			row.Status = (&problem.Error{Code: problem.Cancelled}).Status()
 			row.ErrorCode = "client_disconnected"
 			row.ErrorDetail = "the client closed the connection during the stream"
 		case err != nil:
 			// Headers are gone; the early end of the stream is the
 			// signal, and the log row says why.
-			pe := problem.From(err, cs.job.Provider.ID)
-			row.ErrorCode, row.ErrorDetail = string(pe.Code), pe.Detail
+			pe := problem.From(err, cs.provider)
+			row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
 			cs.s.log.Warn("stream ended with an error", zap.String("request_id", cs.c.reqID), zap.String("code", row.ErrorCode), zap.Error(err))
+		}
+		if werr == nil && err != nil && !conversation {
+			// A stream the provider or the gateway broke off is not billed
+			// (a client that left is: it spent the provider's work); a
+			// conversation is billed for the turns it sent (Rows).
+			row.CreditsUsed = 0
 		}
 		row.LatencyMS = time.Since(cs.c.start).Milliseconds()
 		// No ctx: fasthttp may be reusing it by now; the row already has
 		// the path and status record would read from it.
 		cs.s.record(nil, cs.c, *row)
 	})
+}
+
+// turnRows is a stream made of conversation turns, which log rows of
+// their own once the stream is closed.
+type turnRows interface {
+	Rows() (parent store.LogRow, turns []store.LogRow)
 }
 
 // writeBlocked renders a moderation block.

@@ -246,7 +246,7 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				tr.Err = ctx.Err()
+				tr.Err = stopped(ctx)
 				return
 			}
 			defer func() { <-sem }()
@@ -319,6 +319,11 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 	}
 	res, err := s.synthesize(ctx, tr.Job)
 	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			// Stopped because another turn failed (or the client left),
+			// not the provider's failure.
+			return stopped(ctx)
+		}
 		return err
 	}
 	clip, err := audio.Decode(res.Audio, res.MediaType)

@@ -561,13 +561,19 @@ func (s *Service) observe(parent, ctx context.Context, j *Job, op string, d time
 	outcome := "ok"
 	if err != nil {
 		outcome = sdk.AsError(err).Kind.String()
-		switch {
-		case errors.Is(parent.Err(), context.DeadlineExceeded):
-			err = problem.New(problem.RequestTimeout, "the request did not finish within the gateway's request timeout (server.request_timeout)")
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) || sdk.AsError(err).Kind == sdk.KindTimeout
+		if timedOut {
 			outcome = "timeout"
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", j.Provider.Policy.Timeout, j.Provider.ID)}
-			outcome = "timeout"
+			// ctx's deadline is the earlier of the request's and the
+			// provider's: name the one that was binding. (The plugin's
+			// side can report the deadline a moment before ctx sees it.)
+			pd, hasParent := parent.Deadline()
+			cd, _ := ctx.Deadline()
+			if hasParent && !pd.After(cd) {
+				err = problem.New(problem.RequestTimeout, "the request did not finish within the gateway's request timeout (server.request_timeout)")
+			} else if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+				err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", j.Provider.Policy.Timeout, j.Provider.ID)}
+			}
 		}
 	}
 	if s.metrics != nil {

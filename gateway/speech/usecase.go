@@ -123,9 +123,16 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 			row := s.logRow(t.Job)
 			row.LatencyMS = t.Latency.Milliseconds()
 			row.Status = 200
-			if t.Err == nil {
+			switch {
+			case t.Err == nil && err != nil:
+				// Rendered, then discarded with the whole conversation: not
+				// billed, like the conversation, and the row says so.
+				pe := problem.New(problem.Cancelled, "rendered, but the conversation failed and nothing was sent")
+				row.CreditsUsed = 0
+				row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
+			case t.Err == nil:
 				out.Row.CreditsUsed += row.CreditsUsed
-			} else {
+			default:
 				pe := TurnProblem(t)
 				row.CreditsUsed = 0
 				row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
