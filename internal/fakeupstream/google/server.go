@@ -121,21 +121,37 @@ func (s *Server) BaseURL() string { return s.URL + APIRoot }
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
-// statuses maps the HTTP statuses the fake answers to the google.rpc.Code
-// names Google puts in error.status.
-var statuses = map[int]string{
-	400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-	408: "DEADLINE_EXCEEDED", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
-	501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+// rpcStatus is the google.rpc.Code name Google puts in error.status for
+// an HTTP status.
+func rpcStatus(status int) string {
+	switch status {
+	case 400:
+		return "INVALID_ARGUMENT"
+	case 401:
+		return "UNAUTHENTICATED"
+	case 403:
+		return "PERMISSION_DENIED"
+	case 404:
+		return "NOT_FOUND"
+	case 409:
+		return "ABORTED"
+	case 429:
+		return "RESOURCE_EXHAUSTED"
+	case 500:
+		return "INTERNAL"
+	case 501:
+		return "UNIMPLEMENTED"
+	case 502, 503:
+		return "UNAVAILABLE"
+	case 408, 504:
+		return "DEADLINE_EXCEEDED"
+	}
+	return "UNKNOWN"
 }
 
 // fail answers Google's error envelope.
 func fail(w http.ResponseWriter, status int, msg string, details ...map[string]any) {
-	code := statuses[status]
-	if code == "" {
-		code = "UNKNOWN"
-	}
-	e := map[string]any{"code": status, "message": msg, "status": code}
+	e := map[string]any{"code": status, "message": msg, "status": rpcStatus(status)}
 	if len(details) > 0 {
 		e["details"] = details
 	}

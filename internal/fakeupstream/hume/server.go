@@ -9,7 +9,9 @@
 // num_generations, split_utterances, strip_headers, version: "1" | "2",
 // instant_mode} with unknown fields refused; a voice's provider defaults to
 // CUSTOM_VOICE, as documented, so a Voice Library voice needs HUME_AI;
-// version "2" needs a voice; timestamps are for version "2" only. Audio is
+// version "2" needs a voice; timestamps are for version "2" only; speed
+// is taken from 0.25 to 3.0 and trailing_silence from 0 to 5 seconds (the
+// ranges integrations document; Hume's own reference names none). Audio is
 // 48 kHz: mp3 (the default), WAV, or raw 16-bit PCM. Errors: the API
 // gateway's {"fault": {"faultstring", "detail": {"errorcode"}}} for a bad
 // key and for rate limits, {"code", "error", "message"} for a request the
