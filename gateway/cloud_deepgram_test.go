@@ -1,0 +1,16 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/deepgram"
+)
+
+// TestCloudProviderDeepgram runs the provider suite over the Deepgram
+// Aura plugin, whose clips and streams the gateway sends itself (planned
+// requests); Aura gives no word timestamps.
+func TestCloudProviderDeepgram(t *testing.T) {
+	f := deepgram.New(t, fakeupstream.Options{})
+	runCloudSuite(t, cloudCase{ID: "deepgram", Fake: f, Key: deepgram.Key, Model: "aura-2", Voice: "thalia-en", Streams: true})
+}

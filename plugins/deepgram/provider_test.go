@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/deepgram"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func kitConfig(srv *fake.Server, model, voice string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Voice:        voice,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "nobody-en",
+	}
+}
+
+// TestConformance runs the kit (planner checks included) against the real
+// plugin process talking to the fake over HTTP.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, "", ""))
+}
+
+// TestConformanceInProcess runs the kit in process for both generations
+// (aura-2 adds the native speed check).
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, New(), kitConfig(srv, "aura-2", "thalia-en"))
+	sdktest.Run(t, New(), kitConfig(srv, "aura", "asteria-en"))
+}
+
+func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": srv.BaseURL()}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "thalia-en", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "dg_wrong_9876543210zyxwvutsrq"
+	tests := []struct {
+		name      string
+		key       string
+		voice     string
+		stream    bool
+		voices    bool
+		settings  map[string]string
+		setup     func(*fake.Server)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		msgHas    string
+		retryable bool
+		after     time.Duration
+		path      string
+		calls     int
+	}{
+		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "INVALID_AUTH", msgHas: "deepgram: Invalid credentials.", path: fake.SpeakPath, calls: 1},
+		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.SpeakPath, calls: 0},
+		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.SpeakPath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "TOO_MANY_REQUESTS", retryable: true, after: 20 * time.Millisecond, path: fake.SpeakPath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "out of credits is final", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "ASR_PAYMENT_REQUIRED", path: fake.SpeakPath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{name: "503 retried on the stream", key: fake.Key, stream: true, path: fake.SpeakPath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{name: "unknown voice", key: fake.Key, voice: "nobody-en", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "INVALID_QUERY_PARAMETER", msgHas: "No such model", path: fake.SpeakPath, calls: 1},
+		{name: "voice list with a wrong key", key: wrongKey, voices: true, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "INVALID_AUTH", path: fake.ModelsPath, calls: 1},
+		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.SpeakPath, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv, tt.settings)
+			req := request(tt.key)
+			if tt.voice != "" {
+				req.Voice = tt.voice
+			}
+			var err error
+			switch {
+			case tt.voices:
+				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: req.Credentials})
+			case tt.stream:
+				var audio []byte
+				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error { audio = append(audio, c.Data...); return nil })
+				if err == nil && len(audio) == 0 {
+					t.Error("the stream carried no audio")
+				}
+			default:
+				var resp *sdk.SynthesizeResponse
+				resp, err = p.Synthesize(t.Context(), req)
+				if err == nil {
+					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+						t.Errorf("audio does not decode: %v", derr)
+					}
+				}
+			}
+			if got := srv.CallsTo(tt.path); got != tt.calls {
+				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if !strings.Contains(e.Message, tt.msgHas) {
+				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
+			}
+			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	tests := []struct {
+		name, format, model, voice, options string
+		rate                                int
+		speed                               float64
+		want                                string // the query, encoded
+		media                               string
+	}{
+		{name: "pcm", want: "container=none&encoding=linear16&model=aura-2-thalia-en&sample_rate=24000", media: "audio/pcm;rate=24000"},
+		{name: "wav 16 kHz", format: sdk.FormatWAV, rate: 16000, want: "container=wav&encoding=linear16&model=aura-2-thalia-en&sample_rate=16000", media: "audio/wav"},
+		{name: "mp3 with options", format: sdk.FormatMP3, options: `{"bit_rate": 32000, "mip_opt_out": true, "tag": "voxgate"}`,
+			want: "bit_rate=32000&encoding=mp3&mip_opt_out=true&model=aura-2-thalia-en&tag=voxgate", media: "audio/mpeg"},
+		{name: "speed", speed: 1.25, want: "container=none&encoding=linear16&model=aura-2-thalia-en&sample_rate=24000&speed=1.25", media: "audio/pcm;rate=24000"},
+		{name: "aura", model: "aura", voice: "angus-en", want: "container=none&encoding=linear16&model=aura-angus-en&sample_rate=24000", media: "audio/pcm;rate=24000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Speed = tt.format, tt.rate, tt.speed
+			if tt.model != "" {
+				req.Model, req.Voice = tt.model, tt.voice
+			}
+			if tt.options != "" {
+				req.Options = []byte(tt.options)
+			}
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || resp.MediaType != tt.media {
+				t.Errorf("%s: %v", resp.MediaType, err)
+			}
+			got, _ := srv.LastRequest()
+			if got.Query.Encode() != tt.want || got.Header.Get("Authorization") != "Token "+fake.Key || got.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("query %s, headers %v; want %s", got.Query.Encode(), got.Header, tt.want)
+			}
+			if string(got.Body) != `{"text":"Hello there, world."}` {
+				t.Errorf("body %s", got.Body)
+			}
+		})
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "aura-2-zeus-en"}`) }},
+		{"bit rate for pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
+		{"speed on aura", func(r *sdk.SynthesizeRequest) { r.Model, r.Voice, r.Speed = "aura", "asteria-en", 1.2 }},
+		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{"voice with the model", func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
+		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
+		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "aura-3" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+				t.Errorf("got %v, want invalid_request", e)
+			}
+		})
+	}
+	req := request(fake.Key)
+	req.Timestamps = true
+	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("timestamps: %v", err)
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestVoices(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	creds := sdk.Credentials{APIKey: fake.Key}
+	aura2, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(aura2) != 6 || aura2[0] != (sdk.Voice{ID: "thalia-en", Name: "Thalia", Language: "en-US", Gender: "female"}) || aura2[5].ID != "nestor-es" {
+		t.Errorf("aura-2 voices %+v", aura2)
+	}
+	aura, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "aura", Credentials: creds})
+	if err != nil || len(aura) != 3 || aura[2] != (sdk.Voice{ID: "angus-en", Name: "Angus", Language: "en-IE", Gender: "male"}) {
+		t.Errorf("aura voices %+v %v", aura, err)
+	}
+	// Every listed voice speaks with its model.
+	for model, voices := range map[string][]sdk.Voice{"aura-2": aura2, "aura": aura} {
+		for _, v := range voices {
+			req := request(fake.Key)
+			req.Model, req.Voice = model, v.ID
+			if _, err := p.Synthesize(t.Context(), req); err != nil {
+				t.Errorf("%s %s: %v", model, v.ID, err)
+			}
+		}
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"err_code": "INVALID_AUTH", "err_msg": "Invalid credentials.", "request_id": "x"}`, "INVALID_AUTH", "Invalid credentials."},
+		{`{"category": "INVALID_JSON", "message": "Invalid JSON submitted.", "details": "missing field text", "request_id": "x"}`, "INVALID_JSON", "Invalid JSON submitted. missing field text"},
+		{"Bad Request: something\nmore", "", "Bad Request: something"},
+		{"<html>502</html>", "", ""},
+	}
+	for _, tt := range tests {
+		code, msg := parseError([]byte(tt.body))
+		if code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%q) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+// planSentence needs JSON escaping: quotes, a backslash, a tab, HTML
+// characters and non-ASCII letters.
+const planSentence = "She said \"ready\" \\ then paused,\tnaïve <and> calm & done."
+
+// TestPlanMatchesSynthesize: a plan, sent with net/http as the gateway
+// sends it, is the request Synthesize sends and answers the same audio,
+// for clips and streams, in process and over the wire.
+func TestPlanMatchesSynthesize(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	providers := map[string]sdk.Provider{"in process": New(), "over the wire": sdktest.StartPlugin(t, pluginPath)}
+	for name, p := range providers {
+		if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			format string
+			stream bool
+			media  string
+			frame  int
+		}{
+			{sdk.FormatPCM, false, "audio/pcm;rate=24000", 2},
+			{sdk.FormatPCM, true, "audio/pcm;rate=24000", 2},
+			{sdk.FormatWAV, false, "audio/wav", 1},
+			{sdk.FormatMP3, true, "audio/mpeg", 1},
+		} {
+			t.Run(name+"/"+tt.format, func(t *testing.T) {
+				req := request(fake.Key)
+				req.Text, req.Format = planSentence, tt.format
+				planReq := *req
+				planReq.Text = sdk.PlanText
+				pl, err := p.(sdk.Planner).Plan(t.Context(), &sdk.PlanRequest{Request: &planReq, Stream: tt.stream})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.MediaType != tt.media || pl.FrameSize != tt.frame || pl.ReuseFor <= 0 {
+					t.Errorf("plan %+v", pl)
+				}
+				planned, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, req.Text)
+				if err != nil || f != nil {
+					t.Fatalf("the planned request failed: %v %+v", err, f)
+				}
+				sent, _ := srv.LastRequest()
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := srv.LastRequest()
+				if resp.MediaType != pl.MediaType || !bytes.Equal(resp.Audio, planned) {
+					t.Errorf("Synthesize answers %q, %d bytes; the plan %q, %d bytes", resp.MediaType, len(resp.Audio), pl.MediaType, len(planned))
+				}
+				if sent.Query.Encode() != want.Query.Encode() || !bytes.Equal(sent.Body, want.Body) || sent.Header.Get("Authorization") != want.Header.Get("Authorization") {
+					t.Errorf("planned %s %s\nSynthesize %s %s", sent.Query.Encode(), sent.Body, want.Query.Encode(), want.Body)
+				}
+			})
+		}
+	}
+}
+
+// TestExplainMatchesSynthesize: an error answer to a planned request is
+// explained as Synthesize reports the same answer, without the key.
+func TestExplainMatchesSynthesize(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, map[string]string{"max_attempts": "1"})
+	for _, fault := range []fakeupstream.Fault{
+		{Status: 401, Message: "Invalid credentials for " + fake.Key + "."},
+		{Status: 429, RetryAfter: "3"},
+		{Status: 402},
+		{Status: 503},
+	} {
+		srv.Reset()
+		srv.FailAlways(fault)
+		req := request(fake.Key)
+		_, err := p.Synthesize(t.Context(), req)
+		want := asError(t, err)
+		planReq := *req
+		planReq.Text = sdk.PlanText
+		pl, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: &planReq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, req.Text)
+		if err != nil || f == nil {
+			t.Fatalf("%d: the planned request did not fail: %v", fault.Status, err)
+		}
+		f.Credentials = req.Credentials
+		if got := asError(t, p.Explain(t.Context(), f)); *got != *want || strings.Contains(got.Error(), fake.Key) {
+			t.Errorf("%d: Explain %+v\nSynthesize %+v", fault.Status, got, want)
+		}
+	}
+}

@@ -1,0 +1,530 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "google"
+	defaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
+	defaultModel   = "gemini-2.5-flash-preview-tts"
+	// nativeRate is the only rate the TTS models produce: 16-bit mono PCM
+	// at 24 kHz (inlineData.mimeType "audio/L16;codec=pcm;rate=24000").
+	nativeRate = 24000
+	// maxText keeps a request well inside the documented token limits: a
+	// TTS session has a 32k-token context, and audio counts 32 tokens a
+	// second, so 5,000 characters (about 1,250 text tokens and five
+	// minutes, some 10,000 tokens, of speech) leave room to spare.
+	maxText = 5000
+	// maxAnswer bounds a whole-clip JSON answer: base64 of 24 kHz PCM is
+	// 64 KB a second, so five minutes of speech is about 20 MB.
+	maxAnswer = 128 << 20
+)
+
+// Provider is the Google (Gemini TTS) plugin. It keeps only deployment
+// settings, which Configure swaps atomically; every call reads one
+// consistent snapshot.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+// config is one snapshot of the deployment settings.
+type config struct {
+	*upstream.Endpoint
+}
+
+// api is how the Gemini API authenticates and reports errors. It is never
+// modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	// The header rather than the ?key= query parameter keeps the key out
+	// of URLs, which proxies and error messages print.
+	Authorize:  func(h http.Header, key string) { h.Set("X-Goog-Api-Key", key) },
+	ParseError: parseError,
+	Classify: func(e *sdk.Error) {
+		// A wrong key is a 400 INVALID_ARGUMENT whose ErrorInfo reason
+		// says what it is.
+		if e.UpstreamCode == "API_KEY_INVALID" {
+			e.Kind, e.Retryable = sdk.KindUnauthorized, false
+		}
+	},
+}
+
+// newEndpoint builds a snapshot whose client also reads Google's RetryInfo.
+func newEndpoint(settings map[string]string) (*upstream.Endpoint, error) {
+	e, err := upstream.NewEndpoint(api, settings)
+	if err != nil {
+		return nil, err
+	}
+	e.Client.Transport = retryInfo{next: e.Client.Transport}
+	return e, nil
+}
+
+// New returns a Provider with the default settings (the public API).
+func New() *Provider {
+	p := &Provider{}
+	e, _ := newEndpoint(nil)
+	p.cfg.Store(&config{Endpoint: e})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider with the common settings of
+// upstream.ParseSettings. Other keys are ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	e, err := newEndpoint(settings)
+	if err != nil {
+		return err
+	}
+	// Calls in flight keep their snapshot; only idle connections go.
+	p.cfg.Swap(&config{Endpoint: e}).Close()
+	return nil
+}
+
+// modelIDs are the Gemini TTS models: the two of the speech-generation
+// guide and the 3.1 preview.
+func modelIDs() []string {
+	return []string{defaultModel, "gemini-2.5-pro-preview-tts", "gemini-3.1-flash-tts-preview"}
+}
+
+func modelName(id string) string {
+	switch id {
+	case "gemini-2.5-pro-preview-tts":
+		return "Gemini 2.5 Pro Preview TTS"
+	case "gemini-3.1-flash-tts-preview":
+		return "Gemini 3.1 Flash TTS Preview"
+	}
+	return "Gemini 2.5 Flash Preview TTS"
+}
+
+// Describe implements sdk.Provider. The models stream (streamGenerateContent);
+// they give no word timestamps, take no speed setting (pace is steered in
+// the text, "Say slowly: ..."), and the Gemini API has no voice cloning.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	d := &sdk.Description{ID: providerID, Name: "Google Gemini TTS", DefaultModel: defaultModel}
+	for _, id := range modelIDs() {
+		d.Models = append(d.Models, sdk.Model{
+			ID:               id,
+			Name:             modelName(id),
+			Capabilities:     sdk.Capabilities{Streaming: true},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV},
+			SampleRates:      []int{nativeRate},
+			NativeSampleRate: nativeRate,
+			MaxTextChars:     maxText,
+		})
+	}
+	return d, nil
+}
+
+// Voices implements sdk.Provider: the prebuilt voices, which every model
+// takes. The Gemini API documents them but has no endpoint to list them,
+// so no call is made.
+func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	if req.Model != "" && !slices.Contains(modelIDs(), req.Model) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: unknown model %q", req.Model)
+	}
+	return prebuiltVoices(), nil
+}
+
+// parseError reads Google's error envelope {"error": {"code", "message",
+// "status", "details"}}. The code is the reason of an ErrorInfo detail
+// when there is one (API_KEY_INVALID says more than INVALID_ARGUMENT),
+// else error.status.
+func parseError(body []byte) (code, message string) {
+	var b struct {
+		Error *googleError `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Error == nil {
+		// A proxy or load balancer in front of Google may answer HTML.
+		return "", ""
+	}
+	return b.Error.code(), b.Error.Message
+}
+
+// googleError is the body of Google's error envelope, also found in a
+// stream's event.
+type googleError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Details []struct {
+		Type   string `json:"@type"`
+		Reason string `json:"reason"`
+	} `json:"details"`
+}
+
+func (g *googleError) code() string {
+	for _, d := range g.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.ErrorInfo") && d.Reason != "" {
+			return d.Reason
+		}
+	}
+	return g.Status
+}
+
+// options are the providerOptions the plugin accepts, named as in the
+// API's speechConfig and generationConfig.
+type options struct {
+	// LanguageCode is speechConfig.languageCode (BCP-47, e.g. "en-US");
+	// the models detect the language when it is absent.
+	LanguageCode *string `json:"languageCode"`
+	// MultiSpeakerVoiceConfig replaces the single voice: two speakers,
+	// named as the text names them ("Joe: ...").
+	MultiSpeakerVoiceConfig *multiSpeakerVoiceConfig `json:"multiSpeakerVoiceConfig"`
+	Temperature             *float64                 `json:"temperature"`
+	Seed                    *int64                   `json:"seed"`
+}
+
+type multiSpeakerVoiceConfig struct {
+	SpeakerVoiceConfigs []speakerVoiceConfig `json:"speakerVoiceConfigs"`
+}
+
+type speakerVoiceConfig struct {
+	Speaker     string       `json:"speaker"`
+	VoiceConfig *voiceConfig `json:"voiceConfig"`
+}
+
+type voiceConfig struct {
+	PrebuiltVoiceConfig *prebuiltVoiceConfig `json:"prebuiltVoiceConfig"`
+}
+
+type prebuiltVoiceConfig struct {
+	VoiceName string `json:"voiceName"`
+}
+
+type speechConfig struct {
+	VoiceConfig             *voiceConfig             `json:"voiceConfig,omitempty"`
+	MultiSpeakerVoiceConfig *multiSpeakerVoiceConfig `json:"multiSpeakerVoiceConfig,omitempty"`
+	LanguageCode            *string                  `json:"languageCode,omitempty"`
+}
+
+type generationConfig struct {
+	ResponseModalities []string     `json:"responseModalities"`
+	SpeechConfig       speechConfig `json:"speechConfig"`
+	Temperature        *float64     `json:"temperature,omitempty"`
+	Seed               *int64       `json:"seed,omitempty"`
+}
+
+type textPart struct {
+	Text string `json:"text"`
+}
+
+type content struct {
+	Role  string     `json:"role"`
+	Parts []textPart `json:"parts"`
+}
+
+// generateBody is the GenerateContentRequest of both methods.
+type generateBody struct {
+	Contents         []content        `json:"contents"`
+	GenerationConfig generationConfig `json:"generationConfig"`
+}
+
+// call is a validated request.
+type call struct {
+	model    string
+	body     generateBody
+	format   string
+	warnings []string
+}
+
+// prepare validates req and builds the upstream body. Failures are the
+// caller's (KindInvalidRequest) and cost no upstream call.
+func prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	if !slices.Contains(modelIDs(), req.Model) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: unknown model %q", req.Model)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: nothing to say")
+	}
+	if req.SampleRate != 0 && req.SampleRate != nativeRate {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: sample rate %d is not available; the TTS models produce %d Hz", req.SampleRate, nativeRate)
+	}
+	if req.Speed != 0 && req.Speed != 1 {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: the TTS models take no speed setting; ask for a pace in the text instead")
+	}
+	c := &call{model: req.Model, format: cmp.Or(req.Format, sdk.FormatPCM)}
+	if c.format != sdk.FormatPCM && c.format != sdk.FormatWAV {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: format %q is not supported; use pcm or wav", req.Format)
+	}
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "languageCode", "multiSpeakerVoiceConfig", "temperature", "seed"); err != nil {
+		return nil, err
+	}
+	sc := speechConfig{LanguageCode: o.LanguageCode}
+	if m := o.MultiSpeakerVoiceConfig; m != nil {
+		for i, s := range m.SpeakerVoiceConfigs {
+			if strings.TrimSpace(s.Speaker) == "" || s.VoiceConfig == nil || s.VoiceConfig.PrebuiltVoiceConfig == nil || s.VoiceConfig.PrebuiltVoiceConfig.VoiceName == "" {
+				return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: multiSpeakerVoiceConfig.speakerVoiceConfigs[%d] needs a speaker and voiceConfig.prebuiltVoiceConfig.voiceName", i)
+			}
+		}
+		sc.MultiSpeakerVoiceConfig = m
+		if req.Voice != "" {
+			c.warnings = append(c.warnings, fmt.Sprintf("voice %s was not used: multiSpeakerVoiceConfig names the voices", req.Voice))
+		}
+	} else {
+		if req.Voice == "" {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: a voice is required (e.g. Kore)")
+		}
+		sc.VoiceConfig = &voiceConfig{PrebuiltVoiceConfig: &prebuiltVoiceConfig{VoiceName: req.Voice}}
+	}
+	c.body = generateBody{
+		Contents: []content{{Role: "user", Parts: []textPart{{Text: req.Text}}}},
+		GenerationConfig: generationConfig{
+			ResponseModalities: []string{"AUDIO"},
+			SpeechConfig:       sc,
+			Temperature:        o.Temperature,
+			Seed:               o.Seed,
+		},
+	}
+	return c, nil
+}
+
+// mediaType is the media type of audio at rate in the call's format.
+func (c *call) mediaType(rate int) string {
+	if c.format == sdk.FormatWAV {
+		return "audio/wav"
+	}
+	return fmt.Sprintf("audio/pcm;rate=%d", rate)
+}
+
+// post sends a method of the call's model and returns the successful
+// response; any failure is an *sdk.Error.
+func (cfg *config) post(ctx context.Context, c *call, method, key string) (*http.Response, error) {
+	u := cfg.BaseURL + "/models/" + url.PathEscape(c.model) + ":" + method
+	if method == "streamGenerateContent" {
+		u += "?alt=sse"
+	}
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, u, c.body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "google: %v", err)
+	}
+	// Generating is safe to repeat: nothing is created upstream.
+	return cfg.Do(ctx, hreq, key, true)
+}
+
+// Synthesize implements sdk.Provider with generateContent: one JSON answer
+// whose audio parts are base64 PCM.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	if req.Timestamps {
+		return nil, sdk.Errorf(sdk.KindUnsupported, "google: the Gemini TTS models return no word timestamps")
+	}
+	c, err := prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	resp, err := cfg.post(ctx, c, "generateContent", req.Credentials.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var a answer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&a); err != nil {
+		return nil, upstream.BodyError(ctx, providerID, "speech answer", err)
+	}
+	var pcm bytes.Buffer
+	rate, err := a.appendAudio(&pcm, 0)
+	if err != nil {
+		return nil, err
+	}
+	if pcm.Len() == 0 {
+		return nil, a.noAudio()
+	}
+	if pcm.Len()%2 != 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "google: truncated PCM (odd byte count)"}
+	}
+	out := &sdk.SynthesizeResponse{Audio: pcm.Bytes(), MediaType: c.mediaType(rate), Warnings: c.warnings}
+	if c.format == sdk.FormatWAV {
+		out.Audio = append(upstream.WAVHeader(rate, uint32(pcm.Len())), out.Audio...)
+	}
+	return out, nil
+}
+
+// Stream implements sdk.Provider with streamGenerateContent?alt=sse: each
+// event is a GenerateContentResponse carrying the next piece of audio,
+// sent on as it arrives (a WAV stream opens with a header of unknown
+// length). The timeout setting bounds only the wait for the answer to
+// start.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := prepare(req)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	resp, err := cfg.post(ctx, c, "streamGenerateContent", req.Credentials.APIKey)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var (
+		rate    int
+		pending []byte // an odd byte held back so chunks stay whole samples
+		started bool   // the media type (and a WAV header) went out
+		last    answer
+	)
+	start := func(r int) error {
+		started = true
+		if c.format == sdk.FormatWAV {
+			return send(sdk.Chunk{MediaType: c.mediaType(r), Data: upstream.WAVHeader(r, upstream.StreamingWAV)})
+		}
+		return nil
+	}
+	err = readEvents(ctx, resp.Body, func(a *answer) error {
+		buf := bytes.NewBuffer(pending)
+		r, err := a.appendAudio(buf, rate)
+		if err != nil {
+			return err
+		}
+		last = *a
+		data := buf.Bytes()
+		whole := len(data) &^ 1
+		if whole == 0 {
+			pending = data
+			return nil
+		}
+		chunk := sdk.Chunk{Data: data[:whole]}
+		pending = bytes.Clone(data[whole:])
+		if !started {
+			rate = r
+			if err := start(r); err != nil {
+				return err
+			}
+			if c.format == sdk.FormatPCM {
+				chunk.MediaType = c.mediaType(r)
+			}
+		}
+		return send(chunk)
+	})
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "google: truncated PCM (odd byte count)"}
+	}
+	if !started {
+		return last.noAudio()
+	}
+	return nil
+}
+
+// Clone implements sdk.Provider: the Gemini API has no voice cloning.
+func (p *Provider) Clone(context.Context, *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	return nil, sdk.Errorf(sdk.KindUnsupported, "google: the Gemini API has no voice cloning; use a prebuilt voice")
+}
+
+// answer is the part of a GenerateContentResponse the plugin reads; in a
+// stream an event may carry an error instead.
+type answer struct {
+	Candidates []struct {
+		Content *struct {
+			Parts []struct {
+				Text       string `json:"text"`
+				InlineData *struct {
+					MimeType string `json:"mimeType"`
+					Data     string `json:"data"`
+				} `json:"inlineData"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	Error *googleError `json:"error"`
+}
+
+// appendAudio decodes the audio parts of the first candidate into dst and
+// returns their rate. want, when not 0, is the rate earlier parts had: a
+// clip cannot change rate midway.
+func (a *answer) appendAudio(dst *bytes.Buffer, want int) (int, error) {
+	if a.Error != nil {
+		e := a.Error
+		status := e.Code
+		if status < 400 {
+			status = http.StatusInternalServerError
+		}
+		return 0, upstream.ErrorFromStatus(status, providerID, e.code(), e.Message, 0)
+	}
+	rate := want
+	if len(a.Candidates) == 0 || a.Candidates[0].Content == nil {
+		return rate, nil
+	}
+	for _, part := range a.Candidates[0].Content.Parts {
+		in := part.InlineData
+		if in == nil || in.Data == "" {
+			continue
+		}
+		r, err := pcmRate(in.MimeType)
+		if err != nil {
+			return 0, err
+		}
+		if rate != 0 && r != rate {
+			return 0, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("google: the audio changes rate from %d to %d Hz", rate, r)}
+		}
+		rate = r
+		n := base64.StdEncoding.DecodedLen(len(in.Data))
+		dst.Grow(n)
+		buf := dst.AvailableBuffer()[:n]
+		m, err := base64.StdEncoding.Decode(buf, []byte(in.Data))
+		if err != nil {
+			return 0, &sdk.Error{Kind: sdk.KindUpstream, Message: "google: an audio part is not base64"}
+		}
+		dst.Write(buf[:m])
+	}
+	return rate, nil
+}
+
+// pcmRate reads the rate of a 16-bit PCM part's mime type
+// ("audio/L16;codec=pcm;rate=24000"); anything else is not what the TTS
+// models document.
+func pcmRate(mimeType string) (int, error) {
+	mt, params, err := mime.ParseMediaType(mimeType)
+	if err != nil || (mt != "audio/l16" && mt != "audio/pcm") {
+		return 0, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("google: unexpected audio type %q", mimeType)}
+	}
+	rate := nativeRate
+	if v := params["rate"]; v != "" {
+		if rate, err = strconv.Atoi(v); err != nil || rate <= 0 {
+			return 0, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("google: unexpected audio type %q", mimeType)}
+		}
+	}
+	return rate, nil
+}
+
+// noAudio explains an answer without audio: a blocked prompt, a stop for
+// safety (the caller's text) or another finish reason (Google's failure).
+func (a *answer) noAudio() error {
+	if f := a.PromptFeedback; f != nil && f.BlockReason != "" {
+		return &sdk.Error{Kind: sdk.KindInvalidRequest, UpstreamCode: f.BlockReason, Message: "google: the text was blocked (" + f.BlockReason + ")"}
+	}
+	reason := ""
+	if len(a.Candidates) > 0 {
+		reason = a.Candidates[0].FinishReason
+	}
+	switch reason {
+	case "SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION":
+		return &sdk.Error{Kind: sdk.KindInvalidRequest, UpstreamCode: reason, Message: "google: the model refused the text (" + reason + ")"}
+	}
+	return &sdk.Error{Kind: sdk.KindUpstream, UpstreamCode: reason, Message: "google: the answer holds no audio (finish reason " + cmp.Or(reason, "none") + ")"}
+}

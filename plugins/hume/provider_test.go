@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/hume"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func kitConfig(srv *fake.Server, model string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Voice:        fake.VoiceAva,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "Nobody At All",
+	}
+}
+
+// TestConformance runs the kit (planner checks included) against the real
+// plugin process talking to the fake over HTTP.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, ""))
+}
+
+// TestConformanceInProcess runs the kit in process for both models.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, m := range models() {
+		t.Run(m.ID, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, m.ID)) })
+	}
+}
+
+func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": baseURL}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "Ava Song", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "hume_wrong_9876543210zyxwvutsrqponm"
+	tests := []struct {
+		name      string
+		key       string
+		voice     string
+		op        string // "", "stream", "timestamps" or "voices"
+		settings  map[string]string
+		setup     func(*fake.Server)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		msgHas    string
+		retryable bool
+		after     time.Duration
+		path      string
+		calls     int
+	}{
+		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "oauth.v2.InvalidApiKey", msgHas: "hume: Invalid ApiKey", path: fake.FilePath, calls: 1},
+		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.FilePath, calls: 0},
+		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.FilePath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "policies.ratelimit.QuotaViolation", retryable: true, after: 20 * time.Millisecond, path: fake.FilePath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "unknown voice", key: fake.Key, voice: "Nobody", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "voice_not_found", msgHas: "No voice found", path: fake.FilePath, calls: 1},
+		{name: "503 retried on the stream", key: fake.Key, op: "stream", path: fake.StreamFilePath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{name: "500 retried for timestamps", key: fake.Key, op: "timestamps", path: fake.JSONPath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{name: "voice list with a wrong key", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "oauth.v2.InvalidApiKey", path: fake.VoicesPath, calls: 1},
+		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.FilePath, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv.BaseURL(), tt.settings)
+			req := request(tt.key)
+			if tt.voice != "" {
+				req.Voice = tt.voice
+			}
+			var err error
+			switch tt.op {
+			case "voices":
+				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: req.Credentials})
+			case "stream":
+				var audio []byte
+				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error { audio = append(audio, c.Data...); return nil })
+				if err == nil && len(audio) == 0 {
+					t.Error("the stream carried no audio")
+				}
+			default:
+				req.Timestamps = tt.op == "timestamps"
+				var resp *sdk.SynthesizeResponse
+				resp, err = p.Synthesize(t.Context(), req)
+				if err == nil {
+					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+						t.Errorf("audio does not decode: %v", derr)
+					}
+				}
+			}
+			if got := srv.CallsTo(tt.path); got != tt.calls {
+				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if !strings.Contains(e.Message, tt.msgHas) {
+				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
+			}
+			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	tests := []struct {
+		name, voice, model, format, options string
+		speed                               float64
+		want                                string // the body, canonical JSON
+	}{
+		{name: "library voice by name", want: `{"format":{"type":"pcm"},"utterances":[{"text":"Hello there, world.","voice":{"name":"Ava Song","provider":"HUME_AI"}}],"version":"2"}`},
+		{name: "library voice by id, wav, speed", voice: fake.VoiceAva, format: sdk.FormatWAV, speed: 1.25,
+			want: `{"format":{"type":"wav"},"utterances":[{"speed":1.25,"text":"Hello there, world.","voice":{"id":"` + fake.VoiceAva + `","provider":"HUME_AI"}}],"version":"2"}`},
+		{name: "own voice on octave-1, mp3, options", voice: "custom:" + fake.VoiceDavid, model: "octave-1", format: sdk.FormatMP3,
+			options: `{"description": "calm, slow", "trailing_silence": 0.5, "instant_mode": false, "context": {"generation_id": "abc"}}`,
+			want:    `{"context":{"generation_id":"abc"},"format":{"type":"mp3"},"instant_mode":false,"utterances":[{"description":"calm, slow","text":"Hello there, world.","trailing_silence":0.5,"voice":{"id":"` + fake.VoiceDavid + `","provider":"CUSTOM_VOICE"}}],"version":"1"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.Speed = tt.format, tt.speed
+			if tt.voice != "" {
+				req.Voice = tt.voice
+			}
+			if tt.model != "" {
+				req.Model = tt.model
+			}
+			if tt.options != "" {
+				req.Options = []byte(tt.options)
+			}
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			var body any
+			_ = json.Unmarshal(got.Body, &body)
+			canonical, _ := json.Marshal(body)
+			if string(canonical) != tt.want || got.Path != fake.FilePath || got.Header.Get("X-Hume-Api-Key") != fake.Key {
+				t.Errorf("%s %s\nwant %s", got.Path, canonical, tt.want)
+			}
+		})
+	}
+}
+
+// TestTimestampsMatchTheAudio: word timings from /tts are the fake's, in
+// seconds, and the audio is whole.
+func TestTimestampsMatchTheAudio(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	for _, format := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3} {
+		req := request(fake.Key)
+		req.Text, req.Timestamps, req.Format = "Several words with their own times.", true, format
+		resp, err := p.Synthesize(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fakeupstream.Speak(req.Text, 1)
+		if len(resp.Timestamps) != len(want.Words) {
+			t.Fatalf("%s: got %v, want %v", format, resp.Timestamps, want.Words)
+		}
+		for i, w := range want.Words {
+			got := resp.Timestamps[i]
+			if got.Text != w.Text || math.Abs(got.Start-w.Start) > 0.0005 || math.Abs(got.End-w.End) > 0.0005 {
+				t.Errorf("%s: word %d = %+v, want %+v", format, i, got, w)
+			}
+		}
+		if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || (format != sdk.FormatMP3 && math.Abs(clip.Seconds()-want.Seconds) > 0.001) {
+			t.Errorf("%s: clip %+v (%v), want %.3f s", format, clip, err, want.Seconds)
+		}
+		got, _ := srv.LastRequest()
+		var body map[string]any
+		_ = json.Unmarshal(got.Body, &body)
+		if got.Path != fake.JSONPath || body["split_utterances"] != false || fmt.Sprint(body["include_timestamp_types"]) != "[word]" {
+			t.Errorf("%s: called %s with %s", format, got.Path, got.Body)
+		}
+	}
+	req := request(fake.Key)
+	req.Model, req.Timestamps = "octave-1", true
+	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("octave-1 timestamps: %v", err)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"num_generations": 2}`) }},
+		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{"empty custom voice", func(r *sdk.SynthesizeRequest) { r.Voice = "custom:" }},
+		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
+		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "octave-3" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+				t.Errorf("got %v, want invalid_request", e)
+			}
+		})
+	}
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("clone: %v", err)
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestVoices(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	creds := sdk.Credentials{APIKey: fake.Key}
+	v2, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sdk.Voice{{ID: fake.VoiceAva, Name: "Ava Song"}, {ID: fake.VoiceActor, Name: "Male English Actor"}, {ID: "custom:" + fake.VoiceDavid, Name: "David Hume"}, {ID: "custom:" + fake.VoiceGoliath, Name: "Goliath Hume"}}
+	if fmt.Sprint(v2) != fmt.Sprint(want) {
+		t.Errorf("octave-2 voices %v, want %v", v2, want)
+	}
+	v1, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "octave-1", Credentials: creds})
+	if err != nil || len(v1) != 5 {
+		t.Errorf("octave-1 voices %v %v", v1, err)
+	}
+	// Every listed voice speaks.
+	for _, v := range v1 {
+		req := request(fake.Key)
+		req.Model, req.Voice = "octave-1", v.ID
+		if _, err := p.Synthesize(t.Context(), req); err != nil {
+			t.Errorf("%s: %v", v.ID, err)
+		}
+	}
+}
+
+// TestVoicesFollowPages: an account with more voices than a page.
+func TestVoicesFollowPages(t *testing.T) {
+	pages := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages++
+		q := r.URL.Query()
+		w.Header().Set("Content-Type", "application/json")
+		if q.Get("provider") == "CUSTOM_VOICE" {
+			fmt.Fprint(w, `{"page_number": 0, "page_size": 100, "total_pages": 0, "voices_page": []}`)
+			return
+		}
+		n := q.Get("page_number")
+		fmt.Fprintf(w, `{"page_number": %s, "page_size": 100, "total_pages": 3, "voices_page": [{"id": "v%s", "name": "Voice %s", "provider": "HUME_AI"}]}`, n, n, n)
+	}))
+	t.Cleanup(srv.Close)
+	p := configured(t, srv.URL, nil)
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: fake.Key}})
+	if err != nil || len(voices) != 3 || voices[2].ID != "v2" || pages != 4 {
+		t.Errorf("%v %v in %d calls", voices, err, pages)
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"fault": {"faultstring": "Invalid ApiKey", "detail": {"errorcode": "oauth.v2.InvalidApiKey"}}}`, "oauth.v2.InvalidApiKey", "Invalid ApiKey"},
+		{`{"code": "voice_not_found", "error": "Bad Request", "message": "No voice found."}`, "voice_not_found", "No voice found."},
+		{`{"detail": [{"loc": ["body", "utterances", 0, "speed"], "msg": "Input should be less than 3", "type": "less_than_equal"}]}`, "less_than_equal", "body.utterances.0.speed: Input should be less than 3"},
+		{`{"detail": "Not Found"}`, "", "Not Found"},
+		{`{"error": "Internal Server Error"}`, "Internal Server Error", "Internal Server Error"},
+		{"<html>502</html>", "", ""},
+	}
+	for _, tt := range tests {
+		code, msg := parseError([]byte(tt.body))
+		if code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%q) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestPlanMatchesSynthesize: clips plan to /tts/file and streams to
+// /tts/stream/file; each plan, sent as the gateway sends it, is the
+// request the plugin sends and answers the same audio.
+func TestPlanMatchesSynthesize(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	providers := map[string]sdk.Provider{"in process": New(), "over the wire": sdktest.StartPlugin(t, pluginPath)}
+	for name, p := range providers {
+		if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			format string
+			stream bool
+			path   string
+			media  string
+			frame  int
+		}{
+			{sdk.FormatPCM, false, fake.FilePath, "audio/pcm;rate=48000", 2},
+			{sdk.FormatPCM, true, fake.StreamFilePath, "audio/pcm;rate=48000", 2},
+			{sdk.FormatWAV, false, fake.FilePath, "audio/wav", 1},
+			{sdk.FormatMP3, true, fake.StreamFilePath, "audio/mpeg", 1},
+		} {
+			t.Run(fmt.Sprintf("%s/%s/%v", name, tt.format, tt.stream), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Text, req.Format = "She said \"ready\" \\ then paused,\tnaïve <and> calm.", tt.format
+				planReq := *req
+				planReq.Text = sdk.PlanText
+				pl, err := p.(sdk.Planner).Plan(t.Context(), &sdk.PlanRequest{Request: &planReq, Stream: tt.stream})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.MediaType != tt.media || pl.FrameSize != tt.frame {
+					t.Errorf("plan %+v", pl)
+				}
+				planned, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, req.Text)
+				if err != nil || f != nil {
+					t.Fatalf("the planned request failed: %v %+v", err, f)
+				}
+				sent, _ := srv.LastRequest()
+				var audio []byte
+				if tt.stream {
+					err = p.Stream(t.Context(), req, func(c sdk.Chunk) error { audio = append(audio, c.Data...); return nil })
+				} else {
+					var resp *sdk.SynthesizeResponse
+					resp, err = p.Synthesize(t.Context(), req)
+					if resp != nil {
+						audio = resp.Audio
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := srv.LastRequest()
+				if !bytes.Equal(audio, planned) || sent.Path != tt.path || want.Path != tt.path || !bytes.Equal(sent.Body, want.Body) {
+					t.Errorf("planned %s %s (%d bytes)\nplugin %s %s (%d bytes)", sent.Path, sent.Body, len(planned), want.Path, want.Body, len(audio))
+				}
+			})
+		}
+	}
+}
