@@ -1,0 +1,611 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"unicode"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "inworld"
+	defaultBaseURL = "https://api.inworld.ai"
+	defaultModel   = "inworld-tts-1.5-max"
+	// nativeRate is the documented default of audioConfig.sampleRateHertz
+	// (the models' codec renders 48 kHz), asked for explicitly so that
+	// the media type of a pcm answer is known.
+	nativeRate = 48000
+	// maxText is the documented input limit of one synthesis.
+	maxText = 2000
+	// The documented range of audioConfig.speakingRate.
+	minSpeed, maxSpeed = 0.5, 1.5
+	// minMP3Rate is the lowest rate MP3 is documented at (PCM and WAV go
+	// down to 8 kHz).
+	minMP3Rate = 16000
+	// maxAnswer bounds a whole-clip JSON answer: the documented maximum
+	// output is 16 MB of audio, a third more as base64, plus timestamps.
+	maxAnswer = 32 << 20
+	// maxVoicePages bounds the voice list's pagination.
+	maxVoicePages = 50
+
+	synthesizePath = "/tts/v1/voice"
+	streamPath     = "/tts/v1/voice:stream"
+	voicesPath     = "/voices/v1/voices"
+	clonePath      = "/voices/v1/voices:clone"
+)
+
+// sampleRates are the PCM rates offered to callers, within the
+// documented 8 to 48 kHz.
+func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100, 48000} }
+
+// Provider is the Inworld plugin. It keeps only deployment settings,
+// which Configure swaps atomically; every call reads one snapshot.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+// config is one snapshot of the deployment settings.
+type config struct {
+	*upstream.Endpoint
+}
+
+// api is how Inworld authenticates and reports errors. It is never
+// modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	// Inworld issues the key already base64-encoded ("Basic" credentials
+	// of id:secret); it goes on the wire as it is.
+	Authorize:  func(h http.Header, key string) { h.Set("Authorization", "Basic "+key) },
+	ParseError: parseError,
+}
+
+// New returns a Provider with the default settings (the public API).
+func New() *Provider {
+	p := &Provider{}
+	e, _ := upstream.NewEndpoint(api, nil)
+	p.cfg.Store(&config{e})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider with the common settings of
+// upstream.ParseSettings; other keys are ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	e, err := upstream.NewEndpoint(api, settings)
+	if err != nil {
+		return err
+	}
+	// Calls in flight keep their snapshot; only idle connections go.
+	p.cfg.Swap(&config{e}).Close()
+	return nil
+}
+
+// models lists the documented models. All of them take the same request
+// (audioConfig, speakingRate, timestamps) and every voice, cloned ones
+// included.
+func models() []sdk.Model {
+	mk := func(id, name string) sdk.Model {
+		return sdk.Model{
+			ID:               id,
+			Name:             name,
+			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
+			SampleRates:      sampleRates(),
+			NativeSampleRate: nativeRate,
+			MaxTextChars:     maxText,
+			MinSpeed:         minSpeed,
+			MaxSpeed:         maxSpeed,
+		}
+	}
+	return []sdk.Model{
+		mk("inworld-tts-1.5-max", "Inworld TTS 1.5 Max"),
+		mk("inworld-tts-1.5-mini", "Inworld TTS 1.5 Mini"),
+		mk("inworld-tts-2", "Inworld TTS-2"),
+		mk("inworld-tts-1", "Inworld TTS-1"),
+		mk("inworld-tts-1-max", "Inworld TTS-1 Max"),
+	}
+}
+
+// Describe implements sdk.Provider.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	return &sdk.Description{ID: providerID, Name: "Inworld", DefaultModel: defaultModel, Models: models()}, nil
+}
+
+// grpcCodes names the gRPC status codes Inworld's errors carry, by number.
+var grpcCodes = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+	"OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// rpcStatus is Inworld's error envelope, the gRPC status {code, message,
+// details}.
+type rpcStatus struct {
+	Code    json.RawMessage `json:"code"`
+	Message string          `json:"message"`
+}
+
+// name returns the status code as its gRPC name ("NOT_FOUND"), and its
+// number (-1 if none).
+func (s *rpcStatus) name() (string, int) {
+	raw := bytes.TrimSpace(s.Code)
+	var n int
+	if json.Unmarshal(raw, &n) == nil {
+		if n >= 0 && n < len(grpcCodes) {
+			return grpcCodes[n], n
+		}
+		return fmt.Sprint(n), n
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str, slices.Index(grpcCodes[:], str)
+	}
+	return "", -1
+}
+
+// parseError reads an error body: the status envelope itself, or the
+// {"error": {...}} object a stream carries.
+func parseError(body []byte) (code, message string) {
+	var b struct {
+		rpcStatus
+		Error *rpcStatus `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return "", ""
+	}
+	st := &b.rpcStatus
+	if b.Error != nil {
+		st = b.Error
+	}
+	code, _ = st.name()
+	return code, st.Message
+}
+
+// httpStatus is the HTTP status Inworld's gateway answers for a gRPC code
+// (the standard gRPC-to-HTTP mapping), for errors reported inside a stream.
+func httpStatus(code int) int {
+	switch code {
+	case 3, 9, 11: // INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE
+		return http.StatusBadRequest
+	case 4: // DEADLINE_EXCEEDED
+		return http.StatusGatewayTimeout
+	case 5:
+		return http.StatusNotFound
+	case 6, 10: // ALREADY_EXISTS, ABORTED
+		return http.StatusConflict
+	case 7:
+		return http.StatusForbidden
+	case 8:
+		return http.StatusTooManyRequests
+	case 12:
+		return http.StatusNotImplemented
+	case 14:
+		return http.StatusServiceUnavailable
+	case 16:
+		return http.StatusUnauthorized
+	}
+	return http.StatusInternalServerError
+}
+
+// voiceEntry is a voice of GET /voices/v1/voices.
+type voiceEntry struct {
+	VoiceID     string `json:"voiceId"`
+	DisplayName string `json:"displayName"`
+	LangCode    string `json:"langCode"`
+	Gender      string `json:"gender"`
+}
+
+// Voices implements sdk.Provider with the Voices API's list (system voices
+// and the workspace's clones), page by page. (The older GET
+// /tts/v1/voices is deprecated and scheduled for removal.)
+func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	var voices []sdk.Voice
+	token := ""
+	for range maxVoicePages {
+		q := url.Values{"pageSize": {"100"}}
+		if token != "" {
+			q.Set("pageToken", token)
+		}
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.BaseURL+voicesPath+"?"+q.Encode(), nil)
+		if err != nil {
+			return nil, sdk.Errorf(sdk.KindInternal, "inworld: %v", err)
+		}
+		var page struct {
+			Voices        []voiceEntry `json:"voices"`
+			NextPageToken string       `json:"nextPageToken"`
+		}
+		if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, true, "voice list", &page); err != nil {
+			return nil, err
+		}
+		for _, v := range page.Voices {
+			voices = append(voices, sdk.Voice{ID: v.VoiceID, Name: cmp.Or(v.DisplayName, v.VoiceID), Language: language(v.LangCode), Gender: v.Gender})
+		}
+		if page.NextPageToken == "" || page.NextPageToken == token || len(page.Voices) == 0 {
+			break
+		}
+		token = page.NextPageToken
+	}
+	return voices, nil
+}
+
+// language turns Inworld's upper-snake language code ("EN_US") into a
+// BCP-47 tag ("en-US"); "AUTO" and "" mean none.
+func language(code string) string {
+	if code == "" || code == "AUTO" {
+		return ""
+	}
+	lang, region, ok := strings.Cut(code, "_")
+	if !ok {
+		return strings.ToLower(code)
+	}
+	return strings.ToLower(lang) + "-" + strings.ToUpper(region)
+}
+
+// options are the providerOptions the plugin accepts: documented fields
+// of the synthesis body, and audioConfig.bitRate.
+type options struct {
+	Temperature            *float64 `json:"temperature"`
+	ApplyTextNormalization *string  `json:"applyTextNormalization"`
+	DeliveryMode           *string  `json:"deliveryMode"`
+	Language               *string  `json:"language"`
+	BitRate                *int     `json:"bitRate"`
+}
+
+// acceptedOptions names the options fields, for error messages.
+func acceptedOptions() []string {
+	return []string{"temperature", "applyTextNormalization", "deliveryMode", "language", "bitRate"}
+}
+
+type audioConfig struct {
+	AudioEncoding   string  `json:"audioEncoding"`
+	SampleRateHertz int     `json:"sampleRateHertz"`
+	BitRate         *int    `json:"bitRate,omitempty"`
+	SpeakingRate    float64 `json:"speakingRate,omitempty"`
+}
+
+// speechBody is the body of both synthesis endpoints.
+type speechBody struct {
+	Text                   string      `json:"text"`
+	VoiceID                string      `json:"voiceId"`
+	ModelID                string      `json:"modelId"`
+	AudioConfig            audioConfig `json:"audioConfig"`
+	Temperature            *float64    `json:"temperature,omitempty"`
+	TimestampType          string      `json:"timestampType,omitempty"`
+	ApplyTextNormalization *string     `json:"applyTextNormalization,omitempty"`
+	DeliveryMode           *string     `json:"deliveryMode,omitempty"`
+	Language               *string     `json:"language,omitempty"`
+}
+
+// call is a validated synthesis request.
+type call struct {
+	body      speechBody
+	mediaType string
+	align     int // PCM frame size, 1 for wav and mp3
+}
+
+// prepare validates req and builds the body; failures are the caller's
+// (KindInvalidRequest) and cost no upstream call.
+func prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: unknown model %q", req.Model)
+	}
+	if req.Voice == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: a voice id is required (e.g. Dennis)")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: nothing to say")
+	}
+	c := &call{align: 1, body: speechBody{Text: req.Text, VoiceID: req.Voice, ModelID: req.Model}}
+	rate := cmp.Or(req.SampleRate, nativeRate)
+	switch req.Format {
+	case "", sdk.FormatPCM:
+		c.body.AudioConfig.AudioEncoding, c.mediaType, c.align = "PCM", fmt.Sprintf("audio/pcm;rate=%d", rate), 2
+	case sdk.FormatWAV:
+		c.body.AudioConfig.AudioEncoding, c.mediaType = "WAV", "audio/wav"
+	case sdk.FormatMP3:
+		c.body.AudioConfig.AudioEncoding, c.mediaType = "MP3", "audio/mpeg"
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: format %q is not supported; use pcm, wav or mp3", req.Format)
+	}
+	switch {
+	case req.Format == sdk.FormatMP3 && (rate < minMP3Rate || rate > nativeRate):
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: mp3 comes at %d to %d Hz, not %d", minMP3Rate, nativeRate, rate)
+	case req.Format != sdk.FormatMP3 && !slices.Contains(sampleRates(), rate):
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	}
+	c.body.AudioConfig.SampleRateHertz = rate
+	if req.Speed != 0 && req.Speed != 1 {
+		if req.Speed < minSpeed || req.Speed > maxSpeed {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: speed %g is outside %g to %g", req.Speed, minSpeed, maxSpeed)
+		}
+		c.body.AudioConfig.SpeakingRate = req.Speed
+	}
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
+		return nil, err
+	}
+	c.body.Temperature, c.body.ApplyTextNormalization = o.Temperature, o.ApplyTextNormalization
+	c.body.DeliveryMode, c.body.Language = o.DeliveryMode, o.Language
+	if o.BitRate != nil {
+		if req.Format != sdk.FormatMP3 {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate applies to mp3 only")
+		}
+		c.body.AudioConfig.BitRate = o.BitRate
+	}
+	return c, nil
+}
+
+// post sends a synthesis request and returns the successful response.
+// Synthesis creates nothing, so it is retried like any idempotent call.
+func (cfg *config) post(ctx context.Context, path string, body any, key string) (*http.Response, error) {
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+path, body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "inworld: %v", err)
+	}
+	return cfg.Do(ctx, hreq, key, true)
+}
+
+// alignment is timestampInfo.wordAlignment.
+type alignment struct {
+	Words  []string  `json:"words"`
+	Starts []float64 `json:"wordStartTimeSeconds"`
+	Ends   []float64 `json:"wordEndTimeSeconds"`
+}
+
+// synthesisAnswer is the answer of POST /tts/v1/voice, and the result of
+// each line of a stream.
+type synthesisAnswer struct {
+	AudioContent  string `json:"audioContent"`
+	TimestampInfo *struct {
+		WordAlignment *alignment `json:"wordAlignment"`
+	} `json:"timestampInfo"`
+}
+
+// Synthesize implements sdk.Provider with POST /tts/v1/voice, whose JSON
+// answer carries the audio as base64 and, with timestampType WORD, the
+// words' timings.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	c, err := prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Timestamps {
+		c.body.TimestampType = "WORD"
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	resp, err := cfg.post(ctx, synthesizePath, c.body, req.Credentials.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var a synthesisAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&a); err != nil {
+		return nil, upstream.BodyError(ctx, providerID, "synthesis answer", err)
+	}
+	audio, err := base64.StdEncoding.DecodeString(a.AudioContent)
+	if err != nil {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: audioContent is not base64"}
+	}
+	if len(audio) == 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: the answer holds no audio"}
+	}
+	if len(audio)%c.align != 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: truncated PCM (odd byte count)"}
+	}
+	out := &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}
+	if req.Timestamps && a.TimestampInfo != nil && a.TimestampInfo.WordAlignment != nil {
+		out.Timestamps = a.TimestampInfo.WordAlignment.words()
+	}
+	return out, nil
+}
+
+// words turns the word alignment into one timestamp per word of the text.
+// Inworld's tokens are words as the text spells them ("Hello,"); newer
+// models also give whitespace and punctuation as tokens of their own.
+// Whitespace separates words and is dropped; punctuation joins the word
+// it touches (the one before it, or after a space the one after it); and
+// where whitespace comes as tokens, tokens with none between them are one
+// word.
+func (a *alignment) words() []sdk.WordTimestamp {
+	n := min(len(a.Words), len(a.Starts), len(a.Ends))
+	explicitSpaces := slices.ContainsFunc(a.Words[:n], isSpace)
+	var (
+		out       []sdk.WordTimestamp
+		prefix    string // punctuation waiting for the next word
+		prefixAt  float64
+		afterWord bool // the last token was part of a word, with no space since
+	)
+	for i := range n {
+		tok, start, end := a.Words[i], a.Starts[i], max(a.Ends[i], a.Starts[i])
+		switch {
+		case isSpace(tok):
+			afterWord = false
+			continue
+		case afterWord && (explicitSpaces || !hasWordChar(tok)):
+			last := &out[len(out)-1]
+			last.Text += strings.TrimSpace(tok)
+			last.End = max(last.End, end)
+			continue
+		case !hasWordChar(tok):
+			if prefix == "" {
+				prefixAt = start
+			}
+			prefix += strings.TrimSpace(tok)
+			continue
+		}
+		w := sdk.WordTimestamp{Text: prefix + strings.TrimSpace(tok), Start: start, End: end}
+		if prefix != "" {
+			w.Start, prefix = prefixAt, ""
+		}
+		out = append(out, w)
+		afterWord = true
+	}
+	if prefix != "" {
+		out = append(out, sdk.WordTimestamp{Text: prefix, Start: prefixAt, End: prefixAt})
+	}
+	return out
+}
+
+func isSpace(s string) bool { return strings.TrimSpace(s) == "" }
+
+// hasWordChar reports whether s holds a letter or a digit.
+func hasWordChar(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+}
+
+// Stream implements sdk.Provider with POST /tts/v1/voice:stream, which
+// answers one JSON object a line as audio is produced; each line's audio
+// is sent as it arrives. A wav stream carries Inworld's own header in its
+// first chunk.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := prepare(req)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	resp, err := cfg.post(ctx, streamPath, c.body, req.Credentials.APIKey)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var pending []byte // bytes of a split PCM frame, held for the next line
+	first := true
+	err = readLines(ctx, resp.Body, req.Credentials.APIKey, func(audio []byte) error {
+		data := audio
+		if c.align > 1 {
+			data = append(pending, audio...)
+			whole := len(data) - len(data)%c.align
+			pending = bytes.Clone(data[whole:])
+			data = data[:whole]
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		chunk := sdk.Chunk{Data: data}
+		if first {
+			chunk.MediaType, first = c.mediaType, false
+		}
+		return send(chunk)
+	})
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: truncated PCM (odd byte count)"}
+	}
+	if first {
+		// An empty stream still tells the receiver what it would have been.
+		return send(sdk.Chunk{MediaType: c.mediaType})
+	}
+	return nil
+}
+
+// cloneOptions are the providerOptions Clone accepts.
+type cloneOptions struct {
+	LangCode              *string  `json:"langCode"`
+	Tags                  []string `json:"tags"`
+	RemoveBackgroundNoise *bool    `json:"removeBackgroundNoise"`
+	// Transcriptions are the samples' transcripts, in order.
+	Transcriptions []string `json:"transcriptions"`
+}
+
+type voiceSample struct {
+	AudioData     string `json:"audioData"`
+	Transcription string `json:"transcription,omitempty"`
+}
+
+type cloneBody struct {
+	DisplayName           string        `json:"displayName"`
+	LangCode              string        `json:"langCode"`
+	VoiceSamples          []voiceSample `json:"voiceSamples"`
+	Description           string        `json:"description,omitempty"`
+	Tags                  []string      `json:"tags,omitempty"`
+	AudioProcessingConfig *struct {
+		RemoveBackgroundNoise bool `json:"removeBackgroundNoise"`
+	} `json:"audioProcessingConfig,omitempty"`
+}
+
+// Clone implements sdk.Provider with instant voice cloning (POST
+// /voices/v1/voices:clone): the samples go base64 in a JSON body, raw PCM
+// wrapped as WAV first (the endpoint takes WAV or MP3 files). The voice's
+// language is the langCode option, EN_US if absent (the endpoint requires
+// one). It is never retried: a lost answer does not mean no voice was
+// made.
+func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	if len(req.Samples) == 0 {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: cloning needs at least one audio sample")
+	}
+	var o cloneOptions
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "langCode", "tags", "removeBackgroundNoise", "transcriptions"); err != nil {
+		return nil, err
+	}
+	if len(o.Transcriptions) > len(req.Samples) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: %d transcriptions for %d samples", len(o.Transcriptions), len(req.Samples))
+	}
+	body := cloneBody{
+		DisplayName: cmp.Or(strings.TrimSpace(req.Name), "voxgate voice"),
+		LangCode:    cmp.Or(ptrValue(o.LangCode), "EN_US"),
+		Description: req.Description,
+		Tags:        o.Tags,
+	}
+	if o.RemoveBackgroundNoise != nil {
+		body.AudioProcessingConfig = &struct {
+			RemoveBackgroundNoise bool `json:"removeBackgroundNoise"`
+		}{*o.RemoveBackgroundNoise}
+	}
+	for i, s := range req.Samples {
+		if len(s.Data) == 0 {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: sample %d is empty", i)
+		}
+		_, _, data := upstream.SampleFile(s, i)
+		vs := voiceSample{AudioData: base64.StdEncoding.EncodeToString(data)}
+		if i < len(o.Transcriptions) {
+			vs.Transcription = o.Transcriptions[i]
+		}
+		body.VoiceSamples = append(body.VoiceSamples, vs)
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+clonePath, body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "inworld: %v", err)
+	}
+	var out struct {
+		Voice struct {
+			VoiceID string `json:"voiceId"`
+		} `json:"voice"`
+	}
+	if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, false, "clone answer", &out); err != nil {
+		return nil, err
+	}
+	if out.Voice.VoiceID == "" {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: the clone answer has no voice id"}
+	}
+	return &sdk.CloneResponse{VoiceID: out.Voice.VoiceID}, nil
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

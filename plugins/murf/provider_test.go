@@ -1,0 +1,672 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/murf"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func kitConfig(srv *fake.Server, model string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Voice:        fake.VoiceNatalie,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "en-US-nobody",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP, for both models (FALCON's clips plan, GEN2's do not).
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := sdktest.StartPlugin(t, pluginPath)
+	for _, m := range modelList() {
+		t.Run(m.id, func(t *testing.T) { sdktest.Run(t, p, kitConfig(srv, m.id)) })
+	}
+}
+
+// TestConformanceInProcess runs the kit in process for every model.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, m := range modelList() {
+		t.Run(m.id, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, m.id)) })
+	}
+}
+
+func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": baseURL}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceNatalie, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestDescribe(t *testing.T) {
+	d, err := New().Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "murf" || d.DefaultModel != "GEN2" || len(d.Models) != 2 {
+		t.Fatalf("%+v", d)
+	}
+	gen2, falcon := d.Models[0], d.Models[1]
+	if !gen2.Capabilities.Timestamps || falcon.Capabilities.Timestamps || gen2.Capabilities.Cloning || falcon.Capabilities.Cloning ||
+		!gen2.Capabilities.Streaming || !falcon.Capabilities.Speed || gen2.MinSpeed != 0.5 || gen2.MaxSpeed != 1.5 ||
+		gen2.NativeSampleRate != 44100 || falcon.NativeSampleRate != 24000 || gen2.MaxTextChars != 3000 {
+		t.Errorf("models %+v", d.Models)
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	if err := New().Configure(t.Context(), map[string]string{"stream_base_url": "global.api.murf.ai"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("a stream_base_url without scheme: %v", err)
+	}
+	if err := New().Configure(t.Context(), map[string]string{"base_url": "::"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("a bad base_url: %v", err)
+	}
+	// stream_base_url takes /v1/speech/stream elsewhere; the rest stays.
+	streams := fake.New(t, fakeupstream.Options{})
+	rest := fake.New(t, fakeupstream.Options{})
+	p := configured(t, rest.BaseURL(), map[string]string{"stream_base_url": streams.BaseURL() + "/"})
+	if err := p.Stream(t.Context(), request(fake.Key), func(sdk.Chunk) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Synthesize(t.Context(), request(fake.Key)); err != nil {
+		t.Fatal(err)
+	}
+	if streams.CallsTo(fake.StreamPath) != 1 || rest.CallsTo(fake.GeneratePath) != 1 || rest.CallsTo(fake.StreamPath) != 0 {
+		t.Errorf("stream host %d calls, base host %d generate and %d stream calls", streams.Calls(), rest.CallsTo(fake.GeneratePath), rest.CallsTo(fake.StreamPath))
+	}
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "ap2_wrong000-9999-8888-7777-666655554444"
+	tests := []struct {
+		name      string
+		key       string
+		model     string
+		op        string // "" or "stream"
+		settings  map[string]string
+		setup     func(*fake.Server)
+		voice     string
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		msgHas    string
+		retryable bool
+		after     time.Duration
+		path      string
+		calls     int
+	}{
+		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", msgHas: "Invalid 'api-key' header passed", path: fake.GeneratePath, calls: 1},
+		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.GeneratePath, calls: 0},
+		{name: "unknown voice", key: fake.Key, voice: "en-US-nobody", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "400", msgHas: "Invalid voice_id", path: fake.GeneratePath, calls: 1},
+		{name: "quota spent", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "402", msgHas: "Character limit", path: fake.GeneratePath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.GeneratePath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "429", retryable: true, after: 20 * time.Millisecond, path: fake.GeneratePath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "503 retried on FALCON's clip", key: fake.Key, model: "FALCON", path: fake.StreamPath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{name: "stream 403", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", path: fake.StreamPath, calls: 1},
+		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.GeneratePath, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{name: "key echoed in a message", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", path: fake.GeneratePath, calls: 1,
+			setup: func(s *fake.Server) {
+				s.FailAlways(fakeupstream.Fault{Status: 403, Message: "api-key " + fake.Key + " is disabled"})
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv.BaseURL(), tt.settings)
+			req := request(tt.key)
+			if tt.model != "" {
+				req.Model = tt.model
+			}
+			if tt.voice != "" {
+				req.Voice = tt.voice
+			}
+			var err error
+			if tt.op == "stream" {
+				err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
+			} else {
+				var resp *sdk.SynthesizeResponse
+				resp, err = p.Synthesize(t.Context(), req)
+				if err == nil {
+					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+						t.Errorf("audio does not decode: %v", derr)
+					}
+				}
+			}
+			if got := srv.CallsTo(tt.path); got != tt.calls {
+				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if !strings.Contains(e.Message, tt.msgHas) {
+				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
+			}
+			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	tests := []struct {
+		model, format, options string
+		rate                   int
+		speed                  float64
+		stream                 bool
+		path                   string
+		want                   string // the body without voiceId and text, canonical
+		mediaType              string
+	}{
+		{path: fake.GeneratePath, mediaType: "audio/pcm;rate=44100",
+			want: `{"channelType":"MONO","encodeAsBase64":true,"format":"PCM","modelVersion":"GEN2","sampleRate":44100}`},
+		{format: sdk.FormatWAV, rate: 8000, speed: 1.25, path: fake.GeneratePath, mediaType: "audio/wav",
+			want: `{"channelType":"MONO","encodeAsBase64":true,"format":"WAV","modelVersion":"GEN2","rate":25,"sampleRate":8000}`},
+		{format: sdk.FormatMP3, options: `{"style":"Promo","pitch":-5,"variation":2,"locale":"en-UK","multiNativeLocale":"en-UK","pronunciationDictionary":{"live":{"type":"IPA","pronunciation":"laɪv"}},"audioDuration":0,"wordDurationsAsOriginalText":true}`,
+			path: fake.GeneratePath, mediaType: "audio/mpeg",
+			want: `{"audioDuration":0,"channelType":"MONO","encodeAsBase64":true,"format":"MP3","locale":"en-UK","modelVersion":"GEN2","multiNativeLocale":"en-UK","pitch":-5,"pronunciationDictionary":{"live":{"pronunciation":"laɪv","type":"IPA"}},"sampleRate":44100,"style":"Promo","variation":2,"wordDurationsAsOriginalText":true}`},
+		{model: "FALCON", rate: 16000, speed: 0.75, path: fake.StreamPath, mediaType: "audio/pcm;rate=16000",
+			want: `{"channelType":"MONO","format":"PCM","model":"FALCON","rate":-25,"sampleRate":16000}`},
+		{format: sdk.FormatWAV, stream: true, path: fake.StreamPath, mediaType: "audio/wav",
+			want: `{"channelType":"MONO","format":"WAV","model":"GEN2","sampleRate":44100}`},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Speed = tt.format, tt.rate, tt.speed
+			if tt.model != "" {
+				req.Model = tt.model
+			}
+			if tt.options != "" {
+				req.Options = []byte(tt.options)
+			}
+			var audio []byte
+			var mediaType string
+			if tt.stream {
+				if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+					mediaType += c.MediaType
+					audio = append(audio, c.Data...)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				audio, mediaType = resp.Audio, resp.MediaType
+			}
+			if mediaType != tt.mediaType {
+				t.Errorf("media type %q, want %q", mediaType, tt.mediaType)
+			}
+			clip, err := sdktest.Decode(mediaType, audio)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fakeupstream.Speak(req.Text, max(tt.speed, 0)).Seconds; clip.Format != "mp3" && math.Abs(clip.Seconds()-want) > 0.001 {
+				t.Errorf("%.3f s, want %.3f", clip.Seconds(), want)
+			}
+			got, _ := srv.LastRequest()
+			if got.Path != tt.path || got.Header.Get("api-key") != fake.Key || got.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s with headers %v", got.Path, got.Header)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(got.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body["voiceId"] != fake.VoiceNatalie || body["text"] != "Hello there, world." {
+				t.Errorf("body %s", got.Body)
+			}
+			delete(body, "voiceId")
+			delete(body, "text")
+			if b, _ := json.Marshal(body); string(b) != tt.want {
+				t.Errorf("body %s\nwant %s", b, tt.want)
+			}
+		})
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 2}`) }},
+		{"option of the wrong type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"style": 3}`) }},
+		{"pitch", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pitch": 80}`) }},
+		{"pronunciations not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pronunciationDictionary": [1]}`) }},
+		{"variation on FALCON", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"variation": 1}`) }},
+		{"audioDuration on FALCON", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"audioDuration": 3}`) }},
+		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 1.6 }},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " \t" }},
+		{"GEN2 at 16 kHz", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{"rate", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
+		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "GEN1" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+				t.Errorf("got %v, want invalid_request", e)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+	// FALCON gives no timestamps: unsupported, not a wrong request.
+	req := request(fake.Key)
+	req.Model, req.Timestamps = "FALCON", true
+	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("FALCON timestamps: %v", err)
+	}
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("Clone: %v", err)
+	}
+}
+
+// TestTimestampsMatchTheAudio: word durations come back as the fake's
+// exact timings (to the millisecond Murf reports).
+func TestTimestampsMatchTheAudio(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	for _, format := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3} {
+		req := request(fake.Key)
+		req.Text, req.Timestamps, req.Format, req.Speed = "Several words, timed to the millisecond.", true, format, 1.5
+		resp, err := p.Synthesize(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fakeupstream.Speak(req.Text, 1.5)
+		if len(resp.Timestamps) != len(want.Words) {
+			t.Fatalf("%s: got %v, want %v", format, resp.Timestamps, want.Words)
+		}
+		for i, w := range want.Words {
+			got := resp.Timestamps[i]
+			if got.Text != w.Text || math.Abs(got.Start-w.Start) > 0.0005 || math.Abs(got.End-w.End) > 0.0005 {
+				t.Errorf("%s: word %d = %+v, want %+v", format, i, got, w)
+			}
+		}
+	}
+	// Without asking, none.
+	resp, err := p.Synthesize(t.Context(), request(fake.Key))
+	if err != nil || resp.Timestamps != nil {
+		t.Errorf("%v, %v", resp.Timestamps, err)
+	}
+}
+
+// TestAudioFileFallback: an answer with only an audioFile URL is fetched
+// from there, without the key.
+func TestAudioFileFallback(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	srv.SetAudioFileOnly(true)
+	p := configured(t, srv.BaseURL(), nil)
+	resp, err := p.Synthesize(t.Context(), request(fake.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := srv.LastRequest()
+	if !strings.HasPrefix(got.Path, fake.FilesPath) || got.Header.Get("api-key") != "" {
+		t.Errorf("fetched %s with headers %v", got.Path, got.Header)
+	}
+}
+
+// answerServer answers /v1/speech/generate with a fixed JSON body (and
+// /files/x with 404).
+func answerServer(t *testing.T, body string) *Provider {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/empty" {
+			return
+		}
+		if r.URL.Path == "/files/x" {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, "<Error><Code>NoSuchKey</Code></Error>")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, strings.ReplaceAll(body, "{URL}", srv.URL))
+	}))
+	t.Cleanup(srv.Close)
+	return configured(t, srv.URL, nil)
+}
+
+func TestGenerateAnswers(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		kind     sdk.ErrorKind // -1: success
+		status   int
+		warnings int
+	}{
+		{"warning passed on", `{"encodedAudio":"AQI=","audioFile":"","warning":"style ignored","wordDurations":[]}`, -1, 0, 1},
+		{"bad base64", `{"encodedAudio":"!!"}`, sdk.KindUpstream, 0, 0},
+		{"no audio at all", `{"encodedAudio":null,"audioFile":""}`, sdk.KindUpstream, 0, 0},
+		{"empty audio", `{"encodedAudio":null,"audioFile":"{URL}/empty"}`, sdk.KindUpstream, 0, 0},
+		{"odd PCM", `{"encodedAudio":"AQID"}`, sdk.KindUpstream, 0, 0},
+		{"not JSON", `<html>`, sdk.KindUpstream, 0, 0},
+		{"audioFile missing", `{"audioFile":"{URL}/files/x"}`, sdk.KindInvalidRequest, 404, 0},
+		{"audioFile not http", `{"audioFile":"ftp://x/y"}`, sdk.KindUpstream, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := answerServer(t, tt.body)
+			resp, err := p.Synthesize(t.Context(), request(fake.Key))
+			if tt.kind == -1 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.Warnings) != tt.warnings {
+					t.Errorf("warnings %v", resp.Warnings)
+				}
+				return
+			}
+			if e := asError(t, err); e.Kind != tt.kind || e.UpstreamStatus != tt.status {
+				t.Errorf("got %+v, want kind %s, status %d", e, tt.kind, tt.status)
+			}
+		})
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"error_message":"Invalid 'api-key' header passed","error_code":403}`, "403", "Invalid 'api-key' header passed"},
+		{`{"errorMessage":"Bad voice","errorCode":"VOICE_NOT_FOUND"}`, "VOICE_NOT_FOUND", "Bad voice"},
+		{`{"message":"Internal server error"}`, "", "Internal server error"},
+		{`{"error_code":null}`, "", ""},
+		{`<html>502</html>`, "", ""},
+	}
+	for _, tt := range tests {
+		code, msg := parseError([]byte(tt.body))
+		if code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%q) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+func TestVoices(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "FALCON", Credentials: sdk.Credentials{APIKey: fake.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (sdk.Voice{ID: fake.VoiceHazel, Name: "Hazel (F)", Language: "en-UK", Gender: "female"}); len(voices) != 4 || voices[2] != want {
+		t.Errorf("voices %+v", voices)
+	}
+	got, _ := srv.LastRequest()
+	if got.Query.Get("model") != "FALCON" || got.Header.Get("api-key") != fake.Key {
+		t.Errorf("request %v %v", got.Query, got.Header)
+	}
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: fake.Key}}); err != nil {
+		t.Errorf("default model: %v", err)
+	}
+	if got, _ := srv.LastRequest(); got.Query.Get("model") != "GEN2" {
+		t.Errorf("default model asked as %q", got.Query.Get("model"))
+	}
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "GEN9"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("unknown model: %v", err)
+	}
+	for in, want := range map[string]string{"Male": "male", "Female": "female", "NonBinary": "neutral", "": ""} {
+		if got := gender(in); got != want {
+			t.Errorf("gender(%q) = %q", in, got)
+		}
+	}
+}
+
+// planSentence needs JSON escaping: quotes, a backslash, a tab, HTML
+// characters and non-ASCII letters.
+const planSentence = "She said \"ready\" \\ then paused,\tnaïve <and> calm & done."
+
+// planners are the plugin in process and over the wire, both configured
+// with settings; the gateway plans through the latter.
+func planners(t *testing.T, settings map[string]string) map[string]sdk.Provider {
+	t.Helper()
+	out := map[string]sdk.Provider{"in process": New(), "over the wire": sdktest.StartPlugin(t, pluginPath)}
+	for name, p := range out {
+		if err := p.Configure(t.Context(), settings); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return out
+}
+
+func plan(t *testing.T, p sdk.Provider, req sdk.SynthesizeRequest, stream bool) (*sdk.Plan, error) {
+	t.Helper()
+	req.Text = sdk.PlanText
+	return p.(sdk.Planner).Plan(t.Context(), &sdk.PlanRequest{Request: &req, Stream: stream})
+}
+
+// TestPlanMatchesPlugin: a planned request, sent with net/http, is the
+// /v1/speech/stream request the plugin sends for the same call (FALCON's
+// clips, and streams of both models) and answers the same audio.
+func TestPlanMatchesPlugin(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	tests := []struct {
+		name, model, format, options string
+		rate                         int
+		speed                        float64
+		stream                       bool
+		media                        string
+		frame                        int
+	}{
+		{name: "FALCON pcm clip", model: "FALCON", media: "audio/pcm;rate=24000", frame: 2},
+		{name: "FALCON wav clip at 16 kHz", model: "FALCON", format: sdk.FormatWAV, rate: 16000, media: "audio/wav", frame: 1},
+		{name: "FALCON mp3 stream, faster", model: "FALCON", format: sdk.FormatMP3, speed: 1.2, stream: true, media: "audio/mpeg", frame: 1},
+		{name: "GEN2 pcm stream with options", model: "GEN2", options: `{"style":"Promo","variation":2}`, stream: true, media: "audio/pcm;rate=44100", frame: 2},
+	}
+	for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL()}) {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Text, req.Format, req.SampleRate, req.Speed = tt.model, planSentence, tt.format, tt.rate, tt.speed
+				if tt.options != "" {
+					req.Options = []byte(tt.options)
+				}
+				pl, err := plan(t, p, *req, tt.stream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.MediaType != tt.media || pl.FrameSize != tt.frame || pl.URL != srv.BaseURL()+fake.StreamPath {
+					t.Errorf("plan %s: media type %q, frame size %d; want %q, %d", pl.URL, pl.MediaType, pl.FrameSize, tt.media, tt.frame)
+				}
+				planned, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, req.Text)
+				if err != nil || f != nil {
+					t.Fatalf("the planned request failed: %v %+v", err, f)
+				}
+				sent, _ := srv.LastRequest()
+				var audio []byte
+				mediaType := ""
+				if tt.stream {
+					err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+						mediaType += c.MediaType
+						audio = append(audio, c.Data...)
+						return nil
+					})
+				} else {
+					var resp *sdk.SynthesizeResponse
+					if resp, err = p.Synthesize(t.Context(), req); err == nil {
+						audio, mediaType = resp.Audio, resp.MediaType
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mediaType != pl.MediaType || !bytes.Equal(audio, planned) {
+					t.Errorf("the plugin answers %q, %d bytes; the plan %q, %d bytes", mediaType, len(audio), pl.MediaType, len(planned))
+				}
+				want, _ := srv.LastRequest()
+				var sentBody, wantBody any
+				_ = json.Unmarshal(sent.Body, &sentBody)
+				_ = json.Unmarshal(want.Body, &wantBody)
+				for _, h := range []string{"api-key", "Content-Type"} {
+					if sent.Header.Get(h) != want.Header.Get(h) {
+						t.Errorf("%s: planned %q, plugin %q", h, sent.Header.Get(h), want.Header.Get(h))
+					}
+				}
+				if sent.Path != want.Path || !reflect.DeepEqual(sentBody, wantBody) {
+					t.Errorf("planned %s %s\nplugin %s %s", sent.Path, sent.Body, want.Path, want.Body)
+				}
+			})
+		}
+	}
+}
+
+// TestPlanRefuses: GEN2's whole clips and timestamps are refused as
+// unsupported so the gateway calls the plugin; the caller's mistakes as
+// in Synthesize. No refusal calls upstream.
+func TestPlanRefuses(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+		stream bool
+		kind   sdk.ErrorKind
+	}{
+		{"GEN2 clip", func(*sdk.SynthesizeRequest) {}, false, sdk.KindUnsupported},
+		{"GEN2 timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
+		{"FALCON timestamps", func(r *sdk.SynthesizeRequest) { r.Model, r.Timestamps = "FALCON", true }, false, sdk.KindUnsupported},
+		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }, true, sdk.KindInvalidRequest},
+		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "GEN1" }, true, sdk.KindInvalidRequest},
+		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, true, sdk.KindUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			pl, err := plan(t, p, *req, tt.stream)
+			if pl != nil || asError(t, err).Kind != tt.kind {
+				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls", n)
+	}
+}
+
+// TestExplainMatchesPlugin: an error answer to a planned request is
+// explained as the plugin reports the same answer, without the key.
+func TestExplainMatchesPlugin(t *testing.T) {
+	const wrongKey = "ap2_wrong000-9999-8888-7777-666655554444"
+	srv := fake.New(t, fakeupstream.Options{})
+	tests := []struct {
+		name   string
+		key    string
+		fault  *fakeupstream.Fault
+		voice  string
+		kind   sdk.ErrorKind
+		status int
+	}{
+		{name: "wrong key", key: wrongKey, kind: sdk.KindUnauthorized, status: 403},
+		{name: "key echoed", key: fake.Key, fault: &fakeupstream.Fault{Status: 403, Message: "api-key " + fake.Key + " revoked"}, kind: sdk.KindUnauthorized, status: 403},
+		{name: "quota", key: fake.Key, fault: &fakeupstream.Fault{Status: 402}, kind: sdk.KindUpstream, status: 402},
+		{name: "429", key: fake.Key, fault: &fakeupstream.Fault{Status: 429, RetryAfter: "3"}, kind: sdk.KindRateLimited, status: 429},
+		{name: "503", key: fake.Key, fault: &fakeupstream.Fault{Status: 503}, kind: sdk.KindUnavailable, status: 503},
+		{name: "unknown voice", key: fake.Key, voice: "en-US-nobody", kind: sdk.KindInvalidRequest, status: 400},
+	}
+	// One attempt: the plugin reports the first answer, as the plan's is.
+	for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL(), "max_attempts": "1"}) {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				srv.Reset()
+				if tt.fault != nil {
+					srv.FailAlways(*tt.fault)
+				}
+				req := request(tt.key)
+				req.Model = "FALCON"
+				if tt.voice != "" {
+					req.Voice = tt.voice
+				}
+				_, err := p.Synthesize(t.Context(), req)
+				want := asError(t, err)
+				pl, err := plan(t, p, *req, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, f, err := sdktest.SendPlan(t.Context(), http.DefaultClient, pl, req.Text)
+				if err != nil || f == nil {
+					t.Fatalf("the planned request succeeded: %v", err)
+				}
+				f.Credentials = req.Credentials
+				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				if *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+					t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
+				}
+				if strings.Contains(got.Error(), tt.key) {
+					t.Errorf("the explanation %q shows the API key", got.Error())
+				}
+			})
+		}
+	}
+}
