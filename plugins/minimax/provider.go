@@ -1,0 +1,660 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/upstream"
+)
+
+const (
+	providerID     = "minimax"
+	defaultBaseURL = "https://api.minimax.io/v1"
+	defaultModel   = "speech-2.8-hd"
+	// nativeRate is the API's default sample_rate.
+	nativeRate = 32000
+	// maxText is the documented limit of text in one synchronous call.
+	maxText = 10000
+	// The documented range of voice_setting.speed.
+	minSpeed, maxSpeed = 0.5, 2
+	// maxAudioBytes bounds a whole clip; the hex answer is twice that.
+	maxAudioBytes = 256 << 20
+)
+
+// Paths under base_url.
+const (
+	t2aPath    = "/t2a_v2"
+	voicesPath = "/get_voice"
+	uploadPath = "/files/upload"
+	clonePath  = "/voice_clone"
+)
+
+// sampleRates are the documented values of audio_setting.sample_rate.
+func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100} }
+
+// Provider is the MiniMax plugin. It keeps only deployment settings, which
+// Configure swaps atomically; every call reads one consistent snapshot.
+type Provider struct {
+	cfg atomic.Pointer[config]
+}
+
+// config is one snapshot of the deployment settings.
+type config struct {
+	*upstream.Endpoint
+	// groupID, when set, is sent as the GroupId query parameter, which
+	// older accounts' keys need.
+	groupID string
+}
+
+// api is how MiniMax authenticates and reports HTTP-level errors. It is
+// never modified.
+var api = &upstream.API{
+	Provider:       providerID,
+	DefaultBaseURL: defaultBaseURL,
+	Authorize:      upstream.Bearer,
+	ParseError:     parseError,
+	Classify:       classify,
+}
+
+// New returns a Provider with the default settings (the public API).
+func New() *Provider {
+	p := &Provider{}
+	e, _ := upstream.NewEndpoint(api, nil)
+	p.cfg.Store(&config{Endpoint: e})
+	return p
+}
+
+var _ sdk.Provider = (*Provider)(nil)
+
+// Configure implements sdk.Provider: the common settings of
+// upstream.ParseSettings plus group_id (sent as the GroupId query
+// parameter). Other keys are ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	e, err := upstream.NewEndpoint(api, settings)
+	if err != nil {
+		return err
+	}
+	// Calls in flight keep their snapshot; only idle connections go.
+	p.cfg.Swap(&config{Endpoint: e, groupID: strings.TrimSpace(settings["group_id"])}).Close()
+	return nil
+}
+
+// url is the URL of path under base_url, with the GroupId when set.
+func (cfg *config) url(path string) string {
+	u := cfg.BaseURL + path
+	if cfg.groupID != "" {
+		u += "?" + url.Values{"GroupId": {cfg.groupID}}.Encode()
+	}
+	return u
+}
+
+func models() []sdk.Model {
+	mk := func(id, name string) sdk.Model {
+		return sdk.Model{
+			ID:   id,
+			Name: name,
+			// The subtitles MiniMax offers over HTTP are sentence-level
+			// segments in a separate file, not word timings: no
+			// Timestamps.
+			Capabilities:     sdk.Capabilities{Streaming: true, Cloning: true, Speed: true},
+			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
+			SampleRates:      sampleRates(),
+			NativeSampleRate: nativeRate,
+			MaxTextChars:     maxText,
+			MinSpeed:         minSpeed,
+			MaxSpeed:         maxSpeed,
+		}
+	}
+	return []sdk.Model{
+		mk("speech-2.8-hd", "Speech 2.8 HD"),
+		mk("speech-2.8-turbo", "Speech 2.8 Turbo"),
+		mk("speech-2.6-hd", "Speech 2.6 HD"),
+		mk("speech-2.6-turbo", "Speech 2.6 Turbo"),
+		mk("speech-2.5-hd-preview", "Speech 2.5 HD Preview"),
+		mk("speech-2.5-turbo-preview", "Speech 2.5 Turbo Preview"),
+		mk("speech-02-hd", "Speech 02 HD"),
+		mk("speech-02-turbo", "Speech 02 Turbo"),
+		mk("speech-01-hd", "Speech 01 HD"),
+		mk("speech-01-turbo", "Speech 01 Turbo"),
+	}
+}
+
+// Describe implements sdk.Provider.
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	return &sdk.Description{ID: providerID, Name: "MiniMax", DefaultModel: defaultModel, Models: models()}, nil
+}
+
+// voiceEntry is a voice of get_voice.
+type voiceEntry struct {
+	VoiceID   string `json:"voice_id"`
+	VoiceName string `json:"voice_name"`
+}
+
+// languages maps the language word that starts many system voice ids
+// ("English_expressive_narrator") to its code.
+var languages = map[string]string{
+	"English": "en", "Chinese": "zh", "Cantonese": "yue", "Japanese": "ja", "Korean": "ko", "Spanish": "es",
+	"French": "fr", "German": "de", "Portuguese": "pt", "Italian": "it", "Arabic": "ar", "Russian": "ru",
+	"Turkish": "tr", "Dutch": "nl", "Ukrainian": "uk", "Vietnamese": "vi", "Indonesian": "id", "Thai": "th",
+	"Polish": "pl", "Romanian": "ro", "Greek": "el", "Czech": "cs", "Finnish": "fi", "Hindi": "hi",
+}
+
+// Voices implements sdk.Provider with POST /get_voice (voice_type all):
+// the system voices, then the account's cloned and designed ones.
+func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	var list struct {
+		System     []voiceEntry `json:"system_voice"`
+		Cloning    []voiceEntry `json:"voice_cloning"`
+		Generation []voiceEntry `json:"voice_generation"`
+		BaseResp   baseResp     `json:"base_resp"`
+	}
+	err := cfg.retry(ctx, func() bool { return true }, func() error {
+		return cfg.postJSON(ctx, voicesPath, map[string]string{"voice_type": "all"}, req.Credentials.APIKey, "voice list", &list, &list.BaseResp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var voices []sdk.Voice
+	for _, group := range [][]voiceEntry{list.System, list.Cloning, list.Generation} {
+		for _, v := range group {
+			if v.VoiceID == "" {
+				continue
+			}
+			prefix, _, _ := strings.Cut(v.VoiceID, "_")
+			voices = append(voices, sdk.Voice{ID: v.VoiceID, Name: cmp.Or(v.VoiceName, v.VoiceID), Language: languages[prefix]})
+		}
+	}
+	return voices, nil
+}
+
+// postJSON sends body to path once and decodes a successful answer into
+// out, whose base_resp is resp: a nonzero status_code is the error. Any
+// failure is an *sdk.Error, Retryable where a retry can help.
+func (cfg *config) postJSON(ctx context.Context, path string, body any, key, what string, out any, resp *baseResp) error {
+	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.url(path), body)
+	if err != nil {
+		return sdk.Errorf(sdk.KindInternal, "minimax: %v", err)
+	}
+	return cfg.send(ctx, hreq, key, what, out, resp)
+}
+
+// send is postJSON for a request already built: one attempt (the
+// caller's retry loop decides about another), the answer decoded into
+// out and its base_resp checked.
+func (cfg *config) send(ctx context.Context, hreq *http.Request, key, what string, out any, resp *baseResp) error {
+	hr, err := cfg.Do(ctx, hreq, key, false)
+	if err != nil {
+		return err
+	}
+	defer hr.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(hr.Body, 2*maxAudioBytes+1<<20)).Decode(out); err != nil {
+		return upstream.BodyError(ctx, providerID, what, err)
+	}
+	if resp.StatusCode != 0 {
+		return respError(*resp, upstream.RetryAfter(hr.Header, time.Now()))
+	}
+	return nil
+}
+
+// voiceOptions are the voice_setting fields providerOptions may set.
+type voiceOptions struct {
+	Speed             *float64 `json:"speed,omitempty"`
+	Vol               *float64 `json:"vol,omitempty"`
+	Pitch             *int     `json:"pitch,omitempty"`
+	Emotion           *string  `json:"emotion,omitempty"`
+	TextNormalization *bool    `json:"text_normalization,omitempty"`
+	LatexRead         *bool    `json:"latex_read,omitempty"`
+}
+
+// audioOptions are the audio_setting fields providerOptions may set; the
+// format, rate and channels are the gateway's own.
+type audioOptions struct {
+	Bitrate  *int  `json:"bitrate,omitempty"`
+	ForceCBR *bool `json:"force_cbr,omitempty"`
+}
+
+type pronunciation struct {
+	Tone []string `json:"tone"`
+}
+
+type timberWeight struct {
+	VoiceID string `json:"voice_id"`
+	Weight  int    `json:"weight"`
+}
+
+type voiceModify struct {
+	Pitch        *int    `json:"pitch,omitempty"`
+	Intensity    *int    `json:"intensity,omitempty"`
+	Timbre       *int    `json:"timbre,omitempty"`
+	SoundEffects *string `json:"sound_effects,omitempty"`
+}
+
+// options are the providerOptions the plugin accepts.
+type options struct {
+	VoiceSetting      *voiceOptions  `json:"voice_setting"`
+	AudioSetting      *audioOptions  `json:"audio_setting"`
+	PronunciationDict *pronunciation `json:"pronunciation_dict"`
+	TimberWeights     []timberWeight `json:"timber_weights"`
+	LanguageBoost     *string        `json:"language_boost"`
+	VoiceModify       *voiceModify   `json:"voice_modify"`
+	AIGCWatermark     *bool          `json:"aigc_watermark"`
+}
+
+func acceptedOptions() []string {
+	return []string{"voice_setting", "audio_setting", "pronunciation_dict", "timber_weights", "language_boost", "voice_modify", "aigc_watermark"}
+}
+
+// voiceSetting is the body's voice_setting.
+type voiceSetting struct {
+	VoiceID string `json:"voice_id"`
+	voiceOptions
+}
+
+// audioSetting is the body's audio_setting.
+type audioSetting struct {
+	SampleRate int    `json:"sample_rate"`
+	Format     string `json:"format"`
+	Channel    int    `json:"channel"`
+	audioOptions
+}
+
+type streamOptions struct {
+	ExcludeAggregatedAudio bool `json:"exclude_aggregated_audio"`
+}
+
+// t2aBody is the body of POST /t2a_v2.
+type t2aBody struct {
+	Model             string         `json:"model"`
+	Text              string         `json:"text"`
+	Stream            bool           `json:"stream"`
+	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
+	OutputFormat      string         `json:"output_format,omitempty"`
+	VoiceSetting      voiceSetting   `json:"voice_setting"`
+	AudioSetting      audioSetting   `json:"audio_setting"`
+	PronunciationDict *pronunciation `json:"pronunciation_dict,omitempty"`
+	TimberWeights     []timberWeight `json:"timber_weights,omitempty"`
+	LanguageBoost     *string        `json:"language_boost,omitempty"`
+	VoiceModify       *voiceModify   `json:"voice_modify,omitempty"`
+	AIGCWatermark     *bool          `json:"aigc_watermark,omitempty"`
+}
+
+// call is a validated speech request.
+type call struct {
+	body      t2aBody
+	format    string // the sdk format the caller gets
+	rate      int
+	mediaType string
+}
+
+// prepare validates req and builds the body of a whole clip (stream
+// false) or a stream. wav is asked for as pcm and the header written by
+// the plugin: MiniMax streams no wav, and a header of our own has exact
+// sizes. Failures are the caller's (KindInvalidRequest) and cost no
+// upstream call.
+func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
+	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: unknown model %q", req.Model)
+	}
+	if req.Voice == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: a voice id is required (e.g. English_expressive_narrator)")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: nothing to say")
+	}
+	c := &call{format: cmp.Or(req.Format, sdk.FormatPCM), rate: cmp.Or(req.SampleRate, nativeRate)}
+	if !slices.Contains(sampleRates(), c.rate) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: sample rate %d is not available; choose one of %v", c.rate, sampleRates())
+	}
+	c.body = t2aBody{
+		Model: req.Model, Text: req.Text, Stream: stream,
+		VoiceSetting: voiceSetting{VoiceID: req.Voice},
+		AudioSetting: audioSetting{SampleRate: c.rate, Format: "pcm", Channel: 1},
+	}
+	if stream {
+		// Without it the last event repeats the whole audio.
+		c.body.StreamOptions = &streamOptions{ExcludeAggregatedAudio: true}
+	} else {
+		c.body.OutputFormat = "hex"
+	}
+	switch c.format {
+	case sdk.FormatPCM:
+		c.mediaType = fmt.Sprintf("audio/pcm;rate=%d", c.rate)
+	case sdk.FormatWAV:
+		c.mediaType = "audio/wav"
+	case sdk.FormatMP3:
+		c.body.AudioSetting.Format, c.mediaType = "mp3", "audio/mpeg"
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: format %q is not supported; use pcm, wav or mp3", req.Format)
+	}
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
+		return nil, err
+	}
+	if o.VoiceSetting != nil {
+		c.body.VoiceSetting.voiceOptions = *o.VoiceSetting
+	}
+	if o.AudioSetting != nil {
+		if o.AudioSetting.Bitrate != nil && c.format != sdk.FormatMP3 {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: audio_setting.bitrate applies to mp3 only")
+		}
+		c.body.AudioSetting.audioOptions = *o.AudioSetting
+	}
+	c.body.PronunciationDict, c.body.TimberWeights, c.body.LanguageBoost = o.PronunciationDict, o.TimberWeights, o.LanguageBoost
+	c.body.VoiceModify, c.body.AIGCWatermark = o.VoiceModify, o.AIGCWatermark
+	if req.Speed != 0 && req.Speed != 1 {
+		if req.Speed < minSpeed || req.Speed > maxSpeed {
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: speed %g is outside %g to %g", req.Speed, float64(minSpeed), float64(maxSpeed))
+		}
+		speed := req.Speed
+		c.body.VoiceSetting.Speed = &speed
+	}
+	return c, nil
+}
+
+// t2aAnswer is a whole T2A answer, and each event of a stream.
+type t2aAnswer struct {
+	Data *struct {
+		Audio  string `json:"audio"`
+		Status int    `json:"status"`
+	} `json:"data"`
+	BaseResp baseResp `json:"base_resp"`
+}
+
+// Synthesize implements sdk.Provider: POST /t2a_v2 with stream false; the
+// answer is JSON whose data.audio is the clip, hex-encoded.
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+	if req.Timestamps {
+		return nil, sdk.Errorf(sdk.KindUnsupported, "minimax: the speech API gives no word timestamps")
+	}
+	c, err := prepare(req, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	var ans t2aAnswer
+	err = cfg.retry(ctx, func() bool { return true }, func() error {
+		ans = t2aAnswer{}
+		return cfg.postJSON(ctx, t2aPath, c.body, req.Credentials.APIKey, "speech answer", &ans, &ans.BaseResp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ans.Data == nil || ans.Data.Audio == "" {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: the answer holds no audio"}
+	}
+	audio, err := hex.DecodeString(ans.Data.Audio)
+	if err != nil {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: data.audio is not hex"}
+	}
+	if c.body.AudioSetting.Format == "pcm" {
+		if len(audio)%2 != 0 {
+			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: truncated PCM (odd byte count)"}
+		}
+		if c.format == sdk.FormatWAV {
+			audio = append(upstream.WAVHeader(c.rate, uint32(len(audio))), audio...)
+		}
+	}
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}, nil
+}
+
+// Stream implements sdk.Provider: POST /t2a_v2 with stream true, whose
+// events carry hex audio, sent as each arrives (a wav stream opens with a
+// header of unknown length). A failure before any audio went out is
+// retried like a whole clip's; after that the stream cannot start over.
+// The timeout setting bounds only the wait for the answer to start.
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+	c, err := prepare(req, true)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg.Load()
+	out := &chunker{send: send, mediaType: c.mediaType, frame: 1}
+	if c.body.AudioSetting.Format == "pcm" {
+		out.frame = 2
+	}
+	if c.format == sdk.FormatWAV {
+		out.header = upstream.WAVHeader(c.rate, upstream.StreamingWAV)
+	}
+	err = cfg.retry(ctx, func() bool { return !out.started }, func() error {
+		hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.url(t2aPath), c.body)
+		if err != nil {
+			return sdk.Errorf(sdk.KindInternal, "minimax: %v", err)
+		}
+		hr, err := cfg.Do(ctx, hreq, req.Credentials.APIKey, false)
+		if err != nil {
+			return err
+		}
+		defer hr.Body.Close()
+		retryAfter := upstream.RetryAfter(hr.Header, time.Now())
+		if mt, _, _ := mime.ParseMediaType(hr.Header.Get("Content-Type")); mt == "application/json" {
+			// An error (or, defensively, a whole answer) as one JSON
+			// object rather than events.
+			var ans t2aAnswer
+			if err := json.NewDecoder(io.LimitReader(hr.Body, 2*maxAudioBytes)).Decode(&ans); err != nil {
+				return upstream.BodyError(ctx, providerID, "stream answer", err)
+			}
+			return out.event(&ans, retryAfter)
+		}
+		return readEvents(ctx, hr.Body, func(ev *t2aAnswer) error { return out.event(ev, retryAfter) })
+	})
+	if err != nil {
+		return err
+	}
+	return out.finish()
+}
+
+// chunker turns the events of a stream into chunks: the media type on the
+// first, a wav header before the audio, PCM kept to whole samples, and the
+// last event's aggregated audio used only when nothing came before it.
+type chunker struct {
+	send      func(sdk.Chunk) error
+	mediaType string
+	header    []byte // sent first, for a wav stream
+	frame     int
+	pending   []byte // bytes of an unfinished sample
+	started   bool   // something was sent: the stream cannot be retried
+	audio     bool   // audio arrived in progress events
+}
+
+// event handles one event of the stream.
+func (c *chunker) event(ev *t2aAnswer, retryAfter time.Duration) error {
+	if ev.BaseResp.StatusCode != 0 {
+		return respError(ev.BaseResp, retryAfter)
+	}
+	if ev.Data == nil || ev.Data.Audio == "" {
+		return nil
+	}
+	// The final event (status 2) repeats the whole audio unless
+	// exclude_aggregated_audio was honoured; it is the audio only when no
+	// chunk came before it.
+	if ev.Data.Status == 2 && c.audio {
+		return nil
+	}
+	data, err := hex.DecodeString(ev.Data.Audio)
+	if err != nil {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: an event's audio is not hex"}
+	}
+	c.audio = true
+	if len(c.pending) > 0 {
+		data = append(c.pending, data...)
+		c.pending = nil
+	}
+	whole := len(data) - len(data)%c.frame
+	if whole < len(data) {
+		c.pending = bytes.Clone(data[whole:])
+	}
+	if whole == 0 {
+		return nil
+	}
+	return c.emit(data[:whole])
+}
+
+// emit sends data, after the media type and header when it is the first.
+func (c *chunker) emit(data []byte) error {
+	chunk := sdk.Chunk{Data: data}
+	if !c.started {
+		c.started = true
+		chunk.MediaType = c.mediaType
+		if c.header != nil {
+			if err := c.send(sdk.Chunk{MediaType: c.mediaType, Data: c.header}); err != nil {
+				return err
+			}
+			chunk.MediaType = ""
+		}
+	}
+	return c.send(chunk)
+}
+
+// finish ends a stream that went well: a half sample left is a truncated
+// answer; an empty stream still says what it would have been.
+func (c *chunker) finish() error {
+	if len(c.pending) > 0 {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: truncated PCM (odd byte count)"}
+	}
+	if !c.started {
+		return c.emit(nil)
+	}
+	return nil
+}
+
+// cloneOptions are the providerOptions Clone accepts.
+type cloneOptions struct {
+	VoiceID                 *string  `json:"voice_id"`
+	NeedNoiseReduction      *bool    `json:"need_noise_reduction"`
+	NeedVolumeNormalization *bool    `json:"need_volume_normalization"`
+	Accuracy                *float64 `json:"accuracy"`
+	LanguageBoost           *string  `json:"language_boost"`
+}
+
+// cloneBody is the body of POST /voice_clone.
+type cloneBody struct {
+	FileID                  int64    `json:"file_id"`
+	VoiceID                 string   `json:"voice_id"`
+	NeedNoiseReduction      *bool    `json:"need_noise_reduction,omitempty"`
+	NeedVolumeNormalization *bool    `json:"need_volume_normalization,omitempty"`
+	Accuracy                *float64 `json:"accuracy,omitempty"`
+	LanguageBoost           *string  `json:"language_boost,omitempty"`
+}
+
+// voiceIDRule is MiniMax's rule for a voice_id the caller picks: 8 to 256
+// characters, a letter first, letters, digits, '-' and '_', not ending in
+// '-' or '_'.
+var voiceIDRule = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$`)
+
+// Clone implements sdk.Provider in MiniMax's two steps: upload the sample
+// (POST /files/upload, purpose voice_clone), then clone it under a
+// voice_id the caller picks (POST /voice_clone). The id is the voice_id
+// option, or one made from the name and a random suffix. MiniMax clones
+// from one file, so exactly one sample is taken. Neither call is retried:
+// a lost answer does not mean nothing was made.
+func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+	switch {
+	case len(req.Samples) != 1:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: cloning takes exactly one sample, got %d", len(req.Samples))
+	case len(req.Samples[0].Data) == 0:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: the sample is empty")
+	}
+	var o cloneOptions
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "voice_id", "need_noise_reduction", "need_volume_normalization", "accuracy", "language_boost"); err != nil {
+		return nil, err
+	}
+	voiceID := ptrValue(o.VoiceID)
+	if voiceID == "" {
+		voiceID = newVoiceID(req.Name)
+	}
+	if !voiceIDRule.MatchString(voiceID) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: voice_id %q must be 8 to 256 letters, digits, '-' or '_', start with a letter and not end with '-' or '_'", voiceID)
+	}
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("purpose", "voice_clone") // writes to memory
+	_ = upstream.WriteSample(mw, "file", req.Samples[0], 0)
+	_ = mw.Close()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.url(uploadPath), &body)
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "minimax: %v", err)
+	}
+	hreq.Header.Set("Content-Type", mw.FormDataContentType())
+	var up struct {
+		File *struct {
+			FileID int64 `json:"file_id"`
+		} `json:"file"`
+		BaseResp baseResp `json:"base_resp"`
+	}
+	if err := cfg.send(ctx, hreq, req.Credentials.APIKey, "upload answer", &up, &up.BaseResp); err != nil {
+		return nil, err
+	}
+	if up.File == nil || up.File.FileID == 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: the upload answer has no file_id"}
+	}
+	clone := cloneBody{
+		FileID: up.File.FileID, VoiceID: voiceID,
+		NeedNoiseReduction: o.NeedNoiseReduction, NeedVolumeNormalization: o.NeedVolumeNormalization,
+		Accuracy: o.Accuracy, LanguageBoost: o.LanguageBoost,
+	}
+	var ans struct {
+		BaseResp baseResp `json:"base_resp"`
+	}
+	if err := cfg.postJSON(ctx, clonePath, clone, req.Credentials.APIKey, "clone answer", &ans, &ans.BaseResp); err != nil {
+		return nil, err
+	}
+	return &sdk.CloneResponse{VoiceID: voiceID}, nil
+}
+
+// newVoiceID makes a voice_id that keeps MiniMax's rule: "voxgate_", the
+// name's letters and digits (at most 40), and 12 random hex digits, so
+// that two voices of one name do not collide.
+func newVoiceID(name string) string {
+	var slug strings.Builder
+	for _, r := range name {
+		switch {
+		case r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			slug.WriteRune(r)
+		case slug.Len() > 0 && !strings.HasSuffix(slug.String(), "_"):
+			slug.WriteByte('_')
+		}
+		if slug.Len() >= 40 {
+			break
+		}
+	}
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix) // crypto/rand.Read does not fail
+	s := strings.Trim(slug.String(), "_")
+	if s == "" {
+		return "voxgate_" + hex.EncodeToString(suffix)
+	}
+	return "voxgate_" + s + "_" + hex.EncodeToString(suffix)
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

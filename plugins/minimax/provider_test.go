@@ -1,0 +1,545 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	fake "github.com/voxgate/voxgate/internal/fakeupstream/minimax"
+	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
+)
+
+// pluginPath is the plugin binary, built once by TestMain.
+var pluginPath string
+
+func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
+
+func kitConfig(srv *fake.Server, model string) sdktest.Config {
+	return sdktest.Config{
+		Settings:     map[string]string{"base_url": srv.BaseURL()},
+		Model:        model,
+		Voice:        fake.VoiceNarrator,
+		Credentials:  sdk.Credentials{APIKey: fake.Key},
+		InvalidVoice: "no_such_voice_at_all",
+	}
+}
+
+// TestConformance runs the kit against the real plugin process talking to
+// the fake over HTTP.
+func TestConformance(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, ""))
+}
+
+// TestConformanceInProcess runs the kit in process for two models, the
+// newest and an older generation: every model shares one description and
+// one code path, so running all ten would test the same thing ten times.
+func TestConformanceInProcess(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	for _, m := range []string{defaultModel, "speech-02-turbo"} {
+		t.Run(m, func(t *testing.T) {
+			sdktest.Run(t, New(), kitConfig(srv, m))
+		})
+	}
+}
+
+func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
+	t.Helper()
+	settings := map[string]string{"base_url": baseURL}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	p := New()
+	if err := p.Configure(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func request(key string) *sdk.SynthesizeRequest {
+	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceNarrator, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
+}
+
+func cloneRequest(key string) *sdk.CloneRequest {
+	return &sdk.CloneRequest{
+		Model: defaultModel, Name: "Narrator", Description: "calm",
+		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
+		Credentials: sdk.Credentials{APIKey: key},
+	}
+}
+
+func asError(t *testing.T, err error) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
+	}
+	return e
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	const wrongKey = "mm-wrong-9876543210zyxwvutsrq"
+	stream := func(p *Provider, key string) error {
+		return p.Stream(t.Context(), request(key), func(sdk.Chunk) error { return nil })
+	}
+	tests := []struct {
+		name      string
+		key       string
+		op        string // "", "stream", "voices" or "clone"
+		settings  map[string]string
+		setup     func(*fake.Server)
+		wantErr   bool
+		kind      sdk.ErrorKind
+		status    int
+		code      string
+		msgHas    string
+		retryable bool
+		after     time.Duration
+		path      string
+		calls     int
+	}{
+		{name: "wrong key: HTTP 200, status_code 1004", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", msgHas: "minimax: login fail", path: fake.T2APath, calls: 1},
+		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.T2APath, calls: 0},
+		{name: "group id mismatch", key: fake.Key, settings: map[string]string{"group_id": "42"}, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", msgHas: "token not match group", path: fake.T2APath, calls: 1},
+		{name: "group id", key: fake.Key, settings: map[string]string{"group_id": fake.GroupID}, path: fake.T2APath, calls: 1},
+		{name: "no balance", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "1008", path: fake.T2APath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{name: "rate limit once, then success", key: fake.Key, path: fake.T2APath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{name: "rate limit forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1002", retryable: true, after: 20 * time.Millisecond, path: fake.T2APath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{name: "rate limit with a long Retry-After is passed on", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1002", retryable: true, after: 30 * time.Second, path: fake.T2APath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "30"}) }},
+		{name: "token rate limit code", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1039", retryable: true, path: fake.T2APath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Code: "1039"}) }},
+		{name: "internal error code retried", key: fake.Key, path: fake.T2APath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Code: "1024"}) }},
+		{name: "HTTP 503 retried", key: fake.Key, path: fake.T2APath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{name: "HTTP 502 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 502, code: "1000", retryable: true, path: fake.T2APath, calls: 3,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 502}) }},
+		{name: "invalid params", key: fake.Key, op: "bad pitch", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "2013", msgHas: "pitch", path: fake.T2APath, calls: 1},
+		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.T2APath, calls: 1,
+			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{name: "stream: wrong key", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.T2APath, calls: 1},
+		{name: "stream: rate limit once, retried before any audio", key: fake.Key, op: "stream", path: fake.T2APath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429}) }},
+		{name: "stream: HTTP 503 retried", key: fake.Key, op: "stream", path: fake.T2APath, calls: 2,
+			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{name: "voices: wrong key", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.VoicesPath, calls: 1},
+		{name: "clone: upload never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUpstream, status: 500, code: "1024", retryable: true, path: fake.UploadPath, calls: 1,
+			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Path: fake.UploadPath, Code: "1024"}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fake.New(t, fakeupstream.Options{})
+			if tt.setup != nil {
+				tt.setup(srv)
+			}
+			p := configured(t, srv.BaseURL(), tt.settings)
+			var err error
+			switch tt.op {
+			case "clone":
+				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
+			case "stream":
+				err = stream(p, tt.key)
+			case "voices":
+				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: tt.key}})
+			default:
+				req := request(tt.key)
+				if tt.op == "bad pitch" {
+					req.Options = []byte(`{"voice_setting": {"pitch": 20}}`)
+				}
+				var resp *sdk.SynthesizeResponse
+				resp, err = p.Synthesize(t.Context(), req)
+				if err == nil {
+					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
+						t.Errorf("audio does not decode: %v", derr)
+					}
+				}
+			}
+			if got := srv.CallsTo(tt.path); got != tt.calls {
+				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
+				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
+			}
+			if !strings.Contains(e.Message, tt.msgHas) {
+				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
+			}
+			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
+				t.Errorf("the error %q shows the API key", e.Error())
+			}
+		})
+	}
+}
+
+func TestRequestOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), map[string]string{"group_id": fake.GroupID})
+	tests := []struct {
+		name, format, options string
+		rate                  int
+		speed                 float64
+		stream                bool
+		want                  string // the body without model, text and voice_id, canonical
+	}{
+		{name: "default", want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":32000},"output_format":"hex","stream":false,"voice_setting":{}}`},
+		{name: "wav is pcm with our header", format: sdk.FormatWAV, rate: 16000, want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":16000},"output_format":"hex","stream":false,"voice_setting":{}}`},
+		{name: "mp3 with options", format: sdk.FormatMP3, options: `{"audio_setting": {"bitrate": 256000}, "voice_setting": {"emotion": "happy", "vol": 2}, "language_boost": "English", "pronunciation_dict": {"tone": ["omg/oh my god"]}}`,
+			want: `{"audio_setting":{"bitrate":256000,"channel":1,"format":"mp3","sample_rate":32000},"language_boost":"English","output_format":"hex","pronunciation_dict":{"tone":["omg/oh my god"]},"stream":false,"voice_setting":{"emotion":"happy","vol":2}}`},
+		{name: "speed overrides the option's", speed: 1.5, options: `{"voice_setting": {"speed": 0.6}}`, want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":32000},"output_format":"hex","stream":false,"voice_setting":{"speed":1.5}}`},
+		{name: "stream", stream: true, want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":32000},"stream":true,"stream_options":{"exclude_aggregated_audio":true},"voice_setting":{}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Speed = tt.format, tt.rate, tt.speed
+			if tt.options != "" {
+				req.Options = []byte(tt.options)
+			}
+			var mediaType string
+			var audio []byte
+			if tt.stream {
+				err := p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+					mediaType = cmpStr(mediaType, c.MediaType)
+					audio = append(audio, c.Data...)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mediaType, audio = resp.MediaType, resp.Audio
+			}
+			clip, err := sdktest.Decode(mediaType, audio)
+			if err != nil {
+				t.Fatal(err)
+			}
+			speed := tt.speed
+			if speed == 0 {
+				speed = 1
+			}
+			if want := fakeupstream.Speak(req.Text, speed).Seconds; clip.Format != "mp3" && math.Abs(clip.Seconds()-want) > 0.001 {
+				t.Errorf("clip %.3f s, want %.3f s", clip.Seconds(), want)
+			}
+			got, _ := srv.LastRequest()
+			if got.Header.Get("Authorization") != "Bearer "+fake.Key || got.Header.Get("Content-Type") != "application/json" || got.Query.Get("GroupId") != fake.GroupID {
+				t.Errorf("headers %v, query %v", got.Header, got.Query)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(got.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			vs, _ := body["voice_setting"].(map[string]any)
+			if body["model"] != defaultModel || body["text"] != req.Text || vs["voice_id"] != fake.VoiceNarrator {
+				t.Errorf("body %s", got.Body)
+			}
+			delete(body, "model")
+			delete(body, "text")
+			delete(vs, "voice_id")
+			if canonical, _ := json.Marshal(body); string(canonical) != tt.want {
+				t.Errorf("body %s\nwant %s", canonical, tt.want)
+			}
+		})
+	}
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// eventServer answers every request with a fixed body of contentType.
+func eventServer(t *testing.T, contentType, body string) (*Provider, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", contentType)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return configured(t, srv.URL, nil), &calls
+}
+
+// TestStreamEvents drives Stream with hand-written answers: the final
+// event's aggregated audio, odd chunk sizes, errors before and after audio
+// went out, and garbage.
+func TestStreamEvents(t *testing.T) {
+	ev := func(audio string, status int) string {
+		return fmt.Sprintf("data: {\"data\":{\"audio\":%q,\"status\":%d},\"base_resp\":{\"status_code\":0,\"status_msg\":\"\"}}\n\n", audio, status)
+	}
+	const limited = "data: {\"base_resp\":{\"status_code\":1002,\"status_msg\":\"rate limit\"}}\n\n"
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		want        []byte
+		kind        sdk.ErrorKind // -1: success
+		calls       int32
+	}{
+		{"aggregated audio at the end is not sent twice", "text/event-stream", ev("0102", 1) + ev("0304", 1) + ev("01020304", 2), []byte{1, 2, 3, 4}, -1, 1},
+		{"a single final event is the audio", "text/event-stream", ev("0102", 2), []byte{1, 2}, -1, 1},
+		{"odd chunks kept to whole samples", "text/event-stream", ev("01", 1) + ev("0203", 1) + ev("04", 1) + ev("", 2) + "data: [DONE]\n\n", []byte{1, 2, 3, 4}, -1, 1},
+		{"an error before any audio is retried", "text/event-stream", limited, nil, sdk.KindRateLimited, 3},
+		{"an error after audio went out is not", "text/event-stream", ev("0102", 1) + limited, []byte{1, 2}, sdk.KindRateLimited, 1},
+		{"an error as plain JSON", "application/json", `{"base_resp":{"status_code":1004,"status_msg":"invalid api key"}}`, nil, sdk.KindUnauthorized, 1},
+		{"not JSON", "text/event-stream", "data: hello\n\n", nil, sdk.KindUpstream, 1},
+		{"not hex", "text/event-stream", ev("zz", 1), nil, sdk.KindUpstream, 1},
+		{"a dangling half sample", "text/event-stream", ev("010203", 1) + ev("", 2), []byte{1, 2}, sdk.KindUpstream, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, calls := eventServer(t, tt.contentType, tt.body)
+			var got []byte
+			var chunks []sdk.Chunk
+			err := p.Stream(t.Context(), request(fake.Key), func(c sdk.Chunk) error {
+				chunks = append(chunks, c)
+				got = append(got, c.Data...)
+				return nil
+			})
+			if tt.kind == -1 {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if e := asError(t, err); e.Kind != tt.kind {
+				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+			if !bytes.Equal(got, tt.want) {
+				t.Errorf("audio % x, want % x", got, tt.want)
+			}
+			if calls.Load() != tt.calls {
+				t.Errorf("%d calls, want %d", calls.Load(), tt.calls)
+			}
+			for i, c := range chunks {
+				if len(c.Data)%2 != 0 {
+					t.Errorf("chunk %d has %d bytes", i, len(c.Data))
+				}
+				if (i == 0) != (c.MediaType != "") {
+					t.Errorf("chunk %d media type %q", i, c.MediaType)
+				}
+			}
+		})
+	}
+}
+
+// TestWAVStream: a wav stream opens with a header of unknown length, then
+// the PCM, and the whole decodes.
+func TestWAVStream(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1001})
+	p := configured(t, srv.BaseURL(), nil)
+	req := request(fake.Key)
+	req.Format, req.SampleRate = sdk.FormatWAV, 24000
+	var chunks []sdk.Chunk
+	var all []byte
+	if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+		chunks = append(chunks, c)
+		all = append(all, c.Data...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) < 3 || chunks[0].MediaType != "audio/wav" || len(chunks[0].Data) != 44 || chunks[1].MediaType != "" {
+		t.Fatalf("%d chunks, first %q with %d bytes", len(chunks), chunks[0].MediaType, len(chunks[0].Data))
+	}
+	clip, err := sdktest.Decode("audio/wav", all)
+	if err != nil || clip.SampleRate != 24000 || math.Abs(clip.Seconds()-fakeupstream.Speak(req.Text, 1).Seconds) > 0.001 {
+		t.Errorf("clip %+v, %v", clip, err)
+	}
+}
+
+func TestVoices(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	creds := sdk.Credentials{APIKey: fake.Key}
+	clone := cloneRequest(fake.Key)
+	clone.Options = []byte(`{"voice_id": "my_cloned_voice_1"}`)
+	if _, err := p.Clone(t.Context(), clone); err != nil {
+		t.Fatal(err)
+	}
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(voices) != 4 {
+		t.Fatalf("voices %+v", voices)
+	}
+	if want := (sdk.Voice{ID: fake.VoiceNarrator, Name: "Expressive Narrator", Language: "en"}); voices[0] != want {
+		t.Errorf("voice 0 = %+v, want %+v", voices[0], want)
+	}
+	if want := (sdk.Voice{ID: "my_cloned_voice_1", Name: "my_cloned_voice_1"}); voices[3] != want {
+		t.Errorf("voice 3 = %+v, want %+v", voices[3], want)
+	}
+	got, _ := srv.LastRequest()
+	if got.Path != fake.VoicesPath || string(got.Body) != `{"voice_type":"all"}` {
+		t.Errorf("%s %s", got.Path, got.Body)
+	}
+}
+
+func TestCloneOnTheWire(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), map[string]string{"group_id": fake.GroupID})
+	req := cloneRequest(fake.Key)
+	req.Name = "Ünïcode Narrator #2"
+	req.Options = []byte(`{"need_noise_reduction": true, "accuracy": 0.8}`)
+	resp, err := p.Clone(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(resp.VoiceID, "voxgate_n_code_Narrator_2_") || !voiceIDRule.MatchString(resp.VoiceID) {
+		t.Errorf("voice id %q", resp.VoiceID)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Path != fake.UploadPath || reqs[1].Path != fake.ClonePath || reqs[0].Query.Get("GroupId") != fake.GroupID {
+		t.Fatalf("requests %+v", reqs)
+	}
+	form, err := fakeupstream.ParseMultipart(reqs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := form.File["file"]
+	if form.Value["purpose"][0] != "voice_clone" || len(files) != 1 || files[0].Filename != "me.wav" || files[0].Size != 44+3200 {
+		t.Errorf("upload %v %+v", form.Value, files)
+	}
+	var body map[string]any
+	_ = json.Unmarshal(reqs[1].Body, &body)
+	if body["voice_id"] != resp.VoiceID || body["need_noise_reduction"] != true || body["accuracy"] != 0.8 || body["file_id"] == nil {
+		t.Errorf("clone body %s", reqs[1].Body)
+	}
+	synth := request(fake.Key)
+	synth.Voice = resp.VoiceID
+	if _, err := p.Synthesize(t.Context(), synth); err != nil {
+		t.Errorf("synthesizing with the cloned voice: %v", err)
+	}
+	// A voice id the account already has is MiniMax's 2039.
+	again := cloneRequest(fake.Key)
+	again.Options = []byte(`{"voice_id": "` + resp.VoiceID + `"}`)
+	if _, err := p.Clone(t.Context(), again); asError(t, err).UpstreamCode != "2039" {
+		t.Errorf("duplicate voice id: %v", err)
+	}
+	for name, bad := range map[string]*sdk.CloneRequest{
+		"no samples":       {Credentials: req.Credentials},
+		"two samples":      {Samples: append(req.Samples, req.Samples[0]), Credentials: req.Credentials},
+		"empty sample":     {Samples: []sdk.Sample{{MediaType: "audio/wav"}}, Credentials: req.Credentials},
+		"unknown option":   {Samples: req.Samples, Options: []byte(`{"text": "hi"}`), Credentials: req.Credentials},
+		"invalid voice id": {Samples: req.Samples, Options: []byte(`{"voice_id": "1short"}`), Credentials: req.Credentials},
+	} {
+		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestNewVoiceID(t *testing.T) {
+	for _, name := range []string{"", "Narrator", "---", "日本語", "a very long name that goes on and on and on for more than forty characters", "ends with _"} {
+		id := newVoiceID(name)
+		if !voiceIDRule.MatchString(id) || len(id) > 256 {
+			t.Errorf("newVoiceID(%q) = %q breaks the rule", name, id)
+		}
+	}
+	if newVoiceID("x") == newVoiceID("x") {
+		t.Error("two voices of one name got the same id")
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*sdk.SynthesizeRequest)
+	}{
+		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"subtitle_enable": true}`) }},
+		{"the gateway's own field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"format": "flac"}}`) }},
+		{"voice id in options", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_setting": {"voice_id": "x"}}`) }},
+		{"bitrate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"bitrate": 128000}}`) }},
+		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
+		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
+		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
+		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "speech-9" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+	}
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			tt.modify(req)
+			_, err := p.Synthesize(t.Context(), req)
+			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+				t.Errorf("got %v, want invalid_request", e)
+			}
+		})
+	}
+	req := request(fake.Key)
+	req.Timestamps = true
+	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+		t.Errorf("timestamps: %v", err)
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+func TestStatusCodes(t *testing.T) {
+	tests := []struct {
+		code      int
+		kind      sdk.ErrorKind
+		status    int
+		retryable bool
+	}{
+		{1000, sdk.KindUpstream, 500, true},
+		{1001, sdk.KindTimeout, 504, true},
+		{1002, sdk.KindRateLimited, 429, true},
+		{1004, sdk.KindUnauthorized, 401, false},
+		{1008, sdk.KindUpstream, 402, false},
+		{1026, sdk.KindInvalidRequest, 400, false},
+		{1039, sdk.KindRateLimited, 429, true},
+		{2013, sdk.KindInvalidRequest, 400, false},
+		{2049, sdk.KindUnauthorized, 401, false},
+	}
+	for _, tt := range tests {
+		e := respError(baseResp{StatusCode: tt.code, StatusMsg: "msg"}, time.Second)
+		if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.UpstreamCode != fmt.Sprint(tt.code) || e.Message != "minimax: msg" {
+			t.Errorf("code %d: %+v; want %s, %d, retryable %v", tt.code, e, tt.kind, tt.status, tt.retryable)
+		}
+	}
+}
+
+func TestParseError(t *testing.T) {
+	tests := []struct{ body, code, msg string }{
+		{`{"base_resp": {"status_code": 1000, "status_msg": "unknown error"}}`, "1000", "unknown error"},
+		{`{"base_resp": {"status_code": 0, "status_msg": ""}}`, "", ""},
+		{`<html>502 Bad Gateway</html>`, "", ""},
+		{`{"error": "x"}`, "", ""},
+	}
+	for _, tt := range tests {
+		code, msg := parseError([]byte(tt.body))
+		if code != tt.code || msg != tt.msg {
+			t.Errorf("parseError(%q) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
