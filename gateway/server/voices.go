@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ const (
 	maxDescriptionLen = 2000
 	maxGenderLen      = 32
 	maxVoiceIDLen     = 256
+	// maxCloneSamples bounds the samples of one clone, and with
+	// limits.max_media_bytes the memory a clone request holds.
+	maxCloneSamples = 5
 )
 
 func (r *createVoiceRequest) validate() []problem.FieldError {
@@ -43,12 +47,20 @@ func (r *createVoiceRequest) validate() []problem.FieldError {
 	str(r.VoiceID, "voice_id", false, maxVoiceIDLen)
 	str(r.Gender, "gender", false, maxGenderLen)
 	str(r.Description, "description", false, maxDescriptionLen)
-	if r.VoiceID == "" && r.MediaID == "" {
-		fe = append(fe, problem.Field("give voice_id, or mediaId to clone a voice from uploaded audio", "voice_id"))
+	if r.VoiceID == "" && r.MediaID == "" && len(r.MediaIDs) == 0 {
+		fe = append(fe, problem.Field("give voice_id, or mediaId (or mediaIds) to clone a voice from uploaded audio", "voice_id"))
 	}
 	if r.MediaID != "" {
 		if _, err := uuid.Parse(r.MediaID); err != nil {
 			fe = append(fe, problem.Field("must be a media id (uuid)", "mediaId"))
+		}
+	}
+	if len(r.samples()) > maxCloneSamples {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d samples per voice", maxCloneSamples), "mediaIds"))
+	}
+	for i, id := range r.MediaIDs {
+		if _, err := uuid.Parse(id); err != nil {
+			fe = append(fe, problem.Field("must be a media id (uuid)", "mediaIds", strconv.Itoa(i)))
 		}
 	}
 	if len(r.Tags) > maxTags {
@@ -60,6 +72,17 @@ func (r *createVoiceRequest) validate() []problem.FieldError {
 		}
 	}
 	return fe
+}
+
+// samples are the media ids to clone from, mediaId first, each once.
+func (r *createVoiceRequest) samples() []string {
+	var out []string
+	for _, id := range append([]string{r.MediaID}, r.MediaIDs...) {
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
@@ -77,8 +100,8 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	defer cancel()
 	v, err := s.speech.CreateVoice(cctx, c.p.OrgID, speech.VoiceSpec{
 		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,
-		MediaID: req.MediaID, Gender: req.Gender, Description: req.Description, Tags: req.Tags,
-		ProviderOptions: req.ProviderOptions,
+		MediaIDs: req.samples(), Gender: req.Gender, Description: req.Description, Tags: req.Tags,
+		ProviderOptions: req.ProviderOptions, CloneOptions: req.CloneOptions,
 	}, uuid.NewString(), time.Now().UTC())
 	if err != nil {
 		return err

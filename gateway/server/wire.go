@@ -280,8 +280,13 @@ type createVoiceRequest struct {
 	Model           string         `json:"model"`
 	VoiceID         string         `json:"voice_id"`
 	MediaID         string         `json:"mediaId"`
+	MediaIDs        []string       `json:"mediaIds"`
 	Tags            []string       `json:"tags"`
 	Gender          string         `json:"gender"`
 	Description     string         `json:"description"`
 	ProviderOptions map[string]any `json:"provider_options"`
+	// CloneOptions go to the provider's clone call only (e.g. Resemble's
+	// transcripts of the samples), merged over provider_options; they
+	// are not saved with the voice.
+	CloneOptions map[string]any `json:"clone_options"`
 }

@@ -2,16 +2,17 @@ package speech
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// clone asks v's provider to create a voice from v.MediaID and returns the
-// provider's new voice id. The call is never retried: a retry could create
-// two voices upstream.
-func (s *Service) clone(ctx context.Context, org string, v *store.Voice) (string, error) {
+// clone asks v's provider to create a voice from the media samples and
+// returns the provider's new voice id. The call is never retried: a retry
+// could create two voices upstream.
+func (s *Service) clone(ctx context.Context, org string, v *store.Voice, mediaIDs []string, cloneOpts map[string]any) (string, error) {
 	p, m, err := s.cat.Resolve(v.Provider, v.Model)
 	if err != nil {
 		return "", err
@@ -23,15 +24,23 @@ func (s *Service) clone(ctx context.Context, org string, v *store.Voice) (string
 	if err != nil {
 		return "", err
 	}
-	media, err := s.store.GetMedia(ctx, org, v.MediaID)
-	if err != nil {
-		return "", problem.New(problem.MediaNotFound, "no media %s in this organization", v.MediaID)
+	samples := make([]sdk.Sample, 0, len(mediaIDs))
+	for _, id := range mediaIDs {
+		media, err := s.store.GetMedia(ctx, org, id)
+		if err != nil {
+			return "", problem.New(problem.MediaNotFound, "no media %s in this organization", id)
+		}
+		data, err := s.store.MediaData(ctx, org, id)
+		if err != nil {
+			return "", err
+		}
+		samples = append(samples, sdk.Sample{Filename: media.Filename, MediaType: media.MediaType, Data: data})
 	}
-	data, err := s.store.MediaData(ctx, org, v.MediaID)
+	over, err := json.Marshal(cloneOpts)
 	if err != nil {
 		return "", err
 	}
-	opts, err := mergeOptions(v.ProviderOptions, nil)
+	opts, err := mergeOptions(v.ProviderOptions, over)
 	if err != nil {
 		return "", err
 	}
@@ -41,7 +50,7 @@ func (s *Service) clone(ctx context.Context, org string, v *store.Voice) (string
 		var err error
 		resp, err = p.Plugin.Clone(ctx, &sdk.CloneRequest{
 			Model: m.ID, Name: v.Title, Description: v.Description, Options: opts, Credentials: creds,
-			Samples: []sdk.Sample{{Filename: media.Filename, MediaType: media.MediaType, Data: data}},
+			Samples: samples,
 		})
 		return err
 	}); err != nil {

@@ -171,9 +171,15 @@ func blocked(err error) (*moderation.BlockedError, bool) {
 
 // VoiceSpec is a voice to save, as the caller gave it.
 type VoiceSpec struct {
-	Title, Provider, Model, VoiceID, MediaID, Gender, Description string
-	Tags                                                          []string
-	ProviderOptions                                               map[string]any
+	Title, Provider, Model, VoiceID, Gender, Description string
+	// MediaIDs are the uploaded samples to clone from (the voice records
+	// the first); a provider that needs several gets them all.
+	MediaIDs        []string
+	Tags            []string
+	ProviderOptions map[string]any
+	// CloneOptions are passed to the clone call only, over
+	// ProviderOptions; they are not saved.
+	CloneOptions map[string]any
 }
 
 // CreateVoice saves a voice for org: it resolves the provider and model,
@@ -189,7 +195,10 @@ func (s *Service) CreateVoice(ctx context.Context, org string, spec VoiceSpec, i
 	v := &store.Voice{
 		ID: id, OrgID: org, Title: spec.Title, Provider: spec.Provider, Model: m.ID,
 		VoiceID: spec.VoiceID, Tags: spec.Tags, Gender: spec.Gender, Description: spec.Description,
-		ProviderOptions: spec.ProviderOptions, MediaID: spec.MediaID, CreatedAt: now, UpdatedAt: now,
+		ProviderOptions: spec.ProviderOptions, CreatedAt: now, UpdatedAt: now,
+	}
+	if len(spec.MediaIDs) > 0 {
+		v.MediaID = spec.MediaIDs[0]
 	}
 	if v.Tags == nil {
 		v.Tags = []string{}
@@ -197,17 +206,17 @@ func (s *Service) CreateVoice(ctx context.Context, org string, spec VoiceSpec, i
 	if v.ProviderOptions == nil {
 		v.ProviderOptions = map[string]any{}
 	}
-	if spec.MediaID != "" {
-		if _, err := s.store.GetMedia(ctx, org, spec.MediaID); err != nil {
+	for _, id := range spec.MediaIDs {
+		if _, err := s.store.GetMedia(ctx, org, id); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, problem.New(problem.MediaNotFound, "no media %s in this organization", spec.MediaID)
+				return nil, problem.New(problem.MediaNotFound, "no media %s in this organization", id)
 			}
 			return nil, err
 		}
-		if spec.VoiceID == "" {
-			if v.VoiceID, err = s.clone(ctx, org, v); err != nil {
-				return nil, err
-			}
+	}
+	if len(spec.MediaIDs) > 0 && spec.VoiceID == "" {
+		if v.VoiceID, err = s.clone(ctx, org, v, spec.MediaIDs, spec.CloneOptions); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.store.CreateVoice(ctx, v); err != nil {
