@@ -327,17 +327,24 @@ const killGrace = 5 * time.Second
 // plugin to exit and kills it 2 s later, but go-plugin's shutdown RPC has
 // no deadline of its own, so a wedged or starved plugin could hold Kill
 // indefinitely. Past killGrace the process is killed outright, which also
-// unblocks Kill.
+// unblocks Kill. Should Kill still hang (its clean-up waits for the
+// plugin's output pipes, which a process stuck in the kernel keeps open),
+// stop gives up after a second grace period: the process is signalled,
+// and shutting down the gateway must not wait on it.
 func stop(c *plugin.Client) {
 	done := make(chan struct{})
 	go func() { c.Kill(); close(done) }()
 	select {
 	case <-done:
+		return
 	case <-time.After(killGrace):
-		if rc := c.ReattachConfig(); rc != nil && rc.Pid > 0 {
-			_ = syscall.Kill(rc.Pid, syscall.SIGKILL)
-		}
-		<-done
+	}
+	if rc := c.ReattachConfig(); rc != nil && rc.Pid > 0 {
+		_ = syscall.Kill(rc.Pid, syscall.SIGKILL)
+	}
+	select {
+	case <-done:
+	case <-time.After(killGrace):
 	}
 }
 
