@@ -85,3 +85,74 @@ func assertPaths(t *testing.T, p problemBody, want ...string) {
 		}
 	}
 }
+
+// wavFirstConfig runs the test kit with WAV as its models' default format,
+// like a provider whose answers are WAV files.
+const wavFirstConfig = `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  testkit:
+    plugin: %BIN%/testplugins/voxgate-testplugin
+    managed: true
+    output_formats: "wav,pcm"
+orgs:
+  acme:
+    providers:
+      testkit: {enabled: true}
+`
+
+// TestProcessingKeepsTheDefaultFormat checks that speed and volumeDbfs
+// change the audio but not its container: without `output`, a processed
+// clip comes in the format the client gets without processing (WAV
+// here), although the gateway asks the provider for PCM to decode it.
+func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
+	tg := startGateway(t, wavFirstConfig)
+	body := func(extra ...any) map[string]any {
+		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two three four"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+	plain := tg.do("POST", "/v1/audio/speech", "acme", body())
+	if plain.status != 200 || plain.header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("unprocessed: %d %q", plain.status, plain.header.Get("Content-Type"))
+	}
+	src, err := audio.Decode(plain.body, "audio/wav")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		extra []any
+		want  string
+		secs  float64
+	}{
+		{"speed", []any{"speed", 2}, "audio/wav", src.Seconds() / 2},
+		{"volumeDbfs", []any{"volumeDbfs", -20}, "audio/wav", src.Seconds()},
+		{"both", []any{"speed", 0.5, "volumeDbfs", -30}, "audio/wav", src.Seconds() * 2},
+		{"output wins", []any{"speed", 2, "output", map[string]any{"format": "pcm"}}, "audio/pcm;rate=16000", src.Seconds() / 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tg.do("POST", "/v1/audio/speech", "acme", body(tt.extra...))
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != tt.want {
+				t.Fatalf("Content-Type %q, want %q", ct, tt.want)
+			}
+			c, err := audio.Decode(r.body, tt.want)
+			if err != nil {
+				t.Fatalf("the %s answer does not decode: %v", tt.want, err)
+			}
+			if c.Rate != src.Rate || math.Abs(c.Seconds()-tt.secs) > 0.002 {
+				t.Errorf("%d Hz, %.3fs; want %d Hz, %.3fs", c.Rate, c.Seconds(), src.Rate, tt.secs)
+			}
+		})
+	}
+}

@@ -19,6 +19,16 @@ const (
 	FormatMP3 = "mp3"
 )
 
+// Encodes reports whether format is an output format Encode produces, the
+// values output.format may take.
+func Encodes(format string) bool {
+	switch format {
+	case FormatWAV, FormatPCM, FormatMP3:
+		return true
+	}
+	return false
+}
+
 // maxRate bounds the rate parameter of raw PCM media types; anything larger
 // is a typo or an attack on the output buffer size, not audio.
 const maxRate = 768000

@@ -311,6 +311,27 @@ func decodableFormat(m *sdk.Model) string {
 	return ""
 }
 
+// processParams returns the whole-clip parameters to process j's clip
+// with. A request that names no output gets the format it would have got
+// without processing: the model's default (its first OutputFormats entry),
+// not the format the gateway asks the provider for so that it decodes
+// cheaply (decodableFormat). Otherwise adding speed or volumeDbfs would
+// turn a WAV or MP3 answer into headerless PCM. A default the gateway
+// cannot encode (a provider-specific format) becomes WAV, which every
+// player reads.
+func processParams(j *Job) audio.Params {
+	p := j.Params
+	if p.Output != nil {
+		return p
+	}
+	format := audio.FormatWAV
+	if len(j.Model.OutputFormats) > 0 && audio.Encodes(j.Model.OutputFormats[0]) {
+		format = j.Model.OutputFormats[0]
+	}
+	p.Output = &audio.OutputParams{Format: format}
+	return p
+}
+
 // synthesize renders the job's whole clip, applies whole-clip processing
 // and maps timestamps back through pronunciations.
 func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
@@ -351,7 +372,7 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 		}
 	}
 	if process {
-		data, mt, err := audio.Process(resp.Audio, resp.MediaType, j.Params)
+		data, mt, err := audio.Process(resp.Audio, resp.MediaType, processParams(j))
 		res.Release() // the provider's clip is done with either way
 		if err != nil {
 			return nil, fmt.Errorf("process %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
