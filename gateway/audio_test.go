@@ -1,10 +1,16 @@
 package gateway_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
+	"net/http"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
 // TestWholeClipProcessingOverHTTP checks volumeDbfs and output on real
@@ -154,5 +160,91 @@ func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
 				t.Errorf("%d Hz, %.3fs; want %d Hz, %.3fs", c.Rate, c.Seconds(), src.Rate, tt.secs)
 			}
 		})
+	}
+}
+
+const slotsConfig = `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  testkit:
+    plugin: %BIN%/testplugins/voxgate-testplugin
+    managed: true
+    timeout: 3s
+    call_log: %DIR%/calls.jsonl
+orgs:
+  acme:
+    providers:
+      testkit: {enabled: true}
+  globex:
+    providers:
+      testkit: {enabled: true}
+limits:
+  whole_clip_concurrency: 1
+  whole_clip_wait: 200ms
+`
+
+// TestWholeClipConcurrency checks the per-organization bound on requests
+// with whole-clip processing: past it a request waits whole_clip_wait for
+// a turn, then gets 429 rate_limited with Retry-After; other
+// organizations and requests without processing are not held up, and the
+// turn comes back when the request holding it ends.
+func TestWholeClipConcurrency(t *testing.T) {
+	tg := startGateway(t, slotsConfig)
+	body := func(extra ...any) map[string]any {
+		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two", "volumeDbfs": -20}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+	// The hanging request holds acme's one turn until the provider's
+	// timeout; it is sent with a client of its own, off the test goroutine.
+	hung := make(chan int, 1)
+	go func() {
+		data, _ := json.Marshal(body("providerOptions", map[string]any{"hang": true}))
+		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech", bytes.NewReader(data))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			hung <- 0
+			return
+		}
+		resp.Body.Close()
+		hung <- resp.StatusCode
+	}()
+	// It holds the turn once the provider has its call.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+		if len(calls) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hanging request never reached the provider")
+		}
+	}
+	r := tg.do("POST", "/v1/audio/speech", "acme", body())
+	r.problem(t, 429, "rate_limited")
+	if ra := r.header.Get("Retry-After"); ra == "" {
+		t.Error("429 without Retry-After")
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "globex", body()); r.status != 200 {
+		t.Errorf("another organization: %d %s", r.status, r.body)
+	}
+	plain := body()
+	delete(plain, "volumeDbfs")
+	if r := tg.do("POST", "/v1/audio/speech", "acme", plain); r.status != 200 {
+		t.Errorf("no processing: %d %s", r.status, r.body)
+	}
+	if status := <-hung; status != 504 {
+		t.Errorf("hanging request: %d, want 504", status)
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", body()); r.status != 200 {
+		t.Errorf("after the turn came back: %d %s", r.status, r.body)
 	}
 }

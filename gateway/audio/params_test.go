@@ -64,7 +64,7 @@ func TestValidationErrorMessages(t *testing.T) {
 	if len(fe) != 1 || !slices.Equal(fe[0].Path, want.Path) || fe[0].Message != want.Message {
 		t.Fatalf("got %+v, want %+v", fe, want)
 	}
-	_, _, err := Process([]byte{0, 0}, "audio/pcm;rate=8000", p)
+	_, _, err := Process([]byte{0, 0}, "audio/pcm;rate=8000", p, Limits{})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidParams) || len(ve.Fields) != 1 {
 		t.Errorf("Process error %v, want a *ValidationError matching ErrInvalidParams", err)

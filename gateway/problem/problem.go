@@ -39,8 +39,11 @@ const (
 	UnknownProvider         Code = "unknown_provider"
 	UnknownModel            Code = "unknown_model"
 	TextTooLong             Code = "text_too_long"
-	NoCredentials           Code = "provider_credentials_missing"
-	ProviderRejected        Code = "provider_rejected_request"
+	// OutputTooLarge says whole-clip processing would produce a longer or
+	// larger answer than limits.max_output_seconds / max_output_bytes.
+	OutputTooLarge   Code = "output_too_large"
+	NoCredentials    Code = "provider_credentials_missing"
+	ProviderRejected Code = "provider_rejected_request"
 	// ModerationBlocked is the code of the moderation envelope; it appears
 	// as a problem only inside a conversation's failedTurns.
 	ModerationBlocked     Code = "content_moderation_blocked"
@@ -82,6 +85,7 @@ var table = map[Code]meta{
 	UnknownProvider:         {422, "Unknown provider"},
 	UnknownModel:            {422, "Unknown model"},
 	TextTooLong:             {422, "Text too long"},
+	OutputTooLarge:          {422, "Output too large"},
 	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},
 	ModerationBlocked:       {422, "Blocked by content moderation"},
