@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,4 +251,87 @@ func TestWholeClipConcurrency(t *testing.T) {
 	if r := tg.do("POST", "/v1/audio/speech", "acme", body()); r.status != 200 {
 		t.Errorf("after the turn came back: %d %s", r.status, r.body)
 	}
+}
+
+// TestOutputFormatsOverHTTP asks for every output format over HTTP and has
+// ffprobe read each answer: its codec, rate, channels and duration must
+// match the request and the Content-Type. AAC, which this build cannot
+// produce, is a 422 naming the formats it can.
+func TestOutputFormatsOverHTTP(t *testing.T) {
+	ffprobe, err := exec.LookPath("ffprobe")
+	if err != nil {
+		t.Skip("ffprobe not installed")
+	}
+	tg := startGateway(t, speechConfig)
+	text := "Every format carries the same words."
+	ref := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))
+	src, err := audio.Decode(ref.body, ref.header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		output      map[string]any
+		contentType string
+		codec       string
+		rate        int
+		raw         []string // ffprobe's options for a raw answer
+	}{
+		{map[string]any{"format": "opus"}, "audio/ogg;codecs=opus", "opus", 48000, nil},
+		{map[string]any{"format": "opus", "bitrate": 16}, "audio/ogg;codecs=opus", "opus", 48000, nil},
+		{map[string]any{"format": "flac"}, "audio/flac", "flac", 22050, nil},
+		{map[string]any{"format": "flac", "sampleRate": 16000}, "audio/flac", "flac", 16000, nil},
+		{map[string]any{"format": "ulaw"}, "audio/PCMU;rate=8000", "pcm_mulaw", 8000, []string{"-f", "mulaw", "-ar", "8000", "-ac", "1"}},
+		{map[string]any{"format": "alaw", "sampleRate": 8000}, "audio/PCMA;rate=8000", "pcm_alaw", 8000, []string{"-f", "alaw", "-ar", "8000", "-ac", "1"}},
+		{map[string]any{"format": "mp3", "sampleRate": 24000}, "audio/mpeg", "mp3", 24000, nil},
+	} {
+		t.Run(tt.contentType+"/"+tt.codec, func(t *testing.T) {
+			// Leveled too, so every answer is processed; eSpeak's timing
+			// varies by tens of milliseconds between calls, hence the
+			// duration's tolerance.
+			r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", tt.output, "volumeDbfs", -20))
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != tt.contentType {
+				t.Errorf("Content-Type %q, want %q", ct, tt.contentType)
+			}
+			path := filepath.Join(t.TempDir(), "answer")
+			if err := os.WriteFile(path, r.body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"-v", "error", "-print_format", "json", "-show_streams"}, tt.raw...)
+			out, err := exec.Command(ffprobe, append(args, path)...).Output()
+			if err != nil {
+				t.Fatalf("ffprobe: %v", err)
+			}
+			var probe struct {
+				Streams []struct {
+					CodecName  string `json:"codec_name"`
+					SampleRate string `json:"sample_rate"`
+					Channels   int    `json:"channels"`
+					Duration   string `json:"duration"`
+				}
+			}
+			if err := json.Unmarshal(out, &probe); err != nil || len(probe.Streams) != 1 {
+				t.Fatalf("ffprobe: %s %v", out, err)
+			}
+			s := probe.Streams[0]
+			d, _ := strconv.ParseFloat(s.Duration, 64)
+			if s.CodecName != tt.codec || s.SampleRate != strconv.Itoa(tt.rate) || s.Channels != 1 || math.Abs(d-src.Seconds()) > 0.15 {
+				t.Errorf("ffprobe: %+v; want %s, %d Hz, mono, about %.2fs", s, tt.codec, tt.rate, src.Seconds())
+			}
+		})
+	}
+	p := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "aac"})).problem(t, 422, "output_format_unsupported")
+	assertPaths(t, p, "output.format")
+	if !strings.Contains(p.Detail, "opus") || !strings.Contains(p.Detail, "flac") {
+		t.Errorf("detail %q does not name the supported formats", p.Detail)
+	}
+	conv := map[string]any{"model": "espeak/espeak-ng", "turns": []any{map[string]any{"voice": "en", "text": "One."}, map[string]any{"voice": "de", "text": "Zwei."}},
+		"output": map[string]any{"format": "flac"}}
+	if r := tg.do("POST", "/v1/audio/conversation", "acme", conv); r.status != 200 || r.header.Get("Content-Type") != "audio/flac" {
+		t.Errorf("conversation as FLAC: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	conv["output"] = map[string]any{"format": "aac"}
+	tg.do("POST", "/v1/audio/conversation", "acme", conv).problem(t, 422, "output_format_unsupported")
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/voxgate/voxgate/gateway/audio/internal/flac"
+	"github.com/voxgate/voxgate/gateway/audio/internal/opus"
 	"github.com/voxgate/voxgate/gateway/audio/internal/soxr"
 )
 
@@ -44,9 +46,10 @@ type Limits struct {
 //
 // The output's length is known before any of that work (the source's
 // length, divided by the speed, at the output rate): one longer than
-// lim.MaxDuration, or an encoding larger than lim.MaxBytes (exact for WAV
-// and PCM, the bitrate's estimate for MP3), fails at once with an error
-// wrapping ErrOutputTooLarge; the MP3 encoder also stops as soon as its
+// lim.MaxDuration, or an encoding larger than lim.MaxBytes (exact for WAV,
+// PCM and G.711, the bitrate's estimate for MP3 and Opus), fails at once
+// with an error wrapping ErrOutputTooLarge; the MP3, Opus and FLAC
+// encoders (whose size depends on the audio) also stop as soon as their
 // output passes MaxBytes.
 //
 // Resampling happens before leveling so that the limiter's ceiling holds on
@@ -167,15 +170,18 @@ func (lim Limits) Check(n int, o Output) error {
 	return nil
 }
 
-// encodedSize is the size of n samples encoded as o: exact for WAV and
-// PCM, the bitrate's figure for MP3.
+// encodedSize is the size of n samples encoded as o: exact for WAV, PCM
+// and G.711, the bitrate's figure for MP3 and Opus, 0 (not known ahead)
+// for FLAC, whose encoder enforces the limit as it goes.
 func encodedSize(n int, o Output) int {
 	switch o.Format {
 	case FormatWAV:
 		return wavHeaderLen + 2*n
 	case FormatPCM:
 		return 2 * n
-	case FormatMP3:
+	case FormatULaw, FormatALaw:
+		return n
+	case FormatMP3, FormatOpus:
 		return int(float64(n) / float64(o.SampleRate) * float64(o.Bitrate) * 125)
 	}
 	return 0
@@ -295,6 +301,97 @@ func encodeStream(r reader, n int, o Output, lim Limits) ([]byte, string, error)
 	case FormatMP3:
 		b, err := encodeMP3(r, buf, n, o, lim)
 		return b, MediaType{Format: FormatMP3}.String(), err
+	case FormatULaw, FormatALaw:
+		compand := linearToULaw
+		if o.Format == FormatALaw {
+			compand = linearToALaw
+		}
+		b := make([]byte, n)
+		pos := 0
+		for pos < n {
+			k, err := r.read(buf[:min(len(buf), n-pos)])
+			for i, x := range buf[:k] {
+				b[pos+i] = compand(s16(x))
+			}
+			pos += k
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, "", err
+			}
+			if k == 0 {
+				break
+			}
+		}
+		return b[:pos], MediaType{Format: o.Format, Rate: o.SampleRate}.String(), nil
+	case FormatFLAC:
+		b, err := encodeFLAC(r, buf, n, o, lim)
+		return b, MediaType{Format: FormatFLAC}.String(), err
+	case FormatOpus:
+		b, err := encodeOpus(r, buf, n, o, lim)
+		return b, MediaType{Format: FormatOpus}.String(), err
 	}
 	return nil, "", fmt.Errorf("%w: output format %q", ErrInvalidParams, o.Format)
+}
+
+// encodeFLAC encodes the n samples r yields as 16-bit mono FLAC with
+// libFLAC, a chunk at a time into one buffer. FLAC's size depends on the
+// audio, so MaxBytes is enforced as the stream grows.
+func encodeFLAC(r reader, buf []float32, n int, o Output, lim Limits) ([]byte, error) {
+	// Speech compresses to about half of 16-bit PCM; start there.
+	e, data, err := flac.NewEncoder(make([]byte, 0, n+4096), n, o.SampleRate)
+	if err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	defer e.Close()
+	q := make([]int16, len(buf))
+	for done := false; !done; {
+		k, err := r.read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		done = err != nil || k == 0
+		for i, x := range buf[:k] {
+			q[i] = s16(x)
+		}
+		if data, err = e.Encode(data, q[:k]); err != nil {
+			return nil, fmt.Errorf("audio: %w", err)
+		}
+		if lim.MaxBytes > 0 && len(data) > lim.MaxBytes {
+			return nil, fmt.Errorf("%w: the FLAC stream passed %s; at most that is returned per request", ErrOutputTooLarge, megabytes(lim.MaxBytes))
+		}
+	}
+	if data, err = e.Finish(data); err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	return data, nil
+}
+
+// encodeOpus encodes the n samples r yields (at 48 kHz) as Ogg Opus with
+// libopusenc, a chunk at a time into one buffer sized by the bitrate.
+func encodeOpus(r reader, buf []float32, n int, o Output, lim Limits) ([]byte, error) {
+	if o.SampleRate != opus.Rate {
+		return nil, fmt.Errorf("%w: opus at %d Hz", ErrInvalidParams, o.SampleRate)
+	}
+	e, err := opus.NewEncoder(o.Bitrate)
+	if err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	defer e.Close()
+	data := make([]byte, 0, encodedSize(n, o)+8192)
+	for done := false; !done; {
+		k, err := r.read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		done = err != nil || k == 0
+		if data, err = e.Encode(data, buf[:k]); err != nil {
+			return nil, fmt.Errorf("audio: %w", err)
+		}
+		if lim.MaxBytes > 0 && len(data) > lim.MaxBytes {
+			return nil, fmt.Errorf("%w: the Opus stream passed %s; at most that is returned per request", ErrOutputTooLarge, megabytes(lim.MaxBytes))
+		}
+	}
+	if data, err = e.Finish(data); err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	return data, nil
 }

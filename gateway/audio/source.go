@@ -88,6 +88,8 @@ func openSource(data []byte, m MediaType) (source, error) {
 			return nil, err
 		}
 		return clipSource{c}, nil
+	case FormatULaw, FormatALaw:
+		return clipSource{decodeG711(data, m)}, nil
 	}
 	return nil, fmt.Errorf("%w: format %q", ErrUnsupportedMediaType, m.Format)
 }

@@ -244,21 +244,25 @@ func putS16LE(dst []byte, samples []float32) {
 	}
 	_ = dst[2*len(samples)-1] // one bounds check for the loop
 	for i, x := range samples {
-		v := x * 32768
-		if v >= 0 {
-			v += 0.5
-		} else {
-			v -= 0.5
-		}
-		var s int16
-		switch {
-		case v >= 32767:
-			s = 32767
-		case v <= -32768:
-			s = -32768
-		default:
-			s = int16(v) // truncation toward zero after ±0.5 = round half away
-		}
-		binary.LittleEndian.PutUint16(dst[2*i:], uint16(s))
+		binary.LittleEndian.PutUint16(dst[2*i:], uint16(s16(x)))
 	}
+}
+
+// s16 quantises a sample to 16 bits, rounding to nearest and saturating
+// at full scale: the one quantiser of every 16-bit output (WAV, PCM, FLAC,
+// and G.711 before companding).
+func s16(x float32) int16 {
+	v := x * 32768
+	if v >= 0 {
+		v += 0.5
+	} else {
+		v -= 0.5
+	}
+	switch {
+	case v >= 32767:
+		return 32767
+	case v <= -32768:
+		return -32768
+	}
+	return int16(v) // truncation toward zero after ±0.5 = round half away
 }

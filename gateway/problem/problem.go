@@ -41,9 +41,12 @@ const (
 	TextTooLong             Code = "text_too_long"
 	// OutputTooLarge says whole-clip processing would produce a longer or
 	// larger answer than limits.max_output_seconds / max_output_bytes.
-	OutputTooLarge   Code = "output_too_large"
-	NoCredentials    Code = "provider_credentials_missing"
-	ProviderRejected Code = "provider_rejected_request"
+	OutputTooLarge Code = "output_too_large"
+	// OutputFormatUnsupported names a known audio format this gateway
+	// cannot produce (AAC); the detail lists the formats it can.
+	OutputFormatUnsupported Code = "output_format_unsupported"
+	NoCredentials           Code = "provider_credentials_missing"
+	ProviderRejected        Code = "provider_rejected_request"
 	// ModerationBlocked is the code of the moderation envelope; it appears
 	// as a problem only inside a conversation's failedTurns.
 	ModerationBlocked     Code = "content_moderation_blocked"
@@ -86,6 +89,7 @@ var table = map[Code]meta{
 	UnknownModel:            {422, "Unknown model"},
 	TextTooLong:             {422, "Text too long"},
 	OutputTooLarge:          {422, "Output too large"},
+	OutputFormatUnsupported: {422, "Output format not supported"},
 	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},
 	ModerationBlocked:       {422, "Blocked by content moderation"},

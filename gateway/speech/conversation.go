@@ -118,6 +118,9 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	}
 	fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
 	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	if err := unavailableOutput(r.Output); err != nil {
+		return nil, err
+	}
 	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
