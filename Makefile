@@ -8,13 +8,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Debian packages the build, the plugins and the tests need:
 #   libespeak-ng-dev, espeak-ng  the offline provider (cgo) and test clips
 #   libmp3lame-dev, libsoxr-dev  MP3 encoding and resampling (cgo)
+#   libopusenc-dev, libopus-dev  Ogg Opus output (cgo; libopusenc writes the Ogg container)
+#   libflac-dev                  FLAC output (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
 #   pkg-config, gcc              cgo
 #   nodejs, npm (when missing)   the public JS client test (test/jsclient)
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg postgresql redis-server
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 

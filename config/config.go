@@ -238,6 +238,16 @@ type Limits struct {
 	MaxTurns                int `yaml:"max_turns"`
 	MaxConversationChars    int `yaml:"max_conversation_chars"`
 	ConversationConcurrency int `yaml:"conversation_concurrency"`
+	// Whole-clip processing (volumeDbfs, output, speed the provider cannot
+	// do, conversations). MaxOutputSeconds and MaxOutputBytes bound one
+	// answer (422 output_too_large past them); WholeClipConcurrency is how
+	// many such requests of one organization run at once, and
+	// WholeClipWait how long one more waits for a turn before it is
+	// refused with 429 rate_limited.
+	MaxOutputSeconds     int      `yaml:"max_output_seconds"`
+	MaxOutputBytes       int      `yaml:"max_output_bytes"`
+	WholeClipConcurrency int      `yaml:"whole_clip_concurrency"`
+	WholeClipWait        Duration `yaml:"whole_clip_wait"`
 }
 
 // Admin holds the admin socket used by `voxgate keys` while serving.
@@ -518,6 +528,18 @@ func (c *Config) applyDefaults() {
 	if l.ConversationConcurrency == 0 {
 		l.ConversationConcurrency = 4
 	}
+	if l.MaxOutputSeconds == 0 {
+		l.MaxOutputSeconds = 1200 // 5,000 characters at speed 0.25
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = 128 << 20
+	}
+	if l.WholeClipConcurrency == 0 {
+		l.WholeClipConcurrency = 2
+	}
+	if l.WholeClipWait == 0 {
+		l.WholeClipWait = Duration(10 * time.Second)
+	}
 }
 
 // Validate checks values and cross-references. Errors name the key.
@@ -568,7 +590,8 @@ func (c *Config) Validate() error {
 	if c.Storage.LogRetainDays < 1 || c.Storage.LogRetainDays > 3650 {
 		bad("storage.log_retain_days", "must be 1..3650 (days), got %d", c.Storage.LogRetainDays)
 	}
-	if c.Limits.MaxTextChars < 1 || c.Limits.MaxTurns < 1 || c.Limits.MaxConversationChars < 1 || c.Limits.ConversationConcurrency < 1 || c.Limits.MaxMediaBytes < 1 {
+	if c.Limits.MaxTextChars < 1 || c.Limits.MaxTurns < 1 || c.Limits.MaxConversationChars < 1 || c.Limits.ConversationConcurrency < 1 || c.Limits.MaxMediaBytes < 1 ||
+		c.Limits.MaxOutputSeconds < 1 || c.Limits.MaxOutputBytes < 1 || c.Limits.WholeClipConcurrency < 1 || c.Limits.WholeClipWait < 0 {
 		bad("limits", "every limit must be positive")
 	}
 	for _, name := range sortedKeys(c.Providers) {

@@ -1,10 +1,20 @@
 package gateway_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
 // TestWholeClipProcessingOverHTTP checks volumeDbfs and output on real
@@ -84,4 +94,244 @@ func assertPaths(t *testing.T, p problemBody, want ...string) {
 			t.Errorf("validation %+v lacks path %q", p.Validation, w)
 		}
 	}
+}
+
+// wavFirstConfig runs the test kit with WAV as its models' default format,
+// like a provider whose answers are WAV files.
+const wavFirstConfig = `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  testkit:
+    plugin: %BIN%/testplugins/voxgate-testplugin
+    managed: true
+    output_formats: "wav,pcm"
+orgs:
+  acme:
+    providers:
+      testkit: {enabled: true}
+`
+
+// TestProcessingKeepsTheDefaultFormat checks that speed and volumeDbfs
+// change the audio but not its container: without `output`, a processed
+// clip comes in the format the client gets without processing (WAV
+// here), although the gateway asks the provider for PCM to decode it.
+func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
+	tg := startGateway(t, wavFirstConfig)
+	body := func(extra ...any) map[string]any {
+		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two three four"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+	plain := tg.do("POST", "/v1/audio/speech", "acme", body())
+	if plain.status != 200 || plain.header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("unprocessed: %d %q", plain.status, plain.header.Get("Content-Type"))
+	}
+	src, err := audio.Decode(plain.body, "audio/wav")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		extra []any
+		want  string
+		secs  float64
+	}{
+		{"speed", []any{"speed", 2}, "audio/wav", src.Seconds() / 2},
+		{"volumeDbfs", []any{"volumeDbfs", -20}, "audio/wav", src.Seconds()},
+		{"both", []any{"speed", 0.5, "volumeDbfs", -30}, "audio/wav", src.Seconds() * 2},
+		{"output wins", []any{"speed", 2, "output", map[string]any{"format": "pcm"}}, "audio/pcm;rate=16000", src.Seconds() / 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tg.do("POST", "/v1/audio/speech", "acme", body(tt.extra...))
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != tt.want {
+				t.Fatalf("Content-Type %q, want %q", ct, tt.want)
+			}
+			c, err := audio.Decode(r.body, tt.want)
+			if err != nil {
+				t.Fatalf("the %s answer does not decode: %v", tt.want, err)
+			}
+			if c.Rate != src.Rate || math.Abs(c.Seconds()-tt.secs) > 0.002 {
+				t.Errorf("%d Hz, %.3fs; want %d Hz, %.3fs", c.Rate, c.Seconds(), src.Rate, tt.secs)
+			}
+		})
+	}
+}
+
+const slotsConfig = `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  testkit:
+    plugin: %BIN%/testplugins/voxgate-testplugin
+    managed: true
+    timeout: 3s
+    call_log: %DIR%/calls.jsonl
+orgs:
+  acme:
+    providers:
+      testkit: {enabled: true}
+  globex:
+    providers:
+      testkit: {enabled: true}
+limits:
+  whole_clip_concurrency: 1
+  whole_clip_wait: 200ms
+`
+
+// TestWholeClipConcurrency checks the per-organization bound on requests
+// with whole-clip processing: past it a request waits whole_clip_wait for
+// a turn, then gets 429 rate_limited with Retry-After; other
+// organizations and requests without processing are not held up, and the
+// turn comes back when the request holding it ends.
+func TestWholeClipConcurrency(t *testing.T) {
+	tg := startGateway(t, slotsConfig)
+	body := func(extra ...any) map[string]any {
+		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two", "volumeDbfs": -20}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+	// The hanging request holds acme's one turn until the provider's
+	// timeout; it is sent with a client of its own, off the test goroutine.
+	hung := make(chan int, 1)
+	go func() {
+		data, _ := json.Marshal(body("providerOptions", map[string]any{"hang": true}))
+		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech", bytes.NewReader(data))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			hung <- 0
+			return
+		}
+		resp.Body.Close()
+		hung <- resp.StatusCode
+	}()
+	// It holds the turn once the provider has its call.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+		if len(calls) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hanging request never reached the provider")
+		}
+	}
+	r := tg.do("POST", "/v1/audio/speech", "acme", body())
+	r.problem(t, 429, "rate_limited")
+	if ra := r.header.Get("Retry-After"); ra == "" {
+		t.Error("429 without Retry-After")
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "globex", body()); r.status != 200 {
+		t.Errorf("another organization: %d %s", r.status, r.body)
+	}
+	plain := body()
+	delete(plain, "volumeDbfs")
+	if r := tg.do("POST", "/v1/audio/speech", "acme", plain); r.status != 200 {
+		t.Errorf("no processing: %d %s", r.status, r.body)
+	}
+	if status := <-hung; status != 504 {
+		t.Errorf("hanging request: %d, want 504", status)
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", body()); r.status != 200 {
+		t.Errorf("after the turn came back: %d %s", r.status, r.body)
+	}
+}
+
+// TestOutputFormatsOverHTTP asks for every output format over HTTP and has
+// ffprobe read each answer: its codec, rate, channels and duration must
+// match the request and the Content-Type. AAC, which this build cannot
+// produce, is a 422 naming the formats it can.
+func TestOutputFormatsOverHTTP(t *testing.T) {
+	ffprobe, err := exec.LookPath("ffprobe")
+	if err != nil {
+		t.Skip("ffprobe not installed")
+	}
+	tg := startGateway(t, speechConfig)
+	text := "Every format carries the same words."
+	ref := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))
+	src, err := audio.Decode(ref.body, ref.header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		output      map[string]any
+		contentType string
+		codec       string
+		rate        int
+		raw         []string // ffprobe's options for a raw answer
+	}{
+		{map[string]any{"format": "opus"}, "audio/ogg;codecs=opus", "opus", 48000, nil},
+		{map[string]any{"format": "opus", "bitrate": 16}, "audio/ogg;codecs=opus", "opus", 48000, nil},
+		{map[string]any{"format": "flac"}, "audio/flac", "flac", 22050, nil},
+		{map[string]any{"format": "flac", "sampleRate": 16000}, "audio/flac", "flac", 16000, nil},
+		{map[string]any{"format": "ulaw"}, "audio/PCMU;rate=8000", "pcm_mulaw", 8000, []string{"-f", "mulaw", "-ar", "8000", "-ac", "1"}},
+		{map[string]any{"format": "alaw", "sampleRate": 8000}, "audio/PCMA;rate=8000", "pcm_alaw", 8000, []string{"-f", "alaw", "-ar", "8000", "-ac", "1"}},
+		{map[string]any{"format": "mp3", "sampleRate": 24000}, "audio/mpeg", "mp3", 24000, nil},
+	} {
+		t.Run(tt.contentType+"/"+tt.codec, func(t *testing.T) {
+			// Leveled too, so every answer is processed; eSpeak's timing
+			// varies by tens of milliseconds between calls, hence the
+			// duration's tolerance.
+			r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", tt.output, "volumeDbfs", -20))
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != tt.contentType {
+				t.Errorf("Content-Type %q, want %q", ct, tt.contentType)
+			}
+			path := filepath.Join(t.TempDir(), "answer")
+			if err := os.WriteFile(path, r.body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"-v", "error", "-print_format", "json", "-show_streams"}, tt.raw...)
+			out, err := exec.Command(ffprobe, append(args, path)...).Output()
+			if err != nil {
+				t.Fatalf("ffprobe: %v", err)
+			}
+			var probe struct {
+				Streams []struct {
+					CodecName  string `json:"codec_name"`
+					SampleRate string `json:"sample_rate"`
+					Channels   int    `json:"channels"`
+					Duration   string `json:"duration"`
+				}
+			}
+			if err := json.Unmarshal(out, &probe); err != nil || len(probe.Streams) != 1 {
+				t.Fatalf("ffprobe: %s %v", out, err)
+			}
+			s := probe.Streams[0]
+			d, _ := strconv.ParseFloat(s.Duration, 64)
+			if s.CodecName != tt.codec || s.SampleRate != strconv.Itoa(tt.rate) || s.Channels != 1 || math.Abs(d-src.Seconds()) > 0.15 {
+				t.Errorf("ffprobe: %+v; want %s, %d Hz, mono, about %.2fs", s, tt.codec, tt.rate, src.Seconds())
+			}
+		})
+	}
+	p := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "aac"})).problem(t, 422, "output_format_unsupported")
+	assertPaths(t, p, "output.format")
+	if !strings.Contains(p.Detail, "opus") || !strings.Contains(p.Detail, "flac") {
+		t.Errorf("detail %q does not name the supported formats", p.Detail)
+	}
+	conv := map[string]any{"model": "espeak/espeak-ng", "turns": []any{map[string]any{"voice": "en", "text": "One."}, map[string]any{"voice": "de", "text": "Zwei."}},
+		"output": map[string]any{"format": "flac"}}
+	if r := tg.do("POST", "/v1/audio/conversation", "acme", conv); r.status != 200 || r.header.Get("Content-Type") != "audio/flac" {
+		t.Errorf("conversation as FLAC: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	conv["output"] = map[string]any{"format": "aac"}
+	tg.do("POST", "/v1/audio/conversation", "acme", conv).problem(t, 422, "output_format_unsupported")
 }

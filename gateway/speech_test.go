@@ -228,6 +228,9 @@ func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
 		cat.Data[0].Models[0].Capabilities.Cloning || cat.Data[0].Models[0].MaxTextChars != 5000 {
 		t.Errorf("catalog = %+v", cat)
 	}
+	if got := strings.Join(cat.Data[0].Models[0].OutputFormats, ","); got != "wav,pcm,mp3,opus,flac,ulaw,alaw" {
+		t.Errorf("catalog output formats %s", got)
+	}
 	tg.do("GET", "/v1/providers", "globex", nil).json(t, &cat)
 	if cat.Data[0].Config.Enabled {
 		t.Error("globex sees espeak enabled")

@@ -67,7 +67,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, streams, logs, pg (for profiling; the table then lacks the others)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, streams, logs, pg, clipmem (for profiling; the table then lacks the others)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -183,6 +183,13 @@ func run(ctx context.Context, o options) (*Results, error) {
 	}
 	if err := gw.shutdown(res); err != nil {
 		return nil, err
+	}
+
+	if o.runs("clipmem") {
+		logf("phase: whole-clip memory")
+		if err := wholeClipMemory(ctx, bin, dir, plan, res); err != nil {
+			return nil, fmt.Errorf("whole-clip memory: %w", err)
+		}
 	}
 
 	if o.runs("logs") {

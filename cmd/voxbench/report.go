@@ -16,17 +16,18 @@ import (
 
 // Results is everything a run measured; it is written as JSON.
 type Results struct {
-	Started    time.Time     `json:"started"`
-	Elapsed    string        `json:"elapsed"`
-	Machine    machine       `json:"machine"`
-	Plan       plan          `json:"plan"`
-	Figures    []figure      `json:"figures"`
-	Sequential seqResult     `json:"sequential"`
-	Throughput []tputRow     `json:"throughput"`
-	TTFB       ttfbResult    `json:"stream_ttfb"`
-	Streams    streamsResult `json:"concurrent_streams"`
-	Logs       logsResult    `json:"request_logs"`
-	Postgres   pgResult      `json:"postgres"`
+	Started    time.Time       `json:"started"`
+	Elapsed    string          `json:"elapsed"`
+	Machine    machine         `json:"machine"`
+	Plan       plan            `json:"plan"`
+	Figures    []figure        `json:"figures"`
+	Sequential seqResult       `json:"sequential"`
+	Throughput []tputRow       `json:"throughput"`
+	TTFB       ttfbResult      `json:"stream_ttfb"`
+	Streams    streamsResult   `json:"concurrent_streams"`
+	Logs       logsResult      `json:"request_logs"`
+	Postgres   pgResult        `json:"postgres"`
+	WholeClip  wholeClipResult `json:"whole_clip_memory"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
@@ -220,6 +221,9 @@ const (
 	// targetPGLatency bounds a clip's latency through a gateway on
 	// PostgreSQL over one on bbolt (p50 ratio).
 	targetPGLatency = 1.1
+	// targetWholeClip bounds the gateway's peak memory growth while it
+	// answers one whole-clip request, per byte of the answer.
+	targetWholeClip = 2.5
 	// targetPGRows is the request-log rows a second PostgreSQL must take
 	// from the log writer with nothing dropped.
 	targetPGRows = 20_000
@@ -302,6 +306,11 @@ func (r *Results) evaluate() {
 			Baseline: f3(pg.Seq.Bolt.P99), Gateway: f3(pg.Seq.PG.P99), Delta: fmt.Sprintf("%.3fx", pg.Seq.PG.P99/pg.Seq.Bolt.P99), Value: pg.Seq.PG.P99 / pg.Seq.Bolt.P99})
 	}
 	r.logPageFigures(" on PostgreSQL", r.Postgres.Pages)
+	for _, w := range r.WholeClip.Runs {
+		add(figure{Name: fmt.Sprintf("peak memory per whole-clip request, %s (%d chars, x0.25, WAV 48 kHz)", w.Name, r.WholeClip.Chars), Unit: "MB",
+			Baseline: fmt.Sprintf("%.1f answer", float64(w.AnswerBytes)/1e6), Gateway: fmt.Sprintf("%.1f growth", (float64(w.HWMAfter)-float64(w.RSSBefore))/1e6),
+			Delta: fmt.Sprintf("%.2fx the answer", w.Ratio), Target: fmt.Sprintf("≤ %.1fx", targetWholeClip), Pass: pass(w.Ratio <= targetWholeClip), Value: w.Ratio})
+	}
 	if w := r.Postgres.Paced; w.Rows > 0 {
 		add(figure{Name: fmt.Sprintf("request-log rows into PostgreSQL, offered %d/s", int(w.Offered)), Unit: "rows/s",
 			Baseline: fmt.Sprintf("%.0f offered", w.Offered), Gateway: fmt.Sprintf("%.0f", w.RowsPerSec),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,13 @@ func TestConfigsAreValid(t *testing.T) {
 	}
 	if *load.Server.AccessLog {
 		t.Error("access_log: want false")
+	}
+	wc, err := config.Parse([]byte(wholeClipConfig("127.0.0.1:9", dir, "/bin")), env)
+	if err != nil {
+		t.Fatalf("whole-clip config: %v", err)
+	}
+	if !wc.Orgs[benchOrg].Providers["espeak"].Enabled {
+		t.Error("whole-clip config: espeak is not enabled")
 	}
 	logs, err := config.Parse([]byte(logsConfig(filepath.Join(dir, "f.db"))("127.0.0.1:9", dir, "/bin")), env)
 	if err != nil {
@@ -186,6 +194,50 @@ func TestQuickRunPostgres(t *testing.T) {
 		}
 	}
 	if len(res.Throughput) != 0 || len(res.Logs.Pages) != 0 || res.Sequential.Direct.N != 0 {
+		t.Error("phases outside -only ran")
+	}
+}
+
+// TestQuickRunWholeClip runs the whole-clip memory phase with a shorter
+// text and checks that it measured both requests. It asserts no memory
+// bound (cmd/voxgate's TestWholeClipMemory does, on the full request).
+func TestQuickRunWholeClip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the gateway and the eSpeak plugin")
+	}
+	bin := os.Getenv("VOXGATE_BIN_DIR")
+	if bin == "" {
+		bin = filepath.Join("..", "..", "bin")
+	}
+	if _, err := os.Stat(filepath.Join(bin, "plugins", "voxgate-espeak")); err != nil {
+		t.Skip("run `make build` first")
+	}
+	res, err := run(context.Background(), options{bin: bin, quick: true, accessLog: true, streams: 20, only: "clipmem", clip: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.WholeClip
+	if w.Chars != res.Plan.WholeClipChars || len(w.Runs) != 2 {
+		t.Fatalf("whole clip: %+v", w)
+	}
+	for _, r := range w.Runs {
+		if r.AnswerBytes < 1e6 || r.HWMAfter == 0 || r.RSSBefore == 0 || r.Ratio == 0 {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+	}
+	n := 0
+	for _, f := range res.Figures {
+		if strings.HasPrefix(f.Name, "peak memory per whole-clip request") {
+			n++
+			if f.Pass == nil {
+				t.Errorf("%s has no target", f.Name)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d whole-clip figures, want 2", n)
+	}
+	if res.Sequential.Direct.N != 0 || len(res.Logs.Pages) != 0 {
 		t.Error("phases outside -only ran")
 	}
 }

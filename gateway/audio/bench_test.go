@@ -103,7 +103,7 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	p := Params{VolumeDbfs: ptr(-20.0), Output: &OutputParams{Format: FormatMP3, SampleRate: ptr(24000)}}
 	for b.Loop() {
-		if _, _, err := Process(slices.Clip(wav), "audio/wav", p); err != nil {
+		if _, _, err := Process(slices.Clip(wav), "audio/wav", p, Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}

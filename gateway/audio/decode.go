@@ -23,6 +23,8 @@ func decodeAs(data []byte, m MediaType) (*Clip, error) {
 		return decodeMP3(data)
 	case FormatPCM:
 		return decodePCM(data, m), nil
+	case FormatULaw, FormatALaw:
+		return decodeG711(data, m), nil
 	}
 	return nil, fmt.Errorf("%w: format %q", ErrUnsupportedMediaType, m.Format)
 }

@@ -1,8 +1,15 @@
 // Package audio is the gateway's whole-clip audio processing: it decodes a
-// provider's clip (WAV, raw PCM, MP3), levels it to the request's
-// volumeDbfs, converts its sample rate, and encodes it in the requested
-// output format (WAV, PCM, MP3); and it joins the turns of a conversation
-// into one clip.
+// provider's clip (WAV, raw PCM, MP3, G.711), levels it to the request's
+// volumeDbfs, changes its tempo, converts its sample rate, and encodes it
+// in the requested output format (WAV, PCM, MP3, Ogg Opus, FLAC, G.711
+// μ-law and A-law); and it joins the turns of a conversation into one clip.
+//
+// # Memory
+//
+// Process runs as a chain of stages that pass a few thousand samples at a
+// time (see Process), so that a request's memory is little more than its
+// answer, and refuses, before the work, an answer longer or larger than
+// its Limits.
 //
 // The speech handler calls NeedsProcessing and, only when it is true,
 // Process; the conversation renderer calls Decode per turn, Concat, then
@@ -41,8 +48,25 @@
 //     band-limited polyphase/FFT resampler with exact rational ratios.
 //   - Time-stretch (speed without native provider support): hand-written
 //     WSOLA in stretch.go, no library; see Stretch for why.
+//   - Ogg Opus encoding: libopusenc (with libopus) through a small cgo
+//     binding (internal/opus): Xiph's reference encoder and its own Ogg
+//     writer, which sets the pre-skip and the exact end. Opus is coded at
+//     48 kHz, which every decoder outputs.
+//   - FLAC encoding: libFLAC, the reference encoder, through a small cgo
+//     binding (internal/flac) that writes straight into the output buffer.
+//   - G.711 μ-law and A-law: a few lines of Go (g711.go) following the
+//     standard's decision levels. Raw, 8 kHz, media types audio/PCMU and
+//     audio/PCMA (RFC 4856): telephony stacks (RTP, SIP media servers,
+//     phone APIs' media streams) take raw G.711, and a WAV header would
+//     only have to be stripped there; WAV is the format for a playable file.
+//   - AAC: not produced. Debian's only AAC encoders are libfdk-aac
+//     (non-free, absent from main) and FFmpeg's, which would mean linking
+//     libavcodec and its dependencies into the gateway for one format;
+//     format "aac" gets a 422 that names the formats the gateway has.
 //
 // So the gateway binary is built with cgo and needs, at build time, a C
-// compiler, libmp3lame-dev and libsoxr-dev, and at run time the shared
-// libraries libmp3lame0 and libsoxr0 (Debian package names).
+// compiler, pkg-config, libmp3lame-dev, libsoxr-dev, libopusenc-dev,
+// libopus-dev and libflac-dev, and at run time the shared libraries
+// libmp3lame0, libsoxr0, libopusenc0, libopus0, libogg0 and libflac12
+// (Debian package names).
 package audio

@@ -1,7 +1,5 @@
 package audio
 
-import "fmt"
-
 // Encode encodes the clip as out asks (after out.Resolve against the
 // clip's rate) and returns the bytes and their media type: "audio/wav"
 // (16-bit PCM mono, canonical 44-byte header), "audio/pcm;rate=N" (16-bit
@@ -19,17 +17,5 @@ func Encode(c *Clip, out Output) ([]byte, string, error) {
 	if c, err = Resample(c, o.SampleRate); err != nil {
 		return nil, "", err
 	}
-	switch o.Format {
-	case FormatWAV:
-		b, err := encodeWAV(c)
-		return b, MediaType{Format: FormatWAV}.String(), err
-	case FormatPCM:
-		b := make([]byte, 2*len(c.Samples))
-		putS16LE(b, c.Samples)
-		return b, MediaType{Format: FormatPCM, Rate: c.Rate}.String(), nil
-	case FormatMP3:
-		b, err := encodeMP3(c, o.Bitrate)
-		return b, MediaType{Format: FormatMP3}.String(), err
-	}
-	return nil, "", fmt.Errorf("%w: output format %q", ErrInvalidParams, o.Format)
+	return encodeStream(&seqReader{src: clipSource{c}}, len(c.Samples), o, Limits{})
 }

@@ -85,6 +85,12 @@ func ffprobeStream(t *testing.T, ffprobe, path string) probeStream {
 	if err != nil {
 		t.Fatalf("ffprobe: %v", err)
 	}
+	return parseProbe(t, out)
+}
+
+// parseProbe reads the one stream of ffprobe's JSON output.
+func parseProbe(t *testing.T, out []byte) probeStream {
+	t.Helper()
 	var r struct{ Streams []probeStream }
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Streams) != 1 {
 		t.Fatalf("ffprobe output %s: %v", out, err)

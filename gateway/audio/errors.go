@@ -21,6 +21,10 @@ var (
 	// unknown output format, a sample rate or bitrate the encoder cannot
 	// produce. *ValidationError wraps it with the per-field details.
 	ErrInvalidParams = errors.New("audio: invalid parameters")
+	// ErrOutputTooLarge means the processed clip would be longer or larger
+	// than the Limits allow (a 422 output_too_large): the caller asked
+	// for more audio than the gateway returns in one answer.
+	ErrOutputTooLarge = errors.New("audio: output too large")
 )
 
 // FieldError is one problem with one field of the request's whole-clip

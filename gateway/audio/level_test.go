@@ -218,7 +218,7 @@ func TestProcessKeepsSilenceSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, out := range []*OutputParams{nil, {Format: FormatPCM, SampleRate: ptr(16000)}} {
-		b, mt, err := Process(silent, "audio/wav", Params{VolumeDbfs: ptr(-20.0), Output: out})
+		b, mt, err := Process(silent, "audio/wav", Params{VolumeDbfs: ptr(-20.0), Output: out}, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

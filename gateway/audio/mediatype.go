@@ -3,6 +3,7 @@ package audio
 import (
 	"fmt"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,7 +18,42 @@ const (
 	FormatPCM = "pcm"
 	// FormatMP3 is MPEG-1/2/2.5 Layer III, media type "audio/mpeg".
 	FormatMP3 = "mp3"
+	// FormatOpus is Opus in Ogg (RFC 7845), media type
+	// "audio/ogg;codecs=opus". Opus decodes at 48 kHz.
+	FormatOpus = "opus"
+	// FormatFLAC is FLAC (RFC 9639), 16-bit mono, media type "audio/flac".
+	FormatFLAC = "flac"
+	// FormatULaw is raw G.711 μ-law at 8 kHz, one byte a sample, media
+	// type "audio/PCMU;rate=8000" (RFC 4856, the type RTP and SIP use).
+	FormatULaw = "ulaw"
+	// FormatALaw is raw G.711 A-law at 8 kHz, media type
+	// "audio/PCMA;rate=8000".
+	FormatALaw = "alaw"
 )
+
+// outputFormats are the values of output.format, in the order the API
+// lists them.
+var outputFormats = []string{FormatWAV, FormatPCM, FormatMP3, FormatOpus, FormatFLAC, FormatULaw, FormatALaw}
+
+// OutputFormats returns the formats Encode produces, the values
+// output.format may take.
+func OutputFormats() []string { return slices.Clone(outputFormats) }
+
+// Unavailable reports whether format is a known audio format this build
+// cannot produce, with the reason; the API answers it with 422 rather
+// than treating it as a typo.
+func Unavailable(format string) (reason string, ok bool) {
+	if format == "aac" {
+		return "AAC is not available: Debian carries no AAC encoder outside FFmpeg (libfdk-aac is non-free), and the gateway does not link FFmpeg for one format", true
+	}
+	return "", false
+}
+
+// Encodes reports whether format is an output format Encode produces, the
+// values output.format may take.
+func Encodes(format string) bool {
+	return slices.Contains(outputFormats, format)
+}
 
 // maxRate bounds the rate parameter of raw PCM media types; anything larger
 // is a typo or an attack on the output buffer size, not audio.
@@ -25,10 +61,10 @@ const maxRate = 768000
 
 // MediaType is a parsed audio media type.
 type MediaType struct {
-	// Format is FormatWAV, FormatPCM or FormatMP3.
+	// Format is one of the Format constants.
 	Format string
-	// Rate is the sample rate of raw PCM (from the rate parameter); 0 for
-	// WAV and MP3, whose streams carry their own rate.
+	// Rate is the sample rate of raw PCM and G.711 (from the rate
+	// parameter); 0 for formats whose streams carry their own rate.
 	Rate int
 	// Channels is the number of interleaved channels of raw PCM (the
 	// channels parameter, default 1); 0 for WAV and MP3.
@@ -44,7 +80,10 @@ type MediaType struct {
 //   - audio/wav, audio/x-wav, audio/wave, audio/vnd.wave: RIFF/WAVE;
 //   - audio/mpeg, audio/mp3, audio/mpeg3, audio/x-mpeg, audio/x-mp3: MP3;
 //   - audio/pcm;rate=N[;channels=C]: raw 16-bit little-endian PCM;
-//   - audio/L16;rate=N[;channels=C]: raw 16-bit big-endian PCM (RFC 2586).
+//   - audio/L16;rate=N[;channels=C]: raw 16-bit big-endian PCM (RFC 2586);
+//   - audio/PCMU[;rate=N], audio/basic, audio/x-mulaw: raw G.711 μ-law
+//     (8 kHz unless rate says otherwise);
+//   - audio/PCMA[;rate=N], audio/x-alaw: raw G.711 A-law.
 //
 // Other types, and raw PCM without a valid rate, give an error wrapping
 // ErrUnsupportedMediaType.
@@ -58,6 +97,19 @@ func ParseMediaType(s string) (MediaType, error) {
 		return MediaType{Format: FormatWAV}, nil
 	case "audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg", "audio/x-mp3":
 		return MediaType{Format: FormatMP3}, nil
+	case "audio/pcmu", "audio/basic", "audio/x-mulaw", "audio/pcma", "audio/x-alaw":
+		m := MediaType{Format: FormatULaw, Rate: 8000, Channels: 1}
+		if typ == "audio/pcma" || typ == "audio/x-alaw" {
+			m.Format = FormatALaw
+		}
+		if r, ok := params["rate"]; ok {
+			rate, err := strconv.Atoi(r)
+			if err != nil || rate <= 0 || rate > maxRate {
+				return MediaType{}, fmt.Errorf("%w: %q: rate must be between 1 and %d", ErrUnsupportedMediaType, s, maxRate)
+			}
+			m.Rate = rate
+		}
+		return m, nil
 	case "audio/pcm", "audio/l16":
 		m := MediaType{Format: FormatPCM, Channels: 1, BigEndian: typ == "audio/l16"}
 		rate, err := strconv.Atoi(params["rate"])
@@ -79,13 +131,22 @@ func ParseMediaType(s string) (MediaType, error) {
 
 // String renders the media type in the form the gateway sends: "audio/wav",
 // "audio/mpeg", "audio/pcm;rate=N" (with ";channels=C" only when not mono),
-// or "audio/L16;rate=N[;channels=C]".
+// "audio/L16;rate=N[;channels=C]", "audio/ogg;codecs=opus", "audio/flac",
+// "audio/PCMU;rate=N" or "audio/PCMA;rate=N".
 func (m MediaType) String() string {
 	switch m.Format {
 	case FormatWAV:
 		return "audio/wav"
 	case FormatMP3:
 		return "audio/mpeg"
+	case FormatOpus:
+		return "audio/ogg;codecs=opus"
+	case FormatFLAC:
+		return "audio/flac"
+	case FormatULaw:
+		return "audio/PCMU;rate=" + strconv.Itoa(m.Rate)
+	case FormatALaw:
+		return "audio/PCMA;rate=" + strconv.Itoa(m.Rate)
 	case FormatPCM:
 		var b strings.Builder
 		if m.BigEndian {

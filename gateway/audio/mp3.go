@@ -279,19 +279,38 @@ func trimMP3(s []float32, info mp3Stream) []float32 {
 	return s[start:end]
 }
 
-// encodeMP3 encodes the clip as CBR MP3 with LAME. The clip's rate and the
-// bitrate must be a valid MP3 combination (resolveOutput sees to it).
-func encodeMP3(c *Clip, kbps int) ([]byte, error) {
-	if !slices.Contains(mp3BitratesAt(c.Rate), kbps) {
-		return nil, fmt.Errorf("%w: MP3 cannot encode %d kbps at %d Hz", ErrInvalidParams, kbps, c.Rate)
+// encodeMP3 encodes the n samples r yields as CBR MP3 with LAME, a chunk
+// at a time into one buffer sized by the bitrate. The rate and bitrate of
+// o must be a valid MP3 combination (Resolve sees to it). Past
+// lim.MaxBytes it stops with ErrOutputTooLarge.
+func encodeMP3(r reader, buf []float32, n int, o Output, lim Limits) ([]byte, error) {
+	if !slices.Contains(mp3BitratesAt(o.SampleRate), o.Bitrate) {
+		return nil, fmt.Errorf("%w: MP3 cannot encode %d kbps at %d Hz", ErrInvalidParams, o.Bitrate, o.SampleRate)
 	}
-	res, err := lame.Encode(c.Samples, c.Rate, kbps, mp3Quality)
+	e, err := lame.NewEncoder(n, o.SampleRate, o.Bitrate, mp3Quality)
 	if err != nil {
 		return nil, fmt.Errorf("audio: %w", err)
 	}
-	data := res.Data
+	defer e.Close()
+	data := make([]byte, 0, e.SizeHint())
+	for done := false; !done; {
+		k, err := r.read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		done = err != nil || k == 0
+		if data, err = e.Encode(data, buf[:k]); err != nil {
+			return nil, fmt.Errorf("audio: %w", err)
+		}
+		if lim.MaxBytes > 0 && len(data) > lim.MaxBytes {
+			return nil, fmt.Errorf("%w: the MP3 passed %s; at most that is returned per request", ErrOutputTooLarge, megabytes(lim.MaxBytes))
+		}
+	}
+	if data, err = e.Finish(data); err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
 	if s, err := probeMP3(data); err == nil && !s.tag {
-		data = withInfoFrame(data, s.first, res.Delay, res.Padding)
+		data = withInfoFrame(data, s.first, e.Delay(), e.Padding())
 	}
 	return data, nil
 }

@@ -16,6 +16,20 @@ const (
 	MinPCMRate = 8000
 	// MaxPCMRate is the highest sampleRate a request may ask of WAV or PCM.
 	MaxPCMRate = 192000
+	// OpusRate is the rate of Opus output: Opus codes at 48 kHz (or less
+	// bandwidth within it) and every decoder produces 48 kHz.
+	OpusRate = 48000
+	// G711Rate is the rate of μ-law and A-law output.
+	G711Rate = 8000
+)
+
+// Opus bitrates a request may ask for, in kbps. 32 kbps mono is
+// transparent for speech; 6 is Opus's floor, 256 far past any need of
+// one voice.
+const (
+	DefaultOpusBitrate = 32
+	MinOpusBitrate     = 6
+	MaxOpusBitrate     = 256
 )
 
 // Params are the whole-clip parameters of a speech or conversation
@@ -36,12 +50,15 @@ type Params struct {
 // OutputParams is the request's output object. Pointers tell an absent
 // sampleRate or bitrate from an explicit (invalid) 0.
 type OutputParams struct {
-	// Format is "wav", "pcm" or "mp3".
+	// Format is one of OutputFormats: "wav", "pcm", "mp3", "opus",
+	// "flac", "ulaw" or "alaw".
 	Format string
 	// SampleRate is the output rate in Hz; absent keeps the clip's rate
-	// (for MP3, the nearest rate MP3 supports).
+	// (for MP3, the nearest rate MP3 supports; Opus is always 48 kHz and
+	// G.711 8 kHz).
 	SampleRate *int
-	// Bitrate is the MP3 bitrate in kbps; absent means DefaultMP3Bitrate.
+	// Bitrate is the MP3 or Opus bitrate in kbps; absent means
+	// DefaultMP3Bitrate or DefaultOpusBitrate.
 	Bitrate *int
 }
 
@@ -75,12 +92,13 @@ func (o *OutputParams) validate() []FieldError {
 	add := func(field, msg string) {
 		errs = append(errs, FieldError{Path: []string{"output", field}, Message: msg})
 	}
-	switch o.Format {
-	case FormatWAV, FormatPCM, FormatMP3:
-	case "":
-		add("format", "format is required: one of wav, pcm, mp3")
+	formats := strings.Join(outputFormats, ", ")
+	switch {
+	case Encodes(o.Format):
+	case o.Format == "":
+		add("format", "format is required: one of "+formats)
 	default:
-		add("format", fmt.Sprintf("format %q is not supported: use one of wav, pcm, mp3", o.Format))
+		add("format", fmt.Sprintf("format %q is not supported: use one of %s", o.Format, formats))
 	}
 	rateOK := false
 	if r := o.SampleRate; r != nil {
@@ -89,7 +107,11 @@ func (o *OutputParams) validate() []FieldError {
 			add("sampleRate", "sampleRate must be a positive number of Hz")
 		case o.Format == FormatMP3 && mp3BitratesAt(*r) == nil:
 			add("sampleRate", "sampleRate for mp3 must be one of "+joinInts(mp3Rates))
-		case (o.Format == FormatWAV || o.Format == FormatPCM) && (*r < MinPCMRate || *r > MaxPCMRate):
+		case o.Format == FormatOpus && *r != OpusRate:
+			add("sampleRate", fmt.Sprintf("sampleRate for opus must be %d: Opus always decodes at 48 kHz", OpusRate))
+		case (o.Format == FormatULaw || o.Format == FormatALaw) && *r != G711Rate:
+			add("sampleRate", fmt.Sprintf("sampleRate for %s must be %d: G.711 is 8 kHz", o.Format, G711Rate))
+		case (o.Format == FormatWAV || o.Format == FormatPCM || o.Format == FormatFLAC) && (*r < MinPCMRate || *r > MaxPCMRate):
 			add("sampleRate", fmt.Sprintf("sampleRate for %s must be between %d and %d", o.Format, MinPCMRate, MaxPCMRate))
 		default:
 			rateOK = true
@@ -97,8 +119,12 @@ func (o *OutputParams) validate() []FieldError {
 	}
 	if b := o.Bitrate; b != nil {
 		switch {
+		case o.Format == FormatOpus:
+			if *b < MinOpusBitrate || *b > MaxOpusBitrate {
+				add("bitrate", fmt.Sprintf("bitrate for opus must be between %d and %d kbps", MinOpusBitrate, MaxOpusBitrate))
+			}
 		case o.Format != FormatMP3:
-			add("bitrate", "bitrate is only allowed with format mp3")
+			add("bitrate", "bitrate is only allowed with format mp3 or opus")
 		case rateOK && !slices.Contains(mp3BitratesAt(*o.SampleRate), *b):
 			add("bitrate", fmt.Sprintf("bitrate at %d Hz must be one of %s kbps", *o.SampleRate, joinInts(mp3BitratesAt(*o.SampleRate))))
 		case !rateOK && mp3RatesFor(*b) == nil:
@@ -124,12 +150,14 @@ func (o *OutputParams) Output() Output {
 // Output is an encoding for Encode. Zero SampleRate and Bitrate are
 // resolved against the clip by Resolve.
 type Output struct {
-	// Format is FormatWAV, FormatPCM or FormatMP3.
+	// Format is one of OutputFormats.
 	Format string
 	// SampleRate is the rate to encode at in Hz; 0 keeps the clip's rate,
-	// or for MP3 picks the MP3 rate nearest to it.
+	// or for MP3 picks the MP3 rate nearest to it (Opus: 48 kHz, G.711:
+	// 8 kHz, always).
 	SampleRate int
-	// Bitrate is the MP3 bitrate in kbps; 0 means DefaultMP3Bitrate, or the
+	// Bitrate is the MP3 or Opus bitrate in kbps; 0 means
+	// DefaultOpusBitrate for Opus and for MP3 DefaultMP3Bitrate, or the
 	// highest bitrate of the sample rate if that is lower (64 kbps at 8 to
 	// 12 kHz).
 	Bitrate int
@@ -137,14 +165,29 @@ type Output struct {
 
 // Resolve fills in the zero fields of o for a clip at srcRate Hz and checks
 // the combination, returning an error wrapping ErrInvalidParams if it is
-// one the encoders cannot produce. For MP3 without a sample rate it keeps
+// one the encoders cannot produce. Opus is always 48 kHz and G.711 8 kHz. For MP3 without a sample rate it keeps
 // srcRate when MP3 supports it at the bitrate, otherwise picks the nearest
 // (by ratio) MP3 rate that does.
 func (o Output) Resolve(srcRate int) (Output, error) {
 	switch o.Format {
-	case FormatWAV, FormatPCM:
+	case FormatOpus, FormatULaw, FormatALaw:
+		fixed, kbps := OpusRate, DefaultOpusBitrate
+		if o.Format != FormatOpus {
+			fixed, kbps = G711Rate, 0
+		}
+		if o.SampleRate == 0 {
+			o.SampleRate = fixed
+		}
+		if o.Bitrate == 0 {
+			o.Bitrate = kbps
+		}
+		if o.SampleRate != fixed || (o.Format == FormatOpus && (o.Bitrate < MinOpusBitrate || o.Bitrate > MaxOpusBitrate)) || (o.Format != FormatOpus && o.Bitrate != 0) {
+			return o, fmt.Errorf("%w: %s at %d Hz, %d kbps", ErrInvalidParams, o.Format, o.SampleRate, o.Bitrate)
+		}
+		return o, nil
+	case FormatWAV, FormatPCM, FormatFLAC:
 		if o.Bitrate != 0 {
-			return o, fmt.Errorf("%w: bitrate is only allowed with format mp3", ErrInvalidParams)
+			return o, fmt.Errorf("%w: bitrate is only allowed with format mp3 or opus", ErrInvalidParams)
 		}
 		if o.SampleRate == 0 {
 			o.SampleRate = srcRate

@@ -34,6 +34,16 @@ func TestParamsValidate(t *testing.T) {
 		{"mp3 bitrate 8 at 44.1k", `{"output": {"format": "mp3", "sampleRate": 44100, "bitrate": 8}}`, []string{"output.bitrate"}},
 		{"mp3 bitrate 96 at 8k", `{"output": {"format": "mp3", "sampleRate": 8000, "bitrate": 96}}`, []string{"output.bitrate"}},
 		{"mp3 bitrate 320 at 24k", `{"output": {"format": "mp3", "sampleRate": 24000, "bitrate": 320}}`, []string{"output.bitrate"}},
+		{"valid opus", `{"output": {"format": "opus", "sampleRate": 48000, "bitrate": 24}}`, nil},
+		{"valid flac 44.1k", `{"output": {"format": "flac", "sampleRate": 44100}}`, nil},
+		{"valid ulaw", `{"output": {"format": "ulaw", "sampleRate": 8000}}`, nil},
+		{"valid alaw no rate", `{"volumeDbfs": -20, "output": {"format": "alaw"}}`, nil},
+		{"opus sampleRate 16000", `{"output": {"format": "opus", "sampleRate": 16000}}`, []string{"output.sampleRate"}},
+		{"opus bitrate 4", `{"output": {"format": "opus", "bitrate": 4}}`, []string{"output.bitrate"}},
+		{"ulaw sampleRate 16000", `{"output": {"format": "ulaw", "sampleRate": 16000}}`, []string{"output.sampleRate"}},
+		{"bitrate on alaw", `{"output": {"format": "alaw", "bitrate": 64}}`, []string{"output.bitrate"}},
+		{"bitrate on flac", `{"output": {"format": "flac", "bitrate": 64}}`, []string{"output.bitrate"}},
+		{"flac sampleRate 4000", `{"output": {"format": "flac", "sampleRate": 4000}}`, []string{"output.sampleRate"}},
 		{"several", `{"volumeDbfs": 3, "output": {"format": "wav", "sampleRate": -1, "bitrate": 96}}`,
 			[]string{"volumeDbfs", "output.sampleRate", "output.bitrate"}},
 	}
@@ -60,11 +70,11 @@ func TestParamsValidate(t *testing.T) {
 func TestValidationErrorMessages(t *testing.T) {
 	p := Params{Output: &OutputParams{Format: FormatWAV, Bitrate: ptr(96)}}
 	fe := p.Validate()
-	want := FieldError{Path: []string{"output", "bitrate"}, Message: "bitrate is only allowed with format mp3"}
+	want := FieldError{Path: []string{"output", "bitrate"}, Message: "bitrate is only allowed with format mp3 or opus"}
 	if len(fe) != 1 || !slices.Equal(fe[0].Path, want.Path) || fe[0].Message != want.Message {
 		t.Fatalf("got %+v, want %+v", fe, want)
 	}
-	_, _, err := Process([]byte{0, 0}, "audio/pcm;rate=8000", p)
+	_, _, err := Process([]byte{0, 0}, "audio/pcm;rate=8000", p, Limits{})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidParams) || len(ve.Fields) != 1 {
 		t.Errorf("Process error %v, want a *ValidationError matching ErrInvalidParams", err)

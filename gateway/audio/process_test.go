@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // TestProcess runs real eSpeak WAV output through Process with the
@@ -36,7 +37,7 @@ func TestProcess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, mt, err := Process(wav, "audio/wav", tt.p)
+			out, mt, err := Process(wav, "audio/wav", tt.p, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +68,7 @@ func TestProcess(t *testing.T) {
 
 func TestProcessPassThrough(t *testing.T) {
 	pcm := []byte{1, 2, 3, 4}
-	out, mt, err := Process(pcm, "audio/pcm;rate=24000", Params{})
+	out, mt, err := Process(pcm, "audio/pcm;rate=24000", Params{}, Limits{})
 	if err != nil || &out[0] != &pcm[0] || mt != "audio/pcm;rate=24000" {
 		t.Errorf("no params: got %v %q %v, want the input untouched", out, mt, err)
 	}
@@ -88,7 +89,7 @@ func TestProcessPassThrough(t *testing.T) {
 		{"to wav", &OutputParams{Format: FormatWAV}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, mt, err := Process(mp3Data, "audio/mp3", Params{Output: tt.out})
+			out, mt, err := Process(mp3Data, "audio/mp3", Params{Output: tt.out}, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,8 +115,56 @@ func TestProcessErrors(t *testing.T) {
 		{"corrupt input", []byte("RIFF...."), "audio/wav", Params{VolumeDbfs: ptr(-20.0)}, ErrCorrupt},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := Process(tt.data, tt.mediaType, tt.p); !errors.Is(err, tt.want) {
+			if _, _, err := Process(tt.data, tt.mediaType, tt.p, Limits{}); !errors.Is(err, tt.want) {
 				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestEncodeInPlaceMatchesEncode checks that encoding a leveled clip in
+// its own memory gives the bytes the ordinary encoder gives.
+func TestEncodeInPlaceMatchesEncode(t *testing.T) {
+	c := speechClip(t, 1.5)
+	Normalize(c, -16)
+	for _, format := range []string{FormatWAV, FormatPCM} {
+		want, wantType, err := Encode(c, Output{Format: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]float32, inPlaceSlack+len(c.Samples))
+		copy(buf[inPlaceSlack:], c.Samples)
+		got, gotType, err := encodeS16InPlace(buf, Output{Format: format, SampleRate: c.Rate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotType != wantType || !bytes.Equal(got, want) {
+			t.Errorf("%s: in place %d bytes %q, encoder %d bytes %q (equal: %v)", format, len(got), gotType, len(want), wantType, bytes.Equal(got, want))
+		}
+	}
+}
+
+// TestProcessLimits checks that an answer over the limits is refused with
+// ErrOutputTooLarge, by duration and by size, and that one within them
+// is not.
+func TestProcessLimits(t *testing.T) {
+	pcm := make([]byte, 2*16000*10) // 10 s at 16 kHz
+	slow := Params{Stretch: 0.5, Output: &OutputParams{Format: FormatWAV, SampleRate: ptr(48000)}}
+	for _, tt := range []struct {
+		name string
+		p    Params
+		lim  Limits
+		fail bool
+	}{
+		{"within both", slow, Limits{MaxDuration: 20 * time.Second, MaxBytes: 2 << 20}, false},
+		{"too long", slow, Limits{MaxDuration: 19 * time.Second}, true},
+		{"too large as WAV", slow, Limits{MaxBytes: 1 << 20}, true},
+		{"mp3 is smaller", Params{Stretch: 0.5, Output: &OutputParams{Format: FormatMP3}}, Limits{MaxBytes: 1 << 20}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Process(pcm, "audio/pcm;rate=16000", tt.p, tt.lim)
+			if got := errors.Is(err, ErrOutputTooLarge); got != tt.fail {
+				t.Errorf("err = %v, want output too large: %v", err, tt.fail)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package audio
 
 import (
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -91,8 +92,17 @@ func Stretch(c *Clip, speed float64) (*Clip, error) {
 	if speed == 1 {
 		return c, nil
 	}
-	m := int(math.Round(float64(len(c.Samples)) / speed))
-	return &Clip{Rate: c.Rate, Samples: newStretcher(c.Rate).run(c.Samples, m)}, nil
+	m := stretchedLen(len(c.Samples), speed)
+	out := make([]float32, m)
+	if _, err := readFull(newStretchReader(clipSource{c}, m), out); err != nil {
+		return nil, err
+	}
+	return &Clip{Rate: c.Rate, Samples: out}, nil
+}
+
+// stretchedLen is the length Stretch gives a clip of n samples.
+func stretchedLen(n int, speed float64) int {
+	return int(math.Round(float64(n) / speed))
 }
 
 // stretcher holds the sizes of one Stretch call, in samples, its window
@@ -129,10 +139,18 @@ func newStretcher(rate int) *stretcher {
 // with) should match the moving frame's half frame at s+δ.
 type join struct{ t, s int }
 
-// run stretches x to exactly m samples. Hot path.
+// stretchBlock is how many frames the streaming stretcher lays out from
+// one window of input: enough that the window's margins (a frame and a
+// search range at each side) are a small part of it, few enough that the
+// window stays under a megabyte at any speed and rate.
+const stretchBlock = 64
+
+// stretchReader is WSOLA (see Stretch) as a chain stage: it reads its
+// input from a source a window at a time and hands out finished output,
+// so neither the input nor the output is ever held whole.
 //
 // Frame k (k = 0..K) is centred at output sample c_k = round(k·m/K) and
-// anchored at input sample a_k = round(k·len(x)/K), so the anchors map the
+// anchored at input sample a_k = round(k·l/K), so the anchors map the
 // whole output onto the whole input; K is chosen so that no hop exceeds
 // half a frame. The first frame is centred on the input's first sample and
 // the last on its end, which keeps head and tail. Every other frame is read
@@ -144,59 +162,164 @@ type join struct{ t, s int }
 // Only the first and last frames reach past the clip's ends, by the half
 // that lies outside the output too, so a frame adds only the samples it
 // has input for; that matters only for a clip shorter than a frame.
-func (s *stretcher) run(x []float32, m int) []float32 {
-	out := make([]float32, m)
-	l := len(x)
-	if m == 0 || l == 0 {
-		return out
+//
+// Frames are laid out stretchBlock at a time. A block's input window
+// covers its frames' anchors with a margin of a frame, a search range and
+// the coarse filter's reach at each side, read from the source with
+// silence beyond the input's ends; an output sample is final once the
+// next frame starts after it.
+type stretchReader struct {
+	s      *stretcher
+	src    source
+	l, m   int // input and output lengths
+	k1     int // K, the index of the last frame
+	k      int // the next frame to lay out
+	prevC  int // the last frame's output centre
+	prevP  int // and its input centre
+	xp     []float32
+	co     coarse
+	joins  []join
+	out    []float32 // output samples [olo, olo+len(out)) being added up
+	wsum   []float32 // the window sum of each
+	olo    int
+	ready  []float32 // finished samples not yet read
+	rpos   int
+	filled int // output samples finished so far
+}
+
+func newStretchReader(src source, m int) *stretchReader {
+	r := &stretchReader{s: newStretcher(src.rate()), src: src, l: src.frames(), m: m}
+	if m > 0 {
+		r.k1 = (m + r.s.half - 1) / r.s.half
 	}
-	// Zero margins let every frame and search read without bounds tests.
-	pad := s.n + 2*s.dec
-	xp := make([]float32, l+2*pad)
-	copy(xp[pad:], x)
+	return r
+}
+
+// at returns round(k·total/K).
+func (r *stretchReader) at(k, total int) int {
+	return int((int64(k)*int64(total) + int64(r.k1/2)) / int64(r.k1))
+}
+
+func (r *stretchReader) read(dst []float32) (int, error) {
+	n := 0
+	for n < len(dst) {
+		if r.rpos == len(r.ready) {
+			if r.filled == r.m {
+				return n, io.EOF
+			}
+			r.block()
+			continue
+		}
+		k := copy(dst[n:], r.ready[r.rpos:])
+		r.rpos += k
+		n += k
+	}
+	return n, nil
+}
+
+// block lays out the next stretchBlock frames and moves the output they
+// finish to ready. Hot path.
+func (r *stretchReader) block() {
+	s, l, m := r.s, r.l, r.m
+	if l == 0 { // no input: the output is silence
+		r.ready = growZero(r.ready, min(m-r.filled, 1<<14))
+		r.rpos, r.filled = 0, r.filled+len(r.ready)
+		return
+	}
+	k0, kEnd := r.k, min(r.k1, r.k+stretchBlock-1)
+	margin := s.n + s.seek + 2*s.dec + 2
+	lo, hi := r.at(max(k0-1, 0), l)-margin, r.at(kEnd, l)+margin
+	if kEnd >= r.k1-1 {
+		hi = max(hi, l+margin) // the last moving frame also matches the end
+	}
+	r.xp = growZero(r.xp, hi-lo)
+	r.src.at(r.xp, lo)
+	xp, pad := r.xp, -lo // input sample i is xp[pad+i]
 	var co *coarse
 	if s.dec > 1 {
-		co = newCoarse(xp, s.dec)
+		r.co.reset(xp, s.dec)
+		co = &r.co
 	}
-	wsum := make([]float32, m)
-	k1 := (m + s.half - 1) / s.half // K
-	at := func(k, total int) int { return int((int64(k)*int64(total) + int64(k1/2)) / int64(k1)) }
-	var prevC, prevP int
-	for k := 0; k <= k1; k++ {
-		c, a := at(k, m), at(k, l)
+	outHi := min(r.at(kEnd, m)+s.half, m)
+	if need := outHi - r.olo; need > len(r.out) {
+		r.out = growKeep(r.out, need)
+		r.wsum = growKeep(r.wsum, need)
+	}
+	out, wsum := r.out, r.wsum
+	for k := k0; k <= kEnd; k++ {
+		c, a := r.at(k, m), r.at(k, l)
 		p := a
-		if k > 0 && k < k1 {
-			lo, hi := s.moves(a, l)
-			p += lo
-			if lo < hi {
-				joins := []join{{t: pad + prevP + c - prevC - s.half, s: pad + a - s.half}}
-				if k == k1-1 {
-					last := pad + l - (at(k1, m) - c)
+		if k > 0 && k < r.k1 {
+			mlo, mhi := s.moves(a, l)
+			p += mlo
+			if mlo < mhi {
+				joins := append(r.joins[:0], join{t: pad + r.prevP + c - r.prevC - s.half, s: pad + a - s.half})
+				if k == r.k1-1 {
+					last := pad + l - (r.at(r.k1, m) - c)
 					joins = append(joins, join{t: last, s: pad + a})
 				}
-				p = a + s.match(xp, co, joins, lo, hi)
+				r.joins = joins
+				p = a + s.match(xp, co, joins, mlo, mhi)
 			}
 		}
 		// Overlap-add frame k: window sample j is input p-half+j and lands
 		// on output c-half+j.
 		o, src := c-s.half, p-s.half
-		lo, hi := max(0, -o, -src), min(s.n, m-o, l-src)
+		jlo, jhi := max(0, -o, -src), min(s.n, m-o, l-src)
 		in := xp[pad+src : pad+src+s.n]
-		for j := lo; j < hi; j++ {
+		ob := o - r.olo
+		for j := jlo; j < jhi; j++ {
 			w := s.win[j]
-			out[o+j] += w * in[j]
-			wsum[o+j] += w
+			out[ob+j] += w * in[j]
+			wsum[ob+j] += w
 		}
-		prevC, prevP = c, p
+		r.prevC, r.prevP = c, p
 	}
-	for i, w := range wsum {
+	r.k = kEnd + 1
+	final := m
+	if r.k <= r.k1 {
+		final = max(r.at(r.k, m)-s.half, r.olo)
+	}
+	done := final - r.olo
+	r.ready = growZero(r.ready, done)
+	for i, w := range wsum[:done] {
 		// w is 0 only in a clip shorter than a frame slowed down, where no
 		// frame has input for the middle of the output: that stays silent.
 		if w > 0 {
-			out[i] /= w
+			r.ready[i] = out[i] / w
 		}
 	}
-	return out
+	r.rpos, r.filled = 0, final
+	// Keep the unfinished tail at the front for the next block.
+	kept := copy(out, out[done:])
+	copy(wsum, wsum[done:])
+	clear(out[kept:])
+	clear(wsum[kept:])
+	r.olo = final
+}
+
+// growZero returns b resized to n zeroed samples, reusing its memory.
+func growZero(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// growKeep returns b extended to n samples, its contents kept and the new
+// ones zero.
+func growKeep(b []float32, n int) []float32 {
+	if cap(b) >= n {
+		old := len(b)
+		b = b[:n]
+		clear(b[old:])
+		return b
+	}
+	nb := make([]float32, n, n+n/2)
+	copy(nb, b)
+	return nb
 }
 
 // moves returns the range [lo, hi] of δ for a frame anchored at input
@@ -292,9 +415,14 @@ type coarse struct {
 	ph          []float32
 }
 
-func newCoarse(xp []float32, dec int) *coarse {
+// reset fills co from xp, reusing its memory.
+func (co *coarse) reset(xp []float32, dec int) {
 	stride := (len(xp) + dec - 1) / dec
-	co := &coarse{dec: dec, stride: stride, ph: make([]float32, dec*stride)}
+	co.dec, co.stride = dec, stride
+	if cap(co.ph) < dec*stride {
+		co.ph = make([]float32, dec*stride)
+	}
+	co.ph = co.ph[:dec*stride]
 	var sum float64 // of xp[i-dec : i+dec], a symmetric box, so no delay
 	for _, v := range xp[:min(dec-1, len(xp))] {
 		sum += float64(v)
@@ -308,7 +436,6 @@ func newCoarse(xp []float32, dec int) *coarse {
 		}
 		co.ph[(i%dec)*stride+i/dec] = float32(sum)
 	}
-	return co
 }
 
 // run returns the n samples taken every dec-th sample from xp index i.

@@ -212,29 +212,23 @@ func floatFrames(out []float32, pcm []byte, f wavFormat) {
 	}
 }
 
-// encodeWAV writes the clip as a canonical 44-byte-header RIFF/WAVE file
-// of 16-bit PCM mono.
-func encodeWAV(c *Clip) ([]byte, error) {
-	dataLen := 2 * len(c.Samples)
-	if dataLen > math.MaxUint32-wavHeaderLen {
-		return nil, fmt.Errorf("%w: clip of %d samples is too long for WAV", ErrInvalidParams, len(c.Samples))
-	}
-	b := make([]byte, wavHeaderLen+dataLen)
+// putWAVHeader writes the canonical 44-byte header of n samples of
+// 16-bit PCM mono at rate Hz to b[:44].
+func putWAVHeader(b []byte, rate, n int) {
+	dataLen := 2 * n
 	copy(b[0:4], "RIFF")
 	binary.LittleEndian.PutUint32(b[4:8], uint32(wavHeaderLen-8+dataLen))
 	copy(b[8:12], "WAVE")
 	copy(b[12:16], "fmt ")
 	binary.LittleEndian.PutUint32(b[16:20], 16)
 	binary.LittleEndian.PutUint16(b[20:22], wavePCM)
-	binary.LittleEndian.PutUint16(b[22:24], 1)                // channels
-	binary.LittleEndian.PutUint32(b[24:28], uint32(c.Rate))   // sample rate
-	binary.LittleEndian.PutUint32(b[28:32], uint32(2*c.Rate)) // byte rate
-	binary.LittleEndian.PutUint16(b[32:34], 2)                // block align
-	binary.LittleEndian.PutUint16(b[34:36], 16)               // bits per sample
+	binary.LittleEndian.PutUint16(b[22:24], 1)              // channels
+	binary.LittleEndian.PutUint32(b[24:28], uint32(rate))   // sample rate
+	binary.LittleEndian.PutUint32(b[28:32], uint32(2*rate)) // byte rate
+	binary.LittleEndian.PutUint16(b[32:34], 2)              // block align
+	binary.LittleEndian.PutUint16(b[34:36], 16)             // bits per sample
 	copy(b[36:40], "data")
 	binary.LittleEndian.PutUint32(b[40:44], uint32(dataLen))
-	putS16LE(b[wavHeaderLen:], c.Samples)
-	return b, nil
 }
 
 // putS16LE quantises samples to 16-bit little-endian PCM in dst, rounding
@@ -250,21 +244,25 @@ func putS16LE(dst []byte, samples []float32) {
 	}
 	_ = dst[2*len(samples)-1] // one bounds check for the loop
 	for i, x := range samples {
-		v := x * 32768
-		if v >= 0 {
-			v += 0.5
-		} else {
-			v -= 0.5
-		}
-		var s int16
-		switch {
-		case v >= 32767:
-			s = 32767
-		case v <= -32768:
-			s = -32768
-		default:
-			s = int16(v) // truncation toward zero after ±0.5 = round half away
-		}
-		binary.LittleEndian.PutUint16(dst[2*i:], uint16(s))
+		binary.LittleEndian.PutUint16(dst[2*i:], uint16(s16(x)))
 	}
+}
+
+// s16 quantises a sample to 16 bits, rounding to nearest and saturating
+// at full scale: the one quantiser of every 16-bit output (WAV, PCM, FLAC,
+// and G.711 before companding).
+func s16(x float32) int16 {
+	v := x * 32768
+	if v >= 0 {
+		v += 0.5
+	} else {
+		v -= 0.5
+	}
+	switch {
+	case v >= 32767:
+		return 32767
+	case v <= -32768:
+		return -32768
+	}
+	return int16(v) // truncation toward zero after ±0.5 = round half away
 }

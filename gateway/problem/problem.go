@@ -39,6 +39,12 @@ const (
 	UnknownProvider         Code = "unknown_provider"
 	UnknownModel            Code = "unknown_model"
 	TextTooLong             Code = "text_too_long"
+	// OutputTooLarge says whole-clip processing would produce a longer or
+	// larger answer than limits.max_output_seconds / max_output_bytes.
+	OutputTooLarge Code = "output_too_large"
+	// OutputFormatUnsupported names a known audio format this gateway
+	// cannot produce (AAC); the detail lists the formats it can.
+	OutputFormatUnsupported Code = "output_format_unsupported"
 	NoCredentials           Code = "provider_credentials_missing"
 	ProviderRejected        Code = "provider_rejected_request"
 	// ModerationBlocked is the code of the moderation envelope; it appears
@@ -95,6 +101,8 @@ var table = map[Code]meta{
 	UnknownProvider:         {422, "Unknown provider"},
 	UnknownModel:            {422, "Unknown model"},
 	TextTooLong:             {422, "Text too long"},
+	OutputTooLarge:          {422, "Output too large"},
+	OutputFormatUnsupported: {422, "Output format not supported"},
 	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},
 	ModerationBlocked:       {422, "Blocked by content moderation"},

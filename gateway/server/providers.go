@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
@@ -41,7 +42,7 @@ type capabilities struct {
 
 // gatewayFormats are the output formats every model offers through the
 // gateway, which converts whole clips itself.
-var gatewayFormats = []string{sdk.FormatWAV, sdk.FormatPCM, sdk.FormatMP3}
+var gatewayFormats = audio.OutputFormats()
 
 func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {

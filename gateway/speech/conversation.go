@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -117,6 +118,9 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	}
 	fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
 	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	if err := unavailableOutput(r.Output); err != nil {
+		return nil, err
+	}
 	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
@@ -231,6 +235,13 @@ func (s *Service) prepareConversation(ctx context.Context, org string, r *Conver
 // first failed turn cancels the others and fails the request; with split
 // the request fails only when no turn rendered.
 func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest, jobs []*Job, timestamps bool) (*ConversationResult, error) {
+	// A conversation is whole-clip work from its first turn to its
+	// encoding: one of the organization's turns covers all of it.
+	done, err := s.slots.acquire(ctx, jobs[0].Org)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	turns := make([]*TurnResult, len(jobs))
@@ -281,6 +292,9 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	if r.GapMs != nil {
 		gap = *r.GapMs
 	}
+	if err := s.limits.Output.Check(joinedLen(clips, out, gap), out); err != nil {
+		return res, processError(err, "", jobs[0])
+	}
 	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: &vol})
 	if err != nil {
 		return res, fmt.Errorf("join turns: %w", err)
@@ -310,14 +324,16 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	return res, nil
 }
 
-// renderTurn moderates and synthesizes one turn and decodes its audio.
+// renderTurn moderates and synthesizes one turn and decodes its audio,
+// time-stretched when the turn's speed needs it. The turn's clip is only
+// decoded, never encoded: the conversation encodes once.
 func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 	start := time.Now()
 	defer func() { tr.Latency = time.Since(start) }()
 	if err := s.moderate(ctx, tr.Job); err != nil {
 		return err
 	}
-	res, err := s.synthesize(ctx, tr.Job)
+	res, err := s.fetch(ctx, tr.Job, true)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			// Stopped because another turn failed (or the client left),
@@ -327,11 +343,31 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 		return err
 	}
 	clip, err := audio.Decode(res.Audio, res.MediaType)
+	res.Release()
+	res.Audio = nil
 	if err != nil {
 		return fmt.Errorf("decode %s audio of turn %d: %w", res.MediaType, tr.Index, err)
 	}
+	if sp := tr.Job.Params.Stretch; sp != 0 && sp != 1 {
+		if clip, err = audio.Stretch(clip, sp); err != nil {
+			return fmt.Errorf("turn %d: %w", tr.Index, err)
+		}
+	}
 	tr.Result, tr.Clip = res, clip
 	return nil
+}
+
+// joinedLen is the length in samples of the conversation's joined clip at
+// out's rate.
+func joinedLen(clips []*audio.Clip, out audio.Output, gapMs int) int {
+	n := 0
+	for i, c := range clips {
+		n += int(math.Round(float64(len(c.Samples)) * float64(out.SampleRate) / float64(c.Rate)))
+		if i > 0 {
+			n += int(math.Round(float64(gapMs) / 1000 * float64(out.SampleRate)))
+		}
+	}
+	return n
 }
 
 // convOutput picks the conversation's encoding: the request's output, else

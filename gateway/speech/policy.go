@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/audio"
 )
 
 // The typed runtime views of the configuration the speech service uses,
@@ -19,6 +20,13 @@ type Limits struct {
 	MaxConversationChars int
 	// ConversationConcurrency is how many turns render at once.
 	ConversationConcurrency int
+	// Output bounds the answer of whole-clip processing.
+	Output audio.Limits
+	// WholeClipConcurrency is how many requests with whole-clip processing
+	// of one organization run at once; WholeClipWait how long one more
+	// waits for a turn before it is refused.
+	WholeClipConcurrency int
+	WholeClipWait        time.Duration
 }
 
 // LimitsFrom builds Limits from the config.
@@ -28,6 +36,12 @@ func LimitsFrom(cfg *config.Config) Limits {
 		MaxTurns:                cfg.Limits.MaxTurns,
 		MaxConversationChars:    cfg.Limits.MaxConversationChars,
 		ConversationConcurrency: cfg.Limits.ConversationConcurrency,
+		Output: audio.Limits{
+			MaxDuration: time.Duration(cfg.Limits.MaxOutputSeconds) * time.Second,
+			MaxBytes:    cfg.Limits.MaxOutputBytes,
+		},
+		WholeClipConcurrency: cfg.Limits.WholeClipConcurrency,
+		WholeClipWait:        time.Duration(cfg.Limits.WholeClipWait),
 	}
 }
 

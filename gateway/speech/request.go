@@ -67,6 +67,9 @@ func (r *Request) Validate(ep Delivery) error {
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream, Detail: bad[0].Message, Validation: bad}
 		}
 	}
+	if err := unavailableOutput(r.Output); err != nil {
+		return err
+	}
 	hasSaved := r.VoiceID != ""
 	hasInline := r.Model != "" || r.Voice != ""
 	if hasSaved && hasInline {
@@ -124,4 +127,20 @@ func validateOptions(raw json.RawMessage, path ...string) []problem.FieldError {
 		return []problem.FieldError{problem.Field("must be an object", path...)}
 	}
 	return nil
+}
+
+// unavailableOutput refuses, with 422, an output format that is real audio
+// but that this gateway cannot produce (AAC), naming the formats it can;
+// an unknown name stays a validation error (a typo).
+func unavailableOutput(o *audio.OutputParams) error {
+	if o == nil {
+		return nil
+	}
+	reason, ok := audio.Unavailable(o.Format)
+	if !ok {
+		return nil
+	}
+	msg := fmt.Sprintf("format %q is not supported: use one of %s", o.Format, strings.Join(audio.OutputFormats(), ", "))
+	return &problem.Error{Code: problem.OutputFormatUnsupported, Detail: msg + " (" + reason + ")",
+		Validation: []problem.FieldError{problem.Field(msg, "output", "format")}}
 }

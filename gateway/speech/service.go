@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +47,7 @@ type Store interface {
 // Service runs speech requests.
 type Service struct {
 	limits   Limits
+	slots    *clipSlots
 	cat      *Catalog
 	store    Store
 	creds    *credentials.Resolver
@@ -72,7 +74,7 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
+	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
 }
 
 // Catalog returns the provider catalog.
@@ -311,13 +313,75 @@ func decodableFormat(m *sdk.Model) string {
 	return ""
 }
 
+// processParams returns the whole-clip parameters to process j's clip
+// with. A request that names no output gets the format it would have got
+// without processing: the model's default (its first OutputFormats entry),
+// not the format the gateway asks the provider for so that it decodes
+// cheaply (decodableFormat). Otherwise adding speed or volumeDbfs would
+// turn a WAV or MP3 answer into headerless PCM. A default the gateway
+// cannot encode (a provider-specific format) becomes WAV, which every
+// player reads.
+func processParams(j *Job) audio.Params {
+	p := j.Params
+	if p.Output != nil {
+		return p
+	}
+	format := audio.FormatWAV
+	if len(j.Model.OutputFormats) > 0 && audio.Encodes(j.Model.OutputFormats[0]) {
+		format = j.Model.OutputFormats[0]
+	}
+	p.Output = &audio.OutputParams{Format: format}
+	return p
+}
+
 // synthesize renders the job's whole clip, applies whole-clip processing
-// and maps timestamps back through pronunciations.
+// and maps timestamps back through pronunciations. A job with whole-clip
+// processing first waits for one of its organization's whole-clip turns
+// (see clipSlots), so that it holds no provider audio while it waits.
 func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
-	req := j.request()
-	req.Timestamps = j.Delivery == DeliverTimestamps
 	process := audio.NeedsProcessing(j.Params)
 	if process {
+		done, err := s.slots.acquire(ctx, j.Org)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	}
+	res, err := s.fetch(ctx, j, process)
+	if err != nil || !process {
+		return res, err
+	}
+	// Process owns the provider's bytes from here: the result lets go of
+	// them so that the collector may take them once they are decoded.
+	data, mediaType := res.Audio, res.MediaType
+	res.Audio = nil
+	out, mt, err := audio.Process(data, mediaType, processParams(j), s.limits.Output)
+	res.Release() // the provider's clip is done with either way
+	if err != nil {
+		return nil, processError(err, mediaType, j)
+	}
+	res.Audio, res.MediaType = out, mt
+	return res, nil
+}
+
+// processError maps whole-clip processing's failures: an answer over the
+// output limits is the caller's to change (422); anything else is the
+// gateway's or the provider's audio's.
+func processError(err error, mediaType string, j *Job) error {
+	if errors.Is(err, audio.ErrOutputTooLarge) {
+		return &problem.Error{Code: problem.OutputTooLarge, Detail: strings.TrimPrefix(err.Error(), audio.ErrOutputTooLarge.Error()+": "), Err: err}
+	}
+	return fmt.Errorf("process %s audio from %s: %w", mediaType, j.Provider.ID, err)
+}
+
+// fetch renders the job's whole clip through the provider, asking for a
+// format the gateway decodes cheaply when decode is set, and returns it
+// with its timestamps on the clip's final timeline: divided by a
+// time-stretch's speed, and mapped back through pronunciations.
+func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, error) {
+	req := j.request()
+	req.Timestamps = j.Delivery == DeliverTimestamps
+	if decode {
 		req.Format = decodableFormat(j.Model)
 	}
 	var (
@@ -349,14 +413,6 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 		if !ok {
 			res.Warnings = append(res.Warnings, "the provider's words did not line up with the pronunciation rules; timestamps are for the substituted text")
 		}
-	}
-	if process {
-		data, mt, err := audio.Process(resp.Audio, resp.MediaType, j.Params)
-		res.Release() // the provider's clip is done with either way
-		if err != nil {
-			return nil, fmt.Errorf("process %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
-		}
-		res.Audio, res.MediaType = data, mt
 	}
 	if res.Timestamps == nil && req.Timestamps {
 		res.Timestamps = []sdk.WordTimestamp{}

@@ -22,7 +22,9 @@
 //
 // Settings (Configure): `call_log` names a file that gets one JSON line per
 // call (package calllog reads it), `max_text_chars` sets the models' limit
-// (default 1000), a non-empty `fail_configure` makes Configure fail.
+// (default 1000), `output_formats` their formats ("pcm,wav" by default; the
+// first is what a request naming none gets), a non-empty `fail_configure`
+// makes Configure fail.
 //
 // Started with VOXGATE_TESTPLUGIN_MODE=moderator it serves a Moderator
 // instead (see moderator.go).

@@ -103,15 +103,18 @@ type provider struct {
 
 	mu           sync.Mutex
 	maxTextChars int
+	formats      []string        // the models' OutputFormats, default first
 	clones       map[string]bool // voice ids made by Clone
 }
 
 func newProvider() *provider {
-	return &provider{maxTextChars: 1000, clones: map[string]bool{}}
+	return &provider{maxTextChars: 1000, formats: []string{sdk.FormatPCM, sdk.FormatWAV}, clones: map[string]bool{}}
 }
 
-// Configure reads `call_log` (path of the call log) and `max_text_chars`.
-// A non-empty `fail_configure` makes Configure fail with that message.
+// Configure reads `call_log` (path of the call log), `max_text_chars` and
+// `output_formats` ("wav,pcm": the models' formats, the first being what
+// a request that names none gets). A non-empty `fail_configure` makes
+// Configure fail with that message.
 func (p *provider) Configure(_ context.Context, settings map[string]string) error {
 	if msg := settings["fail_configure"]; msg != "" {
 		return sdk.Errorf(sdk.KindInternal, "%s", msg)
@@ -126,18 +129,29 @@ func (p *provider) Configure(_ context.Context, settings map[string]string) erro
 		p.maxTextChars = n
 		p.mu.Unlock()
 	}
+	if v := settings["output_formats"]; v != "" {
+		formats := strings.Split(v, ",")
+		for _, f := range formats {
+			if f != sdk.FormatPCM && f != sdk.FormatWAV {
+				return sdk.Errorf(sdk.KindInvalidRequest, "output_formats: %q is not pcm or wav", f)
+			}
+		}
+		p.mu.Lock()
+		p.formats = formats
+		p.mu.Unlock()
+	}
 	return nil
 }
 
 // Describe implements sdk.Provider.
 func (p *provider) Describe(context.Context) (*sdk.Description, error) {
 	p.mu.Lock()
-	limit := p.maxTextChars
+	limit, formats := p.maxTextChars, p.formats
 	p.mu.Unlock()
 	model := func(id, name string, c sdk.Capabilities) sdk.Model {
 		return sdk.Model{
 			ID: id, Name: name, Capabilities: c,
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV},
+			OutputFormats:    slices.Clone(formats),
 			SampleRates:      []int{8000, 16000, 24000, 48000},
 			NativeSampleRate: nativeRate,
 			MaxTextChars:     limit,
@@ -385,7 +399,9 @@ func (p *provider) plan(req *sdk.SynthesizeRequest, streaming bool) (plan, error
 	format := req.Format
 	switch format {
 	case "":
-		format = sdk.FormatPCM
+		p.mu.Lock()
+		format = p.formats[0]
+		p.mu.Unlock()
 	case sdk.FormatPCM, sdk.FormatWAV:
 	default:
 		return plan{}, sdk.Errorf(sdk.KindInvalidRequest, "unsupported format %q", req.Format)

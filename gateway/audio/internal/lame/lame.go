@@ -1,13 +1,15 @@
-// Package lame is a minimal cgo binding to libmp3lame for encoding a whole
-// mono float32 clip to constant-bitrate MP3 in one call.
+// Package lame is a minimal cgo binding to libmp3lame for encoding mono
+// float32 audio to constant-bitrate MP3, in one call (Encode) or a chunk
+// at a time (Encoder), with LAME's Xing/LAME tag frame filled in.
 //
 // Why our own binding and not github.com/viert/go-lame: that package is an
 // io.Writer over 16-bit byte buffers that allocates per Write, drops the
 // error of the final flush, relies on a finalizer to free the encoder, and
 // does not expose lame_get_lametag_frame, so its output starts with an empty
 // placeholder frame instead of the Xing/LAME tag that tells decoders the
-// encoder delay and padding. The gateway needs exactly one call per clip,
-// on float samples, with the tag filled in; that is a screenful of C.
+// encoder delay and padding. The gateway needs float input, chunks written
+// straight into its output buffer, and the tag filled in; that is a
+// screenful of C.
 //
 // Build needs libmp3lame-dev (lame/lame.h and libmp3lame.so); run time needs
 // libmp3lame0.
@@ -32,15 +34,14 @@ enum {
 	VOXGATE_LAME_ETAG = -1002,
 };
 
-// voxgate_lame_encode encodes n mono samples (full scale +-1.0) at rate Hz
-// as CBR MP3 of kbps, writes the stream to out and returns its length, or a
-// negative LAME or VOXGATE_LAME_* error code. The first frame of the stream
-// is the Xing/LAME "Info" tag frame with the encoder delay and padding.
-static int voxgate_lame_encode(const float *pcm, int n, int rate, int kbps,
-		int quality, unsigned char *out, int outsize, int *delay, int *padding) {
+// voxgate_lame_open makes an encoder of n mono samples (full scale +-1.0)
+// at rate Hz as CBR MP3 of kbps whose first frame is the Xing/LAME "Info"
+// tag frame, or returns NULL with *code set.
+static lame_t voxgate_lame_open(int n, int rate, int kbps, int quality, int *code) {
 	lame_t gf = lame_init();
 	if (gf == NULL) {
-		return VOXGATE_LAME_EINIT;
+		*code = VOXGATE_LAME_EINIT;
+		return NULL;
 	}
 	lame_set_errorf(gf, voxgate_lame_quiet);
 	lame_set_debugf(gf, voxgate_lame_quiet);
@@ -59,35 +60,11 @@ static int voxgate_lame_encode(const float *pcm, int n, int rate, int kbps,
 	if (lame_init_params(gf) < 0 || lame_get_out_samplerate(gf) != rate ||
 			lame_get_brate(gf) != kbps) {
 		lame_close(gf);
-		return VOXGATE_LAME_EPARAMS;
+		*code = VOXGATE_LAME_EPARAMS;
+		return NULL;
 	}
-	int total = 0;
-	if (n > 0) {
-		int w = lame_encode_buffer_ieee_float(gf, pcm, NULL, n, out, outsize);
-		if (w < 0) {
-			lame_close(gf);
-			return w;
-		}
-		total = w;
-	}
-	int w = lame_encode_flush(gf, out + total, outsize - total);
-	if (w < 0) {
-		lame_close(gf);
-		return w;
-	}
-	total += w;
-	// LAME put an empty frame first; overwrite it with the final tag.
-	size_t tag = lame_get_lametag_frame(gf, out, (size_t)total);
-	if (tag > (size_t)total) {
-		lame_close(gf);
-		return VOXGATE_LAME_ETAG;
-	}
-	*delay = lame_get_encoder_delay(gf);
-	*padding = lame_get_encoder_padding(gf);
-	lame_close(gf);
-	return total;
+	return gf;
 }
-
 */
 import "C"
 
@@ -115,45 +92,114 @@ type Result struct {
 // are an error (LAME itself would quietly substitute the nearest valid
 // ones). Safe for concurrent use: each call has its own encoder.
 func Encode(samples []float32, rate, kbps, q int) (Result, error) {
-	if len(samples) > 1<<30 {
-		return Result{}, fmt.Errorf("lame: clip of %d samples is too long", len(samples))
+	e, err := NewEncoder(len(samples), rate, kbps, q)
+	if err != nil {
+		return Result{}, err
 	}
-	if rate <= 0 || kbps <= 0 {
-		return Result{}, fmt.Errorf("lame: invalid rate %d Hz or bitrate %d kbps", rate, kbps)
+	defer e.Close()
+	out := make([]byte, 0, e.SizeHint())
+	if out, err = e.Encode(out, samples); err != nil {
+		return Result{}, err
 	}
-	// A CBR stream is bitrate*duration long, plus the tag frame, the
-	// encoder delay and padding (under 4000 samples) and a frame's slack.
-	// Sizing the buffer by that, rather than by lame.h's worst case of
-	// 1.25 bytes per sample, keeps a 60 s clip's buffer near its real size;
-	// if LAME still runs out of room we retry once with the worst case.
-	size := int(float64(kbps)*125*float64(len(samples)+4000)/float64(rate)) + 16384
-	res, code := encode(samples, rate, kbps, q, size)
-	if code == -1 {
-		res, code = encode(samples, rate, kbps, q, len(samples)+len(samples)/4+16384)
+	if out, err = e.Finish(out); err != nil {
+		return Result{}, err
 	}
-	if code < 0 {
-		return Result{}, fmt.Errorf("lame: encoding %d Hz at %d kbps failed: %s", rate, kbps, errorText(code))
-	}
-	return res, nil
+	return Result{Data: out[:len(out):len(out)], Delay: e.Delay(), Padding: e.Padding()}, nil
 }
 
-// encode makes one attempt with an output buffer of size bytes and returns
-// the negative error code of the C helper on failure.
-func encode(samples []float32, rate, kbps, q, size int) (Result, int) {
-	out := make([]byte, size)
-	var pcm *C.float
-	if len(samples) > 0 {
-		pcm = (*C.float)(unsafe.Pointer(&samples[0]))
+// Encoder encodes one clip of a known length given in chunks. Not safe for
+// concurrent use; Close frees its C memory.
+type Encoder struct {
+	gf         C.lame_t
+	n          int
+	rate, kbps int
+}
+
+// NewEncoder returns an encoder of a clip of n samples (LAME writes the
+// count into the tag) at rate Hz, kbps and quality q (see Encode).
+func NewEncoder(n, rate, kbps, q int) (*Encoder, error) {
+	if n > 1<<30 {
+		return nil, fmt.Errorf("lame: clip of %d samples is too long", n)
 	}
-	var delay, padding C.int
-	// Go memory passed to C for the duration of the call only, holding no
-	// Go pointers: allowed by the cgo pointer rules, and no copy needed.
-	n := int(C.voxgate_lame_encode(pcm, C.int(len(samples)), C.int(rate), C.int(kbps), C.int(q),
-		(*C.uchar)(unsafe.Pointer(&out[0])), C.int(size), &delay, &padding))
-	if n < 0 {
-		return Result{}, n
+	if rate <= 0 || kbps <= 0 {
+		return nil, fmt.Errorf("lame: invalid rate %d Hz or bitrate %d kbps", rate, kbps)
 	}
-	return Result{Data: out[:n:n], Delay: int(delay), Padding: int(padding)}, 0
+	var code C.int
+	gf := C.voxgate_lame_open(C.int(n), C.int(rate), C.int(kbps), C.int(q), &code)
+	if gf == nil {
+		return nil, fmt.Errorf("lame: encoding %d Hz at %d kbps failed: %s", rate, kbps, errorText(int(code)))
+	}
+	return &Encoder{gf: gf, n: n, rate: rate, kbps: kbps}, nil
+}
+
+// SizeHint is the stream's expected length in bytes: a CBR stream is
+// bitrate·duration long, plus the tag frame, the encoder delay and
+// padding (under 4000 samples) and a frame's slack.
+func (e *Encoder) SizeHint() int {
+	return int(float64(e.kbps)*125*float64(e.n+4000)/float64(e.rate)) + 8192
+}
+
+// room makes sure out has room for n more bytes.
+func room(out []byte, n int) []byte {
+	if cap(out)-len(out) >= n {
+		return out
+	}
+	return append(out[:len(out):len(out)], make([]byte, n)...)[:len(out)]
+}
+
+// Encode appends the MP3 frames of samples to out and returns it; it
+// grows out only if out lacks room for lame.h's worst case of the chunk
+// (1.25 bytes a sample plus 7200).
+func (e *Encoder) Encode(out []byte, samples []float32) ([]byte, error) {
+	for len(samples) > 0 {
+		chunk := samples[:min(len(samples), 1<<16)]
+		samples = samples[len(chunk):]
+		need := len(chunk) + len(chunk)/4 + 7200
+		out = room(out, need)
+		free := out[len(out):cap(out)]
+		// Go memory passed to C for the duration of the call only, holding
+		// no Go pointers: allowed by the cgo pointer rules, and no copy.
+		w := C.lame_encode_buffer_ieee_float(e.gf, (*C.float)(unsafe.Pointer(&chunk[0])), nil, C.int(len(chunk)),
+			(*C.uchar)(unsafe.Pointer(&free[0])), C.int(len(free)))
+		if w < 0 {
+			return out, fmt.Errorf("lame: encoding failed: %s", errorText(int(w)))
+		}
+		out = out[:len(out)+int(w)]
+	}
+	return out, nil
+}
+
+// Finish flushes the encoder into out and writes the final tag frame over
+// the placeholder LAME put first.
+func (e *Encoder) Finish(out []byte) ([]byte, error) {
+	out = room(out, 7200)
+	free := out[len(out):cap(out)]
+	w := C.lame_encode_flush(e.gf, (*C.uchar)(unsafe.Pointer(&free[0])), C.int(len(free)))
+	if w < 0 {
+		return out, fmt.Errorf("lame: flush failed: %s", errorText(int(w)))
+	}
+	out = out[:len(out)+int(w)]
+	if len(out) > 0 {
+		tag := C.lame_get_lametag_frame(e.gf, (*C.uchar)(unsafe.Pointer(&out[0])), C.size_t(len(out)))
+		if int(tag) > len(out) {
+			return out, fmt.Errorf("lame: %s", errorText(C.VOXGATE_LAME_ETAG))
+		}
+	}
+	return out, nil
+}
+
+// Delay is the number of samples of encoder delay at the start.
+func (e *Encoder) Delay() int { return int(C.lame_get_encoder_delay(e.gf)) }
+
+// Padding is the number of padding samples at the end (known after Finish).
+func (e *Encoder) Padding() int { return int(C.lame_get_encoder_padding(e.gf)) }
+
+// Close frees the encoder.
+func (e *Encoder) Close() {
+	if e.gf != nil {
+		C.lame_close(e.gf)
+		e.gf = nil
+	}
 }
 
 func errorText(code int) string {

@@ -1,0 +1,127 @@
+// Package opus is a minimal cgo binding to libopusenc, Xiph's reference
+// writer of Ogg Opus files (RFC 7845) on top of libopus, for encoding mono
+// float32 audio at 48 kHz a chunk at a time.
+//
+// Why libopusenc and not libopus with our own Ogg muxing: the Ogg Opus
+// file format (ID and comment headers, granule positions that carry the
+// pre-skip and the exact end trim, page flushing) is what libopusenc is
+// for, and it is maintained with libopus by the same project. Its pull
+// interface (ope_encoder_get_page) hands out finished pages, so no C
+// callback into Go is needed: the caller copies each page into its own
+// output buffer.
+//
+// Build needs libopusenc-dev and libopus-dev; run time needs libopusenc0 and
+// libopus0.
+package opus
+
+/*
+#cgo pkg-config: libopusenc
+#include <stdlib.h>
+#include <opus/opusenc.h>
+
+// voxgate_ope_open makes a pull encoder of mono audio at 48 kHz, tuned for
+// speech at kbps, or returns NULL with *err set.
+static OggOpusEnc *voxgate_ope_open(int kbps, int *err) {
+	OggOpusComments *c = ope_comments_create();
+	if (c == NULL) {
+		*err = OPE_ALLOC_FAIL;
+		return NULL;
+	}
+	OggOpusEnc *enc = ope_encoder_create_pull(c, 48000, 1, 0, err);
+	ope_comments_destroy(c); // the encoder keeps its own copy
+	if (enc == NULL) {
+		return NULL;
+	}
+	int e = ope_encoder_ctl(enc, OPUS_SET_BITRATE(kbps * 1000));
+	if (e == OPE_OK) {
+		e = ope_encoder_ctl(enc, OPUS_SET_SIGNAL(OPUS_SIGNAL_VOICE));
+	}
+	if (e != OPE_OK) {
+		ope_encoder_destroy(enc);
+		*err = e;
+		return NULL;
+	}
+	return enc;
+}
+
+// voxgate_ope_page returns the next finished page (flushing a partial one
+// when flush is set) in *page and its length, or 0 when there is none.
+static int voxgate_ope_page(OggOpusEnc *enc, unsigned char **page, int flush) {
+	opus_int32 len = 0;
+	if (!ope_encoder_get_page(enc, page, &len, flush)) {
+		return 0;
+	}
+	return len;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Rate is the sample rate Encoder takes and every Opus decoder produces.
+const Rate = 48000
+
+// Encoder writes one Ogg Opus stream. Not safe for concurrent use; Close
+// frees its C memory.
+type Encoder struct {
+	enc *C.OggOpusEnc
+}
+
+// NewEncoder returns an encoder of mono 48 kHz audio at kbps (6 to 510).
+func NewEncoder(kbps int) (*Encoder, error) {
+	if kbps < 6 || kbps > 510 {
+		return nil, fmt.Errorf("opus: bitrate %d kbps is outside 6 to 510", kbps)
+	}
+	var code C.int
+	enc := C.voxgate_ope_open(C.int(kbps), &code)
+	if enc == nil {
+		return nil, fmt.Errorf("opus: %s", C.GoString(C.ope_strerror(code)))
+	}
+	return &Encoder{enc: enc}, nil
+}
+
+// Encode encodes samples (full scale ±1.0) and appends the pages that are
+// finished to out.
+func (e *Encoder) Encode(out []byte, samples []float32) ([]byte, error) {
+	if len(samples) > 0 {
+		// Go memory passed to C for the duration of the call only; the
+		// encoder copies what it keeps.
+		if code := C.ope_encoder_write_float(e.enc, (*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples))); code != C.OPE_OK {
+			return out, fmt.Errorf("opus: %s", C.GoString(C.ope_strerror(code)))
+		}
+	}
+	return e.pages(out, 0), nil
+}
+
+// Finish ends the stream (the last page carries the exact end) and
+// appends what is left to out.
+func (e *Encoder) Finish(out []byte) ([]byte, error) {
+	if code := C.ope_encoder_drain(e.enc); code != C.OPE_OK {
+		return out, fmt.Errorf("opus: %s", C.GoString(C.ope_strerror(code)))
+	}
+	return e.pages(out, 1), nil
+}
+
+// pages appends every page the encoder has ready, copied out of its C
+// memory, which the next call reuses.
+func (e *Encoder) pages(out []byte, flush C.int) []byte {
+	for {
+		var page *C.uchar
+		n := int(C.voxgate_ope_page(e.enc, &page, flush))
+		if n <= 0 {
+			return out
+		}
+		out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(page)), n)...)
+	}
+}
+
+// Close frees the encoder.
+func (e *Encoder) Close() {
+	if e.enc != nil {
+		C.ope_encoder_destroy(e.enc)
+		e.enc = nil
+	}
+}
