@@ -178,8 +178,23 @@ func (s *server) stop(t *testing.T) {
 			t.Fatalf("gateway exited with %v", s.err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("gateway did not stop on SIGTERM")
+		// Stack dumps say where it hangs: SIGQUIT makes the Go runtime
+		// print every goroutine before it exits.
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("gateway did not stop on SIGTERM; its log:\n%s", tailString(s.logs.String(), 20000))
 	}
+}
+
+// tailString is the last n bytes of s.
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 func get(t *testing.T, addr, path, key string) (int, string) {

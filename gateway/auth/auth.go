@@ -17,6 +17,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,20 @@ var keyLen = len(KeyPrefix) + base64.RawURLEncoding.EncodedLen(32)
 type Principal struct {
 	OrgID string
 	KeyID string
+	// Scope is the key's scope; nil when the key has none (the common
+	// case, so unrestricted keys cost nothing more to check).
+	Scope *store.KeyScope
+}
+
+// Allows reports whether the principal's key may use provider's model.
+func (p Principal) Allows(provider, model string) bool {
+	if p.Scope == nil {
+		return true
+	}
+	if len(p.Scope.Providers) > 0 && !slices.Contains(p.Scope.Providers, provider) {
+		return false
+	}
+	return len(p.Scope.Models) == 0 || slices.Contains(p.Scope.Models, provider+"/"+model)
 }
 
 type entry struct {
@@ -100,7 +116,16 @@ func activeEntry(k *store.APIKey) (entry, bool) {
 	}
 	var h [sha256.Size]byte
 	copy(h[:], k.Hash)
-	return entry{hash: h, p: Principal{OrgID: k.OrgID, KeyID: k.ID}}, true
+	p := Principal{OrgID: k.OrgID, KeyID: k.ID}
+	if !scopeEmpty(&k.Scope) {
+		sc := k.Scope
+		p.Scope = &sc
+	}
+	return entry{hash: h, p: p}, true
+}
+
+func scopeEmpty(s *store.KeyScope) bool {
+	return s.ExpiresAt.IsZero() && len(s.Providers) == 0 && len(s.Models) == 0 && s.Budget == 0
 }
 
 func (a *Authenticator) add(k *store.APIKey) {
@@ -137,13 +162,21 @@ func (a *Authenticator) Authenticate(header []byte) (Principal, bool) {
 	if a.orgs != nil && !a.orgs(e.p.OrgID) {
 		return Principal{}, false
 	}
+	if e.p.Scope != nil && e.p.Scope.Expired(time.Now()) {
+		return Principal{}, false
+	}
 	return e.p, true
 }
 
 // Create makes a key for org, stores its hash and activates it. The
 // returned plaintext is shown once and never stored.
 func (a *Authenticator) Create(ctx context.Context, org, name string) (string, *store.APIKey, error) {
-	plain, k, err := CreateKey(ctx, a.st, org, name)
+	return a.CreateWith(ctx, org, name, store.KeyScope{})
+}
+
+// CreateWith is Create for a key with a scope.
+func (a *Authenticator) CreateWith(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
+	plain, k, err := CreateKeyWith(ctx, a.st, org, name, scope)
 	if err != nil {
 		return "", nil, err
 	}
@@ -171,6 +204,14 @@ func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, e
 // by the running gateway (through Authenticator.Create) and by the CLI when
 // no gateway holds the database.
 func CreateKey(ctx context.Context, st Keys, org, name string) (string, *store.APIKey, error) {
+	return CreateKeyWith(ctx, st, org, name, store.KeyScope{})
+}
+
+// CreateKeyWith is CreateKey for a key with a scope.
+func CreateKeyWith(ctx context.Context, st Keys, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
+	if err := ValidateScope(scope); err != nil {
+		return "", nil, err
+	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", nil, fmt.Errorf("generate key: %w", err)
@@ -184,9 +225,31 @@ func CreateKey(ctx context.Context, st Keys, org, name string) (string, *store.A
 		Prefix:    plain[:len(KeyPrefix)+6],
 		Hash:      sum[:],
 		CreatedAt: time.Now().UTC(),
+		Scope:     scope,
 	}
 	if err := st.CreateKey(ctx, k); err != nil {
 		return "", nil, fmt.Errorf("store key: %w", err)
 	}
 	return plain, k, nil
+}
+
+// BudgetPeriods are the periods a budget may count over.
+var BudgetPeriods = []string{"day", "month"}
+
+// ValidateScope checks a key scope before it is stored.
+func ValidateScope(s store.KeyScope) error {
+	switch {
+	case s.Budget < 0:
+		return fmt.Errorf("key budget must be 0 (none) or more credits, got %d", s.Budget)
+	case s.Budget > 0 && !slices.Contains(BudgetPeriods, s.BudgetPeriod):
+		return fmt.Errorf("key budget period must be day or month, got %q", s.BudgetPeriod)
+	case !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(time.Now()):
+		return fmt.Errorf("key expiry %s is not in the future", s.ExpiresAt.Format(time.RFC3339))
+	}
+	for _, m := range s.Models {
+		if p, mm, ok := strings.Cut(m, "/"); !ok || p == "" || mm == "" {
+			return fmt.Errorf("key model %q is not provider/model", m)
+		}
+	}
+	return nil
 }

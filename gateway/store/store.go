@@ -74,6 +74,30 @@ type APIKey struct {
 	CreatedAt time.Time
 	// RevokedAt is the revocation time, zero while the key is active.
 	RevokedAt time.Time
+	// Scope restricts what the key may do; the zero value restricts
+	// nothing.
+	Scope KeyScope
+}
+
+// KeyScope is what an API key may do beyond authenticating its
+// organization.
+type KeyScope struct {
+	// ExpiresAt ends the key's validity; zero means it never expires.
+	ExpiresAt time.Time
+	// Providers lists the provider ids the key may synthesize with, and
+	// Models the "provider/model" pairs; an empty list allows any.
+	Providers []string
+	Models    []string
+	// Budget caps the credits the key may spend per BudgetPeriod ("day" or
+	// "month", UTC); 0 means no cap of its own (the organization's still
+	// holds).
+	Budget       int64
+	BudgetPeriod string
+}
+
+// Expired reports whether the scope's expiry is at or before now.
+func (s *KeyScope) Expired(now time.Time) bool {
+	return !s.ExpiresAt.IsZero() && !now.Before(s.ExpiresAt)
 }
 
 // Active reports whether the key has not been revoked.

@@ -19,6 +19,9 @@ type keyRecord struct {
 	Hash      []byte    `json:"hash"`
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// Scope is written with its Go field names: a key written before
+	// scopes existed has none, and decodes to the zero scope.
+	Scope store.KeyScope `json:"scope,omitzero"`
 }
 
 type voiceRecord struct {

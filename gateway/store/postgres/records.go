@@ -39,11 +39,15 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 			n := nanos(k.RevokedAt)
 			revoked = &n
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, name, prefix, hash, created_ns, revoked_ns) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			k.ID, k.OrgID, k.Name, k.Prefix, k.Hash, nanos(k.CreatedAt), revoked); err != nil {
+		scope, err := encodeScope(k.Scope)
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", keyChannel, k.ID)
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, name, prefix, hash, created_ns, revoked_ns, scope) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			k.ID, k.OrgID, k.Name, k.Prefix, k.Hash, nanos(k.CreatedAt), revoked, scope); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", keyChannel, k.ID)
 		return err
 	})
 	if err != nil {
@@ -52,14 +56,48 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 	return nil
 }
 
-const keyColumns = "id, org_id, name, prefix, hash, created_ns, revoked_ns"
+const keyColumns = "id, org_id, name, prefix, hash, created_ns, revoked_ns, scope"
+
+// scopeRecord is store.KeyScope as stored in the scope column.
+type scopeRecord struct {
+	ExpiresNS    int64    `json:"expires_ns,omitempty"`
+	Providers    []string `json:"providers,omitempty"`
+	Models       []string `json:"models,omitempty"`
+	Budget       int64    `json:"budget,omitempty"`
+	BudgetPeriod string   `json:"budget_period,omitempty"`
+}
+
+func encodeScope(sc store.KeyScope) ([]byte, error) {
+	r := scopeRecord{Providers: sc.Providers, Models: sc.Models, Budget: sc.Budget, BudgetPeriod: sc.BudgetPeriod}
+	if !sc.ExpiresAt.IsZero() {
+		r.ExpiresNS = nanos(sc.ExpiresAt)
+	}
+	return json.Marshal(r)
+}
+
+func decodeScope(b []byte) (store.KeyScope, error) {
+	var r scopeRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return store.KeyScope{}, err
+	}
+	sc := store.KeyScope{Providers: r.Providers, Models: r.Models, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod}
+	if r.ExpiresNS != 0 {
+		sc.ExpiresAt = fromNanos(r.ExpiresNS)
+	}
+	return sc, nil
+}
 
 func scanKey(row pgx.Row) (*store.APIKey, error) {
 	var k store.APIKey
 	var created int64
 	var revoked *int64
-	if err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked); err != nil {
+	var scope []byte
+	if err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked, &scope); err != nil {
 		return nil, err
+	}
+	var err error
+	if k.Scope, err = decodeScope(scope); err != nil {
+		return nil, fmt.Errorf("key %s scope: %w", k.ID, err)
 	}
 	k.CreatedAt = fromNanos(created)
 	if revoked != nil {

@@ -637,6 +637,28 @@ func testKeys(t *testing.T, open Opener) {
 	if err != nil || len(all) != 2 || all[0].Active() || !all[1].Active() {
 		t.Errorf("AllKeys = %+v, %v", all, err)
 	}
+
+	// A key's scope comes back as it went in, by hash and in lists; a key
+	// without one has the zero scope.
+	scope := store.KeyScope{ExpiresAt: clk.Now().Add(48 * time.Hour), Providers: []string{"espeak", "openai"},
+		Models: []string{"openai/tts-1"}, Budget: 500, BudgetPeriod: "day"}
+	mustDo(t, s.CreateKey(ctx, &store.APIKey{ID: "k3", OrgID: "o3", Hash: []byte("hash-3"), Scope: scope}))
+	byHash, err := s.KeyByHash(ctx, []byte("hash-3"))
+	if err != nil || !sameScope(byHash.Scope, scope) {
+		t.Errorf("KeyByHash scope = %+v, %v; want %+v", byHash.Scope, err, scope)
+	}
+	listed, err := s.ListKeys(ctx, "o3")
+	if err != nil || len(listed) != 1 || !sameScope(listed[0].Scope, scope) {
+		t.Errorf("ListKeys scope = %+v, %v", listed, err)
+	}
+	if got, _ := s.KeyByHash(ctx, []byte("hash-2")); !sameScope(got.Scope, store.KeyScope{}) {
+		t.Errorf("a key created without a scope has %+v", got.Scope)
+	}
+}
+
+func sameScope(a, b store.KeyScope) bool {
+	return a.ExpiresAt.Equal(b.ExpiresAt) && equalStrings(a.Providers, b.Providers) && equalStrings(a.Models, b.Models) &&
+		a.Budget == b.Budget && a.BudgetPeriod == b.BudgetPeriod
 }
 
 func testSecrets(t *testing.T, open Opener) {
