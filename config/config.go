@@ -99,6 +99,10 @@ type Shared struct {
 	// asked: "allow" (the default: a limiter outage must not become a
 	// speech outage) or "deny" (429).
 	RateLimitOnError string `yaml:"rate_limit_on_error"`
+	// BudgetOnError says what a request gets when the shared budget
+	// counter cannot be asked: "deny" (the default: a budget that cannot
+	// be checked is not spent, 503 budget_unavailable) or "allow".
+	BudgetOnError string `yaml:"budget_on_error"`
 }
 
 // Storage drivers.
@@ -170,6 +174,14 @@ type Org struct {
 	// DevKey asks the gateway to create a key for this org at first start
 	// and print it once (for the offline default deployment).
 	DevKey bool `yaml:"dev_key"`
+	// Budget caps the credits the org spends per period (nil: none).
+	Budget *Budget `yaml:"budget"`
+}
+
+// Budget is a credit budget: Credits per Period ("day" or "month", UTC).
+type Budget struct {
+	Credits int64  `yaml:"credits"`
+	Period  string `yaml:"period"`
 }
 
 // OrgProvider holds one org's flags for one provider.
@@ -572,6 +584,11 @@ func (c *Config) Validate() error {
 	default:
 		bad("shared.rate_limit_on_error", "must be allow or deny, got %q", c.Shared.RateLimitOnError)
 	}
+	switch c.Shared.BudgetOnError {
+	case "", "allow", "deny":
+	default:
+		bad("shared.budget_on_error", "must be allow or deny, got %q", c.Shared.BudgetOnError)
+	}
 	if u := c.Shared.RedisURL.Value(); u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
 		bad("shared.redis_url", "must be a redis:// or rediss:// URL")
 	}
@@ -687,6 +704,14 @@ func (c *Config) Validate() error {
 		}
 		if o.ReadRateLimit < 0 {
 			bad(key+".read_rate_limit", "must not be negative")
+		}
+		if b := o.Budget; b != nil {
+			if b.Credits < 1 {
+				bad(key+".budget.credits", "must be at least 1, got %d", b.Credits)
+			}
+			if b.Period != "day" && b.Period != "month" {
+				bad(key+".budget.period", "must be day or month, got %q", b.Period)
+			}
 		}
 	}
 	return errors.Join(errs...)

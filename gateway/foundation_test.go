@@ -26,7 +26,7 @@ providers:
 func TestAuthRejections(t *testing.T) {
 	tg := startGateway(t, baseConfig)
 	ctx := context.Background()
-	revoked, k, err := tg.g.CreateKey(ctx, "acme", "to revoke")
+	revoked, k, err := tg.g.CreateKey(ctx, "acme", "to revoke", store.KeyScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admin"
 	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
@@ -49,6 +50,7 @@ type Gateway struct {
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
 	policy  *credentials.Policy
+	budgets *budget.Budgets
 	server  *server.Server
 	admin   *admin.Server
 	host    *pluginhost.Host
@@ -122,6 +124,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err != nil {
 		return nil, err
 	}
+	g.budgets = g.budgetCounter(limiter)
 	deps := server.Deps{
 		Limiter:         limiter,
 		LimiterFailOpen: failOpen,
@@ -163,6 +166,37 @@ func (g *Gateway) Start() error {
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
 	return nil
+}
+
+// budgetCounter returns the credit budgets: counted in the shared Redis
+// when the rate limiter uses one, else in this process.
+func (g *Gateway) budgetCounter(limiter ratelimit.Limiter) *budget.Budgets {
+	failOpen := g.cfg.Shared.BudgetOnError == "allow"
+	budgeted := false
+	for _, o := range g.cfg.Orgs {
+		budgeted = budgeted || o.Budget != nil
+	}
+	if r, ok := limiter.(*ratelimit.Redis); ok {
+		if budgeted {
+			g.log.Info("credit budgets are shared across instances through redis", zap.Bool("allow_when_unreachable", failOpen))
+		}
+		return budget.New(budget.NewRedis(r.Client()), failOpen)
+	}
+	if budgeted {
+		g.log.Info("credit budgets are per instance (no shared.redis_url): N instances allow N times a budget")
+	}
+	return budget.New(budget.NewMemory(), failOpen)
+}
+
+// OrgBudgets is the typed view of the organizations' credit budgets.
+func OrgBudgets(cfg *config.Config) map[string]budget.Limit {
+	out := map[string]budget.Limit{}
+	for name, o := range cfg.Orgs {
+		if o.Budget != nil {
+			out[name] = budget.Limit{Credits: o.Budget.Credits, Period: budget.Period(o.Budget.Period)}
+		}
+	}
+	return out
 }
 
 // ServerOptions is the typed view of cfg's edge settings.
@@ -378,8 +412,8 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 // The admin.Backend implementation.
 
 // CreateKey implements admin.Backend.
-func (g *Gateway) CreateKey(ctx context.Context, org, name string) (string, *store.APIKey, error) {
-	return g.auth.Create(ctx, org, name)
+func (g *Gateway) CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
+	return g.auth.CreateWith(ctx, org, name, scope)
 }
 
 // ListKeys implements admin.Backend.

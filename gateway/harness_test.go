@@ -18,6 +18,7 @@ import (
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // testGateway is a real gateway on a loopback port with a temp bbolt file.
@@ -100,7 +101,7 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 	tg := &testGateway{t: t, g: g, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
 		hc: &http.Client{Timeout: 60 * time.Second}}
 	for org := range cfg.Orgs {
-		key, _, err := g.CreateKey(ctx, org, "test")
+		key, _, err := g.CreateKey(ctx, org, "test", store.KeyScope{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,6 +84,8 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Catalog:     cat,
 		Store:       g.store,
 		Credentials: credentials.NewResolver(g.policy, g.store, g.sealer),
+		Budgets:     g.budgets,
+		OrgBudgets:  OrgBudgets(cfg),
 		Moderator:   mod,
 		Direct:      dc,
 		Metrics:     g.metrics,

@@ -170,7 +170,7 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2, err := bc.CreateKey(context.Background(), "acme", "temp")
+	k2, err := bc.CreateKey(context.Background(), "acme", "temp", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,5 +531,67 @@ func TestRateLimitHoldsAcrossInstances(t *testing.T) {
 	a.stop(t)
 	if !strings.Contains(a.logs.String(), "shared across instances through redis") {
 		t.Errorf("the start-up log does not say the limits are shared:\n%s", a.logs.String())
+	}
+}
+
+// TestBudgetHoldsAcrossInstances: two instances on one Redis spend one
+// organization budget together, never past it.
+func TestBudgetHoldsAcrossInstances(t *testing.T) {
+	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	pg := pgtest.StartT(t)
+	dsn := pg.NewDatabaseT(t)
+	rd := redistest.StartT(t)
+	// espeak at 1000 credits per 1k characters: a 5-character text costs
+	// 5 credits, so a budget of 100 buys exactly 20.
+	extra := "shared:\n  redis_url: " + rd.URL()
+	mk := func(name string) string {
+		path := clusterConfig(t, name, dsn, extra)
+		b, _ := os.ReadFile(path)
+		cfg := strings.Replace(string(b), "espeak: {plugin: voxgate-espeak, managed: true}", "espeak: {plugin: voxgate-espeak, managed: true, credits_per_1k_chars: 1000}", 1)
+		cfg = strings.Replace(cfg, "  acme:\n", "  acme:\n    budget: {credits: 100, period: month}\n", 1)
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfgA, cfgB := mk("a"), mk("b")
+	out, _, code := cli(t, "keys", "create", "--config", cfgA, "--org", "acme")
+	key := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatal("keys create failed")
+	}
+	a, b := startServe(t, cfgA), startServe(t, cfgB)
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 6 {
+				st, body := post(t, s.addr, "/v1/audio/speech", key, `{"model":"espeak/espeak-ng","voice":"en","text":"hello"}`)
+				switch {
+				case st == 200:
+					ok.Add(1)
+				case st == 429 && strings.Contains(body, "budget_exceeded"):
+					refused.Add(1)
+				default:
+					t.Errorf("unexpected answer %d %s", st, body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("48 requests across two instances: %d served, %d refused", ok.Load(), refused.Load())
+	if ok.Load() != 20 || refused.Load() != 28 {
+		t.Fatalf("%d served and %d refused; a 100-credit budget buys exactly 20 requests of 5 credits", ok.Load(), refused.Load())
+	}
+	a.stop(t)
+	if !strings.Contains(a.logs.String(), "credit budgets are shared across instances through redis") {
+		t.Errorf("the start-up log does not say the budgets are shared")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -246,16 +247,55 @@ func withBackend(cfgPath, data string, viaSocket func(*admin.Client) error, dire
 	return direct(cfg, st)
 }
 
+// parseScope reads keys create's scope flags.
+func parseScope(expires, providers, models, budgetFlag string, now time.Time) (store.KeyScope, error) {
+	var sc store.KeyScope
+	if expires != "" {
+		if d, err := time.ParseDuration(expires); err == nil {
+			sc.ExpiresAt = now.Add(d).UTC()
+		} else if t, err := time.Parse(time.RFC3339, expires); err == nil {
+			sc.ExpiresAt = t.UTC()
+		} else if t, err := time.Parse("2006-01-02", expires); err == nil {
+			sc.ExpiresAt = t.UTC()
+		} else {
+			return sc, fmt.Errorf("--expires %q is neither a duration (720h) nor a date (2027-01-31) nor an RFC 3339 time", expires)
+		}
+	}
+	split := func(v string) []string {
+		var out []string
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	sc.Providers, sc.Models = split(providers), split(models)
+	if budgetFlag != "" {
+		n, period, ok := strings.Cut(budgetFlag, "/")
+		credits, err := strconv.ParseInt(n, 10, 64)
+		if !ok || err != nil || credits < 1 || (period != "day" && period != "month") {
+			return sc, fmt.Errorf("--budget %q is not CREDITS/day or CREDITS/month (e.g. 5000/month)", budgetFlag)
+		}
+		sc.Budget, sc.BudgetPeriod = credits, period
+	}
+	return sc, auth.ValidateScope(sc)
+}
+
 func keys(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"keys: say create, list or revoke"}
 	}
-	var cfgPath, data, org, name string
+	var cfgPath, data, org, name, expires, providers, models, budgetFlag string
 	pos, err := flags("keys "+args[0], args[1:], func(fs *flag.FlagSet) {
 		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
 		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
 		fs.StringVar(&org, "org", "", "organization")
 		fs.StringVar(&name, "name", "", "a label for the key")
+		fs.StringVar(&expires, "expires", "", "create: the key stops working after this duration (720h) or at this time (2027-01-31 or RFC 3339)")
+		fs.StringVar(&providers, "providers", "", "create: the only providers the key may use, comma-separated")
+		fs.StringVar(&models, "models", "", "create: the only models the key may use, comma-separated provider/model")
+		fs.StringVar(&budgetFlag, "budget", "", "create: the key's own credit budget, CREDITS/day or CREDITS/month")
 	})
 	if err != nil {
 		return err
@@ -266,8 +306,12 @@ func keys(args []string, stdout io.Writer) error {
 		if org == "" {
 			return usageError{"keys create: --org is required"}
 		}
+		scope, err := parseScope(expires, providers, models, budgetFlag, time.Now())
+		if err != nil {
+			return usageError{"keys create: " + err.Error()}
+		}
 		return withBackend(cfgPath, data, func(c *admin.Client) error {
-			v, err := c.CreateKey(ctx, org, name)
+			v, err := c.CreateKey(ctx, org, name, admin.View(&store.APIKey{Scope: scope}).Scope)
 			if err != nil {
 				return err
 			}
@@ -277,7 +321,7 @@ func keys(args []string, stdout io.Writer) error {
 			if cfg.Orgs[org] == nil {
 				return fmt.Errorf("organization %q is not in the config; add it under orgs: first", org)
 			}
-			plain, _, err := auth.CreateKey(ctx, st, org, name)
+			plain, _, err := auth.CreateKeyWith(ctx, st, org, name, scope)
 			if err != nil {
 				return err
 			}
@@ -287,17 +331,19 @@ func keys(args []string, stdout io.Writer) error {
 	case "list":
 		print := func(keys []admin.KeyView) {
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tORG\tNAME\tPREFIX\tCREATED\tSTATUS")
+			fmt.Fprintln(tw, "ID\tORG\tNAME\tPREFIX\tCREATED\tSTATUS\tSCOPE")
 			for _, k := range keys {
 				status := "active"
 				if k.RevokedAt != nil {
 					status = "revoked " + k.RevokedAt.Format(time.RFC3339)
+				} else if sc := k.Scope; sc != nil && sc.ExpiresAt != nil && !sc.ExpiresAt.After(time.Now()) {
+					status = "expired " + sc.ExpiresAt.Format(time.RFC3339)
 				}
 				name := k.Name
 				if name == "" {
 					name = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.OrgID, name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.OrgID, name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status, describeScope(k.Scope))
 			}
 			tw.Flush()
 		}
@@ -496,4 +542,25 @@ func migrateCmd(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "done: set storage.driver: postgres and storage.dsn, and keep the same secrets key (secrets.key_env or secrets.key_file) so stored provider keys still open")
 	return nil
+}
+
+// describeScope is a key's scope in one line for keys list.
+func describeScope(sc *admin.ScopeView) string {
+	if sc == nil {
+		return "-"
+	}
+	var parts []string
+	if sc.ExpiresAt != nil {
+		parts = append(parts, "expires "+sc.ExpiresAt.Format(time.RFC3339))
+	}
+	if len(sc.Providers) > 0 {
+		parts = append(parts, "providers "+strings.Join(sc.Providers, ","))
+	}
+	if len(sc.Models) > 0 {
+		parts = append(parts, "models "+strings.Join(sc.Models, ","))
+	}
+	if sc.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("budget %d/%s", sc.Budget, sc.BudgetPeriod))
+	}
+	return strings.Join(parts, "; ")
 }

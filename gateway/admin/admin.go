@@ -33,6 +33,29 @@ type KeyView struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 	// Key is the plaintext key; set only in the answer to a create.
 	Key string `json:"key,omitempty"`
+	// Scope is what the key may do; omitted for a key without one.
+	Scope *ScopeView `json:"scope,omitempty"`
+}
+
+// ScopeView is a key's scope on the admin socket.
+type ScopeView struct {
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	Providers    []string   `json:"providers,omitempty"`
+	Models       []string   `json:"models,omitempty"`
+	Budget       int64      `json:"budget,omitempty"`
+	BudgetPeriod string     `json:"budget_period,omitempty"`
+}
+
+// ScopeOf converts a scope view back.
+func ScopeOf(v *ScopeView) store.KeyScope {
+	if v == nil {
+		return store.KeyScope{}
+	}
+	s := store.KeyScope{Providers: v.Providers, Models: v.Models, Budget: v.Budget, BudgetPeriod: v.BudgetPeriod}
+	if v.ExpiresAt != nil {
+		s.ExpiresAt = *v.ExpiresAt
+	}
+	return s
 }
 
 // View converts a stored key.
@@ -42,12 +65,20 @@ func View(k *store.APIKey) KeyView {
 		t := k.RevokedAt
 		v.RevokedAt = &t
 	}
+	sc := k.Scope
+	if !sc.ExpiresAt.IsZero() || len(sc.Providers) > 0 || len(sc.Models) > 0 || sc.Budget > 0 {
+		v.Scope = &ScopeView{Providers: sc.Providers, Models: sc.Models, Budget: sc.Budget, BudgetPeriod: sc.BudgetPeriod}
+		if !sc.ExpiresAt.IsZero() {
+			t := sc.ExpiresAt
+			v.Scope.ExpiresAt = &t
+		}
+	}
 	return v
 }
 
 // Backend is what the socket administers.
 type Backend interface {
-	CreateKey(ctx context.Context, org, name string) (string, *store.APIKey, error)
+	CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error)
 	ListKeys(ctx context.Context, org string) ([]store.APIKey, error)
 	RevokeKey(ctx context.Context, id string) (*store.APIKey, error)
 	SetSecret(ctx context.Context, org, provider, value string) error
@@ -88,7 +119,10 @@ func Listen(path string, b Backend) (*Server, error) {
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Org, Name string }
+		var req struct {
+			Org, Name string
+			Scope     *ScopeView
+		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			reply(w, http.StatusBadRequest, errBody(err))
 			return
@@ -97,9 +131,9 @@ func Listen(path string, b Backend) (*Server, error) {
 			reply(w, http.StatusNotFound, errBody(fmt.Errorf("organization %q is not in the config", req.Org)))
 			return
 		}
-		plain, k, err := b.CreateKey(r.Context(), req.Org, req.Name)
+		plain, k, err := b.CreateKey(r.Context(), req.Org, req.Name, ScopeOf(req.Scope))
 		if err != nil {
-			reply(w, http.StatusInternalServerError, errBody(err))
+			reply(w, http.StatusBadRequest, errBody(err))
 			return
 		}
 		v := View(k)

@@ -62,10 +62,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-// CreateKey asks the gateway for a new key of org.
-func (c *Client) CreateKey(ctx context.Context, org, name string) (KeyView, error) {
+// CreateKey asks the gateway for a new key of org with scope (nil: none).
+func (c *Client) CreateKey(ctx context.Context, org, name string, scope *ScopeView) (KeyView, error) {
 	var v KeyView
-	err := c.do(ctx, http.MethodPost, "/keys", map[string]string{"org": org, "name": name}, &v)
+	err := c.do(ctx, http.MethodPost, "/keys", map[string]any{"org": org, "name": name, "scope": scope}, &v)
 	return v, err
 }
 

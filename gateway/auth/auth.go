@@ -43,16 +43,7 @@ type Principal struct {
 	Scope *store.KeyScope
 }
 
-// Allows reports whether the principal's key may use provider's model.
-func (p Principal) Allows(provider, model string) bool {
-	if p.Scope == nil {
-		return true
-	}
-	if len(p.Scope.Providers) > 0 && !slices.Contains(p.Scope.Providers, provider) {
-		return false
-	}
-	return len(p.Scope.Models) == 0 || slices.Contains(p.Scope.Models, provider+"/"+model)
-}
+
 
 type entry struct {
 	hash [sha256.Size]byte

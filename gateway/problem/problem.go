@@ -75,6 +75,15 @@ const (
 	// away, or a sibling turn of a conversation failed first. It appears in
 	// log rows, with status 499 as nginx uses it; no response carries it.
 	Cancelled Code = "cancelled"
+	// KeyScopeDenied says the API key's scope does not allow the
+	// provider or model asked for.
+	KeyScopeDenied Code = "key_scope_denied"
+	// BudgetExceeded says an organization's or a key's credit budget for
+	// the period is spent; Retry-After says when it resets.
+	BudgetExceeded Code = "budget_exceeded"
+	// BudgetUnavailable says the shared budget counter could not be asked
+	// and the deployment fails closed.
+	BudgetUnavailable Code = "budget_unavailable"
 )
 
 type meta struct {
@@ -120,6 +129,9 @@ var table = map[Code]meta{
 	ReadTimeout:             {408, "Request not received in time"},
 	BadRequest:              {400, "Malformed HTTP request"},
 	Cancelled:               {499, "Cancelled before it finished"},
+	KeyScopeDenied:          {403, "Not allowed for this API key"},
+	BudgetExceeded:          {429, "Credit budget exceeded"},
+	BudgetUnavailable:       {503, "Credit budget unavailable"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

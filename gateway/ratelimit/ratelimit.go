@@ -124,6 +124,10 @@ func (r *Redis) Ping(ctx context.Context) error { return r.client.Ping(ctx).Err(
 // Close closes the client.
 func (r *Redis) Close() error { return r.client.Close() }
 
+// Client is the Redis client, for other small shared counters (budgets)
+// that want the same tight timeouts.
+func (r *Redis) Client() *redis.Client { return r.client }
+
 // Allow implements Limiter with redis_rate's GCRA script.
 func (r *Redis) Allow(ctx context.Context, key string, l Limit) (Decision, error) {
 	if l.Unlimited() {

@@ -23,9 +23,10 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 		var req *speech.ConversationRequest
 		if err == nil {
 			req = body.domain()
-			rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+			rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 			defer cancel()
 			out, err = s.speech.Converse(rctx, c.p.OrgID, req, timestamps)
+			c.charge = out.Charge
 		}
 		parent := out.Row
 		if err != nil {
@@ -55,8 +56,9 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		s.record(ctx, c, store.LogRow{ErrorCode: string(pe.Code), ErrorDetail: pe.Detail})
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, body.domain())
+	c.charge = out.Charge
 	var first []byte
 	if err == nil {
 		// The first turn decides between a problem response and a stream.

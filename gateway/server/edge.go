@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/speech"
 )
 
 // exchange is the per-request state the api wrapper hands to handlers: one
@@ -37,6 +39,9 @@ type exchange struct {
 	route string
 	// errCode records the problem code of a failed request for logs.
 	errCode problem.Code
+	// charge is the credits the request reserved from the budgets; it is
+	// settled when the request's own log row is recorded.
+	charge *budget.Charge
 }
 
 // handlerFunc is an authenticated API handler. It writes the success
@@ -207,6 +212,7 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 			return
 		}
 		c.p = p
+		c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
 		ctx.SetUserValue(userValueOrg, p.OrgID)
 		if pe := s.rateLimit(p.OrgID, route); pe != nil {
 			s.writeProblem(ctx, pe)

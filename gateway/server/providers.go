@@ -99,7 +99,7 @@ func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), p.Policy.Timeout)
+	rctx, cancel := context.WithTimeout(c.ctx, p.Policy.Timeout)
 	defer cancel()
 	voices, err := p.Plugin.Voices(rctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
 	if err != nil {

@@ -323,6 +323,11 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 	if row.Status == 0 && ctx != nil {
 		row.Status = ctx.Response.StatusCode()
 	}
+	if row.ParentRequestID == "" && c.charge != nil {
+		// The request's own row is final: what it was charged is what
+		// the budgets keep of the reservation.
+		c.charge.Settle(context.Background(), int64(row.CreditsUsed))
+	}
 	if row.LatencyMS == 0 {
 		row.LatencyMS = time.Since(c.start).Milliseconds()
 	}

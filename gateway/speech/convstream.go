@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -30,6 +31,9 @@ type ConversationStreamed struct {
 	// Turns are the turns' log rows when the request failed before the
 	// stream started.
 	Turns []store.LogRow
+	// Charge is the credits reserved for the turns; the edge settles it
+	// with the conversation row's final credits.
+	Charge *budget.Charge
 }
 
 // ConversationStream is a conversation's audio, turn by turn. It
@@ -71,6 +75,9 @@ func (s *Service) ConverseStream(ctx context.Context, org string, req *Conversat
 		out.Row.CharCount = Chars(jobs)
 	}
 	if err != nil {
+		return out, err
+	}
+	if out.Charge, err = s.reserve(ctx, org, s.conversationCredits(jobs)); err != nil {
 		return out, err
 	}
 	cs := &ConversationStream{s: s, req: req, turns: make([]*TurnResult, len(jobs)), done: make([]chan struct{}, len(jobs)), row: out.Row}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/dispatch"
 	"github.com/voxgate/voxgate/gateway/metrics"
@@ -55,6 +56,9 @@ type Service struct {
 	dispatch *dispatch.Client
 	metrics  *metrics.Metrics
 	log      *zap.Logger
+	budgets  *budget.Budgets
+	// orgBudgets are the organizations' credit budgets.
+	orgBudgets map[string]budget.Limit
 }
 
 // Deps are the Service's collaborators.
@@ -70,11 +74,16 @@ type Deps struct {
 	Direct  *dispatch.Client
 	Metrics *metrics.Metrics
 	Logger  *zap.Logger
+	// Budgets counts credits against OrgBudgets and keys' budgets; nil
+	// enforces none.
+	Budgets    *budget.Budgets
+	OrgBudgets map[string]budget.Limit
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
+	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger,
+		budgets: d.Budgets, orgBudgets: d.OrgBudgets}
 }
 
 // Catalog returns the provider catalog.
@@ -151,6 +160,9 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 			return nil, err
 		}
 		j.Provider, j.Model, j.Voice = p, m, r.Voice
+	}
+	if err := checkScope(ctx, j); err != nil {
+		return nil, err
 	}
 	opts, err := mergeOptions(savedOpts, r.ProviderOptions)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -31,6 +32,10 @@ type Spoken struct {
 	Result *Result
 	// Stream is the open stream (stream endpoint).
 	Stream *Stream
+	// Charge holds the credits reserved from the budgets; the edge
+	// settles it with the row's final credits once the request is done
+	// (a stream's only when it ends).
+	Charge *budget.Charge
 }
 
 // Stream is a provider stream that has produced its first audio: a
@@ -56,6 +61,9 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	err = s.moderate(ctx, j)
 	out.Row = s.logRow(j) // with the verdict, whatever it was
 	if err == nil {
+		out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed))
+	}
+	if err == nil {
 		if ep == DeliverStream {
 			out.Stream, err = s.startStream(ctx, j)
 		} else {
@@ -64,6 +72,8 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	}
 	if err != nil {
 		out.Row.CreditsUsed = 0
+		out.Charge.Settle(context.WithoutCancel(ctx), 0)
+		out.Charge = nil
 	}
 	return out, err
 }
@@ -100,6 +110,9 @@ type Conversed struct {
 	// status, error and credits (0 for a failed turn). The edge adds
 	// request ids and the parent's id.
 	Turns []store.LogRow
+	// Charge is the credits reserved for the turns; settled by the edge
+	// with the conversation row's final credits.
+	Charge *budget.Charge
 }
 
 // Converse runs a conversation request.
@@ -111,6 +124,9 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 		out.Row.CharCount = Chars(jobs)
 	}
 	if err != nil {
+		return out, err
+	}
+	if out.Charge, err = s.reserve(ctx, org, s.conversationCredits(jobs)); err != nil {
 		return out, err
 	}
 	res, err := s.renderConversation(ctx, req, jobs, timestamps)
@@ -147,6 +163,16 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 		out.Row.CreditsUsed = 0
 	}
 	return out, err
+}
+
+// conversationCredits is what the conversation costs if every turn
+// renders: the most it can be charged.
+func (s *Service) conversationCredits(jobs []*Job) int64 {
+	var n int64
+	for _, j := range jobs {
+		n += int64(s.credits(j))
+	}
+	return n
 }
 
 // TurnProblem is the problem object of a failed turn; a moderation block

@@ -22,6 +22,7 @@ package store
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -93,6 +94,18 @@ type KeyScope struct {
 	// holds).
 	Budget       int64
 	BudgetPeriod string
+}
+
+// Allows reports whether the scope lets a key use provider's model; a nil
+// scope allows everything.
+func (s *KeyScope) Allows(provider, model string) bool {
+	if s == nil {
+		return true
+	}
+	if len(s.Providers) > 0 && !slices.Contains(s.Providers, provider) {
+		return false
+	}
+	return len(s.Models) == 0 || slices.Contains(s.Models, provider+"/"+model)
 }
 
 // Expired reports whether the scope's expiry is at or before now.

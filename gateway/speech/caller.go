@@ -1,0 +1,66 @@
+package speech
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/budget"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Caller is the API key a request came with: its scope bounds which
+// providers and models the request may use, and its budget what it may
+// spend (beside its organization's).
+type Caller struct {
+	KeyID string
+	// Scope is nil for a key without one.
+	Scope *store.KeyScope
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c. The edge sets it once per request;
+// the use cases read it where they decide policy and billing.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerFrom returns the caller ctx carries (the zero Caller, with no
+// scope, when none: internal calls).
+func callerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// checkScope refuses a job its caller's key may not run.
+func checkScope(ctx context.Context, j *Job) error {
+	if c := callerFrom(ctx); !c.Scope.Allows(j.Provider.ID, j.Model.ID) {
+		return problem.New(problem.KeyScopeDenied, "this API key may not use %s/%s", j.Provider.ID, j.Model.ID)
+	}
+	return nil
+}
+
+// reserve takes credits from org's budget and the caller's key's before a
+// provider is called. The charge settles once the request's cost is known.
+func (s *Service) reserve(ctx context.Context, org string, credits int64) (*budget.Charge, error) {
+	c := callerFrom(ctx)
+	var keyLimit budget.Limit
+	if c.Scope != nil && c.Scope.Budget > 0 {
+		keyLimit = budget.Limit{Credits: c.Scope.Budget, Period: budget.Period(c.Scope.BudgetPeriod)}
+	}
+	ch, err := s.budgets.Reserve(ctx, org, s.orgBudgets[org], c.KeyID, keyLimit, credits)
+	var ex *budget.Exceeded
+	var un *budget.Unavailable
+	switch {
+	case errors.As(err, &ex):
+		return nil, &problem.Error{Code: problem.BudgetExceeded, Detail: ex.Error(), RetryAfter: time.Until(ex.Reset)}
+	case errors.As(err, &un):
+		return nil, &problem.Error{Code: problem.BudgetUnavailable, Detail: "the credit budget cannot be checked right now and this gateway refuses requests it cannot count", RetryAfter: time.Second, Err: err}
+	case err != nil:
+		return nil, fmt.Errorf("reserve credits: %w", err)
+	}
+	return ch, nil
+}
