@@ -43,8 +43,6 @@ type Principal struct {
 	Scope *store.KeyScope
 }
 
-
-
 type entry struct {
 	hash [sha256.Size]byte
 	p    Principal

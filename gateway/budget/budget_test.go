@@ -103,7 +103,9 @@ type brokenCounter struct{}
 func (brokenCounter) Reserve(context.Context, string, int64, int64, time.Time) (bool, int64, error) {
 	return false, 0, errors.New("connection refused")
 }
-func (brokenCounter) Release(context.Context, string, int64) error { return errors.New("connection refused") }
+func (brokenCounter) Release(context.Context, string, int64) error {
+	return errors.New("connection refused")
+}
 
 func TestUnreachableCounterFailsAsConfigured(t *testing.T) {
 	limit := Limit{Credits: 10, Period: Day}
