@@ -34,6 +34,7 @@ type Config struct {
 	Limits     Limits               `yaml:"limits"`
 	Admin      Admin                `yaml:"admin"`
 	Secrets    Secrets              `yaml:"secrets"`
+	Cache      Cache                `yaml:"cache"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -104,6 +105,32 @@ type Shared struct {
 	// be checked is not spent, 503 budget_unavailable) or "allow".
 	BudgetOnError string `yaml:"budget_on_error"`
 }
+
+// Cache configures the response cache.
+type Cache struct {
+	// Driver is "off" (the default), "disk" (one machine) or "redis"
+	// (shared by instances, at shared.redis_url).
+	Driver string `yaml:"driver"`
+	// Path is the disk cache's directory (default: cache/ beside the
+	// storage file).
+	Path string `yaml:"path"`
+	// MaxBytes bounds the disk cache (default 1 GiB); MaxEntryBytes one
+	// entry in either (default 32 MiB).
+	MaxBytes      int64 `yaml:"max_bytes"`
+	MaxEntryBytes int64 `yaml:"max_entry_bytes"`
+	// TTL is how long an entry is served (default 24h).
+	TTL Duration `yaml:"ttl"`
+	// ShareManaged shares entries of requests made with the gateway's
+	// own provider credentials across organizations.
+	ShareManaged bool `yaml:"share_managed"`
+}
+
+// Cache drivers.
+const (
+	CacheOff   = "off"
+	CacheDisk  = "disk"
+	CacheRedis = "redis"
+)
 
 // Storage drivers.
 const (
@@ -447,6 +474,18 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
 }
 
 func (c *Config) applyDefaults() {
+	if c.Cache.Driver == "" {
+		c.Cache.Driver = CacheOff
+	}
+	if c.Cache.MaxBytes == 0 {
+		c.Cache.MaxBytes = 1 << 30
+	}
+	if c.Cache.MaxEntryBytes == 0 {
+		c.Cache.MaxEntryBytes = 32 << 20
+	}
+	if c.Cache.TTL == 0 {
+		c.Cache.TTL = Duration(24 * time.Hour)
+	}
 	s := &c.Server
 	if s.Listen == "" {
 		s.Listen = "127.0.0.1:8080"
@@ -583,6 +622,18 @@ func (c *Config) Validate() error {
 	case "", "allow", "deny":
 	default:
 		bad("shared.rate_limit_on_error", "must be allow or deny, got %q", c.Shared.RateLimitOnError)
+	}
+	switch c.Cache.Driver {
+	case CacheOff, CacheDisk:
+	case CacheRedis:
+		if c.Shared.RedisURL.Value() == "" {
+			bad("cache.driver", "redis needs shared.redis_url")
+		}
+	default:
+		bad("cache.driver", "must be off, disk or redis, got %q", c.Cache.Driver)
+	}
+	if c.Cache.MaxBytes < 0 || c.Cache.MaxEntryBytes < 0 || c.Cache.TTL < 0 {
+		bad("cache", "max_bytes, max_entry_bytes and ttl must not be negative")
 	}
 	switch c.Shared.BudgetOnError {
 	case "", "allow", "deny":

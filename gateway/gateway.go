@@ -20,12 +20,14 @@ import (
 	"github.com/voxgate/voxgate/gateway/admin"
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/budget"
+	"github.com/voxgate/voxgate/gateway/cache"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
 )
@@ -186,6 +188,36 @@ func (g *Gateway) budgetCounter(limiter ratelimit.Limiter) *budget.Budgets {
 		g.log.Info("credit budgets are per instance (no shared.redis_url): N instances allow N times a budget")
 	}
 	return budget.New(budget.NewMemory(), failOpen)
+}
+
+// responseCache opens the response cache the config names.
+func (g *Gateway) responseCache() (speech.CacheOptions, error) {
+	c := g.cfg.Cache
+	o := speech.CacheOptions{TTL: c.TTL.D(), MaxEntryBytes: int(c.MaxEntryBytes), ShareManaged: c.ShareManaged}
+	switch c.Driver {
+	case config.CacheDisk:
+		dir := filepath.Join(filepath.Dir(g.cfg.Resolve(g.cfg.Storage.Path)), "cache")
+		if c.Path != "" {
+			dir = g.cfg.Resolve(c.Path)
+		}
+		d, err := cache.OpenDisk(dir, c.MaxBytes, c.MaxEntryBytes)
+		if err != nil {
+			return o, err
+		}
+		n, size := d.Size()
+		g.log.Info("response cache on disk", zap.String("dir", dir), zap.Int("entries", n), zap.Int64("bytes", size),
+			zap.Int64("max_bytes", c.MaxBytes), zap.Duration("ttl", c.TTL.D()))
+		o.Store = d
+	case config.CacheRedis:
+		r, err := cache.NewRedis(g.cfg.Shared.RedisURL.Value(), c.MaxEntryBytes)
+		if err != nil {
+			return o, err
+		}
+		g.closers = append(g.closers, func(context.Context) error { return r.Close() })
+		g.log.Info("response cache in the shared redis", zap.Duration("ttl", c.TTL.D()))
+		o.Store = r
+	}
+	return o, nil
 }
 
 // OrgBudgets is the typed view of the organizations' credit budgets.

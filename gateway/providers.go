@@ -79,7 +79,12 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	if err != nil {
 		return err
 	}
+	cacheOpts, err := g.responseCache()
+	if err != nil {
+		return err
+	}
 	d.Speech = speech.New(speech.Deps{
+		Cache:       cacheOpts,
 		Limits:      speech.LimitsFrom(cfg),
 		Catalog:     cat,
 		Store:       g.store,

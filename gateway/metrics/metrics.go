@@ -47,6 +47,10 @@ type Metrics struct {
 	// AcceptErrors counts failed accepts that were retried (out of file
 	// descriptors, for one).
 	AcceptErrors prometheus.Counter
+	// CacheRequests counts response-cache outcomes: hit, miss, bypass,
+	// error (a read failed: served as a miss), write_error, too_large,
+	// write_skipped.
+	CacheRequests *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them with a fresh registry,
@@ -93,17 +97,23 @@ func New() *Metrics {
 		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "voxgate_http_accept_errors_total", Help: "Failed accepts retried with backoff (e.g. out of file descriptors).",
 		}),
+		CacheRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_cache_requests_total", Help: "Response cache outcomes: hit, miss, bypass, error (served as a miss), write_error, too_large, write_skipped.",
+		}, []string{"result"}),
 		RateLimitErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "voxgate_rate_limit_errors_total", Help: "Requests whose rate limit could not be checked (shared limiter unreachable).",
 		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
-		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors,
+		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors, m.CacheRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Zeros, not "no data", on a dashboard before the first rejection.
 	m.ConnsRejected.WithLabelValues("max_conns")
 	m.ConnsRejected.WithLabelValues("max_conns_per_ip")
+	for _, r := range []string{"hit", "miss", "bypass", "error", "write_error", "too_large", "write_skipped"} {
+		m.CacheRequests.WithLabelValues(r)
+	}
 	return m
 }
 

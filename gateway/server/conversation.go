@@ -23,6 +23,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 		var req *speech.ConversationRequest
 		if err == nil {
 			req = body.domain()
+			req.NoCache = noCache(ctx)
 			rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 			defer cancel()
 			out, err = s.speech.Converse(rctx, c.p.OrgID, req, timestamps)
@@ -57,7 +58,9 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
-	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, body.domain())
+	req := body.domain()
+	req.NoCache = noCache(ctx)
+	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, req)
 	c.charge = out.Charge
 	var first []byte
 	if err == nil {

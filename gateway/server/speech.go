@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -44,8 +45,13 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			return nil
 		}
 		rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
-		out, err := s.speech.Speak(rctx, c.p.OrgID, body.domain(), ep)
+		req := body.domain()
+		req.NoCache = noCache(ctx)
+		out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
 		c.charge = out.Charge
+		if out.Cache != "" {
+			ctx.Response.Header.Set(headerCache, out.Cache)
+		}
 		switch {
 		case err != nil:
 			cancel()
@@ -59,6 +65,22 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 		}
 		return nil
 	}
+}
+
+// headerCache says what the response cache did: hit, miss or bypass.
+const headerCache = "X-Voxgate-Cache"
+
+// noCache reports whether the client asked for a fresh rendering
+// (Cache-Control: no-cache, or the older Pragma: no-cache).
+func noCache(ctx *fasthttp.RequestCtx) bool {
+	for _, h := range [][]byte{ctx.Request.Header.Peek(fasthttp.HeaderCacheControl), ctx.Request.Header.Peek(fasthttp.HeaderPragma)} {
+		for _, d := range bytes.Split(h, []byte(",")) {
+			if bytes.EqualFold(bytes.TrimSpace(d), []byte("no-cache")) || bytes.EqualFold(bytes.TrimSpace(d), []byte("no-store")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // failSpeech answers a failed speech request and records its row.

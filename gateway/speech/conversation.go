@@ -31,6 +31,8 @@ type ConversationRequest struct {
 	Pronunciations      *Pronunciations
 	ProviderOptions     json.RawMessage
 	ModerationRulesetID string
+	// NoCache renders every turn afresh (Cache-Control: no-cache).
+	NoCache bool
 }
 
 // Turn is one speaker turn.
@@ -58,6 +60,8 @@ type TurnResult struct {
 	Result  *Result
 	Err     error
 	Latency time.Duration
+	// CacheHit says the turn came from the response cache (no credits).
+	CacheHit bool
 }
 
 // ConversationResult is a rendered conversation.
@@ -162,7 +166,7 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 			return nil, err
 		}
 		reqs[i] = &Request{VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
-			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID}
+			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID, NoCache: r.NoCache}
 	}
 	return reqs, nil
 }
@@ -333,14 +337,23 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 	if err := s.moderate(ctx, tr.Job); err != nil {
 		return err
 	}
-	res, err := s.fetch(ctx, tr.Job, true)
-	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			// Stopped because another turn failed (or the client left),
-			// not the provider's failure.
-			return stopped(ctx)
+	// A turn is cached as the provider's clip, before it is decoded,
+	// stretched and leveled with the others.
+	key, res := s.lookup(ctx, tr.Job, "turn")
+	tr.CacheHit = res != nil
+	if res == nil {
+		var err error
+		if res, err = s.fetch(ctx, tr.Job, true); err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				// Stopped because another turn failed (or the client
+				// left), not the provider's failure.
+				return stopped(ctx)
+			}
+			return err
 		}
-		return err
+		if key != "" {
+			s.cache.put(key, res, false)
+		}
 	}
 	clip, err := audio.Decode(res.Audio, res.MediaType)
 	res.Release()

@@ -250,6 +250,9 @@ func (cs *ConversationStream) Rows() (store.LogRow, []store.LogRow) {
 	rows := make([]store.LogRow, 0, len(cs.turns))
 	for _, t := range cs.turns {
 		row := cs.s.logRow(t.Job)
+		if t.CacheHit {
+			row.CreditsUsed = 0
+		}
 		row.LatencyMS = t.Latency.Milliseconds()
 		row.Status = 200
 		switch {

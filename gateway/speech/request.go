@@ -39,6 +39,9 @@ type Request struct {
 	Speed               *float64
 	Pronunciations      *Pronunciations
 	ModerationRulesetID string
+	// NoCache asks for a fresh rendering, bypassing the response cache
+	// (Cache-Control: no-cache); the answer is still stored.
+	NoCache bool
 }
 
 // Speed bounds of the speech body: what the gateway's time-stretch does.

@@ -57,6 +57,7 @@ type Service struct {
 	metrics  *metrics.Metrics
 	log      *zap.Logger
 	budgets  *budget.Budgets
+	cache    *responseCache
 	// orgBudgets are the organizations' credit budgets.
 	orgBudgets map[string]budget.Limit
 }
@@ -78,12 +79,14 @@ type Deps struct {
 	// enforces none.
 	Budgets    *budget.Budgets
 	OrgBudgets map[string]budget.Limit
+	// Cache keeps rendered answers; a nil Store turns it off.
+	Cache CacheOptions
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
 	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger,
-		budgets: d.Budgets, orgBudgets: d.OrgBudgets}
+		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger)}
 }
 
 // Catalog returns the provider catalog.
@@ -103,8 +106,10 @@ type Job struct {
 	VoiceRef string
 	// Text is the request's text; spoken is what the provider receives
 	// after pronunciations.
-	Text    string
-	subst   *substitution
+	Text  string
+	subst *substitution
+	// noCache asks for a fresh rendering (Cache-Control: no-cache).
+	noCache bool
 	Options []byte
 	Creds   sdk.Credentials
 	Speed   float64
@@ -141,7 +146,7 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err := r.Validate(ep); err != nil {
 		return nil, err
 	}
-	j := &Job{Org: org, Delivery: ep, Text: *r.Text, Params: r.Params()}
+	j := &Job{Org: org, Delivery: ep, Text: *r.Text, Params: r.Params(), noCache: r.NoCache}
 	var savedOpts map[string]any
 	if r.VoiceID != "" {
 		v, err := s.savedVoice(ctx, org, r.VoiceID)

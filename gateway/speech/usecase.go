@@ -36,6 +36,9 @@ type Spoken struct {
 	// settles it with the row's final credits once the request is done
 	// (a stream's only when it ends).
 	Charge *budget.Charge
+	// Cache says what the response cache did: "hit", "miss", "bypass",
+	// or "" when the cache is off.
+	Cache string
 }
 
 // Stream is a provider stream that has produced its first audio: a
@@ -60,14 +63,27 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	out.Job = j
 	err = s.moderate(ctx, j)
 	out.Row = s.logRow(j) // with the verdict, whatever it was
+	var key string
 	if err == nil {
+		// A hit is moderated like any request, and costs nothing.
+		var hit *Result
+		if key, hit = s.lookup(ctx, j, "answer"); hit != nil {
+			out.Cache, out.Row.CreditsUsed = "hit", 0
+			if ep == DeliverStream {
+				out.Stream, err = s.replay(hit)
+			} else {
+				out.Result = hit
+			}
+			return out, err
+		}
+		out.Cache = cacheState(key, j)
 		out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed))
 	}
 	if err == nil {
 		if ep == DeliverStream {
-			out.Stream, err = s.startStream(ctx, j)
-		} else {
-			out.Result, err = s.synthesize(ctx, j)
+			out.Stream, err = s.startStream(ctx, j, key)
+		} else if out.Result, err = s.synthesize(ctx, j); err == nil && key != "" {
+			s.cache.put(key, out.Result, false)
 		}
 	}
 	if err != nil {
@@ -78,11 +94,33 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	return out, err
 }
 
-// startStream opens j's stream and waits for its first audio.
-func (s *Service) startStream(ctx context.Context, j *Job) (*Stream, error) {
+// cacheState is what a request that missed the cache reports.
+func cacheState(key string, j *Job) string {
+	switch {
+	case key == "":
+		return ""
+	case j.noCache:
+		return "bypass"
+	}
+	return "miss"
+}
+
+// replay plays a cached stream back as a stream.
+func (s *Service) replay(hit *Result) (*Stream, error) {
+	src := &replaySource{mediaType: hit.MediaType, data: hit.Audio}
+	first, err := src.Next()
+	return &Stream{Source: src, First: first, Ended: err != nil}, nil
+}
+
+// startStream opens j's stream and waits for its first audio. With a
+// cache key, the stream is kept once it ended complete.
+func (s *Service) startStream(ctx context.Context, j *Job, key string) (*Stream, error) {
 	src, err := s.openStream(ctx, j)
 	if err != nil {
 		return nil, err
+	}
+	if key != "" {
+		src = &teeSource{Source: src, c: s.cache, key: key}
 	}
 	first, err := src.Next()
 	if err != nil && !(errors.Is(err, io.EOF) && src.MediaType() != "") {
@@ -137,6 +175,9 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 				continue
 			}
 			row := s.logRow(t.Job)
+			if t.CacheHit {
+				row.CreditsUsed = 0
+			}
 			row.LatencyMS = t.Latency.Milliseconds()
 			row.Status = 200
 			switch {
