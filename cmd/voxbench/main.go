@@ -198,6 +198,12 @@ func run(ctx context.Context, o options) (*Results, error) {
 			return nil, fmt.Errorf("logs: %w", err)
 		}
 	}
+	if o.runs("cache") {
+		logf("phase: response cache")
+		if err := cacheBench(ctx, bin, dir, ups, o, plan, res); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
 	if pb != nil {
 		logf("phase: GET /v1/logs on PostgreSQL")
 		if err := pb.logs(ctx, bin, dir, plan, res); err != nil {

@@ -28,6 +28,7 @@ type Results struct {
 	Logs       logsResult      `json:"request_logs"`
 	Postgres   pgResult        `json:"postgres"`
 	WholeClip  wholeClipResult `json:"whole_clip_memory"`
+	Cache      cacheResult     `json:"cache"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
@@ -306,6 +307,16 @@ func (r *Results) evaluate() {
 			Baseline: f3(pg.Seq.Bolt.P99), Gateway: f3(pg.Seq.PG.P99), Delta: fmt.Sprintf("%.3fx", pg.Seq.PG.P99/pg.Seq.Bolt.P99), Value: pg.Seq.PG.P99 / pg.Seq.Bolt.P99})
 	}
 	r.logPageFigures(" on PostgreSQL", r.Postgres.Pages)
+	if c := r.Cache; c.Hit.N > 0 {
+		add(figure{Name: "clip served from the response cache (baseline: rendered, a miss), p50", Unit: "ms",
+			Baseline: f3(c.Miss.P50), Gateway: f3(c.Hit.P50), Delta: fmt.Sprintf("%.2fx", c.LatencyX), Value: c.LatencyX})
+		tp := fmt.Sprintf("%.2fx", c.TputX)
+		if c.HitErrors > 0 {
+			tp += fmt.Sprintf(" (%d errors)", c.HitErrors)
+		}
+		add(figure{Name: fmt.Sprintf("throughput from the response cache (baseline: misses), %d clients", c.Clients), Unit: "req/s",
+			Baseline: fmt.Sprintf("%.0f", c.MissRPS), Gateway: fmt.Sprintf("%.0f", c.HitRPS), Delta: tp, Value: c.TputX})
+	}
 	for _, w := range r.WholeClip.Runs {
 		add(figure{Name: fmt.Sprintf("peak memory per whole-clip request, %s (%d chars, x0.25, WAV 48 kHz)", w.Name, r.WholeClip.Chars), Unit: "MB",
 			Baseline: fmt.Sprintf("%.1f answer", float64(w.AnswerBytes)/1e6), Gateway: fmt.Sprintf("%.1f growth", (float64(w.HWMAfter)-float64(w.RSSBefore))/1e6),

@@ -241,3 +241,26 @@ func TestQuickRunWholeClip(t *testing.T) {
 		t.Error("phases outside -only ran")
 	}
 }
+
+// TestQuickRunCache runs the response-cache phase and checks that it
+// measured both paths. It asserts no timings.
+func TestQuickRunCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gateway, its plugin and the fake upstream")
+	}
+	bin := os.Getenv("VOXGATE_BIN_DIR")
+	if bin == "" {
+		bin = filepath.Join("..", "..", "bin")
+	}
+	if _, err := os.Stat(filepath.Join(bin, "plugins", "voxgate-openai")); err != nil {
+		t.Skip("run `make build` first")
+	}
+	res, err := run(context.Background(), options{bin: bin, quick: true, accessLog: true, streams: 20, only: "cache", clip: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cache
+	if c.Hit.N == 0 || c.Miss.N != c.Hit.N || c.HitRPS <= 0 || c.MissRPS <= 0 || c.HitErrors != 0 {
+		t.Errorf("cache phase: %+v", c)
+	}
+}
