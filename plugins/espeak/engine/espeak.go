@@ -2,12 +2,7 @@ package engine
 
 /*
 #cgo pkg-config: espeak-ng
-#include <stdint.h>
-#include <stdlib.h>
 #include <espeak-ng/speak_lib.h>
-
-void voxgate_set_synth_callback(void);
-int voxgate_synth(const char *text, size_t size, uintptr_t handle);
 */
 import "C"
 
@@ -16,18 +11,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime/cgo"
+	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 )
-
-// bufferLength is the duration of audio eSpeak hands to the callback at a
-// time. It is the streaming granularity: small enough that the first chunk
-// leaves soon after a request arrives, large enough that the per-chunk cost
-// (one cgo callback, one gRPC message) stays negligible.
-const bufferLength = 60 * time.Millisecond
 
 // Speaking rates in words per minute, as libespeak-ng documents them for
 // espeakRATE.
@@ -40,19 +30,17 @@ const (
 // errUnknownVoice reports a voice name libespeak-ng cannot select.
 var errUnknownVoice = errors.New("unknown voice")
 
-// library is the process's one libespeak-ng instance.
+// library is the process's libespeak-ng, initialized once to learn the
+// sample rate and list the voices. Nothing is synthesized with it: that
+// happens in children of the template process (template.c), each starting
+// from a library that has never synthesized.
 //
-// This is package-level mutable state on purpose: libespeak-ng keeps all of
-// its synthesis state (current voice, rate, output buffers, callback) in C
-// globals and is not thread-safe, so there can only be one engine per
-// process and every use of it must be serialized. The gateway scales eSpeak
-// by running several plugin processes instead.
+// This is package-level state on purpose: libespeak-ng keeps its state in
+// C globals, so there is one per process whatever Go does. It is written
+// once, under once, and only read afterwards.
 var library struct {
-	once sync.Once
-	err  error
-	// lock is a one-slot semaphore rather than a sync.Mutex so that waiting
-	// for the engine honours context cancellation.
-	lock       chan struct{}
+	once       sync.Once
+	err        error
 	sampleRate int
 	voices     []voice
 }
@@ -109,21 +97,17 @@ type options struct {
 // voices.
 func openLibrary() error {
 	library.once.Do(func() {
-		// AUDIO_OUTPUT_SYNCHRONOUS makes espeak_Synth run on the calling
-		// thread and call the callback there before it returns: no eSpeak
-		// threads, and the caller's goroutine sees every buffer in order.
-		// DONT_EXIT turns a missing espeak-ng-data into an error return
-		// instead of exit(1).
+		// AUDIO_OUTPUT_SYNCHRONOUS: the mode the template synthesizes in,
+		// so the rate reported is the rate it produces. DONT_EXIT turns a
+		// missing espeak-ng-data into an error return instead of exit(1).
 		rate := C.espeak_Initialize(C.AUDIO_OUTPUT_SYNCHRONOUS,
 			C.int(bufferLength/time.Millisecond), nil, C.espeakINITIALIZE_DONT_EXIT)
 		if rate <= 0 {
 			library.err = fmt.Errorf("espeak_Initialize failed (%d): is espeak-ng-data installed?", int(rate))
 			return
 		}
-		C.voxgate_set_synth_callback()
 		library.sampleRate = int(rate)
 		library.voices = listVoices()
-		library.lock = make(chan struct{}, 1)
 	})
 	return library.err
 }
@@ -174,121 +158,112 @@ func genderName(code int) string {
 	return ""
 }
 
-// synthesis is the Go state of one espeak_Synth call, reached from the C
-// callback through a cgo.Handle.
-type synthesis struct {
-	ctx      context.Context
-	onBuffer func(buffer) error
-	// err is why the synthesis was aborted, if it was.
-	err error
+// decodeEvent decodes one event of a frame (type, text position, length,
+// audio position; see template.c) into Go conventions. ok is false for
+// the kinds of event the plugin does not use.
+func decodeEvent(raw []byte) (e event, ok bool) {
+	le := binary.LittleEndian
+	switch C.espeak_EVENT_TYPE(le.Uint32(raw[0:])) {
+	case C.espeakEVENT_WORD:
+		e.kind = eventWord
+	case C.espeakEVENT_SENTENCE:
+		e.kind = eventSentence
+	case C.espeakEVENT_END:
+		e.kind = eventClause
+	default:
+		return event{}, false
+	}
+	e.offset = max(int(int32(le.Uint32(raw[4:])))-1, 0)
+	e.length = int(int32(le.Uint32(raw[8:])))
+	e.audio = time.Duration(int32(le.Uint32(raw[12:]))) * time.Millisecond
+	return e, true
+}
+
+// engine runs syntheses, each in its own child of the template process,
+// so any number may run at once without sharing state.
+type engine struct {
+	tmpl *template
+	// renders bounds the live renderings (a child process each); slots
+	// bounds those rendering at the same moment, so that CPU-bound work
+	// does not oversubscribe the cores. Both are semaphores as channels,
+	// so that waiting honours context cancellation.
+	renders chan struct{}
+	slots   chan struct{}
+}
+
+// newEngine starts the template process. maxRenders bounds the renderings
+// alive at once.
+func newEngine(maxRenders int) (*engine, error) {
+	if err := openLibrary(); err != nil {
+		return nil, err
+	}
+	t, err := startTemplate()
+	if err != nil {
+		return nil, err
+	}
+	if t.rate != library.sampleRate {
+		t.close()
+		return nil, fmt.Errorf("the template process renders at %d Hz, the library reports %d Hz", t.rate, library.sampleRate)
+	}
+	return &engine{tmpl: t, renders: make(chan struct{}, maxRenders), slots: make(chan struct{}, runtime.NumCPU())}, nil
+}
+
+// close stops the template process.
+func (e *engine) close() { e.tmpl.close() }
+
+// acquire takes a place in sem, or gives up when ctx ends.
+func acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // synthesize speaks text with opts and hands every buffer the synthesizer
 // produces to onBuffer, in order, as soon as it exists. It returns when
 // synthesis is complete, or early with the error of ctx or onBuffer.
-// Calls are serialized process-wide.
-func synthesize(ctx context.Context, text string, opts options, onBuffer func(buffer) error) error {
-	if err := openLibrary(); err != nil {
+func (e *engine) synthesize(ctx context.Context, text string, opts options, onBuffer func(buffer) error) error {
+	if err := acquire(ctx, e.renders); err != nil {
 		return err
 	}
-	select {
-	case library.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-library.lock }()
-	if err := ctx.Err(); err != nil {
+	defer func() { <-e.renders }()
+	if err := acquire(ctx, e.slots); err != nil {
 		return err
 	}
+	defer func() { <-e.slots }()
 
-	// The voice and rate are process-global in eSpeak: set both on every
-	// call so nothing leaks from the previous one.
-	cvoice := C.CString(opts.voice)
-	defer C.free(unsafe.Pointer(cvoice))
-	if rc := C.espeak_SetVoiceByName(cvoice); rc != C.EE_OK {
-		return fmt.Errorf("%w %q", errUnknownVoice, opts.voice)
-	}
-	if rc := C.espeak_SetParameter(C.espeakRATE, C.int(opts.rate), 0); rc != C.EE_OK {
-		return fmt.Errorf("espeak_SetParameter(rate=%d) failed (%d)", opts.rate, int(rc))
-	}
-
-	s := &synthesis{ctx: ctx, onBuffer: onBuffer}
-	h := cgo.NewHandle(s)
-	defer h.Delete()
 	// A NUL would end the C string early; a space keeps rune offsets intact.
-	ctext := C.CString(strings.ReplaceAll(text, "\x00", " "))
-	defer C.free(unsafe.Pointer(ctext))
-	rc := C.voxgate_synth(ctext, C.size_t(len(text)+1), C.uintptr_t(h))
-	if s.err != nil {
-		// The callback aborted mid-message; make sure nothing of it is
-		// left queued for the next call.
-		C.espeak_Cancel()
-		return s.err
+	r, err := startRendering(ctx, e.tmpl, strings.ReplaceAll(text, "\x00", " "), opts)
+	if err != nil {
+		return err
 	}
-	if rc != C.EE_OK {
-		return fmt.Errorf("espeak_Synth failed (%d)", int(rc))
+	defer r.close()
+	if err := r.grant(creditUnlimited); err != nil {
+		return err
 	}
-	return nil
-}
-
-// goSynthCallback is eSpeak's synth callback. It runs on the thread that
-// called espeak_Synth, inside synthesize. Returning 1 aborts synthesis.
-//
-//export goSynthCallback
-func goSynthCallback(wav *C.short, n C.int, events *C.espeak_EVENT) (abort C.int) {
-	var s *synthesis
-	// A panic must not unwind through eSpeak's C frames.
-	defer func() {
-		if r := recover(); r != nil {
-			if s != nil {
-				s.err = fmt.Errorf("espeak callback panicked: %v", r)
-			}
-			abort = 1
+	for {
+		b, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return nil
 		}
-	}()
-	// Every event list, even an empty one, ends with a terminator event
-	// that carries the user_data given to espeak_Synth.
-	s = cgo.Handle(uintptr(events.user_data)).Value().(*synthesis)
-	if err := s.ctx.Err(); err != nil {
-		s.err = err
-		return 1
-	}
-	if wav == nil { // synthesis complete
-		return 0
-	}
-	var b buffer
-	if n > 0 {
-		samples := unsafe.Slice((*int16)(unsafe.Pointer(wav)), int(n))
-		b.pcm = make([]byte, 2*len(samples))
-		for i, v := range samples {
-			binary.LittleEndian.PutUint16(b.pcm[2*i:], uint16(v))
+		if errors.Is(err, errUnknownVoice) {
+			return fmt.Errorf("%w %q", errUnknownVoice, opts.voice)
 		}
-	}
-	for ev := events; ev._type != C.espeakEVENT_LIST_TERMINATED; ev = (*C.espeak_EVENT)(unsafe.Add(unsafe.Pointer(ev), unsafe.Sizeof(*ev))) {
-		var kind eventKind
-		switch ev._type {
-		case C.espeakEVENT_WORD:
-			kind = eventWord
-		case C.espeakEVENT_SENTENCE:
-			kind = eventSentence
-		case C.espeakEVENT_END:
-			kind = eventClause
-		default:
+		if err != nil {
+			return err
+		}
+		if len(b.pcm) == 0 && len(b.events) == 0 {
 			continue
 		}
-		b.events = append(b.events, event{
-			kind:   kind,
-			offset: max(int(ev.text_position)-1, 0),
-			length: int(ev.length),
-			audio:  time.Duration(ev.audio_position) * time.Millisecond,
-		})
+		// Frames the child sent before ctx ended may still be buffered;
+		// none of them is delivered after it.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := onBuffer(b); err != nil {
+			return err
+		}
 	}
-	if len(b.pcm) == 0 && len(b.events) == 0 {
-		return 0
-	}
-	if err := s.onBuffer(b); err != nil {
-		s.err = err
-		return 1
-	}
-	return 0
 }

@@ -2,9 +2,14 @@
 // through libespeak-ng (cgo), offline, with real word timestamps from the
 // synthesizer's word events.
 //
-// libespeak-ng is a process-global, single-threaded C library, so every call
-// into it is serialized; the gateway scales the plugin by running several
-// processes. Only the plugin's main package imports this one.
+// libespeak-ng keeps its state in C globals, and some of that state (pitch
+// flutter phase, gain, stale phoneme data) carries from one synthesis into
+// the next, so that the same text would sound slightly different each
+// time. Every synthesis therefore runs in a child forked from a template
+// process that initialized the library and never synthesized
+// (template.c): the same request gives the same bytes, and syntheses run
+// in parallel without sharing anything. Only the plugin's main package
+// imports this one.
 package engine
 
 import (
@@ -33,32 +38,43 @@ const (
 	MaxTextChars = 5000
 )
 
+// defaultMaxRenders bounds the syntheses alive at once in one plugin
+// process: each is a child process of a few hundred kilobytes.
+const defaultMaxRenders = 256
+
 // Provider is the eSpeak NG sdk.Provider. Its methods may be called
-// concurrently; synthesis is serialized process-wide.
+// concurrently.
 type Provider struct {
 	// UnimplementedProvider answers Configure (eSpeak has no settings) and
 	// Clone (eSpeak cannot clone voices).
 	sdk.UnimplementedProvider
 
+	engine     *engine
 	sampleRate int
 	voices     []sdk.Voice
 	// voiceIDs maps each voice id to itself, for validating requests.
 	voiceIDs map[string]bool
 }
 
-// New initializes libespeak-ng and returns the provider. It fails when the
-// library cannot find its data (the espeak-ng-data package).
+// New initializes libespeak-ng, starts the template process and returns
+// the provider. It fails when the library cannot find its data (the
+// espeak-ng-data package). Close stops the template process; a plugin
+// process need not call it, as the template ends with its parent.
 func New() (*Provider, error) {
-	if err := openLibrary(); err != nil {
+	e, err := newEngine(defaultMaxRenders)
+	if err != nil {
 		return nil, fmt.Errorf("espeak: %w", err)
 	}
-	p := &Provider{sampleRate: library.sampleRate, voiceIDs: make(map[string]bool)}
+	p := &Provider{engine: e, sampleRate: library.sampleRate, voiceIDs: make(map[string]bool)}
 	for _, v := range library.voices {
 		p.voices = append(p.voices, sdk.Voice{ID: v.id, Name: v.name, Language: v.language, Gender: v.gender})
 		p.voiceIDs[v.id] = true
 	}
 	return p, nil
 }
+
+// Close stops the template process. Syntheses already started finish.
+func (p *Provider) Close() { p.engine.close() }
 
 // Describe reports the provider and its one model.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
@@ -110,7 +126,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		out.Write(make([]byte, headerSize))
 	}
 	var events []event
-	err = synthesize(ctx, req.Text, c.options, func(b buffer) error {
+	err = p.engine.synthesize(ctx, req.Text, c.options, func(b buffer) error {
 		out.Write(b.pcm)
 		if req.Timestamps {
 			events = append(events, b.events...)
@@ -163,7 +179,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		}
 		return nil
 	}
-	err = synthesize(ctx, req.Text, c.options, func(b buffer) error {
+	err = p.engine.synthesize(ctx, req.Text, c.options, func(b buffer) error {
 		if len(b.pcm) == 0 {
 			return nil
 		}
@@ -296,8 +312,11 @@ func (p *Provider) pcmMediaType() string {
 // Context and send errors pass through unchanged (sdk.AsError maps context
 // errors; a send error means the caller is gone).
 func synthesisError(err error) error {
-	if errors.Is(err, errUnknownVoice) {
+	switch {
+	case errors.Is(err, errUnknownVoice):
 		return sdk.Errorf(sdk.KindInvalidRequest, "%v", err)
+	case errors.Is(err, errEngineGone):
+		return &sdk.Error{Kind: sdk.KindUnavailable, Message: "espeak: " + err.Error(), Retryable: true}
 	}
 	return err
 }

@@ -28,6 +28,7 @@ func newProvider(t testing.TB) *Provider {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(p.Close)
 	return p
 }
 
@@ -146,15 +147,6 @@ func TestSynthesizePCM(t *testing.T) {
 	}
 }
 
-// sameLength reports whether two renderings of one request have the same
-// length, give or take 3%. They rarely match to the byte: eSpeak carries
-// state from one utterance into the next (its pitch flutter phase; a clause
-// pause that varies by a few tens of milliseconds). A different rate changes
-// a clip's length by far more.
-func sameLength(a, b []byte) bool {
-	return math.Abs(float64(len(a)-len(b))) <= 0.03*float64(len(b))
-}
-
 func TestSynthesizeWAV(t *testing.T) {
 	p := newProvider(t)
 	text := "A proper wave file, please."
@@ -164,7 +156,7 @@ func TestSynthesizeWAV(t *testing.T) {
 		t.Errorf("media type %q", resp.MediaType)
 	}
 	checkWAVHeader(t, resp.Audio, uint32(len(resp.Audio)-44))
-	if !sameLength(resp.Audio[44:], pcm) {
+	if !bytes.Equal(resp.Audio[44:], pcm) {
 		t.Errorf("WAV data of %d bytes, PCM clip of the same request %d", len(resp.Audio)-44, len(pcm))
 	}
 	info := soxInfo(t, resp.Audio)
@@ -300,7 +292,7 @@ func TestSpeed(t *testing.T) {
 		return seconds(resp.Audio, 22050), resp.Warnings
 	}
 	normal, _ := dur(0)
-	if one, zero := clip(1).Audio, clip(0).Audio; !sameLength(one, zero) {
+	if one, zero := clip(1).Audio, clip(0).Audio; !bytes.Equal(one, zero) {
 		t.Errorf("speed 1 gives %d bytes, speed 0 (normal) %d", len(one), len(zero))
 	}
 	fast, warnings := dur(2)
@@ -312,7 +304,7 @@ func TestSpeed(t *testing.T) {
 	}
 	// Beyond eSpeak's 450 wpm the rate clamps, and the caller is told.
 	fastest, capped := clip(4), clip(450.0/175)
-	if w := fastest.Warnings; !sameLength(fastest.Audio, capped.Audio) || len(w) != 1 || !strings.Contains(w[0], "2.57x") {
+	if w := fastest.Warnings; !bytes.Equal(fastest.Audio, capped.Audio) || len(w) != 1 || !strings.Contains(w[0], "2.57x") {
 		t.Errorf("speed 4: %d bytes (2.57x: %d bytes), warnings %q", len(fastest.Audio), len(capped.Audio), w)
 	}
 }
@@ -414,7 +406,7 @@ func TestStream(t *testing.T) {
 				checkWAVHeader(t, got, 0xFFFFFFFF)
 				got = got[44:]
 			}
-			if !sameLength(got, whole) {
+			if !bytes.Equal(got, whole) {
 				t.Errorf("streamed %d bytes of audio, the whole clip has %d", len(got), len(whole))
 			}
 		})
@@ -504,10 +496,14 @@ func TestCancel(t *testing.T) {
 		t.Errorf("Synthesize(cancelled context) error = %v", err)
 	}
 
-	// Another call holds the engine: the waiting call gives up.
-	library.lock <- struct{}{}
+	// Every rendering place is taken: the waiting call gives up.
+	for range cap(p.engine.renders) {
+		p.engine.renders <- struct{}{}
+	}
 	_, err := p.Synthesize(cancelled, req)
-	<-library.lock
+	for range cap(p.engine.renders) {
+		<-p.engine.renders
+	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Synthesize(cancelled context) waiting for the engine: error = %v", err)
 	}
@@ -516,7 +512,7 @@ func TestCancel(t *testing.T) {
 	// TestStreamIsIncremental); afterwards the engine renders afresh.
 	ctx, cancel := context.WithCancel(context.Background())
 	_ = p.Stream(ctx, req, func(sdk.Chunk) error { cancel(); return nil })
-	if got := synth(t, p, req).Audio; !sameLength(got, want) {
+	if got := synth(t, p, req).Audio; !bytes.Equal(got, want) {
 		t.Errorf("after an aborted synthesis the next clip is %d bytes, want %d", len(got), len(want))
 	}
 }
@@ -546,7 +542,7 @@ func TestConcurrent(t *testing.T) {
 				switch {
 				case err != nil:
 					errs <- err
-				case !sameLength(got.Audio, want[i].Audio) || got.MediaType != want[i].MediaType || !sameWords(got.Timestamps, want[i].Timestamps):
+				case !bytes.Equal(got.Audio, want[i].Audio) || got.MediaType != want[i].MediaType || !slices.Equal(got.Timestamps, want[i].Timestamps):
 					errs <- fmt.Errorf("goroutine %d: request %d rendered differently under concurrency", g, i)
 				}
 			}
@@ -559,9 +555,63 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// sameWords reports whether two timestamp lists have the same words.
-func sameWords(a, b []sdk.WordTimestamp) bool {
-	return slices.EqualFunc(a, b, func(x, y sdk.WordTimestamp) bool { return x.Text == y.Text })
+// TestSameRequestSameBytes checks that a request renders to the same bytes
+// and timestamps every time, whatever was rendered before it or at the
+// same time: the first rendering, one after other voices, rates and texts,
+// one after a stream that was abandoned midway, and many at once.
+func TestSameRequestSameBytes(t *testing.T) {
+	p := newProvider(t)
+	req := &sdk.SynthesizeRequest{Voice: "en", Timestamps: true,
+		Text: "Hello there, my friend. How are you today? This is a test of the system."}
+	want := synth(t, p, req)
+	others := []*sdk.SynthesizeRequest{
+		{Voice: "de", Text: "Grüße aus München, sagte sie, und lachte laut."},
+		{Voice: "en", Text: "This is a test of the system.", Speed: 1.7},
+		{Voice: "en+f3", Text: strings.Repeat("Breathe in, and out. ", 10)},
+		{Voice: "fr", Text: "Le chat dort sur le canapé depuis ce matin."},
+	}
+	check := func(when string, got *sdk.SynthesizeResponse) {
+		t.Helper()
+		if !bytes.Equal(got.Audio, want.Audio) || !slices.Equal(got.Timestamps, want.Timestamps) {
+			t.Errorf("%s: %d bytes (first rendering %d), same audio %v, same timestamps %v",
+				when, len(got.Audio), len(want.Audio), bytes.Equal(got.Audio, want.Audio), slices.Equal(got.Timestamps, want.Timestamps))
+		}
+	}
+	check("again", synth(t, p, req))
+	for _, o := range others {
+		synth(t, p, o)
+		check("after "+o.Voice+" "+strconv.Quote(o.Text[:10]), synth(t, p, req))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = p.Stream(ctx, others[2], func(sdk.Chunk) error { cancel(); return nil })
+	check("after an abandoned stream", synth(t, p, req))
+
+	var streamed []byte
+	for _, c := range collect(t, p, &sdk.SynthesizeRequest{Voice: req.Voice, Text: req.Text}) {
+		streamed = append(streamed, c.Data...)
+	}
+	if !bytes.Equal(streamed, want.Audio) {
+		t.Errorf("the stream of the request has %d bytes, unlike its clip (%d)", len(streamed), len(want.Audio))
+	}
+
+	var wg sync.WaitGroup
+	results := make([]*sdk.SynthesizeResponse, 8)
+	errs := make([]error, len(results))
+	for i := range results {
+		wg.Go(func() {
+			if i%2 == 1 {
+				_, _ = p.Synthesize(context.Background(), others[i/2%len(others)])
+			}
+			results[i], errs[i] = p.Synthesize(context.Background(), req)
+		})
+	}
+	wg.Wait()
+	for i, got := range results {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		check(fmt.Sprintf("concurrent rendering %d", i), got)
+	}
 }
 
 // BenchmarkSynthesize renders a ~200-character sentence and reports the
