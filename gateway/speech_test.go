@@ -112,9 +112,11 @@ func TestSpeechClipFromESpeak(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("speech: %d %s", r.status, r.body)
 	}
+	// No output format asked for: a WAV file, which any player opens and
+	// whose header states its length.
 	dur, rms := pcmSeconds(t, r.header.Get("Content-Type"), r.body)
-	if r.header.Get("Content-Type") != "audio/pcm;rate=22050" {
-		t.Errorf("Content-Type = %q", r.header.Get("Content-Type"))
+	if r.header.Get("Content-Type") != "audio/wav" || binary.LittleEndian.Uint32(r.body[40:44]) != uint32(len(r.body)-44) {
+		t.Errorf("Content-Type = %q, %d bytes", r.header.Get("Content-Type"), len(r.body))
 	}
 	// ~6 words at eSpeak's 175 wpm: about 2 s; allow a wide band.
 	if dur < 1 || dur > 6 || rms < 0.01 {
@@ -126,13 +128,13 @@ func TestSpeechClipFromESpeak(t *testing.T) {
 		t.Errorf("log row = %+v", row)
 	}
 
-	// WAV output is processed through the audio package.
-	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
-		t.Fatalf("wav: %d %s %s", r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
+	// Raw PCM only when asked for, and the same audio.
+	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "pcm"}))
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=22050" {
+		t.Fatalf("pcm: %d %s %s", r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
 	}
-	if d2, _ := pcmSeconds(t, "audio/wav", r.body); math.Abs(d2-dur) > 0.3 {
-		t.Errorf("wav duration %.2f vs pcm %.2f", d2, dur)
+	if d2, _ := pcmSeconds(t, "audio/pcm;rate=22050", r.body); math.Abs(d2-dur) > 0.01 {
+		t.Errorf("pcm duration %.3f vs wav %.3f", d2, dur)
 	}
 }
 

@@ -90,7 +90,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 				Timestamps: true,
 				Speed:      true,
 			},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV},
+			// WAV first: it is the default, a file any player opens and
+			// any client can measure. Raw PCM only when asked for.
+			OutputFormats:    []string{sdk.FormatWAV, sdk.FormatPCM},
 			SampleRates:      []int{p.sampleRate},
 			NativeSampleRate: p.sampleRate,
 			MaxTextChars:     MaxTextChars,
@@ -153,11 +155,10 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 // Stream sends each buffer of audio as soon as eSpeak produces it (about
 // 60 ms of audio per chunk), without collecting the clip.
 //
-// Format "pcm" (or empty) streams raw PCM, media type
-// "audio/pcm;rate=N". Format "wav" streams the same PCM behind a WAVE header
-// whose sizes say "unknown" (0xFFFFFFFF), media type "audio/wav": the length
-// is not known until synthesis ends, and decoders read such a file to its
-// end.
+// Format "wav" (or empty) streams the PCM behind a WAVE header whose sizes
+// say "unknown" (0xFFFFFFFF), media type "audio/wav": the length is not
+// known until synthesis ends, and decoders read such a file to its end.
+// Format "pcm" streams the raw PCM, media type "audio/pcm;rate=N".
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
 	c, err := p.translate(req)
 	if err != nil {
@@ -223,7 +224,7 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 	c := &utterance{format: req.Format}
 	switch req.Format {
 	case "":
-		c.format = sdk.FormatPCM
+		c.format = sdk.FormatWAV
 	case sdk.FormatPCM, sdk.FormatWAV:
 	default:
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "format %q is not supported; eSpeak produces pcm or wav", req.Format)

@@ -32,9 +32,16 @@ func newProvider(t testing.TB) *Provider {
 	return p
 }
 
-// synth renders req whole and fails the test on error.
+// synth renders req whole and fails the test on error. A request that
+// names no format is rendered as raw PCM, which the tests measure sample
+// by sample; TestDescribe and TestSynthesizeWAV check the default.
 func synth(t testing.TB, p *Provider, req *sdk.SynthesizeRequest) *sdk.SynthesizeResponse {
 	t.Helper()
+	if req.Format == "" {
+		r := *req
+		r.Format = sdk.FormatPCM
+		req = &r
+	}
 	resp, err := p.Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Synthesize(%q, voice %q): %v", req.Text, req.Voice, err)
@@ -67,11 +74,15 @@ func TestDescribe(t *testing.T) {
 	}
 	m := d.Models[0]
 	want := sdk.Capabilities{Streaming: true, Timestamps: true, Speed: true, Cloning: false}
-	if m.ID != "espeak-ng" || m.Capabilities != want || !slices.Equal(m.OutputFormats, []string{"pcm", "wav"}) || m.MaxTextChars != 5000 {
+	// WAV first: the default, what a request that names no format gets.
+	if m.ID != "espeak-ng" || m.Capabilities != want || !slices.Equal(m.OutputFormats, []string{"wav", "pcm"}) || m.MaxTextChars != 5000 {
 		t.Errorf("model = %+v", m)
 	}
+	if resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "default"}); err != nil || resp.MediaType != "audio/wav" {
+		t.Errorf("a request naming no format gets %v, want audio/wav", err)
+	}
 	// The rate must be the library's: a clip's media type says it too.
-	resp := synth(t, p, &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "rate"})
+	resp := synth(t, p, &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "rate", Format: "pcm"})
 	if m.NativeSampleRate != 22050 || resp.MediaType != "audio/pcm;rate="+strconv.Itoa(m.NativeSampleRate) {
 		t.Errorf("native rate %d, clip media type %q", m.NativeSampleRate, resp.MediaType)
 	}
@@ -109,7 +120,7 @@ func TestEveryVoiceSpeaks(t *testing.T) {
 	p := newProvider(t)
 	voices, _ := p.Voices(context.Background(), &sdk.VoicesRequest{})
 	for _, v := range voices {
-		resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Voice: v.ID, Text: "hello"}) // some languages have no rules for digits
+		resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Voice: v.ID, Text: "hello", Format: "pcm"}) // some languages have no rules for digits
 		if err != nil || rms(resp.Audio) < 0.01 {
 			t.Errorf("voice %q (%s): err %v, audible %v", v.ID, v.Name, err, err == nil && rms(resp.Audio) >= 0.01)
 		}
@@ -150,10 +161,13 @@ func TestSynthesizePCM(t *testing.T) {
 func TestSynthesizeWAV(t *testing.T) {
 	p := newProvider(t)
 	text := "A proper wave file, please."
-	pcm := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text}).Audio
+	pcm := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text, Format: "pcm"}).Audio
 	resp := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text, Format: "wav", SampleRate: 22050})
 	if resp.MediaType != "audio/wav" {
 		t.Errorf("media type %q", resp.MediaType)
+	}
+	if def, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Voice: "en", Text: text}); err != nil || def.MediaType != "audio/wav" || !bytes.Equal(def.Audio, resp.Audio) {
+		t.Errorf("no format asked for: %q, %d bytes; want the WAV file (%d bytes)", def.MediaType, len(def.Audio), len(resp.Audio))
 	}
 	checkWAVHeader(t, resp.Audio, uint32(len(resp.Audio)-44))
 	if !bytes.Equal(resp.Audio[44:], pcm) {
@@ -375,15 +389,15 @@ func collect(t *testing.T, p *Provider, req *sdk.SynthesizeRequest) []sdk.Chunk 
 func TestStream(t *testing.T) {
 	p := newProvider(t)
 	text := strings.Repeat("A long text is streamed in many small pieces. ", 6)
-	whole := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text}).Audio
+	whole := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text, Format: "pcm"}).Audio
 
 	tests := []struct {
 		format, mediaType string
 		header            bool
 	}{
-		{"", "audio/pcm;rate=22050", false},
-		{"pcm", "audio/pcm;rate=22050", false},
+		{"", "audio/wav", true},
 		{"wav", "audio/wav", true},
+		{"pcm", "audio/pcm;rate=22050", false},
 	}
 	for _, tt := range tests {
 		t.Run("format="+tt.format, func(t *testing.T) {
@@ -524,13 +538,16 @@ func TestConcurrent(t *testing.T) {
 	p := newProvider(t)
 	reqs := []*sdk.SynthesizeRequest{
 		{Voice: "en", Text: "First of all, English."},
-		{Voice: "de", Text: "Zweitens, Deutsch.", Speed: 1.5},
-		{Voice: "fr", Text: "Troisièmement, le français.", Speed: 0.7},
+		{Voice: "de", Text: "Zweitens, Deutsch.", Speed: 1.5, Format: "pcm"},
+		{Voice: "fr", Text: "Troisièmement, le français.", Speed: 0.7, Format: "wav"},
 		{Voice: "en-us", Text: "Fourth, American English, with timestamps.", Speed: 1.25, Timestamps: true},
 	}
 	want := make([]*sdk.SynthesizeResponse, len(reqs))
 	for i, r := range reqs {
-		want[i] = synth(t, p, r)
+		var err error
+		if want[i], err = p.Synthesize(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -561,7 +578,7 @@ func TestConcurrent(t *testing.T) {
 // one after a stream that was abandoned midway, and many at once.
 func TestSameRequestSameBytes(t *testing.T) {
 	p := newProvider(t)
-	req := &sdk.SynthesizeRequest{Voice: "en", Timestamps: true,
+	req := &sdk.SynthesizeRequest{Voice: "en", Timestamps: true, Format: "pcm",
 		Text: "Hello there, my friend. How are you today? This is a test of the system."}
 	want := synth(t, p, req)
 	others := []*sdk.SynthesizeRequest{
@@ -587,7 +604,7 @@ func TestSameRequestSameBytes(t *testing.T) {
 	check("after an abandoned stream", synth(t, p, req))
 
 	var streamed []byte
-	for _, c := range collect(t, p, &sdk.SynthesizeRequest{Voice: req.Voice, Text: req.Text}) {
+	for _, c := range collect(t, p, &sdk.SynthesizeRequest{Voice: req.Voice, Text: req.Text, Format: "pcm"}) {
 		streamed = append(streamed, c.Data...)
 	}
 	if !bytes.Equal(streamed, want.Audio) {
@@ -618,7 +635,7 @@ func TestSameRequestSameBytes(t *testing.T) {
 // real-time factor: seconds of audio produced per second of wall time.
 func BenchmarkSynthesize(b *testing.B) {
 	p := newProvider(b)
-	req := &sdk.SynthesizeRequest{Voice: "en-us", Timestamps: true,
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Timestamps: true, Format: "pcm",
 		Text: "The gateway renders this sentence again and again to measure how fast eSpeak speaks: " +
 			"about two hundred characters, with commas, a number like 42, and a full stop at the end."}
 	var audio float64
