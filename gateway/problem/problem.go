@@ -38,6 +38,7 @@ const (
 	VoiceIncomplete         Code = "voice_incomplete"
 	UnknownProvider         Code = "unknown_provider"
 	UnknownModel            Code = "unknown_model"
+	UnknownVoice            Code = "unknown_voice"
 	TextTooLong             Code = "text_too_long"
 	NoCredentials           Code = "provider_credentials_missing"
 	ProviderRejected        Code = "provider_rejected_request"
@@ -81,6 +82,7 @@ var table = map[Code]meta{
 	VoiceIncomplete:         {422, "Saved voice is incomplete"},
 	UnknownProvider:         {422, "Unknown provider"},
 	UnknownModel:            {422, "Unknown model"},
+	UnknownVoice:            {422, "Unknown provider voice"},
 	TextTooLong:             {422, "Text too long"},
 	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},

@@ -47,12 +47,24 @@ var library struct {
 
 // voice is one eSpeak voice (a language definition file).
 type voice struct {
-	// id is the voice file's base name, lower-cased ("en", "en-us", "de");
-	// espeak_SetVoiceByName accepts it.
-	id       string
-	name     string
-	language string
-	gender   string
+	// file is the voice file's path under espeak-ng-data/voices
+	// ("gmw/en-US"); espeak_SetVoiceByName selects the voice by it.
+	file   string
+	name   string
+	gender string
+	// languages are the languages the voice speaks, as eSpeak lists them:
+	// the voice's own first ("en-gb"), then those it also serves ("en").
+	languages []language
+}
+
+// language is one entry of a voice's languages.
+type language struct {
+	// code is the language tag as eSpeak writes it ("en-gb", "cmn",
+	// "chr-US-Qaaa-x-west").
+	code string
+	// priority ranks the voice among those serving code: lower is
+	// preferred (eSpeak's own voice selection uses it so).
+	priority int
 }
 
 // eventKind says what an eSpeak event marks.
@@ -121,30 +133,35 @@ func listVoices() []voice {
 	seen := make(map[string]bool)
 	for p := list; *p != nil; p = (**C.espeak_VOICE)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
 		v := *p
-		ident := C.GoString(v.identifier) // e.g. "gmw/en-US"
-		id := strings.ToLower(ident[strings.LastIndexByte(ident, '/')+1:])
-		if id == "" || seen[id] {
+		file := C.GoString(v.identifier) // e.g. "gmw/en-US"
+		langs := languages(v.languages)
+		if file == "" || len(langs) == 0 || seen[strings.ToLower(file)] {
 			continue
 		}
-		seen[id] = true
+		seen[strings.ToLower(file)] = true
 		voices = append(voices, voice{
-			id:       id,
-			name:     C.GoString(v.name),
-			language: firstLanguage(v.languages),
-			gender:   genderName(int(v.gender)),
+			file:      file,
+			name:      C.GoString(v.name),
+			gender:    genderName(int(v.gender)),
+			languages: langs,
 		})
 	}
 	return voices
 }
 
-// firstLanguage returns the first (most preferred) language of an eSpeak
-// languages field: a sequence of one priority byte followed by a
-// NUL-terminated language tag, ended by an empty tag.
-func firstLanguage(languages *C.char) string {
-	if languages == nil || *languages == 0 {
-		return ""
+// languages decodes an eSpeak languages field: a sequence of entries, each
+// one priority byte followed by a NUL-terminated language tag, ended by an
+// entry whose priority byte is 0.
+func languages(field *C.char) []language {
+	var out []language
+	for p := unsafe.Pointer(field); p != nil && *(*C.char)(p) != 0; {
+		priority := int(*(*C.uchar)(p))
+		code := C.GoString((*C.char)(unsafe.Add(p, 1)))
+		out = append(out, language{code: code, priority: priority})
+		// Past the priority byte, the tag and its NUL.
+		p = unsafe.Add(p, 1+len(code)+1)
 	}
-	return C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(languages), 1)))
+	return out
 }
 
 // genderName maps eSpeak's gender code (0 none, 1 male, 2 female).

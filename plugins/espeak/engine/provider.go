@@ -15,6 +15,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -51,9 +52,7 @@ type Provider struct {
 
 	engine     *engine
 	sampleRate int
-	voices     []sdk.Voice
-	// voiceIDs maps each voice id to itself, for validating requests.
-	voiceIDs map[string]bool
+	voices     *voiceTable
 }
 
 // New initializes libespeak-ng, starts the template process and returns
@@ -65,12 +64,7 @@ func New() (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("espeak: %w", err)
 	}
-	p := &Provider{engine: e, sampleRate: library.sampleRate, voiceIDs: make(map[string]bool)}
-	for _, v := range library.voices {
-		p.voices = append(p.voices, sdk.Voice{ID: v.id, Name: v.name, Language: v.language, Gender: v.gender})
-		p.voiceIDs[v.id] = true
-	}
-	return p, nil
+	return &Provider{engine: e, sampleRate: library.sampleRate, voices: newVoiceTable(library.voices)}, nil
 }
 
 // Close stops the template process. Syntheses already started finish.
@@ -103,14 +97,16 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	}, nil
 }
 
-// Voices lists eSpeak's languages, one voice each. Their ids are usable as
-// SynthesizeRequest.Voice, optionally followed by an eSpeak variant
-// ("en+f3").
+// Voices lists every name an eSpeak voice may be asked for by (see
+// voiceTable): each voice's language ("en-gb", "en-us", "de", "fr-fr"),
+// its file name ("en", "fr") and the further languages it serves ("zh").
+// Each id is usable as SynthesizeRequest.Voice, optionally followed by an
+// eSpeak variant ("en-gb+f3"), or with providerOptions.variant.
 func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
-	return append([]sdk.Voice(nil), p.voices...), nil
+	return append([]sdk.Voice(nil), p.voices.list...), nil
 }
 
 // Synthesize renders the whole clip, with word timestamps when asked.
@@ -233,12 +229,9 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "sample rate %d is not supported; eSpeak produces %d Hz", req.SampleRate, p.sampleRate)
 	}
 
-	voice := req.Voice
-	if voice == "" {
-		voice = DefaultVoice
-	}
-	if !p.knownVoice(voice) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "unknown voice %q", req.Voice)
+	voice, err := p.selectVoice(req)
+	if err != nil {
+		return nil, err
 	}
 	c.options.voice = voice
 
@@ -253,27 +246,47 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 	return c, nil
 }
 
-// knownVoice reports whether voice is one of the listed voice ids, possibly
-// with an eSpeak variant ("en+f3"). Checking against the list rather than
-// only asking eSpeak keeps arbitrary strings (file paths among them: eSpeak
-// loads a voice by file name) away from the library.
-func (p *Provider) knownVoice(voice string) bool {
-	id, variant, hasVariant := strings.Cut(voice, "+")
-	if !p.voiceIDs[strings.ToLower(id)] {
-		return false
+// providerOptions are the providerOptions eSpeak reads; other keys are
+// ignored, as a conversation's shared options may be meant for another
+// provider.
+type providerOptions struct {
+	// Variant is an eSpeak voice variant ("f3", "klatt", "whisper"), the
+	// same as "+f3" after the voice name. It lets a saved voice keep a
+	// listed voice_id and still use a variant.
+	Variant *string `json:"variant"`
+}
+
+// selectVoice resolves the request's voice name (DefaultVoice if empty)
+// and variant to what the engine selects: the voice file, with "+variant"
+// when there is one.
+func (p *Provider) selectVoice(req *sdk.SynthesizeRequest) (string, error) {
+	name := req.Voice
+	if name == "" {
+		name = DefaultVoice
 	}
-	if !hasVariant {
-		return true
+	v, variant, ok := p.voices.resolve(name)
+	if !ok {
+		return "", sdk.Errorf(sdk.KindInvalidRequest, "unknown voice %q; eSpeak's voices are language codes such as en-gb, en-us, de or fr-fr", req.Voice)
 	}
-	if variant == "" || len(variant) > 32 {
-		return false
-	}
-	for _, r := range variant {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
+	if len(req.Options) > 0 {
+		var opts providerOptions
+		if err := json.Unmarshal(req.Options, &opts); err != nil {
+			return "", sdk.Errorf(sdk.KindInvalidRequest, "providerOptions: variant must be a string (%v)", err)
+		}
+		if opts.Variant != nil {
+			switch {
+			case variant != "":
+				return "", sdk.Errorf(sdk.KindInvalidRequest, "voice %q already names a variant; drop providerOptions.variant", req.Voice)
+			case !validVariant(*opts.Variant):
+				return "", sdk.Errorf(sdk.KindInvalidRequest, "providerOptions.variant %q is not an eSpeak variant name (letters, digits, _ and -, at most 32)", *opts.Variant)
+			}
+			variant = *opts.Variant
 		}
 	}
-	return true
+	if variant != "" {
+		return v.file + "+" + variant, nil
+	}
+	return v.file, nil
 }
 
 // speakingRate maps a speed multiple to eSpeak's rate in words per minute.

@@ -104,7 +104,11 @@ func TestVoices(t *testing.T) {
 			t.Errorf("voice %+v: missing name or language, or odd gender", v)
 		}
 	}
-	for id, lang := range map[string]string{"en": "en-gb", "en-us": "en-us", "de": "de", "fr": "fr-fr"} {
+	// eSpeak's language codes, as `espeak-ng --voices` lists them; the
+	// file names this plugin listed before (en, fr), still accepted; and
+	// the further languages voices serve (zh).
+	for id, lang := range map[string]string{"en-gb": "en-gb", "en-us": "en-us", "de": "de", "fr-fr": "fr-fr", "pt-br": "pt-br", "cmn": "cmn",
+		"en": "en-gb", "fr": "fr-fr", "zh": "cmn", "es-mx": "es-419", "yue": "yue", "yue-latn-jyutping": "yue"} {
 		if v, ok := byID[id]; !ok || v.Language != lang {
 			t.Errorf("voice %q = %+v, want language %q", id, v, lang)
 		}
@@ -357,10 +361,58 @@ func TestInvalidRequests(t *testing.T) {
 	}
 	// The request all of them were derived from is fine, including with a
 	// voice variant and in upper case.
-	for _, voice := range []string{"en", "EN-US", "en+f3", ""} {
+	for _, voice := range []string{"en", "EN-US", "en+f3", "en-gb", "fr-fr", "zh", ""} {
 		req := ok
 		req.Voice = voice
 		synth(t, p, &req)
+	}
+}
+
+// TestVoiceNames checks that every name of a voice selects that voice (the
+// same bytes), and that a variant given after "+" or as
+// providerOptions.variant is the same variant.
+func TestVoiceNames(t *testing.T) {
+	p := newProvider(t)
+	text := "Names for one voice."
+	render := func(voice string, options string) []byte {
+		t.Helper()
+		req := &sdk.SynthesizeRequest{Voice: voice, Text: text}
+		if options != "" {
+			req.Options = []byte(options)
+		}
+		return synth(t, p, req).Audio
+	}
+	same := [][]string{
+		{"en-gb", "en", "EN-GB", ""},
+		{"fr-fr", "fr"},
+		{"cmn", "zh", "zh-cmn"},
+		{"es-419", "es-mx"},
+	}
+	for _, names := range same {
+		want := render(names[0], "")
+		for _, n := range names[1:] {
+			if got := render(n, ""); !bytes.Equal(got, want) {
+				t.Errorf("voice %q: %d bytes, unlike %q (%d bytes)", n, len(got), names[0], len(want))
+			}
+		}
+	}
+	if bytes.Equal(render("en-gb", ""), render("en-us", "")) {
+		t.Error("en-gb and en-us sound the same")
+	}
+	plain, plus, option := render("en-gb", ""), render("en-gb+f3", ""), render("en-gb", `{"variant":"f3","speed":"other providers' keys are ignored"}`)
+	if bytes.Equal(plus, plain) || !bytes.Equal(option, plus) {
+		t.Errorf("variant f3: after + %d bytes, as an option %d bytes, without %d bytes", len(plus), len(option), len(plain))
+	}
+	for _, bad := range []struct{ voice, options string }{
+		{"en-gb+f3", `{"variant":"f3"}`},
+		{"en-gb", `{"variant":"../../x"}`},
+		{"en-gb", `{"variant":3}`},
+		{"en-gb", `{"variant":""}`},
+	} {
+		req := &sdk.SynthesizeRequest{Voice: bad.voice, Text: text, Options: []byte(bad.options)}
+		if _, err := p.Synthesize(context.Background(), req); sdk.AsError(err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("voice %q, options %s: error %v, want invalid_request", bad.voice, bad.options, err)
+		}
 	}
 }
 
