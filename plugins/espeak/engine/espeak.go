@@ -238,6 +238,12 @@ func acquire(ctx context.Context, sem chan struct{}) error {
 	}
 }
 
+// cleanText makes text safe to hand to eSpeak as a C string: a NUL would
+// end it early, and a space in its place keeps rune offsets intact.
+func cleanText(text string) string {
+	return strings.ReplaceAll(text, "\x00", " ")
+}
+
 // synthesize speaks text with opts and hands every buffer the synthesizer
 // produces to onBuffer, in order, as soon as it exists. It returns when
 // synthesis is complete, or early with the error of ctx or onBuffer.
@@ -251,8 +257,7 @@ func (e *engine) synthesize(ctx context.Context, text string, opts options, onBu
 	}
 	defer func() { <-e.slots }()
 
-	// A NUL would end the C string early; a space keeps rune offsets intact.
-	r, err := startRendering(ctx, e.tmpl, strings.ReplaceAll(text, "\x00", " "), opts)
+	r, err := startRendering(ctx, e.tmpl, cleanText(text), opts)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -46,14 +51,26 @@ const defaultMaxRenders = 256
 // Provider is the eSpeak NG sdk.Provider. Its methods may be called
 // concurrently.
 type Provider struct {
-	// UnimplementedProvider answers Configure (eSpeak has no settings) and
-	// Clone (eSpeak cannot clone voices).
+	// UnimplementedProvider answers Clone: eSpeak cannot clone voices.
 	sdk.UnimplementedProvider
 
 	engine     *engine
 	sampleRate int
 	voices     *voiceTable
+	// stall is the stream stall timeout (a time.Duration), set by
+	// Configure while streams may be running.
+	stall atomic.Int64
+	// log goes to the plugin's stderr as JSON lines, which the gateway
+	// re-logs at their level under the plugin's name.
+	log hclog.Logger
 }
+
+// Settings a deployment may give in the provider's block of gateway.yaml.
+const settingStall = "stream_stall_timeout"
+
+// maxStallTimeout bounds stream_stall_timeout: a client may be given
+// minutes, not forever, to take audio.
+const maxStallTimeout = time.Hour
 
 // New initializes libespeak-ng, starts the template process and returns
 // the provider. It fails when the library cannot find its data (the
@@ -64,11 +81,44 @@ func New() (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("espeak: %w", err)
 	}
-	return &Provider{engine: e, sampleRate: library.sampleRate, voices: newVoiceTable(library.voices)}, nil
+	p := &Provider{engine: e, sampleRate: library.sampleRate, voices: newVoiceTable(library.voices),
+		log: hclog.New(&hclog.LoggerOptions{Name: ProviderID, Output: os.Stderr, JSONFormat: true, Level: hclog.Info})}
+	p.stall.Store(int64(DefaultStallTimeout))
+	return p, nil
 }
 
 // Close stops the template process. Syntheses already started finish.
 func (p *Provider) Close() { p.engine.close() }
+
+// Configure reads the deployment's settings: stream_stall_timeout (a Go
+// duration, default 30s, at most an hour), how long a stream waits for a
+// client that takes no audio before ending it. Other keys are refused, so
+// that a misspelt one stops the gateway at start instead of being ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	stall := DefaultStallTimeout
+	for k, v := range settings {
+		if k != settingStall {
+			return sdk.Errorf(sdk.KindInvalidRequest, "espeak: unknown setting %q (eSpeak has only %s)", k, settingStall)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 || d > maxStallTimeout {
+			return sdk.Errorf(sdk.KindInvalidRequest, "espeak: %s %q: want a duration above 0 and at most %s, like 30s", k, v, maxStallTimeout)
+		}
+		stall = d
+	}
+	p.stall.Store(int64(stall))
+	return nil
+}
+
+// pace is how streams render ahead of their clients now.
+func (p *Provider) pace() pace {
+	bytesPerSecond := 2 * p.sampleRate
+	return pace{
+		ahead: int(renderAhead.Seconds() * float64(bytesPerSecond)),
+		piece: int(renderPiece.Seconds() * float64(bytesPerSecond)),
+		stall: time.Duration(p.stall.Load()),
+	}
+}
 
 // Describe reports the provider and its one model.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
@@ -149,7 +199,11 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 }
 
 // Stream sends each buffer of audio as soon as eSpeak produces it (about
-// 60 ms of audio per chunk), without collecting the clip.
+// 60 ms of audio per chunk), without collecting the clip. It renders at
+// most renderAhead of audio ahead of the client and never waits on the
+// client while holding the engine; a client that takes nothing for the
+// stall time (stream_stall_timeout) has its stream ended, and the plugin
+// logs so.
 //
 // Format "wav" (or empty) streams the PCM behind a WAVE header whose sizes
 // say "unknown" (0xFFFFFFFF), media type "audio/wav": the length is not
@@ -176,16 +230,19 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		}
 		return nil
 	}
-	err = p.engine.synthesize(ctx, req.Text, c.options, func(b buffer) error {
-		if len(b.pcm) == 0 {
-			return nil
-		}
+	// Called from the stream's sender goroutine only, and done with when
+	// stream returns nil; on an error nothing below reads sent.
+	err = p.engine.stream(ctx, req.Text, c.options, p.pace(), func(b buffer) error {
 		if header != nil {
 			b.pcm = append(header, b.pcm...)
 			header = nil
 		}
 		return sendData(b.pcm)
 	})
+	if errors.Is(err, errStalled) {
+		p.log.Warn("stream ended: its client fell behind", "reason", err.Error())
+		return &sdk.Error{Kind: sdk.KindTimeout, Message: "espeak: stream ended: " + err.Error()}
+	}
 	if err != nil {
 		return synthesisError(err)
 	}

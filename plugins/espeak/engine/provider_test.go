@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -16,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
@@ -706,4 +710,139 @@ func BenchmarkSynthesize(b *testing.B) {
 // plugin process.
 func TestConformance(t *testing.T) {
 	sdktest.Run(t, newProvider(t), sdktest.Config{Voice: "en", InvalidVoice: "klingon"})
+}
+
+func TestConfigure(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	for _, ok := range []map[string]string{{}, nil, {"stream_stall_timeout": "2s"}, {"stream_stall_timeout": " 1h "}} {
+		if err := p.Configure(ctx, ok); err != nil {
+			t.Errorf("Configure(%v): %v", ok, err)
+		}
+	}
+	if err := p.Configure(ctx, map[string]string{"stream_stall_timeout": "1500ms"}); err != nil || p.pace().stall != 1500*time.Millisecond {
+		t.Errorf("stall = %v, err %v", p.pace().stall, err)
+	}
+	if err := p.Configure(ctx, nil); err != nil || p.pace().stall != DefaultStallTimeout {
+		t.Errorf("without settings: stall = %v, err %v", p.pace().stall, err)
+	}
+	for _, bad := range []map[string]string{
+		{"stream_stall_timeout": "soon"}, {"stream_stall_timeout": "0s"}, {"stream_stall_timeout": "-1s"},
+		{"stream_stall_timeout": "2h"}, {"stream_stall_timout": "2s"},
+	} {
+		if err := p.Configure(ctx, bad); sdk.AsError(err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("Configure(%v) error = %v, want invalid_request", bad, err)
+		}
+	}
+	// The pace follows the library's rate: 5 s ahead, 1 s pieces.
+	if pc := p.pace(); pc.ahead != 5*2*22050 || pc.piece != 2*22050 {
+		t.Errorf("pace = %+v", pc)
+	}
+}
+
+// TestStreamDoesNotWaitOnItsClient stalls a stream's client and checks
+// that the stream holds no rendering slot while it waits, that other
+// requests keep being served meanwhile, and that the stream is ended, and
+// logged, once its client has taken nothing for the stall time.
+func TestStreamDoesNotWaitOnItsClient(t *testing.T) {
+	p := newProvider(t)
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	p.log = hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logged, mu: &logMu}, JSONFormat: true})
+	if err := p.Configure(context.Background(), map[string]string{"stream_stall_timeout": "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	long := &sdk.SynthesizeRequest{Voice: "en", Text: strings.Repeat("A client that never reads holds nobody back. ", 100)}
+	release := make(chan struct{})
+	defer close(release)
+	type result struct {
+		err     error
+		elapsed time.Duration
+	}
+	stalled := make(chan result, len(p.engine.slots)+1)
+	// More stalled streams than there are rendering slots.
+	for range cap(p.engine.slots) + 1 {
+		go func() {
+			start := time.Now()
+			err := p.Stream(context.Background(), long, func(sdk.Chunk) error { <-release; return nil })
+			stalled <- result{err, time.Since(start)}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the streams have rendered ahead and wait
+	if n := len(p.engine.slots); n != 0 {
+		t.Errorf("%d rendering slots held by streams whose clients take nothing", n)
+	}
+	for i := range 3 {
+		// A generous bound: only waiting for a stalled stream breaks it.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := p.Synthesize(ctx, &sdk.SynthesizeRequest{Voice: "de", Text: "Andere kommen trotzdem dran."})
+		cancel()
+		if err != nil {
+			t.Errorf("request %d while streams were stalled: %v", i, err)
+		}
+	}
+	for range cap(p.engine.slots) + 1 {
+		r := <-stalled
+		if e := sdk.AsError(r.err); e.Kind != sdk.KindTimeout || !strings.Contains(e.Message, "took no audio for 1s") {
+			t.Errorf("stalled stream ended with %v", r.err)
+		}
+		if r.elapsed > 10*time.Second {
+			t.Errorf("stalled stream ended after %s", r.elapsed)
+		}
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logged.String(), `"@level":"warn"`); n != cap(p.engine.slots)+1 || !strings.Contains(logged.String(), "client fell behind") {
+		t.Errorf("%d warnings logged:\n%s", n, logged.String())
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// TestStreamInPieces streams with a buffer of a few eSpeak buffers, so
+// that the child pauses and resumes many times, to a client that takes a
+// chunk now and then: the audio and word timings are those of the whole
+// clip, because the pieces are one synthesis that pauses.
+func TestStreamInPieces(t *testing.T) {
+	p := newProvider(t)
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Format: "pcm", Timestamps: true,
+		Text: "Pieces of one synthesis. The child pauses between them, and the words keep their times. " + strings.Repeat("Again and again. ", 5)}
+	want := synth(t, p, req)
+	c, err := p.translate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := 2 * int(bufferLength.Seconds()*22050)
+	pc := pace{ahead: 3 * chunk, piece: chunk, stall: 5 * time.Second}
+	var pcm []byte
+	var events []event
+	calls := 0
+	err = p.engine.stream(context.Background(), req.Text, c.options, pc, func(b buffer) error {
+		calls++
+		if calls%4 == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		pcm = append(pcm, b.pcm...)
+		events = append(events, b.events...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pcm, want.Audio) {
+		t.Fatalf("streamed in pieces: %d bytes, the clip has %d", len(pcm), len(want.Audio))
+	}
+	if got := wordTimestamps(req.Text, events, pcm, 22050); !slices.Equal(got, want.Timestamps) {
+		t.Errorf("timestamps from the pieces:\n%v\nfrom the clip:\n%v", got, want.Timestamps)
+	}
 }
