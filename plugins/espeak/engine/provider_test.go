@@ -705,6 +705,34 @@ func BenchmarkSynthesize(b *testing.B) {
 	b.ReportMetric(audio/b.Elapsed().Seconds(), "x-realtime")
 }
 
+// BenchmarkSynthesizeShort renders a two-word clip: almost all of it is
+// the fixed cost of a request (a child forked from the template, its
+// voice loaded, its exit).
+func BenchmarkSynthesizeShort(b *testing.B) {
+	p := newProvider(b)
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Text: "Hi there.", Format: "pcm"}
+	for b.Loop() {
+		if _, err := p.Synthesize(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSynthesizeParallel renders short clips from many goroutines:
+// requests render side by side, one per CPU.
+func BenchmarkSynthesizeParallel(b *testing.B) {
+	p := newProvider(b)
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Text: "Several requests render side by side.", Format: "pcm"}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := p.Synthesize(context.Background(), req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // TestConformance runs the SDK's conformance kit in-process, where the race
 // detector sees the provider's code. plugins/espeak runs it over the real
 // plugin process.
