@@ -190,6 +190,40 @@ func TestCloudCloning(t *testing.T) {
 	c.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "openai", "model": "tts-1", "mediaId": m.ID}).problem(t, 501, "cloning_unsupported")
 }
 
+// TestCloudSavedVoiceIDs checks POST /v1/voices against a cloud provider's
+// voice list, read with the organization's own key: a listed id is saved,
+// a voice's name gets its id suggested, and when the list cannot be read
+// the request fails and nothing is saved.
+func TestCloudSavedVoiceIDs(t *testing.T) {
+	c := startCloud(t)
+	voice := func(org, id string) *response {
+		return c.do("POST", "/v1/voices", org, map[string]any{"title": "Rachel", "provider": "elevenlabs", "model": "eleven_multilingual_v2", "voice_id": id})
+	}
+	if r := voice("acme", elevenlabs.VoiceRachel); r.status != 201 {
+		t.Fatalf("listed voice id: %d %s", r.status, r.body)
+	}
+	if p := voice("acme", "Rachel").problem(t, 422, "unknown_voice"); !strings.Contains(p.Detail, "close matches: "+elevenlabs.VoiceRachel) {
+		t.Errorf("a voice's name for its id: %q", p.Detail)
+	}
+	var page voicePage
+	c.do("GET", "/v1/voices", "acme", nil).json(t, &page)
+
+	// The list call fails (every attempt): the provider's failure, 503.
+	c.el.FailNext(3, fakeupstream.Fault{Path: elevenlabs.VoicesPath, Status: 503})
+	if p := voice("acme", elevenlabs.VoiceSarah).problem(t, 503, "provider_unavailable"); p.Provider != "elevenlabs" {
+		t.Errorf("problem %+v", p)
+	}
+	c.el.Reset()
+	// An org that brings its own key but stored none cannot read the list.
+	voice("initech", elevenlabs.VoiceSarah).problem(t, 422, "provider_credentials_missing")
+
+	var after voicePage
+	c.do("GET", "/v1/voices", "acme", nil).json(t, &after)
+	if len(after.Data) != len(page.Data) {
+		t.Errorf("%d voices saved by failed requests", len(after.Data)-len(page.Data))
+	}
+}
+
 func TestCloudUpstreamFailures(t *testing.T) {
 	c := startCloud(t)
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "failure modes"}

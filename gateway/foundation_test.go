@@ -18,9 +18,25 @@ func voiceBody(title string) map[string]any {
 	return map[string]any{"title": title, "provider": "espeak", "model": "espeak-ng", "voice_id": "en", "tags": []string{"t"}, "provider_options": map[string]any{"pitch": 50}}
 }
 
-const withEspeakConfig = baseConfig + `
+// withEspeakConfig is baseConfig with eSpeak, enabled for both orgs:
+// saving a voice asks the provider for its voice list, which an org may
+// do only for a provider it has enabled.
+const withEspeakConfig = `
+server:
+  listen: 127.0.0.1:0
+  max_body_bytes: 65536
+storage:
+  path: %DIR%/voxgate.db
+  log_batch_size: 64
+plugins:
+  dir: %BIN%/plugins
 providers:
   espeak: {plugin: voxgate-espeak, managed: true}
+orgs:
+  acme:
+    providers: {espeak: {enabled: true}}
+  globex:
+    providers: {espeak: {enabled: true}}
 `
 
 func TestAuthRejections(t *testing.T) {

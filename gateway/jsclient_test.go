@@ -36,8 +36,9 @@ func TestPublicJSClient(t *testing.T) {
 	}
 	var res struct {
 		Speech struct {
-			MediaType string
-			Bytes     int
+			MediaType  string
+			Bytes      int
+			DurationMs int
 		}
 		Timestamps struct {
 			MediaType string
@@ -61,13 +62,13 @@ func TestPublicJSClient(t *testing.T) {
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("client output %s: %v", out, err)
 	}
-	if res.Speech.MediaType != "audio/pcm;rate=22050" || res.Speech.Bytes < 20000 {
+	if res.Speech.MediaType != "audio/wav" || res.Speech.Bytes < 20000 || res.Speech.DurationMs < 500 {
 		t.Errorf("speech %+v", res.Speech)
 	}
 	if res.Timestamps.MediaType != "audio/mpeg" || strings.Join(res.Timestamps.Words, " ") != "Words with timings" {
 		t.Errorf("timestamps %+v", res.Timestamps)
 	}
-	if res.Stream.Bytes < 20000 || res.Stream.MediaType != "audio/pcm;rate=22050" {
+	if res.Stream.Bytes < 20000 || res.Stream.MediaType != "audio/wav" {
 		t.Errorf("stream %+v", res.Stream)
 	}
 	if res.Conversation.MediaType != "audio/wav" || len(res.Conversation.Turns) != 2 || res.Conversation.Words != 6 {

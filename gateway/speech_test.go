@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,9 +113,11 @@ func TestSpeechClipFromESpeak(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("speech: %d %s", r.status, r.body)
 	}
+	// No output format asked for: a WAV file, which any player opens and
+	// whose header states its length.
 	dur, rms := pcmSeconds(t, r.header.Get("Content-Type"), r.body)
-	if r.header.Get("Content-Type") != "audio/pcm;rate=22050" {
-		t.Errorf("Content-Type = %q", r.header.Get("Content-Type"))
+	if r.header.Get("Content-Type") != "audio/wav" || binary.LittleEndian.Uint32(r.body[40:44]) != uint32(len(r.body)-44) {
+		t.Errorf("Content-Type = %q, %d bytes", r.header.Get("Content-Type"), len(r.body))
 	}
 	// ~6 words at eSpeak's 175 wpm: about 2 s; allow a wide band.
 	if dur < 1 || dur > 6 || rms < 0.01 {
@@ -126,13 +129,13 @@ func TestSpeechClipFromESpeak(t *testing.T) {
 		t.Errorf("log row = %+v", row)
 	}
 
-	// WAV output is processed through the audio package.
-	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
-		t.Fatalf("wav: %d %s %s", r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
+	// Raw PCM only when asked for, and the same audio.
+	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "pcm"}))
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=22050" {
+		t.Fatalf("pcm: %d %s %s", r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
 	}
-	if d2, _ := pcmSeconds(t, "audio/wav", r.body); math.Abs(d2-dur) > 0.3 {
-		t.Errorf("wav duration %.2f vs pcm %.2f", d2, dur)
+	if d2, _ := pcmSeconds(t, "audio/pcm;rate=22050", r.body); math.Abs(d2-dur) > 0.01 {
+		t.Errorf("pcm duration %.3f vs wav %.3f", d2, dur)
 	}
 }
 
@@ -250,6 +253,70 @@ func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
 	}
 	tg.do("GET", "/v1/providers/nope/voices", "acme", nil).problem(t, 404, "not_found")
 	tg.do("GET", "/v1/providers/espeak/voices", "globex", nil).problem(t, 403, "provider_disabled")
+}
+
+// TestESpeakLanguageVoices runs README's examples that name eSpeak voices
+// by language code (en-gb, en-us), and checks that POST /v1/voices saves
+// only voice ids the provider lists, naming close matches otherwise.
+func TestESpeakLanguageVoices(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	// README, "Conversations".
+	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{
+		"model": "espeak/espeak-ng", "gapMs": 250, "split": true,
+		"turns": []any{
+			map[string]any{"voice": "en-gb", "text": "Shall we begin?"},
+			map[string]any{"voice": "en-us", "text": "Yes, let us start the meeting."},
+		}})
+	var convo struct {
+		AudioSegments []struct{ TurnIndex int } `json:"audioSegments"`
+		FailedTurns   []any                     `json:"failedTurns"`
+	}
+	if r.json(t, &convo); r.status != 200 || len(convo.AudioSegments) != 2 || len(convo.FailedTurns) != 0 {
+		t.Fatalf("README conversation: %d %s", r.status, r.body[:min(len(r.body), 300)])
+	}
+
+	// README, "Voices": saved with en-gb, it speaks.
+	var v apiVoice
+	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb", "tags": []string{"books"}}).json(t, &v)
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Saved voices work too."}); r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("saved en-gb voice: %d %s", r.status, r.body[:min(len(r.body), 300)])
+	}
+	// A variant through provider_options, on a listed voice id.
+	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator, f3", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb",
+		"provider_options": map[string]any{"variant": "f3"}}).json(t, &v)
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "A variant."}); r.status != 200 {
+		t.Fatalf("saved en-gb voice with variant f3: %d %s", r.status, r.body)
+	}
+
+	saved := func() int {
+		var page voicePage
+		tg.do("GET", "/v1/voices?limit=200", "acme", nil).json(t, &page)
+		return len(page.Data)
+	}
+	before := saved()
+	tests := []struct {
+		voiceID string
+		close   []string // named in the problem, in this order
+	}{
+		{"en_gb", []string{"en-gb"}},
+		{"EN-US", []string{"en-us"}},
+		{"en-gb+f3", []string{"en-gb"}},
+		{"klingon", []string{"piqd"}}, // eSpeak's Klingon is named so
+		{"no-such-voice", nil},
+	}
+	for _, tt := range tests {
+		p := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "espeak-ng", "voice_id": tt.voiceID}).problem(t, 422, "unknown_voice")
+		if len(p.Validation) != 1 || strings.Join(p.Validation[0].Path, ".") != "voice_id" || !strings.Contains(p.Detail, strconv.Quote(tt.voiceID)) {
+			t.Errorf("voice_id %q: problem %+v", tt.voiceID, p)
+		}
+		_, matches, found := strings.Cut(p.Detail, "close matches: ")
+		if found != (len(tt.close) > 0) || !strings.HasPrefix(matches, strings.Join(tt.close, ", ")) {
+			t.Errorf("voice_id %q: detail %q, want close matches %q", tt.voiceID, p.Detail, tt.close)
+		}
+	}
+	if after := saved(); after != before {
+		t.Errorf("%d voices saved by rejected requests", after-before)
+	}
 }
 
 func TestSpeechErrors(t *testing.T) {

@@ -38,6 +38,7 @@ const (
 	VoiceIncomplete         Code = "voice_incomplete"
 	UnknownProvider         Code = "unknown_provider"
 	UnknownModel            Code = "unknown_model"
+	UnknownVoice            Code = "unknown_voice"
 	TextTooLong             Code = "text_too_long"
 	// OutputTooLarge says whole-clip processing would produce a longer or
 	// larger answer than limits.max_output_seconds / max_output_bytes.
@@ -109,6 +110,7 @@ var table = map[Code]meta{
 	VoiceIncomplete:         {422, "Saved voice is incomplete"},
 	UnknownProvider:         {422, "Unknown provider"},
 	UnknownModel:            {422, "Unknown model"},
+	UnknownVoice:            {422, "Unknown provider voice"},
 	TextTooLong:             {422, "Text too long"},
 	OutputTooLarge:          {422, "Output too large"},
 	OutputFormatUnsupported: {422, "Output format not supported"},

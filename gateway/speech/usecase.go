@@ -250,12 +250,13 @@ type VoiceSpec struct {
 }
 
 // CreateVoice saves a voice for org: it resolves the provider and model,
-// checks the media it names, asks the provider to clone a voice from it
-// when no provider voice id is given, and stores the voice. A clone that
-// succeeded upstream but could not be stored is reported, never silently
-// half-done: the error says so.
+// checks the media it names, checks a given provider voice id against the
+// provider's voice list (checkVoiceID), asks the provider to clone a voice
+// from the media when no provider voice id is given, and stores the voice.
+// A clone that succeeded upstream but could not be stored is reported,
+// never silently half-done: the error says so.
 func (s *Service) CreateVoice(ctx context.Context, org string, spec VoiceSpec, id string, now time.Time) (*store.Voice, error) {
-	_, m, err := s.cat.Resolve(spec.Provider, spec.Model)
+	p, m, err := s.cat.Resolve(spec.Provider, spec.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +284,11 @@ func (s *Service) CreateVoice(ctx context.Context, org string, spec VoiceSpec, i
 	}
 	if len(spec.MediaIDs) > 0 && spec.VoiceID == "" {
 		if v.VoiceID, err = s.clone(ctx, org, v, spec.MediaIDs, spec.CloneOptions); err != nil {
+			return nil, err
+		}
+	}
+	if spec.VoiceID != "" {
+		if err := s.checkVoiceID(ctx, org, p, m, spec.VoiceID); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,7 @@
 // Command voxgate-espeak is voxgate's default, offline text-to-speech
 // provider plugin: eSpeak NG through libespeak-ng. The gateway starts it
-// (several instances of it, as eSpeak is single-threaded) and talks to it
-// over gRPC.
+// and talks to it over gRPC; it renders each request in a process of its
+// own (see engine and README.md).
 package main
 
 import (

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -54,7 +56,8 @@ func TestPluginSynthesize(t *testing.T) {
 	}{
 		{"de", "Grüße aus München! Wie geht's?", "wav", "audio/wav"},
 		{"en-us", "Hello from the plugin process, with timestamps.", "pcm", "audio/pcm;rate=22050"},
-		{"fr", "Très bien, merci.", "", "audio/pcm;rate=22050"},
+		// No format named: WAV, a file any player opens.
+		{"fr", "Très bien, merci.", "", "audio/wav"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.voice, func(t *testing.T) {
@@ -96,6 +99,37 @@ func TestPluginErrors(t *testing.T) {
 	})
 	if sdk.AsError(err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("stream as mp3: error %v, want invalid_request", err)
+	}
+}
+
+// TestPluginSameBytes checks, over the real plugin process, that one
+// request renders to the same bytes every time, also after other voices
+// and texts and while others render at the same time.
+func TestPluginSameBytes(t *testing.T) {
+	p := start(t)
+	ctx := context.Background()
+	req := &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "Hello there, my friend. How are you today? This is a test of the system."}
+	first, err := p.Synthesize(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := []*sdk.SynthesizeRequest{
+		{Model: "espeak-ng", Voice: "de", Text: "Grüße aus München, sagte sie."},
+		{Model: "espeak-ng", Voice: "en", Text: "Of the system, again and again.", Speed: 1.5},
+	}
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for _, o := range others {
+			wg.Go(func() { _, _ = p.Synthesize(ctx, o) })
+		}
+		got, err := p.Synthesize(ctx, req)
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Audio, first.Audio) {
+			t.Errorf("round %d: %d bytes, the first rendering had %d (or the same length, other bytes)", round, len(got.Audio), len(first.Audio))
+		}
 	}
 }
 

@@ -8,7 +8,10 @@ const gateway = createSpeechGateway({ apiKey: process.env.VOXGATE_KEY, baseURL: 
 const results = {};
 
 const speech = await generateSpeech({ model: gateway("espeak/espeak-ng"), voice: "en", text: "Hello from the speech SDK." });
-results.speech = { mediaType: speech.audio.mediaType, bytes: speech.audio.uint8Array.length };
+results.speech = {
+  mediaType: speech.audio.mediaType, bytes: speech.audio.uint8Array.length,
+  durationMs: speech.metadata.audioDurationMs ?? 0, // the client measures it from the file
+};
 
 const timed = await generateSpeech({
   model: gateway("espeak/espeak-ng"), voice: "en", text: "Words with timings.", timestamps: true,

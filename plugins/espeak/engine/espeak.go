@@ -2,12 +2,7 @@ package engine
 
 /*
 #cgo pkg-config: espeak-ng
-#include <stdint.h>
-#include <stdlib.h>
 #include <espeak-ng/speak_lib.h>
-
-void voxgate_set_synth_callback(void);
-int voxgate_synth(const char *text, size_t size, uintptr_t handle);
 */
 import "C"
 
@@ -16,18 +11,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime/cgo"
+	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 )
-
-// bufferLength is the duration of audio eSpeak hands to the callback at a
-// time. It is the streaming granularity: small enough that the first chunk
-// leaves soon after a request arrives, large enough that the per-chunk cost
-// (one cgo callback, one gRPC message) stays negligible.
-const bufferLength = 60 * time.Millisecond
 
 // Speaking rates in words per minute, as libespeak-ng documents them for
 // espeakRATE.
@@ -40,31 +30,41 @@ const (
 // errUnknownVoice reports a voice name libespeak-ng cannot select.
 var errUnknownVoice = errors.New("unknown voice")
 
-// library is the process's one libespeak-ng instance.
+// library is the process's libespeak-ng, initialized once to learn the
+// sample rate and list the voices. Nothing is synthesized with it: that
+// happens in children of the template process (template.c), each starting
+// from a library that has never synthesized.
 //
-// This is package-level mutable state on purpose: libespeak-ng keeps all of
-// its synthesis state (current voice, rate, output buffers, callback) in C
-// globals and is not thread-safe, so there can only be one engine per
-// process and every use of it must be serialized. The gateway scales eSpeak
-// by running several plugin processes instead.
+// This is package-level state on purpose: libespeak-ng keeps its state in
+// C globals, so there is one per process whatever Go does. It is written
+// once, under once, and only read afterwards.
 var library struct {
-	once sync.Once
-	err  error
-	// lock is a one-slot semaphore rather than a sync.Mutex so that waiting
-	// for the engine honours context cancellation.
-	lock       chan struct{}
+	once       sync.Once
+	err        error
 	sampleRate int
 	voices     []voice
 }
 
 // voice is one eSpeak voice (a language definition file).
 type voice struct {
-	// id is the voice file's base name, lower-cased ("en", "en-us", "de");
-	// espeak_SetVoiceByName accepts it.
-	id       string
-	name     string
-	language string
-	gender   string
+	// file is the voice file's path under espeak-ng-data/voices
+	// ("gmw/en-US"); espeak_SetVoiceByName selects the voice by it.
+	file   string
+	name   string
+	gender string
+	// languages are the languages the voice speaks, as eSpeak lists them:
+	// the voice's own first ("en-gb"), then those it also serves ("en").
+	languages []language
+}
+
+// language is one entry of a voice's languages.
+type language struct {
+	// code is the language tag as eSpeak writes it ("en-gb", "cmn",
+	// "chr-US-Qaaa-x-west").
+	code string
+	// priority ranks the voice among those serving code: lower is
+	// preferred (eSpeak's own voice selection uses it so).
+	priority int
 }
 
 // eventKind says what an eSpeak event marks.
@@ -109,21 +109,17 @@ type options struct {
 // voices.
 func openLibrary() error {
 	library.once.Do(func() {
-		// AUDIO_OUTPUT_SYNCHRONOUS makes espeak_Synth run on the calling
-		// thread and call the callback there before it returns: no eSpeak
-		// threads, and the caller's goroutine sees every buffer in order.
-		// DONT_EXIT turns a missing espeak-ng-data into an error return
-		// instead of exit(1).
+		// AUDIO_OUTPUT_SYNCHRONOUS: the mode the template synthesizes in,
+		// so the rate reported is the rate it produces. DONT_EXIT turns a
+		// missing espeak-ng-data into an error return instead of exit(1).
 		rate := C.espeak_Initialize(C.AUDIO_OUTPUT_SYNCHRONOUS,
 			C.int(bufferLength/time.Millisecond), nil, C.espeakINITIALIZE_DONT_EXIT)
 		if rate <= 0 {
 			library.err = fmt.Errorf("espeak_Initialize failed (%d): is espeak-ng-data installed?", int(rate))
 			return
 		}
-		C.voxgate_set_synth_callback()
 		library.sampleRate = int(rate)
 		library.voices = listVoices()
-		library.lock = make(chan struct{}, 1)
 	})
 	return library.err
 }
@@ -137,30 +133,35 @@ func listVoices() []voice {
 	seen := make(map[string]bool)
 	for p := list; *p != nil; p = (**C.espeak_VOICE)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
 		v := *p
-		ident := C.GoString(v.identifier) // e.g. "gmw/en-US"
-		id := strings.ToLower(ident[strings.LastIndexByte(ident, '/')+1:])
-		if id == "" || seen[id] {
+		file := C.GoString(v.identifier) // e.g. "gmw/en-US"
+		langs := languages(v.languages)
+		if file == "" || len(langs) == 0 || seen[strings.ToLower(file)] {
 			continue
 		}
-		seen[id] = true
+		seen[strings.ToLower(file)] = true
 		voices = append(voices, voice{
-			id:       id,
-			name:     C.GoString(v.name),
-			language: firstLanguage(v.languages),
-			gender:   genderName(int(v.gender)),
+			file:      file,
+			name:      C.GoString(v.name),
+			gender:    genderName(int(v.gender)),
+			languages: langs,
 		})
 	}
 	return voices
 }
 
-// firstLanguage returns the first (most preferred) language of an eSpeak
-// languages field: a sequence of one priority byte followed by a
-// NUL-terminated language tag, ended by an empty tag.
-func firstLanguage(languages *C.char) string {
-	if languages == nil || *languages == 0 {
-		return ""
+// languages decodes an eSpeak languages field: a sequence of entries, each
+// one priority byte followed by a NUL-terminated language tag, ended by an
+// entry whose priority byte is 0.
+func languages(field *C.char) []language {
+	var out []language
+	for p := unsafe.Pointer(field); p != nil && *(*C.char)(p) != 0; {
+		priority := int(*(*C.uchar)(p))
+		code := C.GoString((*C.char)(unsafe.Add(p, 1)))
+		out = append(out, language{code: code, priority: priority})
+		// Past the priority byte, the tag and its NUL.
+		p = unsafe.Add(p, 1+len(code)+1)
 	}
-	return C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(languages), 1)))
+	return out
 }
 
 // genderName maps eSpeak's gender code (0 none, 1 male, 2 female).
@@ -174,121 +175,117 @@ func genderName(code int) string {
 	return ""
 }
 
-// synthesis is the Go state of one espeak_Synth call, reached from the C
-// callback through a cgo.Handle.
-type synthesis struct {
-	ctx      context.Context
-	onBuffer func(buffer) error
-	// err is why the synthesis was aborted, if it was.
-	err error
+// decodeEvent decodes one event of a frame (type, text position, length,
+// audio position; see template.c) into Go conventions. ok is false for
+// the kinds of event the plugin does not use.
+func decodeEvent(raw []byte) (e event, ok bool) {
+	le := binary.LittleEndian
+	switch C.espeak_EVENT_TYPE(le.Uint32(raw[0:])) {
+	case C.espeakEVENT_WORD:
+		e.kind = eventWord
+	case C.espeakEVENT_SENTENCE:
+		e.kind = eventSentence
+	case C.espeakEVENT_END:
+		e.kind = eventClause
+	default:
+		return event{}, false
+	}
+	e.offset = max(int(int32(le.Uint32(raw[4:])))-1, 0)
+	e.length = int(int32(le.Uint32(raw[8:])))
+	e.audio = time.Duration(int32(le.Uint32(raw[12:]))) * time.Millisecond
+	return e, true
+}
+
+// engine runs syntheses, each in its own child of the template process,
+// so any number may run at once without sharing state.
+type engine struct {
+	tmpl *template
+	// renders bounds the live renderings (a child process each); slots
+	// bounds those rendering at the same moment, so that CPU-bound work
+	// does not oversubscribe the cores. Both are semaphores as channels,
+	// so that waiting honours context cancellation.
+	renders chan struct{}
+	slots   chan struct{}
+}
+
+// newEngine starts the template process. maxRenders bounds the renderings
+// alive at once.
+func newEngine(maxRenders int) (*engine, error) {
+	if err := openLibrary(); err != nil {
+		return nil, err
+	}
+	t, err := startTemplate()
+	if err != nil {
+		return nil, err
+	}
+	if t.rate != library.sampleRate {
+		t.close()
+		return nil, fmt.Errorf("the template process renders at %d Hz, the library reports %d Hz", t.rate, library.sampleRate)
+	}
+	return &engine{tmpl: t, renders: make(chan struct{}, maxRenders), slots: make(chan struct{}, runtime.NumCPU())}, nil
+}
+
+// close stops the template process.
+func (e *engine) close() { e.tmpl.close() }
+
+// acquire takes a place in sem, or gives up when ctx ends.
+func acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cleanText makes text safe to hand to eSpeak as a C string: a NUL would
+// end it early, and a space in its place keeps rune offsets intact.
+func cleanText(text string) string {
+	return strings.ReplaceAll(text, "\x00", " ")
 }
 
 // synthesize speaks text with opts and hands every buffer the synthesizer
 // produces to onBuffer, in order, as soon as it exists. It returns when
 // synthesis is complete, or early with the error of ctx or onBuffer.
-// Calls are serialized process-wide.
-func synthesize(ctx context.Context, text string, opts options, onBuffer func(buffer) error) error {
-	if err := openLibrary(); err != nil {
+func (e *engine) synthesize(ctx context.Context, text string, opts options, onBuffer func(buffer) error) error {
+	if err := acquire(ctx, e.renders); err != nil {
 		return err
 	}
-	select {
-	case library.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-library.lock }()
-	if err := ctx.Err(); err != nil {
+	defer func() { <-e.renders }()
+	if err := acquire(ctx, e.slots); err != nil {
 		return err
 	}
+	defer func() { <-e.slots }()
 
-	// The voice and rate are process-global in eSpeak: set both on every
-	// call so nothing leaks from the previous one.
-	cvoice := C.CString(opts.voice)
-	defer C.free(unsafe.Pointer(cvoice))
-	if rc := C.espeak_SetVoiceByName(cvoice); rc != C.EE_OK {
-		return fmt.Errorf("%w %q", errUnknownVoice, opts.voice)
+	r, err := startRendering(ctx, e.tmpl, cleanText(text), opts)
+	if err != nil {
+		return err
 	}
-	if rc := C.espeak_SetParameter(C.espeakRATE, C.int(opts.rate), 0); rc != C.EE_OK {
-		return fmt.Errorf("espeak_SetParameter(rate=%d) failed (%d)", opts.rate, int(rc))
+	defer r.close()
+	if err := r.grant(creditUnlimited); err != nil {
+		return err
 	}
-
-	s := &synthesis{ctx: ctx, onBuffer: onBuffer}
-	h := cgo.NewHandle(s)
-	defer h.Delete()
-	// A NUL would end the C string early; a space keeps rune offsets intact.
-	ctext := C.CString(strings.ReplaceAll(text, "\x00", " "))
-	defer C.free(unsafe.Pointer(ctext))
-	rc := C.voxgate_synth(ctext, C.size_t(len(text)+1), C.uintptr_t(h))
-	if s.err != nil {
-		// The callback aborted mid-message; make sure nothing of it is
-		// left queued for the next call.
-		C.espeak_Cancel()
-		return s.err
-	}
-	if rc != C.EE_OK {
-		return fmt.Errorf("espeak_Synth failed (%d)", int(rc))
-	}
-	return nil
-}
-
-// goSynthCallback is eSpeak's synth callback. It runs on the thread that
-// called espeak_Synth, inside synthesize. Returning 1 aborts synthesis.
-//
-//export goSynthCallback
-func goSynthCallback(wav *C.short, n C.int, events *C.espeak_EVENT) (abort C.int) {
-	var s *synthesis
-	// A panic must not unwind through eSpeak's C frames.
-	defer func() {
-		if r := recover(); r != nil {
-			if s != nil {
-				s.err = fmt.Errorf("espeak callback panicked: %v", r)
-			}
-			abort = 1
+	for {
+		b, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return nil
 		}
-	}()
-	// Every event list, even an empty one, ends with a terminator event
-	// that carries the user_data given to espeak_Synth.
-	s = cgo.Handle(uintptr(events.user_data)).Value().(*synthesis)
-	if err := s.ctx.Err(); err != nil {
-		s.err = err
-		return 1
-	}
-	if wav == nil { // synthesis complete
-		return 0
-	}
-	var b buffer
-	if n > 0 {
-		samples := unsafe.Slice((*int16)(unsafe.Pointer(wav)), int(n))
-		b.pcm = make([]byte, 2*len(samples))
-		for i, v := range samples {
-			binary.LittleEndian.PutUint16(b.pcm[2*i:], uint16(v))
+		if errors.Is(err, errUnknownVoice) {
+			return fmt.Errorf("%w %q", errUnknownVoice, opts.voice)
 		}
-	}
-	for ev := events; ev._type != C.espeakEVENT_LIST_TERMINATED; ev = (*C.espeak_EVENT)(unsafe.Add(unsafe.Pointer(ev), unsafe.Sizeof(*ev))) {
-		var kind eventKind
-		switch ev._type {
-		case C.espeakEVENT_WORD:
-			kind = eventWord
-		case C.espeakEVENT_SENTENCE:
-			kind = eventSentence
-		case C.espeakEVENT_END:
-			kind = eventClause
-		default:
+		if err != nil {
+			return err
+		}
+		if len(b.pcm) == 0 && len(b.events) == 0 {
 			continue
 		}
-		b.events = append(b.events, event{
-			kind:   kind,
-			offset: max(int(ev.text_position)-1, 0),
-			length: int(ev.length),
-			audio:  time.Duration(ev.audio_position) * time.Millisecond,
-		})
+		// Frames the child sent before ctx ended may still be buffered;
+		// none of them is delivered after it.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := onBuffer(b); err != nil {
+			return err
+		}
 	}
-	if len(b.pcm) == 0 && len(b.events) == 0 {
-		return 0
-	}
-	if err := s.onBuffer(b); err != nil {
-		s.err = err
-		return 1
-	}
-	return 0
 }

@@ -2,20 +2,31 @@
 // through libespeak-ng (cgo), offline, with real word timestamps from the
 // synthesizer's word events.
 //
-// libespeak-ng is a process-global, single-threaded C library, so every call
-// into it is serialized; the gateway scales the plugin by running several
-// processes. Only the plugin's main package imports this one.
+// libespeak-ng keeps its state in C globals, and some of that state (pitch
+// flutter phase, gain, stale phoneme data) carries from one synthesis into
+// the next, so that the same text would sound slightly different each
+// time. Every synthesis therefore runs in a child forked from a template
+// process that initialized the library and never synthesized
+// (template.c): the same request gives the same bytes, and syntheses run
+// in parallel without sharing anything. Only the plugin's main package
+// imports this one.
 package engine
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -33,31 +44,80 @@ const (
 	MaxTextChars = 5000
 )
 
+// defaultMaxRenders bounds the syntheses alive at once in one plugin
+// process: each is a child process of a few hundred kilobytes.
+const defaultMaxRenders = 256
+
 // Provider is the eSpeak NG sdk.Provider. Its methods may be called
-// concurrently; synthesis is serialized process-wide.
+// concurrently.
 type Provider struct {
-	// UnimplementedProvider answers Configure (eSpeak has no settings) and
-	// Clone (eSpeak cannot clone voices).
+	// UnimplementedProvider answers Clone: eSpeak cannot clone voices.
 	sdk.UnimplementedProvider
 
+	engine     *engine
 	sampleRate int
-	voices     []sdk.Voice
-	// voiceIDs maps each voice id to itself, for validating requests.
-	voiceIDs map[string]bool
+	voices     *voiceTable
+	// stall is the stream stall timeout (a time.Duration), set by
+	// Configure while streams may be running.
+	stall atomic.Int64
+	// log goes to the plugin's stderr as JSON lines, which the gateway
+	// re-logs at their level under the plugin's name.
+	log hclog.Logger
 }
 
-// New initializes libespeak-ng and returns the provider. It fails when the
-// library cannot find its data (the espeak-ng-data package).
+// Settings a deployment may give in the provider's block of gateway.yaml.
+const settingStall = "stream_stall_timeout"
+
+// maxStallTimeout bounds stream_stall_timeout: a client may be given
+// minutes, not forever, to take audio.
+const maxStallTimeout = time.Hour
+
+// New initializes libespeak-ng, starts the template process and returns
+// the provider. It fails when the library cannot find its data (the
+// espeak-ng-data package). Close stops the template process; a plugin
+// process need not call it, as the template ends with its parent.
 func New() (*Provider, error) {
-	if err := openLibrary(); err != nil {
+	e, err := newEngine(defaultMaxRenders)
+	if err != nil {
 		return nil, fmt.Errorf("espeak: %w", err)
 	}
-	p := &Provider{sampleRate: library.sampleRate, voiceIDs: make(map[string]bool)}
-	for _, v := range library.voices {
-		p.voices = append(p.voices, sdk.Voice{ID: v.id, Name: v.name, Language: v.language, Gender: v.gender})
-		p.voiceIDs[v.id] = true
-	}
+	p := &Provider{engine: e, sampleRate: library.sampleRate, voices: newVoiceTable(library.voices),
+		log: hclog.New(&hclog.LoggerOptions{Name: ProviderID, Output: os.Stderr, JSONFormat: true, Level: hclog.Info})}
+	p.stall.Store(int64(DefaultStallTimeout))
 	return p, nil
+}
+
+// Close stops the template process. Syntheses already started finish.
+func (p *Provider) Close() { p.engine.close() }
+
+// Configure reads the deployment's settings: stream_stall_timeout (a Go
+// duration, default 30s, at most an hour), how long a stream waits for a
+// client that takes no audio before ending it. Other keys are refused, so
+// that a misspelt one stops the gateway at start instead of being ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	stall := DefaultStallTimeout
+	for k, v := range settings {
+		if k != settingStall {
+			return sdk.Errorf(sdk.KindInvalidRequest, "espeak: unknown setting %q (eSpeak has only %s)", k, settingStall)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 || d > maxStallTimeout {
+			return sdk.Errorf(sdk.KindInvalidRequest, "espeak: %s %q: want a duration above 0 and at most %s, like 30s", k, v, maxStallTimeout)
+		}
+		stall = d
+	}
+	p.stall.Store(int64(stall))
+	return nil
+}
+
+// pace is how streams render ahead of their clients now.
+func (p *Provider) pace() pace {
+	bytesPerSecond := 2 * p.sampleRate
+	return pace{
+		ahead: int(renderAhead.Seconds() * float64(bytesPerSecond)),
+		piece: int(renderPiece.Seconds() * float64(bytesPerSecond)),
+		stall: time.Duration(p.stall.Load()),
+	}
 }
 
 // Describe reports the provider and its one model.
@@ -74,7 +134,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 				Timestamps: true,
 				Speed:      true,
 			},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV},
+			// WAV first: it is the default, a file any player opens and
+			// any client can measure. Raw PCM only when asked for.
+			OutputFormats:    []string{sdk.FormatWAV, sdk.FormatPCM},
 			SampleRates:      []int{p.sampleRate},
 			NativeSampleRate: p.sampleRate,
 			MaxTextChars:     MaxTextChars,
@@ -85,14 +147,16 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	}, nil
 }
 
-// Voices lists eSpeak's languages, one voice each. Their ids are usable as
-// SynthesizeRequest.Voice, optionally followed by an eSpeak variant
-// ("en+f3").
+// Voices lists every name an eSpeak voice may be asked for by (see
+// voiceTable): each voice's language ("en-gb", "en-us", "de", "fr-fr"),
+// its file name ("en", "fr") and the further languages it serves ("zh").
+// Each id is usable as SynthesizeRequest.Voice, optionally followed by an
+// eSpeak variant ("en-gb+f3"), or with providerOptions.variant.
 func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
-	return append([]sdk.Voice(nil), p.voices...), nil
+	return append([]sdk.Voice(nil), p.voices.list...), nil
 }
 
 // Synthesize renders the whole clip, with word timestamps when asked.
@@ -110,7 +174,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		out.Write(make([]byte, headerSize))
 	}
 	var events []event
-	err = synthesize(ctx, req.Text, c.options, func(b buffer) error {
+	err = p.engine.synthesize(ctx, req.Text, c.options, func(b buffer) error {
 		out.Write(b.pcm)
 		if req.Timestamps {
 			events = append(events, b.events...)
@@ -135,13 +199,16 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 }
 
 // Stream sends each buffer of audio as soon as eSpeak produces it (about
-// 60 ms of audio per chunk), without collecting the clip.
+// 60 ms of audio per chunk), without collecting the clip. It renders at
+// most renderAhead of audio ahead of the client and never waits on the
+// client while holding the engine; a client that takes nothing for the
+// stall time (stream_stall_timeout) has its stream ended, and the plugin
+// logs so.
 //
-// Format "pcm" (or empty) streams raw PCM, media type
-// "audio/pcm;rate=N". Format "wav" streams the same PCM behind a WAVE header
-// whose sizes say "unknown" (0xFFFFFFFF), media type "audio/wav": the length
-// is not known until synthesis ends, and decoders read such a file to its
-// end.
+// Format "wav" (or empty) streams the PCM behind a WAVE header whose sizes
+// say "unknown" (0xFFFFFFFF), media type "audio/wav": the length is not
+// known until synthesis ends, and decoders read such a file to its end.
+// Format "pcm" streams the raw PCM, media type "audio/pcm;rate=N".
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
 	c, err := p.translate(req)
 	if err != nil {
@@ -163,16 +230,19 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		}
 		return nil
 	}
-	err = synthesize(ctx, req.Text, c.options, func(b buffer) error {
-		if len(b.pcm) == 0 {
-			return nil
-		}
+	// Called from the stream's sender goroutine only, and done with when
+	// stream returns nil; on an error nothing below reads sent.
+	err = p.engine.stream(ctx, req.Text, c.options, p.pace(), func(b buffer) error {
 		if header != nil {
 			b.pcm = append(header, b.pcm...)
 			header = nil
 		}
 		return sendData(b.pcm)
 	})
+	if errors.Is(err, errStalled) {
+		p.log.Warn("stream ended: its client fell behind", "reason", err.Error())
+		return &sdk.Error{Kind: sdk.KindTimeout, Message: "espeak: stream ended: " + err.Error()}
+	}
 	if err != nil {
 		return synthesisError(err)
 	}
@@ -207,7 +277,7 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 	c := &utterance{format: req.Format}
 	switch req.Format {
 	case "":
-		c.format = sdk.FormatPCM
+		c.format = sdk.FormatWAV
 	case sdk.FormatPCM, sdk.FormatWAV:
 	default:
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "format %q is not supported; eSpeak produces pcm or wav", req.Format)
@@ -216,12 +286,9 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "sample rate %d is not supported; eSpeak produces %d Hz", req.SampleRate, p.sampleRate)
 	}
 
-	voice := req.Voice
-	if voice == "" {
-		voice = DefaultVoice
-	}
-	if !p.knownVoice(voice) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "unknown voice %q", req.Voice)
+	voice, err := p.selectVoice(req)
+	if err != nil {
+		return nil, err
 	}
 	c.options.voice = voice
 
@@ -236,27 +303,47 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 	return c, nil
 }
 
-// knownVoice reports whether voice is one of the listed voice ids, possibly
-// with an eSpeak variant ("en+f3"). Checking against the list rather than
-// only asking eSpeak keeps arbitrary strings (file paths among them: eSpeak
-// loads a voice by file name) away from the library.
-func (p *Provider) knownVoice(voice string) bool {
-	id, variant, hasVariant := strings.Cut(voice, "+")
-	if !p.voiceIDs[strings.ToLower(id)] {
-		return false
+// providerOptions are the providerOptions eSpeak reads; other keys are
+// ignored, as a conversation's shared options may be meant for another
+// provider.
+type providerOptions struct {
+	// Variant is an eSpeak voice variant ("f3", "klatt", "whisper"), the
+	// same as "+f3" after the voice name. It lets a saved voice keep a
+	// listed voice_id and still use a variant.
+	Variant *string `json:"variant"`
+}
+
+// selectVoice resolves the request's voice name (DefaultVoice if empty)
+// and variant to what the engine selects: the voice file, with "+variant"
+// when there is one.
+func (p *Provider) selectVoice(req *sdk.SynthesizeRequest) (string, error) {
+	name := req.Voice
+	if name == "" {
+		name = DefaultVoice
 	}
-	if !hasVariant {
-		return true
+	v, variant, ok := p.voices.resolve(name)
+	if !ok {
+		return "", sdk.Errorf(sdk.KindInvalidRequest, "unknown voice %q; eSpeak's voices are language codes such as en-gb, en-us, de or fr-fr", req.Voice)
 	}
-	if variant == "" || len(variant) > 32 {
-		return false
-	}
-	for _, r := range variant {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
+	if len(req.Options) > 0 {
+		var opts providerOptions
+		if err := json.Unmarshal(req.Options, &opts); err != nil {
+			return "", sdk.Errorf(sdk.KindInvalidRequest, "providerOptions: variant must be a string (%v)", err)
+		}
+		if opts.Variant != nil {
+			switch {
+			case variant != "":
+				return "", sdk.Errorf(sdk.KindInvalidRequest, "voice %q already names a variant; drop providerOptions.variant", req.Voice)
+			case !validVariant(*opts.Variant):
+				return "", sdk.Errorf(sdk.KindInvalidRequest, "providerOptions.variant %q is not an eSpeak variant name (letters, digits, _ and -, at most 32)", *opts.Variant)
+			}
+			variant = *opts.Variant
 		}
 	}
-	return true
+	if variant != "" {
+		return v.file + "+" + variant, nil
+	}
+	return v.file, nil
 }
 
 // speakingRate maps a speed multiple to eSpeak's rate in words per minute.
@@ -296,8 +383,11 @@ func (p *Provider) pcmMediaType() string {
 // Context and send errors pass through unchanged (sdk.AsError maps context
 // errors; a send error means the caller is gone).
 func synthesisError(err error) error {
-	if errors.Is(err, errUnknownVoice) {
+	switch {
+	case errors.Is(err, errUnknownVoice):
 		return sdk.Errorf(sdk.KindInvalidRequest, "%v", err)
+	case errors.Is(err, errEngineGone):
+		return &sdk.Error{Kind: sdk.KindUnavailable, Message: "espeak: " + err.Error(), Retryable: true}
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -16,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
@@ -28,12 +32,20 @@ func newProvider(t testing.TB) *Provider {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(p.Close)
 	return p
 }
 
-// synth renders req whole and fails the test on error.
+// synth renders req whole and fails the test on error. A request that
+// names no format is rendered as raw PCM, which the tests measure sample
+// by sample; TestDescribe and TestSynthesizeWAV check the default.
 func synth(t testing.TB, p *Provider, req *sdk.SynthesizeRequest) *sdk.SynthesizeResponse {
 	t.Helper()
+	if req.Format == "" {
+		r := *req
+		r.Format = sdk.FormatPCM
+		req = &r
+	}
 	resp, err := p.Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Synthesize(%q, voice %q): %v", req.Text, req.Voice, err)
@@ -66,11 +78,15 @@ func TestDescribe(t *testing.T) {
 	}
 	m := d.Models[0]
 	want := sdk.Capabilities{Streaming: true, Timestamps: true, Speed: true, Cloning: false}
-	if m.ID != "espeak-ng" || m.Capabilities != want || !slices.Equal(m.OutputFormats, []string{"pcm", "wav"}) || m.MaxTextChars != 5000 {
+	// WAV first: the default, what a request that names no format gets.
+	if m.ID != "espeak-ng" || m.Capabilities != want || !slices.Equal(m.OutputFormats, []string{"wav", "pcm"}) || m.MaxTextChars != 5000 {
 		t.Errorf("model = %+v", m)
 	}
+	if resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "default"}); err != nil || resp.MediaType != "audio/wav" {
+		t.Errorf("a request naming no format gets %v, want audio/wav", err)
+	}
 	// The rate must be the library's: a clip's media type says it too.
-	resp := synth(t, p, &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "rate"})
+	resp := synth(t, p, &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "rate", Format: "pcm"})
 	if m.NativeSampleRate != 22050 || resp.MediaType != "audio/pcm;rate="+strconv.Itoa(m.NativeSampleRate) {
 		t.Errorf("native rate %d, clip media type %q", m.NativeSampleRate, resp.MediaType)
 	}
@@ -92,7 +108,11 @@ func TestVoices(t *testing.T) {
 			t.Errorf("voice %+v: missing name or language, or odd gender", v)
 		}
 	}
-	for id, lang := range map[string]string{"en": "en-gb", "en-us": "en-us", "de": "de", "fr": "fr-fr"} {
+	// eSpeak's language codes, as `espeak-ng --voices` lists them; the
+	// file names this plugin listed before (en, fr), still accepted; and
+	// the further languages voices serve (zh).
+	for id, lang := range map[string]string{"en-gb": "en-gb", "en-us": "en-us", "de": "de", "fr-fr": "fr-fr", "pt-br": "pt-br", "cmn": "cmn",
+		"en": "en-gb", "fr": "fr-fr", "zh": "cmn", "es-mx": "es-419", "yue": "yue", "yue-latn-jyutping": "yue"} {
 		if v, ok := byID[id]; !ok || v.Language != lang {
 			t.Errorf("voice %q = %+v, want language %q", id, v, lang)
 		}
@@ -108,7 +128,7 @@ func TestEveryVoiceSpeaks(t *testing.T) {
 	p := newProvider(t)
 	voices, _ := p.Voices(context.Background(), &sdk.VoicesRequest{})
 	for _, v := range voices {
-		resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Voice: v.ID, Text: "hello"}) // some languages have no rules for digits
+		resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Voice: v.ID, Text: "hello", Format: "pcm"}) // some languages have no rules for digits
 		if err != nil || rms(resp.Audio) < 0.01 {
 			t.Errorf("voice %q (%s): err %v, audible %v", v.ID, v.Name, err, err == nil && rms(resp.Audio) >= 0.01)
 		}
@@ -146,25 +166,19 @@ func TestSynthesizePCM(t *testing.T) {
 	}
 }
 
-// sameLength reports whether two renderings of one request have the same
-// length, give or take 3%. They rarely match to the byte: eSpeak carries
-// state from one utterance into the next (its pitch flutter phase; a clause
-// pause that varies by a few tens of milliseconds). A different rate changes
-// a clip's length by far more.
-func sameLength(a, b []byte) bool {
-	return math.Abs(float64(len(a)-len(b))) <= 0.03*float64(len(b))
-}
-
 func TestSynthesizeWAV(t *testing.T) {
 	p := newProvider(t)
 	text := "A proper wave file, please."
-	pcm := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text}).Audio
+	pcm := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text, Format: "pcm"}).Audio
 	resp := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text, Format: "wav", SampleRate: 22050})
 	if resp.MediaType != "audio/wav" {
 		t.Errorf("media type %q", resp.MediaType)
 	}
+	if def, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Voice: "en", Text: text}); err != nil || def.MediaType != "audio/wav" || !bytes.Equal(def.Audio, resp.Audio) {
+		t.Errorf("no format asked for: %q, %d bytes; want the WAV file (%d bytes)", def.MediaType, len(def.Audio), len(resp.Audio))
+	}
 	checkWAVHeader(t, resp.Audio, uint32(len(resp.Audio)-44))
-	if !sameLength(resp.Audio[44:], pcm) {
+	if !bytes.Equal(resp.Audio[44:], pcm) {
 		t.Errorf("WAV data of %d bytes, PCM clip of the same request %d", len(resp.Audio)-44, len(pcm))
 	}
 	info := soxInfo(t, resp.Audio)
@@ -300,7 +314,7 @@ func TestSpeed(t *testing.T) {
 		return seconds(resp.Audio, 22050), resp.Warnings
 	}
 	normal, _ := dur(0)
-	if one, zero := clip(1).Audio, clip(0).Audio; !sameLength(one, zero) {
+	if one, zero := clip(1).Audio, clip(0).Audio; !bytes.Equal(one, zero) {
 		t.Errorf("speed 1 gives %d bytes, speed 0 (normal) %d", len(one), len(zero))
 	}
 	fast, warnings := dur(2)
@@ -312,7 +326,7 @@ func TestSpeed(t *testing.T) {
 	}
 	// Beyond eSpeak's 450 wpm the rate clamps, and the caller is told.
 	fastest, capped := clip(4), clip(450.0/175)
-	if w := fastest.Warnings; !sameLength(fastest.Audio, capped.Audio) || len(w) != 1 || !strings.Contains(w[0], "2.57x") {
+	if w := fastest.Warnings; !bytes.Equal(fastest.Audio, capped.Audio) || len(w) != 1 || !strings.Contains(w[0], "2.57x") {
 		t.Errorf("speed 4: %d bytes (2.57x: %d bytes), warnings %q", len(fastest.Audio), len(capped.Audio), w)
 	}
 }
@@ -351,10 +365,58 @@ func TestInvalidRequests(t *testing.T) {
 	}
 	// The request all of them were derived from is fine, including with a
 	// voice variant and in upper case.
-	for _, voice := range []string{"en", "EN-US", "en+f3", ""} {
+	for _, voice := range []string{"en", "EN-US", "en+f3", "en-gb", "fr-fr", "zh", ""} {
 		req := ok
 		req.Voice = voice
 		synth(t, p, &req)
+	}
+}
+
+// TestVoiceNames checks that every name of a voice selects that voice (the
+// same bytes), and that a variant given after "+" or as
+// providerOptions.variant is the same variant.
+func TestVoiceNames(t *testing.T) {
+	p := newProvider(t)
+	text := "Names for one voice."
+	render := func(voice string, options string) []byte {
+		t.Helper()
+		req := &sdk.SynthesizeRequest{Voice: voice, Text: text}
+		if options != "" {
+			req.Options = []byte(options)
+		}
+		return synth(t, p, req).Audio
+	}
+	same := [][]string{
+		{"en-gb", "en", "EN-GB", ""},
+		{"fr-fr", "fr"},
+		{"cmn", "zh", "zh-cmn"},
+		{"es-419", "es-mx"},
+	}
+	for _, names := range same {
+		want := render(names[0], "")
+		for _, n := range names[1:] {
+			if got := render(n, ""); !bytes.Equal(got, want) {
+				t.Errorf("voice %q: %d bytes, unlike %q (%d bytes)", n, len(got), names[0], len(want))
+			}
+		}
+	}
+	if bytes.Equal(render("en-gb", ""), render("en-us", "")) {
+		t.Error("en-gb and en-us sound the same")
+	}
+	plain, plus, option := render("en-gb", ""), render("en-gb+f3", ""), render("en-gb", `{"variant":"f3","speed":"other providers' keys are ignored"}`)
+	if bytes.Equal(plus, plain) || !bytes.Equal(option, plus) {
+		t.Errorf("variant f3: after + %d bytes, as an option %d bytes, without %d bytes", len(plus), len(option), len(plain))
+	}
+	for _, bad := range []struct{ voice, options string }{
+		{"en-gb+f3", `{"variant":"f3"}`},
+		{"en-gb", `{"variant":"../../x"}`},
+		{"en-gb", `{"variant":3}`},
+		{"en-gb", `{"variant":""}`},
+	} {
+		req := &sdk.SynthesizeRequest{Voice: bad.voice, Text: text, Options: []byte(bad.options)}
+		if _, err := p.Synthesize(context.Background(), req); sdk.AsError(err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("voice %q, options %s: error %v, want invalid_request", bad.voice, bad.options, err)
+		}
 	}
 }
 
@@ -383,15 +445,15 @@ func collect(t *testing.T, p *Provider, req *sdk.SynthesizeRequest) []sdk.Chunk 
 func TestStream(t *testing.T) {
 	p := newProvider(t)
 	text := strings.Repeat("A long text is streamed in many small pieces. ", 6)
-	whole := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text}).Audio
+	whole := synth(t, p, &sdk.SynthesizeRequest{Voice: "en", Text: text, Format: "pcm"}).Audio
 
 	tests := []struct {
 		format, mediaType string
 		header            bool
 	}{
-		{"", "audio/pcm;rate=22050", false},
-		{"pcm", "audio/pcm;rate=22050", false},
+		{"", "audio/wav", true},
 		{"wav", "audio/wav", true},
+		{"pcm", "audio/pcm;rate=22050", false},
 	}
 	for _, tt := range tests {
 		t.Run("format="+tt.format, func(t *testing.T) {
@@ -414,7 +476,7 @@ func TestStream(t *testing.T) {
 				checkWAVHeader(t, got, 0xFFFFFFFF)
 				got = got[44:]
 			}
-			if !sameLength(got, whole) {
+			if !bytes.Equal(got, whole) {
 				t.Errorf("streamed %d bytes of audio, the whole clip has %d", len(got), len(whole))
 			}
 		})
@@ -504,10 +566,14 @@ func TestCancel(t *testing.T) {
 		t.Errorf("Synthesize(cancelled context) error = %v", err)
 	}
 
-	// Another call holds the engine: the waiting call gives up.
-	library.lock <- struct{}{}
+	// Every rendering place is taken: the waiting call gives up.
+	for range cap(p.engine.renders) {
+		p.engine.renders <- struct{}{}
+	}
 	_, err := p.Synthesize(cancelled, req)
-	<-library.lock
+	for range cap(p.engine.renders) {
+		<-p.engine.renders
+	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Synthesize(cancelled context) waiting for the engine: error = %v", err)
 	}
@@ -516,7 +582,7 @@ func TestCancel(t *testing.T) {
 	// TestStreamIsIncremental); afterwards the engine renders afresh.
 	ctx, cancel := context.WithCancel(context.Background())
 	_ = p.Stream(ctx, req, func(sdk.Chunk) error { cancel(); return nil })
-	if got := synth(t, p, req).Audio; !sameLength(got, want) {
+	if got := synth(t, p, req).Audio; !bytes.Equal(got, want) {
 		t.Errorf("after an aborted synthesis the next clip is %d bytes, want %d", len(got), len(want))
 	}
 }
@@ -528,13 +594,16 @@ func TestConcurrent(t *testing.T) {
 	p := newProvider(t)
 	reqs := []*sdk.SynthesizeRequest{
 		{Voice: "en", Text: "First of all, English."},
-		{Voice: "de", Text: "Zweitens, Deutsch.", Speed: 1.5},
-		{Voice: "fr", Text: "Troisièmement, le français.", Speed: 0.7},
+		{Voice: "de", Text: "Zweitens, Deutsch.", Speed: 1.5, Format: "pcm"},
+		{Voice: "fr", Text: "Troisièmement, le français.", Speed: 0.7, Format: "wav"},
 		{Voice: "en-us", Text: "Fourth, American English, with timestamps.", Speed: 1.25, Timestamps: true},
 	}
 	want := make([]*sdk.SynthesizeResponse, len(reqs))
 	for i, r := range reqs {
-		want[i] = synth(t, p, r)
+		var err error
+		if want[i], err = p.Synthesize(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -546,7 +615,7 @@ func TestConcurrent(t *testing.T) {
 				switch {
 				case err != nil:
 					errs <- err
-				case !sameLength(got.Audio, want[i].Audio) || got.MediaType != want[i].MediaType || !sameWords(got.Timestamps, want[i].Timestamps):
+				case !bytes.Equal(got.Audio, want[i].Audio) || got.MediaType != want[i].MediaType || !slices.Equal(got.Timestamps, want[i].Timestamps):
 					errs <- fmt.Errorf("goroutine %d: request %d rendered differently under concurrency", g, i)
 				}
 			}
@@ -559,16 +628,70 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// sameWords reports whether two timestamp lists have the same words.
-func sameWords(a, b []sdk.WordTimestamp) bool {
-	return slices.EqualFunc(a, b, func(x, y sdk.WordTimestamp) bool { return x.Text == y.Text })
+// TestSameRequestSameBytes checks that a request renders to the same bytes
+// and timestamps every time, whatever was rendered before it or at the
+// same time: the first rendering, one after other voices, rates and texts,
+// one after a stream that was abandoned midway, and many at once.
+func TestSameRequestSameBytes(t *testing.T) {
+	p := newProvider(t)
+	req := &sdk.SynthesizeRequest{Voice: "en", Timestamps: true, Format: "pcm",
+		Text: "Hello there, my friend. How are you today? This is a test of the system."}
+	want := synth(t, p, req)
+	others := []*sdk.SynthesizeRequest{
+		{Voice: "de", Text: "Grüße aus München, sagte sie, und lachte laut."},
+		{Voice: "en", Text: "This is a test of the system.", Speed: 1.7},
+		{Voice: "en+f3", Text: strings.Repeat("Breathe in, and out. ", 10)},
+		{Voice: "fr", Text: "Le chat dort sur le canapé depuis ce matin."},
+	}
+	check := func(when string, got *sdk.SynthesizeResponse) {
+		t.Helper()
+		if !bytes.Equal(got.Audio, want.Audio) || !slices.Equal(got.Timestamps, want.Timestamps) {
+			t.Errorf("%s: %d bytes (first rendering %d), same audio %v, same timestamps %v",
+				when, len(got.Audio), len(want.Audio), bytes.Equal(got.Audio, want.Audio), slices.Equal(got.Timestamps, want.Timestamps))
+		}
+	}
+	check("again", synth(t, p, req))
+	for _, o := range others {
+		synth(t, p, o)
+		check("after "+o.Voice+" "+strconv.Quote(o.Text[:10]), synth(t, p, req))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = p.Stream(ctx, others[2], func(sdk.Chunk) error { cancel(); return nil })
+	check("after an abandoned stream", synth(t, p, req))
+
+	var streamed []byte
+	for _, c := range collect(t, p, &sdk.SynthesizeRequest{Voice: req.Voice, Text: req.Text, Format: "pcm"}) {
+		streamed = append(streamed, c.Data...)
+	}
+	if !bytes.Equal(streamed, want.Audio) {
+		t.Errorf("the stream of the request has %d bytes, unlike its clip (%d)", len(streamed), len(want.Audio))
+	}
+
+	var wg sync.WaitGroup
+	results := make([]*sdk.SynthesizeResponse, 8)
+	errs := make([]error, len(results))
+	for i := range results {
+		wg.Go(func() {
+			if i%2 == 1 {
+				_, _ = p.Synthesize(context.Background(), others[i/2%len(others)])
+			}
+			results[i], errs[i] = p.Synthesize(context.Background(), req)
+		})
+	}
+	wg.Wait()
+	for i, got := range results {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		check(fmt.Sprintf("concurrent rendering %d", i), got)
+	}
 }
 
 // BenchmarkSynthesize renders a ~200-character sentence and reports the
 // real-time factor: seconds of audio produced per second of wall time.
 func BenchmarkSynthesize(b *testing.B) {
 	p := newProvider(b)
-	req := &sdk.SynthesizeRequest{Voice: "en-us", Timestamps: true,
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Timestamps: true, Format: "pcm",
 		Text: "The gateway renders this sentence again and again to measure how fast eSpeak speaks: " +
 			"about two hundred characters, with commas, a number like 42, and a full stop at the end."}
 	var audio float64
@@ -582,9 +705,172 @@ func BenchmarkSynthesize(b *testing.B) {
 	b.ReportMetric(audio/b.Elapsed().Seconds(), "x-realtime")
 }
 
+// BenchmarkSynthesizeShort renders a two-word clip: almost all of it is
+// the fixed cost of a request (a child forked from the template, its
+// voice loaded, its exit).
+func BenchmarkSynthesizeShort(b *testing.B) {
+	p := newProvider(b)
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Text: "Hi there.", Format: "pcm"}
+	for b.Loop() {
+		if _, err := p.Synthesize(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSynthesizeParallel renders short clips from many goroutines:
+// requests render side by side, one per CPU.
+func BenchmarkSynthesizeParallel(b *testing.B) {
+	p := newProvider(b)
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Text: "Several requests render side by side.", Format: "pcm"}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := p.Synthesize(context.Background(), req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // TestConformance runs the SDK's conformance kit in-process, where the race
 // detector sees the provider's code. plugins/espeak runs it over the real
 // plugin process.
 func TestConformance(t *testing.T) {
 	sdktest.Run(t, newProvider(t), sdktest.Config{Voice: "en", InvalidVoice: "klingon"})
+}
+
+func TestConfigure(t *testing.T) {
+	p := newProvider(t)
+	ctx := context.Background()
+	for _, ok := range []map[string]string{{}, nil, {"stream_stall_timeout": "2s"}, {"stream_stall_timeout": " 1h "}} {
+		if err := p.Configure(ctx, ok); err != nil {
+			t.Errorf("Configure(%v): %v", ok, err)
+		}
+	}
+	if err := p.Configure(ctx, map[string]string{"stream_stall_timeout": "1500ms"}); err != nil || p.pace().stall != 1500*time.Millisecond {
+		t.Errorf("stall = %v, err %v", p.pace().stall, err)
+	}
+	if err := p.Configure(ctx, nil); err != nil || p.pace().stall != DefaultStallTimeout {
+		t.Errorf("without settings: stall = %v, err %v", p.pace().stall, err)
+	}
+	for _, bad := range []map[string]string{
+		{"stream_stall_timeout": "soon"}, {"stream_stall_timeout": "0s"}, {"stream_stall_timeout": "-1s"},
+		{"stream_stall_timeout": "2h"}, {"stream_stall_timout": "2s"},
+	} {
+		if err := p.Configure(ctx, bad); sdk.AsError(err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("Configure(%v) error = %v, want invalid_request", bad, err)
+		}
+	}
+	// The pace follows the library's rate: 5 s ahead, 1 s pieces.
+	if pc := p.pace(); pc.ahead != 5*2*22050 || pc.piece != 2*22050 {
+		t.Errorf("pace = %+v", pc)
+	}
+}
+
+// TestStreamDoesNotWaitOnItsClient stalls a stream's client and checks
+// that the stream holds no rendering slot while it waits, that other
+// requests keep being served meanwhile, and that the stream is ended, and
+// logged, once its client has taken nothing for the stall time.
+func TestStreamDoesNotWaitOnItsClient(t *testing.T) {
+	p := newProvider(t)
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	p.log = hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logged, mu: &logMu}, JSONFormat: true})
+	if err := p.Configure(context.Background(), map[string]string{"stream_stall_timeout": "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	long := &sdk.SynthesizeRequest{Voice: "en", Text: strings.Repeat("A client that never reads holds nobody back. ", 100)}
+	release := make(chan struct{})
+	defer close(release)
+	type result struct {
+		err     error
+		elapsed time.Duration
+	}
+	stalled := make(chan result, len(p.engine.slots)+1)
+	// More stalled streams than there are rendering slots.
+	for range cap(p.engine.slots) + 1 {
+		go func() {
+			start := time.Now()
+			err := p.Stream(context.Background(), long, func(sdk.Chunk) error { <-release; return nil })
+			stalled <- result{err, time.Since(start)}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the streams have rendered ahead and wait
+	if n := len(p.engine.slots); n != 0 {
+		t.Errorf("%d rendering slots held by streams whose clients take nothing", n)
+	}
+	for i := range 3 {
+		// A generous bound: only waiting for a stalled stream breaks it.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := p.Synthesize(ctx, &sdk.SynthesizeRequest{Voice: "de", Text: "Andere kommen trotzdem dran."})
+		cancel()
+		if err != nil {
+			t.Errorf("request %d while streams were stalled: %v", i, err)
+		}
+	}
+	for range cap(p.engine.slots) + 1 {
+		r := <-stalled
+		if e := sdk.AsError(r.err); e.Kind != sdk.KindTimeout || !strings.Contains(e.Message, "took no audio for 1s") {
+			t.Errorf("stalled stream ended with %v", r.err)
+		}
+		if r.elapsed > 10*time.Second {
+			t.Errorf("stalled stream ended after %s", r.elapsed)
+		}
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logged.String(), `"@level":"warn"`); n != cap(p.engine.slots)+1 || !strings.Contains(logged.String(), "client fell behind") {
+		t.Errorf("%d warnings logged:\n%s", n, logged.String())
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// TestStreamInPieces streams with a buffer of a few eSpeak buffers, so
+// that the child pauses and resumes many times, to a client that takes a
+// chunk now and then: the audio and word timings are those of the whole
+// clip, because the pieces are one synthesis that pauses.
+func TestStreamInPieces(t *testing.T) {
+	p := newProvider(t)
+	req := &sdk.SynthesizeRequest{Voice: "en-us", Format: "pcm", Timestamps: true,
+		Text: "Pieces of one synthesis. The child pauses between them, and the words keep their times. " + strings.Repeat("Again and again. ", 5)}
+	want := synth(t, p, req)
+	c, err := p.translate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := 2 * int(bufferLength.Seconds()*22050)
+	pc := pace{ahead: 3 * chunk, piece: chunk, stall: 5 * time.Second}
+	var pcm []byte
+	var events []event
+	calls := 0
+	err = p.engine.stream(context.Background(), req.Text, c.options, pc, func(b buffer) error {
+		calls++
+		if calls%4 == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		pcm = append(pcm, b.pcm...)
+		events = append(events, b.events...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pcm, want.Audio) {
+		t.Fatalf("streamed in pieces: %d bytes, the clip has %d", len(pcm), len(want.Audio))
+	}
+	if got := wordTimestamps(req.Text, events, pcm, 22050); !slices.Equal(got, want.Timestamps) {
+		t.Errorf("timestamps from the pieces:\n%v\nfrom the clip:\n%v", got, want.Timestamps)
+	}
 }
