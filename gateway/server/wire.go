@@ -34,12 +34,25 @@ type voiceJSON struct {
 	Description     string         `json:"description"`
 	ProviderOptions map[string]any `json:"provider_options"`
 	MediaID         string         `json:"media_id,omitempty"`
+	Fallbacks       []targetJSON   `json:"fallbacks"`
 	CreatedAt       time.Time      `json:"created_at"`
 	UpdatedAt       time.Time      `json:"updated_at"`
 }
 
+// targetJSON is a voice on another provider a saved voice falls back to.
+type targetJSON struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	VoiceID  string `json:"voice_id"`
+}
+
 func voiceOut(v *store.Voice) voiceJSON {
-	out := voiceJSON(*v)
+	out := voiceJSON{ID: v.ID, OrgID: v.OrgID, Title: v.Title, Provider: v.Provider, Model: v.Model, VoiceID: v.VoiceID,
+		Tags: v.Tags, Gender: v.Gender, Description: v.Description, ProviderOptions: v.ProviderOptions, MediaID: v.MediaID,
+		Fallbacks: make([]targetJSON, len(v.Fallbacks)), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+	for i, f := range v.Fallbacks {
+		out.Fallbacks[i] = targetJSON(f)
+	}
 	if out.Tags == nil {
 		out.Tags = []string{}
 	}
@@ -285,6 +298,8 @@ type createVoiceRequest struct {
 	Gender          string         `json:"gender"`
 	Description     string         `json:"description"`
 	ProviderOptions map[string]any `json:"provider_options"`
+	// Fallbacks are equivalent voices on other providers.
+	Fallbacks []targetJSON `json:"fallbacks"`
 	// CloneOptions go to the provider's clone call only (e.g. Resemble's
 	// transcripts of the samples), merged over provider_options; they
 	// are not saved with the voice.

@@ -141,10 +141,18 @@ type Voice struct {
 	ProviderOptions map[string]any
 	// MediaID links the uploaded media the voice was cloned from, if any.
 	MediaID string
+	// Fallbacks are equivalent voices on other providers, tried in order
+	// when this one's provider is down; never nil when read back.
+	Fallbacks []VoiceTarget
 	// CreatedAt orders the voice list (newest first).
 	CreatedAt time.Time
 	// UpdatedAt is the last change.
 	UpdatedAt time.Time
+}
+
+// VoiceTarget is a provider voice a saved voice can fall back to.
+type VoiceTarget struct {
+	Provider, Model, VoiceID string
 }
 
 // Media is the metadata of an uploaded audio file (for voice cloning).

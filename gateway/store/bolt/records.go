@@ -36,8 +36,11 @@ type voiceRecord struct {
 	Description     string         `json:"description"`
 	ProviderOptions map[string]any `json:"provider_options"`
 	MediaID         string         `json:"media_id,omitempty"`
-	CreatedAt       time.Time      `json:"created_at"`
-	UpdatedAt       time.Time      `json:"updated_at"`
+	// Fallbacks are written with their Go field names; a voice written
+	// before fallbacks existed has none.
+	Fallbacks []store.VoiceTarget `json:"fallbacks,omitempty"`
+	CreatedAt time.Time           `json:"created_at"`
+	UpdatedAt time.Time           `json:"updated_at"`
 }
 
 type mediaRecord struct {
@@ -80,6 +83,9 @@ func decodeVoice(data []byte) (*store.Voice, error) {
 	}
 	if v.ProviderOptions == nil {
 		v.ProviderOptions = map[string]any{}
+	}
+	if v.Fallbacks == nil {
+		v.Fallbacks = []store.VoiceTarget{}
 	}
 	return &v, nil
 }

@@ -198,25 +198,39 @@ func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 	if err != nil {
 		return fmt.Errorf("store: encode voice provider options: %w", err)
 	}
+	fb := v.Fallbacks
+	if fb == nil {
+		fb = []store.VoiceTarget{}
+	}
+	fj, err := json.Marshal(fb)
+	if err != nil {
+		return fmt.Errorf("store: encode voice fallbacks: %w", err)
+	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err = s.pool.Exec(ctx, `INSERT INTO voices (org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		v.OrgID, v.ID, v.Title, v.Provider, v.Model, v.VoiceID, tj, v.Gender, v.Description, oj, v.MediaID, nanos(v.CreatedAt), nanos(v.UpdatedAt))
+	_, err = s.pool.Exec(ctx, `INSERT INTO voices (org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		v.OrgID, v.ID, v.Title, v.Provider, v.Model, v.VoiceID, tj, v.Gender, v.Description, oj, v.MediaID, nanos(v.CreatedAt), nanos(v.UpdatedAt), fj)
 	if err != nil {
 		return fmt.Errorf("store: create voice: %w", classify(err))
 	}
 	return nil
 }
 
-const voiceColumns = "org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns"
+const voiceColumns = "org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks"
 
 func scanVoice(row pgx.Row) (*store.Voice, error) {
 	var v store.Voice
-	var tj, oj []byte
+	var tj, oj, fj []byte
 	var created, updated int64
-	if err := row.Scan(&v.OrgID, &v.ID, &v.Title, &v.Provider, &v.Model, &v.VoiceID, &tj, &v.Gender, &v.Description, &oj, &v.MediaID, &created, &updated); err != nil {
+	if err := row.Scan(&v.OrgID, &v.ID, &v.Title, &v.Provider, &v.Model, &v.VoiceID, &tj, &v.Gender, &v.Description, &oj, &v.MediaID, &created, &updated, &fj); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal(fj, &v.Fallbacks); err != nil {
+		return nil, fmt.Errorf("decode voice fallbacks: %w", err)
+	}
+	if v.Fallbacks == nil {
+		v.Fallbacks = []store.VoiceTarget{}
 	}
 	if err := json.Unmarshal(tj, &v.Tags); err != nil {
 		return nil, fmt.Errorf("decode voice tags: %w", err)

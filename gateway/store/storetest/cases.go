@@ -364,6 +364,7 @@ func testVoiceCRUD(t *testing.T, open Opener) {
 		ID: "v1", OrgID: "o1", Title: "Narrator", Provider: "espeak", Model: "espeak-ng", VoiceID: "en-us",
 		Tags: []string{"calm"}, Gender: "female", Description: "d", MediaID: "m1",
 		ProviderOptions: map[string]any{"pitch": 50.0, "nested": map[string]any{"a": true}},
+		Fallbacks:       []store.VoiceTarget{{Provider: "openai", Model: "tts-1", VoiceID: "alloy"}, {Provider: "elevenlabs", Model: "eleven_v2", VoiceID: "x1"}},
 		CreatedAt:       clk.Now(),
 	}
 	mustDo(t, s.CreateVoice(ctx, full))
@@ -383,7 +384,7 @@ func testVoiceCRUD(t *testing.T, open Opener) {
 	}{
 		{"full", "o1", "v1", full, nil},
 		{"nil collections come back empty", "o1", "v2", &store.Voice{ID: "v2", OrgID: "o1", Tags: []string{},
-			ProviderOptions: map[string]any{}, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}, nil},
+			ProviderOptions: map[string]any{}, Fallbacks: []store.VoiceTarget{}, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}, nil},
 		{"other org", "o2", "v1", nil, store.ErrNotFound},
 		{"unknown id", "o1", "v9", nil, store.ErrNotFound},
 		{"empty id", "o1", "", nil, store.ErrNotFound},
