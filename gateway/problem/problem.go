@@ -69,6 +69,15 @@ const (
 	// away, or a sibling turn of a conversation failed first. It appears in
 	// log rows, with status 499 as nginx uses it; no response carries it.
 	Cancelled Code = "cancelled"
+
+	// The realtime WebSocket's own codes (docs/realtime.md): they travel
+	// in error messages on the socket, except WebSocketRequired, the
+	// answer to a plain GET of the realtime route.
+	WebSocketRequired Code = "websocket_required"
+	UnknownContext    Code = "unknown_context"
+	ContextExists     Code = "context_exists"
+	TooManyContexts   Code = "too_many_contexts"
+	TextBufferFull    Code = "text_buffer_full"
 )
 
 type meta struct {
@@ -112,6 +121,11 @@ var table = map[Code]meta{
 	ReadTimeout:             {408, "Request not received in time"},
 	BadRequest:              {400, "Malformed HTTP request"},
 	Cancelled:               {499, "Cancelled before it finished"},
+	WebSocketRequired:       {426, "WebSocket upgrade required"},
+	UnknownContext:          {400, "No such open context"},
+	ContextExists:           {409, "Context already open"},
+	TooManyContexts:         {429, "Too many open contexts"},
+	TextBufferFull:          {429, "Too much text waiting to be spoken"},
 }
 
 // FieldError is one entry of a problem's `validation` array.
