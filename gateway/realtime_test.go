@@ -201,7 +201,9 @@ func start(id string, extra ...any) map[string]any {
 	return m
 }
 
-func text(id, s string) map[string]any { return map[string]any{"type": "text", "contextId": id, "text": s} }
+func text(id, s string) map[string]any {
+	return map[string]any{"type": "text", "contextId": id, "text": s}
+}
 
 func ctl(typ, id string) map[string]any { return map[string]any{"type": typ, "contextId": id} }
 
@@ -624,4 +626,3 @@ func TestRealtimeClientVanishes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
