@@ -317,12 +317,15 @@ func (s *grpcProviderServer) StreamInput(stream pluginpb.Provider_StreamInputSer
 	defer cancel()
 	in := make(chan TextInput)
 	go func() {
-		defer close(in)
 		for {
 			m, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				close(in) // the input ended: a closed in means only that
+				return
+			}
 			if err != nil {
-				// io.EOF: the input ended. Anything else: the gateway
-				// went away, and ctx says so too.
+				// The gateway cancelled or went away: ctx says so, and in
+				// stays open so it is never mistaken for the end of input.
 				return
 			}
 			select {

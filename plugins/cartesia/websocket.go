@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"time"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
@@ -78,25 +77,22 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 					return
 				}
 			case <-ctx.Done():
-				_ = sock.WriteJSON(wsCancel{ContextID: contextID, Cancel: true})
 				return
 			case <-quit:
 				return
 			}
 		}
 	}()
-	defer func() {
-		// Let a cancel message go out before the socket closes.
-		select {
-		case <-writerDone:
-		case <-time.After(time.Second):
-		}
-	}()
+	defer func() { <-writerDone }()
 	defer close(quit)
+	// A context cancelled before Cartesia said done (whether or not all
+	// text was sent) is cancelled upstream too, then the socket closes.
+	// The writer has stopped first: one writer at a time.
 	go func() {
 		select {
 		case <-ctx.Done():
 			<-writerDone
+			_ = sock.WriteJSON(wsCancel{ContextID: contextID, Cancel: true})
 			closeSock()
 		case <-sockCtx.Done():
 		}

@@ -79,6 +79,7 @@ var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return
 type wsContext struct {
 	texts  chan wsRequest
 	cancel context.CancelFunc
+	closed bool // its last request arrived; it may still be speaking
 }
 
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +112,10 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 	}
 	contexts := map[string]*wsContext{}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancelAll() // a hijacked request's context outlives the socket
+		wg.Wait()
+	}()
 	for {
 		_, data, err := conn.ReadMessage()
 		if err != nil {
@@ -138,7 +142,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		if c == nil {
+		if c == nil || c.closed {
 			cctx, cancel := context.WithCancel(ctx)
 			c = &wsContext{texts: make(chan wsRequest, 64), cancel: cancel}
 			contexts[id] = c
@@ -153,10 +157,14 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 			s.ws.transcripts = append(s.ws.transcripts, *m.Transcript)
 			s.ws.mu.Unlock()
 		}
-		c.texts <- m
+		select {
+		case c.texts <- m:
+		case <-ctx.Done():
+			return
+		}
 		if m.Continue == nil || !*m.Continue {
 			close(c.texts)
-			delete(contexts, id)
+			c.closed = true // kept: a cancel may still come for it
 		}
 	}
 }
@@ -176,9 +184,16 @@ func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, t
 		speed, ok := s.check(rec, r, &m.ttsFields, true)
 		if !ok {
 			write(map[string]any{"type": "error", "context_id": id, "status_code": rec.Code, "done": true, "error": strings.TrimSpace(rec.Body.String())})
-			for range texts {
+			for {
+				select {
+				case _, ok := <-texts:
+					if !ok {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
 			}
-			return
 		}
 		u := s.utterance(&m.ttsFields, speed)
 		rate := *m.OutputFormat.SampleRate
