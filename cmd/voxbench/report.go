@@ -258,7 +258,7 @@ func (r *Results) evaluate() {
 			Baseline: f3(rt.Direct.P50), Gateway: f3(rt.Socket.P50), Delta: signed(rt.Added),
 			Target: "≤ +" + f3(targetRealtimeAdded), Pass: pass(rt.Added <= targetRealtimeAdded), Value: rt.Added})
 		add(figure{Name: "realtime time to first audio, eSpeak, p99", Unit: "ms",
-			Baseline: f3(rt.Direct.P99), Gateway: f3(rt.Socket.P99), Delta: signed(rt.Socket.P99-rt.Direct.P99), Value: rt.Socket.P99 - rt.Direct.P99})
+			Baseline: f3(rt.Direct.P99), Gateway: f3(rt.Socket.P99), Delta: signed(rt.Socket.P99 - rt.Direct.P99), Value: rt.Socket.P99 - rt.Direct.P99})
 	}
 	if rt := r.Realtime; rt.IdleSockets > 0 {
 		add(figure{Name: fmt.Sprintf("gateway RSS, %s idle realtime sockets", count(rt.IdleSockets)), Unit: "MiB",
