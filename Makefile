@@ -16,7 +16,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server
+#   protobuf-compiler            protoc, for `make proto` (sdk/proto)
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server protobuf-compiler
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
@@ -70,9 +71,14 @@ bench: build
 bench-micro: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/...
 
-## proto: regenerate the plugin protocol's Go code (needs protoc and the Go plugins)
-proto:
-	$(GO) generate ./sdk/proto
+## proto: regenerate the plugin protocol's Go code: protoc (APT_PACKAGES) and
+##        the two Go generators at the versions the checked-in code names
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+proto: deps
+	GOBIN=$(BIN)/tools $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(BIN)/tools $(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH="$(BIN)/tools:$$PATH" $(GO) generate ./sdk/proto
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

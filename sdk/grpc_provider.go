@@ -145,6 +145,14 @@ func (s *grpcProviderServer) Describe(ctx context.Context, _ *pluginpb.DescribeR
 	}
 	out := descriptionToProto(d)
 	_, out.Plans = s.impl.(Planner)
+	if _, ok := s.impl.(InputStreamer); !ok {
+		// A model cannot claim what the provider does not implement.
+		for _, m := range out.Models {
+			if m.Capabilities != nil {
+				m.Capabilities.InputStreaming = false
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -233,4 +241,100 @@ func (s *grpcProviderServer) Explain(ctx context.Context, f *pluginpb.Failure) (
 		e = Errorf(KindUpstream, "HTTP status %d", f.GetStatus())
 	}
 	return nil, errorToStatus(e)
+}
+
+var _ InputStreamer = (*grpcProviderClient)(nil)
+
+// StreamInput implements InputStreamer over one bidirectional gRPC stream:
+// the request, then each TextInput as a message from a goroutine that
+// forwards in (and closes the sending side when in is closed), while this
+// goroutine receives events. Callers check the model's
+// Capabilities.InputStreaming first: a plugin without the method answers
+// KindUnsupported.
+func (c *grpcProviderClient) StreamInput(ctx context.Context, req *SynthesizeRequest, in <-chan TextInput, send func(StreamEvent) error) error {
+	// Cancelling streamCtx when we return tells the plugin to stop, and
+	// ends the forwarding goroutine.
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.StreamInput(streamCtx)
+	if err != nil {
+		return errorFromRPC(ctx, "StreamInput", err)
+	}
+	// A failed Send means the stream is over; Recv below reports why.
+	if err := stream.Send(&pluginpb.InputMessage{Request: synthesizeRequestToProto(req)}); err == nil {
+		go forwardInput(streamCtx, stream, in)
+	}
+	for {
+		msg := new(pluginpb.StreamEvent)
+		if err := stream.RecvMsg(msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return errorFromRPC(ctx, "StreamInput", err)
+		}
+		if err := send(streamEventFromProto(msg)); err != nil {
+			return err
+		}
+	}
+}
+
+// forwardInput sends each TextInput of in to the plugin and closes the
+// sending side when in is closed. It is the stream's only sender.
+func forwardInput(ctx context.Context, stream pluginpb.Provider_StreamInputClient, in <-chan TextInput) {
+	for {
+		select {
+		case t, ok := <-in:
+			if !ok {
+				_ = stream.CloseSend()
+				return
+			}
+			if stream.Send(&pluginpb.InputMessage{Text: t.Text, Flush: t.Flush}) != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// StreamInput implements pluginpb.ProviderServer: the first message is the
+// request, the rest are text relayed to the implementation through a
+// channel that is closed when the gateway closes its side.
+func (s *grpcProviderServer) StreamInput(stream pluginpb.Provider_StreamInputServer) (err error) {
+	defer recoverToError("StreamInput", &err)
+	is, ok := s.impl.(InputStreamer)
+	if !ok {
+		return errorToStatus(Errorf(KindUnsupported, "this provider does not take input streams"))
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if first.GetRequest() == nil {
+		return errorToStatus(Errorf(KindInternal, "the input stream's first message carries no request"))
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	in := make(chan TextInput)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				close(in) // the input ended: a closed in means only that
+				return
+			}
+			if err != nil {
+				// The gateway cancelled or went away: ctx says so, and in
+				// stays open so it is never mistaken for the end of input.
+				return
+			}
+			select {
+			case in <- TextInput{Text: m.GetText(), Flush: m.GetFlush()}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	send := func(e StreamEvent) error { return stream.Send(streamEventToProto(&e)) }
+	return errorToStatus(is.StreamInput(ctx, synthesizeRequestFromProto(first.GetRequest()), in, send))
 }

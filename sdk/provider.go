@@ -137,6 +137,10 @@ type Capabilities struct {
 	Cloning bool
 	// Speed: SynthesizeRequest.Speed is honoured natively.
 	Speed bool
+	// InputStreaming: the model takes text while it speaks, through
+	// InputStreamer.StreamInput. Serve clears it when the provider does not
+	// implement InputStreamer.
+	InputStreaming bool
 }
 
 // VoicesRequest asks for a provider's own voices.

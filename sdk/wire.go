@@ -52,6 +52,9 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 				Timestamps: m.Capabilities.Timestamps,
 				Cloning:    m.Capabilities.Cloning,
 				Speed:      m.Capabilities.Speed,
+				// Only a provider that implements InputStreamer may
+				// claim it (Describe on the plugin side clears it).
+				InputStreaming: m.Capabilities.InputStreaming,
 			},
 			OutputFormats:    m.OutputFormats,
 			SampleRates:      intsToProto(m.SampleRates),
@@ -80,10 +83,11 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			ID:   m.GetId(),
 			Name: m.GetName(),
 			Capabilities: Capabilities{
-				Streaming:  c.GetStreaming(),
-				Timestamps: c.GetTimestamps(),
-				Cloning:    c.GetCloning(),
-				Speed:      c.GetSpeed(),
+				Streaming:      c.GetStreaming(),
+				Timestamps:     c.GetTimestamps(),
+				Cloning:        c.GetCloning(),
+				Speed:          c.GetSpeed(),
+				InputStreaming: c.GetInputStreaming(),
 			},
 			OutputFormats:    m.GetOutputFormats(),
 			SampleRates:      intsFromProto(m.GetSampleRates()),
@@ -447,4 +451,34 @@ func failureFromProto(f *pluginpb.Failure) *Failure {
 		Body:        f.GetBody(),
 		Credentials: credentialsFromProto(f.GetCredentials()),
 	}
+}
+
+func wordsToProto(ws []WordTimestamp) []*pluginpb.WordTimestamp {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.WordTimestamp, len(ws))
+	for i, w := range ws {
+		out[i] = &pluginpb.WordTimestamp{Text: w.Text, Start: w.Start, End: w.End}
+	}
+	return out
+}
+
+func wordsFromProto(ws []*pluginpb.WordTimestamp) []WordTimestamp {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]WordTimestamp, len(ws))
+	for i, w := range ws {
+		out[i] = WordTimestamp{Text: w.GetText(), Start: w.GetStart(), End: w.GetEnd()}
+	}
+	return out
+}
+
+func streamEventToProto(e *StreamEvent) *pluginpb.StreamEvent {
+	return &pluginpb.StreamEvent{MediaType: e.MediaType, Audio: e.Audio, Words: wordsToProto(e.Words), Warning: e.Warning}
+}
+
+func streamEventFromProto(e *pluginpb.StreamEvent) StreamEvent {
+	return StreamEvent{MediaType: e.GetMediaType(), Audio: e.GetAudio(), Words: wordsFromProto(e.GetWords()), Warning: e.GetWarning()}
 }

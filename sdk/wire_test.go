@@ -64,7 +64,7 @@ func TestWireRoundTrip(t *testing.T) {
 		ID: "p", Name: "P", DefaultModel: "m", Plans: true,
 		Models: []Model{{
 			ID: "m", Name: "M",
-			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
 		}},
@@ -84,6 +84,7 @@ func TestWireRoundTrip(t *testing.T) {
 		Samples: []Sample{{Filename: "a.wav", MediaType: "audio/wav", Data: []byte{9}}},
 	}
 	voices := []Voice{{ID: "v", Name: "V", Language: "en", Gender: "female"}}
+	event := StreamEvent{MediaType: "audio/pcm;rate=24000", Audio: []byte{1, 2}, Words: []WordTimestamp{{Text: "hi", Start: 0.5, End: 0.75}}, Warning: "w"}
 	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d"}
 
 	tests := []struct {
@@ -97,6 +98,7 @@ func TestWireRoundTrip(t *testing.T) {
 		{"CloneRequest", cloneReq, func() any { return cloneRequestFromProto(roundTrip(t, cloneRequestToProto(cloneReq))) }},
 		{"Voices", voices, func() any { return voicesFromProto(roundTrip(t, voicesToProto(voices))) }},
 		{"ModerationResult", modResult, func() any { return moderationResultFromProto(roundTrip(t, moderationResultToProto(modResult))) }},
+		{"StreamEvent", event, func() any { return streamEventFromProto(roundTrip(t, streamEventToProto(&event))) }},
 		{"Credentials", cred, func() any { return credentialsFromProto(roundTrip(t, credentialsToProto(cred))) }},
 	}
 	for _, tt := range tests {

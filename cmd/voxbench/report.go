@@ -29,6 +29,8 @@ type Results struct {
 	Postgres   pgResult        `json:"postgres"`
 	WholeClip  wholeClipResult `json:"whole_clip_memory"`
 	Cache      cacheResult     `json:"cache"`
+	// Realtime is the realtime WebSocket phase (realtime.go).
+	Realtime realtimeResult `json:"realtime"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
@@ -255,6 +257,17 @@ func (r *Results) evaluate() {
 			f.Delta += fmt.Sprintf(" (%d errors)", t.Errors)
 		}
 		add(f)
+	}
+	if rt := r.Realtime; rt.Rounds > 0 {
+		add(figure{Name: "realtime time to first audio, eSpeak, p50", Unit: "ms",
+			Baseline: f3(rt.Direct.P50), Gateway: f3(rt.Socket.P50), Delta: signed(rt.Added),
+			Target: "≤ +" + f3(targetRealtimeAdded), Pass: pass(rt.Added <= targetRealtimeAdded), Value: rt.Added})
+		add(figure{Name: "realtime time to first audio, eSpeak, p99", Unit: "ms",
+			Baseline: f3(rt.Direct.P99), Gateway: f3(rt.Socket.P99), Delta: signed(rt.Socket.P99 - rt.Direct.P99), Value: rt.Socket.P99 - rt.Direct.P99})
+	}
+	if rt := r.Realtime; rt.IdleSockets > 0 {
+		add(figure{Name: fmt.Sprintf("gateway RSS, %s idle realtime sockets", count(rt.IdleSockets)), Unit: "MiB",
+			Baseline: mib(rt.RSSBefore), Gateway: mib(rt.RSSWith), Delta: fmt.Sprintf("%.1f KiB/socket", rt.BytesPerSocket/1024), Value: rt.BytesPerSocket})
 	}
 	if t := r.TTFB; t.Direct.N > 0 {
 		add(figure{Name: "stream time to first byte, p50", Unit: "ms",

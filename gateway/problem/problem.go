@@ -85,6 +85,15 @@ const (
 	// BudgetUnavailable says the shared budget counter could not be asked
 	// and the deployment fails closed.
 	BudgetUnavailable Code = "budget_unavailable"
+
+	// The realtime WebSocket's own codes (docs/realtime.md): they travel
+	// in error messages on the socket, except WebSocketRequired, the
+	// answer to a plain GET of the realtime route.
+	WebSocketRequired Code = "websocket_required"
+	UnknownContext    Code = "unknown_context"
+	ContextExists     Code = "context_exists"
+	TooManyContexts   Code = "too_many_contexts"
+	TextBufferFull    Code = "text_buffer_full"
 )
 
 type meta struct {
@@ -134,6 +143,11 @@ var table = map[Code]meta{
 	KeyScopeDenied:          {403, "Not allowed for this API key"},
 	BudgetExceeded:          {429, "Credit budget exceeded"},
 	BudgetUnavailable:       {503, "Credit budget unavailable"},
+	WebSocketRequired:       {426, "WebSocket upgrade required"},
+	UnknownContext:          {400, "No such open context"},
+	ContextExists:           {409, "Context already open"},
+	TooManyContexts:         {429, "Too many open contexts"},
+	TextBufferFull:          {429, "Too much text waiting to be spoken"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
+	"github.com/voxgate/voxgate/gateway/realtime"
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -113,6 +115,9 @@ type Server struct {
 	limiterWarn everyWarn
 	accessLog   bool
 	speech      *speech.Service
+	// realtime serves the realtime WebSocket (realtime.go).
+	realtime *realtime.Hub
+	upgrader *websocket.FastHTTPUpgrader
 
 	srv *fasthttp.Server
 }
@@ -179,6 +184,8 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/conversation/stream", "conversation.stream", s.conversationStream)
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
+		s.newRealtime()
+		r.GET(realtime.Path, s.realtimeHandler) // authenticates itself (realtime.go)
 	}
 
 	s.srv = &fasthttp.Server{
@@ -283,7 +290,13 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 // Shutdown stops accepting connections and waits for in-flight requests,
 // up to ctx's deadline.
 func (s *Server) Shutdown(ctx context.Context) error {
-	return s.srv.ShutdownWithContext(ctx)
+	err := s.srv.ShutdownWithContext(ctx)
+	if s.realtime != nil {
+		// fasthttp lets go of a connection once it is upgraded: the
+		// realtime sockets are closed (1001) and waited for here.
+		err = errors.Join(err, s.realtime.Shutdown(ctx))
+	}
+	return err
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {

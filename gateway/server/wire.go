@@ -97,6 +97,7 @@ type logRowJSON struct {
 	ModerationReasonDetail string  `json:"moderation_reason_detail"`
 	ModerationConfidence   float64 `json:"moderation_confidence"`
 	ModerationLatencyMS    int64   `json:"moderation_latency_ms"`
+	TimeToFirstAudioMS     int64   `json:"time_to_first_audio_ms"`
 }
 
 // tsLayout renders log timestamps as RFC 3339 in UTC with milliseconds.
@@ -116,6 +117,7 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		ModerationReasonDetail: r.ModerationReasonDetail,
 		ModerationConfidence:   r.ModerationConfidence,
 		ModerationLatencyMS:    r.ModerationLatencyMS,
+		TimeToFirstAudioMS:     r.TimeToFirstAudioMS,
 	}
 }
 

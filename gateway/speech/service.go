@@ -508,7 +508,11 @@ type Source interface {
 // start is returned here when the provider reports it before any audio
 // (always, for planned requests: the answer's status is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
-	req := j.request()
+	return s.openStreamRequest(ctx, j, j.request())
+}
+
+// openStreamRequest is openStream with the provider request given.
+func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
 	start := time.Now()

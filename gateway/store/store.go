@@ -219,6 +219,9 @@ type LogRow struct {
 	ModerationConfidence float64
 	// ModerationLatencyMS is the moderation check latency.
 	ModerationLatencyMS int64
+	// TimeToFirstAudioMS is, for a realtime context, the time from its
+	// first text to its first audio on the socket; 0 elsewhere.
+	TimeToFirstAudioMS int64
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

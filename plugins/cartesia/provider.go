@@ -101,6 +101,7 @@ func models() []sdk.Model {
 			Name: name,
 			Capabilities: sdk.Capabilities{
 				Streaming: true, Timestamps: true, Cloning: true, Speed: nativeSpeed(id),
+				InputStreaming: true,
 			},
 			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
 			SampleRates:      sampleRates(),

@@ -89,7 +89,7 @@ func models() []sdk.Model {
 		return sdk.Model{
 			ID:               id,
 			Name:             name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true},
 			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
 			SampleRates:      sampleRates(),
 			NativeSampleRate: nativeRate,

@@ -396,13 +396,15 @@ func (x *Model) GetMaxSpeed() float64 {
 }
 
 type Capabilities struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Streaming     bool                   `protobuf:"varint,1,opt,name=streaming,proto3" json:"streaming,omitempty"`
-	Timestamps    bool                   `protobuf:"varint,2,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
-	Cloning       bool                   `protobuf:"varint,3,opt,name=cloning,proto3" json:"cloning,omitempty"`
-	Speed         bool                   `protobuf:"varint,4,opt,name=speed,proto3" json:"speed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Streaming  bool                   `protobuf:"varint,1,opt,name=streaming,proto3" json:"streaming,omitempty"`
+	Timestamps bool                   `protobuf:"varint,2,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	Cloning    bool                   `protobuf:"varint,3,opt,name=cloning,proto3" json:"cloning,omitempty"`
+	Speed      bool                   `protobuf:"varint,4,opt,name=speed,proto3" json:"speed,omitempty"`
+	// input_streaming: the model takes text over StreamInput.
+	InputStreaming bool `protobuf:"varint,5,opt,name=input_streaming,json=inputStreaming,proto3" json:"input_streaming,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -459,6 +461,13 @@ func (x *Capabilities) GetCloning() bool {
 func (x *Capabilities) GetSpeed() bool {
 	if x != nil {
 		return x.Speed
+	}
+	return false
+}
+
+func (x *Capabilities) GetInputStreaming() bool {
+	if x != nil {
+		return x.InputStreaming
 	}
 	return false
 }
@@ -1159,6 +1168,140 @@ func (x *CloneResponse) GetVoiceId() string {
 	return ""
 }
 
+// InputMessage is one message of StreamInput from the gateway: the first
+// carries request (whose text is empty), every later one text.
+type InputMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       *SynthesizeRequest     `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	Flush         bool                   `protobuf:"varint,3,opt,name=flush,proto3" json:"flush,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputMessage) Reset() {
+	*x = InputMessage{}
+	mi := &file_voxgate_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputMessage) ProtoMessage() {}
+
+func (x *InputMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputMessage.ProtoReflect.Descriptor instead.
+func (*InputMessage) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *InputMessage) GetRequest() *SynthesizeRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *InputMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *InputMessage) GetFlush() bool {
+	if x != nil {
+		return x.Flush
+	}
+	return false
+}
+
+// StreamEvent is one message of StreamInput from the plugin. Like Chunk, the
+// audio is a plain bytes field: it is the hot path.
+type StreamEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// media_type is set on the first event that carries audio.
+	MediaType string `protobuf:"bytes,1,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	Audio     []byte `protobuf:"bytes,2,opt,name=audio,proto3" json:"audio,omitempty"`
+	// words are timings on the whole input stream's audio timeline.
+	Words         []*WordTimestamp `protobuf:"bytes,3,rep,name=words,proto3" json:"words,omitempty"`
+	Warning       string           `protobuf:"bytes,4,opt,name=warning,proto3" json:"warning,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamEvent) Reset() {
+	*x = StreamEvent{}
+	mi := &file_voxgate_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamEvent) ProtoMessage() {}
+
+func (x *StreamEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
+func (*StreamEvent) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StreamEvent) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *StreamEvent) GetAudio() []byte {
+	if x != nil {
+		return x.Audio
+	}
+	return nil
+}
+
+func (x *StreamEvent) GetWords() []*WordTimestamp {
+	if x != nil {
+		return x.Words
+	}
+	return nil
+}
+
+func (x *StreamEvent) GetWarning() string {
+	if x != nil {
+		return x.Warning
+	}
+	return ""
+}
+
 type PlanRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// request.text is sdk.PlanText, the placeholder of the text to speak.
@@ -1171,7 +1314,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1326,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1339,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PlanRequest) GetRequest() *SynthesizeRequest {
@@ -1231,7 +1374,7 @@ type HTTPPlan struct {
 
 func (x *HTTPPlan) Reset() {
 	*x = HTTPPlan{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1386,7 @@ func (x *HTTPPlan) String() string {
 func (*HTTPPlan) ProtoMessage() {}
 
 func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1399,7 @@ func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
 func (*HTTPPlan) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HTTPPlan) GetMethod() string {
@@ -1334,7 +1477,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1489,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1502,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Failure) GetStatus() int32 {
@@ -1398,7 +1541,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1553,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1566,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{20}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 type ModerationRequest struct {
@@ -1436,7 +1579,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1591,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1604,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{21}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -1490,7 +1633,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1645,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1658,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -1565,7 +1708,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1720,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1733,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -1662,14 +1805,15 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x12native_sample_rate\x18\x06 \x01(\x05R\x10nativeSampleRate\x12$\n" +
 	"\x0emax_text_chars\x18\a \x01(\x05R\fmaxTextChars\x12\x1b\n" +
 	"\tmin_speed\x18\b \x01(\x01R\bminSpeed\x12\x1b\n" +
-	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"|\n" +
+	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"\xa5\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +
 	"timestamps\x18\x02 \x01(\bR\n" +
 	"timestamps\x12\x18\n" +
 	"\acloning\x18\x03 \x01(\bR\acloning\x12\x14\n" +
-	"\x05speed\x18\x04 \x01(\bR\x05speed\":\n" +
+	"\x05speed\x18\x04 \x01(\bR\x05speed\x12'\n" +
+	"\x0finput_streaming\x18\x05 \x01(\bR\x0einputStreaming\":\n" +
 	"\vCredentials\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04byok\x18\x02 \x01(\bR\x04byok\"g\n" +
@@ -1725,7 +1869,17 @@ const file_voxgate_proto_rawDesc = "" +
 	"media_type\x18\x02 \x01(\tR\tmediaType\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"*\n" +
 	"\rCloneResponse\x12\x19\n" +
-	"\bvoice_id\x18\x01 \x01(\tR\avoiceId\"e\n" +
+	"\bvoice_id\x18\x01 \x01(\tR\avoiceId\"x\n" +
+	"\fInputMessage\x12>\n" +
+	"\arequest\x18\x01 \x01(\v2$.voxgate.plugin.v1.SynthesizeRequestR\arequest\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
+	"\x05flush\x18\x03 \x01(\bR\x05flush\"\x94\x01\n" +
+	"\vStreamEvent\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x14\n" +
+	"\x05audio\x18\x02 \x01(\fR\x05audio\x126\n" +
+	"\x05words\x18\x03 \x03(\v2 .voxgate.plugin.v1.WordTimestampR\x05words\x12\x18\n" +
+	"\awarning\x18\x04 \x01(\tR\awarning\"e\n" +
 	"\vPlanRequest\x12>\n" +
 	"\arequest\x18\x01 \x01(\v2$.voxgate.plugin.v1.SynthesizeRequestR\arequest\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\bR\x06stream\"\xe6\x02\n" +
@@ -1780,7 +1934,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x16ERROR_KIND_UNAVAILABLE\x10\x04\x12\x16\n" +
 	"\x12ERROR_KIND_TIMEOUT\x10\x05\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSUPPORTED\x10\x06\x12\x17\n" +
-	"\x13ERROR_KIND_UPSTREAM\x10\a2\x84\x05\n" +
+	"\x13ERROR_KIND_UPSTREAM\x10\a2\xd8\x05\n" +
 	"\bProvider\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12N\n" +
 	"\bDescribe\x12\".voxgate.plugin.v1.DescribeRequest\x1a\x1e.voxgate.plugin.v1.Description\x12M\n" +
@@ -1790,7 +1944,8 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x06Stream\x12$.voxgate.plugin.v1.SynthesizeRequest\x1a\x18.voxgate.plugin.v1.Chunk0\x01\x12J\n" +
 	"\x05Clone\x12\x1f.voxgate.plugin.v1.CloneRequest\x1a .voxgate.plugin.v1.CloneResponse\x12C\n" +
 	"\x04Plan\x12\x1e.voxgate.plugin.v1.PlanRequest\x1a\x1b.voxgate.plugin.v1.HTTPPlan\x12I\n" +
-	"\aExplain\x12\x1a.voxgate.plugin.v1.Failure\x1a\".voxgate.plugin.v1.ExplainResponse2\xba\x01\n" +
+	"\aExplain\x12\x1a.voxgate.plugin.v1.Failure\x1a\".voxgate.plugin.v1.ExplainResponse\x12R\n" +
+	"\vStreamInput\x12\x1f.voxgate.plugin.v1.InputMessage\x1a\x1e.voxgate.plugin.v1.StreamEvent(\x010\x012\xba\x01\n" +
 	"\tModerator\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12U\n" +
 	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResultB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
@@ -1808,7 +1963,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
@@ -1828,19 +1983,21 @@ var file_voxgate_proto_goTypes = []any{
 	(*CloneRequest)(nil),       // 15: voxgate.plugin.v1.CloneRequest
 	(*Sample)(nil),             // 16: voxgate.plugin.v1.Sample
 	(*CloneResponse)(nil),      // 17: voxgate.plugin.v1.CloneResponse
-	(*PlanRequest)(nil),        // 18: voxgate.plugin.v1.PlanRequest
-	(*HTTPPlan)(nil),           // 19: voxgate.plugin.v1.HTTPPlan
-	(*Failure)(nil),            // 20: voxgate.plugin.v1.Failure
-	(*ExplainResponse)(nil),    // 21: voxgate.plugin.v1.ExplainResponse
-	(*ModerationRequest)(nil),  // 22: voxgate.plugin.v1.ModerationRequest
-	(*ModerationResult)(nil),   // 23: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 24: voxgate.plugin.v1.Error
-	nil,                        // 25: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                        // 26: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                        // 27: voxgate.plugin.v1.Failure.HeaderEntry
+	(*InputMessage)(nil),       // 18: voxgate.plugin.v1.InputMessage
+	(*StreamEvent)(nil),        // 19: voxgate.plugin.v1.StreamEvent
+	(*PlanRequest)(nil),        // 20: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),           // 21: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),            // 22: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),    // 23: voxgate.plugin.v1.ExplainResponse
+	(*ModerationRequest)(nil),  // 24: voxgate.plugin.v1.ModerationRequest
+	(*ModerationResult)(nil),   // 25: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),              // 26: voxgate.plugin.v1.Error
+	nil,                        // 27: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                        // 28: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                        // 29: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	25, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	27, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
 	6,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
 	7,  // 3: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
@@ -1849,37 +2006,41 @@ var file_voxgate_proto_depIdxs = []int32{
 	13, // 6: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
 	16, // 7: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
 	7,  // 8: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	11, // 9: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	26, // 10: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	27, // 11: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	7,  // 12: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	7,  // 13: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	0,  // 14: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 15: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 16: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	8,  // 17: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	11, // 18: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	11, // 19: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	15, // 20: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	18, // 21: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	20, // 22: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	1,  // 23: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	22, // 24: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 25: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 26: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	9,  // 27: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	12, // 28: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	14, // 29: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	17, // 30: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	19, // 31: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	21, // 32: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	2,  // 33: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	23, // 34: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	25, // [25:35] is the sub-list for method output_type
-	15, // [15:25] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	11, // 9: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	13, // 10: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	11, // 11: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	28, // 12: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	29, // 13: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	7,  // 14: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	7,  // 15: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	0,  // 16: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 17: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 18: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	8,  // 19: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	11, // 20: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	11, // 21: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	15, // 22: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	20, // 23: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	22, // 24: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	18, // 25: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	1,  // 26: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	24, // 27: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 28: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 29: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	9,  // 30: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	12, // 31: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	14, // 32: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	17, // 33: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	21, // 34: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	23, // 35: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	19, // 36: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	2,  // 37: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	25, // 38: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	28, // [28:39] is the sub-list for method output_type
+	17, // [17:28] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -1893,7 +2054,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -25,14 +25,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Provider_Configure_FullMethodName  = "/voxgate.plugin.v1.Provider/Configure"
-	Provider_Describe_FullMethodName   = "/voxgate.plugin.v1.Provider/Describe"
-	Provider_Voices_FullMethodName     = "/voxgate.plugin.v1.Provider/Voices"
-	Provider_Synthesize_FullMethodName = "/voxgate.plugin.v1.Provider/Synthesize"
-	Provider_Stream_FullMethodName     = "/voxgate.plugin.v1.Provider/Stream"
-	Provider_Clone_FullMethodName      = "/voxgate.plugin.v1.Provider/Clone"
-	Provider_Plan_FullMethodName       = "/voxgate.plugin.v1.Provider/Plan"
-	Provider_Explain_FullMethodName    = "/voxgate.plugin.v1.Provider/Explain"
+	Provider_Configure_FullMethodName   = "/voxgate.plugin.v1.Provider/Configure"
+	Provider_Describe_FullMethodName    = "/voxgate.plugin.v1.Provider/Describe"
+	Provider_Voices_FullMethodName      = "/voxgate.plugin.v1.Provider/Voices"
+	Provider_Synthesize_FullMethodName  = "/voxgate.plugin.v1.Provider/Synthesize"
+	Provider_Stream_FullMethodName      = "/voxgate.plugin.v1.Provider/Stream"
+	Provider_Clone_FullMethodName       = "/voxgate.plugin.v1.Provider/Clone"
+	Provider_Plan_FullMethodName        = "/voxgate.plugin.v1.Provider/Plan"
+	Provider_Explain_FullMethodName     = "/voxgate.plugin.v1.Provider/Explain"
+	Provider_StreamInput_FullMethodName = "/voxgate.plugin.v1.Provider/StreamInput"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -56,6 +57,13 @@ type ProviderClient interface {
 	// Explain turns an upstream error response of a planned request into an
 	// error: the call fails with a status carrying the explaining Error.
 	Explain(ctx context.Context, in *Failure, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// StreamInput renders text that keeps arriving while it speaks
+	// (sdk.InputStreamer), for the realtime WebSocket: the first message
+	// carries the request, later ones the text, and the gateway closing its
+	// side ends the input; audio, word timings and warnings come back as the
+	// provider produces them. Providers without it answer UNIMPLEMENTED and
+	// describe no model with input_streaming.
+	StreamInput(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[InputMessage, StreamEvent], error)
 }
 
 type providerClient struct {
@@ -155,6 +163,19 @@ func (c *providerClient) Explain(ctx context.Context, in *Failure, opts ...grpc.
 	return out, nil
 }
 
+func (c *providerClient) StreamInput(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[InputMessage, StreamEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[1], Provider_StreamInput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[InputMessage, StreamEvent]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_StreamInputClient = grpc.BidiStreamingClient[InputMessage, StreamEvent]
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -176,6 +197,13 @@ type ProviderServer interface {
 	// Explain turns an upstream error response of a planned request into an
 	// error: the call fails with a status carrying the explaining Error.
 	Explain(context.Context, *Failure) (*ExplainResponse, error)
+	// StreamInput renders text that keeps arriving while it speaks
+	// (sdk.InputStreamer), for the realtime WebSocket: the first message
+	// carries the request, later ones the text, and the gateway closing its
+	// side ends the input; audio, word timings and warnings come back as the
+	// provider produces them. Providers without it answer UNIMPLEMENTED and
+	// describe no model with input_streaming.
+	StreamInput(grpc.BidiStreamingServer[InputMessage, StreamEvent]) error
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -209,6 +237,9 @@ func (UnimplementedProviderServer) Plan(context.Context, *PlanRequest) (*HTTPPla
 }
 func (UnimplementedProviderServer) Explain(context.Context, *Failure) (*ExplainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedProviderServer) StreamInput(grpc.BidiStreamingServer[InputMessage, StreamEvent]) error {
+	return status.Error(codes.Unimplemented, "method StreamInput not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -368,6 +399,13 @@ func _Provider_Explain_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_StreamInput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ProviderServer).StreamInput(&grpc.GenericServerStream[InputMessage, StreamEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_StreamInputServer = grpc.BidiStreamingServer[InputMessage, StreamEvent]
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -409,6 +447,12 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Stream",
 			Handler:       _Provider_Stream_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "StreamInput",
+			Handler:       _Provider_StreamInput_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "voxgate.proto",

@@ -43,6 +43,7 @@ const (
 	fieldModerationReasonDetail protowire.Number = 17
 	fieldModerationConfidence   protowire.Number = 18
 	fieldModerationLatencyMS    protowire.Number = 19
+	fieldTimeToFirstAudioMS     protowire.Number = 20
 )
 
 // logKeyLen is the length of a log primary key: 8 bytes of big-endian
@@ -99,6 +100,7 @@ func encodeLogRow(b []byte, r *store.LogRow) []byte {
 		b = protowire.AppendFixed64(b, math.Float64bits(r.ModerationConfidence))
 	}
 	num(fieldModerationLatencyMS, r.ModerationLatencyMS)
+	num(fieldTimeToFirstAudioMS, r.TimeToFirstAudioMS)
 	return b
 }
 
@@ -175,6 +177,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.LatencyMS = v
 			case fieldModerationLatencyMS:
 				r.ModerationLatencyMS = v
+			case fieldTimeToFirstAudioMS:
+				r.TimeToFirstAudioMS = v
 			}
 			b = b[n:]
 		case protowire.Fixed64Type:

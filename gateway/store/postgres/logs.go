@@ -21,13 +21,13 @@ var logColumns = []string{
 	"org_id", "ts", "request_id", "parent_request_id", "path", "status", "provider", "model",
 	"voice_id", "voice_ref", "char_count", "credits_used", "latency_ms", "error_code",
 	"error_detail", "provider_options", "moderation_decision", "moderation_reason_type",
-	"moderation_reason_detail", "moderation_confidence", "moderation_latency_ms",
+	"moderation_reason_detail", "moderation_confidence", "moderation_latency_ms", "time_to_first_audio_ms",
 }
 
 const logSelect = `SELECT ts, seq, request_id, parent_request_id, path, status, provider, model,
 	voice_id, voice_ref, char_count, credits_used, latency_ms, error_code, error_detail,
 	provider_options, moderation_decision, moderation_reason_type, moderation_reason_detail,
-	moderation_confidence, moderation_latency_ms FROM request_logs`
+	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms FROM request_logs`
 
 // partitions remembers which day partitions exist, so a batch checks the
 // database only for a day it has not seen (once a day per instance).
@@ -136,7 +136,7 @@ type logSource struct {
 	rows []store.LogRow
 	now  int64
 	i    int
-	vals [21]any
+	vals [22]any
 }
 
 func (l *logSource) Next() bool { l.i++; return l.i < len(l.rows) }
@@ -147,11 +147,11 @@ func (l *logSource) Values() ([]any, error) {
 	if !r.TS.IsZero() {
 		ts = nanos(r.TS)
 	}
-	l.vals = [21]any{
+	l.vals = [22]any{
 		r.OrgID, ts, r.RequestID, r.ParentRequestID, r.Path, int32(r.Status), r.Provider, r.Model,
 		r.VoiceID, r.VoiceRef, int32(r.CharCount), int32(r.CreditsUsed), r.LatencyMS, r.ErrorCode,
 		r.ErrorDetail, r.ProviderOptions, r.ModerationDecision, r.ModerationReasonType,
-		r.ModerationReasonDetail, r.ModerationConfidence, r.ModerationLatencyMS,
+		r.ModerationReasonDetail, r.ModerationConfidence, r.ModerationLatencyMS, r.TimeToFirstAudioMS,
 	}
 	return l.vals[:], nil
 }
@@ -222,7 +222,7 @@ func (s *Store) ListLogs(ctx context.Context, orgID string, f store.LogFilter, l
 		if err := rs.Scan(&ts, &seq, &r.RequestID, &r.ParentRequestID, &r.Path, &status, &r.Provider, &r.Model,
 			&r.VoiceID, &r.VoiceRef, &chars, &credits, &r.LatencyMS, &r.ErrorCode, &r.ErrorDetail,
 			&r.ProviderOptions, &r.ModerationDecision, &r.ModerationReasonType, &r.ModerationReasonDetail,
-			&r.ModerationConfidence, &r.ModerationLatencyMS); err != nil {
+			&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS); err != nil {
 			return nil, nil, false, fmt.Errorf("store: list logs: %w", classify(err))
 		}
 		r.OrgID, r.TS = orgID, fromNanos(ts)

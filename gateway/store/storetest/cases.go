@@ -264,6 +264,7 @@ func testLogRowRoundTrip(t *testing.T, open Opener) {
 		VoiceRef: "6f1c", CharCount: 1234, CreditsUsed: 7, LatencyMS: 321, ErrorCode: "text_too_long",
 		ErrorDetail: "ünïcode ✓ detail", ProviderOptions: `{"a":1}`, ModerationDecision: "block",
 		ModerationReasonType: "rule", ModerationReasonDetail: "slur", ModerationConfidence: 0.875, ModerationLatencyMS: 3,
+		TimeToFirstAudioMS: 42,
 	}
 	negative := store.LogRow{RequestID: "r2", OrgID: "o", TS: clk.Now(), Status: -1, LatencyMS: -5, ModerationConfidence: -0.5}
 	defaulted := store.LogRow{RequestID: "r3", OrgID: "o"} // zero TS: "now"

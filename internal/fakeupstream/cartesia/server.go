@@ -22,6 +22,7 @@
 //	POST /tts/sse       text/event-stream
 //	GET  /voices        {"data": [...], "has_more", "next_page"}; limit, starting_after
 //	POST /voices/clone  multipart: clip, name, language, description, mode, enhance, transcript, base_voice_id
+//	GET  /tts/websocket WebSocket with contexts (websocket.go)
 //
 // Deliberate gaps: only the pcm_s16le encoding renders (pcm_f32le,
 // pcm_mulaw and pcm_alaw answer 400), voice embeddings are not supported,
@@ -115,6 +116,7 @@ type Server struct {
 	pageSize int
 	clones   atomic.Int64
 	reqID    atomic.Int64
+	ws       wsStats // the TTS WebSocket (websocket.go)
 }
 
 // New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
@@ -128,6 +130,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+BytesPath, s.bytes)
 	mux.HandleFunc("POST "+SSEPath, s.sse)
+	mux.HandleFunc("GET "+WebSocketPath, s.websocket) // websocket.go
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("GET "+VoicesPath+"/", s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)

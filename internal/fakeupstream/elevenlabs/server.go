@@ -19,6 +19,7 @@
 //	POST /v1/text-to-speech/{voice_id}/with-timestamps  JSON
 //	GET  /v1/voices                                     {"voices": [...]}
 //	POST /v1/voices/add                                 multipart: name, files, description, labels, remove_background_noise
+//	GET  /v1/text-to-speech/{voice_id}/stream-input     WebSocket (streaminput.go)
 //
 // Deliberate gaps: ulaw, alaw and opus output formats answer 400 (the fake
 // renders mp3 and pcm only); every mp3_* format returns the same 44.1 kHz
@@ -127,6 +128,8 @@ type Server struct {
 	voices []voice
 	clones atomic.Int64
 	reqID  atomic.Int64
+	// streams counts the stream-input sockets (streaminput.go).
+	streams StreamStats
 }
 
 // New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
@@ -141,6 +144,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}", s.tts(modeWhole))
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/stream", s.tts(modeStream))
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/with-timestamps", s.tts(modeTimestamps))
+	mux.HandleFunc("GET /v1/text-to-speech/{voice_id}/stream-input", s.streamInput) // streaminput.go
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
 	mux.HandleFunc("/", s.notFound)

@@ -1,0 +1,62 @@
+package realtime
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSegmenter(t *testing.T) {
+	long := strings.Repeat("word ", 70) // 350 characters, no punctuation
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []string // segments from write, in order
+		rest   string
+	}{
+		{"one sentence waits for what follows", []string{"Hello there."}, nil, "Hello there."},
+		{"a space ends it", []string{"Hello there. "}, []string{"Hello there."}, ""},
+		{"tokens", []string{"Hel", "lo", " there", ".", " How", " are", " you", "?"}, []string{"Hello there."}, "How are you?"},
+		{"several at once", []string{"One. Two! Three? Four"}, []string{"One.", "Two!", "Three?"}, "Four"},
+		{"decimal", []string{"It costs 3.", "5 euros. Ok"}, []string{"It costs 3.5 euros."}, "Ok"},
+		{"abbreviation", []string{"Dr. Smith and J. R. R. Tolkien met, e.g. at home. Then"}, []string{"Dr. Smith and J. R. R. Tolkien met, e.g. at home."}, "Then"},
+		{"closing quote", []string{`He said "go." She went. `}, []string{`He said "go."`, "She went."}, ""},
+		{"ellipsis", []string{"Well… maybe "}, []string{"Well…"}, "maybe"},
+		{"short first clause waits", []string{"Well, then "}, nil, "Well, then"},
+		{"first clause past 40", []string{"When the meeting finally started at noon, everyone was tired "}, []string{"When the meeting finally started at noon,"}, "everyone was tired"},
+		{"later clause needs 120", []string{"First. ", "Then something, and more "}, []string{"First."}, "Then something, and more"},
+		{"run-on text is cut at a space", []string{long}, []string{strings.TrimSpace(long[:300])}, strings.TrimSpace(long[300:])},
+		{"CJK", []string{"你好。今天好吗？我"}, []string{"你好。", "今天好吗？"}, "我"},
+		{"whitespace only", []string{"   \n "}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s segmenter
+			var got []string
+			for _, c := range tt.chunks {
+				got = s.write(c, got)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("segments %q, want %q", got, tt.want)
+			}
+			if r := s.rest(); r != tt.rest {
+				t.Errorf("rest %q, want %q", r, tt.rest)
+			}
+			if s.buffered() != 0 {
+				t.Errorf("buffer not empty after rest")
+			}
+		})
+	}
+}
+
+func TestSegmenterBoundsItsBuffer(t *testing.T) {
+	var s segmenter
+	for range 1000 {
+		s.write("x", nil) // one word without end
+		if s.buffered() > maxSegment*utf8Max {
+			t.Fatalf("buffer grew to %d bytes", s.buffered())
+		}
+	}
+}
+
+const utf8Max = 4

@@ -1,0 +1,416 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Path is the realtime route; it is every context's log row path.
+const Path = "/v1/audio/speech/realtime"
+
+// Limits bound what one socket may make the gateway hold
+// (docs/realtime.md, "Limits and failures").
+type Limits struct {
+	// ContextTimeout bounds one context from start to done
+	// (server.request_timeout).
+	ContextTimeout time.Duration
+	// IdleTimeout closes a socket without an open context after this long
+	// without a client message (server.idle_timeout).
+	IdleTimeout time.Duration
+	// StallTimeout closes a socket whose client has not taken a waiting
+	// message for this long.
+	StallTimeout time.Duration
+	// MaxContexts is the number of contexts open at once per socket.
+	MaxContexts int
+	// MaxPendingText bounds the bytes of text one context holds unspoken.
+	MaxPendingText int
+	// MaxMessageBytes bounds one client message.
+	MaxMessageBytes int64
+	// QueueLen is how many messages wait for a slow client per socket
+	// before producers pause.
+	QueueLen int
+}
+
+// DefaultLimits are the documented bounds, the timeouts aside.
+func DefaultLimits() Limits {
+	return Limits{
+		ContextTimeout:  120 * time.Second,
+		IdleTimeout:     120 * time.Second,
+		StallTimeout:    10 * time.Second,
+		MaxContexts:     8,
+		MaxPendingText:  32 << 10,
+		MaxMessageBytes: 64 << 10,
+		QueueLen:        32,
+	}
+}
+
+// Deps are what the realtime sockets need from the rest of the gateway.
+type Deps struct {
+	Speech *speech.Service
+	// Record enqueues a finished request-log row; it must not block.
+	Record func(store.LogRow)
+	// Allow spends one request of org's synthesis budget, for every
+	// context start; nil means no limit.
+	Allow  func(org string) error
+	Logger *zap.Logger
+	Limits Limits
+}
+
+// Hub serves realtime sockets and keeps track of them, so that shutdown
+// can close them: fasthttp forgets a connection once it is hijacked.
+type Hub struct {
+	deps Deps
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+	open     atomic.Int64
+	contexts atomic.Int64
+}
+
+// NewHub returns a Hub.
+func NewHub(d Deps) *Hub {
+	if d.Logger == nil {
+		d.Logger = zap.NewNop()
+	}
+	return &Hub{deps: d, sessions: map[*session]struct{}{}}
+}
+
+// Open returns the number of open sockets.
+func (h *Hub) Open() int64 { return h.open.Load() }
+
+// Contexts returns the number of open contexts on all sockets.
+func (h *Hub) Contexts() int64 { return h.contexts.Load() }
+
+// Serve runs one upgraded socket of org until it ends; socketID is the
+// upgrade request's id, the parent of every context's log row.
+func (h *Hub) Serve(conn *websocket.Conn, org, socketID string) {
+	s := newSession(h, conn, org, socketID)
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		s.closeWith(websocket.CloseGoingAway, "the gateway is shutting down", errShutdown)
+		return
+	}
+	h.sessions[s] = struct{}{}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	h.open.Add(1)
+	defer func() {
+		h.open.Add(-1)
+		h.mu.Lock()
+		delete(h.sessions, s)
+		h.mu.Unlock()
+		h.wg.Done()
+	}()
+	s.run()
+}
+
+// Shutdown closes every socket with 1001 (going away), which cancels
+// their contexts, and waits for them to end, up to ctx's deadline.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	for s := range h.sessions {
+		go s.closeWith(websocket.CloseGoingAway, "the gateway is shutting down", errShutdown)
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Why a socket ended, as its contexts' log rows say.
+var (
+	errClientGone    = errors.New("the client closed the connection")
+	errClientTooSlow = errors.New("the client did not read the audio in time")
+	errShutdown      = errors.New("the gateway shut down")
+	errIdle          = errors.New("the socket was idle")
+)
+
+// frame is one message waiting for the socket.
+type frame struct {
+	u    *utterance // nil for a socket-level message
+	kind int        // websocket.TextMessage or BinaryMessage
+	data []byte
+	// droppable frames (audio, timings, warnings) are dropped once u was
+	// cancelled; started, error and done never are.
+	droppable bool
+	audio     bool
+}
+
+// session is one realtime socket.
+type session struct {
+	h    *Hub
+	conn *websocket.Conn
+	org  string
+	id   string
+	log  *zap.Logger
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	out    chan frame
+
+	mu       sync.Mutex
+	contexts map[string]*utterance
+	wg       sync.WaitGroup // the contexts' workers
+
+	lastMessage atomic.Int64 // unix nanos of the last client message
+	closeOnce   sync.Once
+}
+
+func newSession(h *Hub, conn *websocket.Conn, org, id string) *session {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &session{h: h, conn: conn, org: org, id: id, ctx: ctx, cancel: cancel,
+		out: make(chan frame, h.deps.Limits.QueueLen), contexts: map[string]*utterance{},
+		log: h.deps.Logger.With(zap.String("socket_id", id))}
+	s.lastMessage.Store(time.Now().UnixNano())
+	return s
+}
+
+// run reads the client's messages until the socket ends, then ends every
+// context and waits for them.
+func (s *session) run() {
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		s.writeLoop()
+	}()
+	s.conn.SetReadLimit(s.h.deps.Limits.MaxMessageBytes)
+	err := s.readLoop()
+	// The client is gone (or the socket was closed for it): cancel what
+	// it had open. A cause set earlier (too slow, idle, shutdown) wins.
+	s.cancel(err)
+	s.wg.Wait()
+	<-writerDone
+	_ = s.conn.Close()
+}
+
+// readLoop handles client messages in order until reading fails.
+func (s *session) readLoop() error {
+	for {
+		kind, data, err := s.conn.ReadMessage()
+		if err != nil {
+			return errClientGone
+		}
+		s.lastMessage.Store(time.Now().UnixNano())
+		if kind != websocket.TextMessage {
+			s.socketError("", problem.Validation(problem.Field("send JSON text messages; binary messages are not accepted")))
+			continue
+		}
+		m, id, err := decodeMessage(data)
+		if err != nil {
+			s.socketError(id, err)
+			continue
+		}
+		s.handle(m, id)
+	}
+}
+
+// handle acts on one valid message of context id.
+func (s *session) handle(m *clientMessage, id string) {
+	if m.Type == msgStart {
+		s.start(m, id)
+		return
+	}
+	s.mu.Lock()
+	u := s.contexts[id]
+	s.mu.Unlock()
+	if u == nil {
+		s.socketError(id, problem.New(problem.UnknownContext, "no open context %q: send start first", id))
+		return
+	}
+	var err error
+	switch m.Type {
+	case msgText:
+		err = u.write(*m.Text)
+	case msgFlush:
+		err = u.flush()
+	case msgClose:
+		err = u.closeInput()
+	case msgCancel:
+		u.cancelByClient()
+	}
+	if err != nil {
+		s.socketError(id, err)
+	}
+}
+
+// start opens context id.
+func (s *session) start(m *clientMessage, id string) {
+	s.mu.Lock()
+	_, exists := s.contexts[id]
+	n := len(s.contexts)
+	s.mu.Unlock()
+	switch {
+	case exists:
+		s.socketError(id, problem.New(problem.ContextExists, "context %q is open; wait for its done, or use another contextId", id))
+		return
+	case n >= s.h.deps.Limits.MaxContexts:
+		s.socketError(id, problem.New(problem.TooManyContexts, "%d contexts are open on this socket, the most it takes", n))
+		return
+	}
+	started := time.Now()
+	reqID := uuid.NewString()
+	fail := func(err error) {
+		_, pe := s.socketError(id, err)
+		s.record(store.LogRow{RequestID: reqID, TS: started, Status: statusOf(err, pe), ErrorCode: string(pe.Code), ErrorDetail: pe.Detail,
+			LatencyMS: time.Since(started).Milliseconds()})
+	}
+	if allow := s.h.deps.Allow; allow != nil {
+		if err := allow(s.org); err != nil {
+			fail(err)
+			return
+		}
+	}
+	req, _ := m.liveRequest()
+	live, err := s.h.deps.Speech.StartLive(s.ctx, s.org, req)
+	if err != nil {
+		fail(err)
+		return
+	}
+	u := newUtterance(s, id, reqID, live, m.AudioEncoding == "base64", started)
+	s.mu.Lock()
+	s.contexts[id] = u
+	s.mu.Unlock()
+	s.send(frame{kind: websocket.TextMessage, data: mustJSON(startedMessage{
+		Type: "started", ContextID: id, RequestID: reqID, Provider: live.Provider(), Model: live.Model(),
+		Voice: live.Voice(), MediaType: live.MediaType(), InputStreaming: live.InputStreaming(),
+	})})
+	s.wg.Add(1)
+	s.h.contexts.Add(1)
+	go u.run()
+}
+
+// statusOf is the log status of a failure: the moderation envelope's or
+// the problem's.
+func statusOf(err error, pe *problem.Error) int {
+	if be, ok := blockedError(err); ok {
+		return be.Verdict.Status()
+	}
+	return pe.Status()
+}
+
+// socketError sends an error message that is not a context's end (a bad
+// message, a refused start).
+func (s *session) socketError(id string, err error) (errorMessage, *problem.Error) {
+	msg, pe := errorFor(id, err, "")
+	s.send(frame{kind: websocket.TextMessage, data: mustJSON(msg)})
+	return msg, pe
+}
+
+// send queues a socket-level frame; it waits while the queue is full,
+// unless the socket is ending.
+func (s *session) send(f frame) {
+	select {
+	case s.out <- f:
+	case <-s.ctx.Done():
+	}
+}
+
+// writeLoop writes queued frames to the client, one at a time, each
+// within the stall timeout, and closes idle sockets.
+func (s *session) writeLoop() {
+	lim := s.h.deps.Limits
+	tick := time.NewTicker(max(min(lim.IdleTimeout/4, 15*time.Second), 10*time.Millisecond))
+	defer tick.Stop()
+	lastPing := time.Now()
+	for {
+		select {
+		case f := <-s.out:
+			if f.droppable && f.u.dropped() {
+				continue
+			}
+			_ = s.conn.SetWriteDeadline(time.Now().Add(lim.StallTimeout))
+			if err := s.conn.WriteMessage(f.kind, f.data); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					s.closeWith(websocket.ClosePolicyViolation, "client too slow: audio was not read", errClientTooSlow)
+				} else {
+					s.closeWith(websocket.CloseAbnormalClosure, "", errClientGone)
+				}
+				return
+			}
+			if f.audio {
+				f.u.audioSent()
+			}
+		case now := <-tick.C:
+			if s.idle(now) {
+				s.closeWith(websocket.CloseNormalClosure, "idle", errIdle)
+				return
+			}
+			if now.Sub(lastPing) >= pingEvery {
+				// Keeps NAT and proxy mappings alive; a dead peer shows as
+				// a failed write.
+				lastPing = now
+				_ = s.conn.WriteControl(websocket.PingMessage, nil, now.Add(lim.StallTimeout))
+			}
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// pingEvery is how often an open socket is pinged.
+const pingEvery = 30 * time.Second
+
+// idle reports whether the socket has had no open context and no message
+// for the idle timeout.
+func (s *session) idle(now time.Time) bool {
+	if now.Sub(time.Unix(0, s.lastMessage.Load())) < s.h.deps.Limits.IdleTimeout {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.contexts) == 0
+}
+
+// closeWith ends the socket: a close frame with code and text (if the
+// connection can still take one), every context cancelled with cause,
+// the connection closed (which ends the reader).
+func (s *session) closeWith(code int, text string, cause error) {
+	s.closeOnce.Do(func() {
+		s.cancel(cause)
+		if code != websocket.CloseAbnormalClosure {
+			_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+		}
+		_ = s.conn.Close()
+	})
+}
+
+// record completes and enqueues a context's log row.
+func (s *session) record(row store.LogRow) {
+	row.OrgID = s.org
+	row.ParentRequestID = s.id
+	row.Path = Path
+	if s.h.deps.Record != nil {
+		s.h.deps.Record(row)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only the package's own message types are encoded
+	}
+	return b
+}

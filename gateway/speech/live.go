@@ -1,0 +1,435 @@
+package speech
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// The realtime use case (docs/realtime.md): a context of the realtime
+// WebSocket is resolved once, when it starts (StartLive), and then speaks
+// segment after segment of text that keeps arriving, either one provider
+// call per segment (Render) or through the provider's own input stream
+// (OpenInput). The WebSocket layer cuts the text into segments and orders
+// the steps; everything that knows providers, moderation and credits is
+// here.
+
+// LiveRequest starts a realtime context: the speech body without text.
+type LiveRequest struct {
+	// Request holds the voice, model, options, speed and ruleset; its Text
+	// is ignored, and Output names a format the model streams itself
+	// (pcm or mp3) with an optional sample rate.
+	Request
+	// Timestamps asks for word timings.
+	Timestamps bool
+}
+
+// Live is a started realtime context. Its methods may be called from one
+// goroutine at a time, except Row, which is safe once the context's work
+// has ended.
+type Live struct {
+	s          *Service
+	job        *Job
+	format     string
+	rate       int
+	mediaType  string
+	timestamps bool
+	input      bool
+
+	mu        sync.Mutex
+	chars     int     // characters sent to the provider
+	produced  bool    // some audio arrived
+	offset    float64 // seconds of audio so far (segments rendered one by one)
+	verdict   moderation.Verdict
+	moderated bool
+	modTime   time.Duration
+}
+
+// liveFormats are the output formats a realtime context may ask for: the
+// ones whose pieces can simply follow each other (a WAV header per
+// segment could not).
+var liveFormats = []string{sdk.FormatPCM, sdk.FormatMP3}
+
+// StartLive validates and resolves a realtime context for org: voice,
+// model, policy, credentials, format and ruleset. Failures are
+// *problem.Error values, as for Speak.
+func (s *Service) StartLive(ctx context.Context, org string, r *LiveRequest) (*Live, error) {
+	if r.VolumeDbfs != nil {
+		return nil, &problem.Error{Code: problem.ParamNotAllowedOnStream, Detail: "volumeDbfs is a whole-clip parameter; the realtime socket sends audio as it is made",
+			Validation: []problem.FieldError{problem.Field("whole-clip parameter", "volumeDbfs")}}
+	}
+	if r.Pronunciations != nil {
+		return nil, problem.Validation(problem.Field("pronunciations are not available on the realtime socket", "pronunciations"))
+	}
+	// Validation and resolution are the speech body's: a placeholder
+	// stands for the text that has not arrived yet, and output is checked
+	// below as a streaming format instead of whole-clip processing.
+	q := r.Request
+	placeholder := "-"
+	q.Text, q.Output = &placeholder, nil
+	ep := DeliverClip
+	if r.Timestamps {
+		ep = DeliverTimestamps
+	}
+	j, err := s.prepare(ctx, org, &q, ep)
+	if err != nil {
+		return nil, err
+	}
+	if j.Params.Stretch != 0 {
+		return nil, &problem.Error{Code: problem.ParamNotAllowedOnStream,
+			Detail:     fmt.Sprintf("model %s/%s cannot speak at speed %g natively; the realtime socket cannot stretch audio it sends as it is made", j.Provider.ID, j.Model.ID, *r.Speed),
+			Validation: []problem.FieldError{problem.Field("not available natively for this model", "speed")}}
+	}
+	l := &Live{s: s, job: j, timestamps: r.Timestamps}
+	if err := l.chooseFormat(r.Output); err != nil {
+		return nil, err
+	}
+	// With timestamps, prepare has already required the model to have
+	// them, so its input stream sends word timings too.
+	_, streamer := j.Provider.Plugin.(sdk.InputStreamer)
+	l.input = streamer && j.Model.Capabilities.InputStreaming
+	return l, nil
+}
+
+// chooseFormat picks the context's format and rate: the requested ones
+// when the model produces them itself, else its first streaming format
+// at its native rate.
+func (l *Live) chooseFormat(out *audio.OutputParams) error {
+	m := l.job.Model
+	name := l.job.Provider.ID + "/" + m.ID
+	if out != nil && out.Format != "" {
+		if !slices.Contains(liveFormats, out.Format) {
+			return problem.Validation(problem.Field(fmt.Sprintf("must be one of %s on the realtime socket", strings.Join(liveFormats, ", ")), "output", "format"))
+		}
+		if !slices.Contains(m.OutputFormats, out.Format) {
+			return problem.Validation(problem.Field(fmt.Sprintf("model %s does not produce %s (it offers %s)", name, out.Format, strings.Join(m.OutputFormats, ", ")), "output", "format"))
+		}
+		l.format = out.Format
+	} else {
+		for _, f := range m.OutputFormats {
+			if slices.Contains(liveFormats, f) {
+				l.format = f
+				break
+			}
+		}
+		if l.format == "" {
+			return problem.New(problem.StreamingUnsupported, "model %s produces none of %s", name, strings.Join(liveFormats, ", "))
+		}
+	}
+	if out != nil && out.Bitrate != nil {
+		return problem.Validation(problem.Field("the bitrate is the provider's on the realtime socket", "output", "bitrate"))
+	}
+	if out != nil && out.SampleRate != nil {
+		rate := *out.SampleRate
+		if rate != m.NativeSampleRate && !slices.Contains(m.SampleRates, rate) {
+			return problem.Validation(problem.Field(fmt.Sprintf("model %s produces %v Hz", name, rateList(m)), "output", "sampleRate"))
+		}
+		l.rate = rate
+	}
+	switch l.format {
+	case sdk.FormatPCM:
+		rate := l.rate
+		if rate == 0 {
+			rate = m.NativeSampleRate
+		}
+		if rate > 0 {
+			l.mediaType = "audio/pcm;rate=" + strconv.Itoa(rate)
+		}
+	case sdk.FormatMP3:
+		l.mediaType = "audio/mpeg"
+	}
+	return nil
+}
+
+func rateList(m *sdk.Model) []int {
+	if len(m.SampleRates) > 0 {
+		return m.SampleRates
+	}
+	return []int{m.NativeSampleRate}
+}
+
+// Provider, Model and Voice name what the context speaks with.
+func (l *Live) Provider() string { return l.job.Provider.ID }
+
+// Model is the resolved model id.
+func (l *Live) Model() string { return l.job.Model.ID }
+
+// Voice is the provider-side voice id.
+func (l *Live) Voice() string { return l.job.Voice }
+
+// MediaType is the audio's media type, as far as it is known before the
+// first audio ("" when the model does not state its rate).
+func (l *Live) MediaType() string { return l.mediaType }
+
+// InputStreaming reports whether the context goes through the provider's
+// own input stream (OpenInput) rather than one call per segment.
+func (l *Live) InputStreaming() bool { return l.input }
+
+// Moderate runs the context's ruleset over one segment. A blocked segment
+// returns a *moderation.BlockedError and must not be spoken.
+func (l *Live) Moderate(ctx context.Context, text string) error {
+	if l.s.mod == nil {
+		return nil
+	}
+	j := *l.job
+	j.Text = text
+	err := l.s.moderate(ctx, &j)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.modTime += j.Verdict.Latency
+	// The row keeps the most telling verdict: a block, else an
+	// allow-on-error, else the latest allow.
+	if !l.moderated || j.Verdict.Blocked() || !l.verdict.Blocked() && j.Verdict.Decision == moderation.DecisionAllowOnError {
+		l.verdict = j.Verdict
+	}
+	l.moderated = true
+	return err
+}
+
+// Render speaks one segment through the provider's ordinary calls: its
+// stream (audio as it renders), or its whole clip with word timings when
+// the context asked for timestamps or the model cannot stream. Timings
+// are shifted onto the context's timeline. emit takes each event; its
+// error ends the segment.
+func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEvent) error) error {
+	j := *l.job
+	j.Text = text
+	l.count(text)
+	if !l.timestamps && j.Model.Capabilities.Streaming {
+		return l.stream(ctx, &j, emit)
+	}
+	req := j.request()
+	req.Format, req.SampleRate, req.Timestamps = l.format, l.rate, l.timestamps
+	var resp *sdk.SynthesizeResponse
+	if _, err := l.s.call(ctx, &j, "synthesize", func(ctx context.Context) error {
+		var err error
+		resp, _, err = l.s.render(ctx, &j, req)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(resp.Audio) == 0 || resp.MediaType == "" {
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
+	}
+	seconds, err := duration(resp.Audio, resp.MediaType)
+	if err != nil {
+		return fmt.Errorf("%s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
+	}
+	l.mu.Lock()
+	offset := l.offset
+	l.offset += seconds
+	l.produced = true
+	l.mu.Unlock()
+	for _, w := range resp.Warnings {
+		if err := emit(sdk.StreamEvent{Warning: w}); err != nil {
+			return err
+		}
+	}
+	if len(resp.Timestamps) > 0 {
+		words := make([]sdk.WordTimestamp, len(resp.Timestamps))
+		for i, w := range resp.Timestamps {
+			words[i] = sdk.WordTimestamp{Text: w.Text, Start: w.Start + offset, End: w.End + offset}
+		}
+		if err := emit(sdk.StreamEvent{Words: words}); err != nil {
+			return err
+		}
+	}
+	// The clip goes out in pieces of about 40 ms of PCM (any size for
+	// MP3), so that a cancel stops it within one piece.
+	piece := 4096
+	if mt, err := audio.ParseMediaType(resp.MediaType); err == nil && mt.Format == audio.FormatPCM {
+		piece = mt.Rate * 2 / 25
+	}
+	for b := resp.Audio; len(b) > 0; {
+		n := min(piece, len(b))
+		if err := emit(sdk.StreamEvent{MediaType: resp.MediaType, Audio: b[:n:n]}); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// stream renders one segment with the provider's Stream (or the planned
+// request of a Planner), handing each piece on as it arrives.
+func (l *Live) stream(ctx context.Context, j *Job, emit func(sdk.StreamEvent) error) error {
+	req := j.request()
+	req.Format, req.SampleRate = l.format, l.rate
+	src, err := l.s.openStreamRequest(ctx, j, req)
+	if err != nil {
+		return err
+	}
+	var bytes int
+	defer func() {
+		// Only PCM's length says its duration without decoding.
+		if mt, err := audio.ParseMediaType(src.MediaType()); err == nil && mt.Format == audio.FormatPCM {
+			l.mu.Lock()
+			l.offset += float64(bytes/2) / float64(mt.Rate)
+			l.mu.Unlock()
+		}
+	}()
+	for {
+		b, err := src.Next()
+		if len(b) > 0 {
+			bytes += len(b)
+			l.markProduced()
+			if eerr := emit(sdk.StreamEvent{MediaType: src.MediaType(), Audio: b}); eerr != nil {
+				src.Close()
+				return eerr
+			}
+		}
+		if err != nil {
+			cerr := src.Close()
+			if errors.Is(err, io.EOF) {
+				return cerr
+			}
+			if cerr != nil {
+				return cerr
+			}
+			return err
+		}
+	}
+}
+
+func (l *Live) markProduced() {
+	l.mu.Lock()
+	l.produced = true
+	l.mu.Unlock()
+}
+
+func (l *Live) count(text string) {
+	l.mu.Lock()
+	l.chars += utf8.RuneCountInString(text)
+	l.mu.Unlock()
+}
+
+// duration is the length in seconds of a clip of mediaType.
+func duration(data []byte, mediaType string) (float64, error) {
+	mt, err := audio.ParseMediaType(mediaType)
+	if err == nil && mt.Format == audio.FormatPCM {
+		return float64(len(data)/2) / float64(mt.Rate), nil
+	}
+	c, err := audio.Decode(data, mediaType)
+	if err != nil {
+		return 0, err
+	}
+	return c.Seconds(), nil
+}
+
+// Input is a provider's input stream for one context (OpenInput).
+type Input struct {
+	in     chan sdk.TextInput
+	done   chan struct{}
+	err    error
+	cancel context.CancelFunc
+	closed bool
+}
+
+// OpenInput starts the provider's input stream for the context; emit
+// takes its events (from another goroutine) as they arrive. The caller
+// sends segments with Send, ends the input with Close, and must Wait.
+func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) *Input {
+	j := l.job
+	req := j.request()
+	req.Text, req.Format, req.SampleRate, req.Timestamps = "", l.format, l.rate, l.timestamps
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	in := &Input{in: make(chan sdk.TextInput), done: make(chan struct{}), cancel: cancel}
+	start := time.Now()
+	go func() {
+		defer close(in.done)
+		err := j.Provider.Plugin.(sdk.InputStreamer).StreamInput(ctx, req, in.in, func(e sdk.StreamEvent) error {
+			if len(e.Audio) > 0 {
+				l.markProduced()
+			}
+			return emit(e)
+		})
+		in.err = l.s.observe(parent, ctx, j, "stream_input", time.Since(start), err)
+	}()
+	return in
+}
+
+// Send hands one moderated segment to the provider; it returns the
+// stream's error if the stream has ended.
+func (in *Input) Send(ctx context.Context, l *Live, text string, flush bool) error {
+	l.count(text)
+	select {
+	case in.in <- sdk.TextInput{Text: text + " ", Flush: flush}:
+		return nil
+	case <-in.done:
+		if in.err != nil {
+			return in.err
+		}
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider's input stream ended before its input"}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close ends the input: the provider speaks what is left.
+func (in *Input) Close() {
+	if !in.closed {
+		in.closed = true
+		close(in.in)
+	}
+}
+
+// Cancel stops the stream at once.
+func (in *Input) Cancel() { in.cancel() }
+
+// Done is closed when the stream has ended.
+func (in *Input) Done() <-chan struct{} { return in.done }
+
+// Wait waits for the stream to end and returns what ended it.
+func (in *Input) Wait() error {
+	<-in.done
+	in.cancel()
+	return in.err
+}
+
+// Row returns the context's request-log row as far as the service knows
+// it: provider, model, voice, characters sent, credits (none if the
+// provider failed before any audio: failed says the context ended in a
+// provider failure), moderation. The realtime layer adds ids, path,
+// status, error and times.
+func (l *Live) Row(failed bool) store.LogRow {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	j := *l.job
+	j.Verdict = l.verdict
+	j.Verdict.Latency = l.modTime
+	j.Text = ""
+	row := l.s.logRow(&j)
+	row.CharCount = l.chars
+	rate := j.Provider.Policy.CreditsPer1kChars
+	if r, ok := j.Provider.Policy.ModelCredits[j.Model.ID]; ok {
+		rate = r
+	}
+	row.CreditsUsed = int(math.Ceil(float64(l.chars) * rate / 1000))
+	if failed && !l.produced {
+		row.CreditsUsed = 0
+	}
+	return row
+}
+
+// AudioSeconds is the length of the audio rendered so far when it is
+// known without decoding (PCM, or any clip rendered whole); 0 otherwise.
+func (l *Live) AudioSeconds() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.offset
+}

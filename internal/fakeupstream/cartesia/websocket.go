@@ -1,0 +1,239 @@
+package cartesia
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+)
+
+// The TTS WebSocket, as Cartesia documents it:
+//
+//	GET /tts/websocket   (Cartesia-Version and X-API-Key, or the
+//	                      cartesia_version and api_key query parameters)
+//
+// Each client message is a generation request with the /tts/sse fields
+// plus context_id, continue (more transcripts follow in this context, which
+// continue its prosody and timeline) and max_buffer_delay_ms; or
+// {"context_id", "cancel": true}. A context ends with a request whose
+// continue is false (its transcript may be empty). The server answers
+// {"type": "chunk", "data": base64, "done": false, "status_code": 206,
+// "step_time", "context_id"}, {"type": "timestamps", "word_timestamps":
+// {words, start, end}} in seconds from the start of the context's audio,
+// {"type": "done", "done": true} at a context's end, and {"type": "error",
+// "status_code", "done": true, "error"} for a failed request, which ends its
+// context. A cancelled context gets no further messages.
+
+// WebSocketPath is the TTS WebSocket's path.
+const WebSocketPath = "/tts/websocket"
+
+// wsRequest is a client message of the TTS WebSocket.
+type wsRequest struct {
+	ttsFields
+	ContextID               *string `json:"context_id"`
+	Continue                *bool   `json:"continue"`
+	AddTimestamps           *bool   `json:"add_timestamps"`
+	AddPhonemeTimestamps    *bool   `json:"add_phoneme_timestamps"`
+	UseNormalizedTimestamps *bool   `json:"use_normalized_timestamps"`
+	MaxBufferDelayMs        *int    `json:"max_buffer_delay_ms"`
+	Cancel                  *bool   `json:"cancel"`
+}
+
+// wsStats counts the fake's WebSockets.
+type wsStats struct {
+	open        atomic.Int64
+	mu          sync.Mutex
+	transcripts []string
+	cancels     int
+}
+
+// OpenSockets returns the TTS WebSockets open now.
+func (s *Server) OpenSockets() int64 { return s.ws.open.Load() }
+
+// Transcripts returns every transcript received on a WebSocket, in order.
+func (s *Server) Transcripts() []string {
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	return slices.Clone(s.ws.transcripts)
+}
+
+// Cancels returns how many cancel messages arrived.
+func (s *Server) Cancels() int {
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	return s.ws.cancels
+}
+
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+// wsContext is one context of a socket: its transcripts are spoken in
+// order by one goroutine, on one timeline.
+type wsContext struct {
+	texts  chan wsRequest
+	cancel context.CancelFunc
+	closed bool // its last request arrived; it may still be speaking
+}
+
+func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
+	// The handshake is authenticated like any request; the query forms
+	// are the browser's way.
+	q := r.URL.Query()
+	if v := q.Get("cartesia_version"); v != "" && r.Header.Get("Cartesia-Version") == "" {
+		r.Header.Set("Cartesia-Version", v)
+	}
+	if k := q.Get("api_key"); k != "" && r.Header.Get("X-API-Key") == "" {
+		r.Header.Set("X-API-Key", k)
+	}
+	if _, ok := s.begin(w, r); !ok {
+		return
+	}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	s.ws.open.Add(1)
+	defer s.ws.open.Add(-1)
+	defer conn.Close()
+	ctx, cancelAll := context.WithCancel(r.Context())
+	defer cancelAll()
+	var wmu sync.Mutex
+	write := func(m map[string]any) bool {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return conn.WriteJSON(m) == nil
+	}
+	contexts := map[string]*wsContext{}
+	var wg sync.WaitGroup
+	defer func() {
+		cancelAll() // a hijacked request's context outlives the socket
+		wg.Wait()
+	}()
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			return // the client went away: every context stops
+		}
+		var m wsRequest
+		if err := fakeupstream.DecodeStrict(data, &m); err != nil {
+			write(map[string]any{"type": "error", "status_code": 400, "done": true, "error": "invalid message: " + err.Error()})
+			continue
+		}
+		if m.ContextID == nil || *m.ContextID == "" {
+			write(map[string]any{"type": "error", "status_code": 400, "done": true, "error": "context_id is required"})
+			continue
+		}
+		id := *m.ContextID
+		c := contexts[id]
+		if m.Cancel != nil && *m.Cancel {
+			s.ws.mu.Lock()
+			s.ws.cancels++
+			s.ws.mu.Unlock()
+			if c != nil {
+				c.cancel()
+				delete(contexts, id)
+			}
+			continue
+		}
+		if c == nil || c.closed {
+			cctx, cancel := context.WithCancel(ctx)
+			c = &wsContext{texts: make(chan wsRequest, 64), cancel: cancel}
+			contexts[id] = c
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.speakContext(cctx, r, id, c.texts, write)
+			}()
+		}
+		if m.Transcript != nil && *m.Transcript != "" {
+			s.ws.mu.Lock()
+			s.ws.transcripts = append(s.ws.transcripts, *m.Transcript)
+			s.ws.mu.Unlock()
+		}
+		select {
+		case c.texts <- m:
+		case <-ctx.Done():
+			return
+		}
+		if m.Continue == nil || !*m.Continue {
+			close(c.texts)
+			c.closed = true // kept: a cancel may still come for it
+		}
+	}
+}
+
+// speakContext speaks the requests of one context in order, then sends
+// done; a failed request sends an error and ends the context.
+func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, texts <-chan wsRequest, write func(map[string]any) bool) {
+	var offset float64 // seconds of the context's audio so far
+	for m := range texts {
+		last := m.Continue == nil || !*m.Continue
+		if m.Transcript != nil && *m.Transcript == "" && last {
+			break // the end marker of a context
+		}
+		// The request is checked as /tts/sse checks its body; the
+		// recorded answer becomes an error message.
+		rec := httptest.NewRecorder()
+		speed, ok := s.check(rec, r, &m.ttsFields, true)
+		if !ok {
+			write(map[string]any{"type": "error", "context_id": id, "status_code": rec.Code, "done": true, "error": strings.TrimSpace(rec.Body.String())})
+			for {
+				select {
+				case _, ok := <-texts:
+					if !ok {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+		u := s.utterance(&m.ttsFields, speed)
+		rate := *m.OutputFormat.SampleRate
+		pcm := s.studio.PCM(u, rate).Bytes()
+		withWords := m.AddTimestamps != nil && *m.AddTimestamps
+		size := s.ChunkSize() &^ 1
+		nextWord := 0
+		for off := 0; off < len(pcm); off += size {
+			if (off > 0 || offset > 0) && !s.Pause(ctx) {
+				return
+			}
+			if ctx.Err() != nil {
+				return // cancelled: nothing more for this context
+			}
+			end := min(off+size, len(pcm))
+			if !write(map[string]any{"type": "chunk", "context_id": id, "data": base64.StdEncoding.EncodeToString(pcm[off:end]),
+				"done": false, "status_code": 206, "step_time": 12.5}) {
+				return
+			}
+			if !withWords {
+				continue
+			}
+			upTo := float64(end/2) / float64(rate)
+			var words []string
+			var starts, ends []float64
+			for ; nextWord < len(u.Words) && (u.Words[nextWord].End <= upTo || end == len(pcm)); nextWord++ {
+				wd := u.Words[nextWord]
+				words, starts, ends = append(words, wd.Text), append(starts, offset+wd.Start), append(ends, offset+wd.End)
+			}
+			if len(words) > 0 && !write(map[string]any{"type": "timestamps", "context_id": id, "done": false, "status_code": 206,
+				"word_timestamps": map[string]any{"words": words, "start": starts, "end": ends}}) {
+				return
+			}
+		}
+		offset += float64(len(pcm)/2) / float64(rate)
+		if last {
+			break
+		}
+	}
+	if ctx.Err() == nil {
+		write(map[string]any{"type": "done", "context_id": id, "done": true, "status_code": 206})
+	}
+}
