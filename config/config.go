@@ -35,6 +35,9 @@ type Config struct {
 	Admin      Admin                `yaml:"admin"`
 	Secrets    Secrets              `yaml:"secrets"`
 	Cache      Cache                `yaml:"cache"`
+	// Fallbacks maps "provider/model" to the targets a request for it
+	// falls back to, in order, when its provider fails.
+	Fallbacks map[string][]*FallbackTarget `yaml:"fallbacks"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -123,6 +126,16 @@ type Cache struct {
 	// ShareManaged shares entries of requests made with the gateway's
 	// own provider credentials across organizations.
 	ShareManaged bool `yaml:"share_managed"`
+}
+
+// FallbackTarget is one target of a fallback route.
+type FallbackTarget struct {
+	// Model is "provider/model".
+	Model string `yaml:"model"`
+	// Voices maps the failing request's voice to this target's; Voice is
+	// the target's voice for any voice not in Voices.
+	Voices map[string]string `yaml:"voices"`
+	Voice  string            `yaml:"voice"`
 }
 
 // Cache drivers.
@@ -718,6 +731,30 @@ func (c *Config) Validate() error {
 						}
 					}
 				}
+			}
+		}
+	}
+	providerOf := func(model string) string {
+		p, m, ok := strings.Cut(model, "/")
+		if !ok || p == "" || m == "" {
+			return ""
+		}
+		return p
+	}
+	for _, from := range sortedKeys(c.Fallbacks) {
+		key := "fallbacks." + from
+		if p := providerOf(from); p == "" || c.Providers[p] == nil {
+			bad(key, "must be provider/model of a configured provider")
+		}
+		for i, t := range c.Fallbacks[from] {
+			tk := fmt.Sprintf("%s[%d]", key, i)
+			switch {
+			case t == nil:
+				bad(tk, "empty target")
+			case providerOf(t.Model) == "" || c.Providers[providerOf(t.Model)] == nil:
+				bad(tk+".model", "must be provider/model of a configured provider, got %q", t.Model)
+			case t.Voice == "" && len(t.Voices) == 0:
+				bad(tk, "give voice, or voices mapping the request's voices to this target's")
 			}
 		}
 	}

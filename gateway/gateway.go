@@ -220,6 +220,17 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 	return o, nil
 }
 
+// Routes is the typed view of the deployment's fallbacks.
+func Routes(cfg *config.Config) map[string]speech.Route {
+	out := map[string]speech.Route{}
+	for from, ts := range cfg.Fallbacks {
+		for _, t := range ts {
+			out[from] = append(out[from], speech.FallbackTarget{Model: t.Model, Voice: t.Voice, Voices: t.Voices})
+		}
+	}
+	return out
+}
+
 // OrgBudgets is the typed view of the organizations' credit budgets.
 func OrgBudgets(cfg *config.Config) map[string]budget.Limit {
 	out := map[string]budget.Limit{}

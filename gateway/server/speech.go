@@ -52,6 +52,15 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 		if out.Cache != "" {
 			ctx.Response.Header.Set(headerCache, out.Cache)
 		}
+		if err == nil && out.Job != nil {
+			// Which target served: the one asked for, or a fallback.
+			ctx.Response.Header.Set(headerProvider, out.Job.Provider.ID+"/"+out.Job.Model.ID)
+		}
+		for _, row := range out.Attempts {
+			row.RequestID = uuid.NewString()
+			row.ParentRequestID = c.reqID
+			s.record(ctx, c, row)
+		}
 		switch {
 		case err != nil:
 			cancel()
@@ -67,8 +76,12 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 	}
 }
 
-// headerCache says what the response cache did: hit, miss or bypass.
-const headerCache = "X-Voxgate-Cache"
+// headerCache says what the response cache did: hit, miss or bypass;
+// headerProvider which provider and model served the request.
+const (
+	headerCache    = "X-Voxgate-Cache"
+	headerProvider = "X-Voxgate-Provider"
+)
 
 // noCache reports whether the client asked for a fresh rendering
 // (Cache-Control: no-cache, or the older Pragma: no-cache).

@@ -58,6 +58,14 @@ func (r *createVoiceRequest) validate() []problem.FieldError {
 	if len(r.samples()) > maxCloneSamples {
 		fe = append(fe, problem.Field(fmt.Sprintf("at most %d samples per voice", maxCloneSamples), "mediaIds"))
 	}
+	if len(r.Fallbacks) > maxFallbacks {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d fallbacks", maxFallbacks), "fallbacks"))
+	}
+	for i, f := range r.Fallbacks {
+		if f.Provider == "" || f.Model == "" || f.VoiceID == "" {
+			fe = append(fe, problem.Field("needs provider, model and voice_id", "fallbacks", strconv.Itoa(i)))
+		}
+	}
 	for i, id := range r.MediaIDs {
 		if _, err := uuid.Parse(id); err != nil {
 			fe = append(fe, problem.Field("must be a media id (uuid)", "mediaIds", strconv.Itoa(i)))
@@ -72,6 +80,18 @@ func (r *createVoiceRequest) validate() []problem.FieldError {
 		}
 	}
 	return fe
+}
+
+// maxFallbacks bounds a saved voice's fallbacks.
+const maxFallbacks = 5
+
+// fallbacks are the request's fallbacks as the domain takes them.
+func (r *createVoiceRequest) fallbacks() []store.VoiceTarget {
+	out := make([]store.VoiceTarget, len(r.Fallbacks))
+	for i, f := range r.Fallbacks {
+		out[i] = store.VoiceTarget(f)
+	}
+	return out
 }
 
 // samples are the media ids to clone from, mediaId first, each once.
@@ -101,7 +121,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	v, err := s.speech.CreateVoice(cctx, c.p.OrgID, speech.VoiceSpec{
 		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,
 		MediaIDs: req.samples(), Gender: req.Gender, Description: req.Description, Tags: req.Tags,
-		ProviderOptions: req.ProviderOptions, CloneOptions: req.CloneOptions,
+		ProviderOptions: req.ProviderOptions, CloneOptions: req.CloneOptions, Fallbacks: req.fallbacks(),
 	}, uuid.NewString(), time.Now().UTC())
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -62,6 +63,9 @@ type TurnResult struct {
 	Latency time.Duration
 	// CacheHit says the turn came from the response cache (no credits).
 	CacheHit bool
+	// Attempts are the rows of targets that failed before the one that
+	// rendered the turn.
+	Attempts []store.LogRow
 }
 
 // ConversationResult is a rendered conversation.
@@ -338,22 +342,37 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 		return err
 	}
 	// A turn is cached as the provider's clip, before it is decoded,
-	// stretched and leveled with the others.
-	key, res := s.lookup(ctx, tr.Job, "turn")
-	tr.CacheHit = res != nil
-	if res == nil {
+	// stretched and leveled with the others; a turn whose provider fails
+	// falls back like a speech request.
+	next := s.fallbacks(ctx, tr.Job.Org, tr.Job.req, tr.Job)
+	var res *Result
+	for {
+		var key string
+		key, res = s.lookup(ctx, tr.Job, "turn")
+		tr.CacheHit = res != nil
+		if res != nil {
+			break
+		}
+		attempt := time.Now()
 		var err error
-		if res, err = s.fetch(ctx, tr.Job, true); err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-				// Stopped because another turn failed (or the client
-				// left), not the provider's failure.
-				return stopped(ctx)
+		if res, err = s.fetch(ctx, tr.Job, true); err == nil {
+			if key != "" {
+				s.cache.put(key, res, false)
 			}
+			break
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			// Stopped because another turn failed (or the client left),
+			// not the provider's failure.
+			return stopped(ctx)
+		}
+		alt := next()
+		if alt == nil || !fallbackable(err) {
 			return err
 		}
-		if key != "" {
-			s.cache.put(key, res, false)
-		}
+		tr.Attempts = append(tr.Attempts, s.attemptRow(tr.Job, err, time.Since(attempt)))
+		alt.Verdict = tr.Job.Verdict
+		tr.Job = alt
 	}
 	clip, err := audio.Decode(res.Audio, res.MediaType)
 	res.Release()

@@ -271,7 +271,7 @@ func (cs *ConversationStream) Rows() (store.LogRow, []store.LogRow) {
 				row.Status = be.Verdict.Status()
 			}
 		}
-		rows = append(rows, row)
+		rows = append(append(rows, t.Attempts...), row)
 	}
 	return parent, rows
 }

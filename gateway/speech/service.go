@@ -58,6 +58,8 @@ type Service struct {
 	log      *zap.Logger
 	budgets  *budget.Budgets
 	cache    *responseCache
+	// routes are the deployment's fallbacks by "provider/model".
+	routes map[string]Route
 	// orgBudgets are the organizations' credit budgets.
 	orgBudgets map[string]budget.Limit
 }
@@ -81,12 +83,14 @@ type Deps struct {
 	OrgBudgets map[string]budget.Limit
 	// Cache keeps rendered answers; a nil Store turns it off.
 	Cache CacheOptions
+	// Routes are the deployment's fallbacks by "provider/model".
+	Routes map[string]Route
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
 	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger,
-		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger)}
+		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes}
 }
 
 // Catalog returns the provider catalog.
@@ -110,6 +114,10 @@ type Job struct {
 	subst *substitution
 	// noCache asks for a fresh rendering (Cache-Control: no-cache).
 	noCache bool
+	// fallbacks are the saved voice's equivalent voices, if any.
+	fallbacks []store.VoiceTarget
+	// req is the request the job was prepared from (for its fallbacks).
+	req     *Request
 	Options []byte
 	Creds   sdk.Credentials
 	Speed   float64
@@ -146,7 +154,7 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err := r.Validate(ep); err != nil {
 		return nil, err
 	}
-	j := &Job{Org: org, Delivery: ep, Text: *r.Text, Params: r.Params(), noCache: r.NoCache}
+	j := &Job{Org: org, Delivery: ep, Text: *r.Text, Params: r.Params(), noCache: r.NoCache, req: r}
 	var savedOpts map[string]any
 	if r.VoiceID != "" {
 		v, err := s.savedVoice(ctx, org, r.VoiceID)
@@ -158,6 +166,7 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 			return nil, err
 		}
 		j.Provider, j.Model, j.Voice, j.VoiceRef = p, m, v.VoiceID, v.ID
+		j.fallbacks = v.Fallbacks
 		savedOpts = v.ProviderOptions
 	} else {
 		p, m, err := s.cat.ResolveModel(r.Model)

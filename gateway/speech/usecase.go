@@ -39,6 +39,10 @@ type Spoken struct {
 	// Cache says what the response cache did: "hit", "miss", "bypass",
 	// or "" when the cache is off.
 	Cache string
+	// Attempts are the rows of targets that failed before the one that
+	// served (or the last to fail): the edge records them as the
+	// request's children.
+	Attempts []store.LogRow
 }
 
 // Stream is a provider stream that has produced its first audio: a
@@ -63,35 +67,62 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	out.Job = j
 	err = s.moderate(ctx, j)
 	out.Row = s.logRow(j) // with the verdict, whatever it was
-	var key string
-	if err == nil {
-		// A hit is moderated like any request, and costs nothing.
-		var hit *Result
-		if key, hit = s.lookup(ctx, j, "answer"); hit != nil {
-			out.Cache, out.Row.CreditsUsed = "hit", 0
-			if ep == DeliverStream {
-				out.Stream, err = s.replay(hit)
-			} else {
-				out.Result = hit
-			}
-			return out, err
-		}
-		out.Cache = cacheState(key, j)
-		out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed))
-	}
-	if err == nil {
-		if ep == DeliverStream {
-			out.Stream, err = s.startStream(ctx, j, key)
-		} else if out.Result, err = s.synthesize(ctx, j); err == nil && key != "" {
-			s.cache.put(key, out.Result, false)
-		}
-	}
 	if err != nil {
 		out.Row.CreditsUsed = 0
+		return out, err
+	}
+	// The request's target, then its fallbacks while a target fails in a
+	// way another provider may not (down, timed out, throttled, 5xx).
+	// Every failed attempt is logged as a row of its own.
+	next := s.fallbacks(ctx, org, req, j)
+	for {
+		start := time.Now()
+		err = s.attempt(ctx, org, j, out)
+		if err == nil {
+			return out, nil
+		}
+		alt := next()
+		if alt == nil || !fallbackable(err) {
+			break
+		}
+		out.Attempts = append(out.Attempts, s.attemptRow(j, err, time.Since(start)))
+		alt.Verdict = j.Verdict // the same text, the same ruleset: moderated once
+		j = alt
+		out.Job, out.Row = j, s.logRow(j)
+	}
+	out.Row.CreditsUsed = 0
+	return out, err
+}
+
+// attempt runs j once: from the cache, or reserved from the budgets and
+// rendered by the provider. On failure nothing stays reserved.
+func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) error {
+	// A hit is moderated like any request, and costs nothing.
+	key, hit := s.lookup(ctx, j, "answer")
+	if hit != nil {
+		out.Cache, out.Row.CreditsUsed = "hit", 0
+		if j.Delivery == DeliverStream {
+			out.Stream, _ = s.replay(hit)
+		} else {
+			out.Result = hit
+		}
+		return nil
+	}
+	out.Cache = cacheState(key, j)
+	var err error
+	if out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed)); err != nil {
+		return err
+	}
+	if j.Delivery == DeliverStream {
+		out.Stream, err = s.startStream(ctx, j, key)
+	} else if out.Result, err = s.synthesize(ctx, j); err == nil && key != "" {
+		s.cache.put(key, out.Result, false)
+	}
+	if err != nil {
 		out.Charge.Settle(context.WithoutCancel(ctx), 0)
 		out.Charge = nil
 	}
-	return out, err
+	return err
 }
 
 // cacheState is what a request that missed the cache reports.
@@ -197,7 +228,7 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 					row.Status = be.Verdict.Status()
 				}
 			}
-			out.Turns = append(out.Turns, row)
+			out.Turns = append(append(out.Turns, t.Attempts...), row)
 		}
 	}
 	if err != nil {
@@ -247,6 +278,8 @@ type VoiceSpec struct {
 	// CloneOptions are passed to the clone call only, over
 	// ProviderOptions; they are not saved.
 	CloneOptions map[string]any
+	// Fallbacks are equivalent voices on other providers, in order.
+	Fallbacks []store.VoiceTarget
 }
 
 // CreateVoice saves a voice for org: it resolves the provider and model,
@@ -291,6 +324,9 @@ func (s *Service) CreateVoice(ctx context.Context, org string, spec VoiceSpec, i
 		if err := s.checkVoiceID(ctx, org, p, m, spec.VoiceID); err != nil {
 			return nil, err
 		}
+	}
+	if v.Fallbacks, err = s.checkFallbacks(ctx, org, spec.Fallbacks); err != nil {
+		return nil, err
 	}
 	if err := s.store.CreateVoice(ctx, v); err != nil {
 		return nil, err
