@@ -35,6 +35,8 @@ type Options struct {
 	Logger *zap.Logger
 	// Banner receives the one-time development key message; nil discards.
 	Banner io.Writer
+	// Version is the build's version, for voxgate_build_info.
+	Version string
 }
 
 // Gateway is a running voxgate instance.
@@ -75,6 +77,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 			g.close(context.Background())
 		}
 	}()
+	// Everything that can be known before starting is checked first, all
+	// at once: a start that cannot succeed changes nothing.
+	if err := Preflight(cfg); err != nil {
+		return nil, err
+	}
 
 	sc := StorageConfig(cfg)
 	g.store, err = driver.Open(ctx, sc)
@@ -98,9 +105,6 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 
 	g.auth, err = auth.New(ctx, g.store, g.orgExists)
 	if err != nil {
-		return nil, err
-	}
-	if err := g.devKeys(ctx); err != nil {
 		return nil, err
 	}
 	if w, ok := g.store.(store.KeyWatcher); ok {
@@ -140,8 +144,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	return g, nil
 }
 
-// Start listens on the configured address and the admin socket and serves
-// in the background.
+// Start listens on the configured address and the admin socket, serves in
+// the background, and then makes the development keys (see devKeys).
 func (g *Gateway) Start() error {
 	ln, err := net.Listen("tcp", g.cfg.Server.Listen)
 	if err != nil {
@@ -162,6 +166,13 @@ func (g *Gateway) Start() error {
 	maxConns, perIP := g.server.ConnLimits()
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
+	// Only now: a development key is shown once, so it is made only by a
+	// start that succeeded. One made by a start that then failed (a plugin
+	// missing, the port taken) would be printed and lost, and the next
+	// start, seeing the org has a key, would show none.
+	if err := g.devKeys(context.Background()); err != nil {
+		return fmt.Errorf("development key: %w", err)
+	}
 	return nil
 }
 
@@ -370,7 +381,7 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 			return err
 		}
 		g.log.Info("created development key", zap.String("org", org), zap.String("key_id", k.ID), zap.String("prefix", k.Prefix))
-		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.cfg.Server.Listen, plain)
+		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.Addr(), plain)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"path/filepath"
 	"sort"
 
 	"go.uber.org/zap"
@@ -94,12 +93,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 }
 
 // pluginPath resolves a plugin binary name against plugins.dir.
-func (g *Gateway) pluginPath(name string) string {
-	if filepath.IsAbs(name) {
-		return name
-	}
-	return filepath.Join(g.cfg.Resolve(g.cfg.Plugins.Dir), name)
-}
+func (g *Gateway) pluginPath(name string) string { return pluginPath(g.cfg, name) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

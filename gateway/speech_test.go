@@ -515,7 +515,7 @@ func TestHangingPluginTimesOutAndOthersProceed(t *testing.T) {
 // TestPluginsDirMissingBinary checks the start-up error names the plugin.
 func TestPluginsDirMissingBinary(t *testing.T) {
 	_, err := openOnly(t, strings.Replace(speechConfig, "voxgate-espeak", "voxgate-nope", 1))
-	if err == nil || !strings.Contains(err.Error(), `"espeak"`) || !strings.Contains(err.Error(), "make build") {
+	if err == nil || !strings.Contains(err.Error(), "providers.espeak.plugin") || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("err = %v", err)
 	}
 }
