@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"time"
 
@@ -72,6 +73,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		banner = io.Discard
 	}
 	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New(), policy: credentials.PolicyFrom(cfg)}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	g.metrics.Build(version, runtime.Version())
 	defer func() {
 		if err != nil {
 			g.close(context.Background())

@@ -45,6 +45,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	if err := host.Start(ctx, specs); err != nil {
 		return err
 	}
+	g.metrics.PluginInstances(host.Instances)
 	plugins := map[string]sdk.Provider{}
 	for name := range cfg.Providers {
 		plugins[name] = host.Pool(name)
@@ -66,10 +67,14 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		}
 		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models),
 			zap.String("default_model", p.Desc.DefaultModel), zap.String("requests_sent_by", sender))
+		for _, m := range p.Desc.Models {
+			g.metrics.ProviderModel(p.ID, m.ID, m.Capabilities.Streaming, sender == "gateway")
+		}
 	}
-	dc, err := dispatch.New(dispatch.Options{Observe: func(provider, result string) {
-		g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc()
-	}})
+	dc, err := dispatch.New(dispatch.Options{
+		Observe: func(provider, result string) { g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc() },
+		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
+	})
 	if err != nil {
 		return err
 	}

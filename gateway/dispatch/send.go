@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -103,6 +104,7 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 		}
 		last := attempt >= p.attempts
 		var wait time.Duration
+		reason := "transport"
 		switch {
 		case errors.Is(err, fasthttp.ErrBodyTooLarge):
 			release(resp)
@@ -121,6 +123,7 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 		case !upstream.RetryableStatus(resp.StatusCode()) || last:
 			return nil, c.failure(ctx, p, resp, explain)
 		default:
+			reason = strconv.Itoa(resp.StatusCode())
 			wait = policy.Backoff(attempt)
 			if ra := retryAfter(resp, c.now()); ra > 0 {
 				if ra > maxRetryAfter {
@@ -133,6 +136,7 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 			}
 			release(resp)
 		}
+		c.retried(p.provider, reason)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:

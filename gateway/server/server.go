@@ -225,13 +225,19 @@ type routes struct {
 }
 
 // GET registers an authenticated GET handler.
-func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.api(name, h)) }
+func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.api(name, h)) }
 
 // POST registers an authenticated POST handler.
-func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
+func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.api(name, h)) }
 
 // DELETE registers an authenticated DELETE handler.
-func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
+func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.api(name, h)) }
+
+// api wraps h and gives its route's metrics their zeros.
+func (rt *routes) api(name string, h handlerFunc) fasthttp.RequestHandler {
+	rt.s.metrics.Routes(name)
+	return rt.s.api(name, h)
+}
 
 // multipartSlack is what a multipart upload may add to its file's bytes
 // (boundaries, part headers, other fields).

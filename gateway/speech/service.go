@@ -577,8 +577,8 @@ func (s *Service) observe(parent, ctx context.Context, j *Job, op string, d time
 		}
 	}
 	if s.metrics != nil {
-		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, op, outcome).Inc()
-		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, op).Observe(d.Seconds())
+		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, j.Model.ID, op, outcome).Inc()
+		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, j.Model.ID, op).Observe(d.Seconds())
 	}
 	return err
 }
