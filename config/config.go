@@ -36,6 +36,7 @@ type Config struct {
 	Limits     Limits               `yaml:"limits"`
 	Admin      Admin                `yaml:"admin"`
 	Secrets    Secrets              `yaml:"secrets"`
+	Metrics    Metrics              `yaml:"metrics"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -251,6 +252,21 @@ type Limits struct {
 type Admin struct {
 	// Socket is a unix socket path; "" = next to the storage file.
 	Socket string `yaml:"socket"`
+}
+
+// Metrics says where /metrics is served. It is always on the admin
+// socket. With neither key set it is not on the public listener: the
+// public listener faces API clients, and what Prometheus reads (providers,
+// routes, traffic, failures) is the operator's, not theirs.
+type Metrics struct {
+	// Listen is a separate TCP address for /metrics (with /healthz and
+	// /readyz), e.g. 127.0.0.1:9464 or an internal interface's address;
+	// /metrics then is not on the public listener at all.
+	Listen string `yaml:"listen"`
+	// Token, when set, must come as `Authorization: Bearer <token>` on
+	// every /metrics request. Without Listen it puts /metrics on the
+	// public listener behind this token. Usually "${METRICS_TOKEN}".
+	Token Secret `yaml:"token"`
 }
 
 // Secrets holds where the key that encrypts stored BYOK keys comes from.
@@ -638,6 +654,16 @@ func (c *Config) Validate() error {
 	}
 	if err := CheckListen(c.Server.Listen); err != nil {
 		bad("server.listen", "%v", err)
+	}
+	if l := c.Metrics.Listen; l != "" {
+		if err := CheckListen(l); err != nil {
+			bad("metrics.listen", "%v", err)
+		} else if l == c.Server.Listen && !strings.HasSuffix(l, ":0") {
+			bad("metrics.listen", "must differ from server.listen (%s): it is a listener of its own", l)
+		}
+	}
+	if t := c.Metrics.Token.Value(); t != "" && len(t) < 16 {
+		bad("metrics.token", "must be at least 16 characters (e.g. `openssl rand -hex 16`)")
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)

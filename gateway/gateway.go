@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -51,14 +52,16 @@ type Gateway struct {
 	metrics *metrics.Metrics
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
-	policy  *credentials.Policy
-	server  *server.Server
-	admin   *admin.Server
-	host    *pluginhost.Host
-	ln      net.Listener
-	serveCh chan error
-	closers []func(context.Context) error
-	stopped bool
+	policy *credentials.Policy
+	server *server.Server
+	admin  *admin.Server
+	host   *pluginhost.Host
+	ln     net.Listener
+	// metricsLn is metrics.listen's listener, if configured.
+	metricsLn net.Listener
+	serveCh   chan error
+	closers   []func(context.Context) error
+	stopped   bool
 }
 
 // Open prepares a gateway from cfg: opens storage, loads keys, starts the
@@ -167,8 +170,23 @@ func (g *Gateway) Start() error {
 		ln.Close()
 		return err
 	}
-	g.serveCh = make(chan error, 1)
+	if addr := g.cfg.Metrics.Listen; addr != "" {
+		if g.metricsLn, err = net.Listen("tcp", addr); err != nil {
+			ln.Close()
+			_ = g.admin.Close(context.Background())
+			return fmt.Errorf("metrics.listen %s: %w", addr, err)
+		}
+	}
+	g.serveCh = make(chan error, 2)
 	go func() { g.serveCh <- g.server.Serve(ln) }()
+	if g.metricsLn != nil {
+		go func() {
+			if err := g.server.ServeMetrics(g.metricsLn); err != nil {
+				g.serveCh <- fmt.Errorf("metrics listener: %w", err)
+			}
+		}()
+	}
+	g.logMetrics()
 	maxConns, perIP := g.server.ConnLimits()
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
@@ -181,6 +199,32 @@ func (g *Gateway) Start() error {
 	}
 	return nil
 }
+
+// logMetrics says where /metrics is served.
+func (g *Gateway) logMetrics() {
+	sock := zap.String("admin_socket", AdminSocket(g.cfg))
+	auth := zap.Bool("token_required", g.cfg.Metrics.Token != "")
+	switch {
+	case g.metricsLn != nil:
+		g.log.Info("metrics listening", zap.String("addr", "http://"+g.metricsLn.Addr().String()+"/metrics"), auth, sock)
+	case g.cfg.Metrics.Token != "":
+		g.log.Info("metrics on the public listener, behind metrics.token", sock)
+	default:
+		g.log.Info("metrics on the admin socket only; set metrics.listen or metrics.token to let Prometheus scrape", sock)
+	}
+}
+
+// MetricsAddr returns the metrics listener's address (host:port), "" when
+// metrics.listen is not set.
+func (g *Gateway) MetricsAddr() string {
+	if g.metricsLn == nil {
+		return ""
+	}
+	return g.metricsLn.Addr().String()
+}
+
+// MetricsHandler serves the metrics on the admin socket.
+func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler() }
 
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) server.Options {
@@ -195,6 +239,8 @@ func ServerOptions(cfg *config.Config) server.Options {
 		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
 		MaxConns:       cfg.Server.MaxConns,
 		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,
+		MetricsPublic:  cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
+		MetricsToken:   cfg.Metrics.Token.Value(),
 		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
 	}
 	for name, org := range cfg.Orgs {
@@ -263,6 +309,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		if err := g.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
+	}
+	if g.metricsLn != nil {
+		_ = g.metricsLn.Close() // in case its server had not started yet
 	}
 	// Acknowledged log rows first: they must reach disk even if stopping a
 	// plugin later runs out of time. (Close is idempotent; the closer

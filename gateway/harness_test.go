@@ -24,6 +24,7 @@ import (
 type testGateway struct {
 	t    testing.TB
 	g    *gateway.Gateway
+	cfg  *config.Config
 	base string
 	dir  string
 	keys map[string]string // org -> key
@@ -97,7 +98,7 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 	if err := g.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	tg := &testGateway{t: t, g: g, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
+	tg := &testGateway{t: t, g: g, cfg: cfg, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
 		hc: &http.Client{Timeout: 60 * time.Second}}
 	for org := range cfg.Orgs {
 		key, _, err := g.CreateKey(ctx, org, "test")

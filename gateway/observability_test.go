@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
 
@@ -29,14 +32,26 @@ func (tg *testGateway) scrape() []sample {
 	return parseMetrics(tg.t, tg.metricsBody())
 }
 
-// metricsBody is a scrape of /metrics.
+// metricsBody is a scrape of /metrics, from the admin socket (where it is
+// served whatever the config says).
 func (tg *testGateway) metricsBody() []byte {
 	tg.t.Helper()
-	r := tg.do("GET", "/metrics", "", nil)
-	if r.status != 200 {
-		tg.t.Fatalf("/metrics: %d %s", r.status, r.body)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", gateway.AdminSocket(tg.cfg))
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://admin/metrics")
+	if err != nil {
+		tg.t.Fatalf("/metrics on the admin socket: %v", err)
 	}
-	return r.body
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		tg.t.Fatalf("/metrics on the admin socket: %d %v %s", resp.StatusCode, err, b)
+	}
+	return b
 }
 
 func parseMetrics(t testing.TB, body []byte) []sample {
@@ -136,9 +151,9 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	sent := len(rest) + 1
-	// The stream and the scrape itself were in flight.
-	if v := must(t, during, "voxgate_http_requests_in_flight"); v != 2 {
-		t.Errorf("in flight during the stream = %v, want 2 (the stream and the scrape)", v)
+	// (The scrape goes through the admin socket, not the edge.)
+	if v := must(t, during, "voxgate_http_requests_in_flight"); v != 1 {
+		t.Errorf("in flight during the stream = %v, want 1", v)
 	}
 	minimum := 4 * pause // four pauses between five words
 	// The row is recorded and the request observed just before the last
@@ -150,8 +165,8 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 			break
 		}
 	}
-	if v := must(t, after, "voxgate_http_requests_in_flight"); v != 1 {
-		t.Errorf("in flight after the stream = %v, want 1 (the scrape)", v)
+	if v := must(t, after, "voxgate_http_requests_in_flight"); v != 0 {
+		t.Errorf("in flight after the stream = %v, want 0", v)
 	}
 	if n := must(t, after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n != 1 {
 		t.Fatalf("stream latency observations = %v, want 1", n)
@@ -247,5 +262,83 @@ func TestUpstreamRetriesCounted(t *testing.T) {
 	}
 	if v := must(t, c.scrape(), "voxgate_upstream_retries_total", "provider", "openai", "reason", "503"); v != 1 {
 		t.Errorf("retries of 503 = %v, want 1", v)
+	}
+}
+
+// TestMetricsExposure: /metrics is never open on the public listener by
+// default; a token puts it there behind the token; metrics.listen moves it
+// to a listener of its own; the admin socket always has it.
+func TestMetricsExposure(t *testing.T) {
+	const token = "metrics-token-0123456789"
+	tests := []struct {
+		name, extra string
+		// public is the status of an unauthenticated GET /metrics on the
+		// public listener; withToken the same with the token.
+		public, withToken int
+		// own is whether a metrics listener runs, and ownOpen whether it
+		// answers without the token.
+		own, ownOpen bool
+	}{
+		{"default: admin socket only", "", 404, 404, false, false},
+		{"token: public listener, behind it", "metrics:\n  token: " + token + "\n", 401, 200, false, false},
+		{"listen: a listener of its own", "metrics:\n  listen: 127.0.0.1:0\n", 404, 404, true, true},
+		{"listen and token", "metrics:\n  listen: 127.0.0.1:0\n  token: " + token + "\n", 404, 404, true, false},
+	}
+	get := func(t *testing.T, url, bearer string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := startGateway(t, baseConfig+tt.extra)
+			if st, body := get(t, tg.base+"/metrics", ""); st != tt.public || strings.Contains(body, "voxgate_") {
+				t.Errorf("public /metrics without a token: %d, want %d (%.80s)", st, tt.public, body)
+			}
+			if st, _ := get(t, tg.base+"/metrics", "wrong-token-0123456789"); st != tt.public {
+				t.Errorf("public /metrics with a wrong token: %d, want %d", st, tt.public)
+			}
+			if st, body := get(t, tg.base+"/metrics", token); st != tt.withToken || (st == 200) != strings.Contains(body, "voxgate_build_info") {
+				t.Errorf("public /metrics with the token: %d, want %d", st, tt.withToken)
+			}
+			if tt.public == 401 {
+				tg.do("GET", "/metrics", "", nil).problem(t, 401, "unauthorized")
+			}
+			addr := tg.g.MetricsAddr()
+			if (addr != "") != tt.own {
+				t.Fatalf("metrics listener %q, want one: %v", addr, tt.own)
+			}
+			if tt.own {
+				want := 401
+				if tt.ownOpen {
+					want = 200
+				}
+				if st, _ := get(t, "http://"+addr+"/metrics", ""); st != want {
+					t.Errorf("metrics listener without a token: %d, want %d", st, want)
+				}
+				if st, body := get(t, "http://"+addr+"/metrics", token); st != 200 || !strings.Contains(body, "voxgate_http_requests_total") {
+					t.Errorf("metrics listener with the token: %d", st)
+				}
+				if st, _ := get(t, "http://"+addr+"/readyz", ""); st != 200 {
+					t.Errorf("metrics listener /readyz: %d", st)
+				}
+				if st, _ := get(t, "http://"+addr+"/v1/voices", tg.keys["acme"]); st != 404 {
+					t.Errorf("the metrics listener serves the API: %d", st)
+				}
+			}
+			// The admin socket always has them (0600: the operator's).
+			if !bytes.Contains(tg.metricsBody(), []byte("voxgate_build_info")) {
+				t.Error("no metrics on the admin socket")
+			}
+		})
 	}
 }

@@ -469,8 +469,7 @@ func TestPluginCrashIsRestarted(t *testing.T) {
 	if r := tg.do("POST", "/v1/audio/speech", "acme", ok); r.status != 200 {
 		t.Fatalf("after kill: %d %s", r.status, r.body)
 	}
-	m := tg.do("GET", "/metrics", "", nil)
-	if !strings.Contains(string(m.body), `voxgate_plugin_restarts_total{plugin="testkit"} 2`) {
+	if m := tg.metricsBody(); !strings.Contains(string(m), `voxgate_plugin_restarts_total{plugin="testkit"} 2`) {
 		t.Errorf("restart metric missing")
 	}
 }

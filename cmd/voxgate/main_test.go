@@ -70,13 +70,19 @@ orgs:
     dev_key: %v
     providers:
       espeak: {enabled: true}
-`, pluginsDir(), devKey)
+metrics:
+  token: %s
+`, pluginsDir(), devKey, metricsToken)
 	path := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
+
+// metricsToken guards /metrics on the public listener of writeConfig's
+// gateways.
+const metricsToken = "cli-test-metrics-token"
 
 // cli runs the binary to completion.
 func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {

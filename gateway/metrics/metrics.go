@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -222,5 +224,10 @@ func (m *Metrics) LogQueue(depth func() int, dropped, written func() uint64) {
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() fasthttp.RequestHandler {
-	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return fasthttpadaptor.NewFastHTTPHandler(m.HTTPHandler())
+}
+
+// HTTPHandler is Handler for net/http (the admin socket).
+func (m *Metrics) HTTPHandler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +87,11 @@ type Options struct {
 	MaxConns, MaxConnsPerIP int
 	// Orgs holds each organization's rate limits.
 	Orgs map[string]OrgLimits
+	// MetricsPublic serves /metrics on the public listener (behind
+	// MetricsToken when set); MetricsToken guards it wherever it is
+	// served over TCP.
+	MetricsPublic bool
+	MetricsToken  string
 }
 
 // OrgLimits are an organization's two request budgets.
@@ -115,6 +121,9 @@ type Server struct {
 	speech      *speech.Service
 
 	srv *fasthttp.Server
+	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
+	metricsMu  sync.Mutex
+	metricsSrv *fasthttp.Server
 }
 
 // New builds the server and its routes.
@@ -160,7 +169,9 @@ func New(d Deps) *Server {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	r.GET("/metrics", d.Metrics.Handler())
+	if d.Options.MetricsPublic {
+		s.metricsRoutes(r)
+	}
 
 	rt := &routes{s: s, r: r}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
@@ -289,7 +300,7 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 // Shutdown stops accepting connections and waits for in-flight requests,
 // up to ctx's deadline.
 func (s *Server) Shutdown(ctx context.Context) error {
-	return s.srv.ShutdownWithContext(ctx)
+	return errors.Join(s.srv.ShutdownWithContext(ctx), s.shutdownMetrics(ctx))
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
