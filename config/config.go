@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -37,6 +38,7 @@ type Config struct {
 	Admin      Admin                `yaml:"admin"`
 	Secrets    Secrets              `yaml:"secrets"`
 	Metrics    Metrics              `yaml:"metrics"`
+	Tracing    Tracing              `yaml:"tracing"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -267,6 +269,24 @@ type Metrics struct {
 	// every /metrics request. Without Listen it puts /metrics on the
 	// public listener behind this token. Usually "${METRICS_TOKEN}".
 	Token Secret `yaml:"token"`
+}
+
+// Tracing configures OpenTelemetry traces, exported over OTLP. Off while
+// Endpoint is empty.
+type Tracing struct {
+	// Endpoint is the OTLP receiver's base URL: http://collector:4318 for
+	// http/protobuf, http://collector:4317 for grpc; https:// for TLS.
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is "http/protobuf" (the default) or "grpc".
+	Protocol string `yaml:"protocol"`
+	// Headers are sent with every export, e.g. a vendor's API key as
+	// "${HONEYCOMB_KEY}".
+	Headers map[string]Secret `yaml:"headers"`
+	// SampleRatio is the share of new traces kept, 0 to 1 (default 1); a
+	// request with a sampled traceparent is always kept.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	// ServiceName is the service.name of the spans (default voxgate).
+	ServiceName string `yaml:"service_name"`
 }
 
 // Secrets holds where the key that encrypts stored BYOK keys comes from.
@@ -664,6 +684,19 @@ func (c *Config) Validate() error {
 	}
 	if t := c.Metrics.Token.Value(); t != "" && len(t) < 16 {
 		bad("metrics.token", "must be at least 16 characters (e.g. `openssl rand -hex 16`)")
+	}
+	if e := c.Tracing.Endpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("tracing.endpoint", "%q is not an http:// or https:// URL of an OTLP receiver", e)
+		}
+	}
+	switch c.Tracing.Protocol {
+	case "", "http/protobuf", "grpc":
+	default:
+		bad("tracing.protocol", "must be http/protobuf or grpc, got %q", c.Tracing.Protocol)
+	}
+	if r := c.Tracing.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+		bad("tracing.sample_ratio", "must be from 0 to 1, got %g", *r)
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)

@@ -39,6 +39,11 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"bad mode", minimal + "moderation:\n  rulesets:\n    r: {mode: maybe}\n", []string{"line 10", "moderation.rulesets.r.mode"}},
 		{"bad regexp", minimal + "moderation:\n  rulesets:\n    r:\n      checks:\n        - builtin: {categories: {x: {patterns: ['(']}}}\n", []string{"patterns[0]"}},
 		{"no orgs", "providers: {}\n", []string{"orgs"}},
+		{"tracing protocol", minimal + "tracing:\n  endpoint: http://127.0.0.1:4318\n  protocol: zipkin\n", []string{"tracing.protocol", "zipkin"}},
+		{"tracing endpoint", minimal + "tracing:\n  endpoint: collector:4318\n", []string{"tracing.endpoint"}},
+		{"tracing sample ratio", minimal + "tracing:\n  endpoint: http://x:4318\n  sample_ratio: 2\n", []string{"tracing.sample_ratio"}},
+		{"metrics token too short", minimal + "metrics:\n  token: abc\n", []string{"metrics.token", "16"}},
+		{"metrics listen", minimal + "metrics:\n  listen: 127.0.0.1:70000\n", []string{"metrics.listen", "65535"}},
 		{"bad yaml", "server: [\n", []string{"line"}},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/server"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // Options tune Open.
@@ -50,6 +51,7 @@ type Gateway struct {
 	auth    *auth.Authenticator
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
+	tracer  *tracing.Tracer
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
 	policy *credentials.Policy
@@ -100,6 +102,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
 	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
 
+	if g.tracer, err = newTracer(ctx, cfg, version); err != nil {
+		return nil, err
+	}
+	if g.tracer != nil {
+		// Closed late (closers run in reverse): the spans of requests
+		// that finish during shutdown are exported too.
+		g.closers = append(g.closers, g.tracer.Shutdown)
+		log.Info("tracing: exporting spans over OTLP", zap.String("endpoint", cfg.Tracing.Endpoint), zap.String("protocol", cfg.Tracing.Protocol))
+	}
+
 	keyFile := DefaultSecretsKeyFile(cfg)
 	if cfg.Secrets.KeyFile != "" {
 		keyFile = cfg.Resolve(cfg.Secrets.KeyFile)
@@ -145,6 +157,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Auth:            g.auth,
 		Logs:            g.logs,
 		Metrics:         g.metrics,
+		Tracer:          g.tracer,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -198,6 +211,29 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("development key: %w", err)
 	}
 	return nil
+}
+
+// newTracer returns the tracer the config asks for, nil (off) without
+// tracing.endpoint.
+func newTracer(ctx context.Context, cfg *config.Config, version string) (*tracing.Tracer, error) {
+	tc := cfg.Tracing
+	if tc.Endpoint == "" {
+		return nil, nil
+	}
+	o := tracing.Options{Endpoint: tc.Endpoint, Protocol: tc.Protocol, ServiceName: tc.ServiceName, Version: version}
+	if tc.SampleRatio != nil {
+		o.SampleRatio = *tc.SampleRatio
+		if o.SampleRatio == 0 {
+			o.SampleRatio = -1 // keep none of the new traces
+		}
+	}
+	if len(tc.Headers) > 0 {
+		o.Headers = make(map[string]string, len(tc.Headers))
+		for k, v := range tc.Headers {
+			o.Headers[k] = v.Value()
+		}
+	}
+	return tracing.New(ctx, o)
 }
 
 // logMetrics says where /metrics is served.

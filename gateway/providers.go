@@ -74,6 +74,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	dc, err := dispatch.New(dispatch.Options{
 		Observe: func(provider, result string) { g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc() },
 		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
+		Tracer:  g.tracer,
 	})
 	if err != nil {
 		return err
@@ -91,6 +92,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Moderator:   mod,
 		Direct:      dc,
 		Metrics:     g.metrics,
+		Tracer:      g.tracer,
 		Logger:      g.log.Named("speech"),
 	})
 	d.Ready = host.Ready

@@ -26,6 +26,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpproxy"
+
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // Options tune a Client. Zero values take the defaults.
@@ -53,6 +55,8 @@ type Options struct {
 	// one reconnect on a pooled connection the provider had closed is
 	// not a retry: the request never reached the provider.
 	Retried func(provider, reason string)
+	// Tracer traces each attempt as an HTTP client span; nil is off.
+	Tracer *tracing.Tracer
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +94,7 @@ type Client struct {
 	now     func() time.Time
 	observe func(provider, result string)
 	retried func(provider, reason string)
+	tracer  *tracing.Tracer
 }
 
 // New returns a Client. It honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY
@@ -135,7 +140,7 @@ func New(o Options) (*Client, error) {
 			return nil
 		}
 	}
-	return &Client{http: hc, plans: newPlanCache(o.MaxPlans), now: o.Now, observe: o.Observe, retried: o.Retried}, nil
+	return &Client{http: hc, plans: newPlanCache(o.MaxPlans), now: o.Now, observe: o.Observe, retried: o.Retried, tracer: o.Tracer}, nil
 }
 
 // proxyFromEnv reports whether a proxy is configured in the environment.

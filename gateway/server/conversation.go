@@ -23,7 +23,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 		var req *speech.ConversationRequest
 		if err == nil {
 			req = body.domain()
-			rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+			rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 			defer cancel()
 			out, err = s.speech.Converse(rctx, c.p.OrgID, req, timestamps)
 		}
@@ -55,7 +55,7 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		s.record(ctx, c, store.LogRow{ErrorCode: string(pe.Code), ErrorDetail: pe.Detail})
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, body.domain())
 	var first []byte
 	if err == nil {

@@ -17,10 +17,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // exchange is the per-request state the api wrapper hands to handlers: one
@@ -48,6 +52,9 @@ const (
 	userValueRoute = "voxgate.route"
 	userValueReqID = "voxgate.reqid"
 	userValueOrg   = "voxgate.org"
+	// userValueTrace holds the context of the request's server span when
+	// tracing is on.
+	userValueTrace = "voxgate.trace"
 )
 
 var (
@@ -62,6 +69,10 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		s.metrics.InFlight.Inc() // Dec when observed, at the end of a stream
+		if s.tracer != nil {
+			tctx, _ := s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
+			ctx.SetUserValue(userValueTrace, tctx)
+		}
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
 		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
@@ -131,18 +142,22 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 		route = "unmatched"
 	}
 	org, _ := ctx.UserValue(userValueOrg).(string)
+	var tctx context.Context
+	if s.tracer != nil {
+		tctx, _ = ctx.UserValue(userValueTrace).(context.Context)
+	}
 	size := -1
 	if ctx.Response.IsBodyStream() {
 		if lo, ok := ctx.Response.BodyStream().(lateObserver); ok {
 			// Copies: ctx is reused once the handler has returned.
 			lo.observeAtEnd(&access{start: start, reqID: reqID, route: route, org: org,
-				method: string(ctx.Method()), path: string(ctx.Path()), status: ctx.Response.StatusCode()})
+				method: string(ctx.Method()), path: string(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx})
 			return
 		}
 	} else {
 		size = len(ctx.Response.Body())
 	}
-	s.observed(start, reqID, route, org, ctx.Method(), ctx.Path(), ctx.Response.StatusCode(), size, "")
+	s.observed(start, reqID, route, org, ctx.Method(), ctx.Path(), ctx.Response.StatusCode(), size, "", tctx)
 }
 
 // access is a request's record for the access log and the HTTP metrics,
@@ -152,6 +167,7 @@ type access struct {
 	reqID, route, org string
 	method, path      string
 	status            int
+	trace             context.Context // the server span's, when tracing
 }
 
 // lateObserver is a streamed body that observes its request when it
@@ -163,13 +179,16 @@ type lateObserver interface {
 // observeEnd finishes a streamed request's record: bytes is what was
 // sent, failure the error code of a stream that broke off ("" if none).
 func (s *Server) observeEnd(a *access, bytes int64, failure string) {
-	s.observed(a.start, a.reqID, a.route, a.org, []byte(a.method), []byte(a.path), a.status, int(bytes), failure)
+	s.observed(a.start, a.reqID, a.route, a.org, []byte(a.method), []byte(a.path), a.status, int(bytes), failure, a.trace)
 }
 
 // observed writes the metrics and the access log line of one request.
-func (s *Server) observed(start time.Time, reqID, route, org string, method, path []byte, status, size int, failure string) {
+func (s *Server) observed(start time.Time, reqID, route, org string, method, path []byte, status, size int, failure string, tctx context.Context) {
 	elapsed := time.Since(start)
 	s.metrics.InFlight.Dec()
+	if tctx != nil {
+		endServerSpan(tctx, reqID, route, org, method, path, status, failure)
+	}
 	s.metrics.Requests.WithLabelValues(route, statusLabel(status)).Inc()
 	s.metrics.Latency.WithLabelValues(route).Observe(elapsed.Seconds())
 	if !s.accessLog {
@@ -192,6 +211,33 @@ func (s *Server) observed(start time.Time, reqID, route, org string, method, pat
 		zap.Int("bytes", size),
 		failed,
 	)
+}
+
+// endServerSpan finishes a request's server span: named "METHOD route"
+// (route is the low-cardinality name the metrics use), with the status,
+// and an error status for a 5xx or a stream that broke off.
+func endServerSpan(tctx context.Context, reqID, route, org string, method, path []byte, status int, failure string) {
+	span := trace.SpanFromContext(tctx)
+	span.SetName(string(method) + " " + route)
+	span.SetAttributes(
+		tracing.HTTPMethod.String(string(method)),
+		tracing.URLPath.String(string(path)),
+		tracing.HTTPStatus.Int(status),
+		tracing.RequestID.String(reqID),
+		attribute.String("voxgate.route", route),
+	)
+	if org != "" {
+		span.SetAttributes(tracing.Org.String(org))
+	}
+	switch {
+	case failure != "":
+		span.SetAttributes(tracing.ErrorType.String(failure))
+		span.SetStatus(codes.Error, "the stream broke off: "+failure)
+	case status >= 500:
+		span.SetAttributes(tracing.ErrorType.String(statusLabel(status)))
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
 }
 
 // statusLabels avoids an allocation per request for the common statuses.
@@ -246,6 +292,11 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 		ctx.SetUserValue(userValueRoute, route)
 		reqID, _ := ctx.UserValue(userValueReqID).(string)
 		c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
+		if s.tracer != nil {
+			if tctx, ok := ctx.UserValue(userValueTrace).(context.Context); ok {
+				c.ctx = tctx // the handler's work becomes the server span's children
+			}
+		}
 		p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		if !ok {
 			s.writeUnauthorized(ctx)

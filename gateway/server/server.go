@@ -28,6 +28,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // Store is the storage the handlers read and write directly: the list
@@ -56,6 +57,8 @@ type Deps struct {
 	Auth         *auth.Authenticator
 	Logs         *reqlog.Writer
 	Metrics      *metrics.Metrics
+	// Tracer traces requests; nil is tracing off.
+	Tracer *tracing.Tracer
 	// Limiter enforces the orgs' rate limits (memory, or Redis shared by
 	// instances); nil means an in-process limiter.
 	Limiter ratelimit.Limiter
@@ -119,6 +122,7 @@ type Server struct {
 	limiterWarn everyWarn
 	accessLog   bool
 	speech      *speech.Service
+	tracer      *tracing.Tracer
 
 	srv *fasthttp.Server
 	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
@@ -142,6 +146,7 @@ func New(d Deps) *Server {
 		limits:    map[string]orgLimits{},
 		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
+		tracer:    d.Tracer,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()

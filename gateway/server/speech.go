@@ -44,7 +44,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}
-		rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+		rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 		out, err := s.speech.Speak(rctx, c.p.OrgID, body.domain(), ep)
 		switch {
 		case err != nil:

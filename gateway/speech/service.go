@@ -12,6 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -21,6 +24,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/tracing"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -52,6 +56,7 @@ type Service struct {
 	mod      Moderator
 	dispatch *dispatch.Client
 	metrics  *metrics.Metrics
+	tracer   *tracing.Tracer
 	log      *zap.Logger
 }
 
@@ -67,12 +72,14 @@ type Deps struct {
 	// keeps every call inside the plugins.
 	Direct  *dispatch.Client
 	Metrics *metrics.Metrics
-	Logger  *zap.Logger
+	// Tracer traces the pipeline's steps; nil is tracing off.
+	Tracer *tracing.Tracer
+	Logger *zap.Logger
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
+	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger}
 }
 
 // Catalog returns the provider catalog.
@@ -264,6 +271,13 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	if s.mod == nil {
 		return nil
 	}
+	ctx, span := s.tracer.Start(ctx, "moderation", trace.SpanKindInternal)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(tracing.Ruleset.String(j.Ruleset), tracing.Decision.String(j.Verdict.Decision))
+		}
+		span.End()
+	}()
 	j.Verdict = s.mod.Check(ctx, j.Ruleset, j.Text)
 	// Pronunciation rules change what the provider speaks, so the spoken
 	// text is checked too: a rule must not smuggle blocked words past the
@@ -351,7 +365,15 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 		}
 	}
 	if process {
+		_, span := s.tracer.Start(ctx, "audio.process", trace.SpanKindInternal)
 		data, mt, err := audio.Process(resp.Audio, resp.MediaType, j.Params)
+		if span.IsRecording() {
+			span.SetAttributes(tracing.AudioMediaType.String(mt), tracing.AudioBytes.Int(len(data)))
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+		}
+		span.End()
 		res.Release() // the provider's clip is done with either way
 		if err != nil {
 			return nil, fmt.Errorf("process %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
@@ -438,6 +460,7 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	req := j.request()
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
+	ctx = s.startCall(ctx, j, "stream")
 	start := time.Now()
 	plan, explain, err := s.plan(ctx, j, req, true)
 	if err == nil && plan != nil {
@@ -546,10 +569,27 @@ func (p *pluginSource) Close() error {
 func (s *Service) call(parent context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(parent, j.Provider.Policy.Timeout)
 	defer cancel()
+	ctx = s.startCall(ctx, j, op)
 	start := time.Now()
 	err := fn(ctx)
 	d := time.Since(start)
 	return d, s.observe(parent, ctx, j, op, d, err)
+}
+
+// startCall starts the span of a provider call (ended by observe): a
+// GenAI client span, "generate_content MODEL", saying whether the plugin
+// or the gateway itself sends the upstream request.
+func (s *Service) startCall(ctx context.Context, j *Job, op string) context.Context {
+	ctx, span := s.tracer.Start(ctx, "generate_content "+j.Model.ID, trace.SpanKindClient)
+	if span.IsRecording() {
+		via := "plugin"
+		if s.planner(j) != nil {
+			via = "gateway" // when the request is planned; a child span shows the upstream HTTP
+		}
+		span.SetAttributes(tracing.ProviderCall(j.Provider.ID, j.Model.ID)...)
+		span.SetAttributes(attribute.String("voxgate.op", op), tracing.Via.String(via))
+	}
+	return ctx
 }
 
 // observe records a provider call's metrics and returns its error as the
@@ -575,6 +615,13 @@ func (s *Service) observe(parent, ctx context.Context, j *Job, op string, d time
 				err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", j.Provider.Policy.Timeout, j.Provider.ID)}
 			}
 		}
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if err != nil {
+			span.SetAttributes(tracing.ErrorType.String(outcome))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
 	}
 	if s.metrics != nil {
 		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, j.Model.ID, op, outcome).Inc()
