@@ -16,14 +16,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
-#   protobuf-compiler            protoc, for `make proto` (sdk/proto)
+#   protobuf-compiler            protoc, for `make proto` and the test that the
+#                                generated plugin protocol is current
 APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server protobuf-compiler
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
 export VOXGATE_BIN_DIR := $(BIN)
 
-.PHONY: all deps build run test test-short bench bench-micro proto vet fmt clean
+.PHONY: all deps build run test test-short bench bench-micro proto proto-tools vet fmt clean
 
 all: build
 
@@ -71,14 +72,16 @@ bench: build
 bench-micro: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/...
 
-## proto: regenerate the plugin protocol's Go code: protoc (APT_PACKAGES) and
-##        the two Go generators at the versions the checked-in code names
-PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
-proto: deps
-	GOBIN=$(BIN)/tools $(GO) install $(PROTOC_GEN_GO)
-	GOBIN=$(BIN)/tools $(GO) install $(PROTOC_GEN_GO_GRPC)
+## proto: regenerate the plugin protocol's Go code from sdk/proto/voxgate.proto
+proto: proto-tools
 	PATH="$(BIN)/tools:$$PATH" $(GO) generate ./sdk/proto
+
+# protoc comes from Debian (deps); its Go plugins are built at the versions
+# go.mod pins (its tool block), into bin/tools, so regenerating unchanged
+# .proto files gives byte-identical code.
+proto-tools: deps
+	@mkdir -p $(BIN)/tools
+	GOBIN=$(BIN)/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -10,6 +10,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,10 +41,17 @@ type Config struct {
 	// Fallbacks maps "provider/model" to the targets a request for it
 	// falls back to, in order, when its provider fails.
 	Fallbacks map[string][]*FallbackTarget `yaml:"fallbacks"`
+	Metrics    Metrics              `yaml:"metrics"`
+	Tracing    Tracing              `yaml:"tracing"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
 	Dir string `yaml:"-"`
+
+	// Warnings are things that are allowed but probably not meant, each
+	// naming its line and key: a ${VAR} reference to a variable that is
+	// not set, say. serve logs them and `config check` prints them.
+	Warnings []string `yaml:"-"`
 
 	// lines maps dotted key paths to their line in the file, so that
 	// validation errors can point at it.
@@ -308,6 +318,39 @@ type Admin struct {
 	Socket string `yaml:"socket"`
 }
 
+// Metrics says where /metrics is served. It is always on the admin
+// socket. With neither key set it is not on the public listener: the
+// public listener faces API clients, and what Prometheus reads (providers,
+// routes, traffic, failures) is the operator's, not theirs.
+type Metrics struct {
+	// Listen is a separate TCP address for /metrics (with /healthz and
+	// /readyz), e.g. 127.0.0.1:9464 or an internal interface's address;
+	// /metrics then is not on the public listener at all.
+	Listen string `yaml:"listen"`
+	// Token, when set, must come as `Authorization: Bearer <token>` on
+	// every /metrics request. Without Listen it puts /metrics on the
+	// public listener behind this token. Usually "${METRICS_TOKEN}".
+	Token Secret `yaml:"token"`
+}
+
+// Tracing configures OpenTelemetry traces, exported over OTLP. Off while
+// Endpoint is empty.
+type Tracing struct {
+	// Endpoint is the OTLP receiver's base URL: http://collector:4318 for
+	// http/protobuf, http://collector:4317 for grpc; https:// for TLS.
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is "http/protobuf" (the default) or "grpc".
+	Protocol string `yaml:"protocol"`
+	// Headers are sent with every export, e.g. a vendor's API key as
+	// "${HONEYCOMB_KEY}".
+	Headers map[string]Secret `yaml:"headers"`
+	// SampleRatio is the share of new traces kept, 0 to 1 (default 1); a
+	// request with a sampled traceparent is always kept.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	// ServiceName is the service.name of the spans (default voxgate).
+	ServiceName string `yaml:"service_name"`
+}
+
 // Secrets holds where the key that encrypts stored BYOK keys comes from.
 type Secrets struct {
 	// KeyEnv names an environment variable holding a base64 32-byte key.
@@ -345,15 +388,22 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&s); err != nil {
 		return err
 	}
+	// Errors are *yaml.TypeError values: yaml.v3 then goes on decoding the
+	// rest of the file, so one run reports every mistake.
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration like 500ms or 60s", n.Line, s)
+		return typeError("line %d: %q is not a duration like 500ms or 60s", n.Line, s)
 	}
 	if v < 0 {
-		return fmt.Errorf("line %d: duration %q must not be negative", n.Line, s)
+		return typeError("line %d: duration %q must not be negative", n.Line, s)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// typeError is a decoding error yaml.v3 collects instead of stopping at.
+func typeError(format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf(format, args...)}}
 }
 
 // D returns the value as a time.Duration.
@@ -399,7 +449,7 @@ func (m *Moderator) UnmarshalYAML(n *yaml.Node) error {
 // the other keys rendered as strings.
 func splitKnown(n *yaml.Node, known map[string]bool) (*yaml.Node, map[string]string, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, nil, fmt.Errorf("line %d: expected a mapping", n.Line)
+		return nil, nil, typeError("line %d: expected a mapping", n.Line)
 	}
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
 	settings := map[string]string{}
@@ -410,14 +460,15 @@ func splitKnown(n *yaml.Node, known map[string]bool) (*yaml.Node, map[string]str
 			continue
 		}
 		if v.Kind != yaml.ScalarNode {
-			return nil, nil, fmt.Errorf("line %d: plugin setting %q must be a plain value", v.Line, k.Value)
+			return nil, nil, typeError("line %d: plugin setting %q must be a plain value", v.Line, k.Value)
 		}
 		settings[k.Value] = v.Value
 	}
 	return out, settings, nil
 }
 
-// Load reads, expands, decodes and validates a config file.
+// Load reads, expands, decodes and validates a config file. A file with
+// mistakes gives an *Errors naming every one of them.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -425,11 +476,56 @@ func Load(path string) (*Config, error) {
 	}
 	cfg, err := Parse(data, os.LookupEnv)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		var es *Errors
+		if errors.As(err, &es) {
+			es.File = path
+			if es.Partial != nil {
+				es.Partial.Dir = dirOf(path)
+			}
+		}
+		return nil, err
 	}
 	cfg.Dir = dirOf(path)
 	return cfg, nil
 }
+
+// Errors is every mistake found in a config file, each naming its line
+// and key, in file order where the line is known.
+type Errors struct {
+	// File is the config file's path ("" for Parse).
+	File string
+	// Errs are the mistakes.
+	Errs []error
+	// Warnings are as Config.Warnings.
+	Warnings []string
+	// Partial is the config as far as it decoded, defaults applied, for
+	// checks of what it names (`voxgate config check` looks for its
+	// plugin binaries); nil when the text is not YAML. Never start from
+	// it.
+	Partial *Config
+}
+
+// Error lists the mistakes, one a line.
+func (e *Errors) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if len(e.Errs) == 1 {
+		b.WriteString(e.Errs[0].Error())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d mistakes:", len(e.Errs))
+	for _, err := range e.Errs {
+		b.WriteString("\n  ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the mistakes.
+func (e *Errors) Unwrap() []error { return e.Errs }
 
 func dirOf(path string) string {
 	i := strings.LastIndexByte(path, '/')
@@ -446,43 +542,89 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
 // Parse decodes and validates config text. lookup resolves ${ENV}
 // references (os.LookupEnv in production); an unset variable without a
-// `${NAME:-default}` default expands to "".
+// `${NAME:-default}` default expands to "" and gives a warning. Every
+// mistake is reported, in one *Errors.
 func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	// Expand inside scalar values only, after parsing, so that a secret
 	// containing YAML syntax cannot change the document's structure.
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, &Errors{Errs: []error{errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}}
 	}
-	expandNode(&root, lookup)
 	cfg := &Config{lines: map[string]int{}}
+	var errs []error
 	if doc := documentBody(&root); doc != nil {
-		if err := walkKnown(doc, reflect.TypeOf(cfg).Elem(), "", cfg.lines); err != nil {
-			return nil, err
-		}
+		expandNode(doc, "", lookup, func(line int, key, name string) {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("line %d: %s: ${%s} is not set, so the value is empty", line, key, name))
+		})
+		errs = append(errs, walkKnown(doc, reflect.TypeOf(cfg).Elem(), "", cfg.lines)...)
 		if err := doc.Decode(cfg); err != nil {
-			return nil, cfg.nameKeys(err)
+			errs = append(errs, cfg.decodeErrors(err)...)
 		}
 	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		errs = append(errs, unjoin(err)...)
+	}
+	if len(errs) > 0 {
+		sortByLine(errs)
+		return nil, &Errors{Errs: errs, Warnings: cfg.Warnings, Partial: cfg}
 	}
 	return cfg, nil
 }
 
-func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// sortByLine orders errors by the line they name; those naming none go
+// last, in the order they came.
+func sortByLine(errs []error) {
+	line := func(err error) int {
+		if m := lineRef.FindStringSubmatch(err.Error()); m != nil && strings.HasPrefix(err.Error(), "line ") {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		return math.MaxInt
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return line(errs[i]) < line(errs[j]) })
+}
+
+// expandNode replaces ${NAME} and ${NAME:-default} in the scalar values
+// under n (whose key path is path) and calls unset for each variable that
+// is not set and has no default.
+func expandNode(n *yaml.Node, path string, lookup func(string) (string, bool), unset func(line int, key, name string)) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return
+		}
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			sub := envRef.FindStringSubmatch(m)
 			if v, ok := lookup(sub[1]); ok && v != "" {
 				return v
 			}
+			if sub[2] == "" {
+				unset(n.Line, path, sub[1])
+			}
 			return sub[3]
 		})
-	}
-	for _, c := range n.Content {
-		expandNode(c, lookup)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			expandNode(n.Content[i+1], join(path, n.Content[i].Value), lookup, unset)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			expandNode(c, fmt.Sprintf("%s[%d]", path, i), lookup, unset)
+		}
+	default:
+		for _, c := range n.Content {
+			expandNode(c, path, lookup, unset)
+		}
 	}
 }
 
@@ -616,8 +758,31 @@ func (c *Config) Validate() error {
 		}
 		errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
 	}
-	if !strings.Contains(c.Server.Listen, ":") {
-		bad("server.listen", "%q is not host:port", c.Server.Listen)
+	if err := CheckListen(c.Server.Listen); err != nil {
+		bad("server.listen", "%v", err)
+	}
+	if l := c.Metrics.Listen; l != "" {
+		if err := CheckListen(l); err != nil {
+			bad("metrics.listen", "%v", err)
+		} else if l == c.Server.Listen && !strings.HasSuffix(l, ":0") {
+			bad("metrics.listen", "must differ from server.listen (%s): it is a listener of its own", l)
+		}
+	}
+	if t := c.Metrics.Token.Value(); t != "" && len(t) < 16 {
+		bad("metrics.token", "must be at least 16 characters (e.g. `openssl rand -hex 16`)")
+	}
+	if e := c.Tracing.Endpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("tracing.endpoint", "%q is not an http:// or https:// URL of an OTLP receiver", e)
+		}
+	}
+	switch c.Tracing.Protocol {
+	case "", "http/protobuf", "grpc":
+	default:
+		bad("tracing.protocol", "must be http/protobuf or grpc, got %q", c.Tracing.Protocol)
+	}
+	if r := c.Tracing.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+		bad("tracing.sample_ratio", "must be from 0 to 1, got %g", *r)
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
@@ -807,24 +972,65 @@ func (c *Config) Validate() error {
 
 var lineRef = regexp.MustCompile(`line (\d+): `)
 
-// nameKeys adds the key path to yaml.v3's "line N: cannot unmarshal"
+// decodeErrors splits yaml.v3's decoding error into one error per
+// mistake and adds the key path to its "line N: cannot unmarshal"
 // messages, which name only the line.
-func (c *Config) nameKeys(err error) error {
+func (c *Config) decodeErrors(err error) []error {
+	// A line names the deepest key on it, unless it holds several keys
+	// side by side ({a: 1, b: 2}): then the message cannot tell which.
 	byLine := map[string]string{}
-	for k, l := range c.lines {
-		if old, ok := byLine[strconv.Itoa(l)]; !ok || len(k) > len(old) {
-			byLine[strconv.Itoa(l)] = k
+	ambiguous := map[string]bool{}
+	for _, k := range sortedKeys(c.lines) {
+		if k == "" {
+			continue // the document itself
+		}
+		l := strconv.Itoa(c.lines[k])
+		old, ok := byLine[l]
+		switch {
+		case !ok || strings.HasPrefix(k, old+".") || strings.HasPrefix(k, old+"["):
+			byLine[l] = k
+		case !strings.HasPrefix(old, k+".") && !strings.HasPrefix(old, k+"["):
+			ambiguous[l] = true
 		}
 	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = lineRef.ReplaceAllStringFunc(msg, func(m string) string {
-		n := lineRef.FindStringSubmatch(m)[1]
-		if k, ok := byLine[n]; ok {
-			return "line " + n + ": " + k + ": "
-		}
-		return m
-	})
-	return errors.New(msg)
+	for l := range ambiguous {
+		delete(byLine, l)
+	}
+	msgs := []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	errs := make([]error, 0, len(msgs))
+	for _, msg := range msgs {
+		msg = lineRef.ReplaceAllStringFunc(msg, func(m string) string {
+			n := lineRef.FindStringSubmatch(m)[1]
+			if k, ok := byLine[n]; ok {
+				return "line " + n + ": " + k + ": "
+			}
+			return m
+		})
+		errs = append(errs, errors.New(msg))
+	}
+	return errs
+}
+
+// CheckListen checks a TCP listen address: host:port (the host may be
+// empty, meaning every interface), with a port from 0 (any free port) to
+// 65535.
+func CheckListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8080, or :8080 for every interface)", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", addr)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: %q is not a host name or IP address", addr, host)
+	}
+	return nil
 }
 
 // lineOf returns the line of key or of its nearest parent, 0 if unknown.

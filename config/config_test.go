@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -29,12 +31,19 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"bad duration", "server:\n  read_timeout: soon\n" + minimal, []string{"line 2", "not a duration"}},
 		{"wrong type", "server:\n  max_body_bytes: lots\n" + minimal, []string{"line 2", "max_body_bytes", "lots"}},
 		{"bad listen", "server:\n  listen: nowhere\n" + minimal, []string{"line 2", "server.listen"}},
+		{"listen port out of range", "server:\n  listen: 127.0.0.1:99999\n" + minimal, []string{"line 2", "server.listen", "0 to 65535"}},
+		{"listen port not a number", "server:\n  listen: 127.0.0.1:http\n" + minimal, []string{"line 2", "server.listen"}},
 		{"unknown ruleset", strings.Replace(minimal, "  acme:\n", "  acme:\n    moderation: strict\n", 1), []string{"orgs.acme.moderation", `unknown ruleset "strict"`}},
 		{"unknown provider in org", minimal + "      openai: {enabled: true}\n", []string{"orgs.acme.providers.openai", "unknown provider"}},
 		{"no plugin", "providers:\n  espeak: {instances: 2}\norgs:\n  a: {}\n", []string{"line 2", "providers.espeak.plugin", "required"}},
 		{"bad mode", minimal + "moderation:\n  rulesets:\n    r: {mode: maybe}\n", []string{"line 10", "moderation.rulesets.r.mode"}},
 		{"bad regexp", minimal + "moderation:\n  rulesets:\n    r:\n      checks:\n        - builtin: {categories: {x: {patterns: ['(']}}}\n", []string{"patterns[0]"}},
 		{"no orgs", "providers: {}\n", []string{"orgs"}},
+		{"tracing protocol", minimal + "tracing:\n  endpoint: http://127.0.0.1:4318\n  protocol: zipkin\n", []string{"tracing.protocol", "zipkin"}},
+		{"tracing endpoint", minimal + "tracing:\n  endpoint: collector:4318\n", []string{"tracing.endpoint"}},
+		{"tracing sample ratio", minimal + "tracing:\n  endpoint: http://x:4318\n  sample_ratio: 2\n", []string{"tracing.sample_ratio"}},
+		{"metrics token too short", minimal + "metrics:\n  token: abc\n", []string{"metrics.token", "16"}},
+		{"metrics listen", minimal + "metrics:\n  listen: 127.0.0.1:70000\n", []string{"metrics.listen", "65535"}},
 		{"bad yaml", "server: [\n", []string{"line"}},
 	}
 	for _, tt := range tests {
@@ -49,6 +58,91 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryMistakeInOneRun: an operator fixing a config sees all of its
+// mistakes at once, in file order, not one per run.
+func TestEveryMistakeInOneRun(t *testing.T) {
+	y := `server:
+  listen: 127.0.0.1:99999
+  colour: red
+  read_timeout: soon
+  max_body_bytes: lots
+storage:
+  log_retain_days: 0
+  frobnicate: true
+providers:
+  espeak: {plugin: voxgate-espeak, instances: 0, timeout: later, base_url: x}
+orgs:
+  acme:
+    moderation: strict
+    providers:
+      openai: {enabled: true}
+`
+	_, err := Parse([]byte(y), env(nil))
+	var es *Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("err = %v, want *Errors", err)
+	}
+	want := []string{
+		`line 2: server.listen`,
+		`line 3: unknown key "server.colour"`,
+		`line 4: server.read_timeout: "soon" is not a duration`,
+		`line 5: server.max_body_bytes`,
+		`unknown key "storage.frobnicate"`,
+		`line 10: "later" is not a duration`,
+		`orgs.acme.moderation: unknown ruleset "strict"`,
+		`orgs.acme.providers.openai: unknown provider`,
+	}
+	msg := err.Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the error does not mention %q:\n%s", w, msg)
+		}
+	}
+	if len(es.Errs) < len(want) {
+		t.Errorf("%d mistakes reported, want at least %d:\n%s", len(es.Errs), len(want), msg)
+	}
+	// In file order: each line number is at least the one before.
+	last := 0
+	for _, e := range es.Errs {
+		var n int
+		if _, err := fmt.Sscanf(e.Error(), "line %d:", &n); err == nil {
+			if n < last {
+				t.Errorf("mistakes out of order:\n%s", msg)
+			}
+			last = n
+		}
+	}
+}
+
+// TestUnsetVariablesWarn: ${VAR} of an unset variable is allowed (a
+// provider may be configured but unused) but named in a warning, with its
+// line and key; a default or a set variable gives none.
+func TestUnsetVariablesWarn(t *testing.T) {
+	y := `
+providers:
+  openai:
+    plugin: voxgate-openai
+    api_key: ${OPENAI_API_KEY}
+    base_url: ${OPENAI_URL:-https://example.invalid/v1}
+    project: ${SET_ONE}
+orgs:
+  acme:
+    providers:
+      openai: {enabled: true, byok: true, api_key: "${ACME_KEY}"}
+`
+	cfg, err := Parse([]byte(y), env(map[string]string{"SET_ONE": "p"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"line 5: providers.openai.api_key: ${OPENAI_API_KEY} is not set",
+		"line 11: orgs.acme.providers.openai.api_key: ${ACME_KEY} is not set",
+	}
+	if strings.Join(cfg.Warnings, "\n") != strings.Join([]string{want[0] + ", so the value is empty", want[1] + ", so the value is empty"}, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(cfg.Warnings, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -22,11 +22,12 @@ func documentBody(root *yaml.Node) *yaml.Node {
 
 var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
-// walkKnown records the line of every key path in lines and reports the first key of n that t has no yaml field for, with
-// its line and dotted path. yaml.v3 offers KnownFields only on a Decoder
-// over text, and decoding text would lose the ${ENV} expansion done on the
-// node tree, hence this small walk.
-func walkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int) error {
+// walkKnown records the line of every key path in lines and reports every
+// key of n that t has no yaml field for, with its line and dotted path.
+// yaml.v3 offers KnownFields only on a Decoder over text, and decoding text
+// would lose the ${ENV} expansion done on the node tree, hence this small
+// walk.
+func walkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int) []error {
 	lines[path] = n.Line
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -43,25 +44,25 @@ func walkKnown(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 		if n.Kind != yaml.MappingNode {
 			return nil // Decode reports the type error
 		}
+		var errs []error
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := walkKnown(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), lines); err != nil {
-				return err
-			}
+			errs = append(errs, walkKnown(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), lines)...)
 		}
+		return errs
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return nil
 		}
+		var errs []error
 		for i, c := range n.Content {
-			if err := walkKnown(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), lines); err != nil {
-				return err
-			}
+			errs = append(errs, walkKnown(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), lines)...)
 		}
+		return errs
 	}
 	return nil
 }
 
-func walkStruct(n *yaml.Node, t reflect.Type, path string, allowExtra bool, lines map[string]int) error {
+func walkStruct(n *yaml.Node, t reflect.Type, path string, allowExtra bool, lines map[string]int) []error {
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -74,6 +75,7 @@ func walkStruct(n *yaml.Node, t reflect.Type, path string, allowExtra bool, line
 		}
 		fields[name] = f.Type
 	}
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		ft, ok := fields[k.Value]
@@ -82,13 +84,12 @@ func walkStruct(n *yaml.Node, t reflect.Type, path string, allowExtra bool, line
 				lines[join(path, k.Value)] = k.Line
 				continue
 			}
-			return fmt.Errorf("line %d: unknown key %q", k.Line, join(path, k.Value))
+			errs = append(errs, fmt.Errorf("line %d: unknown key %q", k.Line, join(path, k.Value)))
+			continue
 		}
-		if err := walkKnown(n.Content[i+1], ft, join(path, k.Value), lines); err != nil {
-			return err
-		}
+		errs = append(errs, walkKnown(n.Content[i+1], ft, join(path, k.Value), lines)...)
 	}
-	return nil
+	return errs
 }
 
 func join(path, key string) string {

@@ -206,9 +206,9 @@ func TestCacheBackendDownIsAMiss(t *testing.T) {
 			t.Fatalf("with the cache down: %d %s", r.status, r.body)
 		}
 	}
-	m := tg.do("GET", "/metrics", "", nil)
-	if !strings.Contains(string(m.body), `voxgate_cache_requests_total{result="error"} 2`) {
-		t.Errorf("cache errors not counted:\n%s", grep(string(m.body), "voxgate_cache"))
+	m := string(tg.metricsBody())
+	if !strings.Contains(m, `voxgate_cache_requests_total{result="error"} 2`) {
+		t.Errorf("cache errors not counted:\n%s", grep(m, "voxgate_cache"))
 	}
 }
 

@@ -23,7 +23,7 @@ const gatewayAgent = "voxgate"
 // planCount reads voxgate_provider_plans_total for provider and result.
 func (tg *testGateway) planCount(provider, result string) int {
 	tg.t.Helper()
-	m := string(tg.do("GET", "/metrics", "", nil).body)
+	m := string(tg.metricsBody())
 	re := regexp.MustCompile(`voxgate_provider_plans_total\{provider="` + provider + `",result="` + result + `"\} (\d+)`)
 	sm := re.FindStringSubmatch(m)
 	if sm == nil {

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"time"
 
@@ -30,6 +32,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // Options tune Open.
@@ -38,6 +41,8 @@ type Options struct {
 	Logger *zap.Logger
 	// Banner receives the one-time development key message; nil discards.
 	Banner io.Writer
+	// Version is the build's version, for voxgate_build_info.
+	Version string
 }
 
 // Gateway is a running voxgate instance.
@@ -49,6 +54,7 @@ type Gateway struct {
 	auth    *auth.Authenticator
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
+	tracer  *tracing.Tracer
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
 	policy  *credentials.Policy
@@ -57,9 +63,11 @@ type Gateway struct {
 	admin   *admin.Server
 	host    *pluginhost.Host
 	ln      net.Listener
-	serveCh chan error
-	closers []func(context.Context) error
-	stopped bool
+	// metricsLn is metrics.listen's listener, if configured.
+	metricsLn net.Listener
+	serveCh   chan error
+	closers   []func(context.Context) error
+	stopped   bool
 }
 
 // Open prepares a gateway from cfg: opens storage, loads keys, starts the
@@ -74,11 +82,21 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		banner = io.Discard
 	}
 	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New(), policy: credentials.PolicyFrom(cfg)}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	g.metrics.Build(version, runtime.Version())
 	defer func() {
 		if err != nil {
 			g.close(context.Background())
 		}
 	}()
+	// Everything that can be known before starting is checked first, all
+	// at once: a start that cannot succeed changes nothing.
+	if err := Preflight(cfg); err != nil {
+		return nil, err
+	}
 
 	sc := StorageConfig(cfg)
 	g.store, err = driver.Open(ctx, sc)
@@ -87,6 +105,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
 	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
+
+	if g.tracer, err = newTracer(ctx, cfg, version); err != nil {
+		return nil, err
+	}
+	if g.tracer != nil {
+		// Closed late (closers run in reverse): the spans of requests
+		// that finish during shutdown are exported too.
+		g.closers = append(g.closers, g.tracer.Shutdown)
+		log.Info("tracing: exporting spans over OTLP", zap.String("endpoint", cfg.Tracing.Endpoint), zap.String("protocol", cfg.Tracing.Protocol))
+	}
 
 	keyFile := DefaultSecretsKeyFile(cfg)
 	if cfg.Secrets.KeyFile != "" {
@@ -102,9 +130,6 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 
 	g.auth, err = auth.New(ctx, g.store, g.orgExists)
 	if err != nil {
-		return nil, err
-	}
-	if err := g.devKeys(ctx); err != nil {
 		return nil, err
 	}
 	if w, ok := g.store.(store.KeyWatcher); ok {
@@ -137,6 +162,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Auth:            g.auth,
 		Logs:            g.logs,
 		Metrics:         g.metrics,
+		Tracer:          g.tracer,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -145,8 +171,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	return g, nil
 }
 
-// Start listens on the configured address and the admin socket and serves
-// in the background.
+// Start listens on the configured address and the admin socket, serves in
+// the background, and then makes the development keys (see devKeys).
 func (g *Gateway) Start() error {
 	ln, err := net.Listen("tcp", g.cfg.Server.Listen)
 	if err != nil {
@@ -162,11 +188,33 @@ func (g *Gateway) Start() error {
 		ln.Close()
 		return err
 	}
-	g.serveCh = make(chan error, 1)
+	if addr := g.cfg.Metrics.Listen; addr != "" {
+		if g.metricsLn, err = net.Listen("tcp", addr); err != nil {
+			ln.Close()
+			_ = g.admin.Close(context.Background())
+			return fmt.Errorf("metrics.listen %s: %w", addr, err)
+		}
+	}
+	g.serveCh = make(chan error, 2)
 	go func() { g.serveCh <- g.server.Serve(ln) }()
+	if g.metricsLn != nil {
+		go func() {
+			if err := g.server.ServeMetrics(g.metricsLn); err != nil {
+				g.serveCh <- fmt.Errorf("metrics listener: %w", err)
+			}
+		}()
+	}
+	g.logMetrics()
 	maxConns, perIP := g.server.ConnLimits()
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
+	// Only now: a development key is shown once, so it is made only by a
+	// start that succeeded. One made by a start that then failed (a plugin
+	// missing, the port taken) would be printed and lost, and the next
+	// start, seeing the org has a key, would show none.
+	if err := g.devKeys(context.Background()); err != nil {
+		return fmt.Errorf("development key: %w", err)
+	}
 	return nil
 }
 
@@ -242,6 +290,55 @@ func OrgBudgets(cfg *config.Config) map[string]budget.Limit {
 	return out
 }
 
+// newTracer returns the tracer the config asks for, nil (off) without
+// tracing.endpoint.
+func newTracer(ctx context.Context, cfg *config.Config, version string) (*tracing.Tracer, error) {
+	tc := cfg.Tracing
+	if tc.Endpoint == "" {
+		return nil, nil
+	}
+	o := tracing.Options{Endpoint: tc.Endpoint, Protocol: tc.Protocol, ServiceName: tc.ServiceName, Version: version}
+	if tc.SampleRatio != nil {
+		o.SampleRatio = *tc.SampleRatio
+		if o.SampleRatio == 0 {
+			o.SampleRatio = -1 // keep none of the new traces
+		}
+	}
+	if len(tc.Headers) > 0 {
+		o.Headers = make(map[string]string, len(tc.Headers))
+		for k, v := range tc.Headers {
+			o.Headers[k] = v.Value()
+		}
+	}
+	return tracing.New(ctx, o)
+}
+
+// logMetrics says where /metrics is served.
+func (g *Gateway) logMetrics() {
+	sock := zap.String("admin_socket", AdminSocket(g.cfg))
+	auth := zap.Bool("token_required", g.cfg.Metrics.Token != "")
+	switch {
+	case g.metricsLn != nil:
+		g.log.Info("metrics listening", zap.String("addr", "http://"+g.metricsLn.Addr().String()+"/metrics"), auth, sock)
+	case g.cfg.Metrics.Token != "":
+		g.log.Info("metrics on the public listener, behind metrics.token", sock)
+	default:
+		g.log.Info("metrics on the admin socket only; set metrics.listen or metrics.token to let Prometheus scrape", sock)
+	}
+}
+
+// MetricsAddr returns the metrics listener's address (host:port), "" when
+// metrics.listen is not set.
+func (g *Gateway) MetricsAddr() string {
+	if g.metricsLn == nil {
+		return ""
+	}
+	return g.metricsLn.Addr().String()
+}
+
+// MetricsHandler serves the metrics on the admin socket.
+func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler() }
+
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) server.Options {
 	o := server.Options{
@@ -255,6 +352,8 @@ func ServerOptions(cfg *config.Config) server.Options {
 		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
 		MaxConns:       cfg.Server.MaxConns,
 		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,
+		MetricsPublic:  cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
+		MetricsToken:   cfg.Metrics.Token.Value(),
 		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
 	}
 	for name, org := range cfg.Orgs {
@@ -323,6 +422,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		if err := g.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
+	}
+	if g.metricsLn != nil {
+		_ = g.metricsLn.Close() // in case its server had not started yet
 	}
 	// Acknowledged log rows first: they must reach disk even if stopping a
 	// plugin later runs out of time. (Close is idempotent; the closer
@@ -447,7 +549,7 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 			return err
 		}
 		g.log.Info("created development key", zap.String("org", org), zap.String("key_id", k.ID), zap.String("prefix", k.Prefix))
-		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.cfg.Server.Listen, plain)
+		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.Addr(), plain)
 	}
 	return nil
 }

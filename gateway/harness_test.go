@@ -25,6 +25,7 @@ import (
 type testGateway struct {
 	t    testing.TB
 	g    *gateway.Gateway
+	cfg  *config.Config
 	base string
 	dir  string
 	keys map[string]string // org -> key
@@ -98,7 +99,7 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 	if err := g.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	tg := &testGateway{t: t, g: g, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
+	tg := &testGateway{t: t, g: g, cfg: cfg, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
 		hc: &http.Client{Timeout: 60 * time.Second}}
 	for org := range cfg.Orgs {
 		key, _, err := g.CreateKey(ctx, org, "test", store.KeyScope{})

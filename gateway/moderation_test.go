@@ -241,7 +241,7 @@ func TestModerationAllowsAndLogs(t *testing.T) {
 	if n := mg.fake.CallsTo(openaimoderation.Path); n != 1 {
 		t.Errorf("the OpenAI fake got %d calls, want 1 (ruleset remote)", n)
 	}
-	metrics := string(mg.do("GET", "/metrics", "", nil).body)
+	metrics := string(mg.metricsBody())
 	for _, want := range []string{
 		`voxgate_moderation_decisions_total{decision="allow",reason="",ruleset="standard"} 1`,
 		`voxgate_moderation_duration_seconds_count{ruleset="closed"} 1`,

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"path/filepath"
 	"sort"
 
 	"go.uber.org/zap"
@@ -46,6 +45,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	if err := host.Start(ctx, specs); err != nil {
 		return err
 	}
+	g.metrics.PluginInstances(host.Instances)
 	plugins := map[string]sdk.Provider{}
 	for name := range cfg.Providers {
 		plugins[name] = host.Pool(name)
@@ -67,10 +67,15 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		}
 		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models),
 			zap.String("default_model", p.Desc.DefaultModel), zap.String("requests_sent_by", sender))
+		for _, m := range p.Desc.Models {
+			g.metrics.ProviderModel(p.ID, m.ID, m.Capabilities.Streaming, sender == "gateway")
+		}
 	}
-	dc, err := dispatch.New(dispatch.Options{Observe: func(provider, result string) {
-		g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc()
-	}})
+	dc, err := dispatch.New(dispatch.Options{
+		Observe: func(provider, result string) { g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc() },
+		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
+		Tracer:  g.tracer,
+	})
 	if err != nil {
 		return err
 	}
@@ -95,6 +100,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Moderator:   mod,
 		Direct:      dc,
 		Metrics:     g.metrics,
+		Tracer:      g.tracer,
 		Logger:      g.log.Named("speech"),
 	})
 	d.Ready = host.Ready
@@ -102,12 +108,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 }
 
 // pluginPath resolves a plugin binary name against plugins.dir.
-func (g *Gateway) pluginPath(name string) string {
-	if filepath.IsAbs(name) {
-		return name
-	}
-	return filepath.Join(g.cfg.Resolve(g.cfg.Plugins.Dir), name)
-}
+func (g *Gateway) pluginPath(name string) string { return pluginPath(g.cfg, name) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

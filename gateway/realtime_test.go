@@ -619,7 +619,7 @@ func TestRealtimeClientVanishes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The socket and its goroutines are gone.
-	for !strings.Contains(string(tg.do("GET", "/metrics", "", nil).body), "voxgate_realtime_sockets_open 0") {
+	for !strings.Contains(string(tg.metricsBody()), "voxgate_realtime_sockets_open 0") {
 		if time.Now().After(deadline) {
 			t.Fatal("the socket is still counted open")
 		}

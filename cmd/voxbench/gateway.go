@@ -46,6 +46,8 @@ func loadConfig(u *upstreams, accessLog, directHTTP bool, dsn string) func(liste
 		cfg := fmt.Sprintf(`server:
   listen: %s
   access_log: %t
+metrics:
+  token: `+metricsToken+`
 storage:
   path: %s%s
 plugins:
@@ -187,11 +189,14 @@ func (g *gatewayProc) get(path, key string) (int, []byte, error) {
 
 func (g *gatewayProc) pid() int { return g.cmd.Process.Pid }
 
+// metricsToken guards the benchmarked gateways' /metrics.
+const metricsToken = "voxbench-metrics-token"
+
 // metrics scrapes /metrics and returns the named counters and gauges,
 // summed over their label sets; a histogram's sum and count are named
 // NAME_sum and NAME_count.
 func (g *gatewayProc) metrics(names ...string) (map[string]float64, error) {
-	status, body, err := g.get("/metrics", "")
+	status, body, err := g.get("/metrics", metricsToken)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +20,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/gateway/admin"
@@ -34,56 +35,107 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `voxgate: a text-to-speech edge gateway
+// The command line is parsed by alecthomas/kong: every command is a struct
+// whose fields are its flags and arguments, with their help text in tags,
+// so `voxgate COMMAND --help` describes every flag of that command, and
+// parsing is done (and refused with exit status 2) before any command runs.
 
-Usage:
-  voxgate serve   [--config FILE] [--listen ADDR] [--data DATA]
-  voxgate keys    create --org ORG [--name NAME] [--config FILE] [--data DATA]
-  voxgate keys    list   [--org ORG] [--config FILE] [--data DATA]
-  voxgate keys    revoke KEY_ID [--config FILE] [--data DATA]
-  voxgate secrets set    --org ORG --provider PROVIDER [--config FILE] [--data DATA]   (reads the key from stdin)
-  voxgate secrets delete --org ORG --provider PROVIDER [--config FILE] [--data DATA]
-  voxgate migrate --to postgres --dsn URL [--config FILE] [--data PATH]
-  voxgate config  check  [--config FILE]
-  voxgate version
+// commandLine is the whole command line.
+type commandLine struct {
+	Serve   serveCmd   `cmd:"" help:"Run the gateway: serve the HTTP API and run the provider plugins."`
+	Keys    keysCmd    `cmd:"" help:"Create, list and revoke API keys, whether or not a gateway is running."`
+	Secrets secretsCmd `cmd:"" help:"Store or delete an organization's own provider key (BYOK), encrypted."`
+	Config  configCmd  `cmd:"" help:"Check a config file without starting anything."`
+	Migrate migrateCmd `cmd:"" help:"Copy a bbolt database into PostgreSQL (stop the gateway first)."`
+	Version versionCmd `cmd:"" help:"Print the version."`
+}
 
-FILE defaults to ./gateway.yaml. DATA overrides the config's storage: a
-bbolt file path, or a postgres:// URL (then storage.driver is postgres).
-`
+const description = `voxgate: a text-to-speech edge gateway.`
+
+// configFlag is the --config flag every command but version takes.
+type configFlag struct {
+	ConfigFile string `name:"config" default:"gateway.yaml" placeholder:"FILE" help:"The config file (default: ${default}); relative paths inside it are relative to it."`
+}
+
+// dataFlag is --data: the storage to use instead of the config's.
+type dataFlag struct {
+	Data string `placeholder:"DATA" help:"Storage to use instead of the config's: a bbolt file path, or a postgres:// URL (which selects storage.driver postgres)."`
+}
+
+// streams are the process's standard streams, bound into every Run.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitHelp stops parsing once --help has printed: kong calls its Exit
+// hook and would otherwise go on to check required flags.
+type exitHelp struct{ code int }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "serve":
-		err = serve(args[1:], stdout, stderr)
-	case "keys":
-		err = keys(args[1:], stdout)
-	case "secrets":
-		err = secrets(args[1:], stdin, stdout)
-	case "config":
-		err = configCmd(args[1:], stdout)
-	case "migrate":
-		err = migrateCmd(args[1:], stdout)
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "voxgate", version)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-	default:
-		fmt.Fprintf(stderr, "voxgate: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	var c commandLine
+	parser, err := kong.New(&c,
+		kong.Name("voxgate"),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitHelp{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, FlagsLast: true, NoExpandSubcommands: false, WrapUpperBound: 100}),
+		kong.Bind(&streams{stdin: stdin, stdout: stdout, stderr: stderr}),
+	)
 	if err != nil {
+		panic(err) // the cli struct is malformed: a bug, caught by every test
+	}
+	noCommand := len(args) == 0
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exitHelp)
+			if !ok {
+				panic(r)
+			}
+			code = e.code
+			if noCommand {
+				code = 2 // the usage was printed because something was missing
+			}
+		}
+	}()
+	switch {
+	case noCommand:
+		parser.Stdout = stderr
+		_, _ = parser.Parse([]string{"--help"})
+		return 2 // not reached: --help exits through exitHelp
+	case args[0] == "help":
+		// `voxgate help keys create` is `voxgate keys create --help`.
+		args = append(append([]string{}, args[1:]...), "--help")
+	case args[0] == "--version" || args[0] == "-v":
+		args = []string{"version"}
+	}
+	ctx, err := parser.Parse(args)
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil && pe.Context.Selected() == nil && !strings.HasPrefix(args[0], "-") {
+			err = fmt.Errorf("unknown command %q", args[0])
+		}
+		fmt.Fprintf(stderr, "voxgate: %v\n", err)
+		if pe != nil && pe.Context != nil {
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", commandPath(pe.Context))
+		} else {
+			fmt.Fprintln(stderr, "Run 'voxgate --help' for usage.")
+		}
+		return 2
+	}
+	if err := ctx.Run(); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "voxgate: %v\n\n%s", err, usage)
+			fmt.Fprintf(stderr, "voxgate: %v\nRun '%s --help' for usage.\n", err, commandPath(ctx))
 			return 2
 		}
 		fmt.Fprintf(stderr, "voxgate: %v\n", err)
@@ -92,28 +144,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-// flags parses a subcommand's flags; positional arguments may come before
-// or after the flags.
-func flags(name string, args []string, define func(*flag.FlagSet)) ([]string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	define(fs)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{fmt.Sprintf("%s: %v", name, err)}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+// commandPath names the command ctx selected, e.g. "voxgate keys create".
+func commandPath(ctx *kong.Context) string {
+	if n := ctx.Selected(); n != nil {
+		return n.FullPath()
 	}
+	return "voxgate"
 }
 
 func loadConfig(path string) (*config.Config, error) {
@@ -127,27 +163,37 @@ func loadConfig(path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-func serve(args []string, stdout, stderr io.Writer) error {
-	var cfgPath, listen, data, logLevel string
-	var devLog bool
-	if _, err := flags("serve", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
-		fs.StringVar(&listen, "listen", "", "listen address, overrides server.listen")
-		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
-		fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-		fs.BoolVar(&devLog, "dev-log", false, "human-readable logs instead of JSON")
-	}); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(cfgPath)
+// serveCmd is `voxgate serve`.
+type serveCmd struct {
+	configFlag
+	Listen string `placeholder:"ADDR" help:"The HTTP listen address, overriding server.listen (e.g. 127.0.0.1:8080, or :8080 for every interface)."`
+	dataFlag
+	LogLevel string `default:"info" enum:"debug,info,warn,error" help:"The least severe log level written: debug, info, warn or error."`
+	DevLog   bool   `help:"Write the log as human-readable console lines instead of JSON (coloured only on a terminal, and never with NO_COLOR set)."`
+}
+
+// Help is serve's long description.
+func (serveCmd) Help() string {
+	return `Runs the gateway until SIGINT or SIGTERM, then finishes in-flight requests
+(up to server.shutdown_timeout) and stops. Logs go to stderr as JSON lines;
+the development key of an org with dev_key: true is printed on stdout at its
+first successful start.`
+}
+
+// Run implements `voxgate serve`.
+func (c *serveCmd) Run(std *streams) error {
+	cfg, err := loadConfig(c.ConfigFile)
 	if err != nil {
 		return err
 	}
-	if listen != "" {
-		cfg.Server.Listen = listen
+	if c.Listen != "" {
+		cfg.Server.Listen = c.Listen
+		if err := config.CheckListen(c.Listen); err != nil {
+			return usageError{"--listen: " + err.Error()}
+		}
 	}
-	applyData(cfg, data)
-	log, err := newLogger(stderr, logLevel, devLog)
+	applyData(cfg, c.Data)
+	log, err := newLogger(std.stderr, c.LogLevel, c.DevLog)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -155,8 +201,11 @@ func serve(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	log.Info("starting voxgate", zap.String("version", version), zap.String("config", cfgPath))
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Banner: stdout})
+	log.Info("starting voxgate", zap.String("version", version), zap.String("config", c.ConfigFile))
+	for _, w := range cfg.Warnings {
+		log.Warn("config: " + w)
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Banner: std.stdout, Version: version})
 	if err != nil {
 		return err
 	}
@@ -182,6 +231,10 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	return stopped
 }
 
+// newLogger builds the gateway's logger on w: JSON lines, or with dev a
+// console format, coloured only when w is a terminal and NO_COLOR is not
+// set (https://no-color.org): escape codes in a file or a pipe make the
+// log harder to read and to search.
 func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
@@ -191,7 +244,10 @@ func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
 	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
 	var enc zapcore.Encoder
 	if dev {
-		encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		if colour(w) {
+			encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	} else {
 		enc = zapcore.NewJSONEncoder(encCfg)
@@ -202,6 +258,15 @@ func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
 	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 256 << 10, FlushInterval: time.Second}
 	core := zapcore.NewCore(enc, ws, lvl)
 	return zap.New(core), nil
+}
+
+// colour reports whether w is a terminal that should get colour.
+func colour(w io.Writer) bool {
+	if _, off := os.LookupEnv("NO_COLOR"); off {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // applyData applies a --data value: a postgres:// URL selects the
@@ -282,172 +347,206 @@ func parseScope(expires, providers, models, budgetFlag string, now time.Time) (s
 	return sc, auth.ValidateScope(sc)
 }
 
-func keys(args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"keys: say create, list or revoke"}
-	}
-	var cfgPath, data, org, name, expires, providers, models, budgetFlag string
-	pos, err := flags("keys "+args[0], args[1:], func(fs *flag.FlagSet) {
-		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
-		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
-		fs.StringVar(&org, "org", "", "organization")
-		fs.StringVar(&name, "name", "", "a label for the key")
-		fs.StringVar(&expires, "expires", "", "create: the key stops working after this duration (720h) or at this time (2027-01-31 or RFC 3339)")
-		fs.StringVar(&providers, "providers", "", "create: the only providers the key may use, comma-separated")
-		fs.StringVar(&models, "models", "", "create: the only models the key may use, comma-separated provider/model")
-		fs.StringVar(&budgetFlag, "budget", "", "create: the key's own credit budget, CREDITS/day or CREDITS/month")
-	})
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	switch args[0] {
-	case "create":
-		if org == "" {
-			return usageError{"keys create: --org is required"}
-		}
-		scope, err := parseScope(expires, providers, models, budgetFlag, time.Now())
-		if err != nil {
-			return usageError{"keys create: " + err.Error()}
-		}
-		return withBackend(cfgPath, data, func(c *admin.Client) error {
-			v, err := c.CreateKey(ctx, org, name, admin.View(&store.APIKey{Scope: scope}).Scope)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout, v.Key)
-			return nil
-		}, func(cfg *config.Config, st store.Backend) error {
-			if cfg.Orgs[org] == nil {
-				return fmt.Errorf("organization %q is not in the config; add it under orgs: first", org)
-			}
-			plain, _, err := auth.CreateKeyWith(ctx, st, org, name, scope)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout, plain)
-			return nil
-		})
-	case "list":
-		print := func(keys []admin.KeyView) {
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tORG\tNAME\tPREFIX\tCREATED\tSTATUS\tSCOPE")
-			for _, k := range keys {
-				status := "active"
-				if k.RevokedAt != nil {
-					status = "revoked " + k.RevokedAt.Format(time.RFC3339)
-				} else if sc := k.Scope; sc != nil && sc.ExpiresAt != nil && !sc.ExpiresAt.After(time.Now()) {
-					status = "expired " + sc.ExpiresAt.Format(time.RFC3339)
-				}
-				name := k.Name
-				if name == "" {
-					name = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.OrgID, name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status, describeScope(k.Scope))
-			}
-			tw.Flush()
-		}
-		return withBackend(cfgPath, data, func(c *admin.Client) error {
-			keys, err := c.ListKeys(ctx, org)
-			if err != nil {
-				return err
-			}
-			print(keys)
-			return nil
-		}, func(_ *config.Config, st store.Backend) error {
-			keys, err := st.ListKeys(ctx, org)
-			if err != nil {
-				return err
-			}
-			views := make([]admin.KeyView, 0, len(keys))
-			for i := range keys {
-				views = append(views, admin.View(&keys[i]))
-			}
-			print(views)
-			return nil
-		})
-	case "revoke":
-		if len(pos) != 1 {
-			return usageError{"keys revoke: give exactly one KEY_ID (see `voxgate keys list`)"}
-		}
-		id := pos[0]
-		done := func() { fmt.Fprintf(stdout, "revoked %s\n", id) }
-		return withBackend(cfgPath, data, func(c *admin.Client) error {
-			if _, err := c.RevokeKey(ctx, id); err != nil {
-				return err
-			}
-			done()
-			return nil
-		}, func(_ *config.Config, st store.Backend) error {
-			if _, err := st.RevokeKey(ctx, id); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("no key %s (see `voxgate keys list`)", id)
-				}
-				return err
-			}
-			done()
-			return nil
-		})
-	}
-	return usageError{fmt.Sprintf("keys: unknown subcommand %q", args[0])}
+// keysCmd is `voxgate keys`.
+type keysCmd struct {
+	Create keysCreateCmd `cmd:"" help:"Create a key for an organization and print it (only the key, once)."`
+	List   keysListCmd   `cmd:"" help:"List keys: id, org, name, prefix, created, status. Never the keys themselves."`
+	Revoke keysRevokeCmd `cmd:"" help:"Revoke a key by its id (see 'voxgate keys list'); it stops working at once."`
 }
 
-func secrets(args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"secrets: say set or delete"}
-	}
-	var cfgPath, data, org, provider string
-	if _, err := flags("secrets "+args[0], args[1:], func(fs *flag.FlagSet) {
-		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
-		fs.StringVar(&data, "data", "", "bbolt file or postgres:// URL, overrides storage")
-		fs.StringVar(&org, "org", "", "organization")
-		fs.StringVar(&provider, "provider", "", "provider id")
-	}); err != nil {
-		return err
-	}
-	if org == "" || provider == "" {
-		return usageError{"secrets: --org and --provider are required"}
-	}
+// keysHelp is the long description of the keys commands.
+const keysHelp = `While a gateway runs on a bbolt file, this goes through its admin socket;
+otherwise it opens the storage itself (PostgreSQL: always, and every
+instance applies the change within a second).`
+
+type keysCreateCmd struct {
+	configFlag
+	dataFlag
+	Org       string `required:"" placeholder:"ORG" help:"The organization (an id under orgs: in the config)."`
+	Name      string `placeholder:"NAME" help:"A label for the key, shown by 'keys list'."`
+	Expires   string `placeholder:"WHEN" help:"The key stops working after this long (720h) or at this time (2027-01-31, or RFC 3339)."`
+	Providers string `placeholder:"P,P" help:"The only providers the key may use, comma-separated (others: 403 key_scope_denied)."`
+	Models    string `placeholder:"P/M,P/M" help:"The only models the key may use, comma-separated provider/model."`
+	Budget    string `placeholder:"N/PERIOD" help:"The key's own credit budget, CREDITS/day or CREDITS/month (e.g. 5000/month)."`
+}
+
+func (keysCreateCmd) Help() string { return keysHelp }
+
+// Run implements `voxgate keys create`.
+func (c *keysCreateCmd) Run(std *streams) error {
 	ctx := context.Background()
-	switch args[0] {
-	case "set":
-		value, err := readSecret(stdin)
+	scope, err := parseScope(c.Expires, c.Providers, c.Models, c.Budget, time.Now())
+	if err != nil {
+		return usageError{"keys create: " + err.Error()}
+	}
+	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
+		v, err := a.CreateKey(ctx, c.Org, c.Name, admin.View(&store.APIKey{Scope: scope}).Scope)
 		if err != nil {
 			return err
 		}
-		return withBackend(cfgPath, data, func(c *admin.Client) error {
-			if err := c.SetSecret(ctx, org, provider, value); err != nil {
-				return err
+		fmt.Fprintln(std.stdout, v.Key)
+		return nil
+	}, func(cfg *config.Config, st store.Backend) error {
+		if cfg.Orgs[c.Org] == nil {
+			return fmt.Errorf("organization %q is not in the config; add it under orgs: first", c.Org)
+		}
+		plain, _, err := auth.CreateKeyWith(ctx, st, c.Org, c.Name, scope)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(std.stdout, plain)
+		return nil
+	})
+}
+
+type keysListCmd struct {
+	configFlag
+	dataFlag
+	Org string `placeholder:"ORG" help:"Only this organization's keys."`
+}
+
+func (keysListCmd) Help() string { return keysHelp }
+
+// Run implements `voxgate keys list`.
+func (c *keysListCmd) Run(std *streams) error {
+	ctx := context.Background()
+	print := func(keys []admin.KeyView) {
+		tw := tabwriter.NewWriter(std.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tORG\tNAME\tPREFIX\tCREATED\tSTATUS\tSCOPE")
+		for _, k := range keys {
+			status := "active"
+			if k.RevokedAt != nil {
+				status = "revoked " + k.RevokedAt.Format(time.RFC3339)
+			} else if sc := k.Scope; sc != nil && sc.ExpiresAt != nil && !sc.ExpiresAt.After(time.Now()) {
+				status = "expired " + sc.ExpiresAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(stdout, "stored the %s key of org %s (encrypted)\n", provider, org)
-			return nil
-		}, func(cfg *config.Config, st store.Backend) error {
-			s, err := sealerFor(cfg)
-			if err != nil {
-				return err
+			name := k.Name
+			if name == "" {
+				name = "-"
 			}
-			if err := credentials.StoreBYOK(ctx, st, s, credentials.PolicyFrom(cfg), org, provider, value); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "stored the %s key of org %s (encrypted)\n", provider, org)
-			return nil
-		})
-	case "delete":
-		return withBackend(cfgPath, data, func(c *admin.Client) error {
-			return c.DeleteSecret(ctx, org, provider)
-		}, func(_ *config.Config, st store.Backend) error {
-			return st.DeleteSecret(ctx, org, credentials.SecretName(provider))
-		})
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.OrgID, name, k.Prefix, k.CreatedAt.Format(time.RFC3339), status, describeScope(k.Scope))
+		}
+		tw.Flush()
 	}
-	return usageError{fmt.Sprintf("secrets: unknown subcommand %q", args[0])}
+	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
+		keys, err := a.ListKeys(ctx, c.Org)
+		if err != nil {
+			return err
+		}
+		print(keys)
+		return nil
+	}, func(_ *config.Config, st store.Backend) error {
+		keys, err := st.ListKeys(ctx, c.Org)
+		if err != nil {
+			return err
+		}
+		views := make([]admin.KeyView, 0, len(keys))
+		for i := range keys {
+			views = append(views, admin.View(&keys[i]))
+		}
+		print(views)
+		return nil
+	})
+}
+
+type keysRevokeCmd struct {
+	ID string `arg:"" name:"KEY_ID" help:"The key's id (the first column of 'voxgate keys list')."`
+	configFlag
+	dataFlag
+}
+
+func (keysRevokeCmd) Help() string { return keysHelp }
+
+// Run implements `voxgate keys revoke`.
+func (c *keysRevokeCmd) Run(std *streams) error {
+	ctx := context.Background()
+	done := func() { fmt.Fprintf(std.stdout, "revoked %s\n", c.ID) }
+	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
+		if _, err := a.RevokeKey(ctx, c.ID); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}, func(_ *config.Config, st store.Backend) error {
+		if _, err := st.RevokeKey(ctx, c.ID); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no key %s (see `voxgate keys list`)", c.ID)
+			}
+			return err
+		}
+		done()
+		return nil
+	})
+}
+
+// secretsCmd is `voxgate secrets`.
+type secretsCmd struct {
+	Set    secretsSetCmd    `cmd:"" help:"Store an organization's own key for a provider, read from stdin (not echoed on a terminal)."`
+	Delete secretsDeleteCmd `cmd:"" help:"Delete an organization's stored key for a provider."`
+}
+
+// secretFlags name whose key it is.
+type secretFlags struct {
+	configFlag
+	dataFlag
+	Org      string `required:"" placeholder:"ORG" help:"The organization."`
+	Provider string `required:"" placeholder:"PROVIDER" help:"The provider id (under providers: in the config)."`
+}
+
+type secretsSetCmd struct{ secretFlags }
+
+// Help is the long description of `secrets set`.
+func (secretsSetCmd) Help() string {
+	return `The key is encrypted (AES-256-GCM, bound to org and provider) with the
+secrets key (secrets.key_env or secrets.key_file) and never printed again.
+Example: printf %s "$KEY" | voxgate secrets set --org acme --provider elevenlabs`
+}
+
+// Run implements `voxgate secrets set`.
+func (c *secretsSetCmd) Run(std *streams) error {
+	ctx := context.Background()
+	value, err := readSecret(std.stdin, std.stderr)
+	if err != nil {
+		return err
+	}
+	stored := func() { fmt.Fprintf(std.stdout, "stored the %s key of org %s (encrypted)\n", c.Provider, c.Org) }
+	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
+		if err := a.SetSecret(ctx, c.Org, c.Provider, value); err != nil {
+			return err
+		}
+		stored()
+		return nil
+	}, func(cfg *config.Config, st store.Backend) error {
+		s, err := sealerFor(cfg)
+		if err != nil {
+			return err
+		}
+		if err := credentials.StoreBYOK(ctx, st, s, credentials.PolicyFrom(cfg), c.Org, c.Provider, value); err != nil {
+			return err
+		}
+		stored()
+		return nil
+	})
+}
+
+type secretsDeleteCmd struct{ secretFlags }
+
+// Run implements `voxgate secrets delete`.
+func (c *secretsDeleteCmd) Run(std *streams) error {
+	ctx := context.Background()
+	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
+		return a.DeleteSecret(ctx, c.Org, c.Provider)
+	}, func(_ *config.Config, st store.Backend) error {
+		return st.DeleteSecret(ctx, c.Org, credentials.SecretName(c.Provider))
+	})
 }
 
 // readSecret reads a key from stdin without echo on a terminal.
-func readSecret(stdin io.Reader) (string, error) {
+func readSecret(stdin io.Reader, stderr io.Writer) (string, error) {
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(os.Stderr, "provider key: ")
+		fmt.Fprint(stderr, "provider key: ")
 		b, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(os.Stderr)
+		fmt.Fprintln(stderr)
 		return strings.TrimSpace(string(b)), err
 	}
 	b, err := io.ReadAll(io.LimitReader(stdin, 64<<10))
@@ -475,60 +574,102 @@ func sealerFor(cfg *config.Config) (*credentials.Sealer, error) {
 	return credentials.NewSealer(k)
 }
 
-func configCmd(args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "check" {
-		return usageError{"config: say check"}
-	}
-	var cfgPath string
-	if _, err := flags("config check", args[1:], func(fs *flag.FlagSet) {
-		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file")
-	}); err != nil {
+// configCmd is `voxgate config`.
+type configCmd struct {
+	Check configCheckCmd `cmd:"" help:"Check a config file as 'serve' would, without starting anything: every mistake in one run."`
+}
+
+type configCheckCmd struct {
+	configFlag
+}
+
+// Help is the long description of `config check`.
+func (configCheckCmd) Help() string {
+	return `Reports every mistake in one run: unknown keys, bad values, references to
+rulesets or providers that do not exist, and what a start would find missing
+on this machine (plugin binaries, a writable storage path, the secrets key,
+a short enough admin socket path). ${VAR} references to unset variables are
+warnings. Exit status 1 when there is a mistake.`
+}
+
+// Run implements `voxgate config check`.
+func (c *configCheckCmd) Run(std *streams) error {
+	cfg, err := loadConfig(c.ConfigFile)
+	var es *config.Errors
+	switch {
+	case errors.As(err, &es):
+		// What the file names is checked too, as far as it decoded: one
+		// run shows every mistake.
+		if es.Partial != nil {
+			if perr := gateway.Preflight(es.Partial); perr != nil {
+				es.Errs = append(es.Errs, unjoin(perr)...)
+			}
+		}
+		warn(std.stderr, es.Warnings)
+		return es
+	case err != nil:
 		return err
 	}
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		return err
+	warn(std.stderr, cfg.Warnings)
+	if err := gateway.Preflight(cfg); err != nil {
+		return &config.Errors{File: c.ConfigFile, Errs: unjoin(err)}
 	}
-	fmt.Fprintf(stdout, "%s is valid: %d provider(s), %d org(s), %d moderation ruleset(s)\n", cfgPath, len(cfg.Providers), len(cfg.Orgs), len(cfg.Moderation.Rulesets))
+	fmt.Fprintf(std.stdout, "%s is valid: %d provider(s), %d org(s), %d moderation ruleset(s)\n", c.ConfigFile, len(cfg.Providers), len(cfg.Orgs), len(cfg.Moderation.Rulesets))
 	return nil
 }
 
-// migrateCmd copies the bbolt file into PostgreSQL: resumable, verified by
-// counts. The gateway must be stopped (it holds the file's lock).
-func migrateCmd(args []string, stdout io.Writer) error {
-	var cfgPath, data, to, dsn string
-	if _, err := flags("migrate", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&cfgPath, "config", "gateway.yaml", "config file (for the bbolt path)")
-		fs.StringVar(&data, "data", "", "bbolt file, overrides storage.path")
-		fs.StringVar(&to, "to", "", "destination driver: postgres")
-		fs.StringVar(&dsn, "dsn", "", "destination PostgreSQL URL (default $DATABASE_URL)")
-	}); err != nil {
-		return err
+func warn(w io.Writer, warnings []string) {
+	for _, m := range warnings {
+		fmt.Fprintln(w, "warning: "+m)
 	}
-	if to != config.DriverPostgres {
-		return usageError{"migrate: say --to postgres"}
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
-	if dsn == "" {
-		dsn = os.Getenv("DATABASE_URL")
-	}
-	if dsn == "" {
+	return []error{err}
+}
+
+// migrateCmd is `voxgate migrate`: it copies the bbolt file into
+// PostgreSQL, resumably, verified by counts. The gateway must be stopped
+// (it holds the file's lock).
+type migrateCmd struct {
+	configFlag
+	To   string `required:"" enum:"postgres" placeholder:"DRIVER" help:"The destination driver: postgres."`
+	DSN  string `name:"dsn" env:"DATABASE_URL" placeholder:"URL" help:"The destination PostgreSQL URL (default: $DATABASE_URL)."`
+	Data string `placeholder:"PATH" help:"The bbolt file to copy, instead of the config's storage.path."`
+}
+
+// Help is migrate's long description.
+func (migrateCmd) Help() string {
+	return `It can be stopped and run again (it resumes), and ends by counting every
+kind of record on both sides. Keep the same secrets key afterwards so that
+stored provider keys still open.`
+}
+
+// Run implements `voxgate migrate`.
+func (c *migrateCmd) Run(std *streams) error {
+	stdout := std.stdout
+	if c.DSN == "" {
 		return usageError{"migrate: give --dsn postgres://... (or set DATABASE_URL)"}
 	}
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := loadConfig(c.ConfigFile)
 	if err != nil {
 		return err
 	}
 	path := cfg.Resolve(cfg.Storage.Path)
-	if data != "" {
-		path = data
+	if c.Data != "" {
+		path = c.Data
 	}
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("no bbolt file to migrate at %s: %w", path, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "copying %s into postgres %s\n", path, driver.Describe(driver.Config{Driver: driver.Postgres, DSN: dsn}))
-	r, err := migrate.BoltToPostgres(ctx, path, dsn, func(line string) { fmt.Fprintln(stdout, "  "+line) })
+	fmt.Fprintf(stdout, "copying %s into postgres %s\n", path, driver.Describe(driver.Config{Driver: driver.Postgres, DSN: c.DSN}))
+	r, err := migrate.BoltToPostgres(ctx, path, c.DSN, func(line string) { fmt.Fprintln(stdout, "  "+line) })
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("%s is held by a running gateway: stop it first, then migrate", path)
 	}
@@ -563,4 +704,13 @@ func describeScope(sc *admin.ScopeView) string {
 		parts = append(parts, fmt.Sprintf("budget %d/%s", sc.Budget, sc.BudgetPeriod))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// versionCmd is `voxgate version` (also --version, -v).
+type versionCmd struct{}
+
+// Run implements `voxgate version`.
+func (versionCmd) Run(std *streams) error {
+	fmt.Fprintln(std.stdout, "voxgate", version)
+	return nil
 }

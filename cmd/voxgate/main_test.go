@@ -70,13 +70,19 @@ orgs:
     dev_key: %v
     providers:
       espeak: {enabled: true}
-`, pluginsDir(), devKey)
+metrics:
+  token: %s
+`, pluginsDir(), devKey, metricsToken)
 	path := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
+
+// metricsToken guards /metrics on the public listener of writeConfig's
+// gateways.
+const metricsToken = "cli-test-metrics-token"
 
 // cli runs the binary to completion.
 func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -348,13 +354,17 @@ func TestCLIErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no command", nil, 2, "Usage"},
+		{"no command", nil, 2, "Usage: voxgate <command>"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 		{"missing config", []string{"serve", "--config", filepath.Join(dir, "none.yaml")}, 1, "--config FILE"},
 		{"unknown key", []string{"serve", "--config", bad}, 1, `line 3: unknown key "server.colour"`},
 		{"config check", []string{"config", "check", "--config", bad}, 1, "server.colour"},
-		{"keys without org", []string{"keys", "create", "--config", bad}, 2, "--org is required"},
-		{"bad flag", []string{"serve", "--nope"}, 2, "flag provided but not defined"},
+		{"keys without org", []string{"keys", "create", "--config", bad}, 2, "missing flags: --org"},
+		{"bad flag", []string{"serve", "--nope"}, 2, "unknown flag --nope"},
+		{"bad flag names the command's help", []string{"keys", "list", "--nope"}, 2, "voxgate keys list --help"},
+		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level must be one of"},
+		{"bad listen", []string{"serve", "--config", writeConfig(t, dir, false), "--listen", "127.0.0.1:99999"}, 2, "0 to 65535"},
+		{"version", []string{"--version"}, 0, "voxgate "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -363,5 +373,199 @@ func TestCLIErrors(t *testing.T) {
 				t.Fatalf("code %d (want %d), output %q %q, want %q", code, tt.code, out, stderr, tt.want)
 			}
 		})
+	}
+}
+
+// TestHelp: every command's --help is its own usage, on stdout with exit
+// status 0, describing each of its flags.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"Usage: voxgate <command>", "serve", "keys create", "secrets set", "config check", "migrate", "version"}},
+		{[]string{"serve", "--help"}, []string{"Usage: voxgate serve", "--config=FILE", "gateway.yaml", "--listen=ADDR", "--data=DATA",
+			"--log-level=", "debug, info, warn or error", "--dev-log", "human-readable"}},
+		{[]string{"keys", "create", "--help"}, []string{"Usage: voxgate keys create --org=ORG", "--org=ORG", "--name=NAME", "--data=DATA", "postgres://", "admin socket"}},
+		{[]string{"keys", "list", "-h"}, []string{"Usage: voxgate keys list", "--org=ORG", "--data=DATA"}},
+		{[]string{"keys", "revoke", "--help"}, []string{"Usage: voxgate keys revoke <KEY_ID>", "--data=DATA"}},
+		{[]string{"secrets", "set", "--help"}, []string{"Usage: voxgate secrets set", "--org=ORG", "--provider=PROVIDER", "--data=DATA", "stdin"}},
+		{[]string{"secrets", "delete", "--help"}, []string{"--org=ORG", "--provider=PROVIDER", "--data=DATA"}},
+		{[]string{"config", "check", "--help"}, []string{"Usage: voxgate config check", "--config=FILE", "every mistake"}},
+		{[]string{"migrate", "--help"}, []string{"Usage: voxgate migrate --to=DRIVER", "--dsn=URL", "DATABASE_URL", "--data=PATH"}},
+		{[]string{"help", "keys", "create"}, []string{"Usage: voxgate keys create"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, stderr, code := cli(t, tt.args...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("code %d, stderr %q", code, stderr)
+			}
+			flat := strings.Join(strings.Fields(out), " ") // help wraps lines
+			for _, w := range tt.want {
+				if !strings.Contains(flat, w) {
+					t.Errorf("help lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.HasPrefix(out, "voxgate: ") {
+				t.Errorf("help reads as an error:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestConfigCheck: every mistake of a config in one run, including what
+// only start-up used to find (a plugin binary that is not there), and a
+// warning for each unset variable; a good config passes.
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	_ = os.WriteFile(path, []byte(fmt.Sprintf(`server:
+  listen: 127.0.0.1:99999
+  colour: red
+plugins:
+  dir: %s
+providers:
+  espeak: {plugin: voxgate-espeak, managed: true}
+  ghost:
+    plugin: voxgate-ghost
+    api_key: ${VOXGATE_TEST_UNSET_KEY}
+orgs:
+  acme:
+    moderation: strict
+    providers:
+      espeak: {enabled: true}
+`, pluginsDir())), 0o600)
+	out, stderr, code := cli(t, "config", "check", "--config", path)
+	if code != 1 {
+		t.Fatalf("code %d, want 1; %s %s", code, out, stderr)
+	}
+	for _, w := range []string{
+		"4 mistakes",
+		"line 2: server.listen",
+		"providers.ghost.plugin: binary ",
+		`line 3: unknown key "server.colour"`,
+		`orgs.acme.moderation: unknown ruleset "strict"`,
+		"warning: line 10: providers.ghost.api_key: ${VOXGATE_TEST_UNSET_KEY} is not set",
+	} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("config check output lacks %q:\n%s", w, stderr)
+		}
+	}
+	// Fix the file's own mistakes: what start would find is left, the
+	// missing plugin binary, still without starting anything.
+	fixed := strings.NewReplacer("127.0.0.1:99999", "127.0.0.1:0", "  colour: red\n", "", "    moderation: strict\n", "").Replace(readFile(t, path))
+	_ = os.WriteFile(path, []byte(fixed), 0o600)
+	out, stderr, code = cli(t, "config", "check", "--config", path)
+	if code != 1 || !strings.Contains(stderr, "providers.ghost.plugin: binary ") || !strings.Contains(stderr, "voxgate-ghost not found") {
+		t.Fatalf("missing plugin binary: code %d, %s %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("config check created the data directory (%v): it must not change anything", err)
+	}
+	fixed = strings.Replace(fixed, "voxgate-ghost", "voxgate-espeak", 1)
+	_ = os.WriteFile(path, []byte(fixed), 0o600)
+	out, stderr, code = cli(t, "config", "check", "--config", path)
+	if code != 0 || !strings.Contains(out, "is valid") || !strings.Contains(stderr, "warning: ") {
+		t.Fatalf("good config: code %d, %s %s", code, out, stderr)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestDevKeyNotBurnedByFailedStart: a first start that fails (here a
+// plugin binary is missing) prints no key and makes none, so the start
+// that works prints it.
+func TestDevKeyNotBurnedByFailedStart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, true)
+	good := readFile(t, cfg)
+	broken := strings.Replace(good, "  espeak: {plugin: voxgate-espeak, managed: true}\n",
+		"  espeak: {plugin: voxgate-espeak, managed: true}\n  other: {plugin: voxgate-not-built}\n", 1)
+	_ = os.WriteFile(cfg, []byte(broken), 0o600)
+	out, stderr, code := cli(t, "serve", "--config", cfg, "--listen", freePort(t))
+	if code != 1 || !strings.Contains(stderr, "voxgate-not-built not found") {
+		t.Fatalf("broken start: code %d, stderr %s", code, stderr)
+	}
+	if strings.Contains(out, "vxk_") {
+		t.Fatalf("a failed start printed a development key:\n%s", out)
+	}
+	_ = os.WriteFile(cfg, []byte(good), 0o600)
+	s := startServe(t, cfg)
+	banner := s.stdout.String()
+	i := strings.Index(banner, "vxk_")
+	if i < 0 {
+		t.Fatalf("no development key printed after a failed first start: %q", banner)
+	}
+	key := strings.Fields(banner[i:])[0]
+	if st, _ := get(t, s.addr, "/v1/voices", key); st != 200 {
+		t.Fatalf("dev key rejected: %d", st)
+	}
+	if !strings.Contains(banner, "http://"+s.addr+"/v1/voices") {
+		t.Errorf("the banner's example does not name the address served: %q", banner)
+	}
+}
+
+// TestKeysAndSecretsTakeData: --data points keys and secrets at the same
+// storage as serve --data, in place of the config's.
+func TestKeysAndSecretsTakeData(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	data := filepath.Join(dir, "other", "v.db")
+	out, stderr, code := cli(t, "keys", "create", "--config", cfg, "--data", data, "--org", "acme")
+	key := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(key, "vxk_") {
+		t.Fatalf("keys create --data: %d %q %q", code, out, stderr)
+	}
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("keys create --data did not use %s: %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Fatalf("keys create --data also touched the config's storage: %v", err)
+	}
+	cmd := exec.Command(binary(t), "secrets", "set", "--config", cfg, "--data", data, "--org", "acme", "--provider", "espeak")
+	cmd.Stdin = strings.NewReader("sk-test-value")
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "stored the espeak key") {
+		t.Fatalf("secrets set --data: %v %s", err, b)
+	}
+	list, _, code := cli(t, "keys", "list", "--config", cfg, "--data", data)
+	if code != 0 || !strings.Contains(list, "acme") {
+		t.Fatalf("keys list --data:\n%s", list)
+	}
+	s := startServe(t, cfg, "--data", data)
+	if st, body := get(t, s.addr, "/v1/voices", key); st != 200 {
+		t.Fatalf("the key made with --data is unknown to serve --data: %d %s", st, body)
+	}
+	if _, stderr, code := cli(t, "secrets", "delete", "--config", cfg, "--data", data, "--org", "acme", "--provider", "espeak"); code != 0 {
+		t.Fatalf("secrets delete --data (through the admin socket): %s", stderr)
+	}
+	id := keyID(t, list, key)
+	if _, stderr, code := cli(t, "keys", "revoke", id, "--config", cfg, "--data", data); code != 0 {
+		t.Fatalf("keys revoke --data: %s", stderr)
+	}
+	if st, _ := get(t, s.addr, "/v1/voices", key); st != 401 {
+		t.Fatalf("revoked key still works: %d", st)
+	}
+}
+
+// TestDevLogPlainWhenNotATerminal: --dev-log colours its levels only on a
+// terminal; into a pipe or a file it writes plain text.
+func TestDevLogPlainWhenNotATerminal(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, writeConfig(t, dir, false), "--dev-log")
+	s.stop(t)
+	logs := s.logs.String()
+	if !strings.Contains(logs, "INFO") || !strings.Contains(logs, "listening") {
+		t.Fatalf("no console log lines:\n%s", logs)
+	}
+	if strings.Contains(logs, "\x1b[") {
+		t.Fatalf("--dev-log wrote colour codes into a pipe:\n%q", logs[:min(len(logs), 400)])
 	}
 }

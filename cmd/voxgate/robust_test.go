@@ -110,7 +110,9 @@ func TestDescriptorExhaustion(t *testing.T) {
 			t.Fatalf("the gateway does not answer after the connections closed: %v", err)
 		}
 	}
-	resp, err := http.Get("http://" + s.addr + "/metrics")
+	req, _ := http.NewRequest("GET", "http://"+s.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+metricsToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

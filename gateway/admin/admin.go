@@ -118,6 +118,11 @@ func Listen(path string, b Backend) (*Server, error) {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	// The metrics, always: the public listener serves them only when
+	// configured to (metrics: in the config).
+	if m, ok := b.(interface{ MetricsHandler() http.Handler }); ok {
+		mux.Handle("GET /metrics", m.MetricsHandler())
+	}
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Org, Name string

@@ -26,6 +26,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpproxy"
+
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // Options tune a Client. Zero values take the defaults.
@@ -48,6 +50,13 @@ type Options struct {
 	// Observe, if set, is told how each plan was obtained: result is
 	// "planned", "reused" or "unsupported".
 	Observe func(provider, result string)
+	// Retried, if set, is told of each retry of a request: reason is the
+	// status retried ("429", "503", ...) or "transport" (no answer). The
+	// one reconnect on a pooled connection the provider had closed is
+	// not a retry: the request never reached the provider.
+	Retried func(provider, reason string)
+	// Tracer traces each attempt as an HTTP client span; nil is off.
+	Tracer *tracing.Tracer
 }
 
 func (o Options) withDefaults() Options {
@@ -72,6 +81,9 @@ func (o Options) withDefaults() Options {
 	if o.Observe == nil {
 		o.Observe = func(string, string) {}
 	}
+	if o.Retried == nil {
+		o.Retried = func(string, string) {}
+	}
 	return o
 }
 
@@ -81,6 +93,8 @@ type Client struct {
 	plans   *planCache
 	now     func() time.Time
 	observe func(provider, result string)
+	retried func(provider, reason string)
+	tracer  *tracing.Tracer
 }
 
 // New returns a Client. It honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY
@@ -126,7 +140,7 @@ func New(o Options) (*Client, error) {
 			return nil
 		}
 	}
-	return &Client{http: hc, plans: newPlanCache(o.MaxPlans), now: o.Now, observe: o.Observe}, nil
+	return &Client{http: hc, plans: newPlanCache(o.MaxPlans), now: o.Now, observe: o.Observe, retried: o.Retried, tracer: o.Tracer}, nil
 }
 
 // proxyFromEnv reports whether a proxy is configured in the environment.

@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/voxgate/voxgate/gateway/tracing"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
 )
@@ -95,14 +100,20 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 	for attempt := 1; ; attempt++ {
 		resp := fasthttp.AcquireResponse()
 		resp.StreamBody = stream
+		_, span := c.tracer.Start(ctx, p.method, trace.SpanKindClient)
 		var err error
 		if hasDeadline {
 			err = c.http.DoDeadline(req, resp, deadline)
 		} else {
 			err = c.http.Do(req, resp)
 		}
+		if span.IsRecording() {
+			traceAttempt(span, p, req, resp, attempt, err)
+		}
+		span.End()
 		last := attempt >= p.attempts
 		var wait time.Duration
+		reason := "transport"
 		switch {
 		case errors.Is(err, fasthttp.ErrBodyTooLarge):
 			release(resp)
@@ -121,6 +132,7 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 		case !upstream.RetryableStatus(resp.StatusCode()) || last:
 			return nil, c.failure(ctx, p, resp, explain)
 		default:
+			reason = strconv.Itoa(resp.StatusCode())
 			wait = policy.Backoff(attempt)
 			if ra := retryAfter(resp, c.now()); ra > 0 {
 				if ra > maxRetryAfter {
@@ -133,12 +145,38 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 			}
 			release(resp)
 		}
+		c.retried(p.provider, reason)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			return nil, transportError(ctx, p.provider, ctx.Err())
+		}
+	}
+}
+
+// traceAttempt describes one attempt on its span, after the HTTP
+// semantic conventions. The URL is recorded without its query: some
+// providers take the API key there.
+func traceAttempt(span trace.Span, p *Planned, req *fasthttp.Request, resp *fasthttp.Response, attempt int, err error) {
+	span.SetAttributes(
+		tracing.HTTPMethod.String(p.method),
+		tracing.URLFull.String(string(req.URI().Scheme())+"://"+string(req.URI().Host())+string(req.URI().Path())),
+		attribute.String("gen_ai.provider.name", p.provider),
+	)
+	if attempt > 1 {
+		span.SetAttributes(tracing.ResendCount.Int(attempt - 1))
+	}
+	switch {
+	case err != nil:
+		span.SetAttributes(tracing.ErrorType.String("transport"))
+		span.SetStatus(codes.Error, err.Error())
+	default:
+		span.SetAttributes(tracing.HTTPStatus.Int(resp.StatusCode()))
+		if resp.StatusCode() >= 400 {
+			span.SetAttributes(tracing.ErrorType.String(strconv.Itoa(resp.StatusCode())))
+			span.SetStatus(codes.Error, "")
 		}
 	}
 }

@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,12 +20,27 @@ type Metrics struct {
 
 	// Requests counts HTTP requests by route pattern and status.
 	Requests *prometheus.CounterVec
-	// Latency observes request durations by route pattern.
+	// Latency observes request durations by route pattern, from the
+	// request's arrival to its last byte: a stream's whole length, not
+	// its time to headers.
 	Latency *prometheus.HistogramVec
-	// ProviderCalls counts plugin calls by provider, operation and outcome.
+	// InFlight is the HTTP requests being served (streams until their
+	// last byte).
+	InFlight prometheus.Gauge
+	// TimeToFirstAudio observes, per provider and model, the time from a
+	// stream request's arrival to its first audio written to the client.
+	TimeToFirstAudio *prometheus.HistogramVec
+	// ProviderCalls counts provider calls by provider, model, operation
+	// and outcome.
 	ProviderCalls *prometheus.CounterVec
-	// ProviderLatency observes plugin call durations.
+	// ProviderLatency observes provider call durations by provider, model
+	// and operation.
 	ProviderLatency *prometheus.HistogramVec
+	// UpstreamRetries counts the retries of the requests the gateway
+	// sends to providers itself (planned requests), by provider and
+	// reason: the status that was retried (429, 503, ...) or "transport".
+	// Retries a plugin makes inside its own process are not seen here.
+	UpstreamRetries *prometheus.CounterVec
 	// ProviderPlans counts how the requests of planning plugins were
 	// sent, by provider and result: planned (a plugin call), reused (a
 	// cached plan) or unsupported (the plugin sends it itself).
@@ -58,6 +75,16 @@ type Metrics struct {
 func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
+		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "voxgate_http_requests_in_flight", Help: "HTTP requests being served; a stream counts until its last byte.",
+		}),
+		TimeToFirstAudio: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "voxgate_time_to_first_audio_seconds", Help: "Streams: time from the request's arrival to its first audio written to the client, by provider and model.",
+			Buckets: []float64{.01, .025, .05, .1, .15, .2, .3, .5, .75, 1, 1.5, 2.5, 5, 10},
+		}, []string{"provider", "model"}),
+		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_upstream_retries_total", Help: "Retries of requests the gateway sends to providers itself, by provider and reason (the retried status, or transport).",
+		}, []string{"provider", "reason"}),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxgate_http_requests_total", Help: "HTTP requests by route and status.",
 		}, []string{"route", "status"}),
@@ -66,12 +93,12 @@ func New() *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route"}),
 		ProviderCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "voxgate_provider_calls_total", Help: "Provider plugin calls by provider, operation and outcome.",
-		}, []string{"provider", "op", "outcome"}),
+			Name: "voxgate_provider_calls_total", Help: "Provider calls by provider, model, operation and outcome.",
+		}, []string{"provider", "model", "op", "outcome"}),
 		ProviderLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "voxgate_provider_call_duration_seconds", Help: "Provider plugin call latency.",
+			Name: "voxgate_provider_call_duration_seconds", Help: "Provider call latency by provider, model and operation (a stream: until its end).",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"provider", "op"}),
+		}, []string{"provider", "model", "op"}),
 		ProviderPlans: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxgate_provider_plans_total", Help: "Plans of requests the gateway sends for planning plugins, by provider and result (planned, reused, unsupported).",
 		}, []string{"provider", "result"}),
@@ -104,7 +131,7 @@ func New() *Metrics {
 			Name: "voxgate_rate_limit_errors_total", Help: "Requests whose rate limit could not be checked (shared limiter unreachable).",
 		}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
+	m.Registry.MustRegister(m.Requests, m.Latency, m.InFlight, m.TimeToFirstAudio, m.UpstreamRetries, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
 		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors, m.CacheRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -115,6 +142,79 @@ func New() *Metrics {
 		m.CacheRequests.WithLabelValues(r)
 	}
 	return m
+}
+
+// Routes gives each route's series a zero, so a dashboard shows 0 and not
+// "no data" before the first request (the status label starts at 200).
+func (m *Metrics) Routes(routes ...string) {
+	for _, r := range routes {
+		m.Requests.WithLabelValues(r, "200")
+		m.Latency.WithLabelValues(r)
+	}
+}
+
+// ProviderModel gives a provider model's series their zeros: calls and
+// latency of each operation, time to first audio when it streams, and
+// the upstream retries of the usual reasons when the gateway sends its
+// requests.
+func (m *Metrics) ProviderModel(provider, model string, streams, direct bool) {
+	ops := []string{"synthesize"}
+	if streams {
+		ops = append(ops, "stream")
+		m.TimeToFirstAudio.WithLabelValues(provider, model)
+	}
+	for _, op := range ops {
+		m.ProviderCalls.WithLabelValues(provider, model, op, "ok")
+		m.ProviderLatency.WithLabelValues(provider, model, op)
+	}
+	if direct {
+		for _, reason := range []string{"429", "503", "transport"} {
+			m.UpstreamRetries.WithLabelValues(provider, reason)
+		}
+	}
+}
+
+// Build registers voxgate_build_info: 1, labelled with the build's version
+// and Go version, the usual way to join a version to other series.
+func (m *Metrics) Build(version, goVersion string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "voxgate_build_info", Help: "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": goVersion},
+	})
+	g.Set(1)
+	m.Registry.MustRegister(g)
+}
+
+// PluginInstances registers voxgate_plugin_instances_up and
+// voxgate_plugin_instances (configured), per plugin, read at each scrape
+// from count, which calls yield once per plugin.
+func (m *Metrics) PluginInstances(count func(yield func(plugin string, up, configured int))) {
+	m.Registry.MustRegister(pluginCollector{count: count})
+}
+
+var (
+	pluginUpDesc = prometheus.NewDesc("voxgate_plugin_instances_up",
+		"Plugin processes that are healthy (started, answering pings), by plugin.", []string{"plugin"}, nil)
+	pluginWantDesc = prometheus.NewDesc("voxgate_plugin_instances",
+		"Plugin processes configured (instances), by plugin.", []string{"plugin"}, nil)
+)
+
+// pluginCollector reads the plugin pools at scrape time, so the gauge is
+// never behind a restart.
+type pluginCollector struct {
+	count func(yield func(plugin string, up, configured int))
+}
+
+func (pluginCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pluginUpDesc
+	ch <- pluginWantDesc
+}
+
+func (c pluginCollector) Collect(ch chan<- prometheus.Metric) {
+	c.count(func(plugin string, up, configured int) {
+		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, float64(up), plugin)
+		ch <- prometheus.MustNewConstMetric(pluginWantDesc, prometheus.GaugeValue, float64(configured), plugin)
+	})
 }
 
 // LogQueue registers gauges for the request-log writer.
@@ -134,5 +234,10 @@ func (m *Metrics) LogQueue(depth func() int, dropped, written func() uint64) {
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() fasthttp.RequestHandler {
-	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return fasthttpadaptor.NewFastHTTPHandler(m.HTTPHandler())
+}
+
+// HTTPHandler is Handler for net/http (the admin socket).
+func (m *Metrics) HTTPHandler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }

@@ -101,6 +101,9 @@ func (h *Host) Start(ctx context.Context, specs []Spec) error {
 		}
 		p := newPool(sp, h.opts)
 		h.pools[sp.Name] = p
+		if h.opts.Metrics != nil {
+			h.opts.Metrics.PluginRestarts.WithLabelValues(sp.Name) // a zero, not "no data"
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -117,6 +120,20 @@ func (h *Host) Start(ctx context.Context, specs []Spec) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Instances calls yield with each plugin's healthy and configured
+// process counts, in name order (the voxgate_plugin_instances gauges).
+func (h *Host) Instances(yield func(plugin string, up, configured int)) {
+	names := make([]string, 0, len(h.pools))
+	for name := range h.pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := h.pools[name]
+		yield(name, p.healthyCount(), len(p.instances))
+	}
 }
 
 // Pool returns the pool of a plugin, nil if unknown.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,11 +16,17 @@ import (
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // benchServer builds a real server (bbolt file, auth cache, metrics, log
 // writer) and returns its outermost handler and a valid key.
 func benchServer(b *testing.B) (fasthttp.RequestHandler, string) {
+	return benchServerTraced(b, nil)
+}
+
+// benchServerTraced is benchServer with tracer (nil: tracing off).
+func benchServerTraced(b *testing.B, tracer *tracing.Tracer) (fasthttp.RequestHandler, string) {
 	b.Helper()
 	opts := Options{
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
@@ -39,7 +47,7 @@ func benchServer(b *testing.B) (fasthttp.RequestHandler, string) {
 		b.Fatal(err)
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
-	s := New(Deps{Options: opts, Logger: zap.NewNop(), Store: st, CursorSecret: st.Secret(), Auth: a, Logs: w, Metrics: metrics.New()})
+	s := New(Deps{Options: opts, Logger: zap.NewNop(), Store: st, CursorSecret: st.Secret(), Auth: a, Logs: w, Metrics: metrics.New(), Tracer: tracer})
 	return s.srv.Handler, key
 }
 
@@ -69,6 +77,47 @@ func BenchmarkAuthenticatedNoop(b *testing.B) {
 				ctx.Request.Header.Set("X-Request-Id", "bench-request")
 				h(&ctx)
 				if ctx.Response.StatusCode() != c.want {
+					b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+				ctx.ResetUserValues()
+			}
+		})
+	}
+}
+
+// discard is a span exporter that drops what it is given.
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkTracing is the authenticated request of BenchmarkAuthenticatedNoop
+// with tracing off (a nil Tracer: the default) and on (every request
+// sampled, spans batched to an exporter that drops them). Off must cost
+// what the request cost before tracing existed: the same allocations.
+func BenchmarkTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		var tr *tracing.Tracer
+		if on {
+			name = "on"
+			tr = tracing.NewWithExporter(discard{}, tracing.Options{})
+			b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+		}
+		b.Run(name, func(b *testing.B) {
+			h, key := benchServerTraced(b, tr)
+			auth := "Bearer " + key
+			var ctx fasthttp.RequestCtx
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx.Request.Reset()
+				ctx.Response.Reset()
+				ctx.Request.Header.SetMethod("GET")
+				ctx.Request.SetRequestURI("/v1/voices?limit=0")
+				ctx.Request.Header.Set("Authorization", auth)
+				ctx.Request.Header.Set("X-Request-Id", "bench-request")
+				h(&ctx)
+				if ctx.Response.StatusCode() != 400 {
 					b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
 				}
 				ctx.ResetUserValues()

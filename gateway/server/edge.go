@@ -17,12 +17,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // exchange is the per-request state the api wrapper hands to handlers: one
@@ -53,6 +57,9 @@ const (
 	userValueRoute = "voxgate.route"
 	userValueReqID = "voxgate.reqid"
 	userValueOrg   = "voxgate.org"
+	// userValueTrace holds the context of the request's server span when
+	// tracing is on.
+	userValueTrace = "voxgate.trace"
 )
 
 var (
@@ -66,6 +73,11 @@ var (
 func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
+		s.metrics.InFlight.Inc() // Dec when observed, at the end of a stream
+		if s.tracer != nil {
+			tctx, _ := s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
+			ctx.SetUserValue(userValueTrace, tctx)
+		}
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
 		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
@@ -121,37 +133,116 @@ func ambiguousLength(h *fasthttp.RequestHeader) bool {
 }
 
 // observe records metrics and the access log line of a finished request.
+//
+// A streamed response is not finished when the handler returns: its body
+// is written afterwards, for as long as the provider speaks. A body that
+// knows when it ends (a lateObserver, the speech and conversation
+// streams) is handed the request's record, and the metrics and the log
+// line are written when the stream ends, with the whole duration and the
+// bytes sent. Any other streamed body is observed now, its size unknown
+// (-1): reading it here would hold it back from the client.
 func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string) {
 	route, _ := ctx.UserValue(userValueRoute).(string)
 	if route == "" {
 		route = "unmatched"
 	}
-	status := ctx.Response.StatusCode()
+	org, _ := ctx.UserValue(userValueOrg).(string)
+	var tctx context.Context
+	if s.tracer != nil {
+		tctx, _ = ctx.UserValue(userValueTrace).(context.Context)
+	}
+	size := -1
+	if ctx.Response.IsBodyStream() {
+		if lo, ok := ctx.Response.BodyStream().(lateObserver); ok {
+			// Copies: ctx is reused once the handler has returned.
+			lo.observeAtEnd(&access{start: start, reqID: reqID, route: route, org: org,
+				method: string(ctx.Method()), path: string(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx})
+			return
+		}
+	} else {
+		size = len(ctx.Response.Body())
+	}
+	s.observed(start, reqID, route, org, ctx.Method(), ctx.Path(), ctx.Response.StatusCode(), size, "", tctx)
+}
+
+// access is a request's record for the access log and the HTTP metrics,
+// copied out of its fasthttp.RequestCtx for a stream that ends later.
+type access struct {
+	start             time.Time
+	reqID, route, org string
+	method, path      string
+	status            int
+	trace             context.Context // the server span's, when tracing
+}
+
+// lateObserver is a streamed body that observes its request when it
+// ends, through Server.observeEnd.
+type lateObserver interface {
+	observeAtEnd(a *access)
+}
+
+// observeEnd finishes a streamed request's record: bytes is what was
+// sent, failure the error code of a stream that broke off ("" if none).
+func (s *Server) observeEnd(a *access, bytes int64, failure string) {
+	s.observed(a.start, a.reqID, a.route, a.org, []byte(a.method), []byte(a.path), a.status, int(bytes), failure, a.trace)
+}
+
+// observed writes the metrics and the access log line of one request.
+func (s *Server) observed(start time.Time, reqID, route, org string, method, path []byte, status, size int, failure string, tctx context.Context) {
 	elapsed := time.Since(start)
+	s.metrics.InFlight.Dec()
+	if tctx != nil {
+		endServerSpan(tctx, reqID, route, org, method, path, status, failure)
+	}
 	s.metrics.Requests.WithLabelValues(route, statusLabel(status)).Inc()
 	s.metrics.Latency.WithLabelValues(route).Observe(elapsed.Seconds())
-	if s.accessLog {
-		org, _ := ctx.UserValue(userValueOrg).(string)
-		// A streamed body is not written yet and its size is unknown:
-		// Response.Body() would read the whole stream into memory here,
-		// before the first byte reaches the client. Streams log -1 and
-		// their duration is the time to the first chunk.
-		size := -1
-		if !ctx.Response.IsBodyStream() {
-			size = len(ctx.Response.Body())
-		}
-		// Only the path is logged, never the query string's values beyond
-		// the path or any header: keys travel in Authorization only.
-		s.log.Info("request",
-			zap.String("request_id", reqID),
-			zap.ByteString("method", ctx.Method()),
-			zap.ByteString("path", ctx.Path()),
-			zap.Int("status", status),
-			zap.Duration("duration", elapsed),
-			zap.String("org", org),
-			zap.Int("bytes", size),
-		)
+	if !s.accessLog {
+		return
 	}
+	// Only the path is logged, never the query string's values beyond
+	// the path or any header: keys travel in Authorization only. A stream
+	// that broke off after its status went out says why in stream_error.
+	failed := zap.Skip()
+	if failure != "" {
+		failed = zap.String("stream_error", failure)
+	}
+	s.log.Info("request",
+		zap.String("request_id", reqID),
+		zap.ByteString("method", method),
+		zap.ByteString("path", path),
+		zap.Int("status", status),
+		zap.Duration("duration", elapsed),
+		zap.String("org", org),
+		zap.Int("bytes", size),
+		failed,
+	)
+}
+
+// endServerSpan finishes a request's server span: named "METHOD route"
+// (route is the low-cardinality name the metrics use), with the status,
+// and an error status for a 5xx or a stream that broke off.
+func endServerSpan(tctx context.Context, reqID, route, org string, method, path []byte, status int, failure string) {
+	span := trace.SpanFromContext(tctx)
+	span.SetName(string(method) + " " + route)
+	span.SetAttributes(
+		tracing.HTTPMethod.String(string(method)),
+		tracing.URLPath.String(string(path)),
+		tracing.HTTPStatus.Int(status),
+		tracing.RequestID.String(reqID),
+		attribute.String("voxgate.route", route),
+	)
+	if org != "" {
+		span.SetAttributes(tracing.Org.String(org))
+	}
+	switch {
+	case failure != "":
+		span.SetAttributes(tracing.ErrorType.String(failure))
+		span.SetStatus(codes.Error, "the stream broke off: "+failure)
+	case status >= 500:
+		span.SetAttributes(tracing.ErrorType.String(statusLabel(status)))
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
 }
 
 // statusLabels avoids an allocation per request for the common statuses.
@@ -206,6 +297,11 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 		ctx.SetUserValue(userValueRoute, route)
 		reqID, _ := ctx.UserValue(userValueReqID).(string)
 		c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
+		if s.tracer != nil {
+			if tctx, ok := ctx.UserValue(userValueTrace).(context.Context); ok {
+				c.ctx = tctx // the handler's work becomes the server span's children
+			}
+		}
 		p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		if !ok {
 			s.writeUnauthorized(ctx)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
 // Store is the storage the handlers read and write directly: the list
@@ -57,6 +59,8 @@ type Deps struct {
 	Auth         *auth.Authenticator
 	Logs         *reqlog.Writer
 	Metrics      *metrics.Metrics
+	// Tracer traces requests; nil is tracing off.
+	Tracer *tracing.Tracer
 	// Limiter enforces the orgs' rate limits (memory, or Redis shared by
 	// instances); nil means an in-process limiter.
 	Limiter ratelimit.Limiter
@@ -88,6 +92,11 @@ type Options struct {
 	MaxConns, MaxConnsPerIP int
 	// Orgs holds each organization's rate limits.
 	Orgs map[string]OrgLimits
+	// MetricsPublic serves /metrics on the public listener (behind
+	// MetricsToken when set); MetricsToken guards it wherever it is
+	// served over TCP.
+	MetricsPublic bool
+	MetricsToken  string
 }
 
 // OrgLimits are an organization's two request budgets.
@@ -118,8 +127,12 @@ type Server struct {
 	// realtime serves the realtime WebSocket (realtime.go).
 	realtime *realtime.Hub
 	upgrader *websocket.FastHTTPUpgrader
+	tracer      *tracing.Tracer
 
 	srv *fasthttp.Server
+	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
+	metricsMu  sync.Mutex
+	metricsSrv *fasthttp.Server
 }
 
 // New builds the server and its routes.
@@ -138,6 +151,7 @@ func New(d Deps) *Server {
 		limits:    map[string]orgLimits{},
 		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
+		tracer:    d.Tracer,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
@@ -165,7 +179,9 @@ func New(d Deps) *Server {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	r.GET("/metrics", d.Metrics.Handler())
+	if d.Options.MetricsPublic {
+		s.metricsRoutes(r)
+	}
 
 	rt := &routes{s: s, r: r}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
@@ -232,13 +248,19 @@ type routes struct {
 }
 
 // GET registers an authenticated GET handler.
-func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.api(name, h)) }
+func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.api(name, h)) }
 
 // POST registers an authenticated POST handler.
-func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
+func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.api(name, h)) }
 
 // DELETE registers an authenticated DELETE handler.
-func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
+func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.api(name, h)) }
+
+// api wraps h and gives its route's metrics their zeros.
+func (rt *routes) api(name string, h handlerFunc) fasthttp.RequestHandler {
+	rt.s.metrics.Routes(name)
+	return rt.s.api(name, h)
+}
 
 // multipartSlack is what a multipart upload may add to its file's bytes
 // (boundaries, part headers, other fields).
@@ -290,7 +312,7 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 // Shutdown stops accepting connections and waits for in-flight requests,
 // up to ctx's deadline.
 func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.srv.ShutdownWithContext(ctx)
+	err := errors.Join(s.srv.ShutdownWithContext(ctx), s.shutdownMetrics(ctx))
 	if s.realtime != nil {
 		// fasthttp lets go of a connection once it is upgraded: the
 		// realtime sockets are closed (1001) and waited for here.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
@@ -151,13 +152,14 @@ func nonNil(s []string) []string {
 // goroutine stands between the provider and the client at all.
 func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken) {
 	st := out.Stream
-	s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended)
+	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended)
+	cs.firstAudio = s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.Model.ID)
 }
 
 // relay answers 200 and sends src's audio as it comes, first being what
-// src returned first (ended: and nothing after it). The row is recorded
-// when the stream ends.
-func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, provider string, row store.LogRow, src speech.Source, first []byte, ended bool) {
+// src returned first (ended: and nothing after it). The row is recorded,
+// and the request observed, when the stream ends.
+func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, provider string, row store.LogRow, src speech.Source, first []byte, ended bool) *chunkStream {
 	mediaType := src.MediaType()
 	if mediaType == "" {
 		mediaType = "application/octet-stream"
@@ -172,6 +174,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Can
 	// already resetting ctx: take what it needs from ctx now.
 	cs.row.Path = string(ctx.Path())
 	ctx.SetBodyStream(cs, -1)
+	return cs
 }
 
 // clipBody is a whole clip written from a pooled buffer that is released
@@ -236,6 +239,41 @@ type chunkStream struct {
 	// request timeout instead.
 	conn         interface{ SetWriteDeadline(time.Time) error }
 	writeTimeout time.Duration
+
+	// sent counts the bytes written to the client.
+	sent int64
+	// firstAudio, when set, observes the time from the request's start to
+	// its first audio written to the client (time to first audio).
+	firstAudio prometheus.Observer
+	// access is the request's record from the edge, observed when the
+	// stream ends (see lateObserver); failure is the error code of a
+	// stream that broke off. mu guards access and finished: the edge
+	// hands the record over after the handler returns, normally before
+	// fasthttp writes the body, but the order is not relied on.
+	mu       sync.Mutex
+	access   *access
+	finished bool
+	failure  string
+}
+
+// observeAtEnd implements lateObserver.
+func (cs *chunkStream) observeAtEnd(a *access) {
+	cs.mu.Lock()
+	cs.access = a
+	done := cs.finished
+	cs.mu.Unlock()
+	if done {
+		cs.s.observeEnd(a, cs.sent, cs.failure)
+	}
+}
+
+// wrote accounts for n bytes sent to the client.
+func (cs *chunkStream) wrote(n int) {
+	cs.sent += int64(n)
+	if n > 0 && cs.firstAudio != nil {
+		cs.firstAudio.Observe(time.Since(cs.c.start).Seconds())
+		cs.firstAudio = nil
+	}
 }
 
 // SupportsBodyWriteTo implements fasthttp.BodyWriterTo: WriteTo writes
@@ -254,6 +292,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 			cs.extendDeadline()
 			k, err := w.Write(b)
 			n += int64(k)
+			cs.wrote(k)
 			if err != nil {
 				cs.finish(err) // the client went away: stop the provider
 				return n, err
@@ -301,6 +340,7 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 	}
 	n := copy(p, cs.pending)
 	cs.pending = cs.pending[n:]
+	cs.wrote(n)
 	return n, nil
 }
 
@@ -361,6 +401,14 @@ func (cs *chunkStream) finish(werr error) {
 		// No ctx: fasthttp may be reusing it by now; the row already has
 		// the path and status record would read from it.
 		cs.s.record(nil, cs.c, *row)
+		cs.mu.Lock()
+		cs.finished = true
+		cs.failure = row.ErrorCode
+		a := cs.access
+		cs.mu.Unlock()
+		if a != nil {
+			cs.s.observeEnd(a, cs.sent, cs.failure)
+		}
 	})
 }
 

@@ -13,6 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -23,6 +26,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/tracing"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -55,6 +59,7 @@ type Service struct {
 	mod      Moderator
 	dispatch *dispatch.Client
 	metrics  *metrics.Metrics
+	tracer   *tracing.Tracer
 	log      *zap.Logger
 	budgets  *budget.Budgets
 	cache    *responseCache
@@ -76,7 +81,9 @@ type Deps struct {
 	// keeps every call inside the plugins.
 	Direct  *dispatch.Client
 	Metrics *metrics.Metrics
-	Logger  *zap.Logger
+	// Tracer traces the pipeline's steps; nil is tracing off.
+	Tracer *tracing.Tracer
+	Logger *zap.Logger
 	// Budgets counts credits against OrgBudgets and keys' budgets; nil
 	// enforces none.
 	Budgets    *budget.Budgets
@@ -89,7 +96,7 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger,
+	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
 		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes}
 }
 
@@ -292,6 +299,13 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	if s.mod == nil {
 		return nil
 	}
+	ctx, span := s.tracer.Start(ctx, "moderation", trace.SpanKindInternal)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(tracing.Ruleset.String(j.Ruleset), tracing.Decision.String(j.Verdict.Decision))
+		}
+		span.End()
+	}()
 	j.Verdict = s.mod.Check(ctx, j.Ruleset, j.Text)
 	// Pronunciation rules change what the provider speaks, so the spoken
 	// text is checked too: a rule must not smuggle blocked words past the
@@ -381,7 +395,15 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 	// them so that the collector may take them once they are decoded.
 	data, mediaType := res.Audio, res.MediaType
 	res.Audio = nil
+	_, span := s.tracer.Start(ctx, "audio.process", trace.SpanKindInternal)
 	out, mt, err := audio.Process(data, mediaType, processParams(j), s.limits.Output)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AudioMediaType.String(mt), tracing.AudioBytes.Int(len(out)))
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
 	res.Release() // the provider's clip is done with either way
 	if err != nil {
 		return nil, processError(err, mediaType, j)
@@ -524,6 +546,7 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
+	ctx = s.startCall(ctx, j, "stream")
 	start := time.Now()
 	plan, explain, err := s.plan(ctx, j, req, true)
 	if err == nil && plan != nil {
@@ -632,10 +655,27 @@ func (p *pluginSource) Close() error {
 func (s *Service) call(parent context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(parent, j.Provider.Policy.Timeout)
 	defer cancel()
+	ctx = s.startCall(ctx, j, op)
 	start := time.Now()
 	err := fn(ctx)
 	d := time.Since(start)
 	return d, s.observe(parent, ctx, j, op, d, err)
+}
+
+// startCall starts the span of a provider call (ended by observe): a
+// GenAI client span, "generate_content MODEL", saying whether the plugin
+// or the gateway itself sends the upstream request.
+func (s *Service) startCall(ctx context.Context, j *Job, op string) context.Context {
+	ctx, span := s.tracer.Start(ctx, "generate_content "+j.Model.ID, trace.SpanKindClient)
+	if span.IsRecording() {
+		via := "plugin"
+		if s.planner(j) != nil {
+			via = "gateway" // when the request is planned; a child span shows the upstream HTTP
+		}
+		span.SetAttributes(tracing.ProviderCall(j.Provider.ID, j.Model.ID)...)
+		span.SetAttributes(attribute.String("voxgate.op", op), tracing.Via.String(via))
+	}
+	return ctx
 }
 
 // observe records a provider call's metrics and returns its error as the
@@ -662,9 +702,16 @@ func (s *Service) observe(parent, ctx context.Context, j *Job, op string, d time
 			}
 		}
 	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if err != nil {
+			span.SetAttributes(tracing.ErrorType.String(outcome))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
 	if s.metrics != nil {
-		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, op, outcome).Inc()
-		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, op).Observe(d.Seconds())
+		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, j.Model.ID, op, outcome).Inc()
+		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, j.Model.ID, op).Observe(d.Seconds())
 	}
 	return err
 }

@@ -62,8 +62,9 @@ func (*Beep) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.S
 	resp := &sdk.SynthesizeResponse{MediaType: mediaType}
 	pos := 0 // samples so far
 	for _, w := range strings.Fields(req.Text) {
-		// Checking the context between words lets a cancelled request stop
-		// early instead of rendering audio nobody will hear.
+		// The gateway cancels ctx when the client leaves or the timeout
+		// passes: a cancelled call must fail, not finish audio nobody will
+		// hear (the conformance kit checks this).
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -50,3 +51,45 @@ func TestTimestampsAreExact(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestReadmeShowsBeep keeps sdk/README.md's provider example equal to this
+// plugin, which the tests above run through the conformance kit: every Go
+// block the README marks as taken from beep.go must appear in it as is.
+// (The README's example once left out the cancelled-context check, and a
+// plugin copied from it failed the kit.)
+func TestReadmeShowsBeep(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("beep.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mark = "<!-- from sdk/examples/beep/beep.go"
+	blocks := 0
+	for rest := string(readme); ; {
+		i := strings.Index(rest, mark)
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		start := strings.Index(rest, "```go\n")
+		end := strings.Index(rest[start+6:], "```")
+		if start < 0 || end < 0 {
+			t.Fatal("a marked block is not a ```go block")
+		}
+		code := rest[start+6 : start+6+end]
+		rest = rest[start+6+end:]
+		blocks++
+		if !strings.Contains(string(src), code) {
+			t.Errorf("sdk/README.md shows code that is not in beep.go:\n%s", code)
+		}
+		if strings.Contains(code, "func (*Beep) Synthesize") && !strings.Contains(code, "ctx.Err()") {
+			t.Error("the README's Synthesize does not check for a cancelled context")
+		}
+	}
+	if blocks < 2 {
+		t.Fatalf("found %d marked blocks in sdk/README.md, want the type, Describe and Synthesize", blocks)
+	}
+}

@@ -1,0 +1,344 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/voxgate/voxgate/gateway"
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+)
+
+// sample is one series of a scrape: its name (NAME_sum and NAME_count for
+// a histogram), its labels, and its value.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads the gateway's metrics as Prometheus does.
+func (tg *testGateway) scrape() []sample {
+	tg.t.Helper()
+	return parseMetrics(tg.t, tg.metricsBody())
+}
+
+// metricsBody is a scrape of /metrics, from the admin socket (where it is
+// served whatever the config says).
+func (tg *testGateway) metricsBody() []byte {
+	tg.t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", gateway.AdminSocket(tg.cfg))
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://admin/metrics")
+	if err != nil {
+		tg.t.Fatalf("/metrics on the admin socket: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		tg.t.Fatalf("/metrics on the admin socket: %d %v %s", resp.StatusCode, err, b)
+	}
+	return b
+}
+
+func parseMetrics(t testing.TB, body []byte) []sample {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse metrics: %v\n%s", err, body)
+	}
+	var out []sample
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			add := func(n string, v float64) { out = append(out, sample{n, labels, v}) }
+			switch {
+			case m.GetCounter() != nil:
+				add(name, m.GetCounter().GetValue())
+			case m.GetGauge() != nil:
+				add(name, m.GetGauge().GetValue())
+			case m.GetHistogram() != nil:
+				add(name+"_sum", m.GetHistogram().GetSampleSum())
+				add(name+"_count", float64(m.GetHistogram().GetSampleCount()))
+			}
+		}
+	}
+	return out
+}
+
+// value returns the series name{labels...} (pairs of label and value; the
+// series may carry more labels) and whether it is there.
+func value(samples []sample, name string, labels ...string) (float64, bool) {
+	for _, s := range samples {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if s.labels[labels[i]] != labels[i+1] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return s.value, true
+		}
+	}
+	return 0, false
+}
+
+// must returns the series' value, failing the test when it is missing.
+func must(t testing.TB, samples []sample, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := value(samples, name, labels...)
+	if !ok {
+		var names []string
+		for _, s := range samples {
+			if strings.HasPrefix(s.name, "voxgate_") {
+				names = append(names, s.name)
+			}
+		}
+		sort.Strings(names)
+		t.Fatalf("no series %s%v; voxgate series: %v", name, labels, names)
+	}
+	return v
+}
+
+// TestStreamObservedToItsEnd: a stream's latency histogram, access-log
+// duration and size cover the whole stream, not the time to its headers;
+// the in-flight gauge counts it until its last byte; and its time to first
+// audio is recorded per provider and model.
+func TestStreamObservedToItsEnd(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	const pause = 150 * time.Millisecond
+	words := "one two three four five"
+	body := mustJSON(map[string]any{"model": "testkit/test", "voice": "alpha", "text": words,
+		"providerOptions": map[string]any{"slow_stream_ms": pause.Milliseconds()}})
+	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := tg.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	during := tg.scrape()
+	rest, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %d %v", resp.StatusCode, err)
+	}
+	elapsed := time.Since(start)
+	sent := len(rest) + 1
+	// (The scrape goes through the admin socket, not the edge.)
+	if v := must(t, during, "voxgate_http_requests_in_flight"); v != 1 {
+		t.Errorf("in flight during the stream = %v, want 1", v)
+	}
+	minimum := 4 * pause // four pauses between five words
+	// The row is recorded and the request observed just before the last
+	// chunk goes out; wait for it rather than race it.
+	var after []sample
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		after = tg.scrape()
+		if n, _ := value(after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if v := must(t, after, "voxgate_http_requests_in_flight"); v != 0 {
+		t.Errorf("in flight after the stream = %v, want 0", v)
+	}
+	if n := must(t, after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n != 1 {
+		t.Fatalf("stream latency observations = %v, want 1", n)
+	}
+	sum := must(t, after, "voxgate_http_request_duration_seconds_sum", "route", "speech.stream")
+	if sum < minimum.Seconds() || sum > elapsed.Seconds()+0.5 {
+		t.Errorf("stream latency %.3fs; the stream took %.3fs (at least %.3fs): the histogram must cover the whole stream", sum, elapsed.Seconds(), minimum.Seconds())
+	}
+	if n := must(t, after, "voxgate_http_requests_total", "route", "speech.stream", "status", "200"); n != 1 {
+		t.Errorf("stream requests = %v, want 1", n)
+	}
+	ttfa := must(t, after, "voxgate_time_to_first_audio_seconds_sum", "provider", "testkit", "model", "test")
+	if n := must(t, after, "voxgate_time_to_first_audio_seconds_count", "provider", "testkit", "model", "test"); n != 1 || ttfa <= 0 || ttfa >= sum-pause.Seconds() {
+		t.Errorf("time to first audio: %v observations, %.3fs (stream %.3fs): want one, well under the whole stream", n, ttfa, sum)
+	}
+	var line map[string]any
+	for _, e := range tg.logs.FilterMessage("request").All() {
+		if m := e.ContextMap(); m["path"] == "/v1/audio/speech/stream" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatal("no access log line for the stream")
+	}
+	if d, _ := line["duration"].(time.Duration); d < minimum {
+		t.Errorf("access log duration %v, want at least %v: the whole stream", d, minimum)
+	}
+	if b, _ := line["bytes"].(int64); b != int64(sent) {
+		t.Errorf("access log bytes %v, want %d sent", line["bytes"], sent)
+	}
+	if line["status"] != int64(200) || line["stream_error"] != nil {
+		t.Errorf("access log %v", line)
+	}
+}
+
+// TestMetricsStartAtZero: a dashboard shows zeros, not "no data", before
+// the first request: every route, provider model, plugin and the build
+// have their series from the start, and provider calls carry the model.
+func TestMetricsStartAtZero(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	m := tg.scrape()
+	if v := must(t, m, "voxgate_build_info", "version", "dev"); v != 1 {
+		t.Errorf("build info = %v", v)
+	}
+	if _, ok := value(m, "voxgate_build_info", "goversion", ""); ok {
+		t.Error("build info lacks the Go version")
+	}
+	for _, route := range []string{"speech", "speech.stream", "speech.timestamps", "conversation", "voices.list", "logs.list"} {
+		if v := must(t, m, "voxgate_http_requests_total", "route", route, "status", "200"); v != 0 {
+			t.Errorf("%s requests = %v before any", route, v)
+		}
+		must(t, m, "voxgate_http_request_duration_seconds_count", "route", route)
+	}
+	for _, pm := range [][2]string{{"espeak", "espeak-ng"}, {"testkit", "test"}} {
+		must(t, m, "voxgate_provider_calls_total", "provider", pm[0], "model", pm[1], "op", "synthesize", "outcome", "ok")
+		must(t, m, "voxgate_provider_call_duration_seconds_count", "provider", pm[0], "model", pm[1], "op", "stream")
+		must(t, m, "voxgate_time_to_first_audio_seconds_count", "provider", pm[0], "model", pm[1])
+	}
+	for _, p := range []string{"espeak", "testkit"} {
+		if up, want := must(t, m, "voxgate_plugin_instances_up", "plugin", p), must(t, m, "voxgate_plugin_instances", "plugin", p); up != 1 || want != 1 {
+			t.Errorf("%s: %v of %v instances up, want 1 of 1", p, up, want)
+		}
+		must(t, m, "voxgate_plugin_restarts_total", "plugin", p)
+	}
+
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "Counted."}); r.status != 200 {
+		t.Fatalf("speech: %d %s", r.status, r.body)
+	}
+	m = tg.scrape()
+	if v := must(t, m, "voxgate_provider_calls_total", "provider", "testkit", "model", "test", "op", "synthesize", "outcome", "ok"); v != 1 {
+		t.Errorf("testkit/test synthesize calls = %v, want 1", v)
+	}
+}
+
+// TestUpstreamRetriesCounted: a planned request the gateway retries (the
+// provider answered 503 once) is counted by provider and reason.
+func TestUpstreamRetriesCounted(t *testing.T) {
+	c := startCloud(t)
+	m := c.scrape()
+	for _, reason := range []string{"429", "503", "transport"} {
+		if v := must(t, m, "voxgate_upstream_retries_total", "provider", "openai", "reason", reason); v != 0 {
+			t.Errorf("retries before any request: %s = %v", reason, v)
+		}
+	}
+	c.oai.Reset()
+	c.oai.FailNext(1, fakeupstream.Fault{Status: 503})
+	r := c.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Retried once."})
+	if r.status != 200 {
+		t.Fatalf("speech after one 503: %d %s", r.status, r.body)
+	}
+	if calls := c.oai.Calls(); calls != 2 {
+		t.Fatalf("the fake saw %d calls, want 2 (a 503, then the retry)", calls)
+	}
+	if v := must(t, c.scrape(), "voxgate_upstream_retries_total", "provider", "openai", "reason", "503"); v != 1 {
+		t.Errorf("retries of 503 = %v, want 1", v)
+	}
+}
+
+// TestMetricsExposure: /metrics is never open on the public listener by
+// default; a token puts it there behind the token; metrics.listen moves it
+// to a listener of its own; the admin socket always has it.
+func TestMetricsExposure(t *testing.T) {
+	const token = "metrics-token-0123456789"
+	tests := []struct {
+		name, extra string
+		// public is the status of an unauthenticated GET /metrics on the
+		// public listener; withToken the same with the token.
+		public, withToken int
+		// own is whether a metrics listener runs, and ownOpen whether it
+		// answers without the token.
+		own, ownOpen bool
+	}{
+		{"default: admin socket only", "", 404, 404, false, false},
+		{"token: public listener, behind it", "metrics:\n  token: " + token + "\n", 401, 200, false, false},
+		{"listen: a listener of its own", "metrics:\n  listen: 127.0.0.1:0\n", 404, 404, true, true},
+		{"listen and token", "metrics:\n  listen: 127.0.0.1:0\n  token: " + token + "\n", 404, 404, true, false},
+	}
+	get := func(t *testing.T, url, bearer string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := startGateway(t, baseConfig+tt.extra)
+			if st, body := get(t, tg.base+"/metrics", ""); st != tt.public || strings.Contains(body, "voxgate_") {
+				t.Errorf("public /metrics without a token: %d, want %d (%.80s)", st, tt.public, body)
+			}
+			if st, _ := get(t, tg.base+"/metrics", "wrong-token-0123456789"); st != tt.public {
+				t.Errorf("public /metrics with a wrong token: %d, want %d", st, tt.public)
+			}
+			if st, body := get(t, tg.base+"/metrics", token); st != tt.withToken || (st == 200) != strings.Contains(body, "voxgate_build_info") {
+				t.Errorf("public /metrics with the token: %d, want %d", st, tt.withToken)
+			}
+			if tt.public == 401 {
+				tg.do("GET", "/metrics", "", nil).problem(t, 401, "unauthorized")
+			}
+			addr := tg.g.MetricsAddr()
+			if (addr != "") != tt.own {
+				t.Fatalf("metrics listener %q, want one: %v", addr, tt.own)
+			}
+			if tt.own {
+				want := 401
+				if tt.ownOpen {
+					want = 200
+				}
+				if st, _ := get(t, "http://"+addr+"/metrics", ""); st != want {
+					t.Errorf("metrics listener without a token: %d, want %d", st, want)
+				}
+				if st, body := get(t, "http://"+addr+"/metrics", token); st != 200 || !strings.Contains(body, "voxgate_http_requests_total") {
+					t.Errorf("metrics listener with the token: %d", st)
+				}
+				if st, _ := get(t, "http://"+addr+"/readyz", ""); st != 200 {
+					t.Errorf("metrics listener /readyz: %d", st)
+				}
+				if st, _ := get(t, "http://"+addr+"/v1/voices", tg.keys["acme"]); st != 404 {
+					t.Errorf("the metrics listener serves the API: %d", st)
+				}
+			}
+			// The admin socket always has them (0600: the operator's).
+			if !bytes.Contains(tg.metricsBody(), []byte("voxgate_build_info")) {
+				t.Error("no metrics on the admin socket")
+			}
+		})
+	}
+}

@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/voxgate/voxgate/config"
+)
+
+// maxSocketPath is the longest unix socket path Linux binds (sun_path is
+// 108 bytes with the terminating NUL); macOS allows 104.
+const maxSocketPath = 103
+
+// Preflight checks what Open and Start need from the machine, without
+// starting, creating or connecting to anything: the plugin binaries, the
+// storage location, the secrets key, the shared Redis URL and the admin
+// socket. It returns every problem found (errors.Join), each naming the
+// config key to fix. `voxgate config check` runs it, and Open runs it
+// first, so a start that cannot succeed stops before it changes anything
+// (storage is not opened, no development key is made).
+//
+// What only a start can tell (a port already in use, a database that
+// does not answer, a plugin that crashes) is left to Open and Start.
+func Preflight(cfg *config.Config) error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	for _, name := range sortedKeys(cfg.Providers) {
+		if p := cfg.Providers[name]; p != nil && p.Plugin != "" {
+			if err := checkExecutable(pluginPath(cfg, p.Plugin)); err != nil {
+				bad("providers."+name+".plugin", "%v", err)
+			}
+		}
+	}
+	for _, name := range sortedKeys(cfg.Moderation.Plugins) {
+		if m := cfg.Moderation.Plugins[name]; m != nil && m.Plugin != "" {
+			if err := checkExecutable(pluginPath(cfg, m.Plugin)); err != nil {
+				bad("moderation.plugins."+name+".plugin", "%v", err)
+			}
+		}
+	}
+	switch cfg.Storage.Driver {
+	case config.DriverBolt:
+		if err := checkWritableFile(cfg.Resolve(cfg.Storage.Path)); err != nil {
+			bad("storage.path", "%v", err)
+		}
+	case config.DriverPostgres:
+		// The parse error could quote the DSN, password included: say
+		// only that it does not parse.
+		if _, err := pgconn.ParseConfig(cfg.Storage.DSN.Value()); err != nil && cfg.Storage.DSN != "" {
+			bad("storage.dsn", "is not a PostgreSQL connection URL (postgres://user:password@host:5432/db)")
+		}
+	}
+	if err := checkSecretsKey(cfg); err != nil {
+		errs = append(errs, err)
+	}
+	if u := cfg.Shared.RedisURL.Value(); u != "" {
+		if _, err := redis.ParseURL(u); err != nil {
+			bad("shared.redis_url", "is not a redis:// URL the client accepts")
+		}
+	}
+	if sock := AdminSocket(cfg); len(sock) > maxSocketPath {
+		key := "admin.socket"
+		if cfg.Admin.Socket == "" {
+			key = "storage.path"
+		}
+		bad(key, "the admin socket %s is %d bytes long; unix sockets allow %d: set admin.socket to a shorter path", sock, len(sock), maxSocketPath)
+	}
+	return errors.Join(errs...)
+}
+
+// checkExecutable reports why path is not a program the gateway can run.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("binary %s not found (run `make build`, or check plugins.dir)", path)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not a plugin binary", path)
+	case fi.Mode()&0o111 == 0:
+		return fmt.Errorf("%s is not executable (chmod +x)", path)
+	}
+	return nil
+}
+
+// checkWritableFile reports why the gateway could not open path for
+// writing, creating it and its directories if missing.
+func checkWritableFile(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", path)
+		}
+		if syscall.Access(path, 0x2 /* W_OK */) != nil {
+			return fmt.Errorf("%s is not writable by this user", path)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// The file and maybe its directories are made at start: the nearest
+	// directory that exists must let this user create entries.
+	dir := filepath.Dir(path)
+	for {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory, so %s cannot be created", dir, path)
+			}
+			if syscall.Access(dir, 0x2|0x1 /* W_OK|X_OK */) != nil {
+				return fmt.Errorf("cannot create %s: directory %s is not writable by this user", path, dir)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return fmt.Errorf("cannot create %s: no existing parent directory", path)
+		}
+		dir = parent
+	}
+}
+
+// checkSecretsKey checks the key that seals stored provider keys, as
+// credentials.LoadKey would load it, without creating the file.
+func checkSecretsKey(cfg *config.Config) error {
+	if env := cfg.Secrets.KeyEnv; env != "" {
+		if v := os.Getenv(env); v != "" {
+			k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+			if err != nil || len(k) != 32 {
+				return fmt.Errorf("secrets.key_env: $%s must hold a base64-encoded 32-byte key (e.g. `openssl rand -base64 32`)", env)
+			}
+			return nil
+		}
+		// Unset: LoadKey falls back to the key file, as below.
+	}
+	keyFile := DefaultSecretsKeyFile(cfg)
+	key := "secrets.key_file"
+	if cfg.Secrets.KeyFile != "" {
+		keyFile = cfg.Resolve(cfg.Secrets.KeyFile)
+	}
+	data, err := os.ReadFile(keyFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := checkWritableFile(keyFile); err != nil {
+			return fmt.Errorf("%s: the key file is made at first start, but %v", key, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %v", key, err)
+	}
+	if k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data))); err != nil || len(k) != 32 {
+		return fmt.Errorf("%s: %s does not hold a base64-encoded 32-byte key", key, keyFile)
+	}
+	return nil
+}
+
+// pluginPath resolves a plugin binary name against plugins.dir.
+func pluginPath(cfg *config.Config, name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(cfg.Resolve(cfg.Plugins.Dir), name)
+}
