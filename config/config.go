@@ -41,8 +41,8 @@ type Config struct {
 	// Fallbacks maps "provider/model" to the targets a request for it
 	// falls back to, in order, when its provider fails.
 	Fallbacks map[string][]*FallbackTarget `yaml:"fallbacks"`
-	Metrics    Metrics              `yaml:"metrics"`
-	Tracing    Tracing              `yaml:"tracing"`
+	Metrics   Metrics                      `yaml:"metrics"`
+	Tracing   Tracing                      `yaml:"tracing"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -193,9 +193,28 @@ type Provider struct {
 	// plugin process. Off keeps every call inside the plugin, e.g. where
 	// only the plugin's sandbox may reach the provider.
 	DirectHTTP *bool `yaml:"direct_http"`
+	// APIKeys is a pool of managed keys, used instead of APIKey: calls
+	// spread over them by weight, a throttled or refused key rests.
+	APIKeys []*PooledKey `yaml:"api_keys"`
+	// QueueWait bounds how long a call waits for a pooled key's
+	// concurrency slot (429 rate_limited past it; default 5s).
+	QueueWait Duration `yaml:"queue_wait"`
 	// Settings are passed to the plugin's Configure untouched, e.g.
 	// base_url. Any key not listed above lands here.
 	Settings map[string]string `yaml:"-"`
+}
+
+// PooledKey is one key of a provider's pool.
+type PooledKey struct {
+	// Name labels the key in metrics, logs and /readyz (never the key).
+	Name string `yaml:"name"`
+	// Key is the API key, usually "${ENV_VAR}".
+	Key Secret `yaml:"key"`
+	// Weight is its share of calls (default 1).
+	Weight int `yaml:"weight"`
+	// MaxConcurrency bounds its calls in flight across instances (0: no
+	// bound).
+	MaxConcurrency int `yaml:"max_concurrency"`
 }
 
 // Direct reports whether planned requests are sent by the gateway
@@ -411,7 +430,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // providerKnown lists the keys of a provider block the gateway consumes;
 // every other key is a plugin setting.
-var providerKnown = map[string]bool{"plugin": true, "instances": true, "managed": true, "api_key": true, "timeout": true, "credits_per_1k_chars": true, "model_credits": true, "direct_http": true}
+var providerKnown = map[string]bool{"plugin": true, "instances": true, "managed": true, "api_key": true, "timeout": true, "credits_per_1k_chars": true, "model_credits": true, "direct_http": true, "api_keys": true, "queue_wait": true}
 
 var moderatorKnown = map[string]bool{"plugin": true, "instances": true, "api_key": true, "timeout": true}
 
@@ -701,6 +720,9 @@ func (c *Config) applyDefaults() {
 		if p.Timeout == 0 {
 			p.Timeout = Duration(60 * time.Second)
 		}
+		if p.QueueWait == 0 {
+			p.QueueWait = Duration(5 * time.Second)
+		}
 	}
 	for _, m := range c.Moderation.Plugins {
 		if m.Instances == 0 {
@@ -852,6 +874,29 @@ func (c *Config) Validate() error {
 		}
 		if p.Plugin == "" {
 			bad(key+".plugin", "required: the plugin binary name")
+		}
+		if len(p.APIKeys) > 0 && p.APIKey != "" {
+			bad(key+".api_keys", "give api_key or api_keys, not both")
+		}
+		names := map[string]bool{}
+		for i, k := range p.APIKeys {
+			kk := fmt.Sprintf("%s.api_keys[%d]", key, i)
+			switch {
+			case k == nil || k.Name == "" || !validID(k.Name):
+				bad(kk+".name", "required: lower-case letters, digits, - or _ (it labels the key in metrics)")
+			case names[k.Name]:
+				bad(kk+".name", "%q is used twice", k.Name)
+			case k.Key.Value() == "":
+				bad(kk+".key", "is empty (an unset ${VAR}?)")
+			case k.Weight < 0 || k.MaxConcurrency < 0:
+				bad(kk, "weight and max_concurrency must not be negative")
+			}
+			if k != nil {
+				names[k.Name] = true
+			}
+		}
+		if p.QueueWait < 0 {
+			bad(key+".queue_wait", "must not be negative")
 		}
 		if p.Instances < 1 || p.Instances > 64 {
 			bad(key+".instances", "must be 1..64, got %d", p.Instances)

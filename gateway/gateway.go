@@ -24,6 +24,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/cache"
 	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/keypool"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
@@ -59,6 +60,7 @@ type Gateway struct {
 	// policy is the credential rules of the config, built once.
 	policy  *credentials.Policy
 	budgets *budget.Budgets
+	pools   map[string]*keypool.Pool
 	server  *server.Server
 	admin   *admin.Server
 	host    *pluginhost.Host
@@ -152,7 +154,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		return nil, err
 	}
 	g.budgets = g.budgetCounter(limiter)
+	g.pools = g.keyPools(limiter)
 	deps := server.Deps{
+		KeyStates:       g.keyStates(),
 		Limiter:         limiter,
 		LimiterFailOpen: failOpen,
 		Options:         ServerOptions(cfg),
@@ -266,6 +270,46 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 		o.Store = r
 	}
 	return o, nil
+}
+
+// keyPools builds the providers' managed key pools; their concurrency
+// slots are counted in the shared Redis when the rate limiter uses one.
+func (g *Gateway) keyPools(limiter ratelimit.Limiter) map[string]*keypool.Pool {
+	var slots keypool.Slots = keypool.NewMemory()
+	if r, ok := limiter.(*ratelimit.Redis); ok {
+		slots = keypool.NewRedis(r.Client())
+	}
+	pools := map[string]*keypool.Pool{}
+	for id, p := range g.cfg.Providers {
+		if len(p.APIKeys) == 0 {
+			continue
+		}
+		keys := make([]keypool.Key, len(p.APIKeys))
+		for i, k := range p.APIKeys {
+			keys[i] = keypool.Key{Name: k.Name, Secret: k.Key.Value(), Weight: k.Weight, MaxConcurrency: k.MaxConcurrency}
+		}
+		// A slot frees itself after the longest a call can take: a
+		// crashed instance's slots come back.
+		hold := max(p.Timeout.D(), g.cfg.Server.RequestTimeout.D()) + time.Minute
+		pools[id] = keypool.New(id, keys, slots, p.QueueWait.D(), hold)
+		g.metrics.KeyPool(id, pools[id].Names(), pools[id].States)
+		g.log.Info("provider key pool", zap.String("provider", id), zap.Strings("keys", pools[id].Names()))
+	}
+	return pools
+}
+
+// keyStates reports the key pools' states for /readyz; nil without pools.
+func (g *Gateway) keyStates() func() map[string]map[string]time.Time {
+	if len(g.pools) == 0 {
+		return nil
+	}
+	return func() map[string]map[string]time.Time {
+		out := make(map[string]map[string]time.Time, len(g.pools))
+		for id, p := range g.pools {
+			out[id] = p.States()
+		}
+		return out
+	}
 }
 
 // Routes is the typed view of the deployment's fallbacks.

@@ -91,6 +91,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	d.Speech = speech.New(speech.Deps{
 		Cache:       cacheOpts,
 		Routes:      Routes(cfg),
+		Pools:       g.pools,
 		Limits:      speech.LimitsFrom(cfg),
 		Catalog:     cat,
 		Store:       g.store,

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +61,7 @@ type Pool struct {
 	hold     time.Duration
 
 	mu     sync.Mutex
-	queues map[string]*orgQueue // by key name + org
+	queues map[string]*keyQueue // by key name
 }
 
 type key struct {
@@ -68,15 +69,10 @@ type key struct {
 	restUntil atomic.Int64 // unix nanos
 }
 
-// orgQueue is one organization's waiters for one key, oldest first.
-type orgQueue struct {
-	waiters []chan struct{}
-}
-
 // New returns a pool of keys. wait bounds how long a call waits for a
 // slot; hold how long a slot may be held (the longest call).
 func New(provider string, keys []Key, slots Slots, wait, hold time.Duration) *Pool {
-	p := &Pool{provider: provider, slots: slots, wait: wait, hold: hold, queues: map[string]*orgQueue{}}
+	p := &Pool{provider: provider, slots: slots, wait: wait, hold: hold, queues: map[string]*keyQueue{}}
 	for _, k := range keys {
 		if k.Weight <= 0 {
 			k.Weight = 1
@@ -181,45 +177,31 @@ func (p *Pool) pick(tried map[string]bool) *key {
 	return nil
 }
 
-// queue waits in org's queue for k until the oldest of org's waiters may
-// try for a slot, tries, and hands the turn on; it gives up after the
-// pool's wait.
+// queue waits for a slot of k. Waiters queue per organization, and the
+// organizations with waiters take turns: only the oldest waiter of the
+// organization whose turn it is tries for a slot (polling: a slot may
+// free on another instance), and when it gets one the turn passes to the
+// next organization. It gives up after the pool's wait.
 func (p *Pool) queue(ctx context.Context, org string, k *key) (*Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.wait)
 	defer cancel()
-	qk := k.Name + "\x00" + org
 	me := make(chan struct{}, 1)
 	p.mu.Lock()
-	q := p.queues[qk]
+	q := p.queues[k.Name]
 	if q == nil {
-		q = &orgQueue{}
-		p.queues[qk] = q
+		q = &keyQueue{waits: map[string][]chan struct{}{}}
+		p.queues[k.Name] = q
 	}
-	q.waiters = append(q.waiters, me)
-	if len(q.waiters) == 1 {
-		me <- struct{}{} // the head may try at once
-	}
+	q.add(org, me)
 	p.mu.Unlock()
-	leave := func() {
+	acquired := false
+	defer func() {
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		head := len(q.waiters) > 0 && q.waiters[0] == me
-		for i, w := range q.waiters {
-			if w == me {
-				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-				break
-			}
+		if q.remove(org, me, acquired) {
+			delete(p.queues, k.Name)
 		}
-		if len(q.waiters) == 0 {
-			delete(p.queues, qk)
-		} else if head {
-			select {
-			case q.waiters[0] <- struct{}{}:
-			default:
-			}
-		}
-	}
-	defer leave()
+		p.mu.Unlock()
+	}()
 	select {
 	case <-me:
 	case <-ctx.Done():
@@ -229,17 +211,79 @@ func (p *Pool) queue(ctx context.Context, org string, k *key) (*Lease, error) {
 	for {
 		release, ok, err := p.slots.Acquire(ctx, p.provider+":"+k.Name, k.MaxConcurrency, p.hold)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, p.timeoutErr(ctx) // the wait ran out during the call
+			}
 			return nil, err
 		}
 		if ok {
+			acquired = true
 			return &Lease{p: p, k: k, release: release}, nil
 		}
 		select {
 		case <-time.After(backoff):
-			backoff = min(2*backoff, 100*time.Millisecond)
+			backoff = min(2*backoff, 50*time.Millisecond)
 		case <-ctx.Done():
 			return nil, p.timeoutErr(ctx)
 		}
+	}
+}
+
+// keyQueue is the waiters for one key: a queue per organization, and the
+// organizations in turn. Its methods run under the pool's lock.
+type keyQueue struct {
+	orgs  []string
+	turn  int
+	waits map[string][]chan struct{}
+}
+
+// add queues a waiter of org and wakes whoever may try now.
+func (q *keyQueue) add(org string, me chan struct{}) {
+	if len(q.waits[org]) == 0 {
+		q.orgs = append(q.orgs, org)
+	}
+	q.waits[org] = append(q.waits[org], me)
+	q.wake()
+}
+
+// remove takes a waiter of org out; when it left with a slot the turn
+// passes to the next organization. It reports whether the queue is empty.
+func (q *keyQueue) remove(org string, me chan struct{}, acquired bool) bool {
+	w := q.waits[org]
+	for i, c := range w {
+		if c == me {
+			w = append(w[:i], w[i+1:]...)
+			break
+		}
+	}
+	q.waits[org] = w
+	idx := slices.Index(q.orgs, org)
+	if acquired && idx >= 0 {
+		q.turn = idx + 1
+	}
+	if len(w) == 0 && idx >= 0 {
+		delete(q.waits, org)
+		q.orgs = append(q.orgs[:idx], q.orgs[idx+1:]...)
+		if q.turn > idx {
+			q.turn--
+		}
+	}
+	if len(q.orgs) == 0 {
+		return true
+	}
+	q.wake()
+	return false
+}
+
+// wake signals the oldest waiter of the organization whose turn it is.
+func (q *keyQueue) wake() {
+	if len(q.orgs) == 0 {
+		return
+	}
+	q.turn %= len(q.orgs)
+	select {
+	case q.waits[q.orgs[q.turn]][0] <- struct{}{}:
+	default: // already signalled
 	}
 }
 

@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -240,4 +241,22 @@ func (m *Metrics) Handler() fasthttp.RequestHandler {
 // HTTPHandler is Handler for net/http (the admin socket).
 func (m *Metrics) HTTPHandler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// KeyPool exports provider's pooled keys' states as
+// voxgate_provider_key_resting{provider,key} (1 while a key rests after
+// the provider throttled or refused it), read from states at each scrape.
+func (m *Metrics) KeyPool(provider string, names []string, states func() map[string]time.Time) {
+	for _, name := range names {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "voxgate_provider_key_resting",
+			Help:        "1 while a pooled provider API key rests after the provider throttled (429) or refused (401) it.",
+			ConstLabels: prometheus.Labels{"provider": provider, "key": name},
+		}, func() float64 {
+			if states()[name].IsZero() {
+				return 0
+			}
+			return 1
+		}))
+	}
 }

@@ -69,6 +69,10 @@ type Deps struct {
 	// Ready reports whether the gateway can serve synthesis (plugins up);
 	// nil means always ready.
 	Ready func() error
+	// KeyStates reports each pooled provider key's state for /readyz:
+	// when it rests until, zero while in rotation; nil when no provider
+	// pools keys.
+	KeyStates func() map[string]map[string]time.Time
 	// Speech serves the speech and provider endpoints; nil serves only
 	// voices and logs.
 	Speech *speech.Service
@@ -109,17 +113,19 @@ type OrgLimits struct {
 
 // Server is the HTTP edge.
 type Server struct {
-	opts     Options
-	log      *zap.Logger
-	store    Store
-	auth     *auth.Authenticator
-	logs     *reqlog.Writer
-	metrics  *metrics.Metrics
-	cursors  *cursor.Codec
-	ready    func() error
-	limiter  ratelimit.Limiter
-	failOpen bool
-	limits   map[string]orgLimits
+	opts    Options
+	log     *zap.Logger
+	store   Store
+	auth    *auth.Authenticator
+	logs    *reqlog.Writer
+	metrics *metrics.Metrics
+	cursors *cursor.Codec
+	ready   func() error
+	// keyStates reports pooled provider keys for /readyz.
+	keyStates func() map[string]map[string]time.Time
+	limiter   ratelimit.Limiter
+	failOpen  bool
+	limits    map[string]orgLimits
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
 	accessLog   bool
@@ -127,7 +133,7 @@ type Server struct {
 	// realtime serves the realtime WebSocket (realtime.go).
 	realtime *realtime.Hub
 	upgrader *websocket.FastHTTPUpgrader
-	tracer      *tracing.Tracer
+	tracer   *tracing.Tracer
 
 	srv *fasthttp.Server
 	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
@@ -146,6 +152,7 @@ func New(d Deps) *Server {
 		metrics:   d.Metrics,
 		cursors:   cursor.New(d.CursorSecret),
 		ready:     d.Ready,
+		keyStates: d.KeyStates,
 		limiter:   d.Limiter,
 		failOpen:  d.LimiterFailOpen,
 		limits:    map[string]orgLimits{},
@@ -336,8 +343,24 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	ctx.Response.Header.SetContentTypeBytes(contentJSON)
-	ctx.SetBodyString(`{"status":"ready"}`)
+	if s.keyStates == nil {
+		ctx.Response.Header.SetContentTypeBytes(contentJSON)
+		ctx.SetBodyString(`{"status":"ready"}`)
+		return
+	}
+	// Pooled keys' states, by name (never the key): a resting key does not
+	// make the instance unready, but operators see it here.
+	keys := map[string]map[string]string{}
+	for provider, states := range s.keyStates() {
+		keys[provider] = map[string]string{}
+		for name, until := range states {
+			keys[provider][name] = "ok"
+			if !until.IsZero() {
+				keys[provider][name] = "resting until " + until.UTC().Format(time.RFC3339)
+			}
+		}
+	}
+	_ = s.writeJSON(ctx, fasthttp.StatusOK, map[string]any{"status": "ready", "provider_keys": keys})
 }
 
 // record enqueues a request log row for c, filling the common fields from

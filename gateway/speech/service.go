@@ -1,6 +1,7 @@
 package speech
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/dispatch"
+	"github.com/voxgate/voxgate/gateway/keypool"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -62,7 +64,9 @@ type Service struct {
 	tracer   *tracing.Tracer
 	log      *zap.Logger
 	budgets  *budget.Budgets
-	cache    *responseCache
+	// pools are the providers' managed key pools, by provider id.
+	pools map[string]*keypool.Pool
+	cache *responseCache
 	// routes are the deployment's fallbacks by "provider/model".
 	routes map[string]Route
 	// orgBudgets are the organizations' credit budgets.
@@ -92,12 +96,14 @@ type Deps struct {
 	Cache CacheOptions
 	// Routes are the deployment's fallbacks by "provider/model".
 	Routes map[string]Route
+	// Pools are the providers' managed key pools, by provider id.
+	Pools map[string]*keypool.Pool
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
 	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
-		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes}
+		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools}
 }
 
 // Catalog returns the provider catalog.
@@ -436,12 +442,26 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 		resp    *sdk.SynthesizeResponse
 		release func()
 	)
-	if _, err := s.call(ctx, j, "synthesize", func(ctx context.Context) error {
-		var err error
-		resp, release, err = s.render(ctx, j, req)
-		return err
-	}); err != nil {
-		return nil, err
+	keys := s.pooled(j)
+	var last error
+	for {
+		if err := keys.next(ctx, j); err != nil {
+			return nil, cmp.Or(last, err)
+		}
+		req.Credentials = j.Creds
+		_, err := s.call(ctx, j, "synthesize", func(ctx context.Context) error {
+			var err error
+			resp, release, err = s.render(ctx, j, req)
+			return err
+		})
+		if keys.retry(s, j, err, false) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: resp.Warnings, release: release}
 	if len(resp.Audio) == 0 || resp.MediaType == "" {

@@ -1,6 +1,7 @@
 package speech
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -146,6 +147,29 @@ func (s *Service) replay(hit *Result) (*Stream, error) {
 // startStream opens j's stream and waits for its first audio. With a
 // cache key, the stream is kept once it ended complete.
 func (s *Service) startStream(ctx context.Context, j *Job, key string) (*Stream, error) {
+	keys := s.pooled(j)
+	var last error
+	for {
+		if err := keys.next(ctx, j); err != nil {
+			return nil, cmp.Or(last, err)
+		}
+		st, err := s.firstAudio(ctx, j, key)
+		if keys.retry(s, j, err, true) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if keys != nil {
+			st.Source = &leasedSource{Source: st.Source, keys: keys}
+		}
+		return st, nil
+	}
+}
+
+// firstAudio opens j's stream and reads its first audio.
+func (s *Service) firstAudio(ctx context.Context, j *Job, key string) (*Stream, error) {
 	src, err := s.openStream(ctx, j)
 	if err != nil {
 		return nil, err
