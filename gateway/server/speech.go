@@ -302,8 +302,8 @@ func (s *Server) writeBlocked(ctx *fasthttp.RequestCtx, be *moderation.BlockedEr
 	if be.Verdict.ReasonType == moderation.ReasonErrorFailClosed {
 		msg = "the content moderation check failed and the ruleset fails closed"
 	}
-	env := moderationEnvelope{Error: moderationError{
-		Code:    "content_moderation_blocked",
+	env := moderationEnvelope{Code: string(problem.ModerationBlocked), Error: moderationError{
+		Code:    string(problem.ModerationBlocked),
 		Message: msg,
 		Reason:  moderationReason{Type: be.Verdict.ReasonType, Detail: be.Verdict.ReasonDetail},
 	}}
