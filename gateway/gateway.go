@@ -179,6 +179,7 @@ func ServerOptions(cfg *config.Config) server.Options {
 		MaxConns:       cfg.Server.MaxConns,
 		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,
 		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
+		CORS:           server.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
 	}
 	for name, org := range cfg.Orgs {
 		o.Orgs[name] = server.OrgLimits{

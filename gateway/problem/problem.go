@@ -29,18 +29,21 @@ const (
 	InvalidCursor           Code = "invalid_cursor"
 	Unauthorized            Code = "unauthorized"
 	ProviderDisabled        Code = "provider_disabled"
-	VoiceNotFound           Code = "voice_not_found"
-	MediaNotFound           Code = "media_not_found"
-	NotFound                Code = "not_found"
-	MethodNotAllowed        Code = "method_not_allowed"
-	PayloadTooLarge         Code = "payload_too_large"
-	UnsupportedMediaType    Code = "unsupported_media_type"
-	VoiceIncomplete         Code = "voice_incomplete"
-	UnknownProvider         Code = "unknown_provider"
-	UnknownModel            Code = "unknown_model"
-	TextTooLong             Code = "text_too_long"
-	NoCredentials           Code = "provider_credentials_missing"
-	ProviderRejected        Code = "provider_rejected_request"
+	// OriginNotAllowed refuses a browser's CORS preflight from an origin
+	// that is not in cors.allowed_origins.
+	OriginNotAllowed     Code = "origin_not_allowed"
+	VoiceNotFound        Code = "voice_not_found"
+	MediaNotFound        Code = "media_not_found"
+	NotFound             Code = "not_found"
+	MethodNotAllowed     Code = "method_not_allowed"
+	PayloadTooLarge      Code = "payload_too_large"
+	UnsupportedMediaType Code = "unsupported_media_type"
+	VoiceIncomplete      Code = "voice_incomplete"
+	UnknownProvider      Code = "unknown_provider"
+	UnknownModel         Code = "unknown_model"
+	TextTooLong          Code = "text_too_long"
+	NoCredentials        Code = "provider_credentials_missing"
+	ProviderRejected     Code = "provider_rejected_request"
 	// ModerationBlocked is the code of the moderation envelope; it appears
 	// as a problem only inside a conversation's failedTurns.
 	ModerationBlocked     Code = "content_moderation_blocked"
@@ -81,6 +84,7 @@ var table = map[Code]meta{
 	InvalidCursor:           {400, "Invalid cursor"},
 	Unauthorized:            {401, "Missing or invalid API key"},
 	ProviderDisabled:        {403, "Provider disabled for this organization"},
+	OriginNotAllowed:        {403, "Origin not allowed"},
 	VoiceNotFound:           {404, "Voice not found"},
 	MediaNotFound:           {404, "Media not found"},
 	NotFound:                {404, "Not found"},

@@ -62,6 +62,7 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
 		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
+		s.cors.decorate(ctx)
 		if ambiguousLength(&ctx.Request.Header) {
 			// RFC 9112 section 6.1: a request with both Content-Length and
 			// Transfer-Encoding must be treated as an error and the

@@ -86,6 +86,8 @@ type Options struct {
 	MaxConns, MaxConnsPerIP int
 	// Orgs holds each organization's rate limits.
 	Orgs map[string]OrgLimits
+	// CORS says which browser origins may call the API.
+	CORS CORSOptions
 }
 
 // OrgLimits are an organization's two request budgets.
@@ -113,6 +115,7 @@ type Server struct {
 	limiterWarn everyWarn
 	accessLog   bool
 	speech      *speech.Service
+	cors        *cors
 
 	srv *fasthttp.Server
 }
@@ -133,6 +136,7 @@ func New(d Deps) *Server {
 		limits:    map[string]orgLimits{},
 		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
+		cors:      newCORS(d.Options.CORS),
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
@@ -147,7 +151,10 @@ func New(d Deps) *Server {
 	}
 	r := router.New()
 	r.HandleMethodNotAllowed = true
-	r.HandleOPTIONS = false
+	// OPTIONS is answered on every route, without an API key: browsers
+	// send CORS preflights without credentials (see options).
+	r.HandleOPTIONS = true
+	r.GlobalOPTIONS = s.options
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
