@@ -396,11 +396,14 @@ func (x *Model) GetMaxSpeed() float64 {
 }
 
 type Capabilities struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Streaming     bool                   `protobuf:"varint,1,opt,name=streaming,proto3" json:"streaming,omitempty"`
-	Timestamps    bool                   `protobuf:"varint,2,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
-	Cloning       bool                   `protobuf:"varint,3,opt,name=cloning,proto3" json:"cloning,omitempty"`
-	Speed         bool                   `protobuf:"varint,4,opt,name=speed,proto3" json:"speed,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Streaming  bool                   `protobuf:"varint,1,opt,name=streaming,proto3" json:"streaming,omitempty"`
+	Timestamps bool                   `protobuf:"varint,2,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	Cloning    bool                   `protobuf:"varint,3,opt,name=cloning,proto3" json:"cloning,omitempty"`
+	Speed      bool                   `protobuf:"varint,4,opt,name=speed,proto3" json:"speed,omitempty"`
+	// The model follows delivery instructions ("speak calmly") given as
+	// the providerOptions field "instructions".
+	Instructions  bool `protobuf:"varint,5,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -459,6 +462,13 @@ func (x *Capabilities) GetCloning() bool {
 func (x *Capabilities) GetSpeed() bool {
 	if x != nil {
 		return x.Speed
+	}
+	return false
+}
+
+func (x *Capabilities) GetInstructions() bool {
+	if x != nil {
+		return x.Instructions
 	}
 	return false
 }
@@ -1662,14 +1672,15 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x12native_sample_rate\x18\x06 \x01(\x05R\x10nativeSampleRate\x12$\n" +
 	"\x0emax_text_chars\x18\a \x01(\x05R\fmaxTextChars\x12\x1b\n" +
 	"\tmin_speed\x18\b \x01(\x01R\bminSpeed\x12\x1b\n" +
-	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"|\n" +
+	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"\xa0\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +
 	"timestamps\x18\x02 \x01(\bR\n" +
 	"timestamps\x12\x18\n" +
 	"\acloning\x18\x03 \x01(\bR\acloning\x12\x14\n" +
-	"\x05speed\x18\x04 \x01(\bR\x05speed\":\n" +
+	"\x05speed\x18\x04 \x01(\bR\x05speed\x12\"\n" +
+	"\finstructions\x18\x05 \x01(\bR\finstructions\":\n" +
 	"\vCredentials\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04byok\x18\x02 \x01(\bR\x04byok\"g\n" +
