@@ -28,6 +28,8 @@ func TestCORS(t *testing.T) {
 	}{
 		{"preflight allowed", "OPTIONS", "/v1/audio/speech", allowed,
 			[]string{"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type, x-stainless-os"}, 204, allowed},
+		{"preflight elevenlabs", "OPTIONS", "/elevenlabs/v1/voices", allowed,
+			[]string{"Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "xi-api-key"}, 204, allowed},
 		{"preflight other origin", "OPTIONS", "/v1/audio/speech", other,
 			[]string{"Access-Control-Request-Method", "POST"}, 403, ""},
 		{"preflight unknown path", "OPTIONS", "/v1/nope", allowed,

@@ -20,6 +20,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admin"
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
@@ -132,6 +133,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Auth:            g.auth,
 		Logs:            g.logs,
 		Metrics:         g.metrics,
+		Aliases:         Aliases(cfg),
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -191,6 +193,27 @@ func ServerOptions(cfg *config.Config) server.Options {
 		o.MaxConns = server.DefaultMaxConns()
 	}
 	return o
+}
+
+// Aliases is the typed view of cfg's model and voice aliases, the top
+// level's and each organization's.
+func Aliases(cfg *config.Config) *dialect.Aliases {
+	set := func(a config.Aliases) dialect.AliasSet {
+		out := dialect.AliasSet{Models: a.Models, Voices: make(map[string]dialect.VoiceAlias, len(a.Voices))}
+		for name, v := range a.Voices {
+			if v != nil {
+				out.Voices[name] = dialect.VoiceAlias{Model: v.Model, Voice: v.Voice, SavedVoice: v.SavedVoice}
+			}
+		}
+		return out
+	}
+	orgs := make(map[string]dialect.AliasSet, len(cfg.Orgs))
+	for name, o := range cfg.Orgs {
+		if o != nil {
+			orgs[name] = set(o.Aliases)
+		}
+	}
+	return dialect.NewAliases(set(cfg.Aliases), orgs)
 }
 
 // StorageConfig is the typed view of cfg's storage settings, with paths

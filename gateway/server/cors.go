@@ -40,8 +40,9 @@ func newCORS(o CORSOptions) *cors {
 
 // exposedHeaders are the response headers a page's script may read
 // besides the CORS-safelisted ones: the request id to quote in a support
-// request, how long to wait after a 429, and the auth scheme of a 401.
-const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate"
+// request, how long to wait after a 429, the auth scheme of a 401, and
+// what of a dialect request was dropped.
+const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings"
 
 // defaultAllowedHeaders answer a preflight that names no request headers.
 const defaultAllowedHeaders = "Authorization, Content-Type, xi-api-key, X-Request-Id"

@@ -21,6 +21,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/cursor"
+	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
@@ -66,6 +67,9 @@ type Deps struct {
 	// Speech serves the speech and provider endpoints; nil serves only
 	// voices and logs.
 	Speech *speech.Service
+	// Aliases are the model and voice names of the OpenAI and ElevenLabs
+	// dialects; nil means none.
+	Aliases *dialect.Aliases
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -116,6 +120,7 @@ type Server struct {
 	accessLog   bool
 	speech      *speech.Service
 	cors        *cors
+	aliases     *dialect.Aliases
 
 	srv *fasthttp.Server
 }
@@ -137,6 +142,7 @@ func New(d Deps) *Server {
 		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
 		cors:      newCORS(d.Options.CORS),
+		aliases:   d.Aliases,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
@@ -158,10 +164,10 @@ func New(d Deps) *Server {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		s.writeProblem(ctx, problem.New(problem.NotFound, "no route %s %s", ctx.Method(), ctx.Path()))
+		s.writeProblemIn(ctx, pathDialect(ctx), problem.New(problem.NotFound, "no route %s %s", ctx.Method(), ctx.Path()))
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
-		s.writeProblem(ctx, problem.New(problem.MethodNotAllowed, "%s is not allowed on %s (allowed: %s)", ctx.Method(), ctx.Path(), ctx.Response.Header.Peek(fasthttp.HeaderAllow)))
+		s.writeProblemIn(ctx, pathDialect(ctx), problem.New(problem.MethodNotAllowed, "%s is not allowed on %s (allowed: %s)", ctx.Method(), ctx.Path(), ctx.Response.Header.Peek(fasthttp.HeaderAllow)))
 	}
 	r.PanicHandler = nil // edge recovers, so the metrics and log see it too
 
@@ -178,13 +184,23 @@ func New(d Deps) *Server {
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
-		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.DeliverClip))
+		// The same path serves OpenAI's body, told apart by its fields.
+		rt.POSTIn("/v1/audio/speech", "speech", speechDialect, s.speechHandler(speech.DeliverClip))
 		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.DeliverTimestamps))
 		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.DeliverStream))
 		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
+
+		// The dialects of other APIs (dialects.go).
+		rt.GETIn("/v1/models", "models.list", openAIDialect, s.listOpenAIModels)
+		el := elevenLabsPrefix + "/v1"
+		rt.POSTIn(el+"/text-to-speech/{voice_id}", "speech.elevenlabs", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverClip))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/stream", "speech.elevenlabs.stream", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverStream))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/with-timestamps", "speech.elevenlabs.timestamps", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverTimestamps))
+		rt.GETIn(el+"/voices", "elevenlabs.voices", elevenLabsDialect, s.listElevenLabsVoices)
+		rt.GETIn(el+"/models", "elevenlabs.models", elevenLabsDialect, s.listElevenLabsModels)
 	}
 
 	s.srv = &fasthttp.Server{
@@ -235,6 +251,16 @@ func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.ap
 
 // POST registers an authenticated POST handler.
 func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
+
+// GETIn registers an authenticated GET handler of a dialect (apiIn).
+func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
+	rt.r.GET(path, rt.s.apiIn(name, d, h))
+}
+
+// POSTIn registers an authenticated POST handler of a dialect (apiIn).
+func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
+	rt.r.POST(path, rt.s.apiIn(name, d, h))
+}
 
 // DELETE registers an authenticated DELETE handler.
 func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
