@@ -34,7 +34,7 @@ func TestPublicJSClient(t *testing.T) {
 	tg := startGateway(t, jsclientConfig)
 	cmd := exec.Command(node, "client.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "VOXGATE_URL="+tg.base+"/v1", "VOXGATE_KEY="+tg.keys["acme"])
+	cmd.Env = append(os.Environ(), "VOXGATE_URL="+validatingProxy(t, tg.base)+"/v1", "VOXGATE_KEY="+tg.keys["acme"])
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string

@@ -23,6 +23,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/cursor"
 	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/metrics"
+	"github.com/voxgate/voxgate/gateway/server/openapi"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/reqlog"
@@ -121,6 +122,8 @@ type Server struct {
 	speech      *speech.Service
 	cors        *cors
 	aliases     *dialect.Aliases
+	// openapi is the OpenAPI document as JSON, rendered once.
+	openapi []byte
 
 	srv *fasthttp.Server
 }
@@ -147,6 +150,13 @@ func New(d Deps) *Server {
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
+	doc, err := openapi.JSON()
+	if err != nil {
+		// The document is embedded and checked by the tests; failing
+		// here means the binary was built from a broken source.
+		panic(err)
+	}
+	s.openapi = doc
 	for name, o := range d.Options.Orgs {
 		s.limits[name] = orgLimits{
 			synthesis: o.Synthesis,
@@ -171,6 +181,7 @@ func New(d Deps) *Server {
 	}
 	r.PanicHandler = nil // edge recovers, so the metrics and log see it too
 
+	r.GET("/v1/openapi.json", s.openAPI)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", d.Metrics.Handler())
@@ -316,6 +327,14 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 // up to ctx's deadline.
 func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.ShutdownWithContext(ctx)
+}
+
+// openAPI serves the OpenAPI document, without an API key: it describes
+// the API, it holds nothing of any organization.
+func (s *Server) openAPI(ctx *fasthttp.RequestCtx) {
+	ctx.SetUserValue(userValueRoute, "openapi")
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.Response.SetBodyRaw(s.openapi)
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
