@@ -23,10 +23,10 @@ import (
 	"github.com/voxgate/voxgate/gateway/cursor"
 	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/metrics"
-	"github.com/voxgate/voxgate/gateway/server/openapi"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/reqlog"
+	"github.com/voxgate/voxgate/gateway/server/openapi"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
