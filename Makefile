@@ -12,13 +12,17 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libflac-dev                  FLAC output (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
 #   pkg-config, gcc              cgo
-#   nodejs, npm (when missing)   the public JS client test (test/jsclient)
+#   nodejs, npm (when missing)   the public JS client test (test/jsclient) and the
+#                                official OpenAI and ElevenLabs SDKs (test/sdkclients)
+#   chromium                     a headless browser calls the gateway with fetch
+#                                (CORS test, driven from Go with chromedp)
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
 #   protobuf-compiler            protoc, for `make proto` and the test that the
 #                                generated plugin protocol is current
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server protobuf-compiler
+#   chromium                     headless browser tests (CORS from a page, chromedp)
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server protobuf-compiler chromium
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
@@ -52,13 +56,18 @@ run: build
 	$(BIN)/voxgate serve --config gateway.yaml --dev-log
 
 ## test: the whole suite, as CI runs it, under the race detector
-test: build test/jsclient/node_modules
+test: build test/jsclient/node_modules test/sdkclients/node_modules
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 14m ./...
 
 # The public @speech-sdk/core client, pinned by package-lock.json.
 test/jsclient/node_modules: test/jsclient/package-lock.json
 	cd test/jsclient && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The official openai and @elevenlabs/elevenlabs-js SDKs, pinned by package-lock.json.
+test/sdkclients/node_modules: test/sdkclients/package-lock.json
+	cd test/sdkclients && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 ## bench: the gateway against calling the provider directly, on loopback

@@ -43,6 +43,8 @@ type Config struct {
 	Fallbacks map[string][]*FallbackTarget `yaml:"fallbacks"`
 	Metrics   Metrics                      `yaml:"metrics"`
 	Tracing   Tracing                      `yaml:"tracing"`
+	CORS      CORS                         `yaml:"cors"`
+	Aliases   Aliases                      `yaml:"aliases"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -245,6 +247,9 @@ type Org struct {
 	DevKey bool `yaml:"dev_key"`
 	// Budget caps the credits the org spends per period (nil: none).
 	Budget *Budget `yaml:"budget"`
+	// Aliases are the org's own model and voice names; they win over the
+	// top-level aliases of the same name.
+	Aliases Aliases `yaml:"aliases"`
 }
 
 // Budget is a credit budget: Credits per Period ("day" or "month", UTC).
@@ -376,6 +381,44 @@ type Secrets struct {
 	KeyEnv string `yaml:"key_env"`
 	// KeyFile is a file holding the key; created (0600) when missing.
 	KeyFile string `yaml:"key_file"`
+}
+
+// CORS says which browser origins may call the API (none by default).
+type CORS struct {
+	// AllowedOrigins lists origins as a browser sends them
+	// ("https://app.example.com", "http://localhost:3000"), or "*" for
+	// any origin. API keys travel in headers, never cookies, so an
+	// allowed origin gains nothing a page could not do with its key.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// MaxAge is how long a browser may cache a preflight answer
+	// (default 10m; browsers cap it, Chromium at 2h).
+	MaxAge Duration `yaml:"max_age"`
+}
+
+// Aliases map the names that code written for another API uses onto this
+// gateway's models and voices, so that code moves provider unchanged.
+// Organizations may add their own and override these (Org.Aliases).
+type Aliases struct {
+	// Models maps a model name ("tts-1") to a "provider/model" or
+	// "provider" reference ("openai/tts-1", "espeak").
+	Models map[string]string `yaml:"models"`
+	// Voices maps a voice name ("alloy") to a provider voice or a saved
+	// voice.
+	Voices map[string]*VoiceAlias `yaml:"voices"`
+}
+
+// VoiceAlias is what a voice name stands for: a provider voice (Voice,
+// with Model, or the request's model when Model is empty) or a saved
+// voice of the organization (SavedVoice), never both.
+type VoiceAlias struct {
+	// Model is a "provider/model" or "provider" reference, or a model
+	// alias; empty keeps the request's model.
+	Model string `yaml:"model"`
+	// Voice is the provider's voice id.
+	Voice string `yaml:"voice"`
+	// SavedVoice is the uuid of a saved voice (per-organization aliases
+	// only: saved voices belong to one organization).
+	SavedVoice string `yaml:"saved_voice"`
 }
 
 // Secret is a string that never prints: fmt and zap see "[redacted]".
@@ -740,6 +783,9 @@ func (c *Config) applyDefaults() {
 			r.Timeout = Duration(500 * time.Millisecond)
 		}
 	}
+	if c.CORS.MaxAge == 0 {
+		c.CORS.MaxAge = Duration(10 * time.Minute)
+	}
 	l := &c.Limits
 	if l.MaxTextChars == 0 {
 		l.MaxTextChars = 5000
@@ -968,6 +1014,15 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for i, o := range c.CORS.AllowedOrigins {
+		if msg := checkOrigin(o); msg != "" {
+			bad(fmt.Sprintf("cors.allowed_origins[%d]", i), "%q %s", o, msg)
+		}
+	}
+	if c.CORS.MaxAge.D() > 24*time.Hour {
+		bad("cors.max_age", "must be at most 24h, got %s", c.CORS.MaxAge.D())
+	}
+	c.validateAliases("aliases", &c.Aliases, false, bad)
 	if len(c.Orgs) == 0 {
 		bad("orgs", "at least one organization is required")
 	}
@@ -997,6 +1052,7 @@ func (c *Config) Validate() error {
 				o.Providers[pn] = &OrgProvider{}
 			}
 		}
+		c.validateAliases(key+".aliases", &o.Aliases, true, bad)
 		if o.RateLimit < 0 {
 			bad(key+".rate_limit", "must not be negative")
 		}
@@ -1091,6 +1147,99 @@ func (c *Config) lineOf(key string) int {
 		key = key[:i]
 	}
 	return 0
+}
+
+// checkOrigin returns what is wrong with an allowed origin, "" if
+// nothing: a browser's Origin is scheme://host[:port], without a path.
+func checkOrigin(o string) string {
+	if o == "*" {
+		return ""
+	}
+	u, err := url.Parse(o)
+	switch {
+	case err != nil:
+		return "is not a URL: " + err.Error()
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "must start with http:// or https://"
+	case u.Host == "":
+		return "has no host"
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return "must be scheme://host[:port] only, as a browser sends it (no path, query or user)"
+	case strings.ToLower(o) != o:
+		return "must be lower case, as a browser sends it"
+	}
+	return ""
+}
+
+// validateAliases checks an aliases block: model references are
+// "provider[/model]" of a configured provider (or another model alias),
+// and each voice alias names either a provider voice or, in an
+// organization's block only, a saved voice.
+func (c *Config) validateAliases(key string, a *Aliases, perOrg bool, bad func(key, format string, args ...any)) {
+	checkModel := func(k, ref string) {
+		target := ref
+		if t, ok := a.Models[ref]; ok {
+			target = t
+		} else if t, ok := c.Aliases.Models[ref]; ok {
+			target = t
+		}
+		pid, _, _ := strings.Cut(target, "/")
+		if c.Providers[pid] == nil {
+			bad(k, "%q names no provider under providers:", ref)
+		}
+	}
+	for _, name := range sortedKeys(a.Models) {
+		k := key + ".models." + name
+		if name == "" || strings.TrimSpace(name) != name {
+			bad(k, "alias names must not be empty or padded")
+		}
+		if a.Models[name] == "" {
+			bad(k, "is empty: give provider/model")
+			continue
+		}
+		pid, _, _ := strings.Cut(a.Models[name], "/")
+		if c.Providers[pid] == nil {
+			bad(k, "%q names no provider under providers:", a.Models[name])
+		}
+	}
+	for _, name := range sortedKeys(a.Voices) {
+		k := key + ".voices." + name
+		v := a.Voices[name]
+		switch {
+		case v == nil:
+			bad(k, "is empty: give voice (with model) or saved_voice")
+		case v.SavedVoice != "" && (v.Voice != "" || v.Model != ""):
+			bad(k, "give either saved_voice or voice and model, not both")
+		case v.SavedVoice != "" && !perOrg:
+			bad(k+".saved_voice", "saved voices belong to one organization: set this alias under orgs.<id>.aliases")
+		case v.SavedVoice != "" && !uuidLike(v.SavedVoice):
+			bad(k+".saved_voice", "%q is not a saved voice's uuid", v.SavedVoice)
+		case v.SavedVoice == "" && v.Voice == "":
+			bad(k, "give voice (with model) or saved_voice")
+		case v.Model != "":
+			checkModel(k+".model", v.Model)
+		}
+	}
+}
+
+// uuidLike reports whether s has the form of a uuid.
+func uuidLike(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func validID(s string) bool {

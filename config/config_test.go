@@ -44,6 +44,15 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"tracing sample ratio", minimal + "tracing:\n  endpoint: http://x:4318\n  sample_ratio: 2\n", []string{"tracing.sample_ratio"}},
 		{"metrics token too short", minimal + "metrics:\n  token: abc\n", []string{"metrics.token", "16"}},
 		{"metrics listen", minimal + "metrics:\n  listen: 127.0.0.1:70000\n", []string{"metrics.listen", "65535"}},
+		{"cors origin with path", minimal + "cors:\n  allowed_origins: [\"https://app.example.com/ui\"]\n", []string{"line 9", "cors.allowed_origins[0]", "no path"}},
+		{"cors origin no scheme", minimal + "cors:\n  allowed_origins: [app.example.com]\n", []string{"cors.allowed_origins[0]", "http://"}},
+		{"cors max age", minimal + "cors:\n  max_age: 48h\n", []string{"cors.max_age"}},
+		{"alias unknown provider", minimal + "aliases:\n  models:\n    tts-1: openai/tts-1\n", []string{"line 10", "aliases.models.tts-1", "no provider"}},
+		{"voice alias empty", minimal + "aliases:\n  voices:\n    alloy: {model: espeak}\n", []string{"aliases.voices.alloy", "give voice"}},
+		{"voice alias both", strings.Replace(minimal, "  acme:\n", "  acme:\n    aliases: {voices: {alloy: {voice: en, saved_voice: 0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e}}}\n", 1), []string{"orgs.acme.aliases.voices.alloy", "not both"}},
+		{"saved voice alias at top", minimal + "aliases:\n  voices:\n    alloy: {saved_voice: 0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e}\n", []string{"aliases.voices.alloy.saved_voice", "one organization"}},
+		{"saved voice not uuid", strings.Replace(minimal, "  acme:\n", "  acme:\n    aliases: {voices: {alloy: {saved_voice: nope}}}\n", 1), []string{"orgs.acme.aliases.voices.alloy.saved_voice", "uuid"}},
+		{"voice alias unknown model", minimal + "aliases:\n  voices:\n    alloy: {model: nope/x, voice: en}\n", []string{"aliases.voices.alloy.model", "no provider"}},
 		{"bad yaml", "server: [\n", []string{"line"}},
 	}
 	for _, tt := range tests {
@@ -195,5 +204,31 @@ func TestCommittedGatewayYAMLLoads(t *testing.T) {
 	}
 	if cfg.Resolve(cfg.Storage.Path) != "../data/voxgate.db" {
 		t.Errorf("storage path not resolved against the config dir: %s", cfg.Resolve(cfg.Storage.Path))
+	}
+}
+
+func TestAliasesAndCORS(t *testing.T) {
+	y := minimal + `
+aliases:
+  models: {tts-1: espeak/espeak-ng, fast: espeak}
+  voices:
+    alloy: {model: tts-1, voice: en-us}
+    nova: {voice: en-gb}
+cors:
+  allowed_origins: ["http://localhost:3000", "*"]
+`
+	y = strings.Replace(y, "  acme:\n", "  acme:\n    aliases: {voices: {alloy: {saved_voice: 0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e}}}\n", 1)
+	cfg, err := Parse([]byte(y), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Aliases.Models["tts-1"] != "espeak/espeak-ng" || cfg.Aliases.Voices["alloy"].Voice != "en-us" {
+		t.Errorf("aliases %+v", cfg.Aliases)
+	}
+	if cfg.Orgs["acme"].Aliases.Voices["alloy"].SavedVoice == "" {
+		t.Errorf("org aliases %+v", cfg.Orgs["acme"].Aliases)
+	}
+	if len(cfg.CORS.AllowedOrigins) != 2 || cfg.CORS.MaxAge.D().Minutes() != 10 {
+		t.Errorf("cors %+v", cfg.CORS)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/cache"
 	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/keypool"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
@@ -167,6 +168,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Logs:            g.logs,
 		Metrics:         g.metrics,
 		Tracer:          g.tracer,
+		Aliases:         Aliases(cfg),
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -399,6 +401,7 @@ func ServerOptions(cfg *config.Config) server.Options {
 		MetricsPublic:  cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
 		MetricsToken:   cfg.Metrics.Token.Value(),
 		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
+		CORS:           server.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
 	}
 	for name, org := range cfg.Orgs {
 		o.Orgs[name] = server.OrgLimits{
@@ -410,6 +413,27 @@ func ServerOptions(cfg *config.Config) server.Options {
 		o.MaxConns = server.DefaultMaxConns()
 	}
 	return o
+}
+
+// Aliases is the typed view of cfg's model and voice aliases, the top
+// level's and each organization's.
+func Aliases(cfg *config.Config) *dialect.Aliases {
+	set := func(a config.Aliases) dialect.AliasSet {
+		out := dialect.AliasSet{Models: a.Models, Voices: make(map[string]dialect.VoiceAlias, len(a.Voices))}
+		for name, v := range a.Voices {
+			if v != nil {
+				out.Voices[name] = dialect.VoiceAlias{Model: v.Model, Voice: v.Voice, SavedVoice: v.SavedVoice}
+			}
+		}
+		return out
+	}
+	orgs := make(map[string]dialect.AliasSet, len(cfg.Orgs))
+	for name, o := range cfg.Orgs {
+		if o != nil {
+			orgs[name] = set(o.Aliases)
+		}
+	}
+	return dialect.NewAliases(set(cfg.Aliases), orgs)
 }
 
 // StorageConfig is the typed view of cfg's storage settings, with paths

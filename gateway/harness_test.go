@@ -100,7 +100,7 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 		t.Fatalf("start: %v", err)
 	}
 	tg := &testGateway{t: t, g: g, cfg: cfg, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
-		hc: &http.Client{Timeout: 60 * time.Second}}
+		hc: &http.Client{Timeout: 60 * time.Second, Transport: validating(t, nil)}}
 	for org := range cfg.Orgs {
 		key, _, err := g.CreateKey(ctx, org, "test", store.KeyScope{})
 		if err != nil {

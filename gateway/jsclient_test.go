@@ -9,6 +9,15 @@ import (
 	"testing"
 )
 
+// jsclientConfig is speechConfig with acme moderated by the built-in
+// check, so the client meets a moderation block too.
+var jsclientConfig = strings.Replace(speechConfig, "  acme:\n", "  acme:\n    moderation: standard\n", 1) + `
+moderation:
+  rulesets:
+    standard:
+      checks: [{builtin: {}}]
+`
+
 // TestPublicJSClient runs the unmodified public @speech-sdk/core client
 // (test/jsclient, installed by `make test`) against a real gateway: speech,
 // timestamps with whole-clip output, streaming, a conversation and a
@@ -22,10 +31,10 @@ func TestPublicJSClient(t *testing.T) {
 		}
 		t.Skip("node or test/jsclient/node_modules missing: run `make test`")
 	}
-	tg := startGateway(t, speechConfig)
+	tg := startGateway(t, jsclientConfig)
 	cmd := exec.Command(node, "client.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "VOXGATE_URL="+tg.base+"/v1", "VOXGATE_KEY="+tg.keys["acme"])
+	cmd.Env = append(os.Environ(), "VOXGATE_URL="+validatingProxy(t, tg.base)+"/v1", "VOXGATE_KEY="+tg.keys["acme"])
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -54,7 +63,7 @@ func TestPublicJSClient(t *testing.T) {
 			Turns     []int
 			Words     int
 		}
-		Error struct {
+		Error, Blocked struct {
 			Status int
 			Code   string
 		}
@@ -76,5 +85,10 @@ func TestPublicJSClient(t *testing.T) {
 	}
 	if res.Error.Status != 422 || res.Error.Code != "unknown_model" {
 		t.Errorf("error %+v", res.Error)
+	}
+	// A moderation block keeps its own envelope; the client still reads
+	// its code.
+	if res.Blocked.Status != 422 || res.Blocked.Code != "content_moderation_blocked" {
+		t.Errorf("blocked %+v", res.Blocked)
 	}
 }

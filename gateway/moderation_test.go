@@ -151,6 +151,9 @@ type blockedEnvelope struct {
 			Detail string `json:"detail"`
 		} `json:"reason"`
 	} `json:"error"`
+	// Code repeats error.code at the top level, where the public client
+	// reads every error's code.
+	Code string `json:"code"`
 }
 
 // blocked asserts r is the moderation envelope with status and reason.
@@ -164,7 +167,7 @@ func (r *response) blocked(t testing.TB, status int, reasonType string) blockedE
 	}
 	var env blockedEnvelope
 	r.json(t, &env)
-	if env.Error.Code != "content_moderation_blocked" || env.Error.Message == "" || env.Error.Reason.Type != reasonType {
+	if env.Error.Code != "content_moderation_blocked" || env.Code != env.Error.Code || env.Error.Message == "" || env.Error.Reason.Type != reasonType {
 		t.Fatalf("envelope %s; want code content_moderation_blocked, reason %s", r.body, reasonType)
 	}
 	return env

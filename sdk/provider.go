@@ -141,6 +141,11 @@ type Capabilities struct {
 	// InputStreamer.StreamInput. Serve clears it when the provider does not
 	// implement InputStreamer.
 	InputStreaming bool
+	// Instructions: the model follows delivery instructions ("speak
+	// calmly") given as the providerOptions field "instructions". The
+	// gateway's OpenAI dialect passes its `instructions` only to such
+	// models and drops it, with a warning, for the others.
+	Instructions bool
 }
 
 // VoicesRequest asks for a provider's own voices.

@@ -55,6 +55,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 				// Only a provider that implements InputStreamer may
 				// claim it (Describe on the plugin side clears it).
 				InputStreaming: m.Capabilities.InputStreaming,
+				Instructions:   m.Capabilities.Instructions,
 			},
 			OutputFormats:    m.OutputFormats,
 			SampleRates:      intsToProto(m.SampleRates),
@@ -88,6 +89,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 				Cloning:        c.GetCloning(),
 				Speed:          c.GetSpeed(),
 				InputStreaming: c.GetInputStreaming(),
+				Instructions:   c.GetInstructions(),
 			},
 			OutputFormats:    m.GetOutputFormats(),
 			SampleRates:      intsFromProto(m.GetSampleRates()),

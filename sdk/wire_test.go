@@ -64,7 +64,7 @@ func TestWireRoundTrip(t *testing.T) {
 		ID: "p", Name: "P", DefaultModel: "m", Plans: true,
 		Models: []Model{{
 			ID: "m", Name: "M",
-			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true},
+			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true, Instructions: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
 		}},

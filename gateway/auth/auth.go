@@ -135,7 +135,12 @@ func (a *Authenticator) Authenticate(header []byte) (Principal, bool) {
 	if len(header) < len(bearer) || !bytes.EqualFold(header[:len(bearer)], bearer) {
 		return Principal{}, false
 	}
-	token := bytes.TrimSpace(header[len(bearer):])
+	return a.AuthenticateKey(bytes.TrimSpace(header[len(bearer):]))
+}
+
+// AuthenticateKey resolves a bare API key, as a dialect that sends it in
+// a header of its own (ElevenLabs' xi-api-key) carries it.
+func (a *Authenticator) AuthenticateKey(token []byte) (Principal, bool) {
 	if len(token) != keyLen || !bytes.HasPrefix(token, []byte(KeyPrefix)) {
 		return Principal{}, false
 	}

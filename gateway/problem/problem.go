@@ -29,17 +29,20 @@ const (
 	InvalidCursor           Code = "invalid_cursor"
 	Unauthorized            Code = "unauthorized"
 	ProviderDisabled        Code = "provider_disabled"
-	VoiceNotFound           Code = "voice_not_found"
-	MediaNotFound           Code = "media_not_found"
-	NotFound                Code = "not_found"
-	MethodNotAllowed        Code = "method_not_allowed"
-	PayloadTooLarge         Code = "payload_too_large"
-	UnsupportedMediaType    Code = "unsupported_media_type"
-	VoiceIncomplete         Code = "voice_incomplete"
-	UnknownProvider         Code = "unknown_provider"
-	UnknownModel            Code = "unknown_model"
-	UnknownVoice            Code = "unknown_voice"
-	TextTooLong             Code = "text_too_long"
+	// OriginNotAllowed refuses a browser's CORS preflight from an origin
+	// that is not in cors.allowed_origins.
+	OriginNotAllowed     Code = "origin_not_allowed"
+	VoiceNotFound        Code = "voice_not_found"
+	MediaNotFound        Code = "media_not_found"
+	NotFound             Code = "not_found"
+	MethodNotAllowed     Code = "method_not_allowed"
+	PayloadTooLarge      Code = "payload_too_large"
+	UnsupportedMediaType Code = "unsupported_media_type"
+	VoiceIncomplete      Code = "voice_incomplete"
+	UnknownProvider      Code = "unknown_provider"
+	UnknownModel         Code = "unknown_model"
+	UnknownVoice         Code = "unknown_voice"
+	TextTooLong          Code = "text_too_long"
 	// OutputTooLarge says whole-clip processing would produce a longer or
 	// larger answer than limits.max_output_seconds / max_output_bytes.
 	OutputTooLarge Code = "output_too_large"
@@ -110,6 +113,7 @@ var table = map[Code]meta{
 	InvalidCursor:           {400, "Invalid cursor"},
 	Unauthorized:            {401, "Missing or invalid API key"},
 	ProviderDisabled:        {403, "Provider disabled for this organization"},
+	OriginNotAllowed:        {403, "Origin not allowed"},
 	VoiceNotFound:           {404, "Voice not found"},
 	MediaNotFound:           {404, "Media not found"},
 	NotFound:                {404, "Not found"},

@@ -84,7 +84,7 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		s.record(ctx, c, parent)
 		return nil
 	}
-	s.relay(ctx, c, cancel, "", out.Row, out.Stream, first, false)
+	s.relay(ctx, c, cancel, "", out.Row, out.Stream, first, false, -1)
 	return nil
 }
 

@@ -46,6 +46,9 @@ type exchange struct {
 	// charge is the credits the request reserved from the budgets; it is
 	// settled when the request's own log row is recorded.
 	charge *budget.Charge
+	// dialect is the API the request speaks; its errors are answered in
+	// that API's shape.
+	dialect dialectKind
 }
 
 // handlerFunc is an authenticated API handler. It writes the success
@@ -81,6 +84,7 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
 		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
+		s.cors.decorate(ctx)
 		if ambiguousLength(&ctx.Request.Header) {
 			// RFC 9112 section 6.1: a request with both Content-Length and
 			// Transfer-Encoding must be treated as an error and the
@@ -293,6 +297,14 @@ func validRequestID(v []byte) bool {
 
 // api wraps an authenticated handler: auth, rate limit, problem writing.
 func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
+	return s.apiIn(route, nil, h)
+}
+
+// apiIn is api for a route shared with, or owned by, another API's
+// dialect: detect says which one a request speaks (nil: voxgate's own),
+// before authentication, so that even a missing key is answered in the
+// dialect's error shape.
+func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(userValueRoute, route)
 		reqID, _ := ctx.UserValue(userValueReqID).(string)
@@ -302,16 +314,19 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 				c.ctx = tctx // the handler's work becomes the server span's children
 			}
 		}
-		p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+		if detect != nil {
+			c.dialect = detect(ctx)
+		}
+		p, ok := s.authenticate(ctx, c.dialect)
 		if !ok {
-			s.writeUnauthorized(ctx)
+			s.writeUnauthorizedIn(ctx, c.dialect)
 			return
 		}
 		c.p = p
 		c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
 		ctx.SetUserValue(userValueOrg, p.OrgID)
 		if pe := s.rateLimit(p.OrgID, route); pe != nil {
-			s.writeProblem(ctx, pe)
+			s.writeProblemIn(ctx, c.dialect, pe)
 			return
 		}
 		if err := h(ctx, c); err != nil {
@@ -326,8 +341,12 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 // A moderation block is the one failure that is not a problem object: the
 // spec gives it its own application/json envelope.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *exchange, err error, provider string) *problem.Error {
+	d := dialectVoxgate
+	if c != nil {
+		d = c.dialect
+	}
 	if be, ok := isBlocked(err); ok {
-		s.writeBlocked(ctx, be)
+		s.writeBlocked(ctx, d, be)
 		code := problem.ModerationBlocked
 		if c != nil {
 			c.errCode = code
@@ -342,7 +361,7 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *exchange, err error, pr
 		reqID, _ := ctx.UserValue(userValueReqID).(string)
 		s.log.Warn("request failed", zap.String("request_id", reqID), zap.String("code", string(pe.Code)), zap.Error(err))
 	}
-	s.writeProblem(ctx, pe)
+	s.writeProblemIn(ctx, d, pe)
 	return pe
 }
 
@@ -399,6 +418,24 @@ func (s *Server) decodeJSON(ctx *fasthttp.RequestCtx, v any) error {
 	return decodeStrict(body, v)
 }
 
+// decodeJSONLenient is decodeJSON without the unknown-field check, for a
+// dialect whose API ignores fields it does not know (ElevenLabs'): its
+// SDKs send new fields before voxgate knows them.
+func (s *Server) decodeJSONLenient(ctx *fasthttp.RequestCtx, v any) error {
+	ct := ctx.Request.Header.ContentType()
+	if mt, _, _ := bytes.Cut(ct, []byte(";")); !isJSONType(bytes.TrimSpace(mt)) {
+		return problem.New(problem.UnsupportedMediaType, "send the body as Content-Type: application/json")
+	}
+	body := ctx.PostBody()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return problem.New(problem.InvalidJSON, "the request body is empty; send a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return jsonProblem(err)
+	}
+	return nil
+}
+
 func isJSONType(mt []byte) bool {
 	return bytes.EqualFold(mt, contentJSON) || (len(mt) > 5 && bytes.HasSuffix(bytes.ToLower(mt), []byte("+json")))
 }
@@ -435,6 +472,10 @@ func decodeStrict(body []byte, v any) error {
 
 // jsonProblem maps encoding/json errors to problems.
 func jsonProblem(err error) error {
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		return pe // a field's own decoder said what is wrong
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

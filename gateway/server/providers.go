@@ -38,6 +38,9 @@ type capabilities struct {
 	Timestamps bool `json:"timestamps"`
 	Cloning    bool `json:"cloning"`
 	Speed      bool `json:"speed"`
+	// Instructions: the model follows delivery instructions
+	// (providerOptions.instructions, or the OpenAI dialect's field).
+	Instructions bool `json:"instructions"`
 }
 
 // gatewayFormats are the output formats every model offers through the
@@ -63,7 +66,7 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 			}
 			cm := catalogModel{
 				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit,
-				Capabilities: capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed},
+				Capabilities: capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions},
 			}
 			if m.Capabilities.Speed {
 				cm.NativeSpeedRange = &[2]float64{m.MinSpeed, m.MaxSpeed}

@@ -23,11 +23,13 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/cursor"
+	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/realtime"
 	"github.com/voxgate/voxgate/gateway/reqlog"
+	"github.com/voxgate/voxgate/gateway/server/openapi"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/tracing"
@@ -76,6 +78,9 @@ type Deps struct {
 	// Speech serves the speech and provider endpoints; nil serves only
 	// voices and logs.
 	Speech *speech.Service
+	// Aliases are the model and voice names of the OpenAI and ElevenLabs
+	// dialects; nil means none.
+	Aliases *dialect.Aliases
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -101,6 +106,8 @@ type Options struct {
 	// served over TCP.
 	MetricsPublic bool
 	MetricsToken  string
+	// CORS says which browser origins may call the API.
+	CORS CORSOptions
 }
 
 // OrgLimits are an organization's two request budgets.
@@ -134,6 +141,10 @@ type Server struct {
 	realtime *realtime.Hub
 	upgrader *websocket.FastHTTPUpgrader
 	tracer   *tracing.Tracer
+	cors     *cors
+	aliases  *dialect.Aliases
+	// openapi is the OpenAPI document as JSON, rendered once.
+	openapi []byte
 
 	srv *fasthttp.Server
 	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
@@ -159,10 +170,19 @@ func New(d Deps) *Server {
 		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
 		tracer:    d.Tracer,
+		cors:      newCORS(d.Options.CORS),
+		aliases:   d.Aliases,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
+	doc, err := openapi.JSON()
+	if err != nil {
+		// The document is embedded and checked by the tests; failing
+		// here means the binary was built from a broken source.
+		panic(err)
+	}
+	s.openapi = doc
 	for name, o := range d.Options.Orgs {
 		s.limits[name] = orgLimits{
 			synthesis: o.Synthesis,
@@ -173,17 +193,21 @@ func New(d Deps) *Server {
 	}
 	r := router.New()
 	r.HandleMethodNotAllowed = true
-	r.HandleOPTIONS = false
+	// OPTIONS is answered on every route, without an API key: browsers
+	// send CORS preflights without credentials (see options).
+	r.HandleOPTIONS = true
+	r.GlobalOPTIONS = s.options
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		s.writeProblem(ctx, problem.New(problem.NotFound, "no route %s %s", ctx.Method(), ctx.Path()))
+		s.writeProblemIn(ctx, pathDialect(ctx), problem.New(problem.NotFound, "no route %s %s", ctx.Method(), ctx.Path()))
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
-		s.writeProblem(ctx, problem.New(problem.MethodNotAllowed, "%s is not allowed on %s (allowed: %s)", ctx.Method(), ctx.Path(), ctx.Response.Header.Peek(fasthttp.HeaderAllow)))
+		s.writeProblemIn(ctx, pathDialect(ctx), problem.New(problem.MethodNotAllowed, "%s is not allowed on %s (allowed: %s)", ctx.Method(), ctx.Path(), ctx.Response.Header.Peek(fasthttp.HeaderAllow)))
 	}
 	r.PanicHandler = nil // edge recovers, so the metrics and log see it too
 
+	r.GET("/v1/openapi.json", s.openAPI)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	if d.Options.MetricsPublic {
@@ -199,7 +223,8 @@ func New(d Deps) *Server {
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
-		rt.POST("/v1/audio/speech", "speech", s.speechHandler(speech.DeliverClip))
+		// The same path serves OpenAI's body, told apart by its fields.
+		rt.POSTIn("/v1/audio/speech", "speech", speechDialect, s.speechHandler(speech.DeliverClip))
 		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.DeliverTimestamps))
 		rt.POST("/v1/audio/speech/stream", "speech.stream", s.speechHandler(speech.DeliverStream))
 		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
@@ -209,6 +234,15 @@ func New(d Deps) *Server {
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
 		s.newRealtime()
 		r.GET(realtime.Path, s.realtimeHandler) // authenticates itself (realtime.go)
+
+		// The dialects of other APIs (dialects.go).
+		rt.GETIn("/v1/models", "models.list", openAIDialect, s.listOpenAIModels)
+		el := elevenLabsPrefix + "/v1"
+		rt.POSTIn(el+"/text-to-speech/{voice_id}", "speech.elevenlabs", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverClip))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/stream", "speech.elevenlabs.stream", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverStream))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/with-timestamps", "speech.elevenlabs.timestamps", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverTimestamps))
+		rt.GETIn(el+"/voices", "elevenlabs.voices", elevenLabsDialect, s.listElevenLabsVoices)
+		rt.GETIn(el+"/models", "elevenlabs.models", elevenLabsDialect, s.listElevenLabsModels)
 	}
 
 	s.srv = &fasthttp.Server{
@@ -259,6 +293,16 @@ func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.api(
 
 // POST registers an authenticated POST handler.
 func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.api(name, h)) }
+
+// GETIn registers an authenticated GET handler of a dialect (apiIn).
+func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
+	rt.r.GET(path, rt.s.apiIn(name, d, h))
+}
+
+// POSTIn registers an authenticated POST handler of a dialect (apiIn).
+func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
+	rt.r.POST(path, rt.s.apiIn(name, d, h))
+}
 
 // DELETE registers an authenticated DELETE handler.
 func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.api(name, h)) }
@@ -326,6 +370,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, s.realtime.Shutdown(ctx))
 	}
 	return err
+}
+
+// openAPI serves the OpenAPI document, without an API key: it describes
+// the API, it holds nothing of any organization.
+func (s *Server) openAPI(ctx *fasthttp.RequestCtx) {
+	ctx.SetUserValue(userValueRoute, "openapi")
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.Response.SetBodyRaw(s.openapi)
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -40,6 +41,10 @@ func round3(f float64) float64 {
 // final status.
 func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 	return func(ctx *fasthttp.RequestCtx, c *exchange) error {
+		if c.dialect == dialectOpenAI {
+			s.openAISpeech(ctx, c)
+			return nil
+		}
 		var body speechRequestJSON
 		if err := s.decodeJSON(ctx, &body); err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
@@ -67,7 +72,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			cancel()
 			s.failSpeech(ctx, c, err, out)
 		case out.Stream != nil:
-			s.stream(ctx, c, cancel, out) // the stream records its row when it ends
+			s.stream(ctx, c, cancel, out, -1) // the stream records its row when it ends
 		default:
 			defer cancel()
 			s.writeClip(ctx, ep, out.Result)
@@ -150,25 +155,38 @@ func nonNil(s []string) []string {
 // more hand-overs, each a wake-up of another thread) before the first
 // byte. A planned request's source is the provider's own answer, so no
 // goroutine stands between the provider and the client at all.
-func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken) {
+//
+// sseChars, when not negative, sends the stream as OpenAI's SSE events
+// instead of raw audio; it is the text's length, reported as usage.
+func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken, sseChars int) {
 	st := out.Stream
-	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended)
+	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
 	cs.firstAudio = s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.Model.ID)
 }
 
 // relay answers 200 and sends src's audio as it comes, first being what
 // src returned first (ended: and nothing after it). The row is recorded,
 // and the request observed, when the stream ends.
-func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, provider string, row store.LogRow, src speech.Source, first []byte, ended bool) *chunkStream {
+//
+// sseChars, when not negative, frames the audio as OpenAI's SSE events.
+func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, provider string, row store.LogRow, src speech.Source, first []byte, ended bool, sseChars int) *chunkStream {
 	mediaType := src.MediaType()
 	if mediaType == "" {
 		mediaType = "application/octet-stream"
+	}
+	if sseChars >= 0 {
+		mediaType = "text/event-stream"
+		ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	}
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	cs := &chunkStream{s: s, c: c, provider: provider, row: row, pending: first, ended: ended, src: src, cancel: cancel,
 		conn: ctx.Conn(), writeTimeout: s.opts.WriteTimeout}
+	if sseChars >= 0 {
+		cs.sse, cs.chars = true, sseChars
+		cs.pending = cs.frame(first)
+	}
 	cs.row.Status = fasthttp.StatusOK
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
@@ -228,7 +246,7 @@ type chunkStream struct {
 	c        *exchange
 	provider string // for problems; "" for a conversation
 	row      store.LogRow
-	pending  []byte // the part of the current piece Read has not returned
+	pending  []byte // the part of the current piece (framed) not yet written
 	ended    bool   // the source has nothing more
 	src      speech.Source
 	cancel   context.CancelFunc
@@ -254,6 +272,13 @@ type chunkStream struct {
 	access   *access
 	finished bool
 	failure  string
+	// sse frames each piece as an OpenAI speech.audio.delta event and
+	// ends with speech.audio.done (chars is its usage); buf is reused
+	// for the framing.
+	sse      bool
+	chars    int
+	buf      []byte
+	doneSent bool
 }
 
 // observeAtEnd implements lateObserver.
@@ -274,6 +299,26 @@ func (cs *chunkStream) wrote(n int) {
 		cs.firstAudio.Observe(time.Since(cs.c.start).Seconds())
 		cs.firstAudio = nil
 	}
+}
+
+// frame returns what to write for a piece of audio: the piece itself, or
+// its SSE event.
+func (cs *chunkStream) frame(b []byte) []byte {
+	if !cs.sse || len(b) == 0 {
+		return b
+	}
+	cs.buf = dialect.AppendSSEDelta(cs.buf[:0], b)
+	return cs.buf
+}
+
+// trailer returns what ends a complete stream: the SSE done event, once.
+func (cs *chunkStream) trailer() []byte {
+	if !cs.sse || cs.doneSent {
+		return nil
+	}
+	cs.doneSent = true
+	cs.buf = dialect.AppendSSEDone(cs.buf[:0], cs.chars)
+	return cs.buf
 }
 
 // SupportsBodyWriteTo implements fasthttp.BodyWriterTo: WriteTo writes
@@ -301,13 +346,22 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 		if cs.ended {
 			break
 		}
-		var err error
-		if b, err = cs.src.Next(); err != nil {
+		raw, err := cs.src.Next()
+		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				cs.finish(nil)
 				return n, errStreamBroken
 			}
 			cs.ended = true // write the last piece, then end
+		}
+		b = cs.frame(raw)
+	}
+	if t := cs.trailer(); t != nil {
+		k, err := w.Write(t)
+		n += int64(k)
+		if err != nil {
+			cs.finish(err)
+			return n, err
 		}
 	}
 	cs.finish(nil)
@@ -325,6 +379,10 @@ func (cs *chunkStream) extendDeadline() {
 func (cs *chunkStream) Read(p []byte) (int, error) {
 	for len(cs.pending) == 0 {
 		if cs.ended {
+			if t := cs.trailer(); t != nil {
+				cs.pending = t
+				break
+			}
 			cs.finish(nil)
 			return 0, io.EOF
 		}
@@ -336,7 +394,7 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 			}
 			cs.ended = true
 		}
-		cs.pending = b
+		cs.pending = cs.frame(b)
 	}
 	n := copy(p, cs.pending)
 	cs.pending = cs.pending[n:]
@@ -418,14 +476,19 @@ type turnRows interface {
 	Rows() (parent store.LogRow, turns []store.LogRow)
 }
 
-// writeBlocked renders a moderation block.
-func (s *Server) writeBlocked(ctx *fasthttp.RequestCtx, be *moderation.BlockedError) {
+// writeBlocked renders a moderation block: voxgate's envelope, or the
+// dialect's error shape with the same code and reason.
+func (s *Server) writeBlocked(ctx *fasthttp.RequestCtx, d dialectKind, be *moderation.BlockedError) {
 	msg := "the request was blocked by content moderation"
 	if be.Verdict.ReasonType == moderation.ReasonErrorFailClosed {
 		msg = "the content moderation check failed and the ruleset fails closed"
 	}
-	env := moderationEnvelope{Error: moderationError{
-		Code:    "content_moderation_blocked",
+	if d != dialectVoxgate {
+		s.writeDialectBlocked(ctx, d, be, msg)
+		return
+	}
+	env := moderationEnvelope{Code: string(problem.ModerationBlocked), Error: moderationError{
+		Code:    string(problem.ModerationBlocked),
 		Message: msg,
 		Reason:  moderationReason{Type: be.Verdict.ReasonType, Detail: be.Verdict.ReasonDetail},
 	}}

@@ -271,9 +271,12 @@ type failedTurn struct {
 	Error     json.RawMessage `json:"error"`
 }
 
-// moderationEnvelope is the spec's moderation error body.
+// moderationEnvelope is the spec's moderation error body. Code repeats
+// error.code at the top level: the public client reads every error's code
+// from there, as it does a problem object's.
 type moderationEnvelope struct {
 	Error moderationError `json:"error"`
+	Code  string          `json:"code"`
 }
 
 type moderationError struct {

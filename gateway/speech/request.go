@@ -42,6 +42,19 @@ type Request struct {
 	// NoCache asks for a fresh rendering, bypassing the response cache
 	// (Cache-Control: no-cache); the answer is still stored.
 	NoCache bool
+	// StreamFormat picks the provider's encoding of a stream
+	// (DeliverStream only); nil is the model's preferred one. No wire
+	// field of voxgate's own sets it: the dialects do.
+	StreamFormat *StreamFormat
+	// Instructions steer delivery ("speak calmly") on models that follow
+	// them (sdk.Capabilities.Instructions); elsewhere they are dropped
+	// with a warning. Set by the OpenAI dialect.
+	Instructions string
+	// OptionsFor, when set, names the one provider ProviderOptions are
+	// meant for; a request that resolves to another provider drops them
+	// with a warning. Set by the ElevenLabs dialect for its
+	// voice_settings and other ElevenLabs-only fields.
+	OptionsFor string
 }
 
 // Speed bounds of the speech body: what the gateway's time-stretch does.

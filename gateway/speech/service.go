@@ -137,6 +137,12 @@ type Job struct {
 	Params  audio.Params
 	Ruleset string
 	Verdict moderation.Verdict
+	// Stream is the encoding a stream asks the provider for; zero is
+	// the model's preferred one.
+	Stream StreamFormat
+	// Warnings say what of the request was dropped (see Request.OptionsFor
+	// and Request.Instructions); a clip's Result carries them too.
+	Warnings []string
 }
 
 // Result is a finished clip.
@@ -191,12 +197,20 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err := checkScope(ctx, j); err != nil {
 		return nil, err
 	}
-	opts, err := mergeOptions(savedOpts, r.ProviderOptions)
+	reqOpts, warnings, err := r.dialectOptions(j)
+	if err != nil {
+		return nil, err
+	}
+	j.Warnings = warnings
+	opts, err := mergeOptions(savedOpts, reqOpts)
 	if err != nil {
 		return nil, err
 	}
 	j.Options = opts
 	if err := s.checkCapabilities(j, r); err != nil {
+		return nil, err
+	}
+	if err := j.applyStreamFormat(r.StreamFormat); err != nil {
 		return nil, err
 	}
 	limit := j.Model.MaxTextChars
@@ -344,6 +358,8 @@ func (j *Job) request() *sdk.SynthesizeRequest {
 		Speed:       j.Speed,
 		Options:     j.Options,
 		Credentials: j.Creds,
+		Format:      j.Stream.Format,
+		SampleRate:  j.Stream.SampleRate,
 	}
 }
 
@@ -463,7 +479,7 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 		}
 		break
 	}
-	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: resp.Warnings, release: release}
+	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: append(j.Warnings[:len(j.Warnings):len(j.Warnings)], resp.Warnings...), release: release}
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
 		res.Release()
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}

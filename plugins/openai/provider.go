@@ -113,7 +113,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 		d.Models = append(d.Models, sdk.Model{
 			ID:               m.id,
 			Name:             m.name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Speed: m.speed},
+			Capabilities:     sdk.Capabilities{Streaming: true, Speed: m.speed, Instructions: m.instructions},
 			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
 			NativeSampleRate: sampleRate,
 			MaxTextChars:     maxInput,

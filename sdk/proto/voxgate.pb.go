@@ -403,8 +403,11 @@ type Capabilities struct {
 	Speed      bool                   `protobuf:"varint,4,opt,name=speed,proto3" json:"speed,omitempty"`
 	// input_streaming: the model takes text over StreamInput.
 	InputStreaming bool `protobuf:"varint,5,opt,name=input_streaming,json=inputStreaming,proto3" json:"input_streaming,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The model follows delivery instructions ("speak calmly") given as
+	// the providerOptions field "instructions".
+	Instructions  bool `protobuf:"varint,6,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -468,6 +471,13 @@ func (x *Capabilities) GetSpeed() bool {
 func (x *Capabilities) GetInputStreaming() bool {
 	if x != nil {
 		return x.InputStreaming
+	}
+	return false
+}
+
+func (x *Capabilities) GetInstructions() bool {
+	if x != nil {
+		return x.Instructions
 	}
 	return false
 }
@@ -1805,7 +1815,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x12native_sample_rate\x18\x06 \x01(\x05R\x10nativeSampleRate\x12$\n" +
 	"\x0emax_text_chars\x18\a \x01(\x05R\fmaxTextChars\x12\x1b\n" +
 	"\tmin_speed\x18\b \x01(\x01R\bminSpeed\x12\x1b\n" +
-	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"\xa5\x01\n" +
+	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"\xc9\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +
@@ -1813,7 +1823,8 @@ const file_voxgate_proto_rawDesc = "" +
 	"timestamps\x12\x18\n" +
 	"\acloning\x18\x03 \x01(\bR\acloning\x12\x14\n" +
 	"\x05speed\x18\x04 \x01(\bR\x05speed\x12'\n" +
-	"\x0finput_streaming\x18\x05 \x01(\bR\x0einputStreaming\":\n" +
+	"\x0finput_streaming\x18\x05 \x01(\bR\x0einputStreaming\x12\"\n" +
+	"\finstructions\x18\x06 \x01(\bR\finstructions\":\n" +
 	"\vCredentials\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04byok\x18\x02 \x01(\bR\x04byok\"g\n" +

@@ -41,4 +41,10 @@ try {
 } catch (e) {
   results.error = e instanceof ApiError ? { status: e.statusCode, code: e.code } : String(e);
 }
+try {
+  await generateSpeech({ model: gateway("espeak/espeak-ng"), voice: "en", text: "VOXGATE-MODERATION-TEST" });
+  results.blocked = "no error";
+} catch (e) {
+  results.blocked = e instanceof ApiError ? { status: e.statusCode, code: e.code } : String(e);
+}
 console.log(JSON.stringify(results));

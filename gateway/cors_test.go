@@ -1,0 +1,103 @@
+package gateway_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// corsConfig allows one browser origin.
+const corsConfig = withEspeakConfig + `
+cors:
+  allowed_origins: ["http://app.example.test:3000"]
+  max_age: 5m
+`
+
+// TestCORS checks what a browser needs: preflights answered without an
+// API key for an allowed origin and refused for another, and the
+// response headers (allowed origin, exposed headers) on real answers,
+// errors included.
+func TestCORS(t *testing.T) {
+	tg := startGateway(t, corsConfig)
+	const allowed, other = "http://app.example.test:3000", "http://evil.example.test"
+
+	tests := []struct {
+		name, method, path, origin string
+		hdr                        []string
+		status                     int
+		allowOrigin                string
+	}{
+		{"preflight allowed", "OPTIONS", "/v1/audio/speech", allowed,
+			[]string{"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type, x-stainless-os"}, 204, allowed},
+		{"preflight elevenlabs", "OPTIONS", "/elevenlabs/v1/voices", allowed,
+			[]string{"Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "xi-api-key"}, 204, allowed},
+		{"preflight other origin", "OPTIONS", "/v1/audio/speech", other,
+			[]string{"Access-Control-Request-Method", "POST"}, 403, ""},
+		{"preflight unknown path", "OPTIONS", "/v1/nope", allowed,
+			[]string{"Access-Control-Request-Method", "POST"}, 404, allowed},
+		{"plain OPTIONS", "OPTIONS", "/v1/voices", "", nil, 204, ""},
+		{"answer allowed", "GET", "/v1/voices", allowed, nil, 200, allowed},
+		{"error allowed", "GET", "/v1/voices", allowed, []string{"Authorization", ""}, 401, allowed},
+		{"answer other origin", "GET", "/v1/voices", other, nil, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			org := "acme"
+			if tt.method == "OPTIONS" {
+				org = "" // a browser sends no credentials with a preflight
+			}
+			hdr := append([]string{"Origin", tt.origin}, tt.hdr...)
+			r := tg.do(tt.method, tt.path, org, nil, hdr...)
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d; %s", r.status, tt.status, r.body)
+			}
+			if got := r.header.Get("Access-Control-Allow-Origin"); got != tt.allowOrigin {
+				t.Errorf("Access-Control-Allow-Origin = %q, want %q", got, tt.allowOrigin)
+			}
+			if tt.allowOrigin != "" && !strings.Contains(r.header.Get("Vary"), "Origin") {
+				t.Errorf("Vary = %q, want Origin", r.header.Get("Vary"))
+			}
+		})
+	}
+
+	pre := tg.do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", allowed,
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type, x-stainless-os")
+	if m := pre.header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, "POST") {
+		t.Errorf("Allow-Methods %q", m)
+	}
+	if h := strings.ToLower(pre.header.Get("Access-Control-Allow-Headers")); !strings.Contains(h, "authorization") || !strings.Contains(h, "x-stainless-os") {
+		t.Errorf("Allow-Headers %q", h)
+	}
+	if pre.header.Get("Access-Control-Max-Age") != "300" {
+		t.Errorf("Max-Age %q", pre.header.Get("Access-Control-Max-Age"))
+	}
+	tg.do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", other, "Access-Control-Request-Method", "POST").problem(t, 403, "origin_not_allowed")
+
+	got := tg.do("GET", "/v1/voices", "acme", nil, "Origin", allowed)
+	exposed := strings.ToLower(got.header.Get("Access-Control-Expose-Headers"))
+	for _, h := range []string{"x-request-id", "retry-after"} {
+		if !strings.Contains(exposed, h) {
+			t.Errorf("Expose-Headers %q lacks %s", exposed, h)
+		}
+	}
+
+	// OPTIONS outside a preflight describes the resource; it is no
+	// longer a 405 that contradicts its own Allow header.
+	opt := tg.do("OPTIONS", "/v1/voices", "", nil)
+	if allow := opt.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
+		t.Errorf("Allow %q", allow)
+	}
+}
+
+// TestCORSOffByDefault checks that without configured origins no
+// browser origin is allowed.
+func TestCORSOffByDefault(t *testing.T) {
+	tg := startGateway(t, withEspeakConfig)
+	r := tg.do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", "http://app.example.test:3000", "Access-Control-Request-Method", "POST")
+	r.problem(t, 403, "origin_not_allowed")
+	if r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("allowed an origin by default")
+	}
+	if g := tg.do("GET", "/v1/voices", "acme", nil, "Origin", "http://app.example.test:3000"); g.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("allowed an origin by default")
+	}
+}

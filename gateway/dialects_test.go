@@ -1,0 +1,346 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+)
+
+// dialectGateway runs eSpeak and the OpenAI and ElevenLabs plugins
+// against their fakes, with aliases that move OpenAI's names to eSpeak
+// for one organization (acme) and keep them at OpenAI for another
+// (globex), and an alias of a saved voice.
+type dialectGateway struct {
+	*testGateway
+	oai *openai.Server
+	el  *elevenlabs.Server
+}
+
+func startDialects(t *testing.T, extraACME string) *dialectGateway {
+	t.Helper()
+	oai := openai.New(t, fakeupstream.Options{Keys: []string{openai.Key}})
+	el := elevenlabs.New(t, fakeupstream.Options{Keys: []string{"xi-managed-key-000000000000"}})
+	cfg := `
+server:
+  listen: 127.0.0.1:0
+  max_body_bytes: 65536
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  espeak: {plugin: voxgate-espeak, managed: true}
+  openai:
+    plugin: voxgate-openai
+    base_url: ` + oai.BaseURL() + `
+    api_key: ` + openai.Key + `
+    managed: true
+  elevenlabs:
+    plugin: voxgate-elevenlabs
+    base_url: ` + el.BaseURL() + `
+    api_key: xi-managed-key-000000000000
+    managed: true
+aliases:
+  models:
+    eleven_multilingual_v2: elevenlabs/eleven_multilingual_v2
+orgs:
+  acme:
+    moderation: standard
+    aliases:
+      models: {tts-1: espeak/espeak-ng, tts-1-hd: espeak}
+      voices:
+        alloy: {voice: en-us}
+        narrator: {model: espeak/espeak-ng, voice: en}
+` + extraACME + `
+    providers:
+      espeak: {enabled: true}
+      openai: {enabled: true}
+      elevenlabs: {enabled: true}
+  globex:
+    providers:
+      openai: {enabled: true}
+      elevenlabs: {enabled: true}
+moderation:
+  rulesets:
+    standard:
+      checks: [{builtin: {}}]
+`
+	tg := startGateway(t, cfg)
+	tg.secrets = append(tg.secrets, openai.Key, "xi-managed-key-000000000000")
+	return &dialectGateway{testGateway: tg, oai: oai, el: el}
+}
+
+// openAIErr is OpenAI's error envelope.
+type openAIErr struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	} `json:"error"`
+}
+
+func (r *response) openAIError(t testing.TB, status int, code, param string) openAIErr {
+	t.Helper()
+	if r.status != status || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d (%s), want %d; %s", r.status, r.header.Get("Content-Type"), status, r.body)
+	}
+	var e openAIErr
+	r.json(t, &e)
+	if e.Error.Code != code || e.Error.Message == "" || e.Error.Type == "" {
+		t.Fatalf("error %s, want code %s", r.body, code)
+	}
+	if param != "" && (e.Error.Param == nil || *e.Error.Param != param) {
+		t.Fatalf("error %s, want param %s", r.body, param)
+	}
+	return e
+}
+
+type elevenErr struct {
+	Detail struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Param   string `json:"param"`
+	} `json:"detail"`
+}
+
+func (r *response) elevenLabsError(t testing.TB, status int, code string) elevenErr {
+	t.Helper()
+	if r.status != status || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d (%s), want %d; %s", r.status, r.header.Get("Content-Type"), status, r.body)
+	}
+	var e elevenErr
+	r.json(t, &e)
+	if e.Detail.Status != code || e.Detail.Message == "" {
+		t.Fatalf("error %s, want status %s", r.body, code)
+	}
+	return e
+}
+
+func TestOpenAIDialect(t *testing.T) {
+	d := startDialects(t, "")
+
+	// Without aliases (globex) tts-1 is OpenAI's own model; mp3 is the
+	// default format.
+	r := d.do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "tts-1", "input": "Hello from OpenAI's body.", "voice": "alloy"})
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" {
+		t.Fatalf("globex: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if last, _ := d.oai.LastRequest(); !bytes.Contains(last.Body, []byte(`"model":"tts-1"`)) {
+		t.Errorf("upstream body %s", last.Body)
+	}
+
+	// acme's aliases move the same code to eSpeak; pcm is 24 kHz as
+	// OpenAI's is; speed is honoured.
+	r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Hello from eSpeak.", "voice": "alloy", "response_format": "pcm"})
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=24000" {
+		t.Fatalf("acme pcm: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	normal := len(r.body)
+	r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Hello from eSpeak.", "voice": "alloy", "response_format": "pcm", "speed": 2})
+	if r.status != 200 || len(r.body) > normal*3/4 {
+		t.Fatalf("speed 2: %d, %d bytes against %d", r.status, len(r.body), normal)
+	}
+	if row := d.lastLog("acme"); row.Provider != "espeak" || row.VoiceID != "en-us" {
+		t.Errorf("row %+v", row)
+	}
+	for _, f := range []string{"wav", "mp3"} {
+		r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Formats.", "voice": map[string]any{"id": "narrator"}, "response_format": f})
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", f, r.status, r.body)
+		}
+	}
+
+	// instructions reach a model that follows them and are dropped, with
+	// a warning, elsewhere.
+	r = d.do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "gpt-4o-mini-tts", "input": "Calmly.", "voice": "coral", "instructions": "Speak calmly."})
+	if last, _ := d.oai.LastRequest(); r.status != 200 || !bytes.Contains(last.Body, []byte(`"instructions":"Speak calmly."`)) {
+		t.Errorf("instructions: %d, upstream %s", r.status, last.Body)
+	}
+	r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Calmly.", "voice": "alloy", "instructions": "Speak calmly."})
+	if r.status != 200 || !strings.Contains(r.header.Get("X-Voxgate-Warnings"), "instructions were ignored") {
+		t.Errorf("dropped instructions: %d, warnings %q", r.status, r.header.Get("X-Voxgate-Warnings"))
+	}
+
+	// SSE: delta events with base64 audio, then done with usage.
+	r = d.do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "tts-1", "input": "Streamed as events.", "voice": "alloy", "response_format": "pcm", "stream_format": "sse"})
+	if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("sse: %d %s %.300s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var audio []byte
+	var done map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		switch ev["type"] {
+		case "speech.audio.delta":
+			b, err := base64.StdEncoding.DecodeString(ev["audio"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			audio = append(audio, b...)
+		case "speech.audio.done":
+			done = ev
+		}
+	}
+	if len(audio) < 1000 || done == nil || done["usage"].(map[string]any)["input_tokens"].(float64) != float64(len("Streamed as events.")) {
+		t.Errorf("sse: %d bytes of audio, done %v", len(audio), done)
+	}
+
+	// GET /v1/models: OpenAI's list shape, with the aliases.
+	var list struct {
+		Object string `json:"object"`
+		Data   []struct{ ID, Object, OwnedBy string }
+	}
+	d.do("GET", "/v1/models", "acme", nil).json(t, &list)
+	ids := map[string]bool{}
+	for _, m := range list.Data {
+		ids[m.ID] = m.Object == "model"
+	}
+	if list.Object != "list" || !ids["tts-1"] || !ids["espeak/espeak-ng"] || !ids["openai/gpt-4o-mini-tts"] {
+		t.Errorf("models %+v", list)
+	}
+
+	// Bad input gets OpenAI's envelope with voxgate's statuses and codes.
+	long := strings.Repeat("a", 5001)
+	tests := []struct {
+		name, org   string
+		body        any
+		status      int
+		code, param string
+		hdr         []string
+	}{
+		{"unknown response_format", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": "alloy", "response_format": "ogg"}, 400, "validation_failed", "response_format", nil},
+		{"format voxgate cannot make yet", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": "alloy", "response_format": "vorbis"}, 400, "validation_failed", "response_format", nil},
+		{"input too long", "acme", map[string]any{"model": "tts-1", "input": long, "voice": "alloy"}, 422, "text_too_long", "", nil},
+		{"unknown voice alias", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": "no-such-alias"}, 422, "provider_rejected_request", "", nil},
+		{"unknown saved voice", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": map[string]any{"id": "0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e"}}, 404, "voice_not_found", "", nil},
+		{"unknown field", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": "alloy", "colour": "red"}, 400, "validation_failed", "colour", nil},
+		{"missing voice", "acme", map[string]any{"model": "tts-1", "input": "x"}, 400, "validation_failed", "voice", nil},
+		{"blank input", "acme", map[string]any{"model": "tts-1", "input": " ", "voice": "alloy"}, 400, "validation_failed", "input", nil},
+		{"bad speed", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": "alloy", "speed": 9}, 400, "validation_failed", "speed", nil},
+		{"bad stream_format", "acme", map[string]any{"model": "tts-1", "input": "x", "voice": "alloy", "stream_format": "ws"}, 400, "validation_failed", "stream_format", nil},
+		{"no key", "", map[string]any{"model": "tts-1", "input": "x", "voice": "alloy"}, 401, "unauthorized", "", nil},
+		{"moderated", "acme", map[string]any{"model": "tts-1", "input": "VOXGATE-MODERATION-TEST", "voice": "alloy"}, 422, "content_moderation_blocked", "", nil},
+		{"models without key", "", nil, 401, "unauthorized", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.body == nil {
+				d.do("GET", "/v1/models", tt.org, nil).openAIError(t, tt.status, tt.code, tt.param)
+				return
+			}
+			d.do("POST", "/v1/audio/speech", tt.org, tt.body).openAIError(t, tt.status, tt.code, tt.param)
+		})
+	}
+	// voxgate's own body on the same path keeps its problem objects.
+	d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "espeak", "voice": "en", "text": ""}).problem(t, 400, "validation_failed")
+}
+
+func TestElevenLabsDialect(t *testing.T) {
+	d := startDialects(t, "")
+	key := d.keys["acme"]
+	xi := func(method, path string, body any, hdr ...string) *response {
+		return d.do(method, path, "", body, append([]string{"xi-api-key", key}, hdr...)...)
+	}
+	// A voice alias, on eSpeak; the default output is mp3_44100_128.
+	r := xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": "Hello from the ElevenLabs body."})
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" {
+		t.Fatalf("convert: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	r = xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=pcm_16000", map[string]any{"text": "Raw samples.", "voice_settings": map[string]any{"speed": 1.1, "stability": 0.5}})
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=16000" || !strings.Contains(r.header.Get("X-Voxgate-Warnings"), "elevenlabs settings were ignored") {
+		t.Fatalf("pcm_16000: %d %s %q", r.status, r.header.Get("Content-Type"), r.header.Get("X-Voxgate-Warnings"))
+	}
+
+	// ElevenLabs' own voices and models, through the ElevenLabs plugin:
+	// voice_settings reach it.
+	voice := d.el.VoiceIDs()[0]
+	r = xi("POST", "/elevenlabs/v1/text-to-speech/"+voice+"?output_format=mp3_44100_128", map[string]any{"text": "To the provider.", "model_id": "eleven_multilingual_v2", "voice_settings": map[string]any{"stability": 0.4}})
+	if r.status != 200 {
+		t.Fatalf("elevenlabs voice: %d %s", r.status, r.body)
+	}
+	if last, _ := d.el.LastRequest(); !bytes.Contains(last.Body, []byte(`"stability":0.4`)) {
+		t.Errorf("upstream body %s", last.Body)
+	}
+
+	// with-timestamps: base64 audio and a character alignment.
+	r = xi("POST", "/elevenlabs/v1/text-to-speech/narrator/with-timestamps?output_format=pcm_22050", map[string]any{"text": "Two words."})
+	var ts struct {
+		AudioBase64 string `json:"audio_base64"`
+		Alignment   struct {
+			Characters []string  `json:"characters"`
+			Starts     []float64 `json:"character_start_times_seconds"`
+			Ends       []float64 `json:"character_end_times_seconds"`
+		} `json:"alignment"`
+	}
+	r.json(t, &ts)
+	a := ts.Alignment
+	if r.status != 200 || strings.Join(a.Characters, "") != "Two words." || len(a.Starts) != len(a.Characters) || len(a.Ends) != len(a.Characters) || a.Ends[len(a.Ends)-1] <= 0 {
+		t.Fatalf("with-timestamps: %d %.300s", r.status, r.body)
+	}
+	for i := 1; i < len(a.Starts); i++ {
+		if a.Starts[i] < a.Starts[i-1] || a.Ends[i] < a.Starts[i] {
+			t.Fatalf("alignment not monotonic at %d: %+v", i, a)
+		}
+	}
+
+	// stream: the provider's audio as it comes, in the asked format.
+	r = xi("POST", "/elevenlabs/v1/text-to-speech/"+voice+"/stream?output_format=pcm_24000", map[string]any{"text": "A stream.", "model_id": "eleven_multilingual_v2"})
+	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=24000" || len(r.body) < 1000 {
+		t.Fatalf("stream: %d %s %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
+	}
+
+	// voices and models in ElevenLabs' shapes.
+	var voices struct {
+		Voices []struct {
+			VoiceID string `json:"voice_id"`
+			Name    string `json:"name"`
+		} `json:"voices"`
+	}
+	xi("GET", "/elevenlabs/v1/voices", nil).json(t, &voices)
+	if len(voices.Voices) < 2 || voices.Voices[0].VoiceID != "alloy" {
+		t.Errorf("voices %+v", voices)
+	}
+	var models []struct {
+		ModelID string `json:"model_id"`
+		TTS     bool   `json:"can_do_text_to_speech"`
+	}
+	xi("GET", "/elevenlabs/v1/models", nil).json(t, &models)
+	if len(models) < 3 || !models[0].TTS {
+		t.Errorf("models %+v", models)
+	}
+
+	// Bad input gets ElevenLabs' shape.
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ogg_44100", map[string]any{"text": "x"}).elevenLabsError(t, 400, "validation_failed")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ulaw_9000", map[string]any{"text": "x"}).elevenLabsError(t, 400, "validation_failed")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": strings.Repeat("a", 5001)}).elevenLabsError(t, 422, "text_too_long")
+	xi("POST", "/elevenlabs/v1/text-to-speech/no-such-alias", map[string]any{"text": "x", "model_id": "espeak"}).elevenLabsError(t, 422, "provider_rejected_request")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": "VOXGATE-MODERATION-TEST"}).elevenLabsError(t, 422, "content_moderation_blocked")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?colour=red", map[string]any{"text": "x"}).elevenLabsError(t, 400, "validation_failed")
+	xi("GET", "/elevenlabs/v1/nope", nil).elevenLabsError(t, 404, "not_found")
+	e := d.do("POST", "/elevenlabs/v1/text-to-speech/narrator", "", map[string]any{"text": "x"}).elevenLabsError(t, 401, "unauthorized")
+	if !strings.Contains(e.Detail.Message, "xi-api-key") {
+		t.Errorf("401 message %q", e.Detail.Message)
+	}
+	// Bearer works there too; xi-api-key works nowhere else.
+	if r := d.do("GET", "/elevenlabs/v1/voices", "acme", nil); r.status != 200 {
+		t.Errorf("bearer on elevenlabs: %d", r.status)
+	}
+	d.do("GET", "/v1/voices", "", nil, "xi-api-key", key).problem(t, 401, "unauthorized")
+}

@@ -1,0 +1,202 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	vErrors "github.com/pb33f/libopenapi-validator/errors"
+
+	"github.com/voxgate/voxgate/gateway/server/openapi"
+)
+
+// The OpenAPI document is the contract: every response a test of this
+// package receives through the harness's client (testGateway.do and
+// testGateway.hc), and every response the JS SDK tests receive (through
+// validatingProxy), is checked against it with libopenapi-validator.
+
+var (
+	specOnce sync.Once
+	spec     validator.Validator
+	specErr  error
+	// specMu serialises validations: the validator caches compiled
+	// schemas and is not documented as safe for concurrent use.
+	specMu sync.Mutex
+)
+
+func loadSpec(t testing.TB) validator.Validator {
+	t.Helper()
+	specOnce.Do(func() {
+		var b []byte
+		if b, specErr = openapi.JSON(); specErr != nil {
+			return
+		}
+		var doc libopenapi.Document
+		if doc, specErr = libopenapi.NewDocument(b); specErr != nil {
+			return
+		}
+		var errs []error
+		if spec, errs = validator.NewValidator(doc); len(errs) > 0 {
+			specErr = errs[0]
+		}
+	})
+	if specErr != nil {
+		t.Fatalf("openapi document: %v", specErr)
+	}
+	return spec
+}
+
+// validating wraps a transport (nil: the default one) so that every
+// response is checked against the OpenAPI document. JSON bodies are read,
+// checked and handed on unchanged; audio and event streams are checked
+// by status and media type only and pass through unread, so a test can
+// still read a stream piece by piece.
+func validating(t testing.TB, rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &validatingTransport{t: t, next: rt, v: loadSpec(t)}
+}
+
+type validatingTransport struct {
+	t    testing.TB
+	next http.RoundTripper
+	v    validator.Validator
+}
+
+func (vt *validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := vt.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	check := *resp
+	check.Body = http.NoBody
+	if strings.HasSuffix(mt, "json") {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		check.Body = io.NopCloser(bytes.NewReader(body))
+		check.ContentLength = int64(len(body))
+	}
+	vt.check(req, &check)
+	return resp, nil
+}
+
+func (vt *validatingTransport) check(req *http.Request, resp *http.Response) {
+	// The validator looks the operation up by path and method only.
+	r := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path, RawQuery: req.URL.RawQuery}, Header: req.Header}
+	specMu.Lock()
+	ok, errs := vt.v.ValidateHttpResponse(r, resp)
+	specMu.Unlock()
+	if ok {
+		return
+	}
+	if routeless(errs) && (resp.StatusCode == 404 || resp.StatusCode == 405) {
+		// An unknown path or method has no operation to check against;
+		// its answer must still be an error of the path's dialect.
+		vt.checkUnrouted(req, resp)
+		return
+	}
+	for _, e := range errs {
+		detail := ""
+		for _, se := range e.SchemaValidationErrors {
+			detail += "\n\t" + se.FieldPath + ": " + se.Reason
+		}
+		vt.t.Errorf("openapi: %s %s -> %d %s: %s: %s%s", req.Method, req.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"), e.Message, e.Reason, detail)
+	}
+}
+
+// routeless reports whether the validator failed only for lack of an
+// operation for the request.
+func routeless(errs []*vErrors.ValidationError) bool {
+	for _, e := range errs {
+		if e.ValidationType != "path" {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+func (vt *validatingTransport) checkUnrouted(req *http.Request, resp *http.Response) {
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var v struct {
+		Code   string `json:"code"`
+		Detail struct {
+			Status string `json:"status"`
+		} `json:"detail"`
+	}
+	_ = json.Unmarshal(body, &v)
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(req.URL.Path, "/elevenlabs/") && ct == "application/json" && v.Detail.Status != "":
+	case ct == "application/problem+json" && v.Code != "":
+	default:
+		vt.t.Errorf("openapi: %s %s (no operation) -> %d %s %s: not an error of the path's dialect", req.Method, req.URL.Path, resp.StatusCode, ct, body)
+	}
+}
+
+// validatingProxy is a reverse proxy to the gateway whose answers are
+// checked against the OpenAPI document, for clients that are not Go (the
+// JS SDKs): they talk to the proxy's URL. Streams pass through as they
+// come.
+func validatingProxy(t testing.TB, gatewayBase string) string {
+	t.Helper()
+	target, err := url.Parse(gatewayBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := httputil.NewSingleHostReverseProxy(target)
+	p.Transport = validating(t, nil)
+	p.FlushInterval = -1
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestValidatorCatchesDrift checks that the harness's validation is not
+// vacuous: answers that drift from the document fail it.
+func TestValidatorCatchesDrift(t *testing.T) {
+	v := loadSpec(t)
+	tests := []struct {
+		name, method, path, ct, body string
+		status                       int
+		ok                           bool
+	}{
+		{"problem", "GET", "/v1/voices", "application/problem+json", `{"type":"t","title":"x","status":401,"code":"unauthorized"}`, 401, true},
+		{"problem without title", "GET", "/v1/voices", "application/problem+json", `{"type":"t","status":401,"code":"unauthorized"}`, 401, false},
+		{"unknown problem code", "GET", "/v1/voices", "application/problem+json", `{"type":"t","title":"x","status":401,"code":"nope"}`, 401, false},
+		{"page", "GET", "/v1/voices", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"page with extra field", "GET", "/v1/voices", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50,"total":3}`, 200, false},
+		{"openai error", "POST", "/v1/audio/speech", "application/json", `{"error":{"message":"m","type":"invalid_request_error","param":null,"code":"validation_failed"}}`, 400, true},
+		{"openai error without param", "GET", "/v1/models", "application/json", `{"error":{"message":"m","type":"invalid_request_error","code":"validation_failed"}}`, 400, false},
+		{"clip", "POST", "/v1/audio/speech", "audio/pcm;rate=24000", ``, 200, true},
+		{"clip of an undocumented type", "POST", "/v1/audio/speech", "video/mp4", ``, 200, false},
+		{"elevenlabs models", "GET", "/elevenlabs/v1/models", "application/json", `[{"model_id":"espeak/espeak-ng","name":"x","can_do_text_to_speech":true}]`, 200, true},
+		{"elevenlabs models, wrong shape", "GET", "/elevenlabs/v1/models", "application/json", `{"models":[]}`, 200, false},
+	}
+	for _, tt := range tests {
+		req := httptest.NewRequest(tt.method, tt.path, nil)
+		resp := &http.Response{StatusCode: tt.status, Header: http.Header{"Content-Type": {tt.ct}}, Body: io.NopCloser(strings.NewReader(tt.body)), Request: req}
+		specMu.Lock()
+		ok, errs := v.ValidateHttpResponse(req, resp)
+		specMu.Unlock()
+		if ok != tt.ok {
+			t.Errorf("%s: valid = %v, want %v (%v)", tt.name, ok, tt.ok, errs)
+		}
+	}
+}

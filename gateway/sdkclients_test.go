@@ -1,0 +1,181 @@
+package gateway_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOfficialSDKs runs the official openai and @elevenlabs/elevenlabs-js
+// SDKs, unmodified and pinned by test/sdkclients/package-lock.json
+// (installed by `make test`), against a real gateway with eSpeak and the
+// provider fakes behind it: clips in every format the gateway makes,
+// speed, streams, SSE, with-timestamps, the voices and models lists, and
+// an error whose message the SDK shows. The clips the OpenAI SDK received
+// are decoded with ffprobe.
+func TestOfficialSDKs(t *testing.T) {
+	dir, _ := filepath.Abs("../test/sdkclients")
+	node, err := exec.LookPath("node")
+	_, e1 := os.Stat(filepath.Join(dir, "node_modules", "openai"))
+	_, e2 := os.Stat(filepath.Join(dir, "node_modules", "@elevenlabs", "elevenlabs-js"))
+	if err != nil || e1 != nil || e2 != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or test/sdkclients/node_modules missing (make test installs them): %v %v %v", err, e1, e2)
+		}
+		t.Skip("node or test/sdkclients/node_modules missing: run `make test`")
+	}
+	d := startDialects(t, "")
+	cmd := exec.Command(node, "clients.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "VOXGATE_BASE="+validatingProxy(t, d.base), "VOXGATE_KEY="+d.keys["acme"])
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("clients: %v\n%s\n%s", err, out, stderr)
+	}
+	type drained struct{ Chunks, Bytes int }
+	var res struct {
+		OpenAI struct {
+			Clips map[string]struct {
+				ContentType string
+				Bytes       int
+				Base64      string
+			}
+			Speed  struct{ Normal, Double int }
+			Stream drained
+			SSE    struct {
+				Deltas, Bytes int
+				Done          map[string]int
+			}
+			Models []string
+			Error  struct {
+				Status               int
+				Code, Param, Message string
+			}
+		}
+		ElevenLabs struct {
+			Clips      map[string]int
+			Speed      struct{ Normal, Double int }
+			Stream     drained
+			Timestamps struct {
+				AudioBytes int
+				Characters string
+				Ends       []float64
+			}
+			Voices, Models []string
+			Error          struct {
+				Status  int
+				Message string
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("clients output %s: %v", out, err)
+	}
+	o, el := res.OpenAI, res.ElevenLabs
+
+	want := map[string]struct {
+		ct, codec string
+		rate      int
+	}{
+		"mp3": {"audio/mpeg", "mp3", 0},
+		"wav": {"audio/wav", "pcm_s16le", 0},
+		"pcm": {"audio/pcm;rate=24000", "", 24000},
+	}
+	for f, w := range want {
+		c := o.Clips[f]
+		if c.ContentType != w.ct || c.Bytes < 2000 {
+			t.Errorf("openai %s: %s, %d bytes", f, c.ContentType, c.Bytes)
+			continue
+		}
+		data, _ := base64.StdEncoding.DecodeString(c.Base64)
+		dur, rate, channels := probe(t, f, data)
+		if dur < 0.8 || dur > 6 || channels != 1 || (w.rate != 0 && rate != w.rate) {
+			t.Errorf("openai %s decodes as %.2fs at %d Hz, %d channels", f, dur, rate, channels)
+		}
+	}
+	if o.Speed.Double == 0 || o.Speed.Double > o.Speed.Normal*3/4 {
+		t.Errorf("openai speed %+v", o.Speed)
+	}
+	if o.Stream.Bytes < 2000 {
+		t.Errorf("openai stream %+v", o.Stream)
+	}
+	if o.SSE.Deltas < 1 || o.SSE.Bytes < 2000 || o.SSE.Done["input_tokens"] != len("Events please.") {
+		t.Errorf("openai sse %+v", o.SSE)
+	}
+	for _, m := range []string{"tts-1", "espeak/espeak-ng", "openai/tts-1", "elevenlabs/eleven_multilingual_v2"} {
+		if !slices.Contains(o.Models, m) {
+			t.Errorf("openai models %v lack %s", o.Models, m)
+		}
+	}
+	if o.Error.Status != 400 || o.Error.Code != "validation_failed" || o.Error.Param != "response_format" || !strings.Contains(o.Error.Message, "response_format") {
+		t.Errorf("openai error %+v", o.Error)
+	}
+
+	if el.Clips["mp3_44100_128"] < 2000 || el.Clips["pcm_22050"] < 20000 || el.Clips["pcm_16000"] >= el.Clips["pcm_22050"] {
+		t.Errorf("elevenlabs clips %v", el.Clips)
+	}
+	if el.Speed.Double == 0 || el.Speed.Double > el.Speed.Normal*3/4 {
+		t.Errorf("elevenlabs speed %+v", el.Speed)
+	}
+	if el.Stream.Bytes < 2000 {
+		t.Errorf("elevenlabs stream %+v", el.Stream)
+	}
+	ts := el.Timestamps
+	if ts.AudioBytes < 2000 || ts.Characters != "Timed characters." || len(ts.Ends) != len(ts.Characters) || ts.Ends[len(ts.Ends)-1] <= 0 {
+		t.Errorf("elevenlabs timestamps %+v", ts)
+	}
+	if !slices.Contains(el.Voices, "alloy") || !slices.Contains(el.Voices, "narrator") || !slices.Contains(el.Models, "espeak/espeak-ng") {
+		t.Errorf("elevenlabs voices %v models %v", el.Voices, el.Models)
+	}
+	if el.Error.Status != 422 || !strings.Contains(el.Error.Message, "text_too_long") || !strings.Contains(el.Error.Message, "6000") {
+		t.Errorf("elevenlabs error %+v", el.Error)
+	}
+}
+
+// probe decodes a clip with ffprobe and returns its duration in seconds,
+// sample rate and channels. Raw PCM is read as 16-bit mono at 24 kHz,
+// which is what OpenAI's pcm promises.
+func probe(t *testing.T, format string, data []byte) (float64, int, int) {
+	t.Helper()
+	ffprobe, err := exec.LookPath("ffprobe")
+	if err != nil {
+		t.Skip("ffprobe not installed (make test installs ffmpeg)")
+	}
+	path := filepath.Join(t.TempDir(), "clip."+format)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-v", "error", "-show_entries", "stream=sample_rate,channels:format=duration", "-of", "json"}
+	if format == "pcm" {
+		args = append(args, "-f", "s16le", "-ar", "24000", "-ac", "1")
+	}
+	out, err := exec.Command(ffprobe, append(args, path)...).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", format, err)
+	}
+	var p struct {
+		Streams []struct {
+			SampleRate string `json:"sample_rate"`
+			Channels   int    `json:"channels"`
+		} `json:"streams"`
+		Format struct {
+			Duration string `json:"duration"`
+		} `json:"format"`
+	}
+	if err := json.Unmarshal(out, &p); err != nil || len(p.Streams) == 0 {
+		t.Fatalf("ffprobe %s: %s %v", format, out, err)
+	}
+	dur, _ := strconv.ParseFloat(p.Format.Duration, 64)
+	rate, _ := strconv.Atoi(p.Streams[0].SampleRate)
+	return dur, rate, p.Streams[0].Channels
+}

@@ -1,0 +1,73 @@
+// Drives a running voxgate with the official openai and
+// @elevenlabs/elevenlabs-js SDKs, unmodified: the proof that voxgate's
+// dialects are those APIs as their SDKs use them.
+// Usage: VOXGATE_BASE=http://127.0.0.1:8080 VOXGATE_KEY=vxk_... node clients.mjs
+// It prints one JSON object of what the SDKs saw; the Go test judges it.
+import OpenAI from "openai";
+import { Stream } from "openai/streaming";
+import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
+
+const base = process.env.VOXGATE_BASE;
+const apiKey = process.env.VOXGATE_KEY;
+const results = { openai: {}, elevenlabs: {} };
+
+async function drain(stream) {
+  let chunks = 0, bytes = 0;
+  for await (const c of stream) { chunks++; bytes += c.length; }
+  return { chunks, bytes };
+}
+
+// OpenAI, through the SDK's audio.speech.create.
+const openai = new OpenAI({ apiKey, baseURL: `${base}/v1`, maxRetries: 0 });
+const o = results.openai;
+o.clips = {};
+for (const format of ["mp3", "wav", "pcm"]) {
+  const r = await openai.audio.speech.create({ model: "tts-1", voice: "alloy", input: "Every format the gateway makes.", response_format: format });
+  const b = Buffer.from(await r.arrayBuffer());
+  o.clips[format] = { contentType: r.headers.get("content-type"), bytes: b.length, base64: b.toString("base64") };
+}
+const slow = await openai.audio.speech.create({ model: "tts-1", voice: "alloy", input: "Speed changes the length.", response_format: "pcm" });
+const fast = await openai.audio.speech.create({ model: "tts-1", voice: "alloy", input: "Speed changes the length.", response_format: "pcm", speed: 2 });
+o.speed = { normal: (await slow.arrayBuffer()).byteLength, double: (await fast.arrayBuffer()).byteLength };
+const streamed = await openai.audio.speech.create({ model: "openai/tts-1", voice: "echo", input: "Read as it arrives.", response_format: "pcm" });
+o.stream = await drain(streamed.body);
+const sse = await openai.audio.speech.create({ model: "openai/tts-1", voice: "echo", input: "Events please.", response_format: "pcm", stream_format: "sse" });
+o.sse = { deltas: 0, bytes: 0, done: null };
+for await (const ev of Stream.fromSSEResponse(sse, new AbortController())) {
+  if (ev.type === "speech.audio.delta") { o.sse.deltas++; o.sse.bytes += Buffer.from(ev.audio, "base64").length; }
+  if (ev.type === "speech.audio.done") o.sse.done = ev.usage;
+}
+const models = await openai.models.list();
+o.models = [];
+for await (const m of models) o.models.push(m.id);
+try {
+  await openai.audio.speech.create({ model: "tts-1", voice: "alloy", input: "x", response_format: "ogg" });
+  o.error = "no error";
+} catch (e) {
+  o.error = e instanceof OpenAI.APIError ? { status: e.status, code: e.code, param: e.param, message: e.message } : String(e);
+}
+
+// ElevenLabs, through the SDK's textToSpeech, voices and models.
+const eleven = new ElevenLabsClient({ apiKey, baseUrl: `${base}/elevenlabs`, maxRetries: 0 });
+const el = results.elevenlabs;
+el.clips = {};
+for (const outputFormat of ["mp3_44100_128", "pcm_22050", "pcm_16000"]) {
+  const audio = await eleven.textToSpeech.convert("narrator", { text: "Every format the gateway makes.", outputFormat });
+  const { bytes } = await drain(audio);
+  el.clips[outputFormat] = bytes;
+}
+const fastEl = await eleven.textToSpeech.convert("narrator", { text: "Speed changes the length.", outputFormat: "pcm_22050", voiceSettings: { speed: 2 } });
+const slowEl = await eleven.textToSpeech.convert("narrator", { text: "Speed changes the length.", outputFormat: "pcm_22050" });
+el.speed = { normal: (await drain(slowEl)).bytes, double: (await drain(fastEl)).bytes };
+el.stream = await drain(await eleven.textToSpeech.stream("narrator", { text: "A stream of audio.", outputFormat: "pcm_22050" }));
+const ts = await eleven.textToSpeech.convertWithTimestamps("narrator", { text: "Timed characters.", outputFormat: "pcm_22050" });
+el.timestamps = { audioBytes: Buffer.from(ts.audioBase64, "base64").length, characters: ts.alignment.characters.join(""), ends: ts.alignment.characterEndTimesSeconds };
+el.voices = (await eleven.voices.getAll()).voices.map((v) => v.voiceId);
+el.models = (await eleven.models.list()).map((m) => m.modelId);
+try {
+  await eleven.textToSpeech.convert("narrator", { text: "x".repeat(6000) });
+  el.error = "no error";
+} catch (e) {
+  el.error = e instanceof ElevenLabsError ? { status: e.statusCode, message: e.message } : String(e);
+}
+console.log(JSON.stringify(results));
