@@ -9,12 +9,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libespeak-ng-dev, espeak-ng  the offline provider (cgo) and test clips
 #   libmp3lame-dev, libsoxr-dev  MP3 encoding and resampling (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#   festival, festvox-kallpc16k, another speech engine (a diphone voice and an
+#     festvox-us-slt-hts         HTS voice of a person) whose word times are
+#                                ground truth for the aligner's tests
 #   pkg-config, gcc              cgo
 #   nodejs, npm (when missing)   the public JS client test (test/jsclient)
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg postgresql redis-server
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
