@@ -61,12 +61,13 @@ func requireAllSet(t *testing.T, path string, v reflect.Value) {
 
 func TestWireRoundTrip(t *testing.T) {
 	desc := &Description{
-		ID: "p", Name: "P", DefaultModel: "m", Plans: true,
+		ID: "p", Name: "P", DefaultModel: "m", Plans: true, Transcribes: true,
 		Models: []Model{{
 			ID: "m", Name: "M",
 			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
+			AudioTags: []string{"laughs", AnyAudioTag},
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}
@@ -84,6 +85,8 @@ func TestWireRoundTrip(t *testing.T) {
 		Samples: []Sample{{Filename: "a.wav", MediaType: "audio/wav", Data: []byte{9}}},
 	}
 	voices := []Voice{{ID: "v", Name: "V", Language: "en", Gender: "female"}}
+	trReq := &TranscribeRequest{Model: "whisper-1", Audio: []byte{4, 5}, MediaType: "audio/wav", Language: "en", Prompt: "hello", Credentials: cred}
+	transcript := &Transcript{Text: "hello", Language: "english", Words: []WordTimestamp{{Text: "hello", Start: 0.1, End: 0.4}}}
 	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d"}
 
 	tests := []struct {
@@ -96,6 +99,8 @@ func TestWireRoundTrip(t *testing.T) {
 		{"SynthesizeResponse", synthResp, func() any { return synthesizeResponseFromProto(roundTrip(t, synthesizeResponseToProto(synthResp))) }},
 		{"CloneRequest", cloneReq, func() any { return cloneRequestFromProto(roundTrip(t, cloneRequestToProto(cloneReq))) }},
 		{"Voices", voices, func() any { return voicesFromProto(roundTrip(t, voicesToProto(voices))) }},
+		{"TranscribeRequest", trReq, func() any { return transcribeRequestFromProto(roundTrip(t, transcribeRequestToProto(trReq))) }},
+		{"Transcript", transcript, func() any { return transcriptFromProto(roundTrip(t, transcriptToProto(transcript))) }},
 		{"ModerationResult", modResult, func() any { return moderationResultFromProto(roundTrip(t, moderationResultToProto(modResult))) }},
 		{"Credentials", cred, func() any { return credentialsFromProto(roundTrip(t, credentialsToProto(cred))) }},
 	}

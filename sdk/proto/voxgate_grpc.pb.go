@@ -33,6 +33,7 @@ const (
 	Provider_Clone_FullMethodName      = "/voxgate.plugin.v1.Provider/Clone"
 	Provider_Plan_FullMethodName       = "/voxgate.plugin.v1.Provider/Plan"
 	Provider_Explain_FullMethodName    = "/voxgate.plugin.v1.Provider/Explain"
+	Provider_Transcribe_FullMethodName = "/voxgate.plugin.v1.Provider/Transcribe"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -56,6 +57,10 @@ type ProviderClient interface {
 	// Explain turns an upstream error response of a planned request into an
 	// error: the call fails with a status carrying the explaining Error.
 	Explain(ctx context.Context, in *Failure, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// Transcribe turns speech into text with word times (sdk.Transcriber).
+	// Providers that do not transcribe answer UNIMPLEMENTED and report
+	// transcribes = false in Description.
+	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*Transcript, error)
 }
 
 type providerClient struct {
@@ -155,6 +160,16 @@ func (c *providerClient) Explain(ctx context.Context, in *Failure, opts ...grpc.
 	return out, nil
 }
 
+func (c *providerClient) Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*Transcript, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Transcript)
+	err := c.cc.Invoke(ctx, Provider_Transcribe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -176,6 +191,10 @@ type ProviderServer interface {
 	// Explain turns an upstream error response of a planned request into an
 	// error: the call fails with a status carrying the explaining Error.
 	Explain(context.Context, *Failure) (*ExplainResponse, error)
+	// Transcribe turns speech into text with word times (sdk.Transcriber).
+	// Providers that do not transcribe answer UNIMPLEMENTED and report
+	// transcribes = false in Description.
+	Transcribe(context.Context, *TranscribeRequest) (*Transcript, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -209,6 +228,9 @@ func (UnimplementedProviderServer) Plan(context.Context, *PlanRequest) (*HTTPPla
 }
 func (UnimplementedProviderServer) Explain(context.Context, *Failure) (*ExplainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedProviderServer) Transcribe(context.Context, *TranscribeRequest) (*Transcript, error) {
+	return nil, status.Error(codes.Unimplemented, "method Transcribe not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -368,6 +390,24 @@ func _Provider_Explain_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_Transcribe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TranscribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Transcribe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Transcribe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Transcribe(ctx, req.(*TranscribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -402,6 +442,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Explain",
 			Handler:    _Provider_Explain_Handler,
+		},
+		{
+			MethodName: "Transcribe",
+			Handler:    _Provider_Transcribe_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
