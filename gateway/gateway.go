@@ -25,6 +25,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/ratelimit"
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
 )
@@ -174,7 +175,7 @@ func ServerOptions(cfg *config.Config) server.Options {
 		RequestTimeout: cfg.Server.RequestTimeout.D(),
 		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
 		MaxMediaBytes:  cfg.Limits.MaxMediaBytes,
-		MaxTextChars:   cfg.Limits.MaxTextChars,
+		MaxTextChars:   speech.DefaultModelTextChars,
 		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
 		MaxConns:       cfg.Server.MaxConns,
 		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,

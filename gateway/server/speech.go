@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -77,10 +78,12 @@ func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *sp
 	if ep == speech.DeliverTimestamps {
 		defer res.Release()
 		_ = s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
-			Audio:      base64.StdEncoding.EncodeToString(res.Audio),
-			MediaType:  res.MediaType,
-			Timestamps: wireTimestamps(res.Timestamps),
-			Warnings:   nonNil(res.Warnings),
+			Audio:            base64.StdEncoding.EncodeToString(res.Audio),
+			MediaType:        res.MediaType,
+			Timestamps:       wireTimestamps(res.Timestamps),
+			Warnings:         nonNil(res.Warnings),
+			ProviderMetadata: map[string]any{"voxgate": timingMetadata(res)},
+			Captions:         res.Captions,
 		})
 		return
 	}
@@ -93,6 +96,26 @@ func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *sp
 	} else {
 		ctx.Response.SetBodyRaw(res.Audio) // the clip is ours; no copy
 	}
+}
+
+// timingMetadata describes where a clip's timestamps came from and how it
+// was rendered: providerMetadata.voxgate of the with-timestamps envelope.
+func timingMetadata(res *speech.Result) map[string]any {
+	m := map[string]any{}
+	if res.Source != "" {
+		m["timestamps_source"] = res.Source
+	}
+	if !math.IsNaN(res.Match) && res.Match != 0 {
+		m["alignment_match"] = math.Round(res.Match*1000) / 1000
+	}
+	if len(res.Pieces) > 1 {
+		starts := make([]float64, len(res.Pieces))
+		for i, p := range res.Pieces {
+			starts[i] = round3(p)
+		}
+		m["pieces"] = starts
+	}
+	return m
 }
 
 func nonNil(s []string) []string {

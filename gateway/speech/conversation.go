@@ -30,6 +30,9 @@ type ConversationRequest struct {
 	Pronunciations      *Pronunciations
 	ProviderOptions     json.RawMessage
 	ModerationRulesetID string
+	// Captions asks the with-timestamps endpoint for captions:
+	// CaptionsSRT or CaptionsVTT.
+	Captions string
 }
 
 // Turn is one speaker turn.
@@ -72,6 +75,8 @@ type ConversationResult struct {
 	Offsets []float64
 	// Segments holds each rendered turn encoded alone (split mode).
 	Segments []Segment
+	// Captions are the timestamps as captions, when asked for.
+	Captions string
 }
 
 // ConversationTimestamp is a word on the whole conversation's timeline.
@@ -92,7 +97,7 @@ type Segment struct {
 
 // validate checks the conversation-level rules and returns per-turn speech
 // requests.
-func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, error) {
+func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) ([]*Request, error) {
 	var fe []problem.FieldError
 	switch r.Mode {
 	case "", "conversation":
@@ -117,6 +122,7 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	}
 	fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
 	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	fe = append(fe, validateCaptions(r.Captions, timestamps)...)
 	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
@@ -206,7 +212,7 @@ func turnError(err error, i int) error {
 // fails the whole request, with turn_index: those are the caller's mistakes
 // whatever split says.
 func (s *Service) prepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
-	reqs, err := s.validateConversation(r)
+	reqs, err := s.validateConversation(r, timestamps)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -53,6 +55,12 @@ type Service struct {
 	dispatch *dispatch.Client
 	metrics  *metrics.Metrics
 	log      *zap.Logger
+	align    Alignment
+	// alignSlots bounds the alignments running at once.
+	alignSlots chan struct{}
+	// refVoices caches the reference provider's voice list.
+	refMu     sync.Mutex
+	refVoices []sdk.Voice
 }
 
 // Deps are the Service's collaborators.
@@ -68,11 +76,22 @@ type Deps struct {
 	Direct  *dispatch.Client
 	Metrics *metrics.Metrics
 	Logger  *zap.Logger
+	// Alignment is how words are timed for models without timestamps.
+	Alignment Alignment
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
+	s := &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct,
+		metrics: d.Metrics, log: d.Logger, align: d.Alignment}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.limits.PieceConcurrency < 1 {
+		s.limits.PieceConcurrency = 1
+	}
+	s.alignSlots = make(chan struct{}, max(d.Alignment.Concurrency, 1))
+	return s
 }
 
 // Catalog returns the provider catalog.
@@ -90,16 +109,25 @@ type Job struct {
 	// Voice is the provider-side voice id; VoiceRef the saved voice's id.
 	Voice    string
 	VoiceRef string
-	// Text is the request's text; spoken is what the provider receives
-	// after pronunciations.
-	Text    string
-	subst   *substitution
-	Options []byte
-	Creds   sdk.Credentials
-	Speed   float64
-	Params  audio.Params
-	Ruleset string
-	Verdict moderation.Verdict
+	// Text is the request's text. tagged is the text with the audio
+	// tags the model does not perform removed; spokenText is what the
+	// provider receives, after pronunciations too.
+	Text   string
+	tagged string
+	subst  *substitution
+	// pieces is the spoken text cut to the model's limit: one piece
+	// unless the text is longer.
+	pieces []string
+	// timing is where word timestamps come from (DeliverTimestamps).
+	timing string
+	// warnings are the request's own (removed audio tags).
+	warnings []string
+	Options  []byte
+	Creds    sdk.Credentials
+	Speed    float64
+	Params   audio.Params
+	Ruleset  string
+	Verdict  moderation.Verdict
 }
 
 // Result is a finished clip.
@@ -108,7 +136,18 @@ type Result struct {
 	MediaType  string
 	Timestamps []sdk.WordTimestamp
 	Warnings   []string
-	release    func()
+	// Source is where Timestamps came from (SourceNative, SourceAligned,
+	// SourceSTT); empty when there are none.
+	Source string
+	// Match is the aligner's worst Match over the pieces (aligned only;
+	// NaN otherwise).
+	Match float64
+	// Pieces are the start times, in seconds, of the pieces a long text
+	// was rendered in (one piece: [0]).
+	Pieces []float64
+	// Captions are the timestamps as captions, when asked for.
+	Captions string
+	release  func()
 }
 
 // Release hands Audio's buffer back to the pool it came from, if any;
@@ -158,16 +197,17 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err := s.checkCapabilities(j, r); err != nil {
 		return nil, err
 	}
-	limit := j.Model.MaxTextChars
-	if limit <= 0 {
-		limit = s.limits.MaxTextChars
+	if n := utf8.RuneCountInString(j.Text); n > s.limits.MaxTextChars {
+		return nil, problem.New(problem.TextTooLong, "text has %d characters; a request may have at most %d (limits.max_text_chars)", n, s.limits.MaxTextChars)
 	}
-	if n := utf8.RuneCountInString(j.Text); n > limit {
-		return nil, problem.New(problem.TextTooLong, "text has %d characters; model %s/%s accepts at most %d", n, j.Provider.ID, j.Model.ID, limit)
+	j.tagged, j.warnings = applyTags(j.Text, j.Model, j.name())
+	if strings.TrimSpace(withoutTags(j.tagged)) == "" {
+		return nil, problem.Validation(problem.Field(fmt.Sprintf("has nothing to say once the audio tags %s does not perform are removed", j.name()), "text"))
 	}
 	if r.Pronunciations != nil && len(r.Pronunciations.Rules) > 0 {
-		j.subst = r.Pronunciations.apply(j.Text)
+		j.subst = r.Pronunciations.apply(j.tagged)
 	}
+	j.pieces = splitText(j.spokenText(), s.pieceLimit(j))
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
 		return nil, err
 	}
@@ -202,8 +242,9 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	name := j.Provider.ID + "/" + j.Model.ID
 	switch j.Delivery {
 	case DeliverTimestamps:
-		if !caps.Timestamps {
-			return problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps", name)
+		var err error
+		if j.timing, err = s.chooseTiming(j); err != nil {
+			return err
 		}
 	case DeliverStream:
 		if !caps.Streaming {
@@ -268,7 +309,7 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	// Pronunciation rules change what the provider speaks, so the spoken
 	// text is checked too: a rule must not smuggle blocked words past the
 	// check of the written text.
-	if spoken := j.spokenText(); !j.Verdict.Blocked() && spoken != j.Text {
+	if spoken := j.spokenText(); !j.Verdict.Blocked() && j.subst != nil && spoken != j.tagged {
 		v := s.mod.Check(ctx, j.Ruleset, spoken)
 		v.Latency += j.Verdict.Latency
 		if v.Blocked() || j.Verdict.Decision != moderation.DecisionAllowOnError {
@@ -285,14 +326,16 @@ func (j *Job) spokenText() string {
 	if j.subst != nil {
 		return j.subst.text
 	}
-	return j.Text
+	return j.tagged
 }
 
-func (j *Job) request() *sdk.SynthesizeRequest {
+// requestFor is the provider request that speaks text (the whole spoken
+// text, or one piece of it).
+func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{
 		Model:       j.Model.ID,
 		Voice:       j.Voice,
-		Text:        j.spokenText(),
+		Text:        text,
 		Speed:       j.Speed,
 		Options:     j.Options,
 		Credentials: j.Creds,
@@ -311,10 +354,35 @@ func decodableFormat(m *sdk.Model) string {
 	return ""
 }
 
-// synthesize renders the job's whole clip, applies whole-clip processing
-// and maps timestamps back through pronunciations.
+// synthesize renders the job's whole clip: in one provider call when the
+// text fits the model and any timestamps are the model's own (the
+// provider's bytes then pass through untouched unless whole-clip
+// processing is asked for), else piece by piece (synthesizePieces).
 func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
-	req := j.request()
+	if len(j.pieces) > 1 || j.timing == SourceAligned || j.timing == SourceSTT {
+		res, err := s.synthesizePieces(ctx, j)
+		if res != nil {
+			res.Warnings = append(slices.Clip(j.warnings), res.Warnings...)
+		}
+		return res, err
+	}
+	res, err := s.synthesizeOne(ctx, j)
+	if res != nil {
+		res.Warnings = append(slices.Clip(j.warnings), res.Warnings...)
+		res.Pieces = []float64{0}
+		res.Match = math.NaN()
+		if j.Delivery == DeliverTimestamps {
+			res.Source = SourceNative
+		}
+	}
+	return res, err
+}
+
+// synthesizeOne renders the job's whole clip in one provider call,
+// applies whole-clip processing and maps timestamps back through
+// pronunciations.
+func (s *Service) synthesizeOne(ctx context.Context, j *Job) (*Result, error) {
+	req := j.requestFor(j.spokenText())
 	req.Timestamps = j.Delivery == DeliverTimestamps
 	process := audio.NeedsProcessing(j.Params)
 	if process {
@@ -343,8 +411,11 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 			res.Timestamps[i].End /= s
 		}
 	}
+	if req.Timestamps {
+		res.Timestamps = dropTagWords(res.Timestamps)
+	}
 	if j.subst != nil && req.Timestamps {
-		ts, ok := j.subst.mapTimestamps(resp.Timestamps)
+		ts, ok := j.subst.mapTimestamps(res.Timestamps)
 		res.Timestamps = ts
 		if !ok {
 			res.Warnings = append(res.Warnings, "the provider's words did not line up with the pronunciation rules; timestamps are for the substituted text")
@@ -435,7 +506,21 @@ type Source interface {
 // start is returned here when the provider reports it before any audio
 // (always, for planned requests: the answer's status is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
-	req := j.request()
+	if len(j.pieces) > 1 {
+		first, err := s.openOne(ctx, j, j.pieces[0], streamFormat(j.Model))
+		if err != nil {
+			return nil, err
+		}
+		return s.openPieces(ctx, j, first), nil
+	}
+	return s.openOne(ctx, j, j.spokenText(), "")
+}
+
+// openOne starts rendering text (all of j's, or its first piece) as a
+// stream, in format ("" = the model's default).
+func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Source, error) {
+	req := j.requestFor(text)
+	req.Format = format
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
 	start := time.Now()

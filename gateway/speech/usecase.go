@@ -60,6 +60,9 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 			out.Stream, err = s.startStream(ctx, j)
 		} else {
 			out.Result, err = s.synthesize(ctx, j)
+			if err == nil && req.Captions != "" {
+				out.Result.Captions = Captions(req.Captions, j.Text, out.Result.Timestamps)
+			}
 		}
 	}
 	if err != nil {
@@ -115,6 +118,13 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 	}
 	res, err := s.renderConversation(ctx, req, jobs, timestamps)
 	out.Result = res
+	if err == nil && req.Captions != "" {
+		texts := make([]string, len(jobs))
+		for i, j := range jobs {
+			texts[i] = j.Text
+		}
+		res.Captions = ConversationCaptions(req.Captions, texts, res.Timestamps)
+	}
 	if res != nil {
 		for _, t := range res.Turns {
 			if t.Job == nil {
