@@ -23,7 +23,6 @@ const (
 const (
 	captionLineChars   = 42
 	captionLines       = 2
-	captionCueChars    = captionLineChars * captionLines
 	captionCueSeconds  = 7.0
 	captionCommaBreak  = 60
 	captionMinDuration = 0.001
@@ -58,12 +57,19 @@ func captionWords(text string, ts []sdk.WordTimestamp, group int) []captionWord 
 				}
 				from -= n
 			}
-			for to < len(text) {
-				r, n := utf8.DecodeRuneInString(text[to:])
-				if unicode.IsSpace(r) || !isPunctuation(r) || r == '[' {
+			to = punctuationRun(text, to)
+			// Punctuation standing alone after the word ("Fish & chips",
+			// "yes - no") is shown with it rather than lost.
+			for {
+				gap := to
+				for gap < len(text) && (text[gap] == ' ' || text[gap] == '\t') {
+					gap++
+				}
+				end := punctuationRun(text, gap)
+				if end == gap || (end < len(text) && !unicode.IsSpace(rune(text[end]))) {
 					break
 				}
-				to += n
+				to = end
 			}
 			cw.text = text[from:to]
 			pos = to
@@ -77,6 +83,21 @@ func captionWords(text string, ts []sdk.WordTimestamp, group int) []captionWord 
 		out = append(out, cw)
 	}
 	return out
+}
+
+// punctuationRun returns the end of the punctuation that starts at from
+// in text (from itself when there is none); an audio tag is not
+// punctuation.
+func punctuationRun(text string, from int) int {
+	to := from
+	for to < len(text) {
+		r, n := utf8.DecodeRuneInString(text[to:])
+		if unicode.IsSpace(r) || !isPunctuation(r) || r == '[' {
+			break
+		}
+		to += n
+	}
+	return to
 }
 
 // findWord returns where word occurs in text as a whole word (not inside
@@ -121,11 +142,8 @@ func captions(format string, words []captionWord) string {
 		if len(cur) > 0 && cur[0].group != w.group {
 			flush()
 		}
-		if len(cur) > 0 {
-			tentative := cueChars(cur) + 1 + utf8.RuneCountInString(w.text)
-			if tentative > captionCueChars || w.end-cur[0].start > captionCueSeconds {
-				flush()
-			}
+		if len(cur) > 0 && (!fitsCue(append(cur, w)) || w.end-cur[0].start > captionCueSeconds) {
+			flush()
 		}
 		cur = append(cur, w)
 		t := strings.TrimRight(w.text, "\"'”’»)]」』")
@@ -164,6 +182,27 @@ func captions(format string, words []captionWord) string {
 }
 
 var vttEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// fitsCue reports whether cue's words wrap into the cue's lines without
+// any line running long.
+func fitsCue(cue []captionWord) bool {
+	lines, n := 1, 0
+	for _, w := range cue {
+		l := utf8.RuneCountInString(w.text)
+		switch {
+		case n == 0:
+			n = l
+		case n+1+l <= captionLineChars:
+			n += 1 + l
+		default:
+			lines, n = lines+1, l
+		}
+		if n > captionLineChars && len(cue) > 1 {
+			return false
+		}
+	}
+	return lines <= captionLines
+}
 
 func cueChars(cue []captionWord) int {
 	n := len(cue) - 1
