@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +90,7 @@ func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *sp
 		return
 	}
 	ctx.Response.Header.SetContentType(res.MediaType)
+	setWarnings(ctx, res.Warnings)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if res.Pooled() {
 		// The clip is still in the upstream answer's pooled buffer: it is
@@ -118,6 +121,28 @@ func timingMetadata(res *speech.Result) map[string]any {
 	return m
 }
 
+// maxWarningHeaders bounds the X-Voxgate-Warning headers of one
+// response: a text full of audio tags must not make the headers huge.
+const maxWarningHeaders = 16
+
+// setWarnings puts warnings where a response with raw audio can carry
+// them: one X-Voxgate-Warning header each, as printable ASCII (anything
+// else is replaced by "?").
+func setWarnings(ctx *fasthttp.RequestCtx, warnings []string) {
+	for i, w := range warnings {
+		if i == maxWarningHeaders {
+			ctx.Response.Header.Add("X-Voxgate-Warning", fmt.Sprintf("and %d more warnings", len(warnings)-i))
+			break
+		}
+		ctx.Response.Header.Add("X-Voxgate-Warning", strings.Map(func(r rune) rune {
+			if r < 0x20 || r > 0x7e {
+				return '?'
+			}
+			return r
+		}, w))
+	}
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -143,6 +168,7 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	}
 	ctx.Response.Header.SetContentType(mediaType)
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	setWarnings(ctx, st.Warnings)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	cs := &chunkStream{s: s, c: c, job: out.Job, row: out.Row, pending: st.First, ended: st.Ended, src: st.Source, cancel: cancel,
 		conn: ctx.Conn(), writeTimeout: s.opts.WriteTimeout}

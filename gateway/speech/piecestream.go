@@ -113,7 +113,9 @@ func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format s
 	case audio.FormatPCM:
 		n := int(joinFade * float64(mt.Rate))
 		fadePCM(data, n, true)
-		fadePCM(data, n, false)
+		if k < len(j.pieces)-1 {
+			fadePCM(data, n, false)
+		}
 	}
 	return data, nil
 }

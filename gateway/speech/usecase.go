@@ -42,6 +42,9 @@ type Stream struct {
 	First []byte
 	// Ended says the stream had nothing after First.
 	Ended bool
+	// Warnings are what the caller should know about the request (audio
+	// tags removed); a stream has no envelope to carry them.
+	Warnings []string
 }
 
 // Speak runs a speech request on endpoint ep. On error, the returned
@@ -88,7 +91,7 @@ func (s *Service) startStream(ctx context.Context, j *Job) (*Stream, error) {
 		}
 		return nil, err
 	}
-	return &Stream{Source: src, First: first, Ended: err != nil}, nil
+	return &Stream{Source: src, First: first, Ended: err != nil, Warnings: j.warnings}, nil
 }
 
 // Conversed is the outcome of Converse.
