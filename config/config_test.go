@@ -35,6 +35,11 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"bad mode", minimal + "moderation:\n  rulesets:\n    r: {mode: maybe}\n", []string{"line 10", "moderation.rulesets.r.mode"}},
 		{"bad regexp", minimal + "moderation:\n  rulesets:\n    r:\n      checks:\n        - builtin: {categories: {x: {patterns: ['(']}}}\n", []string{"patterns[0]"}},
 		{"no orgs", "providers: {}\n", []string{"orgs"}},
+		{"bad alignment method", minimal + "alignment: {method: guess}\n", []string{"alignment.method", "aligned, stt or off"}},
+		{"unknown reference", minimal + "alignment: {reference: festival}\n", []string{"alignment.reference", `unknown provider "festival"`}},
+		{"stt without provider", minimal + "alignment: {method: stt}\n", []string{"alignment.stt.provider", "required"}},
+		{"bad provider timestamps", strings.Replace(minimal, "plugin: voxgate-espeak", "plugin: voxgate-espeak, timestamps: maybe", 1), []string{"providers.espeak.timestamps"}},
+		{"text ceiling too high", minimal + "limits: {max_text_chars: 5000000}\n", []string{"limits.max_text_chars"}},
 		{"bad yaml", "server: [\n", []string{"line"}},
 	}
 	for _, tt := range tests {
@@ -101,5 +106,24 @@ func TestCommittedGatewayYAMLLoads(t *testing.T) {
 	}
 	if cfg.Resolve(cfg.Storage.Path) != "../data/voxgate.db" {
 		t.Errorf("storage path not resolved against the config dir: %s", cfg.Resolve(cfg.Storage.Path))
+	}
+}
+
+func TestAlignmentAndLimitDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Alignment
+	if a.Method != TimestampsAligned || a.Reference != "espeak" || a.STT.Model != "whisper-1" || a.Concurrency < 1 {
+		t.Errorf("alignment defaults %+v", a)
+	}
+	if cfg.Limits.MaxTextChars != 100000 || cfg.Limits.PieceConcurrency != 3 || cfg.Providers["espeak"].Timestamps != TimestampsAuto {
+		t.Errorf("limits %+v, timestamps %q", cfg.Limits, cfg.Providers["espeak"].Timestamps)
+	}
+	// Without an espeak provider there is no reference unless named.
+	cfg, err = Parse([]byte("providers:\n  openai: {plugin: voxgate-openai}\norgs:\n  a: {}\n"), env(nil))
+	if err != nil || cfg.Alignment.Reference != "" {
+		t.Errorf("reference %q, %v", cfg.Alignment.Reference, err)
 	}
 }
