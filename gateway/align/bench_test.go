@@ -42,3 +42,18 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkReferences renders the two references of about 60 s of speech
+// through the eSpeak plugin, the other half of an alignment's cost: it
+// runs in the plugin's process, so it is reported as wall time per 60 s
+// of reference audio (wall_s/60s), on an otherwise idle plugin.
+func BenchmarkReferences(b *testing.B) {
+	p := espeakPlugin(b)
+	text := strings.Join(passages, " ") + " " + strings.Join(passages[:3], " ")
+	seconds := 0.0
+	for b.Loop() {
+		refs, _ := references(b, p, text, "en")
+		seconds = refs[0].Clip.Seconds()
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*60/seconds, "wall_s/60s")
+}
