@@ -130,12 +130,18 @@ func (ps *pieceSource) Next() ([]byte, error) {
 	}
 	if !ps.firstDone {
 		b, err := ps.nextFirst()
-		if err == nil || len(b) > 0 {
+		switch {
+		case err == nil:
 			return b, nil
-		}
-		if !errors.Is(err, io.EOF) {
+		case !errors.Is(err, io.EOF):
+			// The first piece failed: send what it gave, then fail.
 			ps.err = err
+			if len(b) > 0 {
+				return b, nil
+			}
 			return nil, err
+		case len(b) > 0:
+			return b, nil
 		}
 	}
 	if ps.next >= len(ps.results) {
@@ -177,10 +183,9 @@ func (ps *pieceSource) nextFirst() ([]byte, error) {
 	buf := append(ps.held, b...)
 	if err != nil {
 		ps.firstDone = true
-		fadePCM(buf[:len(buf)&^1], hold/2, false)
 		ps.held = nil
-		if errors.Is(err, io.EOF) && len(buf) > 0 {
-			return buf, nil
+		if errors.Is(err, io.EOF) {
+			fadePCM(buf[:len(buf)&^1], hold/2, false)
 		}
 		return buf, err
 	}
