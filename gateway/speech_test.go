@@ -151,6 +151,7 @@ type tsEnvelope struct {
 		Voxgate struct {
 			TimestampsSource string    `json:"timestamps_source"`
 			AlignmentMatch   float64   `json:"alignment_match"`
+			AlignmentRef     string    `json:"alignment_reference"`
 			Pieces           []float64 `json:"pieces"`
 		} `json:"voxgate"`
 	} `json:"providerMetadata"`

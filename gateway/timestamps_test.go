@@ -293,7 +293,8 @@ orgs:
 		var env tsEnvelope
 		r.json(t, &env)
 		if c.warning == "" {
-			if r.status != 200 || len(env.Timestamps) != len(strings.Fields(c.text)) || env.ProviderMetadata.Voxgate.TimestampsSource != "aligned" {
+			if r.status != 200 || len(env.Timestamps) != len(strings.Fields(c.text)) || env.ProviderMetadata.Voxgate.TimestampsSource != "aligned" ||
+				!strings.HasPrefix(env.ProviderMetadata.Voxgate.AlignmentRef, "de") {
 				t.Errorf("%s: %d, %d words, warnings %q", c.model, r.status, len(env.Timestamps), env.Warnings)
 			}
 			continue
@@ -343,6 +344,32 @@ orgs:
 	bare.do("GET", "/v1/providers", "acme", nil).json(t, &cat)
 	if src := cat.Data[0].Models[0].TimestampsSource; src != "none" {
 		t.Errorf("catalog timestamps_source %q, want none", src)
+	}
+}
+
+// TestReferenceFollowsTheVoiceLanguage: a French voice of the Cartesia
+// fake (its voice list says "fr") reading a text whose words name no
+// language is aligned against a French reference.
+func TestReferenceFollowsTheVoiceLanguage(t *testing.T) {
+	ca := cartesia.New(t, fakeupstream.Options{Voice: newESpeakVoice(t, "fr", 1)})
+	tg := startGateway(t, `
+server: {listen: "127.0.0.1:0"}
+storage: {path: "%DIR%/voxgate.db"}
+plugins: {dir: "%BIN%/plugins"}
+providers:
+  espeak: {plugin: voxgate-espeak}
+  cartesia: {plugin: voxgate-cartesia, base_url: "`+ca.BaseURL()+`", api_key: "`+cartesia.Key+`", managed: true, timestamps: aligned}
+orgs:
+  acme:
+    providers:
+      cartesia: {enabled: true}
+`)
+	text := "Bonjour Marcel, merci beaucoup pour votre accueil chaleureux hier soir."
+	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "cartesia/sonic-2", "voice": cartesia.VoiceMarcel, "text": text})
+	var env tsEnvelope
+	r.json(t, &env)
+	if meta := env.ProviderMetadata.Voxgate; r.status != 200 || !strings.HasPrefix(meta.AlignmentRef, "fr") || len(env.Timestamps) != len(strings.Fields(text)) {
+		t.Errorf("%d, metadata %+v, %d words, warnings %q", r.status, meta, len(env.Timestamps), env.Warnings)
 	}
 }
 

@@ -111,6 +111,9 @@ func timingMetadata(res *speech.Result) map[string]any {
 	if !math.IsNaN(res.Match) && res.Match != 0 {
 		m["alignment_match"] = math.Round(res.Match*1000) / 1000
 	}
+	if res.ReferenceVoice != "" {
+		m["alignment_reference"] = res.ReferenceVoice
+	}
 	if len(res.Pieces) > 1 {
 		starts := make([]float64, len(res.Pieces))
 		for i, p := range res.Pieces {

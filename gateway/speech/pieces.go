@@ -222,6 +222,9 @@ func (s *Service) collectWords(j *Job, res *Result, pieces []*piece, offsets []f
 		if j.timing == SourceAligned && (math.IsNaN(res.Match) || p.match > res.Match) {
 			res.Match = p.match
 		}
+		if res.ReferenceVoice == "" {
+			res.ReferenceVoice = p.reference
+		}
 		for _, w := range p.words {
 			res.Timestamps = append(res.Timestamps, sdk.WordTimestamp{Text: w.Text, Start: w.Start + offsets[k], End: w.End + offsets[k]})
 		}

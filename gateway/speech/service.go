@@ -61,6 +61,8 @@ type Service struct {
 	// refVoices caches the reference provider's voice list.
 	refMu     sync.Mutex
 	refVoices []sdk.Voice
+	// voiceLangs caches the languages of providers' voices.
+	voiceLangs voiceLangs
 }
 
 // Deps are the Service's collaborators.
@@ -140,8 +142,10 @@ type Result struct {
 	// SourceSTT); empty when there are none.
 	Source string
 	// Match is the aligner's worst Match over the pieces (aligned only;
-	// NaN otherwise).
-	Match float64
+	// NaN otherwise), and ReferenceVoice the reference voice the first
+	// piece matched best.
+	Match          float64
+	ReferenceVoice string
 	// Pieces are the start times, in seconds, of the pieces a long text
 	// was rendered in (one piece: [0]).
 	Pieces []float64

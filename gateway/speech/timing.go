@@ -108,6 +108,8 @@ type timed struct {
 	warning string
 	// match is the aligner's Match (aligned only).
 	match float64
+	// reference is the reference voice the words were aligned against.
+	reference string
 }
 
 // references renders text with the reference provider in the voice for
@@ -115,9 +117,10 @@ type timed struct {
 // are internal work: no credits, no organization policy (the reference
 // provider needs no credentials), the reference provider's timeout.
 type references struct {
-	done chan struct{}
-	refs []align.Reference
-	err  error
+	done   chan struct{}
+	refs   []align.Reference
+	voices []string
+	err    error
 }
 
 // startReferences renders the references of text in the background, so
@@ -126,7 +129,7 @@ func (s *Service) startReferences(ctx context.Context, j *Job, text string) *ref
 	r := &references{done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		r.refs, r.err = s.renderReferences(ctx, j, text)
+		r.refs, r.voices, r.err = s.renderReferences(ctx, j, text)
 	}()
 	return r
 }
@@ -146,10 +149,10 @@ func (r *references) wait(ctx context.Context) ([]align.Reference, error) {
 // which halves the errors on voices far from eSpeak's male default.
 const referenceVariant = "+f3"
 
-func (s *Service) renderReferences(ctx context.Context, j *Job, text string) ([]align.Reference, error) {
+func (s *Service) renderReferences(ctx context.Context, j *Job, text string) ([]align.Reference, []string, error) {
 	p := s.reference()
 	if p == nil {
-		return nil, errors.New("no reference provider")
+		return nil, nil, errors.New("no reference provider")
 	}
 	voice := s.referenceVoice(ctx, p, j, text)
 	voices := []string{voice, voice + referenceVariant}
@@ -165,12 +168,12 @@ func (s *Service) renderReferences(ctx context.Context, j *Job, text string) ([]
 	}
 	wg.Wait()
 	if errs[0] != nil {
-		return nil, errs[0]
+		return nil, nil, errs[0]
 	}
 	if errs[1] != nil {
-		return refs[:1], nil // a reference provider without eSpeak's variants
+		return refs[:1], voices[:1], nil // a reference provider without eSpeak's variants
 	}
-	return refs, nil
+	return refs, voices, nil
 }
 
 // renderReference renders text in voice, in pieces of the reference
@@ -250,7 +253,7 @@ func (s *Service) alignPiece(ctx context.Context, j *Job, clip *audio.Clip, refs
 	case err != nil:
 		return timed{}, fmt.Errorf("align: %w", err)
 	}
-	return timed{words: res.Words, match: res.Match}, nil
+	return timed{words: res.Words, match: res.Match, reference: refs.voices[res.Reference]}, nil
 }
 
 // name is the job's model as "provider/model".
@@ -259,27 +262,37 @@ func (j *Job) name() string { return j.Provider.ID + "/" + j.Model.ID }
 // referenceVoice picks the reference provider's voice for the job's
 // language: the language the request's providerOptions name
 // ("language", "language_code" or "lang"), else the job's own voice when
-// the job is the reference provider's, else the language the text looks
-// like; mapped onto the reference provider's voices (exact, then by the
-// main language subtag), English when it has none.
+// the job is the reference provider's, else the language the provider's
+// voice list gives the voice, else the language the text looks like;
+// mapped onto the reference provider's voices (exact, then by the main
+// language subtag), English when it has none.
 func (s *Service) referenceVoice(ctx context.Context, p *ProviderEntry, j *Job, text string) string {
-	lang := optionLanguage(j.Options)
-	if lang == "" && j.Provider == p {
-		lang = strings.SplitN(j.Voice, "+", 2)[0]
-	}
-	if lang == "" {
-		lang = guessLanguage(text)
-	}
-	lang = strings.ToLower(strings.ReplaceAll(lang, "_", "-"))
 	voices := s.referenceVoices(ctx, p)
-	if len(voices) == 0 {
-		return lang
+	candidates := []func() string{
+		func() string { return optionLanguage(j.Options) },
+		func() string {
+			if j.Provider == p {
+				return strings.SplitN(j.Voice, "+", 2)[0]
+			}
+			return ""
+		},
+		func() string { return s.voiceLanguage(ctx, j) },
+		func() string { return guessLanguage(text) },
 	}
-	main, _, _ := strings.Cut(lang, "-")
-	for _, want := range []string{lang, main} {
-		for _, v := range voices {
-			if strings.EqualFold(v.ID, want) {
-				return v.ID
+	for _, c := range candidates {
+		lang := strings.ToLower(strings.ReplaceAll(c(), "_", "-"))
+		if lang == "" {
+			continue
+		}
+		if len(voices) == 0 {
+			return lang // nothing to check against: let the provider say
+		}
+		main, _, _ := strings.Cut(lang, "-")
+		for _, want := range []string{lang, main} {
+			for _, v := range voices {
+				if strings.EqualFold(v.ID, want) {
+					return v.ID
+				}
 			}
 		}
 	}
