@@ -89,6 +89,14 @@ orgs:
 	if last, _ := el.LastRequest(); !strings.Contains(string(last.Body), `"[laughs] That was funny, [whispers] really funny."`) {
 		t.Errorf("ElevenLabs received %s", last.Body)
 	}
+	// A text that is only a tag the model performs is a laugh, with no
+	// words to time.
+	r = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "elevenlabs/eleven_v3", "voice": elevenlabs.VoiceRachel, "text": "[laughs]"})
+	env = tsEnvelope{}
+	r.json(t, &env)
+	if r.status != 200 || len(env.Timestamps) != 0 || len(env.Warnings) != 0 {
+		t.Errorf("a lone performed tag: %d, %+v, %q", r.status, env.Timestamps, env.Warnings)
+	}
 	// Multilingual v2 performs none.
 	r = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "elevenlabs/eleven_multilingual_v2", "voice": elevenlabs.VoiceRachel, "text": text})
 	env = tsEnvelope{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -112,7 +113,7 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, keepRaw bool) 
 	req.Timestamps = j.timing == SourceNative
 	req.Format = decodableFormat(j.Model)
 	var refs *references
-	if j.timing == SourceAligned {
+	if j.timing == SourceAligned && strings.TrimSpace(withoutTags(text)) != "" {
 		refs = s.startReferences(ctx, j, withoutTags(text))
 	}
 	var (
@@ -145,15 +146,17 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, keepRaw bool) 
 	} else if release != nil {
 		release()
 	}
-	switch j.timing {
-	case SourceNative:
+	switch {
+	case j.timing != "" && strings.TrimSpace(withoutTags(text)) == "":
+		p.words = []sdk.WordTimestamp{} // only tags the model performs: no words
+	case j.timing == SourceNative:
 		p.words = dropTagWords(resp.Timestamps)
 		if p.words == nil {
 			p.words = []sdk.WordTimestamp{}
 		}
-	case SourceAligned:
+	case j.timing == SourceAligned:
 		p.timed, err = s.alignPiece(ctx, j, clip, refs)
-	case SourceSTT:
+	case j.timing == SourceSTT:
 		p.timed, err = s.transcribePiece(ctx, j, clip, withoutTags(text))
 	}
 	if err != nil {

@@ -205,7 +205,7 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 		return nil, problem.New(problem.TextTooLong, "text has %d characters; a request may have at most %d (limits.max_text_chars)", n, s.limits.MaxTextChars)
 	}
 	j.tagged, j.warnings = applyTags(j.Text, j.Model, j.name())
-	if strings.TrimSpace(withoutTags(j.tagged)) == "" {
+	if strings.TrimSpace(j.tagged) == "" {
 		return nil, problem.Validation(problem.Field(fmt.Sprintf("has nothing to say once the audio tags %s does not perform are removed", j.name()), "text"))
 	}
 	if r.Pronunciations != nil && len(r.Pronunciations.Rules) > 0 {
