@@ -11,6 +11,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libopusenc-dev, libopus-dev  Ogg Opus output (cgo; libopusenc writes the Ogg container)
 #   libflac-dev                  FLAC output (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#   festival, festvox-kallpc16k, another speech engine (a diphone voice and an
+#     festvox-us-slt-hts         HTS voice of a person) whose word times are
+#                                ground truth for the aligner's tests
 #   pkg-config, gcc              cgo
 #   nodejs, npm (when missing)   the public JS client test (test/jsclient) and the
 #                                official OpenAI and ElevenLabs SDKs (test/sdkclients)
@@ -22,7 +25,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   protobuf-compiler            protoc, for `make proto` and the test that the
 #                                generated plugin protocol is current
 #   chromium                     headless browser tests (CORS from a page, chromedp)
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg postgresql redis-server protobuf-compiler chromium
+#   festival, festvox-*          a second speech engine: the aligner's accuracy test against a voice unlike eSpeak's
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ type Config struct {
 	Orgs       map[string]*Org      `yaml:"orgs"`
 	Moderation Moderation           `yaml:"moderation"`
 	Limits     Limits               `yaml:"limits"`
+	Alignment  Alignment            `yaml:"alignment"`
 	Admin      Admin                `yaml:"admin"`
 	Secrets    Secrets              `yaml:"secrets"`
 	Cache      Cache                `yaml:"cache"`
@@ -190,6 +192,12 @@ type Provider struct {
 	CreditsPer1kChars float64 `yaml:"credits_per_1k_chars"`
 	// ModelCredits overrides the rate per model id.
 	ModelCredits map[string]float64 `yaml:"model_credits"`
+	// Timestamps says where this provider's word timestamps come from:
+	// "auto" (the default: the model's own when it has them, else the
+	// deployment's alignment.method), "native" (only the model's own;
+	// models without answer 501), "aligned" (the offline aligner, even
+	// for models with their own) or "stt" (speech-to-text).
+	Timestamps string `yaml:"timestamps"`
 	// DirectHTTP, on by default, lets the gateway send the upstream
 	// requests a plugin plans (sdk.Planner) itself, so audio skips the
 	// plugin process. Off keeps every call inside the plugin, e.g. where
@@ -316,8 +324,13 @@ type Category struct {
 
 // Limits holds request limits.
 type Limits struct {
-	// MaxTextChars is the default text limit when a model states none.
+	// MaxTextChars is the longest text one speech request may have
+	// (422 past it). Texts longer than a model accepts are split into
+	// pieces up to this ceiling.
 	MaxTextChars int `yaml:"max_text_chars"`
+	// PieceConcurrency is how many pieces of one long text render at
+	// once.
+	PieceConcurrency int `yaml:"piece_concurrency"`
 	// MaxMediaBytes caps uploads to /v1/media.
 	MaxMediaBytes int `yaml:"max_media_bytes"`
 	// Conversation limits.
@@ -335,6 +348,42 @@ type Limits struct {
 	WholeClipConcurrency int      `yaml:"whole_clip_concurrency"`
 	WholeClipWait        Duration `yaml:"whole_clip_wait"`
 }
+
+// Alignment configures word timestamps for models that return none.
+type Alignment struct {
+	// Method is how words are timed for models without timestamps of
+	// their own (and providers whose timestamps setting is "auto"):
+	// "aligned" (the default: the offline aligner), "stt" (a
+	// speech-to-text provider, STT) or "off" (501 timestamps_unsupported).
+	Method string `yaml:"method"`
+	// Reference is the provider whose plugin renders the reference
+	// speech the aligner matches against; it must report word
+	// timestamps. Default: "espeak" when that provider is configured.
+	Reference string `yaml:"reference"`
+	// STT names the speech-to-text provider and model of method stt.
+	STT AlignmentSTT `yaml:"stt"`
+	// Concurrency bounds the alignments running at once (each takes a
+	// core for a fraction of a second per minute of audio). Default: the
+	// number of CPUs.
+	Concurrency int `yaml:"concurrency"`
+}
+
+// AlignmentSTT names a provider that transcribes (sdk.Transcriber) and its
+// model.
+type AlignmentSTT struct {
+	Provider string `yaml:"provider"`
+	// Model defaults to whisper-1.
+	Model string `yaml:"model"`
+}
+
+// Alignment methods and provider timestamp sources.
+const (
+	TimestampsAuto    = "auto"
+	TimestampsNative  = "native"
+	TimestampsAligned = "aligned"
+	TimestampsSTT     = "stt"
+	TimestampsOff     = "off"
+)
 
 // Admin holds the admin socket used by `voxgate keys` while serving.
 type Admin struct {
@@ -473,7 +522,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // providerKnown lists the keys of a provider block the gateway consumes;
 // every other key is a plugin setting.
-var providerKnown = map[string]bool{"plugin": true, "instances": true, "managed": true, "api_key": true, "timeout": true, "credits_per_1k_chars": true, "model_credits": true, "direct_http": true, "api_keys": true, "queue_wait": true}
+var providerKnown = map[string]bool{"plugin": true, "instances": true, "managed": true, "api_key": true, "timeout": true, "credits_per_1k_chars": true, "model_credits": true, "direct_http": true, "api_keys": true, "queue_wait": true, "timestamps": true}
 
 var moderatorKnown = map[string]bool{"plugin": true, "instances": true, "api_key": true, "timeout": true}
 
@@ -766,6 +815,9 @@ func (c *Config) applyDefaults() {
 		if p.QueueWait == 0 {
 			p.QueueWait = Duration(5 * time.Second)
 		}
+		if p.Timestamps == "" {
+			p.Timestamps = TimestampsAuto
+		}
 	}
 	for _, m := range c.Moderation.Plugins {
 		if m.Instances == 0 {
@@ -788,7 +840,10 @@ func (c *Config) applyDefaults() {
 	}
 	l := &c.Limits
 	if l.MaxTextChars == 0 {
-		l.MaxTextChars = 5000
+		l.MaxTextChars = 100000
+	}
+	if l.PieceConcurrency == 0 {
+		l.PieceConcurrency = 3
 	}
 	if l.MaxMediaBytes == 0 {
 		l.MaxMediaBytes = 10 << 20
@@ -813,6 +868,19 @@ func (c *Config) applyDefaults() {
 	}
 	if l.WholeClipWait == 0 {
 		l.WholeClipWait = Duration(10 * time.Second)
+	}
+	a := &c.Alignment
+	if a.Method == "" {
+		a.Method = TimestampsAligned
+	}
+	if a.Reference == "" && c.Providers["espeak"] != nil {
+		a.Reference = "espeak"
+	}
+	if a.STT.Model == "" {
+		a.STT.Model = "whisper-1"
+	}
+	if a.Concurrency == 0 {
+		a.Concurrency = runtime.NumCPU()
 	}
 }
 
@@ -905,8 +973,28 @@ func (c *Config) Validate() error {
 		bad("storage.log_retain_days", "must be 1..3650 (days), got %d", c.Storage.LogRetainDays)
 	}
 	if c.Limits.MaxTextChars < 1 || c.Limits.MaxTurns < 1 || c.Limits.MaxConversationChars < 1 || c.Limits.ConversationConcurrency < 1 || c.Limits.MaxMediaBytes < 1 ||
-		c.Limits.MaxOutputSeconds < 1 || c.Limits.MaxOutputBytes < 1 || c.Limits.WholeClipConcurrency < 1 || c.Limits.WholeClipWait < 0 {
+		c.Limits.MaxOutputSeconds < 1 || c.Limits.MaxOutputBytes < 1 || c.Limits.WholeClipConcurrency < 1 || c.Limits.WholeClipWait < 0 || c.Limits.PieceConcurrency < 1 {
 		bad("limits", "every limit must be positive")
+	}
+	if c.Limits.MaxTextChars > 1_000_000 {
+		bad("limits.max_text_chars", "must be at most 1000000 (a text that long is hours of audio held in memory), got %d", c.Limits.MaxTextChars)
+	}
+	switch c.Alignment.Method {
+	case TimestampsAligned, TimestampsSTT, TimestampsOff:
+	default:
+		bad("alignment.method", "must be aligned, stt or off, got %q", c.Alignment.Method)
+	}
+	if r := c.Alignment.Reference; r != "" && c.Providers[r] == nil {
+		bad("alignment.reference", "unknown provider %q (not under providers:)", r)
+	}
+	if p := c.Alignment.STT.Provider; p != "" && c.Providers[p] == nil {
+		bad("alignment.stt.provider", "unknown provider %q (not under providers:)", p)
+	}
+	if c.Alignment.Method == TimestampsSTT && c.Alignment.STT.Provider == "" {
+		bad("alignment.stt.provider", "is required with method stt (e.g. openai)")
+	}
+	if c.Alignment.Concurrency < 1 {
+		bad("alignment.concurrency", "must be positive, got %d", c.Alignment.Concurrency)
 	}
 	for _, name := range sortedKeys(c.Providers) {
 		p := c.Providers[name]
@@ -949,6 +1037,15 @@ func (c *Config) Validate() error {
 		}
 		if p.CreditsPer1kChars < 0 {
 			bad(key+".credits_per_1k_chars", "must not be negative")
+		}
+		switch p.Timestamps {
+		case TimestampsAuto, TimestampsNative, TimestampsAligned:
+		case TimestampsSTT:
+			if c.Alignment.STT.Provider == "" {
+				bad(key+".timestamps", "stt needs alignment.stt.provider")
+			}
+		default:
+			bad(key+".timestamps", "must be auto, native, aligned or stt, got %q", p.Timestamps)
 		}
 	}
 	for _, name := range sortedKeys(c.Moderation.Plugins) {

@@ -53,6 +53,11 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"saved voice alias at top", minimal + "aliases:\n  voices:\n    alloy: {saved_voice: 0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e}\n", []string{"aliases.voices.alloy.saved_voice", "one organization"}},
 		{"saved voice not uuid", strings.Replace(minimal, "  acme:\n", "  acme:\n    aliases: {voices: {alloy: {saved_voice: nope}}}\n", 1), []string{"orgs.acme.aliases.voices.alloy.saved_voice", "uuid"}},
 		{"voice alias unknown model", minimal + "aliases:\n  voices:\n    alloy: {model: nope/x, voice: en}\n", []string{"aliases.voices.alloy.model", "no provider"}},
+		{"bad alignment method", minimal + "alignment: {method: guess}\n", []string{"alignment.method", "aligned, stt or off"}},
+		{"unknown reference", minimal + "alignment: {reference: festival}\n", []string{"alignment.reference", `unknown provider "festival"`}},
+		{"stt without provider", minimal + "alignment: {method: stt}\n", []string{"alignment.stt.provider", "required"}},
+		{"bad provider timestamps", strings.Replace(minimal, "plugin: voxgate-espeak", "plugin: voxgate-espeak, timestamps: maybe", 1), []string{"providers.espeak.timestamps"}},
+		{"text ceiling too high", minimal + "limits: {max_text_chars: 5000000}\n", []string{"limits.max_text_chars"}},
 		{"bad yaml", "server: [\n", []string{"line"}},
 	}
 	for _, tt := range tests {
@@ -230,5 +235,24 @@ cors:
 	}
 	if len(cfg.CORS.AllowedOrigins) != 2 || cfg.CORS.MaxAge.D().Minutes() != 10 {
 		t.Errorf("cors %+v", cfg.CORS)
+	}
+}
+
+func TestAlignmentAndLimitDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Alignment
+	if a.Method != TimestampsAligned || a.Reference != "espeak" || a.STT.Model != "whisper-1" || a.Concurrency < 1 {
+		t.Errorf("alignment defaults %+v", a)
+	}
+	if cfg.Limits.MaxTextChars != 100000 || cfg.Limits.PieceConcurrency != 3 || cfg.Providers["espeak"].Timestamps != TimestampsAuto {
+		t.Errorf("limits %+v, timestamps %q", cfg.Limits, cfg.Providers["espeak"].Timestamps)
+	}
+	// Without an espeak provider there is no reference unless named.
+	cfg, err = Parse([]byte("providers:\n  openai: {plugin: voxgate-openai}\norgs:\n  a: {}\n"), env(nil))
+	if err != nil || cfg.Alignment.Reference != "" {
+		t.Errorf("reference %q, %v", cfg.Alignment.Reference, err)
 	}
 }

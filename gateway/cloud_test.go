@@ -122,8 +122,16 @@ func TestCloudProvidersEndToEnd(t *testing.T) {
 	p := c.do("POST", "/v1/audio/speech/stream", "acme", mini).problem(t, 400, "param_not_allowed_on_stream")
 	assertPaths(t, p, "speed")
 
-	// OpenAI has no word timestamps; ElevenLabs does.
-	c.do("POST", "/v1/audio/speech/with-timestamps", "acme", oaiBody).problem(t, 501, "timestamps_unsupported")
+	// OpenAI has no word timestamps: the gateway aligns them, but the
+	// fake's tone says no words, so it answers the clip without
+	// timestamps and says why rather than guessing. ElevenLabs has its
+	// own.
+	r = c.do("POST", "/v1/audio/speech/with-timestamps", "acme", oaiBody)
+	var aligned tsEnvelope
+	r.json(t, &aligned)
+	if r.status != 200 || len(aligned.Timestamps) != 0 || len(aligned.Warnings) != 1 || !strings.Contains(aligned.Warnings[0], "does not follow the text") {
+		t.Errorf("openai with timestamps: %d, %d words, warnings %q", r.status, len(aligned.Timestamps), aligned.Warnings)
+	}
 	voice := c.el.VoiceIDs()[0]
 	r = c.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "elevenlabs", "voice": voice, "text": "Word timing from alignment."})
 	if r.status != 200 {

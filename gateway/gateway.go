@@ -394,7 +394,7 @@ func ServerOptions(cfg *config.Config) server.Options {
 		RequestTimeout: cfg.Server.RequestTimeout.D(),
 		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
 		MaxMediaBytes:  cfg.Limits.MaxMediaBytes,
-		MaxTextChars:   cfg.Limits.MaxTextChars,
+		MaxTextChars:   speech.DefaultModelTextChars,
 		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
 		MaxConns:       cfg.Server.MaxConns,
 		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,

@@ -2,11 +2,15 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 )
 
 // jsclientConfig is speechConfig with acme moderated by the built-in
@@ -20,8 +24,10 @@ moderation:
 
 // TestPublicJSClient runs the unmodified public @speech-sdk/core client
 // (test/jsclient, installed by `make test`) against a real gateway: speech,
-// timestamps with whole-clip output, streaming, a conversation and a
-// problem code all go through the client's own parsing.
+// timestamps with whole-clip output, streaming, a conversation, aligned
+// timestamps for an OpenAI model, a 12,000-character text, audio tags
+// with their warnings, captions and a problem code all go through the
+// client's own parsing.
 func TestPublicJSClient(t *testing.T) {
 	dir, _ := filepath.Abs("../test/jsclient")
 	node, err := exec.LookPath("node")
@@ -31,10 +37,16 @@ func TestPublicJSClient(t *testing.T) {
 		}
 		t.Skip("node or test/jsclient/node_modules missing: run `make test`")
 	}
-	tg := startGateway(t, jsclientConfig)
+	// An OpenAI fake that speaks real speech, for aligned timestamps.
+	oai := openai.New(t, fakeupstream.Options{Voice: newESpeakVoice(t, "en-us+f2", 1.1)})
+	cfg := strings.Replace(speechConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1)
+	cfg = strings.Replace(cfg, "providers:\n", "providers:\n  openai: {plugin: voxgate-openai, base_url: \""+oai.BaseURL()+"\", api_key: \""+openai.Key+"\", managed: true}\n", 1)
+	cfg = strings.Replace(cfg, "      testkit: {enabled: true}\n", "      testkit: {enabled: true}\n      openai: {enabled: true}\n", 1)
+	tg := startGateway(t, cfg)
+	long := longText(12100) // 12,000 characters or a few more, ending a sentence
 	cmd := exec.Command(node, "client.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "VOXGATE_URL="+validatingProxy(t, tg.base)+"/v1", "VOXGATE_KEY="+tg.keys["acme"])
+	cmd.Env = append(os.Environ(), "VOXGATE_URL="+validatingProxy(t, tg.base)+"/v1", "VOXGATE_KEY="+tg.keys["acme"], "VOXGATE_LONG_TEXT="+long)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -63,6 +75,23 @@ func TestPublicJSClient(t *testing.T) {
 			Turns     []int
 			Words     int
 		}
+		Aligned struct {
+			Words    []string
+			Ordered  bool
+			Warnings []string
+		}
+		Long struct {
+			Chars, Words, Bytes int
+			LastEnd             float64
+			MediaType           string
+		}
+		Tags struct {
+			Words    []string
+			Warnings []string
+		}
+		Captions struct {
+			Client, Gateway string
+		}
 		Error, Blocked struct {
 			Status int
 			Code   string
@@ -90,5 +119,23 @@ func TestPublicJSClient(t *testing.T) {
 	// its code.
 	if res.Blocked.Status != 422 || res.Blocked.Code != "content_moderation_blocked" {
 		t.Errorf("blocked %+v", res.Blocked)
+	}
+	if strings.Join(res.Aligned.Words, " ") != "Every morning the old keeper climbed the stairs and polished the great lens" || !res.Aligned.Ordered ||
+		len(res.Aligned.Warnings) != 1 || !strings.Contains(res.Aligned.Warnings[0], "aligned by the gateway") {
+		t.Errorf("aligned %+v", res.Aligned)
+	}
+	seconds := float64(res.Long.Bytes) / 2 / 22050
+	if res.Long.Chars < 12000 || res.Long.Chars != len(long) || res.Long.Words != len(strings.Fields(long)) ||
+		res.Long.MediaType != "audio/pcm;rate=22050" || seconds < 500 || math.Abs(res.Long.LastEnd-seconds) > 2 {
+		t.Errorf("long text %+v (%.1f s)", res.Long, seconds)
+	}
+	wantTags := "Audio tag [laughs] is not supported by espeak/espeak-ng and was removed.|Audio tag [whispers] is not supported by espeak/espeak-ng and was removed."
+	if strings.Join(res.Tags.Words, " ") != "That was funny Really" || strings.Join(res.Tags.Warnings, "|") != wantTags {
+		t.Errorf("tags %+v", res.Tags)
+	}
+	if !strings.HasPrefix(res.Captions.Client, "1\n00:00:00,") || !strings.Contains(res.Captions.Client, "Hello there friend") ||
+		!strings.HasPrefix(res.Captions.Gateway, "WEBVTT\n\n1\n00:00:00.") || !strings.Contains(res.Captions.Gateway, "\nHello there, friend.\n\n2\n") ||
+		!strings.Contains(res.Captions.Gateway, "\nThis sentence becomes a caption of its\nown.\n") {
+		t.Errorf("captions:\nclient:\n%s\ngateway:\n%s", res.Captions.Client, res.Captions.Gateway)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/dispatch"
 	"github.com/voxgate/voxgate/gateway/pluginhost"
@@ -103,7 +104,9 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Metrics:     g.metrics,
 		Tracer:      g.tracer,
 		Logger:      g.log.Named("speech"),
+		Alignment:   speech.AlignmentFrom(cfg),
 	})
+	g.logAlignment(cfg, cat)
 	d.Ready = host.Ready
 	return nil
 }
@@ -118,4 +121,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// logAlignment says at start-up how word timestamps are made for models
+// without their own, and warns when the configuration leaves them with
+// none.
+func (g *Gateway) logAlignment(cfg *config.Config, cat *speech.Catalog) {
+	a := cfg.Alignment
+	switch {
+	case a.Method == config.TimestampsOff:
+		g.log.Info("alignment off: models without word timestamps answer 501 on /with-timestamps")
+	case a.Method == config.TimestampsSTT:
+		g.log.Info("word timestamps for models without their own come from speech-to-text", zap.String("provider", a.STT.Provider), zap.String("model", a.STT.Model))
+	case a.Reference == "" || cat.Provider(a.Reference) == nil:
+		g.log.Warn("no reference provider for alignment (alignment.reference, e.g. espeak): models without word timestamps answer 501 on /with-timestamps")
+	default:
+		g.log.Info("word timestamps for models without their own are aligned offline", zap.String("reference", a.Reference), zap.Int("concurrency", a.Concurrency))
+	}
 }

@@ -42,6 +42,7 @@ providers:
     timeout: 2s
     call_log: %DIR%/calls.jsonl
     max_text_chars: "100"
+    timestamps: native
 orgs:
   acme:
     providers:
@@ -147,7 +148,16 @@ type tsEnvelope struct {
 		Start float64 `json:"start"`
 		End   float64 `json:"end"`
 	} `json:"timestamps"`
-	Warnings []string `json:"warnings"`
+	Warnings         []string `json:"warnings"`
+	Captions         string   `json:"captions"`
+	ProviderMetadata struct {
+		Voxgate struct {
+			TimestampsSource string    `json:"timestamps_source"`
+			AlignmentMatch   float64   `json:"alignment_match"`
+			AlignmentRef     string    `json:"alignment_reference"`
+			Pieces           []float64 `json:"pieces"`
+		} `json:"voxgate"`
+	} `json:"providerMetadata"`
 }
 
 func TestSpeechWithTimestamps(t *testing.T) {
@@ -320,7 +330,7 @@ func TestESpeakLanguageVoices(t *testing.T) {
 }
 
 func TestSpeechErrors(t *testing.T) {
-	tg := startGateway(t, speechConfig)
+	tg := startGateway(t, strings.Replace(speechConfig, "storage:", "limits: {max_text_chars: 150}\nstorage:", 1))
 	tk := func(text string, extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/test", "voice": "alpha", "text": text}
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -355,7 +365,10 @@ func TestSpeechErrors(t *testing.T) {
 		{"unknown model", "/v1/audio/speech", "acme", map[string]any{"model": "espeak/nope", "voice": "v", "text": "x"}, 422, "unknown_model", ""},
 		{"saved voice missing", "/v1/audio/speech", "acme", map[string]any{"voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "text": "x"}, 404, "voice_not_found", ""},
 		{"saved voice not uuid", "/v1/audio/speech", "acme", map[string]any{"voiceId": "abc", "text": "x"}, 404, "voice_not_found", ""},
-		{"text too long", "/v1/audio/speech", "acme", tk(strings.Repeat("a", 101)), 422, "text_too_long", ""},
+		{"text too long", "/v1/audio/speech", "acme", tk(strings.Repeat("a", 151)), 422, "text_too_long", ""},
+		{"only unperformed audio tags", "/v1/audio/speech", "acme", tk("[laughs] [sighs]"), 400, "validation_failed", "text"},
+		{"captions on the clip endpoint", "/v1/audio/speech", "acme", speechBody("x", "captions", "srt"), 400, "validation_failed", "captions"},
+		{"unknown captions format", "/v1/audio/speech/with-timestamps", "acme", speechBody("x", "captions", "ass"), 400, "validation_failed", "captions"},
 		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "timestamps_unsupported", ""},
 		{"no streaming", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "streaming_unsupported", ""},
 

@@ -17,8 +17,9 @@ type grpcProviderClient struct {
 }
 
 var (
-	_ Provider = (*grpcProviderClient)(nil)
-	_ Planner  = (*grpcProviderClient)(nil)
+	_ Provider    = (*grpcProviderClient)(nil)
+	_ Planner     = (*grpcProviderClient)(nil)
+	_ Transcriber = (*grpcProviderClient)(nil)
 )
 
 // Configure implements Provider.
@@ -116,6 +117,17 @@ func (c *grpcProviderClient) Explain(ctx context.Context, f *Failure) error {
 	return errorFromRPC(ctx, "Explain", err)
 }
 
+// Transcribe implements Transcriber. Callers check
+// Description.Transcribes first: a plugin that does not transcribe
+// answers KindUnsupported.
+func (c *grpcProviderClient) Transcribe(ctx context.Context, req *TranscribeRequest) (*Transcript, error) {
+	resp, err := c.rpc.Transcribe(ctx, transcribeRequestToProto(req))
+	if err != nil {
+		return nil, errorFromRPC(ctx, "Transcribe", err)
+	}
+	return transcriptFromProto(resp), nil
+}
+
 // grpcProviderServer is the plugin side of a provider plugin: a gRPC service
 // that calls the plugin author's Provider. Errors leave it as statuses
 // carrying an *Error (errorToStatus); panics become KindInternal errors.
@@ -153,6 +165,7 @@ func (s *grpcProviderServer) Describe(ctx context.Context, _ *pluginpb.DescribeR
 			}
 		}
 	}
+	_, out.Transcribes = s.impl.(Transcriber)
 	return out, nil
 }
 
@@ -337,4 +350,21 @@ func (s *grpcProviderServer) StreamInput(stream pluginpb.Provider_StreamInputSer
 	}()
 	send := func(e StreamEvent) error { return stream.Send(streamEventToProto(&e)) }
 	return errorToStatus(is.StreamInput(ctx, synthesizeRequestFromProto(first.GetRequest()), in, send))
+}
+
+// Transcribe implements pluginpb.ProviderServer.
+func (s *grpcProviderServer) Transcribe(ctx context.Context, req *pluginpb.TranscribeRequest) (_ *pluginpb.Transcript, err error) {
+	defer recoverToError("Transcribe", &err)
+	tr, ok := s.impl.(Transcriber)
+	if !ok {
+		return nil, errorToStatus(Errorf(KindUnsupported, "this provider does not transcribe"))
+	}
+	t, err := tr.Transcribe(ctx, transcribeRequestFromProto(req))
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	if t == nil {
+		return nil, errorToStatus(Errorf(KindInternal, "Transcribe returned no transcript"))
+	}
+	return transcriptToProto(t), nil
 }

@@ -100,6 +100,9 @@ type Description struct {
 	// Plans reports that the provider implements Planner. Serve sets it;
 	// plugin authors leave it alone.
 	Plans bool
+	// Transcribes reports that the provider implements Transcriber.
+	// Serve sets it; plugin authors leave it alone.
+	Transcribes bool
 }
 
 // Model describes one model of a provider.
@@ -125,6 +128,58 @@ type Model struct {
 	// sends a speed outside the range as 0 (normal) and time-stretches
 	// the whole clip itself, rather than letting the provider clamp it.
 	MinSpeed, MaxSpeed float64
+	// AudioTags lists the bracketed audio tags ("[laughs]") the model
+	// performs rather than reads out, in lower case without the
+	// brackets; "*" means every tag. The gateway removes every other
+	// tag from the text before calling the plugin, with a warning per
+	// tag, and never reports a tag as a spoken word.
+	AudioTags []string
+}
+
+// AnyAudioTag in Model.AudioTags means the model performs every tag.
+const AnyAudioTag = "*"
+
+// Transcriber is an optional extension of Provider for providers that
+// also turn speech into text with the time of each word (OpenAI's
+// whisper-1, for example). The gateway can use it to time the words of
+// clips from models that return no timestamps (alignment.method: stt in
+// gateway.yaml).
+//
+// Serve detects a Provider that implements Transcriber and reports it to
+// the gateway (Description.Transcribes); plugin authors only implement
+// the method.
+type Transcriber interface {
+	// Transcribe returns what req.Audio says, with word times.
+	Transcribe(ctx context.Context, req *TranscribeRequest) (*Transcript, error)
+}
+
+// TranscribeRequest asks for the words spoken in a clip.
+type TranscribeRequest struct {
+	// Model is the provider's speech-to-text model, e.g. "whisper-1".
+	Model string
+	// Audio is the clip and MediaType its media type (the gateway sends
+	// 16 kHz mono WAV, "audio/wav").
+	Audio     []byte
+	MediaType string
+	// Language is the clip's language as an ISO 639-1 code ("en"), or
+	// empty to let the provider detect it.
+	Language string
+	// Prompt is text the clip is expected to say; providers that accept
+	// a prompt use it to spell names and terms the same way.
+	Prompt string
+	// Credentials to call the provider with.
+	Credentials Credentials
+}
+
+// Transcript is what a clip says.
+type Transcript struct {
+	// Text is the whole transcript.
+	Text string
+	// Language is the language the provider heard, if it says.
+	Language string
+	// Words are the transcript's words, in order, in seconds from the
+	// clip's start.
+	Words []WordTimestamp
 }
 
 // Capabilities are the native abilities of a model.

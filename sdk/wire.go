@@ -42,6 +42,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 		DefaultModel: d.DefaultModel,
 		Models:       make([]*pluginpb.Model, len(d.Models)),
 		Plans:        d.Plans,
+		Transcribes:  d.Transcribes,
 	}
 	for i, m := range d.Models {
 		out.Models[i] = &pluginpb.Model{
@@ -63,6 +64,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			MaxTextChars:     int32(m.MaxTextChars),
 			MinSpeed:         m.MinSpeed,
 			MaxSpeed:         m.MaxSpeed,
+			AudioTags:        m.AudioTags,
 		}
 	}
 	return out
@@ -74,6 +76,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 		Name:         d.GetName(),
 		DefaultModel: d.GetDefaultModel(),
 		Plans:        d.GetPlans(),
+		Transcribes:  d.GetTranscribes(),
 	}
 	if len(d.GetModels()) > 0 {
 		out.Models = make([]Model, len(d.GetModels()))
@@ -97,6 +100,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			MaxTextChars:     int(m.GetMaxTextChars()),
 			MinSpeed:         m.GetMinSpeed(),
 			MaxSpeed:         m.GetMaxSpeed(),
+			AudioTags:        m.GetAudioTags(),
 		}
 	}
 	return out
@@ -466,6 +470,36 @@ func wordsToProto(ws []WordTimestamp) []*pluginpb.WordTimestamp {
 	return out
 }
 
+func transcribeRequestToProto(r *TranscribeRequest) *pluginpb.TranscribeRequest {
+	return &pluginpb.TranscribeRequest{
+		Model:       r.Model,
+		Audio:       r.Audio,
+		MediaType:   r.MediaType,
+		Language:    r.Language,
+		Prompt:      r.Prompt,
+		Credentials: credentialsToProto(r.Credentials),
+	}
+}
+
+func transcribeRequestFromProto(r *pluginpb.TranscribeRequest) *TranscribeRequest {
+	return &TranscribeRequest{
+		Model:       r.GetModel(),
+		Audio:       r.GetAudio(),
+		MediaType:   r.GetMediaType(),
+		Language:    r.GetLanguage(),
+		Prompt:      r.GetPrompt(),
+		Credentials: credentialsFromProto(r.GetCredentials()),
+	}
+}
+
+func transcriptToProto(t *Transcript) *pluginpb.Transcript {
+	out := &pluginpb.Transcript{Text: t.Text, Language: t.Language, Words: make([]*pluginpb.WordTimestamp, len(t.Words))}
+	for i, w := range t.Words {
+		out.Words[i] = &pluginpb.WordTimestamp{Text: w.Text, Start: w.Start, End: w.End}
+	}
+	return out
+}
+
 func wordsFromProto(ws []*pluginpb.WordTimestamp) []WordTimestamp {
 	if len(ws) == 0 {
 		return nil
@@ -483,4 +517,12 @@ func streamEventToProto(e *StreamEvent) *pluginpb.StreamEvent {
 
 func streamEventFromProto(e *pluginpb.StreamEvent) StreamEvent {
 	return StreamEvent{MediaType: e.GetMediaType(), Audio: e.GetAudio(), Words: wordsFromProto(e.GetWords()), Warning: e.GetWarning()}
+}
+
+func transcriptFromProto(t *pluginpb.Transcript) *Transcript {
+	out := &Transcript{Text: t.GetText(), Language: t.GetLanguage(), Words: make([]WordTimestamp, len(t.GetWords()))}
+	for i, w := range t.GetWords() {
+		out.Words[i] = WordTimestamp{Text: w.GetText(), Start: w.GetStart(), End: w.GetEnd()}
+	}
+	return out
 }

@@ -61,12 +61,13 @@ func requireAllSet(t *testing.T, path string, v reflect.Value) {
 
 func TestWireRoundTrip(t *testing.T) {
 	desc := &Description{
-		ID: "p", Name: "P", DefaultModel: "m", Plans: true,
+		ID: "p", Name: "P", DefaultModel: "m", Plans: true, Transcribes: true,
 		Models: []Model{{
 			ID: "m", Name: "M",
 			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true, Instructions: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
+			AudioTags: []string{"laughs", AnyAudioTag},
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}
@@ -85,6 +86,8 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	voices := []Voice{{ID: "v", Name: "V", Language: "en", Gender: "female"}}
 	event := StreamEvent{MediaType: "audio/pcm;rate=24000", Audio: []byte{1, 2}, Words: []WordTimestamp{{Text: "hi", Start: 0.5, End: 0.75}}, Warning: "w"}
+	trReq := &TranscribeRequest{Model: "whisper-1", Audio: []byte{4, 5}, MediaType: "audio/wav", Language: "en", Prompt: "hello", Credentials: cred}
+	transcript := &Transcript{Text: "hello", Language: "english", Words: []WordTimestamp{{Text: "hello", Start: 0.1, End: 0.4}}}
 	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d"}
 
 	tests := []struct {
@@ -97,6 +100,8 @@ func TestWireRoundTrip(t *testing.T) {
 		{"SynthesizeResponse", synthResp, func() any { return synthesizeResponseFromProto(roundTrip(t, synthesizeResponseToProto(synthResp))) }},
 		{"CloneRequest", cloneReq, func() any { return cloneRequestFromProto(roundTrip(t, cloneRequestToProto(cloneReq))) }},
 		{"Voices", voices, func() any { return voicesFromProto(roundTrip(t, voicesToProto(voices))) }},
+		{"TranscribeRequest", trReq, func() any { return transcribeRequestFromProto(roundTrip(t, transcribeRequestToProto(trReq))) }},
+		{"Transcript", transcript, func() any { return transcriptFromProto(roundTrip(t, transcriptToProto(transcript))) }},
 		{"ModerationResult", modResult, func() any { return moderationResultFromProto(roundTrip(t, moderationResultToProto(modResult))) }},
 		{"StreamEvent", event, func() any { return streamEventFromProto(roundTrip(t, streamEventToProto(&event))) }},
 		{"Credentials", cred, func() any { return credentialsFromProto(roundTrip(t, credentialsToProto(cred))) }},

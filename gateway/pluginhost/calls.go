@@ -11,9 +11,10 @@ import (
 // The Pool implements sdk.Provider and sdk.Moderator by routing each call
 // to an instance, so callers never see instances or restarts.
 var (
-	_ sdk.Provider  = (*Pool)(nil)
-	_ sdk.Planner   = (*Pool)(nil)
-	_ sdk.Moderator = (*Pool)(nil)
+	_ sdk.Provider    = (*Pool)(nil)
+	_ sdk.Planner     = (*Pool)(nil)
+	_ sdk.Transcriber = (*Pool)(nil)
+	_ sdk.Moderator   = (*Pool)(nil)
 )
 
 // Configure is a no-op on the pool: settings are applied to every instance
@@ -102,6 +103,20 @@ func (p *Pool) Plan(ctx context.Context, req *sdk.PlanRequest) (pl *sdk.Plan, er
 		return err
 	})
 	return pl, err
+}
+
+// Transcribe implements sdk.Transcriber; only meaningful when the
+// plugin's description says it transcribes.
+func (p *Pool) Transcribe(ctx context.Context, req *sdk.TranscribeRequest) (t *sdk.Transcript, err error) {
+	err = p.do(ctx, func(in *instance) error {
+		tr, ok := in.prov().(sdk.Transcriber)
+		if !ok {
+			return sdk.Errorf(sdk.KindUnsupported, "plugin %s does not transcribe", p.spec.Name)
+		}
+		t, err = tr.Transcribe(ctx, req)
+		return err
+	})
+	return t, err
 }
 
 // Explain implements sdk.Planner. The explanation is the plugin's answer,

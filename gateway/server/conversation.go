@@ -113,6 +113,7 @@ func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.Convers
 		Timestamps:       make([]conversationTimestamp, len(res.Timestamps)),
 		Warnings:         nonNil(res.Warnings),
 		ProviderMetadata: metadata(res),
+		Captions:         res.Captions,
 	}
 	for i, w := range res.Timestamps {
 		env.Timestamps[i] = conversationTimestamp{Text: w.Text, Start: round3(w.Start), End: round3(w.End), TurnIndex: w.TurnIndex}
@@ -134,14 +135,32 @@ func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.Convers
 // metadata describes how each turn was rendered.
 func metadata(res *speech.ConversationResult) map[string]any {
 	turns := make([]map[string]any, 0, len(res.Turns))
+	sources := map[string]bool{}
 	for _, t := range res.Turns {
 		if t.Job == nil || t.Err != nil {
 			continue
 		}
-		turns = append(turns, map[string]any{
+		turn := timingMetadata(t.Result)
+		for k, v := range map[string]any{
 			"turnIndex": t.Index, "provider": t.Job.Provider.ID, "model": t.Job.Model.ID, "voice": t.Job.Voice,
 			"start": round3(res.Offsets[t.Index]), "duration": round3(t.Clip.Seconds()),
-		})
+		} {
+			turn[k] = v
+		}
+		turns = append(turns, turn)
+		sources[t.Result.Source] = true
 	}
-	return map[string]any{"voxgate": map[string]any{"turns": turns}}
+	meta := map[string]any{"turns": turns}
+	// One source for the whole conversation when every turn agrees;
+	// otherwise each turn says its own.
+	if len(sources) == 1 {
+		for src := range sources {
+			if src != "" {
+				meta["timestamps_source"] = src
+			}
+		}
+	} else if len(sources) > 1 {
+		meta["timestamps_source"] = "mixed"
+	}
+	return map[string]any{"voxgate": meta}
 }

@@ -31,6 +31,12 @@ type catalogModel struct {
 	// itself (0 = unbounded); other speeds are time-stretched by the
 	// gateway on whole-clip endpoints. Absent without native speed.
 	NativeSpeedRange *[2]float64 `json:"native_speed_range,omitempty"`
+	// TimestampsSource is where the with-timestamps endpoints take this
+	// model's word timestamps from: native, aligned, stt, or none (501).
+	TimestampsSource string `json:"timestamps_source"`
+	// AudioTags are the bracketed audio tags the model performs ("*":
+	// all); others are removed from the text with a warning.
+	AudioTags []string `json:"audio_tags,omitempty"`
 }
 
 type capabilities struct {
@@ -65,8 +71,9 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 				limit = s.opts.MaxTextChars
 			}
 			cm := catalogModel{
-				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit,
-				Capabilities: capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions},
+				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit, AudioTags: m.AudioTags,
+				TimestampsSource: s.speech.TimestampsSource(p, &m),
+				Capabilities:     capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions},
 			}
 			if m.Capabilities.Speed {
 				cm.NativeSpeedRange = &[2]float64{m.MinSpeed, m.MaxSpeed}

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,14 +123,17 @@ func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *sp
 	if ep == speech.DeliverTimestamps {
 		defer res.Release()
 		_ = s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
-			Audio:      base64.StdEncoding.EncodeToString(res.Audio),
-			MediaType:  res.MediaType,
-			Timestamps: wireTimestamps(res.Timestamps),
-			Warnings:   nonNil(res.Warnings),
+			Audio:            base64.StdEncoding.EncodeToString(res.Audio),
+			MediaType:        res.MediaType,
+			Timestamps:       wireTimestamps(res.Timestamps),
+			Warnings:         nonNil(res.Warnings),
+			ProviderMetadata: map[string]any{"voxgate": timingMetadata(res)},
+			Captions:         res.Captions,
 		})
 		return
 	}
 	ctx.Response.Header.SetContentType(res.MediaType)
+	setWarnings(ctx, res.Warnings)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if res.Pooled() {
 		// The clip is still in the upstream answer's pooled buffer: it is
@@ -135,6 +141,51 @@ func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *sp
 		ctx.SetBodyStream(&clipBody{b: res.Audio, release: res.Release}, len(res.Audio))
 	} else {
 		ctx.Response.SetBodyRaw(res.Audio) // the clip is ours; no copy
+	}
+}
+
+// timingMetadata describes where a clip's timestamps came from and how it
+// was rendered: providerMetadata.voxgate of the with-timestamps envelope.
+func timingMetadata(res *speech.Result) map[string]any {
+	m := map[string]any{}
+	if res.Source != "" {
+		m["timestamps_source"] = res.Source
+	}
+	if !math.IsNaN(res.Match) && res.Match != 0 {
+		m["alignment_match"] = math.Round(res.Match*1000) / 1000
+	}
+	if res.ReferenceVoice != "" {
+		m["alignment_reference"] = res.ReferenceVoice
+	}
+	if len(res.Pieces) > 1 {
+		starts := make([]float64, len(res.Pieces))
+		for i, p := range res.Pieces {
+			starts[i] = round3(p)
+		}
+		m["pieces"] = starts
+	}
+	return m
+}
+
+// maxWarningHeaders bounds the X-Voxgate-Warning headers of one
+// response: a text full of audio tags must not make the headers huge.
+const maxWarningHeaders = 16
+
+// setWarnings puts warnings where a response with raw audio can carry
+// them: one X-Voxgate-Warning header each, as printable ASCII (anything
+// else is replaced by "?").
+func setWarnings(ctx *fasthttp.RequestCtx, warnings []string) {
+	for i, w := range warnings {
+		if i == maxWarningHeaders {
+			ctx.Response.Header.Add("X-Voxgate-Warning", fmt.Sprintf("and %d more warnings", len(warnings)-i))
+			break
+		}
+		ctx.Response.Header.Add("X-Voxgate-Warning", strings.Map(func(r rune) rune {
+			if r < 0x20 || r > 0x7e {
+				return '?'
+			}
+			return r
+		}, w))
 	}
 }
 
@@ -160,6 +211,7 @@ func nonNil(s []string) []string {
 // instead of raw audio; it is the text's length, reported as usage.
 func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken, sseChars int) {
 	st := out.Stream
+	setWarnings(ctx, st.Warnings)
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
 	cs.firstAudio = s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.Model.ID)
 }

@@ -139,6 +139,7 @@ type speechRequestJSON struct {
 	Speed               *float64            `json:"speed"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+	Captions            string              `json:"captions"`
 }
 
 func (r *speechRequestJSON) domain() *speech.Request {
@@ -146,6 +147,7 @@ func (r *speechRequestJSON) domain() *speech.Request {
 		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
 		ProviderOptions: r.ProviderOptions, Output: r.Output.domain(), VolumeDbfs: r.VolumeDbfs,
 		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
+		Captions: r.Captions,
 	}
 }
 
@@ -198,6 +200,7 @@ type conversationRequestJSON struct {
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+	Captions            string              `json:"captions"`
 }
 
 // turnJSON is one speaker turn.
@@ -214,7 +217,7 @@ func (r *conversationRequestJSON) domain() *speech.ConversationRequest {
 	out := &speech.ConversationRequest{
 		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: r.Output.domain(),
 		Speed: r.Speed, Split: r.Split, Pronunciations: r.Pronunciations.domain(), ProviderOptions: r.ProviderOptions,
-		ModerationRulesetID: r.ModerationRulesetID, Turns: make([]speech.Turn, len(r.Turns)),
+		ModerationRulesetID: r.ModerationRulesetID, Turns: make([]speech.Turn, len(r.Turns)), Captions: r.Captions,
 	}
 	for i, t := range r.Turns {
 		out.Turns[i] = speech.Turn(t)
@@ -233,10 +236,12 @@ type timestamp struct {
 
 // timestampsEnvelope is the with-timestamps response.
 type timestampsEnvelope struct {
-	Audio      string      `json:"audio"`
-	MediaType  string      `json:"mediaType"`
-	Timestamps []timestamp `json:"timestamps"`
-	Warnings   []string    `json:"warnings"`
+	Audio            string         `json:"audio"`
+	MediaType        string         `json:"mediaType"`
+	Timestamps       []timestamp    `json:"timestamps"`
+	Warnings         []string       `json:"warnings"`
+	ProviderMetadata map[string]any `json:"providerMetadata"`
+	Captions         string         `json:"captions,omitempty"`
 }
 
 // conversationTimestamp is a word on a conversation's timeline.
@@ -254,6 +259,7 @@ type conversationEnvelope struct {
 	Timestamps       []conversationTimestamp `json:"timestamps"`
 	Warnings         []string                `json:"warnings"`
 	ProviderMetadata map[string]any          `json:"providerMetadata"`
+	Captions         string                  `json:"captions,omitempty"`
 	AudioSegments    []segmentJSON           `json:"audioSegments,omitempty"`
 	FailedTurns      []failedTurn            `json:"failedTurns,omitempty"`
 }

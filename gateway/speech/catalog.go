@@ -3,6 +3,14 @@
 // provider policy and credentials, runs moderation, calls the plugin with
 // the provider's timeout, applies pronunciations and whole-clip audio
 // processing, and reports what happened for the request log.
+//
+// Around the provider call it also removes the audio tags a model does
+// not perform (tags.go), cuts a text longer than the model accepts into
+// pieces rendered concurrently and joined, or streamed in order
+// (text.go, pieces.go, piecestream.go), times the words of models without
+// timestamps by aligning their audio against eSpeak references or by
+// speech-to-text (timing.go, stt.go, package align), and lays timestamps
+// out as captions (captions.go).
 package speech
 
 import (

@@ -34,6 +34,9 @@ type ConversationRequest struct {
 	ModerationRulesetID string
 	// NoCache renders every turn afresh (Cache-Control: no-cache).
 	NoCache bool
+	// Captions asks the with-timestamps endpoint for captions:
+	// CaptionsSRT or CaptionsVTT.
+	Captions string
 }
 
 // Turn is one speaker turn.
@@ -81,6 +84,8 @@ type ConversationResult struct {
 	Offsets []float64
 	// Segments holds each rendered turn encoded alone (split mode).
 	Segments []Segment
+	// Captions are the timestamps as captions, when asked for.
+	Captions string
 }
 
 // ConversationTimestamp is a word on the whole conversation's timeline.
@@ -101,7 +106,7 @@ type Segment struct {
 
 // validate checks the conversation-level rules and returns per-turn speech
 // requests.
-func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, error) {
+func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) ([]*Request, error) {
 	var fe []problem.FieldError
 	switch r.Mode {
 	case "", "conversation":
@@ -129,6 +134,7 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	if err := unavailableOutput(r.Output); err != nil {
 		return nil, err
 	}
+	fe = append(fe, validateCaptions(r.Captions, timestamps)...)
 	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
@@ -218,7 +224,7 @@ func turnError(err error, i int) error {
 // fails the whole request, with turn_index: those are the caller's mistakes
 // whatever split says.
 func (s *Service) prepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
-	reqs, err := s.validateConversation(r)
+	reqs, err := s.validateConversation(r, timestamps)
 	if err != nil {
 		return nil, err
 	}

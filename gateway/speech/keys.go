@@ -1,6 +1,7 @@
 package speech
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -41,26 +42,29 @@ func (s *Service) pooled(j *Job) *keyTry {
 	return &keyTry{pool: p, tried: map[string]bool{}}
 }
 
-// next leases the next key for j, setting j's credentials to it.
-func (k *keyTry) next(ctx context.Context, j *Job) error {
+// next leases the next key for j and returns j's credentials with it;
+// without a pool, j's credentials as they are. j is not changed: the
+// pieces of one long text lease keys concurrently.
+func (k *keyTry) next(ctx context.Context, j *Job) (sdk.Credentials, error) {
 	if k == nil {
-		return nil
+		return j.Creds, nil
 	}
 	lease, err := k.pool.Acquire(ctx, j.Org, k.tried)
 	switch {
 	case errors.Is(err, keypool.ErrAllResting):
-		return &problem.Error{Code: problem.ProviderUnavailable, Provider: j.Provider.ID,
+		return sdk.Credentials{}, &problem.Error{Code: problem.ProviderUnavailable, Provider: j.Provider.ID,
 			Detail: "every API key of the provider is resting after the provider throttled or refused it; retry shortly", RetryAfter: 5 * time.Second, Err: err}
 	case errors.Is(err, keypool.ErrQueueTimeout):
-		return &problem.Error{Code: problem.RateLimited, Provider: j.Provider.ID,
+		return sdk.Credentials{}, &problem.Error{Code: problem.RateLimited, Provider: j.Provider.ID,
 			Detail: "the provider's accounts are at their concurrency limit (providers." + j.Provider.ID + ".api_keys max_concurrency); retry shortly", RetryAfter: time.Second, Err: err}
 	case err != nil:
-		return err
+		return sdk.Credentials{}, err
 	}
 	k.lease = lease
 	k.tried[lease.Name()] = true
-	j.Creds.APIKey = lease.Secret()
-	return nil
+	creds := j.Creds
+	creds.APIKey = lease.Secret()
+	return creds, nil
 }
 
 // retry reports whether the call that just ran with the leased key should
@@ -113,4 +117,30 @@ func (l *leasedSource) Close() error {
 	err := l.Source.Close()
 	l.keys.release()
 	return err
+}
+
+// renderPooled gets a whole clip for req through s.render under the
+// provider's timeout, with a key from the provider's pool when it has one:
+// a key the provider throttles or refuses rests and the next is tried.
+// It is safe for concurrent calls on one job (a long text's pieces).
+func (s *Service) renderPooled(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (resp *sdk.SynthesizeResponse, release func(), err error) {
+	keys := s.pooled(j)
+	var last error
+	for {
+		creds, err := keys.next(ctx, j)
+		if err != nil {
+			return nil, nil, cmp.Or(last, err)
+		}
+		req.Credentials = creds
+		_, err = s.call(ctx, j, "synthesize", func(ctx context.Context) error {
+			var err error
+			resp, release, err = s.render(ctx, j, req)
+			return err
+		})
+		if keys.retry(s, j, err, false) {
+			last = err
+			continue
+		}
+		return resp, release, err
+	}
 }

@@ -214,13 +214,12 @@ func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEven
 	}
 	req := j.request()
 	req.Format, req.SampleRate, req.Timestamps = l.format, l.rate, l.timestamps
-	var resp *sdk.SynthesizeResponse
-	if _, err := l.s.call(ctx, &j, "synthesize", func(ctx context.Context) error {
-		var err error
-		resp, _, err = l.s.render(ctx, &j, req)
+	resp, release, err := l.s.renderPooled(ctx, &j, req)
+	if err != nil {
 		return err
-	}); err != nil {
-		return err
+	}
+	if release != nil {
+		defer release()
 	}
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
 		return &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}

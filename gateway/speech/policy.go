@@ -13,8 +13,11 @@ import (
 
 // Limits bound what one request may ask for.
 type Limits struct {
-	// MaxTextChars is the text limit of a model that states none.
+	// MaxTextChars is the longest text of one request, whatever the
+	// model: longer texts are split into pieces up to this ceiling.
 	MaxTextChars int
+	// PieceConcurrency is how many pieces of one text render at once.
+	PieceConcurrency int
 	// MaxTurns and MaxConversationChars bound a conversation.
 	MaxTurns             int
 	MaxConversationChars int
@@ -33,6 +36,7 @@ type Limits struct {
 func LimitsFrom(cfg *config.Config) Limits {
 	return Limits{
 		MaxTextChars:            cfg.Limits.MaxTextChars,
+		PieceConcurrency:        cfg.Limits.PieceConcurrency,
 		MaxTurns:                cfg.Limits.MaxTurns,
 		MaxConversationChars:    cfg.Limits.MaxConversationChars,
 		ConversationConcurrency: cfg.Limits.ConversationConcurrency,
@@ -55,6 +59,9 @@ type ProviderPolicy struct {
 	ModelCredits      map[string]float64
 	// Direct lets the gateway send the requests the plugin plans.
 	Direct bool
+	// Timestamps is where the provider's word timestamps come from:
+	// config.TimestampsAuto, Native, Aligned or STT.
+	Timestamps string
 }
 
 // ProviderPolicies builds every provider's policy from the config.
@@ -66,7 +73,28 @@ func ProviderPolicies(cfg *config.Config) map[string]ProviderPolicy {
 			CreditsPer1kChars: p.CreditsPer1kChars,
 			ModelCredits:      p.ModelCredits,
 			Direct:            p.Direct(),
+			Timestamps:        p.Timestamps,
 		}
 	}
 	return out
+}
+
+// Alignment is how the service times the words of models without
+// timestamps of their own.
+type Alignment struct {
+	// Method is config.TimestampsAligned, STT or Off.
+	Method string
+	// Reference is the provider that renders references ("" = none:
+	// offline alignment is unavailable).
+	Reference string
+	// STTProvider and STTModel transcribe for method stt.
+	STTProvider, STTModel string
+	// Concurrency bounds the alignments running at once.
+	Concurrency int
+}
+
+// AlignmentFrom builds Alignment from the config.
+func AlignmentFrom(cfg *config.Config) Alignment {
+	a := cfg.Alignment
+	return Alignment{Method: a.Method, Reference: a.Reference, STTProvider: a.STT.Provider, STTModel: a.STT.Model, Concurrency: a.Concurrency}
 }

@@ -58,12 +58,18 @@ func isWordRune(r rune) bool {
 }
 
 // words splits text into words (runs of letters, digits, apostrophes and
-// hyphens), the same way providers report word timestamps.
+// hyphens), the same way providers report word timestamps. Audio tags
+// ("[laughs]") are not words.
 func words(text string) []word {
 	var out []word
+	tags := tagPattern.FindAllStringIndex(text, -1)
 	start := -1
 	for i, r := range text {
-		if isWordRune(r) {
+		for len(tags) > 0 && i >= tags[0][1] {
+			tags = tags[1:]
+		}
+		inTag := len(tags) > 0 && i >= tags[0][0]
+		if isWordRune(r) && !inTag {
 			if start < 0 {
 				start = i
 			}

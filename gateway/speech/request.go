@@ -55,6 +55,9 @@ type Request struct {
 	// with a warning. Set by the ElevenLabs dialect for its
 	// voice_settings and other ElevenLabs-only fields.
 	OptionsFor string
+	// Captions asks the with-timestamps endpoint for captions of the
+	// timestamps: CaptionsSRT or CaptionsVTT.
+	Captions string
 }
 
 // Speed bounds of the speech body: what the gateway's time-stretch does.
@@ -127,8 +130,23 @@ func (r *Request) Validate(ep Delivery) error {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 	}
 	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	fe = append(fe, validateCaptions(r.Captions, ep == DeliverTimestamps)...)
 	if len(fe) > 0 {
 		return problem.Validation(fe...)
+	}
+	return nil
+}
+
+// validateCaptions checks the captions field: srt or vtt, and only where
+// there are timestamps to caption.
+func validateCaptions(format string, timestamps bool) []problem.FieldError {
+	switch {
+	case format == "":
+		return nil
+	case format != CaptionsSRT && format != CaptionsVTT:
+		return []problem.FieldError{problem.Field(`must be "srt" or "vtt"`, "captions")}
+	case !timestamps:
+		return []problem.FieldError{problem.Field("captions come with word timestamps: use the with-timestamps endpoint", "captions")}
 	}
 	return nil
 }

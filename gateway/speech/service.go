@@ -1,7 +1,6 @@
 package speech
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -71,6 +71,14 @@ type Service struct {
 	routes map[string]Route
 	// orgBudgets are the organizations' credit budgets.
 	orgBudgets map[string]budget.Limit
+	align    Alignment
+	// alignSlots bounds the alignments running at once.
+	alignSlots chan struct{}
+	// refVoices caches the reference provider's voice list.
+	refMu     sync.Mutex
+	refVoices []sdk.Voice
+	// voiceLangs caches the languages of providers' voices.
+	voiceLangs voiceLangs
 }
 
 // Deps are the Service's collaborators.
@@ -98,12 +106,24 @@ type Deps struct {
 	Routes map[string]Route
 	// Pools are the providers' managed key pools, by provider id.
 	Pools map[string]*keypool.Pool
+	// Alignment is how words are timed for models without timestamps.
+	Alignment Alignment
 }
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
-		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools}
+	s := &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store,
+		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
+		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
+		align: d.Alignment}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.limits.PieceConcurrency < 1 {
+		s.limits.PieceConcurrency = 1
+	}
+	s.alignSlots = make(chan struct{}, max(d.Alignment.Concurrency, 1))
+	return s
 }
 
 // Catalog returns the provider catalog.
@@ -121,10 +141,17 @@ type Job struct {
 	// Voice is the provider-side voice id; VoiceRef the saved voice's id.
 	Voice    string
 	VoiceRef string
-	// Text is the request's text; spoken is what the provider receives
-	// after pronunciations.
-	Text  string
-	subst *substitution
+	// Text is the request's text. tagged is the text with the audio
+	// tags the model does not perform removed; spokenText is what the
+	// provider receives, after pronunciations too.
+	Text   string
+	tagged string
+	subst  *substitution
+	// pieces is the spoken text cut to the model's limit: one piece
+	// unless the text is longer.
+	pieces []string
+	// timing is where word timestamps come from (DeliverTimestamps).
+	timing string
 	// noCache asks for a fresh rendering (Cache-Control: no-cache).
 	noCache bool
 	// fallbacks are the saved voice's equivalent voices, if any.
@@ -140,8 +167,9 @@ type Job struct {
 	// Stream is the encoding a stream asks the provider for; zero is
 	// the model's preferred one.
 	Stream StreamFormat
-	// Warnings say what of the request was dropped (see Request.OptionsFor
-	// and Request.Instructions); a clip's Result carries them too.
+	// Warnings say what of the request was dropped or changed (removed
+	// audio tags, options meant for another provider, instructions the
+	// model ignores); the answer carries them.
 	Warnings []string
 }
 
@@ -151,7 +179,20 @@ type Result struct {
 	MediaType  string
 	Timestamps []sdk.WordTimestamp
 	Warnings   []string
-	release    func()
+	// Source is where Timestamps came from (SourceNative, SourceAligned,
+	// SourceSTT); empty when there are none.
+	Source string
+	// Match is the aligner's worst Match over the pieces (aligned only;
+	// NaN otherwise), and ReferenceVoice the reference voice the first
+	// piece matched best.
+	Match          float64
+	ReferenceVoice string
+	// Pieces are the start times, in seconds, of the pieces a long text
+	// was rendered in (one piece: [0]).
+	Pieces []float64
+	// Captions are the timestamps as captions, when asked for.
+	Captions string
+	release  func()
 }
 
 // Release hands Audio's buffer back to the pool it came from, if any;
@@ -213,16 +254,19 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err := j.applyStreamFormat(r.StreamFormat); err != nil {
 		return nil, err
 	}
-	limit := j.Model.MaxTextChars
-	if limit <= 0 {
-		limit = s.limits.MaxTextChars
+	if n := utf8.RuneCountInString(j.Text); n > s.limits.MaxTextChars {
+		return nil, problem.New(problem.TextTooLong, "text has %d characters; a request may have at most %d (limits.max_text_chars)", n, s.limits.MaxTextChars)
 	}
-	if n := utf8.RuneCountInString(j.Text); n > limit {
-		return nil, problem.New(problem.TextTooLong, "text has %d characters; model %s/%s accepts at most %d", n, j.Provider.ID, j.Model.ID, limit)
+	var tagWarnings []string
+	j.tagged, tagWarnings = applyTags(j.Text, j.Model, j.name())
+	j.Warnings = append(j.Warnings, tagWarnings...)
+	if strings.TrimSpace(j.tagged) == "" {
+		return nil, problem.Validation(problem.Field(fmt.Sprintf("has nothing to say once the audio tags %s does not perform are removed", j.name()), "text"))
 	}
 	if r.Pronunciations != nil && len(r.Pronunciations.Rules) > 0 {
-		j.subst = r.Pronunciations.apply(j.Text)
+		j.subst = r.Pronunciations.apply(j.tagged)
 	}
+	j.pieces = splitText(j.spokenText(), s.pieceLimit(j))
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
 		return nil, err
 	}
@@ -257,8 +301,9 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	name := j.Provider.ID + "/" + j.Model.ID
 	switch j.Delivery {
 	case DeliverTimestamps:
-		if !caps.Timestamps {
-			return problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps", name)
+		var err error
+		if j.timing, err = s.chooseTiming(j); err != nil {
+			return err
 		}
 	case DeliverStream:
 		if !caps.Streaming {
@@ -330,7 +375,7 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	// Pronunciation rules change what the provider speaks, so the spoken
 	// text is checked too: a rule must not smuggle blocked words past the
 	// check of the written text.
-	if spoken := j.spokenText(); !j.Verdict.Blocked() && spoken != j.Text {
+	if spoken := j.spokenText(); !j.Verdict.Blocked() && j.subst != nil && spoken != j.tagged {
 		v := s.mod.Check(ctx, j.Ruleset, spoken)
 		v.Latency += j.Verdict.Latency
 		if v.Blocked() || j.Verdict.Decision != moderation.DecisionAllowOnError {
@@ -347,14 +392,20 @@ func (j *Job) spokenText() string {
 	if j.subst != nil {
 		return j.subst.text
 	}
-	return j.Text
+	return j.tagged
 }
 
-func (j *Job) request() *sdk.SynthesizeRequest {
+// requestFor is the provider request that speaks text (the whole spoken
+// text, or one piece of it).
+// request is the provider request for the job's whole spoken text.
+func (j *Job) request() *sdk.SynthesizeRequest { return j.requestFor(j.spokenText()) }
+
+// requestFor is the provider request for text (the whole or a piece).
+func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{
 		Model:       j.Model.ID,
 		Voice:       j.Voice,
-		Text:        j.spokenText(),
+		Text:        text,
 		Speed:       j.Speed,
 		Options:     j.Options,
 		Credentials: j.Creds,
@@ -396,11 +447,35 @@ func processParams(j *Job) audio.Params {
 	return p
 }
 
-// synthesize renders the job's whole clip, applies whole-clip processing
-// and maps timestamps back through pronunciations. A job with whole-clip
-// processing first waits for one of its organization's whole-clip turns
-// (see clipSlots), so that it holds no provider audio while it waits.
+// synthesize renders the job's whole clip: in one provider call when the
+// text fits the model and any timestamps are the model's own (the
+// provider's bytes then pass through untouched unless whole-clip
+// processing is asked for), else piece by piece (synthesizePieces).
 func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
+	if len(j.pieces) > 1 || j.timing == SourceAligned || j.timing == SourceSTT {
+		res, err := s.synthesizePieces(ctx, j)
+		if res != nil {
+			res.Warnings = append(slices.Clip(j.Warnings), res.Warnings...)
+		}
+		return res, err
+	}
+	res, err := s.synthesizeOne(ctx, j) // fetch puts j.Warnings first
+	if res != nil {
+		res.Pieces = []float64{0}
+		res.Match = math.NaN()
+		if j.Delivery == DeliverTimestamps {
+			res.Source = SourceNative
+		}
+	}
+	return res, err
+}
+
+// synthesizeOne renders the job's whole clip in one provider call,
+// applies whole-clip processing and maps timestamps back through
+// pronunciations. A job with whole-clip processing first waits for one of
+// its organization's whole-clip turns (see clipSlots), so that it holds
+// no provider audio while it waits.
+func (s *Service) synthesizeOne(ctx context.Context, j *Job) (*Result, error) {
 	process := audio.NeedsProcessing(j.Params)
 	if process {
 		done, err := s.slots.acquire(ctx, j.Org)
@@ -454,30 +529,9 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 	if decode {
 		req.Format = decodableFormat(j.Model)
 	}
-	var (
-		resp    *sdk.SynthesizeResponse
-		release func()
-	)
-	keys := s.pooled(j)
-	var last error
-	for {
-		if err := keys.next(ctx, j); err != nil {
-			return nil, cmp.Or(last, err)
-		}
-		req.Credentials = j.Creds
-		_, err := s.call(ctx, j, "synthesize", func(ctx context.Context) error {
-			var err error
-			resp, release, err = s.render(ctx, j, req)
-			return err
-		})
-		if keys.retry(s, j, err, false) {
-			last = err
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		break
+	resp, release, err := s.renderPooled(ctx, j, req)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: append(j.Warnings[:len(j.Warnings):len(j.Warnings)], resp.Warnings...), release: release}
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
@@ -491,8 +545,11 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 			res.Timestamps[i].End /= s
 		}
 	}
+	if req.Timestamps {
+		res.Timestamps = dropTagWords(res.Timestamps)
+	}
 	if j.subst != nil && req.Timestamps {
-		ts, ok := j.subst.mapTimestamps(resp.Timestamps)
+		ts, ok := j.subst.mapTimestamps(res.Timestamps)
 		res.Timestamps = ts
 		if !ok {
 			res.Warnings = append(res.Warnings, "the provider's words did not line up with the pronunciation rules; timestamps are for the substituted text")
@@ -529,7 +586,7 @@ func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, 
 		}
 		return nil, nil, err
 	}
-	creds := j.Creds
+	creds := req.Credentials
 	return plan, func(ctx context.Context, f *sdk.Failure) error {
 		f.Credentials = creds
 		return pl.Explain(ctx, f)
@@ -575,7 +632,25 @@ type Source interface {
 // start is returned here when the provider reports it before any audio
 // (always, for planned requests: the answer's status is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
-	return s.openStreamRequest(ctx, j, j.request())
+	if len(j.pieces) > 1 {
+		first, err := s.openOne(ctx, j, j.pieces[0], streamFormat(j.Model))
+		if err != nil {
+			return nil, err
+		}
+		return s.openPieces(ctx, j, first), nil
+	}
+	return s.openOne(ctx, j, j.spokenText(), "")
+}
+
+// openOne starts rendering text (all of j's, or its first piece) as a
+// stream, in format ("" = the job's stream format, or the model's
+// default).
+func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Source, error) {
+	req := j.requestFor(text)
+	if format != "" {
+		req.Format = format
+	}
+	return s.openStreamRequest(ctx, j, req)
 }
 
 // openStreamRequest is openStream with the provider request given.

@@ -55,6 +55,9 @@ type Stream struct {
 	First []byte
 	// Ended says the stream had nothing after First.
 	Ended bool
+	// Warnings are what the caller should know about the request (audio
+	// tags removed); a stream has no envelope to carry them.
+	Warnings []string
 }
 
 // Speak runs a speech request on endpoint ep. On error, the returned
@@ -80,6 +83,9 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 		start := time.Now()
 		err = s.attempt(ctx, org, j, out)
 		if err == nil {
+			if out.Result != nil && req.Captions != "" {
+				out.Result.Captions = Captions(req.Captions, j.Text, out.Result.Timestamps)
+			}
 			return out, nil
 		}
 		alt := next()
@@ -150,9 +156,13 @@ func (s *Service) startStream(ctx context.Context, j *Job, key string) (*Stream,
 	keys := s.pooled(j)
 	var last error
 	for {
-		if err := keys.next(ctx, j); err != nil {
+		creds, err := keys.next(ctx, j)
+		if err != nil {
 			return nil, cmp.Or(last, err)
 		}
+		// The job is the stream's alone here, and the stream's later
+		// pieces keep this key: it holds the lease to the stream's end.
+		j.Creds = creds
 		st, err := s.firstAudio(ctx, j, key)
 		if keys.retry(s, j, err, true) {
 			last = err
@@ -188,7 +198,7 @@ func (s *Service) firstAudio(ctx context.Context, j *Job, key string) (*Stream, 
 		}
 		return nil, err
 	}
-	return &Stream{Source: src, First: first, Ended: err != nil}, nil
+	return &Stream{Source: src, First: first, Ended: err != nil, Warnings: j.Warnings}, nil
 }
 
 // Conversed is the outcome of Converse.
@@ -224,6 +234,13 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 	}
 	res, err := s.renderConversation(ctx, req, jobs, timestamps)
 	out.Result = res
+	if err == nil && req.Captions != "" {
+		texts := make([]string, len(jobs))
+		for i, j := range jobs {
+			texts[i] = j.Text
+		}
+		res.Captions = ConversationCaptions(req.Captions, texts, res.Timestamps)
+	}
 	if res != nil {
 		for _, t := range res.Turns {
 			if t.Job == nil {

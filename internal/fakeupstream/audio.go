@@ -91,6 +91,9 @@ func (s *Studio) blocks(rate int) (tone, silent []byte) {
 
 // PCM renders u as 16-bit little-endian mono PCM at rate.
 func (s *Studio) PCM(u Utterance, rate int) Audio {
+	if u.speech != nil {
+		return u.speech.pcm(rate)
+	}
 	tone, silent := s.blocks(rate)
 	var a Audio
 	pos := 0 // samples written
@@ -126,8 +129,8 @@ func (s *Studio) WAV(u Utterance, rate int) Audio {
 }
 
 // MP3 renders u as MP3 frames of the tone covering its length (the MP3
-// carries no silences: the fakes' MP3 is only ever checked for decoding
-// and duration).
+// carries no silences, nor a Voice's speech: the fakes' MP3 is only ever
+// checked for decoding and duration).
 func (s *Studio) MP3(u Utterance) Audio {
 	n := max(int(math.Ceil(u.Seconds/s.mp3Sec)), 1)
 	var a Audio
@@ -204,4 +207,25 @@ func mp3Frames(data []byte) ([][]byte, int, error) {
 		return nil, 0, errors.New("no frames")
 	}
 	return out, rate, nil
+}
+
+// pcm returns the recording at rate as 16-bit little-endian PCM, by
+// linear interpolation: a fake's resampler, good enough for speech that a
+// test aligns, not for listening.
+func (r *recording) pcm(rate int) Audio {
+	n := int(math.Round(float64(len(r.samples)) * float64(rate) / float64(r.rate)))
+	out := make([]byte, 2*n)
+	step := float64(r.rate) / float64(rate)
+	for i := range n {
+		x := float64(i) * step
+		k := int(x)
+		v := float64(r.samples[min(k, len(r.samples)-1)])
+		if k+1 < len(r.samples) {
+			v += (x - float64(k)) * (float64(r.samples[k+1]) - v)
+		}
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(int16(math.Round(v))))
+	}
+	var a Audio
+	a.add(out)
+	return a
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -39,6 +40,32 @@ type Options struct {
 	// MaxRecorded bounds the requests kept for Requests (the oldest are
 	// dropped); 0 means 256, negative means none. Calls counts all.
 	MaxRecorded int
+	// Voice, when set, makes the fakes that support it (openai,
+	// elevenlabs, cartesia) speak real speech in PCM and WAV instead of
+	// the tone, with the voice's word times as their timings: for tests
+	// of the gateway's aligner, which needs audio that says the text.
+	Voice Voice
+}
+
+// Voice renders real speech for a fake (Options.Voice).
+type Voice interface {
+	// Speak renders text at speed (0 = normal) as 16-bit mono samples at
+	// a rate of the voice's choosing, with the span of each
+	// whitespace-separated word of text, in order.
+	Speak(text string, speed float64) (samples []int16, rate int, words []Span, err error)
+}
+
+// Speak lays out text spoken at speed: the tone speech of the package's
+// Speak, or real speech when Options.Voice is set.
+func (c *Control) Speak(text string, speed float64) (Utterance, error) {
+	if c.opts.Voice == nil {
+		return Speak(text, speed), nil
+	}
+	samples, rate, words, err := c.opts.Voice.Speak(text, speed)
+	if err != nil {
+		return Utterance{}, fmt.Errorf("fake voice: %w", err)
+	}
+	return voiced(text, samples, rate, words), nil
 }
 
 // Fault is a failure a fake answers with instead of doing its work, in

@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"encoding/binary"
 	"io"
 	"math"
 	"net/http"
@@ -193,4 +194,39 @@ func (f *flushRecorder) Write(p []byte) (int, error) {
 func (f *flushRecorder) Flush() {
 	f.n++
 	f.flushes = append(f.flushes, f.n)
+}
+
+// stubVoice "speaks" one second of a ramp per call, its words at fixed
+// times.
+type stubVoice struct{}
+
+func (stubVoice) Speak(text string, speed float64) ([]int16, int, []Span, error) {
+	s := make([]int16, 8000)
+	for i := range s {
+		s[i] = int16(i)
+	}
+	return s, 8000, []Span{{Text: "one", Start: 0.1, End: 0.4}, {Text: "two", Start: 0.5, End: 0.9}}, nil
+}
+
+func TestVoiceReplacesTheTone(t *testing.T) {
+	c := NewControl(Options{Voice: stubVoice{}})
+	u, err := c.Speak("one two", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Seconds != 1 || len(u.Words) != 2 || len(u.Chars) != 7 {
+		t.Fatalf("utterance %+v", u)
+	}
+	if u.Chars[4].Start != 0.5 || u.Chars[3].Text != " " || u.Chars[3].End != 0.5 {
+		t.Errorf("chars %+v", u.Chars)
+	}
+	st, _ := NewStudio()
+	pcm := st.PCM(u, 16000).Bytes()
+	if len(pcm) != 2*16000 {
+		t.Fatalf("%d bytes at 16 kHz, want one second", len(pcm))
+	}
+	// Linear interpolation of the ramp: sample 2i is i, 2i+1 is i+0.5.
+	if v := int16(binary.LittleEndian.Uint16(pcm[2*200:])); v != 100 {
+		t.Errorf("sample 200 = %d, want 100", v)
+	}
 }

@@ -51,6 +51,14 @@ type Utterance struct {
 	Words []Span
 	// Seconds is the length of the whole clip.
 	Seconds float64
+	// speech is the real speech of a Voice; nil for the tone.
+	speech *recording
+}
+
+// recording is speech a Voice rendered.
+type recording struct {
+	samples []int16
+	rate    int
 }
 
 // Speak lays out text spoken at speed (0 meaning 1).
@@ -98,4 +106,37 @@ func Fixed(seconds float64) Utterance {
 // frames returns the number of samples at rate covering t seconds.
 func frames(t float64, rate int) int {
 	return int(math.Round(t * float64(rate)))
+}
+
+// voiced is the utterance of speech a Voice rendered: its words as the
+// voice timed them, each character an equal share of its word, spaces
+// between words as the gaps.
+func voiced(text string, samples []int16, rate int, words []Span) Utterance {
+	u := Utterance{Words: words, Seconds: float64(len(samples)) / float64(rate), speech: &recording{samples: samples, rate: rate}}
+	runes := []rune(text)
+	k, t := 0, 0.0
+	for i := 0; i < len(runes); {
+		if unicode.IsSpace(runes[i]) || k >= len(words) {
+			next := t
+			if k < len(words) {
+				next = words[k].Start
+			}
+			u.Chars = append(u.Chars, Span{Text: string(runes[i]), Start: t, End: max(next, t)})
+			i++
+			continue
+		}
+		j := i
+		for j < len(runes) && !unicode.IsSpace(runes[j]) {
+			j++
+		}
+		w := words[k]
+		per := (w.End - w.Start) / float64(j-i)
+		for c := i; c < j; c++ {
+			at := w.Start + per*float64(c-i)
+			u.Chars = append(u.Chars, Span{Text: string(runes[c]), Start: at, End: at + per})
+		}
+		t, i = w.End, j
+		k++
+	}
+	return u
 }

@@ -109,6 +109,9 @@ func models() []sdk.Model {
 		}
 		if nativeSpeed(id) {
 			m.MinSpeed, m.MaxSpeed = minSpeed, maxSpeed
+			// Sonic 3 performs one bracketed nonverbal tag,
+			// "[laughter]"; its other controls are SSML-like tags.
+			m.AudioTags = []string{"laughter"}
 		}
 		return m
 	}

@@ -98,10 +98,16 @@ func models() []sdk.Model {
 			MaxSpeed:         maxSpeed,
 		}
 	}
+	v3 := mk("eleven_v3", "Eleven v3", 5000)
+	// ElevenLabs documents audio tags ("[laughs]", "[whispers]",
+	// "[sarcastic]", ...) for Eleven v3 only, as an open set of
+	// directions: every tag passes through to it.
+	v3.AudioTags = []string{sdk.AnyAudioTag}
 	return []sdk.Model{
 		mk("eleven_multilingual_v2", "Eleven Multilingual v2", 10000),
 		mk("eleven_flash_v2_5", "Eleven Flash v2.5", 40000),
 		mk("eleven_turbo_v2_5", "Eleven Turbo v2.5", 40000),
+		v3,
 	}
 }
 

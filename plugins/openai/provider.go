@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -318,4 +321,85 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 // Clone implements sdk.Provider: OpenAI's speech API has no voice cloning.
 func (p *Provider) Clone(context.Context, *sdk.CloneRequest) (*sdk.CloneResponse, error) {
 	return nil, sdk.Errorf(sdk.KindUnsupported, "openai: voice cloning is not supported")
+}
+
+// transcribeModels are OpenAI's speech-to-text models that return word
+// timestamps: the API reference allows timestamp_granularities only with
+// whisper-1 (the gpt-4o transcribe models answer JSON without words).
+var transcribeModels = []string{"whisper-1"}
+
+// maxUpload is the documented file limit of the transcription endpoint.
+const maxUpload = 25 << 20
+
+var _ sdk.Transcriber = (*Provider)(nil)
+
+// transcription is the verbose_json answer of POST /audio/transcriptions.
+type transcription struct {
+	Text     string  `json:"text"`
+	Language string  `json:"language"`
+	Duration float64 `json:"duration"`
+	Words    []struct {
+		Word  string  `json:"word"`
+		Start float64 `json:"start"`
+		End   float64 `json:"end"`
+	} `json:"words"`
+}
+
+// Transcribe implements sdk.Transcriber with POST /audio/transcriptions:
+// multipart file and model, response_format verbose_json and
+// timestamp_granularities[] word (the only combination that returns word
+// times), and language and prompt when given.
+func (p *Provider) Transcribe(ctx context.Context, req *sdk.TranscribeRequest) (*sdk.Transcript, error) {
+	model := req.Model
+	if model == "" {
+		model = transcribeModels[0]
+	}
+	if !slices.Contains(transcribeModels, model) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: %q gives no word timestamps; use %s", model, strings.Join(transcribeModels, ", "))
+	}
+	if len(req.Audio) == 0 {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: no audio to transcribe")
+	}
+	if len(req.Audio) > maxUpload {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: %d bytes of audio; the transcription endpoint takes at most 25 MB", len(req.Audio))
+	}
+	ext := "wav"
+	switch {
+	case strings.HasPrefix(req.MediaType, "audio/mpeg"):
+		ext = "mp3"
+	case req.MediaType != "" && !strings.HasPrefix(req.MediaType, "audio/wav") && !strings.HasPrefix(req.MediaType, "audio/x-wav"):
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: cannot transcribe %s; send WAV or MP3", req.MediaType)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, _ := mw.CreateFormFile("file", "speech."+ext) // writes to memory
+	_, _ = part.Write(req.Audio)
+	_ = mw.WriteField("model", model)
+	_ = mw.WriteField("response_format", "verbose_json")
+	_ = mw.WriteField("timestamp_granularities[]", "word")
+	if req.Language != "" {
+		_ = mw.WriteField("language", req.Language)
+	}
+	if req.Prompt != "" {
+		_ = mw.WriteField("prompt", req.Prompt)
+	}
+	_ = mw.Close()
+	cfg := p.cfg.Load()
+	ctx, cancel := cfg.WithTimeout(ctx)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.BaseURL+"/audio/transcriptions", bytes.NewReader(body.Bytes()))
+	if err != nil {
+		return nil, sdk.Errorf(sdk.KindInternal, "openai: %v", err)
+	}
+	hreq.Header.Set("Content-Type", mw.FormDataContentType())
+	var out transcription
+	// A transcription changes nothing upstream: retrying it is safe.
+	if err := cfg.DoJSON(ctx, hreq, req.Credentials.APIKey, true, "transcription", &out); err != nil {
+		return nil, err
+	}
+	t := &sdk.Transcript{Text: out.Text, Language: out.Language, Words: make([]sdk.WordTimestamp, 0, len(out.Words))}
+	for _, w := range out.Words {
+		t.Words = append(t.Words, sdk.WordTimestamp{Text: w.Word, Start: w.Start, End: w.End})
+	}
+	return t, nil
 }

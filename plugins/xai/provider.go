@@ -89,6 +89,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 		SampleRates:      sampleRates(),
 		NativeSampleRate: nativeRate,
 		MaxTextChars:     maxText,
+		// xAI documents inline speech tags ("[pause]", "[laugh]",
+		// "[sigh]", ...) that the model performs rather than reads.
+		AudioTags: []string{sdk.AnyAudioTag},
 	}}}, nil
 }
 

@@ -216,7 +216,10 @@ type Description struct {
 	Models       []*Model               `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
 	// plans is true when the provider implements Plan and Explain; set by the
 	// SDK, not by plugin authors.
-	Plans         bool `protobuf:"varint,5,opt,name=plans,proto3" json:"plans,omitempty"`
+	Plans bool `protobuf:"varint,5,opt,name=plans,proto3" json:"plans,omitempty"`
+	// transcribes is true when the provider implements Transcribe; set by
+	// the SDK.
+	Transcribes   bool `protobuf:"varint,6,opt,name=transcribes,proto3" json:"transcribes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,6 +289,13 @@ func (x *Description) GetPlans() bool {
 	return false
 }
 
+func (x *Description) GetTranscribes() bool {
+	if x != nil {
+		return x.Transcribes
+	}
+	return false
+}
+
 type Model struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -296,8 +306,11 @@ type Model struct {
 	NativeSampleRate int32                  `protobuf:"varint,6,opt,name=native_sample_rate,json=nativeSampleRate,proto3" json:"native_sample_rate,omitempty"`
 	MaxTextChars     int32                  `protobuf:"varint,7,opt,name=max_text_chars,json=maxTextChars,proto3" json:"max_text_chars,omitempty"`
 	// The range of speed the model honours natively; 0 = no bound given.
-	MinSpeed      float64 `protobuf:"fixed64,8,opt,name=min_speed,json=minSpeed,proto3" json:"min_speed,omitempty"`
-	MaxSpeed      float64 `protobuf:"fixed64,9,opt,name=max_speed,json=maxSpeed,proto3" json:"max_speed,omitempty"`
+	MinSpeed float64 `protobuf:"fixed64,8,opt,name=min_speed,json=minSpeed,proto3" json:"min_speed,omitempty"`
+	MaxSpeed float64 `protobuf:"fixed64,9,opt,name=max_speed,json=maxSpeed,proto3" json:"max_speed,omitempty"`
+	// The bracketed audio tags the model performs, lower case without the
+	// brackets; "*" for any tag.
+	AudioTags     []string `protobuf:"bytes,10,rep,name=audio_tags,json=audioTags,proto3" json:"audio_tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -393,6 +406,13 @@ func (x *Model) GetMaxSpeed() float64 {
 		return x.MaxSpeed
 	}
 	return 0
+}
+
+func (x *Model) GetAudioTags() []string {
+	if x != nil {
+		return x.AudioTags
+	}
+	return nil
 }
 
 type Capabilities struct {
@@ -1579,6 +1599,150 @@ func (*ExplainResponse) Descriptor() ([]byte, []int) {
 	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
+type TranscribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Model         string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Audio         []byte                 `protobuf:"bytes,2,opt,name=audio,proto3" json:"audio,omitempty"`
+	MediaType     string                 `protobuf:"bytes,3,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	Language      string                 `protobuf:"bytes,4,opt,name=language,proto3" json:"language,omitempty"`
+	Prompt        string                 `protobuf:"bytes,5,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Credentials   *Credentials           `protobuf:"bytes,6,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TranscribeRequest) Reset() {
+	*x = TranscribeRequest{}
+	mi := &file_voxgate_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscribeRequest) ProtoMessage() {}
+
+func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
+func (*TranscribeRequest) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TranscribeRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetAudio() []byte {
+	if x != nil {
+		return x.Audio
+	}
+	return nil
+}
+
+func (x *TranscribeRequest) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *TranscribeRequest) GetCredentials() *Credentials {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+type Transcript struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	Language      string                 `protobuf:"bytes,2,opt,name=language,proto3" json:"language,omitempty"`
+	Words         []*WordTimestamp       `protobuf:"bytes,3,rep,name=words,proto3" json:"words,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Transcript) Reset() {
+	*x = Transcript{}
+	mi := &file_voxgate_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transcript) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transcript) ProtoMessage() {}
+
+func (x *Transcript) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
+func (*Transcript) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Transcript) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Transcript) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+func (x *Transcript) GetWords() []*WordTimestamp {
+	if x != nil {
+		return x.Words
+	}
+	return nil
+}
+
 type ModerationRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -1589,7 +1753,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1765,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1778,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -1643,7 +1807,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1819,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1832,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{24}
+	return file_voxgate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -1718,7 +1882,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +1894,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +1907,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{25}
+	return file_voxgate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -1799,13 +1963,14 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
 	"\x11ConfigureResponse\"\x11\n" +
-	"\x0fDescribeRequest\"\x9e\x01\n" +
+	"\x0fDescribeRequest\"\xc0\x01\n" +
 	"\vDescription\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
 	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\x12\x14\n" +
-	"\x05plans\x18\x05 \x01(\bR\x05plans\"\xc8\x02\n" +
+	"\x05plans\x18\x05 \x01(\bR\x05plans\x12 \n" +
+	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xe7\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -1815,7 +1980,10 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x12native_sample_rate\x18\x06 \x01(\x05R\x10nativeSampleRate\x12$\n" +
 	"\x0emax_text_chars\x18\a \x01(\x05R\fmaxTextChars\x12\x1b\n" +
 	"\tmin_speed\x18\b \x01(\x01R\bminSpeed\x12\x1b\n" +
-	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\"\xc9\x01\n" +
+	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\x12\x1d\n" +
+	"\n" +
+	"audio_tags\x18\n" +
+	" \x03(\tR\taudioTags\"\xc9\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +
@@ -1919,7 +2087,20 @@ const file_voxgate_proto_rawDesc = "" +
 	"\vHeaderEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
-	"\x0fExplainResponse\"i\n" +
+	"\x0fExplainResponse\"\xd4\x01\n" +
+	"\x11TranscribeRequest\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
+	"\x05audio\x18\x02 \x01(\fR\x05audio\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x03 \x01(\tR\tmediaType\x12\x1a\n" +
+	"\blanguage\x18\x04 \x01(\tR\blanguage\x12\x16\n" +
+	"\x06prompt\x18\x05 \x01(\tR\x06prompt\x12@\n" +
+	"\vcredentials\x18\x06 \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\"t\n" +
+	"\n" +
+	"Transcript\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1a\n" +
+	"\blanguage\x18\x02 \x01(\tR\blanguage\x126\n" +
+	"\x05words\x18\x03 \x03(\v2 .voxgate.plugin.v1.WordTimestampR\x05words\"i\n" +
 	"\x11ModerationRequest\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12@\n" +
 	"\vcredentials\x18\x02 \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\"\x82\x01\n" +
@@ -1945,7 +2126,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x16ERROR_KIND_UNAVAILABLE\x10\x04\x12\x16\n" +
 	"\x12ERROR_KIND_TIMEOUT\x10\x05\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSUPPORTED\x10\x06\x12\x17\n" +
-	"\x13ERROR_KIND_UPSTREAM\x10\a2\xd8\x05\n" +
+	"\x13ERROR_KIND_UPSTREAM\x10\a2\xab\x06\n" +
 	"\bProvider\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12N\n" +
 	"\bDescribe\x12\".voxgate.plugin.v1.DescribeRequest\x1a\x1e.voxgate.plugin.v1.Description\x12M\n" +
@@ -1956,7 +2137,9 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x05Clone\x12\x1f.voxgate.plugin.v1.CloneRequest\x1a .voxgate.plugin.v1.CloneResponse\x12C\n" +
 	"\x04Plan\x12\x1e.voxgate.plugin.v1.PlanRequest\x1a\x1b.voxgate.plugin.v1.HTTPPlan\x12I\n" +
 	"\aExplain\x12\x1a.voxgate.plugin.v1.Failure\x1a\".voxgate.plugin.v1.ExplainResponse\x12R\n" +
-	"\vStreamInput\x12\x1f.voxgate.plugin.v1.InputMessage\x1a\x1e.voxgate.plugin.v1.StreamEvent(\x010\x012\xba\x01\n" +
+	"\vStreamInput\x12\x1f.voxgate.plugin.v1.InputMessage\x1a\x1e.voxgate.plugin.v1.StreamEvent(\x010\x01\x12Q\n" +
+	"\n" +
+	"Transcribe\x12$.voxgate.plugin.v1.TranscribeRequest\x1a\x1d.voxgate.plugin.v1.Transcript2\xba\x01\n" +
 	"\tModerator\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12U\n" +
 	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResultB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
@@ -1974,7 +2157,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
@@ -2000,15 +2183,17 @@ var file_voxgate_proto_goTypes = []any{
 	(*HTTPPlan)(nil),           // 21: voxgate.plugin.v1.HTTPPlan
 	(*Failure)(nil),            // 22: voxgate.plugin.v1.Failure
 	(*ExplainResponse)(nil),    // 23: voxgate.plugin.v1.ExplainResponse
-	(*ModerationRequest)(nil),  // 24: voxgate.plugin.v1.ModerationRequest
-	(*ModerationResult)(nil),   // 25: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 26: voxgate.plugin.v1.Error
-	nil,                        // 27: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                        // 28: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                        // 29: voxgate.plugin.v1.Failure.HeaderEntry
+	(*TranscribeRequest)(nil),  // 24: voxgate.plugin.v1.TranscribeRequest
+	(*Transcript)(nil),         // 25: voxgate.plugin.v1.Transcript
+	(*ModerationRequest)(nil),  // 26: voxgate.plugin.v1.ModerationRequest
+	(*ModerationResult)(nil),   // 27: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),              // 28: voxgate.plugin.v1.Error
+	nil,                        // 29: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                        // 30: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                        // 31: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	27, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	29, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
 	6,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
 	7,  // 3: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
@@ -2020,38 +2205,42 @@ var file_voxgate_proto_depIdxs = []int32{
 	11, // 9: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
 	13, // 10: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
 	11, // 11: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	28, // 12: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	29, // 13: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	30, // 12: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	31, // 13: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
 	7,  // 14: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	7,  // 15: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	0,  // 16: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 17: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 18: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	8,  // 19: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	11, // 20: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	11, // 21: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	15, // 22: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	20, // 23: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	22, // 24: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	18, // 25: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	1,  // 26: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	24, // 27: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 28: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 29: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	9,  // 30: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	12, // 31: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	14, // 32: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	17, // 33: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	21, // 34: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	23, // 35: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	19, // 36: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	2,  // 37: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	25, // 38: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	28, // [28:39] is the sub-list for method output_type
-	17, // [17:28] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	7,  // 15: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	13, // 16: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	7,  // 17: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	0,  // 18: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 19: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 20: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	8,  // 21: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	11, // 22: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	11, // 23: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	15, // 24: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	20, // 25: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	22, // 26: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	18, // 27: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	24, // 28: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 29: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	26, // 30: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 31: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 32: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	9,  // 33: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	12, // 34: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	14, // 35: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	17, // 36: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	21, // 37: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	23, // 38: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	19, // 39: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	25, // 40: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	2,  // 41: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	27, // 42: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -2065,7 +2254,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -34,6 +34,7 @@ const (
 	Provider_Plan_FullMethodName        = "/voxgate.plugin.v1.Provider/Plan"
 	Provider_Explain_FullMethodName     = "/voxgate.plugin.v1.Provider/Explain"
 	Provider_StreamInput_FullMethodName = "/voxgate.plugin.v1.Provider/StreamInput"
+	Provider_Transcribe_FullMethodName  = "/voxgate.plugin.v1.Provider/Transcribe"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -64,6 +65,10 @@ type ProviderClient interface {
 	// provider produces them. Providers without it answer UNIMPLEMENTED and
 	// describe no model with input_streaming.
 	StreamInput(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[InputMessage, StreamEvent], error)
+	// Transcribe turns speech into text with word times (sdk.Transcriber).
+	// Providers that do not transcribe answer UNIMPLEMENTED and report
+	// transcribes = false in Description.
+	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*Transcript, error)
 }
 
 type providerClient struct {
@@ -176,6 +181,16 @@ func (c *providerClient) StreamInput(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Provider_StreamInputClient = grpc.BidiStreamingClient[InputMessage, StreamEvent]
 
+func (c *providerClient) Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*Transcript, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Transcript)
+	err := c.cc.Invoke(ctx, Provider_Transcribe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -204,6 +219,10 @@ type ProviderServer interface {
 	// provider produces them. Providers without it answer UNIMPLEMENTED and
 	// describe no model with input_streaming.
 	StreamInput(grpc.BidiStreamingServer[InputMessage, StreamEvent]) error
+	// Transcribe turns speech into text with word times (sdk.Transcriber).
+	// Providers that do not transcribe answer UNIMPLEMENTED and report
+	// transcribes = false in Description.
+	Transcribe(context.Context, *TranscribeRequest) (*Transcript, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -240,6 +259,9 @@ func (UnimplementedProviderServer) Explain(context.Context, *Failure) (*ExplainR
 }
 func (UnimplementedProviderServer) StreamInput(grpc.BidiStreamingServer[InputMessage, StreamEvent]) error {
 	return status.Error(codes.Unimplemented, "method StreamInput not implemented")
+}
+func (UnimplementedProviderServer) Transcribe(context.Context, *TranscribeRequest) (*Transcript, error) {
+	return nil, status.Error(codes.Unimplemented, "method Transcribe not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -406,6 +428,24 @@ func _Provider_StreamInput_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Provider_StreamInputServer = grpc.BidiStreamingServer[InputMessage, StreamEvent]
 
+func _Provider_Transcribe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TranscribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Transcribe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Transcribe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Transcribe(ctx, req.(*TranscribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -440,6 +480,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Explain",
 			Handler:    _Provider_Explain_Handler,
+		},
+		{
+			MethodName: "Transcribe",
+			Handler:    _Provider_Transcribe_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

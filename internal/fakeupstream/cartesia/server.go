@@ -392,11 +392,18 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, f *ttsFields, raw
 	return speed, true
 }
 
-func (s *Server) utterance(f *ttsFields, speed float64) fakeupstream.Utterance {
+// utterance lays out the request's speech; a Voice that fails answers
+// 500 (the tone never fails).
+func (s *Server) utterance(w http.ResponseWriter, r *http.Request, f *ttsFields, speed float64) (fakeupstream.Utterance, bool) {
 	if fs := s.FixedSeconds(); fs > 0 {
-		return fakeupstream.Fixed(fs)
+		return fakeupstream.Fixed(fs), true
 	}
-	return fakeupstream.Speak(*f.Transcript, speed)
+	u, err := s.Speak(*f.Transcript, speed)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "internal_error", "Internal Server Error", err.Error())
+		return u, false
+	}
+	return u, true
 }
 
 func (s *Server) bytes(w http.ResponseWriter, r *http.Request) {
@@ -412,7 +419,10 @@ func (s *Server) bytes(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	u := s.utterance(&body.ttsFields, speed)
+	u, ok := s.utterance(w, r, &body.ttsFields, speed)
+	if !ok {
+		return
+	}
 	of := body.OutputFormat
 	var audio fakeupstream.Audio
 	switch of.Container {
@@ -446,7 +456,10 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	u := s.utterance(&body.ttsFields, speed)
+	u, ok := s.utterance(w, r, &body.ttsFields, speed)
+	if !ok {
+		return
+	}
 	rate := *body.OutputFormat.SampleRate
 	pcm := s.studio.PCM(u, rate).Bytes()
 	withWords := body.AddTimestamps != nil && *body.AddTimestamps

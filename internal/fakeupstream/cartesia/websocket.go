@@ -195,7 +195,11 @@ func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, t
 				}
 			}
 		}
-		u := s.utterance(&m.ttsFields, speed)
+		u, ok := s.utterance(rec, r, &m.ttsFields, speed)
+		if !ok {
+			write(map[string]any{"type": "error", "context_id": id, "status_code": rec.Code, "done": true, "error": strings.TrimSpace(rec.Body.String())})
+			return
+		}
 		rate := *m.OutputFormat.SampleRate
 		pcm := s.studio.PCM(u, rate).Bytes()
 		withWords := m.AddTimestamps != nil && *m.AddTimestamps

@@ -342,7 +342,11 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		u := fakeupstream.Speak(*body.Text, speed)
+		u, err := s.Speak(*body.Text, speed)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		if fs := s.FixedSeconds(); fs > 0 {
 			u = fakeupstream.Fixed(fs)
 		}

@@ -1,5 +1,6 @@
 // Package openai is a fake of the OpenAI text-to-speech API (POST
-// /v1/audio/speech) for tests and benchmarks.
+// /v1/audio/speech) and of its speech-to-text endpoint (POST
+// /v1/audio/transcriptions, see transcribe.go) for tests and benchmarks.
 //
 // It follows the published API reference: Bearer auth (401 with OpenAI's
 // error body on a missing or wrong key), a JSON body of model, input,
@@ -97,6 +98,7 @@ func NewAt(tb testing.TB, opts fakeupstream.Options, prefix string) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(s.SpeechURLPath(), s.speech)
+	mux.HandleFunc(s.TranscriptionURLPath(), s.transcribe)
 	mux.HandleFunc("/", s.notFound)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
@@ -254,7 +256,11 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, status, "invalid_request_error", param, code, msg)
 		return
 	}
-	u := fakeupstream.Speak(*body.Input, speed)
+	u, err := s.Speak(*body.Input, speed)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+		return
+	}
 	audio, fixed := s.fixed[format]
 	if !fixed {
 		audio = s.render(format, u)

@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"math"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -187,5 +190,93 @@ func TestPathPrefix(t *testing.T) {
 	}
 	if s.CallsTo(s.SpeechURLPath()) != 1 {
 		t.Errorf("%d calls to the prefixed path", s.CallsTo(s.SpeechURLPath()))
+	}
+}
+
+// form posts a multipart form to the transcription endpoint.
+func postForm(t *testing.T, s *Server, fields map[string][]string, file []byte, filename string) answer {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, vs := range fields {
+		for _, v := range vs {
+			_ = mw.WriteField(k, v)
+		}
+	}
+	if filename != "" {
+		fw, _ := mw.CreateFormFile("file", filename)
+		_, _ = fw.Write(file)
+	}
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, s.URL+TranscriptionPath, &body)
+	req.Header.Set("Authorization", "Bearer "+Key)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func TestTranscription(t *testing.T) {
+	s := New(t, fakeupstream.Options{})
+	studio, _ := fakeupstream.NewStudio()
+	text := "Three short words."
+	wav := studio.WAV(fakeupstream.Speak(text, 1), SampleRate).Bytes()
+	word := map[string][]string{"model": {"whisper-1"}, "response_format": {"verbose_json"}, "timestamp_granularities[]": {"word"}, "prompt": {text}}
+	a := postForm(t, s, word, wav, "speech.wav")
+	if a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	var v struct {
+		Task, Language, Text string
+		Duration             float64
+		Words                []struct {
+			Word       string
+			Start, End float64
+		}
+		Segments []any
+	}
+	if err := json.Unmarshal(a.body, &v); err != nil {
+		t.Fatal(err)
+	}
+	want := fakeupstream.Speak(text, 1).Words
+	if v.Task != "transcribe" || v.Text != "Three short words" || len(v.Words) != 3 || v.Segments != nil {
+		t.Fatalf("answer %s", a.body)
+	}
+	for i, w := range v.Words {
+		if w.Start != math.Round(want[i].Start*100)/100 || w.End != math.Round(want[i].End*100)/100 {
+			t.Errorf("word %d %+v, want %+v", i, w, want[i])
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		fields map[string][]string
+		file   string
+		status int
+		param  string
+	}{
+		{"no file", map[string][]string{"model": {"whisper-1"}}, "", 400, "file"},
+		{"no model", map[string][]string{}, "speech.wav", 400, "model"},
+		{"unknown model", map[string][]string{"model": {"whisper-9"}}, "speech.wav", 404, ""},
+		{"words without verbose_json", map[string][]string{"model": {"whisper-1"}, "timestamp_granularities[]": {"word"}}, "speech.wav", 400, "timestamp_granularities"},
+		{"bad granularity", map[string][]string{"model": {"whisper-1"}, "response_format": {"verbose_json"}, "timestamp_granularities[]": {"syllable"}}, "speech.wav", 400, "timestamp_granularities"},
+		{"gpt-4o with srt", map[string][]string{"model": {"gpt-4o-transcribe"}, "response_format": {"srt"}}, "speech.wav", 400, "response_format"},
+		{"unsupported file", map[string][]string{"model": {"whisper-1"}}, "speech.xyz", 400, "file"},
+	} {
+		a := postForm(t, s, c.fields, wav, c.file)
+		if a.status != c.status {
+			t.Errorf("%s: %d %s", c.name, a.status, a.body)
+			continue
+		}
+		if e := errorOf(t, a); c.param != "" && (e.Param == nil || *e.Param != c.param) {
+			t.Errorf("%s: param %v", c.name, e.Param)
+		}
+	}
+	// Plain json is only the text.
+	if a := postForm(t, s, map[string][]string{"model": {"whisper-1"}, "prompt": {text}}, wav, "speech.wav"); a.status != 200 || string(a.body) != "{\"text\":\"Three short words\"}\n" {
+		t.Errorf("json: %d %s", a.status, a.body)
 	}
 }

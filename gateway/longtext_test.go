@@ -1,0 +1,243 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+)
+
+// longText returns about n characters of varied prose: sentences of
+// different lengths with clauses, so the splitter has every kind of
+// boundary to choose from.
+func longText(n int) string {
+	sentences := []string{
+		"The harbour was quiet before dawn, and the fishing boats rocked gently at their moorings.",
+		"Nobody spoke.",
+		"Gulls circled overhead, calling to one another; far off, a bell rang twice, then once more.",
+		"She counted the boats: seven, eight, nine.",
+		"When the sun finally rose, the water turned from grey to gold, and the first engines coughed into life.",
+	}
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(sentences[i%len(sentences)])
+	}
+	return b.String()[:strings.LastIndexByte(b.String()[:n], '.')+1]
+}
+
+// pcmSamples reads 16-bit little-endian PCM.
+func pcmSamples(b []byte) []int16 {
+	s := make([]int16, len(b)/2)
+	for i := range s {
+		s[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return s
+}
+
+// checkJoins asserts there is no discontinuity at any join: the sample at
+// each piece start is near silence (the joins are faded), and within 5 ms
+// of it no step between samples is larger than the largest step the audio
+// makes anywhere away from the joins.
+func checkJoins(t *testing.T, s []int16, rate int, starts []float64) {
+	t.Helper()
+	if len(starts) < 2 {
+		t.Fatalf("pieces %v: the text was not split", starts)
+	}
+	near := make([]bool, len(s))
+	joins := make([]int, 0, len(starts)-1)
+	for k, st := range starts[1:] {
+		j := int(math.Round(st * float64(rate)))
+		if j <= 0 || j >= len(s) {
+			t.Fatalf("piece %d starts at sample %d of %d", k+1, j, len(s))
+		}
+		joins = append(joins, j)
+		for i := max(j-rate/200, 0); i < min(j+rate/200, len(s)); i++ {
+			near[i] = true
+		}
+	}
+	natural := 0.0
+	for i := 1; i < len(s); i++ {
+		if !near[i] {
+			natural = max(natural, math.Abs(float64(s[i])-float64(s[i-1])))
+		}
+	}
+	for k, j := range joins {
+		if v := math.Abs(float64(s[j])); v > 300 {
+			t.Errorf("join %d: sample %d at the join", k+1, int(v))
+		}
+		for i := max(j-rate/200, 1); i < min(j+rate/200, len(s)); i++ {
+			if step := math.Abs(float64(s[i]) - float64(s[i-1])); step > natural {
+				t.Errorf("join %d: step %g at sample %d, more than the audio's own largest (%g)", k+1, step, i, natural)
+				break
+			}
+		}
+	}
+}
+
+// checkContinuous asserts one timestamp per word of text, in order,
+// without a gap longer than maxGap anywhere (a piece whose words were
+// not offset would jump back, or leave a hole).
+func checkContinuous(t *testing.T, env tsEnvelope, text string, seconds, maxGap float64) {
+	t.Helper()
+	if n := len(strings.Fields(text)); len(env.Timestamps) != n {
+		t.Fatalf("%d timestamps for %d words", len(env.Timestamps), n)
+	}
+	prev := 0.0
+	for i, w := range env.Timestamps {
+		if w.Start < prev || w.End < w.Start || w.Start-prev > maxGap {
+			t.Fatalf("word %d %q [%.3f, %.3f] after %.3f: not continuous", i, w.Text, w.Start, w.End, prev)
+		}
+		prev = w.End
+	}
+	if seconds-prev > maxGap {
+		t.Fatalf("the last word ends at %.3f of %.3f s", prev, seconds)
+	}
+}
+
+// TestLongTextThroughESpeak renders 30,000 characters through eSpeak
+// (5,000 per call): six pieces, joined without a click, with word
+// timestamps continuous across the joins.
+func TestLongTextThroughESpeak(t *testing.T) {
+	tg := startGateway(t, strings.Replace(strings.Replace(speechConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1),
+		"instances: 1", "instances: 2", 1))
+	text := longText(30000)
+	// At eSpeak's fastest and 16 kHz, so the answer stays a few tens of MB.
+	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", speechBody(text, "speed", 2.5, "output", map[string]any{"format": "pcm", "sampleRate": 16000}))
+	if r.status != 200 {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	var env tsEnvelope
+	r.json(t, &env)
+	pcm, err := base64.StdEncoding.DecodeString(env.Audio)
+	if err != nil || env.MediaType != "audio/pcm;rate=16000" {
+		t.Fatalf("audio %s: %v", env.MediaType, err)
+	}
+	s := pcmSamples(pcm)
+	meta := env.ProviderMetadata.Voxgate
+	if len(meta.Pieces) < 6 || meta.TimestampsSource != "native" {
+		t.Fatalf("metadata %+v", meta)
+	}
+	checkJoins(t, s, 16000, meta.Pieces)
+	checkContinuous(t, env, text, float64(len(s))/16000, 2)
+	t.Logf("%d characters: %.0f s of audio in %d pieces", len(text), float64(len(s))/16000, len(meta.Pieces))
+}
+
+// TestLongTextThroughCloudFake renders 30,000 characters through the
+// OpenAI fake, whose limit is 4,096: eight pieces rendered concurrently,
+// joined, with speech-to-text timestamps continuous across the joins; the
+// same text streams in order, its first audio leaving before the later
+// pieces are rendered, and the stream is the clip.
+func TestLongTextThroughCloudFake(t *testing.T) {
+	oai := openai.New(t, fakeupstream.Options{ChunkSize: 64 << 10})
+	// A provider whose every clip starts and ends at full swing (a cosine
+	// hum, 20 ms a character): joined end to end without fades, every
+	// join would click.
+	hum := openai.New(t, fakeupstream.Options{Voice: funcVoice(func(text string) ([]int16, int, []fakeupstream.Span, error) {
+		s := make([]int16, len([]rune(text))*480)
+		for i := range s {
+			s[i] = int16(20000 * math.Cos(2*math.Pi*150*float64(i)/24000))
+		}
+		return s, 24000, nil, nil
+	})})
+	tg := startGateway(t, `
+server: {listen: "127.0.0.1:0", max_body_bytes: 1048576}
+storage: {path: "%DIR%/voxgate.db"}
+plugins: {dir: "%BIN%/plugins"}
+alignment: {method: stt, stt: {provider: openai}}
+limits: {piece_concurrency: 3}
+providers:
+  openai: {plugin: voxgate-openai, base_url: "`+oai.BaseURL()+`", api_key: "`+openai.Key+`", managed: true}
+  hum: {plugin: voxgate-openai, base_url: "`+hum.BaseURL()+`", api_key: "`+openai.Key+`", managed: true}
+orgs:
+  acme:
+    providers:
+      openai: {enabled: true}
+      hum: {enabled: true}
+`)
+	text := longText(30000)
+	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text, "output": map[string]any{"format": "pcm", "sampleRate": 8000}}
+	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", body)
+	if r.status != 200 {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	var env tsEnvelope
+	r.json(t, &env)
+	pcm, _ := base64.StdEncoding.DecodeString(env.Audio)
+	s := pcmSamples(pcm)
+	meta := env.ProviderMetadata.Voxgate
+	if len(meta.Pieces) < 8 || meta.TimestampsSource != "stt" {
+		t.Fatalf("metadata %+v, warnings %q", meta, env.Warnings)
+	}
+	for _, q := range oai.Requests() {
+		if q.Path == openai.SpeechPath {
+			var b struct{ Input string }
+			_ = q.JSON(&b)
+			if n := len([]rune(b.Input)); n > openai.MaxInput {
+				t.Fatalf("a piece of %d characters reached the provider", n)
+			}
+		}
+	}
+	checkJoins(t, s, 8000, meta.Pieces)
+	checkContinuous(t, env, text, float64(len(s))/8000, 2)
+
+	// The hum's joins: faded, not clicking.
+	r = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "hum/tts-1", "voice": "alloy", "text": text[:9000], "output": map[string]any{"format": "pcm"}})
+	env = tsEnvelope{}
+	r.json(t, &env)
+	pcm, _ = base64.StdEncoding.DecodeString(env.Audio)
+	checkJoins(t, pcmSamples(pcm), 24000, env.ProviderMetadata.Voxgate.Pieces)
+	// The stream: the fake holds every answer after its first chunk;
+	// the first audio still arrives.
+	oai.Reset()
+	oai.HoldStreams()
+	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text[:12000]})))
+	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tg.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+	}
+	first := make([]byte, 1024)
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadFull(resp.Body, first); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no audio while the later pieces are held")
+	}
+	oai.ReleaseStreams()
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := append(first, rest...)
+	clip := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text[:12000], "output": map[string]any{"format": "pcm"}})
+	if resp.Header.Get("Content-Type") != "audio/pcm;rate=24000" || len(streamed) != len(clip.body) {
+		t.Fatalf("stream %s of %d bytes, clip %d bytes", resp.Header.Get("Content-Type"), len(streamed), len(clip.body))
+	}
+	a, b := pcmSamples(streamed), pcmSamples(clip.body)
+	for i := range a {
+		if d := math.Abs(float64(a[i]) - float64(b[i])); d > 2 {
+			t.Fatalf("stream and clip differ at sample %d (%d vs %d): pieces out of order?", i, a[i], b[i])
+		}
+	}
+}
