@@ -71,7 +71,7 @@ type Service struct {
 	routes map[string]Route
 	// orgBudgets are the organizations' credit budgets.
 	orgBudgets map[string]budget.Limit
-	align    Alignment
+	align      Alignment
 	// alignSlots bounds the alignments running at once.
 	alignSlots chan struct{}
 	// refVoices caches the reference provider's voice list.
