@@ -174,6 +174,15 @@ type LogRow struct {
 	ModerationConfidence float64
 	// ModerationLatencyMS is the moderation check latency.
 	ModerationLatencyMS int64
+	// KeyID is the id of the API key that made the request ("" in rows
+	// written before keys were logged).
+	KeyID string
+	// AudioMS is the length of the audio sent, in milliseconds (0 when
+	// none was, or the format's length could not be told).
+	AudioMS int64
+	// Cache is the response cache's outcome ("hit", "miss", or "" when
+	// no cache was asked).
+	Cache string
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

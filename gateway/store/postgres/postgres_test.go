@@ -79,7 +79,7 @@ func TestMigrationsAreIdempotentAndRefuseNewerSchemas(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	var versions int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM voxgate_schema_version").Scan(&versions); err != nil || versions != 1 {
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM voxgate_schema_version").Scan(&versions); err != nil || versions != 2 {
 		t.Fatalf("schema versions recorded: %d (%v)", versions, err)
 	}
 	if _, err := conn.Exec(ctx, "INSERT INTO voxgate_schema_version (version) VALUES (999)"); err != nil {
