@@ -47,6 +47,9 @@ type Metrics struct {
 	// AcceptErrors counts failed accepts that were retried (out of file
 	// descriptors, for one).
 	AcceptErrors prometheus.Counter
+
+	// usage is the per-organization usage counters (CountUsage).
+	usage *usage
 }
 
 // New creates the collectors and registers them with a fresh registry,
@@ -97,6 +100,8 @@ func New() *Metrics {
 			Name: "voxgate_rate_limit_errors_total", Help: "Requests whose rate limit could not be checked (shared limiter unreachable).",
 		}),
 	}
+	m.usage = newUsage()
+	m.Registry.MustRegister(m.usage.collectors()...)
 	m.Registry.MustRegister(m.Requests, m.Latency, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
 		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors,

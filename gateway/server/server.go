@@ -40,6 +40,8 @@ type Store interface {
 	DeleteVoice(ctx context.Context, orgID, id string) error
 	PutMedia(ctx context.Context, m *store.Media, data []byte) error
 	GetMedia(ctx context.Context, orgID, id string) (*store.Media, error)
+	Usage(ctx context.Context, orgID string, since, until time.Time) ([]store.UsageRow, error)
+	ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error)
 }
 
 // Deps are what the server needs; the caller owns their lifecycles except
@@ -168,6 +170,7 @@ func New(d Deps) *Server {
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
 	rt.DELETE("/v1/voices/{id}", "voices.delete", s.deleteVoice)
 	rt.GET("/v1/logs", "logs.list", s.listLogs)
+	rt.GET("/v1/usage", "usage", s.usage)
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
@@ -314,6 +317,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 		row.RequestID = c.reqID
 	}
 	row.OrgID = c.p.OrgID
+	row.KeyID = c.p.KeyID
 	if row.TS.IsZero() {
 		row.TS = c.start.UTC()
 	}
@@ -331,6 +335,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 		// rendered fine.
 		row.ErrorCode = string(c.errCode)
 	}
+	s.metrics.CountUsage(&row)
 	s.logs.Record(row)
 }
 

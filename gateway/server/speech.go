@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -53,6 +54,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.stream(ctx, c, cancel, out) // the stream records its row when it ends
 		default:
 			defer cancel()
+			out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
 			s.writeClip(ctx, ep, out.Result)
 			s.record(ctx, c, out.Row)
 		}
@@ -132,6 +134,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Can
 	cs := &chunkStream{s: s, c: c, provider: provider, row: row, pending: first, ended: ended, src: src, cancel: cancel,
 		conn: ctx.Conn(), writeTimeout: s.opts.WriteTimeout}
 	cs.row.Status = fasthttp.StatusOK
+	cs.meter = audio.NewMeter(mediaType)
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
 	cs.row.Path = string(ctx.Path())
@@ -200,6 +203,8 @@ type chunkStream struct {
 	// request timeout instead.
 	conn         interface{ SetWriteDeadline(time.Time) error }
 	writeTimeout time.Duration
+	// meter measures the audio sent, for the row's audio_ms.
+	meter audio.Meter
 }
 
 // SupportsBodyWriteTo implements fasthttp.BodyWriterTo: WriteTo writes
@@ -218,6 +223,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 			cs.extendDeadline()
 			k, err := w.Write(b)
 			n += int64(k)
+			cs.meter.Write(b[:k])
 			if err != nil {
 				cs.finish(err) // the client went away: stop the provider
 				return n, err
@@ -264,6 +270,7 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 		cs.pending = b
 	}
 	n := copy(p, cs.pending)
+	cs.meter.Write(cs.pending[:n])
 	cs.pending = cs.pending[n:]
 	return n, nil
 }
@@ -322,6 +329,7 @@ func (cs *chunkStream) finish(werr error) {
 			row.CreditsUsed = 0
 		}
 		row.LatencyMS = time.Since(cs.c.start).Milliseconds()
+		row.AudioMS = cs.meter.Length().Milliseconds()
 		// No ctx: fasthttp may be reusing it by now; the row already has
 		// the path and status record would read from it.
 		cs.s.record(nil, cs.c, *row)

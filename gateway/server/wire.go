@@ -84,6 +84,9 @@ type logRowJSON struct {
 	ModerationReasonDetail string  `json:"moderation_reason_detail"`
 	ModerationConfidence   float64 `json:"moderation_confidence"`
 	ModerationLatencyMS    int64   `json:"moderation_latency_ms"`
+	KeyID                  string  `json:"key_id"`
+	AudioSeconds           float64 `json:"audio_seconds"`
+	Cache                  string  `json:"cache"`
 }
 
 // tsLayout renders log timestamps as RFC 3339 in UTC with milliseconds.
@@ -103,6 +106,9 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		ModerationReasonDetail: r.ModerationReasonDetail,
 		ModerationConfidence:   r.ModerationConfidence,
 		ModerationLatencyMS:    r.ModerationLatencyMS,
+		KeyID:                  r.KeyID,
+		AudioSeconds:           round3(float64(r.AudioMS) / 1000),
+		Cache:                  r.Cache,
 	}
 }
 
