@@ -360,7 +360,7 @@ func (r *Results) usageFigure(backend string, us []logPage) {
 		}
 	}
 	ratio := big.Time.P50 / small.Time.P50
-	r.Figures = append(r.Figures, figure{Name: fmt.Sprintf("GET /v1/usage (30 days by provider, day)%s, %s → %s rows, p50", backend, count(small.Rows), count(big.Rows)), Unit: "ms",
+	r.Figures = append(r.Figures, figure{Name: fmt.Sprintf("GET /v1/usage (30 days by provider)%s, %s → %s rows, p50", backend, count(small.Rows), count(big.Rows)), Unit: "ms",
 		Baseline: f3(small.Time.P50), Gateway: f3(big.Time.P50), Delta: fmt.Sprintf("%.2fx", ratio),
 		Target: fmt.Sprintf("≤ %.0fx", targetLogsFlat), Pass: pass(ratio <= targetLogsFlat), Value: ratio})
 }

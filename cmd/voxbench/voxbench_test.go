@@ -183,7 +183,7 @@ func TestQuickRunPostgres(t *testing.T) {
 		"clip through a gateway on PostgreSQL (baseline: bbolt), p50",
 		"GET /v1/logs newest page on PostgreSQL, 500 → 50k rows, p50",
 		"request-log rows into PostgreSQL, offered 25000/s",
-		"GET /v1/usage (30 days by provider, day) on PostgreSQL, 500 → 50k rows, p50",
+		"GET /v1/usage (30 days by provider) on PostgreSQL, 500 → 50k rows, p50",
 	} {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)
