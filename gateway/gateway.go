@@ -27,6 +27,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/server"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
+	"github.com/voxgate/voxgate/gateway/ui"
 )
 
 // Options tune Open.
@@ -132,6 +133,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Auth:            g.auth,
 		Logs:            g.logs,
 		Metrics:         g.metrics,
+		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err

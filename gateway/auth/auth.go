@@ -140,6 +140,25 @@ func (a *Authenticator) Authenticate(header []byte) (Principal, bool) {
 	return e.p, true
 }
 
+// Active returns the principal of key id while the key can authenticate:
+// not revoked (here or, through Reload, on any instance sharing the
+// storage) and of a configured organization. Dashboard sessions call it
+// on every request, so a session ends with its key everywhere. Keys are
+// few (an operator issues them), so it scans the table.
+func (a *Authenticator) Active(id string) (Principal, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for _, e := range a.byHash {
+		if e.p.KeyID == id {
+			if a.orgs != nil && !a.orgs(e.p.OrgID) {
+				return Principal{}, false
+			}
+			return e.p, true
+		}
+	}
+	return Principal{}, false
+}
+
 // Create makes a key for org, stores its hash and activates it. The
 // returned plaintext is shown once and never stored.
 func (a *Authenticator) Create(ctx context.Context, org, name string) (string, *store.APIKey, error) {

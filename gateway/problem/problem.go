@@ -69,6 +69,11 @@ const (
 	// away, or a sibling turn of a conversation failed first. It appears in
 	// log rows, with status 499 as nginx uses it; no response carries it.
 	Cancelled Code = "cancelled"
+	// SessionExpired says a dashboard session's time is up: sign in again.
+	SessionExpired Code = "session_expired"
+	// CSRFFailed says a dashboard request that changes something lacked
+	// its session's CSRF token.
+	CSRFFailed Code = "csrf_failed"
 )
 
 type meta struct {
@@ -112,6 +117,8 @@ var table = map[Code]meta{
 	ReadTimeout:             {408, "Request not received in time"},
 	BadRequest:              {400, "Malformed HTTP request"},
 	Cancelled:               {499, "Cancelled before it finished"},
+	SessionExpired:          {401, "Dashboard session expired"},
+	CSRFFailed:              {403, "Missing or wrong CSRF token"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

@@ -27,6 +27,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/ui"
 )
 
 // Store is the storage the handlers read and write directly: the list
@@ -68,6 +69,8 @@ type Deps struct {
 	// Speech serves the speech and provider endpoints; nil serves only
 	// voices and logs.
 	Speech *speech.Service
+	// UI is the dashboard (assets, sessions); nil serves none.
+	UI *ui.Handler
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -115,6 +118,7 @@ type Server struct {
 	limiterWarn everyWarn
 	accessLog   bool
 	speech      *speech.Service
+	ui          *ui.Handler
 
 	srv *fasthttp.Server
 }
@@ -135,6 +139,7 @@ func New(d Deps) *Server {
 		limits:    map[string]orgLimits{},
 		accessLog: d.Options.AccessLog,
 		speech:    d.Speech,
+		ui:        d.UI,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
@@ -164,6 +169,9 @@ func New(d Deps) *Server {
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", d.Metrics.Handler())
 
+	if s.ui != nil {
+		s.registerUI(r)
+	}
 	rt := &routes{s: s, r: r}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
 	rt.POST("/v1/voices", "voices.create", s.createVoice)
@@ -228,13 +236,22 @@ type routes struct {
 }
 
 // GET registers an authenticated GET handler.
-func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.s.api(name, h)) }
+func (rt *routes) GET(path, name string, h handlerFunc) { rt.handle("GET", path, name, h) }
 
 // POST registers an authenticated POST handler.
-func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.api(name, h)) }
+func (rt *routes) POST(path, name string, h handlerFunc) { rt.handle("POST", path, name, h) }
 
 // DELETE registers an authenticated DELETE handler.
-func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
+func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.handle("DELETE", path, name, h) }
+
+// handle registers h for bearer keys, and a /v1 route's dashboard twin
+// for sessions (ui.go).
+func (rt *routes) handle(method, path, name string, h handlerFunc) {
+	rt.r.Handle(method, path, rt.s.api(name, h))
+	if rt.s.ui != nil && uiTwin(path) {
+		rt.r.Handle(method, uiPrefix+path, rt.s.session(name, h))
+	}
+}
 
 // multipartSlack is what a multipart upload may add to its file's bytes
 // (boundaries, part headers, other fields).
@@ -245,7 +262,7 @@ const multipartSlack = 64 << 10
 // every other route server.max_body_bytes. A route with a small limit
 // never buffers the largest one's worth of a chunked body.
 func (s *Server) bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if bytes.HasPrefix(h.RequestURI(), []byte("/v1/media")) {
+	if uri := h.RequestURI(); bytes.HasPrefix(uri, []byte("/v1/media")) || bytes.HasPrefix(uri, []byte(uiPrefix+"/v1/media")) {
 		return fasthttp.RequestConfig{MaxRequestBodySize: max(s.opts.MaxBodyBytes, s.opts.MaxMediaBytes+multipartSlack)}
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: s.opts.MaxBodyBytes}
