@@ -14,13 +14,16 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg postgresql redis-server
+#   chromium                     the dashboard's browser test drives it
+#                                headless (gateway/ui_test.go, chromedp)
+#   nodejs, npm (when missing)   also build the dashboard (gateway/ui/web)
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev sox libsox-fmt-all ffmpeg postgresql redis-server chromium
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
 export VOXGATE_BIN_DIR := $(BIN)
 
-.PHONY: all deps build run test test-short bench bench-micro proto vet fmt clean
+.PHONY: all deps build ui run test test-short bench bench-micro proto vet fmt clean
 
 all: build
 
@@ -35,13 +38,25 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-## build: bin/voxgate, bin/plugins/voxgate-*, and the test plugin
-build: deps
+## build: the dashboard's assets, bin/voxgate, bin/plugins/voxgate-*, and the test plugin
+build: deps ui
 	@echo "==> building voxgate $(VERSION)"
 	@mkdir -p $(BIN)/plugins $(BIN)/testplugins
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/voxgate ./cmd/voxgate
 	@for p in $(PLUGINS); do echo "    plugin $$p"; $(GO) build -o $(BIN)/plugins/voxgate-$$p ./plugins/$$p || exit 1; done
 	@if [ -d internal/testplugin ]; then $(GO) build -o $(BIN)/testplugins/voxgate-testplugin ./internal/testplugin; fi
+
+## ui: the dashboard (Preact, bundled by esbuild, pinned by its
+##     package-lock.json) into gateway/ui/dist, which the binary embeds
+UI_WEB := gateway/ui/web
+ui: gateway/ui/dist/index.html
+
+gateway/ui/dist/index.html: $(UI_WEB)/node_modules $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
+	cd $(UI_WEB) && node build.mjs
+
+$(UI_WEB)/node_modules: $(UI_WEB)/package-lock.json
+	cd $(UI_WEB) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 ## run: build and serve the committed gateway.yaml
 run: build
@@ -76,4 +91,5 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(UI_WEB)/node_modules
+	find gateway/ui/dist -mindepth 1 ! -name README.md -delete

@@ -29,10 +29,7 @@ func (s *Server) registerUI(r *router.Router) {
 			h(ctx)
 		}
 	}
-	r.GET("/ui", func(ctx *fasthttp.RequestCtx) {
-		ctx.SetUserValue(userValueRoute, "ui.asset")
-		ctx.Redirect("/ui/", fasthttp.StatusMovedPermanently)
-	})
+	r.GET("/ui/", serve("ui.asset", s.ui.Asset))
 	r.GET("/ui/{file:*}", serve("ui.asset", s.ui.Asset))
 	r.POST(uiPrefix+"/session", serve("ui.signin", s.ui.SignIn))
 	r.GET(uiPrefix+"/session", serve("ui.session", s.ui.Current))
