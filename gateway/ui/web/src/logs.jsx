@@ -149,14 +149,19 @@ function LogTable({ rows, selected, onSelect }) {
       <caption class="sr-only">Request-log rows, newest first</caption>
       <thead>
         <tr>
-          <th scope="col">Time</th><th scope="col">Status</th><th scope="col">Provider</th><th scope="col">Model</th>
+          <th scope="col">Request</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Provider</th><th scope="col">Model</th>
           <th scope="col" class="num">Chars</th><th scope="col" class="num">Credits</th><th scope="col" class="num">Latency</th>
-          <th scope="col">Path</th><th scope="col">Request</th>
+          <th scope="col">Path</th>
         </tr>
       </thead>
       <tbody>
         {rows.map((r) => (
           <tr key={r.request_id} class={selected && selected.request_id === r.request_id ? "selected" : ""} data-request-id={r.request_id}>
+            <td>
+              <button type="button" class="link" onClick={() => onSelect(r)} title={r.request_id}>
+                <span class="sr-only">Details of request </span>{r.request_id.slice(0, 8)}…
+              </button>
+            </td>
             <td class="nowrap">{fmtTime(r.ts)}</td>
             <td><Status code={r.status} /></td>
             <td>{r.provider || "—"}</td>
@@ -165,11 +170,6 @@ function LogTable({ rows, selected, onSelect }) {
             <td class="num">{fmtNum(r.credits_used)}</td>
             <td class="num nowrap">{fmtNum(r.latency_ms)} ms</td>
             <td class="path">{r.path.replace(/^\/ui\/api/, "")}{r.parent_request_id ? " (turn)" : ""}</td>
-            <td>
-              <button type="button" class="link" onClick={() => onSelect(r)} title={r.request_id}>
-                <span class="sr-only">Details of request </span>{r.request_id.slice(0, 8)}…
-              </button>
-            </td>
           </tr>
         ))}
       </tbody>
