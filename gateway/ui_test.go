@@ -474,3 +474,43 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.noProblems("sign-in")
 	t.Logf("screenshots in %s", br.dir)
 }
+
+// TestDashboardClonesAVoice clones a voice in the browser from an
+// uploaded WAV file, on a provider that can clone (the ElevenLabs plugin
+// against its fake).
+func TestDashboardClonesAVoice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives chromium")
+	}
+	c := startCloud(t)
+	sample := c.do("POST", "/v1/audio/speech", "acme", speechBody("A few seconds of my voice for cloning purposes.", "output", map[string]any{"format": "wav"}))
+	if sample.status != 200 {
+		t.Fatalf("sample: %d", sample.status)
+	}
+	file := filepath.Join(t.TempDir(), "me.wav")
+	if err := os.WriteFile(file, sample.body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	br := newBrowser(t)
+	br.do("open", chromedp.Navigate(c.base+"/ui/#/voices"))
+	br.wait("sign-in form", `document.querySelector("#key") !== null`)
+	br.setInput("#key", c.keys["acme"])
+	br.click(`form button[type=submit]`)
+	br.wait("voice form", `document.querySelector("#v-provider") !== null && document.querySelector("#v-model").options.length > 0`)
+	br.setInput("#v-provider", "elevenlabs")
+	br.wait("elevenlabs models", `[...document.querySelector("#v-model").options].some(o => o.value === "eleven_multilingual_v2")`)
+	br.setInput("#v-model", "eleven_multilingual_v2")
+	br.wait("cloning offered", `!document.querySelector('input[value=clone]').disabled`)
+	br.click(`input[value=clone]`)
+	br.wait("file input", `document.querySelector("#v-file") !== null`)
+	br.do("choose the sample", chromedp.SetUploadFiles(chromedp.CSS("#v-file"), []string{file}))
+	br.wait("sample chosen", `document.body.innerText.includes("me.wav")`)
+	br.setInput("#v-title", "My cloned voice")
+	br.clickText("Create voice")
+	br.wait("cloned voice listed", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("My cloned voice") && tr.innerText.includes("(cloned)"))`)
+	if n := c.el.CallsTo("/v1/voices/add"); n != 1 {
+		t.Errorf("clone calls to the provider: %d, want 1", n)
+	}
+	br.axeCheck("voices (clone)")
+	br.noProblems("clone")
+}
