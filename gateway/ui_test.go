@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/ui"
 )
 
@@ -236,7 +237,14 @@ func (b *browser) screenshots(name string) {
 			b.t.Fatal(err)
 		}
 		if b.docs != "" && w == 1280 && (name == "logs" || name == "playground") {
-			if err := os.WriteFile(filepath.Join(b.docs, "dashboard-"+name+".png"), png, 0o644); err != nil {
+			// The README's pictures: what the first screen shows.
+			var view []byte
+			b.do("screenshot for docs", chromedp.Steps(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+				var err error
+				view, err = chromedp.CaptureScreenshot()(ctx, t)
+				return chromedp.Void{}, err
+			}))
+			if err := os.WriteFile(filepath.Join(b.docs, "dashboard-"+name+".png"), view, 0o644); err != nil {
 				b.t.Fatal(err)
 			}
 		}
@@ -320,6 +328,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	if globexVoice.status != 201 {
 		t.Fatalf("globex voice: %d %s", globexVoice.status, globexVoice.body)
 	}
+	// Older rows, enough for a second page.
+	for i := range 60 {
+		tg.g.Logs().Record(store.LogRow{RequestID: fmt.Sprintf("ui-old-%04d", i), OrgID: "acme", TS: time.Now().Add(-time.Hour - time.Duration(i)*time.Second),
+			Path: "/v1/audio/speech", Status: 200, Provider: "espeak", Model: "espeak-ng", VoiceID: "en", CharCount: 10, CreditsUsed: 1, LatencyMS: 5})
+	}
 	tg.flushLogs()
 	foreign := func(when string) {
 		t.Helper()
@@ -354,6 +367,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Error("the key is still in the page after sign-in")
 	}
 	foreign("logs")
+
+	// Paging: 50 rows, then the next page through the cursor.
+	var shown int
+	br.js(`document.querySelectorAll("tbody tr").length`, &shown)
+	if shown != 50 {
+		t.Errorf("first page: %d rows, want 50", shown)
+	}
+	br.clickText("Load more")
+	br.wait("second page", `document.querySelectorAll("tbody tr").length === 65 && document.querySelector('tr[data-request-id="ui-old-0059"]') !== null`)
 
 	// Filter: the failure by its status, then back.
 	var badStatus int

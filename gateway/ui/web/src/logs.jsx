@@ -165,7 +165,7 @@ function LogTable({ rows, selected, onSelect }) {
             <td class="nowrap">{fmtTime(r.ts)}</td>
             <td><Status code={r.status} /></td>
             <td>{r.provider || "—"}</td>
-            <td>{r.model || "—"}</td>
+            <td class="nowrap">{r.model || "—"}</td>
             <td class="num">{fmtNum(r.char_count)}</td>
             <td class="num">{fmtNum(r.credits_used)}</td>
             <td class="num nowrap">{fmtNum(r.latency_ms)} ms</td>
