@@ -96,6 +96,10 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.WindowSize(1280, 900),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
 		chromedp.Flag("mute-audio", true),
+		// A microphone that plays a tone, granted without a prompt, for
+		// recording a sample to clone.
+		chromedp.Flag("use-fake-device-for-media-stream", true),
+		chromedp.Flag("use-fake-ui-for-media-stream", true),
 		chromedp.Flag("lang", "en-US"),
 		chromedp.Env("TZ=UTC"),
 	}
@@ -530,8 +534,45 @@ func TestDashboardClonesAVoice(t *testing.T) {
 	br.setInput("#v-title", "My cloned voice")
 	br.clickText("Create voice")
 	br.wait("cloned voice listed", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("My cloned voice") && tr.innerText.includes("(cloned)"))`)
-	if n := c.el.CallsTo("/v1/voices/add"); n != 1 {
-		t.Errorf("clone calls to the provider: %d, want 1", n)
+
+	// A sample recorded in the page (the fake microphone's tone), which
+	// the page encodes as WAV before uploading it.
+	br.wait("cloning still chosen", `document.querySelector("#v-file") !== null`)
+	br.clickText("Record a sample")
+	br.wait("recording", `[...document.querySelectorAll("button")].some(b => b.textContent === "Stop recording")`)
+	br.do("record a moment", chromedp.Sleep(1500*time.Millisecond))
+	br.clickText("Stop recording")
+	br.wait("recording encoded", `document.body.innerText.includes("recording.wav")`)
+	br.setInput("#v-title", "My recorded voice")
+	br.clickText("Create voice")
+	br.wait("recorded voice listed", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("My recorded voice") && tr.innerText.includes("(cloned)"))`)
+	if n := c.el.CallsTo("/v1/voices/add"); n != 2 {
+		t.Errorf("clone calls to the provider: %d, want 2", n)
+	}
+	var media []struct {
+		MediaType string `json:"media_type"`
+		Duration  int64  `json:"duration_ms"`
+	}
+	var voices struct {
+		Data []struct {
+			Title   string `json:"title"`
+			MediaID string `json:"media_id"`
+		} `json:"data"`
+	}
+	c.do("GET", "/v1/voices", "acme", nil).json(t, &voices)
+	for _, v := range voices.Data {
+		var m struct {
+			MediaType string `json:"media_type"`
+			Duration  int64  `json:"duration_ms"`
+		}
+		c.do("GET", "/v1/media/"+v.MediaID, "acme", nil).json(t, &m)
+		media = append(media, m)
+		if v.Title == "My recorded voice" && (m.MediaType != "audio/wav" || m.Duration < 500) {
+			t.Errorf("the recorded sample was stored as %+v; want about 1.5 s of WAV", m)
+		}
+	}
+	if len(media) != 2 {
+		t.Errorf("media of the cloned voices: %+v", media)
 	}
 	br.axeCheck("voices (clone)")
 	br.noProblems("clone")
