@@ -372,7 +372,7 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 			return err
 		}
 		g.log.Info("created development key", zap.String("org", org), zap.String("key_id", k.ID), zap.String("prefix", k.Prefix))
-		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.cfg.Server.Listen, plain)
+		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n  or sign in to the dashboard with it: http://%s/ui/\n\n", org, plain, g.cfg.Server.Listen, plain, g.cfg.Server.Listen)
 	}
 	return nil
 }
