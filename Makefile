@@ -15,24 +15,23 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #     festvox-us-slt-hts         HTS voice of a person) whose word times are
 #                                ground truth for the aligner's tests
 #   pkg-config, gcc              cgo
-#   nodejs, npm (when missing)   the public JS client test (test/jsclient) and the
-#                                official OpenAI and ElevenLabs SDKs (test/sdkclients)
-#   chromium                     a headless browser calls the gateway with fetch
-#                                (CORS test, driven from Go with chromedp)
+#   nodejs, npm (when missing)   build the dashboard (gateway/ui/web); the public JS
+#                                client test (test/jsclient) and the official
+#                                OpenAI and ElevenLabs SDKs (test/sdkclients)
+#   chromium                     headless browser tests driven from Go with chromedp:
+#                                CORS from a page's fetch, and the dashboard
 #   postgresql, redis-server     tests start throwaway servers of their own
 #                                (internal/pgtest, internal/redistest); no
 #                                system service is started or needed
 #   protobuf-compiler            protoc, for `make proto` and the test that the
 #                                generated plugin protocol is current
-#   chromium                     headless browser tests (CORS from a page, chromedp)
-#   festival, festvox-*          a second speech engine: the aligner's accuracy test against a voice unlike eSpeak's
 APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
 export VOXGATE_BIN_DIR := $(BIN)
 
-.PHONY: all deps build run test test-short bench bench-micro proto proto-tools vet fmt clean
+.PHONY: all deps build ui run test test-short bench bench-micro proto proto-tools vet fmt clean
 
 all: build
 
@@ -47,13 +46,25 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-## build: bin/voxgate, bin/plugins/voxgate-*, and the test plugin
-build: deps
+## build: the dashboard's assets, bin/voxgate, bin/plugins/voxgate-*, and the test plugin
+build: deps ui
 	@echo "==> building voxgate $(VERSION)"
 	@mkdir -p $(BIN)/plugins $(BIN)/testplugins
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/voxgate ./cmd/voxgate
 	@for p in $(PLUGINS); do echo "    plugin $$p"; $(GO) build -o $(BIN)/plugins/voxgate-$$p ./plugins/$$p || exit 1; done
 	@if [ -d internal/testplugin ]; then $(GO) build -o $(BIN)/testplugins/voxgate-testplugin ./internal/testplugin; fi
+
+## ui: the dashboard (Preact, bundled by esbuild, pinned by its
+##     package-lock.json) into gateway/ui/dist, which the binary embeds
+UI_WEB := gateway/ui/web
+ui: gateway/ui/dist/index.html
+
+gateway/ui/dist/index.html: $(UI_WEB)/node_modules $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
+	cd $(UI_WEB) && node build.mjs
+
+$(UI_WEB)/node_modules: $(UI_WEB)/package-lock.json
+	cd $(UI_WEB) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 ## run: build and serve the committed gateway.yaml
 run: build
@@ -100,4 +111,5 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(UI_WEB)/node_modules
+	find gateway/ui/dist -mindepth 1 ! -name README.md -delete

@@ -35,6 +35,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
 	"github.com/voxgate/voxgate/gateway/tracing"
+	"github.com/voxgate/voxgate/gateway/ui"
 )
 
 // Options tune Open.
@@ -169,6 +170,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Metrics:         g.metrics,
 		Tracer:          g.tracer,
 		Aliases:         Aliases(cfg),
+		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -617,7 +619,7 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 			return err
 		}
 		g.log.Info("created development key", zap.String("org", org), zap.String("key_id", k.ID), zap.String("prefix", k.Prefix))
-		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n\n", org, plain, g.Addr(), plain)
+		fmt.Fprintf(g.banner, "\n  Development API key for org %q (shown once, store it now):\n\n    %s\n\n  Try: curl -s http://%s/v1/voices -H 'Authorization: Bearer %s'\n  or sign in to the dashboard with it: http://%s/ui/\n\n", org, plain, g.Addr(), plain, g.Addr())
 	}
 	return nil
 }

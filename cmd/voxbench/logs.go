@@ -19,7 +19,10 @@ import (
 // and reused while its rows are well inside the 30-day retention window.
 
 const (
-	fixtureVersion = 1
+	// fixtureVersion names the cached file: version 2 is the store's
+	// schema 2 (the usage rollup), so a binary of either schema never
+	// opens, or upgrades, the other's file.
+	fixtureVersion = 2
 	// fixtureMaxAge keeps the oldest row (1M seconds, about 11.6 days,
 	// before the build) younger than 30 days with a margin.
 	fixtureMaxAge = 10 * 24 * time.Hour
@@ -188,6 +191,9 @@ func listLogs(ctx context.Context, bin, runDir string, fx *fixture, p plan, res 
 		return err
 	}
 	res.Logs.Pages = pages
+	if res.Logs.Usage, err = timeUsage(gw, fx.Keys, fixtureOrgs, p); err != nil {
+		return err
+	}
 	return gw.shutdown(nil)
 }
 
@@ -254,6 +260,48 @@ func timeLogPages(gw *gatewayProc, keys map[string]string, built time.Time, orgs
 			}
 			out = append(out, logPage{Org: o.org, Rows: o.rows, Page: c.name, Time: summarize(ds)})
 		}
+	}
+	return out, nil
+}
+
+// timeUsage times GET /v1/usage over the default 30-day window, grouped
+// by provider, for each organization: usage by provider this month. The
+// store answers it from its daily rollup, so its time depends on the days
+// and providers in the window, not on the rows behind them. (Grouped by
+// day too, the larger organization's answer would be twelve times
+// longer, its rows spanning twelve days against the smaller one's
+// three hours: that would time the answer's size, not the log's.)
+func timeUsage(gw *gatewayProc, keys map[string]string, orgs []fixtureOrg, p plan) ([]logPage, error) {
+	var out []logPage
+	for _, o := range orgs {
+		var ds []time.Duration
+		for i := range p.LogPages + 3 {
+			start := time.Now()
+			status, body, err := gw.get("/v1/usage?group_by=provider", keys[o.org])
+			d := time.Since(start)
+			if err != nil {
+				return nil, err
+			}
+			if status != 200 {
+				return nil, fmt.Errorf("GET /v1/usage: status %d: %.300s", status, body)
+			}
+			if i == 0 {
+				var u struct {
+					Total struct {
+						Requests int `json:"requests"`
+					} `json:"total"`
+				}
+				// Top-level rows only: the fixture makes every fifth row a
+				// conversation turn.
+				if err := json.Unmarshal(body, &u); err != nil || u.Total.Requests < o.rows*3/4 {
+					return nil, fmt.Errorf("usage of %s counts %d requests (%v), want about %d", o.org, u.Total.Requests, err, o.rows*4/5)
+				}
+			}
+			if i >= 3 {
+				ds = append(ds, d)
+			}
+		}
+		out = append(out, logPage{Org: o.org, Rows: o.rows, Page: "usage", Time: summarize(ds)})
 	}
 	return out, nil
 }

@@ -23,9 +23,9 @@ import (
 //     config but the storage, so the difference is what the backend costs
 //     a request (the auth cache and the log writer's enqueue are in
 //     memory either way; the writer's batches run beside).
-//   - pg-logs: GET /v1/logs pages at 1M rows over 10k rows, on the same
-//     rows as the bbolt fixture, loaded with the backend's own AppendLogs
-//     (COPY).
+//   - pg-logs: GET /v1/logs pages and a GET /v1/usage query at 1M rows
+//     over 10k rows, on the same rows as the bbolt fixture, loaded with
+//     the backend's own AppendLogs (COPY, and the usage rollup).
 //   - pg-writer: request-log rows a second the gateway's log writer
 //     (reqlog.Writer, in this process) puts into PostgreSQL, offered at a
 //     rate above the target and counted for drops, then as fast as the
@@ -46,6 +46,7 @@ type pgResult struct {
 		Ratio float64 `json:"ratio_p50"`
 	} `json:"sequential"`
 	Pages         []logPage `json:"pages"`
+	Usage         []logPage `json:"usage_queries"`
 	FixtureSecs   float64   `json:"fixture_load_seconds"`
 	Paced         pgWriter  `json:"writer_paced"`
 	Unpaced       pgWriter  `json:"writer_unpaced"`
@@ -252,6 +253,9 @@ func (pb *pgBench) logs(ctx context.Context, bin, dir string, p plan, res *Resul
 		return err
 	}
 	if res.Postgres.Pages, err = timeLogPages(gw, keys, pb.built, pb.orgs(p), p); err != nil {
+		return err
+	}
+	if res.Postgres.Usage, err = timeUsage(gw, keys, pb.orgs(p), p); err != nil {
 		return err
 	}
 	return gw.shutdown(nil)

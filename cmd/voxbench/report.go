@@ -162,6 +162,7 @@ type logsResult struct {
 	WrittenTotal float64   `json:"written_total"`
 	DroppedTotal float64   `json:"dropped_total"`
 	Pages        []logPage `json:"pages"`
+	Usage        []logPage `json:"usage_queries"`
 }
 
 // figure is one row of the table.
@@ -312,6 +313,7 @@ func (r *Results) evaluate() {
 			Target: "0", Pass: pass(dropped == 0 && r.Logs.DroppedTotal == 0), Value: dropped})
 	}
 	r.logPageFigures("", r.Logs.Pages)
+	r.usageFigure("", r.Logs.Usage)
 	if pg := r.Postgres; pg.Seq.Bolt.N > 0 {
 		add(figure{Name: "clip through a gateway on PostgreSQL (baseline: bbolt), p50", Unit: "ms",
 			Baseline: f3(pg.Seq.Bolt.P50), Gateway: f3(pg.Seq.PG.P50), Delta: fmt.Sprintf("%.3fx", pg.Seq.Ratio),
@@ -335,6 +337,7 @@ func (r *Results) evaluate() {
 			Baseline: fmt.Sprintf("%.1f answer", float64(w.AnswerBytes)/1e6), Gateway: fmt.Sprintf("%.1f growth", (float64(w.HWMAfter)-float64(w.RSSBefore))/1e6),
 			Delta: fmt.Sprintf("%.2fx the answer", w.Ratio), Target: fmt.Sprintf("≤ %.1fx", targetWholeClip), Pass: pass(w.Ratio <= targetWholeClip), Value: w.Ratio})
 	}
+	r.usageFigure(" on PostgreSQL", r.Postgres.Usage)
 	if w := r.Postgres.Paced; w.Rows > 0 {
 		add(figure{Name: fmt.Sprintf("request-log rows into PostgreSQL, offered %d/s", int(w.Offered)), Unit: "rows/s",
 			Baseline: fmt.Sprintf("%.0f offered", w.Offered), Gateway: fmt.Sprintf("%.0f", w.RowsPerSec),
@@ -372,6 +375,27 @@ func (r *Results) logPageFigures(backend string, ps []logPage) {
 			Baseline: f3(small.P50), Gateway: f3(big.P50), Delta: fmt.Sprintf("%.2fx", ratio),
 			Target: fmt.Sprintf("≤ %.0fx", targetLogsFlat), Pass: pass(ratio <= targetLogsFlat), Value: ratio})
 	}
+}
+
+// usageFigure adds the GET /v1/usage figure of one backend: the query at
+// the largest organization over the smallest.
+func (r *Results) usageFigure(backend string, us []logPage) {
+	if len(us) < 2 {
+		return
+	}
+	small, big := us[0], us[0]
+	for _, u := range us {
+		if u.Rows < small.Rows {
+			small = u
+		}
+		if u.Rows > big.Rows {
+			big = u
+		}
+	}
+	ratio := big.Time.P50 / small.Time.P50
+	r.Figures = append(r.Figures, figure{Name: fmt.Sprintf("GET /v1/usage (30 days by provider)%s, %s → %s rows, p50", backend, count(small.Rows), count(big.Rows)), Unit: "ms",
+		Baseline: f3(small.Time.P50), Gateway: f3(big.Time.P50), Delta: fmt.Sprintf("%.2fx", ratio),
+		Target: fmt.Sprintf("≤ %.0fx", targetLogsFlat), Pass: pass(ratio <= targetLogsFlat), Value: ratio})
 }
 
 // count writes a row count the short way: 10k, 1M.

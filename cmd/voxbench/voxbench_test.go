@@ -174,6 +174,9 @@ func TestQuickRunPostgres(t *testing.T) {
 	if len(pg.Pages) != 2*3 {
 		t.Errorf("%d log pages timed, want 6", len(pg.Pages))
 	}
+	if len(pg.Usage) != 2 {
+		t.Errorf("%d usage queries timed, want 2", len(pg.Usage))
+	}
 	if w := pg.Paced; w.Rows == 0 || w.Offered != pgWriterOffered || w.RowsPerSec <= 0 {
 		t.Errorf("paced writer: %+v", w)
 	}
@@ -188,6 +191,7 @@ func TestQuickRunPostgres(t *testing.T) {
 		"clip through a gateway on PostgreSQL (baseline: bbolt), p50",
 		"GET /v1/logs newest page on PostgreSQL, 500 → 50k rows, p50",
 		"request-log rows into PostgreSQL, offered 25000/s",
+		"GET /v1/usage (30 days by provider) on PostgreSQL, 500 → 50k rows, p50",
 	} {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)

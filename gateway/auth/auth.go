@@ -65,12 +65,15 @@ type Authenticator struct {
 
 	mu     sync.RWMutex
 	byHash map[[sha256.Size]byte]entry
+	// byID indexes the same entries by key id, for dashboard sessions
+	// (Active) and revocation.
+	byID map[string]entry
 }
 
 // New loads the active keys from st. orgExists reports whether an org is
 // configured.
 func New(ctx context.Context, st Keys, orgExists func(string) bool) (*Authenticator, error) {
-	a := &Authenticator{st: st, orgs: orgExists, byHash: map[[sha256.Size]byte]entry{}}
+	a := &Authenticator{st: st, orgs: orgExists, byHash: map[[sha256.Size]byte]entry{}, byID: map[string]entry{}}
 	if err := a.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -87,13 +90,15 @@ func (a *Authenticator) Reload(ctx context.Context) error {
 		return fmt.Errorf("load api keys: %w", err)
 	}
 	table := make(map[[sha256.Size]byte]entry, len(keys))
+	byID := make(map[string]entry, len(keys))
 	for i := range keys {
 		if e, ok := activeEntry(&keys[i]); ok {
 			table[e.hash] = e
+			byID[e.p.KeyID] = e
 		}
 	}
 	a.mu.Lock()
-	a.byHash = table
+	a.byHash, a.byID = table, byID
 	a.mu.Unlock()
 	return nil
 }
@@ -124,6 +129,7 @@ func (a *Authenticator) add(k *store.APIKey) {
 	}
 	a.mu.Lock()
 	a.byHash[e.hash] = e
+	a.byID[e.p.KeyID] = e
 	a.mu.Unlock()
 }
 
@@ -162,6 +168,24 @@ func (a *Authenticator) AuthenticateKey(token []byte) (Principal, bool) {
 	return e.p, true
 }
 
+// Active returns the principal of key id while the key can authenticate:
+// not revoked (here or, through Reload, on any instance sharing the
+// storage), not expired, and of a configured organization. Dashboard
+// sessions call it on every request, so a session ends with its key
+// everywhere.
+func (a *Authenticator) Active(id string) (Principal, bool) {
+	a.mu.RLock()
+	e, ok := a.byID[id]
+	a.mu.RUnlock()
+	if !ok || (a.orgs != nil && !a.orgs(e.p.OrgID)) {
+		return Principal{}, false
+	}
+	if e.p.Scope != nil && e.p.Scope.Expired(time.Now()) {
+		return Principal{}, false
+	}
+	return e.p, true
+}
+
 // Create makes a key for org, stores its hash and activates it. The
 // returned plaintext is shown once and never stored.
 func (a *Authenticator) Create(ctx context.Context, org, name string) (string, *store.APIKey, error) {
@@ -185,10 +209,9 @@ func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, e
 		return nil, err
 	}
 	a.mu.Lock()
-	for h, e := range a.byHash {
-		if e.p.KeyID == id {
-			delete(a.byHash, h)
-		}
+	if e, ok := a.byID[id]; ok {
+		delete(a.byHash, e.hash)
+		delete(a.byID, id)
 	}
 	a.mu.Unlock()
 	return k, nil

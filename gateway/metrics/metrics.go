@@ -69,6 +69,9 @@ type Metrics struct {
 	// error (a read failed: served as a miss), write_error, too_large,
 	// write_skipped.
 	CacheRequests *prometheus.CounterVec
+
+	// usage is the per-organization usage counters (CountUsage).
+	usage *usage
 }
 
 // New creates the collectors and registers them with a fresh registry,
@@ -132,6 +135,8 @@ func New() *Metrics {
 			Name: "voxgate_rate_limit_errors_total", Help: "Requests whose rate limit could not be checked (shared limiter unreachable).",
 		}),
 	}
+	m.usage = newUsage()
+	m.Registry.MustRegister(m.usage.collectors()...)
 	m.Registry.MustRegister(m.Requests, m.Latency, m.InFlight, m.TimeToFirstAudio, m.UpstreamRetries, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
 		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors, m.CacheRequests,

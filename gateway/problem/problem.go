@@ -97,6 +97,11 @@ const (
 	ContextExists     Code = "context_exists"
 	TooManyContexts   Code = "too_many_contexts"
 	TextBufferFull    Code = "text_buffer_full"
+	// SessionExpired says a dashboard session's time is up: sign in again.
+	SessionExpired Code = "session_expired"
+	// CSRFFailed says a dashboard request that changes something lacked
+	// its session's CSRF token.
+	CSRFFailed Code = "csrf_failed"
 )
 
 type meta struct {
@@ -152,6 +157,8 @@ var table = map[Code]meta{
 	ContextExists:           {409, "Context already open"},
 	TooManyContexts:         {429, "Too many open contexts"},
 	TextBufferFull:          {429, "Too much text waiting to be spoken"},
+	SessionExpired:          {401, "Dashboard session expired"},
+	CSRFFailed:              {403, "Missing or wrong CSRF token"},
 }
 
 // FieldError is one entry of a problem's `validation` array.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -34,6 +35,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 			pe := s.writeError(ctx, c, err, "")
 			parent.ErrorCode, parent.ErrorDetail = string(pe.Code), pe.Detail
 		} else {
+			parent.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
 			s.writeConversation(ctx, req, out.Result, timestamps)
 		}
 		for _, row := range out.Turns {

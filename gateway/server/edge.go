@@ -307,13 +307,7 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(userValueRoute, route)
-		reqID, _ := ctx.UserValue(userValueReqID).(string)
-		c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
-		if s.tracer != nil {
-			if tctx, ok := ctx.UserValue(userValueTrace).(context.Context); ok {
-				c.ctx = tctx // the handler's work becomes the server span's children
-			}
-		}
+		c := s.newExchange(ctx, route)
 		if detect != nil {
 			c.dialect = detect(ctx)
 		}
@@ -322,16 +316,34 @@ func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKi
 			s.writeUnauthorizedIn(ctx, c.dialect)
 			return
 		}
-		c.p = p
-		c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
-		ctx.SetUserValue(userValueOrg, p.OrgID)
-		if pe := s.rateLimit(p.OrgID, route); pe != nil {
-			s.writeProblemIn(ctx, c.dialect, pe)
-			return
+		s.serve(ctx, c, p, h)
+	}
+}
+
+// newExchange starts the exchange of an API request on route.
+func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
+	reqID, _ := ctx.UserValue(userValueReqID).(string)
+	c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
+	if s.tracer != nil {
+		if tctx, ok := ctx.UserValue(userValueTrace).(context.Context); ok {
+			c.ctx = tctx // the handler's work becomes the server span's children
 		}
-		if err := h(ctx, c); err != nil {
-			s.writeError(ctx, c, err, "")
-		}
+	}
+	return c
+}
+
+// serve runs h for the authenticated principal p: its key's scope and
+// budget travel with the request, its organization's rate limit applies.
+func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, h handlerFunc) {
+	c.p = p
+	c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
+	ctx.SetUserValue(userValueOrg, p.OrgID)
+	if pe := s.rateLimit(p.OrgID, c.route); pe != nil {
+		s.writeProblemIn(ctx, c.dialect, pe)
+		return
+	}
+	if err := h(ctx, c); err != nil {
+		s.writeError(ctx, c, err, "")
 	}
 }
 

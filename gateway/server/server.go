@@ -33,6 +33,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/tracing"
+	"github.com/voxgate/voxgate/gateway/ui"
 )
 
 // Store is the storage the handlers read and write directly: the list
@@ -46,6 +47,8 @@ type Store interface {
 	DeleteVoice(ctx context.Context, orgID, id string) error
 	PutMedia(ctx context.Context, m *store.Media, data []byte) error
 	GetMedia(ctx context.Context, orgID, id string) (*store.Media, error)
+	Usage(ctx context.Context, orgID string, since, until time.Time) ([]store.UsageRow, error)
+	ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error)
 }
 
 // Deps are what the server needs; the caller owns their lifecycles except
@@ -81,6 +84,8 @@ type Deps struct {
 	// Aliases are the model and voice names of the OpenAI and ElevenLabs
 	// dialects; nil means none.
 	Aliases *dialect.Aliases
+	// UI is the dashboard (assets, sessions); nil serves none.
+	UI *ui.Handler
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -145,6 +150,7 @@ type Server struct {
 	aliases  *dialect.Aliases
 	// openapi is the OpenAPI document as JSON, rendered once.
 	openapi []byte
+	ui      *ui.Handler
 
 	srv *fasthttp.Server
 	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
@@ -172,6 +178,7 @@ func New(d Deps) *Server {
 		tracer:    d.Tracer,
 		cors:      newCORS(d.Options.CORS),
 		aliases:   d.Aliases,
+		ui:        d.UI,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
@@ -214,12 +221,16 @@ func New(d Deps) *Server {
 		s.metricsRoutes(r)
 	}
 
+	if s.ui != nil {
+		s.registerUI(r)
+	}
 	rt := &routes{s: s, r: r}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
 	rt.POST("/v1/voices", "voices.create", s.createVoice)
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
 	rt.DELETE("/v1/voices/{id}", "voices.delete", s.deleteVoice)
 	rt.GET("/v1/logs", "logs.list", s.listLogs)
+	rt.GET("/v1/usage", "usage", s.usage)
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
@@ -289,10 +300,13 @@ type routes struct {
 }
 
 // GET registers an authenticated GET handler.
-func (rt *routes) GET(path, name string, h handlerFunc) { rt.r.GET(path, rt.api(name, h)) }
+func (rt *routes) GET(path, name string, h handlerFunc) { rt.handle("GET", path, name, h) }
 
 // POST registers an authenticated POST handler.
-func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.api(name, h)) }
+func (rt *routes) POST(path, name string, h handlerFunc) { rt.handle("POST", path, name, h) }
+
+// DELETE registers an authenticated DELETE handler.
+func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.handle("DELETE", path, name, h) }
 
 // GETIn registers an authenticated GET handler of a dialect (apiIn).
 func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
@@ -304,13 +318,14 @@ func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialect
 	rt.r.POST(path, rt.s.apiIn(name, d, h))
 }
 
-// DELETE registers an authenticated DELETE handler.
-func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.api(name, h)) }
-
-// api wraps h and gives its route's metrics their zeros.
-func (rt *routes) api(name string, h handlerFunc) fasthttp.RequestHandler {
+// handle registers h for bearer keys, and a /v1 route's dashboard twin
+// for sessions (ui.go), and gives the route's metrics their zeros.
+func (rt *routes) handle(method, path, name string, h handlerFunc) {
 	rt.s.metrics.Routes(name)
-	return rt.s.api(name, h)
+	rt.r.Handle(method, path, rt.s.api(name, h))
+	if rt.s.ui != nil && uiTwin(path) {
+		rt.r.Handle(method, uiPrefix+path, rt.s.session(name, h))
+	}
 }
 
 // multipartSlack is what a multipart upload may add to its file's bytes
@@ -322,7 +337,7 @@ const multipartSlack = 64 << 10
 // every other route server.max_body_bytes. A route with a small limit
 // never buffers the largest one's worth of a chunked body.
 func (s *Server) bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if bytes.HasPrefix(h.RequestURI(), []byte("/v1/media")) {
+	if uri := h.RequestURI(); bytes.HasPrefix(uri, []byte("/v1/media")) || bytes.HasPrefix(uri, []byte(uiPrefix+"/v1/media")) {
 		return fasthttp.RequestConfig{MaxRequestBodySize: max(s.opts.MaxBodyBytes, s.opts.MaxMediaBytes+multipartSlack)}
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: s.opts.MaxBodyBytes}
@@ -424,6 +439,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 		row.RequestID = c.reqID
 	}
 	row.OrgID = c.p.OrgID
+	row.KeyID = c.p.KeyID
 	if row.TS.IsZero() {
 		row.TS = c.start.UTC()
 	}
@@ -446,6 +462,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 		// rendered fine.
 		row.ErrorCode = string(c.errCode)
 	}
+	s.metrics.CountUsage(&row)
 	s.logs.Record(row)
 }
 

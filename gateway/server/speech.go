@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/dialect"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -78,6 +79,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.stream(ctx, c, cancel, out, -1) // the stream records its row when it ends
 		default:
 			defer cancel()
+			out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
 			s.writeClip(ctx, ep, out.Result)
 			s.record(ctx, c, out.Row)
 		}
@@ -240,6 +242,10 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Can
 		cs.pending = cs.frame(first)
 	}
 	cs.row.Status = fasthttp.StatusOK
+	// The meter reads the audio as the provider sends it, before any SSE
+	// framing, for the row's audio_ms.
+	cs.meter = audio.NewMeter(src.MediaType())
+	cs.meter.Write(first)
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
 	cs.row.Path = string(ctx.Path())
@@ -331,6 +337,8 @@ type chunkStream struct {
 	chars    int
 	buf      []byte
 	doneSent bool
+	// meter measures the audio relayed, for the row's audio_ms.
+	meter audio.Meter
 }
 
 // observeAtEnd implements lateObserver.
@@ -406,6 +414,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 			}
 			cs.ended = true // write the last piece, then end
 		}
+		cs.meter.Write(raw)
 		b = cs.frame(raw)
 	}
 	if t := cs.trailer(); t != nil {
@@ -446,6 +455,7 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 			}
 			cs.ended = true
 		}
+		cs.meter.Write(b)
 		cs.pending = cs.frame(b)
 	}
 	n := copy(p, cs.pending)
@@ -508,6 +518,7 @@ func (cs *chunkStream) finish(werr error) {
 			row.CreditsUsed = 0
 		}
 		row.LatencyMS = time.Since(cs.c.start).Milliseconds()
+		row.AudioMS = cs.meter.Length().Milliseconds()
 		// No ctx: fasthttp may be reusing it by now; the row already has
 		// the path and status record would read from it.
 		cs.s.record(nil, cs.c, *row)

@@ -98,6 +98,9 @@ type logRowJSON struct {
 	ModerationConfidence   float64 `json:"moderation_confidence"`
 	ModerationLatencyMS    int64   `json:"moderation_latency_ms"`
 	TimeToFirstAudioMS     int64   `json:"time_to_first_audio_ms"`
+	KeyID                  string  `json:"key_id"`
+	AudioSeconds           float64 `json:"audio_seconds"`
+	Cache                  string  `json:"cache"`
 }
 
 // tsLayout renders log timestamps as RFC 3339 in UTC with milliseconds.
@@ -118,6 +121,9 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		ModerationConfidence:   r.ModerationConfidence,
 		ModerationLatencyMS:    r.ModerationLatencyMS,
 		TimeToFirstAudioMS:     r.TimeToFirstAudioMS,
+		KeyID:                  r.KeyID,
+		AudioSeconds:           round3(float64(r.AudioMS) / 1000),
+		Cache:                  r.Cache,
 	}
 }
 

@@ -64,8 +64,9 @@ type TurnResult struct {
 	Result  *Result
 	Err     error
 	Latency time.Duration
-	// CacheHit says the turn came from the response cache (no credits).
-	CacheHit bool
+	// Cache says what the response cache did for the turn, as
+	// Spoken.Cache; a hit costs no credits.
+	Cache string
 	// Attempts are the rows of targets that failed before the one that
 	// rendered the turn.
 	Attempts []store.LogRow
@@ -355,10 +356,11 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 	for {
 		var key string
 		key, res = s.lookup(ctx, tr.Job, "turn")
-		tr.CacheHit = res != nil
 		if res != nil {
+			tr.Cache = "hit"
 			break
 		}
+		tr.Cache = cacheState(key, tr.Job)
 		attempt := time.Now()
 		var err error
 		if res, err = s.fetch(ctx, tr.Job, true); err == nil {

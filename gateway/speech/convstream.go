@@ -250,7 +250,8 @@ func (cs *ConversationStream) Rows() (store.LogRow, []store.LogRow) {
 	rows := make([]store.LogRow, 0, len(cs.turns))
 	for _, t := range cs.turns {
 		row := cs.s.logRow(t.Job)
-		if t.CacheHit {
+		row.Cache = t.Cache
+		if t.Cache == "hit" {
 			row.CreditsUsed = 0
 		}
 		row.LatencyMS = t.Latency.Milliseconds()

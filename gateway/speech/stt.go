@@ -49,7 +49,7 @@ func (s *Service) transcribePiece(ctx context.Context, j *Job, clip *audio.Clip,
 		lang = "" // the provider detects it
 	}
 	var tr *sdk.Transcript
-	err = s.callProvider(ctx, p, "transcribe", func(ctx context.Context) error {
+	err = s.callProvider(ctx, p, s.align.STTModel, "transcribe", func(ctx context.Context) error {
 		var err error
 		tr, err = stt.Transcribe(ctx, &sdk.TranscribeRequest{Model: s.align.STTModel, Audio: wav, MediaType: mediaType, Language: lang, Prompt: text, Credentials: creds})
 		return err

@@ -188,7 +188,7 @@ func (s *Service) renderReference(ctx context.Context, p *ProviderEntry, voice, 
 	var words [][]sdk.WordTimestamp
 	for _, part := range splitText(text, limit) {
 		var resp *sdk.SynthesizeResponse
-		err := s.callProvider(ctx, p, "reference", func(ctx context.Context) error {
+		err := s.callProvider(ctx, p, m.ID, "reference", func(ctx context.Context) error {
 			var err error
 			resp, err = p.Plugin.Synthesize(ctx, &sdk.SynthesizeRequest{Model: m.ID, Voice: voice, Text: part, Format: decodableFormat(m), Timestamps: true})
 			return err
@@ -215,10 +215,10 @@ func (s *Service) renderReference(ctx context.Context, p *ProviderEntry, voice, 
 	return ref, nil
 }
 
-// callProvider runs one call to provider p (not the job's) under its
-// timeout and records its metrics.
-func (s *Service) callProvider(parent context.Context, p *ProviderEntry, op string, fn func(ctx context.Context) error) error {
-	_, err := s.call(parent, &Job{Provider: p}, op, fn)
+// callProvider runs one call to model of provider p (not the job's) under
+// the provider's timeout and records its metrics.
+func (s *Service) callProvider(parent context.Context, p *ProviderEntry, model, op string, fn func(ctx context.Context) error) error {
+	_, err := s.call(parent, &Job{Provider: p, Model: &sdk.Model{ID: model}}, op, fn)
 	return err
 }
 

@@ -107,7 +107,7 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 	// A hit is moderated like any request, and costs nothing.
 	key, hit := s.lookup(ctx, j, "answer")
 	if hit != nil {
-		out.Cache, out.Row.CreditsUsed = "hit", 0
+		out.Cache, out.Row.Cache, out.Row.CreditsUsed = "hit", "hit", 0
 		if j.Delivery == DeliverStream {
 			out.Stream, _ = s.replay(hit)
 		} else {
@@ -116,6 +116,7 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 		return nil
 	}
 	out.Cache = cacheState(key, j)
+	out.Row.Cache = out.Cache
 	var err error
 	if out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed)); err != nil {
 		return err
@@ -247,7 +248,8 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 				continue
 			}
 			row := s.logRow(t.Job)
-			if t.CacheHit {
+			row.Cache = t.Cache
+			if t.Cache == "hit" {
 				row.CreditsUsed = 0
 			}
 			row.LatencyMS = t.Latency.Milliseconds()

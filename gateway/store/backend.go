@@ -19,6 +19,7 @@ type Backend interface {
 	MediaStore
 	SecretStore
 	LogStore
+	UsageStore
 
 	// Secret returns the deployment's 32-byte random secret, created with
 	// the storage and shared by every instance that uses it, so that list

@@ -222,6 +222,15 @@ type LogRow struct {
 	// TimeToFirstAudioMS is, for a realtime context, the time from its
 	// first text to its first audio on the socket; 0 elsewhere.
 	TimeToFirstAudioMS int64
+	// KeyID is the id of the API key that made the request ("" in rows
+	// written before keys were logged).
+	KeyID string
+	// AudioMS is the length of the audio sent, in milliseconds (0 when
+	// none was, or the format's length could not be told).
+	AudioMS int64
+	// Cache is the response cache's outcome ("hit", "miss", "bypass" for
+	// Cache-Control: no-cache, or "" when the cache is off or not asked).
+	Cache string
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

@@ -25,6 +25,8 @@
 //	logs_by_provider         len16 + provider + logs key          -> ""
 //	logs_by_provider_status  len16 + provider + status16 + logs key -> ""
 //	logs_by_status           status16 + logs key                  -> ""
+//	usage        day ns (8B BE) + len16 provider + len16 model + len16 key id
+//	             -> usage counts (protobuf wire format; see usage.go)
 //
 // # Invariants
 //
@@ -50,6 +52,12 @@
 // predicate per row. Each log row and all its index entries are written in
 // the same transaction and deleted in the same transaction by PurgeLogs, so
 // an index entry always has its row.
+//
+// The usage rollup is written in the transaction of the log rows it
+// counts (AppendLogs), so it always equals the aggregate of the top-level
+// rows written, and GET /v1/usage reads O(days x providers x models x
+// keys) entries whatever the log's size. PurgeLogs keeps
+// store.UsageRetention of it, longer than the rows themselves.
 //
 // User data (voices, media, keys, secrets) is committed with fsync before a
 // write method returns. Log rows arrive in batches (package reqlog) and a

@@ -43,7 +43,10 @@ const (
 	fieldModerationReasonDetail protowire.Number = 17
 	fieldModerationConfidence   protowire.Number = 18
 	fieldModerationLatencyMS    protowire.Number = 19
-	fieldTimeToFirstAudioMS     protowire.Number = 20
+	fieldKeyID                  protowire.Number = 20
+	fieldAudioMS                protowire.Number = 21
+	fieldCache                  protowire.Number = 22
+	fieldTimeToFirstAudioMS     protowire.Number = 23
 )
 
 // logKeyLen is the length of a log primary key: 8 bytes of big-endian
@@ -100,6 +103,9 @@ func encodeLogRow(b []byte, r *store.LogRow) []byte {
 		b = protowire.AppendFixed64(b, math.Float64bits(r.ModerationConfidence))
 	}
 	num(fieldModerationLatencyMS, r.ModerationLatencyMS)
+	str(fieldKeyID, r.KeyID)
+	num(fieldAudioMS, r.AudioMS)
+	str(fieldCache, r.Cache)
 	num(fieldTimeToFirstAudioMS, r.TimeToFirstAudioMS)
 	return b
 }
@@ -158,6 +164,10 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.ModerationReasonType = s
 			case fieldModerationReasonDetail:
 				r.ModerationReasonDetail = s
+			case fieldKeyID:
+				r.KeyID = s
+			case fieldCache:
+				r.Cache = s
 			}
 			b = b[n:]
 		case protowire.VarintType:
@@ -177,6 +187,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.LatencyMS = v
 			case fieldModerationLatencyMS:
 				r.ModerationLatencyMS = v
+			case fieldAudioMS:
+				r.AudioMS = v
 			case fieldTimeToFirstAudioMS:
 				r.TimeToFirstAudioMS = v
 			}

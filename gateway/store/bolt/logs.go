@@ -185,7 +185,7 @@ func (s *Store) AppendLogs(ctx context.Context, rows []store.LogRow) error {
 				return err
 			}
 		}
-		return nil
+		return addUsage(tx, store.RollUp(rows, now))
 	})
 	if err != nil {
 		return fmt.Errorf("store: append %d log rows: %w", len(rows), err)
@@ -199,8 +199,8 @@ func encodedLogRowSize(r *store.LogRow) int {
 	n := len(r.RequestID) + len(r.ParentRequestID) + len(r.Path) + len(r.Provider) +
 		len(r.Model) + len(r.VoiceID) + len(r.VoiceRef) + len(r.ErrorCode) +
 		len(r.ErrorDetail) + len(r.ProviderOptions) + len(r.ModerationDecision) +
-		len(r.ModerationReasonType) + len(r.ModerationReasonDetail)
-	return n + 19*(2+10)
+		len(r.ModerationReasonType) + len(r.ModerationReasonDetail) + len(r.KeyID) + len(r.Cache)
+	return n + 22*(2+10)
 }
 
 // ListLogs returns up to limit rows of orgID matching f, newest TS first,
@@ -304,6 +304,9 @@ func (s *Store) PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: purge logs: %w", err)
+	}
+	if err := s.purgeUsage(ctx, s.now().Add(-store.UsageRetention)); err != nil {
+		return 0, fmt.Errorf("store: purge usage: %w", err)
 	}
 	cutoff := unixNanos(olderThan)
 	total := 0

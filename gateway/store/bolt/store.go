@@ -18,8 +18,10 @@ import (
 )
 
 // schemaVersion is the on-disk layout version written into the meta bucket.
-// Open refuses a file with a newer version instead of misreading it.
-const schemaVersion = 1
+// Open refuses a file with a newer version instead of misreading it, and
+// upgrades an older one: version 2 added the usage rollup, built from the
+// existing log rows on first open (see backfillUsage).
+const schemaVersion = 2
 
 // lockTimeout bounds how long Open waits for the file lock, so a second
 // gateway started on the same file fails fast with store.ErrLocked instead of
@@ -47,6 +49,7 @@ const (
 	bucketLogsProvider       = "logs_by_provider"
 	bucketLogsProviderStatus = "logs_by_provider_status"
 	bucketLogsStatus         = "logs_by_status"
+	bucketUsage              = "usage"
 
 	metaSchema = "schema"
 	metaSecret = "secret"
@@ -113,8 +116,14 @@ func (s *Store) init() error {
 			if len(v) != 8 {
 				return fmt.Errorf("corrupt schema version (%d bytes)", len(v))
 			}
-			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
+			got := binary.BigEndian.Uint64(v)
+			if got > schemaVersion {
 				return fmt.Errorf("database schema version %d is newer than this binary's %d", got, schemaVersion)
+			}
+			if got < 2 {
+				if err := backfillUsage(tx); err != nil {
+					return fmt.Errorf("build the usage rollup from the request log: %w", err)
+				}
 			}
 		}
 		if err := meta.Put([]byte(metaSchema), binary.BigEndian.AppendUint64(nil, schemaVersion)); err != nil {

@@ -50,6 +50,9 @@ func (s *Store) ImportLogs(ctx context.Context, rows []store.LogRow, name string
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"request_logs"}, logColumns, &logSource{rows: rows, now: now, i: -1}); err != nil {
 				return err
 			}
+			if err := addUsage(ctx, tx, store.RollUp(rows, fromNanos(now))); err != nil {
+				return err
+			}
 		}
 		_, err := tx.Exec(ctx, "INSERT INTO voxgate_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", "migrate/"+name, value)
 		return err

@@ -22,12 +22,13 @@ var logColumns = []string{
 	"voice_id", "voice_ref", "char_count", "credits_used", "latency_ms", "error_code",
 	"error_detail", "provider_options", "moderation_decision", "moderation_reason_type",
 	"moderation_reason_detail", "moderation_confidence", "moderation_latency_ms", "time_to_first_audio_ms",
+	"key_id", "audio_ms", "cache",
 }
 
 const logSelect = `SELECT ts, seq, request_id, parent_request_id, path, status, provider, model,
 	voice_id, voice_ref, char_count, credits_used, latency_ms, error_code, error_detail,
 	provider_options, moderation_decision, moderation_reason_type, moderation_reason_detail,
-	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms FROM request_logs`
+	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms, key_id, audio_ms, cache FROM request_logs`
 
 // partitions remembers which day partitions exist, so a batch checks the
 // database only for a day it has not seen (once a day per instance).
@@ -117,8 +118,10 @@ func (s *Store) AppendLogs(ctx context.Context, rows []store.LogRow) error {
 	}
 	src := &logSource{rows: rows, now: now, i: -1}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"request_logs"}, logColumns, src)
-		return err
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"request_logs"}, logColumns, src); err != nil {
+			return err
+		}
+		return addUsage(ctx, tx, store.RollUp(rows, fromNanos(now)))
 	})
 	if err != nil {
 		// A partition dropped by another instance's purge since we cached
@@ -136,7 +139,7 @@ type logSource struct {
 	rows []store.LogRow
 	now  int64
 	i    int
-	vals [22]any
+	vals [25]any
 }
 
 func (l *logSource) Next() bool { l.i++; return l.i < len(l.rows) }
@@ -147,11 +150,12 @@ func (l *logSource) Values() ([]any, error) {
 	if !r.TS.IsZero() {
 		ts = nanos(r.TS)
 	}
-	l.vals = [22]any{
+	l.vals = [25]any{
 		r.OrgID, ts, r.RequestID, r.ParentRequestID, r.Path, int32(r.Status), r.Provider, r.Model,
 		r.VoiceID, r.VoiceRef, int32(r.CharCount), int32(r.CreditsUsed), r.LatencyMS, r.ErrorCode,
 		r.ErrorDetail, r.ProviderOptions, r.ModerationDecision, r.ModerationReasonType,
 		r.ModerationReasonDetail, r.ModerationConfidence, r.ModerationLatencyMS, r.TimeToFirstAudioMS,
+		r.KeyID, r.AudioMS, r.Cache,
 	}
 	return l.vals[:], nil
 }
@@ -222,7 +226,7 @@ func (s *Store) ListLogs(ctx context.Context, orgID string, f store.LogFilter, l
 		if err := rs.Scan(&ts, &seq, &r.RequestID, &r.ParentRequestID, &r.Path, &status, &r.Provider, &r.Model,
 			&r.VoiceID, &r.VoiceRef, &chars, &credits, &r.LatencyMS, &r.ErrorCode, &r.ErrorDetail,
 			&r.ProviderOptions, &r.ModerationDecision, &r.ModerationReasonType, &r.ModerationReasonDetail,
-			&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS); err != nil {
+			&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS, &r.KeyID, &r.AudioMS, &r.Cache); err != nil {
 			return nil, nil, false, fmt.Errorf("store: list logs: %w", classify(err))
 		}
 		r.OrgID, r.TS = orgID, fromNanos(ts)
@@ -243,6 +247,9 @@ func (s *Store) ListLogs(ctx context.Context, orgID string, f store.LogFilter, l
 // cutoff are dropped (no row-by-row delete, no vacuum debt); the one
 // partition the cutoff falls inside loses its old rows with a DELETE.
 func (s *Store) PurgeLogs(ctx context.Context, olderThan time.Time) (int, error) {
+	if err := s.purgeUsage(ctx, s.now().Add(-store.UsageRetention)); err != nil {
+		return 0, err
+	}
 	cut := nanos(olderThan)
 	cutDay := dayOf(cut)
 	rows, err := s.pool.Query(ctx, `SELECT c.relname FROM pg_inherits i

@@ -26,6 +26,11 @@
 // partitions on ts, so the planner appends them in order and stops after
 // the page. A batch goes in with COPY in one transaction.
 //
+// The usage rollup (usage_daily, one row per organization, day, provider,
+// model and key) is upserted in the transaction that copies a batch of
+// log rows in, its groups in one sorted order so that instances writing
+// at once cannot deadlock; GET /v1/usage reads a range of its primary key.
+//
 // Key changes are announced with NOTIFY on channel voxgate_keys in the
 // transaction that makes them; WatchKeys listens, so every instance's
 // in-memory key table follows within a second.

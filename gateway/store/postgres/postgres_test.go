@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func open(t *testing.T, dsn string, opts store.Options) *postgres.Store {
+func open(t testing.TB, dsn string, opts store.Options) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), dsn, postgres.Options{Options: opts})
 	if err != nil {

@@ -265,6 +265,7 @@ func testLogRowRoundTrip(t *testing.T, open Opener) {
 		ErrorDetail: "ünïcode ✓ detail", ProviderOptions: `{"a":1}`, ModerationDecision: "block",
 		ModerationReasonType: "rule", ModerationReasonDetail: "slur", ModerationConfidence: 0.875, ModerationLatencyMS: 3,
 		TimeToFirstAudioMS: 42,
+		KeyID:              "key-1", AudioMS: 2500, Cache: "hit",
 	}
 	negative := store.LogRow{RequestID: "r2", OrgID: "o", TS: clk.Now(), Status: -1, LatencyMS: -5, ModerationConfidence: -0.5}
 	defaulted := store.LogRow{RequestID: "r3", OrgID: "o"} // zero TS: "now"
@@ -845,6 +846,19 @@ func testConcurrentWriters(t *testing.T, open Opener) {
 	}
 	if len(ids) != writers*batches*rowsPer || len(seen) != len(ids) {
 		t.Fatalf("%d rows listed, %d distinct; want %d", len(ids), len(seen), writers*batches*rowsPer)
+	}
+	// Concurrent batches add to the same rollup row: none may be lost.
+	day := store.UsageDayOf(time.Now())
+	usage, err := s.Usage(ctx, "o1", day.Add(-store.UsageDay), day.Add(2*store.UsageDay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests int64
+	for _, u := range usage {
+		requests += u.Requests
+	}
+	if requests != writers*batches*rowsPer {
+		t.Fatalf("usage counts %d requests, want %d", requests, writers*batches*rowsPer)
 	}
 	var after store.Position
 	voices := map[string]bool{}

@@ -15,7 +15,9 @@
 // uploads), secrets (replace, byte-ordered names), request logs (every
 // filter of GET /v1/logs alone and combined against a brute-force model,
 // paging while rows arrive, equal timestamps in write order, the retention
-// window, purges, atomic batches, every field round-tripped), organization
+// window, purges, atomic batches, every field round-tripped), the usage
+// rollup (equal to aggregating the log rows, per window and organization,
+// kept past the rows' purge, exact under concurrent batches), organization
 // isolation for every kind, concurrent writers, the shared secret, and a
 // canceled context. Each case opens its own empty backend with a clock the
 // case controls.
@@ -60,6 +62,9 @@ var cases = []struct {
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},
 	{"ConcurrentWriters", testConcurrentWriters},
+	{"UsageMatchesLog", testUsageMatchesLog},
+	{"UsageOutlivesLogs", testUsageOutlivesLogs},
+	{"UsageRejectsBadWindow", testUsageRejectsBadWindow},
 	{"Secret", testSecret},
 	{"CanceledContext", testCanceledContext},
 }

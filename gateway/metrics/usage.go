@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// usage holds the per-organization usage counters: the same figures as
+// GET /v1/usage (top-level requests only, see store.Counted), as they
+// happen, for alerting and dashboards outside the gateway. Organizations
+// come from the config, so the org label's values are bounded.
+type usage struct {
+	requests, characters, audioSeconds, credits *prometheus.CounterVec
+
+	// orgs caches each organization's counters, so a request costs no
+	// label hashing.
+	orgs sync.Map // org id -> *orgUsage
+}
+
+type orgUsage struct {
+	requests, characters, audioSeconds, credits prometheus.Counter
+}
+
+func newUsage() *usage {
+	vec := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"org"})
+	}
+	return &usage{
+		requests:     vec("voxgate_usage_requests_total", "Requests counted towards usage (conversation turns are in their conversation), by organization."),
+		characters:   vec("voxgate_usage_characters_total", "Characters synthesized, by organization."),
+		audioSeconds: vec("voxgate_usage_audio_seconds_total", "Seconds of audio sent, by organization."),
+		credits:      vec("voxgate_usage_credits_total", "Credits charged, by organization."),
+	}
+}
+
+func (u *usage) collectors() []prometheus.Collector {
+	return []prometheus.Collector{u.requests, u.characters, u.audioSeconds, u.credits}
+}
+
+func (u *usage) org(id string) *orgUsage {
+	if o, ok := u.orgs.Load(id); ok {
+		return o.(*orgUsage)
+	}
+	o := &orgUsage{
+		requests:     u.requests.WithLabelValues(id),
+		characters:   u.characters.WithLabelValues(id),
+		audioSeconds: u.audioSeconds.WithLabelValues(id),
+		credits:      u.credits.WithLabelValues(id),
+	}
+	actual, _ := u.orgs.LoadOrStore(id, o)
+	return actual.(*orgUsage)
+}
+
+// CountUsage adds a request-log row to its organization's usage counters
+// when it counts towards usage. Hot path (every request): a map load and
+// four atomic adds.
+func (m *Metrics) CountUsage(r *store.LogRow) {
+	if m == nil || r.OrgID == "" || !store.Counted(r) {
+		return
+	}
+	o := m.usage.org(r.OrgID)
+	o.requests.Inc()
+	if r.CharCount > 0 {
+		o.characters.Add(float64(r.CharCount))
+	}
+	if r.AudioMS > 0 {
+		o.audioSeconds.Add(float64(r.AudioMS) / 1000)
+	}
+	if r.CreditsUsed > 0 {
+		o.credits.Add(float64(r.CreditsUsed))
+	}
+}

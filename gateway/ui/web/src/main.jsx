@@ -1,0 +1,121 @@
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import "./style.css";
+import { ApiError, getJSON, onSessionLost, sendJSON, setCSRF } from "./api.js";
+import { Logs } from "./logs.jsx";
+import { Usage } from "./usage.jsx";
+import { Voices } from "./voices.jsx";
+import { Playground } from "./playground.jsx";
+import { Providers } from "./providers.jsx";
+
+const views = [
+  { id: "logs", title: "Logs", View: Logs },
+  { id: "usage", title: "Usage", View: Usage },
+  { id: "voices", title: "Voices", View: Voices },
+  { id: "playground", title: "Playground", View: Playground },
+  { id: "providers", title: "Providers", View: Providers },
+];
+
+function currentView() {
+  const id = location.hash.replace(/^#\/?/, "").split("?")[0];
+  return views.find((v) => v.id === id) || views[0];
+}
+
+function SignIn({ message, onSignedIn }) {
+  const [key, setKey] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  async function submit(e) {
+    e.preventDefault();
+    setBusy(true);
+    setError("");
+    try {
+      const s = await sendJSON("POST", "/session", { key: key.trim() });
+      setKey("");
+      onSignedIn(s);
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : "The gateway could not be reached.");
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <main class="signin" id="main">
+      <h1>voxgate</h1>
+      <p class="lede">Sign in with an API key of your organization. The key is exchanged for a session; it is not kept in the browser.</p>
+      {message && <p class="notice" role="status">{message}</p>}
+      <form onSubmit={submit}>
+        <label for="key">API key</label>
+        <input id="key" name="key" type="password" autocomplete="off" spellcheck={false} placeholder="vxk_…" required
+          value={key} onInput={(e) => setKey(e.currentTarget.value)} aria-describedby={error ? "signin-error" : undefined} />
+        <button type="submit" disabled={busy || !key.trim()}>{busy ? "Signing in…" : "Sign in"}</button>
+        {error && <p id="signin-error" class="error" role="alert">{error}</p>}
+      </form>
+    </main>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState(null);
+  const [checked, setChecked] = useState(false);
+  const [message, setMessage] = useState("");
+  const [view, setView] = useState(currentView());
+
+  useEffect(() => {
+    onSessionLost((problem) => {
+      setCSRF("");
+      setSession(null);
+      setMessage(problem && problem.code === "session_expired"
+        ? "Your session expired. Sign in again."
+        : (problem && problem.detail) || "You were signed out.");
+    });
+    getJSON("/session")
+      .then((s) => { setCSRF(s.csrf_token); setSession(s); })
+      .catch(() => {})
+      .finally(() => setChecked(true));
+    const onHash = () => setView(currentView());
+    addEventListener("hashchange", onHash);
+    return () => removeEventListener("hashchange", onHash);
+  }, []);
+
+  useEffect(() => {
+    document.title = session ? `${view.title} · voxgate` : "Sign in · voxgate";
+  }, [view, session]);
+
+  if (!checked) return null;
+  if (!session) {
+    return <SignIn message={message} onSignedIn={(s) => { setCSRF(s.csrf_token); setMessage(""); setSession(s); }} />;
+  }
+  async function signOut() {
+    try {
+      await sendJSON("DELETE", "/session");
+    } catch { /* the cookie may already be gone */ }
+    setCSRF("");
+    setSession(null);
+    setMessage("You signed out.");
+  }
+  const { View } = view;
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header class="top">
+        <span class="brand">voxgate</span>
+        <nav aria-label="Dashboard">
+          <ul>
+            {views.map((v) => (
+              <li key={v.id}><a href={"#/" + v.id} aria-current={v.id === view.id ? "page" : undefined}>{v.title}</a></li>
+            ))}
+          </ul>
+        </nav>
+        <span class="who">org <strong>{session.org}</strong></span>
+        <button type="button" class="quiet" onClick={signOut}>Sign out</button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <h1>{view.title}</h1>
+        <View key={view.id} session={session} />
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app"));
