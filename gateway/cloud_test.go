@@ -123,7 +123,7 @@ func TestCloudProvidersEndToEnd(t *testing.T) {
 	assertPaths(t, p, "speed")
 
 	// OpenAI has no word timestamps; ElevenLabs does.
-	c.do("POST", "/v1/audio/speech/with-timestamps", "acme", oaiBody).problem(t, 501, "timestamps_unsupported")
+	c.do("POST", "/v1/audio/speech/with-timestamps", "acme", oaiBody).problem(t, 503, "timestamps_unavailable")
 	voice := c.el.VoiceIDs()[0]
 	r = c.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "elevenlabs", "voice": voice, "text": "Word timing from alignment."})
 	if r.status != 200 {
@@ -144,7 +144,7 @@ func TestCloudProvidersEndToEnd(t *testing.T) {
 	}
 
 	// An org that brings its own key but stored none gets a clear problem.
-	c.do("POST", "/v1/audio/speech", "initech", map[string]any{"model": "elevenlabs", "voice": voice, "text": "x"}).problem(t, 422, "provider_credentials_missing")
+	c.do("POST", "/v1/audio/speech", "initech", map[string]any{"model": "elevenlabs", "voice": voice, "text": "x"}).problem(t, 403, "no_api_key")
 
 	// The catalog shows the flags, never a key.
 	cat := c.do("GET", "/v1/providers", "globex", nil)

@@ -286,7 +286,7 @@ func TestSpeechErrors(t *testing.T) {
 		{"saved voice missing", "/v1/audio/speech", "acme", map[string]any{"voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "text": "x"}, 404, "voice_not_found", ""},
 		{"saved voice not uuid", "/v1/audio/speech", "acme", map[string]any{"voiceId": "abc", "text": "x"}, 404, "voice_not_found", ""},
 		{"text too long", "/v1/audio/speech", "acme", tk(strings.Repeat("a", 101)), 422, "text_too_long", ""},
-		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "timestamps_unsupported", ""},
+		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 503, "timestamps_unavailable", ""},
 		{"no streaming", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "streaming_unsupported", ""},
 
 		{"disabled provider", "/v1/audio/speech", "globex", speechBody("hello"), 403, "provider_disabled", ""},

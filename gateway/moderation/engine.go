@@ -6,7 +6,7 @@
 // sdk.Moderator, such as plugins/openai-moderation). The first check that
 // blocks decides; when a check fails or does not answer within the
 // ruleset's timeout, the ruleset's mode decides: fail_closed blocks the
-// request (503), fail_open lets it through and says so in the request log.
+// request (403), fail_open lets it through and says so in the request log.
 // Every ruleset that is not off also blocks TestPhrase.
 //
 // The outcome is a Verdict, which lands in the request's log row and in the

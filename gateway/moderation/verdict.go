@@ -47,11 +47,13 @@ type Verdict struct {
 // Blocked reports whether the request must not reach the provider.
 func (v Verdict) Blocked() bool { return v.Decision == DecisionBlock }
 
-// Status is the HTTP status of a blocked request: 503 when the check
-// itself failed (fail closed), 422 when the content was blocked.
+// Status is the HTTP status of a blocked request: 403 when the check
+// itself failed and the ruleset fails closed (the status the hosted
+// service's API reference gives a "fail-closed moderation outage"; 503
+// before docs/compatibility.md), 422 when the content was blocked.
 func (v Verdict) Status() int {
 	if v.ReasonType == ReasonErrorFailClosed {
-		return 503
+		return 403
 	}
 	return 422
 }

@@ -29,23 +29,42 @@ const (
 	InvalidCursor           Code = "invalid_cursor"
 	Unauthorized            Code = "unauthorized"
 	ProviderDisabled        Code = "provider_disabled"
-	VoiceNotFound           Code = "voice_not_found"
-	MediaNotFound           Code = "media_not_found"
-	NotFound                Code = "not_found"
-	MethodNotAllowed        Code = "method_not_allowed"
-	PayloadTooLarge         Code = "payload_too_large"
-	UnsupportedMediaType    Code = "unsupported_media_type"
-	VoiceIncomplete         Code = "voice_incomplete"
-	UnknownProvider         Code = "unknown_provider"
-	UnknownModel            Code = "unknown_model"
-	TextTooLong             Code = "text_too_long"
-	NoCredentials           Code = "provider_credentials_missing"
-	ProviderRejected        Code = "provider_rejected_request"
+	// NoAPIKey says the organization brings its own key for the provider
+	// (BYOK) but has none stored, and may not use the gateway's managed
+	// key: the documented code. Before docs/compatibility.md the same
+	// situation was 422 provider_credentials_missing, its alias.
+	NoAPIKey Code = "no_api_key"
+	// BYOKNotAllowed refuses to store a key the organization's
+	// configuration would never use (its byok flag is off).
+	BYOKNotAllowed Code = "byok_not_allowed"
+	// ProviderKeyRejected says the provider refused a key given to PUT
+	// /v1/api-keys/{providerId}; the key was not stored.
+	ProviderKeyRejected Code = "provider_key_rejected"
+	// Conflict is the documented 409: a name or word already taken, or a
+	// change the resource's state forbids.
+	Conflict             Code = "conflict"
+	DictionaryNotFound   Code = "dictionary_not_found"
+	RuleNotFound         Code = "rule_not_found"
+	VoiceNotFound        Code = "voice_not_found"
+	MediaNotFound        Code = "media_not_found"
+	NotFound             Code = "not_found"
+	MethodNotAllowed     Code = "method_not_allowed"
+	PayloadTooLarge      Code = "payload_too_large"
+	UnsupportedMediaType Code = "unsupported_media_type"
+	VoiceIncomplete      Code = "voice_incomplete"
+	UnknownProvider      Code = "unknown_provider"
+	UnknownModel         Code = "unknown_model"
+	TextTooLong          Code = "text_too_long"
+	ProviderRejected     Code = "provider_rejected_request"
 	// ModerationBlocked is the code of the moderation envelope; it appears
 	// as a problem only inside a conversation's failedTurns.
-	ModerationBlocked     Code = "content_moderation_blocked"
-	RateLimited           Code = "rate_limited"
-	TimestampsUnsupported Code = "timestamps_unsupported"
+	ModerationBlocked Code = "content_moderation_blocked"
+	RateLimited       Code = "rate_limited"
+	// TimestampsUnavailable says word timestamps could not be produced
+	// for the request: the documented code and status. Before
+	// docs/compatibility.md a model without timestamps was 501
+	// timestamps_unsupported, its alias.
+	TimestampsUnavailable Code = "timestamps_unavailable"
 	StreamingUnsupported  Code = "streaming_unsupported"
 	CloningUnsupported    Code = "cloning_unsupported"
 	ProviderError         Code = "provider_error"
@@ -85,6 +104,12 @@ var table = map[Code]meta{
 	InvalidCursor:           {400, "Invalid cursor"},
 	Unauthorized:            {401, "Missing or invalid API key"},
 	ProviderDisabled:        {403, "Provider disabled for this organization"},
+	NoAPIKey:                {403, "No provider key for this organization"},
+	BYOKNotAllowed:          {403, "This organization does not bring its own key for this provider"},
+	ProviderKeyRejected:     {400, "The provider rejected the key"},
+	Conflict:                {409, "Conflict"},
+	DictionaryNotFound:      {404, "Pronunciation dictionary not found"},
+	RuleNotFound:            {404, "Pronunciation rule not found"},
 	VoiceNotFound:           {404, "Voice not found"},
 	MediaNotFound:           {404, "Media not found"},
 	NotFound:                {404, "Not found"},
@@ -95,11 +120,10 @@ var table = map[Code]meta{
 	UnknownProvider:         {422, "Unknown provider"},
 	UnknownModel:            {422, "Unknown model"},
 	TextTooLong:             {422, "Text too long"},
-	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},
 	ModerationBlocked:       {422, "Blocked by content moderation"},
 	RateLimited:             {429, "Rate limit exceeded"},
-	TimestampsUnsupported:   {501, "Timestamps not supported by this model"},
+	TimestampsUnavailable:   {503, "Word timestamps unavailable"},
 	StreamingUnsupported:    {501, "Streaming not supported by this model"},
 	CloningUnsupported:      {501, "Voice cloning not supported by this provider"},
 	ProviderError:           {502, "Provider error"},

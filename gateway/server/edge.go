@@ -52,6 +52,10 @@ const (
 
 var (
 	headerRequestID = []byte("X-Request-Id")
+	// headerServiceRequestID carries the same id under the name the
+	// hosted service's documentation gives it (x-speechbase-request-id),
+	// for clients written against that name.
+	headerServiceRequestID = []byte("X-Speechbase-Request-Id")
 	contentJSON     = []byte("application/json")
 	contentProblem  = "application/problem+json"
 )
@@ -63,7 +67,9 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		start := time.Now()
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
-		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
+		id := []byte(reqID)
+		ctx.Response.Header.SetBytesKV(headerRequestID, id)
+		ctx.Response.Header.SetBytesKV(headerServiceRequestID, id)
 		if ambiguousLength(&ctx.Request.Header) {
 			// RFC 9112 section 6.1: a request with both Content-Length and
 			// Transfer-Encoding must be treated as an error and the

@@ -35,6 +35,7 @@ import (
 type Store interface {
 	ListVoices(ctx context.Context, orgID string, limit int, after store.Position) ([]store.Voice, store.Position, bool, error)
 	ListLogs(ctx context.Context, orgID string, f store.LogFilter, limit int, after store.Position) ([]store.LogRow, store.Position, bool, error)
+	GetLog(ctx context.Context, orgID, requestID string) (*store.LogRow, error)
 	CreateVoice(ctx context.Context, v *store.Voice) error
 	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
 	DeleteVoice(ctx context.Context, orgID, id string) error
@@ -159,6 +160,7 @@ func New(d Deps) *Server {
 	r.PanicHandler = nil // edge recovers, so the metrics and log see it too
 
 	r.GET("/healthz", s.healthz)
+	r.GET("/health", s.healthz) // the hosted service's documented public probe
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", d.Metrics.Handler())
 
@@ -168,6 +170,7 @@ func New(d Deps) *Server {
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
 	rt.DELETE("/v1/voices/{id}", "voices.delete", s.deleteVoice)
 	rt.GET("/v1/logs", "logs.list", s.listLogs)
+	rt.GET("/v1/logs/{requestId}", "logs.get", s.getLog)
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
@@ -178,6 +181,7 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.POST("/v1/audio/conversation/stream", "conversation.stream", s.conversationStream)
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
+		rt.GET("/v1/audio/providers", "providers.documented", s.listAudioProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
 	}
 

@@ -203,7 +203,7 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	switch j.Delivery {
 	case DeliverTimestamps:
 		if !caps.Timestamps {
-			return problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps", name)
+			return problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps", name)
 		}
 	case DeliverStream:
 		if !caps.Streaming {

@@ -104,6 +104,10 @@ type LogStore interface {
 	// position after. Rows older than the retention are never returned.
 	// A page reads O(limit) rows whatever the table's size.
 	ListLogs(ctx context.Context, orgID string, f LogFilter, limit int, after Position) (rows []LogRow, next Position, hasMore bool, err error)
+	// GetLog returns orgID's row of request requestID (the newest, should
+	// an id repeat), or ErrNotFound; rows older than the retention are
+	// not found. One index lookup, whatever the log's size.
+	GetLog(ctx context.Context, orgID, requestID string) (*LogRow, error)
 	// PurgeLogs deletes the rows of every organization older than
 	// olderThan and returns how many it deleted.
 	PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)

@@ -25,6 +25,7 @@
 //	logs_by_provider         len16 + provider + logs key          -> ""
 //	logs_by_provider_status  len16 + provider + status16 + logs key -> ""
 //	logs_by_status           status16 + logs key                  -> ""
+//	logs_by_request          len16 + request_id + logs key        -> ""  (schema 2)
 //
 // # Invariants
 //

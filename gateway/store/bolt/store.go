@@ -19,7 +19,7 @@ import (
 
 // schemaVersion is the on-disk layout version written into the meta bucket.
 // Open refuses a file with a newer version instead of misreading it.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // lockTimeout bounds how long Open waits for the file lock, so a second
 // gateway started on the same file fails fast with store.ErrLocked instead of
@@ -47,6 +47,7 @@ const (
 	bucketLogsProvider       = "logs_by_provider"
 	bucketLogsProviderStatus = "logs_by_provider_status"
 	bucketLogsStatus         = "logs_by_status"
+	bucketLogsRequest        = "logs_by_request"
 
 	metaSchema = "schema"
 	metaSecret = "secret"
@@ -61,6 +62,9 @@ type Store struct {
 	// retention is how far back ListLogs reads (storage.log_retain_days).
 	retention time.Duration
 	secret    []byte
+	// upgradeFrom is the schema version of an older file being opened,
+	// 0 when the file is current.
+	upgradeFrom uint64
 	// logFill is the FillPercent used for log buckets. Log keys arrive in
 	// (nearly) ascending order within each bucket or index prefix, so pages
 	// split near-full instead of bbolt's default half-full; that halves the
@@ -96,6 +100,10 @@ func Open(path string, opts store.Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: initialize %s: %w", path, err)
 	}
+	if err := s.upgrade(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: upgrade %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -113,12 +121,20 @@ func (s *Store) init() error {
 			if len(v) != 8 {
 				return fmt.Errorf("corrupt schema version (%d bytes)", len(v))
 			}
-			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
+			got := binary.BigEndian.Uint64(v)
+			if got > schemaVersion {
 				return fmt.Errorf("database schema version %d is newer than this binary's %d", got, schemaVersion)
 			}
+			if got < schemaVersion {
+				// upgrade (upgrade.go) records the new version once the
+				// file's data has the newer layout.
+				s.upgradeFrom = got
+			}
 		}
-		if err := meta.Put([]byte(metaSchema), binary.BigEndian.AppendUint64(nil, schemaVersion)); err != nil {
-			return err
+		if s.upgradeFrom == 0 {
+			if err := meta.Put([]byte(metaSchema), binary.BigEndian.AppendUint64(nil, schemaVersion)); err != nil {
+				return err
+			}
 		}
 		if v := meta.Get([]byte(metaSecret)); v != nil {
 			if len(v) != secretLen {

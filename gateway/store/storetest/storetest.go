@@ -62,6 +62,7 @@ var cases = []struct {
 	{"ConcurrentWriters", testConcurrentWriters},
 	{"Secret", testSecret},
 	{"CanceledContext", testCanceledContext},
+	{"GetLog", testGetLog},
 }
 
 // clock is a settable time source for Options.Now.
