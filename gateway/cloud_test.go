@@ -163,8 +163,7 @@ func TestCloudCloning(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("clone: %d %s", r.status, r.body)
 	}
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	if v.VoiceID == "" {
 		t.Fatal("no provider voice id")
 	}

@@ -1,10 +1,17 @@
 package gateway_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
 // The behaviour docs/compatibility.md promises beyond the spec: the
@@ -94,5 +101,252 @@ func TestDocumentedReads(t *testing.T) {
 		if h == "" || rr.header.Get("X-Speechbase-Request-Id") != h {
 			t.Errorf("status %d: X-Request-Id %q, X-Speechbase-Request-Id %q", rr.status, h, rr.header.Get("X-Speechbase-Request-Id"))
 		}
+	}
+}
+
+// lastCall returns the newest synthesize call the test plugin received.
+func (tg *testGateway) lastCall(t *testing.T) calllog.Call {
+	t.Helper()
+	calls, err := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(calls) - 1; i >= 0; i-- {
+		if calls[i].Method == "synthesize" || calls[i].Method == "stream" {
+			return calls[i]
+		}
+	}
+	t.Fatal("the plugin received no synthesis call")
+	return calllog.Call{}
+}
+
+// TestDocumentedRequestShapes: bodies with and without mode, the output
+// shorthand, instructions, a saved voice's options merged with the
+// request's, and the timestamps modes of the speech endpoints.
+func TestDocumentedRequestShapes(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	voiceID := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Kit", "provider": "testkit", "model": "test", "voice_id": "alpha",
+		"provider_options": map[string]any{"saved": 1, "both": "voice"}}).voice(t).ID
+
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"inline without mode", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi"}},
+		{"inline with mode", map[string]any{"mode": "inline", "model": "testkit/test", "voice": "alpha", "text": "hi"}},
+		{"voice without mode", map[string]any{"voiceId": voiceID, "text": "hi"}},
+		{"voice with mode", map[string]any{"mode": "voice", "voiceId": voiceID, "text": "hi"}},
+	} {
+		if r := tg.do("POST", "/v1/audio/speech", "acme", tc.body); r.status != 200 {
+			t.Errorf("%s: %d %s", tc.name, r.status, r.body)
+		}
+	}
+	p := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"mode": "voice", "model": "testkit/test", "voice": "alpha", "text": "hi"}).problem(t, 400, "validation_failed")
+	if p.Validation[0].Path[0] != "mode" {
+		t.Errorf("mode mismatch names %v", p.Validation)
+	}
+
+	// output: the string shorthand and the object.
+	for _, tc := range []struct {
+		output any
+		media  string
+	}{
+		{"mp3", "audio/mpeg"},
+		{"wav", "audio/wav"},
+		{"pcm", "audio/pcm;rate=16000"},
+		{map[string]any{"format": "mp3", "bitrate": 64}, "audio/mpeg"},
+	} {
+		r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "output": tc.output})
+		if r.status != 200 || r.header.Get("Content-Type") != tc.media {
+			t.Errorf("output %v: %d %s %s", tc.output, r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
+		}
+	}
+	for _, tc := range []struct {
+		output any
+		path   []string
+	}{
+		{"ogg-vorbis-9000", []string{"output", "format"}},
+		{42, []string{"output"}},
+		{[]string{"mp3"}, []string{"output"}},
+		{map[string]any{"format": "mp3", "colour": "red"}, []string{"output", "colour"}},
+		{map[string]any{"format": "mp3", "bitrate": "fast"}, []string{"output", "bitrate"}},
+		{map[string]any{"format": "wav", "bitrate": 96}, []string{"output", "bitrate"}},
+	} {
+		p := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "output": tc.output}).problem(t, 400, "validation_failed")
+		if len(p.Validation) == 0 || strings.Join(p.Validation[0].Path, ".") != strings.Join(tc.path, ".") {
+			t.Errorf("output %v: validation %+v, want path %v", tc.output, p.Validation, tc.path)
+		}
+	}
+	tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "output": "mp3"}).problem(t, 400, "param_not_allowed_on_stream")
+
+	// instructions reach the provider as providerOptions.instructions, and
+	// a saved voice's options merge under the request's.
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": voiceID, "text": "calm", "instructions": "Speak calmly.",
+		"providerOptions": map[string]any{"both": "request", "extra": true}}); r.status != 200 {
+		t.Fatalf("instructions: %d %s", r.status, r.body)
+	}
+	var opts map[string]any
+	if err := json.Unmarshal(tg.lastCall(t).Options, &opts); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"saved": 1.0, "both": "request", "extra": true, "instructions": "Speak calmly."}; !reflect.DeepEqual(opts, want) {
+		t.Errorf("options the provider got %v, want %v", opts, want)
+	}
+	for _, body := range []map[string]any{
+		{"model": "testkit/test", "voice": "alpha", "text": "x", "instructions": "a", "providerOptions": map[string]any{"instructions": "b"}},
+		{"model": "testkit/test", "voice": "alpha", "text": "x", "instructions": ""},
+		{"model": "testkit/test", "voice": "alpha", "text": "x", "instructions": strings.Repeat("i", 4001)},
+	} {
+		p := tg.do("POST", "/v1/audio/speech", "acme", body).problem(t, 400, "validation_failed")
+		if p.Validation[0].Path[0] != "instructions" {
+			t.Errorf("%v: %+v", body["instructions"], p.Validation)
+		}
+	}
+
+	// timestamps: on (the default) needs them, auto goes without, off
+	// skips them.
+	basic := func(mode string) map[string]any {
+		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "no timings here"}
+		if mode != "" {
+			b["timestamps"] = mode
+		}
+		return b
+	}
+	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", basic("")).problem(t, 503, "timestamps_unavailable")
+	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", basic("on")).problem(t, 503, "timestamps_unavailable")
+	var env struct {
+		Audio      string
+		MediaType  string
+		Timestamps []struct{ Text string }
+		Warnings   []string
+	}
+	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", basic("auto")).json(t, &env)
+	if env.Audio == "" || env.Timestamps == nil || len(env.Timestamps) != 0 || len(env.Warnings) != 1 || !strings.Contains(env.Warnings[0], "auto") {
+		t.Errorf("auto without timestamps: %+v", env)
+	}
+	env.Warnings, env.Timestamps = nil, nil
+	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", speechBody("Four words are here.", "timestamps", "auto")).json(t, &env)
+	if len(env.Timestamps) != 4 || len(env.Warnings) != 0 {
+		t.Errorf("auto with timestamps: %+v", env)
+	}
+	env.Timestamps = nil
+	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", speechBody("Four words are here.", "timestamps", "off")).json(t, &env)
+	if env.Audio == "" || env.Timestamps == nil || len(env.Timestamps) != 0 || len(env.Warnings) != 0 {
+		t.Errorf("off: %+v", env)
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", speechBody("x", "timestamps", "off")); r.status != 200 {
+		t.Errorf("off on the plain endpoint: %d %s", r.status, r.body)
+	}
+	for _, tc := range []struct{ path, mode string }{
+		{"/v1/audio/speech", "on"}, {"/v1/audio/speech/stream", "auto"}, {"/v1/audio/speech/with-timestamps", "sometimes"},
+	} {
+		p := tg.do("POST", tc.path, "acme", speechBody("x", "timestamps", tc.mode)).problem(t, 400, "validation_failed")
+		if p.Validation[0].Path[0] != "timestamps" {
+			t.Errorf("%s %s: %+v", tc.path, tc.mode, p.Validation)
+		}
+	}
+}
+
+// TestDocumentedConversationShapes: turns with and without mode, the split
+// answer of the plain endpoint with durationMs, normalizeVolume, and the
+// timestamps modes of a conversation.
+func TestDocumentedConversationShapes(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	voiceID := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Kit", "provider": "testkit", "model": "test", "voice_id": "beta"}).voice(t).ID
+	turns := []any{
+		map[string]any{"mode": "inline", "model": "testkit/test", "voice": "alpha", "text": "First speaker here."},
+		map[string]any{"mode": "voice", "voiceId": voiceID, "text": "Second speaker, saved."},
+		map[string]any{"model": "testkit/test", "voice": "beta", "text": "Third, no mode."},
+	}
+
+	// The plain endpoint with split answers JSON: one segment per turn.
+	var split struct {
+		AudioSegments []struct {
+			Audio      string
+			MediaType  string
+			DurationMs int64
+			TurnIndex  int
+			Timestamps any
+		}
+		Warnings    []string
+		FailedTurns []any
+	}
+	r := tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": turns, "split": true, "output": "pcm"})
+	if r.status != 200 || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("split: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	r.json(t, &split)
+	if len(split.AudioSegments) != 3 || split.Warnings == nil || split.FailedTurns == nil {
+		t.Fatalf("split answer %+v", split)
+	}
+	rms := make([]float64, 3)
+	for i, seg := range split.AudioSegments {
+		data, err := base64.StdEncoding.DecodeString(seg.Audio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secs, level := pcmSeconds(t, seg.MediaType, data)
+		if seg.TurnIndex != i || seg.Timestamps != nil || seg.DurationMs <= 0 || math.Abs(float64(seg.DurationMs)-secs*1000) > 1 {
+			t.Errorf("segment %d: turn %d, %d ms for %.3f s, timestamps %v", i, seg.TurnIndex, seg.DurationMs, secs, seg.Timestamps)
+		}
+		rms[i] = level
+	}
+	// Leveled to the default -20 dBFS (RMS 0.1) unless normalizeVolume is
+	// false.
+	for i, level := range rms {
+		if math.Abs(level-0.1) > 0.01 {
+			t.Errorf("segment %d RMS %.3f, want 0.1 (-20 dBFS)", i, level)
+		}
+	}
+	r = tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": turns, "split": true, "output": "pcm", "normalizeVolume": false})
+	r.json(t, &split)
+	for i, seg := range split.AudioSegments {
+		data, _ := base64.StdEncoding.DecodeString(seg.Audio)
+		if _, level := pcmSeconds(t, seg.MediaType, data); math.Abs(level-0.1) < 0.02 {
+			t.Errorf("segment %d RMS %.3f: leveled although normalizeVolume is false", i, level)
+		}
+	}
+	p := tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": turns, "normalizeVolume": false, "volumeDbfs": -16}).problem(t, 400, "validation_failed")
+	if p.Validation[0].Path[0] != "volumeDbfs" {
+		t.Errorf("volumeDbfs without leveling: %+v", p.Validation)
+	}
+
+	// with-timestamps and split: segments carry durationMs and their
+	// timestamps.
+	var env struct {
+		Timestamps    []struct{ TurnIndex int }
+		AudioSegments []struct {
+			DurationMs int64
+			Timestamps []struct{ Text string }
+		}
+		Warnings []string
+	}
+	tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true, "timestamps": "on", "output": "mp3"}).json(t, &env)
+	if len(env.AudioSegments) != 3 || env.AudioSegments[0].DurationMs <= 0 || len(env.AudioSegments[0].Timestamps) == 0 || len(env.Timestamps) == 0 {
+		t.Errorf("with-timestamps split %+v", env)
+	}
+
+	// timestamps modes: a turn of a model without timestamps.
+	mixed := []any{turns[0], map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "No timings."}}
+	tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": mixed}).problem(t, 503, "timestamps_unavailable")
+	env.Timestamps, env.Warnings = nil, nil
+	tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": mixed, "timestamps": "auto"}).json(t, &env)
+	if len(env.Timestamps) == 0 || len(env.Warnings) != 1 {
+		t.Errorf("auto: %+v", env)
+	}
+	for _, tw := range env.Timestamps {
+		if tw.TurnIndex != 0 {
+			t.Errorf("a timestamp of turn %d, which has none", tw.TurnIndex)
+		}
+	}
+	env.Timestamps = nil
+	tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "timestamps": "off"}).json(t, &env)
+	if len(env.Timestamps) != 0 {
+		t.Errorf("off: %d timestamps", len(env.Timestamps))
+	}
+	tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": turns, "timestamps": "on"}).problem(t, 400, "validation_failed")
+	p = tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{map[string]any{"mode": "voice", "model": "testkit/test", "voice": "alpha", "text": "x"}}}).problem(t, 400, "validation_failed")
+	if strings.Join(p.Validation[0].Path, ".") != "turns.0.mode" {
+		t.Errorf("a turn's mode mismatch: %+v", p.Validation)
 	}
 }

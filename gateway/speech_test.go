@@ -195,8 +195,7 @@ func TestSpeechWithTimestamps(t *testing.T) {
 
 func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
 	tg := startGateway(t, speechConfig)
-	var v apiVoice
-	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).json(t, &v)
+	v := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).voice(t)
 	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "nope", "voice_id": "de"}).problem(t, 422, "unknown_model")
 	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Guten Tag"})
 	if r.status != 200 {

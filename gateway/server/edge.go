@@ -56,8 +56,8 @@ var (
 	// hosted service's documentation gives it (x-speechbase-request-id),
 	// for clients written against that name.
 	headerServiceRequestID = []byte("X-Speechbase-Request-Id")
-	contentJSON     = []byte("application/json")
-	contentProblem  = "application/problem+json"
+	contentJSON            = []byte("application/json")
+	contentProblem         = "application/problem+json"
 )
 
 // edge wraps the router: request id, panic recovery, metrics and the access

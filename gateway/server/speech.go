@@ -39,12 +39,17 @@ func round3(f float64) float64 {
 func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 	return func(ctx *fasthttp.RequestCtx, c *exchange) error {
 		var body speechRequestJSON
-		if err := s.decodeJSON(ctx, &body); err != nil {
+		err := s.decodeJSON(ctx, &body)
+		var req *speech.Request
+		if err == nil {
+			req, err = body.domain()
+		}
+		if err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}
 		rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
-		out, err := s.speech.Speak(rctx, c.p.OrgID, body.domain(), ep)
+		out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
 		switch {
 		case err != nil:
 			cancel()

@@ -119,19 +119,26 @@ type speechRequestJSON struct {
 	Voice               string              `json:"voice"`
 	Text                *string             `json:"text"`
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
-	Output              *outputJSON         `json:"output"`
+	Output              json.RawMessage     `json:"output"` // "format" or {format, sampleRate, bitrate}: see decodeOutput
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
 	Speed               *float64            `json:"speed"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+	Instructions        *string             `json:"instructions"`
+	Timestamps          string              `json:"timestamps"`
 }
 
-func (r *speechRequestJSON) domain() *speech.Request {
+func (r *speechRequestJSON) domain() (*speech.Request, error) {
+	out, err := decodeOutput(r.Output)
+	if err != nil {
+		return nil, err
+	}
 	return &speech.Request{
 		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
-		ProviderOptions: r.ProviderOptions, Output: r.Output.domain(), VolumeDbfs: r.VolumeDbfs,
+		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs,
 		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
-	}
+		Instructions: r.Instructions, Timestamps: r.Timestamps,
+	}, nil
 }
 
 // outputJSON is the request's output object.
@@ -177,34 +184,44 @@ type conversationRequestJSON struct {
 	Turns               []turnJSON          `json:"turns"`
 	GapMs               *int                `json:"gapMs"`
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
-	Output              *outputJSON         `json:"output"`
+	Output              json.RawMessage     `json:"output"`
 	Speed               *float64            `json:"speed"`
 	Split               bool                `json:"split"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
+	Timestamps          string              `json:"timestamps"`
+	NormalizeVolume     *bool               `json:"normalizeVolume"`
+	Instructions        *string             `json:"instructions"`
 }
 
 // turnJSON is one speaker turn.
 type turnJSON struct {
+	Mode            string          `json:"mode"`
 	VoiceID         string          `json:"voiceId"`
 	Model           string          `json:"model"`
 	Voice           string          `json:"voice"`
 	Text            *string         `json:"text"`
 	ProviderOptions json.RawMessage `json:"providerOptions"`
 	Speed           *float64        `json:"speed"`
+	Instructions    *string         `json:"instructions"`
 }
 
-func (r *conversationRequestJSON) domain() *speech.ConversationRequest {
+func (r *conversationRequestJSON) domain() (*speech.ConversationRequest, error) {
+	output, err := decodeOutput(r.Output)
+	if err != nil {
+		return nil, err
+	}
 	out := &speech.ConversationRequest{
-		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: r.Output.domain(),
+		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: output,
 		Speed: r.Speed, Split: r.Split, Pronunciations: r.Pronunciations.domain(), ProviderOptions: r.ProviderOptions,
-		ModerationRulesetID: r.ModerationRulesetID, Turns: make([]speech.Turn, len(r.Turns)),
+		ModerationRulesetID: r.ModerationRulesetID, Timestamps: r.Timestamps, NormalizeVolume: r.NormalizeVolume,
+		Instructions: r.Instructions, Turns: make([]speech.Turn, len(r.Turns)),
 	}
 	for i, t := range r.Turns {
 		out.Turns[i] = speech.Turn(t)
 	}
-	return out
+	return out, nil
 }
 
 // Response bodies of the speech endpoints.
@@ -247,7 +264,25 @@ type segmentJSON struct {
 	TurnIndex  int         `json:"turnIndex"`
 	Audio      string      `json:"audio"`
 	MediaType  string      `json:"mediaType"`
+	DurationMs int64       `json:"durationMs"`
 	Timestamps []timestamp `json:"timestamps"`
+}
+
+// plainSegmentJSON is a segment of the plain conversation endpoint's
+// split answer, which carries no timestamps.
+type plainSegmentJSON struct {
+	TurnIndex  int    `json:"turnIndex"`
+	Audio      string `json:"audio"`
+	MediaType  string `json:"mediaType"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// splitEnvelope is the plain conversation endpoint's answer with split:
+// one segment per rendered turn instead of one clip.
+type splitEnvelope struct {
+	AudioSegments []plainSegmentJSON `json:"audioSegments"`
+	Warnings      []string           `json:"warnings"`
+	FailedTurns   []failedTurn       `json:"failedTurns"`
 }
 
 // failedTurn names a turn that did not render and why, as a problem object.

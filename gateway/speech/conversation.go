@@ -30,16 +30,27 @@ type ConversationRequest struct {
 	Pronunciations      *Pronunciations
 	ProviderOptions     json.RawMessage
 	ModerationRulesetID string
+	// Timestamps is "on" (default), "auto" or "off", per turn as for a
+	// speech request (with-timestamps endpoint only).
+	Timestamps string
+	// NormalizeVolume levels every turn to VolumeDbfs (nil: true); false
+	// joins the turns as the providers rendered them.
+	NormalizeVolume *bool
+	// Instructions apply to every turn that gives none of its own.
+	Instructions *string
 }
 
 // Turn is one speaker turn.
 type Turn struct {
+	// Mode is "inline" or "voice", checked against the turn's fields.
+	Mode            string
 	VoiceID         string
 	Model           string
 	Voice           string
 	Text            *string
 	ProviderOptions json.RawMessage
 	Speed           *float64
+	Instructions    *string
 }
 
 // Conversation defaults and bounds.
@@ -84,15 +95,17 @@ type ConversationTimestamp struct {
 
 // Segment is one rendered turn, encoded on its own.
 type Segment struct {
-	TurnIndex  int
-	Audio      []byte
-	MediaType  string
+	TurnIndex int
+	Audio     []byte
+	MediaType string
+	// DurationMS is the segment's length in milliseconds.
+	DurationMS int64
 	Timestamps []sdk.WordTimestamp
 }
 
 // validate checks the conversation-level rules and returns per-turn speech
 // requests.
-func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, error) {
+func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) ([]*Request, error) {
 	var fe []problem.FieldError
 	switch r.Mode {
 	case "", "conversation":
@@ -121,6 +134,11 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 	}
+	if r.NormalizeVolume != nil && !*r.NormalizeVolume && r.VolumeDbfs != nil {
+		fe = append(fe, problem.Field("volumeDbfs is the level turns are normalized to; it has no effect with normalizeVolume false", "volumeDbfs"))
+	}
+	fe = append(fe, validateTimestamps(r.Timestamps, timestamps, "timestamps")...)
+	fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
 	anyTurnModel := false
 	total := 0
 	for i, t := range r.Turns {
@@ -157,8 +175,13 @@ func (s *Service) validateConversation(r *ConversationRequest) ([]*Request, erro
 		if err != nil {
 			return nil, err
 		}
-		reqs[i] = &Request{VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
-			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID}
+		instructions := r.Instructions
+		if t.Instructions != nil {
+			instructions = t.Instructions
+		}
+		reqs[i] = &Request{Mode: t.Mode, VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
+			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID,
+			Instructions: instructions, Timestamps: r.Timestamps}
 	}
 	return reqs, nil
 }
@@ -206,7 +229,7 @@ func turnError(err error, i int) error {
 // fails the whole request, with turn_index: those are the caller's mistakes
 // whatever split says.
 func (s *Service) prepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
-	reqs, err := s.validateConversation(r)
+	reqs, err := s.validateConversation(r, timestamps)
 	if err != nil {
 		return nil, err
 	}
@@ -273,15 +296,19 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 		return res, turnError(turns[0].Err, 0)
 	}
 	out := convOutput(r, clips)
-	vol := DefaultConvoVolume
-	if r.VolumeDbfs != nil {
-		vol = *r.VolumeDbfs
+	var vol *float64 // nil: the turns keep the providers' levels
+	if r.NormalizeVolume == nil || *r.NormalizeVolume {
+		v := DefaultConvoVolume
+		if r.VolumeDbfs != nil {
+			v = *r.VolumeDbfs
+		}
+		vol = &v
 	}
 	gap := DefaultGapMs
 	if r.GapMs != nil {
 		gap = *r.GapMs
 	}
-	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: &vol})
+	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: vol})
 	if err != nil {
 		return res, fmt.Errorf("join turns: %w", err)
 	}
@@ -352,19 +379,26 @@ func convOutput(r *ConversationRequest, clips []*audio.Clip) audio.Output {
 	return resolved
 }
 
-// segment encodes one rendered turn alone, leveled like in the joined clip.
-func segment(t *TurnResult, vol float64, out audio.Output) (Segment, error) {
+// segment encodes one rendered turn alone, leveled like in the joined clip
+// (vol nil: as rendered).
+func segment(t *TurnResult, vol *float64, out audio.Output) (Segment, error) {
 	c, err := audio.Resample(t.Clip, out.SampleRate)
 	if err != nil {
 		return Segment{}, err
 	}
 	cp := &audio.Clip{Rate: c.Rate, Samples: append([]float32(nil), c.Samples...)}
-	audio.Normalize(cp, vol)
+	if vol != nil {
+		audio.Normalize(cp, *vol)
+	}
 	data, mt, err := audio.Encode(cp, out)
 	if err != nil {
 		return Segment{}, fmt.Errorf("encode turn %d: %w", t.Index, err)
 	}
-	return Segment{TurnIndex: t.Index, Audio: data, MediaType: mt, Timestamps: t.Result.Timestamps}, nil
+	var ms int64
+	if cp.Rate > 0 {
+		ms = int64(len(cp.Samples)) * 1000 / int64(cp.Rate)
+	}
+	return Segment{TurnIndex: t.Index, Audio: data, MediaType: mt, DurationMS: ms, Timestamps: t.Result.Timestamps}, nil
 }
 
 // Chars returns a conversation's total characters.

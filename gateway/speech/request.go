@@ -39,6 +39,56 @@ type Request struct {
 	Speed               *float64
 	Pronunciations      *Pronunciations
 	ModerationRulesetID string
+	// Instructions steer the delivery on models that take them (OpenAI's
+	// gpt-4o-mini-tts); they reach the provider as
+	// providerOptions.instructions.
+	Instructions *string
+	// Timestamps is "on" (the default), "auto" or "off": whether the
+	// with-timestamps endpoint must produce word timestamps, may go
+	// without them, or skips them.
+	Timestamps string
+}
+
+// Timestamp modes of the request's timestamps field.
+const (
+	// TimestampsOn: word timestamps are required; a request that cannot
+	// get them fails with 503 timestamps_unavailable.
+	TimestampsOn = "on"
+	// TimestampsAuto: word timestamps when they can be had, else the audio
+	// alone with a warning.
+	TimestampsAuto = "auto"
+	// TimestampsOff: no word timestamps.
+	TimestampsOff = "off"
+)
+
+// maxInstructionsChars bounds the instructions field.
+const maxInstructionsChars = 4000
+
+// validateTimestamps checks a timestamps mode against the endpoint: the
+// plain endpoints return no timestamps, so only "off" (or nothing) is
+// accepted there.
+func validateTimestamps(mode string, withTimestamps bool, path ...string) []problem.FieldError {
+	switch mode {
+	case "", TimestampsOff:
+		return nil
+	case TimestampsOn, TimestampsAuto:
+		if !withTimestamps {
+			return []problem.FieldError{problem.Field("this endpoint returns no word timestamps; use its /with-timestamps twin", path...)}
+		}
+		return nil
+	}
+	return []problem.FieldError{problem.Field(`must be "on", "auto" or "off"`, path...)}
+}
+
+// validateInstructions checks the instructions field.
+func validateInstructions(in *string, path ...string) []problem.FieldError {
+	if in == nil {
+		return nil
+	}
+	if strings.TrimSpace(*in) == "" || utf8.RuneCountInString(*in) > maxInstructionsChars {
+		return []problem.FieldError{problem.Field(fmt.Sprintf("must be 1 to %d characters", maxInstructionsChars), path...)}
+	}
+	return nil
 }
 
 // Speed bounds of the speech body: what the gateway's time-stretch does.
@@ -108,6 +158,8 @@ func (r *Request) Validate(ep Delivery) error {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 	}
 	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	fe = append(fe, validateTimestamps(r.Timestamps, ep == DeliverTimestamps, "timestamps")...)
+	fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
 	if len(fe) > 0 {
 		return problem.Validation(fe...)
 	}

@@ -100,6 +100,11 @@ type Job struct {
 	Params  audio.Params
 	Ruleset string
 	Verdict moderation.Verdict
+	// skipTimestamps: a with-timestamps request that returns none
+	// (timestamps "off", or "auto" on a model without them); warnings
+	// are added to the result's.
+	skipTimestamps bool
+	warnings       []string
 }
 
 // Result is a finished clip.
@@ -154,7 +159,9 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err != nil {
 		return nil, err
 	}
-	j.Options = opts
+	if j.Options, err = withInstructions(opts, r.Instructions); err != nil {
+		return nil, err
+	}
 	if err := s.checkCapabilities(j, r); err != nil {
 		return nil, err
 	}
@@ -202,8 +209,15 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	name := j.Provider.ID + "/" + j.Model.ID
 	switch j.Delivery {
 	case DeliverTimestamps:
-		if !caps.Timestamps {
-			return problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps", name)
+		switch {
+		case r.Timestamps == TimestampsOff:
+			j.skipTimestamps = true
+		case caps.Timestamps:
+		case r.Timestamps == TimestampsAuto:
+			j.skipTimestamps = true
+			j.warnings = append(j.warnings, fmt.Sprintf("model %s does not return word timestamps; the audio comes without them (timestamps: auto)", name))
+		default:
+			return problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps (send \"timestamps\": \"auto\" to get the audio without them)", name)
 		}
 	case DeliverStream:
 		if !caps.Streaming {
@@ -256,6 +270,26 @@ func mergeOptions(saved map[string]any, req json.RawMessage) ([]byte, error) {
 		}
 	}
 	return json.Marshal(merged)
+}
+
+// withInstructions adds the request's instructions to its provider
+// options as "instructions", the name the providers that take them use
+// (OpenAI's gpt-4o-mini-tts). Giving them both ways is ambiguous: 400.
+func withInstructions(opts []byte, in *string) ([]byte, error) {
+	if in == nil {
+		return opts, nil
+	}
+	m := map[string]any{}
+	if len(opts) > 0 {
+		if err := json.Unmarshal(opts, &m); err != nil {
+			return nil, problem.Validation(problem.Field("must be an object", "providerOptions"))
+		}
+	}
+	if _, ok := m["instructions"]; ok {
+		return nil, problem.Validation(problem.Field("give instructions once: here or as providerOptions.instructions", "instructions"))
+	}
+	m["instructions"] = *in
+	return json.Marshal(m)
 }
 
 // moderate runs the job's ruleset over its text. A blocked request gets a
@@ -315,7 +349,7 @@ func decodableFormat(m *sdk.Model) string {
 // and maps timestamps back through pronunciations.
 func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 	req := j.request()
-	req.Timestamps = j.Delivery == DeliverTimestamps
+	req.Timestamps = j.Delivery == DeliverTimestamps && !j.skipTimestamps
 	process := audio.NeedsProcessing(j.Params)
 	if process {
 		req.Format = decodableFormat(j.Model)
@@ -358,9 +392,15 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 		}
 		res.Audio, res.MediaType = data, mt
 	}
-	if res.Timestamps == nil && req.Timestamps {
-		res.Timestamps = []sdk.WordTimestamp{}
+	if j.Delivery == DeliverTimestamps {
+		if !req.Timestamps {
+			res.Timestamps = nil // whatever the provider sent unasked
+		}
+		if res.Timestamps == nil {
+			res.Timestamps = []sdk.WordTimestamp{}
+		}
 	}
+	res.Warnings = append(res.Warnings, j.warnings...)
 	return res, nil
 }
 
