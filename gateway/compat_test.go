@@ -1,13 +1,17 @@
 package gateway_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -348,5 +352,154 @@ func TestDocumentedConversationShapes(t *testing.T) {
 	p = tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{map[string]any{"mode": "voice", "model": "testkit/test", "voice": "alpha", "text": "x"}}}).problem(t, 400, "validation_failed")
 	if strings.Join(p.Validation[0].Path, ".") != "turns.0.mode" {
 		t.Errorf("a turn's mode mismatch: %+v", p.Validation)
+	}
+}
+
+// TestProviderKeysAPI: PUT and DELETE /v1/api-keys/{providerId}. A key is
+// checked with a tiny synthesis before it is stored, scoped to the
+// organization that stored it, encrypted at rest and never shown again;
+// one the provider refuses is not stored and the answer says why.
+func TestProviderKeysAPI(t *testing.T) {
+	c := startCloud(t)
+	const wrongKey = "xi-initech-wrong-key-3333333333333333"
+	c.secrets = append(c.secrets, wrongKey)
+	voice := c.el.VoiceIDs()[0]
+	speak := func(org string) *response {
+		return c.do("POST", "/v1/audio/speech", org, map[string]any{"model": "elevenlabs", "voice": voice, "text": "Mine."})
+	}
+	byok := func(org, provider string) bool {
+		var list struct {
+			Data []struct {
+				ID   string
+				BYOK bool
+			}
+		}
+		c.do("GET", "/v1/audio/providers", org, nil).json(t, &list)
+		for _, p := range list.Data {
+			if p.ID == provider {
+				return p.BYOK
+			}
+		}
+		t.Fatalf("%s not listed", provider)
+		return false
+	}
+	speak("initech").problem(t, 403, "no_api_key")
+	if byok("initech", "elevenlabs") {
+		t.Fatal("initech has no key yet")
+	}
+
+	// A key the provider refuses: 400, the provider's answer, no key.
+	before := c.el.CallsTo("/v1/voices")
+	r := c.do("PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": wrongKey})
+	p := r.problem(t, 400, "provider_key_rejected")
+	if p.Provider != "elevenlabs" || p.UpstreamStatus != 401 || !strings.Contains(p.Detail, "not stored") {
+		t.Errorf("rejection %+v", p)
+	}
+	if bytes.Contains(r.body, []byte(wrongKey)) || bytes.Contains(r.body, []byte(wrongKey[:12])) {
+		t.Errorf("the rejection shows the key: %s", r.body)
+	}
+	if c.el.CallsTo("/v1/voices") != before+1 {
+		t.Error("the key was not checked with the provider")
+	}
+	speak("initech").problem(t, 403, "no_api_key")
+
+	// A good key: checked with a tiny synthesis, stored, used.
+	synth := c.el.CallsTo("/v1/text-to-speech/" + voice)
+	r = c.do("PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey})
+	if r.status != 200 {
+		t.Fatalf("put: %d %s", r.status, r.body)
+	}
+	var stored struct {
+		Data struct {
+			ProviderID string
+			LastFour   string
+			UpdatedAt  time.Time
+		}
+	}
+	r.json(t, &stored)
+	if stored.Data.ProviderID != "elevenlabs" || stored.Data.LastFour != acmeElevenKey[len(acmeElevenKey)-4:] || time.Since(stored.Data.UpdatedAt) > time.Minute {
+		t.Errorf("answer %+v", stored.Data)
+	}
+	if bytes.Contains(r.body, []byte(acmeElevenKey)) || bytes.Contains(r.body, []byte(acmeElevenKey[:12])) {
+		t.Errorf("the answer shows the key: %s", r.body)
+	}
+	if n := c.el.CallsTo("/v1/text-to-speech/"+voice) - synth; n != 1 {
+		t.Errorf("%d check syntheses, want 1", n)
+	}
+	if r := speak("initech"); r.status != 200 {
+		t.Fatalf("speech with the stored key: %d %s", r.status, r.body)
+	}
+	if last, _ := c.el.LastRequest(); last.Header.Get("xi-api-key") != acmeElevenKey {
+		t.Error("the provider did not get initech's stored key")
+	}
+	if !byok("initech", "elevenlabs") || byok("globex", "elevenlabs") {
+		t.Error("byok flags: initech has a key now, globex none")
+	}
+	if row := c.lastLog("initech"); row.Status != 200 || strings.Contains(row.ProviderOptions, acmeElevenKey) {
+		t.Errorf("row %+v", row)
+	}
+
+	// Replacing works; removing makes it no_api_key again; twice is 404.
+	if r := c.do("PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey}); r.status != 200 {
+		t.Fatalf("replace: %d %s", r.status, r.body)
+	}
+	if r := c.do("DELETE", "/v1/api-keys/elevenlabs", "initech", nil); r.status != 204 || len(r.body) != 0 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	speak("initech").problem(t, 403, "no_api_key")
+	c.do("DELETE", "/v1/api-keys/elevenlabs", "initech", nil).problem(t, 404, "not_found")
+	// acme's own key was never touched by another organization's.
+	if r := speak("acme"); r.status != 200 {
+		t.Fatalf("acme after initech's delete: %d %s", r.status, r.body)
+	}
+
+	// What may not be stored, and bad input, in the problem shape.
+	for _, tc := range []struct {
+		name, method, path, org string
+		body                    any
+		hdr                     []string
+		status                  int
+		code, field             string
+	}{
+		{"org may not bring its own", "PUT", "/v1/api-keys/openai", "acme", map[string]any{"keyValue": acmeElevenKey}, nil, 403, "byok_not_allowed", ""},
+		{"provider not enabled", "PUT", "/v1/api-keys/elevenlabs", "globex", map[string]any{"keyValue": acmeElevenKey}, nil, 403, "provider_disabled", ""},
+		{"key in gateway.yaml", "PUT", "/v1/api-keys/openai", "globex", map[string]any{"keyValue": acmeElevenKey}, nil, 409, "conflict", ""},
+		{"unknown provider", "PUT", "/v1/api-keys/nope", "acme", map[string]any{"keyValue": acmeElevenKey}, nil, 404, "not_found", ""},
+		{"unknown provider delete", "DELETE", "/v1/api-keys/nope", "acme", nil, nil, 404, "not_found", ""},
+		{"no key", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{}, nil, 400, "validation_failed", "keyValue"},
+		{"short key", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": "abc"}, nil, 400, "validation_failed", "keyValue"},
+		{"key with a newline", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey + "\n"}, nil, 400, "validation_failed", "keyValue"},
+		{"wrong type", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": 42}, nil, 400, "validation_failed", "keyValue"},
+		{"unknown field", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey, "key": "x"}, nil, 400, "validation_failed", "key"},
+		{"not json", "PUT", "/v1/api-keys/elevenlabs", "initech", "keyValue=x", []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", ""},
+		{"malformed", "PUT", "/v1/api-keys/elevenlabs", "initech", `{"keyValue":`, nil, 400, "invalid_json", ""},
+		{"no api key", "PUT", "/v1/api-keys/elevenlabs", "", map[string]any{"keyValue": acmeElevenKey}, nil, 401, "unauthorized", ""},
+		{"wrong method", "GET", "/v1/api-keys/elevenlabs", "initech", nil, nil, 405, "method_not_allowed", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := c.do(tc.method, tc.path, tc.org, tc.body, tc.hdr...).problem(t, tc.status, tc.code)
+			if tc.field != "" && (len(p.Validation) != 1 || p.Validation[0].Path[0] != tc.field) {
+				t.Errorf("validation %+v, want %s", p.Validation, tc.field)
+			}
+		})
+	}
+	speak("initech").problem(t, 403, "no_api_key")
+
+	// Stored over the API, the key is sealed like a CLI-stored one: not in
+	// the database file in plain text.
+	if r := c.do("PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey}); r.status != 200 {
+		t.Fatalf("put: %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(filepath.Join(c.dir, "voxgate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(db, []byte(acmeElevenKey)) || bytes.Contains(db, []byte(wrongKey)) {
+		t.Fatal("a provider key is in the database in plain text")
 	}
 }

@@ -18,8 +18,9 @@ import (
 // AllowOwnKey reports, as a problem, why org may not store its own key for
 // provider: 404 for a provider the gateway does not run, 403
 // provider_disabled when the org may not use it, 403 byok_not_allowed when
-// the org's configuration does not let it bring its own key (a key stored
-// anyway would never be used).
+// the org's configuration does not let it bring its own key, 409 conflict
+// when the configuration holds the org's key itself (either way a key
+// stored anyway would never be used).
 func (r *Resolver) AllowOwnKey(org, provider string) error {
 	if _, ok := r.policy.providers[provider]; !ok {
 		return problem.New(problem.NotFound, "no provider %q", provider)
@@ -30,6 +31,11 @@ func (r *Resolver) AllowOwnKey(org, provider string) error {
 	}
 	if !f.BYOK {
 		return problem.New(problem.BYOKNotAllowed, "this organization does not bring its own %s key (orgs.%s.providers.%s.byok is false in gateway.yaml)", provider, org, provider)
+	}
+	if r.policy.orgs[org][provider].ownKey != "" {
+		// The configured key wins over a stored one (Resolver.For): a key
+		// stored now would never be used.
+		return problem.New(problem.Conflict, "this organization's %s key is set in gateway.yaml (orgs.%s.providers.%s.api_key), which takes precedence; remove it there to manage the key over the API", provider, org, provider)
 	}
 	return nil
 }

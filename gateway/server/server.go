@@ -183,6 +183,8 @@ func New(d Deps) *Server {
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/audio/providers", "providers.documented", s.listAudioProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
+		rt.PUT("/v1/api-keys/{providerId}", "apikeys.put", s.putProviderKey)
+		rt.DELETE("/v1/api-keys/{providerId}", "apikeys.delete", s.deleteProviderKey)
 	}
 
 	s.srv = &fasthttp.Server{
@@ -236,6 +238,12 @@ func (rt *routes) POST(path, name string, h handlerFunc) { rt.r.POST(path, rt.s.
 
 // DELETE registers an authenticated DELETE handler.
 func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.r.DELETE(path, rt.s.api(name, h)) }
+
+// PUT registers an authenticated PUT handler.
+func (rt *routes) PUT(path, name string, h handlerFunc) { rt.r.PUT(path, rt.s.api(name, h)) }
+
+// PATCH registers an authenticated PATCH handler.
+func (rt *routes) PATCH(path, name string, h handlerFunc) { rt.r.PATCH(path, rt.s.api(name, h)) }
 
 // multipartSlack is what a multipart upload may add to its file's bytes
 // (boundaries, part headers, other fields).
