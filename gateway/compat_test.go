@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -501,5 +502,291 @@ func TestProviderKeysAPI(t *testing.T) {
 	}
 	if bytes.Contains(db, []byte(acmeElevenKey)) || bytes.Contains(db, []byte(wrongKey)) {
 		t.Fatal("a provider key is in the database in plain text")
+	}
+}
+
+// TestPronunciationDictionaries: CRUD for dictionaries and rules, the
+// default dictionary, the resolution order a synthesis request applies,
+// organization isolation and the documented limits.
+func TestPronunciationDictionaries(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	type dict struct {
+		ID, Name, Description string
+		OrgID                 string `json:"org_id"`
+		IsDefault             bool   `json:"is_default"`
+		RuleCount             int    `json:"rule_count"`
+	}
+	type rule struct {
+		ID, Word, Replacement string
+		DictionaryID          string `json:"dictionary_id"`
+		CaseSensitive         bool   `json:"case_sensitive"`
+	}
+	var page struct {
+		Data       []dict
+		NextCursor string `json:"next_cursor"`
+		HasMore    bool   `json:"has_more"`
+	}
+	// The default exists from the first use on.
+	tg.do("GET", "/v1/pronunciation-dictionaries", "acme", nil).json(t, &page)
+	if len(page.Data) != 1 || !page.Data[0].IsDefault || page.Data[0].Name != "Default" || page.Data[0].OrgID != "acme" {
+		t.Fatalf("first list %+v", page.Data)
+	}
+	def := page.Data[0].ID
+	var got dict
+	tg.do("GET", "/v1/pronunciation-dictionaries/default", "acme", nil).json(t, &got)
+	if got.ID != def {
+		t.Errorf("/default is %s, listed default %s", got.ID, def)
+	}
+	create := func(org, name string) dict {
+		t.Helper()
+		r := tg.do("POST", "/v1/pronunciation-dictionaries", org, map[string]any{"name": name, "description": "about " + name})
+		if r.status != 201 || r.header.Get("Location") == "" {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		var d dict
+		r.json(t, &d)
+		return d
+	}
+	addRule := func(org, dictID, word, repl string) rule {
+		t.Helper()
+		r := tg.do("POST", "/v1/pronunciation-dictionaries/"+dictID+"/rules", org, map[string]any{"word": word, "replacement": repl})
+		if r.status != 201 {
+			t.Fatalf("rule %s: %d %s", word, r.status, r.body)
+		}
+		var ru rule
+		r.json(t, &ru)
+		return ru
+	}
+	a, b := create("acme", "Brand terms"), create("acme", "Engineering acronyms")
+	theirs := create("globex", "Brand terms") // the same name in another organization
+	addRule("acme", "default", "AWS", "default-aws")
+	addRule("acme", def, "jq", "jay cue")
+	ra := addRule("acme", a.ID, "AWS", "amazon")
+	addRule("acme", b.ID, "aws", "bee")
+	addRule("globex", theirs.ID, "AWS", "theirs")
+	if ra.DictionaryID != a.ID || ra.Word != "AWS" || ra.CaseSensitive {
+		t.Errorf("rule %+v", ra)
+	}
+
+	// What the provider is sent: the default, the listed dictionaries in
+	// order, the inline rules, later winning on the same word.
+	spoken := func(pron map[string]any) string {
+		t.Helper()
+		body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "AWS and jq"}
+		if pron != nil {
+			body["pronunciations"] = pron
+		}
+		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
+			t.Fatalf("speech %v: %d %s", pron, r.status, r.body)
+		}
+		return tg.lastCall(t).Text
+	}
+	for _, tc := range []struct {
+		pron map[string]any
+		want string
+	}{
+		{nil, "default-aws and jay cue"},
+		{map[string]any{"dictionaryIds": []string{a.ID}}, "amazon and jay cue"},
+		{map[string]any{"dictionaryIds": []string{a.ID, b.ID}}, "bee and jay cue"},
+		{map[string]any{"dictionaryIds": []string{b.ID, a.ID}}, "amazon and jay cue"},
+		{map[string]any{"dictionaryIds": []string{b.ID, a.ID}, "rules": []any{map[string]any{"word": "aws", "replacement": "inline"}}}, "inline and jay cue"},
+		{map[string]any{"rules": []any{map[string]any{"word": "JQ", "replacement": "jquery"}}}, "default-aws and jquery"},
+	} {
+		if got := spoken(tc.pron); got != tc.want {
+			t.Errorf("pronunciations %v: the provider got %q, want %q", tc.pron, got, tc.want)
+		}
+	}
+	// A change to the default applies at once.
+	r := tg.do("PATCH", "/v1/pronunciation-dictionaries/"+def+"/rules/"+ra.ID, "acme", map[string]any{"replacement": "x"})
+	r.problem(t, 404, "rule_not_found") // ra is a's rule, not the default's
+	var rules struct{ Data []rule }
+	tg.do("GET", "/v1/pronunciation-dictionaries/default/rules", "acme", nil).json(t, &rules)
+	if len(rules.Data) != 2 {
+		t.Fatalf("default rules %+v", rules.Data)
+	}
+	for _, ru := range rules.Data {
+		if ru.Word == "AWS" {
+			tg.do("PATCH", "/v1/pronunciation-dictionaries/default/rules/"+ru.ID, "acme", map[string]any{"replacement": "a w s"}).json(t, &ru)
+			if ru.Replacement != "a w s" || ru.Word != "AWS" {
+				t.Errorf("patched %+v", ru)
+			}
+		}
+	}
+	if got := spoken(nil); got != "a w s and jay cue" {
+		t.Errorf("after the change the provider got %q", got)
+	}
+	// The same rules for every turn of a conversation.
+	conv := map[string]any{"turns": []any{
+		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "AWS first"},
+		map[string]any{"model": "testkit/test", "voice": "beta", "text": "then AWS"},
+	}, "pronunciations": map[string]any{"dictionaryIds": []string{a.ID}}}
+	if r := tg.do("POST", "/v1/audio/conversation", "acme", conv); r.status != 200 {
+		t.Fatalf("conversation: %d %s", r.status, r.body)
+	}
+	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	texts := map[string]bool{}
+	for _, c := range calls[len(calls)-2:] {
+		texts[c.Text] = true
+	}
+	if !texts["amazon first"] || !texts["then amazon"] {
+		t.Errorf("conversation turns sent %v", texts)
+	}
+
+	// Isolation: another organization's dictionary is 404 everywhere.
+	for _, rr := range []*response{
+		tg.do("GET", "/v1/pronunciation-dictionaries/"+theirs.ID, "acme", nil),
+		tg.do("PATCH", "/v1/pronunciation-dictionaries/"+theirs.ID, "acme", map[string]any{"name": "mine"}),
+		tg.do("DELETE", "/v1/pronunciation-dictionaries/"+theirs.ID, "acme", nil),
+		tg.do("GET", "/v1/pronunciation-dictionaries/"+theirs.ID+"/rules", "acme", nil),
+		tg.do("POST", "/v1/pronunciation-dictionaries/"+theirs.ID+"/rules", "acme", map[string]any{"word": "a", "replacement": "b"}),
+		tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "AWS",
+			"pronunciations": map[string]any{"dictionaryIds": []string{theirs.ID}}}),
+		tg.do("GET", "/v1/pronunciation-dictionaries/not-a-uuid", "acme", nil),
+	} {
+		rr.problem(t, 404, "dictionary_not_found")
+	}
+	tg.do("GET", "/v1/pronunciation-dictionaries", "globex", nil).json(t, &page)
+	for _, d := range page.Data {
+		if d.OrgID != "globex" || d.ID == a.ID || d.ID == def {
+			t.Errorf("globex lists %+v", d)
+		}
+	}
+
+	// The documented limits: 20 dictionaries and 200 inline rules.
+	ids := make([]string, 21)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	inline := make([]any, 201)
+	for i := range inline {
+		inline[i] = map[string]any{"word": fmt.Sprintf("w%d", i), "replacement": "x"}
+	}
+	for _, tc := range []struct {
+		pron map[string]any
+		path string
+	}{
+		{map[string]any{"dictionaryIds": ids}, "pronunciations.dictionaryIds"},
+		{map[string]any{"rules": inline}, "pronunciations.rules"},
+		{map[string]any{"dictionaryIds": []string{"brand-terms"}}, "pronunciations.dictionaryIds.0"},
+		{map[string]any{"dictionaryIds": []string{a.ID, a.ID}}, "pronunciations.dictionaryIds.1"},
+		{map[string]any{"rules": []any{map[string]any{"word": "", "replacement": "x"}}}, "pronunciations.rules.0.word"},
+	} {
+		p := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x", "pronunciations": tc.pron}).problem(t, 400, "validation_failed")
+		if len(p.Validation) == 0 || strings.Join(p.Validation[0].Path, ".") != tc.path || !strings.Contains(p.Detail+p.Validation[0].Message, "") {
+			t.Errorf("%s: validation %+v", tc.path, p.Validation)
+		}
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x",
+		"pronunciations": map[string]any{"dictionaryIds": ids[:20], "rules": inline[:200]}}); r.status != 404 {
+		t.Errorf("20 dictionaries and 200 rules pass validation (then the unknown ids are 404): %d %s", r.status, r.body)
+	}
+
+	// Conflicts and bad input on the routes, in the problem shape.
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		status             int
+		code, field        string
+	}{
+		{"taken name", "POST", "/v1/pronunciation-dictionaries", map[string]any{"name": "BRAND TERMS"}, 409, "conflict", ""},
+		{"reserved name", "POST", "/v1/pronunciation-dictionaries", map[string]any{"name": "default"}, 409, "conflict", ""},
+		{"no name", "POST", "/v1/pronunciation-dictionaries", map[string]any{"description": "x"}, 400, "validation_failed", "name"},
+		{"long name", "POST", "/v1/pronunciation-dictionaries", map[string]any{"name": strings.Repeat("n", 101)}, 400, "validation_failed", "name"},
+		{"unknown field", "POST", "/v1/pronunciation-dictionaries", map[string]any{"name": "x", "rules": []any{}}, 400, "validation_failed", "rules"},
+		{"wrong type", "POST", "/v1/pronunciation-dictionaries", map[string]any{"name": 7}, 400, "validation_failed", "name"},
+		{"malformed", "POST", "/v1/pronunciation-dictionaries", `{"name":`, 400, "invalid_json", ""},
+		{"rename onto a taken name", "PATCH", "/v1/pronunciation-dictionaries/" + b.ID, map[string]any{"name": "brand terms"}, 409, "conflict", ""},
+		{"rename the default", "PUT", "/v1/pronunciation-dictionaries/default", map[string]any{"name": "Mine"}, 409, "conflict", ""},
+		{"delete the default", "DELETE", "/v1/pronunciation-dictionaries/" + def, nil, 409, "conflict", ""},
+		{"bad cursor", "GET", "/v1/pronunciation-dictionaries?cursor=abc", nil, 400, "invalid_cursor", ""},
+		{"bad limit", "GET", "/v1/pronunciation-dictionaries/" + a.ID + "/rules?limit=0", nil, 400, "validation_failed", "limit"},
+		{"taken word", "POST", "/v1/pronunciation-dictionaries/" + a.ID + "/rules", map[string]any{"word": "aws", "replacement": "x"}, 409, "conflict", ""},
+		{"rule without replacement", "POST", "/v1/pronunciation-dictionaries/" + a.ID + "/rules", map[string]any{"word": "x"}, 400, "validation_failed", "replacement"},
+		{"rule of punctuation", "POST", "/v1/pronunciation-dictionaries/" + a.ID + "/rules", map[string]any{"word": "...", "replacement": "x"}, 400, "validation_failed", "word"},
+		{"case twice, disagreeing", "POST", "/v1/pronunciation-dictionaries/" + a.ID + "/rules", map[string]any{"word": "k8s", "replacement": "kubernetes", "case_sensitive": true, "caseSensitive": false}, 400, "validation_failed", "caseSensitive"},
+		{"unknown rule", "GET", "/v1/pronunciation-dictionaries/" + a.ID + "/rules/" + uuid.NewString(), nil, 404, "rule_not_found", ""},
+		{"rule of another dictionary", "DELETE", "/v1/pronunciation-dictionaries/" + b.ID + "/rules/" + ra.ID, nil, 404, "rule_not_found", ""},
+		{"no key", "GET", "/v1/pronunciation-dictionaries", nil, 401, "unauthorized", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			org := "acme"
+			if tc.code == "unauthorized" {
+				org = ""
+			}
+			p := tg.do(tc.method, tc.path, org, tc.body).problem(t, tc.status, tc.code)
+			if tc.field != "" && (len(p.Validation) == 0 || p.Validation[0].Path[0] != tc.field) {
+				t.Errorf("validation %+v, want %s", p.Validation, tc.field)
+			}
+		})
+	}
+
+	// A case-sensitive rule, given either way, matches its case only.
+	var cs rule
+	tg.do("POST", "/v1/pronunciation-dictionaries/"+a.ID+"/rules", "acme", map[string]any{"word": "Go", "replacement": "golang", "caseSensitive": true}).json(t, &cs)
+	if !cs.CaseSensitive {
+		t.Errorf("caseSensitive not taken: %+v", cs)
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "Go go",
+		"pronunciations": map[string]any{"dictionaryIds": []string{a.ID}}}); r.status != 200 || tg.lastCall(t).Text != "golang go" {
+		t.Errorf("case-sensitive rule: %d, sent %q", r.status, tg.lastCall(t).Text)
+	}
+
+	// Deleting a dictionary deletes its rules; its id is then unknown.
+	if r := tg.do("DELETE", "/v1/pronunciation-dictionaries/"+a.ID, "acme", nil); r.status != 204 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	tg.do("GET", "/v1/pronunciation-dictionaries/"+a.ID+"/rules/"+ra.ID, "acme", nil).problem(t, 404, "dictionary_not_found")
+	tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x",
+		"pronunciations": map[string]any{"dictionaryIds": []string{a.ID}}}).problem(t, 404, "dictionary_not_found")
+	// Renaming frees the old name.
+	var renamed dict
+	tg.do("PATCH", "/v1/pronunciation-dictionaries/"+b.ID, "acme", map[string]any{"name": "Acronyms"}).json(t, &renamed)
+	if renamed.Name != "Acronyms" || renamed.Description != "about Engineering acronyms" || renamed.RuleCount != 1 {
+		t.Errorf("renamed %+v", renamed)
+	}
+	create("acme", "Engineering acronyms")
+}
+
+// TestVoiceUpdate: PUT /v1/voices/{voiceId} changes only the given fields,
+// checks a new provider or model against the catalog, and answers
+// {data: voice}; another organization's voice is 404.
+func TestVoiceUpdate(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	v := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "espeak", "model": "espeak-ng", "voice_id": "en",
+		"tags": []string{"a"}, "provider_options": map[string]any{"p": 1}}).voice(t)
+	up := tg.do("PUT", "/v1/voices/"+v.ID, "acme", map[string]any{"title": "  Storyteller ", "voice_id": "en-gb"}).voice(t)
+	if up.ID != v.ID || up.Title != "Storyteller" || up.VoiceID != "en-gb" || up.Provider != "espeak" || len(up.Tags) != 1 ||
+		up.ProviderOptions["p"] != 1.0 || !up.CreatedAt.Equal(v.CreatedAt) || !up.UpdatedAt.After(v.UpdatedAt) {
+		t.Errorf("updated %+v from %+v", up, v)
+	}
+	if got := tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).voice(t); got.Title != "Storyteller" || got.VoiceID != "en-gb" {
+		t.Errorf("read back %+v", got)
+	}
+	// An empty body changes nothing but the update time.
+	if got := tg.do("PUT", "/v1/voices/"+v.ID, "acme", map[string]any{}).voice(t); got.Title != "Storyteller" {
+		t.Errorf("empty update %+v", got)
+	}
+	if got := tg.do("PUT", "/v1/voices/"+v.ID, "acme", map[string]any{"provider": "testkit", "model": "basic", "voice_id": "alpha", "tags": []string{}}).voice(t); got.Provider != "testkit" || got.Model != "basic" || len(got.Tags) != 0 {
+		t.Errorf("moved voice %+v", got)
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "moved"}); r.status != 200 || tg.lastCall(t).Model != "basic" {
+		t.Errorf("speech with the moved voice: %d", r.status)
+	}
+	tg.do("PUT", "/v1/voices/"+v.ID, "acme", map[string]any{"model": "nope"}).problem(t, 422, "unknown_model")
+	tg.do("PUT", "/v1/voices/"+v.ID, "globex", map[string]any{"title": "mine"}).problem(t, 404, "voice_not_found")
+	tg.do("PUT", "/v1/voices/"+uuid.NewString(), "acme", map[string]any{"title": "x"}).problem(t, 404, "voice_not_found")
+	for _, tc := range []struct {
+		body  any
+		field string
+	}{
+		{map[string]any{"title": ""}, "title"},
+		{map[string]any{"mediaId": uuid.NewString()}, "mediaId"},
+		{map[string]any{"tags": []any{""}}, "tags"},
+		{map[string]any{"provider_options": "x"}, "provider_options"},
+	} {
+		p := tg.do("PUT", "/v1/voices/"+v.ID, "acme", tc.body).problem(t, 400, "validation_failed")
+		if p.Validation[0].Path[0] != tc.field {
+			t.Errorf("%v: %+v", tc.body, p.Validation)
+		}
 	}
 }

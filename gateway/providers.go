@@ -80,14 +80,15 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		return err
 	}
 	d.Speech = speech.New(speech.Deps{
-		Limits:      speech.LimitsFrom(cfg),
-		Catalog:     cat,
-		Store:       g.store,
-		Credentials: credentials.NewResolver(g.policy, g.store, g.sealer),
-		Moderator:   mod,
-		Direct:      dc,
-		Metrics:     g.metrics,
-		Logger:      g.log.Named("speech"),
+		Limits:       speech.LimitsFrom(cfg),
+		Catalog:      cat,
+		Store:        g.store,
+		Dictionaries: g.store,
+		Credentials:  credentials.NewResolver(g.policy, g.store, g.sealer),
+		Moderator:    mod,
+		Direct:       dc,
+		Metrics:      g.metrics,
+		Logger:       g.log.Named("speech"),
 	})
 	d.Ready = host.Ready
 	return nil

@@ -42,9 +42,12 @@ const (
 	ProviderKeyRejected Code = "provider_key_rejected"
 	// Conflict is the documented 409: a name or word already taken, or a
 	// change the resource's state forbids.
-	Conflict             Code = "conflict"
-	DictionaryNotFound   Code = "dictionary_not_found"
-	RuleNotFound         Code = "rule_not_found"
+	Conflict           Code = "conflict"
+	DictionaryNotFound Code = "dictionary_not_found"
+	RuleNotFound       Code = "rule_not_found"
+	// LimitReached refuses a write that would take an organization or a
+	// dictionary past a bound it may not pass.
+	LimitReached         Code = "limit_reached"
 	VoiceNotFound        Code = "voice_not_found"
 	MediaNotFound        Code = "media_not_found"
 	NotFound             Code = "not_found"
@@ -109,6 +112,7 @@ var table = map[Code]meta{
 	ProviderKeyRejected:     {400, "The provider rejected the key"},
 	Conflict:                {409, "Conflict"},
 	DictionaryNotFound:      {404, "Pronunciation dictionary not found"},
+	LimitReached:            {400, "Limit reached"},
 	RuleNotFound:            {404, "Pronunciation rule not found"},
 	VoiceNotFound:           {404, "Voice not found"},
 	MediaNotFound:           {404, "Media not found"},

@@ -184,6 +184,20 @@ func New(d Deps) *Server {
 		rt.GET("/v1/audio/providers", "providers.documented", s.listAudioProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
 		rt.PUT("/v1/api-keys/{providerId}", "apikeys.put", s.putProviderKey)
+		rt.PUT("/v1/voices/{id}", "voices.update", s.updateVoice)
+		const dicts, dict, rules, rule = "/v1/pronunciation-dictionaries", "/v1/pronunciation-dictionaries/{id}", "/v1/pronunciation-dictionaries/{id}/rules", "/v1/pronunciation-dictionaries/{id}/rules/{ruleId}"
+		rt.GET(dicts, "dictionaries.list", s.listDictionaries)
+		rt.POST(dicts, "dictionaries.create", s.createDictionary)
+		rt.GET(dict, "dictionaries.get", s.getDictionary)
+		rt.PUT(dict, "dictionaries.update", s.updateDictionary)
+		rt.PATCH(dict, "dictionaries.update", s.updateDictionary)
+		rt.DELETE(dict, "dictionaries.delete", s.deleteDictionary)
+		rt.GET(rules, "rules.list", s.listRules)
+		rt.POST(rules, "rules.create", s.createRule)
+		rt.GET(rule, "rules.get", s.getRule)
+		rt.PUT(rule, "rules.update", s.updateRule)
+		rt.PATCH(rule, "rules.update", s.updateRule)
+		rt.DELETE(rule, "rules.delete", s.deleteRule)
 		rt.DELETE("/v1/api-keys/{providerId}", "apikeys.delete", s.deleteProviderKey)
 	}
 

@@ -157,7 +157,8 @@ func (o *outputJSON) domain() *audio.OutputParams {
 
 // pronunciationsJSON is the request's pronunciations object.
 type pronunciationsJSON struct {
-	Rules []pronunciationRuleJSON `json:"rules"`
+	Rules         []pronunciationRuleJSON `json:"rules"`
+	DictionaryIDs []string                `json:"dictionaryIds"`
 }
 
 type pronunciationRuleJSON struct {
@@ -170,7 +171,7 @@ func (p *pronunciationsJSON) domain() *speech.Pronunciations {
 	if p == nil {
 		return nil
 	}
-	out := &speech.Pronunciations{Rules: make([]speech.PronunciationRule, len(p.Rules))}
+	out := &speech.Pronunciations{Rules: make([]speech.PronunciationRule, len(p.Rules)), DictionaryIDs: p.DictionaryIDs}
 	for i, r := range p.Rules {
 		out.Rules[i] = speech.PronunciationRule(r)
 	}

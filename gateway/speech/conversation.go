@@ -233,6 +233,14 @@ func (s *Service) prepareConversation(ctx context.Context, org string, r *Conver
 	if err != nil {
 		return nil, err
 	}
+	// Every turn applies the same pronunciations: resolve them once.
+	rules, err := s.requestRules(ctx, org, r.Pronunciations)
+	if err != nil {
+		return nil, err
+	}
+	for _, req := range reqs {
+		req.rules = rules
+	}
 	ep := DeliverClip
 	if timestamps {
 		ep = DeliverTimestamps

@@ -47,6 +47,10 @@ type Request struct {
 	// with-timestamps endpoint must produce word timestamps, may go
 	// without them, or skips them.
 	Timestamps string
+
+	// rules, when set, are the resolved pronunciation rule sources (a
+	// conversation resolves them once for all its turns).
+	rules [][]PronunciationRule
 }
 
 // Timestamp modes of the request's timestamps field.

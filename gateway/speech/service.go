@@ -48,6 +48,8 @@ type Service struct {
 	limits   Limits
 	cat      *Catalog
 	store    Store
+	dicts    Dictionaries
+	defaults defaultRules
 	creds    *credentials.Resolver
 	mod      Moderator
 	dispatch *dispatch.Client
@@ -58,11 +60,14 @@ type Service struct {
 // Deps are the Service's collaborators.
 type Deps struct {
 	// Limits bound what one request may ask for.
-	Limits      Limits
-	Catalog     *Catalog
-	Store       Store
-	Credentials *credentials.Resolver
-	Moderator   Moderator // nil: no moderation
+	Limits  Limits
+	Catalog *Catalog
+	Store   Store
+	// Dictionaries holds the organizations' pronunciation dictionaries;
+	// nil applies inline rules only.
+	Dictionaries Dictionaries
+	Credentials  *credentials.Resolver
+	Moderator    Moderator // nil: no moderation
 	// Direct sends the requests of planning plugins (sdk.Planner); nil
 	// keeps every call inside the plugins.
 	Direct  *dispatch.Client
@@ -72,7 +77,7 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
+	return &Service{limits: d.Limits, cat: d.Catalog, store: d.Store, dicts: d.Dictionaries, creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, log: d.Logger}
 }
 
 // Catalog returns the provider catalog.
@@ -172,8 +177,14 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if n := utf8.RuneCountInString(j.Text); n > limit {
 		return nil, problem.New(problem.TextTooLong, "text has %d characters; model %s/%s accepts at most %d", n, j.Provider.ID, j.Model.ID, limit)
 	}
-	if r.Pronunciations != nil && len(r.Pronunciations.Rules) > 0 {
-		j.subst = r.Pronunciations.apply(j.Text)
+	sources := r.rules
+	if sources == nil {
+		if sources, err = s.requestRules(ctx, org, r.Pronunciations); err != nil {
+			return nil, err
+		}
+	}
+	if rules := layerRules(j.Text, sources...); rules != nil {
+		j.subst = rules.apply(j.Text)
 	}
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
 		return nil, err

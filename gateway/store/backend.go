@@ -19,6 +19,7 @@ type Backend interface {
 	MediaStore
 	SecretStore
 	LogStore
+	DictionaryStore
 
 	// Secret returns the deployment's 32-byte random secret, created with
 	// the storage and shared by every instance that uses it, so that list
@@ -56,6 +57,10 @@ type VoiceStore interface {
 	GetVoice(ctx context.Context, orgID, id string) (*Voice, error)
 	// DeleteVoice removes voice id of orgID, or fails with ErrNotFound.
 	DeleteVoice(ctx context.Context, orgID, id string) error
+	// UpdateVoice replaces every field of voice v.ID of v.OrgID but ID,
+	// OrgID and CreatedAt with v's (the caller merges a partial update
+	// first), or fails with ErrNotFound. Zero UpdatedAt means now.
+	UpdateVoice(ctx context.Context, v *Voice) error
 	// ListVoices returns up to limit voices of orgID, newest created first,
 	// strictly after position after (nil starts at the newest). next is
 	// the position of the last returned voice and hasMore whether older

@@ -15,9 +15,11 @@
 // uploads), secrets (replace, byte-ordered names), request logs (every
 // filter of GET /v1/logs alone and combined against a brute-force model,
 // paging while rows arrive, equal timestamps in write order, the retention
-// window, purges, atomic batches, every field round-tripped), organization
-// isolation for every kind, concurrent writers, the shared secret, and a
-// canceled context. Each case opens its own empty backend with a clock the
+// window, purges, atomic batches, every field round-tripped, one row by
+// request id), pronunciation dictionaries and rules (uniqueness, bounds
+// under concurrent writers, cascades, the default dictionary, the rules a
+// synthesis request reads), organization isolation for every kind,
+// concurrent writers, the shared secret, and a canceled context. Each case opens its own empty backend with a clock the
 // case controls.
 package storetest
 
@@ -63,6 +65,13 @@ var cases = []struct {
 	{"Secret", testSecret},
 	{"CanceledContext", testCanceledContext},
 	{"GetLog", testGetLog},
+	{"UpdateVoice", testUpdateVoice},
+	{"Dictionaries", testDictionaries},
+	{"DefaultDictionary", testDefaultDictionary},
+	{"Rules", testRules},
+	{"ListDictionariesAndRulesPaging", testDictionaryPaging},
+	{"DictionaryRules", testDictionaryRules},
+	{"DictionaryBoundsUnderConcurrency", testDictionaryBoundsConcurrent},
 }
 
 // clock is a settable time source for Options.Now.
