@@ -61,7 +61,6 @@ func classifyUnique(err error) error {
 	return classify(err)
 }
 
-
 // CreateDictionary implements store.DictionaryStore.
 func (s *Store) CreateDictionary(ctx context.Context, d *store.Dictionary, max int) error {
 	if d == nil {
