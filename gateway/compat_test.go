@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openaimoderation"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
@@ -788,5 +790,122 @@ func TestVoiceUpdate(t *testing.T) {
 		if p.Validation[0].Path[0] != tc.field {
 			t.Errorf("%v: %+v", tc.body, p.Validation)
 		}
+	}
+}
+
+// documentedModerationConfig runs the documented two evaluators: category
+// moderation (the OpenAI moderation plugin with per-category thresholds)
+// and custom rules in plain English (the same plugin, asking a chat model),
+// both against the fake of OpenAI's API.
+const documentedModerationConfig = `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  testkit:
+    plugin: %BIN%/testplugins/voxgate-testplugin
+    managed: true
+    call_log: %DIR%/calls.jsonl
+orgs:
+  acme:
+    moderation: documented
+    providers:
+      testkit: {enabled: true}
+moderation:
+  plugins:
+    categories:
+      plugin: voxgate-openai-moderation
+      api_key: %MODKEY%
+      base_url: %FAKE%
+      category_thresholds: harassment=0.5,violence=null
+    rules:
+      plugin: voxgate-openai-moderation
+      api_key: %MODKEY%
+      base_url: %FAKE%
+  rulesets:
+    documented:
+      mode: fail_closed
+      timeout: 10s
+      checks:
+        - plugin: categories
+        - plugin: rules
+          rules:
+            - name: no-stock-tips
+              prompt: Block any text that promotes a specific publicly traded stock
+            - name: no-medical-advice
+              prompt: Block any text that gives medical advice
+              enabled: false
+`
+
+// TestDocumentedModeration: a block carries reason.confidence, and
+// reason.rule_name when a custom rule blocked; a failed check of a
+// fail-closed ruleset is 403; no provider is called for a blocked text.
+func TestDocumentedModeration(t *testing.T) {
+	fake := openaimoderation.New(t, fakeupstream.Options{})
+	fake.Flag("zorblax", "harassment", 0.91)
+	fake.Flag("punch", "violence", 0.99)
+	fake.Violate("no-stock-tips", "buy ACME shares", 0.88)
+	fake.Violate("no-medical-advice", "take two aspirin", 0.95)
+	yaml := strings.NewReplacer("%MODKEY%", openaimoderation.Key, "%FAKE%", fake.BaseURL()).Replace(documentedModerationConfig)
+	tg := startGateway(t, yaml)
+	say := func(text string) *response {
+		return tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": text})
+	}
+	reason := func(r *response) map[string]any {
+		t.Helper()
+		var env struct {
+			Error struct {
+				Code   string
+				Reason map[string]any
+			}
+		}
+		r.json(t, &env)
+		if env.Error.Code != "content_moderation_blocked" || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("not the moderation envelope: %d %s", r.status, r.body)
+		}
+		return env.Error.Reason
+	}
+
+	r := say("Tomorrow, buy ACME shares before they rise.")
+	if r.status != 422 {
+		t.Fatalf("custom rule: %d %s", r.status, r.body)
+	}
+	if got := reason(r); got["type"] != "custom_rule" || got["rule_name"] != "no-stock-tips" || got["detail"] != "no-stock-tips" || got["confidence"] != 0.88 {
+		t.Errorf("custom rule reason %v", got)
+	}
+	row := tg.rawLogRow("acme", r)
+	if row["moderation_reason_type"] != "custom_rule" || row["moderation_reason_detail"] != "no-stock-tips" || row["moderation_confidence"] != 0.88 || row["moderation_decision"] != "block" {
+		t.Errorf("row %v", row)
+	}
+
+	r = say("you zorblax")
+	if r.status != 422 {
+		t.Fatalf("category: %d %s", r.status, r.body)
+	}
+	if got := reason(r); got["type"] != "content_policy" || got["detail"] != "harassment" || got["confidence"] != 0.91 || got["rule_name"] != nil {
+		t.Errorf("category reason %v", got)
+	}
+	// A category switched off (violence=null) and a disabled rule block
+	// nothing.
+	for _, text := range []string{"one punch", "take two aspirin", "The weather is lovely."} {
+		if r := say(text); r.status != 200 {
+			t.Errorf("%q: %d %s", text, r.status, r.body)
+		}
+	}
+	calls, _ := calllog.Count(filepath.Join(tg.dir, "calls.jsonl"), "synthesize")
+	if calls != 3 {
+		t.Errorf("the provider got %d calls, want the 3 allowed texts only", calls)
+	}
+	// The rules model is down: the ruleset fails closed, 403.
+	fake.FailNext(1, fakeupstream.Fault{Path: openaimoderation.ChatPath, Status: 503})
+	r = say("An ordinary sentence.")
+	if r.status != 403 {
+		t.Fatalf("fail closed: %d %s", r.status, r.body)
+	}
+	if got := reason(r); got["type"] != "error_fail_closed" || !strings.HasPrefix(got["detail"].(string), "rules: ") {
+		t.Errorf("fail-closed reason %v", got)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	pluginpb "github.com/voxgate/voxgate/sdk/proto"
 )
 
 // roundTrip encodes m to bytes and back, as the wire does.
@@ -84,7 +86,8 @@ func TestWireRoundTrip(t *testing.T) {
 		Samples: []Sample{{Filename: "a.wav", MediaType: "audio/wav", Data: []byte{9}}},
 	}
 	voices := []Voice{{ID: "v", Name: "V", Language: "en", Gender: "female"}}
-	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d"}
+	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d", Rule: "r"}
+	modRules := []ModerationRule{{Name: "no-stock-tips", Prompt: "Block any text that promotes a specific stock"}}
 
 	tests := []struct {
 		name string
@@ -98,6 +101,9 @@ func TestWireRoundTrip(t *testing.T) {
 		{"Voices", voices, func() any { return voicesFromProto(roundTrip(t, voicesToProto(voices))) }},
 		{"ModerationResult", modResult, func() any { return moderationResultFromProto(roundTrip(t, moderationResultToProto(modResult))) }},
 		{"Credentials", cred, func() any { return credentialsFromProto(roundTrip(t, credentialsToProto(cred))) }},
+		{"ModerationRules", modRules, func() any {
+			return moderationRulesFromProto(roundTrip(t, &pluginpb.ModerationRequest{Rules: moderationRulesToProto(modRules)}).GetRules())
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

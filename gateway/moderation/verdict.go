@@ -24,6 +24,9 @@ const (
 	ReasonContent = "content_policy"
 	// ReasonTestPhrase: the built-in test phrase VOXGATE-MODERATION-TEST.
 	ReasonTestPhrase = "test_phrase"
+	// ReasonCustomRule: a custom rule (config checks[].rules) matched the
+	// text; the rule's name is in RuleName and Detail.
+	ReasonCustomRule = "custom_rule"
 	// ReasonErrorFailClosed: a check failed or timed out and the ruleset
 	// fails closed.
 	ReasonErrorFailClosed = "error_fail_closed"
@@ -40,8 +43,10 @@ type Verdict struct {
 	// names a category or check, never the request's text.
 	ReasonType   string
 	ReasonDetail string
-	Confidence   float64
-	Latency      time.Duration
+	// RuleName names the custom rule that blocked (ReasonCustomRule).
+	RuleName   string
+	Confidence float64
+	Latency    time.Duration
 }
 
 // Blocked reports whether the request must not reach the provider.

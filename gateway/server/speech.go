@@ -348,7 +348,7 @@ func (s *Server) writeBlocked(ctx *fasthttp.RequestCtx, be *moderation.BlockedEr
 	env := moderationEnvelope{Error: moderationError{
 		Code:    "content_moderation_blocked",
 		Message: msg,
-		Reason:  moderationReason{Type: be.Verdict.ReasonType, Detail: be.Verdict.ReasonDetail},
+		Reason:  moderationReason{Type: be.Verdict.ReasonType, Detail: be.Verdict.ReasonDetail, Confidence: be.Verdict.Confidence, RuleName: be.Verdict.RuleName},
 	}}
 	if be.TurnIndex >= 0 {
 		ti := be.TurnIndex

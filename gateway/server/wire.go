@@ -304,9 +304,14 @@ type moderationError struct {
 	TurnIndex *int             `json:"turn_index,omitempty"`
 }
 
+// moderationReason is the documented reason of a block: its type and
+// detail, the confidence behind it (0 to 1), and the custom rule that
+// blocked, when one did.
 type moderationReason struct {
-	Type   string `json:"type"`
-	Detail string `json:"detail"`
+	Type       string  `json:"type"`
+	Detail     string  `json:"detail"`
+	Confidence float64 `json:"confidence"`
+	RuleName   string  `json:"rule_name,omitempty"`
 }
 
 // createVoiceRequest is the body of POST /v1/voices.

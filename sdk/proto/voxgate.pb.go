@@ -1427,9 +1427,12 @@ func (*ExplainResponse) Descriptor() ([]byte, []int) {
 }
 
 type ModerationRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	Credentials   *Credentials           `protobuf:"bytes,2,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Text        string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	Credentials *Credentials           `protobuf:"bytes,2,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	// Custom rules in plain English to evaluate instead of the plugin's own
+	// checks; empty for a plain check.
+	Rules         []*ModerationRule `protobuf:"bytes,3,rep,name=rules,proto3" json:"rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1478,19 +1481,80 @@ func (x *ModerationRequest) GetCredentials() *Credentials {
 	return nil
 }
 
-type ModerationResult struct {
+func (x *ModerationRequest) GetRules() []*ModerationRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+type ModerationRule struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Decision      string                 `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
-	Category      string                 `protobuf:"bytes,2,opt,name=category,proto3" json:"category,omitempty"`
-	Confidence    float64                `protobuf:"fixed64,3,opt,name=confidence,proto3" json:"confidence,omitempty"`
-	Detail        string                 `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Prompt        string                 `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModerationRule) Reset() {
+	*x = ModerationRule{}
+	mi := &file_voxgate_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModerationRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModerationRule) ProtoMessage() {}
+
+func (x *ModerationRule) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModerationRule.ProtoReflect.Descriptor instead.
+func (*ModerationRule) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ModerationRule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModerationRule) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+type ModerationResult struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Decision   string                 `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Category   string                 `protobuf:"bytes,2,opt,name=category,proto3" json:"category,omitempty"`
+	Confidence float64                `protobuf:"fixed64,3,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	Detail     string                 `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	// The name of the custom rule that blocked, if one did.
+	Rule          string `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1566,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1579,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -1546,6 +1610,13 @@ func (x *ModerationResult) GetDetail() string {
 	return ""
 }
 
+func (x *ModerationResult) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
 // Error is an sdk.Error. A plugin returns it as a detail of the gRPC status
 // of a failed call, so it survives the process boundary field by field.
 type Error struct {
@@ -1565,7 +1636,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1648,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1661,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -1754,17 +1825,22 @@ const file_voxgate_proto_rawDesc = "" +
 	"\vHeaderEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
-	"\x0fExplainResponse\"i\n" +
+	"\x0fExplainResponse\"\xa2\x01\n" +
 	"\x11ModerationRequest\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12@\n" +
-	"\vcredentials\x18\x02 \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\"\x82\x01\n" +
+	"\vcredentials\x18\x02 \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\x127\n" +
+	"\x05rules\x18\x03 \x03(\v2!.voxgate.plugin.v1.ModerationRuleR\x05rules\"<\n" +
+	"\x0eModerationRule\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\"\x96\x01\n" +
 	"\x10ModerationResult\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x1a\n" +
 	"\bcategory\x18\x02 \x01(\tR\bcategory\x12\x1e\n" +
 	"\n" +
 	"confidence\x18\x03 \x01(\x01R\n" +
 	"confidence\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xe5\x01\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\x12\x12\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xe5\x01\n" +
 	"\x05Error\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.voxgate.plugin.v1.ErrorKindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
@@ -1808,7 +1884,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
@@ -1833,14 +1909,15 @@ var file_voxgate_proto_goTypes = []any{
 	(*Failure)(nil),            // 20: voxgate.plugin.v1.Failure
 	(*ExplainResponse)(nil),    // 21: voxgate.plugin.v1.ExplainResponse
 	(*ModerationRequest)(nil),  // 22: voxgate.plugin.v1.ModerationRequest
-	(*ModerationResult)(nil),   // 23: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 24: voxgate.plugin.v1.Error
-	nil,                        // 25: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                        // 26: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                        // 27: voxgate.plugin.v1.Failure.HeaderEntry
+	(*ModerationRule)(nil),     // 23: voxgate.plugin.v1.ModerationRule
+	(*ModerationResult)(nil),   // 24: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),              // 25: voxgate.plugin.v1.Error
+	nil,                        // 26: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                        // 27: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                        // 28: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	25, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	26, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
 	6,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
 	7,  // 3: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
@@ -1850,36 +1927,37 @@ var file_voxgate_proto_depIdxs = []int32{
 	16, // 7: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
 	7,  // 8: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
 	11, // 9: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	26, // 10: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	27, // 11: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	27, // 10: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	28, // 11: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
 	7,  // 12: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
 	7,  // 13: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	0,  // 14: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 15: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 16: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	8,  // 17: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	11, // 18: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	11, // 19: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	15, // 20: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	18, // 21: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	20, // 22: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	1,  // 23: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	22, // 24: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 25: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 26: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	9,  // 27: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	12, // 28: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	14, // 29: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	17, // 30: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	19, // 31: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	21, // 32: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	2,  // 33: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	23, // 34: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	25, // [25:35] is the sub-list for method output_type
-	15, // [15:25] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	23, // 14: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 15: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 16: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 17: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	8,  // 18: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	11, // 19: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	11, // 20: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	15, // 21: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	18, // 22: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	20, // 23: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	1,  // 24: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	22, // 25: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 26: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 27: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	9,  // 28: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	12, // 29: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	14, // 30: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	17, // 31: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	19, // 32: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	21, // 33: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	2,  // 34: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	24, // 35: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	26, // [26:36] is the sub-list for method output_type
+	16, // [16:26] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -1893,7 +1971,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
