@@ -219,9 +219,16 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
-				var v struct{ ID string }
+				// A media upload answers the record, a voice {data: voice}.
+				var v struct {
+					ID   string
+					Data struct{ ID string }
+				}
 				_ = json.NewDecoder(resp.Body).Decode(&v)
 				resp.Body.Close()
+				if !isMedia {
+					v.ID = v.Data.ID
+				}
 				if resp.StatusCode == 201 {
 					if isMedia {
 						uploaded.Store(v.ID, s.addr)
