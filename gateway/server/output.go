@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -15,7 +16,7 @@ import (
 // validation as output.format) or the object {format, sampleRate,
 // bitrate}, decoded as strictly as the rest of the body with errors at
 // ["output", ...]. Absent or null means no conversion.
-func decodeOutput(raw json.RawMessage) (*audio.OutputParams, error) {
+func decodeOutput(raw outputField) (*audio.OutputParams, error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, nil
@@ -46,3 +47,16 @@ func decodeOutput(raw json.RawMessage) (*audio.OutputParams, error) {
 	}
 	return o.domain(), nil
 }
+
+// outputField is a request's `output` as sent, decoded by decodeOutput.
+// Its object form has outputJSON's fields, so that a body with unknown
+// fields elsewhere also has those inside `output` named (objectShape).
+type outputField json.RawMessage
+
+// UnmarshalJSON keeps the member as sent.
+func (f *outputField) UnmarshalJSON(b []byte) error {
+	*f = append((*f)[:0], b...)
+	return nil
+}
+
+func (outputField) objectShape() reflect.Type { return reflect.TypeFor[outputJSON]() }

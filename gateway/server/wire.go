@@ -119,7 +119,7 @@ type speechRequestJSON struct {
 	Voice               string              `json:"voice"`
 	Text                *string             `json:"text"`
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
-	Output              json.RawMessage     `json:"output"` // "format" or {format, sampleRate, bitrate}: see decodeOutput
+	Output              outputField         `json:"output"` // "format" or {format, sampleRate, bitrate}: see decodeOutput
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
 	Speed               *float64            `json:"speed"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
@@ -185,7 +185,7 @@ type conversationRequestJSON struct {
 	Turns               []turnJSON          `json:"turns"`
 	GapMs               *int                `json:"gapMs"`
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
-	Output              json.RawMessage     `json:"output"`
+	Output              outputField         `json:"output"`
 	Speed               *float64            `json:"speed"`
 	Split               bool                `json:"split"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
