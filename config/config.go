@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -308,7 +309,34 @@ type Check struct {
 	Builtin *BuiltinCheck `yaml:"builtin"`
 	// Plugin names an entry of Moderation.Plugins.
 	Plugin string `yaml:"plugin"`
+	// Rules are custom rules in plain English that the plugin evaluates
+	// with a model instead of its own checks (plugin checks only; see
+	// docs/moderation.md). A check whose rules are all disabled is
+	// skipped.
+	Rules []CustomRule `yaml:"rules"`
 }
+
+// CustomRule is one custom moderation rule.
+type CustomRule struct {
+	// Name identifies the rule in a block's reason.rule_name and the
+	// request log: 1 to 64 of a-z, 0-9, '-', '_'.
+	Name string `yaml:"name"`
+	// Prompt says what to block, in plain English ("Block any text that
+	// promotes a specific publicly traded stock").
+	Prompt string `yaml:"prompt"`
+	// Enabled defaults to true.
+	Enabled *bool `yaml:"enabled"`
+}
+
+// On reports whether the rule is enabled.
+func (r CustomRule) On() bool { return r.Enabled == nil || *r.Enabled }
+
+// Bounds of custom moderation rules: every enabled rule is sent to the
+// model with every moderated text.
+const (
+	MaxCustomRules      = 50
+	MaxCustomRulePrompt = 2000
+)
 
 // BuiltinCheck configures the built-in term and pattern check.
 type BuiltinCheck struct {
@@ -354,7 +382,7 @@ type Alignment struct {
 	// Method is how words are timed for models without timestamps of
 	// their own (and providers whose timestamps setting is "auto"):
 	// "aligned" (the default: the offline aligner), "stt" (a
-	// speech-to-text provider, STT) or "off" (501 timestamps_unsupported).
+	// speech-to-text provider, STT) or "off" (503 timestamps_unavailable).
 	Method string `yaml:"method"`
 	// Reference is the provider whose plugin renders the reference
 	// speech the aligner matches against; it must report word
@@ -648,6 +676,9 @@ func dirOf(path string) string {
 	}
 	return path[:i]
 }
+
+// customRuleName is the form of a custom moderation rule's name.
+var customRuleName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
@@ -1075,6 +1106,26 @@ func (c *Config) Validate() error {
 				bad(ck, "name builtin or plugin")
 			case ch.Plugin != "" && c.Moderation.Plugins[ch.Plugin] == nil:
 				bad(ck+".plugin", "unknown moderation plugin %q", ch.Plugin)
+			}
+			if len(ch.Rules) > 0 && ch.Plugin == "" {
+				bad(ck+".rules", "custom rules are evaluated by a plugin: give plugin too")
+			}
+			if len(ch.Rules) > MaxCustomRules {
+				bad(ck+".rules", "at most %d custom rules per check", MaxCustomRules)
+			}
+			seenRule := map[string]bool{}
+			for j, cr := range ch.Rules {
+				rk := fmt.Sprintf("%s.rules[%d]", ck, j)
+				switch {
+				case !customRuleName.MatchString(cr.Name):
+					bad(rk+".name", "must be 1 to 64 of a-z, 0-9, '-' and '_', got %q", cr.Name)
+				case seenRule[cr.Name]:
+					bad(rk+".name", "%q is used twice in this check", cr.Name)
+				}
+				seenRule[cr.Name] = true
+				if strings.TrimSpace(cr.Prompt) == "" || utf8.RuneCountInString(cr.Prompt) > MaxCustomRulePrompt {
+					bad(rk+".prompt", "must be 1 to %d characters", MaxCustomRulePrompt)
+				}
 			}
 			if ch.Builtin != nil {
 				for cat, cc := range ch.Builtin.Categories {

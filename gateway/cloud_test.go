@@ -152,7 +152,7 @@ func TestCloudProvidersEndToEnd(t *testing.T) {
 	}
 
 	// An org that brings its own key but stored none gets a clear problem.
-	c.do("POST", "/v1/audio/speech", "initech", map[string]any{"model": "elevenlabs", "voice": voice, "text": "x"}).problem(t, 422, "provider_credentials_missing")
+	c.do("POST", "/v1/audio/speech", "initech", map[string]any{"model": "elevenlabs", "voice": voice, "text": "x"}).problem(t, 403, "no_api_key")
 
 	// The catalog shows the flags, never a key.
 	cat := c.do("GET", "/v1/providers", "globex", nil)
@@ -171,8 +171,7 @@ func TestCloudCloning(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("clone: %d %s", r.status, r.body)
 	}
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	if v.VoiceID == "" {
 		t.Fatal("no provider voice id")
 	}
@@ -223,7 +222,7 @@ func TestCloudSavedVoiceIDs(t *testing.T) {
 	}
 	c.el.Reset()
 	// An org that brings its own key but stored none cannot read the list.
-	voice("initech", elevenlabs.VoiceSarah).problem(t, 422, "provider_credentials_missing")
+	voice("initech", elevenlabs.VoiceSarah).problem(t, 403, "no_api_key")
 
 	var after voicePage
 	c.do("GET", "/v1/voices", "acme", nil).json(t, &after)

@@ -234,7 +234,7 @@ func TestConversationValidation(t *testing.T) {
 		{"blank turn text", map[string]any{"model": "espeak", "turns": []any{turn, map[string]any{"voice": "en", "text": " "}}}, 400, "validation_failed", "turns", 1},
 		{"unknown saved voice", map[string]any{"turns": []any{map[string]any{"voiceId": "1b4e28ba-2fa1-11d2-883f-0016d3cca427", "text": "x"}}}, 404, "voice_not_found", "", 0},
 		{"disabled provider in a turn", map[string]any{"turns": []any{mturn, map[string]any{"model": "nope", "voice": "x", "text": "x"}}}, 422, "unknown_provider", "", 1},
-		{"timestamps unsupported", map[string]any{"turns": []any{mturn, map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}}}, 501, "timestamps_unsupported", "", 1},
+		{"timestamps unsupported", map[string]any{"turns": []any{mturn, map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}}}, 503, "timestamps_unavailable", "", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -219,16 +219,14 @@ func TestVoicesCRUDAndIsolation(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	if v.ID == "" || v.OrgID != "acme" || v.Title != "Narrator" || v.VoiceID != "en" || v.Model != "espeak-ng" || v.CreatedAt.IsZero() || v.ProviderOptions["pitch"] != float64(50) {
 		t.Fatalf("created voice = %+v", v)
 	}
 	if got := r.header.Get("Location"); got != "/v1/voices/"+v.ID {
 		t.Errorf("Location = %q", got)
 	}
-	var got apiVoice
-	tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).json(t, &got)
+	got := tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).voice(t)
 	if got.ID != v.ID || got.Title != v.Title {
 		t.Fatalf("get = %+v", got)
 	}
@@ -260,8 +258,7 @@ func TestVoicesPaginationWhileCreating(t *testing.T) {
 	const initial = 23
 	want := map[string]bool{}
 	for i := 0; i < initial; i++ {
-		var v apiVoice
-		tg.do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("v%02d", i))).json(t, &v)
+		v := tg.do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("v%02d", i))).voice(t)
 		want[v.ID] = true
 	}
 	seen := map[string]bool{}

@@ -276,6 +276,19 @@ type apiVoice struct {
 	UpdatedAt       time.Time      `json:"updated_at"`
 }
 
+// voice decodes the {data: voice} answer of the single-voice endpoints.
+func (r *response) voice(t testing.TB) apiVoice {
+	t.Helper()
+	var env struct {
+		Data *apiVoice `json:"data"`
+	}
+	r.json(t, &env)
+	if env.Data == nil {
+		t.Fatalf("no {data: voice} in %s", r.body)
+	}
+	return *env.Data
+}
+
 // apiLogRow is a request log row as GET /v1/logs renders it.
 type apiLogRow struct {
 	RequestID              string    `json:"request_id"`

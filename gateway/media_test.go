@@ -108,8 +108,7 @@ func TestMediaUploadAndCloning(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("clone: %d %s", r.status, r.body)
 	}
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	if v.VoiceID != "clone-Me" || v.MediaID != m.ID {
 		t.Fatalf("cloned voice %+v", v)
 	}

@@ -311,7 +311,7 @@ func TestModerationBlocks(t *testing.T) {
 }
 
 // TestModerationCheckFailures: a moderation plugin that crashes, hangs or
-// stays down fails a fail_closed ruleset with 503 error_fail_closed and
+// stays down fails a fail_closed ruleset with 403 error_fail_closed and
 // lets a fail_open one through, and the log says which happened.
 func TestModerationCheckFailures(t *testing.T) {
 	mg := startModerationGateway(t)
@@ -320,8 +320,8 @@ func TestModerationCheckFailures(t *testing.T) {
 		t.Helper()
 		body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": text, "moderation_ruleset_id": ruleset}
 		r := mg.do("POST", "/v1/audio/speech", "acme", body)
-		if status == 503 {
-			r.blocked(t, 503, moderation.ReasonErrorFailClosed)
+		if status == 403 {
+			r.blocked(t, 403, moderation.ReasonErrorFailClosed)
 		} else if r.status != status {
 			t.Fatalf("status %d, want %d: %s", r.status, status, r.body[:min(len(r.body), 300)])
 		}
@@ -337,16 +337,16 @@ func TestModerationCheckFailures(t *testing.T) {
 		run(t, "open", "please crash-moderation now", 200, moderation.DecisionAllowOnError, moderation.ReasonErrorFailOpen)
 	})
 	t.Run("plugin crashes, fail_closed", func(t *testing.T) {
-		run(t, "closed", "please crash-moderation now", 503, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
+		run(t, "closed", "please crash-moderation now", 403, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
 	})
 	t.Run("plugin hangs, fail_closed", func(t *testing.T) {
-		run(t, "closed", "please hang-moderation now", 503, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
+		run(t, "closed", "please hang-moderation now", 403, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
 	})
 	t.Run("plugin hangs, fail_open", func(t *testing.T) {
 		run(t, "open", "please hang-moderation now", 200, moderation.DecisionAllowOnError, moderation.ReasonErrorFailOpen)
 	})
 	t.Run("plugin fails, fail_closed", func(t *testing.T) {
-		run(t, "closed", "please fail-moderation now", 503, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
+		run(t, "closed", "please fail-moderation now", 403, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
 	})
 	t.Run("plugin recovers", func(t *testing.T) {
 		run(t, "closed", "all good again", 200, moderation.DecisionAllow, "")
@@ -367,14 +367,14 @@ func TestModerationCheckFailures(t *testing.T) {
 				t.Fatal("the pool did not notice the killed moderator")
 			}
 		}
-		run(t, "closed", "hello while the moderator is down", 503, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
+		run(t, "closed", "hello while the moderator is down", 403, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
 		run(t, "open", "hello while the moderator is down", 200, moderation.DecisionAllowOnError, moderation.ReasonErrorFailOpen)
 		// Rulesets without the plugin are unaffected.
 		run(t, "standard", "hello while the moderator is down", 200, moderation.DecisionAllow, "")
 	})
 	t.Run("openai endpoint fails", func(t *testing.T) {
 		mg.fake.FailNext(1, fakeupstream.Fault{Status: 500})
-		run(t, "remote", "hello there", 503, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
+		run(t, "remote", "hello there", 403, moderation.DecisionBlock, moderation.ReasonErrorFailClosed)
 	})
 }
 
@@ -412,7 +412,7 @@ func TestModerationKeyStaysSecret(t *testing.T) {
 		t.Fatalf("the endpoint got Authorization %q", last.Header.Get("Authorization"))
 	}
 	mg.fake.FailNext(1, fakeupstream.Fault{Status: 401})
-	mg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"}).blocked(t, 503, moderation.ReasonErrorFailClosed)
+	mg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"}).blocked(t, 403, moderation.ReasonErrorFailClosed)
 	for _, e := range mg.logs.All() {
 		line, _ := json.Marshal(e.ContextMap())
 		if strings.Contains(e.Message+string(line), openaimoderation.Key) {

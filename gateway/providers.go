@@ -90,21 +90,22 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		return err
 	}
 	d.Speech = speech.New(speech.Deps{
-		Cache:       cacheOpts,
-		Routes:      Routes(cfg),
-		Pools:       g.pools,
-		Limits:      speech.LimitsFrom(cfg),
-		Catalog:     cat,
-		Store:       g.store,
-		Credentials: credentials.NewResolver(g.policy, g.store, g.sealer),
-		Budgets:     g.budgets,
-		OrgBudgets:  OrgBudgets(cfg),
-		Moderator:   mod,
-		Direct:      dc,
-		Metrics:     g.metrics,
-		Tracer:      g.tracer,
-		Logger:      g.log.Named("speech"),
-		Alignment:   speech.AlignmentFrom(cfg),
+		Cache:        cacheOpts,
+		Routes:       Routes(cfg),
+		Pools:        g.pools,
+		Limits:       speech.LimitsFrom(cfg),
+		Catalog:      cat,
+		Store:        g.store,
+		Dictionaries: g.store,
+		Credentials:  credentials.NewResolver(g.policy, g.store, g.sealer),
+		Budgets:      g.budgets,
+		OrgBudgets:   OrgBudgets(cfg),
+		Moderator:    mod,
+		Direct:       dc,
+		Metrics:      g.metrics,
+		Tracer:       g.tracer,
+		Logger:       g.log.Named("speech"),
+		Alignment:    speech.AlignmentFrom(cfg),
 	})
 	g.logAlignment(cfg, cat)
 	d.Ready = host.Ready

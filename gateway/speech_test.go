@@ -208,8 +208,7 @@ func TestSpeechWithTimestamps(t *testing.T) {
 
 func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
 	tg := startGateway(t, speechConfig)
-	var v apiVoice
-	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).json(t, &v)
+	v := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).voice(t)
 	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "nope", "voice_id": "de"}).problem(t, 422, "unknown_model")
 	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Guten Tag"})
 	if r.status != 200 {
@@ -369,7 +368,7 @@ func TestSpeechErrors(t *testing.T) {
 		{"only unperformed audio tags", "/v1/audio/speech", "acme", tk("[laughs] [sighs]"), 400, "validation_failed", "text"},
 		{"captions on the clip endpoint", "/v1/audio/speech", "acme", speechBody("x", "captions", "srt"), 400, "validation_failed", "captions"},
 		{"unknown captions format", "/v1/audio/speech/with-timestamps", "acme", speechBody("x", "captions", "ass"), 400, "validation_failed", "captions"},
-		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "timestamps_unsupported", ""},
+		{"no timestamps", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 503, "timestamps_unavailable", ""},
 		{"no streaming", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "x"}, 501, "streaming_unsupported", ""},
 
 		{"disabled provider", "/v1/audio/speech", "globex", speechBody("hello"), 403, "provider_disabled", ""},

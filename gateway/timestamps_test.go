@@ -329,9 +329,22 @@ orgs:
     providers:
       openai: {enabled: true}
 `)
-	p := bare.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello."}).problem(t, 501, "timestamps_unsupported")
+	p := bare.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello."}).problem(t, 503, "timestamps_unavailable")
 	if !strings.Contains(p.Detail, "alignment.reference") {
 		t.Errorf("detail %q", p.Detail)
+	}
+	// timestamps: auto takes the audio alone and says why; off asks for
+	// none. Either way the envelope's timestamps are empty, not absent.
+	for _, mode := range []string{"auto", "off"} {
+		r := bare.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello.", "timestamps": mode})
+		var env tsEnvelope
+		r.json(t, &env)
+		if r.status != 200 || env.Audio == "" || env.Timestamps == nil || len(env.Timestamps) != 0 || env.ProviderMetadata.Voxgate.TimestampsSource != "none" {
+			t.Errorf("timestamps %s: %d, %d words, source %q", mode, r.status, len(env.Timestamps), env.ProviderMetadata.Voxgate.TimestampsSource)
+		}
+		if warned := len(env.Warnings) == 1 && strings.Contains(env.Warnings[0], "alignment.reference"); warned != (mode == "auto") {
+			t.Errorf("timestamps %s: warnings %q", mode, env.Warnings)
+		}
 	}
 	var cat struct {
 		Data []struct {

@@ -25,6 +25,7 @@ func (c *grpcModeratorClient) Moderate(ctx context.Context, req *ModerationReque
 	resp, err := c.rpc.Moderate(ctx, &pluginpb.ModerationRequest{
 		Text:        req.Text,
 		Credentials: credentialsToProto(req.Credentials),
+		Rules:       moderationRulesToProto(req.Rules),
 	})
 	if err != nil {
 		return nil, errorFromRPC(ctx, "Moderate", err)
@@ -53,6 +54,7 @@ func (s *grpcModeratorServer) Moderate(ctx context.Context, req *pluginpb.Modera
 	res, err := s.impl.Moderate(ctx, &ModerationRequest{
 		Text:        req.GetText(),
 		Credentials: credentialsFromProto(req.GetCredentials()),
+		Rules:       moderationRulesFromProto(req.GetRules()),
 	})
 	if err != nil {
 		return nil, errorToStatus(err)

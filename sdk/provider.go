@@ -300,6 +300,19 @@ type CloneResponse struct {
 type ModerationRequest struct {
 	Text        string
 	Credentials Credentials
+	// Rules, when not empty, are custom rules in plain English for the
+	// moderator to evaluate the text against instead of its own checks
+	// (a model reads them); a block names the rule in Result.Rule.
+	// Moderators that evaluate no custom rules refuse a request with
+	// rules (KindUnsupported).
+	Rules []ModerationRule
+}
+
+// ModerationRule is a custom moderation rule: a name to report and a
+// prompt such as "Block any text that promotes a specific stock".
+type ModerationRule struct {
+	Name   string
+	Prompt string
 }
 
 // Decisions a Moderator returns.
@@ -318,4 +331,7 @@ type ModerationResult struct {
 	Confidence float64
 	// Detail is a short human-readable reason; never the full text.
 	Detail string
+	// Rule names the custom rule (ModerationRequest.Rules) that blocked
+	// the text; empty otherwise.
+	Rule string
 }

@@ -253,6 +253,7 @@ func moderationResultToProto(r *ModerationResult) *pluginpb.ModerationResult {
 		Category:   r.Category,
 		Confidence: r.Confidence,
 		Detail:     r.Detail,
+		Rule:       r.Rule,
 	}
 }
 
@@ -262,7 +263,30 @@ func moderationResultFromProto(r *pluginpb.ModerationResult) *ModerationResult {
 		Category:   r.GetCategory(),
 		Confidence: r.GetConfidence(),
 		Detail:     r.GetDetail(),
+		Rule:       r.GetRule(),
 	}
+}
+
+func moderationRulesToProto(rs []ModerationRule) []*pluginpb.ModerationRule {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.ModerationRule, len(rs))
+	for i, r := range rs {
+		out[i] = &pluginpb.ModerationRule{Name: r.Name, Prompt: r.Prompt}
+	}
+	return out
+}
+
+func moderationRulesFromProto(rs []*pluginpb.ModerationRule) []ModerationRule {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]ModerationRule, len(rs))
+	for i, r := range rs {
+		out[i] = ModerationRule{Name: r.GetName(), Prompt: r.GetPrompt()}
+	}
+	return out
 }
 
 // clipCodec is the gRPC codec for the calls that carry whole clips (tens

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	pluginpb "github.com/voxgate/voxgate/sdk/proto"
 )
 
 // roundTrip encodes m to bytes and back, as the wire does.
@@ -88,7 +90,8 @@ func TestWireRoundTrip(t *testing.T) {
 	event := StreamEvent{MediaType: "audio/pcm;rate=24000", Audio: []byte{1, 2}, Words: []WordTimestamp{{Text: "hi", Start: 0.5, End: 0.75}}, Warning: "w"}
 	trReq := &TranscribeRequest{Model: "whisper-1", Audio: []byte{4, 5}, MediaType: "audio/wav", Language: "en", Prompt: "hello", Credentials: cred}
 	transcript := &Transcript{Text: "hello", Language: "english", Words: []WordTimestamp{{Text: "hello", Start: 0.1, End: 0.4}}}
-	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d"}
+	modResult := &ModerationResult{Decision: DecisionBlock, Category: "c", Confidence: 0.5, Detail: "d", Rule: "r"}
+	modRules := []ModerationRule{{Name: "no-stock-tips", Prompt: "Block any text that promotes a specific stock"}}
 
 	tests := []struct {
 		name string
@@ -105,6 +108,9 @@ func TestWireRoundTrip(t *testing.T) {
 		{"ModerationResult", modResult, func() any { return moderationResultFromProto(roundTrip(t, moderationResultToProto(modResult))) }},
 		{"StreamEvent", event, func() any { return streamEventFromProto(roundTrip(t, streamEventToProto(&event))) }},
 		{"Credentials", cred, func() any { return credentialsFromProto(roundTrip(t, credentialsToProto(cred))) }},
+		{"ModerationRules", modRules, func() any {
+			return moderationRulesFromProto(roundTrip(t, &pluginpb.ModerationRequest{Rules: moderationRulesToProto(modRules)}).GetRules())
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -84,8 +84,12 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 	if st != 201 {
 		t.Fatalf("create voice on A: %d %s", st, body)
 	}
-	var voice struct{ ID string }
-	_ = json.Unmarshal([]byte(body), &voice)
+	var createdVoice struct{ Data struct{ ID string } }
+	_ = json.Unmarshal([]byte(body), &createdVoice)
+	voice := createdVoice.Data
+	if voice.ID == "" {
+		t.Fatalf("no {data: voice} in %s", body)
+	}
 	if st, body := get(t, b.addr, "/v1/voices", key); st != 200 || !strings.Contains(body, voice.ID) {
 		t.Fatalf("voice from A not listed on B: %d %s", st, body)
 	}
@@ -215,9 +219,16 @@ func TestTwoInstancesShareOnePostgres(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
-				var v struct{ ID string }
+				// A media upload answers the record, a voice {data: voice}.
+				var v struct {
+					ID   string
+					Data struct{ ID string }
+				}
 				_ = json.NewDecoder(resp.Body).Decode(&v)
 				resp.Body.Close()
+				if !isMedia {
+					v.ID = v.Data.ID
+				}
 				if resp.StatusCode == 201 {
 					if isMedia {
 						uploaded.Store(v.ID, s.addr)

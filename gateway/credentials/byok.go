@@ -13,6 +13,7 @@ type Secrets interface {
 	PutSecret(ctx context.Context, orgID, name string, ciphertext []byte) error
 	GetSecret(ctx context.Context, orgID, name string) ([]byte, error)
 	DeleteSecret(ctx context.Context, orgID, name string) error
+	ListSecretNames(ctx context.Context, orgID string) ([]string, error)
 }
 
 // SecretName is the store name of an org's key for provider.

@@ -91,7 +91,7 @@ func (r *Resolver) Flags(org, provider string) Flags {
 // when it brings one (config or stored with `voxgate secrets set`), else the
 // gateway's managed key when the org may use it. A provider that is
 // disabled for the org is 403 provider_disabled; one with no usable key is
-// 422 provider_credentials_missing.
+// 403 no_api_key (formerly 422 provider_credentials_missing).
 func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentials, error) {
 	f := r.Flags(org, provider)
 	if !f.Enabled {
@@ -117,6 +117,6 @@ func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentia
 		// BYOK still needs no credentials.
 		return sdk.Credentials{}, nil
 	}
-	return sdk.Credentials{}, problem.New(problem.NoCredentials,
-		"no usable %s key: this organization brings its own key (byok) but none is stored; run `voxgate secrets set --org %s --provider %s`", provider, org, provider)
+	return sdk.Credentials{}, problem.New(problem.NoAPIKey,
+		"no usable %s key: this organization brings its own key (byok) but none is stored; store one with PUT /v1/api-keys/%s or `voxgate secrets set --org %s --provider %s`", provider, provider, org, provider)
 }

@@ -3,10 +3,12 @@
 // An Engine holds the moderation rulesets of gateway.yaml. A ruleset runs
 // checks over the request's text before any provider is called: the
 // built-in term and pattern check (Builtin) and moderation plugins (any
-// sdk.Moderator, such as plugins/openai-moderation). The first check that
+// sdk.Moderator, such as plugins/openai-moderation), which answer with
+// their own checks or, given custom rules in plain English, with a
+// model's reading of those rules. The first check that
 // blocks decides; when a check fails or does not answer within the
 // ruleset's timeout, the ruleset's mode decides: fail_closed blocks the
-// request (503), fail_open lets it through and says so in the request log.
+// request (403), fail_open lets it through and says so in the request log.
 // Every ruleset that is not off also blocks TestPhrase.
 //
 // The outcome is a Verdict, which lands in the request's log row and in the
@@ -75,12 +77,15 @@ type ruleset struct {
 	log      *zap.Logger
 }
 
-// pluginCheck is a check answered by a moderation plugin.
+// pluginCheck is a check answered by a moderation plugin: the plugin's
+// own check, or, with rules, the check's custom rules evaluated by the
+// plugin's model.
 type pluginCheck struct {
 	name    string
 	mod     sdk.Moderator
 	creds   sdk.Credentials
 	timeout time.Duration
+	rules   []sdk.ModerationRule // the enabled custom rules, if any
 }
 
 // observers are a ruleset's metric series, resolved once at New so that a
@@ -168,11 +173,21 @@ func newRuleset(cfg *config.Config, name string, rc *config.Ruleset, plugins fun
 			if mod == nil {
 				return nil, fmt.Errorf("checks[%d]: moderation plugin %q is not running", i, ch.Plugin)
 			}
+			var rules []sdk.ModerationRule
+			for _, r := range ch.Rules {
+				if r.On() {
+					rules = append(rules, sdk.ModerationRule{Name: r.Name, Prompt: r.Prompt})
+				}
+			}
+			if len(ch.Rules) > 0 && len(rules) == 0 {
+				continue // every rule is off: the evaluator does not run
+			}
 			rs.plugins = append(rs.plugins, &pluginCheck{
 				name:    ch.Plugin,
 				mod:     mod,
 				creds:   sdk.Credentials{APIKey: pc.APIKey.Value()},
 				timeout: pc.Timeout.D(),
+				rules:   rules,
 			})
 		default:
 			return nil, fmt.Errorf("checks[%d]: names neither builtin nor plugin", i)
@@ -188,7 +203,7 @@ func newObservers(m *metrics.Metrics, name string) *observers {
 	o := &observers{latency: m.ModerationLatency.WithLabelValues(name), decisions: map[[2]string]prometheus.Counter{}, vec: m.ModerationDecisions, ruleset: name}
 	for _, k := range [][2]string{
 		{DecisionAllow, ""}, {DecisionOff, ""},
-		{DecisionBlock, ReasonContent}, {DecisionBlock, ReasonTestPhrase}, {DecisionBlock, ReasonErrorFailClosed},
+		{DecisionBlock, ReasonContent}, {DecisionBlock, ReasonTestPhrase}, {DecisionBlock, ReasonCustomRule}, {DecisionBlock, ReasonErrorFailClosed},
 		{DecisionAllowOnError, ReasonErrorFailOpen},
 	} {
 		o.decisions[k] = m.ModerationDecisions.WithLabelValues(name, k[0], k[1])
@@ -352,7 +367,7 @@ func (p *pluginCheck) run(ctx context.Context, text string) pluginOutcome {
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 	}
-	res, err := p.mod.Moderate(ctx, &sdk.ModerationRequest{Text: text, Credentials: p.creds})
+	res, err := p.mod.Moderate(ctx, &sdk.ModerationRequest{Text: text, Credentials: p.creds, Rules: p.rules})
 	switch {
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// However the plugin or the transport reported it, the check ran
@@ -362,14 +377,32 @@ func (p *pluginCheck) run(ctx context.Context, text string) pluginOutcome {
 		err = sdk.Errorf(sdk.KindInternal, "moderation plugin %s returned no result", p.name)
 	case err == nil && res.Decision != sdk.DecisionAllow && res.Decision != sdk.DecisionBlock:
 		err = sdk.Errorf(sdk.KindInternal, "moderation plugin %s returned decision %q", p.name, res.Decision)
+	case err == nil && res.Decision == sdk.DecisionBlock && res.Rule != "" && !p.hasRule(res.Rule):
+		// A model's answer naming a rule the check never sent is not a
+		// verdict anyone configured.
+		err = sdk.Errorf(sdk.KindUpstream, "moderation plugin %s blocked by rule %q, which the check does not have", p.name, cleanCategory(res.Rule))
 	}
 	return pluginOutcome{check: p, res: res, err: err}
+}
+
+// hasRule reports whether name is one of the check's custom rules.
+func (p *pluginCheck) hasRule(name string) bool {
+	for _, r := range p.rules {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // verdict turns a plugin's answer into a Verdict.
 func (o pluginOutcome) verdict() Verdict {
 	if o.res.Decision != sdk.DecisionBlock {
 		return Verdict{Decision: DecisionAllow}
+	}
+	if o.res.Rule != "" {
+		// run checked the name is one of the check's rules.
+		return Verdict{Decision: DecisionBlock, ReasonType: ReasonCustomRule, ReasonDetail: o.res.Rule, RuleName: o.res.Rule, Confidence: clamp01(o.res.Confidence)}
 	}
 	detail := cleanCategory(o.res.Category)
 	if detail == "" {

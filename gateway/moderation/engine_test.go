@@ -243,8 +243,8 @@ func TestFailModes(t *testing.T) {
 				if v.Blocked() != (mode == moderation.ModeFailClosed) {
 					t.Errorf("Blocked() = %v", v.Blocked())
 				}
-				if mode == moderation.ModeFailClosed && v.Status() != 503 {
-					t.Errorf("Status() = %d, want 503", v.Status())
+				if mode == moderation.ModeFailClosed && v.Status() != 403 {
+					t.Errorf("Status() = %d, want 403", v.Status())
 				}
 				if got := counter(t, f.m, "strict", want.Decision, want.ReasonType); got != 1 {
 					t.Errorf("decision counter = %v, want 1", got)

@@ -24,6 +24,9 @@ const (
 	ReasonContent = "content_policy"
 	// ReasonTestPhrase: the built-in test phrase VOXGATE-MODERATION-TEST.
 	ReasonTestPhrase = "test_phrase"
+	// ReasonCustomRule: a custom rule (config checks[].rules) matched the
+	// text; the rule's name is in RuleName and Detail.
+	ReasonCustomRule = "custom_rule"
 	// ReasonErrorFailClosed: a check failed or timed out and the ruleset
 	// fails closed.
 	ReasonErrorFailClosed = "error_fail_closed"
@@ -40,18 +43,22 @@ type Verdict struct {
 	// names a category or check, never the request's text.
 	ReasonType   string
 	ReasonDetail string
-	Confidence   float64
-	Latency      time.Duration
+	// RuleName names the custom rule that blocked (ReasonCustomRule).
+	RuleName   string
+	Confidence float64
+	Latency    time.Duration
 }
 
 // Blocked reports whether the request must not reach the provider.
 func (v Verdict) Blocked() bool { return v.Decision == DecisionBlock }
 
-// Status is the HTTP status of a blocked request: 503 when the check
-// itself failed (fail closed), 422 when the content was blocked.
+// Status is the HTTP status of a blocked request: 403 when the check
+// itself failed and the ruleset fails closed (the status the hosted
+// service's API reference gives a "fail-closed moderation outage"; 503
+// before docs/compatibility.md), 422 when the content was blocked.
 func (v Verdict) Status() int {
 	if v.ReasonType == ReasonErrorFailClosed {
-		return 503
+		return 403
 	}
 	return 422
 }

@@ -31,7 +31,26 @@ const (
 	ProviderDisabled        Code = "provider_disabled"
 	// OriginNotAllowed refuses a browser's CORS preflight from an origin
 	// that is not in cors.allowed_origins.
-	OriginNotAllowed     Code = "origin_not_allowed"
+	OriginNotAllowed Code = "origin_not_allowed"
+	// NoAPIKey says the organization brings its own key for the provider
+	// (BYOK) but has none stored, and may not use the gateway's managed
+	// key: the documented code. Before docs/compatibility.md the same
+	// situation was 422 provider_credentials_missing, its alias.
+	NoAPIKey Code = "no_api_key"
+	// BYOKNotAllowed refuses to store a key the organization's
+	// configuration would never use (its byok flag is off).
+	BYOKNotAllowed Code = "byok_not_allowed"
+	// ProviderKeyRejected says the provider refused a key given to PUT
+	// /v1/api-keys/{providerId}; the key was not stored.
+	ProviderKeyRejected Code = "provider_key_rejected"
+	// Conflict is the documented 409: a name or word already taken, or a
+	// change the resource's state forbids.
+	Conflict           Code = "conflict"
+	DictionaryNotFound Code = "dictionary_not_found"
+	RuleNotFound       Code = "rule_not_found"
+	// LimitReached refuses a write that would take an organization or a
+	// dictionary past a bound it may not pass.
+	LimitReached         Code = "limit_reached"
 	VoiceNotFound        Code = "voice_not_found"
 	MediaNotFound        Code = "media_not_found"
 	NotFound             Code = "not_found"
@@ -49,13 +68,16 @@ const (
 	// OutputFormatUnsupported names a known audio format this gateway
 	// cannot produce (AAC); the detail lists the formats it can.
 	OutputFormatUnsupported Code = "output_format_unsupported"
-	NoCredentials           Code = "provider_credentials_missing"
 	ProviderRejected        Code = "provider_rejected_request"
 	// ModerationBlocked is the code of the moderation envelope; it appears
 	// as a problem only inside a conversation's failedTurns.
-	ModerationBlocked     Code = "content_moderation_blocked"
-	RateLimited           Code = "rate_limited"
-	TimestampsUnsupported Code = "timestamps_unsupported"
+	ModerationBlocked Code = "content_moderation_blocked"
+	RateLimited       Code = "rate_limited"
+	// TimestampsUnavailable says word timestamps could not be produced
+	// for the request: the documented code and status. Before
+	// docs/compatibility.md a model without timestamps was 501
+	// timestamps_unsupported, its alias.
+	TimestampsUnavailable Code = "timestamps_unavailable"
 	StreamingUnsupported  Code = "streaming_unsupported"
 	CloningUnsupported    Code = "cloning_unsupported"
 	ProviderError         Code = "provider_error"
@@ -119,6 +141,13 @@ var table = map[Code]meta{
 	Unauthorized:            {401, "Missing or invalid API key"},
 	ProviderDisabled:        {403, "Provider disabled for this organization"},
 	OriginNotAllowed:        {403, "Origin not allowed"},
+	NoAPIKey:                {403, "No provider key for this organization"},
+	BYOKNotAllowed:          {403, "This organization does not bring its own key for this provider"},
+	ProviderKeyRejected:     {400, "The provider rejected the key"},
+	Conflict:                {409, "Conflict"},
+	DictionaryNotFound:      {404, "Pronunciation dictionary not found"},
+	LimitReached:            {400, "Limit reached"},
+	RuleNotFound:            {404, "Pronunciation rule not found"},
 	VoiceNotFound:           {404, "Voice not found"},
 	MediaNotFound:           {404, "Media not found"},
 	NotFound:                {404, "Not found"},
@@ -132,11 +161,10 @@ var table = map[Code]meta{
 	TextTooLong:             {422, "Text too long"},
 	OutputTooLarge:          {422, "Output too large"},
 	OutputFormatUnsupported: {422, "Output format not supported"},
-	NoCredentials:           {422, "No usable provider credentials"},
 	ProviderRejected:        {422, "The provider rejected the request"},
 	ModerationBlocked:       {422, "Blocked by content moderation"},
 	RateLimited:             {429, "Rate limit exceeded"},
-	TimestampsUnsupported:   {501, "Timestamps not supported by this model"},
+	TimestampsUnavailable:   {503, "Word timestamps unavailable"},
 	StreamingUnsupported:    {501, "Streaming not supported by this model"},
 	CloningUnsupported:      {501, "Voice cloning not supported by this provider"},
 	ProviderError:           {502, "Provider error"},

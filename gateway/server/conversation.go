@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"encoding/base64"
-	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -23,7 +21,9 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 		err := s.decodeJSON(ctx, &body)
 		var req *speech.ConversationRequest
 		if err == nil {
-			req = body.domain()
+			req, err = body.domain()
+		}
+		if err == nil {
 			req.NoCache = noCache(ctx)
 			rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 			defer cancel()
@@ -54,13 +54,17 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 // delivered every turn it finished.
 func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error {
 	var body conversationRequestJSON
-	if err := s.decodeJSON(ctx, &body); err != nil {
+	err := s.decodeJSON(ctx, &body)
+	var req *speech.ConversationRequest
+	if err == nil {
+		req, err = body.domain()
+	}
+	if err != nil {
 		pe := s.writeError(ctx, c, err, "")
 		s.record(ctx, c, store.LogRow{ErrorCode: string(pe.Code), ErrorDetail: pe.Detail})
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
-	req := body.domain()
 	req.NoCache = noCache(ctx)
 	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, req)
 	c.charge = out.Charge
@@ -92,18 +96,28 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 
 func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.ConversationRequest, res *speech.ConversationResult, timestamps bool) {
 	var failed []failedTurn
-	var failedIdx []string
 	for _, t := range res.Turns {
 		if t.Err != nil {
 			pe := speech.TurnProblem(t)
 			failed = append(failed, failedTurn{TurnIndex: t.Index, Error: pe.AppendJSON(nil)})
-			failedIdx = append(failedIdx, strconv.Itoa(t.Index))
 		}
 	}
-	if !timestamps {
-		if len(failedIdx) > 0 {
-			ctx.Response.Header.Set("X-Voxgate-Failed-Turns", strings.Join(failedIdx, ","))
+	if !timestamps && req.Split {
+		// The documented split answer: one segment per rendered turn.
+		env := splitEnvelope{AudioSegments: make([]plainSegmentJSON, 0, len(res.Segments)), Warnings: nonNil(res.Warnings), FailedTurns: failed}
+		for _, seg := range res.Segments {
+			env.AudioSegments = append(env.AudioSegments, plainSegmentJSON{TurnIndex: seg.TurnIndex, Audio: base64.StdEncoding.EncodeToString(seg.Audio),
+				MediaType: seg.MediaType, DurationMs: seg.DurationMS})
 		}
+		if env.FailedTurns == nil {
+			env.FailedTurns = []failedTurn{}
+		}
+		_ = s.writeJSON(ctx, fasthttp.StatusOK, env)
+		return
+	}
+	if !timestamps {
+		// Without split a failed turn failed the whole request: every
+		// turn is in the clip.
 		ctx.Response.Header.SetContentType(res.MediaType)
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.Response.SetBodyRaw(res.Audio)
@@ -124,7 +138,7 @@ func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.Convers
 		env.AudioSegments = make([]segmentJSON, 0, len(res.Segments))
 		for _, seg := range res.Segments {
 			env.AudioSegments = append(env.AudioSegments, segmentJSON{TurnIndex: seg.TurnIndex, Audio: base64.StdEncoding.EncodeToString(seg.Audio),
-				MediaType: seg.MediaType, Timestamps: wireTimestamps(seg.Timestamps)})
+				MediaType: seg.MediaType, DurationMs: seg.DurationMS, Timestamps: wireTimestamps(seg.Timestamps)})
 		}
 		env.FailedTurns = failed
 		if env.FailedTurns == nil {

@@ -67,8 +67,12 @@ const (
 
 var (
 	headerRequestID = []byte("X-Request-Id")
-	contentJSON     = []byte("application/json")
-	contentProblem  = "application/problem+json"
+	// headerServiceRequestID carries the same id under the name the
+	// hosted service's documentation gives it (x-speechbase-request-id),
+	// for clients written against that name.
+	headerServiceRequestID = []byte("X-Speechbase-Request-Id")
+	contentJSON            = []byte("application/json")
+	contentProblem         = "application/problem+json"
 )
 
 // edge wraps the router: request id, panic recovery, metrics and the access
@@ -83,7 +87,9 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		}
 		reqID := requestID(ctx)
 		ctx.SetUserValue(userValueReqID, reqID)
-		ctx.Response.Header.SetBytesKV(headerRequestID, []byte(reqID))
+		id := []byte(reqID)
+		ctx.Response.Header.SetBytesKV(headerRequestID, id)
+		ctx.Response.Header.SetBytesKV(headerServiceRequestID, id)
 		s.cors.decorate(ctx)
 		if ambiguousLength(&ctx.Request.Header) {
 			// RFC 9112 section 6.1: a request with both Content-Length and

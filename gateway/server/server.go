@@ -42,6 +42,7 @@ import (
 type Store interface {
 	ListVoices(ctx context.Context, orgID string, limit int, after store.Position) ([]store.Voice, store.Position, bool, error)
 	ListLogs(ctx context.Context, orgID string, f store.LogFilter, limit int, after store.Position) ([]store.LogRow, store.Position, bool, error)
+	GetLog(ctx context.Context, orgID, requestID string) (*store.LogRow, error)
 	CreateVoice(ctx context.Context, v *store.Voice) error
 	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
 	DeleteVoice(ctx context.Context, orgID, id string) error
@@ -216,6 +217,7 @@ func New(d Deps) *Server {
 
 	r.GET("/v1/openapi.json", s.openAPI)
 	r.GET("/healthz", s.healthz)
+	r.GET("/health", s.healthz) // the hosted service's documented public probe
 	r.GET("/readyz", s.readyz)
 	if d.Options.MetricsPublic {
 		s.metricsRoutes(r)
@@ -231,6 +233,7 @@ func New(d Deps) *Server {
 	rt.DELETE("/v1/voices/{id}", "voices.delete", s.deleteVoice)
 	rt.GET("/v1/logs", "logs.list", s.listLogs)
 	rt.GET("/v1/usage", "usage", s.usage)
+	rt.GET("/v1/logs/{requestId}", "logs.get", s.getLog)
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speech != nil {
@@ -242,6 +245,7 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.POST("/v1/audio/conversation/stream", "conversation.stream", s.conversationStream)
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
+		rt.GET("/v1/audio/providers", "providers.documented", s.listAudioProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
 		s.newRealtime()
 		r.GET(realtime.Path, s.realtimeHandler) // authenticates itself (realtime.go)
@@ -254,6 +258,24 @@ func New(d Deps) *Server {
 		rt.POSTIn(el+"/text-to-speech/{voice_id}/with-timestamps", "speech.elevenlabs.timestamps", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverTimestamps))
 		rt.GETIn(el+"/voices", "elevenlabs.voices", elevenLabsDialect, s.listElevenLabsVoices)
 		rt.GETIn(el+"/models", "elevenlabs.models", elevenLabsDialect, s.listElevenLabsModels)
+
+		// The hosted service's documented routes (docs/compatibility.md).
+		rt.PUT("/v1/api-keys/{providerId}", "apikeys.put", s.putProviderKey)
+		rt.PUT("/v1/voices/{id}", "voices.update", s.updateVoice)
+		const dicts, dict, rules, rule = "/v1/pronunciation-dictionaries", "/v1/pronunciation-dictionaries/{id}", "/v1/pronunciation-dictionaries/{id}/rules", "/v1/pronunciation-dictionaries/{id}/rules/{ruleId}"
+		rt.GET(dicts, "dictionaries.list", s.listDictionaries)
+		rt.POST(dicts, "dictionaries.create", s.createDictionary)
+		rt.GET(dict, "dictionaries.get", s.getDictionary)
+		rt.PUT(dict, "dictionaries.update", s.updateDictionary)
+		rt.PATCH(dict, "dictionaries.update", s.updateDictionary)
+		rt.DELETE(dict, "dictionaries.delete", s.deleteDictionary)
+		rt.GET(rules, "rules.list", s.listRules)
+		rt.POST(rules, "rules.create", s.createRule)
+		rt.GET(rule, "rules.get", s.getRule)
+		rt.PUT(rule, "rules.update", s.updateRule)
+		rt.PATCH(rule, "rules.update", s.updateRule)
+		rt.DELETE(rule, "rules.delete", s.deleteRule)
+		rt.DELETE("/v1/api-keys/{providerId}", "apikeys.delete", s.deleteProviderKey)
 	}
 
 	s.srv = &fasthttp.Server{
@@ -327,6 +349,12 @@ func (rt *routes) handle(method, path, name string, h handlerFunc) {
 		rt.r.Handle(method, uiPrefix+path, rt.s.session(name, h))
 	}
 }
+
+// PUT registers an authenticated PUT handler.
+func (rt *routes) PUT(path, name string, h handlerFunc) { rt.handle("PUT", path, name, h) }
+
+// PATCH registers an authenticated PATCH handler.
+func (rt *routes) PATCH(path, name string, h handlerFunc) { rt.handle("PATCH", path, name, h) }
 
 // multipartSlack is what a multipart upload may add to its file's bytes
 // (boundaries, part headers, other fields).

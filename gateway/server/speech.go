@@ -50,12 +50,16 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			return nil
 		}
 		var body speechRequestJSON
-		if err := s.decodeJSON(ctx, &body); err != nil {
+		err := s.decodeJSON(ctx, &body)
+		var req *speech.Request
+		if err == nil {
+			req, err = body.domain()
+		}
+		if err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}
 		rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
-		req := body.domain()
 		req.NoCache = noCache(ctx)
 		out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
 		c.charge = out.Charge
@@ -553,7 +557,7 @@ func (s *Server) writeBlocked(ctx *fasthttp.RequestCtx, d dialectKind, be *moder
 	env := moderationEnvelope{Code: string(problem.ModerationBlocked), Error: moderationError{
 		Code:    string(problem.ModerationBlocked),
 		Message: msg,
-		Reason:  moderationReason{Type: be.Verdict.ReasonType, Detail: be.Verdict.ReasonDetail},
+		Reason:  moderationReason{Type: be.Verdict.ReasonType, Detail: be.Verdict.ReasonDetail, Confidence: be.Verdict.Confidence, RuleName: be.Verdict.RuleName},
 	}}
 	if be.TurnIndex >= 0 {
 		ti := be.TurnIndex

@@ -28,7 +28,12 @@ func unknownFields(body []byte, t reflect.Type) []problem.FieldError {
 	return out
 }
 
+// shaped is a field type decoded by its own rules that, when sent as a
+// JSON object, takes the members of the struct objectShape returns.
+type shaped interface{ objectShape() reflect.Type }
+
 var (
+	shapedType      = reflect.TypeFor[shaped]()
 	rawMessageType  = reflect.TypeFor[json.RawMessage]()
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -37,6 +42,13 @@ var (
 func walkUnknown(v any, t reflect.Type, path []string, out *[]problem.FieldError) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t.Implements(shapedType) {
+		// Decoded by its own rules, with a struct's members when an object.
+		if _, ok := v.(map[string]any); ok {
+			walkUnknown(v, reflect.Zero(t).Interface().(shaped).objectShape(), path, out)
+		}
+		return
 	}
 	if t == rawMessageType || t.Kind() == reflect.Interface ||
 		reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshaler) {

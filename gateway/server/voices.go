@@ -127,7 +127,13 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
-	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceOut(v))
+	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceData{voiceOut(v)})
+}
+
+// voiceData is the documented answer of the single-voice endpoints:
+// {data: voice}.
+type voiceData struct {
+	Data voiceJSON `json:"data"`
 }
 
 func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
@@ -135,7 +141,7 @@ func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return voiceErr(err, pathID(ctx))
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, voiceOut(v))
+	return s.writeJSON(ctx, fasthttp.StatusOK, voiceData{voiceOut(v)})
 }
 
 func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *exchange) error {

@@ -140,21 +140,27 @@ type speechRequestJSON struct {
 	Voice               string              `json:"voice"`
 	Text                *string             `json:"text"`
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
-	Output              *outputJSON         `json:"output"`
+	Output              outputField         `json:"output"` // "format" or {format, sampleRate, bitrate}: see decodeOutput
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
 	Speed               *float64            `json:"speed"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
 	Captions            string              `json:"captions"`
+	Instructions        *string             `json:"instructions"`
+	Timestamps          string              `json:"timestamps"`
 }
 
-func (r *speechRequestJSON) domain() *speech.Request {
+func (r *speechRequestJSON) domain() (*speech.Request, error) {
+	out, err := decodeOutput(r.Output)
+	if err != nil {
+		return nil, err
+	}
 	return &speech.Request{
 		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
-		ProviderOptions: r.ProviderOptions, Output: r.Output.domain(), VolumeDbfs: r.VolumeDbfs,
+		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs,
 		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
-		Captions: r.Captions,
-	}
+		Captions: r.Captions, Instructions: deref(r.Instructions), Timestamps: r.Timestamps,
+	}, nil
 }
 
 // outputJSON is the request's output object.
@@ -173,7 +179,8 @@ func (o *outputJSON) domain() *audio.OutputParams {
 
 // pronunciationsJSON is the request's pronunciations object.
 type pronunciationsJSON struct {
-	Rules []pronunciationRuleJSON `json:"rules"`
+	Rules         []pronunciationRuleJSON `json:"rules"`
+	DictionaryIDs []string                `json:"dictionaryIds"`
 }
 
 type pronunciationRuleJSON struct {
@@ -186,7 +193,7 @@ func (p *pronunciationsJSON) domain() *speech.Pronunciations {
 	if p == nil {
 		return nil
 	}
-	out := &speech.Pronunciations{Rules: make([]speech.PronunciationRule, len(p.Rules))}
+	out := &speech.Pronunciations{Rules: make([]speech.PronunciationRule, len(p.Rules)), DictionaryIDs: p.DictionaryIDs}
 	for i, r := range p.Rules {
 		out.Rules[i] = speech.PronunciationRule(r)
 	}
@@ -200,35 +207,45 @@ type conversationRequestJSON struct {
 	Turns               []turnJSON          `json:"turns"`
 	GapMs               *int                `json:"gapMs"`
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
-	Output              *outputJSON         `json:"output"`
+	Output              outputField         `json:"output"`
 	Speed               *float64            `json:"speed"`
 	Split               bool                `json:"split"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
 	Captions            string              `json:"captions"`
+	Timestamps          string              `json:"timestamps"`
+	NormalizeVolume     *bool               `json:"normalizeVolume"`
+	Instructions        *string             `json:"instructions"`
 }
 
 // turnJSON is one speaker turn.
 type turnJSON struct {
+	Mode            string          `json:"mode"`
 	VoiceID         string          `json:"voiceId"`
 	Model           string          `json:"model"`
 	Voice           string          `json:"voice"`
 	Text            *string         `json:"text"`
 	ProviderOptions json.RawMessage `json:"providerOptions"`
 	Speed           *float64        `json:"speed"`
+	Instructions    *string         `json:"instructions"`
 }
 
-func (r *conversationRequestJSON) domain() *speech.ConversationRequest {
+func (r *conversationRequestJSON) domain() (*speech.ConversationRequest, error) {
+	output, err := decodeOutput(r.Output)
+	if err != nil {
+		return nil, err
+	}
 	out := &speech.ConversationRequest{
-		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: r.Output.domain(),
+		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: output,
 		Speed: r.Speed, Split: r.Split, Pronunciations: r.Pronunciations.domain(), ProviderOptions: r.ProviderOptions,
-		ModerationRulesetID: r.ModerationRulesetID, Turns: make([]speech.Turn, len(r.Turns)), Captions: r.Captions,
+		ModerationRulesetID: r.ModerationRulesetID, Timestamps: r.Timestamps, NormalizeVolume: r.NormalizeVolume,
+		Instructions: r.Instructions, Turns: make([]speech.Turn, len(r.Turns)), Captions: r.Captions,
 	}
 	for i, t := range r.Turns {
 		out.Turns[i] = speech.Turn(t)
 	}
-	return out
+	return out, nil
 }
 
 // Response bodies of the speech endpoints.
@@ -274,7 +291,25 @@ type segmentJSON struct {
 	TurnIndex  int         `json:"turnIndex"`
 	Audio      string      `json:"audio"`
 	MediaType  string      `json:"mediaType"`
+	DurationMs int64       `json:"durationMs"`
 	Timestamps []timestamp `json:"timestamps"`
+}
+
+// plainSegmentJSON is a segment of the plain conversation endpoint's
+// split answer, which carries no timestamps.
+type plainSegmentJSON struct {
+	TurnIndex  int    `json:"turnIndex"`
+	Audio      string `json:"audio"`
+	MediaType  string `json:"mediaType"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// splitEnvelope is the plain conversation endpoint's answer with split:
+// one segment per rendered turn instead of one clip.
+type splitEnvelope struct {
+	AudioSegments []plainSegmentJSON `json:"audioSegments"`
+	Warnings      []string           `json:"warnings"`
+	FailedTurns   []failedTurn       `json:"failedTurns"`
 }
 
 // failedTurn names a turn that did not render and why, as a problem object.
@@ -298,9 +333,14 @@ type moderationError struct {
 	TurnIndex *int             `json:"turn_index,omitempty"`
 }
 
+// moderationReason is the documented reason of a block: its type and
+// detail, the confidence behind it (0 to 1), and the custom rule that
+// blocked, when one did.
 type moderationReason struct {
-	Type   string `json:"type"`
-	Detail string `json:"detail"`
+	Type       string  `json:"type"`
+	Detail     string  `json:"detail"`
+	Confidence float64 `json:"confidence"`
+	RuleName   string  `json:"rule_name,omitempty"`
 }
 
 // createVoiceRequest is the body of POST /v1/voices.
@@ -321,4 +361,12 @@ type createVoiceRequest struct {
 	// transcripts of the samples), merged over provider_options; they
 	// are not saved with the voice.
 	CloneOptions map[string]any `json:"clone_options"`
+}
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

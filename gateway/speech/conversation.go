@@ -37,16 +37,27 @@ type ConversationRequest struct {
 	// Captions asks the with-timestamps endpoint for captions:
 	// CaptionsSRT or CaptionsVTT.
 	Captions string
+	// Timestamps is "on" (default), "auto" or "off", per turn as for a
+	// speech request (with-timestamps endpoint only).
+	Timestamps string
+	// NormalizeVolume levels every turn to VolumeDbfs (nil: true); false
+	// joins the turns as the providers rendered them.
+	NormalizeVolume *bool
+	// Instructions apply to every turn that gives none of its own.
+	Instructions *string
 }
 
 // Turn is one speaker turn.
 type Turn struct {
+	// Mode is "inline" or "voice", checked against the turn's fields.
+	Mode            string
 	VoiceID         string
 	Model           string
 	Voice           string
 	Text            *string
 	ProviderOptions json.RawMessage
 	Speed           *float64
+	Instructions    *string
 }
 
 // Conversation defaults and bounds.
@@ -99,9 +110,11 @@ type ConversationTimestamp struct {
 
 // Segment is one rendered turn, encoded on its own.
 type Segment struct {
-	TurnIndex  int
-	Audio      []byte
-	MediaType  string
+	TurnIndex int
+	Audio     []byte
+	MediaType string
+	// DurationMS is the segment's length in milliseconds.
+	DurationMS int64
 	Timestamps []sdk.WordTimestamp
 }
 
@@ -140,6 +153,11 @@ func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) 
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 	}
+	if r.NormalizeVolume != nil && !*r.NormalizeVolume && r.VolumeDbfs != nil {
+		fe = append(fe, problem.Field("volumeDbfs is the level turns are normalized to; it has no effect with normalizeVolume false", "volumeDbfs"))
+	}
+	fe = append(fe, validateTimestamps(r.Timestamps, timestamps, "timestamps")...)
+	fe = append(fe, validateInstructions(deref(r.Instructions), "instructions")...)
 	anyTurnModel := false
 	total := 0
 	for i, t := range r.Turns {
@@ -176,8 +194,13 @@ func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) 
 		if err != nil {
 			return nil, err
 		}
-		reqs[i] = &Request{VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
-			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID, NoCache: r.NoCache}
+		instructions := r.Instructions
+		if t.Instructions != nil {
+			instructions = t.Instructions
+		}
+		reqs[i] = &Request{Mode: t.Mode, VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
+			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID, NoCache: r.NoCache,
+			Instructions: deref(instructions), Timestamps: r.Timestamps}
 	}
 	return reqs, nil
 }
@@ -228,6 +251,14 @@ func (s *Service) prepareConversation(ctx context.Context, org string, r *Conver
 	reqs, err := s.validateConversation(r, timestamps)
 	if err != nil {
 		return nil, err
+	}
+	// Every turn applies the same pronunciations: resolve them once.
+	rules, err := s.requestRules(ctx, org, r.Pronunciations)
+	if err != nil {
+		return nil, err
+	}
+	for _, req := range reqs {
+		req.rules = rules
 	}
 	ep := DeliverClip
 	if timestamps {
@@ -299,9 +330,13 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 		return res, turnError(turns[0].Err, 0)
 	}
 	out := convOutput(r, clips)
-	vol := DefaultConvoVolume
-	if r.VolumeDbfs != nil {
-		vol = *r.VolumeDbfs
+	var vol *float64 // nil: the turns keep the providers' levels
+	if r.NormalizeVolume == nil || *r.NormalizeVolume {
+		v := DefaultConvoVolume
+		if r.VolumeDbfs != nil {
+			v = *r.VolumeDbfs
+		}
+		vol = &v
 	}
 	gap := DefaultGapMs
 	if r.GapMs != nil {
@@ -310,7 +345,7 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	if err := s.limits.Output.Check(joinedLen(clips, out, gap), out); err != nil {
 		return res, processError(err, "", jobs[0])
 	}
-	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: &vol})
+	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: vol})
 	if err != nil {
 		return res, fmt.Errorf("join turns: %w", err)
 	}
@@ -363,7 +398,7 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 		tr.Cache = cacheState(key, tr.Job)
 		attempt := time.Now()
 		var err error
-		if res, err = s.fetch(ctx, tr.Job, true); err == nil {
+		if res, err = s.turnClip(ctx, tr.Job); err == nil {
 			if key != "" {
 				s.cache.put(key, res, false)
 			}
@@ -410,6 +445,32 @@ func joinedLen(clips []*audio.Clip, out audio.Output, gapMs int) int {
 	return n
 }
 
+// turnClip renders a turn's clip for the conversation to decode: in one
+// provider call in a format the gateway decodes cheaply, or piece by
+// piece when the text is longer than the model takes or the gateway times
+// its words (alignment, speech to text). Its timestamps are on the
+// stretched turn's timeline either way; the conversation stretches and
+// levels the turn itself, so the pieces' path gets no whole-clip
+// processing.
+func (s *Service) turnClip(ctx context.Context, j *Job) (*Result, error) {
+	if len(j.pieces) <= 1 && j.timing != SourceAligned && j.timing != SourceSTT {
+		return s.fetch(ctx, j, true)
+	}
+	pj := *j
+	pj.Params = audio.Params{}
+	res, err := s.synthesizePieces(ctx, &pj)
+	if err != nil {
+		return nil, err
+	}
+	if sp := j.Params.Stretch; sp != 0 && sp != 1 {
+		for i := range res.Timestamps {
+			res.Timestamps[i].Start /= sp
+			res.Timestamps[i].End /= sp
+		}
+	}
+	return res, nil
+}
+
 // convOutput picks the conversation's encoding: the request's output, else
 // WAV at the highest rate among the turns (so no turn is downsampled).
 func convOutput(r *ConversationRequest, clips []*audio.Clip) audio.Output {
@@ -428,19 +489,26 @@ func convOutput(r *ConversationRequest, clips []*audio.Clip) audio.Output {
 	return resolved
 }
 
-// segment encodes one rendered turn alone, leveled like in the joined clip.
-func segment(t *TurnResult, vol float64, out audio.Output) (Segment, error) {
+// segment encodes one rendered turn alone, leveled like in the joined clip
+// (vol nil: as rendered).
+func segment(t *TurnResult, vol *float64, out audio.Output) (Segment, error) {
 	c, err := audio.Resample(t.Clip, out.SampleRate)
 	if err != nil {
 		return Segment{}, err
 	}
 	cp := &audio.Clip{Rate: c.Rate, Samples: append([]float32(nil), c.Samples...)}
-	audio.Normalize(cp, vol)
+	if vol != nil {
+		audio.Normalize(cp, *vol)
+	}
 	data, mt, err := audio.Encode(cp, out)
 	if err != nil {
 		return Segment{}, fmt.Errorf("encode turn %d: %w", t.Index, err)
 	}
-	return Segment{TurnIndex: t.Index, Audio: data, MediaType: mt, Timestamps: t.Result.Timestamps}, nil
+	var ms int64
+	if cp.Rate > 0 {
+		ms = int64(len(cp.Samples)) * 1000 / int64(cp.Rate)
+	}
+	return Segment{TurnIndex: t.Index, Audio: data, MediaType: mt, DurationMS: ms, Timestamps: t.Result.Timestamps}, nil
 }
 
 // Chars returns a conversation's total characters.

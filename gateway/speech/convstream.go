@@ -39,15 +39,17 @@ type ConversationStreamed struct {
 // ConversationStream is a conversation's audio, turn by turn. It
 // implements Source.
 type ConversationStream struct {
-	s       *Service
-	req     *ConversationRequest
-	turns   []*TurnResult
-	done    []chan struct{}
-	cancel  context.CancelFunc
-	ctx     context.Context
-	wg      sync.WaitGroup
-	out     audio.Output
-	vol     float64
+	s      *Service
+	req    *ConversationRequest
+	turns  []*TurnResult
+	done   []chan struct{}
+	cancel context.CancelFunc
+	ctx    context.Context
+	wg     sync.WaitGroup
+	out    audio.Output
+	vol    float64
+	// level says turns are normalized to vol (normalizeVolume, default true).
+	level   bool
 	gap     []byte
 	header  []byte
 	next    int  // the next turn to send
@@ -86,6 +88,7 @@ func (s *Service) ConverseStream(ctx context.Context, org string, req *Conversat
 	if req.VolumeDbfs != nil {
 		cs.vol = *req.VolumeDbfs
 	}
+	cs.level = req.NormalizeVolume == nil || *req.NormalizeVolume
 	gap := DefaultGapMs
 	if req.GapMs != nil {
 		gap = *req.GapMs
@@ -221,7 +224,9 @@ func (cs *ConversationStream) encode(tr *TurnResult) ([]byte, error) {
 	if c == tr.Clip {
 		c = &audio.Clip{Rate: c.Rate, Samples: append([]float32(nil), c.Samples...)}
 	}
-	audio.Normalize(c, cs.vol)
+	if cs.level {
+		audio.Normalize(c, cs.vol)
+	}
 	data, _, err := audio.Encode(c, audio.Output{Format: audio.FormatPCM, SampleRate: cs.out.SampleRate})
 	if err != nil {
 		return nil, fmt.Errorf("encode turn %d: %w", tr.Index, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/voxgate/voxgate/gateway/problem"
 )
 
 // What the dialects (gateway/dialect) ask of a request beyond voxgate's
@@ -32,8 +34,12 @@ func (r *Request) dialectOptions(j *Job) (json.RawMessage, []string, error) {
 	m := map[string]any{}
 	if hasContent(opts) {
 		if err := json.Unmarshal(opts, &m); err != nil {
-			return nil, nil, fmt.Errorf("speech: provider options: %w", err)
+			return nil, nil, problem.Validation(problem.Field("must be an object", "providerOptions"))
 		}
+	}
+	if _, ok := m["instructions"]; ok {
+		// Giving them both ways is ambiguous.
+		return nil, nil, problem.Validation(problem.Field("give instructions once: here or as providerOptions.instructions", "instructions"))
 	}
 	m["instructions"] = r.Instructions
 	b, err := json.Marshal(m)

@@ -7,13 +7,19 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// Pronunciations is the request's pronunciations object.
+// Pronunciations is the request's pronunciations object: inline rules and
+// the organization's dictionaries to apply, on top of its default
+// dictionary (which always applies).
 type Pronunciations struct {
-	Rules []PronunciationRule
+	Rules         []PronunciationRule
+	DictionaryIDs []string
 }
 
 // PronunciationRule replaces a whole word before synthesis.
@@ -23,7 +29,14 @@ type PronunciationRule struct {
 	CaseSensitive bool
 }
 
-const maxPronunciationRules = 500
+// Bounds of a request's pronunciations (the hosted service's documented
+// limits) and of a rule's strings.
+const (
+	MaxInlineRules      = 200
+	MaxDictionaryIDs    = 20
+	MaxWordChars        = 100
+	MaxReplacementChars = 200
+)
 
 // Validate checks the rules; path is where the object sits in the body.
 func (p *Pronunciations) Validate(path ...string) []problem.FieldError {
@@ -31,21 +44,139 @@ func (p *Pronunciations) Validate(path ...string) []problem.FieldError {
 		return nil
 	}
 	var fe []problem.FieldError
-	at := func(i int, f string) []string {
-		return append(append(append([]string(nil), path...), "rules", strconv.Itoa(i)), f)
+	at := func(f ...string) []string {
+		return append(append([]string(nil), path...), f...)
 	}
-	if len(p.Rules) > maxPronunciationRules {
-		fe = append(fe, problem.Field(fmt.Sprintf("at most %d rules", maxPronunciationRules), append(path, "rules")...))
+	if len(p.Rules) > MaxInlineRules {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d inline rules per request (put more in a dictionary)", MaxInlineRules), at("rules")...))
 	}
 	for i, r := range p.Rules {
-		if strings.TrimSpace(r.Word) == "" || utf8.RuneCountInString(r.Word) > 100 {
-			fe = append(fe, problem.Field("must be 1 to 100 characters", at(i, "word")...))
-		}
-		if strings.TrimSpace(r.Replacement) == "" || utf8.RuneCountInString(r.Replacement) > 200 {
-			fe = append(fe, problem.Field("must be 1 to 200 characters", at(i, "replacement")...))
+		for _, e := range ValidateRule(r.Word, r.Replacement) {
+			fe = append(fe, problem.Field(e.Message, at("rules", strconv.Itoa(i), e.Path[0])...))
 		}
 	}
+	if len(p.DictionaryIDs) > MaxDictionaryIDs {
+		fe = append(fe, problem.Field(fmt.Sprintf("at most %d dictionaries per request", MaxDictionaryIDs), at("dictionaryIds")...))
+	}
+	seen := make(map[string]bool, len(p.DictionaryIDs))
+	for i, id := range p.DictionaryIDs {
+		switch {
+		case uuid.Validate(id) != nil:
+			fe = append(fe, problem.Field("must be a dictionary id (uuid)", at("dictionaryIds", strconv.Itoa(i))...))
+		case seen[id]:
+			fe = append(fe, problem.Field("is listed twice", at("dictionaryIds", strconv.Itoa(i))...))
+		}
+		seen[id] = true
+	}
 	return fe
+}
+
+// ValidateRule checks a rule's word and replacement, with errors at
+// ["word"] and ["replacement"].
+func ValidateRule(word, replacement string) []problem.FieldError {
+	var fe []problem.FieldError
+	if strings.TrimSpace(word) == "" || utf8.RuneCountInString(word) > MaxWordChars || len(words(word)) == 0 {
+		fe = append(fe, problem.Field(fmt.Sprintf("must be 1 to %d characters with at least one letter or digit", MaxWordChars), "word"))
+	}
+	if strings.TrimSpace(replacement) == "" || utf8.RuneCountInString(replacement) > MaxReplacementChars {
+		fe = append(fe, problem.Field(fmt.Sprintf("must be 1 to %d characters", MaxReplacementChars), "replacement"))
+	}
+	return fe
+}
+
+// ruleSet is the rules a request applies, compiled for matching: each
+// rule's words split once, the rules indexed by their first word (folded
+// to lower case), each list in precedence order. Matching a text is then
+// one map probe per word of the text, however many rules apply.
+type ruleSet struct {
+	byFirst map[string][]*compiledRule
+}
+
+// compiledRule is a rule with its words split.
+type compiledRule struct {
+	rule  PronunciationRule
+	words []string // the rule's words, as written
+}
+
+// layerRules builds the rules a text applies from a request's sources,
+// lowest precedence first (the default dictionary, the listed
+// dictionaries in order, the inline rules): a later source wins on the
+// same word (store.WordKey), and the winners are tried first where rules
+// overlap. Only rules whose first word occurs in text are kept, and nil
+// means none can match: a request whose text holds none of its
+// dictionaries' words costs one pass over the text, whatever the
+// dictionaries' size, and no substitution at all.
+func layerRules(text string, sources ...[]PronunciationRule) *ruleSet {
+	n := 0
+	for _, src := range sources {
+		n += len(src)
+	}
+	if n == 0 {
+		return nil
+	}
+	tw := words(text)
+	present := make(map[string]struct{}, len(tw))
+	var buf []byte
+	for _, w := range tw {
+		word := text[w.start:w.end]
+		if !isLower(word) {
+			buf = appendLower(buf[:0], word)
+			word = string(buf)
+		}
+		present[word] = struct{}{} // most words are lower case already: a substring, no copy
+	}
+	var rs *ruleSet
+	var seen map[string]bool
+	for i := len(sources) - 1; i >= 0; i-- {
+		src := sources[i]
+		for k := len(src) - 1; k >= 0; k-- {
+			r := src[k]
+			ws := words(r.Word)
+			if len(ws) == 0 {
+				continue
+			}
+			buf = appendLower(buf[:0], r.Word[ws[0].start:ws[0].end])
+			if _, ok := present[string(buf)]; !ok {
+				continue // cannot match this text (nor can any rule of its word)
+			}
+			key := store.WordKey(r.Word)
+			if seen[key] {
+				continue // a later source, or a later rule of this one, has the word
+			}
+			if rs == nil {
+				rs = &ruleSet{byFirst: map[string][]*compiledRule{}}
+				seen = map[string]bool{}
+			}
+			seen[key] = true
+			cr := &compiledRule{rule: r, words: make([]string, len(ws))}
+			for j, w := range ws {
+				cr.words[j] = r.Word[w.start:w.end]
+			}
+			first := string(buf)
+			rs.byFirst[first] = append(rs.byFirst[first], cr)
+		}
+	}
+	return rs
+}
+
+// isLower reports whether s has no upper-case letter, looking at ASCII
+// bytes only and giving up (false) at the first other byte.
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendLower appends s in lower case to b (the case folding of
+// strings.ToLower, without allocating a string).
+func appendLower(b []byte, s string) []byte {
+	for _, r := range s {
+		b = utf8.AppendRune(b, unicode.ToLower(r))
+	}
+	return b
 }
 
 // word is a word of a text with its byte span.
@@ -97,7 +228,7 @@ type substitution struct {
 
 // apply substitutes whole words. A rule's word may span several words
 // ("New York"); matching is case-insensitive unless the rule says not.
-func (p *Pronunciations) apply(text string) *substitution {
+func (p *ruleSet) apply(text string) *substitution {
 	ow := words(text)
 	s := &substitution{origWords: make([]string, len(ow))}
 	for i, w := range ow {
@@ -140,24 +271,26 @@ func (p *Pronunciations) apply(text string) *substitution {
 	return s
 }
 
-// match returns the rule matching at word i and how many words it covers.
-func (p *Pronunciations) match(text string, ow []word, i int) (*PronunciationRule, int) {
-	for ri := range p.Rules {
-		r := &p.Rules[ri]
-		rw := words(r.Word)
-		if len(rw) == 0 || i+len(rw) > len(ow) {
+// match returns the rule matching at word i and how many words it covers:
+// the first, in precedence order, of the rules whose first word is word
+// i's.
+func (p *ruleSet) match(text string, ow []word, i int) (*PronunciationRule, int) {
+	var buf [64]byte
+	cands := p.byFirst[string(appendLower(buf[:0], text[ow[i].start:ow[i].end]))]
+	for _, cr := range cands {
+		if i+len(cr.words) > len(ow) {
 			continue
 		}
 		ok := true
-		for k := range rw {
-			a, b := text[ow[i+k].start:ow[i+k].end], r.Word[rw[k].start:rw[k].end]
-			if r.CaseSensitive && a != b || !r.CaseSensitive && !strings.EqualFold(a, b) {
+		for k, rw := range cr.words {
+			a := text[ow[i+k].start:ow[i+k].end]
+			if cr.rule.CaseSensitive && a != rw || !cr.rule.CaseSensitive && !strings.EqualFold(a, rw) {
 				ok = false
 				break
 			}
 		}
 		if ok {
-			return r, len(rw)
+			return &cr.rule, len(cr.words)
 		}
 	}
 	return nil, 0

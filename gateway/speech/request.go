@@ -47,8 +47,9 @@ type Request struct {
 	// field of voxgate's own sets it: the dialects do.
 	StreamFormat *StreamFormat
 	// Instructions steer delivery ("speak calmly") on models that follow
-	// them (sdk.Capabilities.Instructions); elsewhere they are dropped
-	// with a warning. Set by the OpenAI dialect.
+	// them (sdk.Capabilities.Instructions), which get them as
+	// providerOptions.instructions; elsewhere they are dropped with a
+	// warning. voxgate's body and the OpenAI dialect set them.
 	Instructions string
 	// OptionsFor, when set, names the one provider ProviderOptions are
 	// meant for; a request that resolves to another provider drops them
@@ -58,6 +59,56 @@ type Request struct {
 	// Captions asks the with-timestamps endpoint for captions of the
 	// timestamps: CaptionsSRT or CaptionsVTT.
 	Captions string
+	// Timestamps is "on" (the default), "auto" or "off": whether the
+	// with-timestamps endpoint must produce word timestamps, may go
+	// without them, or skips them.
+	Timestamps string
+
+	// rules, when set, are the resolved pronunciation rule sources (a
+	// conversation resolves them once for all its turns).
+	rules [][]PronunciationRule
+}
+
+// Timestamp modes of the request's timestamps field.
+const (
+	// TimestampsOn: word timestamps are required; a request that cannot
+	// get them fails with 503 timestamps_unavailable.
+	TimestampsOn = "on"
+	// TimestampsAuto: word timestamps when they can be had, else the audio
+	// alone with a warning.
+	TimestampsAuto = "auto"
+	// TimestampsOff: no word timestamps.
+	TimestampsOff = "off"
+)
+
+// maxInstructionsChars bounds the instructions field.
+const maxInstructionsChars = 4000
+
+// validateTimestamps checks a timestamps mode against the endpoint: the
+// plain endpoints return no timestamps, so only "off" (or nothing) is
+// accepted there.
+func validateTimestamps(mode string, withTimestamps bool, path ...string) []problem.FieldError {
+	switch mode {
+	case "", TimestampsOff:
+		return nil
+	case TimestampsOn, TimestampsAuto:
+		if !withTimestamps {
+			return []problem.FieldError{problem.Field("this endpoint returns no word timestamps; use its /with-timestamps twin", path...)}
+		}
+		return nil
+	}
+	return []problem.FieldError{problem.Field(`must be "on", "auto" or "off"`, path...)}
+}
+
+// validateInstructions checks the instructions field ("" is none).
+func validateInstructions(in string, path ...string) []problem.FieldError {
+	if in == "" {
+		return nil
+	}
+	if strings.TrimSpace(in) == "" || utf8.RuneCountInString(in) > maxInstructionsChars {
+		return []problem.FieldError{problem.Field(fmt.Sprintf("must be 1 to %d characters", maxInstructionsChars), path...)}
+	}
+	return nil
 }
 
 // Speed bounds of the speech body: what the gateway's time-stretch does.
@@ -131,6 +182,8 @@ func (r *Request) Validate(ep Delivery) error {
 	}
 	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
 	fe = append(fe, validateCaptions(r.Captions, ep == DeliverTimestamps)...)
+	fe = append(fe, validateTimestamps(r.Timestamps, ep == DeliverTimestamps, "timestamps")...)
+	fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
 	if len(fe) > 0 {
 		return problem.Validation(fe...)
 	}
@@ -177,4 +230,12 @@ func unavailableOutput(o *audio.OutputParams) error {
 	msg := fmt.Sprintf("format %q is not supported: use one of %s", o.Format, strings.Join(audio.OutputFormats(), ", "))
 	return &problem.Error{Code: problem.OutputFormatUnsupported, Detail: msg + " (" + reason + ")",
 		Validation: []problem.FieldError{problem.Field(msg, "output", "format")}}
+}
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -57,6 +57,8 @@ type Service struct {
 	slots    *clipSlots
 	cat      *Catalog
 	store    Store
+	dicts    Dictionaries
+	defaults defaultRules
 	creds    *credentials.Resolver
 	mod      Moderator
 	dispatch *dispatch.Client
@@ -84,11 +86,14 @@ type Service struct {
 // Deps are the Service's collaborators.
 type Deps struct {
 	// Limits bound what one request may ask for.
-	Limits      Limits
-	Catalog     *Catalog
-	Store       Store
-	Credentials *credentials.Resolver
-	Moderator   Moderator // nil: no moderation
+	Limits  Limits
+	Catalog *Catalog
+	Store   Store
+	// Dictionaries holds the organizations' pronunciation dictionaries;
+	// nil applies inline rules only.
+	Dictionaries Dictionaries
+	Credentials  *credentials.Resolver
+	Moderator    Moderator // nil: no moderation
 	// Direct sends the requests of planning plugins (sdk.Planner); nil
 	// keeps every call inside the plugins.
 	Direct  *dispatch.Client
@@ -112,7 +117,7 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	s := &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store,
+	s := &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
 		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
 		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
 		align: d.Alignment}
@@ -263,8 +268,14 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if strings.TrimSpace(j.tagged) == "" {
 		return nil, problem.Validation(problem.Field(fmt.Sprintf("has nothing to say once the audio tags %s does not perform are removed", j.name()), "text"))
 	}
-	if r.Pronunciations != nil && len(r.Pronunciations.Rules) > 0 {
-		j.subst = r.Pronunciations.apply(j.tagged)
+	sources := r.rules
+	if sources == nil {
+		if sources, err = s.requestRules(ctx, org, r.Pronunciations); err != nil {
+			return nil, err
+		}
+	}
+	if rules := layerRules(j.tagged, sources...); rules != nil {
+		j.subst = rules.apply(j.tagged)
 	}
 	j.pieces = splitText(j.spokenText(), s.pieceLimit(j))
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
@@ -301,9 +312,17 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	name := j.Provider.ID + "/" + j.Model.ID
 	switch j.Delivery {
 	case DeliverTimestamps:
+		if r.Timestamps == TimestampsOff {
+			j.timing = SourceNone
+			break
+		}
 		var err error
 		if j.timing, err = s.chooseTiming(j); err != nil {
-			return err
+			if r.Timestamps != TimestampsAuto {
+				return err
+			}
+			j.timing = SourceNone
+			j.Warnings = append(j.Warnings, fmt.Sprintf("No word timestamps (timestamps: auto): %s.", problem.From(err, "").Detail))
 		}
 	case DeliverStream:
 		if !caps.Streaming {
@@ -464,7 +483,7 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 		res.Pieces = []float64{0}
 		res.Match = math.NaN()
 		if j.Delivery == DeliverTimestamps {
-			res.Source = SourceNative
+			res.Source = j.timing // native, or none
 		}
 	}
 	return res, err
@@ -525,7 +544,7 @@ func processError(err error, mediaType string, j *Job) error {
 // time-stretch's speed, and mapped back through pronunciations.
 func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, error) {
 	req := j.request()
-	req.Timestamps = j.Delivery == DeliverTimestamps
+	req.Timestamps = j.Delivery == DeliverTimestamps && j.timing == SourceNative
 	if decode {
 		req.Format = decodableFormat(j.Model)
 	}
@@ -555,7 +574,10 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 			res.Warnings = append(res.Warnings, "the provider's words did not line up with the pronunciation rules; timestamps are for the substituted text")
 		}
 	}
-	if res.Timestamps == nil && req.Timestamps {
+	if !req.Timestamps {
+		res.Timestamps = nil // whatever the provider sent unasked
+	}
+	if res.Timestamps == nil && j.Delivery == DeliverTimestamps {
 		res.Timestamps = []sdk.WordTimestamp{}
 	}
 	return res, nil

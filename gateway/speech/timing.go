@@ -29,11 +29,14 @@ const (
 	// SourceSTT: a speech-to-text transcription of the audio, mapped to
 	// the text's words.
 	SourceSTT = "stt"
+	// SourceNone: no timestamps, as asked (timestamps: off) or because
+	// none could be had (timestamps: auto).
+	SourceNone = "none"
 )
 
 // chooseTiming decides where j's word timestamps come from, from the
 // model's capabilities, the provider's timestamps setting and the
-// deployment's alignment method. It fails with 501 when none is
+// deployment's alignment method. It fails with 503 timestamps_unavailable when none is
 // available, saying what configuration would give one.
 func (s *Service) chooseTiming(j *Job) (string, error) {
 	name := j.Provider.ID + "/" + j.Model.ID
@@ -49,30 +52,30 @@ func (s *Service) chooseTiming(j *Job) (string, error) {
 		if native {
 			return SourceNative, nil
 		}
-		return "", problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps, and provider %s takes no others (providers.%s.timestamps: native)", name, j.Provider.ID, j.Provider.ID)
+		return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and provider %s takes no others (providers.%s.timestamps: native)", name, j.Provider.ID, j.Provider.ID)
 	}
 	switch method {
 	case config.TimestampsAligned:
 		if s.reference() == nil {
-			return "", problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps, and this deployment has no reference provider to align them with (alignment.reference, e.g. espeak)", name)
+			return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and this deployment has no reference provider to align them with (alignment.reference, e.g. espeak)", name)
 		}
 		return SourceAligned, nil
 	case config.TimestampsSTT:
 		if s.transcriber() == nil {
-			return "", problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps, and this deployment's speech-to-text provider (alignment.stt.provider) cannot transcribe", name)
+			return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and this deployment's speech-to-text provider (alignment.stt.provider) cannot transcribe", name)
 		}
 		return SourceSTT, nil
 	}
-	return "", problem.New(problem.TimestampsUnsupported, "model %s does not return word timestamps (alignment is off in this deployment)", name)
+	return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps (alignment is off in this deployment)", name)
 }
 
 // TimestampsSource says where the with-timestamps endpoints take the word
 // timestamps of model m of provider p from: SourceNative, SourceAligned,
-// SourceSTT, or "none" when they answer 501.
+// SourceSTT, or SourceNone when they answer 503 timestamps_unavailable.
 func (s *Service) TimestampsSource(p *ProviderEntry, m *sdk.Model) string {
 	src, err := s.chooseTiming(&Job{Provider: p, Model: m})
 	if err != nil {
-		return "none"
+		return SourceNone
 	}
 	return src
 }

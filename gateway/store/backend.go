@@ -20,6 +20,7 @@ type Backend interface {
 	SecretStore
 	LogStore
 	UsageStore
+	DictionaryStore
 
 	// Secret returns the deployment's 32-byte random secret, created with
 	// the storage and shared by every instance that uses it, so that list
@@ -57,6 +58,10 @@ type VoiceStore interface {
 	GetVoice(ctx context.Context, orgID, id string) (*Voice, error)
 	// DeleteVoice removes voice id of orgID, or fails with ErrNotFound.
 	DeleteVoice(ctx context.Context, orgID, id string) error
+	// UpdateVoice replaces every field of voice v.ID of v.OrgID but ID,
+	// OrgID and CreatedAt with v's (the caller merges a partial update
+	// first), or fails with ErrNotFound. Zero UpdatedAt means now.
+	UpdateVoice(ctx context.Context, v *Voice) error
 	// ListVoices returns up to limit voices of orgID, newest created first,
 	// strictly after position after (nil starts at the newest). next is
 	// the position of the last returned voice and hasMore whether older
@@ -105,6 +110,10 @@ type LogStore interface {
 	// position after. Rows older than the retention are never returned.
 	// A page reads O(limit) rows whatever the table's size.
 	ListLogs(ctx context.Context, orgID string, f LogFilter, limit int, after Position) (rows []LogRow, next Position, hasMore bool, err error)
+	// GetLog returns orgID's row of request requestID (the newest, should
+	// an id repeat), or ErrNotFound; rows older than the retention are
+	// not found. One index lookup, whatever the log's size.
+	GetLog(ctx context.Context, orgID, requestID string) (*LogRow, error)
 	// PurgeLogs deletes the rows of every organization older than
 	// olderThan and returns how many it deleted.
 	PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)

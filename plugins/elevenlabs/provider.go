@@ -227,12 +227,44 @@ type options struct {
 	PronunciationDictionaryLocators json.RawMessage `json:"pronunciation_dictionary_locators"`
 	OptimizeStreamingLatency        *int            `json:"optimize_streaming_latency"`
 	EnableLogging                   *bool           `json:"enable_logging"`
+	// The voice settings may also be given at the top level, as the hosted
+	// service's guides do ({"stability": 0.5}); voice_settings wins.
+	Stability       *float64 `json:"stability"`
+	SimilarityBoost *float64 `json:"similarity_boost"`
+	Style           *float64 `json:"style"`
+	UseSpeakerBoost *bool    `json:"use_speaker_boost"`
+}
+
+// settings is o's voice settings: voice_settings, completed by the
+// top-level shorthands.
+func (o *options) settings() *voiceSettings {
+	if o.Stability == nil && o.SimilarityBoost == nil && o.Style == nil && o.UseSpeakerBoost == nil {
+		return o.VoiceSettings
+	}
+	s := voiceSettings{}
+	if o.VoiceSettings != nil {
+		s = *o.VoiceSettings
+	}
+	if s.Stability == nil {
+		s.Stability = o.Stability
+	}
+	if s.SimilarityBoost == nil {
+		s.SimilarityBoost = o.SimilarityBoost
+	}
+	if s.Style == nil {
+		s.Style = o.Style
+	}
+	if s.UseSpeakerBoost == nil {
+		s.UseSpeakerBoost = o.UseSpeakerBoost
+	}
+	return &s
 }
 
 // acceptedOptions names the options fields, for error messages.
 func acceptedOptions() []string {
 	return []string{"voice_settings", "language_code", "seed", "previous_text", "next_text",
-		"apply_text_normalization", "pronunciation_dictionary_locators", "optimize_streaming_latency", "enable_logging"}
+		"apply_text_normalization", "pronunciation_dictionary_locators", "optimize_streaming_latency", "enable_logging",
+		"stability", "similarity_boost", "style", "use_speaker_boost"}
 }
 
 // ttsBody is the text-to-speech request body.
@@ -300,7 +332,7 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
 		return nil, err
 	}
-	c.body.VoiceSettings = o.VoiceSettings
+	c.body.VoiceSettings = o.settings()
 	c.body.LanguageCode, c.body.Seed = o.LanguageCode, o.Seed
 	c.body.PreviousText, c.body.NextText = o.PreviousText, o.NextText
 	c.body.ApplyTextNormalization = o.ApplyTextNormalization

@@ -659,3 +659,27 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		}
 	}
 }
+
+// TestVoiceSettingsShorthand: the voice settings may be given at the top
+// level of providerOptions, as the hosted service's guides do; an explicit
+// voice_settings field wins.
+func TestVoiceSettingsShorthand(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	req := request(fake.Key)
+	req.Options = []byte(`{"stability": 0.5, "style": 0.2, "voice_settings": {"style": 0.7}}`)
+	if _, err := p.Synthesize(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := srv.LastRequest()
+	var body struct {
+		VoiceSettings map[string]any `json:"voice_settings"`
+		Stability     any            `json:"stability"`
+	}
+	if err := json.Unmarshal(got.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.VoiceSettings["stability"] != 0.5 || body.VoiceSettings["style"] != 0.7 || body.Stability != nil {
+		t.Errorf("body %s", got.Body)
+	}
+}

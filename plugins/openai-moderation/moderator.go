@@ -50,6 +50,11 @@ type config struct {
 	model     string
 	threshold float64 // 0: off
 	apiKey    string  // fallback when a call carries no key
+	// categories holds per-category thresholds (category_thresholds);
+	// nil: the endpoint's flags decide.
+	categories map[string]categoryThreshold
+	// chatModel evaluates custom rules (rules.go).
+	chatModel string
 }
 
 // moderator implements sdk.Moderator over the moderation endpoint. It
@@ -88,7 +93,7 @@ func (m *moderator) Configure(_ context.Context, in map[string]string) error {
 // base_url and timeout, when present, must not be empty, and timeout must
 // be positive (a moderation call is never unbounded).
 func parseConfig(in map[string]string) (*config, error) {
-	c := &config{model: defaultModel}
+	c := &config{model: defaultModel, chatModel: defaultChatModel}
 	common := map[string]string{"timeout": defaultTimeout.String()}
 	for k, v := range in {
 		switch {
@@ -105,6 +110,17 @@ func parseConfig(in map[string]string) (*config, error) {
 			c.threshold = f
 		case k == "api_key":
 			c.apiKey = v
+		case k == "chat_model":
+			if strings.TrimSpace(v) == "" {
+				return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: chat_model must not be empty", providerName)
+			}
+			c.chatModel = v
+		case k == "category_thresholds":
+			cats, err := parseCategoryThresholds(v)
+			if err != nil {
+				return nil, err
+			}
+			c.categories = cats
 		case k == "timeout":
 			if d, err := time.ParseDuration(strings.TrimSpace(v)); err != nil || d <= 0 {
 				return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: timeout %q must be a positive duration like 10s", providerName, v)
@@ -116,7 +132,7 @@ func parseConfig(in map[string]string) (*config, error) {
 			common[k] = v
 		default:
 			return nil, sdk.Errorf(sdk.KindInvalidRequest,
-				"%s: unknown setting %q (known: base_url, model, threshold, timeout, api_key, connect_timeout, max_attempts, max_idle_conns)", providerName, k)
+				"%s: unknown setting %q (known: base_url, model, threshold, category_thresholds, chat_model, timeout, api_key, connect_timeout, max_attempts, max_idle_conns)", providerName, k)
 		}
 	}
 	e, err := upstream.NewEndpoint(api, common)
@@ -157,6 +173,9 @@ func (m *moderator) Moderate(ctx context.Context, req *sdk.ModerationRequest) (*
 	}
 	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
+	if len(req.Rules) > 0 {
+		return cfg.evaluateRules(ctx, key, req.Text, req.Rules)
+	}
 	hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.BaseURL+"/moderations", moderationRequest{Model: cfg.model, Input: req.Text})
 	if err != nil {
 		return nil, sdk.Errorf(sdk.KindInternal, "%s: %v", providerName, err)
@@ -182,6 +201,9 @@ func (m *moderator) Moderate(ctx context.Context, req *sdk.ModerationRequest) (*
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: providerName + ": the answer has no results", UpstreamStatus: resp.StatusCode}
 	}
 	r := mr.Results[0]
+	if cfg.categories != nil {
+		return decideByCategory(r.Categories, r.CategoryScores, cfg.categories), nil
+	}
 	return decide(r.Flagged, r.Categories, r.CategoryScores, cfg.threshold), nil
 }
 

@@ -27,6 +27,7 @@
 //	logs_by_status           status16 + logs key                  -> ""
 //	usage        day ns (8B BE) + len16 provider + len16 model + len16 key id
 //	             -> usage counts (protobuf wire format; see usage.go)
+//	logs_by_request          len16 + request_id + logs key        -> ""  (schema 2)
 //
 // # Invariants
 //

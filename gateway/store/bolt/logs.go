@@ -67,7 +67,7 @@ func chooseLogIndex(f *store.LogFilter) (bucket string, prefix []byte) {
 // orgLogBuckets are one organization's log buckets within a write
 // transaction.
 type orgLogBuckets struct {
-	rows, parent, provider, providerStatus, status *bbolt.Bucket
+	rows, parent, provider, providerStatus, status, request *bbolt.Bucket
 }
 
 func (s *Store) openOrgLogBuckets(tx *bbolt.Tx, orgID string) (*orgLogBuckets, error) {
@@ -81,6 +81,7 @@ func (s *Store) openOrgLogBuckets(tx *bbolt.Tx, orgID string) (*orgLogBuckets, e
 		{bucketLogsProvider, &ob.provider},
 		{bucketLogsProviderStatus, &ob.providerStatus},
 		{bucketLogsStatus, &ob.status},
+		{bucketLogsRequest, &ob.request},
 	} {
 		b, err := orgBucketCreate(tx, orgID, x.name)
 		if err != nil {
@@ -119,6 +120,12 @@ func (ob *orgLogBuckets) eachIndexKey(scratch []byte, r *store.LogRow, pk []byte
 	if statusIndexable(r.Status) {
 		scratch = append(binary.BigEndian.AppendUint16(scratch[:0], uint16(r.Status)), pk...)
 		if err := fn(ob.status, scratch); err != nil {
+			return scratch, err
+		}
+	}
+	if indexable(r.RequestID) {
+		scratch = append(appendStrPrefix(scratch[:0], r.RequestID), pk...)
+		if err := fn(ob.request, scratch); err != nil {
 			return scratch, err
 		}
 	}

@@ -19,9 +19,9 @@ import (
 
 // schemaVersion is the on-disk layout version written into the meta bucket.
 // Open refuses a file with a newer version instead of misreading it, and
-// upgrades an older one: version 2 added the usage rollup, built from the
-// existing log rows on first open (see backfillUsage).
-const schemaVersion = 2
+// upgrades an older one (upgrade.go): version 2 added the usage rollup,
+// version 3 the logs_by_request index.
+const schemaVersion = 3
 
 // lockTimeout bounds how long Open waits for the file lock, so a second
 // gateway started on the same file fails fast with store.ErrLocked instead of
@@ -50,6 +50,7 @@ const (
 	bucketLogsProviderStatus = "logs_by_provider_status"
 	bucketLogsStatus         = "logs_by_status"
 	bucketUsage              = "usage"
+	bucketLogsRequest        = "logs_by_request"
 
 	metaSchema = "schema"
 	metaSecret = "secret"
@@ -64,6 +65,9 @@ type Store struct {
 	// retention is how far back ListLogs reads (storage.log_retain_days).
 	retention time.Duration
 	secret    []byte
+	// upgradeFrom is the schema version of an older file being opened,
+	// 0 when the file is current.
+	upgradeFrom uint64
 	// logFill is the FillPercent used for log buckets. Log keys arrive in
 	// (nearly) ascending order within each bucket or index prefix, so pages
 	// split near-full instead of bbolt's default half-full; that halves the
@@ -99,6 +103,10 @@ func Open(path string, opts store.Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: initialize %s: %w", path, err)
 	}
+	if err := s.upgrade(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: upgrade %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -120,14 +128,16 @@ func (s *Store) init() error {
 			if got > schemaVersion {
 				return fmt.Errorf("database schema version %d is newer than this binary's %d", got, schemaVersion)
 			}
-			if got < 2 {
-				if err := backfillUsage(tx); err != nil {
-					return fmt.Errorf("build the usage rollup from the request log: %w", err)
-				}
+			if got < schemaVersion {
+				// upgrade (upgrade.go) records the new version once the
+				// file's data has the newer layout.
+				s.upgradeFrom = got
 			}
 		}
-		if err := meta.Put([]byte(metaSchema), binary.BigEndian.AppendUint64(nil, schemaVersion)); err != nil {
-			return err
+		if s.upgradeFrom == 0 {
+			if err := meta.Put([]byte(metaSchema), binary.BigEndian.AppendUint64(nil, schemaVersion)); err != nil {
+				return err
+			}
 		}
 		if v := meta.Get([]byte(metaSecret)); v != nil {
 			if len(v) != secretLen {

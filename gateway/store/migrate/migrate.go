@@ -1,5 +1,6 @@
 // Package migrate copies a bbolt file into PostgreSQL (voxgate migrate):
-// keys, voices, media, encrypted secrets and request logs.
+// keys, voices, media, encrypted secrets, pronunciation dictionaries with
+// their rules, and request logs.
 //
 // It is resumable: records that are already in PostgreSQL are skipped
 // (their ids are unique there), and log rows go in batches that commit
@@ -53,7 +54,7 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 		return nil, err
 	}
 	for _, org := range orgs {
-		for _, step := range []func(context.Context, string) error{m.voices, m.media, m.secrets, m.logs} {
+		for _, step := range []func(context.Context, string) error{m.voices, m.media, m.secrets, m.dictionaries, m.logs} {
 			if err := step(ctx, org); err != nil {
 				return nil, fmt.Errorf("organization %q: %w", org, err)
 			}
@@ -61,7 +62,7 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 	}
 	r := &Report{}
 	var short []string
-	for _, kind := range []string{"keys", "voices", "media", "secrets", "logs"} {
+	for _, kind := range []string{"keys", "voices", "media", "secrets", "dictionaries", "rules", "logs"} {
 		c := m.count(kind)
 		r.Counts = append(r.Counts, *c)
 		if c.Verified < c.Source {

@@ -30,6 +30,21 @@ const logSelect = `SELECT ts, seq, request_id, parent_request_id, path, status, 
 	provider_options, moderation_decision, moderation_reason_type, moderation_reason_detail,
 	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms, key_id, audio_ms, cache FROM request_logs`
 
+// scanLogRow reads one row of logSelect into r, of organization orgID,
+// and returns its ts and seq (the row's position, for cursors).
+func scanLogRow(row pgx.Row, r *store.LogRow, orgID string) (ts, seq int64, err error) {
+	var status, chars, credits int32
+	if err := row.Scan(&ts, &seq, &r.RequestID, &r.ParentRequestID, &r.Path, &status, &r.Provider, &r.Model,
+		&r.VoiceID, &r.VoiceRef, &chars, &credits, &r.LatencyMS, &r.ErrorCode, &r.ErrorDetail,
+		&r.ProviderOptions, &r.ModerationDecision, &r.ModerationReasonType, &r.ModerationReasonDetail,
+		&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS, &r.KeyID, &r.AudioMS, &r.Cache); err != nil {
+		return 0, 0, err
+	}
+	r.OrgID, r.TS = orgID, fromNanos(ts)
+	r.Status, r.CharCount, r.CreditsUsed = int(status), int(chars), int(credits)
+	return ts, seq, nil
+}
+
 // partitions remembers which day partitions exist, so a batch checks the
 // database only for a day it has not seen (once a day per instance).
 type partitions struct {
@@ -221,16 +236,10 @@ func (s *Store) ListLogs(ctx context.Context, orgID string, f store.LogFilter, l
 			break
 		}
 		var r store.LogRow
-		var ts, seq int64
-		var status, chars, credits int32
-		if err := rs.Scan(&ts, &seq, &r.RequestID, &r.ParentRequestID, &r.Path, &status, &r.Provider, &r.Model,
-			&r.VoiceID, &r.VoiceRef, &chars, &credits, &r.LatencyMS, &r.ErrorCode, &r.ErrorDetail,
-			&r.ProviderOptions, &r.ModerationDecision, &r.ModerationReasonType, &r.ModerationReasonDetail,
-			&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS, &r.KeyID, &r.AudioMS, &r.Cache); err != nil {
+		ts, seq, err := scanLogRow(rs, &r, orgID)
+		if err != nil {
 			return nil, nil, false, fmt.Errorf("store: list logs: %w", classify(err))
 		}
-		r.OrgID, r.TS = orgID, fromNanos(ts)
-		r.Status, r.CharCount, r.CreditsUsed = int(status), int(chars), int(credits)
 		rows = append(rows, r)
 		lastTS, lastSeq = ts, seq
 	}

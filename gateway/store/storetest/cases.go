@@ -264,8 +264,7 @@ func testLogRowRoundTrip(t *testing.T, open Opener) {
 		VoiceRef: "6f1c", CharCount: 1234, CreditsUsed: 7, LatencyMS: 321, ErrorCode: "text_too_long",
 		ErrorDetail: "ünïcode ✓ detail", ProviderOptions: `{"a":1}`, ModerationDecision: "block",
 		ModerationReasonType: "rule", ModerationReasonDetail: "slur", ModerationConfidence: 0.875, ModerationLatencyMS: 3,
-		TimeToFirstAudioMS: 42,
-		KeyID:              "key-1", AudioMS: 2500, Cache: "hit",
+		TimeToFirstAudioMS: 42, KeyID: "key-1", AudioMS: 2500, Cache: "hit",
 	}
 	negative := store.LogRow{RequestID: "r2", OrgID: "o", TS: clk.Now(), Status: -1, LatencyMS: -5, ModerationConfidence: -0.5}
 	defaulted := store.LogRow{RequestID: "r3", OrgID: "o"} // zero TS: "now"
@@ -287,6 +286,10 @@ func testLogRowRoundTrip(t *testing.T, open Opener) {
 		w.TS = w.TS.UTC()
 		if !reflect.DeepEqual(rows[i], w) {
 			t.Errorf("row %d:\n got %+v\nwant %+v", i, rows[i], w)
+		}
+		// GetLog reads the same fields as ListLogs.
+		if got, err := s.GetLog(ctx, "o", w.RequestID); err != nil || !reflect.DeepEqual(*got, w) {
+			t.Errorf("GetLog(%s):\n got %+v, %v\nwant %+v", w.RequestID, got, err, w)
 		}
 	}
 }

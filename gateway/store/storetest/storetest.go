@@ -15,11 +15,14 @@
 // uploads), secrets (replace, byte-ordered names), request logs (every
 // filter of GET /v1/logs alone and combined against a brute-force model,
 // paging while rows arrive, equal timestamps in write order, the retention
-// window, purges, atomic batches, every field round-tripped), the usage
-// rollup (equal to aggregating the log rows, per window and organization,
-// kept past the rows' purge, exact under concurrent batches), organization
-// isolation for every kind, concurrent writers, the shared secret, and a
-// canceled context. Each case opens its own empty backend with a clock the
+// window, purges, atomic batches, every field round-tripped, one row by
+// request id), the usage rollup (equal to aggregating the log rows, per
+// window and organization, kept past the rows' purge, exact under
+// concurrent batches), pronunciation dictionaries and rules (uniqueness,
+// bounds under concurrent writers, cascades, the default dictionary, the
+// rules a synthesis request reads), organization isolation for every
+// kind, concurrent writers, the shared secret, and a canceled context.
+// Each case opens its own empty backend with a clock the
 // case controls.
 package storetest
 
@@ -67,6 +70,14 @@ var cases = []struct {
 	{"UsageRejectsBadWindow", testUsageRejectsBadWindow},
 	{"Secret", testSecret},
 	{"CanceledContext", testCanceledContext},
+	{"GetLog", testGetLog},
+	{"UpdateVoice", testUpdateVoice},
+	{"Dictionaries", testDictionaries},
+	{"DefaultDictionary", testDefaultDictionary},
+	{"Rules", testRules},
+	{"ListDictionariesAndRulesPaging", testDictionaryPaging},
+	{"DictionaryRules", testDictionaryRules},
+	{"DictionaryBoundsUnderConcurrency", testDictionaryBoundsConcurrent},
 }
 
 // clock is a settable time source for Options.Now.

@@ -1,6 +1,7 @@
 // Package openaimoderation is a fake of the OpenAI moderation API (POST
-// /v1/moderations) for tests of plugins/openai-moderation and of the
-// gateway's moderation path.
+// /v1/moderations) and of the chat completion API (POST
+// /v1/chat/completions, see chat.go) for tests of plugins/openai-moderation
+// and of the gateway's moderation path.
 //
 // It follows the published API reference: Bearer auth (401 with OpenAI's
 // error body on a missing or wrong key), a JSON body of model and input
@@ -78,6 +79,10 @@ type Server struct {
 
 	mu    sync.Mutex
 	flags map[string]flag // lower-case word -> what it scores
+	// violations and chatContent steer the chat completion endpoint
+	// (chat.go).
+	violations  []violation
+	chatContent *string
 }
 
 type flag struct {
@@ -91,6 +96,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	s := &Server{Control: fakeupstream.NewControl(opts), flags: map[string]flag{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, s.moderate)
+	mux.HandleFunc(ChatPath, s.chat)
 	mux.HandleFunc("/", s.notFound)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL

@@ -1,0 +1,404 @@
+package speech
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Pronunciation dictionaries: the organization's named rule sets, the one
+// default dictionary every synthesis request applies, and how a request's
+// rules are put together (docs/compatibility.md#pronunciations).
+
+// Dictionaries is the storage of dictionaries and rules the service uses;
+// any store backend satisfies it.
+type Dictionaries interface {
+	store.DictionaryStore
+}
+
+// Bounds of what an organization may keep.
+const (
+	MaxDictionaries          = 100
+	MaxRulesPerDictionary    = 1000
+	MaxDictionaryNameChars   = 100
+	MaxDictionaryDescription = 500
+)
+
+// DefaultDictionaryID is the alias of an organization's default dictionary
+// in paths (/v1/pronunciation-dictionaries/default).
+const DefaultDictionaryID = "default"
+
+// defaultRulesTTL is how long an organization's default rules are reused
+// without reading the store again. Writes through this service clear them
+// at once; other instances sharing the store see a change within it.
+const defaultRulesTTL = time.Second
+
+// defaultRules caches each organization's default-dictionary rules, so a
+// synthesis request that names no dictionary costs no store read on the
+// hot path. Organizations are configured, so the map is bounded.
+type defaultRules struct {
+	mu      sync.Mutex
+	entries map[string]defaultRulesEntry
+}
+
+type defaultRulesEntry struct {
+	rules []PronunciationRule
+	at    time.Time
+}
+
+func (c *defaultRules) get(org string, now time.Time) ([]PronunciationRule, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[org]
+	if !ok || now.Sub(e.at) >= defaultRulesTTL {
+		return nil, false
+	}
+	return e.rules, true
+}
+
+func (c *defaultRules) put(org string, rules []PronunciationRule, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]defaultRulesEntry{}
+	}
+	c.entries[org] = defaultRulesEntry{rules: rules, at: at}
+}
+
+func (c *defaultRules) clear(org string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, org)
+}
+
+func toRules(rs []store.PronunciationRule) []PronunciationRule {
+	out := make([]PronunciationRule, len(rs))
+	for i, r := range rs {
+		out[i] = PronunciationRule{Word: r.Word, Replacement: r.Replacement, CaseSensitive: r.CaseSensitive}
+	}
+	return out
+}
+
+// requestRules returns the rule sources a request of org applies, lowest
+// precedence first: the org's default dictionary, p's dictionaries in the
+// order listed, p's inline rules (layerRules puts them together per
+// text). A listed dictionary that is not org's is 404
+// dictionary_not_found. The default's rules come from a per-org cache
+// (defaultRulesTTL) when the request lists no dictionary.
+func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciations) ([][]PronunciationRule, error) {
+	var ids []string
+	var inline []PronunciationRule
+	if p != nil {
+		ids, inline = p.DictionaryIDs, p.Rules
+	}
+	if s.dicts == nil {
+		return [][]PronunciationRule{inline}, nil
+	}
+	now := time.Now()
+	if len(ids) == 0 {
+		defs, ok := s.defaults.get(org, now)
+		if !ok {
+			stored, _, err := s.dicts.DictionaryRules(ctx, org, nil)
+			if err != nil {
+				return nil, fmt.Errorf("read the default pronunciation dictionary: %w", err)
+			}
+			defs = toRules(stored)
+			s.defaults.put(org, defs, now)
+		}
+		return [][]PronunciationRule{defs, inline}, nil
+	}
+	stored, byID, err := s.dicts.DictionaryRules(ctx, org, ids)
+	if err != nil {
+		var missing *store.MissingDictionaryError
+		if errors.As(err, &missing) {
+			return nil, &problem.Error{Code: problem.DictionaryNotFound, Detail: fmt.Sprintf("no pronunciation dictionary %s in this organization", missing.ID),
+				Validation: []problem.FieldError{problem.Field("not a dictionary of this organization", "pronunciations", "dictionaryIds")}}
+		}
+		return nil, fmt.Errorf("read pronunciation dictionaries: %w", err)
+	}
+	defs := toRules(stored)
+	s.defaults.put(org, defs, now)
+	sources := make([][]PronunciationRule, 0, len(ids)+2)
+	sources = append(sources, defs)
+	for _, rs := range byID {
+		sources = append(sources, toRules(rs))
+	}
+	return append(sources, inline), nil
+}
+
+// DictionarySpec is a dictionary as a caller creates or changes it; nil
+// fields are left as they are.
+type DictionarySpec struct {
+	Name, Description *string
+}
+
+// RuleSpec is a rule as a caller creates or changes it; nil fields are
+// left as they are.
+type RuleSpec struct {
+	Word, Replacement *string
+	CaseSensitive     *bool
+}
+
+// validateSpec checks a dictionary's fields; creating needs a name.
+func (d DictionarySpec) validate(creating bool) []problem.FieldError {
+	var fe []problem.FieldError
+	switch {
+	case d.Name == nil && creating:
+		fe = append(fe, problem.Field("is required", "name"))
+	case d.Name != nil && (strings.TrimSpace(*d.Name) == "" || utf8.RuneCountInString(*d.Name) > MaxDictionaryNameChars):
+		fe = append(fe, problem.Field(fmt.Sprintf("must be 1 to %d characters", MaxDictionaryNameChars), "name"))
+	}
+	if d.Description != nil && utf8.RuneCountInString(*d.Description) > MaxDictionaryDescription {
+		fe = append(fe, problem.Field(fmt.Sprintf("must be at most %d characters", MaxDictionaryDescription), "description"))
+	}
+	return fe
+}
+
+// dictionaryErr maps store failures of a dictionary operation to
+// problems.
+func dictionaryErr(err error, id string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return problem.New(problem.DictionaryNotFound, "no pronunciation dictionary %s in this organization", id)
+	case errors.Is(err, store.ErrConflict):
+		return problem.New(problem.Conflict, "this organization has a pronunciation dictionary of that name")
+	case errors.Is(err, store.ErrLimit):
+		return problem.New(problem.LimitReached, "this organization has %d pronunciation dictionaries, the most it may keep; delete one first", MaxDictionaries)
+	}
+	return err
+}
+
+// ruleErr maps store failures of a rule operation to problems.
+func ruleErr(err error, dictID, id string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound) && id != "":
+		return problem.New(problem.RuleNotFound, "no rule %s in pronunciation dictionary %s", id, dictID)
+	case errors.Is(err, store.ErrNotFound):
+		return problem.New(problem.DictionaryNotFound, "no pronunciation dictionary %s in this organization", dictID)
+	case errors.Is(err, store.ErrConflict):
+		return problem.New(problem.Conflict, "the dictionary has a rule for that word (words are compared case-insensitively)")
+	case errors.Is(err, store.ErrLimit):
+		return problem.New(problem.LimitReached, "the dictionary has %d rules, the most one may hold; use another dictionary", MaxRulesPerDictionary)
+	}
+	return err
+}
+
+// Dictionary returns dictionary id of org; DefaultDictionaryID names the
+// default, which is created on first use. An id that is not a uuid is
+// not found, like one of another organization.
+func (s *Service) Dictionary(ctx context.Context, org, id string) (*store.Dictionary, error) {
+	if s.dicts == nil {
+		return nil, problem.New(problem.DictionaryNotFound, "pronunciation dictionaries are not available")
+	}
+	if id == DefaultDictionaryID || strings.EqualFold(id, DefaultDictionaryID) {
+		d, err := s.dicts.DefaultDictionary(ctx, org, &store.Dictionary{ID: uuid.NewString(), Name: store.DefaultDictionaryName})
+		if err != nil {
+			return nil, dictionaryErr(err, id)
+		}
+		return d, nil
+	}
+	if uuid.Validate(id) != nil {
+		return nil, problem.New(problem.DictionaryNotFound, "no pronunciation dictionary %q in this organization (an id is a uuid, or \"default\")", id)
+	}
+	d, err := s.dicts.GetDictionary(ctx, org, id)
+	if err != nil {
+		return nil, dictionaryErr(err, id)
+	}
+	return d, nil
+}
+
+// EnsureDefaultDictionary creates org's default dictionary if it has none
+// yet, so that it is listed from the first list on.
+func (s *Service) EnsureDefaultDictionary(ctx context.Context, org string) error {
+	_, err := s.Dictionary(ctx, org, DefaultDictionaryID)
+	return err
+}
+
+// CreateDictionary creates a dictionary of org. The default dictionary's
+// name is reserved.
+func (s *Service) CreateDictionary(ctx context.Context, org string, spec DictionarySpec, now time.Time) (*store.Dictionary, error) {
+	if fe := spec.validate(true); len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	if s.dicts == nil {
+		return nil, problem.New(problem.DictionaryNotFound, "pronunciation dictionaries are not available")
+	}
+	name := strings.TrimSpace(*spec.Name)
+	if store.NameKey(name) == store.NameKey(store.DefaultDictionaryName) {
+		return nil, problem.New(problem.Conflict, "the name %q is the organization's default dictionary's", store.DefaultDictionaryName)
+	}
+	d := &store.Dictionary{ID: uuid.NewString(), OrgID: org, Name: name, CreatedAt: now, UpdatedAt: now}
+	if spec.Description != nil {
+		d.Description = *spec.Description
+	}
+	if err := s.EnsureDefaultDictionary(ctx, org); err != nil {
+		return nil, err
+	}
+	if err := s.dicts.CreateDictionary(ctx, d, MaxDictionaries); err != nil {
+		return nil, dictionaryErr(err, d.ID)
+	}
+	return d, nil
+}
+
+// UpdateDictionary changes a dictionary's name or description. The
+// default dictionary keeps its name.
+func (s *Service) UpdateDictionary(ctx context.Context, org, id string, spec DictionarySpec, now time.Time) (*store.Dictionary, error) {
+	if fe := spec.validate(false); len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	d, err := s.Dictionary(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Name != nil {
+		name := strings.TrimSpace(*spec.Name)
+		switch {
+		case d.IsDefault && name != d.Name:
+			return nil, problem.New(problem.Conflict, "the default dictionary keeps its name")
+		case !d.IsDefault && store.NameKey(name) == store.NameKey(store.DefaultDictionaryName):
+			return nil, problem.New(problem.Conflict, "the name %q is the organization's default dictionary's", store.DefaultDictionaryName)
+		}
+		d.Name = name
+	}
+	if spec.Description != nil {
+		d.Description = *spec.Description
+	}
+	d.UpdatedAt = now
+	if err := s.dicts.UpdateDictionary(ctx, d); err != nil {
+		return nil, dictionaryErr(err, d.ID)
+	}
+	return d, nil
+}
+
+// DeleteDictionary deletes a dictionary and its rules. The default
+// dictionary always applies, so it cannot be deleted (409); its rules can.
+func (s *Service) DeleteDictionary(ctx context.Context, org, id string) error {
+	d, err := s.Dictionary(ctx, org, id)
+	if err != nil {
+		return err
+	}
+	if d.IsDefault {
+		return problem.New(problem.Conflict, "the default dictionary always applies and cannot be deleted; delete its rules instead")
+	}
+	if err := s.dicts.DeleteDictionary(ctx, org, d.ID); err != nil {
+		return dictionaryErr(err, d.ID)
+	}
+	return nil
+}
+
+// ListDictionaries returns a page of org's dictionaries, the default
+// (created on first use) among them.
+func (s *Service) ListDictionaries(ctx context.Context, org string, limit int, after store.Position) ([]store.Dictionary, store.Position, bool, error) {
+	if err := s.EnsureDefaultDictionary(ctx, org); err != nil {
+		return nil, nil, false, err
+	}
+	return s.dicts.ListDictionaries(ctx, org, limit, after)
+}
+
+// CreateRule adds a rule to a dictionary of org.
+func (s *Service) CreateRule(ctx context.Context, org, dictID string, spec RuleSpec, now time.Time) (*store.PronunciationRule, error) {
+	var fe []problem.FieldError
+	if spec.Word == nil {
+		fe = append(fe, problem.Field("is required", "word"))
+	}
+	if spec.Replacement == nil {
+		fe = append(fe, problem.Field("is required", "replacement"))
+	}
+	if len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	if fe := ValidateRule(*spec.Word, *spec.Replacement); len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	d, err := s.Dictionary(ctx, org, dictID)
+	if err != nil {
+		return nil, err
+	}
+	r := &store.PronunciationRule{ID: uuid.NewString(), OrgID: org, DictionaryID: d.ID, Word: *spec.Word, Replacement: *spec.Replacement,
+		CreatedAt: now, UpdatedAt: now}
+	if spec.CaseSensitive != nil {
+		r.CaseSensitive = *spec.CaseSensitive
+	}
+	if err := s.dicts.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
+		return nil, ruleErr(err, d.ID, "")
+	}
+	s.defaults.clear(org)
+	return r, nil
+}
+
+// Rule returns a rule of a dictionary of org.
+func (s *Service) Rule(ctx context.Context, org, dictID, id string) (*store.PronunciationRule, error) {
+	d, err := s.Dictionary(ctx, org, dictID)
+	if err != nil {
+		return nil, err
+	}
+	if uuid.Validate(id) != nil {
+		return nil, problem.New(problem.RuleNotFound, "no rule %q in pronunciation dictionary %s", id, d.ID)
+	}
+	r, err := s.dicts.GetRule(ctx, org, d.ID, id)
+	if err != nil {
+		return nil, ruleErr(err, d.ID, id)
+	}
+	return r, nil
+}
+
+// UpdateRule changes a rule's word, replacement or case sensitivity.
+func (s *Service) UpdateRule(ctx context.Context, org, dictID, id string, spec RuleSpec, now time.Time) (*store.PronunciationRule, error) {
+	r, err := s.Rule(ctx, org, dictID, id)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Word != nil {
+		r.Word = *spec.Word
+	}
+	if spec.Replacement != nil {
+		r.Replacement = *spec.Replacement
+	}
+	if spec.CaseSensitive != nil {
+		r.CaseSensitive = *spec.CaseSensitive
+	}
+	if fe := ValidateRule(r.Word, r.Replacement); len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	r.UpdatedAt = now
+	if err := s.dicts.UpdateRule(ctx, r); err != nil {
+		return nil, ruleErr(err, r.DictionaryID, id)
+	}
+	s.defaults.clear(org)
+	return r, nil
+}
+
+// DeleteRule deletes a rule of a dictionary of org.
+func (s *Service) DeleteRule(ctx context.Context, org, dictID, id string) error {
+	r, err := s.Rule(ctx, org, dictID, id)
+	if err != nil {
+		return err
+	}
+	if err := s.dicts.DeleteRule(ctx, org, r.DictionaryID, id); err != nil {
+		return ruleErr(err, r.DictionaryID, id)
+	}
+	s.defaults.clear(org)
+	return nil
+}
+
+// ListRules returns a page of a dictionary's rules, newest first.
+func (s *Service) ListRules(ctx context.Context, org, dictID string, limit int, after store.Position) ([]store.PronunciationRule, store.Position, bool, error) {
+	d, err := s.Dictionary(ctx, org, dictID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	rules, next, more, err := s.dicts.ListRules(ctx, org, d.ID, limit, after)
+	if err != nil && errors.Is(err, store.ErrNotFound) {
+		return nil, nil, false, ruleErr(err, d.ID, "")
+	}
+	return rules, next, more, err
+}
