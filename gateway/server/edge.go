@@ -568,7 +568,9 @@ func (s *Server) rateLimit(org, route string) *problem.Error {
 	return nil
 }
 
-// isSynthesis reports whether a route makes audio (the synthesis budget).
+// isSynthesis reports whether a route makes audio (the synthesis budget):
+// speech, conversations, and storing a provider key, which is checked
+// with a short synthesis.
 func isSynthesis(route string) bool {
-	return strings.HasPrefix(route, "speech") || strings.HasPrefix(route, "conversation")
+	return strings.HasPrefix(route, "speech") || strings.HasPrefix(route, "conversation") || route == "apikeys.put"
 }

@@ -72,3 +72,17 @@ func BenchmarkAmbiguousLength(b *testing.B) {
 		}
 	}
 }
+
+// TestRateLimitClasses: routes that spend provider calls count against the
+// synthesis limit, reads against the reads limit.
+func TestRateLimitClasses(t *testing.T) {
+	for route, synth := range map[string]bool{
+		"speech": true, "speech.stream": true, "speech.elevenlabs.timestamps": true,
+		"conversation": true, "conversation.stream": true, "apikeys.put": true,
+		"voices.list": false, "voices.create": false, "logs.get": false, "usage": false, "apikeys.delete": false,
+	} {
+		if got := isSynthesis(route); got != synth {
+			t.Errorf("isSynthesis(%q) = %v, want %v", route, got, synth)
+		}
+	}
+}
