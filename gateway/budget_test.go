@@ -106,8 +106,7 @@ func TestKeyScopes(t *testing.T) {
 	tg.do("POST", "/v1/audio/speech", "globex", es, as(testModel)...).problem(t, 403, "key_scope_denied")
 	// A saved voice resolves to its provider, which the scope then checks.
 	r := tg.do("POST", "/v1/voices", "globex", map[string]any{"title": "t", "provider": "testkit", "model": "test", "voice_id": "alpha"})
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	tg.do("POST", "/v1/audio/speech", "globex", map[string]any{"voiceId": v.ID, "text": "hi"}, as(espeakOnly)...).problem(t, 403, "key_scope_denied")
 
 	// The key's own budget, beside its org's (globex has none).

@@ -48,8 +48,7 @@ func TestResembleCloneFromSeveralUploads(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("clone from three uploads: %d %s", r.status, r.body)
 	}
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	if v.VoiceID == "" || v.MediaID != ids[0] || len(v.ProviderOptions) != 0 {
 		t.Errorf("voice %+v: want a provider voice id, the first sample's media id and no saved clone options", v)
 	}

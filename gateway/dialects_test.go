@@ -31,6 +31,8 @@ func startDialects(t *testing.T, extraACME string) *dialectGateway {
 server:
   listen: 127.0.0.1:0
   max_body_bytes: 65536
+limits:
+  max_text_chars: 5000
 storage:
   path: %DIR%/voxgate.db
 plugins:

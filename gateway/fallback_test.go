@@ -115,8 +115,7 @@ func TestFallbacks(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("voice with fallbacks: %d %s", r.status, r.body)
 	}
-	var v apiVoice
-	r.json(t, &v)
+	v := r.voice(t)
 	r = tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Still my voice."})
 	if r.status != 200 || r.header.Get("X-Voxgate-Provider") != "elevenlabs/eleven_multilingual_v2" {
 		t.Fatalf("saved voice, openai down: %d %q", r.status, r.header.Get("X-Voxgate-Provider"))

@@ -39,7 +39,7 @@ func TestPublicJSClient(t *testing.T) {
 	}
 	// An OpenAI fake that speaks real speech, for aligned timestamps.
 	oai := openai.New(t, fakeupstream.Options{Voice: newESpeakVoice(t, "en-us+f2", 1.1)})
-	cfg := strings.Replace(speechConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1)
+	cfg := strings.Replace(jsclientConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1)
 	cfg = strings.Replace(cfg, "providers:\n", "providers:\n  openai: {plugin: voxgate-openai, base_url: \""+oai.BaseURL()+"\", api_key: \""+openai.Key+"\", managed: true}\n", 1)
 	cfg = strings.Replace(cfg, "      testkit: {enabled: true}\n", "      testkit: {enabled: true}\n      openai: {enabled: true}\n", 1)
 	tg := startGateway(t, cfg)

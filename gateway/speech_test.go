@@ -285,14 +285,13 @@ func TestESpeakLanguageVoices(t *testing.T) {
 	}
 
 	// README, "Voices": saved with en-gb, it speaks.
-	var v apiVoice
-	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb", "tags": []string{"books"}}).json(t, &v)
+	v := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb", "tags": []string{"books"}}).voice(t)
 	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Saved voices work too."}); r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
 		t.Fatalf("saved en-gb voice: %d %s", r.status, r.body[:min(len(r.body), 300)])
 	}
 	// A variant through provider_options, on a listed voice id.
 	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator, f3", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb",
-		"provider_options": map[string]any{"variant": "f3"}}).json(t, &v)
+		"provider_options": map[string]any{"variant": "f3"}}).voice(t)
 	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "A variant."}); r.status != 200 {
 		t.Fatalf("saved en-gb voice with variant f3: %d %s", r.status, r.body)
 	}

@@ -2,8 +2,6 @@ package gateway_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -130,12 +128,7 @@ orgs:
 	}
 
 	// Per-organization counters.
-	resp, err := http.Get(tg.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := tg.metricsBody()
 	for _, want := range []string{
 		`voxgate_usage_requests_total{org="acme"} 6`,
 		fmt.Sprintf(`voxgate_usage_characters_total{org="acme"} %d`, chars+failed),

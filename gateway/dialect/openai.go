@@ -95,7 +95,9 @@ func (r *OpenAISpeech) Speech(org string, al *Aliases, isProvider func(string) b
 	t := al.Resolve(org, r.Model, r.Voice.ID, OpenAIHome, isProvider)
 	req := &speech.Request{
 		VoiceID: t.VoiceID, Model: t.Model, Voice: t.Voice, Text: r.Input, Speed: r.Speed,
-		Instructions: r.Instructions,
+	}
+	if r.Instructions != "" {
+		req.Instructions = &r.Instructions
 	}
 	if ep == speech.DeliverStream {
 		req.StreamFormat = &speech.StreamFormat{Format: format}

@@ -332,11 +332,13 @@ func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.handle("DELETE",
 
 // GETIn registers an authenticated GET handler of a dialect (apiIn).
 func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
+	rt.s.metrics.Routes(name)
 	rt.r.GET(path, rt.s.apiIn(name, d, h))
 }
 
 // POSTIn registers an authenticated POST handler of a dialect (apiIn).
 func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
+	rt.s.metrics.Routes(name)
 	rt.r.POST(path, rt.s.apiIn(name, d, h))
 }
 

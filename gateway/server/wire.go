@@ -159,7 +159,7 @@ func (r *speechRequestJSON) domain() (*speech.Request, error) {
 		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
 		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs,
 		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
-		Captions: r.Captions, Instructions: deref(r.Instructions), Timestamps: r.Timestamps,
+		Captions: r.Captions, Instructions: r.Instructions, Timestamps: r.Timestamps,
 	}, nil
 }
 
@@ -361,12 +361,4 @@ type createVoiceRequest struct {
 	// transcripts of the samples), merged over provider_options; they
 	// are not saved with the voice.
 	CloneOptions map[string]any `json:"clone_options"`
-}
-
-// deref is *p, or "" for nil.
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -63,13 +64,20 @@ type cachedMeta struct {
 	MediaType  string              `json:"m"`
 	Timestamps []sdk.WordTimestamp `json:"t,omitempty"`
 	Warnings   []string            `json:"w,omitempty"`
+	// Where the timestamps came from, and the alignment's figures (Match
+	// is nil for NaN, which JSON cannot carry).
+	Source         string    `json:"s,omitempty"`
+	Match          *float64  `json:"a,omitempty"`
+	ReferenceVoice string    `json:"r,omitempty"`
+	Pieces         []float64 `json:"p,omitempty"`
 }
 
 // key is j's cache key: everything that changes the answer's bytes. The
 // provider, model and provider voice (a saved voice resolved), the text
 // as the provider gets it (pronunciations applied), native speed,
 // providerOptions in canonical form, the whole-clip parameters, and how
-// it is delivered (a stream's bytes differ from a clip's).
+// it is delivered (a stream's bytes differ from a clip's; so do its
+// encoding and where timestamps come from).
 func (c *responseCache) key(j *Job, variant string) string {
 	scope := "org:" + j.Org
 	if c.ShareManaged && !j.Creds.BYOK {
@@ -89,7 +97,11 @@ func (c *responseCache) key(j *Job, variant string) string {
 	if p.VolumeDbfs != nil {
 		vol = strconv.FormatFloat(*p.VolumeDbfs, 'g', -1, 64)
 	}
-	return cache.Key("v1", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.spokenText(),
+	stream := ""
+	if j.Stream.Format != "" {
+		stream = j.Stream.Format + "@" + strconv.Itoa(j.Stream.SampleRate)
+	}
+	return cache.Key("v2", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.spokenText(),
 		strconv.FormatFloat(j.Speed, 'g', -1, 64), canonicalJSON(j.Options), out, vol, strconv.FormatFloat(p.Stretch, 'g', -1, 64))
 }
 
@@ -127,7 +139,12 @@ func (c *responseCache) get(ctx context.Context, key string) *Result {
 		return nil
 	}
 	c.count("hit")
-	return &Result{Audio: e.Data, MediaType: m.MediaType, Timestamps: m.Timestamps, Warnings: m.Warnings}
+	res := &Result{Audio: e.Data, MediaType: m.MediaType, Timestamps: m.Timestamps, Warnings: m.Warnings,
+		Source: m.Source, Match: math.NaN(), ReferenceVoice: m.ReferenceVoice, Pieces: m.Pieces}
+	if m.Match != nil {
+		res.Match = *m.Match
+	}
+	return res
 }
 
 // put keeps a finished answer, in the background. The audio is copied
@@ -139,7 +156,13 @@ func (c *responseCache) put(key string, res *Result, owned bool) {
 		c.count("write_skipped") // writes are behind: better a miss later
 		return
 	}
-	meta, _ := json.Marshal(cachedMeta{MediaType: res.MediaType, Timestamps: res.Timestamps, Warnings: res.Warnings})
+	cm := cachedMeta{MediaType: res.MediaType, Timestamps: res.Timestamps, Warnings: res.Warnings,
+		Source: res.Source, ReferenceVoice: res.ReferenceVoice, Pieces: res.Pieces}
+	if !math.IsNaN(res.Match) {
+		m := res.Match
+		cm.Match = &m
+	}
+	meta, _ := json.Marshal(cm)
 	data := res.Audio
 	if !owned {
 		data = bytes.Clone(res.Audio)

@@ -157,7 +157,7 @@ func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) 
 		fe = append(fe, problem.Field("volumeDbfs is the level turns are normalized to; it has no effect with normalizeVolume false", "volumeDbfs"))
 	}
 	fe = append(fe, validateTimestamps(r.Timestamps, timestamps, "timestamps")...)
-	fe = append(fe, validateInstructions(deref(r.Instructions), "instructions")...)
+	fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
 	anyTurnModel := false
 	total := 0
 	for i, t := range r.Turns {
@@ -200,7 +200,7 @@ func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) 
 		}
 		reqs[i] = &Request{Mode: t.Mode, VoiceID: t.VoiceID, Model: model, Voice: t.Voice, Text: t.Text, ProviderOptions: opts,
 			Speed: speed, Pronunciations: r.Pronunciations, ModerationRulesetID: r.ModerationRulesetID, NoCache: r.NoCache,
-			Instructions: deref(instructions), Timestamps: r.Timestamps}
+			Instructions: instructions, Timestamps: r.Timestamps}
 	}
 	return reqs, nil
 }

@@ -24,11 +24,7 @@ func (r *Request) dialectOptions(j *Job) (json.RawMessage, []string, error) {
 		warnings = append(warnings, fmt.Sprintf("%s settings were ignored: the request went to %s/%s", r.OptionsFor, j.Provider.ID, j.Model.ID))
 		opts = nil
 	}
-	if r.Instructions == "" {
-		return opts, warnings, nil
-	}
-	if !j.Model.Capabilities.Instructions {
-		warnings = append(warnings, fmt.Sprintf("instructions were ignored: model %s/%s does not follow them", j.Provider.ID, j.Model.ID))
+	if r.Instructions == nil {
 		return opts, warnings, nil
 	}
 	m := map[string]any{}
@@ -38,10 +34,14 @@ func (r *Request) dialectOptions(j *Job) (json.RawMessage, []string, error) {
 		}
 	}
 	if _, ok := m["instructions"]; ok {
-		// Giving them both ways is ambiguous.
+		// Giving them both ways is ambiguous, whatever the model.
 		return nil, nil, problem.Validation(problem.Field("give instructions once: here or as providerOptions.instructions", "instructions"))
 	}
-	m["instructions"] = r.Instructions
+	if !j.Model.Capabilities.Instructions {
+		warnings = append(warnings, fmt.Sprintf("instructions were ignored: model %s/%s does not follow them", j.Provider.ID, j.Model.ID))
+		return opts, warnings, nil
+	}
+	m["instructions"] = *r.Instructions
 	b, err := json.Marshal(m)
 	return b, warnings, err
 }

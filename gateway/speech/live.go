@@ -200,21 +200,38 @@ func (l *Live) Moderate(ctx context.Context, text string) error {
 	return err
 }
 
+// segment is the context's job for one segment of text: its audio tags
+// (those the model does not perform removed, with warnings) and the
+// organization's pronunciation rules applied, as for a speech request.
+func (l *Live) segment(text string) *Job {
+	j := *l.job
+	j.Text = text
+	tagged, warnings := applyTags(text, j.Model, j.name())
+	j.Warnings = warnings
+	j.setText(tagged)
+	j.pieces = nil
+	return &j
+}
+
 // Render speaks one segment through the provider's ordinary calls: its
 // stream (audio as it renders), or its whole clip with word timings when
 // the context asked for timestamps or the model cannot stream. Timings
 // are shifted onto the context's timeline. emit takes each event; its
 // error ends the segment.
 func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEvent) error) error {
-	j := *l.job
-	j.Text = text
+	j := l.segment(text)
 	l.count(text)
+	for _, w := range j.Warnings {
+		if err := emit(sdk.StreamEvent{Warning: w}); err != nil {
+			return err
+		}
+	}
 	if !l.timestamps && j.Model.Capabilities.Streaming {
-		return l.stream(ctx, &j, emit)
+		return l.stream(ctx, j, emit)
 	}
 	req := j.request()
 	req.Format, req.SampleRate, req.Timestamps = l.format, l.rate, l.timestamps
-	resp, release, err := l.s.renderPooled(ctx, &j, req)
+	resp, release, err := l.s.renderPooled(ctx, j, req)
 	if err != nil {
 		return err
 	}
@@ -366,8 +383,11 @@ func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) 
 // stream's error if the stream has ended.
 func (in *Input) Send(ctx context.Context, l *Live, text string, flush bool) error {
 	l.count(text)
+	// The provider gets the segment as spoken: the audio tags it does not
+	// perform removed, the pronunciation rules applied. (Its word timings
+	// are then of the spoken words; the input stream has no way back.)
 	select {
-	case in.in <- sdk.TextInput{Text: text + " ", Flush: flush}:
+	case in.in <- sdk.TextInput{Text: l.segment(text).spokenText() + " ", Flush: flush}:
 		return nil
 	case <-in.done:
 		if in.err != nil {

@@ -50,7 +50,7 @@ type Request struct {
 	// them (sdk.Capabilities.Instructions), which get them as
 	// providerOptions.instructions; elsewhere they are dropped with a
 	// warning. voxgate's body and the OpenAI dialect set them.
-	Instructions string
+	Instructions *string
 	// OptionsFor, when set, names the one provider ProviderOptions are
 	// meant for; a request that resolves to another provider drops them
 	// with a warning. Set by the ElevenLabs dialect for its
@@ -100,12 +100,12 @@ func validateTimestamps(mode string, withTimestamps bool, path ...string) []prob
 	return []problem.FieldError{problem.Field(`must be "on", "auto" or "off"`, path...)}
 }
 
-// validateInstructions checks the instructions field ("" is none).
-func validateInstructions(in string, path ...string) []problem.FieldError {
-	if in == "" {
+// validateInstructions checks the instructions field.
+func validateInstructions(in *string, path ...string) []problem.FieldError {
+	if in == nil {
 		return nil
 	}
-	if strings.TrimSpace(in) == "" || utf8.RuneCountInString(in) > maxInstructionsChars {
+	if strings.TrimSpace(*in) == "" || utf8.RuneCountInString(*in) > maxInstructionsChars {
 		return []problem.FieldError{problem.Field(fmt.Sprintf("must be 1 to %d characters", maxInstructionsChars), path...)}
 	}
 	return nil
@@ -230,12 +230,4 @@ func unavailableOutput(o *audio.OutputParams) error {
 	msg := fmt.Sprintf("format %q is not supported: use one of %s", o.Format, strings.Join(audio.OutputFormats(), ", "))
 	return &problem.Error{Code: problem.OutputFormatUnsupported, Detail: msg + " (" + reason + ")",
 		Validation: []problem.FieldError{problem.Field(msg, "output", "format")}}
-}
-
-// deref is *p, or "" for nil.
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

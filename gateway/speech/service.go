@@ -152,6 +152,9 @@ type Job struct {
 	Text   string
 	tagged string
 	subst  *substitution
+	// rules are the pronunciation rule sources the text is spoken with
+	// (the organization's default dictionary, the listed ones, inline).
+	rules [][]PronunciationRule
 	// pieces is the spoken text cut to the model's limit: one piece
 	// unless the text is longer.
 	pieces []string
@@ -274,9 +277,8 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 			return nil, err
 		}
 	}
-	if rules := layerRules(j.tagged, sources...); rules != nil {
-		j.subst = rules.apply(j.tagged)
-	}
+	j.rules = sources
+	j.setText(j.tagged)
 	j.pieces = splitText(j.spokenText(), s.pieceLimit(j))
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
 		return nil, err
@@ -407,6 +409,16 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	return nil
 }
 
+// setText makes tagged (the text with the audio tags the model does not
+// perform removed) the job's text to speak, with its pronunciation rules
+// applied.
+func (j *Job) setText(tagged string) {
+	j.tagged, j.subst = tagged, nil
+	if rules := layerRules(tagged, j.rules...); rules != nil {
+		j.subst = rules.apply(tagged)
+	}
+}
+
 func (j *Job) spokenText() string {
 	if j.subst != nil {
 		return j.subst.text
@@ -414,8 +426,6 @@ func (j *Job) spokenText() string {
 	return j.tagged
 }
 
-// requestFor is the provider request that speaks text (the whole spoken
-// text, or one piece of it).
 // request is the provider request for the job's whole spoken text.
 func (j *Job) request() *sdk.SynthesizeRequest { return j.requestFor(j.spokenText()) }
 

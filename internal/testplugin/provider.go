@@ -162,7 +162,7 @@ func (p *provider) Describe(context.Context) (*sdk.Description, error) {
 		Name:         "voxgate test kit",
 		DefaultModel: modelTest,
 		Models: []sdk.Model{
-			withSpeedRange(model(modelTest, "Test (everything)", sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true}), 0.5, 2),
+			withSpeedRange(model(modelTest, "Test (everything)", sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, Instructions: true}), 0.5, 2),
 			model(modelBasic, "Basic (nothing optional)", sdk.Capabilities{}),
 		},
 	}, nil

@@ -111,7 +111,7 @@ function CreateVoice({ catalog, onCreated }) {
       } else {
         body.voice_id = voiceId.trim();
       }
-      const v = await sendJSON("POST", "/v1/voices", body);
+      const { data: v } = await sendJSON("POST", "/v1/voices", body); // {data: voice}
       setTitle("");
       setTags("");
       setDescription("");
