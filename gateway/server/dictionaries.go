@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -79,34 +77,13 @@ func pathParam(ctx *fasthttp.RequestCtx, name string) string {
 }
 
 func (s *Server) listDictionaries(ctx *fasthttp.RequestCtx, c *exchange) error {
-	q, err := parseQuery(ctx, "limit", "cursor")
+	q, limit, err := pageQuery(ctx)
 	if err != nil {
 		return err
 	}
-	limit, err := q.limit()
-	if err != nil {
-		return err
-	}
-	const scope = "dictionaries"
-	after, err := s.decodeCursor(c, scope, q)
-	if err != nil {
-		return err
-	}
-	dicts, next, more, err := s.speech.ListDictionaries(c.ctx, c.p.OrgID, limit, after)
-	if errors.Is(err, store.ErrInvalidPosition) {
-		return problem.New(problem.InvalidCursor, "the cursor does not point into this list")
-	}
-	if err != nil {
-		return fmt.Errorf("list dictionaries: %w", err)
-	}
-	out := page[dictionaryJSON]{Data: make([]dictionaryJSON, len(dicts)), HasMore: more, Limit: limit}
-	for i := range dicts {
-		out.Data[i] = dictionaryOut(&dicts[i])
-	}
-	if more {
-		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)
-	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, out)
+	return servePage(s, ctx, c, q, limit, "dictionaries", func(after store.Position) ([]store.Dictionary, store.Position, bool, error) {
+		return s.speech.ListDictionaries(c.ctx, c.p.OrgID, limit, after)
+	}, dictionaryOut)
 }
 
 func (s *Server) createDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
@@ -157,11 +134,7 @@ func (s *Server) deleteDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 }
 
 func (s *Server) listRules(ctx *fasthttp.RequestCtx, c *exchange) error {
-	q, err := parseQuery(ctx, "limit", "cursor")
-	if err != nil {
-		return err
-	}
-	limit, err := q.limit()
+	q, limit, err := pageQuery(ctx)
 	if err != nil {
 		return err
 	}
@@ -169,26 +142,9 @@ func (s *Server) listRules(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	scope := "rules|" + d.ID
-	after, err := s.decodeCursor(c, scope, q)
-	if err != nil {
-		return err
-	}
-	rules, next, more, err := s.speech.ListRules(c.ctx, c.p.OrgID, d.ID, limit, after)
-	if errors.Is(err, store.ErrInvalidPosition) {
-		return problem.New(problem.InvalidCursor, "the cursor does not point into this list")
-	}
-	if err != nil {
-		return fmt.Errorf("list rules: %w", err)
-	}
-	out := page[ruleJSON]{Data: make([]ruleJSON, len(rules)), HasMore: more, Limit: limit}
-	for i := range rules {
-		out.Data[i] = ruleOut(&rules[i])
-	}
-	if more {
-		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)
-	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, out)
+	return servePage(s, ctx, c, q, limit, "rules|"+d.ID, func(after store.Position) ([]store.PronunciationRule, store.Position, bool, error) {
+		return s.speech.ListRules(c.ctx, c.p.OrgID, d.ID, limit, after)
+	}, ruleOut)
 }
 
 func (s *Server) createRule(ctx *fasthttp.RequestCtx, c *exchange) error {

@@ -167,29 +167,45 @@ func voiceErr(err error, id string) error {
 }
 
 func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
+	q, limit, err := pageQuery(ctx)
+	if err != nil {
+		return err
+	}
+	return servePage(s, ctx, c, q, limit, "voices", func(after store.Position) ([]store.Voice, store.Position, bool, error) {
+		return s.store.ListVoices(c.ctx, c.p.OrgID, limit, after)
+	}, voiceOut)
+}
+
+// pageQuery reads a plain list route's query: limit and cursor only.
+func pageQuery(ctx *fasthttp.RequestCtx) (query, int, error) {
 	q, err := parseQuery(ctx, "limit", "cursor")
 	if err != nil {
-		return err
+		return q, 0, err
 	}
 	limit, err := q.limit()
-	if err != nil {
-		return err
-	}
-	const scope = "voices"
+	return q, limit, err
+}
+
+// servePage answers one page of a cursor-paged list of the caller's
+// organization: the cursor (signed, bound to the org and scope) gives the
+// position list starts after, render turns each record into its wire
+// shape, and a next cursor is signed when more remain.
+func servePage[R, J any](s *Server, ctx *fasthttp.RequestCtx, c *exchange, q query, limit int, scope string,
+	list func(after store.Position) ([]R, store.Position, bool, error), render func(*R) J) error {
 	after, err := s.decodeCursor(c, scope, q)
 	if err != nil {
 		return err
 	}
-	voices, next, more, err := s.store.ListVoices(c.ctx, c.p.OrgID, limit, after)
+	recs, next, more, err := list(after)
 	if errors.Is(err, store.ErrInvalidPosition) {
 		return problem.New(problem.InvalidCursor, "the cursor does not point into this list")
 	}
 	if err != nil {
-		return fmt.Errorf("list voices: %w", err)
+		return fmt.Errorf("list %s: %w", scope, err)
 	}
-	out := page[voiceJSON]{Data: make([]voiceJSON, len(voices)), HasMore: more, Limit: limit}
-	for i := range voices {
-		out.Data[i] = voiceOut(&voices[i])
+	out := page[J]{Data: make([]J, len(recs)), HasMore: more, Limit: limit}
+	for i := range recs {
+		out.Data[i] = render(&recs[i])
 	}
 	if more {
 		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)

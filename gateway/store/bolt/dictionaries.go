@@ -413,44 +413,7 @@ func (s *Store) DeleteDictionary(ctx context.Context, orgID, id string) error {
 // ListDictionaries implements store.DictionaryStore; it reads only the
 // page it returns, like ListVoices.
 func (s *Store) ListDictionaries(ctx context.Context, orgID string, limit int, after store.Position) (dicts []store.Dictionary, next store.Position, hasMore bool, err error) {
-	if limit < 1 {
-		return nil, nil, false, fmt.Errorf("store: list dictionaries: limit %d must be positive", limit)
-	}
-	if after != nil && len(after) <= 8 {
-		return nil, nil, false, fmt.Errorf("store: list dictionaries: %w", store.ErrInvalidPosition)
-	}
-	err = s.view(ctx, func(tx *bbolt.Tx) error {
-		b := orgBucket(tx, orgID, bucketDicts)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		var k, data []byte
-		if after == nil {
-			k, data = c.Last()
-		} else {
-			k, data = seekBefore(c, after)
-		}
-		var last []byte
-		for ; k != nil; k, data = c.Prev() {
-			if len(dicts) == limit {
-				hasMore = true
-				break
-			}
-			d, err := decodeDictionary(data)
-			if err != nil {
-				return err
-			}
-			dicts = append(dicts, *d)
-			last = k
-		}
-		next = bytes.Clone(last)
-		return nil
-	})
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("store: list dictionaries: %w", err)
-	}
-	return dicts, next, hasMore, nil
+	return listNewest(s, ctx, orgID, bucketDicts, "dictionaries", limit, after, decodeDictionary)
 }
 
 // CreateRule implements store.DictionaryStore.

@@ -119,14 +119,23 @@ func (s *Store) DeleteVoice(ctx context.Context, orgID, id string) error {
 // created after a position sort newer than it, so paging never repeats or
 // skips a voice while others are being added.
 func (s *Store) ListVoices(ctx context.Context, orgID string, limit int, after store.Position) (voices []store.Voice, next store.Position, hasMore bool, err error) {
+	return listNewest(s, ctx, orgID, bucketVoices, "voices", limit, after, decodeVoice)
+}
+
+// listNewest pages the creation-ordered bucket of orgID backwards: up to
+// limit records, newest first, strictly after position after (nil: from
+// the newest). Keys are a creation time (8 bytes) and an id, so a valid
+// position is longer than 8 bytes. It reads only the page (plus one key
+// to learn hasMore). what names the records in errors.
+func listNewest[T any](s *Store, ctx context.Context, orgID, bucket, what string, limit int, after store.Position, decode func([]byte) (*T, error)) (page []T, next store.Position, hasMore bool, err error) {
 	if limit < 1 {
-		return nil, nil, false, fmt.Errorf("store: list voices: limit %d must be positive", limit)
+		return nil, nil, false, fmt.Errorf("store: list %s: limit %d must be positive", what, limit)
 	}
 	if after != nil && len(after) <= 8 {
-		return nil, nil, false, fmt.Errorf("store: list voices: %w", store.ErrInvalidPosition)
+		return nil, nil, false, fmt.Errorf("store: list %s: %w", what, store.ErrInvalidPosition)
 	}
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
-		b := orgBucket(tx, orgID, bucketVoices)
+		b := orgBucket(tx, orgID, bucket)
 		if b == nil {
 			return nil
 		}
@@ -139,24 +148,24 @@ func (s *Store) ListVoices(ctx context.Context, orgID string, limit int, after s
 		}
 		var last []byte
 		for ; k != nil; k, data = c.Prev() {
-			if len(voices) == limit {
+			if len(page) == limit {
 				hasMore = true
 				break
 			}
-			v, err := decodeVoice(data)
+			v, err := decode(data)
 			if err != nil {
 				return err
 			}
-			voices = append(voices, *v)
+			page = append(page, *v)
 			last = k
 		}
 		next = bytes.Clone(last)
 		return nil
 	})
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("store: list voices: %w", err)
+		return nil, nil, false, fmt.Errorf("store: list %s: %w", what, err)
 	}
-	return voices, next, hasMore, nil
+	return page, next, hasMore, nil
 }
 
 // voiceKeyByID looks a voice's primary key up in the id index.

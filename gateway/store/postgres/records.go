@@ -183,28 +183,9 @@ func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 	if v.UpdatedAt.IsZero() {
 		v.UpdatedAt = v.CreatedAt
 	}
-	tags, opts := v.Tags, v.ProviderOptions
-	if tags == nil {
-		tags = []string{}
-	}
-	if opts == nil {
-		opts = map[string]any{}
-	}
-	tj, err := json.Marshal(tags)
+	tj, oj, fj, err := voiceJSON(v)
 	if err != nil {
-		return fmt.Errorf("store: encode voice tags: %w", err)
-	}
-	oj, err := json.Marshal(opts)
-	if err != nil {
-		return fmt.Errorf("store: encode voice provider options: %w", err)
-	}
-	fb := v.Fallbacks
-	if fb == nil {
-		fb = []store.VoiceTarget{}
-	}
-	fj, err := json.Marshal(fb)
-	if err != nil {
-		return fmt.Errorf("store: encode voice fallbacks: %w", err)
+		return err
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -215,6 +196,31 @@ func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 		return fmt.Errorf("store: create voice: %w", classify(err))
 	}
 	return nil
+}
+
+// voiceJSON encodes a voice's JSON columns (tags, provider options,
+// fallbacks), nil collections as empty ones.
+func voiceJSON(v *store.Voice) (tags, opts, fallbacks []byte, err error) {
+	t, o, f := v.Tags, v.ProviderOptions, v.Fallbacks
+	if t == nil {
+		t = []string{}
+	}
+	if o == nil {
+		o = map[string]any{}
+	}
+	if f == nil {
+		f = []store.VoiceTarget{}
+	}
+	if tags, err = json.Marshal(t); err != nil {
+		return nil, nil, nil, fmt.Errorf("store: encode voice tags: %w", err)
+	}
+	if opts, err = json.Marshal(o); err != nil {
+		return nil, nil, nil, fmt.Errorf("store: encode voice provider options: %w", err)
+	}
+	if fallbacks, err = json.Marshal(f); err != nil {
+		return nil, nil, nil, fmt.Errorf("store: encode voice fallbacks: %w", err)
+	}
+	return tags, opts, fallbacks, nil
 }
 
 const voiceColumns = "org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks"

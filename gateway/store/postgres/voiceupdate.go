@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -19,28 +18,9 @@ func (s *Store) UpdateVoice(ctx context.Context, v *store.Voice) error {
 	if v.UpdatedAt.IsZero() {
 		v.UpdatedAt = s.now().UTC()
 	}
-	tags, opts := v.Tags, v.ProviderOptions
-	if tags == nil {
-		tags = []string{}
-	}
-	if opts == nil {
-		opts = map[string]any{}
-	}
-	tj, err := json.Marshal(tags)
+	tj, oj, fj, err := voiceJSON(v)
 	if err != nil {
-		return fmt.Errorf("store: encode voice tags: %w", err)
-	}
-	oj, err := json.Marshal(opts)
-	if err != nil {
-		return fmt.Errorf("store: encode voice provider options: %w", err)
-	}
-	fb := v.Fallbacks
-	if fb == nil {
-		fb = []store.VoiceTarget{}
-	}
-	fj, err := json.Marshal(fb)
-	if err != nil {
-		return fmt.Errorf("store: encode voice fallbacks: %w", err)
+		return err
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
