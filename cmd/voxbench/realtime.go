@@ -47,21 +47,7 @@ type realtimeResult struct {
 }
 
 func realtimeConfig(listen, dir, bin string) string {
-	return fmt.Sprintf(`server:
-  listen: %s
-storage:
-  path: %s
-plugins:
-  dir: %s
-secrets:
-  key_file: %s
-providers:
-  espeak: {plugin: voxgate-espeak, managed: true, instances: 1}
-orgs:
-  %s:
-    providers:
-      espeak: {enabled: true}
-`, listen, filepath.Join(dir, "voxgate.db"), filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), benchOrg)
+	return espeakConfig(listen, dir, bin, "instances: 1")
 }
 
 // realtimeBench runs the phase with its own gateway.

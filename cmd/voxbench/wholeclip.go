@@ -30,8 +30,14 @@ type wholeClipRun struct {
 }
 
 // wholeClipConfig is a gateway with eSpeak, the offline provider, and the
-// default limits.
+// default limits; a 114 MB answer takes a while to render.
 func wholeClipConfig(listen, dir, bin string) string {
+	return espeakConfig(listen, dir, bin, "instances: 1, timeout: 120s")
+}
+
+// espeakConfig is a gateway of its own with only the eSpeak provider
+// (its settings given), for the phases that measure one thing on it.
+func espeakConfig(listen, dir, bin, settings string) string {
 	return fmt.Sprintf(`server:
   listen: %s
 storage:
@@ -41,12 +47,12 @@ plugins:
 secrets:
   key_file: %s
 providers:
-  espeak: {plugin: voxgate-espeak, managed: true, instances: 1, timeout: 120s}
+  espeak: {plugin: voxgate-espeak, managed: true, %s}
 orgs:
   %s:
     providers:
       espeak: {enabled: true}
-`, listen, filepath.Join(dir, "voxgate.db"), filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), benchOrg)
+`, listen, filepath.Join(dir, "voxgate.db"), filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), settings, benchOrg)
 }
 
 // wholeClipText is chars characters of ordinary English.
