@@ -64,7 +64,10 @@ func loadSpec(t testing.TB) validator.Validator {
 // response is checked against the OpenAPI document. JSON bodies are read,
 // checked and handed on unchanged; audio and event streams are checked
 // by status and media type only and pass through unread, so a test can
-// still read a stream piece by piece.
+// still read a stream piece by piece. A request the gateway accepted (a
+// 2xx answer) is checked too, where its body can be read again: whatever
+// the gateway takes, the document must describe (strict decoding makes
+// every accepted field one the document lists).
 func validating(t testing.TB, rt http.RoundTripper) http.RoundTripper {
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -97,7 +100,41 @@ func (vt *validatingTransport) RoundTrip(req *http.Request) (*http.Response, err
 		check.ContentLength = int64(len(body))
 	}
 	vt.check(req, &check)
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		vt.checkRequest(req)
+	}
 	return resp, nil
+}
+
+// checkRequest validates an accepted request: its parameters, security
+// and JSON body. Bodies of other types (uploads) and bodies that cannot
+// be read again (a proxied request's) are left to the gateway's tests.
+func (vt *validatingTransport) checkRequest(req *http.Request) {
+	r := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path, RawQuery: req.URL.RawQuery}, Header: req.Header, Body: http.NoBody}
+	if req.Body != nil && req.Body != http.NoBody {
+		mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		if req.GetBody == nil || !strings.HasSuffix(mt, "json") {
+			return
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return
+		}
+		r.Body = body
+	}
+	specMu.Lock()
+	ok, errs := vt.v.ValidateHttpRequest(r)
+	specMu.Unlock()
+	if ok {
+		return
+	}
+	for _, e := range errs {
+		detail := ""
+		for _, se := range e.SchemaValidationErrors {
+			detail += "\n\t" + se.FieldPath + ": " + se.Reason
+		}
+		vt.t.Errorf("openapi: accepted request %s %s does not match the document: %s: %s%s", req.Method, req.URL.Path, e.Message, e.Reason, detail)
+	}
 }
 
 func (vt *validatingTransport) check(req *http.Request, resp *http.Response) {
