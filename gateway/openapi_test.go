@@ -15,6 +15,7 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
 
 	"github.com/voxgate/voxgate/gateway/server/openapi"
@@ -45,8 +46,11 @@ func loadSpec(t testing.TB) validator.Validator {
 		if doc, specErr = libopenapi.NewDocument(b); specErr != nil {
 			return
 		}
+		// Strict server matching honours the servers of a path item: the
+		// dashboard's /ui/api twins exist for the routes that list that
+		// server, and for no other.
 		var errs []error
-		if spec, errs = validator.NewValidator(doc); len(errs) > 0 {
+		if spec, errs = validator.NewValidator(doc, config.WithStrictServerMatching()); len(errs) > 0 {
 			specErr = errs[0]
 		}
 	})
@@ -60,7 +64,10 @@ func loadSpec(t testing.TB) validator.Validator {
 // response is checked against the OpenAPI document. JSON bodies are read,
 // checked and handed on unchanged; audio and event streams are checked
 // by status and media type only and pass through unread, so a test can
-// still read a stream piece by piece.
+// still read a stream piece by piece. A request the gateway accepted (a
+// 2xx answer) is checked too, where its body can be read again: whatever
+// the gateway takes, the document must describe (strict decoding makes
+// every accepted field one the document lists).
 func validating(t testing.TB, rt http.RoundTripper) http.RoundTripper {
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -93,7 +100,41 @@ func (vt *validatingTransport) RoundTrip(req *http.Request) (*http.Response, err
 		check.ContentLength = int64(len(body))
 	}
 	vt.check(req, &check)
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		vt.checkRequest(req)
+	}
 	return resp, nil
+}
+
+// checkRequest validates an accepted request: its parameters, security
+// and JSON body. Bodies of other types (uploads) and bodies that cannot
+// be read again (a proxied request's) are left to the gateway's tests.
+func (vt *validatingTransport) checkRequest(req *http.Request) {
+	r := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path, RawQuery: req.URL.RawQuery}, Header: req.Header, Body: http.NoBody}
+	if req.Body != nil && req.Body != http.NoBody {
+		mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		if req.GetBody == nil || !strings.HasSuffix(mt, "json") {
+			return
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return
+		}
+		r.Body = body
+	}
+	specMu.Lock()
+	ok, errs := vt.v.ValidateHttpRequest(r)
+	specMu.Unlock()
+	if ok {
+		return
+	}
+	for _, e := range errs {
+		detail := ""
+		for _, se := range e.SchemaValidationErrors {
+			detail += "\n\t" + se.FieldPath + ": " + se.Reason
+		}
+		vt.t.Errorf("openapi: accepted request %s %s does not match the document: %s: %s%s", req.Method, req.URL.Path, e.Message, e.Reason, detail)
+	}
 }
 
 func (vt *validatingTransport) check(req *http.Request, resp *http.Response) {
@@ -188,15 +229,37 @@ func TestValidatorCatchesDrift(t *testing.T) {
 		{"clip of an undocumented type", "POST", "/v1/audio/speech", "video/mp4", ``, 200, false},
 		{"elevenlabs models", "GET", "/elevenlabs/v1/models", "application/json", `[{"model_id":"espeak/espeak-ng","name":"x","can_do_text_to_speech":true}]`, 200, true},
 		{"elevenlabs models, wrong shape", "GET", "/elevenlabs/v1/models", "application/json", `{"models":[]}`, 200, false},
+		{"dashboard twin", "GET", "/ui/api/v1/voices", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"dashboard twin, wrong shape", "GET", "/ui/api/v1/voices", "application/json", `{"data":[]}`, 200, false},
+		{"no dashboard twin", "POST", "/ui/api/v1/audio/speech", "audio/wav", ``, 200, false},
+		{"no dashboard twin of operations", "GET", "/ui/api/healthz", "application/json", `{"status":"ok"}`, 200, false},
+		{"dashboard session", "GET", "/ui/api/session", "application/json", `{"org":"acme","key_id":"k","expires_at":"2026-01-02T15:04:05Z","csrf_token":"t"}`, 200, true},
+		{"log row without its cache field", "GET", "/v1/logs", "application/json", `{"data":[{"request_id":"r"}],"next_cursor":"","has_more":false,"limit":50}`, 200, false},
 	}
-	for _, tt := range tests {
-		req := httptest.NewRequest(tt.method, tt.path, nil)
-		resp := &http.Response{StatusCode: tt.status, Header: http.Header{"Content-Type": {tt.ct}}, Body: io.NopCloser(strings.NewReader(tt.body)), Request: req}
+	check := func(name, method, path string, h http.Header, body string, status int, want bool) {
+		req := httptest.NewRequest(method, path, nil)
+		resp := &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}
 		specMu.Lock()
 		ok, errs := v.ValidateHttpResponse(req, resp)
 		specMu.Unlock()
-		if ok != tt.ok {
-			t.Errorf("%s: valid = %v, want %v (%v)", tt.name, ok, tt.ok, errs)
+		if ok != want {
+			t.Errorf("%s: valid = %v, want %v (%v)", name, ok, want, errs)
 		}
+	}
+	for _, tt := range tests {
+		check(tt.name, tt.method, tt.path, http.Header{"Content-Type": {tt.ct}}, tt.body, tt.status, tt.ok)
+	}
+	// Documented headers are checked too.
+	headers := []struct {
+		name, key, value string
+		ok               bool
+	}{
+		{"cache hit", "X-Voxgate-Cache", "hit", true},
+		{"unknown cache answer", "X-Voxgate-Cache", "maybe", false},
+		{"provider", "X-Voxgate-Provider", "espeak/espeak-ng", true},
+		{"provider without model", "X-Voxgate-Provider", "espeak", false},
+	}
+	for _, tt := range headers {
+		check(tt.name, "POST", "/v1/audio/speech", http.Header{"Content-Type": {"audio/wav"}, tt.key: {tt.value}}, "", 200, tt.ok)
 	}
 }

@@ -24,7 +24,7 @@ type uiClient struct {
 
 func newUIClient(tg *testGateway) *uiClient {
 	jar, _ := cookiejar.New(nil)
-	return &uiClient{tg: tg, hc: &http.Client{Jar: jar}}
+	return &uiClient{tg: tg, hc: &http.Client{Jar: jar, Transport: validating(tg.t, nil)}}
 }
 
 func (u *uiClient) do(method, path, body string, hdr ...string) *response {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -245,6 +246,18 @@ func StatusOf(c Code) int {
 		return m.status
 	}
 	return 500
+}
+
+// Codes returns every code, sorted: what a client may meet in a problem
+// object, a dialect's error or a log row (the OpenAPI document's test
+// checks that it lists them all).
+func Codes() []Code {
+	out := make([]Code, 0, len(table))
+	for c := range table {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // New returns an *Error with a formatted detail.

@@ -59,17 +59,37 @@ func newResponseCache(o CacheOptions, m *metrics.Metrics, log *zap.Logger) *resp
 	return &responseCache{CacheOptions: o, metrics: m, log: log, writes: make(chan struct{}, 4)}
 }
 
-// cachedMeta is what an entry keeps besides the audio.
+// cachedMeta is what an entry keeps besides the audio: everything of
+// the Result the answer shows, so that a hit's body is the miss's, with
+// its timing metadata (providerMetadata.voxgate) included.
 type cachedMeta struct {
 	MediaType  string              `json:"m"`
 	Timestamps []sdk.WordTimestamp `json:"t,omitempty"`
 	Warnings   []string            `json:"w,omitempty"`
-	// Where the timestamps came from, and the alignment's figures (Match
-	// is nil for NaN, which JSON cannot carry).
-	Source         string    `json:"s,omitempty"`
+	Source     string              `json:"s,omitempty"`
+	// Match is nil for NaN (no alignment), which JSON cannot carry.
 	Match          *float64  `json:"a,omitempty"`
 	ReferenceVoice string    `json:"r,omitempty"`
 	Pieces         []float64 `json:"p,omitempty"`
+}
+
+func metaOf(res *Result) cachedMeta {
+	m := cachedMeta{MediaType: res.MediaType, Timestamps: res.Timestamps, Warnings: res.Warnings,
+		Source: res.Source, ReferenceVoice: res.ReferenceVoice, Pieces: res.Pieces}
+	if !math.IsNaN(res.Match) {
+		match := res.Match
+		m.Match = &match
+	}
+	return m
+}
+
+func (m *cachedMeta) result(audio []byte) *Result {
+	res := &Result{Audio: audio, MediaType: m.MediaType, Timestamps: m.Timestamps, Warnings: m.Warnings,
+		Source: m.Source, Match: math.NaN(), ReferenceVoice: m.ReferenceVoice, Pieces: m.Pieces}
+	if m.Match != nil {
+		res.Match = *m.Match
+	}
+	return res
 }
 
 // key is j's cache key: everything that changes the answer's bytes. The
@@ -139,12 +159,7 @@ func (c *responseCache) get(ctx context.Context, key string) *Result {
 		return nil
 	}
 	c.count("hit")
-	res := &Result{Audio: e.Data, MediaType: m.MediaType, Timestamps: m.Timestamps, Warnings: m.Warnings,
-		Source: m.Source, Match: math.NaN(), ReferenceVoice: m.ReferenceVoice, Pieces: m.Pieces}
-	if m.Match != nil {
-		res.Match = *m.Match
-	}
-	return res
+	return m.result(e.Data)
 }
 
 // put keeps a finished answer, in the background. The audio is copied
@@ -156,13 +171,13 @@ func (c *responseCache) put(key string, res *Result, owned bool) {
 		c.count("write_skipped") // writes are behind: better a miss later
 		return
 	}
-	cm := cachedMeta{MediaType: res.MediaType, Timestamps: res.Timestamps, Warnings: res.Warnings,
-		Source: res.Source, ReferenceVoice: res.ReferenceVoice, Pieces: res.Pieces}
-	if !math.IsNaN(res.Match) {
-		m := res.Match
-		cm.Match = &m
+	meta, err := json.Marshal(metaOf(res))
+	if err != nil {
+		<-c.writes
+		c.count("write_error")
+		c.log.Debug("cache entry not encoded", zap.Error(err))
+		return
 	}
-	meta, _ := json.Marshal(cm)
 	data := res.Audio
 	if !owned {
 		data = bytes.Clone(res.Audio)
