@@ -104,6 +104,12 @@ func TestKeyScopes(t *testing.T) {
 		t.Errorf("testkit/test with a testkit/test key: %d %s", r.status, r.body)
 	}
 	tg.do("POST", "/v1/audio/speech", "globex", es, as(testModel)...).problem(t, 403, "key_scope_denied")
+	// The other APIs' routes hold the key to its scope too.
+	oai := map[string]any{"model": "testkit/test", "voice": "alpha", "input": "hello"}
+	tg.do("POST", "/v1/audio/speech", "globex", oai, as(espeakOnly)...).openAIError(t, 403, "key_scope_denied", "")
+	if r := tg.do("POST", "/v1/audio/speech", "globex", oai, as(testModel)...); r.status != 200 {
+		t.Errorf("OpenAI body, testkit/test with a testkit/test key: %d %s", r.status, r.body)
+	}
 	// A saved voice resolves to its provider, which the scope then checks.
 	r := tg.do("POST", "/v1/voices", "globex", map[string]any{"title": "t", "provider": "testkit", "model": "test", "voice_id": "alpha"})
 	v := r.voice(t)

@@ -2,10 +2,8 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -141,32 +139,6 @@ func (s *Server) openAISpeech(ctx *fasthttp.RequestCtx, c *exchange) {
 		return
 	}
 	s.speak(ctx, c, req, ep, func(res *speech.Result) { s.writeClip(ctx, speech.DeliverClip, res) }, true)
-}
-
-// speak runs a dialect's speech request and answers it: a stream as
-// raw chunks (or SSE events), a clip through writeClip. It records the
-// log row as speechHandler does.
-func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Request, ep speech.Delivery, writeClip func(*speech.Result), sse bool) {
-	rctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
-	out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
-	if out.Job != nil && len(out.Job.Warnings) > 0 {
-		ctx.Response.Header.Set(headerWarnings, strings.Join(out.Job.Warnings, "; "))
-	}
-	switch {
-	case err != nil:
-		cancel()
-		s.failSpeech(ctx, c, err, out)
-	case out.Stream != nil:
-		sseChars := -1
-		if sse {
-			sseChars = utf8.RuneCountInString(*req.Text)
-		}
-		s.stream(ctx, c, cancel, out, sseChars)
-	default:
-		defer cancel()
-		writeClip(out.Result)
-		s.record(ctx, c, out.Row)
-	}
 }
 
 // listOpenAIModels serves GET /v1/models in OpenAI's list shape: every

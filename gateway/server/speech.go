@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,35 +60,51 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}
-		rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
-		req.NoCache = noCache(ctx)
-		out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
-		c.charge = out.Charge
-		if out.Cache != "" {
-			ctx.Response.Header.Set(headerCache, out.Cache)
-		}
-		if err == nil && out.Job != nil {
-			// Which target served: the one asked for, or a fallback.
-			ctx.Response.Header.Set(headerProvider, out.Job.Provider.ID+"/"+out.Job.Model.ID)
-		}
-		for _, row := range out.Attempts {
-			row.RequestID = uuid.NewString()
-			row.ParentRequestID = c.reqID
-			s.record(ctx, c, row)
-		}
-		switch {
-		case err != nil:
-			cancel()
-			s.failSpeech(ctx, c, err, out)
-		case out.Stream != nil:
-			s.stream(ctx, c, cancel, out, -1) // the stream records its row when it ends
-		default:
-			defer cancel()
-			out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
-			s.writeClip(ctx, ep, out.Result)
-			s.record(ctx, c, out.Row)
-		}
+		s.speak(ctx, c, req, ep, func(res *speech.Result) { s.writeClip(ctx, ep, res) }, false)
 		return nil
+	}
+}
+
+// speak runs a speech request of any dialect and answers it: a stream as
+// raw chunks (or, with sse, OpenAI's SSE events), a clip through
+// writeClip. It records the request's log row (a stream's when it ends)
+// and those of the fallback attempts that failed before the answer.
+func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Request, ep speech.Delivery, writeClip func(*speech.Result), sse bool) {
+	// c.ctx carries the caller (the key's scope and budget) and the trace.
+	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
+	req.NoCache = noCache(ctx)
+	out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
+	c.charge = out.Charge
+	if out.Cache != "" {
+		ctx.Response.Header.Set(headerCache, out.Cache)
+	}
+	if err == nil && out.Job != nil {
+		// Which target served: the one asked for, or a fallback.
+		ctx.Response.Header.Set(headerProvider, out.Job.Provider.ID+"/"+out.Job.Model.ID)
+	}
+	if c.dialect != dialectVoxgate && out.Job != nil && len(out.Job.Warnings) > 0 {
+		ctx.Response.Header.Set(headerWarnings, strings.Join(out.Job.Warnings, "; "))
+	}
+	for _, row := range out.Attempts {
+		row.RequestID = uuid.NewString()
+		row.ParentRequestID = c.reqID
+		s.record(ctx, c, row)
+	}
+	switch {
+	case err != nil:
+		cancel()
+		s.failSpeech(ctx, c, err, out)
+	case out.Stream != nil:
+		sseChars := -1
+		if sse {
+			sseChars = utf8.RuneCountInString(*req.Text)
+		}
+		s.stream(ctx, c, cancel, out, sseChars) // the stream records its row when it ends
+	default:
+		defer cancel()
+		out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
+		writeClip(out.Result)
+		s.record(ctx, c, out.Row)
 	}
 }
 
