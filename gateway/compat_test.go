@@ -471,6 +471,7 @@ func TestProviderKeysAPI(t *testing.T) {
 		{"unknown provider delete", "DELETE", "/v1/api-keys/nope", "acme", nil, nil, 404, "not_found", ""},
 		{"no key", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{}, nil, 400, "validation_failed", "keyValue"},
 		{"short key", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": "abc"}, nil, 400, "validation_failed", "keyValue"},
+		{"short key in characters", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": "éééé"}, nil, 400, "validation_failed", "keyValue"},
 		{"key with a newline", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey + "\n"}, nil, 400, "validation_failed", "keyValue"},
 		{"wrong type", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": 42}, nil, 400, "validation_failed", "keyValue"},
 		{"unknown field", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey, "key": "x"}, nil, 400, "validation_failed", "key"},
