@@ -262,4 +262,39 @@ func TestValidatorCatchesDrift(t *testing.T) {
 	for _, tt := range headers {
 		check(tt.name, "POST", "/v1/audio/speech", http.Header{"Content-Type": {"audio/wav"}, tt.key: {tt.value}}, "", 200, tt.ok)
 	}
+	// Request bodies built from shared parts (allOf) stay closed, and
+	// each endpoint takes only its own fields.
+	const inline = `"model":"espeak","voice":"en","text":"x"`
+	requests := []struct {
+		name, method, path, body string
+		ok                       bool
+	}{
+		{"speech", "POST", "/v1/audio/speech", `{` + inline + `,"output":"mp3","instructions":"calm","timestamps":"off"}`, true},
+		{"speech, unknown field", "POST", "/v1/audio/speech", `{` + inline + `,"bogus":1}`, false},
+		{"speech, timestamps on the plain endpoint", "POST", "/v1/audio/speech", `{` + inline + `,"timestamps":"on"}`, false},
+		{"speech, captions on the plain endpoint", "POST", "/v1/audio/speech", `{` + inline + `,"captions":"srt"}`, false},
+		{"speech, unknown output format", "POST", "/v1/audio/speech", `{` + inline + `,"output":"ogg"}`, false},
+		{"speech, output object", "POST", "/v1/audio/speech", `{` + inline + `,"output":{"format":"wav","sampleRate":16000}}`, true},
+		{"speech, 21 dictionaries", "POST", "/v1/audio/speech", `{` + inline + `,"pronunciations":{"dictionaryIds":[` + strings.Repeat(`"`+"6f1c6a52-5b0c-4d7e-9a53-3c1f2d8e9b10"+`",`, 20) + `"6f1c6a52-5b0c-4d7e-9a53-3c1f2d8e9b11"]}}`, false},
+		{"with timestamps", "POST", "/v1/audio/speech/with-timestamps", `{` + inline + `,"timestamps":"auto","captions":"vtt"}`, true},
+		{"with timestamps, unknown mode", "POST", "/v1/audio/speech/with-timestamps", `{` + inline + `,"timestamps":"maybe"}`, false},
+		{"stream with output", "POST", "/v1/audio/speech/stream", `{` + inline + `,"output":"wav"}`, false},
+		{"stream", "POST", "/v1/audio/speech/stream", `{` + inline + `}`, true},
+		{"conversation", "POST", "/v1/audio/conversation", `{"model":"espeak","normalizeVolume":false,"turns":[{"mode":"inline","voice":"en","text":"x","instructions":"calm"}]}`, true},
+		{"conversation, unknown field", "POST", "/v1/audio/conversation", `{"model":"espeak","turns":[{"voice":"en","text":"x"}],"bogus":1}`, false},
+		{"dictionary change", "PATCH", "/v1/pronunciation-dictionaries/default", `{"description":"d"}`, true},
+		{"dictionary change, unknown field", "PATCH", "/v1/pronunciation-dictionaries/default", `{"name":"n","bogus":1}`, false},
+		{"rule without its word", "POST", "/v1/pronunciation-dictionaries/default/rules", `{"replacement":"r"}`, false},
+	}
+	for _, tt := range requests {
+		req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		specMu.Lock()
+		ok, errs := v.ValidateHttpRequest(req)
+		specMu.Unlock()
+		if ok != tt.ok {
+			t.Errorf("request %s: valid = %v, want %v (%v)", tt.name, ok, tt.ok, errs)
+		}
+	}
 }
