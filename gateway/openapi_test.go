@@ -233,6 +233,12 @@ func TestValidatorCatchesDrift(t *testing.T) {
 		{"dashboard twin, wrong shape", "GET", "/ui/api/v1/voices", "application/json", `{"data":[]}`, 200, false},
 		{"no dashboard twin", "POST", "/ui/api/v1/audio/speech", "audio/wav", ``, 200, false},
 		{"no dashboard twin of operations", "GET", "/ui/api/healthz", "application/json", `{"status":"ok"}`, 200, false},
+		{"no dashboard twin of the public probe", "GET", "/ui/api/health", "application/json", `{"status":"ok"}`, 200, false},
+		{"dashboard twin of the dictionaries", "GET", "/ui/api/v1/pronunciation-dictionaries", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"dashboard twin of the key routes", "DELETE", "/ui/api/v1/api-keys/elevenlabs", "", ``, 204, true},
+		{"voice without its envelope", "GET", "/v1/voices/v", "application/json", `{"id":"v"}`, 200, false},
+		{"moderation block without its confidence", "POST", "/v1/audio/speech/with-timestamps", "application/json", `{"error":{"code":"content_moderation_blocked","message":"m","reason":{"type":"t","detail":"d"}},"code":"content_moderation_blocked"}`, 422, false},
+		{"fail-closed moderation", "POST", "/v1/audio/speech/with-timestamps", "application/json", `{"error":{"code":"content_moderation_blocked","message":"m","reason":{"type":"error_fail_closed","detail":"d","confidence":0}},"code":"content_moderation_blocked"}`, 403, true},
 		{"dashboard session", "GET", "/ui/api/session", "application/json", `{"org":"acme","key_id":"k","expires_at":"2026-01-02T15:04:05Z","csrf_token":"t"}`, 200, true},
 		{"log row without its cache field", "GET", "/v1/logs", "application/json", `{"data":[{"request_id":"r"}],"next_cursor":"","has_more":false,"limit":50}`, 200, false},
 	}
