@@ -471,6 +471,7 @@ func TestProviderKeysAPI(t *testing.T) {
 		{"unknown provider delete", "DELETE", "/v1/api-keys/nope", "acme", nil, nil, 404, "not_found", ""},
 		{"no key", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{}, nil, 400, "validation_failed", "keyValue"},
 		{"short key", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": "abc"}, nil, 400, "validation_failed", "keyValue"},
+		{"short key in characters", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": "éééé"}, nil, 400, "validation_failed", "keyValue"},
 		{"key with a newline", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey + "\n"}, nil, 400, "validation_failed", "keyValue"},
 		{"wrong type", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": 42}, nil, 400, "validation_failed", "keyValue"},
 		{"unknown field", "PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey, "key": "x"}, nil, 400, "validation_failed", "key"},
@@ -775,6 +776,17 @@ func TestVoiceUpdate(t *testing.T) {
 		t.Errorf("speech with the moved voice: %d", r.status)
 	}
 	tg.do("PUT", "/v1/voices/"+v.ID, "acme", map[string]any{"model": "nope"}).problem(t, 422, "unknown_model")
+	// A changed voice_id is checked against the provider's voices, as a
+	// new voice's is: a voice is never saved unchecked.
+	for _, body := range []map[string]any{
+		{"voice_id": "no-such-voice"},
+		{"provider": "espeak", "model": "espeak-ng"}, // "alpha" is testkit's, not eSpeak's
+	} {
+		tg.do("PUT", "/v1/voices/"+v.ID, "acme", body).problem(t, 422, "unknown_voice")
+	}
+	if got := tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).voice(t); got.Provider != "testkit" || got.VoiceID != "alpha" {
+		t.Errorf("a refused update changed the voice: %+v", got)
+	}
 	tg.do("PUT", "/v1/voices/"+v.ID, "globex", map[string]any{"title": "mine"}).problem(t, 404, "voice_not_found")
 	tg.do("PUT", "/v1/voices/"+uuid.NewString(), "acme", map[string]any{"title": "x"}).problem(t, 404, "voice_not_found")
 	for _, tc := range []struct {

@@ -233,6 +233,12 @@ func TestValidatorCatchesDrift(t *testing.T) {
 		{"dashboard twin, wrong shape", "GET", "/ui/api/v1/voices", "application/json", `{"data":[]}`, 200, false},
 		{"no dashboard twin", "POST", "/ui/api/v1/audio/speech", "audio/wav", ``, 200, false},
 		{"no dashboard twin of operations", "GET", "/ui/api/healthz", "application/json", `{"status":"ok"}`, 200, false},
+		{"no dashboard twin of the public probe", "GET", "/ui/api/health", "application/json", `{"status":"ok"}`, 200, false},
+		{"dashboard twin of the dictionaries", "GET", "/ui/api/v1/pronunciation-dictionaries", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"dashboard twin of the key routes", "DELETE", "/ui/api/v1/api-keys/elevenlabs", "", ``, 204, true},
+		{"voice without its envelope", "GET", "/v1/voices/v", "application/json", `{"id":"v"}`, 200, false},
+		{"moderation block without its confidence", "POST", "/v1/audio/speech/with-timestamps", "application/json", `{"error":{"code":"content_moderation_blocked","message":"m","reason":{"type":"t","detail":"d"}},"code":"content_moderation_blocked"}`, 422, false},
+		{"fail-closed moderation", "POST", "/v1/audio/speech/with-timestamps", "application/json", `{"error":{"code":"content_moderation_blocked","message":"m","reason":{"type":"error_fail_closed","detail":"d","confidence":0}},"code":"content_moderation_blocked"}`, 403, true},
 		{"dashboard session", "GET", "/ui/api/session", "application/json", `{"org":"acme","key_id":"k","expires_at":"2026-01-02T15:04:05Z","csrf_token":"t"}`, 200, true},
 		{"log row without its cache field", "GET", "/v1/logs", "application/json", `{"data":[{"request_id":"r"}],"next_cursor":"","has_more":false,"limit":50}`, 200, false},
 	}
@@ -261,5 +267,40 @@ func TestValidatorCatchesDrift(t *testing.T) {
 	}
 	for _, tt := range headers {
 		check(tt.name, "POST", "/v1/audio/speech", http.Header{"Content-Type": {"audio/wav"}, tt.key: {tt.value}}, "", 200, tt.ok)
+	}
+	// Request bodies built from shared parts (allOf) stay closed, and
+	// each endpoint takes only its own fields.
+	const inline = `"model":"espeak","voice":"en","text":"x"`
+	requests := []struct {
+		name, method, path, body string
+		ok                       bool
+	}{
+		{"speech", "POST", "/v1/audio/speech", `{` + inline + `,"output":"mp3","instructions":"calm","timestamps":"off"}`, true},
+		{"speech, unknown field", "POST", "/v1/audio/speech", `{` + inline + `,"bogus":1}`, false},
+		{"speech, timestamps on the plain endpoint", "POST", "/v1/audio/speech", `{` + inline + `,"timestamps":"on"}`, false},
+		{"speech, captions on the plain endpoint", "POST", "/v1/audio/speech", `{` + inline + `,"captions":"srt"}`, false},
+		{"speech, unknown output format", "POST", "/v1/audio/speech", `{` + inline + `,"output":"ogg"}`, false},
+		{"speech, output object", "POST", "/v1/audio/speech", `{` + inline + `,"output":{"format":"wav","sampleRate":16000}}`, true},
+		{"speech, 21 dictionaries", "POST", "/v1/audio/speech", `{` + inline + `,"pronunciations":{"dictionaryIds":[` + strings.Repeat(`"`+"6f1c6a52-5b0c-4d7e-9a53-3c1f2d8e9b10"+`",`, 20) + `"6f1c6a52-5b0c-4d7e-9a53-3c1f2d8e9b11"]}}`, false},
+		{"with timestamps", "POST", "/v1/audio/speech/with-timestamps", `{` + inline + `,"timestamps":"auto","captions":"vtt"}`, true},
+		{"with timestamps, unknown mode", "POST", "/v1/audio/speech/with-timestamps", `{` + inline + `,"timestamps":"maybe"}`, false},
+		{"stream with output", "POST", "/v1/audio/speech/stream", `{` + inline + `,"output":"wav"}`, false},
+		{"stream", "POST", "/v1/audio/speech/stream", `{` + inline + `}`, true},
+		{"conversation", "POST", "/v1/audio/conversation", `{"model":"espeak","normalizeVolume":false,"turns":[{"mode":"inline","voice":"en","text":"x","instructions":"calm"}]}`, true},
+		{"conversation, unknown field", "POST", "/v1/audio/conversation", `{"model":"espeak","turns":[{"voice":"en","text":"x"}],"bogus":1}`, false},
+		{"dictionary change", "PATCH", "/v1/pronunciation-dictionaries/default", `{"description":"d"}`, true},
+		{"dictionary change, unknown field", "PATCH", "/v1/pronunciation-dictionaries/default", `{"name":"n","bogus":1}`, false},
+		{"rule without its word", "POST", "/v1/pronunciation-dictionaries/default/rules", `{"replacement":"r"}`, false},
+	}
+	for _, tt := range requests {
+		req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		specMu.Lock()
+		ok, errs := v.ValidateHttpRequest(req)
+		specMu.Unlock()
+		if ok != tt.ok {
+			t.Errorf("request %s: valid = %v, want %v (%v)", tt.name, ok, tt.ok, errs)
+		}
 	}
 }

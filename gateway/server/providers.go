@@ -32,7 +32,8 @@ type catalogModel struct {
 	// gateway on whole-clip endpoints. Absent without native speed.
 	NativeSpeedRange *[2]float64 `json:"native_speed_range,omitempty"`
 	// TimestampsSource is where the with-timestamps endpoints take this
-	// model's word timestamps from: native, aligned, stt, or none (501).
+	// model's word timestamps from: native, aligned, stt, or none (503
+	// timestamps_unavailable).
 	TimestampsSource string `json:"timestamps_source"`
 	// AudioTags are the bracketed audio tags the model performs ("*":
 	// all); others are removed from the text with a warning.

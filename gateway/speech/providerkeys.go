@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/gateway/credentials"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -66,7 +67,7 @@ func (s *Service) DeleteProviderKey(ctx context.Context, org, provider string) e
 
 // validateProviderKey checks the keyValue field.
 func validateProviderKey(key string) *problem.FieldError {
-	n := len(key)
+	n := utf8.RuneCountInString(key) // the documented bound is in characters
 	switch {
 	case n == 0:
 		f := problem.Field("is required", "keyValue")

@@ -23,9 +23,10 @@ type VoiceUpdater interface {
 }
 
 // UpdateVoice changes the given fields of voice id of org (PUT
-// /v1/voices/{voiceId}): a changed provider or model is resolved against
-// the catalog like a new voice's, so a saved voice always names a model
-// the gateway runs. Another organization's voice is not found.
+// /v1/voices/{voiceId}): a changed provider, model or voice_id is resolved
+// against the catalog and the provider's voices like a new voice's, so a
+// saved voice always names a model the gateway runs and a voice the
+// provider has. Another organization's voice is not found.
 func (s *Service) UpdateVoice(ctx context.Context, org, id string, u VoiceUpdate, now time.Time) (*store.Voice, error) {
 	v, err := s.store.GetVoice(ctx, org, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -51,12 +52,17 @@ func (s *Service) UpdateVoice(ctx context.Context, org, id string, u VoiceUpdate
 	if u.ProviderOptions != nil {
 		v.ProviderOptions = *u.ProviderOptions
 	}
-	if u.Provider != nil || u.Model != nil {
-		_, m, err := s.cat.Resolve(v.Provider, v.Model)
+	if u.Provider != nil || u.Model != nil || u.VoiceID != nil {
+		// What the voice speaks with changed: check it as a new voice's
+		// (CreateVoice), so that a voice is never saved unchecked.
+		p, m, err := s.cat.Resolve(v.Provider, v.Model)
 		if err != nil {
 			return nil, err
 		}
 		v.Model = m.ID
+		if err := s.checkVoiceID(ctx, org, p, m, v.VoiceID); err != nil {
+			return nil, err
+		}
 	}
 	v.UpdatedAt = now
 	up, ok := s.store.(VoiceUpdater)
