@@ -202,7 +202,10 @@ func (s *session) run() {
 	s.cancel(err)
 	s.wg.Wait()
 	<-writerDone
-	_ = s.conn.Close()
+	// Through closeOnce: a Shutdown's closeWith that has not run yet must
+	// find the socket closed, not write to a connection fasthttp has taken
+	// back once the handler returned; one that is writing finishes first.
+	s.closeWith(websocket.CloseAbnormalClosure, "", err)
 }
 
 // readLoop handles client messages in order until reading fails.

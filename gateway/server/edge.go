@@ -271,10 +271,10 @@ func statusLabel(st int) string {
 	return strconv.Itoa(st)
 }
 
-// requestID echoes a client's X-Request-Id when it is a UUID, or makes a
-// new one. Request ids are log rows' request_id and conversations'
-// parent_request_id, which the logs API filters as UUIDs, so other formats
-// are replaced rather than echoed.
+// requestID echoes a client's X-Request-Id when it is valid (see
+// validRequestID), so clients find their calls in the log by their own
+// ids, or makes a new UUID. It becomes the log row's request_id and a
+// conversation's turns' parent_request_id.
 func requestID(ctx *fasthttp.RequestCtx) string {
 	if v := ctx.Request.Header.PeekBytes(headerRequestID); validRequestID(v) {
 		return string(v)
