@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,6 +73,10 @@ type Gateway struct {
 	serveCh   chan error
 	closers   []func(context.Context) error
 	stopped   bool
+	// started is set when Start has finished (development keys made):
+	// until then /readyz says "starting", so a load balancer, a
+	// supervisor or a test waiting on it sees the start completed.
+	started atomic.Bool
 }
 
 // Open prepares a gateway from cfg: opens storage, loads keys, starts the
@@ -171,6 +176,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Tracer:          g.tracer,
 		Aliases:         Aliases(cfg),
 		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
+		Ready:           g.ready,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -222,6 +228,15 @@ func (g *Gateway) Start() error {
 	// start, seeing the org has a key, would show none.
 	if err := g.devKeys(context.Background()); err != nil {
 		return fmt.Errorf("development key: %w", err)
+	}
+	g.started.Store(true)
+	return nil
+}
+
+// ready reports whether the gateway has finished starting (see started).
+func (g *Gateway) ready() error {
+	if !g.started.Load() {
+		return errors.New("still starting")
 	}
 	return nil
 }
