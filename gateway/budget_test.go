@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,4 +146,71 @@ func TestKeyScopes(t *testing.T) {
 			t.Errorf("a key with scope %+v was created", bad)
 		}
 	}
+}
+
+// TestRealtimeHoldsTheKeyToItsScopeAndBudget: a realtime socket is bound by
+// the key it was opened with, as an HTTP request is: the key's scope
+// decides which models a context may start, and every segment reserves
+// its credits from the organization's budget before it is spoken.
+func TestRealtimeHoldsTheKeyToItsScopeAndBudget(t *testing.T) {
+	tg := startGateway(t, budgetConfig)
+	espeakOnly, k, err := tg.g.CreateKey(context.Background(), "globex", "scoped", store.KeyScope{Providers: []string{"espeak"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := tg.tryRealtime(http.Header{"Authorization": {"Bearer " + espeakOnly}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.send(start("tk", "model", "testkit/test", "voice", "alpha"))
+	if m := rc.next(); m.Type != "error" || m.Code != "key_scope_denied" || m.ContextID != "tk" {
+		t.Fatalf("a testkit context on an espeak-only key: %s", m.raw)
+	}
+	rc.send(start("es"))
+	rc.expect("started", "es")
+	rc.send(text("es", "Allowed. "))
+	rc.send(ctl("close", "es"))
+	rc.until(isType("done", "es"))
+	// The context's row carries the socket's key: usage by key counts it.
+	if rows := tg.realtimeRows("globex", rc.socketID); len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	var u usageBody
+	tg.do("GET", "/v1/usage?group_by=key", "globex", nil).json(t, &u)
+	var counted bool
+	for _, g := range u.Data {
+		counted = counted || g.KeyID == k.ID && g.Requests == 2
+	}
+	if !counted {
+		t.Errorf("usage by key does not count the socket's contexts under its key %s: %+v", k.ID, u.Data)
+	}
+
+	// acme's budget is 10 credits a day, at 1 credit per 10 characters of
+	// the context so far: 35 characters cost 4, 70 cost 7, and the third
+	// sentence (105, 11 credits) does not fit. It is refused before it is
+	// spoken, and the context ends.
+	rc = tg.dialRealtime("acme")
+	rc.send(start("b", "model", "testkit/test", "voice", "alpha"))
+	rc.expect("started", "b")
+	sentence := "Thirty-five characters, yes, quite. "
+	for range 3 {
+		rc.send(text("b", sentence))
+	}
+	msgs := rc.until(isType("done", "b"))
+	done := msgs[len(msgs)-1]
+	var refused bool
+	for _, m := range msgs {
+		refused = refused || m.Type == "error" && m.Code == "budget_exceeded"
+	}
+	if !refused || done.Reason != "error" || done.Credits != 7 || done.Chars != 70 {
+		t.Fatalf("the third sentence past the budget: %v", rawOf(msgs))
+	}
+	// What was spent stays spent and the rest of the reservations went
+	// back: 3 credits are left, one 25-character request's worth.
+	body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "twenty-five characters ok"}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
+		t.Fatalf("the credits left after the socket: %d %s", r.status, r.body)
+	}
+	one := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one"}
+	tg.do("POST", "/v1/audio/speech", "acme", one).problem(t, 429, "budget_exceeded")
 }

@@ -159,6 +159,11 @@ func (rc *rtClient) next() rtMsg {
 func (rc *rtClient) until(stop func(rtMsg) bool) []rtMsg {
 	rc.t.Helper()
 	var out []rtMsg
+	rc.t.Cleanup(func() {
+		if rc.t.Failed() {
+			rc.t.Logf("messages so far: %v", rawOf(out))
+		}
+	})
 	for {
 		m := rc.next()
 		out = append(out, m)

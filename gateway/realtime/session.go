@@ -19,7 +19,7 @@ import (
 )
 
 // Path is the realtime route; it is every context's log row path.
-const Path = "/v1/audio/speech/realtime"
+const Path = store.RealtimePath
 
 // Limits bound what one socket may make the gateway hold
 // (docs/realtime.md, "Limits and failures").
@@ -96,10 +96,12 @@ func (h *Hub) Open() int64 { return h.open.Load() }
 // Contexts returns the number of open contexts on all sockets.
 func (h *Hub) Contexts() int64 { return h.contexts.Load() }
 
-// Serve runs one upgraded socket of org until it ends; socketID is the
-// upgrade request's id, the parent of every context's log row.
-func (h *Hub) Serve(conn *websocket.Conn, org, socketID string) {
-	s := newSession(h, conn, org, socketID)
+// Serve runs one upgraded socket of org until it ends. caller is the API
+// key the socket was opened with (its scope and budget bound every
+// context); socketID is the upgrade request's id, the parent of every
+// context's log row.
+func (h *Hub) Serve(conn *websocket.Conn, org string, caller speech.Caller, socketID string) {
+	s := newSession(h, conn, org, caller, socketID)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -163,8 +165,12 @@ type session struct {
 	h    *Hub
 	conn *websocket.Conn
 	org  string
-	id   string
-	log  *zap.Logger
+	// keyID is the API key the socket was opened with: its rows carry it,
+	// and its scope and budget (in ctx, speech.WithCaller) bound every
+	// context, as for an HTTP request.
+	keyID string
+	id    string
+	log   *zap.Logger
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -178,9 +184,9 @@ type session struct {
 	closeOnce   sync.Once
 }
 
-func newSession(h *Hub, conn *websocket.Conn, org, id string) *session {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{h: h, conn: conn, org: org, id: id, ctx: ctx, cancel: cancel,
+func newSession(h *Hub, conn *websocket.Conn, org string, caller speech.Caller, id string) *session {
+	ctx, cancel := context.WithCancelCause(speech.WithCaller(context.Background(), caller))
+	s := &session{h: h, conn: conn, org: org, keyID: caller.KeyID, id: id, ctx: ctx, cancel: cancel,
 		out: make(chan frame, h.deps.Limits.QueueLen), contexts: map[string]*utterance{},
 		log: h.deps.Logger.With(zap.String("socket_id", id))}
 	s.lastMessage.Store(time.Now().UnixNano())
@@ -403,6 +409,7 @@ func (s *session) closeWith(code int, text string, cause error) {
 // record completes and enqueues a context's log row.
 func (s *session) record(row store.LogRow) {
 	row.OrgID = s.org
+	row.KeyID = s.keyID
 	row.ParentRequestID = s.id
 	row.Path = Path
 	if s.h.deps.Record != nil {

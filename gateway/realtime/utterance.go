@@ -310,6 +310,9 @@ func (u *utterance) finish(err error) {
 	if reason == reasonBlocked {
 		row.CreditsUsed = u.live.Row(false).CreditsUsed
 	}
+	// What was reserved from the budgets for this context and not spent
+	// goes back (a provider failure before any audio costs nothing).
+	u.live.Settle(context.WithoutCancel(u.s.ctx), row.CreditsUsed)
 	row.LatencyMS = time.Since(u.started).Milliseconds()
 	done := doneMessage{Type: "done", ContextID: u.id, Reason: reason, Characters: row.CharCount, Credits: row.CreditsUsed,
 		AudioSeconds: round3(u.live.AudioSeconds())}

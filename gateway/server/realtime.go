@@ -10,6 +10,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/realtime"
+	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -100,9 +101,9 @@ func (s *Server) realtimeHandler(ctx *fasthttp.RequestCtx) {
 		s.writeProblem(ctx, pe)
 		return
 	}
-	org := p.OrgID
+	org, caller := p.OrgID, speech.Caller{KeyID: p.KeyID, Scope: p.Scope}
 	_ = s.upgrader.Upgrade(ctx, func(conn *websocket.Conn) {
-		s.realtime.Serve(conn, org, reqID)
+		s.realtime.Serve(conn, org, caller, reqID)
 	})
 }
 

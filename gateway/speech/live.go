@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -43,6 +44,7 @@ type LiveRequest struct {
 // has ended.
 type Live struct {
 	s          *Service
+	org        string
 	job        *Job
 	format     string
 	rate       int
@@ -57,6 +59,12 @@ type Live struct {
 	verdict   moderation.Verdict
 	moderated bool
 	modTime   time.Duration
+	// charges are the credits reserved from the organization's and the
+	// key's budgets, one charge per segment that needed more (spend);
+	// Settle gives back what was not spent.
+	charges  []*budget.Charge
+	amounts  []int64
+	reserved int64
 }
 
 // liveFormats are the output formats a realtime context may ask for: the
@@ -94,7 +102,7 @@ func (s *Service) StartLive(ctx context.Context, org string, r *LiveRequest) (*L
 			Detail:     fmt.Sprintf("model %s/%s cannot speak at speed %g natively; the realtime socket cannot stretch audio it sends as it is made", j.Provider.ID, j.Model.ID, *r.Speed),
 			Validation: []problem.FieldError{problem.Field("not available natively for this model", "speed")}}
 	}
-	l := &Live{s: s, job: j, timestamps: r.Timestamps}
+	l := &Live{s: s, org: org, job: j, timestamps: r.Timestamps}
 	if err := l.chooseFormat(r.Output); err != nil {
 		return nil, err
 	}
@@ -220,7 +228,9 @@ func (l *Live) segment(text string) *Job {
 // error ends the segment.
 func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEvent) error) error {
 	j := l.segment(text)
-	l.count(text)
+	if err := l.spend(ctx, text); err != nil {
+		return err
+	}
 	for _, w := range j.Warnings {
 		if err := emit(sdk.StreamEvent{Warning: w}); err != nil {
 			return err
@@ -327,10 +337,59 @@ func (l *Live) markProduced() {
 	l.mu.Unlock()
 }
 
-func (l *Live) count(text string) {
+// spend counts a segment's characters in before it reaches the provider,
+// reserving from the organization's and the key's credit budgets what
+// they add to the context's cost, as a speech request reserves its whole
+// text: a segment past a budget is refused (budget_exceeded) and never
+// spoken, and instances sharing the budget never spend past it together.
+func (l *Live) spend(ctx context.Context, text string) error {
 	l.mu.Lock()
-	l.chars += utf8.RuneCountInString(text)
+	chars := l.chars + utf8.RuneCountInString(text)
+	need := l.creditsFor(chars) - l.reserved
 	l.mu.Unlock()
+	var ch *budget.Charge
+	if need > 0 {
+		var err error
+		if ch, err = l.s.reserve(ctx, l.org, need); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.chars = chars
+	if need > 0 {
+		l.reserved += need
+		if ch != nil {
+			l.charges, l.amounts = append(l.charges, ch), append(l.amounts, need)
+		}
+	}
+	return nil
+}
+
+// creditsFor is what chars characters cost on the context's model.
+func (l *Live) creditsFor(chars int) int64 {
+	p := l.job.Provider.Policy
+	rate := p.CreditsPer1kChars
+	if r, ok := p.ModelCredits[l.job.Model.ID]; ok {
+		rate = r
+	}
+	return int64(math.Ceil(float64(chars) * rate / 1000))
+}
+
+// Settle ends the context's budget charges: spent credits (its row's) stay
+// spent, the rest of what was reserved goes back. Call it once, when the
+// context has ended.
+func (l *Live) Settle(ctx context.Context, spent int) {
+	l.mu.Lock()
+	charges, amounts := l.charges, l.amounts
+	l.charges, l.amounts = nil, nil
+	l.mu.Unlock()
+	left := int64(spent)
+	for i, ch := range charges {
+		keep := min(left, amounts[i])
+		left -= keep
+		ch.Settle(ctx, keep)
+	}
 }
 
 // duration is the length in seconds of a clip of mediaType.
@@ -382,7 +441,9 @@ func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) 
 // Send hands one moderated segment to the provider; it returns the
 // stream's error if the stream has ended.
 func (in *Input) Send(ctx context.Context, l *Live, text string, flush bool) error {
-	l.count(text)
+	if err := l.spend(ctx, text); err != nil {
+		return err
+	}
 	// The provider gets the segment as spoken: the audio tags it does not
 	// perform removed, the pronunciation rules applied. (Its word timings
 	// are then of the spoken words; the input stream has no way back.)
@@ -434,11 +495,7 @@ func (l *Live) Row(failed bool) store.LogRow {
 	j.Text = ""
 	row := l.s.logRow(&j)
 	row.CharCount = l.chars
-	rate := j.Provider.Policy.CreditsPer1kChars
-	if r, ok := j.Provider.Policy.ModelCredits[j.Model.ID]; ok {
-		rate = r
-	}
-	row.CreditsUsed = int(math.Ceil(float64(l.chars) * rate / 1000))
+	row.CreditsUsed = int(l.creditsFor(l.chars))
 	if failed && !l.produced {
 		row.CreditsUsed = 0
 	}

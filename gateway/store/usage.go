@@ -16,7 +16,9 @@ import (
 // Only top-level rows count (ParentRequestID empty): a conversation's own
 // row already carries the credits, characters and audio of its turns, so
 // counting the turns too would bill them twice. A conversation of several
-// providers is counted under provider "mixed", as its row says.
+// providers is counted under provider "mixed", as its row says. The one
+// exception is a realtime socket's contexts: their parent is the socket,
+// which has no row of its own, so each context counts.
 
 // UsageDay is the rollup's time granularity: usage windows start and end
 // on whole UTC days.
@@ -76,9 +78,12 @@ type UsageRow struct {
 	UsageCounts
 }
 
+// RealtimePath is the path of a realtime context's row (package realtime).
+const RealtimePath = "/v1/audio/speech/realtime"
+
 // Counted reports whether a log row counts towards usage: top-level rows
-// only (see above).
-func Counted(r *LogRow) bool { return r.ParentRequestID == "" }
+// and realtime contexts (see above).
+func Counted(r *LogRow) bool { return r.ParentRequestID == "" || r.Path == RealtimePath }
 
 // UsageDayOf returns the UTC midnight of t's day.
 func UsageDayOf(t time.Time) time.Time {
