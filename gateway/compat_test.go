@@ -441,6 +441,38 @@ func TestProviderKeysAPI(t *testing.T) {
 	if row := c.lastLog("initech"); row.Status != 200 || strings.Contains(row.ProviderOptions, acmeElevenKey) {
 		t.Errorf("row %+v", row)
 	}
+	// GET /v1/api-keys lists the stored key by its last four only, to its
+	// own organization only; keys in gateway.yaml are not listed.
+	type keyPage struct {
+		Data []struct {
+			ProviderID string
+			LastFour   string
+			UpdatedAt  time.Time
+		}
+		NextCursor string `json:"next_cursor"`
+		HasMore    bool   `json:"has_more"`
+		Limit      int
+	}
+	var kp keyPage
+	r = c.do("GET", "/v1/api-keys", "initech", nil)
+	r.json(t, &kp)
+	if len(kp.Data) != 1 || kp.Data[0].ProviderID != "elevenlabs" || kp.Data[0].LastFour != stored.Data.LastFour ||
+		!kp.Data[0].UpdatedAt.Equal(stored.Data.UpdatedAt) || kp.HasMore || kp.Limit != 50 {
+		t.Errorf("initech's keys: %s", r.body)
+	}
+	if bytes.Contains(r.body, []byte(acmeElevenKey[:12])) {
+		t.Errorf("the list shows the key: %s", r.body)
+	}
+	kp = keyPage{}
+	r = c.do("GET", "/v1/api-keys?limit=1", "globex", nil)
+	if r.json(t, &kp); len(kp.Data) != 0 || kp.HasMore {
+		t.Errorf("globex sees keys: %s", r.body)
+	}
+	c.do("GET", "/v1/api-keys?limit=0", "initech", nil).problem(t, 400, "validation_failed")
+	c.do("GET", "/v1/api-keys?limit=201", "initech", nil).problem(t, 400, "validation_failed")
+	c.do("GET", "/v1/api-keys?cursor=bm9wZQ", "initech", nil).problem(t, 400, "invalid_cursor")
+	c.do("GET", "/v1/api-keys?key=x", "initech", nil).problem(t, 400, "validation_failed")
+	c.do("GET", "/v1/api-keys", "", nil).problem(t, 401, "unauthorized")
 
 	// Replacing works; removing makes it no_api_key again; twice is 404.
 	if r := c.do("PUT", "/v1/api-keys/elevenlabs", "initech", map[string]any{"keyValue": acmeElevenKey}); r.status != 200 {
@@ -451,6 +483,11 @@ func TestProviderKeysAPI(t *testing.T) {
 	}
 	speak("initech").problem(t, 403, "no_api_key")
 	c.do("DELETE", "/v1/api-keys/elevenlabs", "initech", nil).problem(t, 404, "not_found")
+	kp = keyPage{}
+	r = c.do("GET", "/v1/api-keys", "initech", nil)
+	if r.json(t, &kp); len(kp.Data) != 0 {
+		t.Errorf("keys listed after the delete: %s", r.body)
+	}
 	// acme's own key was never touched by another organization's.
 	if r := speak("acme"); r.status != 200 {
 		t.Fatalf("acme after initech's delete: %d %s", r.status, r.body)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -42,12 +43,8 @@ func (r *Resolver) AllowOwnKey(org, provider string) error {
 
 // StoreOwnKey encrypts and stores org's key for provider, replacing any
 // earlier one. Call AllowOwnKey first.
-func (r *Resolver) StoreOwnKey(ctx context.Context, org, provider, key string) error {
-	ct, err := r.sealer.Seal([]byte(key), aad(org, provider))
-	if err != nil {
-		return err
-	}
-	return r.store.PutSecret(ctx, org, SecretName(provider), ct)
+func (r *Resolver) StoreOwnKey(ctx context.Context, org, provider, key string, now time.Time) error {
+	return storeKey(ctx, r.store, r.sealer, org, provider, key, now)
 }
 
 // DeleteOwnKey removes org's stored key for provider: 404 not_found when
@@ -60,7 +57,40 @@ func (r *Resolver) DeleteOwnKey(ctx context.Context, org, provider string) error
 	if err != nil {
 		return fmt.Errorf("delete %s key: %w", provider, err)
 	}
+	if err := r.store.DeleteSecret(ctx, org, metaName(provider)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete %s key: %w", provider, err)
+	}
 	return nil
+}
+
+// ListOwnKeys returns what may be shown of org's stored provider keys, in
+// provider order, at most limit of them after the provider named by after
+// (nil: from the start), and whether more follow. Keys set in the
+// configuration are not listed: the API neither stores nor removes them.
+func (r *Resolver) ListOwnKeys(ctx context.Context, org string, limit int, after string) ([]KeyInfo, bool, error) {
+	names, err := r.store.ListSecretNames(ctx, org)
+	if err != nil {
+		return nil, false, fmt.Errorf("list stored keys: %w", err)
+	}
+	var out []KeyInfo
+	for _, n := range names { // byte order, so provider order
+		p, ok := strings.CutPrefix(n, SecretName(""))
+		if !ok || p <= after {
+			continue
+		}
+		if len(out) == limit {
+			return out, true, nil
+		}
+		info, err := keyInfo(ctx, r.store, r.sealer, org, p)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since the names were read
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read the %s key: %w", p, err)
+		}
+		out = append(out, info)
+	}
+	return out, false, nil
 }
 
 // OwnKeys returns the providers for which org has a key of its own, stored

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // putKeyRequest is the body of PUT /v1/api-keys/{providerId}.
@@ -14,9 +17,10 @@ type putKeyRequest struct {
 
 // providerKeyJSON is what the API shows of a stored provider key.
 type providerKeyJSON struct {
-	ProviderID string    `json:"providerId"`
-	LastFour   string    `json:"lastFour"`
-	UpdatedAt  time.Time `json:"updatedAt"`
+	ProviderID string `json:"providerId"`
+	LastFour   string `json:"lastFour"`
+	// UpdatedAt is omitted for a key stored before voxgate kept the time.
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
 }
 
 // putProviderKey serves PUT /v1/api-keys/{providerId}: the caller's
@@ -40,7 +44,29 @@ func (s *Server) putProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error {
 	}
 	return s.writeJSON(ctx, fasthttp.StatusOK, struct {
 		Data providerKeyJSON `json:"data"`
-	}{providerKeyJSON{ProviderID: k.ProviderID, LastFour: k.LastFour, UpdatedAt: k.UpdatedAt}})
+	}{providerKeyOut(k)})
+}
+
+// listProviderKeys serves GET /v1/api-keys: a cursor-paged list of the
+// organization's stored provider keys, each shown by its last four
+// characters only. Keys set in gateway.yaml are not listed (the API
+// cannot replace or remove them).
+func (s *Server) listProviderKeys(ctx *fasthttp.RequestCtx, c *exchange) error {
+	q, limit, err := pageQuery(ctx)
+	if err != nil {
+		return err
+	}
+	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]speech.ProviderKey, store.Position, bool, error) {
+		return s.speech.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
+	}, providerKeyOut)
+}
+
+func providerKeyOut(k *speech.ProviderKey) providerKeyJSON {
+	out := providerKeyJSON{ProviderID: k.ProviderID, LastFour: k.LastFour}
+	if !k.UpdatedAt.IsZero() {
+		out.UpdatedAt = &k.UpdatedAt
+	}
+	return out
 }
 
 // deleteProviderKey serves DELETE /v1/api-keys/{providerId}: 204, or 404

@@ -260,6 +260,7 @@ func New(d Deps) *Server {
 		rt.GETIn(el+"/models", "elevenlabs.models", elevenLabsDialect, s.listElevenLabsModels)
 
 		// The hosted service's documented routes (docs/compatibility.md).
+		rt.GET("/v1/api-keys", "apikeys.list", s.listProviderKeys)
 		rt.PUT("/v1/api-keys/{providerId}", "apikeys.put", s.putProviderKey)
 		rt.PUT("/v1/voices/{id}", "voices.update", s.updateVoice)
 		const dicts, dict, rules, rule = "/v1/pronunciation-dictionaries", "/v1/pronunciation-dictionaries/{id}", "/v1/pronunciation-dictionaries/{id}/rules", "/v1/pronunciation-dictionaries/{id}/rules/{ruleId}"

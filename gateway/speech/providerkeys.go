@@ -51,10 +51,30 @@ func (s *Service) PutProviderKey(ctx context.Context, org, provider, key string,
 	if err := s.checkProviderKey(ctx, provider, key); err != nil {
 		return nil, err
 	}
-	if err := s.creds.StoreOwnKey(ctx, org, provider, key); err != nil {
+	if err := s.creds.StoreOwnKey(ctx, org, provider, key, now); err != nil {
 		return nil, fmt.Errorf("store the %s key: %w", provider, err)
 	}
 	return &ProviderKey{ProviderID: provider, LastFour: credentials.LastFour(key), UpdatedAt: now}, nil
+}
+
+// ListProviderKeys returns what may be shown of org's stored provider keys
+// (GET /v1/api-keys), one page of at most limit after the position after
+// (a provider id; nil: from the start), the position to go on from, and
+// whether more follow.
+func (s *Service) ListProviderKeys(ctx context.Context, org string, limit int, after []byte) ([]ProviderKey, []byte, bool, error) {
+	infos, more, err := s.creds.ListOwnKeys(ctx, org, limit, string(after))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	out := make([]ProviderKey, len(infos))
+	for i, k := range infos {
+		out[i] = ProviderKey{ProviderID: k.Provider, LastFour: k.LastFour, UpdatedAt: k.UpdatedAt}
+	}
+	var next []byte
+	if len(out) > 0 {
+		next = []byte(out[len(out)-1].ProviderID)
+	}
+	return out, next, more, nil
 }
 
 // DeleteProviderKey removes org's stored key for provider.
