@@ -14,7 +14,7 @@ import (
 // DefaultDictionary, so a destination that already has a default (the
 // gateway ran on it) keeps that one and receives the source default's
 // rules. Bounds were enforced when the source was written, so none is
-// applied here.
+// applied here. A copied dictionary keeps the source's UpdatedAt.
 func (m *migration) dictionaries(ctx context.Context, org string) error {
 	cd, cr := m.count("dictionaries"), m.count("rules")
 	var after store.Position
@@ -35,12 +35,23 @@ func (m *migration) dictionaries(ctx context.Context, org string) error {
 			} else if err := skipExisting(m.dst.CreateDictionary(ctx, &d, math.MaxInt32)); err != nil {
 				return fmt.Errorf("dictionary %s: %w", d.ID, err)
 			}
-			cd.Source++
-			if _, err := m.dst.GetDictionary(ctx, org, dstID); err == nil {
-				cd.Verified++
-			}
 			if err := m.rules(ctx, org, d.ID, dstID, cr); err != nil {
 				return fmt.Errorf("dictionary %s: %w", d.ID, err)
+			}
+			got, err := m.dst.GetDictionary(ctx, org, dstID)
+			if err == nil && dstID == d.ID && !got.UpdatedAt.Equal(d.UpdatedAt) {
+				// Each copied rule set the dictionary's UpdatedAt to its
+				// own creation time, and rules come newest first, so the
+				// copy would end at the oldest rule's time. Put back the
+				// source's. A destination's own default keeps its time.
+				restored := d
+				if err := m.dst.UpdateDictionary(ctx, &restored); err != nil {
+					return fmt.Errorf("dictionary %s: restore its update time: %w", d.ID, err)
+				}
+			}
+			cd.Source++
+			if err == nil {
+				cd.Verified++
 			}
 		}
 		if !more {

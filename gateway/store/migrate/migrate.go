@@ -6,7 +6,14 @@
 // (their ids are unique there), and log rows go in batches that commit
 // together with a per-organization progress marker, so a copy that stops
 // anywhere starts again where it stopped without duplicating a row. At the
-// end every kind is counted on both sides; a shortfall is an error.
+// end every kind is counted on both sides; a shortfall is an error
+// (ErrUnverified).
+//
+// Every request-log row is copied, however old: both stores are opened
+// with StoreOptions, whose log retention hides no row, whatever
+// storage.log_retain_days says. A PostgreSQL gateway started afterwards
+// purges what its own retention no longer keeps, as it would have on the
+// file.
 //
 // Secrets are copied as ciphertext. The PostgreSQL deployment must use the
 // same sealing key (secrets.key_env or secrets.key_file) to read them.
@@ -16,15 +23,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
 	"github.com/voxgate/voxgate/gateway/store/postgres"
 )
 
-// logBatch is the number of log rows copied per transaction.
-const logBatch = 5000
+// logBatch is the number of log rows copied per transaction. A variable so
+// tests can interrupt a copy between batches without writing thousands of
+// rows.
+var logBatch = 5000
+
+// everyLog is a log retention that hides no row. Both stores filter
+// ListLogs to rows newer than now minus their retention, and a store opened
+// with the default (or storage.log_retain_days) would silently leave older
+// rows out of both the copy and the counts. The longest Duration reaches
+// back about 292 years: before the Unix epoch, below which bbolt keeps no
+// timestamp (its keys are unsigned nanoseconds), yet after 1678, so the
+// bound still fits the int64 nanoseconds PostgreSQL compares.
+const everyLog = time.Duration(math.MaxInt64)
+
+// StoreOptions are the options Run's source and destination must be opened
+// with: a log retention that hides no row, so every row of the file is
+// listed, copied and counted on both sides.
+func StoreOptions() store.Options {
+	return store.Options{LogRetention: everyLog}
+}
+
+// ErrUnverified is wrapped by Run's error when the final count finds
+// records of the source missing from the destination.
+var ErrUnverified = errors.New("migration not verified")
 
 // Count is how many records of one kind the source had and how many of
 // them the destination holds.
@@ -40,7 +71,11 @@ type Report struct {
 }
 
 // Run copies src into dst and verifies the copy. progress, if not nil,
-// receives a line per step.
+// receives a line per step (and per batch of log rows).
+//
+// Both stores must have been opened with StoreOptions; with a shorter log
+// retention, rows older than it would be neither copied nor counted and
+// the check would still pass. Run never purges either store.
 func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress func(string)) (*Report, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -70,7 +105,7 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 		}
 	}
 	if len(short) > 0 {
-		return r, fmt.Errorf("verification failed, PostgreSQL lacks records (%v); run the migration again to resume", short)
+		return r, fmt.Errorf("%w: PostgreSQL lacks records (%v); run the migration again to resume", ErrUnverified, short)
 	}
 	return r, nil
 }
@@ -198,6 +233,7 @@ func (m *migration) secrets(ctx context.Context, org string) error {
 			c.Verified++
 		}
 	}
+	m.say(fmt.Sprintf("org %s: %d secrets done", org, len(names)))
 	return nil
 }
 
@@ -226,6 +262,8 @@ func (m *migration) logs(ctx context.Context, org string) error {
 		}
 		copied += len(rows)
 		after = next
+		// A large log takes minutes; say where it is, batch by batch.
+		m.say(fmt.Sprintf("org %s: %d log rows copied so far", org, copied))
 		if !more {
 			break
 		}
@@ -247,7 +285,8 @@ func (m *migration) logs(ctx context.Context, org string) error {
 	return nil
 }
 
-// countLogs counts org's listable rows.
+// countLogs counts org's listable rows: all of them, in a store opened
+// with StoreOptions.
 func countLogs(ctx context.Context, s store.LogStore, org string) (int, error) {
 	var after store.Position
 	n := 0
@@ -266,14 +305,15 @@ func countLogs(ctx context.Context, s store.LogStore, org string) (int, error) {
 
 // BoltToPostgres opens the bbolt file at path and the database at dsn and
 // runs the migration between them. The file must not be held by a running
-// gateway (store.ErrLocked).
+// gateway (store.ErrLocked). Holding its lock for the whole run is also
+// what keeps a gateway's retention purge off the file while it is copied.
 func BoltToPostgres(ctx context.Context, path, dsn string, progress func(string)) (*Report, error) {
-	src, err := bolt.Open(path, store.Options{})
+	src, err := bolt.Open(path, StoreOptions())
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	dst, err := postgres.Open(ctx, dsn, postgres.Options{})
+	dst, err := postgres.Open(ctx, dsn, postgres.Options{Options: StoreOptions()})
 	if err != nil {
 		return nil, err
 	}
