@@ -58,11 +58,24 @@ type model struct {
 	// [minSpeed, maxSpeed].
 	textField, voiceField, speedField string
 	minSpeed, maxSpeed                float64
+	// voiceIsURL: the voice is the http(s) URL of a reference recording
+	// (F5-TTS's ref_audio_url), checked here so that a voice id given by
+	// mistake fails with a clear message instead of fal's download error.
+	voiceIsURL bool
+	// defaults are input fields sent unless providerOptions sets them:
+	// F5-TTS requires a model_type that most callers never want to choose.
+	defaults map[string]any
 	// format is what the answer's audio file is (sdk.FormatWAV or
-	// sdk.FormatMP3); rate its sample rate, 0 if unknown.
+	// sdk.FormatMP3); rate its sample rate, 0 if unknown. format is empty
+	// for a pass-through model: whatever fal answers, WAV or MP3.
 	format string
 	rate   int
 	voices []sdk.Voice
+	// openVoices: the model takes voices no list can hold (F5-TTS's
+	// URLs, or the unknown voices of a pass-through model), so Voices
+	// says KindUnsupported rather than an empty list, which the gateway
+	// would take as "no voice is valid" when a voice is saved.
+	openVoices bool
 }
 
 func kokoroVoices(lang string, ids ...string) []sdk.Voice {
@@ -78,13 +91,23 @@ func kokoroVoices(lang string, ids ...string) []sdk.Voice {
 	return out
 }
 
-// builtinModels are the model families the plugin describes out of the
-// box: Kokoro's English endpoints, whose schemas (prompt, voice, speed)
-// and voices fal documents. Others are added with the models setting.
+// builtinModels are the models the plugin describes out of the box, each
+// with its documented input: Kokoro's English endpoints (prompt, voice,
+// speed), Orpheus (text, voice) and F5-TTS (gen_text and the URL of a
+// reference recording), the last two being the other fal models the public
+// @speech-sdk/core client names. Others are added with the models setting
+// or passed through (passThrough).
 func builtinModels() []model {
 	kokoro := func(id, name, lang string, voices ...string) model {
 		return model{id: id, name: name, textField: "prompt", voiceField: "voice", speedField: "speed",
 			minSpeed: 0.1, maxSpeed: 5, format: sdk.FormatWAV, rate: 24000, voices: kokoroVoices(lang, voices...)}
+	}
+	var orpheus []sdk.Voice
+	for _, v := range []struct{ id, gender string }{
+		{"tara", "female"}, {"leah", "female"}, {"jess", "female"}, {"leo", "male"},
+		{"dan", "male"}, {"mia", "female"}, {"zac", "male"}, {"zoe", "female"},
+	} {
+		orpheus = append(orpheus, sdk.Voice{ID: v.id, Name: strings.ToUpper(v.id[:1]) + v.id[1:], Language: "en", Gender: v.gender})
 	}
 	return []model{
 		kokoro("fal-ai/kokoro/american-english", "Kokoro (American English)", "en-US",
@@ -92,49 +115,123 @@ func builtinModels() []model {
 			"am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx", "am_puck", "am_santa"),
 		kokoro("fal-ai/kokoro/british-english", "Kokoro (British English)", "en-GB",
 			"bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george", "bm_lewis"),
+		{id: "fal-ai/orpheus-tts", name: "Orpheus TTS", textField: "text", voiceField: "voice",
+			format: sdk.FormatWAV, rate: 24000, voices: orpheus},
+		// F5-TTS has no voices: it speaks like a reference recording whose
+		// URL is the request's voice (a saved voice can hold it).
+		{id: "fal-ai/f5-tts", name: "F5-TTS", textField: "gen_text", voiceField: "ref_audio_url", voiceIsURL: true, openVoices: true,
+			defaults: map[string]any{"model_type": "F5-TTS"}, format: sdk.FormatWAV, rate: 24000},
 	}
+}
+
+// passThrough is a model the plugin was not told about, sent as it is
+// named to fal: the input is {"text", "voice"}, the shape most fal TTS
+// apps share (Orpheus, ElevenLabs, MiniMax, Dia, Chatterbox, ...) and the
+// one the public @speech-sdk/core client sends to every fal model. Its
+// capabilities are the conservative ones: no native speed, no format or
+// sample-rate choice, no known voices.
+func passThrough(id string) model {
+	return model{id: id, name: id, textField: "text", voiceField: "voice", openVoices: true}
+}
+
+// maxModelIDLen bounds a model id, far above any fal TTS app id (those
+// seen are under 50 characters), so that a caller cannot send a huge path.
+const maxModelIDLen = 200
+
+// validModelID reports whether id is a fal model id that can go into the
+// URL path as it is: at least two segments separated by single slashes
+// (fal-ai/orpheus-tts, <owner>/<app>/<path>), each made of ASCII letters,
+// digits, '-', '_' and '.' and starting with a letter or digit. Model ids
+// come from callers, so anything that could leave the app's path or change
+// the URL ("..", "?", "#", "%", spaces, empty segments) is refused rather
+// than escaped: no fal app is named that way.
+func validModelID(id string) bool {
+	if len(id) > maxModelIDLen {
+		return false
+	}
+	segments := strings.Split(id, "/")
+	if len(segments) < 2 {
+		return false
+	}
+	for _, seg := range segments {
+		if seg == "" || !isAlnum(seg[0]) {
+			return false
+		}
+		for i := range len(seg) {
+			if c := seg[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // parseModels reads the models setting: comma-separated fal model ids,
 // each optionally followed by "=wav" or "=mp3" (what its audio file is;
-// wav if absent). Such a model is sent the input most fal TTS endpoints
-// share, {"text", "voice"}; its voices come from the setting
-// "voices.<id>" (comma-separated), if any.
+// wav if absent). Such a model is described in the catalog and sent the
+// input most fal TTS endpoints share, {"text", "voice"}; its voices come
+// from the setting "voices.<id>" (comma-separated), if any. Listing a
+// built-in model is accepted, so that a deployment written before it was
+// built in keeps working: it keeps its documented input and format (a
+// different declared format is an error), and voices.<id>, if set,
+// replaces its voice list.
 func parseModels(settings map[string]string) ([]model, error) {
 	models := builtinModels()
+	seen := map[string]bool{}
 	for _, entry := range strings.Split(settings["models"], ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
 		}
-		id, format, _ := strings.Cut(entry, "=")
+		id, format, declared := strings.Cut(entry, "=")
 		id, format = strings.Trim(strings.TrimSpace(id), "/"), cmp.Or(strings.TrimSpace(format), sdk.FormatWAV)
-		if id == "" || strings.ContainsAny(id, " \t?#%") || slices.Contains(strings.Split(id, "/"), "..") || !strings.Contains(id, "/") {
+		if !validModelID(id) {
 			return nil, fmt.Errorf("models: %q is not a fal model id such as fal-ai/orpheus-tts", id)
 		}
 		if format != sdk.FormatWAV && format != sdk.FormatMP3 {
 			return nil, fmt.Errorf("models: %q: the audio format is wav or mp3, not %q", id, format)
 		}
-		if slices.ContainsFunc(models, func(m model) bool { return m.id == id }) {
+		if seen[id] {
 			return nil, fmt.Errorf("models: %q is listed twice", id)
 		}
-		m := model{id: id, name: id, textField: "text", voiceField: "voice", format: format}
+		seen[id] = true
+		var voices []sdk.Voice
 		for _, v := range strings.Split(settings["voices."+id], ",") {
 			if v = strings.TrimSpace(v); v != "" {
-				m.voices = append(m.voices, sdk.Voice{ID: v, Name: v})
+				voices = append(voices, sdk.Voice{ID: v, Name: v})
 			}
 		}
-		models = append(models, m)
+		if i := slices.IndexFunc(models, func(m model) bool { return m.id == id }); i >= 0 {
+			if declared && format != models[i].format {
+				return nil, fmt.Errorf("models: %q is built in and answers %s, not %s", id, models[i].format, format)
+			}
+			if voices != nil {
+				models[i].voices, models[i].openVoices = voices, false
+			}
+			continue
+		}
+		models = append(models, model{id: id, name: id, textField: "text", voiceField: "voice", format: format, voices: voices})
 	}
 	return models, nil
 }
 
-func (c *config) find(id string) (model, bool) {
-	i := slices.IndexFunc(c.models, func(m model) bool { return m.id == id })
-	if i < 0 {
-		return model{}, false
+// lookup returns the model id names: a configured one, or, for an id
+// that is safe to put in the URL, a pass-through model. Any other id is
+// an invalid request, refused before anything is sent.
+func (c *config) lookup(id string) (model, error) {
+	id = cmp.Or(id, defaultModel)
+	if i := slices.IndexFunc(c.models, func(m model) bool { return m.id == id }); i >= 0 {
+		return c.models[i], nil
 	}
-	return c.models[i], true
+	if !validModelID(id) {
+		return model{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"fal: %q is not a fal model id: expected owner/app[/path], e.g. fal-ai/orpheus-tts, each part of letters, digits, '-', '_' or '.'", id)
+	}
+	return passThrough(id), nil
 }
 
 // New returns a Provider with the default settings (the public API and
@@ -164,9 +261,10 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
-// Describe implements sdk.Provider: the configured models. None streams
-// (the sync API answers when the file is made), gives timestamps or
-// clones; Kokoro takes speed natively.
+// Describe implements sdk.Provider: the built-in and configured models
+// (a pass-through model is not listed: the plugin cannot know fal's
+// catalog). None streams (the sync API answers when the file is made),
+// gives timestamps or clones; Kokoro takes speed natively.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	cfg := p.cfg.Load()
 	d := &sdk.Description{ID: providerID, Name: "fal", DefaultModel: defaultModel}
@@ -217,11 +315,18 @@ func parseError(body []byte) (code, message string) {
 }
 
 // Voices implements sdk.Provider: the documented voices of the model
-// (fal has no voice list endpoint).
+// (fal has no voice list endpoint). F5-TTS and pass-through models have
+// no list: their voices are URLs, or unknown to the plugin.
 func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
-	m, ok := p.cfg.Load().find(cmp.Or(req.Model, defaultModel))
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: unknown model %q", req.Model)
+	m, err := p.cfg.Load().lookup(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	if m.openVoices {
+		if m.voiceIsURL {
+			return nil, sdk.Errorf(sdk.KindUnsupported, "fal: %s has no voice list: its voice is the http(s) URL of a reference recording", m.id)
+		}
+		return nil, sdk.Errorf(sdk.KindUnsupported, "fal: %s is passed through to fal as it is and its voices are not known (list it in the models setting with voices.<id> to describe them)", m.id)
 	}
 	return slices.Clone(m.voices), nil
 }
@@ -237,14 +342,19 @@ type call struct {
 // has its own), except the text, voice and speed fields, which come from
 // the request.
 func prepare(cfg *config, req *sdk.SynthesizeRequest) (*call, error) {
-	m, ok := cfg.find(req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: unknown model %q", req.Model)
+	m, err := cfg.lookup(req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: nothing to say")
 	}
-	if req.Format != "" && req.Format != m.format {
+	switch {
+	case req.Format == "" || req.Format == m.format:
+	case m.format == "":
+		return nil, sdk.Errorf(sdk.KindInvalidRequest,
+			"fal: %s is passed through as it is, so it answers whatever fal makes: leave the format unset, or list it in the models setting with =wav or =mp3", m.id)
+	default:
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s answers %s only", m.id, m.format)
 	}
 	if req.SampleRate != 0 && req.SampleRate != m.rate {
@@ -261,8 +371,18 @@ func prepare(cfg *config, req *sdk.SynthesizeRequest) (*call, error) {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: providerOptions field %q is set from the request itself", f)
 		}
 	}
+	for k, v := range m.defaults {
+		if _, set := body[k]; !set {
+			body[k] = v
+		}
+	}
 	body[m.textField] = req.Text
 	if req.Voice != "" {
+		if m.voiceIsURL {
+			if u, err := url.Parse(req.Voice); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: the voice of %s is the http(s) URL of a reference recording, not %q", m.id, req.Voice)
+			}
+		}
 		body[m.voiceField] = req.Voice
 	}
 	if req.Speed != 0 && req.Speed != 1 {
@@ -322,7 +442,11 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		return nil, err
 	}
 	mediaType, format := mediaTypeOf(cmp.Or(f.ContentType, contentType))
-	if format != c.model.format {
+	switch {
+	case format == "":
+		// Neither WAV nor MP3: the gateway takes no other container.
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("fal: %s answered %q, which is neither WAV nor MP3", c.model.id, cmp.Or(f.ContentType, contentType))}
+	case c.model.format != "" && format != c.model.format:
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("fal: %s answered %q, not the %s it is configured as", c.model.id, cmp.Or(f.ContentType, contentType), c.model.format)}
 	}
 	return &sdk.SynthesizeResponse{Audio: audio, MediaType: mediaType}, nil

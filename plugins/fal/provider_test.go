@@ -22,8 +22,10 @@ var pluginPath string
 
 func TestMain(m *testing.M) { os.Exit(sdktest.MainWithPlugin(m, &pluginPath)) }
 
+// settings point the plugin at srv and add, with the models setting, an
+// MP3 model the plugin does not build in.
 func settings(srv *fake.Server) map[string]string {
-	return map[string]string{"base_url": srv.BaseURL(), "models": fake.Orpheus, "voices." + fake.Orpheus: "tara, leo"}
+	return map[string]string{"base_url": srv.BaseURL(), "models": fake.ElevenV3 + "=mp3", "voices." + fake.ElevenV3: "Rachel, Aria"}
 }
 
 func kitConfig(srv *fake.Server, model, voice string) sdktest.Config {
@@ -43,12 +45,22 @@ func TestConformance(t *testing.T) {
 	sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), kitConfig(srv, "", "af_heart"))
 }
 
-// TestConformanceInProcess runs the kit in process for a built-in model
-// and one added by the models setting.
+// TestConformanceInProcess runs the kit in process for the built-in
+// models and one added by the models setting.
 func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
-	for _, c := range []struct{ model, voice string }{{fake.KokoroGB, "bm_george"}, {fake.Orpheus, "tara"}} {
-		t.Run(c.model, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, c.model, c.voice)) })
+	for _, c := range []struct{ model, voice string }{
+		{fake.KokoroGB, "bm_george"}, {fake.Orpheus, "tara"}, {fake.F5, "https://example.com/reference.wav"}, {fake.ElevenV3, "Rachel"},
+	} {
+		t.Run(c.model, func(t *testing.T) {
+			cfg := kitConfig(srv, c.model, c.voice)
+			if c.model == fake.F5 {
+				// F5-TTS's voices are URLs: Voices says KindUnsupported,
+				// which the kit's Voices check does not accept.
+				cfg.Skip = []string{sdktest.CheckVoices}
+			}
+			sdktest.Run(t, New(), cfg)
+		})
 	}
 }
 
@@ -196,10 +208,18 @@ func TestInvalidRequests(t *testing.T) {
 	}{
 		{"options set the text", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"prompt": "other"}`) }, sdk.KindInvalidRequest},
 		{"options not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`[1]`) }, sdk.KindInvalidRequest},
-		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "fal-ai/unlisted" }, sdk.KindInvalidRequest},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }, sdk.KindInvalidRequest},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }, sdk.KindInvalidRequest},
 		{"speed on orpheus", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = fake.Orpheus, 1.5 }, sdk.KindInvalidRequest},
+		{"f5 voice not a URL", func(r *sdk.SynthesizeRequest) { r.Model, r.Voice = fake.F5, "tara" }, sdk.KindInvalidRequest},
+		{"f5 voice not http", func(r *sdk.SynthesizeRequest) { r.Model, r.Voice = fake.F5, "file:///etc/passwd" }, sdk.KindInvalidRequest},
+		{"f5 options set the reference", func(r *sdk.SynthesizeRequest) {
+			r.Model, r.Voice, r.Options = fake.F5, "https://example.com/a.wav", []byte(`{"ref_audio_url": "https://example.com/b.wav"}`)
+		}, sdk.KindInvalidRequest},
+		{"format on a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.Format = "fal-ai/dia-tts", sdk.FormatWAV }, sdk.KindInvalidRequest},
+		{"speed on a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = "fal-ai/dia-tts", 1.5 }, sdk.KindInvalidRequest},
+		{"sample rate on a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "fal-ai/dia-tts", 24000 }, sdk.KindInvalidRequest},
+		{"options set a pass-through model's text", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "fal-ai/dia-tts", []byte(`{"text": "x"}`) }, sdk.KindInvalidRequest},
 		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -255,18 +275,168 @@ func TestDownloads(t *testing.T) {
 }
 
 func TestModelsSetting(t *testing.T) {
-	p := configured(t, map[string]string{"models": "fal-ai/orpheus-tts, fal-ai/minimax/speech-02-hd=mp3", "voices.fal-ai/orpheus-tts": "tara,leo"})
+	// fal-ai/orpheus-tts is built in now; a deployment that still lists
+	// it keeps working, and its voices setting replaces the documented list.
+	p := configured(t, map[string]string{"models": "fal-ai/orpheus-tts, fal-ai/minimax/speech-02-hd=mp3, fal-ai/kokoro/american-english=wav", "voices.fal-ai/orpheus-tts": "tara,leo"})
 	d, _ := p.Describe(t.Context())
-	if len(d.Models) != 4 || d.Models[3].ID != "fal-ai/minimax/speech-02-hd" || d.Models[3].OutputFormats[0] != sdk.FormatMP3 || d.DefaultModel != fake.KokoroUS {
+	if len(d.Models) != 5 || d.Models[4].ID != "fal-ai/minimax/speech-02-hd" || d.Models[4].OutputFormats[0] != sdk.FormatMP3 || d.DefaultModel != fake.KokoroUS {
 		t.Errorf("models %+v", d.Models)
 	}
 	voices, _ := p.Voices(t.Context(), &sdk.VoicesRequest{Model: fake.Orpheus})
 	if len(voices) != 2 || voices[1].ID != "leo" {
 		t.Errorf("voices %+v", voices)
 	}
-	for _, bad := range []string{"kokoro", "fal-ai/x=ogg", "fal-ai/../x", fake.KokoroUS, "fal-ai/a b"} {
+	for _, bad := range []string{"kokoro", "fal-ai/x=ogg", "fal-ai/../x", "fal-ai/a b", "fal-ai/x?y", "fal-ai//x", "fal-ai/f5-tts=mp3", "fal-ai/x, fal-ai/x"} {
 		if err := New().Configure(t.Context(), map[string]string{"models": bad}); err == nil {
 			t.Errorf("models %q accepted", bad)
 		}
+	}
+}
+
+// TestCatalog: the built-in models keep their capabilities; a
+// pass-through model is not listed.
+func TestCatalog(t *testing.T) {
+	d, err := New().Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]sdk.Model{
+		fake.KokoroUS: {Capabilities: sdk.Capabilities{Speed: true}, MinSpeed: 0.1, MaxSpeed: 5},
+		fake.KokoroGB: {Capabilities: sdk.Capabilities{Speed: true}, MinSpeed: 0.1, MaxSpeed: 5},
+		fake.Orpheus:  {},
+		fake.F5:       {},
+	}
+	if len(d.Models) != len(want) {
+		t.Fatalf("models %+v", d.Models)
+	}
+	for _, m := range d.Models {
+		w, ok := want[m.ID]
+		if !ok || m.Capabilities != w.Capabilities || m.MinSpeed != w.MinSpeed || m.MaxSpeed != w.MaxSpeed ||
+			len(m.OutputFormats) != 1 || m.OutputFormats[0] != sdk.FormatWAV || m.NativeSampleRate != 24000 {
+			t.Errorf("model %+v", m)
+		}
+	}
+	voices, err := New().Voices(t.Context(), &sdk.VoicesRequest{Model: fake.Orpheus})
+	if err != nil || len(voices) != 8 || voices[0].ID != "tara" {
+		t.Errorf("orpheus voices %+v, %v", voices, err)
+	}
+	for _, model := range []string{fake.F5, fake.ElevenV3} {
+		if _, err := New().Voices(t.Context(), &sdk.VoicesRequest{Model: model}); asError(t, err).Kind != sdk.KindUnsupported {
+			t.Errorf("%s voices: %v", model, err)
+		}
+	}
+}
+
+// TestF5Input: F5-TTS's documented input, gen_text and the reference
+// recording's URL, with a model_type the options may replace.
+func TestF5Input(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, map[string]string{"base_url": srv.BaseURL()})
+	req := &sdk.SynthesizeRequest{Model: fake.F5, Voice: "https://example.com/ref.wav", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: fake.Key},
+		Options: []byte(`{"model_type": "E2-TTS", "ref_text": "Some call me nature."}`)}
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || resp.MediaType != "audio/wav" {
+		t.Errorf("%s: %v", resp.MediaType, err)
+	}
+	got, _ := srv.LastRequest()
+	var body map[string]any
+	_ = json.Unmarshal(got.Body, &body)
+	if got.Path != "/"+fake.F5 || body["gen_text"] != "Hello there." || body["ref_audio_url"] != "https://example.com/ref.wav" ||
+		body["model_type"] != "E2-TTS" || body["ref_text"] != "Some call me nature." || len(body) != 4 {
+		t.Errorf("%s %s", got.Path, got.Body)
+	}
+	req.Options = nil
+	if _, err := p.Synthesize(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = srv.LastRequest()
+	body = nil
+	_ = json.Unmarshal(got.Body, &body)
+	if body["model_type"] != "F5-TTS" {
+		t.Errorf("default model_type: %s", got.Body)
+	}
+}
+
+// TestPassThrough: a model id the plugin does not know goes to fal as it
+// is, at {base_url}/{id}, with the generic input; its MP3 answer is
+// downloaded like a built-in model's WAV.
+func TestPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, map[string]string{"base_url": srv.BaseURL()})
+	req := &sdk.SynthesizeRequest{Model: fake.ElevenV3, Voice: "Aria", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: fake.Key},
+		Options: []byte(`{"stability": 0.3}`)}
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.MediaType != "audio/mpeg" {
+		t.Errorf("media type %q", resp.MediaType)
+	}
+	if _, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil {
+		t.Error(err)
+	}
+	got, _ := srv.LastRequest()
+	var body map[string]any
+	_ = json.Unmarshal(got.Body, &body)
+	if got.Path != "/"+fake.ElevenV3 || got.Header.Get("Authorization") != "Key "+fake.Key ||
+		body["text"] != "Hello there." || body["voice"] != "Aria" || body["stability"] != 0.3 || len(body) != 3 {
+		t.Errorf("%s %v %s", got.Path, got.Header, got.Body)
+	}
+	if n := srv.CallsTo("/" + fake.ElevenV3); n != 1 {
+		t.Errorf("%d calls", n)
+	}
+	d, _ := p.Describe(t.Context())
+	for _, m := range d.Models {
+		if m.ID == fake.ElevenV3 {
+			t.Errorf("a pass-through model is described: %+v", m)
+		}
+	}
+
+	// An app fal does not have: its 404 is the caller's mistake.
+	req.Model = "fal-ai/no-such-app"
+	_, err = p.Synthesize(t.Context(), req)
+	if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 404 || !strings.Contains(e.Message, "not found") {
+		t.Errorf("got %+v", e)
+	}
+	if got, _ := srv.LastRequest(); got.Path != "/fal-ai/no-such-app" {
+		t.Errorf("path %s", got.Path)
+	}
+
+	// An app answering a container the gateway does not take.
+	ogg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"audio": {"url": "data:audio/ogg;base64,T2dnUw==", "content_type": "audio/ogg"}}`))
+	}))
+	defer ogg.Close()
+	req.Model = "someone/ogg-tts"
+	_, err = configured(t, map[string]string{"base_url": ogg.URL}).Synthesize(t.Context(), req)
+	if e := asError(t, err); e.Kind != sdk.KindUpstream || !strings.Contains(e.Message, "neither WAV nor MP3") {
+		t.Errorf("got %+v", e)
+	}
+}
+
+// TestMaliciousModelIDs: a model id that could leave the app's path or
+// change the URL is refused as an invalid request before anything is sent.
+func TestMaliciousModelIDs(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, settings(srv))
+	for _, id := range []string{
+		"../admin", "fal-ai/../../admin", "fal-ai/..", "fal-ai/./x", "fal-ai/%2e%2e/x", "fal-ai/x?y=1", "fal-ai/x#frag",
+		"fal-ai/a b", "fal-ai/x\n", "fal-ai/x\ty", "fal-ai//x", "/fal-ai/x", "fal-ai/x/", "fal-ai", "/", "fal-ai/x\\y",
+		"http://evil.example/x", "fal-ai/x@evil.example", "fal-ai/ümlaut", "fal-ai/.hidden", "fal-ai/" + strings.Repeat("a", 300),
+	} {
+		_, err := p.Synthesize(t.Context(), &sdk.SynthesizeRequest{Model: id, Text: "Hi.", Credentials: sdk.Credentials{APIKey: fake.Key}})
+		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "is not a fal model id") {
+			t.Errorf("Synthesize(model %q): %+v", id, e)
+		}
+		if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: id}); asError(t, err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("Voices(model %q): %v", id, err)
+		}
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d upstream calls for invalid model ids", n)
 	}
 }

@@ -3,23 +3,30 @@
 //
 // It follows fal's documented wire format: `POST /{model_id}` with
 // `Authorization: Key <key>` and the model's input as JSON, answered with
-// the model's output as JSON, whose `audio` is a File object `{url,
-// content_type, file_name, file_size}`. The file itself is served by the
-// fake too, under /files/, as a storage host would: without credentials,
-// not counted in Calls and not subject to injected faults or latency (so
-// that a test's call counts are those of the API).
+// the model's output as JSON, whose `audio` (F5-TTS: `audio_url`) is a
+// File object `{url, content_type, file_name, file_size}`. A model id is
+// the app's whole path, `<owner>/<app>[/<path>]`; an app the fake does not
+// serve is a 404. The file itself is served by the fake too, under
+// /files/, as a storage host would: without credentials, not counted in
+// Calls and not subject to injected faults or latency (so that a test's
+// call counts are those of the API).
 //
 // Models and their documented input schemas (unknown fields are a 422):
 //
-//	fal-ai/kokoro/american-english  prompt, voice (af_*/am_*), speed (0.1 to 5), enable_safety_checker
-//	fal-ai/kokoro/british-english   prompt, voice (bf_*/bm_*), speed, enable_safety_checker
-//	fal-ai/orpheus-tts              text (required), voice (tara, leah, ...), temperature, repetition_penalty
+//	fal-ai/kokoro/american-english   prompt, voice (af_*/am_*), speed (0.1 to 5), enable_safety_checker
+//	fal-ai/kokoro/british-english    prompt, voice (bf_*/bm_*), speed, enable_safety_checker
+//	fal-ai/orpheus-tts               text (required), voice (tara, leah, ...), temperature, repetition_penalty
+//	fal-ai/f5-tts                    gen_text, ref_audio_url, model_type (F5-TTS or E2-TTS) (all required), ref_text, remove_silence
+//	fal-ai/elevenlabs/tts/eleven-v3  text (required), voice (ElevenLabs' premade voice names), stability, language_code, apply_text_normalization
 //
-// Each answers a 24 kHz WAV file. Errors are {"detail": "message"}, and
-// validation errors (422) {"detail": [{"loc", "msg", "type"}]}.
+// Each answers a 24 kHz WAV file, except ElevenLabs, which answers MP3.
+// Errors are {"detail": "message"}, and validation errors (422)
+// {"detail": [{"loc", "msg", "type"}]}.
 //
 // Deliberate gaps: the queue API (queue.fal.run) and streaming endpoints
-// are not faked; safety checks never trigger.
+// are not faked; safety checks never trigger; F5-TTS's reference audio is
+// checked to be an http(s) URL but never fetched; ElevenLabs takes voice
+// ids too, the fake only the premade names.
 package fal
 
 import (
@@ -44,21 +51,36 @@ const (
 	KokoroUS = "fal-ai/kokoro/american-english"
 	KokoroGB = "fal-ai/kokoro/british-english"
 	Orpheus  = "fal-ai/orpheus-tts"
+	F5       = "fal-ai/f5-tts"
+	// ElevenV3 is served by the fake but not built into the plugin: a
+	// model the plugin passes through, answering MP3.
+	ElevenV3 = "fal-ai/elevenlabs/tts/eleven-v3"
 )
 
 // FilesPath is where the fake serves the audio files it makes.
 const FilesPath = "/files/"
 
-// SampleRate is the rate of every answer.
+// SampleRate is the rate of every WAV answer.
 const SampleRate = 24000
 
-// modelSpec is one model's input schema.
+// modelSpec is one model's input schema and answer.
 type modelSpec struct {
 	textField string
 	required  bool // the text field is required (Kokoro's defaults to "")
-	voices    []string
-	// fields lists the other accepted fields with their JSON kind.
-	fields map[string]string
+	// voiceField is the voice's field, "" if the model takes none; voices
+	// are the values it accepts.
+	voiceField string
+	voices     []string
+	// fields lists the other accepted fields with their JSON kind
+	// (number, boolean, string, url, enum); enums the values of the enum
+	// ones; requiredFields those that must be present.
+	fields         map[string]string
+	enums          map[string][]string
+	requiredFields []string
+	// audioKey is the output field holding the File; mp3 makes the answer
+	// MP3 instead of WAV.
+	audioKey string
+	mp3      bool
 }
 
 func specs() map[string]modelSpec {
@@ -66,9 +88,18 @@ func specs() map[string]modelSpec {
 	gb := strings.Fields("bf_alice bf_emma bf_isabella bf_lily bm_daniel bm_fable bm_george bm_lewis")
 	kokoro := map[string]string{"speed": "number", "enable_safety_checker": "boolean"}
 	return map[string]modelSpec{
-		KokoroUS: {textField: "prompt", voices: us, fields: kokoro},
-		KokoroGB: {textField: "prompt", voices: gb, fields: kokoro},
-		Orpheus:  {textField: "text", required: true, voices: strings.Fields("tara leah jess leo dan mia zac zoe"), fields: map[string]string{"temperature": "number", "repetition_penalty": "number"}},
+		KokoroUS: {textField: "prompt", voiceField: "voice", voices: us, fields: kokoro, audioKey: "audio"},
+		KokoroGB: {textField: "prompt", voiceField: "voice", voices: gb, fields: kokoro, audioKey: "audio"},
+		Orpheus: {textField: "text", required: true, voiceField: "voice", voices: strings.Fields("tara leah jess leo dan mia zac zoe"),
+			fields: map[string]string{"temperature": "number", "repetition_penalty": "number"}, audioKey: "audio"},
+		F5: {textField: "gen_text", required: true,
+			fields:         map[string]string{"ref_audio_url": "url", "ref_text": "string", "model_type": "enum", "remove_silence": "boolean"},
+			enums:          map[string][]string{"model_type": {"F5-TTS", "E2-TTS"}},
+			requiredFields: []string{"ref_audio_url", "model_type"}, audioKey: "audio_url"},
+		ElevenV3: {textField: "text", required: true, voiceField: "voice",
+			voices: strings.Fields("Rachel Aria Roger Sarah Laura Charlie George Callum River Liam Charlotte Alice Matilda Will Jessica Eric Chris Brian Daniel Lily Bill"),
+			fields: map[string]string{"stability": "number", "language_code": "string", "apply_text_normalization": "enum"},
+			enums:  map[string][]string{"apply_text_normalization": {"auto", "on", "off"}}, audioKey: "audio", mp3: true},
 	}
 }
 
@@ -85,8 +116,14 @@ type Server struct {
 	srv    *httptest.Server
 	studio *fakeupstream.Studio
 	mu     sync.Mutex
-	files  map[string]fakeupstream.Audio
+	files  map[string]stored
 	nextID atomic.Int64
+}
+
+// stored is a made audio file.
+type stored struct {
+	audio       fakeupstream.Audio
+	contentType string
 }
 
 // New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
@@ -96,7 +133,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	if err != nil {
 		panic(err) // the embedded tone is broken: a build problem
 	}
-	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, files: map[string]fakeupstream.Audio{}}
+	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, files: map[string]stored{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+FilesPath+"{name}", s.file)
 	mux.HandleFunc("/", s.run)
@@ -187,7 +224,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 				invalid(w, field, "string_type", "Input should be a valid string")
 				return
 			}
-		case field == "voice":
+		case spec.voiceField != "" && field == spec.voiceField:
 			var v string
 			if json.Unmarshal(raw, &v) != nil || !slices.Contains(spec.voices, v) {
 				invalid(w, field, "enum", "Input should be "+strings.Join(spec.voices, ", "))
@@ -212,8 +249,28 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 				invalid(w, field, "bool_type", "Input should be a valid boolean")
 				return
 			}
+		case spec.fields[field] == "string", spec.fields[field] == "url", spec.fields[field] == "enum":
+			var v string
+			if json.Unmarshal(raw, &v) != nil {
+				invalid(w, field, "string_type", "Input should be a valid string")
+				return
+			}
+			if spec.fields[field] == "url" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+				invalid(w, field, "url_parsing", "Input should be a valid URL")
+				return
+			}
+			if spec.fields[field] == "enum" && !slices.Contains(spec.enums[field], v) {
+				invalid(w, field, "enum", "Input should be "+strings.Join(spec.enums[field], ", "))
+				return
+			}
 		default:
 			invalid(w, field, "extra_forbidden", "Extra inputs are not permitted")
+			return
+		}
+	}
+	for _, f := range spec.requiredFields {
+		if _, ok := body[f]; !ok {
+			invalid(w, f, "missing", "Field required")
 			return
 		}
 	}
@@ -225,26 +282,31 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	audio := s.studio.WAV(fakeupstream.Speak(text, speed), SampleRate)
-	name := fmt.Sprintf("%08x.wav", s.nextID.Add(1))
+	u := fakeupstream.Speak(text, speed)
+	f := stored{audio: s.studio.WAV(u, SampleRate), contentType: "audio/wav"}
+	ext := "wav"
+	if spec.mp3 {
+		f, ext = stored{audio: s.studio.MP3(u), contentType: "audio/mpeg"}, "mp3"
+	}
+	name := fmt.Sprintf("%08x.%s", s.nextID.Add(1), ext)
 	s.mu.Lock()
-	s.files[name] = audio
+	s.files[name] = f
 	s.mu.Unlock()
 	fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{
-		"audio": map[string]any{"url": s.URL + FilesPath + name, "content_type": "audio/wav", "file_name": name, "file_size": audio.Len},
+		spec.audioKey: map[string]any{"url": s.URL + FilesPath + name, "content_type": f.contentType, "file_name": name, "file_size": f.audio.Len},
 	})
 }
 
 // file serves a made audio file, chunked as a storage host streams it.
 func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	audio, ok := s.files[r.PathValue("name")]
+	f, ok := s.files[r.PathValue("name")]
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, "NoSuchKey", http.StatusNotFound)
 		return
 	}
-	w.Header().Set("Content-Type", "audio/wav")
+	w.Header().Set("Content-Type", f.contentType)
 	w.WriteHeader(http.StatusOK)
-	s.WriteAudio(r.Context(), w, audio)
+	s.WriteAudio(r.Context(), w, f.audio)
 }

@@ -49,6 +49,12 @@ func TestWireFormat(t *testing.T) {
 		{"bad voice", "/" + KokoroUS, key, `{"prompt":"Hi.","voice":"bf_emma"}`, 422, `"enum"`},
 		{"bad speed", "/" + KokoroUS, key, `{"prompt":"Hi.","speed":9}`, 422, "speed"},
 		{"orpheus needs text", "/" + Orpheus, key, `{"voice":"tara"}`, 422, "missing"},
+		{"f5 takes no voice", "/" + F5, key, `{"gen_text":"Hi.","ref_audio_url":"https://x.example/a.wav","model_type":"F5-TTS","voice":"tara"}`, 422, "extra_forbidden"},
+		{"f5 needs reference audio", "/" + F5, key, `{"gen_text":"Hi.","model_type":"F5-TTS"}`, 422, "ref_audio_url"},
+		{"f5 reference is a URL", "/" + F5, key, `{"gen_text":"Hi.","ref_audio_url":"tara","model_type":"F5-TTS"}`, 422, "url_parsing"},
+		{"f5 model type", "/" + F5, key, `{"gen_text":"Hi.","ref_audio_url":"https://x.example/a.wav","model_type":"F6"}`, 422, `"enum"`},
+		{"eleven voice", "/" + ElevenV3, key, `{"text":"Hi.","voice":"nobody"}`, 422, `"enum"`},
+		{"app path prefix is not the app", "/fal-ai/elevenlabs/tts", key, `{"text":"Hi."}`, 404, "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,25 +64,37 @@ func TestWireFormat(t *testing.T) {
 			}
 		})
 	}
-	for model, body := range map[string]string{KokoroUS: `{"prompt":"Hello there.","voice":"am_adam","speed":1.5}`, KokoroGB: `{"prompt":"Hello.","voice":"bf_emma"}`, Orpheus: `{"text":"Hello.","voice":"tara","temperature":0.7}`} {
-		status, raw := call(t, "POST", s.URL+"/"+model, key, body)
-		var out struct {
-			Audio struct {
-				URL         string `json:"url"`
-				ContentType string `json:"content_type"`
-				FileSize    int    `json:"file_size"`
-			} `json:"audio"`
+	for _, tt := range []struct{ model, body, key, mediaType string }{
+		{KokoroUS, `{"prompt":"Hello there.","voice":"am_adam","speed":1.5}`, "audio", "audio/wav"},
+		{KokoroGB, `{"prompt":"Hello.","voice":"bf_emma"}`, "audio", "audio/wav"},
+		{Orpheus, `{"text":"Hello.","voice":"tara","temperature":0.7}`, "audio", "audio/wav"},
+		{F5, `{"gen_text":"Hello.","ref_audio_url":"https://x.example/ref.wav","model_type":"E2-TTS","remove_silence":false}`, "audio_url", "audio/wav"},
+		{ElevenV3, `{"text":"Hello.","voice":"Rachel","stability":0.5,"apply_text_normalization":"on"}`, "audio", "audio/mpeg"},
+	} {
+		status, raw := call(t, "POST", s.URL+"/"+tt.model, key, tt.body)
+		type file struct {
+			URL         string `json:"url"`
+			ContentType string `json:"content_type"`
+			FileSize    int    `json:"file_size"`
 		}
-		if status != 200 || json.Unmarshal(raw, &out) != nil || out.Audio.ContentType != "audio/wav" {
-			t.Fatalf("%s: %d %s", model, status, raw)
+		var out map[string]file
+		if status != 200 || json.Unmarshal(raw, &out) != nil || out[tt.key].ContentType != tt.mediaType {
+			t.Fatalf("%s: %d %s", tt.model, status, raw)
 		}
+		f := out[tt.key]
 		calls := s.Calls()
-		status, audio := call(t, "GET", out.Audio.URL, "", "")
-		if status != 200 || len(audio) != out.Audio.FileSize {
-			t.Fatalf("%s file: %d, %d bytes of %d", model, status, len(audio), out.Audio.FileSize)
+		req, _ := http.NewRequest("GET", f.URL, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err := sdktest.Decode("audio/wav", audio); err != nil {
-			t.Errorf("%s: %v", model, err)
+		audio, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(audio) != f.FileSize || resp.Header.Get("Content-Type") != tt.mediaType {
+			t.Fatalf("%s file: %d %s, %d bytes of %d", tt.model, resp.StatusCode, resp.Header.Get("Content-Type"), len(audio), f.FileSize)
+		}
+		if _, err := sdktest.Decode(tt.mediaType, audio); err != nil {
+			t.Errorf("%s: %v", tt.model, err)
 		}
 		if s.Calls() != calls {
 			t.Errorf("the download counted as an API call")
