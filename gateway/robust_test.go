@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -189,4 +190,54 @@ func (tg *testGateway) logsWhere(org, query string) []apiLogRow {
 	var p logPage
 	tg.do("GET", "/v1/logs?limit=200&"+query, org, nil).json(tg.t, &p)
 	return p.Data
+}
+
+// TestShutdownDoesNotWaitForUnusedConnections: a connection that never
+// sent a byte (a client's spare keep-alive connection) holds no request,
+// yet fasthttp counts it busy until server.read_timeout. A shutdown must
+// not wait for it: with a read timeout longer than the shutdown's time,
+// the drain still ends in time, with nothing closed by force, and the
+// request log still gets its time to flush.
+func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
+	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 5m\n", 1))
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi"}); r.status != 200 {
+		t.Fatalf("speech: %d %s", r.status, r.body)
+	}
+	for range 3 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	// A connection that has sent part of a request is one in flight: it
+	// is waited for, then closed when the drain's time runs out.
+	half, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	if _, err := half.Write([]byte("GET /healthz HTTP/1.1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server has read the bytes
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+	defer cancel()
+	if err := tg.g.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	forced := tg.logs.FilterMessageSnippet("their connections were closed").All()
+	if len(forced) != 1 || forced[0].ContextMap()["connections"] != int64(1) {
+		t.Errorf("connections closed by force: %+v (want the half-sent one only)", forced)
+	}
+	// The half-sent request's connection was closed, not answered.
+	_ = half.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := half.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Errorf("the half-sent connection: %d bytes, %v", n, err)
+	}
+}
+
+func isReset(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && strings.Contains(ne.Err.Error(), "reset")
 }

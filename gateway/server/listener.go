@@ -48,10 +48,14 @@ type limitListener struct {
 	mu     sync.Mutex
 	perIP  map[netip.Addr]int
 	closed atomic.Bool
+	// conns are the open connections, so that a shutdown whose drain ran
+	// out of time can close them (fasthttp only closes idle ones).
+	connsMu sync.Mutex
+	conns   map[*limitedConn]struct{}
 }
 
 func newLimitListener(ln net.Listener, l connLimits, m listenerMetrics, log *zap.Logger) *limitListener {
-	return &limitListener{Listener: ln, limits: l, metrics: m, log: log, perIP: map[netip.Addr]int{}}
+	return &limitListener{Listener: ln, limits: l, metrics: m, log: log, perIP: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
 }
 
 // overloaded is the whole answer to a connection past the limits: written
@@ -95,7 +99,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.metrics.open.Inc()
-		return &limitedConn{Conn: c, l: l, ip: remoteIP(c)}, nil
+		lc := &limitedConn{Conn: c, l: l, ip: remoteIP(c)}
+		l.connsMu.Lock()
+		l.conns[lc] = struct{}{}
+		l.connsMu.Unlock()
+		return lc, nil
 	}
 }
 
@@ -134,6 +142,40 @@ func (l *limitListener) release(ip netip.Addr) {
 	}
 }
 
+// closeUnused closes the open connections that have not sent a byte. To
+// fasthttp such a connection is busy (it waits for its first request for
+// up to server.read_timeout), so a shutdown would wait on it, while it
+// holds no request: a client's spare keep-alive connection, dialled and
+// never used. Closing it loses nothing; the client dials another instance.
+func (l *limitListener) closeUnused() {
+	l.connsMu.Lock()
+	var unused []*limitedConn
+	for c := range l.conns {
+		if !c.used.Load() {
+			unused = append(unused, c)
+		}
+	}
+	l.connsMu.Unlock()
+	for _, c := range unused {
+		_ = c.Close()
+	}
+}
+
+// closeConns closes every open connection, busy or not, and returns how
+// many there were: the last step of a shutdown whose drain ran out of time.
+func (l *limitListener) closeConns() int {
+	l.connsMu.Lock()
+	open := make([]*limitedConn, 0, len(l.conns))
+	for c := range l.conns {
+		open = append(open, c)
+	}
+	l.connsMu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
+	return len(open)
+}
+
 // Close stops Accept for good.
 func (l *limitListener) Close() error {
 	l.closed.Store(true)
@@ -146,11 +188,26 @@ type limitedConn struct {
 	l    *limitListener
 	ip   netip.Addr
 	once sync.Once
+	// used is set once the client has sent a byte (closeUnused).
+	used atomic.Bool
+}
+
+func (c *limitedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.ip) })
+	c.once.Do(func() {
+		c.l.connsMu.Lock()
+		delete(c.l.conns, c)
+		c.l.connsMu.Unlock()
+		c.l.release(c.ip)
+	})
 	return err
 }
 

@@ -126,14 +126,17 @@ type OrgLimits struct {
 
 // Server is the HTTP edge.
 type Server struct {
-	opts    Options
-	log     *zap.Logger
-	store   Store
-	auth    *auth.Authenticator
-	logs    *reqlog.Writer
-	metrics *metrics.Metrics
-	cursors *cursor.Codec
-	ready   func() error
+	// listener is Serve's listener (nil before Serve), which knows the
+	// open connections.
+	listener atomic.Pointer[limitListener]
+	opts     Options
+	log      *zap.Logger
+	store    Store
+	auth     *auth.Authenticator
+	logs     *reqlog.Writer
+	metrics  *metrics.Metrics
+	cursors  *cursor.Codec
+	ready    func() error
 	// keyStates reports pooled provider keys for /readyz.
 	keyStates func() map[string]map[string]time.Time
 	limiter   ratelimit.Limiter
@@ -399,7 +402,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	ll := newLimitListener(ln, connLimits{max: s.opts.MaxConns, perIP: s.opts.MaxConnsPerIP}, listenerMetrics{
 		open: s.metrics.ConnsOpen, rejected: s.metrics.ConnsRejected, acceptErrors: s.metrics.AcceptErrors,
 	}, s.log)
+	s.listener.Store(ll)
 	return s.srv.Serve(ll)
+}
+
+// drainBudget returns the part of ctx's time that in-flight requests get
+// to finish in: all but a third of it, at most 10 s less.
+func drainBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := min(time.Until(dl)/3, 10*time.Second)
+	return context.WithDeadline(ctx, dl.Add(-reserve))
 }
 
 // ConnLimits returns the bounds on open connections in total and per
@@ -408,8 +423,41 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 
 // Shutdown stops accepting connections and waits for in-flight requests,
 // up to ctx's deadline.
+//
+// In-flight requests get ctx's time less a reserve (drainBudget): past
+// it, the connections still open are closed, so that a request that does
+// not end (a slow client, a stuck handler) cannot take the time the
+// request log and the plugins need to stop cleanly after the server.
 func (s *Server) Shutdown(ctx context.Context) error {
-	err := errors.Join(s.srv.ShutdownWithContext(ctx), s.shutdownMetrics(ctx))
+	drain, cancel := drainBudget(ctx)
+	stop := make(chan struct{})
+	if ll := s.listener.Load(); ll != nil {
+		// fasthttp closes idle keep-alive connections as it drains, but
+		// not those that never sent a request (see closeUnused).
+		go func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				ll.closeUnused()
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	err := s.srv.ShutdownWithContext(drain)
+	close(stop)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		if ll := s.listener.Load(); ll != nil {
+			n := ll.closeConns()
+			s.log.Warn("requests still running when the shutdown's drain time ran out: their connections were closed", zap.Int("connections", n))
+		}
+		err = s.srv.ShutdownWithContext(ctx)
+	}
+	err = errors.Join(err, s.shutdownMetrics(ctx))
 	if s.realtime != nil {
 		// fasthttp lets go of a connection once it is upgraded: the
 		// realtime sockets are closed (1001) and waited for here.
