@@ -210,11 +210,9 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
     "tags": ["podcast"],
     "provider_options": { "stability": 0.5 }
   }'`,
-			// voxgate's ElevenLabs plugin has no eleven_v3 (422
-			// unknown_model, docs/compatibility.md), and the fake knows
-			// its premade voices only.
+			// The fake knows its premade voices only.
 			subs: func() []string {
-				return []string{"eleven_v3", "eleven_multilingual_v2", "JBFqnCBsd6RMkjVDRZzb", elevenlabs.VoiceRachel}
+				return []string{"JBFqnCBsd6RMkjVDRZzb", elevenlabs.VoiceRachel}
 			},
 			check: func(t *testing.T, r *response) {
 				if r.status != 201 {
@@ -502,6 +500,24 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 				r.json(t, &out)
 				if r.status != 200 || out.Data.ProviderID != "openai" || out.Data.LastFour != openai.Key[len(openai.Key)-4:] || out.Data.UpdatedAt == "" ||
 					strings.Contains(string(r.body), openai.Key) {
+					t.Fatalf("%d %s", r.status, r.body)
+				}
+			},
+		},
+		{
+			name: "list provider keys", route: "GET /v1/api-keys", source: ref + "api-keys/list-api-keys",
+			curl: `curl -X GET "https://example.com/v1/api-keys" \
+  -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
+			subs: none,
+			check: func(t *testing.T, r *response) {
+				var out struct {
+					Data    []struct{ ProviderID, LastFour, UpdatedAt string }
+					HasMore bool `json:"has_more"`
+					Limit   int
+				}
+				r.json(t, &out)
+				if r.status != 200 || len(out.Data) != 1 || out.Data[0].ProviderID != "openai" || out.Data[0].LastFour != openai.Key[len(openai.Key)-4:] ||
+					out.Data[0].UpdatedAt == "" || out.HasMore || out.Limit != 50 || strings.Contains(string(r.body), openai.Key) {
 					t.Fatalf("%d %s", r.status, r.body)
 				}
 			},
