@@ -96,6 +96,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		version = "dev"
 	}
 	g.metrics.Build(version, runtime.Version())
+	orgs := make([]string, 0, len(cfg.Orgs))
+	for id := range cfg.Orgs {
+		orgs = append(orgs, id)
+	}
+	g.metrics.Orgs(orgs...)
 	defer func() {
 		if err != nil {
 			g.close(context.Background())

@@ -139,8 +139,17 @@ orgs:
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if strings.Contains(string(body), `voxgate_usage_requests_total{org="globex"}`) {
-		t.Error("/metrics counts usage for globex, which made no request")
+	// globex made no request: its series are there, at zero, so that a
+	// dashboard shows 0 rather than "no data".
+	for _, want := range []string{
+		`voxgate_usage_requests_total{org="globex"} 0`,
+		`voxgate_usage_characters_total{org="globex"} 0`,
+		`voxgate_usage_credits_total{org="globex"} 0`,
+		`voxgate_usage_audio_seconds_total{org="globex"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
 

@@ -54,6 +54,18 @@ func (u *usage) org(id string) *orgUsage {
 	return actual.(*orgUsage)
 }
 
+// Orgs gives each organization's usage counters their zeros, so that a
+// dashboard shows 0 for an organization that has made no request yet
+// rather than "no data".
+func (m *Metrics) Orgs(ids ...string) {
+	if m == nil {
+		return
+	}
+	for _, id := range ids {
+		m.usage.org(id)
+	}
+}
+
 // CountUsage adds a request-log row to its organization's usage counters
 // when it counts towards usage. Hot path (every request): a map load and
 // four atomic adds.
