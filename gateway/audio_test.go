@@ -335,3 +335,48 @@ func TestOutputFormatsOverHTTP(t *testing.T) {
 	conv["output"] = map[string]any{"format": "aac"}
 	tg.do("POST", "/v1/audio/conversation", "acme", conv).problem(t, 422, "output_format_unsupported")
 }
+
+// TestRawPCMOnlyWhenAskedFor: a clip whose provider answers raw PCM by
+// default (testkit lists pcm first, as most cloud plugins do) is answered
+// as WAV when the request names no format: the provider's samples,
+// untouched, behind a header, so that `curl -o x.wav` plays and a client
+// can tell the clip's duration. PCM is answered when asked for; a stream
+// stays in the provider's streaming format.
+func TestRawPCMOnlyWhenAskedFor(t *testing.T) {
+	tg := startGateway(t, speechConfig)
+	body := func(extra ...any) map[string]any {
+		b := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+	raw := tg.do("POST", "/v1/audio/speech", "acme", body("output", map[string]any{"format": "pcm"}))
+	if raw.status != 200 || !strings.HasPrefix(raw.header.Get("Content-Type"), "audio/pcm;rate=") {
+		t.Fatalf("asked for pcm: %d %q", raw.status, raw.header.Get("Content-Type"))
+	}
+	wav := tg.do("POST", "/v1/audio/speech", "acme", body())
+	if wav.status != 200 || wav.header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("no format asked: %d %q", wav.status, wav.header.Get("Content-Type"))
+	}
+	if len(wav.body) < 44 || !bytes.Equal(wav.body[44:], raw.body) {
+		t.Errorf("the wav answer is not the provider's samples behind a header: %d bytes, pcm %d", len(wav.body), len(raw.body))
+	}
+	c, err := audio.Decode(wav.body, "audio/wav")
+	mt, _ := audio.ParseMediaType(raw.header.Get("Content-Type"))
+	if err != nil || c.Rate != mt.Rate || len(c.Samples) != len(raw.body)/2 {
+		t.Errorf("the wav answer decodes to %+v, %v", c, err)
+	}
+	var env struct {
+		MediaType string `json:"mediaType"`
+		Audio     []byte `json:"audio"`
+	}
+	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", body()).json(t, &env)
+	if env.MediaType != "audio/wav" || !bytes.Equal(env.Audio, wav.body) {
+		t.Errorf("with-timestamps: %q, %d bytes", env.MediaType, len(env.Audio))
+	}
+	s := tg.do("POST", "/v1/audio/speech/stream", "acme", body())
+	if s.status != 200 || !strings.HasPrefix(s.header.Get("Content-Type"), "audio/pcm;rate=") {
+		t.Errorf("stream: %d %q", s.status, s.header.Get("Content-Type"))
+	}
+}

@@ -144,7 +144,7 @@ orgs:
 		model, voice, mediaType string
 		fake                    *openai.Server
 	}{
-		{"kokoro/tts-1", "echo", "audio/pcm;rate=24000", kokoro},
+		{"kokoro/tts-1", "echo", "audio/wav", kokoro}, // its default, pcm, is answered as wav
 		{"localai", "shimmer", "audio/mpeg", localai},
 		{"localai/gpt-4o-mini-tts", "ballad", "audio/mpeg", localai},
 	} {

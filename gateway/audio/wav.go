@@ -266,3 +266,24 @@ func s16(x float32) int16 {
 	}
 	return int16(v) // truncation toward zero after ±0.5 = round half away
 }
+
+// WrapPCM returns a clip of raw 16-bit little-endian mono PCM (mediaType
+// audio/pcm;rate=N) as a WAV file: the same samples behind the canonical
+// header, in a new buffer, and the WAV media type. It is how a clip a
+// provider gives only as headerless PCM becomes one that players and
+// clients can read, without decoding it. Other PCM layouts (big-endian,
+// several channels) are ErrUnsupportedMediaType: they need Encode.
+func WrapPCM(pcm []byte, mediaType string) ([]byte, string, error) {
+	mt, err := ParseMediaType(mediaType)
+	if err != nil {
+		return nil, "", err
+	}
+	if mt.Format != FormatPCM || mt.BigEndian || mt.Channels > 1 || mt.Rate <= 0 {
+		return nil, "", fmt.Errorf("%w: %s is not mono little-endian PCM with a rate", ErrUnsupportedMediaType, mediaType)
+	}
+	n := len(pcm) / 2 // a trailing odd byte is no sample
+	b := make([]byte, wavHeaderLen+2*n)
+	putWAVHeader(b, mt.Rate, n)
+	copy(b[wavHeaderLen:], pcm[:2*n])
+	return b, MediaType{Format: FormatWAV}.String(), nil
+}

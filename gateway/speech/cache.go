@@ -121,7 +121,7 @@ func (c *responseCache) key(j *Job, variant string) string {
 	if j.Stream.Format != "" {
 		stream = j.Stream.Format + "@" + strconv.Itoa(j.Stream.SampleRate)
 	}
-	return cache.Key("v2", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.spokenText(),
+	return cache.Key("v3", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.spokenText(),
 		strconv.FormatFloat(j.Speed, 'g', -1, 64), canonicalJSON(j.Options), out, vol, strconv.FormatFloat(p.Stretch, 'g', -1, 64))
 }
 

@@ -181,6 +181,9 @@ func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error)
 	offsets := []float64{0}
 	if passThrough {
 		res.Audio, res.MediaType, res.release = pieces[0].raw, pieces[0].mediaType, pieces[0].release
+		if err := wrapDefaultPCM(j, res); err != nil {
+			return nil, err
+		}
 	} else {
 		if joined, offsets, err = joinPieces(clips); err != nil {
 			return nil, fmt.Errorf("join pieces: %w", err)
@@ -288,10 +291,13 @@ func fadeEdges(samples []float32, at, n int) {
 
 // processClip applies the request's whole-clip parameters to a joined
 // clip and encodes it: in the request's output, else in the provider's
-// own format at the clip's rate. The order is audio.Process's: tempo,
+// own format at the clip's rate (WAV for raw PCM, see defaultFormat). The order is audio.Process's: tempo,
 // rate, level, encoding.
 func processClip(c *audio.Clip, srcFormat string, p audio.Params) ([]byte, string, error) {
 	out := audio.Output{Format: srcFormat}
+	if srcFormat == audio.FormatPCM {
+		out.Format = audio.FormatWAV // see defaultFormat
+	}
 	if p.Output != nil {
 		out = p.Output.Output()
 	}

@@ -469,11 +469,61 @@ func processParams(j *Job) audio.Params {
 		return p
 	}
 	format := audio.FormatWAV
-	if len(j.Model.OutputFormats) > 0 && audio.Encodes(j.Model.OutputFormats[0]) {
-		format = j.Model.OutputFormats[0]
+	if f := defaultFormat(j.Model); audio.Encodes(f) {
+		format = f
 	}
 	p.Output = &audio.OutputParams{Format: format}
 	return p
+}
+
+// defaultFormat is the format a whole clip of m is answered in when the
+// request names none: the model's own default (its first format), except
+// raw PCM, which neither a player nor a client can read without being told
+// its rate (the public client then cannot even compute the clip's
+// duration): that becomes WAV, the same samples behind a header. PCM is
+// answered when it is asked for.
+func defaultFormat(m *sdk.Model) string {
+	if len(m.OutputFormats) == 0 || m.OutputFormats[0] == sdk.FormatPCM {
+		return audio.FormatWAV
+	}
+	return m.OutputFormats[0]
+}
+
+// wrapDefaultPCM answers res, a clip the provider gave as raw PCM to a
+// request that named no format, as WAV (defaultFormat). On failure res is
+// released.
+func wrapDefaultPCM(j *Job, res *Result) error {
+	if !pcmByDefault(j) {
+		return nil
+	}
+	if mt, err := audio.ParseMediaType(res.MediaType); err != nil || mt.Format != audio.FormatPCM {
+		return nil // the provider chose a format with a header itself
+	}
+	wav, wmt, err := audio.WrapPCM(res.Audio, res.MediaType)
+	res.Release() // the provider's buffer: the clip is in wav now, or failed
+	if err != nil {
+		return fmt.Errorf("%s audio from %s: %w", res.MediaType, j.Provider.ID, err)
+	}
+	res.Audio, res.MediaType = wav, wmt
+	return nil
+}
+
+// MetricModel is the model label of j's metrics: its model's id when the
+// provider lists it, else sdk.AnyModel. A passed-through id comes from
+// the caller, and a label per such id would let callers grow the metrics
+// without bound; its logs and log rows still carry the id.
+func (j *Job) MetricModel() string {
+	if j.Provider.Model(j.Model.ID) == nil {
+		return sdk.AnyModel
+	}
+	return j.Model.ID
+}
+
+// pcmByDefault reports whether j's clip, asked for in no format, comes
+// from the provider as raw PCM (its model's default) and so is answered as
+// WAV by wrapping it (defaultFormat, audio.WrapPCM).
+func pcmByDefault(j *Job) bool {
+	return j.Params.Output == nil && len(j.Model.OutputFormats) > 0 && j.Model.OutputFormats[0] == sdk.FormatPCM
 }
 
 // synthesize renders the job's whole clip: in one provider call when the
@@ -566,6 +616,11 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
 		res.Release()
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
+	}
+	if !decode {
+		if err := wrapDefaultPCM(j, res); err != nil {
+			return nil, err
+		}
 	}
 	if s := j.Params.Stretch; s != 0 && s != 1 {
 		// The stretched clip's timeline is the original's divided by speed.
@@ -853,8 +908,8 @@ func (s *Service) observe(parent, ctx context.Context, j *Job, op string, d time
 		span.End()
 	}
 	if s.metrics != nil {
-		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, j.Model.ID, op, outcome).Inc()
-		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, j.Model.ID, op).Observe(d.Seconds())
+		s.metrics.ProviderCalls.WithLabelValues(j.Provider.ID, j.MetricModel(), op, outcome).Inc()
+		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, j.MetricModel(), op).Observe(d.Seconds())
 	}
 	return err
 }
