@@ -66,7 +66,10 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		if p.Desc.Plans && p.Policy.Direct {
 			sender = "gateway"
 		}
+		// Desc.Models holds the listed models only: say apart whether
+		// the provider also takes model ids it does not list.
 		g.log.Info("provider ready", zap.String("provider", p.ID), zap.String("name", p.Name), zap.Strings("models", models),
+			zap.Bool("passes_other_model_ids_through", p.PassThrough() != nil),
 			zap.String("default_model", p.Desc.DefaultModel), zap.String("requests_sent_by", sender))
 		for _, m := range p.Desc.Models {
 			g.metrics.ProviderModel(p.ID, m.ID, m.Capabilities.Streaming, sender == "gateway")

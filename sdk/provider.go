@@ -93,9 +93,11 @@ type Description struct {
 	// Name is a human-readable name, e.g. "eSpeak NG".
 	Name string
 	// DefaultModel is the model id used when a request names only the
-	// provider. It must be one of Models.
+	// provider. It must be one of Models, and not AnyModel.
 	DefaultModel string
-	// Models lists the provider's models.
+	// Models lists the provider's models. One of them may have the ID
+	// AnyModel: it stands for the model ids the provider accepts without
+	// listing them.
 	Models []Model
 	// Plans reports that the provider implements Planner. Serve sets it;
 	// plugin authors leave it alone.
@@ -138,6 +140,25 @@ type Model struct {
 
 // AnyAudioTag in Model.AudioTags means the model performs every tag.
 const AnyAudioTag = "*"
+
+// AnyModel as the ID of a Model in Description.Models stands for every
+// model id the provider accepts beyond those it lists: a provider whose
+// upstream hosts more models than any list can hold (fal, where every
+// hosted app has its own id) passes the caller's id through. The entry's
+// Capabilities, OutputFormats, SampleRates, NativeSampleRate,
+// MaxTextChars, speed range and AudioTags are what the gateway assumes
+// for such a model, so they should be the conservative ones that hold
+// for all of them.
+//
+// The gateway never lists the entry (its catalog and model lists show
+// only the listed models) and resolves an unlisted id of the provider to
+// a copy of it whose ID is the id as the caller wrote it. That id comes
+// from callers and the gateway only bounds its length and characters:
+// the plugin must validate it itself, refusing one it cannot use with
+// KindInvalidRequest, before it goes into a URL or a path. DefaultModel
+// must be a listed model, never AnyModel; a provider without the entry
+// accepts only its listed models.
+const AnyModel = "*"
 
 // Transcriber is an optional extension of Provider for providers that
 // also turn speech into text with the time of each word (OpenAI's
@@ -221,7 +242,8 @@ type Voice struct {
 // SynthesizeRequest asks for speech.
 type SynthesizeRequest struct {
 	// Model is a model id of Description.Models (never empty: the gateway
-	// resolves the default model).
+	// resolves the default model) or, when the provider describes
+	// AnyModel, any other id a caller named, which the plugin validates.
 	Model string
 	// Voice is the provider-side voice id.
 	Voice string

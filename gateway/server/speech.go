@@ -236,7 +236,7 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	st := out.Stream
 	setWarnings(ctx, st.Warnings)
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
-	cs.firstAudio = s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.Model.ID)
+	cs.firstAudio = s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.MetricModel())
 }
 
 // relay answers 200 and sends src's audio as it comes, first being what

@@ -28,16 +28,28 @@ type ProviderEntry struct {
 	ID     string
 	Name   string
 	Plugin sdk.Provider
-	Desc   *sdk.Description
+	// Desc is the plugin's description, except that Models holds only the
+	// listed models: the sdk.AnyModel entry, if any, is kept apart (see
+	// PassThrough), so that everything listing Desc.Models (the catalog
+	// endpoints, the dialects' model lists, the start-up log) shows only
+	// models that exist, never "*".
+	Desc *sdk.Description
 	// Policy is how the gateway treats the provider (timeout, credits).
 	Policy ProviderPolicy
 	// Healthy reports whether the plugin has a live instance.
-	Healthy func() bool
-	models  map[string]*sdk.Model
+	Healthy  func() bool
+	models   map[string]*sdk.Model
+	wildcard *sdk.Model
 }
 
-// Model returns the model with id, or nil.
+// Model returns the listed model with id, or nil. Resolve also resolves
+// the ids the provider passes through.
 func (p *ProviderEntry) Model(id string) *sdk.Model { return p.models[id] }
+
+// PassThrough returns what the provider's sdk.AnyModel entry says of the
+// model ids it accepts without listing them, or nil when it accepts only
+// its listed models.
+func (p *ProviderEntry) PassThrough() *sdk.Model { return p.wildcard }
 
 // Catalog holds the providers the gateway serves, described by their
 // plugins at start-up.
@@ -55,13 +67,17 @@ func NewCatalog(ctx context.Context, policies map[string]ProviderPolicy, plugins
 		if err != nil {
 			return nil, fmt.Errorf("describe provider %s: %w", id, err)
 		}
-		if err := checkDescription(d); err != nil {
+		listed, wildcard, err := splitModels(d)
+		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", id, err)
 		}
-		p := &ProviderEntry{ID: id, Name: d.Name, Plugin: pl, Desc: d, Policy: policies[id], models: map[string]*sdk.Model{},
-			Healthy: func() bool { return healthy(id) }}
-		for i := range d.Models {
-			p.models[d.Models[i].ID] = &d.Models[i]
+		// A copy, so that the plugin's value keeps its wildcard entry.
+		desc := *d
+		desc.Models = listed
+		p := &ProviderEntry{ID: id, Name: d.Name, Plugin: pl, Desc: &desc, Policy: policies[id], models: map[string]*sdk.Model{},
+			wildcard: wildcard, Healthy: func() bool { return healthy(id) }}
+		for i := range listed {
+			p.models[listed[i].ID] = &listed[i]
 		}
 		c.providers[id] = p
 		c.order = append(c.order, id)
@@ -70,16 +86,35 @@ func NewCatalog(ctx context.Context, policies map[string]ProviderPolicy, plugins
 	return c, nil
 }
 
-func checkDescription(d *sdk.Description) error {
-	if d == nil || len(d.Models) == 0 {
-		return fmt.Errorf("plugin describes no models")
+// splitModels checks d and separates its listed models from its
+// sdk.AnyModel entry (nil if it has none). The default model must be a
+// listed one: a request that names only the provider has to reach a model
+// the provider actually has, not the stand-in for unnamed ones.
+func splitModels(d *sdk.Description) (listed []sdk.Model, wildcard *sdk.Model, err error) {
+	if d == nil {
+		return nil, nil, fmt.Errorf("plugin describes no models")
 	}
-	for _, m := range d.Models {
+	listed = make([]sdk.Model, 0, len(d.Models))
+	for i := range d.Models {
+		if d.Models[i].ID != sdk.AnyModel {
+			listed = append(listed, d.Models[i])
+			continue
+		}
+		if wildcard != nil {
+			return nil, nil, fmt.Errorf("plugin describes the pass-through model %q twice", sdk.AnyModel)
+		}
+		w := d.Models[i]
+		wildcard = &w
+	}
+	if len(listed) == 0 {
+		return nil, nil, fmt.Errorf("plugin describes no models")
+	}
+	for _, m := range listed {
 		if m.ID == d.DefaultModel {
-			return nil
+			return listed, wildcard, nil
 		}
 	}
-	return fmt.Errorf("default model %q is not among its models", d.DefaultModel)
+	return nil, nil, fmt.Errorf("default model %q is not among its listed models", d.DefaultModel)
 }
 
 // Provider returns the provider with id, or nil.
@@ -100,7 +135,11 @@ func (c *Catalog) ResolveModel(ref string) (*ProviderEntry, *sdk.Model, error) {
 	return c.Resolve(pid, mid)
 }
 
-// Resolve resolves a provider id and model id ("" = default model).
+// Resolve resolves a provider id and model id ("" = default model). A
+// provider with an sdk.AnyModel entry resolves an id it does not list to
+// a copy of that entry carrying the id, which the plugin then validates;
+// the copy goes through key scopes, credits and logs like a listed model,
+// under the id the caller wrote.
 func (c *Catalog) Resolve(providerID, modelID string) (*ProviderEntry, *sdk.Model, error) {
 	p := c.providers[providerID]
 	if p == nil {
@@ -109,14 +148,42 @@ func (c *Catalog) Resolve(providerID, modelID string) (*ProviderEntry, *sdk.Mode
 	if modelID == "" {
 		modelID = p.Desc.DefaultModel
 	}
-	m := p.models[modelID]
-	if m == nil {
-		ids := make([]string, 0, len(p.models))
-		for id := range p.models {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		return nil, nil, problem.New(problem.UnknownModel, "provider %s has no model %q (models: %s)", providerID, modelID, strings.Join(ids, ", "))
+	if m := p.models[modelID]; m != nil {
+		return p, m, nil
 	}
-	return p, m, nil
+	if p.wildcard != nil && modelID != sdk.AnyModel {
+		if !passThroughID(modelID) {
+			return nil, nil, problem.New(problem.UnknownModel,
+				"provider %s has no model %q: a model id it passes through is 1 to %d printable ASCII characters without spaces", providerID, modelID, maxPassThroughID)
+		}
+		m := *p.wildcard
+		m.ID = modelID
+		return p, &m, nil
+	}
+	ids := make([]string, 0, len(p.models))
+	for id := range p.models {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return nil, nil, problem.New(problem.UnknownModel, "provider %s has no model %q (models: %s)", providerID, modelID, strings.Join(ids, ", "))
+}
+
+// maxPassThroughID bounds a passed-through model id, far above any real
+// one, so that a caller cannot make it a large string.
+const maxPassThroughID = 256
+
+// passThroughID reports whether id may be passed through: the plugin
+// judges whether it names a model, but the gateway echoes the id in a
+// response header (X-Voxgate-Provider), logs, log rows and metrics, so it
+// keeps to printable ASCII without spaces, as every model id is.
+func passThroughID(id string) bool {
+	if id == "" || len(id) > maxPassThroughID {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }

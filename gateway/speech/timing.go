@@ -246,7 +246,7 @@ func (s *Service) alignPiece(ctx context.Context, j *Job, clip *audio.Clip, refs
 	res, err := align.Align(clip, rs...)
 	<-s.alignSlots
 	if s.metrics != nil {
-		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, j.Model.ID, "align").Observe(time.Since(start).Seconds())
+		s.metrics.ProviderLatency.WithLabelValues(j.Provider.ID, j.MetricModel(), "align").Observe(time.Since(start).Seconds())
 	}
 	switch {
 	case errors.Is(err, align.ErrNoSpeech):

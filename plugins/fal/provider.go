@@ -129,7 +129,8 @@ func builtinModels() []model {
 // apps share (Orpheus, ElevenLabs, MiniMax, Dia, Chatterbox, ...) and the
 // one the public @speech-sdk/core client sends to every fal model. Its
 // capabilities are the conservative ones: no native speed, no format or
-// sample-rate choice, no known voices.
+// sample-rate choice (the answer is WAV or MP3, whichever the app makes),
+// no known voices. passThroughModel describes them to the gateway.
 func passThrough(id string) model {
 	return model{id: id, name: id, textField: "text", voiceField: "voice", openVoices: true}
 }
@@ -261,10 +262,24 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
-// Describe implements sdk.Provider: the built-in and configured models
-// (a pass-through model is not listed: the plugin cannot know fal's
-// catalog). None streams (the sync API answers when the file is made),
-// gives timestamps or clones; Kokoro takes speed natively.
+// passThroughModel is the sdk.AnyModel entry of the description: what
+// the gateway is to assume of a fal model id the plugin does not list
+// (passThrough). It claims only what holds for any fal TTS app through
+// the sync API: no streaming, timestamps, cloning or native speed, no
+// known sample rate, and WAV or MP3, whichever the app makes (prepare
+// accepts either being asked for, since the gateway asks for one of the
+// listed formats when it decodes a clip).
+var passThroughModel = sdk.Model{
+	ID:            sdk.AnyModel,
+	Name:          "Any other fal TTS app (passed through)",
+	OutputFormats: []string{sdk.FormatWAV, sdk.FormatMP3},
+}
+
+// Describe implements sdk.Provider: the built-in and configured models,
+// and passThroughModel for the ids it does not list (the plugin cannot
+// know fal's catalog, so it passes them through). None streams (the sync
+// API answers when the file is made), gives timestamps or clones; Kokoro
+// takes speed natively.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	cfg := p.cfg.Load()
 	d := &sdk.Description{ID: providerID, Name: "fal", DefaultModel: defaultModel}
@@ -279,6 +294,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 			MaxSpeed:         m.maxSpeed,
 		})
 	}
+	pt := passThroughModel
+	pt.OutputFormats = slices.Clone(pt.OutputFormats) // the caller may keep and change it
+	d.Models = append(d.Models, pt)
 	return d, nil
 }
 
@@ -351,9 +369,15 @@ func prepare(cfg *config, req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	switch {
 	case req.Format == "" || req.Format == m.format:
+	case m.format == "" && (req.Format == sdk.FormatWAV || req.Format == sdk.FormatMP3):
+		// A pass-through model is described as answering WAV or MP3, so
+		// the gateway asks for one of them when it decodes the clip. fal
+		// apps have no common format field to pass the choice on in: the
+		// answer is the app's file as it is, and its media type says
+		// which of the two it is (the gateway decodes by media type).
 	case m.format == "":
 		return nil, sdk.Errorf(sdk.KindInvalidRequest,
-			"fal: %s is passed through as it is, so it answers whatever fal makes: leave the format unset, or list it in the models setting with =wav or =mp3", m.id)
+			"fal: %s is passed through as it is, so it answers WAV or MP3, whichever fal makes, not %s: list it in the models setting with =wav or =mp3 to declare which", m.id, req.Format)
 	default:
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s answers %s only", m.id, m.format)
 	}

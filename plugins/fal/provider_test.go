@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,7 +217,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"f5 options set the reference", func(r *sdk.SynthesizeRequest) {
 			r.Model, r.Voice, r.Options = fake.F5, "https://example.com/a.wav", []byte(`{"ref_audio_url": "https://example.com/b.wav"}`)
 		}, sdk.KindInvalidRequest},
-		{"format on a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.Format = "fal-ai/dia-tts", sdk.FormatWAV }, sdk.KindInvalidRequest},
+		{"pcm from a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.Format = "fal-ai/dia-tts", sdk.FormatPCM }, sdk.KindInvalidRequest},
 		{"speed on a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = "fal-ai/dia-tts", 1.5 }, sdk.KindInvalidRequest},
 		{"sample rate on a pass-through model", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "fal-ai/dia-tts", 24000 }, sdk.KindInvalidRequest},
 		{"options set a pass-through model's text", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "fal-ai/dia-tts", []byte(`{"text": "x"}`) }, sdk.KindInvalidRequest},
@@ -279,7 +280,7 @@ func TestModelsSetting(t *testing.T) {
 	// it keeps working, and its voices setting replaces the documented list.
 	p := configured(t, map[string]string{"models": "fal-ai/orpheus-tts, fal-ai/minimax/speech-02-hd=mp3, fal-ai/kokoro/american-english=wav", "voices.fal-ai/orpheus-tts": "tara,leo"})
 	d, _ := p.Describe(t.Context())
-	if len(d.Models) != 5 || d.Models[4].ID != "fal-ai/minimax/speech-02-hd" || d.Models[4].OutputFormats[0] != sdk.FormatMP3 || d.DefaultModel != fake.KokoroUS {
+	if len(d.Models) != 6 || d.Models[4].ID != "fal-ai/minimax/speech-02-hd" || d.Models[5].ID != sdk.AnyModel || d.Models[4].OutputFormats[0] != sdk.FormatMP3 || d.DefaultModel != fake.KokoroUS {
 		t.Errorf("models %+v", d.Models)
 	}
 	voices, _ := p.Voices(t.Context(), &sdk.VoicesRequest{Model: fake.Orpheus})
@@ -294,11 +295,22 @@ func TestModelsSetting(t *testing.T) {
 }
 
 // TestCatalog: the built-in models keep their capabilities; a
-// pass-through model is not listed.
+// pass-through model is not listed, but the sdk.AnyModel entry, last,
+// describes them all with what the plugin does for them: nothing but
+// WAV or MP3 files.
 func TestCatalog(t *testing.T) {
 	d, err := New().Describe(t.Context())
 	if err != nil {
 		t.Fatal(err)
+	}
+	last := d.Models[len(d.Models)-1]
+	d.Models = d.Models[:len(d.Models)-1]
+	if last.ID != sdk.AnyModel || last.Capabilities != (sdk.Capabilities{}) || !slices.Equal(last.OutputFormats, []string{sdk.FormatWAV, sdk.FormatMP3}) ||
+		last.SampleRates != nil || last.NativeSampleRate != 0 || last.MaxTextChars != 0 || last.MinSpeed != 0 || last.MaxSpeed != 0 || last.AudioTags != nil {
+		t.Errorf("the pass-through model %+v", last)
+	}
+	if err := sdktest.ValidateDescription(&sdk.Description{ID: d.ID, DefaultModel: d.DefaultModel, Models: append(slices.Clone(d.Models), last)}, nil); err != nil {
+		t.Error(err)
 	}
 	want := map[string]sdk.Model{
 		fake.KokoroUS: {Capabilities: sdk.Capabilities{Speed: true}, MinSpeed: 0.1, MaxSpeed: 5},
@@ -394,6 +406,21 @@ func TestPassThrough(t *testing.T) {
 			t.Errorf("a pass-through model is described: %+v", m)
 		}
 	}
+
+	// The gateway asks for one of the formats the pass-through model is
+	// described with when it decodes the clip: either is accepted, and
+	// the answer is the app's file as it is, its media type saying so.
+	for _, f := range []string{sdk.FormatWAV, sdk.FormatMP3} {
+		req.Format = f
+		resp, err := p.Synthesize(t.Context(), req)
+		if err != nil {
+			t.Fatalf("format %s: %v", f, err)
+		}
+		if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || resp.MediaType != "audio/mpeg" || clip.Format != sdk.FormatMP3 {
+			t.Errorf("format %s: %s, %v", f, resp.MediaType, err)
+		}
+	}
+	req.Format = ""
 
 	// An app fal does not have: its 404 is the caller's mistake.
 	req.Model = "fal-ai/no-such-app"

@@ -16,8 +16,11 @@ func knownFormat(f string) bool {
 
 // ValidateDescription reports everything wrong with d: ids present and unique,
 // the default model among the models, output formats known (or listed in
-// customFormats), limits not negative. It returns nil for a sane
-// description.
+// customFormats), limits not negative. An sdk.AnyModel entry (the model
+// the gateway assumes for ids the provider does not list) is held to the
+// same rules, since the gateway relies on its fields as on a listed
+// model's, but it does not count as a model: the default must be a
+// listed one. It returns nil for a sane description.
 func ValidateDescription(d *sdk.Description, customFormats []string) error {
 	if d == nil {
 		return errors.New("description is nil")
@@ -29,12 +32,15 @@ func ValidateDescription(d *sdk.Description, customFormats []string) error {
 	if strings.ContainsAny(d.ID, "/ \t\n") {
 		errs = append(errs, fmt.Errorf("provider ID %q contains '/' or space; it is the first half of `provider/model`", d.ID))
 	}
-	if len(d.Models) == 0 {
-		errs = append(errs, errors.New("no models"))
+	if !slices.ContainsFunc(d.Models, func(m sdk.Model) bool { return m.ID != sdk.AnyModel }) {
+		errs = append(errs, errors.New("no models (an sdk.AnyModel entry alone lists none)"))
 	}
 	seen := map[string]bool{}
 	for i, m := range d.Models {
 		where := fmt.Sprintf("model %d (%q)", i, m.ID)
+		if m.ID == sdk.AnyModel {
+			where = fmt.Sprintf("model %d (sdk.AnyModel, for the ids the provider does not list)", i)
+		}
 		if m.ID == "" {
 			errs = append(errs, fmt.Errorf("%s: ID is empty", where))
 		}
@@ -68,7 +74,10 @@ func ValidateDescription(d *sdk.Description, customFormats []string) error {
 			errs = append(errs, fmt.Errorf("%s: a speed range without Capabilities.Speed", where))
 		}
 	}
-	if !seen[d.DefaultModel] || d.DefaultModel == "" {
+	switch {
+	case d.DefaultModel == sdk.AnyModel:
+		errs = append(errs, errors.New("default model is sdk.AnyModel; it must be a listed model"))
+	case !seen[d.DefaultModel] || d.DefaultModel == "":
 		errs = append(errs, fmt.Errorf("default model %q is not among the models", d.DefaultModel))
 	}
 	return errors.Join(errs...)

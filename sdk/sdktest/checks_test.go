@@ -35,6 +35,21 @@ func TestValidateDescription(t *testing.T) {
 		{"no formats", func(d *sdk.Description) { d.Models[0].OutputFormats = nil }, []string{"opus"}, "no output formats"},
 		{"negative limit", func(d *sdk.Description) { d.Models[0].MaxTextChars = -1 }, []string{"opus"}, "MaxTextChars -1"},
 		{"zero rate", func(d *sdk.Description) { d.Models[0].SampleRates = []int{0} }, []string{"opus"}, "sample rate 0"},
+		{"pass-through model", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV, sdk.FormatMP3}}), []string{"opus"}, ""},
+		{"pass-through model without formats", withAny(sdk.Model{ID: sdk.AnyModel}), []string{"opus"}, "sdk.AnyModel, for the ids the provider does not list): no output formats"},
+		{"pass-through model with an unknown format", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{"ogg"}}), []string{"opus"}, `unknown output format "ogg"`},
+		{"pass-through model with a negative limit", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatMP3}, MaxTextChars: -1}), []string{"opus"}, "MaxTextChars -1"},
+		{"pass-through model twice", func(d *sdk.Description) {
+			wild := sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}}
+			d.Models = append(d.Models, wild, wild)
+		}, []string{"opus"}, "duplicate ID"},
+		{"pass-through model as the default", func(d *sdk.Description) {
+			withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}})(d)
+			d.DefaultModel = sdk.AnyModel
+		}, []string{"opus"}, "default model is sdk.AnyModel"},
+		{"only a pass-through model", func(d *sdk.Description) {
+			d.Models = []sdk.Model{{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}}}
+		}, nil, "no models"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +61,41 @@ func TestValidateDescription(t *testing.T) {
 				t.Errorf("unexpected error: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// withAny adds m, an sdk.AnyModel entry, to a description.
+func withAny(m sdk.Model) func(d *sdk.Description) {
+	return func(d *sdk.Description) { d.Models = append(d.Models, m) }
+}
+
+// TestPickModel: the model under test is a listed one; the sdk.AnyModel
+// entry is never synthesized with, whether named or the default.
+func TestPickModel(t *testing.T) {
+	tests := []struct {
+		name, model, def string
+		want             string // the picked model's ID; "" means an error
+	}{
+		{"default", "", "m1", "m1"},
+		{"named", "m2", "m1", "m2"},
+		{"wildcard named", sdk.AnyModel, "m1", ""},
+		{"wildcard as default", "", sdk.AnyModel, ""},
+		{"unlisted", "m3", "m1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := goodDescription()
+			withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}})(d)
+			d.DefaultModel = tt.def
+			r := &runner{cfg: Config{Model: tt.model}, desc: d}
+			err := r.pickModel()
+			switch {
+			case tt.want == "" && err == nil:
+				t.Errorf("picked %q, want an error", r.model.ID)
+			case tt.want != "" && (err != nil || r.model.ID != tt.want):
+				t.Errorf("picked %q (%v), want %q", r.model.ID, err, tt.want)
 			}
 		})
 	}

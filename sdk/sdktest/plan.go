@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,6 +167,11 @@ func (r *runner) checkPlan(t *testing.T) {
 	t.Run("UnknownModel", func(t *testing.T) {
 		if len(planned) == 0 {
 			t.Skip("nothing planned")
+		}
+		if slices.ContainsFunc(r.desc.Models, func(m sdk.Model) bool { return m.ID == sdk.AnyModel }) {
+			// Such a provider passes unlisted ids through: which it
+			// refuses is its own rule, not one the kit knows.
+			t.Skip("the provider describes sdk.AnyModel, so an unlisted model id is not unknown")
 		}
 		ctx, cancel := r.callContext(t.Context())
 		defer cancel()

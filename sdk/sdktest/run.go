@@ -91,7 +91,8 @@ type Config struct {
 // the Check constants):
 //
 //   - Describe: ids present, the default model among the models, output
-//     formats known, limits not negative.
+//     formats known, limits not negative; an sdk.AnyModel entry is held
+//     to the same rules but is never the model under test.
 //   - Voices: each voice has a unique ID.
 //   - Synthesize: every format gives audio of the right media type that
 //     decodes (WAV header, whole PCM samples, MP3 frames) and lasts a
@@ -205,10 +206,16 @@ func (r *runner) callContext(parent context.Context) (context.Context, context.C
 	return context.WithTimeout(parent, r.cfg.CallTimeout)
 }
 
+// pickModel finds the model to test among the listed ones. The
+// sdk.AnyModel entry is never picked: it stands for ids the provider does
+// not list and is not itself a model the provider can be asked for.
 func (r *runner) pickModel() error {
 	id := r.cfg.Model
 	if id == "" {
 		id = r.desc.DefaultModel
+	}
+	if id == sdk.AnyModel {
+		return fmt.Errorf("model %q is sdk.AnyModel, which stands for the ids the provider does not list, not a model to synthesize with: test a listed model", id)
 	}
 	for _, m := range r.desc.Models {
 		if m.ID == id {
