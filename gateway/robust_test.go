@@ -241,3 +241,30 @@ func isReset(err error) bool {
 	var ne *net.OpError
 	return errors.As(err, &ne) && strings.Contains(ne.Err.Error(), "reset")
 }
+
+// TestOversizedBodyGetsItsAnswer: a body refused for its size is not read,
+// and a socket closed with unread data is reset by the kernel, which can
+// destroy the 413 before the client reads it (the client sees
+// "connection reset"). The gateway lingers instead: it reads and drops
+// what the client still sends, so the client gets the problem.
+func TestOversizedBodyGetsItsAnswer(t *testing.T) {
+	tg := startGateway(t, withEspeakConfig)
+	big := `{"title":"` + strings.Repeat("x", 3<<20) + `"}` // 3 MiB over a 64 KiB limit
+	for i := range 5 {
+		req, err := http.NewRequest("POST", tg.base+"/v1/voices", strings.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(b), `"payload_too_large"`) {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+}

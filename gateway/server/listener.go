@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -190,6 +191,28 @@ type limitedConn struct {
 	once sync.Once
 	// used is set once the client has sent a byte (closeUnused).
 	used atomic.Bool
+	// linger is set when the connection is closed with a request's body
+	// unread (lingerClose).
+	linger atomic.Bool
+}
+
+// Bounds of a lingering close: how long, and how much of the client's
+// unread request it reads and drops before closing.
+const (
+	lingerTime  = 2 * time.Second
+	lingerBytes = 8 << 20
+)
+
+// lingerOnClose asks that conn, when closed, first read and drop what the
+// client is still sending (lingerClose). It is for a request refused before
+// its body was read (too large, unparsable): closing a socket with unread
+// data makes the kernel send a reset, which can destroy the answer before
+// the client reads it, so that the client sees "connection reset" instead
+// of the 413. nginx does the same (lingering_close).
+func lingerOnClose(conn net.Conn) {
+	if c, ok := conn.(*limitedConn); ok {
+		c.linger.Store(true)
+	}
 }
 
 func (c *limitedConn) Read(b []byte) (int, error) {
@@ -201,6 +224,28 @@ func (c *limitedConn) Read(b []byte) (int, error) {
 }
 
 func (c *limitedConn) Close() error {
+	if c.linger.CompareAndSwap(true, false) {
+		// In the background: the caller is a server worker that must
+		// not wait. The connection counts as open until it is closed.
+		go c.lingerClose()
+		return nil
+	}
+	return c.close()
+}
+
+// lingerClose sends the end of the answer (a FIN, no reset), reads and
+// drops up to lingerBytes of what the client still sends for up to
+// lingerTime, then closes.
+func (c *limitedConn) lingerClose() {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, c.Conn, lingerBytes)
+	_ = c.close()
+}
+
+func (c *limitedConn) close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.connsMu.Lock()

@@ -380,6 +380,10 @@ func (s *Server) bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 // transportError answers requests fasthttp could not parse, e.g. bodies over
 // the size limit, with a problem object.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	// The connection closes after this answer with the request (or its
+	// body) unread: let the client finish sending so that it reads the
+	// answer instead of a reset.
+	lingerOnClose(ctx.Conn())
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.writeProblem(ctx, problem.New(problem.PayloadTooLarge, "the body is larger than the gateway accepts"))
