@@ -289,6 +289,19 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		}
 		assertNoKey(t, r)
 	})
+
+	t.Run("no key in metrics", func(t *testing.T) {
+		// After every call above (clips, streams, failures, retries): no
+		// label or value of /metrics may carry the key, not even its
+		// beginning.
+		m := tg.metricsBody()
+		if bytes.Contains(m, []byte(c.Key)) || len(c.Key) >= 12 && bytes.Contains(m, []byte(c.Key[:12])) {
+			t.Errorf("/metrics contains the provider key")
+		}
+		if !bytes.Contains(m, []byte(`provider="`+c.ID+`"`)) {
+			t.Errorf("/metrics has no series of provider %s: the check above looked at nothing", c.ID)
+		}
+	})
 }
 
 // lastLogRow is org's newest request-log row, after a flush.

@@ -62,7 +62,7 @@ func cacheBench(ctx context.Context, bin, dir string, ups *upstreams, o options,
 		req.Header.SetMethod(fasthttp.MethodPost)
 		req.Header.SetContentType("application/json")
 		req.Header.Set("Authorization", "Bearer "+key)
-		req.SetBodyString(`{"model":"openai/tts-1","voice":"alloy","text":"` + text + `"}`)
+		req.SetBodyString(`{"model":"openai/tts-1","voice":"alloy","text":"` + text + `","output":{"format":"pcm"}}`)
 		start := time.Now()
 		err := hc.Do(req, resp)
 		d := time.Since(start)

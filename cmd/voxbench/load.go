@@ -78,11 +78,18 @@ func newLoad(p plan, u *upstreams, gw *gatewayProc, key string) *load {
 		b, _ := json.Marshal(map[string]string{"model": provider + "/tts-1", "voice": "alloy", "text": text})
 		return b
 	}
+	// A clip asks for raw PCM, as the direct request does: without a
+	// format the gateway would answer WAV (the same samples behind a
+	// header), and the two sides would not compare like with like.
+	gwClipBody := func(provider, text string) []byte {
+		b, _ := json.Marshal(map[string]any{"model": provider + "/tts-1", "voice": "alloy", "text": text, "output": map[string]string{"format": "pcm"}})
+		return b
+	}
 	gwStreamHC := streamHC(gw.addr)
 	return &load{
 		p: p, gw: gw, fakePID: u.cmd.Process.Pid,
 		direct:        target{"direct", clipHC(hostOf(u.Clip)), u.Clip + openai.SpeechPath, openai.Key, upBody(p.ClipText)},
-		gateway:       target{"gateway", clipHC(gw.addr), "http://" + gw.addr + "/v1/audio/speech", key, gwBody("openai", p.ClipText)},
+		gateway:       target{"gateway", clipHC(gw.addr), "http://" + gw.addr + "/v1/audio/speech", key, gwClipBody("openai", p.ClipText)},
 		directStream:  target{"direct", streamHC(hostOf(u.Stream)), u.Stream + openai.SpeechPath, openai.Key, upBody(p.TTFBText)},
 		gatewayStream: target{"gateway", gwStreamHC, "http://" + gw.addr + "/v1/audio/speech/stream", key, gwBody("openai-stream", p.TTFBText)},
 		manyStream:    target{"gateway", gwStreamHC, "http://" + gw.addr + "/v1/audio/speech/stream", key, gwBody("openai-live", p.ManyText)},

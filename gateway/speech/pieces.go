@@ -165,7 +165,7 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, keepRaw bool) 
 // the gateway times), joins the pieces and applies whole-clip
 // processing.
 func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error) {
-	process := audio.NeedsProcessing(j.Params)
+	process := audio.NeedsProcessing(j.Params) && !rawPCMAsked(j)
 	passThrough := len(j.pieces) == 1 && !process
 	pieces, err := s.renderPieces(ctx, j, passThrough)
 	if err != nil {

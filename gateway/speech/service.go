@@ -489,11 +489,12 @@ func defaultFormat(m *sdk.Model) string {
 	return m.OutputFormats[0]
 }
 
-// wrapDefaultPCM answers res, a clip the provider gave as raw PCM to a
-// request that named no format, as WAV (defaultFormat). On failure res is
-// released.
+// wrapDefaultPCM answers res, a clip that came as raw PCM (the model's
+// default, or the format the gateway asked for to time its words) to a
+// request that named no format, as WAV (defaultFormat): the samples
+// untouched behind a header. On failure res is released.
 func wrapDefaultPCM(j *Job, res *Result) error {
-	if !pcmByDefault(j) {
+	if j.Params.Output != nil {
 		return nil
 	}
 	if mt, err := audio.ParseMediaType(res.MediaType); err != nil || mt.Format != audio.FormatPCM {
@@ -519,12 +520,17 @@ func (j *Job) MetricModel() string {
 	return j.Model.ID
 }
 
-// pcmByDefault reports whether j's clip, asked for in no format, comes
-// from the provider as raw PCM (its model's default) and so is answered as
-// WAV by wrapping it (defaultFormat, audio.WrapPCM).
-func pcmByDefault(j *Job) bool {
-	return j.Params.Output == nil && len(j.Model.OutputFormats) > 0 && j.Model.OutputFormats[0] == sdk.FormatPCM
+// rawPCMAsked reports whether j asks for nothing but the raw PCM its model
+// makes: output pcm at the model's native rate, no bitrate, level or
+// stretch. The provider's PCM then passes through untouched, as a clip
+// asked for in no format used to, instead of being decoded and encoded
+// again into the same samples.
+func rawPCMAsked(j *Job) bool {
+	p, o := j.Params, j.Params.Output
+	return o != nil && o.Format == sdk.FormatPCM && o.Bitrate == nil && p.VolumeDbfs == nil && (p.Stretch == 0 || p.Stretch == 1) &&
+		(o.SampleRate == nil || *o.SampleRate == j.Model.NativeSampleRate) && slices.Contains(j.Model.OutputFormats, sdk.FormatPCM)
 }
+
 
 // synthesize renders the job's whole clip: in one provider call when the
 // text fits the model and any timestamps are the model's own (the
@@ -555,7 +561,7 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 // its organization's whole-clip turns (see clipSlots), so that it holds
 // no provider audio while it waits.
 func (s *Service) synthesizeOne(ctx context.Context, j *Job) (*Result, error) {
-	process := audio.NeedsProcessing(j.Params)
+	process := audio.NeedsProcessing(j.Params) && !rawPCMAsked(j)
 	if process {
 		done, err := s.slots.acquire(ctx, j.Org)
 		if err != nil {
@@ -605,8 +611,11 @@ func processError(err error, mediaType string, j *Job) error {
 func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, error) {
 	req := j.request()
 	req.Timestamps = j.Delivery == DeliverTimestamps && j.timing == SourceNative
-	if decode {
+	switch {
+	case decode:
 		req.Format = decodableFormat(j.Model)
+	case rawPCMAsked(j):
+		req.Format = sdk.FormatPCM
 	}
 	resp, release, err := s.renderPooled(ctx, j, req)
 	if err != nil {
