@@ -375,6 +375,12 @@ type Limits struct {
 	MaxOutputBytes       int      `yaml:"max_output_bytes"`
 	WholeClipConcurrency int      `yaml:"whole_clip_concurrency"`
 	WholeClipWait        Duration `yaml:"whole_clip_wait"`
+	// StreamsPerOrg is how many streams (the /stream endpoints) one
+	// organization holds open at once per instance; one more is refused
+	// with 429 rate_limited. A stream holds a provider call (for eSpeak,
+	// a render slot of the plugin's) for as long as its client reads, so
+	// one organization's many slow listeners must not take them all.
+	StreamsPerOrg int `yaml:"streams_per_org"`
 }
 
 // Alignment configures word timestamps for models that return none.
@@ -900,6 +906,9 @@ func (c *Config) applyDefaults() {
 	if l.WholeClipWait == 0 {
 		l.WholeClipWait = Duration(10 * time.Second)
 	}
+	if l.StreamsPerOrg == 0 {
+		l.StreamsPerOrg = 64
+	}
 	a := &c.Alignment
 	if a.Method == "" {
 		a.Method = TimestampsAligned
@@ -1004,7 +1013,7 @@ func (c *Config) Validate() error {
 		bad("storage.log_retain_days", "must be 1..3650 (days), got %d", c.Storage.LogRetainDays)
 	}
 	if c.Limits.MaxTextChars < 1 || c.Limits.MaxTurns < 1 || c.Limits.MaxConversationChars < 1 || c.Limits.ConversationConcurrency < 1 || c.Limits.MaxMediaBytes < 1 ||
-		c.Limits.MaxOutputSeconds < 1 || c.Limits.MaxOutputBytes < 1 || c.Limits.WholeClipConcurrency < 1 || c.Limits.WholeClipWait < 0 || c.Limits.PieceConcurrency < 1 {
+		c.Limits.MaxOutputSeconds < 1 || c.Limits.MaxOutputBytes < 1 || c.Limits.WholeClipConcurrency < 1 || c.Limits.WholeClipWait < 0 || c.Limits.PieceConcurrency < 1 || c.Limits.StreamsPerOrg < 1 {
 		bad("limits", "every limit must be positive")
 	}
 	if c.Limits.MaxTextChars > 1_000_000 {

@@ -268,3 +268,51 @@ func TestOversizedBodyGetsItsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsPerOrg: an organization holds at most limits.streams_per_org
+// streams open at once; one more is refused (429, Retry-After) while
+// another organization still streams, and a closed stream frees its slot.
+func TestStreamsPerOrg(t *testing.T) {
+	cfg := strings.Replace(robustConfig, "orgs:\n", "limits:\n  streams_per_org: 1\norgs:\n  globex:\n    providers:\n      slowkit: {enabled: true}\n", 1)
+	tg := startGateway(t, cfg)
+	open := func(org string) (*http.Response, error) {
+		body := map[string]any{"model": "slowkit/test", "voice": "alpha", "text": strings.Repeat("word ", 40),
+			"providerOptions": map[string]any{"slow_stream_ms": 200}}
+		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tg.keys[org])
+		return tg.hc.Do(req)
+	}
+	first, err := open("acme")
+	if err != nil || first.StatusCode != 200 {
+		t.Fatalf("first stream: %v %v", first, err)
+	}
+	if _, err := first.Body.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r := tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "slowkit/test", "voice": "alpha", "text": "second"})
+	p := r.problem(t, 429, "rate_limited")
+	if r.header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "streams_per_org") {
+		t.Errorf("refusal: Retry-After %q, detail %q", r.header.Get("Retry-After"), p.Detail)
+	}
+	// Clips are not streams: acme still gets them.
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "slowkit/test", "voice": "alpha", "text": "a clip"}); r.status != 200 {
+		t.Errorf("a clip while the stream is open: %d %s", r.status, r.body)
+	}
+	// Another organization streams meanwhile.
+	other, err := open("globex")
+	if err != nil || other.StatusCode != 200 {
+		t.Fatalf("globex's stream: %v %v", other, err)
+	}
+	other.Body.Close()
+	// The first stream ends (its client leaves): its slot is free again.
+	first.Body.Close()
+	waitFor(t, "acme's stream slot", func() bool {
+		resp, err := open("acme")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}

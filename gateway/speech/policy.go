@@ -30,6 +30,10 @@ type Limits struct {
 	// waits for a turn before it is refused.
 	WholeClipConcurrency int
 	WholeClipWait        time.Duration
+	// StreamsPerOrg is how many streams one organization holds open at
+	// once; one more is refused at once (a stream's length is its
+	// client's, so waiting for a turn would be unbounded).
+	StreamsPerOrg int
 }
 
 // LimitsFrom builds Limits from the config.
@@ -46,6 +50,7 @@ func LimitsFrom(cfg *config.Config) Limits {
 		},
 		WholeClipConcurrency: cfg.Limits.WholeClipConcurrency,
 		WholeClipWait:        time.Duration(cfg.Limits.WholeClipWait),
+		StreamsPerOrg:        cfg.Limits.StreamsPerOrg,
 	}
 }
 

@@ -55,6 +55,7 @@ type Store interface {
 type Service struct {
 	limits   Limits
 	slots    *clipSlots
+	streams  *streamSlots
 	cat      *Catalog
 	store    Store
 	dicts    Dictionaries
@@ -117,7 +118,8 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	s := &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
+	s := &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait),
+		streams: newStreamSlots(d.Limits.StreamsPerOrg), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
 		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
 		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
 		align: d.Alignment}

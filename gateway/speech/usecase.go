@@ -118,11 +118,24 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 	out.Cache = cacheState(key, j)
 	out.Row.Cache = out.Cache
 	var err error
+	var release func()
+	if j.Delivery == DeliverStream {
+		if release, err = s.streams.acquire(org); err != nil {
+			return err
+		}
+	}
 	if out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed)); err != nil {
+		if release != nil {
+			release()
+		}
 		return err
 	}
 	if j.Delivery == DeliverStream {
-		out.Stream, err = s.startStream(ctx, j, key)
+		if out.Stream, err = s.startStream(ctx, j, key); err == nil {
+			out.Stream.Source = &slotSource{Source: out.Stream.Source, release: release}
+		} else {
+			release()
+		}
 	} else if out.Result, err = s.synthesize(ctx, j); err == nil && key != "" {
 		s.cache.put(key, out.Result, false)
 	}

@@ -1,0 +1,66 @@
+package speech
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/problem"
+)
+
+// streamSlots bounds the streams each organization holds open at once on
+// this instance (limits.streams_per_org). A stream holds its provider call
+// for as long as its client reads: for eSpeak one of the plugin's render
+// slots, for a cloud provider a connection and often a concurrency slot of
+// the account. Without a bound per organization, one organization's many
+// slow listeners (or a client that opens streams and reads them at a
+// trickle) could take every slot and stall the others. Unlike whole-clip
+// turns (clipSlots), a stream past the bound is refused at once: a stream
+// lasts as long as its client wants, so a wait for a turn would have no
+// useful bound.
+type streamSlots struct {
+	limit int
+
+	mu   sync.Mutex
+	open map[string]int // only organizations with open streams
+}
+
+func newStreamSlots(limit int) *streamSlots {
+	return &streamSlots{limit: max(limit, 1), open: map[string]int{}}
+}
+
+// acquire takes one of org's stream slots and returns the function that
+// gives it back (once; later calls do nothing), or a 429 rate_limited
+// problem when org holds all of them.
+func (c *streamSlots) acquire(org string) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[org] >= c.limit {
+		return nil, &problem.Error{Code: problem.RateLimited, RetryAfter: time.Second,
+			Detail: fmt.Sprintf("this organization already has %d streams open on this instance (limits.streams_per_org); close one or retry later", c.limit)}
+	}
+	c.open[org]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			if c.open[org]--; c.open[org] <= 0 {
+				delete(c.open, org)
+			}
+			c.mu.Unlock()
+		})
+	}, nil
+}
+
+// slotSource gives its stream slot back when the stream is closed.
+type slotSource struct {
+	Source
+	release func()
+}
+
+// Close closes the stream and frees its slot.
+func (s *slotSource) Close() error {
+	err := s.Source.Close()
+	s.release()
+	return err
+}
