@@ -235,8 +235,33 @@ func TestCacheSharedForManagedCredentials(t *testing.T) {
 	var r *response
 	for range 50 {
 		if r = tg.do("POST", "/v1/audio/speech", "globex", body); r.header.Get("X-Voxgate-Cache") == "hit" {
-			return
+			break
 		}
 	}
-	t.Errorf("globex: %q, want acme's entry", r.header.Get("X-Voxgate-Cache"))
+	if r.header.Get("X-Voxgate-Cache") != "hit" {
+		t.Fatalf("globex: %q, want acme's entry", r.header.Get("X-Voxgate-Cache"))
+	}
+	if row := tg.lastLog("globex"); row.Cache != "hit" || row.CreditsUsed != 0 {
+		t.Errorf("the hit's row: cache %q, %d credits", row.Cache, row.CreditsUsed)
+	}
+
+	// Moderation runs on a hit: globex (no moderation) caches a text that
+	// acme's ruleset blocks; acme asking for it is blocked, although the
+	// entry it would hit is there.
+	blocked := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "VOXGATE-MODERATION-TEST"}
+	for range 50 {
+		if r = tg.do("POST", "/v1/audio/speech", "globex", blocked); r.header.Get("X-Voxgate-Cache") == "hit" {
+			break
+		}
+	}
+	if r.status != 200 || r.header.Get("X-Voxgate-Cache") != "hit" {
+		t.Fatalf("globex's entry of the text: %d %q", r.status, r.header.Get("X-Voxgate-Cache"))
+	}
+	calls := oai.Calls()
+	if r := tg.do("POST", "/v1/audio/speech", "acme", blocked); r.status != 422 || !strings.Contains(string(r.body), "content_moderation_blocked") {
+		t.Errorf("acme's request of a cached, blocked text: %d %s", r.status, r.body)
+	}
+	if oai.Calls() != calls {
+		t.Error("the blocked request reached the provider")
+	}
 }

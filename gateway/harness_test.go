@@ -311,6 +311,7 @@ type apiLogRow struct {
 	ModerationReasonDetail string    `json:"moderation_reason_detail"`
 	ModerationConfidence   float64   `json:"moderation_confidence"`
 	ModerationLatencyMS    int64     `json:"moderation_latency_ms"`
+	Cache                  string    `json:"cache"`
 }
 
 // apiMedia is the media object as the API renders it.
