@@ -11,7 +11,7 @@
 //
 // Both pass one conformance suite, store/storetest. Nothing outside the
 // storage packages names a backend's types: the gateway opens a Backend
-// through store/open and hands each consumer only the few methods it uses,
+// through store/driver and hands each consumer only the few methods it uses,
 // through small interfaces declared by that consumer (auth's key lookups,
 // reqlog's sink, credentials' secrets, the speech service's voices and
 // media, the HTTP layer's list reads).
