@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -604,5 +605,37 @@ func TestBudgetHoldsAcrossInstances(t *testing.T) {
 	a.stop(t)
 	if !strings.Contains(a.logs.String(), "credit budgets are shared across instances through redis") {
 		t.Errorf("the start-up log does not say the budgets are shared")
+	}
+}
+
+// TestSecretsAgainstPostgres: `secrets set` and `delete` work against
+// PostgreSQL directly (with --data, like serve), and a gateway on that
+// database sees the stored key (listed by its last four only) and its
+// removal.
+func TestSecretsAgainstPostgres(t *testing.T) {
+	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	pg := pgtest.StartT(t)
+	dsn := pg.NewDatabaseT(t)
+	cfg := clusterConfig(t, "solo", dsn)
+	out, _, code := cli(t, "keys", "create", "--config", cfg, "--data", dsn, "--org", "acme")
+	key := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatal("keys create failed")
+	}
+	set := exec.Command(binary(t), "secrets", "set", "--config", cfg, "--data", dsn, "--org", "acme", "--provider", "espeak")
+	set.Stdin = strings.NewReader("sk-espeak-secret-4321")
+	if b, err := set.CombinedOutput(); err != nil || !strings.Contains(string(b), "stored the espeak key") || strings.Contains(string(b), "sk-espeak") {
+		t.Fatalf("secrets set against PostgreSQL: %v %s", err, b)
+	}
+	s := startServe(t, cfg)
+	st, body := get(t, s.addr, "/v1/api-keys", key)
+	if st != 200 || !strings.Contains(body, `"providerId":"espeak"`) || !strings.Contains(body, `"lastFour":"4321"`) || strings.Contains(body, "sk-espeak") {
+		t.Fatalf("GET /v1/api-keys after secrets set: %d %s", st, body)
+	}
+	if _, stderr, code := cli(t, "secrets", "delete", "--config", cfg, "--data", dsn, "--org", "acme", "--provider", "espeak"); code != 0 {
+		t.Fatalf("secrets delete against PostgreSQL: %s", stderr)
+	}
+	if st, body := get(t, s.addr, "/v1/api-keys", key); st != 200 || strings.Contains(body, "espeak") {
+		t.Fatalf("GET /v1/api-keys after secrets delete: %d %s", st, body)
 	}
 }
