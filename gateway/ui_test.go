@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/voxgate/voxgate/gateway/auth"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -24,15 +30,21 @@ import (
 )
 
 // The dashboard, driven in Debian's headless chromium as a person would
-// use it: sign in (a wrong key first), find the rows of requests made
-// before, filter them, open a conversation's turns, play a clip in the
-// playground and watch the highlighted word advance, create and delete a
-// voice, look at usage and providers; axe-core in the page after each
-// view; no console errors; screenshots at 1280 and 390 pixels wide. Then
-// an expired session and a revoked key return to sign-in.
+// use it: sign in with the keyboard (a wrong key first), find the rows of
+// requests made before, filter them by status, provider, time and parent
+// request (another organization's conversation shows nothing), open a
+// conversation's turns, play a clip in the playground and watch the
+// highlighted word advance, try the download-only formats, create and
+// delete a voice, read usage per provider and day, look at providers;
+// move between the views with Tab and Enter, every element used reachable
+// by Tab and showing its focus; axe-core in the page after each view; no
+// console errors and no failed requests but the few the test provokes;
+// screenshots at 1280 and 390 pixels wide. Then an expired session and a
+// revoked key return to sign-in.
 //
-// Screenshots go to testdata/ui-artifacts (gitignored), or with
-// VOXGATE_UI_DOCS=1 also to ../docs for the README.
+// Screenshots go to the test's artifact directory (t.ArtifactDir: kept
+// with `go test -artifacts`, a temporary directory otherwise), and with
+// VOXGATE_UI_DOCS=1 the README's two also to ../docs.
 
 const uiConfig = `
 server:
@@ -56,11 +68,25 @@ type browser struct {
 	t   *testing.T
 	ctx context.Context
 	mu  sync.Mutex
-	// problems are console errors and uncaught exceptions.
+	// problems are console errors, uncaught exceptions and failed
+	// requests.
 	problems []string
-	dir      string
-	docs     string
-	axe      string
+	// expected are the failed requests the test provokes on purpose,
+	// until the next noProblems.
+	expected []expectedFailure
+	// unfocused are elements already reported for showing no focus.
+	unfocused map[string]bool
+	dir       string
+	docs      string
+	axe       string
+}
+
+// expectedFailure allows up to n failed requests to one path (no query)
+// with one status: chromium logs each as an error of source "network".
+type expectedFailure struct {
+	path   string
+	status int
+	n      int
 }
 
 func chromiumPath() string {
@@ -83,12 +109,9 @@ func newBrowser(t *testing.T) *browser {
 		}
 		t.Skip(msg)
 	}
-	b := &browser{t: t, dir: filepath.Join("testdata", "ui-artifacts"), axe: string(axe)}
+	b := &browser{t: t, dir: t.ArtifactDir(), axe: string(axe), unfocused: map[string]bool{}}
 	if os.Getenv("VOXGATE_UI_DOCS") != "" {
 		b.docs = filepath.Join("..", "docs")
-	}
-	if err := os.MkdirAll(b.dir, 0o755); err != nil {
-		t.Fatal(err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
@@ -114,9 +137,14 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
-// listen collects console errors and exceptions. Failed requests the
-// browser logs (source "network") are left out: the test provokes 401s
-// on purpose; the page's handling of them is what it checks.
+// failedStatus finds the status in chromium's message for a failed
+// request ("Failed to load resource: the server responded with a status
+// of 401 (Unauthorized)").
+var failedStatus = regexp.MustCompile(`status of (\d{3})`)
+
+// listen collects console errors, exceptions, and requests that failed
+// (the browser logs them with source "network"), except those the test
+// said it provokes (expectFailure).
 func (b *browser) listen(ev any) {
 	var msg string
 	switch e := ev.(type) {
@@ -135,7 +163,10 @@ func (b *browser) listen(ev any) {
 		}
 		msg = "console." + string(e.Type) + ": " + strings.Join(parts, " ")
 	case *log.EventEntryAdded:
-		if e.Entry.Level != log.EntryLevelError || e.Entry.Source == log.EntrySourceNetwork {
+		if e.Entry.Level != log.EntryLevelError {
+			return
+		}
+		if e.Entry.Source == log.EntrySourceNetwork && b.provoked(e.Entry) {
 			return
 		}
 		msg = "log (" + string(e.Entry.Source) + "): " + e.Entry.Text + " " + e.Entry.URL
@@ -145,6 +176,36 @@ func (b *browser) listen(ev any) {
 	b.mu.Lock()
 	b.problems = append(b.problems, msg)
 	b.mu.Unlock()
+}
+
+// provoked reports whether a failed request is one the test expects, and
+// counts it against the allowance.
+func (b *browser) provoked(e *log.Entry) bool {
+	m := failedStatus.FindStringSubmatch(e.Text)
+	u, err := url.Parse(e.URL)
+	if m == nil || err != nil {
+		return false
+	}
+	status, _ := strconv.Atoi(m[1])
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.expected {
+		x := &b.expected[i]
+		if x.path == u.Path && x.status == status && x.n > 0 {
+			x.n--
+			return true
+		}
+	}
+	return false
+}
+
+// expectFailure allows up to n failed requests to path with status, from
+// now until the next noProblems: the wrong key, the sign-in page's check
+// for a session, the requests that meet an expired session.
+func (b *browser) expectFailure(path string, status, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expected = append(b.expected, expectedFailure{path: path, status: status, n: n})
 }
 
 // do runs actions with a bound that only a hang would reach.
@@ -219,12 +280,6 @@ func (b *browser) clickText(text string) {
 		if (!el) throw new Error("nothing to click named " + %q); el.click(); return true })()`, text, text), nil)
 }
 
-func (b *browser) goTo(view string) {
-	b.t.Helper()
-	b.js(fmt.Sprintf(`location.hash = "#/%s"; true`, view), nil)
-	b.wait("open "+view, fmt.Sprintf(`document.querySelector("nav a[aria-current=page]") && document.querySelector("nav a[aria-current=page]").getAttribute("href") === "#/%s"`, view))
-}
-
 // screenshots takes the page at 1280 and 390 pixels wide.
 func (b *browser) screenshots(name string) {
 	b.t.Helper()
@@ -294,6 +349,8 @@ func (b *browser) axeCheck(view string) {
 	}
 }
 
+// noProblems fails on what the browser reported since the last call, and
+// ends the allowances of expectFailure.
 func (b *browser) noProblems(when string) {
 	b.t.Helper()
 	b.mu.Lock()
@@ -302,6 +359,186 @@ func (b *browser) noProblems(when string) {
 		b.t.Errorf("%s: %s", when, p)
 	}
 	b.problems = nil
+	b.expected = nil
+}
+
+// focusJS describes the focused element: a name for messages, whether it
+// shows its focus (an outline at least 2 px wide whose colour has 3:1
+// contrast with the background around it: the parent's, or the element's
+// own for an outline drawn inside), whether it is the first element a
+// tabOrder walk reached (the walk has come round), and which of WANT (a
+// JSON array of selectors, or text=... for an element with that text) it
+// matches. null: the focus is on no element of the page.
+const focusJS = `(() => {
+	const want = WANT;
+	const el = document.activeElement;
+	if (!el || el === document.body || el === document.documentElement) return null;
+	const cs = getComputedStyle(el);
+	const rgba = (c) => { const m = (c.match(/[\d.]+/g) || []).map(Number); return m.length === 3 ? m.concat(1) : m.length === 4 ? m : [0, 0, 0, 0]; };
+	const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+	const background = (n) => { for (; n && n.nodeType === 1; n = n.parentElement) { const c = rgba(getComputedStyle(n).backgroundColor); if (c[3] > 0) return c; } return [255, 255, 255, 1]; };
+	const around = background(parseFloat(cs.outlineOffset) < 0 ? el : el.parentElement);
+	const a = lum(rgba(cs.outlineColor)), b = lum(around);
+	const contrast = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+	const text = (el.getAttribute("aria-label") || el.textContent || "").trim().replace(/\s+/g, " ").slice(0, 40);
+	const name = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.getAttribute("href") ? "[href=" + el.getAttribute("href") + "]" : "") + (text ? ' "' + text + '"' : "");
+	let first = false;
+	if (window.__kbFirst === undefined) window.__kbFirst = el; else first = window.__kbFirst === el;
+	return {name, first,
+		visible: cs.outlineStyle !== "none" && (parseFloat(cs.outlineWidth) || 0) >= 2 && contrast >= 3,
+		style: cs.outlineStyle + " " + cs.outlineWidth + " " + cs.outlineColor + " on rgb(" + around.slice(0, 3).join(", ") + "), " + contrast.toFixed(1) + ":1",
+		matches: want.filter((w) => w.startsWith("text=") ? el.textContent.trim() === w.slice(5) : el.matches(w))};
+})()`
+
+type focusState struct {
+	Name    string   `json:"name"`
+	First   bool     `json:"first"`
+	Visible bool     `json:"visible"`
+	Style   string   `json:"style"`
+	Matches []string `json:"matches"`
+}
+
+// press sends keys to the focused element, as typing them would.
+func (b *browser) press(keys string, mods ...chromedp.Modifier) {
+	b.t.Helper()
+	var opts []chromedp.KeyOption
+	if len(mods) > 0 {
+		opts = append(opts, chromedp.KeyModifiers(mods...))
+	}
+	b.do(fmt.Sprintf("press %q", keys), chromedp.KeyEvent(keys, opts...))
+}
+
+// focused describes the focused element (nil: none), failing the test
+// the first time an element shows no focus.
+func (b *browser) focused(want []string) *focusState {
+	b.t.Helper()
+	w, _ := json.Marshal(want)
+	var st *focusState
+	b.js(strings.Replace(focusJS, "WANT", string(w), 1), &st)
+	if st != nil && !st.Visible && !b.unfocused[st.Name] {
+		b.unfocused[st.Name] = true
+		b.t.Errorf("%s shows no visible focus: outline %s", st.Name, st.Style)
+	}
+	return st
+}
+
+// tabTo moves the focus with Tab (Shift+Tab if back) to the element sel
+// matches (a selector, or text=...), as a keyboard user would; every
+// element on the way must show its focus.
+func (b *browser) tabTo(sel string, back bool) {
+	b.t.Helper()
+	var mods []chromedp.Modifier
+	if back {
+		mods = append(mods, chromedp.ModifierShift)
+	}
+	var path []string
+	for range 300 {
+		b.press(kb.Tab, mods...)
+		st := b.focused([]string{sel})
+		if st == nil {
+			path = append(path, "(none)")
+			continue
+		}
+		path = append(path, st.Name)
+		if len(st.Matches) > 0 {
+			return
+		}
+	}
+	b.t.Fatalf("%s: not reached with the keyboard; the focus went through %s", sel, strings.Join(path, ", "))
+}
+
+// tabOrder walks the page with Tab from its start until the focus leaves
+// the page or comes round to the first element again: every element of
+// want (selectors, or text=...) must be reached, and each element reached
+// must show its focus.
+func (b *browser) tabOrder(view string, want ...string) {
+	b.t.Helper()
+	// The walk starts from a mark before everything, removed once left.
+	b.js(`(() => { delete window.__kbFirst; const m = document.createElement("span"); m.id = "kb-start"; m.tabIndex = -1;
+		document.body.prepend(m); m.focus(); return true })()`, nil)
+	reached := map[string]bool{}
+	steps := 0
+	for ; steps < 400; steps++ {
+		b.press(kb.Tab)
+		if steps == 0 {
+			b.js(`document.getElementById("kb-start").remove(); true`, nil)
+		}
+		st := b.focused(want)
+		if st == nil || st.First {
+			break
+		}
+		for _, m := range st.Matches {
+			reached[m] = true
+		}
+	}
+	for _, w := range want {
+		if !reached[w] {
+			b.t.Errorf("%s: %s is not reached with Tab (%d steps)", view, w, steps)
+		}
+	}
+	b.t.Logf("%s: %d stops of Tab", view, steps)
+}
+
+// navigate changes the view with the keyboard: Shift+Tab back to its link
+// in the navigation, then Enter; the focus moves to the view's content.
+func (b *browser) navigate(view string) {
+	b.t.Helper()
+	b.tabTo(fmt.Sprintf(`nav a[href="#/%s"]`, view), true)
+	b.press(kb.Enter)
+	b.wait("open "+view, fmt.Sprintf(`document.querySelector("nav a[aria-current=page]") && document.querySelector("nav a[aria-current=page]").getAttribute("href") === "#/%s"`, view))
+	b.wait(view+": the focus on its content", `document.activeElement === document.getElementById("main")`)
+}
+
+// uiLogPage is a page of GET /v1/logs.
+type uiLogPage struct {
+	Data []struct {
+		RequestID string `json:"request_id"`
+		Provider  string `json:"provider"`
+	} `json:"data"`
+	HasMore bool `json:"has_more"`
+}
+
+func (p uiLogPage) ids() []string {
+	ids := []string{}
+	for _, r := range p.Data {
+		ids = append(ids, r.RequestID)
+	}
+	return ids
+}
+
+// shownRows are the request ids of the log rows the page shows, in order.
+func (b *browser) shownRows() []string {
+	b.t.Helper()
+	ids := []string{}
+	b.js(`[...document.querySelectorAll("tbody tr[data-request-id]")].map(tr => tr.dataset.requestId)`, &ids)
+	return ids
+}
+
+// waitRows waits until the logs view has loaded and shows exactly want.
+func (b *browser) waitRows(what string, want []string) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var loading bool
+		b.js(`document.querySelector(".logs p[role=status]").textContent.startsWith("Loading")`, &loading)
+		got := b.shownRows()
+		if !loading && slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%s: the page shows rows %v, want %v", what, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// setLocalTime sets a datetime-local input to the instant iso, written in
+// the browser's own time zone as a person would pick it.
+func (b *browser) setLocalTime(sel string, at time.Time) {
+	b.t.Helper()
+	var local string
+	b.js(fmt.Sprintf(`(d => new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19))(new Date(%q))`, at.UTC().Format(time.RFC3339)), &local)
+	b.setInput(sel, local)
 }
 
 func TestDashboardInBrowser(t *testing.T) {
@@ -313,53 +550,88 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Requests made before the browser: a clip, a failure, a conversation
 	// (two turns), each with a request id the test knows; and globex's
-	// request, which must never show.
-	ids := map[string]string{"clip": "ui-clip-0001", "bad": "ui-bad-0002", "conv": "ui-conv-0003", "globex": "ui-globex-0004"}
+	// request and conversation, which must never show.
+	ids := map[string]string{"clip": "ui-clip-0001", "bad": "ui-bad-0002", "conv": "ui-conv-0003", "globex": "ui-globex-0004",
+		"mixed": "ui-mixed-0006", "globexConv": "ui-globex-conv-0007"}
 	speech := `{"model":"espeak/espeak-ng","voice":"en","text":"Logged before the browser came."}`
+	conversation := `{"model":"espeak/espeak-ng","turns":[{"voice":"en","text":"First turn."},{"voice":"de","text":"Zweiter Zug."}]}`
 	if r := tg.do("POST", "/v1/audio/speech", "acme", speech, "X-Request-Id", ids["clip"]); r.status != 200 {
 		t.Fatalf("clip: %d %s", r.status, r.body)
 	}
 	if r := tg.do("POST", "/v1/audio/speech", "acme", `{"model":"espeak/espeak-ng","voice":"no-such-voice","text":"x"}`, "X-Request-Id", ids["bad"]); r.status < 400 {
 		t.Fatalf("bad: %d", r.status)
 	}
-	if r := tg.do("POST", "/v1/audio/conversation", "acme", `{"model":"espeak/espeak-ng","turns":[{"voice":"en","text":"First turn."},{"voice":"de","text":"Zweiter Zug."}]}`, "X-Request-Id", ids["conv"]); r.status != 200 {
+	if r := tg.do("POST", "/v1/audio/conversation", "acme", conversation, "X-Request-Id", ids["conv"]); r.status != 200 {
 		t.Fatalf("conversation: %d %s", r.status, r.body)
 	}
 	if r := tg.do("POST", "/v1/audio/speech", "globex", speech, "X-Request-Id", ids["globex"]); r.status != 200 {
 		t.Fatalf("globex: %d", r.status)
 	}
+	if r := tg.do("POST", "/v1/audio/conversation", "globex", conversation, "X-Request-Id", ids["globexConv"]); r.status != 200 {
+		t.Fatalf("globex conversation: %d %s", r.status, r.body)
+	}
 	globexVoice := tg.do("POST", "/v1/voices", "globex", `{"title":"Globex Secret Voice","provider":"espeak","model":"espeak-ng","voice_id":"en"}`)
 	if globexVoice.status != 201 {
 		t.Fatalf("globex voice: %d %s", globexVoice.status, globexVoice.body)
 	}
-	// Older rows, enough for a second page.
+	// A row under another provider (a conversation whose turns used
+	// several), and older rows a second apart: enough for a second page,
+	// and for a since/until window.
+	tg.g.Logs().Record(store.LogRow{RequestID: ids["mixed"], OrgID: "acme", TS: time.Now().Add(-30 * time.Minute),
+		Path: "/v1/audio/conversation", Status: 200, Provider: "mixed", CharCount: 20, CreditsUsed: 2, LatencyMS: 40})
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for i := range 60 {
-		tg.g.Logs().Record(store.LogRow{RequestID: fmt.Sprintf("ui-old-%04d", i), OrgID: "acme", TS: time.Now().Add(-time.Hour - time.Duration(i)*time.Second),
+		tg.g.Logs().Record(store.LogRow{RequestID: fmt.Sprintf("ui-old-%04d", i), OrgID: "acme", TS: old.Add(-time.Duration(i) * time.Second),
 			Path: "/v1/audio/speech", Status: 200, Provider: "espeak", Model: "espeak-ng", VoiceID: "en", CharCount: 10, CreditsUsed: 1, LatencyMS: 5})
 	}
 	tg.flushLogs()
+	apiRows := func(org, q string) uiLogPage {
+		t.Helper()
+		var p uiLogPage
+		if r := tg.do("GET", "/v1/logs?limit=50&"+q, org, nil); r.status != 200 {
+			t.Fatalf("logs %s: %d %s", q, r.status, r.body)
+		} else {
+			r.json(t, &p)
+		}
+		return p
+	}
+	globexTurns := apiRows("globex", "parent_request_id="+ids["globexConv"]).ids()
+	if len(globexTurns) != 2 {
+		t.Fatalf("globex's conversation has turns %v, want 2", globexTurns)
+	}
 	foreign := func(when string) {
 		t.Helper()
 		h := br.html()
-		for _, s := range []string{ids["globex"], "Globex Secret Voice", "globex"} {
+		for _, s := range append([]string{ids["globex"], "Globex Secret Voice", "globex"}, globexTurns...) {
 			if strings.Contains(h, s) {
 				t.Errorf("%s: the page shows %q of another organization", when, s)
 			}
 		}
 	}
 
-	// Sign in: a wrong key first.
+	// Sign in with the keyboard: the key field has the focus; a wrong key
+	// first, then, its text selected, the right one typed over it. Both
+	// are sent with Enter.
+	// Two 401s at /ui/api/session: the page's check for a session (GET,
+	// none yet) and the wrong key (POST).
+	br.expectFailure("/ui/api/session", 401, 2)
 	br.do("open", chromedp.Navigate(tg.base+"/ui/"))
 	br.wait("sign-in form", `document.querySelector("#key") !== null`)
+	br.wait("the key field focused", `document.activeElement === document.querySelector("#key")`)
 	br.axeCheck("sign-in")
-	br.setInput("#key", "vxk_"+strings.Repeat("x", 43))
-	br.click(`form button[type=submit]`)
+	br.press("vxk_" + strings.Repeat("x", 43))
+	br.tabOrder("sign-in", "#key", "form button[type=submit]")
+	br.tabTo("#key", true)
+	br.press(kb.Enter)
 	br.wait("wrong key message", `document.querySelector("[role=alert]") && document.querySelector("[role=alert]").textContent.includes("not valid")`)
-	br.setInput("#key", tg.keys["acme"])
-	br.click(`form button[type=submit]`)
+	br.wait("the wrong key selected", `(k => document.activeElement === k && k.selectionStart === 0 && k.selectionEnd === k.value.length && k.value.length > 0)(document.querySelector("#key"))`)
+	br.press(tg.keys["acme"])
+	br.press(kb.Enter)
 
 	// Logs: the rows of the requests made before.
 	br.wait("log rows", fmt.Sprintf(`document.querySelector('tr[data-request-id=%q]') && document.querySelector('tr[data-request-id=%q]') && document.querySelector('tr[data-request-id=%q]')`, ids["clip"], ids["bad"], ids["conv"]))
+	br.wait("the focus on the view", `document.activeElement === document.getElementById("main")`)
+	br.noProblems("sign-in")
 	var stored []string
 	br.js(`Object.keys(localStorage).concat(Object.keys(sessionStorage))`, &stored)
 	var cookieVisible bool
@@ -372,36 +644,110 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	foreign("logs")
 
-	// Paging: 50 rows, then the next page through the cursor.
-	var shown int
-	br.js(`document.querySelectorAll("tbody tr").length`, &shown)
-	if shown != 50 {
-		t.Errorf("first page: %d rows, want 50", shown)
+	// Paging: 50 rows, then the next page through the cursor, with the
+	// keyboard; the focus goes on to the first row of the new page.
+	if shown := br.shownRows(); len(shown) != 50 {
+		t.Errorf("first page: %d rows, want 50", len(shown))
 	}
-	br.clickText("Load more")
-	br.wait("second page", `document.querySelectorAll("tbody tr").length === 65 && document.querySelector('tr[data-request-id="ui-old-0059"]') !== null`)
+	br.tabTo("text=Load more", false)
+	br.press(kb.Enter)
+	br.wait("second page", `document.querySelectorAll("tbody tr").length === 66 && document.querySelector('tr[data-request-id="ui-old-0059"]') !== null`)
+	br.wait("the focus on the second page", `document.activeElement.closest("tr") === document.querySelectorAll("tbody tr")[50]`)
 
-	// Filter: the failure by its status, then back.
+	// Filters. Status, typed into its field and sent with Enter.
 	var badStatus int
 	br.js(fmt.Sprintf(`Number(document.querySelector('tr[data-request-id=%q] .status').textContent)`, ids["bad"]), &badStatus)
-	br.setInput("#f-status", fmt.Sprint(badStatus))
-	br.clickText("Apply filters")
-	br.wait("filtered", fmt.Sprintf(`document.querySelectorAll("tbody tr").length === 1 && document.querySelector('tr[data-request-id=%q]') !== null`, ids["bad"]))
+	br.tabTo("#f-status", true)
+	br.press(fmt.Sprint(badStatus))
+	br.press(kb.Enter)
+	want := apiRows("acme", fmt.Sprintf("status=%d", badStatus)).ids()
+	if !slices.Equal(want, []string{ids["bad"]}) {
+		t.Errorf("status %d: the API answers %v", badStatus, want)
+	}
+	br.waitRows("status filter", want)
 	br.clickText("Reset")
 	br.wait("unfiltered", fmt.Sprintf(`document.querySelector('tr[data-request-id=%q]') !== null`, ids["conv"]))
 
-	// The conversation's turns.
-	br.click(fmt.Sprintf(`tr[data-request-id=%q] button`, ids["conv"]))
+	// Provider: the conversation under "mixed" alone; then eSpeak's rows,
+	// without it.
+	br.setInput("#f-provider", "mixed")
+	br.clickText("Apply filters")
+	want = apiRows("acme", "provider=mixed").ids()
+	if !slices.Equal(want, []string{ids["mixed"]}) {
+		t.Errorf("provider mixed: the API answers %v", want)
+	}
+	br.waitRows("provider filter (mixed)", want)
+	br.setInput("#f-provider", "espeak")
+	br.clickText("Apply filters")
+	espeak := apiRows("acme", "provider=espeak")
+	br.waitRows("provider filter (espeak)", espeak.ids())
+	for _, r := range espeak.Data {
+		if r.Provider != "espeak" || r.RequestID == ids["mixed"] {
+			t.Errorf("provider espeak: the API answers row %+v", r)
+		}
+	}
+	var providers []string
+	br.js(`[...new Set([...document.querySelectorAll("tbody tr")].map(tr => tr.children[3].textContent))]`, &providers)
+	if !slices.Equal(providers, []string{"espeak"}) {
+		t.Errorf("provider espeak: the rows shown are of %v", providers)
+	}
+	br.clickText("Reset")
+
+	// Since and until, in the browser's time zone: the old rows of ten
+	// seconds, until excluded.
+	since, until := old.Add(-20*time.Second), old.Add(-10*time.Second)
+	br.setLocalTime("#f-since", since)
+	br.setLocalTime("#f-until", until)
+	br.clickText("Apply filters")
+	want = apiRows("acme", "since="+url.QueryEscape(since.UTC().Format(time.RFC3339))+"&until="+url.QueryEscape(until.UTC().Format(time.RFC3339))).ids()
+	var window []string
+	for i := 11; i <= 20; i++ {
+		window = append(window, fmt.Sprintf("ui-old-%04d", i))
+	}
+	if !slices.Equal(want, window) {
+		t.Errorf("since/until: the API answers %v, want %v", want, window)
+	}
+	br.waitRows("since/until filter", want)
+	br.clickText("Reset")
+
+	// Parent request: the conversation's turns; another organization's
+	// conversation shows nothing, though it has turns.
+	br.setInput("#f-parent", ids["conv"])
+	br.clickText("Apply filters")
+	want = apiRows("acme", "parent_request_id="+ids["conv"]).ids()
+	if len(want) != 2 {
+		t.Errorf("the conversation's turns: the API answers %v", want)
+	}
+	br.waitRows("parent filter", want)
+	br.setInput("#f-parent", ids["globexConv"])
+	br.clickText("Apply filters")
+	br.waitRows("parent filter (another organization)", []string{})
+	br.wait("nothing matches", `document.querySelector(".logs .empty") && document.querySelector(".logs .empty").textContent.includes("No request-log rows match")`)
+	foreign("logs, filtered by another organization's conversation")
+	br.clickText("Reset")
+	br.wait("unfiltered", fmt.Sprintf(`document.querySelector('tr[data-request-id=%q]') !== null`, ids["conv"]))
+
+	// The conversation's turns, opened with the keyboard.
+	br.tabTo(fmt.Sprintf(`tr[data-request-id=%q] button`, ids["conv"]), false)
+	br.press(kb.Enter)
 	br.wait("conversation turns", `document.querySelectorAll(".turns li").length === 2`)
+	br.wait("the focus on the detail", `document.activeElement === document.querySelector("#detail-title")`)
 	var detail string
 	br.js(`document.querySelector(".detail").innerText`, &detail)
-	for _, want := range []string{ids["conv"], "Moderation", "Conversation turns", "Decision"} {
-		if !strings.Contains(detail, want) {
-			t.Errorf("conversation detail lacks %q:\n%s", want, detail)
+	for _, part := range []string{ids["conv"], "Moderation", "Conversation turns", "Decision"} {
+		if !strings.Contains(detail, part) {
+			t.Errorf("conversation detail lacks %q:\n%s", part, detail)
 		}
 	}
 	br.axeCheck("logs")
+	br.tabOrder("logs", `a.skip`, `nav a[href="#/logs"]`, `nav a[href="#/usage"]`, `nav a[href="#/voices"]`, `nav a[href="#/playground"]`,
+		`nav a[href="#/providers"]`, "text=Sign out", "#f-provider", "#f-status", "#f-since", "#f-until", "#f-parent", "text=Apply filters", "text=Reset",
+		`.actions input[type=checkbox]`, `.scroll[role=region]`, `tr[data-request-id] button`, "text=Close", ".turns button", "text=Load more")
 	br.screenshots("logs")
+	// Closing the detail gives the focus back to the row that opened it.
+	br.tabTo("text=Close", false)
+	br.press(kb.Enter)
+	br.wait("detail closed", fmt.Sprintf(`document.querySelector(".detail") === null && document.activeElement === document.querySelector('tr[data-request-id=%q] button')`, ids["conv"]))
 
 	// Live tail: a request made now appears without a reload.
 	br.click(`.actions input[type=checkbox]`)
@@ -413,12 +759,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.click(`.actions input[type=checkbox]`)
 	br.noProblems("logs")
 
-	// Playground: speak, hear, see the words light up in turn.
-	br.goTo("playground")
+	// Playground: speak (with the keyboard), hear, see the words light up
+	// in turn.
+	br.navigate("playground")
 	br.wait("voices loaded", `document.querySelector("#pg-voice") && document.querySelector("#pg-voice").value !== ""`)
+	var formats []struct {
+		Value string `json:"value"`
+		Text  string `json:"text"`
+	}
+	br.js(`[...document.querySelectorAll("#pg-format option")].map(o => ({value: o.value, text: o.textContent}))`, &formats)
+	var offered []string
+	for _, f := range formats {
+		offered = append(offered, f.Value)
+		// Chromium plays WAV, MP3, Ogg Opus and FLAC; the raw formats have
+		// no header to play from.
+		raw := f.Value == "pcm" || f.Value == "ulaw" || f.Value == "alaw"
+		if strings.Contains(f.Text, "download only") != raw {
+			t.Errorf("format %s is offered as %q", f.Value, f.Text)
+		}
+	}
+	if want := []string{"wav", "mp3", "opus", "flac", "pcm", "ulaw", "alaw"}; !slices.Equal(offered, want) {
+		t.Errorf("formats offered: %v, want %v", offered, want)
+	}
 	br.setInput("#pg-text", "One two three four five six seven eight nine ten eleven twelve.")
-	br.clickText("Speak")
+	br.tabTo("text=Speak", false)
+	br.press(kb.Enter)
 	br.wait("audio ready", `(() => { const a = document.querySelector("audio"); return a && isFinite(a.duration) && a.duration > 0 })()`)
+	br.wait("the focus still on Speak", `document.activeElement.textContent === "Speak"`)
 	var duration float64
 	br.js(`document.querySelector("audio").duration`, &duration)
 	if duration < 1 {
@@ -437,11 +804,28 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("download %q, curl %q", download, curl)
 	}
 	br.axeCheck("playground")
+	br.tabOrder("playground", "#pg-provider", "#pg-model", "#pg-voice", "#pg-format", "#pg-speed", ".field input[type=checkbox]", "#pg-text",
+		"text=Speak", "a[download]", "pre.curl", "text=Copy command")
 	br.screenshots("playground")
+	// Ogg Opus plays in the page too; raw PCM is a download, and the page
+	// says why it does not play.
+	br.setInput("#pg-format", "opus")
+	br.clickText("Speak")
+	br.wait("opus clip", `document.querySelector('a[download="voxgate-speech.opus"]') && (a => a && isFinite(a.duration) && a.duration > 0)(document.querySelector("audio"))`)
+	br.setInput("#pg-format", "pcm")
+	br.wait("download-only hint", `document.querySelector("#pg-format-hint").textContent.startsWith("Download only")`)
+	br.clickText("Speak")
+	br.wait("pcm clip", `document.querySelector('a[download="voxgate-speech.pcm"]') && document.querySelector("audio") === null && document.querySelector(".download-only").textContent.includes("cannot play") && document.querySelector(".word.current") === null`)
+	br.js(`document.querySelector("a[download]").getAttribute("href")`, &download)
+	if !strings.HasPrefix(download, "blob:") {
+		t.Errorf("pcm download %q", download)
+	}
+	br.axeCheck("playground (download only)")
+	br.screenshots("playground-download-only")
 	br.noProblems("playground")
 
-	// Voices: create one, then delete it.
-	br.goTo("voices")
+	// Voices: create one, then delete it with the keyboard.
+	br.navigate("voices")
 	br.wait("voice form", `document.querySelector("#v-voice") && document.querySelector("#v-voice").value !== ""`)
 	br.setInput("#v-title", "Browser Narrator")
 	br.setInput("#v-tags", "ui, test")
@@ -449,10 +833,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.wait("voice created", `[...document.querySelectorAll("tbody th")].some(th => th.textContent === "Browser Narrator")`)
 	foreign("voices")
 	br.axeCheck("voices")
+	br.tabOrder("voices", "#v-title", "#v-provider", "#v-model", "input[name=v-source]", "#v-voice", "#v-tags", "#v-desc", "text=Create voice", "button.danger")
 	br.screenshots("voices")
 	br.js(`window.confirm = () => true; true`, nil)
-	br.js(`[...document.querySelectorAll("tbody tr")].find(tr => tr.querySelector("th").textContent === "Browser Narrator").querySelector("button.danger").click(); true`, nil)
+	br.tabTo(`button.danger[aria-label="Delete Browser Narrator"]`, false)
+	br.press(kb.Enter)
 	br.wait("voice deleted", `![...document.querySelectorAll("tbody th")].some(th => th.textContent === "Browser Narrator") && document.body.innerText.includes("Deleted")`)
+	br.wait("the focus after the delete", `document.activeElement === document.querySelector("#create-title")`)
 	var left struct {
 		Data []struct{ Title string } `json:"data"`
 	}
@@ -462,16 +849,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	br.noProblems("voices")
 
-	// Usage and providers.
-	br.goTo("usage")
-	br.wait("usage charts", `document.querySelectorAll("figure.chart svg").length === 5 && document.querySelector(".kpi") !== null`)
+	// Usage: requests, characters and credits, latency p50 and p95 and
+	// the error rate, each per provider and day, with a table for each
+	// chart that says what the API says.
+	br.navigate("usage")
+	br.wait("usage charts", `document.querySelectorAll("figure.chart svg[role=img]").length === 6 && document.querySelector(".kpi") !== null`)
 	foreign("usage")
+	checkUsageCharts(t, tg, br)
+	br.tabTo(`figure[data-chart="error-rate"] summary`, false)
+	br.press(kb.Enter)
+	br.wait("error-rate table open", `document.querySelector('figure[data-chart="error-rate"] details').open`)
 	br.axeCheck("usage")
+	br.tabOrder("usage", "#u-range", "figure.chart summary", `figure[data-chart="error-rate"] .scroll[role=region]`)
 	br.screenshots("usage")
-	br.goTo("providers")
+	br.navigate("providers")
 	br.wait("catalog", `document.body.innerText.includes("espeak")`)
 	br.axeCheck("providers")
+	br.tabOrder("providers", ".scroll[role=region]", "text=Sign out")
 	br.screenshots("providers")
+	// The skip link moves the focus to the content and stays on the view.
+	br.tabTo("a.skip", true)
+	br.press(kb.Enter)
+	br.wait("skipped to the content", `document.activeElement === document.getElementById("main") && document.querySelector("nav a[aria-current=page]").getAttribute("href") === "#/providers"`)
 	br.noProblems("usage and providers")
 
 	// An expired session returns to sign-in and says why.
@@ -481,8 +880,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		_, err := cdp.Call(ctx, tt, network.SetCookie, network.SetCookieParams{Name: ui.CookieName, Value: expired, URL: tg.base + "/ui/", Path: "/ui/"})
 		return chromedp.Void{}, err
 	}))
-	br.js(`location.hash = "#/voices"; true`, nil) // its requests meet the expired session
+	// The voices view's two requests meet the expired session.
+	br.expectFailure("/ui/api/v1/providers", 401, 1)
+	br.expectFailure("/ui/api/v1/voices", 401, 1)
+	br.js(`location.hash = "#/voices"; true`, nil)
 	br.wait("back to sign-in", `document.querySelector("#key") !== null && document.body.innerText.includes("session expired")`)
+	br.wait("the key field focused again", `document.activeElement === document.querySelector("#key")`)
 
 	// A revoked key does too.
 	key, k, err := tg.g.CreateKey(context.Background(), "acme", "to revoke", store.KeyScope{})
@@ -495,10 +898,90 @@ func TestDashboardInBrowser(t *testing.T) {
 	if _, err := tg.g.RevokeKey(context.Background(), k.ID); err != nil {
 		t.Fatal(err)
 	}
+	// The logs view's two requests meet the revoked key.
+	br.expectFailure("/ui/api/v1/providers", 401, 1)
+	br.expectFailure("/ui/api/v1/logs", 401, 1)
 	br.js(`location.hash = "#/logs"; true`, nil)
 	br.wait("back to sign-in after revocation", `document.querySelector("#key") !== null && document.body.innerText.includes("revoked")`)
-	br.noProblems("sign-in")
-	t.Logf("screenshots in %s", br.dir)
+	br.noProblems("expired and revoked")
+	t.Logf("screenshots in %s (kept with go test -artifacts)", br.dir)
+}
+
+// checkUsageCharts compares the per-provider, per-day latency and error
+// rate charts' tables with GET /v1/usage: a cell per provider and day with
+// requests, "—" where there were none, and one line per provider.
+func checkUsageCharts(t *testing.T, tg *testGateway, br *browser) {
+	t.Helper()
+	var byProvider, byDay struct {
+		Data []struct {
+			Day       string  `json:"day"`
+			Provider  string  `json:"provider"`
+			Requests  int     `json:"requests"`
+			ErrorRate float64 `json:"error_rate"`
+			Latency   struct {
+				P50 float64 `json:"p50"`
+				P95 float64 `json:"p95"`
+			} `json:"latency_ms"`
+		} `json:"data"`
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	q := "since=" + today.AddDate(0, 0, -13).Format(time.DateOnly) + "&until=" + today.AddDate(0, 0, 1).Format(time.DateOnly)
+	tg.do("GET", "/v1/usage?group_by=provider&"+q, "acme", nil).json(t, &byProvider)
+	tg.do("GET", "/v1/usage?group_by=provider,day&"+q, "acme", nil).json(t, &byDay)
+	var providers []string
+	for _, g := range byProvider.Data {
+		providers = append(providers, g.Provider)
+	}
+	if !slices.Contains(providers, "espeak") || !slices.Contains(providers, "mixed") {
+		t.Errorf("usage by provider: %v, want espeak and mixed", providers)
+	}
+	type chart struct {
+		Columns []string                     `json:"columns"`
+		Series  []string                     `json:"series"`
+		Cells   map[string]map[string]string `json:"cells"`
+	}
+	var charts map[string]chart
+	br.js(`Object.fromEntries(["latency-p50", "latency-p95", "error-rate"].map(id => {
+		const f = document.querySelector('figure[data-chart="' + id + '"]');
+		const cells = {};
+		f.querySelectorAll("tbody tr").forEach(tr => { cells[tr.dataset.day] = Object.fromEntries([...tr.querySelectorAll("td")].map(td => [td.dataset.series, td.textContent])) });
+		return [id, {columns: [...f.querySelectorAll("thead th")].slice(1).map(th => th.textContent),
+			series: [...f.querySelectorAll("svg g[data-series]")].map(g => g.dataset.series), cells}];
+	}))`, &charts)
+	for id, c := range charts {
+		if !slices.Equal(c.Columns, providers) || !slices.Equal(c.Series, providers) {
+			t.Errorf("%s: columns %v and lines %v, want one per provider %v", id, c.Columns, c.Series, providers)
+		}
+		want := map[string]map[string]float64{}
+		for _, g := range byDay.Data {
+			if g.Requests == 0 {
+				continue
+			}
+			if want[g.Day] == nil {
+				want[g.Day] = map[string]float64{}
+			}
+			want[g.Day][g.Provider] = map[string]float64{"latency-p50": g.Latency.P50, "latency-p95": g.Latency.P95, "error-rate": g.ErrorRate * 100}[id]
+		}
+		if len(c.Cells) != len(want) {
+			t.Errorf("%s: days %v, want those of %v", id, c.Cells, want)
+		}
+		for day, cells := range c.Cells {
+			for _, p := range providers {
+				v, ok := want[day][p]
+				cell := cells[p]
+				if !ok {
+					if cell != "—" {
+						t.Errorf("%s %s %s: %q, want — (no requests)", id, day, p, cell)
+					}
+					continue
+				}
+				f, err := strconv.ParseFloat(strings.Fields(strings.ReplaceAll(cell, ",", ""))[0], 64)
+				if err != nil || math.Abs(f-v) > 0.051 {
+					t.Errorf("%s %s %s: %q, want %.2f", id, day, p, cell, v)
+				}
+			}
+		}
+	}
 }
 
 // TestDashboardClonesAVoice clones a voice in the browser from an
@@ -518,6 +1001,7 @@ func TestDashboardClonesAVoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	br := newBrowser(t)
+	br.expectFailure("/ui/api/session", 401, 1) // the page's check for a session
 	br.do("open", chromedp.Navigate(c.base+"/ui/#/voices"))
 	br.wait("sign-in form", `document.querySelector("#key") !== null`)
 	br.setInput("#key", c.keys["acme"])

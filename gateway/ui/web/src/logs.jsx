@@ -37,18 +37,37 @@ export function Logs() {
   const [fresh, setFresh] = useState(0);
   const rowsRef = useRef(rows);
   rowsRef.current = rows;
+  // focusRow names the row whose button gets the keyboard focus after
+  // the next render: the first row of a page "Load more" brought (the
+  // button itself may be gone), or the row whose detail was just closed.
+  const focusRow = useRef("");
+  const opener = useRef(""); // the row whose button opened the detail
+  useEffect(() => {
+    if (!focusRow.current) return;
+    const btn = [...document.querySelectorAll("tr[data-request-id]")]
+      .find((tr) => tr.dataset.requestId === focusRow.current);
+    focusRow.current = "";
+    if (btn) btn.querySelector("button").focus();
+    else document.getElementById("main").focus();
+  });
 
+  // Only the latest load counts: filters applied (or reset) while an
+  // earlier page is still on its way must not be overwritten by it.
+  const loads = useRef(0);
   async function load(f, after) {
+    const n = ++loads.current;
     setLoading(true);
     setError("");
     try {
       const page = await getJSON("/v1/logs" + query({ ...filterQuery(f), limit: PAGE, cursor: after }));
+      if (n !== loads.current) return;
+      if (after && page.data.length) focusRow.current = page.data[0].request_id;
       setRows((old) => (after ? old.concat(page.data) : page.data));
       setCursor(page.has_more ? page.next_cursor : "");
     } catch (e) {
-      setError(e.message);
+      if (n === loads.current) setError(e.message);
     } finally {
-      setLoading(false);
+      if (n === loads.current) setLoading(false);
     }
   }
 
@@ -132,11 +151,11 @@ export function Logs() {
       </p>
       <ErrorText>{error}</ErrorText>
       <div class={selected ? "split" : ""}>
-        <LogTable rows={rows} selected={selected} onSelect={setSelected} />
-        {selected && <LogDetail row={selected} onClose={() => setSelected(null)} onOpen={setSelected} />}
+        <LogTable rows={rows} selected={selected} onSelect={(r) => { opener.current = r.request_id; setSelected(r); }} />
+        {selected && <LogDetail row={selected} onClose={() => { focusRow.current = opener.current; setSelected(null); }} onOpen={setSelected} />}
       </div>
       {cursor && (
-        <p><button type="button" onClick={() => load(filters, cursor)} disabled={loading}>Load more</button></p>
+        <p><button type="button" onClick={() => { if (!loading) load(filters, cursor); }} aria-disabled={loading ? "true" : undefined}>Load more</button></p>
       )}
     </div>
   );

@@ -1,5 +1,5 @@
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import "./style.css";
 import { ApiError, getJSON, onSessionLost, sendJSON, setCSRF } from "./api.js";
 import { Logs } from "./logs.jsx";
@@ -16,17 +16,37 @@ const views = [
   { id: "providers", title: "Providers", View: Providers },
 ];
 
-function currentView() {
+// currentView is the view the URL's fragment names (#/usage), or prev
+// when the fragment is not a view's (#main, from the skip link).
+function currentView(prev) {
+  if (prev && location.hash && !location.hash.startsWith("#/")) return prev;
   const id = location.hash.replace(/^#\/?/, "").split("?")[0];
   return views.find((v) => v.id === id) || views[0];
+}
+
+// focusMain moves the keyboard focus to the start of the view's content,
+// after a view change or from the skip link, so Tab goes on from there.
+function focusMain() {
+  const main = document.getElementById("main");
+  if (main) main.focus();
 }
 
 function SignIn({ message, onSignedIn }) {
   const [key, setKey] = useState("");
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  const input = useRef(null);
+  // The key field has the focus on arrival (after a sign-out or an
+  // expired session too), so a keyboard user types the key and presses
+  // Enter.
+  useEffect(() => { input.current && input.current.focus(); }, []);
   async function submit(e) {
     e.preventDefault();
+    if (busy) return;
+    if (!key.trim()) {
+      setError("Enter an API key.");
+      return;
+    }
     setBusy(true);
     setError("");
     try {
@@ -35,6 +55,8 @@ function SignIn({ message, onSignedIn }) {
       onSignedIn(s);
     } catch (err) {
       setError(err instanceof ApiError ? err.message : "The gateway could not be reached.");
+      // Back to the field with the wrong key selected: typing replaces it.
+      if (input.current) { input.current.focus(); input.current.select(); }
     } finally {
       setBusy(false);
     }
@@ -46,9 +68,9 @@ function SignIn({ message, onSignedIn }) {
       {message && <p class="notice" role="status">{message}</p>}
       <form onSubmit={submit}>
         <label for="key">API key</label>
-        <input id="key" name="key" type="password" autocomplete="off" spellcheck={false} placeholder="vxk_…" required
+        <input id="key" ref={input} name="key" type="password" autocomplete="off" spellcheck={false} placeholder="vxk_…" required
           value={key} onInput={(e) => setKey(e.currentTarget.value)} aria-describedby={error ? "signin-error" : undefined} />
-        <button type="submit" disabled={busy || !key.trim()}>{busy ? "Signing in…" : "Sign in"}</button>
+        <button type="submit" aria-disabled={busy ? "true" : undefined}>{busy ? "Signing in…" : "Sign in"}</button>
         {error && <p id="signin-error" class="error" role="alert">{error}</p>}
       </form>
     </main>
@@ -73,7 +95,10 @@ function App() {
       .then((s) => { setCSRF(s.csrf_token); setSession(s); })
       .catch(() => {})
       .finally(() => setChecked(true));
-    const onHash = () => setView(currentView());
+    const onHash = () => {
+      setView((prev) => currentView(prev));
+      if (location.hash.startsWith("#/")) requestAnimationFrame(focusMain);
+    };
     addEventListener("hashchange", onHash);
     return () => removeEventListener("hashchange", onHash);
   }, []);
@@ -84,7 +109,7 @@ function App() {
 
   if (!checked) return null;
   if (!session) {
-    return <SignIn message={message} onSignedIn={(s) => { setCSRF(s.csrf_token); setMessage(""); setSession(s); }} />;
+    return <SignIn message={message} onSignedIn={(s) => { setCSRF(s.csrf_token); setMessage(""); setSession(s); requestAnimationFrame(focusMain); }} />;
   }
   async function signOut() {
     try {
@@ -97,7 +122,7 @@ function App() {
   const { View } = view;
   return (
     <>
-      <a class="skip" href="#main">Skip to content</a>
+      <a class="skip" href="#main" onClick={(e) => { e.preventDefault(); focusMain(); }}>Skip to content</a>
       <header class="top">
         <span class="brand">voxgate</span>
         <nav aria-label="Dashboard">

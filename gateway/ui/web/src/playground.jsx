@@ -4,6 +4,39 @@ import { ErrorText, useCatalog } from "./shared.jsx";
 
 const SAMPLE = "Welcome to voxgate. Every word lights up as it is spoken.";
 
+// The output formats the gateway encodes (README, "Speech"). The page
+// plays a clip where the browser's audio element can (canPlayType); the
+// raw formats have no header saying what the bytes are, so no browser
+// plays them from a file: those, and any this browser lacks, are offered
+// for download only, and the page says so.
+const FORMATS = [
+  { id: "wav", name: "WAV", type: "audio/wav" },
+  { id: "mp3", name: "MP3", type: "audio/mpeg" },
+  { id: "opus", name: "Opus", detail: "Ogg", type: 'audio/ogg; codecs="opus"' },
+  { id: "flac", name: "FLAC", type: "audio/flac" },
+  { id: "pcm", name: "PCM", detail: "raw 16-bit", raw: "raw 16-bit little-endian samples" },
+  { id: "ulaw", name: "μ-law", detail: "raw G.711", raw: "raw G.711 μ-law samples at 8000 Hz" },
+  { id: "alaw", name: "A-law", detail: "raw G.711", raw: "raw G.711 A-law samples at 8000 Hz" },
+].map((f) => ({ ...f, playable: !f.raw && canPlay(f.type) }));
+
+function canPlay(type) {
+  try {
+    return document.createElement("audio").canPlayType(type) !== "";
+  } catch {
+    return false;
+  }
+}
+
+const formatOf = (id) => FORMATS.find((f) => f.id === id) || FORMATS[0];
+const playableNames = FORMATS.filter((f) => f.playable).map((f) => f.name).join(", ");
+
+// whyNotPlayable says why format f downloads but does not play here.
+function whyNotPlayable(f) {
+  return f.raw
+    ? `${f.name} is ${f.raw} with no header, which the page cannot play.`
+    : `This browser cannot play ${f.name} in the page.`;
+}
+
 function b64ToBlob(b64, type) {
   const bin = atob(b64);
   const bytes = new Uint8Array(bin.length);
@@ -71,6 +104,7 @@ export function Playground() {
 
   async function speak(e) {
     e.preventDefault();
+    if (busy) return;
     setBusy(true);
     setError("");
     try {
@@ -78,7 +112,7 @@ export function Playground() {
       const res = await sendJSON("POST", "/v1/audio/speech/with-timestamps", b);
       if (clip) URL.revokeObjectURL(clip.url);
       const blob = b64ToBlob(res.audio, res.mediaType);
-      setClip({ url: URL.createObjectURL(blob), words: res.timestamps || [], format, body: b, warnings: res.warnings || [] });
+      setClip({ url: URL.createObjectURL(blob), words: res.timestamps || [], format, mediaType: res.mediaType, body: b, warnings: res.warnings || [] });
       setCurrent(-1);
     } catch (err) {
       setError(err.message);
@@ -117,6 +151,8 @@ export function Playground() {
   }, [clip]);
 
   const nativeRange = m && m.native_speed_range;
+  const chosen = formatOf(format);
+  const got = clip && formatOf(clip.format);
   return (
     <div class="playground">
       <ErrorText>{catalogError}</ErrorText>
@@ -149,10 +185,12 @@ export function Playground() {
           </div>
           <div class="field">
             <label for="pg-format">Format</label>
-            <select id="pg-format" value={format} onChange={(e) => setFormat(e.currentTarget.value)}>
-              <option value="wav">WAV</option>
-              <option value="mp3">MP3</option>
+            <select id="pg-format" value={format} onChange={(e) => setFormat(e.currentTarget.value)} aria-describedby="pg-format-hint">
+              {FORMATS.map((f) => (
+                <option key={f.id} value={f.id}>{f.name}{f.detail ? ` (${f.detail})` : ""}{f.playable ? "" : " · download only"}</option>
+              ))}
             </select>
+            <span id="pg-format-hint" class="hint">{chosen.playable ? "Plays in the page." : `Download only: ${whyNotPlayable(chosen)}`}</span>
           </div>
           <div class="field">
             <label for="pg-speed">Speed <output for="pg-speed">{Number(speed).toFixed(2)}×</output></label>
@@ -172,21 +210,29 @@ export function Playground() {
             <textarea id="pg-text" rows={4} required maxLength={(m && m.max_text_chars) || 5000} value={text} onInput={(e) => setText(e.currentTarget.value)} />
           </div>
         </div>
-        <button type="submit" disabled={busy || !text.trim() || !voice}>{busy ? "Speaking…" : "Speak"}</button>
+        <button type="submit" disabled={!text.trim() || !voice} aria-disabled={busy ? "true" : undefined}>{busy ? "Speaking…" : "Speak"}</button>
+        <span class="sr-only" role="status">{busy ? "Speaking…" : clip ? `The ${got.name} clip is ready below.` : ""}</span>
       </form>
       <ErrorText>{error}</ErrorText>
       {clip && (
         <section class="card result" aria-labelledby="pg-result">
           <h2 id="pg-result">Result</h2>
-          <audio ref={audio} controls src={clip.url} aria-label="Synthesized speech" />
-          <p class="words" aria-label="Words, highlighted as they are spoken">
+          {got.playable ? (
+            <audio ref={audio} controls src={clip.url} aria-label="Synthesized speech" />
+          ) : (
+            <p class="notice download-only">
+              {whyNotPlayable(got)} Download it ({clip.mediaType}) to use it elsewhere, or choose {playableNames} to listen here.
+            </p>
+          )}
+          <p class="words" aria-label={got.playable ? "Words, highlighted as they are spoken" : "Words"}>
             {clip.words.length === 0 && <span class="hint">This model returns no word timestamps.</span>}
-            {clip.words.map((w, i) => (
-              <span key={i} class={i === current ? "word current" : "word"} data-index={i} aria-current={i === current ? "true" : undefined}>{w.text} </span>
-            ))}
+            {clip.words.map((w, i) => {
+              const lit = got.playable && i === current;
+              return <span key={i} class={lit ? "word current" : "word"} data-index={i} aria-current={lit ? "true" : undefined}>{w.text} </span>;
+            })}
           </p>
           {clip.warnings.length > 0 && <ul class="warnings">{clip.warnings.map((w) => <li key={w}>{w}</li>)}</ul>}
-          <p><a class="button" href={clip.url} download={`voxgate-speech.${clip.format}`}>Download {clip.format.toUpperCase()}</a></p>
+          <p><a class="button" href={clip.url} download={`voxgate-speech.${clip.format}`}>Download {got.name}</a></p>
           <h3>The same request with curl</h3>
           <pre class="curl" tabIndex={0} aria-label="curl command"><code>{curlFor(clip.body)}</code></pre>
           <button type="button" class="quiet" onClick={() => navigator.clipboard && navigator.clipboard.writeText(curlFor(clip.body))}>Copy command</button>

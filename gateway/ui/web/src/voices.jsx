@@ -8,6 +8,18 @@ export function Voices() {
   const [cursor, setCursor] = useState("");
   const [error, setError] = useState("");
   const [notice, setNotice] = useState("");
+  // After a delete, the keyboard focus goes to the Delete button of the
+  // row that took the deleted one's place (or the one above it), else to
+  // the form below, instead of being lost with the removed button.
+  const focusNext = useRef(null);
+  useEffect(() => {
+    if (!focusNext.current) return;
+    const id = focusNext.current;
+    focusNext.current = null;
+    const row = [...document.querySelectorAll("tr[data-voice-id]")].find((tr) => tr.dataset.voiceId === id);
+    const target = row ? row.querySelector("button.danger") : document.getElementById("create-title");
+    if (target) target.focus();
+  });
 
   async function load(after) {
     try {
@@ -25,6 +37,9 @@ export function Voices() {
     setError("");
     try {
       await request("DELETE", "/v1/voices/" + encodeURIComponent(v.id));
+      const i = voices.findIndex((x) => x.id === v.id);
+      const next = voices[i + 1] || voices[i - 1];
+      focusNext.current = next ? next.id : "-";
       setVoices((old) => old.filter((x) => x.id !== v.id));
       setNotice(`Deleted “${v.title}”.`);
     } catch (e) {
@@ -78,6 +93,7 @@ function CreateVoice({ catalog, onCreated }) {
   const [sample, setSample] = useState(null); // {blob, name}
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
+  const titleRef = useRef(null);
 
   useEffect(() => {
     if (!provider) return;
@@ -97,6 +113,7 @@ function CreateVoice({ catalog, onCreated }) {
 
   async function submit(e) {
     e.preventDefault();
+    if (busy) return;
     setBusy(true);
     setError("");
     try {
@@ -117,6 +134,9 @@ function CreateVoice({ catalog, onCreated }) {
       setDescription("");
       setSample(null);
       onCreated(v);
+      // The focus goes back to the (now empty) title, for the next voice;
+      // the status line above the list says what was created.
+      if (titleRef.current) titleRef.current.focus();
     } catch (err) {
       setError(err.message);
     } finally {
@@ -126,11 +146,11 @@ function CreateVoice({ catalog, onCreated }) {
 
   return (
     <form class="card create" onSubmit={submit} aria-labelledby="create-title">
-      <h2 id="create-title">New voice</h2>
+      <h2 id="create-title" tabIndex={-1}>New voice</h2>
       <div class="grid">
         <div class="field">
           <label for="v-title">Title</label>
-          <input id="v-title" required maxLength={200} value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
+          <input id="v-title" ref={titleRef} required maxLength={200} value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
         </div>
         <div class="field">
           <label for="v-provider">Provider</label>
@@ -173,7 +193,7 @@ function CreateVoice({ catalog, onCreated }) {
         </div>
       </div>
       <ErrorText>{error}</ErrorText>
-      <button type="submit" disabled={busy || !title.trim() || !provider}>{busy ? "Creating…" : "Create voice"}</button>
+      <button type="submit" disabled={!provider} aria-disabled={busy ? "true" : undefined}>{busy ? "Creating…" : "Create voice"}</button>
     </form>
   );
 }
@@ -219,9 +239,8 @@ function Sample({ sample, onSample }) {
       <input id="v-file" type="file" accept="audio/wav,audio/x-wav,audio/mpeg,.wav,.mp3"
         onChange={(e) => { const f = e.currentTarget.files[0]; if (f) onSample({ blob: f, name: f.name }); }} />
       <div class="row">
-        {recording
-          ? <button type="button" class="danger" onClick={stop}>Stop recording</button>
-          : <button type="button" class="quiet" onClick={start}>Record a sample</button>}
+        {/* One button that changes its label, so the focus stays on it. */}
+        <button type="button" class={recording ? "danger" : "quiet"} onClick={recording ? stop : start}>{recording ? "Stop recording" : "Record a sample"}</button>
         {sample && <span class="meta">{sample.name} · {Math.round(sample.blob.size / 1024)} KiB</span>}
       </div>
       <ErrorText>{error}</ErrorText>
