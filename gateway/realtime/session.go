@@ -346,6 +346,11 @@ func (s *session) writeLoop() {
 	for {
 		select {
 		case f := <-s.out:
+			if s.ctx.Err() != nil {
+				// The socket is ending (closeWith cancels first): nothing
+				// more goes out after its close frame.
+				return
+			}
 			if f.droppable && f.u.dropped() {
 				continue
 			}
@@ -353,7 +358,10 @@ func (s *session) writeLoop() {
 			if err := s.conn.WriteMessage(f.kind, f.data); err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					s.closeWith(websocket.ClosePolicyViolation, "client too slow: audio was not read", errClientTooSlow)
+					// No close frame: the connection takes no write after
+					// a failed one (the frame may be cut short), and a
+					// client that reads nothing could not take it anyway.
+					s.closeWith(websocket.CloseAbnormalClosure, "", errClientTooSlow)
 				} else {
 					s.closeWith(websocket.CloseAbnormalClosure, "", errClientGone)
 				}
@@ -393,16 +401,34 @@ func (s *session) idle(now time.Time) bool {
 	return len(s.contexts) == 0
 }
 
-// closeWith ends the socket: a close frame with code and text (if the
-// connection can still take one), every context cancelled with cause,
-// the connection closed (which ends the reader).
+// closeGrace is how long a close frame may take to go out, and how long
+// the client then has to answer it before the connection is dropped.
+const closeGrace = time.Second
+
+// closeWith ends the socket: every context cancelled with cause, a close
+// frame with code and text (unless code is CloseAbnormalClosure, or the
+// connection cannot take one), then the reader ended, which ends run.
+//
+// Closing the connection cannot end the reader: fasthttp owns a hijacked
+// connection, whose Close does nothing, and closes it itself once the
+// handler (run) returns. Deadlines end the reader instead, and a write
+// still blocked on a client that reads nothing. A client that was sent a
+// close frame has closeGrace to answer it, as the closing handshake
+// asks; one that was sent none is dropped at once.
 func (s *session) closeWith(code int, text string, cause error) {
 	s.closeOnce.Do(func() {
 		s.cancel(cause)
+		grace := time.Duration(0)
 		if code != websocket.CloseAbnormalClosure {
-			_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			err := s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(closeGrace))
+			if err == nil {
+				grace = closeGrace
+			}
 		}
-		_ = s.conn.Close()
+		now := time.Now()
+		_ = s.conn.NetConn().SetWriteDeadline(now)
+		_ = s.conn.SetReadDeadline(now.Add(grace))
+		_ = s.conn.Close() // a no-op under fasthttp; not under other servers
 	})
 }
 
