@@ -16,7 +16,8 @@ import (
 // SDKs, unmodified and pinned by test/sdkclients/package-lock.json
 // (installed by `make test`), against a real gateway with eSpeak and the
 // provider fakes behind it: clips in every format the gateway makes,
-// speed, streams, SSE, with-timestamps, the voices and models lists, and
+// speed, streams and SSE (in the SDKs' default mp3 on eSpeak too, which
+// the gateway converts from eSpeak's PCM stream), with-timestamps, the voices and models lists, and
 // an error whose message the SDK shows. The clips the OpenAI SDK received
 // are decoded with ffprobe.
 func TestOfficialSDKs(t *testing.T) {
@@ -56,6 +57,11 @@ func TestOfficialSDKs(t *testing.T) {
 				Deltas, Bytes int
 				Done          map[string]int
 			}
+			SSEMp3 struct {
+				Deltas int
+				Done   map[string]int
+				Base64 string
+			}
 			Models []string
 			Error  struct {
 				Status               int
@@ -63,9 +69,13 @@ func TestOfficialSDKs(t *testing.T) {
 			}
 		}
 		ElevenLabs struct {
-			Clips      map[string]int
-			Speed      struct{ Normal, Double int }
-			Stream     drained
+			Clips         map[string]int
+			Speed         struct{ Normal, Double int }
+			Stream        drained
+			StreamDefault struct {
+				Chunks, Bytes int
+				Base64        string
+			}
 			Timestamps struct {
 				AudioBytes int
 				Characters string
@@ -112,6 +122,12 @@ func TestOfficialSDKs(t *testing.T) {
 	if o.SSE.Deltas < 1 || o.SSE.Bytes < 2000 || o.SSE.Done["input_tokens"] != len("Events please.") {
 		t.Errorf("openai sse %+v", o.SSE)
 	}
+	// SSE in the SDK's default mp3, on eSpeak: converted from its PCM.
+	if mp3, _ := base64.StdEncoding.DecodeString(o.SSEMp3.Base64); o.SSEMp3.Deltas < 1 || o.SSEMp3.Done["input_tokens"] != len("Events in the default format.") || len(mp3) < 2000 {
+		t.Errorf("openai sse mp3: %d deltas, %d bytes, done %v", o.SSEMp3.Deltas, len(mp3), o.SSEMp3.Done)
+	} else if dur, rate, channels := probe(t, "mp3", mp3); dur < 0.8 || dur > 6 || rate != 22050 || channels != 1 {
+		t.Errorf("openai sse mp3 decodes as %.2fs at %d Hz, %d channels", dur, rate, channels)
+	}
 	for _, m := range []string{"tts-1", "espeak/espeak-ng", "openai/tts-1", "elevenlabs/eleven_multilingual_v2"} {
 		if !slices.Contains(o.Models, m) {
 			t.Errorf("openai models %v lack %s", o.Models, m)
@@ -129,6 +145,12 @@ func TestOfficialSDKs(t *testing.T) {
 	}
 	if el.Stream.Bytes < 2000 {
 		t.Errorf("elevenlabs stream %+v", el.Stream)
+	}
+	// The SDK's default stream (mp3_44100_128) on eSpeak: converted.
+	if mp3, _ := base64.StdEncoding.DecodeString(el.StreamDefault.Base64); el.StreamDefault.Chunks < 1 || len(mp3) < 2000 {
+		t.Errorf("elevenlabs default stream: %d chunks, %d bytes", el.StreamDefault.Chunks, len(mp3))
+	} else if dur, rate, channels := probe(t, "mp3", mp3); dur < 0.8 || dur > 6 || rate != 44100 || channels != 1 {
+		t.Errorf("elevenlabs default stream decodes as %.2fs at %d Hz, %d channels", dur, rate, channels)
 	}
 	ts := el.Timestamps
 	if ts.AudioBytes < 2000 || ts.Characters != "Timed characters." || len(ts.Ends) != len(ts.Characters) || ts.Ends[len(ts.Ends)-1] <= 0 {

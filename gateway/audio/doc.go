@@ -16,6 +16,15 @@
 // Encode once. Request parameters are validated with Params.Validate, which
 // returns per-field errors free of HTTP types.
 //
+// # Streams
+//
+// StreamEncoder converts a provider's raw PCM stream to another format
+// chunk by chunk as it arrives (PCM at another rate, WAV, MP3, Ogg Opus,
+// G.711), for a stream asked for in a format its model does not stream
+// itself: the rate through libsoxr's streaming interface, which gives the
+// one-shot resampler's samples however the stream is cut, then the
+// encoder, each holding only its own few frames of state.
+//
 // # Levels
 //
 // Levels are in dBFS with 1.0 as full scale: 20·log10(RMS) for loudness, so
@@ -32,6 +41,8 @@
 // Every MP3 Encode writes starts with an Info/LAME tag frame carrying the
 // encoder delay and padding, and Decode honours such a tag, so a clip keeps
 // its exact length through an MP3 round trip (FFmpeg agrees to the sample).
+// A StreamEncoder's MP3 has none: the tag is the first frame, and what it
+// says is known only at the stream's end.
 //
 // # Libraries and system dependencies
 //

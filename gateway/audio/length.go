@@ -12,7 +12,7 @@ const meterHead = 4 << 10
 // from its byte count and rate, WAV from its header and data length, MP3
 // from the first frame's bitrate (exact for constant bitrate, which is
 // what the gateway's encoder and most providers send; an estimate for
-// variable bitrate). Other formats measure 0.
+// variable bitrate), G.711 from its byte count. Other formats measure 0.
 //
 // Hot path (every streamed chunk): Write adds to a counter and copies
 // only the first few KiB of a stream.
@@ -35,7 +35,7 @@ func (m *Meter) Write(p []byte) {
 		return
 	}
 	m.n += int64(len(p))
-	if m.mt.Format != FormatPCM && len(m.head) < meterHead {
+	if (m.mt.Format == FormatWAV || m.mt.Format == FormatMP3) && len(m.head) < meterHead {
 		m.head = append(m.head, p[:min(len(p), meterHead-len(m.head))]...)
 	}
 }
@@ -48,6 +48,8 @@ func (m *Meter) Length() time.Duration {
 	switch m.mt.Format {
 	case FormatPCM:
 		return bytesTime(m.n, int64(2*max(m.mt.Channels, 1)), m.mt.Rate)
+	case FormatULaw, FormatALaw:
+		return bytesTime(m.n, int64(max(m.mt.Channels, 1)), m.mt.Rate)
 	case FormatWAV:
 		f, pcm, err := parseWAV(m.head)
 		if err != nil || f.blockAlign <= 0 || f.rate <= 0 {

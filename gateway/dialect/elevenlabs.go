@@ -111,10 +111,9 @@ func (r *ElevenLabsSpeech) Speech(org, voiceID, outputFormat string, ep speech.D
 	}
 	req.ProviderOptions = opts
 	if ep == speech.DeliverStream {
-		req.StreamFormat = &speech.StreamFormat{Format: of.Format}
-		if of.Format == sdk.FormatPCM {
-			req.StreamFormat.SampleRate = of.SampleRate
-		}
+		// The rate and bitrate hold where the gateway encodes the stream;
+		// a format the model streams itself comes as the model makes it.
+		req.StreamFormat = &speech.StreamFormat{Format: of.Format, SampleRate: of.SampleRate, Bitrate: of.Bitrate}
 		return req, nil
 	}
 	out := &audio.OutputParams{Format: of.Format, SampleRate: &of.SampleRate}

@@ -42,9 +42,11 @@ type Request struct {
 	// NoCache asks for a fresh rendering, bypassing the response cache
 	// (Cache-Control: no-cache); the answer is still stored.
 	NoCache bool
-	// StreamFormat picks the provider's encoding of a stream
-	// (DeliverStream only); nil is the model's preferred one. No wire
-	// field of voxgate's own sets it: the dialects do.
+	// StreamFormat picks a stream's encoding (DeliverStream only): the
+	// provider's own when the model streams it, else converted by the
+	// gateway from the model's PCM stream (see applyStreamFormat); nil is
+	// the model's preferred one. No wire field of voxgate's own sets it:
+	// the dialects do.
 	StreamFormat *StreamFormat
 	// Instructions steer delivery ("speak calmly") on models that follow
 	// them (sdk.Capabilities.Instructions), which get them as

@@ -726,18 +726,24 @@ type Source interface {
 }
 
 // openStream starts rendering the job as a stream, under the provider's
-// timeout. The caller reads it with Next and must Close it. A failure to
-// start is returned here when the provider reports it before any audio
-// (always, for planned requests: the answer's status is known first).
+// timeout, converted by the gateway when the model does not stream the
+// format asked for (transcode). The caller reads it with Next and must
+// Close it. A failure to start is returned here when the provider reports
+// it before any audio (always, for planned requests: the answer's status
+// is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	if len(j.pieces) > 1 {
 		first, err := s.openOne(ctx, j, j.pieces[0], streamFormat(j.Model))
 		if err != nil {
 			return nil, err
 		}
-		return s.openPieces(ctx, j, first), nil
+		return transcode(j, s.openPieces(ctx, j, first), true), nil
 	}
-	return s.openOne(ctx, j, j.spokenText(), "")
+	src, err := s.openOne(ctx, j, j.spokenText(), "")
+	if err != nil {
+		return nil, err
+	}
+	return transcode(j, src, false), nil
 }
 
 // openOne starts rendering text (all of j's, or its first piece) as a

@@ -5,22 +5,38 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/sdk"
 )
 
-// StreamFormat asks the provider to stream in one of its own encodings.
-// A stream is the provider's audio as it is produced, never converted by
-// the gateway, so only what the model itself offers can be asked for; the
-// dialects (OpenAI's response_format on SSE, ElevenLabs' output_format on
-// /stream) need this to stream what their clients expect.
+// StreamFormat is the encoding a stream is asked for in. The dialects
+// (OpenAI's response_format on SSE, ElevenLabs' output_format on
+// /stream) need it to stream what their clients expect.
+//
+// A format the model streams itself is asked of the provider and its
+// bytes pass through untouched. Otherwise, when the model streams raw
+// PCM, the gateway asks for that and converts the stream chunk by chunk
+// as it arrives (audio.StreamEncoder): to PCM at another rate, WAV, MP3,
+// Opus, or G.711 μ-law or A-law.
 type StreamFormat struct {
-	// Format is one of the model's output formats (sdk.FormatPCM, ...).
+	// Format is an output format (sdk.FormatPCM, audio.FormatMP3, ...).
 	Format string
-	// SampleRate is the PCM rate to ask for; 0 is the model's choice.
+	// SampleRate is the rate to stream at; 0 is the model's choice (for
+	// a converted stream, what audio.Output.Resolve picks). A format
+	// other than PCM that the model streams itself comes at the model's
+	// own rate, as the provider sends it.
 	SampleRate int
+	// Bitrate is the MP3 or Opus bitrate in kbps of a converted stream;
+	// 0 is the gateway's default. Like SampleRate, it does not change a
+	// format the model streams itself.
+	Bitrate int
 }
 
-// applyStreamFormat checks f against j's model and records it on j.
+// applyStreamFormat checks f against j's model and records it on j:
+// j.Stream is what the provider is asked to stream, and a stream the
+// gateway converts keeps its encoding in j.Params.Output, where a clip
+// keeps its own (so it is part of the cache key as a clip's output is).
 // Failures name the request's output format, which the dialects map to
 // their own field.
 func (j *Job) applyStreamFormat(f *StreamFormat) error {
@@ -30,26 +46,77 @@ func (j *Job) applyStreamFormat(f *StreamFormat) error {
 	if j.Delivery != DeliverStream {
 		return fmt.Errorf("speech: a stream format on a %v request", j.Delivery)
 	}
+	m := j.Model
+	if slices.Contains(m.OutputFormats, f.Format) {
+		if f.Format != sdk.FormatPCM {
+			j.Stream = StreamFormat{Format: f.Format}
+			return nil
+		}
+		if r := f.SampleRate; r == 0 || r == m.NativeSampleRate || slices.Contains(m.SampleRates, r) {
+			j.Stream = StreamFormat{Format: f.Format, SampleRate: r}
+			return nil
+		}
+	}
 	name := j.Provider.ID + "/" + j.Model.ID
-	if !slices.Contains(j.Model.OutputFormats, f.Format) {
-		return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot stream %s; it streams %s (other formats need the whole clip)",
-			name, f.Format, strings.Join(j.Model.OutputFormats, ", ")), "output", "format"))
+	if !audio.StreamEncodes(f.Format) || !slices.Contains(m.OutputFormats, sdk.FormatPCM) {
+		how := "it streams " + strings.Join(m.OutputFormats, ", ")
+		if slices.Contains(m.OutputFormats, sdk.FormatPCM) {
+			how += "; the gateway converts its PCM stream to " + strings.Join(audio.StreamFormats(), ", ")
+		}
+		return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot stream %s: %s (other formats need the whole clip)",
+			name, f.Format, how), "output", "format"))
 	}
-	if r := f.SampleRate; r != 0 && r != j.Model.NativeSampleRate && !slices.Contains(j.Model.SampleRates, r) {
-		return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot stream at %d Hz (rates: %s)",
-			name, r, rates(j.Model.SampleRates, j.Model.NativeSampleRate)), "output", "sampleRate"))
+	out := &audio.OutputParams{Format: f.Format}
+	if f.SampleRate != 0 {
+		out.SampleRate = &f.SampleRate
 	}
-	j.Stream = *f
+	if f.Bitrate != 0 {
+		out.Bitrate = &f.Bitrate
+	}
+	if bad := (audio.Params{Output: out}).Validate(); len(bad) > 0 {
+		return problem.Validation(problem.Field(bad[0].Message, bad[0].Path...))
+	}
+	o := out.Output()
+	src := pcmSourceRate(m, targetRate(o))
+	guess := src
+	if guess == 0 {
+		guess = m.NativeSampleRate
+	}
+	if _, err := o.Resolve(max(guess, 1)); err != nil {
+		return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot stream %s: %v", name, f.Format, err), "output", "format"))
+	}
+	j.Stream = StreamFormat{Format: sdk.FormatPCM, SampleRate: src}
+	j.Params.Output = out
 	return nil
 }
 
-func rates(list []int, native int) string {
-	if len(list) == 0 {
-		list = []int{native}
+// targetRate is the rate a converted stream is encoded at when the
+// output fixes it (G.711, Opus, or a rate asked for); 0 when it follows
+// the source's.
+func targetRate(o audio.Output) int {
+	switch o.Format {
+	case audio.FormatULaw, audio.FormatALaw:
+		return audio.G711Rate
+	case audio.FormatOpus:
+		return audio.OpusRate
 	}
-	s := make([]string, len(list))
-	for i, r := range list {
-		s[i] = fmt.Sprint(r)
+	return o.SampleRate
+}
+
+// pcmSourceRate picks the rate to ask m's PCM stream in for a stream
+// converted to want Hz (0: any): want itself when the model has it (then
+// nothing is resampled), else the lowest of its rates above want (no
+// detail is made up, and little is computed that is thrown away), else
+// its highest; 0, the model's choice, when it lists none or want is 0.
+func pcmSourceRate(m *sdk.Model, want int) int {
+	if want == 0 || len(m.SampleRates) == 0 {
+		return 0
 	}
-	return strings.Join(s, ", ")
+	rates := slices.Sorted(slices.Values(m.SampleRates))
+	if i, found := slices.BinarySearch(rates, want); found {
+		return want
+	} else if i < len(rates) {
+		return rates[i]
+	}
+	return rates[len(rates)-1]
 }

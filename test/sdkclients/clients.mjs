@@ -17,6 +17,15 @@ async function drain(stream) {
   return { chunks, bytes };
 }
 
+// collect reads a stream to its end and returns its bytes as base64, for
+// the Go test to decode.
+async function collect(stream) {
+  const parts = [];
+  for await (const c of stream) parts.push(Buffer.from(c));
+  const b = Buffer.concat(parts);
+  return { chunks: parts.length, bytes: b.length, base64: b.toString("base64") };
+}
+
 // OpenAI, through the SDK's audio.speech.create.
 const openai = new OpenAI({ apiKey, baseURL: `${base}/v1`, maxRetries: 0 });
 const o = results.openai;
@@ -37,6 +46,17 @@ for await (const ev of Stream.fromSSEResponse(sse, new AbortController())) {
   if (ev.type === "speech.audio.delta") { o.sse.deltas++; o.sse.bytes += Buffer.from(ev.audio, "base64").length; }
   if (ev.type === "speech.audio.done") o.sse.done = ev.usage;
 }
+// The SDK's default response_format (mp3) as events, on eSpeak (tts-1 is
+// an alias of espeak/espeak-ng), which does not stream MP3 itself: the
+// gateway converts eSpeak's PCM stream.
+const sseMp3 = await openai.audio.speech.create({ model: "tts-1", voice: "alloy", input: "Events in the default format.", stream_format: "sse" });
+const mp3Parts = [];
+o.sseMp3 = { deltas: 0, done: null };
+for await (const ev of Stream.fromSSEResponse(sseMp3, new AbortController())) {
+  if (ev.type === "speech.audio.delta") { o.sseMp3.deltas++; mp3Parts.push(Buffer.from(ev.audio, "base64")); }
+  if (ev.type === "speech.audio.done") o.sseMp3.done = ev.usage;
+}
+o.sseMp3.base64 = Buffer.concat(mp3Parts).toString("base64");
 const models = await openai.models.list();
 o.models = [];
 for await (const m of models) o.models.push(m.id);
@@ -60,6 +80,9 @@ const fastEl = await eleven.textToSpeech.convert("narrator", { text: "Speed chan
 const slowEl = await eleven.textToSpeech.convert("narrator", { text: "Speed changes the length.", outputFormat: "pcm_22050" });
 el.speed = { normal: (await drain(slowEl)).bytes, double: (await drain(fastEl)).bytes };
 el.stream = await drain(await eleven.textToSpeech.stream("narrator", { text: "A stream of audio.", outputFormat: "pcm_22050" }));
+// The SDK's default stream call (no outputFormat: mp3_44100_128) on eSpeak,
+// which streams neither MP3 nor 44.1 kHz: converted by the gateway.
+el.streamDefault = await collect(await eleven.textToSpeech.stream("narrator", { text: "A stream in the default format." }));
 const ts = await eleven.textToSpeech.convertWithTimestamps("narrator", { text: "Timed characters.", outputFormat: "pcm_22050" });
 el.timestamps = { audioBytes: Buffer.from(ts.audioBase64, "base64").length, characters: ts.alignment.characters.join(""), ends: ts.alignment.characterEndTimesSeconds };
 el.voices = (await eleven.voices.getAll()).voices.map((v) => v.voiceId);

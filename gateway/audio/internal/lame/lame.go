@@ -36,8 +36,9 @@ enum {
 
 // voxgate_lame_open makes an encoder of n mono samples (full scale +-1.0)
 // at rate Hz as CBR MP3 of kbps whose first frame is the Xing/LAME "Info"
-// tag frame, or returns NULL with *code set.
-static lame_t voxgate_lame_open(int n, int rate, int kbps, int quality, int *code) {
+// tag frame, or returns NULL with *code set. With tag 0 the stream has no
+// tag frame and n is ignored (a live stream of unknown length).
+static lame_t voxgate_lame_open(int n, int rate, int kbps, int quality, int tag, int *code) {
 	lame_t gf = lame_init();
 	if (gf == NULL) {
 		*code = VOXGATE_LAME_EINIT;
@@ -53,8 +54,10 @@ static lame_t voxgate_lame_open(int n, int rate, int kbps, int quality, int *cod
 	lame_set_VBR(gf, vbr_off);
 	lame_set_brate(gf, kbps);
 	lame_set_quality(gf, quality);
-	lame_set_bWriteVbrTag(gf, 1);
-	lame_set_num_samples(gf, (unsigned long)n);
+	lame_set_bWriteVbrTag(gf, tag);
+	if (tag) {
+		lame_set_num_samples(gf, (unsigned long)n);
+	}
 	// LAME quietly substitutes the nearest valid rate or bitrate for an
 	// invalid one (resampling on its own); refuse instead.
 	if (lame_init_params(gf) < 0 || lame_get_out_samplerate(gf) != rate ||
@@ -107,12 +110,14 @@ func Encode(samples []float32, rate, kbps, q int) (Result, error) {
 	return Result{Data: out[:len(out):len(out)], Delay: e.Delay(), Padding: e.Padding()}, nil
 }
 
-// Encoder encodes one clip of a known length given in chunks. Not safe for
-// concurrent use; Close frees its C memory.
+// Encoder encodes one clip of a known length given in chunks, or a live
+// stream (NewStreamEncoder). Not safe for concurrent use; Close frees its
+// C memory.
 type Encoder struct {
 	gf         C.lame_t
 	n          int
 	rate, kbps int
+	stream     bool // no tag frame: Finish writes none
 }
 
 // NewEncoder returns an encoder of a clip of n samples (LAME writes the
@@ -125,11 +130,32 @@ func NewEncoder(n, rate, kbps, q int) (*Encoder, error) {
 		return nil, fmt.Errorf("lame: invalid rate %d Hz or bitrate %d kbps", rate, kbps)
 	}
 	var code C.int
-	gf := C.voxgate_lame_open(C.int(n), C.int(rate), C.int(kbps), C.int(q), &code)
+	gf := C.voxgate_lame_open(C.int(n), C.int(rate), C.int(kbps), C.int(q), 1, &code)
 	if gf == nil {
 		return nil, fmt.Errorf("lame: encoding %d Hz at %d kbps failed: %s", rate, kbps, errorText(int(code)))
 	}
 	return &Encoder{gf: gf, n: n, rate: rate, kbps: kbps}, nil
+}
+
+// NewStreamEncoder returns an encoder of a live stream of unknown length
+// at rate Hz, kbps and quality q (see Encode), whose frames are sent as
+// they come out of Encode. Such a stream has no Xing/LAME tag frame: the
+// tag carries the frame count and the end padding, known only once the
+// stream has ended, and it must be the first frame, which is sent long
+// before then. (LAME would otherwise start the stream with an empty
+// placeholder frame that is never filled in.) Decoders play the stream
+// without gapless trimming, as they play any MP3 stream: the encoder
+// delay (576 samples) and the last frame's padding stay in.
+func NewStreamEncoder(rate, kbps, q int) (*Encoder, error) {
+	if rate <= 0 || kbps <= 0 {
+		return nil, fmt.Errorf("lame: invalid rate %d Hz or bitrate %d kbps", rate, kbps)
+	}
+	var code C.int
+	gf := C.voxgate_lame_open(0, C.int(rate), C.int(kbps), C.int(q), 0, &code)
+	if gf == nil {
+		return nil, fmt.Errorf("lame: encoding %d Hz at %d kbps failed: %s", rate, kbps, errorText(int(code)))
+	}
+	return &Encoder{gf: gf, rate: rate, kbps: kbps, stream: true}, nil
 }
 
 // SizeHint is the stream's expected length in bytes: a CBR stream is
@@ -170,7 +196,8 @@ func (e *Encoder) Encode(out []byte, samples []float32) ([]byte, error) {
 }
 
 // Finish flushes the encoder into out and writes the final tag frame over
-// the placeholder LAME put first.
+// the placeholder LAME put first (out must then hold the whole stream).
+// A stream encoder (NewStreamEncoder) only appends its last frames.
 func (e *Encoder) Finish(out []byte) ([]byte, error) {
 	out = room(out, 7200)
 	free := out[len(out):cap(out)]
@@ -179,7 +206,7 @@ func (e *Encoder) Finish(out []byte) ([]byte, error) {
 		return out, fmt.Errorf("lame: flush failed: %s", errorText(int(w)))
 	}
 	out = out[:len(out)+int(w)]
-	if len(out) > 0 {
+	if len(out) > 0 && !e.stream {
 		tag := C.lame_get_lametag_frame(e.gf, (*C.uchar)(unsafe.Pointer(&out[0])), C.size_t(len(out)))
 		if int(tag) > len(out) {
 			return out, fmt.Errorf("lame: %s", errorText(C.VOXGATE_LAME_ETAG))

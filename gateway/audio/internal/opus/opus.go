@@ -44,6 +44,18 @@ static OggOpusEnc *voxgate_ope_open(int kbps, int *err) {
 	return enc;
 }
 
+// voxgate_ope_live makes enc encode each 20 ms frame as soon as it has
+// its samples (no decision delay, which libopusenc sets to 2 s by
+// default) and end an Ogg page once it holds muxing samples at 48 kHz
+// (default 1 s), so that a live stream's pages leave as they are made.
+static int voxgate_ope_live(OggOpusEnc *enc, int muxing) {
+	int e = ope_encoder_ctl(enc, OPE_SET_DECISION_DELAY(0));
+	if (e == OPE_OK) {
+		e = ope_encoder_ctl(enc, OPE_SET_MUXING_DELAY(muxing));
+	}
+	return e;
+}
+
 // voxgate_ope_page returns the next finished page (flushing a partial one
 // when flush is set) in *page and its length, or 0 when there is none.
 static int voxgate_ope_page(OggOpusEnc *enc, unsigned char **page, int flush) {
@@ -58,6 +70,7 @@ import "C"
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -68,6 +81,10 @@ const Rate = 48000
 // frees its C memory.
 type Encoder struct {
 	enc *C.OggOpusEnc
+	// page receives the next page's address. It lives here rather than
+	// on pages' stack because a pointer passed to C makes a local
+	// escape: a heap allocation per call, on a streamed chunk's hot path.
+	page *C.uchar
 }
 
 // NewEncoder returns an encoder of mono 48 kHz audio at kbps (6 to 510).
@@ -81,6 +98,25 @@ func NewEncoder(kbps int) (*Encoder, error) {
 		return nil, fmt.Errorf("opus: %s", C.GoString(C.ope_strerror(code)))
 	}
 	return &Encoder{enc: enc}, nil
+}
+
+// NewStreamEncoder returns an encoder of a live stream of mono 48 kHz
+// audio at kbps (6 to 510): every 20 ms frame is encoded as soon as its
+// samples are written, and an Ogg page is finished (and returned by
+// Encode) once it holds pageDuration of audio, so a page leaves at most
+// about pageDuration after its audio came in. Shorter pages cost more
+// Ogg overhead (27 bytes and a segment table a page).
+func NewStreamEncoder(kbps int, pageDuration time.Duration) (*Encoder, error) {
+	e, err := NewEncoder(kbps)
+	if err != nil {
+		return nil, err
+	}
+	samples := int(pageDuration.Seconds() * Rate)
+	if code := C.voxgate_ope_live(e.enc, C.int(max(samples, 0))); code != C.OPE_OK {
+		e.Close()
+		return nil, fmt.Errorf("opus: %s", C.GoString(C.ope_strerror(code)))
+	}
+	return e, nil
 }
 
 // Encode encodes samples (full scale ±1.0) and appends the pages that are
@@ -109,12 +145,12 @@ func (e *Encoder) Finish(out []byte) ([]byte, error) {
 // memory, which the next call reuses.
 func (e *Encoder) pages(out []byte, flush C.int) []byte {
 	for {
-		var page *C.uchar
-		n := int(C.voxgate_ope_page(e.enc, &page, flush))
+		e.page = nil
+		n := int(C.voxgate_ope_page(e.enc, &e.page, flush))
 		if n <= 0 {
 			return out
 		}
-		out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(page)), n)...)
+		out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(e.page)), n)...)
 	}
 }
 

@@ -100,6 +100,11 @@ type Stream struct {
 	in, out   int
 	want, got int // output samples promised (OutputLen) and produced
 	total     int // input samples fed
+	// idone and odone receive soxr_process's counts. They live here
+	// rather than on Process's stack because a pointer passed to C makes
+	// a local escape: a heap allocation per call, on a streamed chunk's
+	// hot path.
+	idone, odone C.size_t
 }
 
 // NewStream returns a Stream from inRate to outRate Hz.
@@ -130,7 +135,8 @@ func (st *Stream) Process(in, out []float32) (consumed, produced int, err error)
 	if len(out) == 0 {
 		return 0, 0, nil
 	}
-	var idone, odone C.size_t
+	idone, odone := &st.idone, &st.odone
+	*idone, *odone = 0, 0
 	var cerr C.soxr_error_t
 	if in == nil {
 		st.want = OutputLen(st.total, st.in, st.out)
@@ -139,11 +145,11 @@ func (st *Stream) Process(in, out []float32) (consumed, produced int, err error)
 			return 0, 0, nil
 		}
 		// Go memory passed to C for the duration of the call only.
-		cerr = C.soxr_process(st.s, nil, 0, nil, C.soxr_out_t(unsafe.Pointer(&out[0])), C.size_t(room), &odone)
+		cerr = C.soxr_process(st.s, nil, 0, nil, C.soxr_out_t(unsafe.Pointer(&out[0])), C.size_t(room), odone)
 		if cerr != nil {
 			return 0, 0, errors.New("soxr: " + C.GoString(cerr))
 		}
-		n := int(odone)
+		n := int(*odone)
 		if n == 0 { // soxr delivered a sample fewer than the rounded length
 			n = room
 			clear(out[:n])
@@ -161,13 +167,13 @@ func (st *Stream) Process(in, out []float32) (consumed, produced int, err error)
 	if room > 0 {
 		op = C.soxr_out_t(unsafe.Pointer(&out[0]))
 	}
-	cerr = C.soxr_process(st.s, C.soxr_in_t(unsafe.Pointer(&in[0])), C.size_t(len(in)), &idone, op, C.size_t(room), &odone)
+	cerr = C.soxr_process(st.s, C.soxr_in_t(unsafe.Pointer(&in[0])), C.size_t(len(in)), idone, op, C.size_t(room), odone)
 	if cerr != nil {
 		return 0, 0, errors.New("soxr: " + C.GoString(cerr))
 	}
-	st.total += int(idone)
-	st.got += int(odone)
-	return int(idone), int(odone), nil
+	st.total += int(*idone)
+	st.got += int(*odone)
+	return int(*idone), int(*odone), nil
 }
 
 // Close frees the resampler.
