@@ -67,9 +67,17 @@ func TestOfficialSDKs(t *testing.T) {
 				Status               int
 				Code, Param, Message string
 			}
+			AAC struct {
+				Status               int
+				Code, Param, Message string
+			}
 		}
 		ElevenLabs struct {
-			Clips         map[string]int
+			Clips map[string]int
+			More  map[string]struct {
+				Bytes  int
+				Base64 string
+			}
 			Speed         struct{ Normal, Double int }
 			Stream        drained
 			StreamDefault struct {
@@ -97,9 +105,11 @@ func TestOfficialSDKs(t *testing.T) {
 		ct, codec string
 		rate      int
 	}{
-		"mp3": {"audio/mpeg", "mp3", 0},
-		"wav": {"audio/wav", "pcm_s16le", 0},
-		"pcm": {"audio/pcm;rate=24000", "", 24000},
+		"mp3":  {"audio/mpeg", "mp3", 0},
+		"wav":  {"audio/wav", "pcm_s16le", 0},
+		"pcm":  {"audio/pcm;rate=24000", "", 24000},
+		"opus": {"audio/ogg;codecs=opus", "opus", 48000},
+		"flac": {"audio/flac", "flac", 0},
 	}
 	for f, w := range want {
 		c := o.Clips[f]
@@ -137,6 +147,23 @@ func TestOfficialSDKs(t *testing.T) {
 		t.Errorf("openai error %+v", o.Error)
 	}
 
+	if a := o.AAC; a.Status != 422 || a.Param != "response_format" || !strings.Contains(a.Message, "aac") {
+		t.Errorf("openai aac: %+v", a)
+	}
+	for f, want := range map[string]struct {
+		probe string
+		rate  int
+	}{"ulaw_8000": {"ulaw", 8000}, "alaw_8000": {"alaw", 8000}, "opus_48000_64": {"opus", 48000}, "mp3_22050_32": {"mp3", 22050}} {
+		c := el.More[f]
+		data, _ := base64.StdEncoding.DecodeString(c.Base64)
+		if len(data) < 1000 {
+			t.Errorf("elevenlabs %s: %d bytes", f, len(data))
+			continue
+		}
+		if dur, rate, channels := probe(t, want.probe, data); dur < 0.8 || dur > 6 || rate != want.rate || channels != 1 {
+			t.Errorf("elevenlabs %s decodes as %.2fs at %d Hz, %d channels", f, dur, rate, channels)
+		}
+	}
 	if el.Clips["mp3_44100_128"] < 2000 || el.Clips["pcm_22050"] < 20000 || el.Clips["pcm_16000"] >= el.Clips["pcm_22050"] {
 		t.Errorf("elevenlabs clips %v", el.Clips)
 	}
@@ -178,8 +205,13 @@ func probe(t *testing.T, format string, data []byte) (float64, int, int) {
 		t.Fatal(err)
 	}
 	args := []string{"-v", "error", "-show_entries", "stream=sample_rate,channels:format=duration", "-of", "json"}
-	if format == "pcm" {
+	switch format {
+	case "pcm":
 		args = append(args, "-f", "s16le", "-ar", "24000", "-ac", "1")
+	case "ulaw":
+		args = append(args, "-f", "mulaw", "-ar", "8000", "-ac", "1")
+	case "alaw":
+		args = append(args, "-f", "alaw", "-ar", "8000", "-ac", "1")
 	}
 	out, err := exec.Command(ffprobe, append(args, path)...).Output()
 	if err != nil {

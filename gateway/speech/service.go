@@ -533,7 +533,6 @@ func rawPCMAsked(j *Job) bool {
 		(o.SampleRate == nil || *o.SampleRate == j.Model.NativeSampleRate) && slices.Contains(j.Model.OutputFormats, sdk.FormatPCM)
 }
 
-
 // synthesize renders the job's whole clip: in one provider call when the
 // text fits the model and any timestamps are the model's own (the
 // provider's bytes then pass through untouched unless whole-clip
