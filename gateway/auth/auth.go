@@ -68,6 +68,11 @@ type Authenticator struct {
 	// byID indexes the same entries by key id, for dashboard sessions
 	// (Active) and revocation.
 	byID map[string]entry
+	// changes counts this instance's own creations and revocations
+	// (under mu), so that Reload never applies a snapshot read before one
+	// of them: it would bring a revoked key back, or drop a new one,
+	// until the next reload.
+	changes uint64
 }
 
 // New loads the active keys from st. orgExists reports whether an org is
@@ -84,23 +89,35 @@ func New(ctx context.Context, st Keys, orgExists func(string) bool) (*Authentica
 // gateway that shares storage with other instances calls it when they
 // create or revoke a key (store.KeyWatcher), so a revocation anywhere holds
 // everywhere; the request path keeps reading memory only.
+//
+// A local Create or Revoke that lands while the snapshot is being read
+// makes Reload read again: the snapshot may predate it.
 func (a *Authenticator) Reload(ctx context.Context) error {
-	keys, err := a.st.ListKeys(ctx, "")
-	if err != nil {
-		return fmt.Errorf("load api keys: %w", err)
-	}
-	table := make(map[[sha256.Size]byte]entry, len(keys))
-	byID := make(map[string]entry, len(keys))
-	for i := range keys {
-		if e, ok := activeEntry(&keys[i]); ok {
-			table[e.hash] = e
-			byID[e.p.KeyID] = e
+	for {
+		a.mu.RLock()
+		seen := a.changes
+		a.mu.RUnlock()
+		keys, err := a.st.ListKeys(ctx, "")
+		if err != nil {
+			return fmt.Errorf("load api keys: %w", err)
 		}
+		table := make(map[[sha256.Size]byte]entry, len(keys))
+		byID := make(map[string]entry, len(keys))
+		for i := range keys {
+			if e, ok := activeEntry(&keys[i]); ok {
+				table[e.hash] = e
+				byID[e.p.KeyID] = e
+			}
+		}
+		a.mu.Lock()
+		if a.changes != seen {
+			a.mu.Unlock()
+			continue
+		}
+		a.byHash, a.byID = table, byID
+		a.mu.Unlock()
+		return nil
 	}
-	a.mu.Lock()
-	a.byHash, a.byID = table, byID
-	a.mu.Unlock()
-	return nil
 }
 
 // activeEntry returns k's table entry, or false when k cannot authenticate.
@@ -130,6 +147,7 @@ func (a *Authenticator) add(k *store.APIKey) {
 	a.mu.Lock()
 	a.byHash[e.hash] = e
 	a.byID[e.p.KeyID] = e
+	a.changes++
 	a.mu.Unlock()
 }
 
@@ -213,6 +231,7 @@ func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, e
 		delete(a.byHash, e.hash)
 		delete(a.byID, id)
 	}
+	a.changes++
 	a.mu.Unlock()
 	return k, nil
 }
