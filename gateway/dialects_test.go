@@ -1,10 +1,7 @@
 package gateway_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -176,30 +173,7 @@ func TestOpenAIDialect(t *testing.T) {
 	if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("sse: %d %s %.300s", r.status, r.header.Get("Content-Type"), r.body)
 	}
-	var audio []byte
-	var done map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(r.body))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var ev map[string]any
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("event %q: %v", line, err)
-		}
-		switch ev["type"] {
-		case "speech.audio.delta":
-			b, err := base64.StdEncoding.DecodeString(ev["audio"].(string))
-			if err != nil {
-				t.Fatal(err)
-			}
-			audio = append(audio, b...)
-		case "speech.audio.done":
-			done = ev
-		}
-	}
+	audio, done := sseEvents(t, r.body)
 	if len(audio) < 1000 || done == nil || done["usage"].(map[string]any)["input_tokens"].(float64) != float64(len("Streamed as events.")) {
 		t.Errorf("sse: %d bytes of audio, done %v", len(audio), done)
 	}
