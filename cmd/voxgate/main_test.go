@@ -324,7 +324,15 @@ func TestDevKeyPrintedOnceAndDataOverride(t *testing.T) {
 	cfg := writeConfig(t, dir, true)
 	data := filepath.Join(dir, "elsewhere", "v.db")
 	s := startServe(t, cfg, "--data", data)
-	banner := s.stdout.String()
+	// The gateway printed the key before /readyz said ready; the copy of
+	// its stdout into the buffer runs in a goroutine of os/exec, so wait
+	// for it.
+	var banner string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if banner = s.stdout.String(); strings.Contains(banner, "vxk_") || time.Now().After(deadline) {
+			break
+		}
+	}
 	i := strings.Index(banner, "vxk_")
 	if i < 0 {
 		t.Fatalf("no development key printed: %q", banner)
