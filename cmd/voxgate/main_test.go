@@ -173,6 +173,18 @@ func startServe(t *testing.T, cfgPath string, extra ...string) *server {
 	}
 }
 
+// banner returns what the gateway printed on stdout, once it holds a
+// development key (or after 10 s). The gateway prints the key before
+// /readyz says ready, but os/exec copies the child's stdout into the
+// buffer in a goroutine of its own, which lags under load.
+func (s *server) banner() string {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b := s.stdout.String(); strings.Contains(b, "vxk_") || time.Now().After(deadline) {
+			return b
+		}
+	}
+}
+
 func (s *server) stop(t *testing.T) {
 	t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -324,15 +336,7 @@ func TestDevKeyPrintedOnceAndDataOverride(t *testing.T) {
 	cfg := writeConfig(t, dir, true)
 	data := filepath.Join(dir, "elsewhere", "v.db")
 	s := startServe(t, cfg, "--data", data)
-	// The gateway printed the key before /readyz said ready; the copy of
-	// its stdout into the buffer runs in a goroutine of os/exec, so wait
-	// for it.
-	var banner string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if banner = s.stdout.String(); strings.Contains(banner, "vxk_") || time.Now().After(deadline) {
-			break
-		}
-	}
+	banner := s.banner()
 	i := strings.Index(banner, "vxk_")
 	if i < 0 {
 		t.Fatalf("no development key printed: %q", banner)
@@ -507,7 +511,7 @@ func TestDevKeyNotBurnedByFailedStart(t *testing.T) {
 	}
 	_ = os.WriteFile(cfg, []byte(good), 0o600)
 	s := startServe(t, cfg)
-	banner := s.stdout.String()
+	banner := s.banner()
 	i := strings.Index(banner, "vxk_")
 	if i < 0 {
 		t.Fatalf("no development key printed after a failed first start: %q", banner)
