@@ -296,9 +296,11 @@ func (b *browser) screenshots(name string) {
 			b.t.Fatal(err)
 		}
 		if b.docs != "" && w == 1280 && (name == "logs" || name == "playground") {
-			// The README's pictures: what the first screen shows.
+			// The README's pictures: what the first screen shows, from
+			// the top of the page (keyboard steps may have scrolled it).
 			var view []byte
-			b.do("screenshot for docs", chromedp.Steps(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			b.js(`window.scrollTo(0, 0)`, nil)
+			b.do("screenshot for docs", chromedp.Sleep(100*time.Millisecond), chromedp.Steps(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 				var err error
 				view, err = chromedp.CaptureScreenshot()(ctx, t)
 				return chromedp.Void{}, err
