@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -213,4 +214,43 @@ func TestRealtimeHoldsTheKeyToItsScopeAndBudget(t *testing.T) {
 	}
 	one := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one"}
 	tg.do("POST", "/v1/audio/speech", "acme", one).problem(t, 429, "budget_exceeded")
+}
+
+// TestBudgetStoreUnreachable: when the shared budget counter (Redis)
+// cannot be asked, a budgeted organization's request fails closed with a
+// clear 503 budget_unavailable by default, or goes through with
+// shared.budget_on_error: allow; an organization without a budget is
+// never asked about one.
+func TestBudgetStoreUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "twenty-five characters ok"}
+	for _, tt := range []struct {
+		name, shared string
+		status       int
+	}{
+		{"fails closed by default", "shared: {redis_url: redis://" + dead + "/0}\n", 503},
+		{"fails open when told", "shared: {redis_url: redis://" + dead + "/0, budget_on_error: allow}\n", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := startGateway(t, strings.Replace(budgetConfig, "plugins:\n", tt.shared+"plugins:\n", 1))
+			r := tg.do("POST", "/v1/audio/speech", "acme", body)
+			if tt.status == 503 {
+				p := r.problem(t, 503, "budget_unavailable")
+				if r.header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "budget") {
+					t.Errorf("Retry-After %q, detail %q", r.header.Get("Retry-After"), p.Detail)
+				}
+			} else if r.status != 200 {
+				t.Errorf("acme with budget_on_error allow: %d %s", r.status, r.body)
+			}
+			// globex has no budget: nothing to ask.
+			if r := tg.do("POST", "/v1/audio/speech", "globex", body); r.status != 200 {
+				t.Errorf("globex, without a budget: %d %s", r.status, r.body)
+			}
+		})
+	}
 }

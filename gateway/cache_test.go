@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -210,6 +212,35 @@ func TestCacheBackendDownIsAMiss(t *testing.T) {
 	if !strings.Contains(m, `voxgate_cache_requests_total{result="error"} 2`) {
 		t.Errorf("cache errors not counted:\n%s", grep(m, "voxgate_cache"))
 	}
+}
+
+// TestCacheDiskFailingIsAMiss: a disk cache that cannot write (its
+// directory replaced by a file, as a full or broken disk would fail) never
+// fails a request: answers come from the provider, the failed writes are
+// counted.
+func TestCacheDiskFailingIsAMiss(t *testing.T) {
+	oai := openai.New(t, fakeupstream.Options{})
+	el := elevenlabs.New(t, fakeupstream.Options{})
+	dir := filepath.Join(t.TempDir(), "cache")
+	tg := startGateway(t, cacheConfig(oai, el, "cache: {driver: disk, path: "+dir+"}"))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "A disk that cannot keep it."}
+	for i := range 3 {
+		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || r.header.Get("X-Voxgate-Cache") == "hit" {
+			t.Fatalf("request %d with a failing disk cache: %d %q %s", i, r.status, r.header.Get("X-Voxgate-Cache"), r.body)
+		}
+	}
+	// The counter starts at 0 (series are initialised), so wait for it to
+	// move.
+	waitFor(t, "the failed cache writes to be counted", func() bool {
+		line := grep(string(tg.metricsBody()), `voxgate_cache_requests_total{result="write_error"}`)
+		return line != "" && !strings.HasSuffix(line, " 0")
+	})
 }
 
 func grep(s, sub string) string {
