@@ -897,6 +897,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.setInput("#key", key)
 	br.click(`form button[type=submit]`)
 	br.wait("signed in again", `document.querySelector("nav") !== null`)
+	// Sign-in lands on the voices view again: let its requests (the
+	// catalog, the voices, the provider's voices) finish first, or those
+	// still in flight would meet the revocation too.
+	br.wait("the voices view loaded", `document.querySelector("#v-provider option") !== null && document.querySelector("select#v-voice option") !== null && !document.getElementById("main").innerText.includes("Loading…")`)
 	if _, err := tg.g.RevokeKey(context.Background(), k.ID); err != nil {
 		t.Fatal(err)
 	}
