@@ -258,10 +258,7 @@ func TestWholeClipConcurrency(t *testing.T) {
 // match the request and the Content-Type. AAC, which this build cannot
 // produce, is a 422 naming the formats it can.
 func TestOutputFormatsOverHTTP(t *testing.T) {
-	ffprobe, err := exec.LookPath("ffprobe")
-	if err != nil {
-		t.Skip("ffprobe not installed")
-	}
+	ffprobe := needTool(t, "ffprobe")
 	tg := startGateway(t, speechConfig)
 	text := "Every format carries the same words."
 	ref := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))

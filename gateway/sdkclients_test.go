@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -196,40 +195,15 @@ func TestOfficialSDKs(t *testing.T) {
 // which is what OpenAI's pcm promises.
 func probe(t *testing.T, format string, data []byte) (float64, int, int) {
 	t.Helper()
-	ffprobe, err := exec.LookPath("ffprobe")
-	if err != nil {
-		t.Skip("ffprobe not installed (make test installs ffmpeg)")
-	}
-	path := filepath.Join(t.TempDir(), "clip."+format)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"-v", "error", "-show_entries", "stream=sample_rate,channels:format=duration", "-of", "json"}
+	var raw []string
 	switch format {
 	case "pcm":
-		args = append(args, "-f", "s16le", "-ar", "24000", "-ac", "1")
+		raw = []string{"-f", "s16le", "-ar", "24000", "-ac", "1"}
 	case "ulaw":
-		args = append(args, "-f", "mulaw", "-ar", "8000", "-ac", "1")
+		raw = []string{"-f", "mulaw", "-ar", "8000", "-ac", "1"}
 	case "alaw":
-		args = append(args, "-f", "alaw", "-ar", "8000", "-ac", "1")
+		raw = []string{"-f", "alaw", "-ar", "8000", "-ac", "1"}
 	}
-	out, err := exec.Command(ffprobe, append(args, path)...).Output()
-	if err != nil {
-		t.Fatalf("ffprobe %s: %v", format, err)
-	}
-	var p struct {
-		Streams []struct {
-			SampleRate string `json:"sample_rate"`
-			Channels   int    `json:"channels"`
-		} `json:"streams"`
-		Format struct {
-			Duration string `json:"duration"`
-		} `json:"format"`
-	}
-	if err := json.Unmarshal(out, &p); err != nil || len(p.Streams) == 0 {
-		t.Fatalf("ffprobe %s: %s %v", format, out, err)
-	}
-	dur, _ := strconv.ParseFloat(p.Format.Duration, 64)
-	rate, _ := strconv.Atoi(p.Streams[0].SampleRate)
-	return dur, rate, p.Streams[0].Channels
+	p := ffprobeBytes(t, data, format, raw...)
+	return p.seconds, p.rate, p.channels
 }

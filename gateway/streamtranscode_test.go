@@ -64,10 +64,7 @@ type probed struct {
 // ffprobe's options for raw formats (-f mulaw -ar 8000 ...).
 func ffprobeBytes(t *testing.T, data []byte, ext string, input ...string) probed {
 	t.Helper()
-	ffprobe, err := exec.LookPath("ffprobe")
-	if err != nil {
-		t.Skip("ffprobe not installed (make test installs ffmpeg)")
-	}
+	ffprobe := needTool(t, "ffprobe")
 	path := filepath.Join(t.TempDir(), "stream."+ext)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)

@@ -14,10 +14,7 @@ import (
 // rate; input are ffmpeg's options before -i (a raw format needs them).
 func ffmpegDecode(t *testing.T, path string, input ...string) []int16 {
 	t.Helper()
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg not installed")
-	}
+	ffmpeg := needTool(t, "ffmpeg")
 	args := append([]string{"-v", "error"}, input...)
 	args = append(args, "-i", path, "-f", "s16le", "-acodec", "pcm_s16le", "-")
 	out, err := exec.Command(ffmpeg, args...).Output()
@@ -37,10 +34,7 @@ func ffmpegDecode(t *testing.T, path string, input ...string) []int16 {
 // codes must read back in ffmpeg as they expand here, and Opus must keep
 // a tone's frequency and level.
 func TestEncodeFormatsDecodeWithFFmpeg(t *testing.T) {
-	ffprobe, err := exec.LookPath("ffprobe")
-	if err != nil {
-		t.Skip("ffprobe not installed")
-	}
+	ffprobe := needTool(t, "ffprobe")
 	speech := speechClip(t, 2.5)
 	tests := []struct {
 		out       Output

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -63,10 +62,7 @@ func pcmOf(t testing.TB, c *Clip) []byte {
 // gives the one-shot one's samples), and the stream came out as it went
 // in: what Flush still had to give is a fraction of a second.
 func TestStreamEncoderDecodes(t *testing.T) {
-	ffprobe, err := exec.LookPath("ffprobe")
-	if err != nil {
-		t.Skip("ffprobe not installed")
-	}
+	ffprobe := needTool(t, "ffprobe")
 	speech := speechClip(t, 3)
 	tests := []struct {
 		in        int // the provider's rate
