@@ -220,24 +220,7 @@ func (rs *rawSocket) waitStalled() int64 {
 
 // slowClientConfig gives a client that reads nothing one second
 // (server.write_timeout) before its socket is closed.
-const slowClientConfig = `
-server:
-  listen: 127.0.0.1:0
-  write_timeout: 1s
-storage:
-  path: %DIR%/voxgate.db
-plugins:
-  dir: %BIN%/plugins
-providers:
-  espeak: {plugin: voxgate-espeak, managed: true, instances: 1, credits_per_1k_chars: 2}
-orgs:
-  acme:
-    providers:
-      espeak: {enabled: true}
-  globex:
-    providers:
-      espeak: {enabled: true}
-`
+var slowClientConfig = strings.Replace(realtimeConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  write_timeout: 1s\n", 1)
 
 func TestRealtimeClientThatStopsReadingIsCutOff(t *testing.T) {
 	tg := startGateway(t, slowClientConfig)
@@ -294,21 +277,7 @@ func TestRealtimeClientThatStopsReadingIsCutOff(t *testing.T) {
 
 // idleConfig closes a socket after one second without a message
 // (server.idle_timeout).
-const idleConfig = `
-server:
-  listen: 127.0.0.1:0
-  idle_timeout: 1s
-storage:
-  path: %DIR%/voxgate.db
-plugins:
-  dir: %BIN%/plugins
-providers:
-  espeak: {plugin: voxgate-espeak, managed: true, instances: 1}
-orgs:
-  acme:
-    providers:
-      espeak: {enabled: true}
-`
+var idleConfig = strings.Replace(realtimeConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  idle_timeout: 1s\n", 1)
 
 // expectClose reads rc to its end and fails unless the gateway closed it
 // with code.
