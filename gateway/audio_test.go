@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/internal/testenv"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
 )
 
@@ -258,7 +259,7 @@ func TestWholeClipConcurrency(t *testing.T) {
 // match the request and the Content-Type. AAC, which this build cannot
 // produce, is a 422 naming the formats it can.
 func TestOutputFormatsOverHTTP(t *testing.T) {
-	ffprobe := needTool(t, "ffprobe")
+	ffprobe := testenv.NeedTool(t, "ffprobe")
 	tg := startGateway(t, speechConfig)
 	text := "Every format carries the same words."
 	ref := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
@@ -325,19 +324,4 @@ type apiMedia struct {
 	DurationMS int64     `json:"duration_ms"`
 	SHA256     string    `json:"sha256"`
 	CreatedAt  time.Time `json:"created_at"`
-}
-
-// needTool returns the path of a command the test needs (ffprobe, ...).
-// make test installs them, so under CI a missing one fails the test
-// instead of skipping it silently; elsewhere the test is skipped.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed (make test installs it)", name)
-		}
-		t.Skipf("%s not installed: run `make test`", name)
-	}
-	return path
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/voxgate/voxgate/internal/testenv"
 )
 
 // transcodeConfig runs eSpeak (WAV and 22050 Hz PCM only, no MP3, no
@@ -64,7 +66,7 @@ type probed struct {
 // ffprobe's options for raw formats (-f mulaw -ar 8000 ...).
 func ffprobeBytes(t *testing.T, data []byte, ext string, input ...string) probed {
 	t.Helper()
-	ffprobe := needTool(t, "ffprobe")
+	ffprobe := testenv.NeedTool(t, "ffprobe")
 	path := filepath.Join(t.TempDir(), "stream."+ext)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)

@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/voxgate/voxgate/internal/testenv"
 )
 
 // ffmpegDecode decodes a file with ffmpeg to 16-bit mono PCM at its own
 // rate; input are ffmpeg's options before -i (a raw format needs them).
 func ffmpegDecode(t *testing.T, path string, input ...string) []int16 {
 	t.Helper()
-	ffmpeg := needTool(t, "ffmpeg")
+	ffmpeg := testenv.NeedTool(t, "ffmpeg")
 	args := append([]string{"-v", "error"}, input...)
 	args = append(args, "-i", path, "-f", "s16le", "-acodec", "pcm_s16le", "-")
 	out, err := exec.Command(ffmpeg, args...).Output()
@@ -34,7 +36,7 @@ func ffmpegDecode(t *testing.T, path string, input ...string) []int16 {
 // codes must read back in ffmpeg as they expand here, and Opus must keep
 // a tone's frequency and level.
 func TestEncodeFormatsDecodeWithFFmpeg(t *testing.T) {
-	ffprobe := needTool(t, "ffprobe")
+	ffprobe := testenv.NeedTool(t, "ffprobe")
 	speech := speechClip(t, 2.5)
 	tests := []struct {
 		out       Output

@@ -143,18 +143,3 @@ func middle(s []float32, frac float64) []float32 {
 func db(x float64) float64 { return 20 * math.Log10(x) }
 
 func ptr[T any](v T) *T { return &v }
-
-// needTool returns the path of a command the test needs (ffprobe,
-// ffmpeg). make test installs them, so under CI a missing one fails the
-// test instead of skipping it silently; elsewhere the test is skipped.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed (make test installs it)", name)
-		}
-		t.Skipf("%s not installed: run `make test`", name)
-	}
-	return path
-}

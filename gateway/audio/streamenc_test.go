@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/voxgate/voxgate/internal/testenv"
 )
 
 // streamChunks are the sizes, in bytes, a test stream is cut into, in
@@ -62,7 +64,7 @@ func pcmOf(t testing.TB, c *Clip) []byte {
 // gives the one-shot one's samples), and the stream came out as it went
 // in: what Flush still had to give is a fraction of a second.
 func TestStreamEncoderDecodes(t *testing.T) {
-	ffprobe := needTool(t, "ffprobe")
+	ffprobe := testenv.NeedTool(t, "ffprobe")
 	speech := speechClip(t, 3)
 	tests := []struct {
 		in        int // the provider's rate
