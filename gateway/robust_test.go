@@ -1,12 +1,15 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -315,4 +318,113 @@ func TestStreamsPerOrg(t *testing.T) {
 		defer resp.Body.Close()
 		return resp.StatusCode == 200
 	})
+}
+
+// TestChunkedBodyHeldToTheLimit: a chunked body past the limit costs the
+// gateway no more than the limit before its 413. fasthttp, reading such a
+// body itself, grew one buffer to the next power of two and copied it at
+// every step: about 2.7 times this limit allocated (and 1.5 times held at
+// once) before it refused the body.
+func TestChunkedBodyHeldToTheLimit(t *testing.T) {
+	const limit = 3 << 19 // 1.5 MiB: not a power of two, a doubling buffer's worst case
+	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", fmt.Sprintf("  write_timeout: 1s\n  max_body_bytes: %d\n", limit), 1))
+	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := []byte(fmt.Sprintf("8000\r\n%s\r\n", strings.Repeat(" ", 0x8000)))
+	head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n\r\n"
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	go func() {
+		// 4 MiB, written from one buffer so that the client allocates
+		// next to nothing; the writes fail once the gateway has closed.
+		if _, err := io.WriteString(c, head); err != nil {
+			return
+		}
+		for range (4 << 20) / 0x8000 {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status := make([]byte, 12)
+	if _, err := io.ReadFull(c, status); err != nil || string(status) != "HTTP/1.1 413" {
+		t.Fatalf("answer %q, %v", status, err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated while refusing the body: %.2f MiB (limit %.2f MiB)", float64(alloc)/(1<<20), float64(limit)/(1<<20))
+	if alloc > limit*5/4 {
+		t.Errorf("the refused body cost %.2f MiB of allocations, the limit is %.2f MiB (want at most 1.25x)",
+			float64(alloc)/(1<<20), float64(limit)/(1<<20))
+	}
+}
+
+// TestBodiesShareAConnection: the gateway reads bodies itself (body.go),
+// so a body that is not read to its end would be taken for the next
+// request. Three requests on one connection, one small, one larger than
+// what fasthttp reads with the headers, one chunked, and a GET: each is
+// answered in turn.
+func TestBodiesShareAConnection(t *testing.T) {
+	tg := startGateway(t, robustConfig)
+	body := func(pad int) string {
+		return `{"model":"testkit/test","voice":"alpha","text":"hi"` + strings.Repeat(" ", pad) + `}`
+	}
+	auth := "Host: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n"
+	small, large := body(0), body(20<<10)
+	var chunked strings.Builder
+	for rest := body(10 << 10); rest != ""; {
+		n := min(len(rest), 3000)
+		fmt.Fprintf(&chunked, "%x\r\n%s\r\n", n, rest[:n])
+		rest = rest[n:]
+	}
+	chunked.WriteString("0\r\n\r\n")
+	raw := fmt.Sprintf("POST /v1/audio/speech HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s", auth, len(small), small) +
+		fmt.Sprintf("POST /v1/audio/speech HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s", auth, len(large), large) +
+		fmt.Sprintf("POST /v1/audio/speech HTTP/1.1\r\n%sTransfer-Encoding: chunked\r\n\r\n%s", auth, chunked.String()) +
+		"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for i, want := range []string{"small", "large", "chunked", "healthz"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d (%s): %v", i, want, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d %s", want, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestBodyThatStopsArriving: a body that stops before its end is answered
+// with 408 read_timeout once server.read_timeout has passed, and the
+// connection is closed.
+func TestBodyThatStopsArriving(t *testing.T) {
+	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n", 1))
+	for _, tc := range []struct{ name, raw string }{
+		{"content-length", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20000\r\n\r\n" + strings.Repeat(" ", 9000)},
+		{"chunked", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"a\":1,         \r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rawExchange(t, tg, tc.raw, 1500*time.Millisecond)
+			if !strings.HasPrefix(got, "HTTP/1.1 408 ") || !strings.Contains(got, `"code":"read_timeout"`) || !strings.Contains(got, "Connection: close") {
+				t.Errorf("a stalled body answered %q", got)
+			}
+		})
+	}
 }

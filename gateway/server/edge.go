@@ -102,6 +102,11 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			s.observe(ctx, start, reqID)
 			return
 		}
+		if err := s.readBody(ctx); err != nil {
+			s.bodyError(ctx, err)
+			s.observe(ctx, start, reqID)
+			return
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				s.metrics.Panics.Inc()

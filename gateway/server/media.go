@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"path/filepath"
 	"strings"
 	"time"
@@ -38,6 +39,53 @@ func sniff(data []byte) string {
 	return ""
 }
 
+// uploadPart returns the bytes, file name and declared type of the one
+// part named `file` in a multipart body. It parses the body already in
+// memory and copies only that part, once, into a buffer sized from the
+// body: fasthttp's MultipartForm would copy every part first (and put
+// large ones in temporary files) before the file was copied again.
+func uploadPart(body []byte, boundary string, limit int) (data []byte, filename, declared string, err error) {
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	found := false
+	for {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", "", problem.Validation(problem.Field("the multipart body could not be read: "+err.Error(), "file"))
+		}
+		if p.FormName() != "file" {
+			continue // NextPart skips the rest of it
+		}
+		if found {
+			return nil, "", "", problem.Validation(problem.Field("send exactly one part named `file`", "file"))
+		}
+		found = true
+		// The part is no longer than the body; one byte past the limit
+		// is enough to know it is too large.
+		data = make([]byte, 0, min(len(body), limit+1))
+		for len(data) < cap(data) {
+			n, err := p.Read(data[len(data):cap(data)])
+			data = data[:len(data)+n]
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, "", "", problem.Validation(problem.Field("the multipart body could not be read: "+err.Error(), "file"))
+			}
+		}
+		if len(data) > limit {
+			return nil, "", "", problem.New(problem.PayloadTooLarge, "the file is larger than %d bytes", limit)
+		}
+		filename, declared = filepath.Base(p.FileName()), p.Header.Get("Content-Type")
+	}
+	if !found {
+		return nil, "", "", problem.Validation(problem.Field("send exactly one part named `file`", "file"))
+	}
+	return data, filename, declared, nil
+}
+
 // uploadMedia serves POST /v1/media: a multipart form with a `file` part,
 // or the raw audio as the body with its Content-Type.
 func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
@@ -55,29 +103,9 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 		if params["boundary"] == "" {
 			return problem.New(problem.UnsupportedMediaType, "multipart/form-data needs a boundary")
 		}
-		form, err := ctx.MultipartForm()
-		if err != nil {
-			return problem.Validation(problem.Field("the multipart body could not be read: "+err.Error(), "file"))
+		if data, filename, declared, err = uploadPart(ctx.PostBody(), params["boundary"], limit); err != nil {
+			return err
 		}
-		files := form.File["file"]
-		if len(files) != 1 {
-			return problem.Validation(problem.Field("send exactly one part named `file`", "file"))
-		}
-		fh := files[0]
-		if fh.Size > int64(limit) {
-			return problem.New(problem.PayloadTooLarge, "the file is larger than %d bytes", limit)
-		}
-		f, err := fh.Open()
-		if err != nil {
-			return fmt.Errorf("open upload: %w", err)
-		}
-		data, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("read upload: %w", err)
-		}
-		filename = filepath.Base(fh.Filename)
-		declared = fh.Header.Get("Content-Type")
 		if d, _, err := mime.ParseMediaType(declared); err == nil {
 			declared = d
 		}

@@ -7,7 +7,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -144,8 +143,10 @@ type Server struct {
 	limits    map[string]orgLimits
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
-	accessLog   bool
-	speech      *speech.Service
+	// blocks are what readBody reads chunked bodies into.
+	blocks    bodyBlocks
+	accessLog bool
+	speech    *speech.Service
 	// realtime serves the realtime WebSocket (realtime.go).
 	realtime *realtime.Hub
 	upgrader *websocket.FastHTTPUpgrader
@@ -283,13 +284,17 @@ func New(d Deps) *Server {
 	}
 
 	s.srv = &fasthttp.Server{
-		Handler:                       s.edge(r.Handler),
-		Name:                          "voxgate",
-		ReadTimeout:                   d.Options.ReadTimeout,
-		WriteTimeout:                  d.Options.WriteTimeout,
-		IdleTimeout:                   d.Options.IdleTimeout,
-		MaxRequestBodySize:            max(d.Options.MaxBodyBytes, d.Options.MaxMediaBytes+multipartSlack),
-		HeaderReceived:                s.bodyLimit,
+		Handler:            s.edge(r.Handler),
+		Name:               "voxgate",
+		ReadTimeout:        d.Options.ReadTimeout,
+		WriteTimeout:       d.Options.WriteTimeout,
+		IdleTimeout:        d.Options.IdleTimeout,
+		MaxRequestBodySize: max(d.Options.MaxBodyBytes, d.Options.MaxMediaBytes+multipartSlack),
+		// Bodies are read by readBody (body.go), bounded by their route's
+		// limit; fasthttp would buffer a chunked one up to about 3x it.
+		// Its multipart pre-parse reads a form of any size, so it is off.
+		StreamRequestBody:             true,
+		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,
 		NoDefaultContentType:          true,
@@ -366,17 +371,6 @@ func (rt *routes) PATCH(path, name string, h handlerFunc) { rt.handle("PATCH", p
 // (boundaries, part headers, other fields).
 const multipartSlack = 64 << 10
 
-// bodyLimit gives each request the body limit of its route before the
-// body is read: uploads to /v1/media theirs (limits.max_media_bytes),
-// every other route server.max_body_bytes. A route with a small limit
-// never buffers the largest one's worth of a chunked body.
-func (s *Server) bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if uri := h.RequestURI(); bytes.HasPrefix(uri, []byte("/v1/media")) || bytes.HasPrefix(uri, []byte(uiPrefix+"/v1/media")) {
-		return fasthttp.RequestConfig{MaxRequestBodySize: max(s.opts.MaxBodyBytes, s.opts.MaxMediaBytes+multipartSlack)}
-	}
-	return fasthttp.RequestConfig{MaxRequestBodySize: s.opts.MaxBodyBytes}
-}
-
 // transportError answers requests fasthttp could not parse, e.g. bodies over
 // the size limit, with a problem object.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
@@ -397,6 +391,19 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		s.writeProblem(ctx, problem.New(problem.BadRequest, "the HTTP request could not be parsed"))
 		ctx.SetConnectionClose()
 	}
+}
+
+// bodyError answers a request whose body readBody refused or could not
+// read, and closes the connection: what is left of the body is unread.
+func (s *Server) bodyError(ctx *fasthttp.RequestCtx, err error) {
+	ctx.SetConnectionClose()
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		lingerOnClose(ctx.Conn())
+		s.writeProblem(ctx, pe)
+		return
+	}
+	s.transportError(ctx, err)
 }
 
 // Serve serves on ln until Shutdown, through a listener that bounds open

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime/multipart"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/voxgate/voxgate/gateway/problem"
+)
+
+func TestReadAllBounded(t *testing.T) {
+	const limit = 3*bodyBlock + 100
+	boom := errors.New("boom")
+	pattern := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i * 7)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name    string
+		n       int
+		wrap    func(io.Reader) io.Reader
+		wantErr error
+	}{
+		{name: "empty", n: 0},
+		{name: "one byte", n: 1},
+		{name: "a block less one", n: bodyBlock - 1},
+		{name: "a block", n: bodyBlock},
+		{name: "a block and one", n: bodyBlock + 1},
+		{name: "at the limit", n: limit},
+		{name: "one past the limit", n: limit + 1, wantErr: fasthttp.ErrBodyTooLarge},
+		{name: "far past the limit", n: 10 * limit, wantErr: fasthttp.ErrBodyTooLarge},
+		{name: "a byte at a time", n: bodyBlock + 3, wrap: iotest.OneByteReader},
+		{name: "EOF with the last data", n: 2*bodyBlock + 5, wrap: iotest.DataErrReader},
+		{name: "half then an error", n: bodyBlock, wrap: func(r io.Reader) io.Reader {
+			return io.MultiReader(io.LimitReader(r, bodyBlock/2), iotest.ErrReader(boom))
+		}, wantErr: boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var blocks bodyBlocks
+			want := pattern(tc.n)
+			var r io.Reader = bytes.NewReader(want)
+			if tc.wrap != nil {
+				r = tc.wrap(r)
+			}
+			got, err := blocks.readAll(r, limit)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || got != nil {
+					t.Fatalf("got %d bytes, %v; want %v", len(got), err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
+				t.Fatalf("got %d bytes (cap %d, equal %v), %v; want %d exactly", len(got), cap(got), bytes.Equal(got, want), err, len(want))
+			}
+		})
+	}
+}
+
+func TestUploadPart(t *testing.T) {
+	const limit = 1000
+	form := func(parts ...[3]string) ([]byte, string) { // name, filename, content
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		for _, p := range parts {
+			var pw io.Writer
+			if p[1] != "" {
+				pw, _ = w.CreateFormFile(p[0], p[1])
+			} else {
+				pw, _ = w.CreateFormField(p[0])
+			}
+			io.WriteString(pw, p[2])
+		}
+		w.Close()
+		return b.Bytes(), w.Boundary()
+	}
+	audio := strings.Repeat("a", 600)
+	for _, tc := range []struct {
+		name     string
+		parts    [][3]string
+		boundary string // overrides the writer's
+		want     string // the file's content, or the problem's code
+		filename string
+	}{
+		{name: "one file", parts: [][3]string{{"file", "dir/take.wav", audio}}, want: audio, filename: "take.wav"},
+		{name: "other fields around it", parts: [][3]string{{"name", "", "x"}, {"file", "a.mp3", audio}, {"note", "", "y"}}, want: audio, filename: "a.mp3"},
+		{name: "at the limit", parts: [][3]string{{"file", "a.wav", strings.Repeat("b", limit)}}, want: strings.Repeat("b", limit), filename: "a.wav"},
+		{name: "past the limit", parts: [][3]string{{"file", "a.wav", strings.Repeat("b", limit+1)}}, want: string(problem.PayloadTooLarge)},
+		{name: "two files", parts: [][3]string{{"file", "a.wav", audio}, {"file", "b.wav", audio}}, want: string(problem.ValidationFailed)},
+		{name: "no file", parts: [][3]string{{"name", "", "x"}}, want: string(problem.ValidationFailed)},
+		{name: "wrong boundary", parts: [][3]string{{"file", "a.wav", audio}}, boundary: "nope", want: string(problem.ValidationFailed)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, boundary := form(tc.parts...)
+			if tc.boundary != "" {
+				boundary = tc.boundary
+			}
+			data, filename, declared, err := uploadPart(body, boundary, limit)
+			if err != nil {
+				var pe *problem.Error
+				if !errors.As(err, &pe) || string(pe.Code) != tc.want {
+					t.Fatalf("error %v, want %s", err, tc.want)
+				}
+				return
+			}
+			if string(data) != tc.want || filename != tc.filename || declared != "application/octet-stream" {
+				t.Fatalf("got %d bytes, %q, %q; want %d bytes, %q", len(data), filename, declared, len(tc.want), tc.filename)
+			}
+		})
+	}
+}
