@@ -69,6 +69,10 @@ type Server struct {
 	Listen string `yaml:"listen"`
 	// MaxBodyBytes caps request bodies (413 past it).
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxBodyMemory caps the bytes of request bodies held at once, over
+	// all connections; a body that would pass it gets a 503. Bodies of
+	// up to 8 KiB, which arrive with their headers, are not counted.
+	MaxBodyMemory int `yaml:"max_body_memory"`
 	// ReadTimeout bounds reading one request (headers and body).
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds writing one non-streaming response.
@@ -796,6 +800,9 @@ func (c *Config) applyDefaults() {
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = 10 << 20
 	}
+	if s.MaxBodyMemory == 0 {
+		s.MaxBodyMemory = 256 << 20
+	}
 	if s.ReadTimeout == 0 {
 		s.ReadTimeout = Duration(30 * time.Second)
 	}
@@ -962,6 +969,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	}
+	// The largest body a route takes (an upload's multipart framing is
+	// allowed 64 KiB) must fit in the memory for bodies, or it never would.
+	if largest := max(c.Server.MaxBodyBytes, c.Limits.MaxMediaBytes+64<<10); c.Server.MaxBodyMemory < largest {
+		bad("server.max_body_memory", "must be at least the largest body a route takes (%d bytes: server.max_body_bytes, or limits.max_media_bytes plus 64 KiB), got %d", largest, c.Server.MaxBodyMemory)
 	}
 	if c.Server.MaxConns < 0 {
 		bad("server.max_conns", "must be 0 (derived from the open-files limit) or more, got %d", c.Server.MaxConns)

@@ -416,6 +416,7 @@ func ServerOptions(cfg *config.Config) server.Options {
 		RequestTimeout: cfg.Server.RequestTimeout.D(),
 		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
 		MaxMediaBytes:  cfg.Limits.MaxMediaBytes,
+		MaxBodyMemory:  cfg.Server.MaxBodyMemory,
 		MaxTextChars:   speech.DefaultModelTextChars,
 		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
 		MaxConns:       cfg.Server.MaxConns,

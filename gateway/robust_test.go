@@ -428,3 +428,87 @@ func TestBodyThatStopsArriving(t *testing.T) {
 		})
 	}
 }
+
+// metricValue is the value of the unlabelled series name in a scrape.
+func (tg *testGateway) metricValue(name string) float64 {
+	tg.t.Helper()
+	for _, s := range tg.scrape() {
+		if s.name == name && len(s.labels) == 0 {
+			return s.value
+		}
+	}
+	tg.t.Fatalf("no series %s", name)
+	return 0
+}
+
+// TestBodyMemoryIsShared: server.max_body_memory bounds the bodies held at
+// once over all connections. Two clients that send most of a large body
+// and stall hold it all; a third large body, with a length or chunked, is
+// refused with a 503 at once, while a small request (its body arrives
+// with its headers) is still served. When the stalled clients go, their
+// share comes back.
+func TestBodyMemoryIsShared(t *testing.T) {
+	cfg := strings.Replace(robustConfig, "  write_timeout: 1s\n",
+		"  write_timeout: 1s\n  max_body_bytes: 65536\n  max_body_memory: 131072\n", 1)
+	cfg = strings.Replace(cfg, "orgs:\n", "limits:\n  max_media_bytes: 32768\norgs:\n", 1)
+	tg := startGateway(t, cfg)
+	addr := strings.TrimPrefix(tg.base, "http://")
+	head := func(length string) string {
+		return "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n" + length + "\r\n"
+	}
+	var stalled []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, head("Content-Length: 60000\r\n")+strings.Repeat(" ", 20000)); err != nil {
+			t.Fatal(err)
+		}
+		stalled = append(stalled, c)
+	}
+	waitFor(t, "the stalled bodies to be held", func() bool { return tg.metricValue("voxgate_http_body_bytes_held") == 120000 })
+
+	large := `{"title":"` + strings.Repeat("x", 20000) + `"}`
+	post := func(chunked bool) *http.Response {
+		var body io.Reader = strings.NewReader(large)
+		if chunked {
+			body = io.MultiReader(body) // no length: net/http sends it chunked
+		}
+		req, _ := http.NewRequest("POST", tg.base+"/v1/voices", body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		resp, err := tg.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, chunked := range []bool{false, true} {
+		if resp := post(chunked); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("a large body (chunked %v) while the memory for bodies is held: %d, Retry-After %q", chunked, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "small"}); r.status != 200 {
+		t.Errorf("a small request meanwhile: %d %s", r.status, r.body)
+	}
+	if got := tg.metricValue("voxgate_http_bodies_refused_total"); got != 2 {
+		t.Errorf("bodies refused: %v, want 2", got)
+	}
+
+	for _, c := range stalled {
+		c.Close()
+	}
+	waitFor(t, "the stalled bodies to be let go", func() bool { return tg.metricValue("voxgate_http_body_bytes_held") == 0 })
+	// The body is read now: the answer is the handler's (the title is
+	// too long, or the voice has no id), not the 503.
+	if resp := post(true); resp.StatusCode == 503 {
+		t.Errorf("a large body after the stalled clients left: %d", resp.StatusCode)
+	}
+	if got := tg.metricValue("voxgate_http_body_bytes_held"); got != 0 {
+		t.Errorf("after every request ended, %v bytes of bodies are still counted", got)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -55,44 +57,88 @@ func (s *Server) maxBody(uri []byte) int {
 	return s.opts.MaxBodyBytes
 }
 
+// bodyMemory counts the bytes of request bodies held at once, over all
+// connections, against server.max_body_memory. A body's limit bounds one
+// request; this bounds them together, so that many connections sending
+// large bodies (no key is needed to send one) cannot take the process's
+// memory. Bodies that arrive with their headers (prefetchBytes) are not
+// counted: they live in the connection's buffers, as the headers do.
+type bodyMemory struct {
+	max     int64 // 0: no bound
+	held    atomic.Int64
+	refused atomic.Int64
+}
+
+// take counts n more bytes held, or reports false (and counts a
+// refusal) if that would pass the bound.
+func (m *bodyMemory) take(n int) bool {
+	if m.held.Add(int64(n)) > m.max && m.max > 0 {
+		m.held.Add(-int64(n))
+		m.refused.Add(1)
+		return false
+	}
+	return true
+}
+
+// give counts n bytes no longer held.
+func (m *bodyMemory) give(n int) { m.held.Add(-int64(n)) }
+
+// errBodyMemory is a body refused because the bodies held at once would
+// pass server.max_body_memory; readBody answers it with a 503.
+var errBodyMemory = errors.New("server.max_body_memory is reached")
+
+// bodyMemoryProblem is the answer to errBodyMemory.
+func bodyMemoryProblem() *problem.Error {
+	return &problem.Error{Code: problem.Unavailable, RetryAfter: time.Second,
+		Detail: "the gateway holds as many request bodies as server.max_body_memory allows; retry shortly"}
+}
+
 // readBody reads the request's body into memory, bounded by its route's
 // limit, before any handler runs: handlers then see it through PostBody
 // as before, and a connection never carries an unread body into its next
-// request. A body over the limit is a 413 problem; a body that fails to
+// request. held is what it counted against server.max_body_memory, to be
+// given back once the handler has returned. A body over the limit is a
+// 413 problem, one past the memory for bodies a 503; a body that fails to
 // arrive is returned as the read's error (transportError answers it).
-func (s *Server) readBody(ctx *fasthttp.RequestCtx) error {
+func (s *Server) readBody(ctx *fasthttp.RequestCtx) (held int, err error) {
 	if !ctx.Request.IsBodyStream() {
-		return nil
+		return 0, nil
 	}
 	limit := s.maxBody(ctx.Request.Header.RequestURI())
 	switch cl := ctx.Request.Header.ContentLength(); {
 	case cl > limit:
-		return problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
+		return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
 	case cl >= 0 && cl <= prefetchBytes:
 		// Body copies the stream into the request's buffer; on a read
 		// error it puts the error's text there instead, which the length
 		// check catches.
 		if len(ctx.Request.Body()) != cl {
-			return errShortBody
+			return 0, errShortBody
 		}
-		return nil
+		return 0, nil
 	case cl >= 0:
+		if !s.bodyMem.take(cl) {
+			return 0, bodyMemoryProblem()
+		}
 		b := make([]byte, cl)
 		if _, err := io.ReadFull(ctx.RequestBodyStream(), b); err != nil {
-			return err
+			s.bodyMem.give(cl)
+			return 0, err
 		}
 		ctx.Request.SetBodyRaw(b)
-		return nil
+		return cl, nil
 	default: // chunked: the length is known only at the end
-		b, err := s.blocks.readAll(ctx.RequestBodyStream(), limit)
-		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			return problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
-		}
-		if err != nil {
-			return err
+		b, err := s.blocks.readAll(ctx.RequestBodyStream(), limit, &s.bodyMem)
+		switch {
+		case errors.Is(err, fasthttp.ErrBodyTooLarge):
+			return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
+		case errors.Is(err, errBodyMemory):
+			return 0, bodyMemoryProblem()
+		case err != nil:
+			return 0, err
 		}
 		ctx.Request.SetBodyRaw(b)
-		return nil
+		return len(b), nil
 	}
 }
 
@@ -101,13 +147,17 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) error {
 // limit bytes have arrived. It reads into pooled blocks first, so the
 // only allocation that stays is the result; growing one buffer instead
 // would copy the body at every doubling and hold up to 1.5 times it
-// (or, past the limit, the limit and half again) at the last one.
-func (b *bodyBlocks) readAll(r io.Reader, limit int) ([]byte, error) {
+// (or, past the limit, the limit and half again) at the last one. Each
+// block is taken from mem as data arrives in it (errBodyMemory when it
+// cannot be); on success the result's length stays taken.
+func (b *bodyBlocks) readAll(r io.Reader, limit int, mem *bodyMemory) (out []byte, err error) {
 	var blocks []*[bodyBlock]byte
+	taken := 0 // bytes taken from mem: a block once data is read into it
 	defer func() {
 		for _, blk := range blocks {
 			b.pool.Put(blk)
 		}
+		mem.give(taken - len(out))
 	}()
 	total, n := 0, bodyBlock // n: bytes in the last block
 	for {
@@ -116,6 +166,15 @@ func (b *bodyBlocks) readAll(r io.Reader, limit int) ([]byte, error) {
 			n = 0
 		}
 		m, err := r.Read(blocks[len(blocks)-1][n:])
+		if m > 0 && n == 0 {
+			// A block is counted once it holds data, so that a body
+			// ending exactly at a block's end is not refused for the
+			// empty block its final read used.
+			if !mem.take(bodyBlock) {
+				return nil, errBodyMemory
+			}
+			taken += bodyBlock
+		}
 		n += m
 		total += m
 		if total > limit {
@@ -128,7 +187,7 @@ func (b *bodyBlocks) readAll(r io.Reader, limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out := make([]byte, total)
+	out = make([]byte, total)
 	off := 0
 	for _, blk := range blocks {
 		off += copy(out[off:], blk[:])

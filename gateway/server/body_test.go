@@ -28,6 +28,7 @@ func TestReadAllBounded(t *testing.T) {
 		name    string
 		n       int
 		wrap    func(io.Reader) io.Reader
+		memory  int64 // server.max_body_memory; 0: none
 		wantErr error
 	}{
 		{name: "empty", n: 0},
@@ -43,20 +44,29 @@ func TestReadAllBounded(t *testing.T) {
 		{name: "half then an error", n: bodyBlock, wrap: func(r io.Reader) io.Reader {
 			return io.MultiReader(io.LimitReader(r, bodyBlock/2), iotest.ErrReader(boom))
 		}, wantErr: boom},
+		{name: "within the memory for bodies", n: 2 * bodyBlock, memory: 2 * bodyBlock},
+		{name: "past the memory for bodies", n: 2*bodyBlock + 1, memory: 2 * bodyBlock, wantErr: errBodyMemory},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var blocks bodyBlocks
+			mem := &bodyMemory{max: tc.memory}
 			want := pattern(tc.n)
 			var r io.Reader = bytes.NewReader(want)
 			if tc.wrap != nil {
 				r = tc.wrap(r)
 			}
-			got, err := blocks.readAll(r, limit)
+			got, err := blocks.readAll(r, limit, mem)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || got != nil {
 					t.Fatalf("got %d bytes, %v; want %v", len(got), err, tc.wantErr)
 				}
+				if held := mem.held.Load(); held != 0 {
+					t.Fatalf("%d bytes still counted after a failure", held)
+				}
 				return
+			}
+			if held := mem.held.Load(); held != int64(len(want)) {
+				t.Fatalf("%d bytes counted, want the body's %d", held, len(want))
 			}
 			if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
 				t.Fatalf("got %d bytes (cap %d, equal %v), %v; want %d exactly", len(got), cap(got), bytes.Equal(got, want), err, len(want))

@@ -102,7 +102,8 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			s.observe(ctx, start, reqID)
 			return
 		}
-		if err := s.readBody(ctx); err != nil {
+		held, err := s.readBody(ctx)
+		if err != nil {
 			s.bodyError(ctx, err)
 			s.observe(ctx, start, reqID)
 			return
@@ -113,6 +114,13 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				s.log.Error("panic in handler", zap.String("request_id", reqID), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 				ctx.Response.ResetBody()
 				s.writeProblem(ctx, problem.New(problem.Internal, "an internal error occurred; request id %s", reqID))
+			}
+			if held > 0 {
+				// The handler has decoded what it needs (into copies), and
+				// a streamed answer does not need the body: let it go now
+				// rather than when the stream ends.
+				ctx.Request.ResetBody()
+				s.bodyMem.give(held)
 			}
 			s.observe(ctx, start, reqID)
 		}()

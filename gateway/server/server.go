@@ -17,6 +17,7 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/fasthttp/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
@@ -97,6 +98,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds a JSON body; MaxMediaBytes an uploaded clip.
 	MaxBodyBytes, MaxMediaBytes int
+	// MaxBodyMemory bounds the bytes of bodies held at once (0: no
+	// bound); see bodyMemory.
+	MaxBodyMemory int
 	// MaxTextChars is the text limit of a model that states none.
 	MaxTextChars int
 	// AccessLog writes one line per request.
@@ -144,7 +148,9 @@ type Server struct {
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
 	// blocks are what readBody reads chunked bodies into.
-	blocks    bodyBlocks
+	blocks bodyBlocks
+	// bodyMem counts the bytes of bodies held (server.max_body_memory).
+	bodyMem   bodyMemory
 	accessLog bool
 	speech    *speech.Service
 	// realtime serves the realtime WebSocket (realtime.go).
@@ -188,6 +194,15 @@ func New(d Deps) *Server {
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
+	s.bodyMem.max = int64(d.Options.MaxBodyMemory)
+	s.metrics.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "voxgate_http_body_bytes_held", Help: "Bytes of request bodies held in memory (server.max_body_memory bounds them).",
+		}, func() float64 { return float64(s.bodyMem.held.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "voxgate_http_bodies_refused_total", Help: "Request bodies refused with a 503 because server.max_body_memory was reached.",
+		}, func() float64 { return float64(s.bodyMem.refused.Load()) }),
+	)
 	doc, err := openapi.JSON()
 	if err != nil {
 		// The document is embedded and checked by the tests; failing
