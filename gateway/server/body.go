@@ -36,6 +36,35 @@ const (
 // errShortBody is a body that ended before its Content-Length.
 var errShortBody = errors.New("the body ended before its Content-Length")
 
+// errNoKeyForBody is a body larger than what arrives with the headers,
+// sent without a valid key or session; the edge answers it with a 401.
+var errNoKeyForBody = errors.New("a large body needs a valid key")
+
+// bodyCredentials checks that the request carries what its route will
+// accept as credentials: a valid API key (Authorization, or xi-api-key
+// under /elevenlabs) or, under the dashboard's API, a valid session with
+// its CSRF header (a failure is the session's own problem). readBody asks
+// it before it reads a body past the headers, so a client without a key
+// cannot make the gateway read and hold large bodies. Every route that
+// takes such a body needs one of these; the route still checks them (and
+// the rate limit) itself.
+func (s *Server) bodyCredentials(ctx *fasthttp.RequestCtx) error {
+	if s.ui != nil && bytes.HasPrefix(ctx.Path(), []byte(uiPrefix+"/")) {
+		sess, pe := s.ui.Verify(ctx)
+		if pe == nil {
+			pe = s.ui.CheckCSRF(ctx, sess)
+		}
+		if pe != nil {
+			return pe
+		}
+		return nil
+	}
+	if _, ok := s.authenticate(ctx, pathDialect(ctx)); !ok {
+		return errNoKeyForBody
+	}
+	return nil
+}
+
 // bodyBlocks pools the blocks chunked bodies are read into.
 type bodyBlocks struct{ pool sync.Pool }
 
@@ -98,14 +127,16 @@ func bodyMemoryProblem() *problem.Error {
 // as before, and a connection never carries an unread body into its next
 // request. held is what it counted against server.max_body_memory, to be
 // given back once the handler has returned. A body over the limit is a
-// 413 problem, one past the memory for bodies a 503; a body that fails to
-// arrive is returned as the read's error (transportError answers it).
+// 413 problem, one past the memory for bodies a 503, a large one without
+// a key errNoKeyForBody; a body that fails to arrive is returned as the
+// read's error (transportError answers it).
 func (s *Server) readBody(ctx *fasthttp.RequestCtx) (held int, err error) {
 	if !ctx.Request.IsBodyStream() {
 		return 0, nil
 	}
 	limit := s.maxBody(ctx.Request.Header.RequestURI())
-	switch cl := ctx.Request.Header.ContentLength(); {
+	cl := ctx.Request.Header.ContentLength() // -1: chunked
+	switch {
 	case cl > limit:
 		return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
 	case cl >= 0 && cl <= prefetchBytes:
@@ -116,7 +147,13 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (held int, err error) {
 			return 0, errShortBody
 		}
 		return 0, nil
-	case cl >= 0:
+	}
+	// The rest of the body is still on the wire: read it only for a
+	// client that holds a key.
+	if err := s.bodyCredentials(ctx); err != nil {
+		return 0, err
+	}
+	if cl >= 0 {
 		if !s.bodyMem.take(cl) {
 			return 0, bodyMemoryProblem()
 		}
@@ -127,19 +164,18 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (held int, err error) {
 		}
 		ctx.Request.SetBodyRaw(b)
 		return cl, nil
-	default: // chunked: the length is known only at the end
-		b, err := s.blocks.readAll(ctx.RequestBodyStream(), limit, &s.bodyMem)
-		switch {
-		case errors.Is(err, fasthttp.ErrBodyTooLarge):
-			return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
-		case errors.Is(err, errBodyMemory):
-			return 0, bodyMemoryProblem()
-		case err != nil:
-			return 0, err
-		}
-		ctx.Request.SetBodyRaw(b)
-		return len(b), nil
 	}
+	b, err := s.blocks.readAll(ctx.RequestBodyStream(), limit, &s.bodyMem)
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
+	case errors.Is(err, errBodyMemory):
+		return 0, bodyMemoryProblem()
+	case err != nil:
+		return 0, err
+	}
+	ctx.Request.SetBodyRaw(b)
+	return len(b), nil
 }
 
 // readAll reads r to its end and returns its bytes in one slice of

@@ -413,12 +413,16 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) bodyError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetConnectionClose()
 	var pe *problem.Error
-	if errors.As(err, &pe) {
+	switch {
+	case errors.As(err, &pe):
 		lingerOnClose(ctx.Conn())
 		s.writeProblem(ctx, pe)
-		return
+	case errors.Is(err, errNoKeyForBody):
+		lingerOnClose(ctx.Conn())
+		s.writeUnauthorizedIn(ctx, pathDialect(ctx))
+	default:
+		s.transportError(ctx, err)
 	}
-	s.transportError(ctx, err)
 }
 
 // Serve serves on ln until Shutdown, through a listener that bounds open
