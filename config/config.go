@@ -385,6 +385,13 @@ type Limits struct {
 	// a render slot of the plugin's) for as long as its client reads, so
 	// one organization's many slow listeners must not take them all.
 	StreamsPerOrg int `yaml:"streams_per_org"`
+	// BodyMemoryPerOrg is the share of server.max_body_memory one
+	// organization's request bodies may hold at once (per instance); a
+	// body past it is refused with 429 rate_limited, so that one
+	// organization's slow uploads cannot leave none for the others.
+	// Default: a quarter of server.max_body_memory, at least the largest
+	// body a route takes.
+	BodyMemoryPerOrg int `yaml:"body_memory_per_org"`
 }
 
 // Alignment configures word timestamps for models that return none.
@@ -916,6 +923,9 @@ func (c *Config) applyDefaults() {
 	if l.StreamsPerOrg == 0 {
 		l.StreamsPerOrg = 64
 	}
+	if l.BodyMemoryPerOrg == 0 {
+		l.BodyMemoryPerOrg = max(c.Server.MaxBodyMemory/4, c.Server.MaxBodyBytes, l.MaxMediaBytes+64<<10)
+	}
 	a := &c.Alignment
 	if a.Method == "" {
 		a.Method = TimestampsAligned
@@ -972,8 +982,12 @@ func (c *Config) Validate() error {
 	}
 	// The largest body a route takes (an upload's multipart framing is
 	// allowed 64 KiB) must fit in the memory for bodies, or it never would.
-	if largest := max(c.Server.MaxBodyBytes, c.Limits.MaxMediaBytes+64<<10); c.Server.MaxBodyMemory < largest {
+	largest := max(c.Server.MaxBodyBytes, c.Limits.MaxMediaBytes+64<<10)
+	if c.Server.MaxBodyMemory < largest {
 		bad("server.max_body_memory", "must be at least the largest body a route takes (%d bytes: server.max_body_bytes, or limits.max_media_bytes plus 64 KiB), got %d", largest, c.Server.MaxBodyMemory)
+	}
+	if c.Limits.BodyMemoryPerOrg < largest || c.Limits.BodyMemoryPerOrg > c.Server.MaxBodyMemory {
+		bad("limits.body_memory_per_org", "must be from the largest body a route takes (%d bytes) to server.max_body_memory (%d), got %d", largest, c.Server.MaxBodyMemory, c.Limits.BodyMemoryPerOrg)
 	}
 	if c.Server.MaxConns < 0 {
 		bad("server.max_conns", "must be 0 (derived from the open-files limit) or more, got %d", c.Server.MaxConns)

@@ -32,6 +32,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"wrong type", "server:\n  max_body_bytes: lots\n" + minimal, []string{"line 2", "max_body_bytes", "lots"}},
 		{"bad listen", "server:\n  listen: nowhere\n" + minimal, []string{"line 2", "server.listen"}},
 		{"body memory under a body", "server:\n  max_body_bytes: 20000000\n  max_body_memory: 1000000\n" + minimal, []string{"line 3", "server.max_body_memory", "20000000", "1000000"}},
+		{"body memory per org over all", "server:\n  max_body_memory: 20000000\nlimits:\n  body_memory_per_org: 30000000\n" + minimal, []string{"limits.body_memory_per_org", "20000000", "30000000"}},
+		{"body memory per org under a body", "limits:\n  body_memory_per_org: 1000000\n" + minimal, []string{"limits.body_memory_per_org", "10551296", "1000000"}},
 		{"body memory under an upload", "server:\n  max_body_memory: 10485760\n" + minimal, []string{"server.max_body_memory", "10551296"}},
 		{"listen port out of range", "server:\n  listen: 127.0.0.1:99999\n" + minimal, []string{"line 2", "server.listen", "0 to 65535"}},
 		{"listen port not a number", "server:\n  listen: 127.0.0.1:http\n" + minimal, []string{"line 2", "server.listen"}},

@@ -410,21 +410,22 @@ func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler()
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) server.Options {
 	o := server.Options{
-		ReadTimeout:    cfg.Server.ReadTimeout.D(),
-		WriteTimeout:   cfg.Server.WriteTimeout.D(),
-		IdleTimeout:    cfg.Server.IdleTimeout.D(),
-		RequestTimeout: cfg.Server.RequestTimeout.D(),
-		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
-		MaxMediaBytes:  cfg.Limits.MaxMediaBytes,
-		MaxBodyMemory:  cfg.Server.MaxBodyMemory,
-		MaxTextChars:   speech.DefaultModelTextChars,
-		AccessLog:      cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
-		MaxConns:       cfg.Server.MaxConns,
-		MaxConnsPerIP:  cfg.Server.MaxConnsPerIP,
-		MetricsPublic:  cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
-		MetricsToken:   cfg.Metrics.Token.Value(),
-		Orgs:           make(map[string]server.OrgLimits, len(cfg.Orgs)),
-		CORS:           server.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
+		ReadTimeout:      cfg.Server.ReadTimeout.D(),
+		WriteTimeout:     cfg.Server.WriteTimeout.D(),
+		IdleTimeout:      cfg.Server.IdleTimeout.D(),
+		RequestTimeout:   cfg.Server.RequestTimeout.D(),
+		MaxBodyBytes:     cfg.Server.MaxBodyBytes,
+		MaxMediaBytes:    cfg.Limits.MaxMediaBytes,
+		MaxBodyMemory:    cfg.Server.MaxBodyMemory,
+		BodyMemoryPerOrg: cfg.Limits.BodyMemoryPerOrg,
+		MaxTextChars:     speech.DefaultModelTextChars,
+		AccessLog:        cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
+		MaxConns:         cfg.Server.MaxConns,
+		MaxConnsPerIP:    cfg.Server.MaxConnsPerIP,
+		MetricsPublic:    cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
+		MetricsToken:     cfg.Metrics.Token.Value(),
+		Orgs:             make(map[string]server.OrgLimits, len(cfg.Orgs)),
+		CORS:             server.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
 	}
 	for name, org := range cfg.Orgs {
 		o.Orgs[name] = server.OrgLimits{

@@ -429,56 +429,68 @@ func TestBodyThatStopsArriving(t *testing.T) {
 	}
 }
 
-// metricValue is the value of the unlabelled series name in a scrape.
-func (tg *testGateway) metricValue(name string) float64 {
+// metricValue is the value of the series name with exactly the labels
+// given as pairs (none: the unlabelled series) in a scrape.
+func (tg *testGateway) metricValue(name string, labels ...string) float64 {
 	tg.t.Helper()
+next:
 	for _, s := range tg.scrape() {
-		if s.name == name && len(s.labels) == 0 {
-			return s.value
+		if s.name != name || len(s.labels) != len(labels)/2 {
+			continue
 		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if s.labels[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		return s.value
 	}
-	tg.t.Fatalf("no series %s", name)
+	tg.t.Fatalf("no series %s%v", name, labels)
 	return 0
 }
 
 // TestBodyMemoryIsShared: server.max_body_memory bounds the bodies held at
-// once over all connections. Two clients that send most of a large body
-// and stall hold it all; a third large body, with a length or chunked, is
-// refused with a 503 at once, while a small request (its body arrives
-// with its headers) is still served. When the stalled clients go, their
-// share comes back.
+// once over all connections, limits.body_memory_per_org one
+// organization's. Clients that send most of a large body and stall hold
+// their share: one more large body of the same organization is refused
+// with a 429, with a length or chunked, while another organization's is
+// served; once the total is held, a large body gets a 503. A small
+// request (its body arrives with its headers) is served throughout, and
+// when the stalled clients go their share comes back.
 func TestBodyMemoryIsShared(t *testing.T) {
 	cfg := strings.Replace(robustConfig, "  write_timeout: 1s\n",
-		"  write_timeout: 1s\n  max_body_bytes: 65536\n  max_body_memory: 131072\n", 1)
-	cfg = strings.Replace(cfg, "orgs:\n", "limits:\n  max_media_bytes: 32768\norgs:\n", 1)
+		"  write_timeout: 1s\n  max_body_bytes: 65536\n  max_body_memory: 196608\n", 1)
+	cfg = strings.Replace(cfg, "orgs:\n", "limits:\n  max_media_bytes: 32768\n  body_memory_per_org: 131072\norgs:\n  globex:\n    providers:\n      testkit: {enabled: true}\n", 1)
 	tg := startGateway(t, cfg)
 	addr := strings.TrimPrefix(tg.base, "http://")
-	head := func(length string) string {
-		return "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n" + length + "\r\n"
-	}
 	var stalled []net.Conn
-	for range 2 {
+	stall := func(org string) {
+		t.Helper()
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		if _, err := io.WriteString(c, head("Content-Length: 60000\r\n")+strings.Repeat(" ", 20000)); err != nil {
+		t.Cleanup(func() { c.Close() })
+		head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys[org] + "\r\nContent-Length: 60000\r\n\r\n"
+		if _, err := io.WriteString(c, head+strings.Repeat(" ", 20000)); err != nil {
 			t.Fatal(err)
 		}
 		stalled = append(stalled, c)
 	}
-	waitFor(t, "the stalled bodies to be held", func() bool { return tg.metricValue("voxgate_http_body_bytes_held") == 120000 })
-
+	held := func(want float64) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%v bytes of bodies held", want), func() bool { return tg.metricValue("voxgate_http_body_bytes_held") == want })
+	}
 	large := `{"title":"` + strings.Repeat("x", 20000) + `"}`
-	post := func(chunked bool) *http.Response {
+	post := func(org string, chunked bool) *http.Response {
+		t.Helper()
 		var body io.Reader = strings.NewReader(large)
 		if chunked {
 			body = io.MultiReader(body) // no length: net/http sends it chunked
 		}
 		req, _ := http.NewRequest("POST", tg.base+"/v1/voices", body)
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req.Header.Set("Authorization", "Bearer "+tg.keys[org])
 		resp, err := tg.hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -487,25 +499,39 @@ func TestBodyMemoryIsShared(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
+	refused := func(status int) bool { return status == 429 || status == 503 }
+
+	stall("acme")
+	stall("acme")
+	held(120000)
 	for _, chunked := range []bool{false, true} {
-		if resp := post(chunked); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-			t.Errorf("a large body (chunked %v) while the memory for bodies is held: %d, Retry-After %q", chunked, resp.StatusCode, resp.Header.Get("Retry-After"))
+		if resp := post("acme", chunked); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("acme's large body (chunked %v) past its share: %d, Retry-After %q", chunked, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
+	}
+	if resp := post("globex", false); refused(resp.StatusCode) {
+		t.Errorf("globex's large body while acme holds its share: %d", resp.StatusCode)
+	}
+	stall("globex")
+	held(180000)
+	if resp := post("globex", false); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a large body past the memory for bodies: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "small"}); r.status != 200 {
 		t.Errorf("a small request meanwhile: %d %s", r.status, r.body)
 	}
-	if got := tg.metricValue("voxgate_http_bodies_refused_total"); got != 2 {
-		t.Errorf("bodies refused: %v, want 2", got)
+	if org, all := tg.metricValue("voxgate_http_bodies_refused_total", "limit", "body_memory_per_org"),
+		tg.metricValue("voxgate_http_bodies_refused_total", "limit", "max_body_memory"); org != 2 || all != 1 {
+		t.Errorf("bodies refused: %v past the share, %v past the total; want 2 and 1", org, all)
 	}
 
 	for _, c := range stalled {
 		c.Close()
 	}
-	waitFor(t, "the stalled bodies to be let go", func() bool { return tg.metricValue("voxgate_http_body_bytes_held") == 0 })
-	// The body is read now: the answer is the handler's (the title is
-	// too long, or the voice has no id), not the 503.
-	if resp := post(true); resp.StatusCode == 503 {
+	held(0)
+	// The body is read now: the answer is the handler's (a title is not a
+	// voice), not a refusal.
+	if resp := post("acme", true); refused(resp.StatusCode) {
 		t.Errorf("a large body after the stalled clients left: %d", resp.StatusCode)
 	}
 	if got := tg.metricValue("voxgate_http_body_bytes_held"); got != 0 {

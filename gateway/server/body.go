@@ -48,21 +48,22 @@ var errNoKeyForBody = errors.New("a large body needs a valid key")
 // cannot make the gateway read and hold large bodies. Every route that
 // takes such a body needs one of these; the route still checks them (and
 // the rate limit) itself.
-func (s *Server) bodyCredentials(ctx *fasthttp.RequestCtx) error {
+func (s *Server) bodyCredentials(ctx *fasthttp.RequestCtx) (org string, err error) {
 	if s.ui != nil && bytes.HasPrefix(ctx.Path(), []byte(uiPrefix+"/")) {
 		sess, pe := s.ui.Verify(ctx)
 		if pe == nil {
 			pe = s.ui.CheckCSRF(ctx, sess)
 		}
 		if pe != nil {
-			return pe
+			return "", pe
 		}
-		return nil
+		return sess.Principal.OrgID, nil
 	}
-	if _, ok := s.authenticate(ctx, pathDialect(ctx)); !ok {
-		return errNoKeyForBody
+	p, ok := s.authenticate(ctx, pathDialect(ctx))
+	if !ok {
+		return "", errNoKeyForBody
 	}
-	return nil
+	return p.OrgID, nil
 }
 
 // bodyBlocks pools the blocks chunked bodies are read into.
@@ -87,95 +88,146 @@ func (s *Server) maxBody(uri []byte) int {
 }
 
 // bodyMemory counts the bytes of request bodies held at once, over all
-// connections, against server.max_body_memory. A body's limit bounds one
-// request; this bounds them together, so that many connections sending
-// large bodies (no key is needed to send one) cannot take the process's
-// memory. Bodies that arrive with their headers (prefetchBytes) are not
-// counted: they live in the connection's buffers, as the headers do.
+// connections, against server.max_body_memory, and each organization's
+// against limits.body_memory_per_org. A body's limit bounds one request;
+// this bounds them together, so that many connections sending large
+// bodies slowly cannot take the process's memory, nor one organization's
+// leave none for the others. Bodies that arrive with their headers
+// (prefetchBytes) are not counted: they live in the connection's buffers,
+// as the headers do. Only large bodies come here, a block or a whole
+// body at a time, so one mutex is enough.
 type bodyMemory struct {
-	max     int64 // 0: no bound
-	held    atomic.Int64
-	refused atomic.Int64
+	max, perOrg int64 // 0: no bound
+	mu          sync.Mutex
+	held        int64
+	orgs        map[string]int64
+	// refused counts refusals by the bound that refused them.
+	refused, refusedOrg atomic.Int64
 }
 
-// take counts n more bytes held, or reports false (and counts a
-// refusal) if that would pass the bound.
-func (m *bodyMemory) take(n int) bool {
-	if m.held.Add(int64(n)) > m.max && m.max > 0 {
-		m.held.Add(-int64(n))
+// Errors of bodyMemory.take.
+var (
+	// errBodyMemory: the bodies held at once would pass
+	// server.max_body_memory.
+	errBodyMemory = errors.New("server.max_body_memory is reached")
+	// errOrgBodyMemory: the organization's would pass
+	// limits.body_memory_per_org.
+	errOrgBodyMemory = errors.New("limits.body_memory_per_org is reached")
+)
+
+// take counts n more bytes held by org, or returns errBodyMemory or
+// errOrgBodyMemory (and counts the refusal) if that would pass a bound.
+func (m *bodyMemory) take(org string, n int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.max > 0 && m.held+int64(n) > m.max:
 		m.refused.Add(1)
-		return false
+		return errBodyMemory
+	case m.perOrg > 0 && m.orgs[org]+int64(n) > m.perOrg:
+		m.refusedOrg.Add(1)
+		return errOrgBodyMemory
 	}
-	return true
+	if m.orgs == nil {
+		m.orgs = map[string]int64{}
+	}
+	m.held += int64(n)
+	m.orgs[org] += int64(n)
+	return nil
 }
 
-// give counts n bytes no longer held.
-func (m *bodyMemory) give(n int) { m.held.Add(-int64(n)) }
+// give counts n bytes org no longer holds.
+func (m *bodyMemory) give(org string, n int) {
+	if n == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.held -= int64(n)
+	if m.orgs[org] -= int64(n); m.orgs[org] == 0 {
+		delete(m.orgs, org)
+	}
+}
 
-// errBodyMemory is a body refused because the bodies held at once would
-// pass server.max_body_memory; readBody answers it with a 503.
-var errBodyMemory = errors.New("server.max_body_memory is reached")
+// Held is the count of bytes held, for the gauge.
+func (m *bodyMemory) Held() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held
+}
 
-// bodyMemoryProblem is the answer to errBodyMemory.
-func bodyMemoryProblem() *problem.Error {
+// memoryProblem is the answer to a refusal of bodyMemory.take: a 503 when
+// the gateway is full, a 429 when the organization's share is.
+func memoryProblem(err error) *problem.Error {
+	if errors.Is(err, errOrgBodyMemory) {
+		return &problem.Error{Code: problem.RateLimited, RetryAfter: time.Second,
+			Detail: "your organization holds as many request bodies as limits.body_memory_per_org allows; retry shortly"}
+	}
 	return &problem.Error{Code: problem.Unavailable, RetryAfter: time.Second,
 		Detail: "the gateway holds as many request bodies as server.max_body_memory allows; retry shortly"}
+}
+
+// heldBody is what readBody counted against bodyMemory for a request, to
+// be given back once its handler has answered.
+type heldBody struct {
+	org string
+	n   int
 }
 
 // readBody reads the request's body into memory, bounded by its route's
 // limit, before any handler runs: handlers then see it through PostBody
 // as before, and a connection never carries an unread body into its next
-// request. held is what it counted against server.max_body_memory, to be
-// given back once the handler has returned. A body over the limit is a
-// 413 problem, one past the memory for bodies a 503, a large one without
-// a key errNoKeyForBody; a body that fails to arrive is returned as the
-// read's error (transportError answers it).
-func (s *Server) readBody(ctx *fasthttp.RequestCtx) (held int, err error) {
+// request. A body over the limit is a 413 problem, one past the memory
+// for bodies a 503 (429 past the organization's share), a large one
+// without a key errNoKeyForBody; a body that fails to arrive is returned
+// as the read's error (transportError answers it).
+func (s *Server) readBody(ctx *fasthttp.RequestCtx) (heldBody, error) {
 	if !ctx.Request.IsBodyStream() {
-		return 0, nil
+		return heldBody{}, nil
 	}
 	limit := s.maxBody(ctx.Request.Header.RequestURI())
 	cl := ctx.Request.Header.ContentLength() // -1: chunked
 	switch {
 	case cl > limit:
-		return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
+		return heldBody{}, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
 	case cl >= 0 && cl <= prefetchBytes:
 		// Body copies the stream into the request's buffer; on a read
 		// error it puts the error's text there instead, which the length
 		// check catches.
 		if len(ctx.Request.Body()) != cl {
-			return 0, errShortBody
+			return heldBody{}, errShortBody
 		}
-		return 0, nil
+		return heldBody{}, nil
 	}
 	// The rest of the body is still on the wire: read it only for a
-	// client that holds a key.
-	if err := s.bodyCredentials(ctx); err != nil {
-		return 0, err
+	// client that holds a key, against its organization's share.
+	org, err := s.bodyCredentials(ctx)
+	if err != nil {
+		return heldBody{}, err
 	}
 	if cl >= 0 {
-		if !s.bodyMem.take(cl) {
-			return 0, bodyMemoryProblem()
+		if err := s.bodyMem.take(org, cl); err != nil {
+			return heldBody{}, memoryProblem(err)
 		}
 		b := make([]byte, cl)
 		if _, err := io.ReadFull(ctx.RequestBodyStream(), b); err != nil {
-			s.bodyMem.give(cl)
-			return 0, err
+			s.bodyMem.give(org, cl)
+			return heldBody{}, err
 		}
 		ctx.Request.SetBodyRaw(b)
-		return cl, nil
+		return heldBody{org, cl}, nil
 	}
-	b, err := s.blocks.readAll(ctx.RequestBodyStream(), limit, &s.bodyMem)
+	b, err := s.blocks.readAll(ctx.RequestBodyStream(), limit, &s.bodyMem, org)
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		return 0, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
-	case errors.Is(err, errBodyMemory):
-		return 0, bodyMemoryProblem()
+		return heldBody{}, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
+	case errors.Is(err, errBodyMemory), errors.Is(err, errOrgBodyMemory):
+		return heldBody{}, memoryProblem(err)
 	case err != nil:
-		return 0, err
+		return heldBody{}, err
 	}
 	ctx.Request.SetBodyRaw(b)
-	return len(b), nil
+	return heldBody{org, len(b)}, nil
 }
 
 // readAll reads r to its end and returns its bytes in one slice of
@@ -184,16 +236,16 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (held int, err error) {
 // only allocation that stays is the result; growing one buffer instead
 // would copy the body at every doubling and hold up to 1.5 times it
 // (or, past the limit, the limit and half again) at the last one. Each
-// block is taken from mem as data arrives in it (errBodyMemory when it
-// cannot be); on success the result's length stays taken.
-func (b *bodyBlocks) readAll(r io.Reader, limit int, mem *bodyMemory) (out []byte, err error) {
+// block is taken from mem for org as data arrives in it (take's error
+// when it cannot be); on success the result's length stays taken.
+func (b *bodyBlocks) readAll(r io.Reader, limit int, mem *bodyMemory, org string) (out []byte, err error) {
 	var blocks []*[bodyBlock]byte
 	taken := 0 // bytes taken from mem: a block once data is read into it
 	defer func() {
 		for _, blk := range blocks {
 			b.pool.Put(blk)
 		}
-		mem.give(taken - len(out))
+		mem.give(org, taken-len(out))
 	}()
 	total, n := 0, bodyBlock // n: bytes in the last block
 	for {
@@ -206,8 +258,8 @@ func (b *bodyBlocks) readAll(r io.Reader, limit int, mem *bodyMemory) (out []byt
 			// A block is counted once it holds data, so that a body
 			// ending exactly at a block's end is not refused for the
 			// empty block its final read used.
-			if !mem.take(bodyBlock) {
-				return nil, errBodyMemory
+			if err := mem.take(org, bodyBlock); err != nil {
+				return nil, err
 			}
 			taken += bodyBlock
 		}

@@ -29,6 +29,7 @@ func TestReadAllBounded(t *testing.T) {
 		n       int
 		wrap    func(io.Reader) io.Reader
 		memory  int64 // server.max_body_memory; 0: none
+		perOrg  int64 // limits.body_memory_per_org; 0: none
 		wantErr error
 	}{
 		{name: "empty", n: 0},
@@ -46,26 +47,28 @@ func TestReadAllBounded(t *testing.T) {
 		}, wantErr: boom},
 		{name: "within the memory for bodies", n: 2 * bodyBlock, memory: 2 * bodyBlock},
 		{name: "past the memory for bodies", n: 2*bodyBlock + 1, memory: 2 * bodyBlock, wantErr: errBodyMemory},
+		{name: "within the organization's share", n: 2 * bodyBlock, memory: 4 * bodyBlock, perOrg: 2 * bodyBlock},
+		{name: "past the organization's share", n: 2*bodyBlock + 1, memory: 4 * bodyBlock, perOrg: 2 * bodyBlock, wantErr: errOrgBodyMemory},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var blocks bodyBlocks
-			mem := &bodyMemory{max: tc.memory}
+			mem := &bodyMemory{max: tc.memory, perOrg: tc.perOrg}
 			want := pattern(tc.n)
 			var r io.Reader = bytes.NewReader(want)
 			if tc.wrap != nil {
 				r = tc.wrap(r)
 			}
-			got, err := blocks.readAll(r, limit, mem)
+			got, err := blocks.readAll(r, limit, mem, "acme")
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || got != nil {
 					t.Fatalf("got %d bytes, %v; want %v", len(got), err, tc.wantErr)
 				}
-				if held := mem.held.Load(); held != 0 {
+				if held := mem.Held(); held != 0 || len(mem.orgs) != 0 {
 					t.Fatalf("%d bytes still counted after a failure", held)
 				}
 				return
 			}
-			if held := mem.held.Load(); held != int64(len(want)) {
+			if held := mem.Held(); held != int64(len(want)) || mem.orgs["acme"] != held {
 				t.Fatalf("%d bytes counted, want the body's %d", held, len(want))
 			}
 			if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
@@ -125,5 +128,36 @@ func TestUploadPart(t *testing.T) {
 				t.Fatalf("got %d bytes, %q, %q; want %d bytes, %q", len(data), filename, declared, len(tc.want), tc.filename)
 			}
 		})
+	}
+}
+
+// TestBodyMemoryShares: an organization's bodies stop at its share while
+// another's are still taken, and the total stops at the bound.
+func TestBodyMemoryShares(t *testing.T) {
+	m := &bodyMemory{max: 100, perOrg: 60}
+	steps := []struct {
+		org  string
+		n    int
+		want error
+	}{
+		{"acme", 50, nil},
+		{"acme", 20, errOrgBodyMemory}, // 70 > 60
+		{"globex", 40, nil},            // 90
+		{"initech", 20, errBodyMemory}, // 110 > 100
+		{"initech", 10, nil},           // 100
+	}
+	for i, st := range steps {
+		if err := m.take(st.org, st.n); !errors.Is(err, st.want) {
+			t.Fatalf("step %d: take(%s, %d) = %v, want %v", i, st.org, st.n, err, st.want)
+		}
+	}
+	if m.Held() != 100 || m.refused.Load() != 1 || m.refusedOrg.Load() != 1 {
+		t.Fatalf("held %d, refused %d and %d", m.Held(), m.refused.Load(), m.refusedOrg.Load())
+	}
+	m.give("acme", 50)
+	m.give("globex", 40)
+	m.give("initech", 10)
+	if m.Held() != 0 || len(m.orgs) != 0 {
+		t.Fatalf("after giving everything back: held %d, orgs %v", m.Held(), m.orgs)
 	}
 }

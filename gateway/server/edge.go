@@ -115,12 +115,12 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				ctx.Response.ResetBody()
 				s.writeProblem(ctx, problem.New(problem.Internal, "an internal error occurred; request id %s", reqID))
 			}
-			if held > 0 {
+			if held.n > 0 {
 				// The handler has decoded what it needs (into copies), and
 				// a streamed answer does not need the body: let it go now
 				// rather than when the stream ends.
 				ctx.Request.ResetBody()
-				s.bodyMem.give(held)
+				s.bodyMem.give(held.org, held.n)
 			}
 			s.observe(ctx, start, reqID)
 		}()

@@ -99,8 +99,8 @@ type Options struct {
 	// MaxBodyBytes bounds a JSON body; MaxMediaBytes an uploaded clip.
 	MaxBodyBytes, MaxMediaBytes int
 	// MaxBodyMemory bounds the bytes of bodies held at once (0: no
-	// bound); see bodyMemory.
-	MaxBodyMemory int
+	// bound), BodyMemoryPerOrg those of one organization; see bodyMemory.
+	MaxBodyMemory, BodyMemoryPerOrg int
 	// MaxTextChars is the text limit of a model that states none.
 	MaxTextChars int
 	// AccessLog writes one line per request.
@@ -194,14 +194,18 @@ func New(d Deps) *Server {
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
-	s.bodyMem.max = int64(d.Options.MaxBodyMemory)
+	s.bodyMem.max, s.bodyMem.perOrg = int64(d.Options.MaxBodyMemory), int64(d.Options.BodyMemoryPerOrg)
+	const refusedHelp = "Request bodies refused because the memory for bodies (limit=max_body_memory, 503) or an organization's share of it (limit=body_memory_per_org, 429) was reached."
 	s.metrics.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "voxgate_http_body_bytes_held", Help: "Bytes of request bodies held in memory (server.max_body_memory bounds them).",
-		}, func() float64 { return float64(s.bodyMem.held.Load()) }),
+		}, func() float64 { return float64(s.bodyMem.Held()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "voxgate_http_bodies_refused_total", Help: "Request bodies refused with a 503 because server.max_body_memory was reached.",
+			Name: "voxgate_http_bodies_refused_total", Help: refusedHelp, ConstLabels: prometheus.Labels{"limit": "max_body_memory"},
 		}, func() float64 { return float64(s.bodyMem.refused.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "voxgate_http_bodies_refused_total", Help: refusedHelp, ConstLabels: prometheus.Labels{"limit": "body_memory_per_org"},
+		}, func() float64 { return float64(s.bodyMem.refusedOrg.Load()) }),
 	)
 	doc, err := openapi.JSON()
 	if err != nil {
