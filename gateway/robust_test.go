@@ -166,6 +166,13 @@ func TestMalformedRequests(t *testing.T) {
 		t.Errorf("CL+TE request: %d responses on the connection, want 1 (the smuggled request must not be served):\n%s", n, got)
 	}
 
+	// Headers that do not fit the connection's read buffer: 431 with a
+	// problem document (fasthttp's own answer is plain text).
+	got = rawExchange(t, tg, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("b", 6000)+"\r\n\r\n", 0)
+	if !strings.HasPrefix(got, "HTTP/1.1 431 ") || !strings.Contains(got, "application/problem+json") || !strings.Contains(got, `"code":"header_too_large"`) {
+		t.Errorf("6 KB of headers answered %q", got)
+	}
+
 	// Headers that stop arriving: 408 with a problem document.
 	got = rawExchange(t, tg, "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Ty", 1500*time.Millisecond)
 	if !strings.HasPrefix(got, "HTTP/1.1 408 ") || !strings.Contains(got, "application/problem+json") || !strings.Contains(got, `"code":"read_timeout"`) {

@@ -95,6 +95,9 @@ const (
 	// ReadTimeout says the request itself did not arrive in time
 	// (server.read_timeout): a slow or stalled client.
 	ReadTimeout Code = "read_timeout"
+	// HeaderTooLarge says the request's headers do not fit the buffer a
+	// connection reads them into (fasthttp's, 4 KiB).
+	HeaderTooLarge Code = "header_too_large"
 	// BadRequest says the HTTP request itself is malformed (its framing,
 	// not its body's content).
 	BadRequest Code = "bad_request"
@@ -176,6 +179,7 @@ var table = map[Code]meta{
 	StorageUnavailable:      {503, "Storage unavailable"},
 	RequestTimeout:          {504, "Request timed out"},
 	ReadTimeout:             {408, "Request not received in time"},
+	HeaderTooLarge:          {431, "Request headers too large"},
 	BadRequest:              {400, "Malformed HTTP request"},
 	Cancelled:               {499, "Cancelled before it finished"},
 	KeyScopeDenied:          {403, "Not allowed for this API key"},

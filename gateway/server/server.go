@@ -397,9 +397,13 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	// body) unread: let the client finish sending so that it reads the
 	// answer instead of a reset.
 	lingerOnClose(ctx.Conn())
+	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.writeProblem(ctx, problem.New(problem.PayloadTooLarge, "the body is larger than the gateway accepts"))
+	case errors.As(err, &small):
+		s.writeProblem(ctx, problem.New(problem.HeaderTooLarge, "the request line and headers are larger than the gateway reads (4 KiB); send fewer or shorter headers"))
+		ctx.SetConnectionClose()
 	default:
 		var te interface{ Timeout() bool }
 		if errors.As(err, &te) && te.Timeout() {
