@@ -78,6 +78,15 @@ func TestReadAllBounded(t *testing.T) {
 	}
 }
 
+// withNotes is n small text parts, then last.
+func withNotes(n int, last [3]string) [][3]string {
+	parts := make([][3]string, 0, n+1)
+	for range n {
+		parts = append(parts, [3]string{"note", "", "x"})
+	}
+	return append(parts, last)
+}
+
 func TestUploadPart(t *testing.T) {
 	const limit = 1000
 	form := func(parts ...[3]string) ([]byte, string) { // name, filename, content
@@ -109,6 +118,8 @@ func TestUploadPart(t *testing.T) {
 		{name: "past the limit", parts: [][3]string{{"file", "a.wav", strings.Repeat("b", limit+1)}}, want: string(problem.PayloadTooLarge)},
 		{name: "two files", parts: [][3]string{{"file", "a.wav", audio}, {"file", "b.wav", audio}}, want: string(problem.ValidationFailed)},
 		{name: "no file", parts: [][3]string{{"name", "", "x"}}, want: string(problem.ValidationFailed)},
+		{name: "too many parts", parts: withNotes(maxUploadParts, [3]string{"file", "a.wav", audio}), want: string(problem.ValidationFailed)},
+		{name: "as many parts as allowed", parts: withNotes(maxUploadParts-1, [3]string{"file", "a.wav", audio}), want: audio, filename: "a.wav"},
 		{name: "wrong boundary", parts: [][3]string{{"file", "a.wav", audio}}, boundary: "nope", want: string(problem.ValidationFailed)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ func sniff(data []byte) string {
 	return ""
 }
 
+// maxUploadParts bounds the parts of an upload's multipart form.
+const maxUploadParts = 32
+
 // uploadPart returns the bytes, file name and declared type of the one
 // part named `file` in a multipart body. It parses the body already in
 // memory and copies only that part, once, into a buffer sized from the
@@ -47,13 +50,18 @@ func sniff(data []byte) string {
 func uploadPart(body []byte, boundary string, limit int) (data []byte, filename, declared string, err error) {
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	found := false
-	for {
+	for parts := 0; ; parts++ {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, "", "", problem.Validation(problem.Field("the multipart body could not be read: "+err.Error(), "file"))
+		}
+		if parts == maxUploadParts {
+			// Each part costs a header map to parse: a body of many
+			// tiny parts would cost far more than its size.
+			return nil, "", "", problem.Validation(problem.Field(fmt.Sprintf("the form has more than %d parts; send the `file` part and few others", maxUploadParts), "file"))
 		}
 		if p.FormName() != "file" {
 			continue // NextPart skips the rest of it
