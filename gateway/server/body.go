@@ -19,7 +19,9 @@ import (
 // and copies at each step, so a chunked body near the limit briefly held
 // about three times the limit before it was refused. Read here, a body
 // never costs more than the limit (plus one block) before a 413, and an
-// accepted body is held once, at its exact size.
+// accepted body is held once, at its exact size. Reading here also lets
+// the gateway read what lies past the headers only for a client that
+// holds a key, and bound all bodies held at once (bodyMemory).
 
 const (
 	// prefetchBytes is how much of a body with a Content-Length fasthttp
