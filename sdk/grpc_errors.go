@@ -78,7 +78,7 @@ func errorFromRPC(ctx context.Context, method string, err error) error {
 	if isStatus {
 		for _, d := range st.Details() {
 			if pe, ok := d.(*pluginpb.Error); ok {
-				return &Error{
+				e := &Error{
 					Kind:           ErrorKind(pe.GetKind()),
 					Message:        pe.GetMessage(),
 					UpstreamStatus: int(pe.GetUpstreamStatus()),
@@ -86,6 +86,16 @@ func errorFromRPC(ctx context.Context, method string, err error) error {
 					Retryable:      pe.GetRetryable(),
 					RetryAfter:     time.Duration(pe.GetRetryAfterMs()) * time.Millisecond,
 				}
+				// A plugin that returns its context's error when the
+				// propagated deadline fires can answer before the host's
+				// own timer has ended ctx (under load the host's timer
+				// goroutine runs late). Past the host's deadline it is
+				// that deadline all the same: say so to errors.Is. Before
+				// it, a timeout is the plugin's own (its upstream's).
+				if dl, ok := ctx.Deadline(); ok && e.Kind == KindTimeout && !time.Now().Before(dl) {
+					e.cause = context.DeadlineExceeded
+				}
+				return e
 			}
 		}
 	}

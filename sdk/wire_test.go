@@ -207,3 +207,39 @@ func TestErrorFromRPCLocalFailures(t *testing.T) {
 		})
 	}
 }
+
+// lateTimer is a context whose deadline has passed but whose timer has
+// not run yet (Err is still nil), as a host under load sees it.
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestPluginDeadlineBeforeTheHostsTimer: the plugin's answer to the
+// propagated deadline can arrive before the host's own timer has ended
+// its context. Past the host's deadline it is that deadline (errors.Is
+// says so); before it, a plugin's timeout is its own.
+func TestPluginDeadlineBeforeTheHostsTimer(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		deadline time.Time
+		want     bool
+	}{
+		{"past the host's deadline", time.Now().Add(-time.Millisecond), true},
+		{"before the host's deadline", time.Now().Add(time.Hour), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := lateTimer{context.Background(), tt.deadline}
+			got := errorFromRPC(ctx, "Synthesize", errorToStatus(context.DeadlineExceeded))
+			var e *Error
+			if !errors.As(got, &e) || e.Kind != KindTimeout {
+				t.Fatalf("got %T %v, want a KindTimeout *Error", got, got)
+			}
+			if is := errors.Is(got, context.DeadlineExceeded); is != tt.want {
+				t.Errorf("errors.Is(context.DeadlineExceeded) = %v, want %v", is, tt.want)
+			}
+		})
+	}
+}
