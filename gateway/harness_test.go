@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -324,4 +325,17 @@ type apiMedia struct {
 	DurationMS int64     `json:"duration_ms"`
 	SHA256     string    `json:"sha256"`
 	CreatedAt  time.Time `json:"created_at"`
+}
+
+// warnings renders the gateway's log entries at warning level and above,
+// and the access lines of streams that broke off, for a test that fails
+// on the client's side to say what the gateway saw.
+func (tg *testGateway) warnings() string {
+	var b strings.Builder
+	for _, e := range tg.logs.All() {
+		if _, broke := e.ContextMap()["stream_error"]; e.Level >= zap.WarnLevel || broke {
+			fmt.Fprintf(&b, "%s %s %s %v\n", e.Time.Format("15:04:05.000"), e.Level, e.Message, e.ContextMap())
+		}
+	}
+	return b.String()
 }

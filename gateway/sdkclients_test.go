@@ -40,7 +40,7 @@ func TestOfficialSDKs(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("clients: %v\n%s\n%s", err, out, stderr)
+		t.Fatalf("clients: %v\n%s\n%s\ngateway warnings and errors:\n%s", err, out, stderr, d.warnings())
 	}
 	type drained struct{ Chunks, Bytes int }
 	var res struct {
