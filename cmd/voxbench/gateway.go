@@ -36,7 +36,9 @@ const upstreamKeyEnv = "VOXBENCH_OPENAI_KEY"
 // with the gateway's own defaults for everything else (moderation off:
 // the org names no ruleset). directHTTP false keeps every call inside the
 // plugin (the path of plugins that do not plan their requests). dsn, when
-// set, puts the gateway on PostgreSQL instead of a bbolt file.
+// set, puts the gateway on PostgreSQL instead of a bbolt file. The one
+// organization may hold as many streams as the streams phase opens (the
+// default limits.streams_per_org, 64, would refuse all the others).
 func loadConfig(u *upstreams, accessLog, directHTTP bool, dsn string) func(listen, dir, bin string) string {
 	return func(listen, dir, bin string) string {
 		storage := ""
@@ -54,6 +56,8 @@ plugins:
   dir: %s
 secrets:
   key_file: %s
+limits:
+  streams_per_org: 100000
 providers:
 `, listen, accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"))
 		orgs := fmt.Sprintf("orgs:\n  %s:\n    providers:\n", benchOrg)
