@@ -133,18 +133,28 @@ func TestPluginFailureSaysWhatNotWhere(t *testing.T) {
 	}
 }
 
-// rawExchange writes raw to the gateway and returns everything it answers
-// until it closes the connection (or 3 s pass).
-func rawExchange(t *testing.T, tg *testGateway, raw string, pause time.Duration) string {
+// rawConn dials the gateway for a test that writes HTTP by hand (and
+// closes the connection when the test ends), first writing raw if given.
+func rawConn(t *testing.T, tg *testGateway, raw string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { c.Close() })
+	if raw != "" {
+		if _, err := io.WriteString(c, raw); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return c
+}
+
+// rawExchange writes raw to the gateway and returns everything it answers
+// until it closes the connection (or 3 s pass).
+func rawExchange(t *testing.T, tg *testGateway, raw string, pause time.Duration) string {
+	t.Helper()
+	c := rawConn(t, tg, raw)
 	time.Sleep(pause)
 	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	b, _ := io.ReadAll(c)
@@ -214,22 +224,11 @@ func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
 		t.Fatalf("speech: %d %s", r.status, r.body)
 	}
 	for range 3 {
-		c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		rawConn(t, tg, "")
 	}
 	// A connection that has sent part of a request is one in flight: it
 	// is waited for, then closed when the drain's time runs out.
-	half, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer half.Close()
-	if _, err := half.Write([]byte("GET /healthz HTTP/1.1\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	half := rawConn(t, tg, "GET /healthz HTTP/1.1\r\n")
 	time.Sleep(200 * time.Millisecond) // the server has read the bytes
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
 	defer cancel()
@@ -335,11 +334,7 @@ func TestStreamsPerOrg(t *testing.T) {
 func TestChunkedBodyHeldToTheLimit(t *testing.T) {
 	const limit = 3 << 19 // 1.5 MiB: not a power of two, a doubling buffer's worst case
 	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", fmt.Sprintf("  write_timeout: 1s\n  max_body_bytes: %d\n", limit), 1))
-	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := rawConn(t, tg, "")
 	chunk := []byte(fmt.Sprintf("8000\r\n%s\r\n", strings.Repeat(" ", 0x8000)))
 	head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n\r\n"
 
@@ -395,14 +390,7 @@ func TestBodiesShareAConnection(t *testing.T) {
 		fmt.Sprintf("POST /v1/audio/speech HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s", auth, len(large), large) +
 		fmt.Sprintf("POST /v1/audio/speech HTTP/1.1\r\n%sTransfer-Encoding: chunked\r\n\r\n%s", auth, chunked.String()) +
 		"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
+	c := rawConn(t, tg, raw)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	for i, want := range []string{"small", "large", "chunked", "healthz"} {
@@ -469,20 +457,11 @@ func TestBodyMemoryIsShared(t *testing.T) {
 		"  write_timeout: 1s\n  max_body_bytes: 65536\n  max_body_memory: 196608\n", 1)
 	cfg = strings.Replace(cfg, "orgs:\n", "limits:\n  max_media_bytes: 32768\n  body_memory_per_org: 131072\norgs:\n  globex:\n    providers:\n      testkit: {enabled: true}\n", 1)
 	tg := startGateway(t, cfg)
-	addr := strings.TrimPrefix(tg.base, "http://")
 	var stalled []net.Conn
 	stall := func(org string) {
 		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
 		head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys[org] + "\r\nContent-Length: 60000\r\n\r\n"
-		if _, err := io.WriteString(c, head+strings.Repeat(" ", 20000)); err != nil {
-			t.Fatal(err)
-		}
-		stalled = append(stalled, c)
+		stalled = append(stalled, rawConn(t, tg, head+strings.Repeat(" ", 20000)))
 	}
 	held := func(want float64) {
 		t.Helper()

@@ -341,16 +341,24 @@ func TestUnreachableDatabaseStopsTheStart(t *testing.T) {
 	}
 }
 
-func TestPostgresGoingAwayUnderLoad(t *testing.T) {
+// soloOnPostgres gives a test a PostgreSQL server of its own, a database
+// on it, the config of one gateway ("solo") on that database, and an API
+// key of acme's made with the CLI.
+func soloOnPostgres(t *testing.T) (pg *pgtest.Server, dsn, cfg, key string) {
+	t.Helper()
 	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-	pg := pgtest.StartT(t) // its own server: this test stops it
-	dsn := pg.NewDatabaseT(t)
-	cfg := clusterConfig(t, "solo", dsn)
+	pg = pgtest.StartT(t)
+	dsn = pg.NewDatabaseT(t)
+	cfg = clusterConfig(t, "solo", dsn)
 	out, _, code := cli(t, "keys", "create", "--config", cfg, "--data", dsn, "--org", "acme")
-	key := strings.TrimSpace(out)
 	if code != 0 {
 		t.Fatal("keys create failed")
 	}
+	return pg, dsn, cfg, strings.TrimSpace(out)
+}
+
+func TestPostgresGoingAwayUnderLoad(t *testing.T) {
+	pg, _, cfg, key := soloOnPostgres(t) // its own server: this test stops it
 	s := startServe(t, cfg)
 
 	type result struct {
@@ -613,15 +621,7 @@ func TestBudgetHoldsAcrossInstances(t *testing.T) {
 // database sees the stored key (listed by its last four only) and its
 // removal.
 func TestSecretsAgainstPostgres(t *testing.T) {
-	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-	pg := pgtest.StartT(t)
-	dsn := pg.NewDatabaseT(t)
-	cfg := clusterConfig(t, "solo", dsn)
-	out, _, code := cli(t, "keys", "create", "--config", cfg, "--data", dsn, "--org", "acme")
-	key := strings.TrimSpace(out)
-	if code != 0 {
-		t.Fatal("keys create failed")
-	}
+	_, dsn, cfg, key := soloOnPostgres(t)
 	set := exec.Command(binary(t), "secrets", "set", "--config", cfg, "--data", dsn, "--org", "acme", "--provider", "espeak")
 	set.Stdin = strings.NewReader("sk-espeak-secret-4321")
 	if b, err := set.CombinedOutput(); err != nil || !strings.Contains(string(b), "stored the espeak key") || strings.Contains(string(b), "sk-espeak") {

@@ -90,6 +90,21 @@ func start(durable bool) (*Server, error) {
 	return s, nil
 }
 
+// Main runs a package's tests against one shared server, started before
+// them and closed after, set in *s: a package's TestMain is
+// os.Exit(pgtest.Main(m, &server)). One server per package saves an initdb per test: each test
+// takes a fresh database on it (NewDatabaseT).
+func Main(m *testing.M, s **Server) int {
+	srv, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*s = srv
+	defer srv.Close()
+	return m.Run()
+}
+
 // StartT starts a server for one test (or one package's tests) and stops
 // it when the test ends.
 func StartT(tb testing.TB) *Server {

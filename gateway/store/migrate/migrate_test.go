@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,17 +27,7 @@ import (
 // database on it (a server per test would cost an initdb each).
 var server *pgtest.Server
 
-func TestMain(m *testing.M) {
-	s, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &server)) }
 
 const (
 	acme = "acme"

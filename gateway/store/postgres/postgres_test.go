@@ -22,17 +22,7 @@ import (
 // database on it.
 var server *pgtest.Server
 
-func TestMain(m *testing.M) {
-	s, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &server)) }
 
 func open(t testing.TB, dsn string, opts store.Options) *postgres.Store {
 	t.Helper()
