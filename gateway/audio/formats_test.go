@@ -62,15 +62,7 @@ func TestEncodeFormatsDecodeWithFFmpeg(t *testing.T) {
 			if mt != tt.mediaType {
 				t.Errorf("media type %q, want %q", mt, tt.mediaType)
 			}
-			path := filepath.Join(t.TempDir(), "out."+tt.out.Format)
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			args := append([]string{"-v", "error", "-print_format", "json", "-show_streams"}, tt.input...)
-			s := ffprobeStreamArgs(t, ffprobe, append(args, path)...)
-			if s.CodecName != tt.codec || s.SampleRate != strconv.Itoa(tt.rate) || s.Channels != 1 {
-				t.Errorf("ffprobe: %+v, want %s at %d Hz, mono", s, tt.codec, tt.rate)
-			}
+			path, s := probeMono(t, ffprobe, data, tt.out.Format, tt.input, tt.codec, tt.rate)
 			// ffprobe's Ogg Opus duration counts the pre-skip (312 samples at
 			// 48 kHz) that decoders drop; the decoded length below is exact.
 			slack := 0.0
@@ -179,4 +171,21 @@ func ffprobeStreamArgs(t *testing.T, ffprobe string, args ...string) probeStream
 		t.Fatalf("ffprobe %v: %v", args, err)
 	}
 	return parseProbe(t, out)
+}
+
+// probeMono writes data to a file named for format, checks with ffprobe
+// (given input's options first) that it is mono codec at rate, and
+// returns the file's path, for further decoding, and what ffprobe read.
+func probeMono(t *testing.T, ffprobe string, data []byte, format string, input []string, codec string, rate int) (string, probeStream) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out."+format)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-v", "error", "-print_format", "json", "-show_streams"}, input...)
+	s := ffprobeStreamArgs(t, ffprobe, append(args, path)...)
+	if s.CodecName != codec || s.SampleRate != strconv.Itoa(rate) || s.Channels != 1 {
+		t.Errorf("ffprobe: %+v, want %s at %d Hz, mono", s, codec, rate)
+	}
+	return path, s
 }

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -118,15 +115,7 @@ func TestStreamEncoderDecodes(t *testing.T) {
 					t.Errorf("stream differs from the whole clip's encoding: %d bytes (%s), clip %d bytes (%s)", len(data), mt, len(want), wmt)
 				}
 			}
-			path := filepath.Join(t.TempDir(), "stream."+tt.out.Format)
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			args := append([]string{"-v", "error", "-print_format", "json", "-show_streams"}, tt.input...)
-			s := ffprobeStreamArgs(t, ffprobe, append(args, path)...)
-			if s.CodecName != tt.codec || s.SampleRate != strconv.Itoa(tt.rate) || s.Channels != 1 {
-				t.Errorf("ffprobe: %+v, want %s at %d Hz, mono", s, tt.codec, tt.rate)
-			}
+			path, _ := probeMono(t, ffprobe, data, tt.out.Format, tt.input, tt.codec, tt.rate)
 			decoded := ffmpegDecode(t, path, tt.input...)
 			got, want := float64(len(decoded))/float64(tt.rate), clip.Seconds()
 			if got < want-0.001 || got > want+tt.slack+0.001 {
