@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/quota"
 )
 
 // Request bodies are read here, at the edge, rather than by fasthttp: the
@@ -97,12 +98,9 @@ func (s *Server) maxBody(uri []byte) int {
 // leave none for the others. Bodies that arrive with their headers
 // (prefetchBytes) are not counted: they live in the connection's buffers,
 // as the headers do. Only large bodies come here, a block or a whole
-// body at a time, so one mutex is enough.
+// body at a time, so one mutex (the quota's) is enough.
 type bodyMemory struct {
-	max, perOrg int64 // 0: no bound
-	mu          sync.Mutex
-	held        int64
-	orgs        map[string]int64
+	quota.Quota // bytes; Total is server.max_body_memory
 	// refused counts refusals by the bound that refused them.
 	refused, refusedOrg atomic.Int64
 }
@@ -120,43 +118,19 @@ var (
 // take counts n more bytes held by org, or returns errBodyMemory or
 // errOrgBodyMemory (and counts the refusal) if that would pass a bound.
 func (m *bodyMemory) take(org string, n int) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.max > 0 && m.held+int64(n) > m.max:
+	switch err := m.Take(org, int64(n)); {
+	case errors.Is(err, quota.ErrTotal):
 		m.refused.Add(1)
 		return errBodyMemory
-	case m.perOrg > 0 && m.orgs[org]+int64(n) > m.perOrg:
+	case errors.Is(err, quota.ErrOrg):
 		m.refusedOrg.Add(1)
 		return errOrgBodyMemory
 	}
-	if m.orgs == nil {
-		m.orgs = map[string]int64{}
-	}
-	m.held += int64(n)
-	m.orgs[org] += int64(n)
 	return nil
 }
 
 // give counts n bytes org no longer holds.
-func (m *bodyMemory) give(org string, n int) {
-	if n == 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.held -= int64(n)
-	if m.orgs[org] -= int64(n); m.orgs[org] == 0 {
-		delete(m.orgs, org)
-	}
-}
-
-// Held is the count of bytes held, for the gauge.
-func (m *bodyMemory) Held() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.held
-}
+func (m *bodyMemory) give(org string, n int) { m.Give(org, int64(n)) }
 
 // memoryProblem is the answer to a refusal of bodyMemory.take: a 503 when
 // the gateway is full, a 429 when the organization's share is.

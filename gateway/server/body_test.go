@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/quota"
 )
 
 func TestReadAllBounded(t *testing.T) {
@@ -52,7 +53,7 @@ func TestReadAllBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var blocks bodyBlocks
-			mem := &bodyMemory{max: tc.memory, perOrg: tc.perOrg}
+			mem := &bodyMemory{Quota: quota.Quota{Total: tc.memory, PerOrg: tc.perOrg}}
 			want := pattern(tc.n)
 			var r io.Reader = bytes.NewReader(want)
 			if tc.wrap != nil {
@@ -63,12 +64,12 @@ func TestReadAllBounded(t *testing.T) {
 				if !errors.Is(err, tc.wantErr) || got != nil {
 					t.Fatalf("got %d bytes, %v; want %v", len(got), err, tc.wantErr)
 				}
-				if held := mem.Held(); held != 0 || len(mem.orgs) != 0 {
+				if held := mem.Held(); held != 0 || mem.HeldBy("acme") != 0 {
 					t.Fatalf("%d bytes still counted after a failure", held)
 				}
 				return
 			}
-			if held := mem.Held(); held != int64(len(want)) || mem.orgs["acme"] != held {
+			if held := mem.Held(); held != int64(len(want)) || mem.HeldBy("acme") != held {
 				t.Fatalf("%d bytes counted, want the body's %d", held, len(want))
 			}
 			if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
@@ -142,11 +143,11 @@ func TestUploadPart(t *testing.T) {
 	}
 }
 
-// TestBodyMemoryShares: an organization's bodies stop at its share while
-// another's are still taken, and the total stops at the bound.
+// TestBodyMemoryShares: a refusal by each bound is told apart (503 or
+// 429 at the edge) and counted by it, and nothing refused stays counted.
 func TestBodyMemoryShares(t *testing.T) {
-	m := &bodyMemory{max: 100, perOrg: 60}
-	steps := []struct {
+	m := &bodyMemory{Quota: quota.Quota{Total: 100, PerOrg: 60}}
+	for i, st := range []struct {
 		org  string
 		n    int
 		want error
@@ -155,20 +156,23 @@ func TestBodyMemoryShares(t *testing.T) {
 		{"acme", 20, errOrgBodyMemory}, // 70 > 60
 		{"globex", 40, nil},            // 90
 		{"initech", 20, errBodyMemory}, // 110 > 100
-		{"initech", 10, nil},           // 100
-	}
-	for i, st := range steps {
+	} {
 		if err := m.take(st.org, st.n); !errors.Is(err, st.want) {
 			t.Fatalf("step %d: take(%s, %d) = %v, want %v", i, st.org, st.n, err, st.want)
 		}
 	}
-	if m.Held() != 100 || m.refused.Load() != 1 || m.refusedOrg.Load() != 1 {
+	if m.Held() != 90 || m.refused.Load() != 1 || m.refusedOrg.Load() != 1 {
 		t.Fatalf("held %d, refused %d and %d", m.Held(), m.refused.Load(), m.refusedOrg.Load())
+	}
+	if p := memoryProblem(errOrgBodyMemory); p.Status() != 429 || p.RetryAfter == 0 {
+		t.Errorf("past the share: %d", p.Status())
+	}
+	if p := memoryProblem(errBodyMemory); p.Status() != 503 || p.RetryAfter == 0 {
+		t.Errorf("past the total: %d", p.Status())
 	}
 	m.give("acme", 50)
 	m.give("globex", 40)
-	m.give("initech", 10)
-	if m.Held() != 0 || len(m.orgs) != 0 {
-		t.Fatalf("after giving everything back: held %d, orgs %v", m.Held(), m.orgs)
+	if m.Held() != 0 {
+		t.Fatalf("after giving everything back: held %d", m.Held())
 	}
 }

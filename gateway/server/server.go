@@ -194,7 +194,7 @@ func New(d Deps) *Server {
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
-	s.bodyMem.max, s.bodyMem.perOrg = int64(d.Options.MaxBodyMemory), int64(d.Options.BodyMemoryPerOrg)
+	s.bodyMem.Total, s.bodyMem.PerOrg = int64(d.Options.MaxBodyMemory), int64(d.Options.BodyMemoryPerOrg)
 	const refusedHelp = "Request bodies refused because the memory for bodies (limit=max_body_memory, 503) or an organization's share of it (limit=body_memory_per_org, 429) was reached."
 	s.metrics.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/quota"
 )
 
 // streamSlots bounds the streams each organization holds open at once on
@@ -19,37 +20,23 @@ import (
 // lasts as long as its client wants, so a wait for a turn would have no
 // useful bound.
 type streamSlots struct {
-	limit int
-
-	mu   sync.Mutex
-	open map[string]int // only organizations with open streams
+	open quota.Quota // streams; PerOrg is the bound
 }
 
 func newStreamSlots(limit int) *streamSlots {
-	return &streamSlots{limit: max(limit, 1), open: map[string]int{}}
+	return &streamSlots{open: quota.Quota{PerOrg: int64(max(limit, 1))}}
 }
 
 // acquire takes one of org's stream slots and returns the function that
 // gives it back (once; later calls do nothing), or a 429 rate_limited
 // problem when org holds all of them.
 func (c *streamSlots) acquire(org string) (func(), error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.open[org] >= c.limit {
+	if err := c.open.Take(org, 1); err != nil {
 		return nil, &problem.Error{Code: problem.RateLimited, RetryAfter: time.Second,
-			Detail: fmt.Sprintf("this organization already has %d streams open on this instance (limits.streams_per_org); close one or retry later", c.limit)}
+			Detail: fmt.Sprintf("this organization already has %d streams open on this instance (limits.streams_per_org); close one or retry later", c.open.PerOrg)}
 	}
-	c.open[org]++
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.mu.Lock()
-			if c.open[org]--; c.open[org] <= 0 {
-				delete(c.open, org)
-			}
-			c.mu.Unlock()
-		})
-	}, nil
+	return func() { once.Do(func() { c.open.Give(org, 1) }) }, nil
 }
 
 // slotSource gives its stream slot back when the stream is closed.
