@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 
 	"google.golang.org/grpc"
 
@@ -155,7 +156,14 @@ func (s *grpcProviderServer) Describe(ctx context.Context, _ *pluginpb.DescribeR
 	if d == nil {
 		return nil, errorToStatus(Errorf(KindInternal, "Describe returned no description"))
 	}
-	out := descriptionToProto(d)
+	// A model that lists only Encodings is described to the gateway with
+	// the older fields derived too (a copy: the plugin's value is its own).
+	described := *d
+	described.Models = slices.Clone(d.Models)
+	for i := range described.Models {
+		described.Models[i].describeEncodings()
+	}
+	out := descriptionToProto(&described)
 	_, out.Plans = s.impl.(Planner)
 	if _, ok := s.impl.(InputStreamer); !ok {
 		// A model cannot claim what the provider does not implement.

@@ -113,14 +113,28 @@ type Model struct {
 	Name string
 	// Capabilities says what the model can do natively.
 	Capabilities Capabilities
-	// OutputFormats lists the formats (FormatPCM, FormatWAV, FormatMP3, or a
+	// Encodings lists every encoding the model produces natively, as the
+	// provider's API documents them: each format at each sample rate (and
+	// bitrate, where the caller chooses it) it can be asked for. The first
+	// entry of a format is what the model sends when asked for that format
+	// alone; the first entry overall is its default. The gateway asks for
+	// exactly what a client asked when it is listed here and passes the
+	// bytes through untouched, so listing every encoding the API offers
+	// saves the gateway decoding and re-encoding, and the client the loss.
+	// A plugin that lists Encodings may leave OutputFormats, SampleRates
+	// and NativeSampleRate empty: Serve derives them.
+	Encodings []Encoding
+	// OutputFormats lists the formats (the Format constants, or a
 	// provider-specific name) the model can return, preferred first.
+	// Derived from Encodings when empty; plugins written before
+	// Encodings existed set it instead (see Model.NativeEncodings).
 	OutputFormats []string
 	// SampleRates lists the PCM sample rates the model can produce; empty
-	// means the model chooses (NativeSampleRate).
+	// means the model chooses (NativeSampleRate). Derived from Encodings
+	// when empty.
 	SampleRates []int
 	// NativeSampleRate is the rate the model produces when not asked for
-	// another one; 0 if unknown.
+	// another one; 0 if unknown. Derived from Encodings when 0.
 	NativeSampleRate int
 	// MaxTextChars is the longest text (in Unicode code points) accepted in
 	// one call; 0 means the gateway default (5,000).
@@ -252,11 +266,18 @@ type SynthesizeRequest struct {
 	// Speed is the speaking rate as a multiple of normal (0.25 to 4.0);
 	// 0 means normal. Only sent when Capabilities.Speed is true.
 	Speed float64
-	// Format is the requested output format (FormatPCM, FormatWAV,
-	// FormatMP3); empty means the model's first OutputFormats entry.
+	// Format is the requested output format (a Format constant or one of
+	// the model's own names); empty means the model's first OutputFormats
+	// entry. The gateway asks only for formats the model lists.
 	Format string
-	// SampleRate is the requested PCM sample rate; 0 means native.
+	// SampleRate is the requested sample rate, in any format; 0 means the
+	// model's first listed rate for Format (Model.FindEncoding).
 	SampleRate int
+	// Bitrate is the requested bitrate in kbit/s of a compressed format
+	// whose bitrate the provider lets the caller choose; 0 means the
+	// model's first listed one for Format and SampleRate (the provider's
+	// default).
+	Bitrate int
 	// Timestamps asks for word timestamps in the response.
 	Timestamps bool
 	// Options is the request's providerOptions object as JSON, passed

@@ -65,7 +65,30 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			MinSpeed:         m.MinSpeed,
 			MaxSpeed:         m.MaxSpeed,
 			AudioTags:        m.AudioTags,
+			Encodings:        encodingsToProto(m.Encodings),
 		}
+	}
+	return out
+}
+
+func encodingsToProto(es []Encoding) []*pluginpb.Encoding {
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.Encoding, len(es))
+	for i, e := range es {
+		out[i] = &pluginpb.Encoding{Format: e.Format, SampleRate: int32(e.SampleRate), Bitrate: int32(e.Bitrate)}
+	}
+	return out
+}
+
+func encodingsFromProto(es []*pluginpb.Encoding) []Encoding {
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]Encoding, len(es))
+	for i, e := range es {
+		out[i] = Encoding{Format: e.GetFormat(), SampleRate: int(e.GetSampleRate()), Bitrate: int(e.GetBitrate())}
 	}
 	return out
 }
@@ -101,6 +124,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			MinSpeed:         m.GetMinSpeed(),
 			MaxSpeed:         m.GetMaxSpeed(),
 			AudioTags:        m.GetAudioTags(),
+			Encodings:        encodingsFromProto(m.GetEncodings()),
 		}
 	}
 	return out
@@ -155,6 +179,7 @@ func synthesizeRequestToProto(r *SynthesizeRequest) *pluginpb.SynthesizeRequest 
 		Speed:       r.Speed,
 		Format:      r.Format,
 		SampleRate:  int32(r.SampleRate),
+		Bitrate:     int32(r.Bitrate),
 		Timestamps:  r.Timestamps,
 		Options:     r.Options,
 		Credentials: credentialsToProto(r.Credentials),
@@ -169,6 +194,7 @@ func synthesizeRequestFromProto(r *pluginpb.SynthesizeRequest) *SynthesizeReques
 		Speed:       r.GetSpeed(),
 		Format:      r.GetFormat(),
 		SampleRate:  int(r.GetSampleRate()),
+		Bitrate:     int(r.GetBitrate()),
 		Timestamps:  r.GetTimestamps(),
 		Options:     r.GetOptions(),
 		Credentials: credentialsFromProto(r.GetCredentials()),

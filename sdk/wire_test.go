@@ -70,11 +70,12 @@ func TestWireRoundTrip(t *testing.T) {
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
 			AudioTags: []string{"laughs", AnyAudioTag},
+			Encodings: []Encoding{{Format: FormatMP3, SampleRate: 44100, Bitrate: 128}},
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}
 	synthReq := &SynthesizeRequest{
-		Model: "m", Voice: "v", Text: "hello", Speed: 1.5, Format: FormatWAV, SampleRate: 8000,
+		Model: "m", Voice: "v", Text: "hello", Speed: 1.5, Format: FormatWAV, SampleRate: 8000, Bitrate: 64,
 		Timestamps: true, Options: []byte(`{"a":1}`), Credentials: cred,
 	}
 	synthResp := &SynthesizeResponse{

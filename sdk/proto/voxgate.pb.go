@@ -310,7 +310,9 @@ type Model struct {
 	MaxSpeed float64 `protobuf:"fixed64,9,opt,name=max_speed,json=maxSpeed,proto3" json:"max_speed,omitempty"`
 	// The bracketed audio tags the model performs, lower case without the
 	// brackets; "*" for any tag.
-	AudioTags     []string `protobuf:"bytes,10,rep,name=audio_tags,json=audioTags,proto3" json:"audio_tags,omitempty"`
+	AudioTags []string `protobuf:"bytes,10,rep,name=audio_tags,json=audioTags,proto3" json:"audio_tags,omitempty"`
+	// Every encoding the model produces natively (sdk.Model.Encodings).
+	Encodings     []*Encoding `protobuf:"bytes,11,rep,name=encodings,proto3" json:"encodings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +417,75 @@ func (x *Model) GetAudioTags() []string {
 	return nil
 }
 
+func (x *Model) GetEncodings() []*Encoding {
+	if x != nil {
+		return x.Encodings
+	}
+	return nil
+}
+
+// Encoding is a format at a sample rate and, where the caller chooses it,
+// a bitrate (kbit/s); 0 leaves a field to the provider.
+type Encoding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Format        string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	SampleRate    int32                  `protobuf:"varint,2,opt,name=sample_rate,json=sampleRate,proto3" json:"sample_rate,omitempty"`
+	Bitrate       int32                  `protobuf:"varint,3,opt,name=bitrate,proto3" json:"bitrate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Encoding) Reset() {
+	*x = Encoding{}
+	mi := &file_voxgate_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Encoding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Encoding) ProtoMessage() {}
+
+func (x *Encoding) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Encoding.ProtoReflect.Descriptor instead.
+func (*Encoding) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Encoding) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *Encoding) GetSampleRate() int32 {
+	if x != nil {
+		return x.SampleRate
+	}
+	return 0
+}
+
+func (x *Encoding) GetBitrate() int32 {
+	if x != nil {
+		return x.Bitrate
+	}
+	return 0
+}
+
 type Capabilities struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Streaming  bool                   `protobuf:"varint,1,opt,name=streaming,proto3" json:"streaming,omitempty"`
@@ -432,7 +503,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_voxgate_proto_msgTypes[5]
+	mi := &file_voxgate_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +515,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[5]
+	mi := &file_voxgate_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +528,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{5}
+	return file_voxgate_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Capabilities) GetStreaming() bool {
@@ -512,7 +583,7 @@ type Credentials struct {
 
 func (x *Credentials) Reset() {
 	*x = Credentials{}
-	mi := &file_voxgate_proto_msgTypes[6]
+	mi := &file_voxgate_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +595,7 @@ func (x *Credentials) String() string {
 func (*Credentials) ProtoMessage() {}
 
 func (x *Credentials) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[6]
+	mi := &file_voxgate_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +608,7 @@ func (x *Credentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credentials.ProtoReflect.Descriptor instead.
 func (*Credentials) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{6}
+	return file_voxgate_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Credentials) GetApiKey() string {
@@ -564,7 +635,7 @@ type VoicesRequest struct {
 
 func (x *VoicesRequest) Reset() {
 	*x = VoicesRequest{}
-	mi := &file_voxgate_proto_msgTypes[7]
+	mi := &file_voxgate_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +647,7 @@ func (x *VoicesRequest) String() string {
 func (*VoicesRequest) ProtoMessage() {}
 
 func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[7]
+	mi := &file_voxgate_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +660,7 @@ func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesRequest.ProtoReflect.Descriptor instead.
 func (*VoicesRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{7}
+	return file_voxgate_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VoicesRequest) GetModel() string {
@@ -615,7 +686,7 @@ type VoicesResponse struct {
 
 func (x *VoicesResponse) Reset() {
 	*x = VoicesResponse{}
-	mi := &file_voxgate_proto_msgTypes[8]
+	mi := &file_voxgate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +698,7 @@ func (x *VoicesResponse) String() string {
 func (*VoicesResponse) ProtoMessage() {}
 
 func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[8]
+	mi := &file_voxgate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +711,7 @@ func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesResponse.ProtoReflect.Descriptor instead.
 func (*VoicesResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{8}
+	return file_voxgate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VoicesResponse) GetVoices() []*Voice {
@@ -662,7 +733,7 @@ type Voice struct {
 
 func (x *Voice) Reset() {
 	*x = Voice{}
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +745,7 @@ func (x *Voice) String() string {
 func (*Voice) ProtoMessage() {}
 
 func (x *Voice) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +758,7 @@ func (x *Voice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Voice.ProtoReflect.Descriptor instead.
 func (*Voice) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{9}
+	return file_voxgate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Voice) GetId() string {
@@ -728,15 +799,17 @@ type SynthesizeRequest struct {
 	SampleRate int32                  `protobuf:"varint,6,opt,name=sample_rate,json=sampleRate,proto3" json:"sample_rate,omitempty"`
 	Timestamps bool                   `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
 	// options is the request's providerOptions JSON, untouched.
-	Options       []byte       `protobuf:"bytes,8,opt,name=options,proto3" json:"options,omitempty"`
-	Credentials   *Credentials `protobuf:"bytes,9,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	Options     []byte       `protobuf:"bytes,8,opt,name=options,proto3" json:"options,omitempty"`
+	Credentials *Credentials `protobuf:"bytes,9,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	// bitrate in kbit/s of a compressed format; 0 = the provider's default.
+	Bitrate       int32 `protobuf:"varint,10,opt,name=bitrate,proto3" json:"bitrate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SynthesizeRequest) Reset() {
 	*x = SynthesizeRequest{}
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +821,7 @@ func (x *SynthesizeRequest) String() string {
 func (*SynthesizeRequest) ProtoMessage() {}
 
 func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +834,7 @@ func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeRequest.ProtoReflect.Descriptor instead.
 func (*SynthesizeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{10}
+	return file_voxgate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SynthesizeRequest) GetModel() string {
@@ -827,6 +900,13 @@ func (x *SynthesizeRequest) GetCredentials() *Credentials {
 	return nil
 }
 
+func (x *SynthesizeRequest) GetBitrate() int32 {
+	if x != nil {
+		return x.Bitrate
+	}
+	return 0
+}
+
 type SynthesizeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Audio         []byte                 `protobuf:"bytes,1,opt,name=audio,proto3" json:"audio,omitempty"`
@@ -839,7 +919,7 @@ type SynthesizeResponse struct {
 
 func (x *SynthesizeResponse) Reset() {
 	*x = SynthesizeResponse{}
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +931,7 @@ func (x *SynthesizeResponse) String() string {
 func (*SynthesizeResponse) ProtoMessage() {}
 
 func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +944,7 @@ func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeResponse.ProtoReflect.Descriptor instead.
 func (*SynthesizeResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{11}
+	return file_voxgate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SynthesizeResponse) GetAudio() []byte {
@@ -906,7 +986,7 @@ type WordTimestamp struct {
 
 func (x *WordTimestamp) Reset() {
 	*x = WordTimestamp{}
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +998,7 @@ func (x *WordTimestamp) String() string {
 func (*WordTimestamp) ProtoMessage() {}
 
 func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1011,7 @@ func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WordTimestamp.ProtoReflect.Descriptor instead.
 func (*WordTimestamp) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{12}
+	return file_voxgate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WordTimestamp) GetText() string {
@@ -968,7 +1048,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1060,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1073,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{13}
+	return file_voxgate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Chunk) GetMediaType() string {
@@ -1024,7 +1104,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1116,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1129,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{14}
+	return file_voxgate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CloneRequest) GetModel() string {
@@ -1105,7 +1185,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1197,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1210,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{15}
+	return file_voxgate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Sample) GetFilename() string {
@@ -1163,7 +1243,7 @@ type CloneResponse struct {
 
 func (x *CloneResponse) Reset() {
 	*x = CloneResponse{}
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1255,7 @@ func (x *CloneResponse) String() string {
 func (*CloneResponse) ProtoMessage() {}
 
 func (x *CloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1268,7 @@ func (x *CloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneResponse.ProtoReflect.Descriptor instead.
 func (*CloneResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{16}
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CloneResponse) GetVoiceId() string {
@@ -1211,7 +1291,7 @@ type InputMessage struct {
 
 func (x *InputMessage) Reset() {
 	*x = InputMessage{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1303,7 @@ func (x *InputMessage) String() string {
 func (*InputMessage) ProtoMessage() {}
 
 func (x *InputMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1316,7 @@ func (x *InputMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputMessage.ProtoReflect.Descriptor instead.
 func (*InputMessage) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InputMessage) GetRequest() *SynthesizeRequest {
@@ -1276,7 +1356,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1368,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1381,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StreamEvent) GetMediaType() string {
@@ -1344,7 +1424,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1436,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1449,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PlanRequest) GetRequest() *SynthesizeRequest {
@@ -1404,7 +1484,7 @@ type HTTPPlan struct {
 
 func (x *HTTPPlan) Reset() {
 	*x = HTTPPlan{}
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1496,7 @@ func (x *HTTPPlan) String() string {
 func (*HTTPPlan) ProtoMessage() {}
 
 func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1509,7 @@ func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
 func (*HTTPPlan) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{20}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HTTPPlan) GetMethod() string {
@@ -1507,7 +1587,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1599,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1612,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{21}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Failure) GetStatus() int32 {
@@ -1571,7 +1651,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1663,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1676,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 type TranscribeRequest struct {
@@ -1613,7 +1693,7 @@ type TranscribeRequest struct {
 
 func (x *TranscribeRequest) Reset() {
 	*x = TranscribeRequest{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1705,7 @@ func (x *TranscribeRequest) String() string {
 func (*TranscribeRequest) ProtoMessage() {}
 
 func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1718,7 @@ func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
 func (*TranscribeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TranscribeRequest) GetModel() string {
@@ -1694,7 +1774,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1786,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1799,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{24}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Transcript) GetText() string {
@@ -1756,7 +1836,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1848,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1861,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{25}
+	return file_voxgate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -1815,7 +1895,7 @@ type ModerationRule struct {
 
 func (x *ModerationRule) Reset() {
 	*x = ModerationRule{}
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1907,7 @@ func (x *ModerationRule) String() string {
 func (*ModerationRule) ProtoMessage() {}
 
 func (x *ModerationRule) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1920,7 @@ func (x *ModerationRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRule.ProtoReflect.Descriptor instead.
 func (*ModerationRule) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{26}
+	return file_voxgate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ModerationRule) GetName() string {
@@ -1871,7 +1951,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +1963,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +1976,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{27}
+	return file_voxgate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -1953,7 +2033,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2045,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2058,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{28}
+	return file_voxgate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2041,7 +2121,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
 	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\x12\x14\n" +
 	"\x05plans\x18\x05 \x01(\bR\x05plans\x12 \n" +
-	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xe7\x02\n" +
+	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xa2\x03\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -2054,7 +2134,13 @@ const file_voxgate_proto_rawDesc = "" +
 	"\tmax_speed\x18\t \x01(\x01R\bmaxSpeed\x12\x1d\n" +
 	"\n" +
 	"audio_tags\x18\n" +
-	" \x03(\tR\taudioTags\"\xc9\x01\n" +
+	" \x03(\tR\taudioTags\x129\n" +
+	"\tencodings\x18\v \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\tencodings\"]\n" +
+	"\bEncoding\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1f\n" +
+	"\vsample_rate\x18\x02 \x01(\x05R\n" +
+	"sampleRate\x12\x18\n" +
+	"\abitrate\x18\x03 \x01(\x05R\abitrate\"\xc9\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +
@@ -2076,7 +2162,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
 	"\blanguage\x18\x03 \x01(\tR\blanguage\x12\x16\n" +
-	"\x06gender\x18\x04 \x01(\tR\x06gender\"\x9e\x02\n" +
+	"\x06gender\x18\x04 \x01(\tR\x06gender\"\xb8\x02\n" +
 	"\x11SynthesizeRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
 	"\x05voice\x18\x02 \x01(\tR\x05voice\x12\x12\n" +
@@ -2089,7 +2175,9 @@ const file_voxgate_proto_rawDesc = "" +
 	"timestamps\x18\a \x01(\bR\n" +
 	"timestamps\x12\x18\n" +
 	"\aoptions\x18\b \x01(\fR\aoptions\x12@\n" +
-	"\vcredentials\x18\t \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\"\xa7\x01\n" +
+	"\vcredentials\x18\t \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\x12\x18\n" +
+	"\abitrate\x18\n" +
+	" \x01(\x05R\abitrate\"\xa7\x01\n" +
 	"\x12SynthesizeResponse\x12\x14\n" +
 	"\x05audio\x18\x01 \x01(\fR\x05audio\x12\x1d\n" +
 	"\n" +
@@ -2233,7 +2321,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
@@ -2241,84 +2329,86 @@ var file_voxgate_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 3: voxgate.plugin.v1.DescribeRequest
 	(*Description)(nil),        // 4: voxgate.plugin.v1.Description
 	(*Model)(nil),              // 5: voxgate.plugin.v1.Model
-	(*Capabilities)(nil),       // 6: voxgate.plugin.v1.Capabilities
-	(*Credentials)(nil),        // 7: voxgate.plugin.v1.Credentials
-	(*VoicesRequest)(nil),      // 8: voxgate.plugin.v1.VoicesRequest
-	(*VoicesResponse)(nil),     // 9: voxgate.plugin.v1.VoicesResponse
-	(*Voice)(nil),              // 10: voxgate.plugin.v1.Voice
-	(*SynthesizeRequest)(nil),  // 11: voxgate.plugin.v1.SynthesizeRequest
-	(*SynthesizeResponse)(nil), // 12: voxgate.plugin.v1.SynthesizeResponse
-	(*WordTimestamp)(nil),      // 13: voxgate.plugin.v1.WordTimestamp
-	(*Chunk)(nil),              // 14: voxgate.plugin.v1.Chunk
-	(*CloneRequest)(nil),       // 15: voxgate.plugin.v1.CloneRequest
-	(*Sample)(nil),             // 16: voxgate.plugin.v1.Sample
-	(*CloneResponse)(nil),      // 17: voxgate.plugin.v1.CloneResponse
-	(*InputMessage)(nil),       // 18: voxgate.plugin.v1.InputMessage
-	(*StreamEvent)(nil),        // 19: voxgate.plugin.v1.StreamEvent
-	(*PlanRequest)(nil),        // 20: voxgate.plugin.v1.PlanRequest
-	(*HTTPPlan)(nil),           // 21: voxgate.plugin.v1.HTTPPlan
-	(*Failure)(nil),            // 22: voxgate.plugin.v1.Failure
-	(*ExplainResponse)(nil),    // 23: voxgate.plugin.v1.ExplainResponse
-	(*TranscribeRequest)(nil),  // 24: voxgate.plugin.v1.TranscribeRequest
-	(*Transcript)(nil),         // 25: voxgate.plugin.v1.Transcript
-	(*ModerationRequest)(nil),  // 26: voxgate.plugin.v1.ModerationRequest
-	(*ModerationRule)(nil),     // 27: voxgate.plugin.v1.ModerationRule
-	(*ModerationResult)(nil),   // 28: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 29: voxgate.plugin.v1.Error
-	nil,                        // 30: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                        // 31: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                        // 32: voxgate.plugin.v1.Failure.HeaderEntry
+	(*Encoding)(nil),           // 6: voxgate.plugin.v1.Encoding
+	(*Capabilities)(nil),       // 7: voxgate.plugin.v1.Capabilities
+	(*Credentials)(nil),        // 8: voxgate.plugin.v1.Credentials
+	(*VoicesRequest)(nil),      // 9: voxgate.plugin.v1.VoicesRequest
+	(*VoicesResponse)(nil),     // 10: voxgate.plugin.v1.VoicesResponse
+	(*Voice)(nil),              // 11: voxgate.plugin.v1.Voice
+	(*SynthesizeRequest)(nil),  // 12: voxgate.plugin.v1.SynthesizeRequest
+	(*SynthesizeResponse)(nil), // 13: voxgate.plugin.v1.SynthesizeResponse
+	(*WordTimestamp)(nil),      // 14: voxgate.plugin.v1.WordTimestamp
+	(*Chunk)(nil),              // 15: voxgate.plugin.v1.Chunk
+	(*CloneRequest)(nil),       // 16: voxgate.plugin.v1.CloneRequest
+	(*Sample)(nil),             // 17: voxgate.plugin.v1.Sample
+	(*CloneResponse)(nil),      // 18: voxgate.plugin.v1.CloneResponse
+	(*InputMessage)(nil),       // 19: voxgate.plugin.v1.InputMessage
+	(*StreamEvent)(nil),        // 20: voxgate.plugin.v1.StreamEvent
+	(*PlanRequest)(nil),        // 21: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),           // 22: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),            // 23: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),    // 24: voxgate.plugin.v1.ExplainResponse
+	(*TranscribeRequest)(nil),  // 25: voxgate.plugin.v1.TranscribeRequest
+	(*Transcript)(nil),         // 26: voxgate.plugin.v1.Transcript
+	(*ModerationRequest)(nil),  // 27: voxgate.plugin.v1.ModerationRequest
+	(*ModerationRule)(nil),     // 28: voxgate.plugin.v1.ModerationRule
+	(*ModerationResult)(nil),   // 29: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),              // 30: voxgate.plugin.v1.Error
+	nil,                        // 31: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                        // 32: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                        // 33: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	30, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	31, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
-	6,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
-	7,  // 3: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	10, // 4: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
-	7,  // 5: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	13, // 6: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
-	16, // 7: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	7,  // 8: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	11, // 9: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	13, // 10: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	11, // 11: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	31, // 12: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	32, // 13: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	7,  // 14: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	7,  // 15: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	13, // 16: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	7,  // 17: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	27, // 18: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 19: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 20: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 21: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	8,  // 22: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	11, // 23: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	11, // 24: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	15, // 25: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	20, // 26: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	22, // 27: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	18, // 28: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	24, // 29: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 30: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	26, // 31: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 32: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 33: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	9,  // 34: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	12, // 35: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	14, // 36: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	17, // 37: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	21, // 38: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	23, // 39: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	19, // 40: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	25, // 41: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	2,  // 42: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	28, // 43: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	7,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
+	6,  // 3: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
+	8,  // 4: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	11, // 5: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
+	8,  // 6: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 7: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
+	17, // 8: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	8,  // 9: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	12, // 10: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	14, // 11: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	12, // 12: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	32, // 13: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	33, // 14: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	8,  // 15: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	8,  // 16: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 17: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	8,  // 18: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	28, // 19: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 20: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 21: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 22: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	9,  // 23: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	12, // 24: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	12, // 25: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	16, // 26: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	21, // 27: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	23, // 28: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	19, // 29: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	25, // 30: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 31: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	27, // 32: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 33: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 34: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	10, // 35: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	13, // 36: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	15, // 37: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	18, // 38: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	22, // 39: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	24, // 40: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	20, // 41: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	26, // 42: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	2,  // 43: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	29, // 44: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -2332,7 +2422,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hajimehoshi/go-mp3"
@@ -36,7 +37,7 @@ func (c Clip) Seconds() float64 { return c.Duration.Seconds() }
 // FormatOf returns the sdk format name (sdk.FormatPCM, FormatWAV,
 // FormatMP3) of a media type, or "" if it is none of them.
 func FormatOf(mediaType string) string {
-	mt, _, err := mime.ParseMediaType(mediaType)
+	mt, params, err := mime.ParseMediaType(mediaType)
 	if err != nil {
 		return ""
 	}
@@ -47,6 +48,21 @@ func FormatOf(mediaType string) string {
 		return sdk.FormatWAV
 	case "audio/mpeg", "audio/mp3":
 		return sdk.FormatMP3
+	case "audio/ogg":
+		// Ogg holds Vorbis too: only Opus is a format of the sdk's.
+		if strings.EqualFold(params["codecs"], "opus") {
+			return sdk.FormatOpus
+		}
+	case "audio/opus":
+		return sdk.FormatOpus
+	case "audio/flac", "audio/x-flac":
+		return sdk.FormatFLAC
+	case "audio/aac", "audio/aacp", "audio/x-aac":
+		return sdk.FormatAAC
+	case "audio/pcmu", "audio/basic", "audio/x-mulaw":
+		return sdk.FormatULaw
+	case "audio/pcma", "audio/x-alaw":
+		return sdk.FormatALaw
 	}
 	return ""
 }
@@ -56,11 +72,11 @@ func FormatOf(mediaType string) string {
 // and reports what it holds. It fails on anything a player would choke
 // on: a bad header, a truncated sample, an undecodable MP3 frame.
 func Decode(mediaType string, data []byte) (Clip, error) {
-	mt, params, err := mime.ParseMediaType(mediaType)
+	_, params, err := mime.ParseMediaType(mediaType)
 	if err != nil {
 		return Clip{}, fmt.Errorf("media type %q: %w", mediaType, err)
 	}
-	switch FormatOf(mt) {
+	switch FormatOf(mediaType) {
 	case sdk.FormatPCM:
 		rate, err := strconv.Atoi(params["rate"])
 		if err != nil || rate <= 0 {
@@ -80,8 +96,22 @@ func Decode(mediaType string, data []byte) (Clip, error) {
 		return decodeWAV(data)
 	case sdk.FormatMP3:
 		return decodeMP3(data)
+	case sdk.FormatOpus:
+		return decodeOggOpus(data)
+	case sdk.FormatFLAC:
+		return decodeFLAC(data)
+	case sdk.FormatAAC:
+		return decodeADTS(data)
+	case sdk.FormatULaw, sdk.FormatALaw:
+		rate := 8000 // audio/basic is 8 kHz by definition
+		if r, ok := params["rate"]; ok {
+			if rate, err = strconv.Atoi(r); err != nil || rate <= 0 {
+				return Clip{}, fmt.Errorf("media type %q: rate must be a positive integer", mediaType)
+			}
+		}
+		return newClip(FormatOf(mediaType), rate, 1, len(data)), nil
 	}
-	return Clip{}, fmt.Errorf("media type %q is not one the kit can decode (audio/wav, audio/mpeg, audio/pcm;rate=N)", mediaType)
+	return Clip{}, fmt.Errorf("media type %q is not one the kit can decode (audio/wav, audio/mpeg, audio/pcm;rate=N, audio/ogg;codecs=opus, audio/flac, audio/aac, audio/PCMU, audio/PCMA)", mediaType)
 }
 
 func newClip(format string, rate, channels, frames int) Clip {

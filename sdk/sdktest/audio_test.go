@@ -60,7 +60,7 @@ func TestDecode(t *testing.T) {
 		{"wav bad block align", "audio/wav", func() []byte { b := wav(16000, 1, 16, 32000, second); b[32] = 4; return b }(), Clip{}, "block align"},
 		{"mp3", "audio/mpeg", mp3, Clip{Format: sdk.FormatMP3, SampleRate: 22050, Channels: 2}, ""},
 		{"mp3 garbage", "audio/mpeg", second, Clip{}, "mp3"},
-		{"unknown type", "audio/ogg", second, Clip{}, "not one the kit can decode"},
+		{"unknown type", "audio/webm", second, Clip{}, "not one the kit can decode"},
 		{"bad media type", "audio/pcm;rate", second, Clip{}, "media type"},
 	}
 	for _, tt := range tests {
@@ -92,11 +92,60 @@ func TestDecode(t *testing.T) {
 func TestFormatOf(t *testing.T) {
 	tests := map[string]string{
 		"audio/wav": sdk.FormatWAV, "audio/wave": sdk.FormatWAV, "audio/mpeg": sdk.FormatMP3,
-		"audio/pcm;rate=24000": sdk.FormatPCM, "audio/ogg": "", "": "",
+		"audio/pcm;rate=24000": sdk.FormatPCM, "audio/ogg": "", "audio/ogg; codecs=opus": sdk.FormatOpus, "audio/PCMU;rate=8000": sdk.FormatULaw, "": "",
 	}
 	for mt, want := range tests {
 		if got := FormatOf(mt); got != want {
 			t.Errorf("FormatOf(%q) = %q, want %q", mt, got, want)
 		}
+	}
+}
+
+// TestDecodeContainers reads the compressed formats a provider may send
+// natively. The fixtures are 0.5 s of a 440 Hz tone made by ffmpeg:
+//
+//	ffmpeg -f lavfi -i sine=frequency=440:sample_rate=24000:duration=0.5 -ac 1 -c:a libopus -b:a 24k tone.opus
+//	ffmpeg -f lavfi -i sine=frequency=440:sample_rate=22050:duration=0.5 -ac 1 -c:a flac tone.flac
+//	ffmpeg -f lavfi -i sine=frequency=440:sample_rate=24000:duration=0.5 -ac 1 -c:a aac -b:a 32k -f adts tone.aac
+func TestDecodeContainers(t *testing.T) {
+	tests := []struct {
+		file, mediaType, format string
+		rate                    int
+		// min and max bound the duration: AAC's last frame and Opus's
+		// padding round it up.
+		min, max time.Duration
+	}{
+		{"tone.opus", "audio/ogg;codecs=opus", sdk.FormatOpus, 48000, 495 * time.Millisecond, 525 * time.Millisecond},
+		{"tone.flac", "audio/flac", sdk.FormatFLAC, 22050, 499 * time.Millisecond, 501 * time.Millisecond},
+		{"tone.aac", "audio/aac", sdk.FormatAAC, 24000, 490 * time.Millisecond, 600 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/" + tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clip, err := Decode(tt.mediaType, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if clip.Format != tt.format || clip.SampleRate != tt.rate || clip.Duration < tt.min || clip.Duration > tt.max {
+				t.Errorf("got %+v", clip)
+			}
+			// Cut short, or in another container, it must not pass.
+			if _, err := Decode(tt.mediaType, data[:len(data)-5]); err == nil && tt.format != sdk.FormatFLAC {
+				t.Errorf("a truncated %s decoded", tt.format)
+			}
+			if _, err := Decode(tt.mediaType, append([]byte("RIFF"), data...)); err == nil {
+				t.Errorf("a %s with a foreign header decoded", tt.format)
+			}
+		})
+	}
+	clip, err := Decode("audio/PCMU;rate=8000", make([]byte, 4000))
+	if err != nil || clip.Format != sdk.FormatULaw || clip.Duration != 500*time.Millisecond {
+		t.Errorf("ulaw: %+v %v", clip, err)
+	}
+	if clip, err := Decode("audio/basic", make([]byte, 800)); err != nil || clip.SampleRate != 8000 {
+		t.Errorf("audio/basic: %+v %v", clip, err)
 	}
 }

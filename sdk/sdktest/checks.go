@@ -10,9 +10,7 @@ import (
 )
 
 // knownFormats are the formats the gateway understands and the kit decodes.
-func knownFormat(f string) bool {
-	return f == sdk.FormatPCM || f == sdk.FormatWAV || f == sdk.FormatMP3
-}
+func knownFormat(f string) bool { return sdk.KnownFormat(f) }
 
 // ValidateDescription reports everything wrong with d: ids present and unique,
 // the default model among the models, output formats known (or listed in
@@ -48,14 +46,15 @@ func ValidateDescription(d *sdk.Description, customFormats []string) error {
 			errs = append(errs, fmt.Errorf("%s: duplicate ID", where))
 		}
 		seen[m.ID] = true
-		if len(m.OutputFormats) == 0 {
+		if len(m.OutputFormats) == 0 && len(m.Encodings) == 0 {
 			errs = append(errs, fmt.Errorf("%s: no output formats", where))
 		}
 		for _, f := range m.OutputFormats {
 			if !knownFormat(f) && !slices.Contains(customFormats, f) {
-				errs = append(errs, fmt.Errorf("%s: unknown output format %q (known: pcm, wav, mp3; list provider-specific ones in Config.CustomFormats)", where, f))
+				errs = append(errs, fmt.Errorf("%s: unknown output format %q (known: the sdk's Format constants; list provider-specific ones in Config.CustomFormats)", where, f))
 			}
 		}
+		errs = append(errs, validateEncodings(where, m, customFormats)...)
 		for _, r := range m.SampleRates {
 			if r <= 0 {
 				errs = append(errs, fmt.Errorf("%s: sample rate %d", where, r))
@@ -138,4 +137,34 @@ func ValidateTimestamps(ts []sdk.WordTimestamp, text string, clipSeconds float64
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateEncodings checks a model's native encodings: known formats,
+// rates and bitrates not negative, none listed twice, raw formats with a
+// rate (their media type needs it), and the formats the same as
+// OutputFormats, which the gateway's catalog shows to clients.
+func validateEncodings(where string, m sdk.Model, customFormats []string) []error {
+	var errs []error
+	seen := map[sdk.Encoding]bool{}
+	var formats []string
+	for _, e := range m.Encodings {
+		switch {
+		case !knownFormat(e.Format) && !slices.Contains(customFormats, e.Format):
+			errs = append(errs, fmt.Errorf("%s: encoding %s: unknown format %q", where, e, e.Format))
+		case e.SampleRate < 0 || e.Bitrate < 0:
+			errs = append(errs, fmt.Errorf("%s: encoding %s: negative rate or bitrate", where, e))
+		case seen[e]:
+			errs = append(errs, fmt.Errorf("%s: encoding %s listed twice", where, e))
+		case e.SampleRate == 0 && (e.Format == sdk.FormatPCM || e.Format == sdk.FormatULaw || e.Format == sdk.FormatALaw):
+			errs = append(errs, fmt.Errorf("%s: encoding %s: raw audio needs its sample rate", where, e))
+		}
+		seen[e] = true
+		if !slices.Contains(formats, e.Format) {
+			formats = append(formats, e.Format)
+		}
+	}
+	if len(m.Encodings) > 0 && len(m.OutputFormats) > 0 && !slices.Equal(formats, m.OutputFormats) {
+		errs = append(errs, fmt.Errorf("%s: OutputFormats %v differ from the formats of Encodings %v (leave OutputFormats empty: Serve derives it)", where, m.OutputFormats, formats))
+	}
+	return errs
 }

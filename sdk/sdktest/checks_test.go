@@ -12,7 +12,7 @@ func goodDescription() *sdk.Description {
 		ID: "acme", Name: "Acme", DefaultModel: "m1",
 		Models: []sdk.Model{
 			{ID: "m1", OutputFormats: []string{sdk.FormatMP3, sdk.FormatPCM}, SampleRates: []int{24000}, NativeSampleRate: 24000, MaxTextChars: 4096},
-			{ID: "m2", OutputFormats: []string{"opus"}},
+			{ID: "m2", OutputFormats: []string{"webm"}},
 		},
 	}
 }
@@ -24,29 +24,48 @@ func TestValidateDescription(t *testing.T) {
 		custom  []string
 		wantErr string // "" means valid
 	}{
-		{"good", func(*sdk.Description) {}, []string{"opus"}, ""},
-		{"custom format not declared", func(*sdk.Description) {}, nil, `unknown output format "opus"`},
-		{"no id", func(d *sdk.Description) { d.ID = "" }, []string{"opus"}, "provider ID is empty"},
-		{"slash in id", func(d *sdk.Description) { d.ID = "a/b" }, []string{"opus"}, "contains '/'"},
+		{"good", func(*sdk.Description) {}, []string{"webm"}, ""},
+		{"custom format not declared", func(*sdk.Description) {}, nil, `unknown output format "webm"`},
+		{"no id", func(d *sdk.Description) { d.ID = "" }, []string{"webm"}, "provider ID is empty"},
+		{"slash in id", func(d *sdk.Description) { d.ID = "a/b" }, []string{"webm"}, "contains '/'"},
 		{"no models", func(d *sdk.Description) { d.Models = nil; d.DefaultModel = "" }, nil, "no models"},
-		{"default not a model", func(d *sdk.Description) { d.DefaultModel = "m3" }, []string{"opus"}, `default model "m3"`},
-		{"empty model id", func(d *sdk.Description) { d.Models[1].ID = "" }, []string{"opus"}, "ID is empty"},
-		{"duplicate model", func(d *sdk.Description) { d.Models[1].ID = "m1" }, []string{"opus"}, "duplicate ID"},
-		{"no formats", func(d *sdk.Description) { d.Models[0].OutputFormats = nil }, []string{"opus"}, "no output formats"},
-		{"negative limit", func(d *sdk.Description) { d.Models[0].MaxTextChars = -1 }, []string{"opus"}, "MaxTextChars -1"},
-		{"zero rate", func(d *sdk.Description) { d.Models[0].SampleRates = []int{0} }, []string{"opus"}, "sample rate 0"},
-		{"pass-through model", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV, sdk.FormatMP3}}), []string{"opus"}, ""},
-		{"pass-through model without formats", withAny(sdk.Model{ID: sdk.AnyModel}), []string{"opus"}, "sdk.AnyModel, for the ids the provider does not list): no output formats"},
-		{"pass-through model with an unknown format", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{"ogg"}}), []string{"opus"}, `unknown output format "ogg"`},
-		{"pass-through model with a negative limit", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatMP3}, MaxTextChars: -1}), []string{"opus"}, "MaxTextChars -1"},
+		{"default not a model", func(d *sdk.Description) { d.DefaultModel = "m3" }, []string{"webm"}, `default model "m3"`},
+		{"empty model id", func(d *sdk.Description) { d.Models[1].ID = "" }, []string{"webm"}, "ID is empty"},
+		{"duplicate model", func(d *sdk.Description) { d.Models[1].ID = "m1" }, []string{"webm"}, "duplicate ID"},
+		{"no formats", func(d *sdk.Description) { d.Models[0].OutputFormats = nil }, []string{"webm"}, "no output formats"},
+		{"negative limit", func(d *sdk.Description) { d.Models[0].MaxTextChars = -1 }, []string{"webm"}, "MaxTextChars -1"},
+		{"zero rate", func(d *sdk.Description) { d.Models[0].SampleRates = []int{0} }, []string{"webm"}, "sample rate 0"},
+		{"encodings alone", func(d *sdk.Description) {
+			d.Models[0].OutputFormats = nil
+			d.Models[0].Encodings = []sdk.Encoding{{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 128}, {Format: sdk.FormatPCM, SampleRate: 24000}}
+		}, []string{"webm"}, ""},
+		{"encoding twice", func(d *sdk.Description) {
+			d.Models[0].OutputFormats = nil
+			d.Models[0].Encodings = []sdk.Encoding{{Format: sdk.FormatOpus}, {Format: sdk.FormatOpus}}
+		}, []string{"webm"}, "listed twice"},
+		{"raw encoding without a rate", func(d *sdk.Description) {
+			d.Models[0].OutputFormats = nil
+			d.Models[0].Encodings = []sdk.Encoding{{Format: sdk.FormatULaw}}
+		}, []string{"webm"}, "needs its sample rate"},
+		{"encodings and formats disagree", func(d *sdk.Description) {
+			d.Models[0].Encodings = []sdk.Encoding{{Format: sdk.FormatOpus, SampleRate: 48000}}
+		}, []string{"webm"}, "differ from the formats of Encodings"},
+		{"encoding in an unknown format", func(d *sdk.Description) {
+			d.Models[0].OutputFormats = nil
+			d.Models[0].Encodings = []sdk.Encoding{{Format: "ogg"}}
+		}, []string{"webm"}, `unknown format "ogg"`},
+		{"pass-through model", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV, sdk.FormatMP3}}), []string{"webm"}, ""},
+		{"pass-through model without formats", withAny(sdk.Model{ID: sdk.AnyModel}), []string{"webm"}, "sdk.AnyModel, for the ids the provider does not list): no output formats"},
+		{"pass-through model with an unknown format", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{"ogg"}}), []string{"webm"}, `unknown output format "ogg"`},
+		{"pass-through model with a negative limit", withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatMP3}, MaxTextChars: -1}), []string{"webm"}, "MaxTextChars -1"},
 		{"pass-through model twice", func(d *sdk.Description) {
 			wild := sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}}
 			d.Models = append(d.Models, wild, wild)
-		}, []string{"opus"}, "duplicate ID"},
+		}, []string{"webm"}, "duplicate ID"},
 		{"pass-through model as the default", func(d *sdk.Description) {
 			withAny(sdk.Model{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}})(d)
 			d.DefaultModel = sdk.AnyModel
-		}, []string{"opus"}, "default model is sdk.AnyModel"},
+		}, []string{"webm"}, "default model is sdk.AnyModel"},
 		{"only a pass-through model", func(d *sdk.Description) {
 			d.Models = []sdk.Model{{ID: sdk.AnyModel, OutputFormats: []string{sdk.FormatWAV}}}
 		}, nil, "no models"},

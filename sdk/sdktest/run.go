@@ -67,10 +67,11 @@ type Config struct {
 	// Options is providerOptions JSON sent with every synthesis; nil for none.
 	Options []byte
 	// Formats are the output formats to synthesize; nil means every format
-	// of the model the kit can decode (pcm, wav, mp3).
+	// of the model the kit can read (the sdk's Format constants). Every
+	// native encoding (sdk.Model.Encodings) of these formats is asked for.
 	Formats []string
 	// CustomFormats are provider-specific format names Describe may list
-	// besides pcm, wav and mp3. The kit does not decode them.
+	// besides the sdk's Format constants. The kit does not decode them.
 	CustomFormats []string
 	// CloneSamples are the samples for the cloning check; nil means one
 	// clip rendered by the provider itself.
@@ -251,7 +252,7 @@ func (r *runner) synthesize(t *testing.T, req *sdk.SynthesizeRequest) (*sdk.Synt
 	defer cancel()
 	resp, err := r.p.Synthesize(ctx, req)
 	if err != nil {
-		t.Fatalf("Synthesize(format %q, rate %d, voice %q): %v", req.Format, req.SampleRate, req.Voice, err)
+		t.Fatalf("Synthesize(format %q, rate %d, bitrate %d, voice %q): %v", req.Format, req.SampleRate, req.Bitrate, req.Voice, err)
 	}
 	if resp == nil {
 		t.Fatal("Synthesize returned a nil response and no error")
@@ -309,6 +310,23 @@ func (r *runner) formats() []string {
 	return fs
 }
 
+// encodings are the model's native encodings the run asks for: every one
+// in a format of formats().
+func (r *runner) encodings() []sdk.Encoding {
+	fs := r.formats()
+	var out []sdk.Encoding
+	for _, e := range r.model.NativeEncodings() {
+		if slices.Contains(fs, e.Format) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkSynthesize asks for the model's default, then for every native
+// encoding it lists: each must arrive in that format, at that rate. The
+// gateway passes such answers through to clients untouched, so a plugin
+// that lists an encoding and sends another one breaks its clients.
 func (r *runner) checkSynthesize(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		_, clip := r.synthesize(t, r.request(r.text))
@@ -317,7 +335,7 @@ func (r *runner) checkSynthesize(t *testing.T) {
 				t.Errorf("no format asked: got %s, want the model's first format %s", clip.Format, want)
 			}
 		}
-		if n := r.model.NativeSampleRate; n > 0 && clip.Format != sdk.FormatMP3 && clip.SampleRate != n {
+		if n := r.model.NativeSampleRate; n > 0 && (clip.Format == sdk.FormatPCM || clip.Format == sdk.FormatWAV) && clip.SampleRate != n {
 			t.Errorf("no rate asked: got %d Hz, want the native %d Hz", clip.SampleRate, n)
 		}
 	})
@@ -329,34 +347,30 @@ func (r *runner) checkSynthesize(t *testing.T) {
 			if clip.Format != f {
 				t.Errorf("asked for %s, got %s", f, clip.Format)
 			}
+			if e, ok := r.model.FindEncoding(f, 0, 0); ok && e.SampleRate > 0 && rateChecked(f) && clip.SampleRate != e.SampleRate {
+				t.Errorf("asked for %s alone, got %d Hz; the model's first %s encoding is %s", f, clip.SampleRate, f, e)
+			}
 		})
 	}
-	// One listed rate other than the native one, in a PCM-based format.
-	var rate int
-	for _, sr := range r.model.SampleRates {
-		if sr != r.model.NativeSampleRate {
-			rate = sr
-			break
-		}
-	}
-	format := ""
-	for _, f := range r.formats() {
-		if f == sdk.FormatPCM || f == sdk.FormatWAV {
-			format = f
-			break
-		}
-	}
-	if rate != 0 && format != "" {
-		t.Run(fmt.Sprintf("%s_%dHz", format, rate), func(t *testing.T) {
+	for _, e := range r.encodings() {
+		t.Run(e.String(), func(t *testing.T) {
 			req := r.request(r.text)
-			req.Format, req.SampleRate = format, rate
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 			_, clip := r.synthesize(t, req)
-			if clip.SampleRate != rate {
-				t.Errorf("asked for %d Hz, got %d Hz", rate, clip.SampleRate)
+			if clip.Format != e.Format {
+				t.Errorf("asked for %s, got %s", e, clip.Format)
+			}
+			if e.SampleRate > 0 && rateChecked(e.Format) && clip.SampleRate != e.SampleRate {
+				t.Errorf("asked for %s, got %d Hz", e, clip.SampleRate)
 			}
 		})
 	}
 }
+
+// rateChecked reports whether a clip's decoded rate must be the rate asked
+// for in format f: every format but Opus, which always decodes at 48 kHz
+// whatever rate its encoder was given.
+func rateChecked(f string) bool { return f != sdk.FormatOpus }
 
 func (r *runner) checkSpeed(t *testing.T) {
 	if !r.model.Capabilities.Speed {
