@@ -230,3 +230,43 @@ func TestVoiceReplacesTheTone(t *testing.T) {
 		t.Errorf("sample 200 = %d, want 100", v)
 	}
 }
+
+func TestEncoded(t *testing.T) {
+	s, err := NewStudio()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := Speak("Hello there, how are you?", 1)
+	tests := []struct {
+		format        string
+		rate, bitrate int
+		wantRate      int
+	}{
+		{"pcm", 16000, 0, 16000},
+		{"wav", 22050, 0, 22050},
+		{"mp3", 44100, 0, 44100},
+		{"mp3", 22050, 32, 22050},
+		{"mp3", 44100, 128, 44100},
+		{"opus", 48000, 32, 48000},
+		{"flac", 24000, 0, 24000},
+		{"ulaw", 8000, 0, 8000},
+		{"alaw", 8000, 0, 8000},
+		{"aac", 24000, 0, AACRate},
+	}
+	for _, tt := range tests {
+		a, mt, err := s.Encoded(u, tt.format, tt.rate, tt.bitrate)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.format, err)
+		}
+		clip, err := sdktest.Decode(mt, a.Bytes())
+		if err != nil {
+			t.Fatalf("%s %d %d (%s): %v", tt.format, tt.rate, tt.bitrate, mt, err)
+		}
+		if clip.Format != tt.format || clip.SampleRate != tt.wantRate {
+			t.Errorf("%s %d %d: got %+v", tt.format, tt.rate, tt.bitrate, clip)
+		}
+		if d := clip.Seconds() - u.Seconds; d < -0.05 || d > 0.2 {
+			t.Errorf("%s: %.3f s for an utterance of %.3f s", tt.format, clip.Seconds(), u.Seconds)
+		}
+	}
+}
