@@ -93,8 +93,12 @@ func (o *OutputParams) validate() []FieldError {
 		errs = append(errs, FieldError{Path: []string{"output", field}, Message: msg})
 	}
 	formats := strings.Join(outputFormats, ", ")
+	_, passOnly := Unavailable(o.Format)
 	switch {
-	case Encodes(o.Format):
+	case Encodes(o.Format), passOnly:
+		// A format this build cannot encode (AAC) is still a valid ask: a
+		// model that produces it natively passes it through; the speech
+		// service refuses it only where it would have to encode it.
 	case o.Format == "":
 		add("format", "format is required: one of "+formats)
 	default:

@@ -29,8 +29,16 @@ type Metrics struct {
 	// last byte).
 	InFlight prometheus.Gauge
 	// TimeToFirstAudio observes, per provider and model, the time from a
-	// stream request's arrival to its first audio written to the client.
+	// request's arrival to its first audio: a stream's first audio
+	// written to the client, a clip's audio ready to be written, a
+	// realtime context's first audio after its first text. Cache hits
+	// are observed apart (cache="hit"), so that they do not flatter the
+	// providers' figure.
 	TimeToFirstAudio *prometheus.HistogramVec
+	// AudioConversions counts the answers the gateway converted instead
+	// of passing the provider's bytes through, by source and target
+	// format and reason (see speech's Reason constants).
+	AudioConversions *prometheus.CounterVec
 	// ProviderCalls counts provider calls by provider, model, operation
 	// and outcome.
 	ProviderCalls *prometheus.CounterVec
@@ -83,9 +91,12 @@ func New() *Metrics {
 			Name: "voxgate_http_requests_in_flight", Help: "HTTP requests being served; a stream counts until its last byte.",
 		}),
 		TimeToFirstAudio: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "voxgate_time_to_first_audio_seconds", Help: "Streams: time from the request's arrival to its first audio written to the client, by provider and model.",
-			Buckets: []float64{.01, .025, .05, .1, .15, .2, .3, .5, .75, 1, 1.5, 2.5, 5, 10},
-		}, []string{"provider", "model"}),
+			Name: "voxgate_time_to_first_audio_seconds", Help: "Time from a request's arrival to its first audio (a stream's first bytes written, a clip's audio ready, a realtime context's first audio after its first text), by provider, model and whether the response cache answered (cache=hit) or not (cache=miss).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .3, .5, .75, 1, 1.5, 2.5, 5, 10},
+		}, []string{"provider", "model", "cache"}),
+		AudioConversions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_audio_conversions_total", Help: "Answers the gateway converted instead of passing the provider's bytes through, by source format, target format and reason (format, sample_rate, bitrate, header, processing, join, timestamps).",
+		}, []string{"from", "to", "reason"}),
 		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxgate_upstream_retries_total", Help: "Retries of requests the gateway sends to providers itself, by provider and reason (the retried status, or transport).",
 		}, []string{"provider", "reason"}),
@@ -137,7 +148,7 @@ func New() *Metrics {
 	}
 	m.usage = newUsage()
 	m.Registry.MustRegister(m.usage.collectors()...)
-	m.Registry.MustRegister(m.Requests, m.Latency, m.InFlight, m.TimeToFirstAudio, m.UpstreamRetries, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
+	m.Registry.MustRegister(m.Requests, m.Latency, m.InFlight, m.TimeToFirstAudio, m.AudioConversions, m.UpstreamRetries, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
 		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors, m.CacheRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -165,9 +176,9 @@ func (m *Metrics) Routes(routes ...string) {
 // requests.
 func (m *Metrics) ProviderModel(provider, model string, streams, direct bool) {
 	ops := []string{"synthesize"}
+	m.TimeToFirstAudio.WithLabelValues(provider, model, "miss")
 	if streams {
 		ops = append(ops, "stream")
-		m.TimeToFirstAudio.WithLabelValues(provider, model)
 	}
 	for _, op := range ops {
 		m.ProviderCalls.WithLabelValues(provider, model, op, "ok")

@@ -64,9 +64,12 @@ type Deps struct {
 	Record func(store.LogRow)
 	// Allow spends one request of org's synthesis budget, for every
 	// context start; nil means no limit.
-	Allow  func(org string) error
-	Logger *zap.Logger
-	Limits Limits
+	Allow func(org string) error
+	// FirstAudio observes a context's time to first audio (from its
+	// first text) by provider and metric model; nil observes nothing.
+	FirstAudio func(provider, model string, d time.Duration)
+	Logger     *zap.Logger
+	Limits     Limits
 }
 
 // Hub serves realtime sockets and keeps track of them, so that shutdown

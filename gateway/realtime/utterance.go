@@ -321,7 +321,11 @@ func (u *utterance) finish(err error) {
 		if first.IsZero() {
 			first = u.started
 		}
-		ms := max(0, time.Unix(0, fa).Sub(first).Milliseconds())
+		d := max(0, time.Unix(0, fa).Sub(first))
+		ms := d.Milliseconds()
+		if obs := u.s.h.deps.FirstAudio; obs != nil {
+			obs(u.live.Provider(), u.live.MetricModel(), d)
+		}
 		done.TimeToFirstAudioMs = &ms
 		row.TimeToFirstAudioMS = ms
 	}

@@ -95,6 +95,9 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 }
 
 func (s *Server) writeConversation(ctx *fasthttp.RequestCtx, req *speech.ConversationRequest, res *speech.ConversationResult, timestamps bool) {
+	if res.Conversion != nil {
+		ctx.Response.Header.Set(headerTranscoded, res.Conversion.String())
+	}
 	var failed []failedTurn
 	for _, t := range res.Turns {
 		if t.Err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/valyala/fasthttp"
@@ -26,7 +27,11 @@ type catalogModel struct {
 	Name          string       `json:"name"`
 	Capabilities  capabilities `json:"capabilities"`
 	OutputFormats []string     `json:"output_formats"`
-	MaxTextChars  int          `json:"max_text_chars"`
+	// NativeEncodings are the encodings the model produces itself, as
+	// format_rate[_kbps]: asked for exactly (output format, sampleRate
+	// and bitrate), they pass through the gateway untouched.
+	NativeEncodings []string `json:"native_encodings"`
+	MaxTextChars    int      `json:"max_text_chars"`
 	// NativeSpeedRange is [min, max] of the speed the provider honours
 	// itself (0 = unbounded); other speeds are time-stretched by the
 	// gateway on whole-clip endpoints. Absent without native speed.
@@ -50,9 +55,30 @@ type capabilities struct {
 	Instructions bool `json:"instructions"`
 }
 
-// gatewayFormats are the output formats every model offers through the
-// gateway, which converts whole clips itself.
-var gatewayFormats = audio.OutputFormats()
+// outputFormats are the values of output.format m answers: every format
+// the gateway encodes, and those m produces itself that the gateway
+// cannot encode (AAC), which pass through.
+func outputFormats(m *sdk.Model) []string {
+	out := audio.OutputFormats()
+	for _, f := range m.OutputFormats {
+		if _, passOnly := audio.Unavailable(f); passOnly && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// nativeEncodings names the encodings m produces itself.
+func nativeEncodings(m *sdk.Model) []string {
+	es := m.NativeEncodings()
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		if sdk.KnownFormat(e.Format) {
+			out = append(out, e.String())
+		}
+	}
+	return out
+}
 
 func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
@@ -72,7 +98,7 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 				limit = s.opts.MaxTextChars
 			}
 			cm := catalogModel{
-				ID: m.ID, Name: m.Name, OutputFormats: gatewayFormats, MaxTextChars: limit, AudioTags: m.AudioTags,
+				ID: m.ID, Name: m.Name, OutputFormats: outputFormats(&m), NativeEncodings: nativeEncodings(&m), MaxTextChars: limit, AudioTags: m.AudioTags,
 				TimestampsSource: s.speech.TimestampsSource(p, &m),
 				Capabilities:     capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions},
 			}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"bytes"
 	"sync"
 
@@ -50,6 +52,9 @@ func (s *Server) newRealtime() {
 				return pe
 			}
 			return nil
+		},
+		FirstAudio: func(provider, model string, d time.Duration) {
+			s.metrics.TimeToFirstAudio.WithLabelValues(provider, model, "miss").Observe(d.Seconds())
 		},
 		Logger: s.log.Named("realtime"),
 		Limits: lim,

@@ -82,6 +82,9 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 		// Which target served: the one asked for, or a fallback.
 		ctx.Response.Header.Set(headerProvider, out.Job.Provider.ID+"/"+out.Job.Model.ID)
 	}
+	if conv := out.Conversion(); err == nil && conv != nil {
+		ctx.Response.Header.Set(headerTranscoded, conv.String())
+	}
 	if c.dialect != dialectVoxgate && out.Job != nil && len(out.Job.Warnings) > 0 {
 		ctx.Response.Header.Set(headerWarnings, strings.Join(out.Job.Warnings, "; "))
 	}
@@ -103,17 +106,33 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 	default:
 		defer cancel()
 		out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
+		// A clip's first audio is all of it, ready to be written now.
+		s.firstAudio(out).Observe(time.Since(c.start).Seconds())
 		writeClip(out.Result)
 		s.record(ctx, c, out.Row)
 	}
 }
 
 // headerCache says what the response cache did: hit, miss or bypass;
-// headerProvider which provider and model served the request.
+// headerProvider which provider and model served the request;
+// headerTranscoded what the gateway converted the audio from and to
+// ("pcm_24000->mp3_24000_96"), absent when the provider's bytes passed
+// through untouched.
 const (
-	headerCache    = "X-Voxgate-Cache"
-	headerProvider = "X-Voxgate-Provider"
+	headerCache      = "X-Voxgate-Cache"
+	headerProvider   = "X-Voxgate-Provider"
+	headerTranscoded = "X-Voxgate-Transcoded"
 )
+
+// firstAudio is the time-to-first-audio histogram of out's provider and
+// model, cache hits apart.
+func (s *Server) firstAudio(out *speech.Spoken) prometheus.Observer {
+	cache := "miss"
+	if out.Cache == "hit" {
+		cache = "hit"
+	}
+	return s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.MetricModel(), cache)
+}
 
 // noCache reports whether the client asked for a fresh rendering
 // (Cache-Control: no-cache, or the older Pragma: no-cache).
@@ -180,6 +199,9 @@ func timingMetadata(res *speech.Result) map[string]any {
 	if res.ReferenceVoice != "" {
 		m["alignment_reference"] = res.ReferenceVoice
 	}
+	if res.Conversion != nil {
+		m["transcoded"] = res.Conversion.String()
+	}
 	if len(res.Pieces) > 1 {
 		starts := make([]float64, len(res.Pieces))
 		for i, p := range res.Pieces {
@@ -236,7 +258,7 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	st := out.Stream
 	setWarnings(ctx, st.Warnings)
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
-	cs.firstAudio = s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.MetricModel())
+	cs.firstAudio = s.firstAudio(out)
 }
 
 // relay answers 200 and sends src's audio as it comes, first being what

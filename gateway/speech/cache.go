@@ -71,11 +71,14 @@ type cachedMeta struct {
 	Match          *float64  `json:"a,omitempty"`
 	ReferenceVoice string    `json:"r,omitempty"`
 	Pieces         []float64 `json:"p,omitempty"`
+	// Conversion is what the gateway converted the answer from and to:
+	// a hit's bytes are the miss's, and say so alike.
+	Conversion *Conversion `json:"c,omitempty"`
 }
 
 func metaOf(res *Result) cachedMeta {
 	m := cachedMeta{MediaType: res.MediaType, Timestamps: res.Timestamps, Warnings: res.Warnings,
-		Source: res.Source, ReferenceVoice: res.ReferenceVoice, Pieces: res.Pieces}
+		Source: res.Source, ReferenceVoice: res.ReferenceVoice, Pieces: res.Pieces, Conversion: res.Conversion}
 	if !math.IsNaN(res.Match) {
 		match := res.Match
 		m.Match = &match
@@ -85,7 +88,7 @@ func metaOf(res *Result) cachedMeta {
 
 func (m *cachedMeta) result(audio []byte) *Result {
 	res := &Result{Audio: audio, MediaType: m.MediaType, Timestamps: m.Timestamps, Warnings: m.Warnings,
-		Source: m.Source, Match: math.NaN(), ReferenceVoice: m.ReferenceVoice, Pieces: m.Pieces}
+		Source: m.Source, Match: math.NaN(), ReferenceVoice: m.ReferenceVoice, Pieces: m.Pieces, Conversion: m.Conversion}
 	if m.Match != nil {
 		res.Match = *m.Match
 	}
@@ -229,6 +232,7 @@ type teeSource struct {
 	Source
 	c    *responseCache
 	key  string
+	conv *Conversion
 	buf  []byte
 	over bool
 	eof  bool
@@ -252,7 +256,7 @@ func (t *teeSource) Next() ([]byte, error) {
 func (t *teeSource) Close() error {
 	err := t.Source.Close()
 	if err == nil && t.eof && !t.over && len(t.buf) > 0 {
-		t.c.put(t.key, &Result{Audio: t.buf, MediaType: t.Source.MediaType()}, true)
+		t.c.put(t.key, &Result{Audio: t.buf, MediaType: t.Source.MediaType(), Conversion: t.conv}, true)
 	}
 	t.buf = nil
 	return err

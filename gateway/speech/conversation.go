@@ -98,6 +98,9 @@ type ConversationResult struct {
 	Segments []Segment
 	// Captions are the timestamps as captions, when asked for.
 	Captions string
+	// Conversion is what the gateway encoded the conversation from and to
+	// (always ReasonJoin: turns are leveled and joined).
+	Conversion *Conversion
 }
 
 // ConversationTimestamp is a word on the whole conversation's timeline.
@@ -352,6 +355,10 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	if res.Audio, res.MediaType, err = audio.Encode(joined, out); err != nil {
 		return res, fmt.Errorf("encode conversation: %w", err)
 	}
+	// Turns are always decoded, leveled and joined: the conversation is
+	// the gateway's own encoding, from what its first turn was asked in.
+	res.Conversion = &Conversion{From: sourceEncoding(rendered[0].Job.Model, 0), Reason: ReasonJoin,
+		To: sdk.Encoding{Format: out.Format, SampleRate: out.SampleRate, Bitrate: out.Bitrate}}
 	for i := range res.Offsets {
 		res.Offsets[i] = -1
 	}
@@ -454,7 +461,7 @@ func joinedLen(clips []*audio.Clip, out audio.Output, gapMs int) int {
 // processing.
 func (s *Service) turnClip(ctx context.Context, j *Job) (*Result, error) {
 	if len(j.pieces) <= 1 && j.timing != SourceAligned && j.timing != SourceSTT {
-		return s.fetch(ctx, j, true)
+		return s.fetch(ctx, j, sourceEncoding(j.Model, 0))
 	}
 	pj := *j
 	pj.Params = audio.Params{}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +47,7 @@ type Live struct {
 	job        *Job
 	format     string
 	rate       int
+	bitrate    int
 	mediaType  string
 	timestamps bool
 	input      bool
@@ -68,9 +68,9 @@ type Live struct {
 }
 
 // liveFormats are the output formats a realtime context may ask for: the
-// ones whose pieces can simply follow each other (a WAV header per
-// segment could not).
-var liveFormats = []string{sdk.FormatPCM, sdk.FormatMP3}
+// ones whose segments can simply follow each other (a WAV header or an
+// Ogg stream per segment could not).
+var liveFormats = []string{sdk.FormatPCM, sdk.FormatMP3, sdk.FormatULaw, sdk.FormatALaw}
 
 // StartLive validates and resolves a realtime context for org: voice,
 // model, policy, credentials, format and ruleset. Failures are
@@ -113,12 +113,14 @@ func (s *Service) StartLive(ctx context.Context, org string, r *LiveRequest) (*L
 	return l, nil
 }
 
-// chooseFormat picks the context's format and rate: the requested ones
-// when the model produces them itself, else its first streaming format
-// at its native rate.
+// chooseFormat picks the context's encoding: exactly the one requested
+// when the model produces it itself (the realtime socket never converts:
+// every segment passes through as the provider sends it), else its first
+// streaming format at its native rate.
 func (l *Live) chooseFormat(out *audio.OutputParams) error {
 	m := l.job.Model
 	name := l.job.Provider.ID + "/" + m.ID
+	var e sdk.Encoding
 	if out != nil && out.Format != "" {
 		if !slices.Contains(liveFormats, out.Format) {
 			return problem.Validation(problem.Field(fmt.Sprintf("must be one of %s on the realtime socket", strings.Join(liveFormats, ", ")), "output", "format"))
@@ -126,52 +128,61 @@ func (l *Live) chooseFormat(out *audio.OutputParams) error {
 		if !slices.Contains(m.OutputFormats, out.Format) {
 			return problem.Validation(problem.Field(fmt.Sprintf("model %s does not produce %s (it offers %s)", name, out.Format, strings.Join(m.OutputFormats, ", ")), "output", "format"))
 		}
-		l.format = out.Format
+		var ok bool
+		if e, ok = m.FindEncoding(out.Format, deref(out.SampleRate), deref(out.Bitrate)); !ok {
+			field := "bitrate"
+			if !hasRate(m, out.Format, deref(out.SampleRate)) {
+				field = "sampleRate"
+			}
+			return problem.Validation(problem.Field(fmt.Sprintf("model %s produces %s as %s", name, out.Format, encodingList(m, out.Format)), "output", field))
+		}
 	} else {
-		for _, f := range m.OutputFormats {
-			if slices.Contains(liveFormats, f) {
-				l.format = f
+		var rate, bitrate int
+		if out != nil {
+			rate, bitrate = deref(out.SampleRate), deref(out.Bitrate)
+		}
+		f := ""
+		for _, of := range m.OutputFormats {
+			if slices.Contains(liveFormats, of) {
+				f = of
 				break
 			}
 		}
-		if l.format == "" {
+		if f == "" {
 			return problem.New(problem.StreamingUnsupported, "model %s produces none of %s", name, strings.Join(liveFormats, ", "))
 		}
-	}
-	if out != nil && out.Bitrate != nil {
-		return problem.Validation(problem.Field("the bitrate is the provider's on the realtime socket", "output", "bitrate"))
-	}
-	if out != nil && out.SampleRate != nil {
-		rate := *out.SampleRate
-		if rate != m.NativeSampleRate && !slices.Contains(m.SampleRates, rate) {
-			return problem.Validation(problem.Field(fmt.Sprintf("model %s produces %v Hz", name, rateList(m)), "output", "sampleRate"))
+		var ok bool
+		if e, ok = m.FindEncoding(f, rate, bitrate); !ok {
+			field := "bitrate"
+			if !hasRate(m, f, rate) {
+				field = "sampleRate"
+			}
+			return problem.Validation(problem.Field(fmt.Sprintf("model %s produces %s as %s", name, f, encodingList(m, f)), "output", field))
 		}
-		l.rate = rate
 	}
-	switch l.format {
-	case sdk.FormatPCM:
-		rate := l.rate
-		if rate == 0 {
-			rate = m.NativeSampleRate
-		}
-		if rate > 0 {
-			l.mediaType = "audio/pcm;rate=" + strconv.Itoa(rate)
-		}
-	case sdk.FormatMP3:
-		l.mediaType = "audio/mpeg"
+	l.format, l.rate, l.bitrate = e.Format, e.SampleRate, e.Bitrate
+	if e.SampleRate > 0 || e.Format == sdk.FormatMP3 {
+		l.mediaType = sdk.MediaType(e)
 	}
 	return nil
 }
 
-func rateList(m *sdk.Model) []int {
-	if len(m.SampleRates) > 0 {
-		return m.SampleRates
+// encodingList names m's encodings of format, for an error message.
+func encodingList(m *sdk.Model, format string) string {
+	var names []string
+	for _, e := range m.NativeEncodings() {
+		if e.Format == format {
+			names = append(names, e.String())
+		}
 	}
-	return []int{m.NativeSampleRate}
+	return strings.Join(names, ", ")
 }
 
 // Provider, Model and Voice name what the context speaks with.
 func (l *Live) Provider() string { return l.job.Provider.ID }
+
+// MetricModel is the model's label in metrics (Job.MetricModel).
+func (l *Live) MetricModel() string { return l.job.MetricModel() }
 
 // Model is the resolved model id.
 func (l *Live) Model() string { return l.job.Model.ID }
@@ -240,7 +251,7 @@ func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEven
 		return l.stream(ctx, j, emit)
 	}
 	req := j.request()
-	req.Format, req.SampleRate, req.Timestamps = l.format, l.rate, l.timestamps
+	req.Format, req.SampleRate, req.Bitrate, req.Timestamps = l.format, l.rate, l.bitrate, l.timestamps
 	resp, release, err := l.s.renderPooled(ctx, j, req)
 	if err != nil {
 		return err
@@ -294,7 +305,7 @@ func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEven
 // request of a Planner), handing each piece on as it arrives.
 func (l *Live) stream(ctx context.Context, j *Job, emit func(sdk.StreamEvent) error) error {
 	req := j.request()
-	req.Format, req.SampleRate = l.format, l.rate
+	req.Format, req.SampleRate, req.Bitrate = l.format, l.rate, l.bitrate
 	src, err := l.s.openStreamRequest(ctx, j, req)
 	if err != nil {
 		return err
@@ -420,7 +431,7 @@ type Input struct {
 func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) *Input {
 	j := l.job
 	req := j.request()
-	req.Text, req.Format, req.SampleRate, req.Timestamps = "", l.format, l.rate, l.timestamps
+	req.Text, req.Format, req.SampleRate, req.Bitrate, req.Timestamps = "", l.format, l.rate, l.bitrate, l.timestamps
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	in := &Input{in: make(chan sdk.TextInput), done: make(chan struct{}), cancel: cancel}

@@ -56,7 +56,7 @@ func (s *Service) pieceLimit(j *Job) int {
 // renderPieces renders every piece of j as a whole clip, timing their
 // words when j asks for timestamps, at most limits.piece_concurrency at
 // once. The first failure cancels the rest.
-func (s *Service) renderPieces(ctx context.Context, j *Job, keepRaw bool) ([]*piece, error) {
+func (s *Service) renderPieces(ctx context.Context, j *Job, ask sdk.Encoding, keepRaw bool) ([]*piece, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make([]*piece, len(j.pieces))
@@ -77,7 +77,7 @@ func (s *Service) renderPieces(ctx context.Context, j *Job, keepRaw bool) ([]*pi
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			out[k], errs[k] = s.renderPiece(ctx, j, k, keepRaw)
+			out[k], errs[k] = s.renderPiece(ctx, j, k, ask, keepRaw)
 			if errs[k] != nil {
 				cancel()
 			}
@@ -105,13 +105,14 @@ func releaseAll(ps []*piece) {
 	}
 }
 
-// renderPiece renders piece k of j, decodes it and times its words. The
-// references for aligning it render while the provider does.
-func (s *Service) renderPiece(ctx context.Context, j *Job, k int, keepRaw bool) (*piece, error) {
+// renderPiece renders piece k of j in encoding ask, decodes it and times
+// its words. The references for aligning it render while the provider
+// does.
+func (s *Service) renderPiece(ctx context.Context, j *Job, k int, ask sdk.Encoding, keepRaw bool) (*piece, error) {
 	text := j.pieces[k]
 	req := j.requestFor(text)
 	req.Timestamps = j.timing == SourceNative
-	req.Format = decodableFormat(j.Model)
+	req.Format, req.SampleRate, req.Bitrate = ask.Format, ask.SampleRate, ask.Bitrate
 	var refs *references
 	if j.timing == SourceAligned && strings.TrimSpace(withoutTags(text)) != "" {
 		refs = s.startReferences(ctx, j, withoutTags(text))
@@ -161,17 +162,34 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, keepRaw bool) 
 	return p, nil
 }
 
+// piecesRendition negotiates j's clip when it renders piece by piece, or
+// as one piece whose words the gateway times. One piece is asked for in
+// the encoding the client wants when the model produces it and the
+// gateway can decode it to time the words: its bytes then pass through.
+// Anything else is decoded, joined (ReasonJoin), processed and encoded.
+func (j *Job) piecesRendition() rendition {
+	must := j.processing()
+	if must == "" && len(j.pieces) > 1 {
+		must = ReasonJoin
+	}
+	r := negotiate(j.Model, j.Params.Output, must)
+	if r.passThrough() && !decodable(r.ask.Format) {
+		r = negotiate(j.Model, j.Params.Output, ReasonTimestamps)
+	}
+	return r
+}
+
 // synthesizePieces renders j piece by piece (or as one piece whose words
 // the gateway times), joins the pieces and applies whole-clip
 // processing.
 func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error) {
-	process := audio.NeedsProcessing(j.Params) && !rawPCMAsked(j)
-	passThrough := len(j.pieces) == 1 && !process
-	pieces, err := s.renderPieces(ctx, j, passThrough)
+	r := j.piecesRendition()
+	keepRaw := r.passThrough() || r.conv.Reason == ReasonHeader
+	pieces, err := s.renderPieces(ctx, j, r.ask, keepRaw)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Source: j.timing, Match: math.NaN()}
+	res := &Result{Source: j.timing, Match: math.NaN(), Conversion: r.conv}
 	clips := make([]*audio.Clip, len(pieces))
 	for k, p := range pieces {
 		clips[k] = p.clip
@@ -179,10 +197,12 @@ func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error)
 	}
 	var joined *audio.Clip
 	offsets := []float64{0}
-	if passThrough {
+	if keepRaw {
 		res.Audio, res.MediaType, res.release = pieces[0].raw, pieces[0].mediaType, pieces[0].release
-		if err := wrapDefaultPCM(j, res); err != nil {
-			return nil, err
+		if !r.passThrough() {
+			if err := wrapPCM(j, res); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		if joined, offsets, err = joinPieces(clips); err != nil {
@@ -193,12 +213,8 @@ func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error)
 	if j.Delivery == DeliverTimestamps {
 		s.collectWords(j, res, pieces, offsets)
 	}
-	if !passThrough {
-		src, err := audio.ParseMediaType(pieces[0].mediaType)
-		if err != nil {
-			return nil, err
-		}
-		if res.Audio, res.MediaType, err = processClip(joined, src.Format, j.Params); err != nil {
+	if !keepRaw {
+		if res.Audio, res.MediaType, err = processClip(joined, r.out, j.Params); err != nil {
 			return nil, fmt.Errorf("process the joined clip: %w", err)
 		}
 	}
@@ -290,17 +306,9 @@ func fadeEdges(samples []float32, at, n int) {
 }
 
 // processClip applies the request's whole-clip parameters to a joined
-// clip and encodes it: in the request's output, else in the provider's
-// own format at the clip's rate (WAV for raw PCM, see defaultFormat). The order is audio.Process's: tempo,
-// rate, level, encoding.
-func processClip(c *audio.Clip, srcFormat string, p audio.Params) ([]byte, string, error) {
-	out := audio.Output{Format: srcFormat}
-	if srcFormat == audio.FormatPCM {
-		out.Format = audio.FormatWAV // see defaultFormat
-	}
-	if p.Output != nil {
-		out = p.Output.Output()
-	}
+// clip and encodes it in out (negotiate's output). The order is
+// audio.Process's: tempo, rate, level, encoding.
+func processClip(c *audio.Clip, out audio.Output, p audio.Params) ([]byte, string, error) {
 	var err error
 	if st := p.Stretch; st != 0 && st != 1 {
 		if c, err = audio.Stretch(c, st); err != nil {

@@ -82,9 +82,7 @@ func (s *Service) openPieces(ctx context.Context, j *Job, first Source) *pieceSo
 // renderStreamPiece renders piece k of j whole, in format, ready to be
 // appended to the stream.
 func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format string) ([]byte, error) {
-	req := j.requestFor(j.pieces[k])
-	req.Format = format
-	resp, release, err := s.renderPooled(ctx, j, req)
+	resp, release, err := s.renderPooled(ctx, j, j.requestIn(j.pieces[k], format))
 	if err != nil {
 		return nil, fmt.Errorf("piece %d of %d: %w", k+1, len(j.pieces), err)
 	}

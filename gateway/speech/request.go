@@ -139,9 +139,6 @@ func (r *Request) Validate(ep Delivery) error {
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream, Detail: bad[0].Message, Validation: bad}
 		}
 	}
-	if err := unavailableOutput(r.Output); err != nil {
-		return err
-	}
 	hasSaved := r.VoiceID != ""
 	hasInline := r.Model != "" || r.Voice != ""
 	if hasSaved && hasInline {
@@ -220,7 +217,9 @@ func validateOptions(raw json.RawMessage, path ...string) []problem.FieldError {
 
 // unavailableOutput refuses, with 422, an output format that is real audio
 // but that this gateway cannot produce (AAC), naming the formats it can;
-// an unknown name stays a validation error (a typo).
+// an unknown name stays a validation error (a typo). A clip only gets
+// here when the gateway would have to encode it (see Job.checkEncodable):
+// a model that produces the format itself passes it through.
 func unavailableOutput(o *audio.OutputParams) error {
 	if o == nil {
 		return nil
@@ -229,7 +228,7 @@ func unavailableOutput(o *audio.OutputParams) error {
 	if !ok {
 		return nil
 	}
-	msg := fmt.Sprintf("format %q is not supported: use one of %s", o.Format, strings.Join(audio.OutputFormats(), ", "))
+	msg := fmt.Sprintf("format %q is not supported: use one of %s, or a model that produces %s itself", o.Format, strings.Join(audio.OutputFormats(), ", "), o.Format)
 	return &problem.Error{Code: problem.OutputFormatUnsupported, Detail: msg + " (" + reason + ")",
 		Validation: []problem.FieldError{problem.Field(msg, "output", "format")}}
 }

@@ -177,6 +177,9 @@ type Job struct {
 	// Stream is the encoding a stream asks the provider for; zero is
 	// the model's preferred one.
 	Stream StreamFormat
+	// conv is what the gateway converts the job's stream from and to
+	// (applyStreamFormat, transcode); nil while it passes through.
+	conv *Conversion
 	// Warnings say what of the request was dropped or changed (removed
 	// audio tags, options meant for another provider, instructions the
 	// model ignores); the answer carries them.
@@ -202,7 +205,10 @@ type Result struct {
 	Pieces []float64
 	// Captions are the timestamps as captions, when asked for.
 	Captions string
-	release  func()
+	// Conversion is what the gateway converted the provider's answer
+	// from and to, and why; nil when the bytes passed through untouched.
+	Conversion *Conversion
+	release    func()
 }
 
 // Release hands Audio's buffer back to the pool it came from, if any;
@@ -282,6 +288,9 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	j.rules = sources
 	j.setText(j.tagged)
 	j.pieces = splitText(j.spokenText(), s.pieceLimit(j))
+	if err := j.checkEncodable(); err != nil {
+		return nil, err
+	}
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
 		return nil, err
 	}
@@ -431,6 +440,21 @@ func (j *Job) spokenText() string {
 // request is the provider request for the job's whole spoken text.
 func (j *Job) request() *sdk.SynthesizeRequest { return j.requestFor(j.spokenText()) }
 
+// requestIn is requestFor in format ("": the job's stream format): in
+// another format than the job's, the model's first encoding of it, at the
+// job's rate when the model has that rate in it. Every piece of a long
+// text's stream is asked for this way, so all come alike.
+func (j *Job) requestIn(text, format string) *sdk.SynthesizeRequest {
+	req := j.requestFor(text)
+	if format != "" && format != req.Format {
+		req.Format, req.Bitrate = format, 0
+		if !hasRate(j.Model, format, req.SampleRate) {
+			req.SampleRate = 0
+		}
+	}
+	return req
+}
+
 // requestFor is the provider request for text (the whole or a piece).
 func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{
@@ -442,6 +466,7 @@ func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
 		Credentials: j.Creds,
 		Format:      j.Stream.Format,
 		SampleRate:  j.Stream.SampleRate,
+		Bitrate:     j.Stream.Bitrate,
 	}
 }
 
@@ -457,27 +482,6 @@ func decodableFormat(m *sdk.Model) string {
 	return ""
 }
 
-// processParams returns the whole-clip parameters to process j's clip
-// with. A request that names no output gets the format it would have got
-// without processing: the model's default (its first OutputFormats entry),
-// not the format the gateway asks the provider for so that it decodes
-// cheaply (decodableFormat). Otherwise adding speed or volumeDbfs would
-// turn a WAV or MP3 answer into headerless PCM. A default the gateway
-// cannot encode (a provider-specific format) becomes WAV, which every
-// player reads.
-func processParams(j *Job) audio.Params {
-	p := j.Params
-	if p.Output != nil {
-		return p
-	}
-	format := audio.FormatWAV
-	if f := defaultFormat(j.Model); audio.Encodes(f) {
-		format = f
-	}
-	p.Output = &audio.OutputParams{Format: format}
-	return p
-}
-
 // defaultFormat is the format a whole clip of m is answered in when the
 // request names none: the model's own default (its first format), except
 // raw PCM, which neither a player nor a client can read without being told
@@ -491,14 +495,9 @@ func defaultFormat(m *sdk.Model) string {
 	return m.OutputFormats[0]
 }
 
-// wrapDefaultPCM answers res, a clip that came as raw PCM (the model's
-// default, or the format the gateway asked for to time its words) to a
-// request that named no format, as WAV (defaultFormat): the samples
-// untouched behind a header. On failure res is released.
-func wrapDefaultPCM(j *Job, res *Result) error {
-	if j.Params.Output != nil {
-		return nil
-	}
+// wrapPCM answers res, a clip that came as raw PCM, as WAV: the samples
+// untouched behind a header (ReasonHeader). On failure res is released.
+func wrapPCM(j *Job, res *Result) error {
 	if mt, err := audio.ParseMediaType(res.MediaType); err != nil || mt.Format != audio.FormatPCM {
 		return nil // the provider chose a format with a header itself
 	}
@@ -511,6 +510,53 @@ func wrapDefaultPCM(j *Job, res *Result) error {
 	return nil
 }
 
+// processing is the reason j's samples must go through the gateway
+// whatever its model offers (volumeDbfs, a time-stretch), or "".
+func (j *Job) processing() string {
+	if p := j.Params; p.VolumeDbfs != nil || (p.Stretch != 0 && p.Stretch != 1) {
+		return ReasonProcessing
+	}
+	return ""
+}
+
+// checkEncodable refuses a clip whose output the gateway would have to
+// encode in a format it cannot produce (AAC): the model does not produce
+// it, or the gateway works on the samples.
+func (j *Job) checkEncodable() error {
+	if j.Delivery == DeliverStream || j.Params.Output == nil || audio.Encodes(j.Params.Output.Format) {
+		return nil
+	}
+	r := j.rendition()
+	if len(j.pieces) > 1 || j.timing == SourceAligned || j.timing == SourceSTT {
+		r = j.piecesRendition()
+	}
+	if r.passThrough() {
+		return nil
+	}
+	return unavailableOutput(j.Params.Output)
+}
+
+// rendition negotiates j's clip when it renders in one provider call.
+func (j *Job) rendition() rendition {
+	return negotiate(j.Model, j.Params.Output, j.processing())
+}
+
+// convertParams are the whole-clip parameters that turn the provider's
+// answer into r's output: j's level and stretch, r's encoding.
+func convertParams(j *Job, r rendition) audio.Params {
+	p := j.Params
+	o := r.out
+	out := &audio.OutputParams{Format: o.Format}
+	if o.SampleRate != 0 {
+		out.SampleRate = &o.SampleRate
+	}
+	if o.Bitrate != 0 {
+		out.Bitrate = &o.Bitrate
+	}
+	p.Output = out
+	return p
+}
+
 // MetricModel is the model label of j's metrics: its model's id when the
 // provider lists it, else sdk.AnyModel. A passed-through id comes from
 // the caller, and a label per such id would let callers grow the metrics
@@ -520,17 +566,6 @@ func (j *Job) MetricModel() string {
 		return sdk.AnyModel
 	}
 	return j.Model.ID
-}
-
-// rawPCMAsked reports whether j asks for nothing but the raw PCM its model
-// makes: output pcm at the model's native rate, no bitrate, level or
-// stretch. The provider's PCM then passes through untouched, as a clip
-// asked for in no format used to, instead of being decoded and encoded
-// again into the same samples.
-func rawPCMAsked(j *Job) bool {
-	p, o := j.Params, j.Params.Output
-	return o != nil && o.Format == sdk.FormatPCM && o.Bitrate == nil && p.VolumeDbfs == nil && (p.Stretch == 0 || p.Stretch == 1) &&
-		(o.SampleRate == nil || *o.SampleRate == j.Model.NativeSampleRate) && slices.Contains(j.Model.OutputFormats, sdk.FormatPCM)
 }
 
 // synthesize renders the job's whole clip: in one provider call when the
@@ -556,30 +591,41 @@ func (s *Service) synthesize(ctx context.Context, j *Job) (*Result, error) {
 	return res, err
 }
 
-// synthesizeOne renders the job's whole clip in one provider call,
-// applies whole-clip processing and maps timestamps back through
-// pronunciations. A job with whole-clip processing first waits for one of
-// its organization's whole-clip turns (see clipSlots), so that it holds
-// no provider audio while it waits.
+// synthesizeOne renders the job's whole clip in one provider call, in
+// the encoding negotiate picks: the provider's bytes pass through
+// untouched when the model produces what was asked; otherwise the
+// gateway converts them (and applies whole-clip processing). Timestamps
+// are mapped back through pronunciations. A job the gateway converts
+// first waits for one of its organization's whole-clip turns (see
+// clipSlots), so that it holds no provider audio while it waits; putting
+// raw PCM in a WAV header is not such work.
 func (s *Service) synthesizeOne(ctx context.Context, j *Job) (*Result, error) {
-	process := audio.NeedsProcessing(j.Params) && !rawPCMAsked(j)
-	if process {
+	r := j.rendition()
+	convert := r.conv != nil && r.conv.Reason != ReasonHeader
+	if convert {
 		done, err := s.slots.acquire(ctx, j.Org)
 		if err != nil {
 			return nil, err
 		}
 		defer done()
 	}
-	res, err := s.fetch(ctx, j, process)
-	if err != nil || !process {
+	res, err := s.fetch(ctx, j, r.ask)
+	if err != nil || r.passThrough() {
 		return res, err
+	}
+	if !convert {
+		if err := wrapPCM(j, res); err != nil {
+			return nil, err
+		}
+		res.Conversion = r.conv
+		return res, nil
 	}
 	// Process owns the provider's bytes from here: the result lets go of
 	// them so that the collector may take them once they are decoded.
 	data, mediaType := res.Audio, res.MediaType
 	res.Audio = nil
 	_, span := s.tracer.Start(ctx, "audio.process", trace.SpanKindInternal)
-	out, mt, err := audio.Process(data, mediaType, processParams(j), s.limits.Output)
+	out, mt, err := audio.Process(data, mediaType, convertParams(j, r), s.limits.Output)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.AudioMediaType.String(mt), tracing.AudioBytes.Int(len(out)))
 		if err != nil {
@@ -591,7 +637,7 @@ func (s *Service) synthesizeOne(ctx context.Context, j *Job) (*Result, error) {
 	if err != nil {
 		return nil, processError(err, mediaType, j)
 	}
-	res.Audio, res.MediaType = out, mt
+	res.Audio, res.MediaType, res.Conversion = out, mt, r.conv
 	return res, nil
 }
 
@@ -605,19 +651,14 @@ func processError(err error, mediaType string, j *Job) error {
 	return fmt.Errorf("process %s audio from %s: %w", mediaType, j.Provider.ID, err)
 }
 
-// fetch renders the job's whole clip through the provider, asking for a
-// format the gateway decodes cheaply when decode is set, and returns it
-// with its timestamps on the clip's final timeline: divided by a
-// time-stretch's speed, and mapped back through pronunciations.
-func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, error) {
+// fetch renders the job's whole clip through the provider in encoding
+// ask, and returns it with its timestamps on the clip's final timeline:
+// divided by a time-stretch's speed, and mapped back through
+// pronunciations.
+func (s *Service) fetch(ctx context.Context, j *Job, ask sdk.Encoding) (*Result, error) {
 	req := j.request()
 	req.Timestamps = j.Delivery == DeliverTimestamps && j.timing == SourceNative
-	switch {
-	case decode:
-		req.Format = decodableFormat(j.Model)
-	case rawPCMAsked(j):
-		req.Format = sdk.FormatPCM
-	}
+	req.Format, req.SampleRate, req.Bitrate = ask.Format, ask.SampleRate, ask.Bitrate
 	resp, release, err := s.renderPooled(ctx, j, req)
 	if err != nil {
 		return nil, err
@@ -626,11 +667,6 @@ func (s *Service) fetch(ctx context.Context, j *Job, decode bool) (*Result, erro
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
 		res.Release()
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
-	}
-	if !decode {
-		if err := wrapDefaultPCM(j, res); err != nil {
-			return nil, err
-		}
 	}
 	if s := j.Params.Stretch; s != 0 && s != 1 {
 		// The stretched clip's timeline is the original's divided by speed.
@@ -749,11 +785,7 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 // stream, in format ("" = the job's stream format, or the model's
 // default).
 func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Source, error) {
-	req := j.requestFor(text)
-	if format != "" {
-		req.Format = format
-	}
-	return s.openStreamRequest(ctx, j, req)
+	return s.openStreamRequest(ctx, j, j.requestIn(text, format))
 }
 
 // openStreamRequest is openStream with the provider request given.

@@ -14,22 +14,22 @@ import (
 // (OpenAI's response_format on SSE, ElevenLabs' output_format on
 // /stream) need it to stream what their clients expect.
 //
-// A format the model streams itself is asked of the provider and its
+// An encoding the model streams itself (format, and the rate and bitrate
+// if given: sdk.Model.FindEncoding) is asked of the provider and its
 // bytes pass through untouched. Otherwise, when the model streams raw
 // PCM, the gateway asks for that and converts the stream chunk by chunk
 // as it arrives (audio.StreamEncoder): to PCM at another rate, WAV, MP3,
-// Opus, or G.711 μ-law or A-law.
+// Opus, or G.711 μ-law or A-law; the job's conversion says so.
 type StreamFormat struct {
 	// Format is an output format (sdk.FormatPCM, audio.FormatMP3, ...).
 	Format string
-	// SampleRate is the rate to stream at; 0 is the model's choice (for
-	// a converted stream, what audio.Output.Resolve picks). A format
-	// other than PCM that the model streams itself comes at the model's
-	// own rate, as the provider sends it.
+	// SampleRate is the rate to stream at; 0 is the model's first rate
+	// for the format (for a converted stream, what audio.Output.Resolve
+	// picks).
 	SampleRate int
-	// Bitrate is the MP3 or Opus bitrate in kbps of a converted stream;
-	// 0 is the gateway's default. Like SampleRate, it does not change a
-	// format the model streams itself.
+	// Bitrate is the MP3 or Opus bitrate in kbps; 0 is the model's
+	// first bitrate for the format and rate (for a converted stream, the
+	// gateway's default).
 	Bitrate int
 }
 
@@ -47,15 +47,9 @@ func (j *Job) applyStreamFormat(f *StreamFormat) error {
 		return fmt.Errorf("speech: a stream format on a %v request", j.Delivery)
 	}
 	m := j.Model
-	if slices.Contains(m.OutputFormats, f.Format) {
-		if f.Format != sdk.FormatPCM {
-			j.Stream = StreamFormat{Format: f.Format}
-			return nil
-		}
-		if r := f.SampleRate; r == 0 || r == m.NativeSampleRate || slices.Contains(m.SampleRates, r) {
-			j.Stream = StreamFormat{Format: f.Format, SampleRate: r}
-			return nil
-		}
+	if e, ok := m.FindEncoding(f.Format, f.SampleRate, f.Bitrate); ok {
+		j.Stream = StreamFormat{Format: e.Format, SampleRate: e.SampleRate, Bitrate: e.Bitrate}
+		return nil
 	}
 	name := j.Provider.ID + "/" + j.Model.ID
 	if !audio.StreamEncodes(f.Format) || !slices.Contains(m.OutputFormats, sdk.FormatPCM) {
@@ -82,11 +76,21 @@ func (j *Job) applyStreamFormat(f *StreamFormat) error {
 	if guess == 0 {
 		guess = m.NativeSampleRate
 	}
-	if _, err := o.Resolve(max(guess, 1)); err != nil {
+	resolved, err := o.Resolve(max(guess, 1))
+	if err != nil {
 		return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot stream %s: %v", name, f.Format, err), "output", "format"))
+	}
+	reason := ReasonFormat
+	switch {
+	case slices.Contains(m.OutputFormats, f.Format) && !hasRate(m, f.Format, f.SampleRate):
+		reason = ReasonRate
+	case slices.Contains(m.OutputFormats, f.Format):
+		reason = ReasonBitrate
 	}
 	j.Stream = StreamFormat{Format: sdk.FormatPCM, SampleRate: src}
 	j.Params.Output = out
+	j.conv = &Conversion{From: sdk.Encoding{Format: sdk.FormatPCM, SampleRate: guess}, Reason: reason,
+		To: sdk.Encoding{Format: resolved.Format, SampleRate: resolved.SampleRate, Bitrate: resolved.Bitrate}}
 	return nil
 }
 

@@ -44,11 +44,20 @@ func convertedStream(j *Job, pieces bool) *audio.Output {
 }
 
 // transcode returns src converted as j's stream asks (convertedStream), or
-// src itself when it passes through.
+// src itself when it passes through. A long text's stream converted only
+// because its pieces come as PCM records the conversion on j (ReasonJoin).
 func transcode(j *Job, src Source, pieces bool) Source {
 	out := convertedStream(j, pieces)
 	if out == nil {
 		return src
+	}
+	if j.conv == nil {
+		from := sdk.Encoding{Format: sdk.FormatPCM, SampleRate: j.Model.NativeSampleRate}
+		to := *out
+		if r, err := out.Resolve(max(from.SampleRate, 1)); err == nil && from.SampleRate > 0 {
+			to = r
+		}
+		j.conv = &Conversion{From: from, To: sdk.Encoding{Format: to.Format, SampleRate: to.SampleRate, Bitrate: to.Bitrate}, Reason: ReasonJoin}
 	}
 	return &transcodeSource{src: src, out: *out}
 }

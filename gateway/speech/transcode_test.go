@@ -11,8 +11,8 @@ import (
 
 // TestApplyStreamFormat checks what a stream format asks of the provider
 // (j.Stream) and what the gateway then converts it to (j.Params.Output,
-// convertedStream): a format the model streams passes through, as it
-// did before the gateway could convert, and the rest is made from the
+// convertedStream): an encoding the model streams (format, and the rate
+// and bitrate when given) passes through, and the rest is made from the
 // model's PCM at the rate closest above the one wanted.
 func TestApplyStreamFormat(t *testing.T) {
 	espeak := &sdk.Model{ID: "espeak-ng", OutputFormats: []string{sdk.FormatWAV, sdk.FormatPCM}, SampleRates: []int{22050}, NativeSampleRate: 22050}
@@ -26,9 +26,12 @@ func TestApplyStreamFormat(t *testing.T) {
 		out    *audio.Output // made by the gateway; nil: passed through
 		bad    string        // the field of a 400
 	}{
-		{"native mp3 keeps the provider's rate", cloud, StreamFormat{Format: "mp3", SampleRate: 44100, Bitrate: 128}, StreamFormat{Format: "mp3"}, nil, ""},
+		{"native mp3", cloud, StreamFormat{Format: "mp3"}, StreamFormat{Format: "mp3", SampleRate: 24000}, nil, ""},
+		{"native mp3 at its rate", cloud, StreamFormat{Format: "mp3", SampleRate: 24000}, StreamFormat{Format: "mp3", SampleRate: 24000}, nil, ""},
+		{"mp3 at a rate the model lacks", cloud, StreamFormat{Format: "mp3", SampleRate: 44100, Bitrate: 128}, StreamFormat{Format: "pcm", SampleRate: 44100}, &audio.Output{Format: "mp3", SampleRate: 44100, Bitrate: 128}, ""},
 		{"native pcm rate", cloud, StreamFormat{Format: "pcm", SampleRate: 16000}, StreamFormat{Format: "pcm", SampleRate: 16000}, nil, ""},
-		{"native wav", espeak, StreamFormat{Format: "wav", SampleRate: 44100}, StreamFormat{Format: "wav"}, nil, ""},
+		{"native wav", espeak, StreamFormat{Format: "wav"}, StreamFormat{Format: "wav", SampleRate: 22050}, nil, ""},
+		{"wav at another rate", espeak, StreamFormat{Format: "wav", SampleRate: 44100}, StreamFormat{Format: "pcm", SampleRate: 22050}, &audio.Output{Format: "wav", SampleRate: 44100}, ""},
 		{"mp3 from eSpeak's PCM", espeak, StreamFormat{Format: "mp3", SampleRate: 44100, Bitrate: 128}, StreamFormat{Format: "pcm", SampleRate: 22050}, &audio.Output{Format: "mp3", SampleRate: 44100, Bitrate: 128}, ""},
 		{"OpenAI's mp3 at the source's rate", espeak, StreamFormat{Format: "mp3"}, StreamFormat{Format: "pcm"}, &audio.Output{Format: "mp3"}, ""},
 		{"ulaw from the model's 8 kHz", cloud, StreamFormat{Format: "ulaw", SampleRate: 8000}, StreamFormat{Format: "pcm", SampleRate: 8000}, &audio.Output{Format: "ulaw", SampleRate: 8000}, ""},
@@ -68,12 +71,12 @@ func TestApplyStreamFormat(t *testing.T) {
 	// A long text streams its pieces as the model's PCM: a format the
 	// model streams itself is then converted, with the rate and bitrate
 	// asked for where they are valid.
-	f := &StreamFormat{Format: "mp3", SampleRate: 44100, Bitrate: 128}
+	f := &StreamFormat{Format: "mp3", SampleRate: 24000}
 	j := &Job{Delivery: DeliverStream, Provider: &ProviderEntry{ID: "p"}, Model: cloud, req: &Request{StreamFormat: f}}
 	if err := j.applyStreamFormat(f); err != nil {
 		t.Fatal(err)
 	}
-	if got := convertedStream(j, true); got == nil || *got != (audio.Output{Format: "mp3", SampleRate: 44100, Bitrate: 128}) {
+	if got := convertedStream(j, true); got == nil || *got != (audio.Output{Format: "mp3", SampleRate: 24000}) {
 		t.Errorf("long text in native mp3: converted to %+v", got)
 	}
 	f.Bitrate = 999

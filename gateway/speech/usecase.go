@@ -46,6 +46,26 @@ type Spoken struct {
 	Attempts []store.LogRow
 }
 
+// Conversion is what the gateway converted the answer from and to; nil
+// when the provider's bytes passed through untouched (or nothing was
+// answered).
+func (o *Spoken) Conversion() *Conversion {
+	switch {
+	case o.Result != nil:
+		return o.Result.Conversion
+	case o.Stream != nil:
+		return o.Stream.Conversion
+	}
+	return nil
+}
+
+// countConversion counts a conversion the gateway made.
+func (s *Service) countConversion(c *Conversion) {
+	if c != nil && s.metrics != nil {
+		s.metrics.AudioConversions.WithLabelValues(c.From.Format, c.To.Format, c.Reason).Inc()
+	}
+}
+
 // Stream is a provider stream that has produced its first audio: a
 // provider that fails at once has failed Speak instead, so the edge can
 // still answer with a problem.
@@ -58,6 +78,9 @@ type Stream struct {
 	// Warnings are what the caller should know about the request (audio
 	// tags removed); a stream has no envelope to carry them.
 	Warnings []string
+	// Conversion is what the gateway converts the stream from and to;
+	// nil when the provider's bytes pass through untouched.
+	Conversion *Conversion
 }
 
 // Speak runs a speech request on endpoint ep. On error, the returned
@@ -83,6 +106,9 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 		start := time.Now()
 		err = s.attempt(ctx, org, j, out)
 		if err == nil {
+			if out.Cache != "hit" {
+				s.countConversion(out.Conversion())
+			}
 			if out.Result != nil && req.Captions != "" {
 				out.Result.Captions = Captions(req.Captions, j.Text, out.Result.Timestamps)
 			}
@@ -161,7 +187,7 @@ func cacheState(key string, j *Job) string {
 func (s *Service) replay(hit *Result) (*Stream, error) {
 	src := &replaySource{mediaType: hit.MediaType, data: hit.Audio}
 	first, err := src.Next()
-	return &Stream{Source: src, First: first, Ended: err != nil}, nil
+	return &Stream{Source: src, First: first, Ended: err != nil, Conversion: hit.Conversion}, nil
 }
 
 // startStream opens j's stream and waits for its first audio. With a
@@ -199,7 +225,7 @@ func (s *Service) firstAudio(ctx context.Context, j *Job, key string) (*Stream, 
 		return nil, err
 	}
 	if key != "" {
-		src = &teeSource{Source: src, c: s.cache, key: key}
+		src = &teeSource{Source: src, c: s.cache, key: key, conv: j.conv}
 	}
 	first, err := src.Next()
 	if err != nil && !(errors.Is(err, io.EOF) && src.MediaType() != "") {
@@ -212,7 +238,7 @@ func (s *Service) firstAudio(ctx context.Context, j *Job, key string) (*Stream, 
 		}
 		return nil, err
 	}
-	return &Stream{Source: src, First: first, Ended: err != nil, Warnings: j.Warnings}, nil
+	return &Stream{Source: src, First: first, Ended: err != nil, Warnings: j.Warnings, Conversion: j.conv}, nil
 }
 
 // Conversed is the outcome of Converse.
@@ -248,6 +274,9 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 	}
 	res, err := s.renderConversation(ctx, req, jobs, timestamps)
 	out.Result = res
+	if err == nil {
+		s.countConversion(res.Conversion)
+	}
 	if err == nil && req.Captions != "" {
 		texts := make([]string, len(jobs))
 		for i, j := range jobs {
