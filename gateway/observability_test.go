@@ -16,6 +16,8 @@ import (
 
 	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 )
 
 // sample is one series of a scrape: its name (NAME_sum and NAME_count for
@@ -340,5 +342,70 @@ func TestMetricsExposure(t *testing.T) {
 				t.Error("no metrics on the admin socket")
 			}
 		})
+	}
+}
+
+// TestTimeToFirstAudioEveryPath: voxgate_time_to_first_audio_seconds
+// counts every request that produced audio: a clip and a stream the
+// gateway sends itself (planned), a clip and a stream through the plugin,
+// a realtime context, and a response-cache hit, which is counted apart
+// (cache="hit") so that it does not flatter the provider's figure.
+func TestTimeToFirstAudioEveryPath(t *testing.T) {
+	oai := openai.New(t, fakeupstream.Options{})
+	el := elevenlabs.New(t, fakeupstream.Options{})
+	cfg := cacheConfig(oai, el, "cache: {driver: disk}")
+	cfg = strings.Replace(cfg, "providers:\n  openai:", "providers:\n  espeak: {plugin: voxgate-espeak, managed: true}\n  openai:", 1)
+	cfg = strings.Replace(cfg, "      openai: {enabled: true}\n      elevenlabs: {enabled: true}", "      openai: {enabled: true}\n      elevenlabs: {enabled: true}\n      espeak: {enabled: true}", 1)
+	tg := startGateway(t, cfg)
+	tg.secrets = append(tg.secrets, openai.Key, elevenlabs.Key)
+	count := func(provider, model, cache string) float64 {
+		return must(t, tg.scrape(), "voxgate_time_to_first_audio_seconds_count", "provider", provider, "model", model, "cache", cache)
+	}
+	planned := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Timed from the start."}
+	plugin := map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Timed through the plugin."}
+	steps := []struct {
+		name, path             string
+		body                   map[string]any
+		provider, model, cache string
+	}{
+		{"planned clip", "/v1/audio/speech", planned, "openai", "tts-1", "miss"},
+		{"planned stream", "/v1/audio/speech/stream", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "A planned stream."}, "openai", "tts-1", "miss"},
+		{"plugin clip", "/v1/audio/speech", plugin, "espeak", "espeak-ng", "miss"},
+		{"plugin stream", "/v1/audio/speech/stream", map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "A plugin stream."}, "espeak", "espeak-ng", "miss"},
+	}
+	for _, s := range steps {
+		before := count(s.provider, s.model, s.cache)
+		if r := tg.do("POST", s.path, "acme", s.body); r.status != 200 {
+			t.Fatalf("%s: %d %s", s.name, r.status, r.body)
+		}
+		if after := count(s.provider, s.model, s.cache); after != before+1 {
+			t.Errorf("%s: count %v -> %v, want one more", s.name, before, after)
+		}
+	}
+
+	// The planned clip again, from the cache (written in the background).
+	hits := count("openai", "tts-1", "hit")
+	for range 50 {
+		if r := tg.do("POST", "/v1/audio/speech", "acme", planned); r.header.Get("X-Voxgate-Cache") == "hit" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := count("openai", "tts-1", "hit"); after != hits+1 {
+		t.Errorf("cache hit: count %v -> %v, want one more", hits, after)
+	}
+
+	// A realtime context, from its first text to its first audio.
+	before := count("espeak", "espeak-ng", "miss")
+	rc := tg.dialRealtime("acme")
+	rc.send(map[string]any{"type": "start", "contextId": "a", "model": "espeak", "voice": "en"})
+	rc.expect("started", "a")
+	rc.send(map[string]any{"type": "text", "contextId": "a", "text": "Timed on the socket. "})
+	rc.send(map[string]any{"type": "close", "contextId": "a"})
+	if done := rc.until(isType("done", "a")); done[len(done)-1].TTFA == nil {
+		t.Fatal("the context's done has no time to first audio")
+	}
+	if after := count("espeak", "espeak-ng", "miss"); after != before+1 {
+		t.Errorf("realtime: count %v -> %v, want one more", before, after)
 	}
 }

@@ -177,6 +177,7 @@ func (m *Metrics) Routes(routes ...string) {
 func (m *Metrics) ProviderModel(provider, model string, streams, direct bool) {
 	ops := []string{"synthesize"}
 	m.TimeToFirstAudio.WithLabelValues(provider, model, "miss")
+	m.TimeToFirstAudio.WithLabelValues(provider, model, "hit")
 	if streams {
 		ops = append(ops, "stream")
 	}
