@@ -111,6 +111,7 @@ type Control struct {
 	total      int
 	hold       chan struct{} // non-nil: streams wait after their first chunk
 	aborted    int
+	answer     []byte // the last audio a fake answered (RecordAnswer)
 }
 
 // NewControl returns a Control with opts' delays.
@@ -199,6 +200,22 @@ func (c *Control) LastRequest() (Request, bool) {
 		return Request{}, false
 	}
 	return c.requests[len(c.requests)-1], true
+}
+
+// RecordAnswer keeps b as the last audio the fake answered, so that a
+// test can check a client passed the provider's bytes on untouched. The
+// fake must not change b afterwards.
+func (c *Control) RecordAnswer(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answer = b
+}
+
+// LastAnswer returns the audio of the last RecordAnswer, nil if none.
+func (c *Control) LastAnswer() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answer
 }
 
 // Keys returns the accepted API keys, or def if Options.Keys is nil.

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -32,8 +31,57 @@ const (
 	speakPath     = "/speak"
 )
 
-// linearRates are the documented sample rates of linear16.
-func linearRates() []int { return []int{8000, 16000, 24000, 32000, 48000} }
+// linearRates are the documented sample rates of linear16, the default
+// first.
+func linearRates() []int { return []int{24000, 8000, 16000, 32000, 48000} }
+
+// encodings are what /v1/speak produces, from the audio format
+// combinations of Deepgram's "Media Output Settings" (encoding,
+// container, sample_rate, bit_rate; developers.deepgram.com
+// docs/tts-media-output-settings, read 2026-11-28): linear16 raw (pcm)
+// or in WAV at 8 to 48 kHz, 24 kHz first (the documented default);
+// mp3 at a fixed 22,050 Hz and bit_rate 48000 (the default) or 32000;
+// Ogg Opus at 48 kHz; FLAC at 48 kHz (default) or 8 to 32 kHz; AAC at
+// 22,050 Hz; and raw mu-law and A-law. Opus and AAC take any bit_rate in
+// a range (4000 to 650000 and 4000 to 192000 bit/s): they are listed at
+// Deepgram's own bitrate, since a list cannot hold a range. mu-law and
+// A-law are listed at 8 kHz, the only rate the gateway asks of G.711
+// (Deepgram also makes them at 16 kHz). pcm comes first, the gateway's
+// default.
+func encodings() []sdk.Encoding {
+	var out []sdk.Encoding
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV} {
+		for _, r := range linearRates() {
+			out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+		}
+	}
+	out = append(out,
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 22050, Bitrate: 48},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 22050, Bitrate: 32},
+		sdk.Encoding{Format: sdk.FormatOpus, SampleRate: 48000},
+	)
+	for _, r := range []int{48000, 8000, 16000, 22050, 32000} {
+		out = append(out, sdk.Encoding{Format: sdk.FormatFLAC, SampleRate: r})
+	}
+	return append(out,
+		sdk.Encoding{Format: sdk.FormatAAC, SampleRate: 22050},
+		sdk.Encoding{Format: sdk.FormatULaw, SampleRate: 8000},
+		sdk.Encoding{Format: sdk.FormatALaw, SampleRate: 8000},
+	)
+}
+
+// wire is how each format is asked for: Deepgram's encoding and, where
+// the format has one, its container.
+var wire = map[string]struct{ encoding, container string }{
+	sdk.FormatPCM:  {"linear16", "none"},
+	sdk.FormatWAV:  {"linear16", "wav"},
+	sdk.FormatMP3:  {"mp3", ""},
+	sdk.FormatOpus: {"opus", "ogg"},
+	sdk.FormatFLAC: {"flac", ""},
+	sdk.FormatAAC:  {"aac", ""},
+	sdk.FormatULaw: {"mulaw", "none"},
+	sdk.FormatALaw: {"alaw", "none"},
+}
 
 // Provider is the Deepgram (Aura) plugin. It keeps only deployment
 // settings, which Configure swaps atomically.
@@ -94,14 +142,13 @@ func nativeSpeed(model string) bool { return model == "aura-2" }
 
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
+		// /v1/speak streams its body as it renders, in every encoding.
 		m := sdk.Model{
-			ID:               id,
-			Name:             name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Speed: nativeSpeed(id)},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      linearRates(),
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxText,
+			ID:           id,
+			Name:         name,
+			Capabilities: sdk.Capabilities{Streaming: true, Speed: nativeSpeed(id)},
+			Encodings:    encodings(),
+			MaxTextChars: maxText,
 		}
 		if nativeSpeed(id) {
 			m.MinSpeed, m.MaxSpeed = minSpeed, maxSpeed
@@ -216,10 +263,9 @@ func parseError(body []byte) (code, message string) {
 }
 
 // options are the providerOptions the plugin accepts, named as Deepgram's
-// query parameters.
+// query parameters. The bit rate is not one: it is the request's own
+// (SynthesizeRequest.Bitrate).
 type options struct {
-	// BitRate is bit_rate for mp3: 32000 or 48000 (the default).
-	BitRate *int `json:"bit_rate"`
 	// MipOptOut opts the request out of the Model Improvement Program.
 	MipOptOut *bool `json:"mip_opt_out"`
 	// Tag labels the request in Deepgram's usage reports.
@@ -241,9 +287,11 @@ type speakBody struct {
 // prepare validates req and builds the query. Failures are the caller's
 // (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !knownModel(req.Model) {
+	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
+	if i < 0 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: unknown model %q", req.Model)
 	}
+	model := models()[i]
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: nothing to say")
 	}
@@ -253,29 +301,28 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.HasPrefix(req.Voice, "aura-") {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: voice %q names a model; give the voice alone (e.g. model %s, voice thalia-en)", req.Voice, req.Model)
 	}
-	q := url.Values{"model": {req.Model + "-" + req.Voice}}
-	c := &call{query: q, align: 1}
-	rate := cmp.Or(req.SampleRate, nativeRate)
-	switch cmp.Or(req.Format, sdk.FormatPCM) {
-	case sdk.FormatPCM:
-		q.Set("encoding", "linear16")
-		q.Set("container", "none")
-		q.Set("sample_rate", strconv.Itoa(rate))
-		c.mediaType, c.align = fmt.Sprintf("audio/pcm;rate=%d", rate), 2
-	case sdk.FormatWAV:
-		q.Set("encoding", "linear16")
-		q.Set("container", "wav")
-		q.Set("sample_rate", strconv.Itoa(rate))
-		c.mediaType = "audio/wav"
-	case sdk.FormatMP3:
-		// Fixed at 22,050 Hz; the rate is not a parameter.
-		q.Set("encoding", "mp3")
-		c.mediaType = "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: format %q is not supported; use pcm, wav or mp3", req.Format)
+	e, err := upstream.ChooseEncoding(providerID, &model, req)
+	if err != nil {
+		return nil, err
 	}
-	if q.Get("encoding") == "linear16" && !slices.Contains(linearRates(), rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: sample rate %d is not available; choose one of %v", rate, linearRates())
+	q := url.Values{"model": {req.Model + "-" + req.Voice}}
+	c := &call{query: q, align: 1, mediaType: sdk.MediaType(e)}
+	w := wire[e.Format]
+	q.Set("encoding", w.encoding)
+	if w.container != "" {
+		q.Set("container", w.container)
+	}
+	// The rate is a parameter where Deepgram offers more than one (mp3,
+	// Opus and AAC have a fixed rate, which it refuses as a parameter);
+	// the bit rate where the encoding lists one.
+	if e.Format != sdk.FormatMP3 && e.Format != sdk.FormatOpus && e.Format != sdk.FormatAAC {
+		q.Set("sample_rate", strconv.Itoa(e.SampleRate))
+	}
+	if e.Bitrate > 0 {
+		q.Set("bit_rate", strconv.Itoa(e.Bitrate*1000))
+	}
+	if e.Format == sdk.FormatPCM {
+		c.align = 2
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if !nativeSpeed(req.Model) {
@@ -287,14 +334,8 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 		q.Set("speed", strconv.FormatFloat(req.Speed, 'f', -1, 64))
 	}
 	var o options
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, "bit_rate", "mip_opt_out", "tag"); err != nil {
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "mip_opt_out", "tag"); err != nil {
 		return nil, err
-	}
-	if o.BitRate != nil {
-		if q.Get("encoding") != "mp3" {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: bit_rate applies to mp3 only")
-		}
-		q.Set("bit_rate", strconv.Itoa(*o.BitRate))
 	}
 	if o.MipOptOut != nil {
 		q.Set("mip_opt_out", strconv.FormatBool(*o.MipOptOut))

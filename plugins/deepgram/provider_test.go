@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,22 +166,26 @@ func TestRequestOnTheWire(t *testing.T) {
 	p := configured(t, srv, nil)
 	tests := []struct {
 		name, format, model, voice, options string
-		rate                                int
+		rate, bitrate                       int
 		speed                               float64
 		want                                string // the query, encoded
 		media                               string
 	}{
 		{name: "pcm", want: "container=none&encoding=linear16&model=aura-2-thalia-en&sample_rate=24000", media: "audio/pcm;rate=24000"},
 		{name: "wav 16 kHz", format: sdk.FormatWAV, rate: 16000, want: "container=wav&encoding=linear16&model=aura-2-thalia-en&sample_rate=16000", media: "audio/wav"},
-		{name: "mp3 with options", format: sdk.FormatMP3, options: `{"bit_rate": 32000, "mip_opt_out": true, "tag": "voxgate"}`,
+		{name: "mp3 with options", format: sdk.FormatMP3, bitrate: 32, options: `{"mip_opt_out": true, "tag": "voxgate"}`,
 			want: "bit_rate=32000&encoding=mp3&mip_opt_out=true&model=aura-2-thalia-en&tag=voxgate", media: "audio/mpeg"},
+		{name: "mp3 at its default bit rate", format: sdk.FormatMP3, want: "bit_rate=48000&encoding=mp3&model=aura-2-thalia-en", media: "audio/mpeg"},
+		{name: "opus", format: sdk.FormatOpus, want: "container=ogg&encoding=opus&model=aura-2-thalia-en", media: "audio/ogg;codecs=opus"},
+		{name: "flac", format: sdk.FormatFLAC, want: "encoding=flac&model=aura-2-thalia-en&sample_rate=48000", media: "audio/flac"},
+		{name: "mu-law", format: sdk.FormatULaw, want: "container=none&encoding=mulaw&model=aura-2-thalia-en&sample_rate=8000", media: "audio/PCMU;rate=8000"},
 		{name: "speed", speed: 1.25, want: "container=none&encoding=linear16&model=aura-2-thalia-en&sample_rate=24000&speed=1.25", media: "audio/pcm;rate=24000"},
 		{name: "aura", model: "aura", voice: "angus-en", want: "container=none&encoding=linear16&model=aura-angus-en&sample_rate=24000", media: "audio/pcm;rate=24000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := request(fake.Key)
-			req.Format, req.SampleRate, req.Speed = tt.format, tt.rate, tt.speed
+			req.Format, req.SampleRate, req.Bitrate, req.Speed = tt.format, tt.rate, tt.bitrate, tt.speed
 			if tt.model != "" {
 				req.Model, req.Voice = tt.model, tt.voice
 			}
@@ -210,14 +216,18 @@ func TestInvalidRequests(t *testing.T) {
 		modify func(*sdk.SynthesizeRequest)
 	}{
 		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "aura-2-zeus-en"}`) }},
-		{"bit rate for pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
+		{"bit rate option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
+		{"bit rate for pcm", func(r *sdk.SynthesizeRequest) { r.Bitrate = 32 }},
+		{"mp3 bit rate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 64 }},
+		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
+		{"mu-law at 16 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
 		{"speed on aura", func(r *sdk.SynthesizeRequest) { r.Model, r.Voice, r.Speed = "aura", "asteria-en", 1.2 }},
 		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"voice with the model", func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "aura-3" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
@@ -370,6 +380,87 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		f.Credentials = req.Credentials
 		if got := asError(t, p.Explain(t.Context(), f)); *got != *want || strings.Contains(got.Error(), fake.Key) {
 			t.Errorf("%d: Explain %+v\nSynthesize %+v", fault.Status, got, want)
+		}
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding each model lists: each must reach Deepgram as exactly that
+// encoding, container, sample_rate and bit_rate, and the clip and the
+// stream must be Deepgram's bytes untouched, with the sdk's media type.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What each format is called upstream, from the reference.
+	wantQuery := func(e sdk.Encoding) url.Values {
+		q := url.Values{}
+		switch e.Format {
+		case "pcm", "wav":
+			q.Set("encoding", "linear16")
+			q.Set("container", map[string]string{"pcm": "none", "wav": "wav"}[e.Format])
+			q.Set("sample_rate", strconv.Itoa(e.SampleRate))
+		case "ulaw", "alaw":
+			q.Set("encoding", map[string]string{"ulaw": "mulaw", "alaw": "alaw"}[e.Format])
+			q.Set("container", "none")
+			q.Set("sample_rate", strconv.Itoa(e.SampleRate))
+		case "flac":
+			q.Set("encoding", "flac")
+			q.Set("sample_rate", strconv.Itoa(e.SampleRate))
+		case "opus":
+			q.Set("encoding", "opus")
+			q.Set("container", "ogg")
+		default: // mp3 and aac: a fixed rate, not a parameter
+			q.Set("encoding", e.Format)
+		}
+		if e.Bitrate > 0 {
+			q.Set("bit_rate", strconv.Itoa(e.Bitrate*1000))
+		}
+		return q
+	}
+	for _, m := range desc.Models {
+		voice := map[string]string{"aura-2": "thalia-en", "aura": "asteria-en"}[m.ID]
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Voice = m.ID, voice
+				req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+				check := func(what string) {
+					t.Helper()
+					got, _ := srv.LastRequest()
+					q := got.Query
+					q.Del("model")
+					if q.Encode() != wantQuery(e).Encode() {
+						t.Errorf("%s: asked %s, want %s", what, q.Encode(), wantQuery(e).Encode())
+					}
+				}
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check("clip")
+				if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || resp.MediaType != sdk.MediaType(e) ||
+					(e.Format != sdk.FormatOpus && clip.SampleRate != e.SampleRate) {
+					t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+				}
+				if !bytes.Equal(resp.Audio, srv.LastAnswer()) {
+					t.Errorf("the clip (%d bytes) is not what Deepgram answered (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+				}
+				var streamed []byte
+				if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { streamed = append(streamed, c.Data...); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				check("stream")
+				if !bytes.Equal(streamed, srv.LastAnswer()) {
+					t.Errorf("the stream (%d bytes) is not what Deepgram answered (%d bytes)", len(streamed), len(srv.LastAnswer()))
+				}
+			})
 		}
 	}
 }

@@ -262,6 +262,23 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
+// describe is a listed model as the gateway sees it. Its one native
+// encoding is the file the app answers (the app pages' output schemas:
+// Kokoro, Orpheus and F5-TTS answer 24 kHz WAV, read 2026-11-28): fal's
+// TTS apps take no format, rate or bitrate, so the file is passed on as
+// fal makes it. A model added by the models setting has an unknown rate
+// (0: the app's own).
+func (m model) describe() sdk.Model {
+	return sdk.Model{
+		ID:           m.id,
+		Name:         m.name,
+		Capabilities: sdk.Capabilities{Speed: m.speedField != ""},
+		Encodings:    []sdk.Encoding{{Format: m.format, SampleRate: m.rate}},
+		MinSpeed:     m.minSpeed,
+		MaxSpeed:     m.maxSpeed,
+	}
+}
+
 // passThroughModel is the sdk.AnyModel entry of the description: what
 // the gateway is to assume of a fal model id the plugin does not list
 // (passThrough). It claims only what holds for any fal TTS app through
@@ -284,15 +301,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	cfg := p.cfg.Load()
 	d := &sdk.Description{ID: providerID, Name: "fal", DefaultModel: defaultModel}
 	for _, m := range cfg.models {
-		d.Models = append(d.Models, sdk.Model{
-			ID:               m.id,
-			Name:             m.name,
-			Capabilities:     sdk.Capabilities{Speed: m.speedField != ""},
-			OutputFormats:    []string{m.format},
-			NativeSampleRate: m.rate,
-			MinSpeed:         m.minSpeed,
-			MaxSpeed:         m.maxSpeed,
-		})
+		d.Models = append(d.Models, m.describe())
 	}
 	pt := passThroughModel
 	pt.OutputFormats = slices.Clone(pt.OutputFormats) // the caller may keep and change it
@@ -368,21 +377,23 @@ func prepare(cfg *config, req *sdk.SynthesizeRequest) (*call, error) {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: nothing to say")
 	}
 	switch {
-	case req.Format == "" || req.Format == m.format:
-	case m.format == "" && (req.Format == sdk.FormatWAV || req.Format == sdk.FormatMP3):
+	case m.format != "":
+		desc := m.describe()
+		if _, err := upstream.ChooseEncoding(providerID, &desc, req); err != nil {
+			return nil, err
+		}
+	case req.Format == "" || req.Format == sdk.FormatWAV || req.Format == sdk.FormatMP3:
 		// A pass-through model is described as answering WAV or MP3, so
 		// the gateway asks for one of them when it decodes the clip. fal
 		// apps have no common format field to pass the choice on in: the
 		// answer is the app's file as it is, and its media type says
 		// which of the two it is (the gateway decodes by media type).
-	case m.format == "":
+	default:
 		return nil, sdk.Errorf(sdk.KindInvalidRequest,
 			"fal: %s is passed through as it is, so it answers WAV or MP3, whichever fal makes, not %s: list it in the models setting with =wav or =mp3 to declare which", m.id, req.Format)
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s answers %s only", m.id, m.format)
 	}
-	if req.SampleRate != 0 && req.SampleRate != m.rate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s has no sample rate choice", m.id)
+	if m.format == "" && (req.SampleRate != 0 || req.Bitrate != 0) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: %s has no sample rate or bitrate choice", m.id)
 	}
 	body := map[string]any{}
 	if opts := bytes.TrimSpace(req.Options); len(opts) > 0 && !bytes.Equal(opts, []byte("null")) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -280,7 +281,7 @@ func TestModelsSetting(t *testing.T) {
 	// it keeps working, and its voices setting replaces the documented list.
 	p := configured(t, map[string]string{"models": "fal-ai/orpheus-tts, fal-ai/minimax/speech-02-hd=mp3, fal-ai/kokoro/american-english=wav", "voices.fal-ai/orpheus-tts": "tara,leo"})
 	d, _ := p.Describe(t.Context())
-	if len(d.Models) != 6 || d.Models[4].ID != "fal-ai/minimax/speech-02-hd" || d.Models[5].ID != sdk.AnyModel || d.Models[4].OutputFormats[0] != sdk.FormatMP3 || d.DefaultModel != fake.KokoroUS {
+	if len(d.Models) != 6 || d.Models[4].ID != "fal-ai/minimax/speech-02-hd" || d.Models[5].ID != sdk.AnyModel || d.Models[4].Encodings[0] != (sdk.Encoding{Format: sdk.FormatMP3}) || d.DefaultModel != fake.KokoroUS {
 		t.Errorf("models %+v", d.Models)
 	}
 	voices, _ := p.Voices(t.Context(), &sdk.VoicesRequest{Model: fake.Orpheus})
@@ -324,7 +325,7 @@ func TestCatalog(t *testing.T) {
 	for _, m := range d.Models {
 		w, ok := want[m.ID]
 		if !ok || m.Capabilities != w.Capabilities || m.MinSpeed != w.MinSpeed || m.MaxSpeed != w.MaxSpeed ||
-			len(m.OutputFormats) != 1 || m.OutputFormats[0] != sdk.FormatWAV || m.NativeSampleRate != 24000 {
+			len(m.Encodings) != 1 || m.Encodings[0] != (sdk.Encoding{Format: sdk.FormatWAV, SampleRate: 24000}) {
 			t.Errorf("model %+v", m)
 		}
 	}
@@ -465,5 +466,55 @@ func TestMaliciousModelIDs(t *testing.T) {
 	}
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid model ids", n)
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for the one
+// encoding each listed model has: the clip must be the file fal made,
+// byte for byte, with the sdk's media type; any other format, rate or a
+// bitrate is refused without a call.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	voices := map[string]string{fake.KokoroUS: "af_bella", fake.KokoroGB: "bf_emma", fake.Orpheus: "tara", fake.F5: "https://example.test/reference.wav"}
+	for _, m := range desc.Models {
+		if m.ID == sdk.AnyModel {
+			continue
+		}
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Voice = m.ID, voices[m.ID]
+				req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || clip.SampleRate != e.SampleRate || resp.MediaType != sdk.MediaType(e) {
+					t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+				}
+				if !bytes.Equal(resp.Audio, srv.LastAnswer()) {
+					t.Errorf("the clip (%d bytes) is not the file fal made (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+				}
+			})
+		}
+	}
+	calls := srv.Calls()
+	for _, e := range []sdk.Encoding{{Format: sdk.FormatWAV, SampleRate: 16000}, {Format: sdk.FormatMP3}, {Format: sdk.FormatPCM, SampleRate: 24000}, {Format: sdk.FormatWAV, Bitrate: 64}} {
+		req := request(fake.Key)
+		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+		if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("%s: %v, want invalid_request", e, err)
+		}
+	}
+	if srv.Calls() != calls {
+		t.Errorf("%d upstream calls for unlisted encodings", srv.Calls()-calls)
 	}
 }

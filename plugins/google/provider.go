@@ -23,14 +23,16 @@ import (
 const (
 	providerID     = "google"
 	defaultBaseURL = "https://generativelanguage.googleapis.com/v1beta"
-	defaultModel   = "gemini-2.5-flash-preview-tts"
+	defaultModel   = "gemini-3.8-flash-tts"
 	// nativeRate is the only rate the TTS models produce: 16-bit mono PCM
 	// at 24 kHz (inlineData.mimeType "audio/L16;codec=pcm;rate=24000").
 	nativeRate = 24000
-	// maxText keeps a request well inside the documented token limits: a
-	// TTS session has a 32k-token context, and audio counts 32 tokens a
-	// second, so 5,000 characters (about 1,250 text tokens and five
-	// minutes, some 10,000 tokens, of speech) leave room to spare.
+	// maxText keeps a request well inside the documented token limits:
+	// 8,192 input tokens (the 3.1 and 3.8 TTS model pages; the 2.5
+	// previews' 32k-token context is larger) and 16,384 output tokens,
+	// audio counting 32 tokens a second, so 5,000 characters (about
+	// 1,250 text tokens and five minutes, some 10,000 tokens, of speech)
+	// leave room to spare.
 	maxText = 5000
 	// maxAnswer bounds a whole-clip JSON answer: base64 of 24 kHz PCM is
 	// 64 KB a second, so five minutes of speech is about 20 MB.
@@ -99,20 +101,61 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
-// modelIDs are the Gemini TTS models: the two of the speech-generation
-// guide and the 3.1 preview.
-func modelIDs() []string {
-	return []string{defaultModel, "gemini-2.5-pro-preview-tts", "gemini-3.1-flash-tts-preview"}
+// ttsModel is one Gemini TTS model.
+type ttsModel struct {
+	id, name string
+	// tags: the model performs inline audio tags ("[whispers]",
+	// "[laughs]", "[extremely fast]"), an open set steered by their
+	// words, which the speech-generation guide introduces with Gemini
+	// 3.1 Flash TTS.
+	tags bool
 }
 
-func modelName(id string) string {
-	switch id {
-	case "gemini-2.5-pro-preview-tts":
-		return "Gemini 2.5 Pro Preview TTS"
-	case "gemini-3.1-flash-tts-preview":
-		return "Gemini 3.1 Flash TTS Preview"
+// ttsModels are the Gemini API's TTS models (ai.google.dev, Gemini
+// models and the model pages, read 2026-11-28): Gemini 3.8 Flash TTS and
+// Flash-Lite TTS, generally available, the first the default; the 3.1
+// preview, now legacy; and the two 2.5 previews, obsolete. The 3.1 and
+// 2.5 previews are scheduled to shut down on 2026-12-18; they stay listed
+// while the API serves them.
+func ttsModels() []ttsModel {
+	return []ttsModel{
+		{id: defaultModel, name: "Gemini 3.8 Flash TTS", tags: true},
+		{id: "gemini-3.8-flash-lite-tts", name: "Gemini 3.8 Flash-Lite TTS", tags: true},
+		{id: "gemini-3.1-flash-tts-preview", name: "Gemini 3.1 Flash TTS Preview", tags: true},
+		{id: "gemini-2.5-flash-preview-tts", name: "Gemini 2.5 Flash Preview TTS"},
+		{id: "gemini-2.5-pro-preview-tts", name: "Gemini 2.5 Pro Preview TTS"},
 	}
-	return "Gemini 2.5 Flash Preview TTS"
+}
+
+func modelIDs() []string {
+	ids := make([]string, 0, 5)
+	for _, m := range ttsModels() {
+		ids = append(ids, m.id)
+	}
+	return ids
+}
+
+// encodings are what every model answers: 16-bit mono PCM at 24 kHz
+// (inlineData.mimeType "audio/L16;codec=pcm;rate=24000"; the Gemini API
+// has no output format setting), and WAV, the same samples behind a
+// header the plugin writes: no sample changes, so both are native.
+func encodings() []sdk.Encoding {
+	return []sdk.Encoding{{Format: sdk.FormatPCM, SampleRate: nativeRate}, {Format: sdk.FormatWAV, SampleRate: nativeRate}}
+}
+
+// describe is m as the gateway sees it.
+func (m ttsModel) describe() sdk.Model {
+	d := sdk.Model{
+		ID:           m.id,
+		Name:         m.name,
+		Capabilities: sdk.Capabilities{Streaming: true},
+		Encodings:    encodings(),
+		MaxTextChars: maxText,
+	}
+	if m.tags {
+		d.AudioTags = []string{sdk.AnyAudioTag}
+	}
+	return d
 }
 
 // Describe implements sdk.Provider. The models stream (streamGenerateContent);
@@ -120,16 +163,8 @@ func modelName(id string) string {
 // the text, "Say slowly: ..."), and the Gemini API has no voice cloning.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	d := &sdk.Description{ID: providerID, Name: "Google Gemini TTS", DefaultModel: defaultModel}
-	for _, id := range modelIDs() {
-		d.Models = append(d.Models, sdk.Model{
-			ID:               id,
-			Name:             modelName(id),
-			Capabilities:     sdk.Capabilities{Streaming: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV},
-			SampleRates:      []int{nativeRate},
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxText,
-		})
+	for _, m := range ttsModels() {
+		d.Models = append(d.Models, m.describe())
 	}
 	return d, nil
 }
@@ -249,22 +284,22 @@ type call struct {
 // prepare validates req and builds the upstream body. Failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !slices.Contains(modelIDs(), req.Model) {
+	i := slices.IndexFunc(ttsModels(), func(m ttsModel) bool { return m.id == req.Model })
+	if i < 0 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: unknown model %q", req.Model)
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: nothing to say")
 	}
-	if req.SampleRate != 0 && req.SampleRate != nativeRate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: sample rate %d is not available; the TTS models produce %d Hz", req.SampleRate, nativeRate)
+	m := ttsModels()[i].describe()
+	e, err := upstream.ChooseEncoding(providerID, &m, req)
+	if err != nil {
+		return nil, err
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: the TTS models take no speed setting; ask for a pace in the text instead")
 	}
-	c := &call{model: req.Model, format: cmp.Or(req.Format, sdk.FormatPCM)}
-	if c.format != sdk.FormatPCM && c.format != sdk.FormatWAV {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: format %q is not supported; use pcm or wav", req.Format)
-	}
+	c := &call{model: req.Model, format: e.Format}
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, "languageCode", "multiSpeakerVoiceConfig", "temperature", "seed"); err != nil {
 		return nil, err

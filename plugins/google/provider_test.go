@@ -491,3 +491,67 @@ func TestNotAPlanner(t *testing.T) {
 		t.Errorf("Describe over the wire: plans %v, %v", d != nil && d.Plans, err)
 	}
 }
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding each model lists: the clip and the stream must be the PCM the
+// Gemini API answered, untouched (behind a WAV header for wav), with the
+// sdk's media type; an unlisted encoding is refused without a call.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.DefaultModel != "gemini-3.8-flash-tts" || len(desc.Models) != len(fake.Models()) {
+		t.Errorf("default %s, %d models; want gemini-3.8-flash-tts and the %d the API serves", desc.DefaultModel, len(desc.Models), len(fake.Models()))
+	}
+	for _, m := range desc.Models {
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Format, req.SampleRate, req.Bitrate = m.ID, e.Format, e.SampleRate, e.Bitrate
+				want := func() []byte {
+					if e.Format == sdk.FormatWAV {
+						return append(fakeupstream.WAVHeader(e.SampleRate, len(srv.LastAnswer())), srv.LastAnswer()...)
+					}
+					return srv.LastAnswer()
+				}
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || clip.SampleRate != e.SampleRate || resp.MediaType != sdk.MediaType(e) {
+					t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+				}
+				if !bytes.Equal(resp.Audio, want()) {
+					t.Errorf("the clip (%d bytes) is not the API's audio (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+				}
+				if e.Format == sdk.FormatWAV {
+					return // a streamed WAV has a header of unknown length
+				}
+				var streamed []byte
+				if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { streamed = append(streamed, c.Data...); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(streamed, want()) {
+					t.Errorf("the stream (%d bytes) is not the API's audio (%d bytes)", len(streamed), len(srv.LastAnswer()))
+				}
+			})
+		}
+	}
+	calls := srv.Calls()
+	for _, e := range []sdk.Encoding{{Format: sdk.FormatPCM, SampleRate: 16000}, {Format: sdk.FormatMP3}, {Format: sdk.FormatWAV, SampleRate: 24000, Bitrate: 64}} {
+		req := request(fake.Key)
+		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+		if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+			t.Errorf("%s: %v, want invalid_request", e, err)
+		}
+	}
+	if srv.Calls() != calls {
+		t.Errorf("%d upstream calls for unlisted encodings", srv.Calls()-calls)
+	}
+}

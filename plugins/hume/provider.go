@@ -98,18 +98,34 @@ func version(model string) string { return strings.TrimPrefix(model, "octave-") 
 // gives them to Octave 2 requests only.
 func timestamps(model string) bool { return model == "octave-2" }
 
+// encodings are what Octave produces: the three format types of the
+// request's format object, {type: mp3 | wav | pcm} (Hume's generated SDKs,
+// tts FormatMp3, FormatWav, FormatPcm; read 2026-11-28), all 48 kHz mono,
+// the API having neither a rate nor a bitrate setting; pcm is 16-bit
+// little-endian. pcm first, the gateway's default. Every format streams
+// (/tts/stream/file).
+func encodings() []sdk.Encoding {
+	return []sdk.Encoding{
+		{Format: sdk.FormatPCM, SampleRate: nativeRate},
+		{Format: sdk.FormatWAV, SampleRate: nativeRate},
+		{Format: sdk.FormatMP3, SampleRate: nativeRate},
+	}
+}
+
+// models are Octave's two versions, asked for by the body's version field
+// ("1" or "2"). Hume's developer site no longer lists the Octave TTS
+// reference (read 2026-11-28); the versions are those its SDKs and the API
+// still take, and no newer one is documented.
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
 		return sdk.Model{
-			ID:               id,
-			Name:             name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: timestamps(id), Speed: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      []int{nativeRate},
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxText,
-			MinSpeed:         minSpeed,
-			MaxSpeed:         maxSpeed,
+			ID:           id,
+			Name:         name,
+			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: timestamps(id), Speed: true},
+			Encodings:    encodings(),
+			MaxTextChars: maxText,
+			MinSpeed:     minSpeed,
+			MaxSpeed:     maxSpeed,
 		}
 	}
 	return []sdk.Model{mk("octave-2", "Octave 2"), mk("octave-1", "Octave 1")}
@@ -290,7 +306,8 @@ type call struct {
 // prepare validates req and builds the body. Failures are the caller's
 // (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !knownModel(req.Model) {
+	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
+	if i < 0 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: unknown model %q", req.Model)
 	}
 	if strings.TrimSpace(req.Text) == "" {
@@ -300,21 +317,18 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(strings.TrimPrefix(req.Voice, customPrefix)) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: a voice is required (a Voice Library name or id, or custom:<id> for your own)")
 	}
-	if req.SampleRate != 0 && req.SampleRate != nativeRate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: sample rate %d is not available; Octave produces %d Hz", req.SampleRate, nativeRate)
+	m := models()[i]
+	e, err := upstream.ChooseEncoding(providerID, &m, req)
+	if err != nil {
+		return nil, err
 	}
-	c := &call{align: 1}
+	// Hume's format types are the sdk's format names.
+	c := &call{align: 1, mediaType: sdk.MediaType(e)}
+	c.body.Format = format{e.Format}
+	if e.Format == sdk.FormatPCM {
+		c.align = 2
+	}
 	u := utterance{Text: req.Text, Voice: voiceOf(req.Voice)}
-	switch cmp.Or(req.Format, sdk.FormatPCM) {
-	case sdk.FormatPCM:
-		c.body.Format, c.mediaType, c.align = format{"pcm"}, fmt.Sprintf("audio/pcm;rate=%d", nativeRate), 2
-	case sdk.FormatWAV:
-		c.body.Format, c.mediaType = format{"wav"}, "audio/wav"
-	case sdk.FormatMP3:
-		c.body.Format, c.mediaType = format{"mp3"}, "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: format %q is not supported; use pcm, wav or mp3", req.Format)
-	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: speed %g is outside %g to %g", req.Speed, minSpeed, maxSpeed)

@@ -260,6 +260,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "octave-3" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
@@ -401,6 +402,62 @@ func TestPlanMatchesSynthesize(t *testing.T) {
 				want, _ := srv.LastRequest()
 				if !bytes.Equal(audio, planned) || sent.Path != tt.path || want.Path != tt.path || !bytes.Equal(sent.Body, want.Body) {
 					t.Errorf("planned %s %s (%d bytes)\nplugin %s %s (%d bytes)", sent.Path, sent.Body, len(planned), want.Path, want.Body, len(audio))
+				}
+			})
+		}
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding each model lists: each must reach Hume as exactly that format
+// type, and the clip and the stream must be Hume's bytes untouched, with
+// the sdk's media type.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range desc.Models {
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Voice = m.ID, fake.VoiceAva
+				req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+				check := func(what string) {
+					t.Helper()
+					got, _ := srv.LastRequest()
+					var body struct {
+						Format struct {
+							Type string `json:"type"`
+						} `json:"format"`
+					}
+					if err := got.JSON(&body); err != nil || body.Format.Type != e.Format {
+						t.Errorf("%s: asked Hume for %q (%v), want %q", what, body.Format.Type, err, e.Format)
+					}
+				}
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check("clip")
+				if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || clip.SampleRate != e.SampleRate || resp.MediaType != sdk.MediaType(e) {
+					t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+				}
+				if !bytes.Equal(resp.Audio, srv.LastAnswer()) {
+					t.Errorf("the clip (%d bytes) is not what Hume answered (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+				}
+				var streamed []byte
+				if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { streamed = append(streamed, c.Data...); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				check("stream")
+				if !bytes.Equal(streamed, srv.LastAnswer()) {
+					t.Errorf("the stream (%d bytes) is not what Hume answered (%d bytes)", len(streamed), len(srv.LastAnswer()))
 				}
 			})
 		}

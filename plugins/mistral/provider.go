@@ -91,18 +91,44 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
+// encodings are what Voxtral produces, one per response_format of POST
+// /v1/audio/speech (docs.mistral.ai, "Speech Generation", Response Audio
+// Formats; read 2026-11-28), all 24 kHz mono, the API having no rate or
+// bitrate parameter: mp3, flac and opus are Mistral's bytes untouched
+// (Opus listed at the 48 kHz every Opus stream decodes at). pcm and wav
+// are Mistral's pcm, raw float32 samples, which the plugin narrows to
+// the sdk's 16 bits (and puts behind a WAV header): sample for sample,
+// no resampling, the cheapest way to either, so they count as native.
+// (Mistral's own wav is "uncompressed PCM" of a sample format the docs do
+// not state, so the plugin does not ask for it.) pcm first, the gateway's
+// default.
+func encodings() []sdk.Encoding {
+	return []sdk.Encoding{
+		{Format: sdk.FormatPCM, SampleRate: sampleRate},
+		{Format: sdk.FormatWAV, SampleRate: sampleRate},
+		{Format: sdk.FormatMP3, SampleRate: sampleRate},
+		{Format: sdk.FormatFLAC, SampleRate: sampleRate},
+		{Format: sdk.FormatOpus, SampleRate: 48000},
+	}
+}
+
+// models are the Voxtral TTS models: Voxtral 3 (voxtral-mini-tts-3-0,
+// the model Mistral's audio docs use) and the first release
+// (voxtral-mini-tts-2603), whose preset voices Voxtral 3 still takes
+// (docs.mistral.ai, audio overview and "Migrate from Voxtral 2"; read
+// 2026-11-28).
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
 		return sdk.Model{
 			ID:   id,
 			Name: name,
 			// No speed field (pace is an inline tag) and no timings in
-			// the answer.
-			Capabilities:     sdk.Capabilities{Streaming: true, Cloning: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      []int{sampleRate},
-			NativeSampleRate: sampleRate,
-			// No text limit is documented: the gateway's default applies.
+			// the answer. Every format streams (speech.audio.delta
+			// events).
+			Capabilities: sdk.Capabilities{Streaming: true, Cloning: true},
+			Encodings:    encodings(),
+			// No text limit is documented (the guide advises under 300
+			// words for best results): the gateway's default applies.
 		}
 	}
 	return []sdk.Model{mk("voxtral-mini-tts-3-0", "Voxtral TTS 3"), mk("voxtral-mini-tts-2603", "Voxtral TTS (2603)")}
@@ -274,22 +300,30 @@ type call struct {
 // Mistral does not document the sample format of its wav. Failures are
 // the caller's (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
+	if i < 0 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: unknown model %q", req.Model)
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: nothing to say")
 	}
-	if req.SampleRate != 0 && req.SampleRate != sampleRate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: sample rate %d is not available; Voxtral produces %d Hz", req.SampleRate, sampleRate)
+	m := models()[i]
+	e, err := upstream.ChooseEncoding(providerID, &m, req)
+	if err != nil {
+		return nil, err
 	}
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, "ref_audio", "metadata"); err != nil {
 		return nil, err
 	}
 	c := &call{
-		format: cmp.Or(req.Format, sdk.FormatPCM),
-		body:   speechBody{Model: req.Model, Input: req.Text, VoiceID: req.Voice, ResponseFormat: "pcm", Stream: stream, Metadata: o.Metadata},
+		format:    e.Format,
+		mediaType: sdk.MediaType(e),
+		body:      speechBody{Model: req.Model, Input: req.Text, VoiceID: req.Voice, ResponseFormat: "pcm", Stream: stream, Metadata: o.Metadata},
+	}
+	if e.Format != sdk.FormatPCM && e.Format != sdk.FormatWAV {
+		// Mistral's response_format values are the sdk's format names.
+		c.body.ResponseFormat = e.Format
 	}
 	if o.RefAudio != nil && *o.RefAudio != "" {
 		// A reference clip replaces the voice, as in Mistral's API.
@@ -297,16 +331,6 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 	}
 	if c.body.VoiceID == "" && c.body.RefAudio == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: a voice id (e.g. %s) or a ref_audio option is required", "gb_jane_neutral")
-	}
-	switch c.format {
-	case sdk.FormatPCM:
-		c.mediaType = fmt.Sprintf("audio/pcm;rate=%d", sampleRate)
-	case sdk.FormatWAV:
-		c.mediaType = "audio/wav"
-	case sdk.FormatMP3:
-		c.body.ResponseFormat, c.mediaType = "mp3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: format %q is not supported; use pcm, wav or mp3", req.Format)
 	}
 	return c, nil
 }

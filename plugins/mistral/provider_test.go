@@ -434,7 +434,9 @@ func TestInvalidRequests(t *testing.T) {
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " " }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "voxtral-9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "aac" }},
+		{"rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
+		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
@@ -472,6 +474,82 @@ func TestParseError(t *testing.T) {
 		code, msg := parseError([]byte(tt.body))
 		if code != tt.code || msg != tt.msg {
 			t.Errorf("parseError(%.60s) = %q, %q; want %q, %q", tt.body, code, msg, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding each model lists, clip and stream: mp3, flac and opus must be
+// asked for as that response_format and come back as Mistral's bytes
+// untouched; pcm and wav are asked for as pcm (float32) and must be those
+// samples in 16 bits, nothing else changed.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// want is what the plugin must hand on for Mistral's answer.
+	want := func(format string, answer []byte) []byte {
+		if format != sdk.FormatPCM && format != sdk.FormatWAV {
+			return answer
+		}
+		out := make([]byte, 0, len(answer)/2)
+		for i := 0; i+4 <= len(answer); i += 4 {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(answer[i:]))
+			out = binary.LittleEndian.AppendUint16(out, uint16(int16(max(-32768, min(32767, math.Round(float64(v)*32768))))))
+		}
+		if format == sdk.FormatWAV {
+			out = append(fakeupstream.WAVHeader(sampleRate, len(out)), out...)
+		}
+		return out
+	}
+	for _, m := range desc.Models {
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Format, req.SampleRate, req.Bitrate = m.ID, e.Format, e.SampleRate, e.Bitrate
+				asked := e.Format
+				if e.Format == sdk.FormatWAV {
+					asked = sdk.FormatPCM
+				}
+				check := func(what string) {
+					t.Helper()
+					got, _ := srv.LastRequest()
+					var body struct {
+						ResponseFormat string `json:"response_format"`
+					}
+					if err := got.JSON(&body); err != nil || body.ResponseFormat != asked {
+						t.Errorf("%s: asked Mistral for %q (%v), want %q", what, body.ResponseFormat, err, asked)
+					}
+				}
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check("clip")
+				if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || resp.MediaType != sdk.MediaType(e) {
+					t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+				}
+				if !bytes.Equal(resp.Audio, want(e.Format, srv.LastAnswer())) {
+					t.Errorf("the clip (%d bytes) is not Mistral's answer (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+				}
+				if e.Format == sdk.FormatWAV {
+					return // a streamed WAV has a header of unknown length
+				}
+				var streamed []byte
+				if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { streamed = append(streamed, c.Data...); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				check("stream")
+				if !bytes.Equal(streamed, want(e.Format, srv.LastAnswer())) {
+					t.Errorf("the stream (%d bytes) is not Mistral's answer (%d bytes)", len(streamed), len(srv.LastAnswer()))
+				}
+			})
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -192,12 +191,10 @@ func (cfg *config) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: a voice is required", name)
 	}
-	if req.SampleRate != 0 && req.SampleRate != cfg.rate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: sample rate %d is not available; the server produces %d Hz", name, req.SampleRate, cfg.rate)
-	}
-	format := cmp.Or(req.Format, cfg.formats[0])
-	if !slices.Contains(cfg.formats, format) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: format %q is not available; use one of %s", name, req.Format, strings.Join(cfg.formats, ", "))
+	m := cfg.model(req.Model)
+	e, err := upstream.ChooseEncoding(name, &m, req)
+	if err != nil {
+		return nil, err
 	}
 	body := map[string]any{}
 	if opts := bytes.TrimSpace(req.Options); len(opts) > 0 && !bytes.Equal(opts, []byte("null")) {
@@ -210,15 +207,11 @@ func (cfg *config) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions field %q is set from the request itself", name, f)
 		}
 	}
-	c := &call{body: body, align: 1}
-	body["model"], body["input"], body["voice"], body["response_format"] = req.Model, req.Text, req.Voice, format
-	switch format {
-	case sdk.FormatPCM:
-		c.mediaType, c.align = fmt.Sprintf("audio/pcm;rate=%d", cfg.rate), 2
-	case sdk.FormatWAV:
-		c.mediaType = "audio/wav"
-	case sdk.FormatMP3:
-		c.mediaType = "audio/mpeg"
+	c := &call{body: body, align: 1, mediaType: sdk.MediaType(e)}
+	// The sdk's format names are OpenAI's response_format values.
+	body["model"], body["input"], body["voice"], body["response_format"] = req.Model, req.Text, req.Voice, e.Format
+	if e.Format == sdk.FormatPCM {
+		c.align = 2
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if cfg.maxSpeed == 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func settings(srv *fake.Server, extra ...string) map[string]string {
 		"models":                 "tts-1, gpt-4o-mini-tts",
 		"voices":                 "alloy, echo",
 		"voices.gpt-4o-mini-tts": "nova, ballad",
-		"formats":                "wav, pcm, mp3",
+		"formats":                "wav, pcm, mp3, opus, aac, flac",
 		"key_required":           "true",
 		"max_text_chars":         "4096",
 	}
@@ -97,7 +98,7 @@ func TestDescribe(t *testing.T) {
 	}
 	m := d.Models[0]
 	if m.ID != "tts-1" || m.Capabilities.Streaming || !m.Capabilities.Speed || m.MinSpeed != 0.5 || m.MaxSpeed != 2 ||
-		m.NativeSampleRate != 22050 || m.MaxTextChars != 4096 || fmt.Sprint(m.OutputFormats) != "[wav pcm mp3]" {
+		m.MaxTextChars != 4096 || fmt.Sprint(m.Encodings) != "[wav_22050 pcm_22050 mp3_22050 opus_48000 aac_22050 flac_22050]" {
 		t.Errorf("model %+v", m)
 	}
 	voices, _ := p.Voices(t.Context(), &sdk.VoicesRequest{})
@@ -121,7 +122,8 @@ func TestConfigureRejectsBadSettings(t *testing.T) {
 		{"base_url": url, "models": "a, a"},
 		{"base_url": url, "models": "a", "default_model": "b"},
 		{"base_url": url, "models": "a", "voices.b": "x"},
-		{"base_url": url, "models": "a", "formats": "opus"},
+		{"base_url": url, "models": "a", "formats": "ogg"},
+		{"base_url": url, "models": "a", "formats": "ulaw"},
 		{"base_url": url, "models": "a", "formats": "wav, wav"},
 		{"base_url": url, "models": "a", "sample_rate": "fast"},
 		{"base_url": url, "models": "a", "streaming": "maybe"},
@@ -266,6 +268,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"undeclared speed", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Bitrate = 128 }},
 	}
 	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
 	p := configured(t, settings(srv, "formats", "pcm"))
@@ -316,5 +319,67 @@ func TestStreamArrivesInPieces(t *testing.T) {
 	})
 	if err != nil || chunks < 3 {
 		t.Errorf("%d chunks, %v", chunks, err)
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding a deployment declares: each must reach the server as exactly
+// that response_format, and the clip and the stream must be the server's
+// bytes untouched, with the sdk's media type.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{ChunkSize: 1000}, prefix)
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), settings(srv)); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := desc.Models[0]
+	if len(m.Encodings) != 6 {
+		t.Fatalf("%s lists %v, want the six declared formats", m.ID, m.Encodings)
+	}
+	for _, e := range m.Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Model, req.Format, req.SampleRate, req.Bitrate = m.ID, e.Format, e.SampleRate, e.Bitrate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAsked(t, srv, e)
+			if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) {
+				t.Errorf("the clip (%d bytes) is not what the server answered (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+			}
+			var streamed []byte
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAsked(t, srv, e)
+			if !bytes.Equal(streamed, srv.LastAnswer()) {
+				t.Errorf("the stream (%d bytes) is not what the server answered (%d bytes)", len(streamed), len(srv.LastAnswer()))
+			}
+		})
+	}
+}
+
+// checkAsked checks that the last speech request asked for e: OpenAI's
+// response_format values are the sdk's format names.
+func checkAsked(t *testing.T, srv *fake.Server, e sdk.Encoding) {
+	t.Helper()
+	got, _ := srv.LastRequest()
+	var body struct {
+		ResponseFormat string `json:"response_format"`
+	}
+	if err := got.JSON(&body); err != nil || body.ResponseFormat != e.Format {
+		t.Errorf("asked the server for response_format %q (%v), want %q", body.ResponseFormat, err, e.Format)
 	}
 }

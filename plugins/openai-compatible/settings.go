@@ -91,11 +91,11 @@ func parseDeployment(settings map[string]string) (*deployment, error) {
 		}
 	}
 	if len(d.formats) == 0 {
-		errs = append(errs, errors.New("formats: list at least one of pcm, wav, mp3"))
+		errs = append(errs, errors.New("formats: list at least one of "+strings.Join(responseFormats(), ", ")))
 	}
 	for i, f := range d.formats {
-		if f != sdk.FormatPCM && f != sdk.FormatWAV && f != sdk.FormatMP3 {
-			errs = append(errs, fmt.Errorf("formats: %q is not pcm, wav or mp3", f))
+		if !slices.Contains(responseFormats(), f) {
+			errs = append(errs, fmt.Errorf("formats: %q is not one of OpenAI's response_format values %s", f, strings.Join(responseFormats(), ", ")))
 		}
 		if slices.Contains(d.formats[:i], f) {
 			errs = append(errs, fmt.Errorf("formats: %q is listed twice", f))
@@ -104,7 +104,7 @@ func parseDeployment(settings map[string]string) (*deployment, error) {
 	if v := strings.TrimSpace(settings["sample_rate"]); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 8000 || n > 192000 {
-			errs = append(errs, fmt.Errorf("sample_rate %q: want the rate of the server's pcm, e.g. 24000", v))
+			errs = append(errs, fmt.Errorf("sample_rate %q: want the rate of the server's audio, e.g. 24000", v))
 		}
 		d.rate = n
 	}
@@ -149,21 +149,48 @@ func (d *deployment) voicesOf(model string) []string {
 	return d.allVoices
 }
 
+// responseFormats are the response_format values of OpenAI's speech
+// API (the API reference's CreateSpeechRequest, read 2026-11-28), which
+// are also the sdk's names of those formats.
+func responseFormats() []string {
+	return []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3, sdk.FormatOpus, sdk.FormatAAC, sdk.FormatFLAC}
+}
+
+// encodings are the declared formats as native encodings, in the
+// declared order: each at the server's sample_rate (OpenAI's API has no
+// rate or bitrate parameter, so a server answers one rate, at its own
+// bitrate), except Opus, listed at the 48 kHz every Opus stream decodes
+// at (RFC 7845).
+func (d *deployment) encodings() []sdk.Encoding {
+	out := make([]sdk.Encoding, 0, len(d.formats))
+	for _, f := range d.formats {
+		rate := d.rate
+		if f == sdk.FormatOpus {
+			rate = 48000
+		}
+		out = append(out, sdk.Encoding{Format: f, SampleRate: rate})
+	}
+	return out
+}
+
+// model is the catalog entry of one declared model.
+func (d *deployment) model(id string) sdk.Model {
+	return sdk.Model{
+		ID:           id,
+		Name:         id,
+		Capabilities: sdk.Capabilities{Streaming: d.streaming, Speed: d.maxSpeed > 0},
+		Encodings:    d.encodings(),
+		MaxTextChars: d.maxChars,
+		MinSpeed:     d.minSpeed,
+		MaxSpeed:     d.maxSpeed,
+	}
+}
+
 // describe is the catalog entry the settings declare.
 func (d *deployment) describe() *sdk.Description {
 	desc := &sdk.Description{ID: d.id, Name: d.name, DefaultModel: d.defaultModel}
 	for _, m := range d.models {
-		model := sdk.Model{
-			ID:               m,
-			Name:             m,
-			Capabilities:     sdk.Capabilities{Streaming: d.streaming, Speed: d.maxSpeed > 0},
-			OutputFormats:    slices.Clone(d.formats),
-			NativeSampleRate: d.rate,
-			MaxTextChars:     d.maxChars,
-			MinSpeed:         d.minSpeed,
-			MaxSpeed:         d.maxSpeed,
-		}
-		desc.Models = append(desc.Models, model)
+		desc.Models = append(desc.Models, d.model(m))
 	}
 	return desc
 }

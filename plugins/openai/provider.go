@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"mime/multipart"
 	"net/http"
 	"slices"
@@ -18,7 +17,8 @@ const (
 	providerID     = "openai"
 	defaultBaseURL = "https://api.openai.com/v1"
 	// sampleRate is the only rate OpenAI produces: pcm is documented as
-	// 24 kHz 16-bit little-endian mono, and wav carries the same.
+	// 24 kHz 16-bit little-endian mono, and every other response_format
+	// carries the same 24 kHz speech (the API has no rate parameter).
 	sampleRate = 24000
 	// maxInput is the documented input limit.
 	maxInput = 4096
@@ -93,10 +93,42 @@ type model struct {
 func models() []model {
 	classic := []string{"alloy", "ash", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer"}
 	all := append(append([]string(nil), classic...), "ballad", "verse", "marin", "cedar")
+	// The alias gpt-4o-mini-tts points at the newest snapshot
+	// (gpt-4o-mini-tts-2025-12-15); the snapshots pin a version. Source:
+	// the gpt-4o-mini-tts model page of OpenAI's API docs, "Snapshots"
+	// (read 2026-11-28).
 	return []model{
 		{id: "gpt-4o-mini-tts", name: "GPT-4o mini TTS", instructions: true, voices: all},
+		{id: "gpt-4o-mini-tts-2025-12-15", name: "GPT-4o mini TTS (2025-12-15)", instructions: true, voices: all},
+		{id: "gpt-4o-mini-tts-2025-03-20", name: "GPT-4o mini TTS (2025-03-20)", instructions: true, voices: all},
 		{id: "tts-1", name: "TTS-1", speed: true, voices: classic},
 		{id: "tts-1-hd", name: "TTS-1 HD", speed: true, voices: classic},
+	}
+}
+
+// responseFormats maps each sdk format to OpenAI's response_format, the
+// media type OpenAI answers it with aside.
+var responseFormats = map[string]string{
+	sdk.FormatPCM: "pcm", sdk.FormatMP3: "mp3", sdk.FormatWAV: "wav",
+	sdk.FormatOpus: "opus", sdk.FormatAAC: "aac", sdk.FormatFLAC: "flac",
+}
+
+// encodings are what every OpenAI speech model produces: each
+// response_format of POST /audio/speech (mp3, opus, aac, flac, wav, pcm;
+// the API reference's CreateSpeechRequest, openai/openai-openapi, read
+// 2026-11-28), all of 24 kHz speech at OpenAI's own bitrate (the API has
+// no rate or bitrate parameter), pcm first: the gateway's default, and
+// 16-bit little-endian mono as the sdk's pcm is. Opus is listed at
+// 48 kHz, the rate every Opus stream decodes at (RFC 7845) and the only
+// one the gateway lets a client ask of opus.
+func encodings() []sdk.Encoding {
+	return []sdk.Encoding{
+		{Format: sdk.FormatPCM, SampleRate: sampleRate},
+		{Format: sdk.FormatWAV, SampleRate: sampleRate},
+		{Format: sdk.FormatMP3, SampleRate: sampleRate},
+		{Format: sdk.FormatOpus, SampleRate: 48000},
+		{Format: sdk.FormatAAC, SampleRate: sampleRate},
+		{Format: sdk.FormatFLAC, SampleRate: sampleRate},
 	}
 }
 
@@ -113,20 +145,25 @@ func findModel(id string) (model, bool) {
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	d := &sdk.Description{ID: providerID, Name: "OpenAI", DefaultModel: "gpt-4o-mini-tts"}
 	for _, m := range models() {
-		d.Models = append(d.Models, sdk.Model{
-			ID:               m.id,
-			Name:             m.name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Speed: m.speed, Instructions: m.instructions},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			NativeSampleRate: sampleRate,
-			MaxTextChars:     maxInput,
-		})
-		if m.speed {
-			last := &d.Models[len(d.Models)-1]
-			last.MinSpeed, last.MaxSpeed = 0.25, 4 // the documented range
-		}
+		d.Models = append(d.Models, m.describe())
 	}
 	return d, nil
+}
+
+// describe is m as the gateway sees it. Every format streams: the
+// endpoint sends the body as it is produced, whatever response_format.
+func (m model) describe() sdk.Model {
+	d := sdk.Model{
+		ID:           m.id,
+		Name:         m.name,
+		Capabilities: sdk.Capabilities{Streaming: true, Speed: m.speed, Instructions: m.instructions},
+		Encodings:    encodings(),
+		MaxTextChars: maxInput,
+	}
+	if m.speed {
+		d.MinSpeed, d.MaxSpeed = 0.25, 4 // the documented range
+	}
+	return d
 }
 
 // Voices implements sdk.Provider: the built-in voices of the model, which
@@ -183,23 +220,18 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: a voice is required (e.g. %s)", m.voices[0])
 	}
-	if req.SampleRate != 0 && req.SampleRate != sampleRate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: sample rate %d is not available; OpenAI produces %d Hz", req.SampleRate, sampleRate)
+	desc := m.describe()
+	e, err := upstream.ChooseEncoding(providerID, &desc, req)
+	if err != nil {
+		return nil, err
 	}
-	c := &call{align: 1, body: speechBody{Model: m.id, Input: req.Text, Voice: req.Voice}}
+	c := &call{align: 1, mediaType: sdk.MediaType(e), body: speechBody{Model: m.id, Input: req.Text, Voice: req.Voice, ResponseFormat: responseFormats[e.Format]}}
+	if e.Format == sdk.FormatPCM {
+		c.align = 2
+	}
 	// Custom voices are objects; built-in voices are names.
 	if strings.HasPrefix(req.Voice, "voice_") {
 		c.body.Voice = map[string]string{"id": req.Voice}
-	}
-	switch req.Format {
-	case "", sdk.FormatPCM:
-		c.body.ResponseFormat, c.mediaType, c.align = "pcm", fmt.Sprintf("audio/pcm;rate=%d", sampleRate), 2
-	case sdk.FormatWAV:
-		c.body.ResponseFormat, c.mediaType = "wav", "audio/wav"
-	case sdk.FormatMP3:
-		c.body.ResponseFormat, c.mediaType = "mp3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: format %q is not supported; use pcm, wav or mp3", req.Format)
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if !m.speed {

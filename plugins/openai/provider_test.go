@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,7 +239,9 @@ func TestInvalidRequests(t *testing.T) {
 		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "tts-2" }, sdk.KindInvalidRequest},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }, sdk.KindInvalidRequest},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }, sdk.KindInvalidRequest},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ulaw" }, sdk.KindInvalidRequest},
+		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }, sdk.KindInvalidRequest},
+		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }, sdk.KindInvalidRequest},
 		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -326,5 +329,79 @@ func BenchmarkStream(b *testing.B) {
 		if err := p.Stream(b.Context(), req, func(sdk.Chunk) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding each model lists: each must reach OpenAI as exactly that
+// response_format, and the plugin must hand back the fake's bytes
+// untouched with the sdk's media type, clip and stream alike.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range desc.Models {
+		if len(m.Encodings) == 0 {
+			t.Fatalf("%s lists no encodings", m.ID)
+		}
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				req := request(fake.Key)
+				req.Model, req.Voice = m.ID, "alloy"
+				req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkAsked(t, srv, e)
+				if resp.MediaType != sdk.MediaType(e) {
+					t.Errorf("media type %q, want %q", resp.MediaType, sdk.MediaType(e))
+				}
+				if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format {
+					t.Errorf("the clip is %+v (%v), want %s", clip, err, e.Format)
+				}
+				if !bytes.Equal(resp.Audio, srv.LastAnswer()) {
+					t.Errorf("the clip (%d bytes) is not what OpenAI answered (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+				}
+				var streamed []byte
+				var first string
+				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+					if first == "" {
+						first = c.MediaType
+					}
+					streamed = append(streamed, c.Data...)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkAsked(t, srv, e)
+				if first != sdk.MediaType(e) || !bytes.Equal(streamed, srv.LastAnswer()) {
+					t.Errorf("stream: media type %q, %d bytes; want %q and the %d bytes OpenAI answered", first, len(streamed), sdk.MediaType(e), len(srv.LastAnswer()))
+				}
+			})
+		}
+	}
+}
+
+// checkAsked checks that the last speech request asked for e.
+func checkAsked(t *testing.T, srv *fake.Server, e sdk.Encoding) {
+	t.Helper()
+	got, _ := srv.LastRequest()
+	var body struct {
+		ResponseFormat string `json:"response_format"`
+	}
+	if err := got.JSON(&body); err != nil {
+		t.Fatal(err)
+	}
+	// OpenAI's response_format values are the sdk's format names.
+	if body.ResponseFormat != e.Format {
+		t.Errorf("asked OpenAI for response_format %q, want %q", body.ResponseFormat, e.Format)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,6 +21,8 @@ const (
 	modelID = "grok-tts"
 	// nativeRate is the documented default sample_rate.
 	nativeRate = 24000
+	// defaultMP3Kbps is the documented default bit_rate of mp3 (128000).
+	defaultMP3Kbps = 128
 	// maxText is the documented limit of text.
 	maxText       = 15000
 	maxAudioBytes = 256 << 20
@@ -32,6 +33,60 @@ const (
 )
 
 func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 44100, 48000} }
+
+// mp3Kbps are the documented bit_rate values of mp3, in kbit/s.
+func mp3Kbps() []int { return []int{32, 64, 96, 128, 192} }
+
+// mp3Carries reports whether an MP3 stream can have kbps at rate and the
+// plugin lists it: MPEG-1 (32 to 48 kHz) up to 320, MPEG-2 (16 to
+// 24 kHz) up to 160. xAI's reference lists its rates and bit rates
+// without saying which pairs it makes; only pairs MP3 itself can carry
+// are listed. MP3 at 8 kHz is MPEG-2.5, which xAI offers but the sdk's
+// conformance kit cannot decode (go-mp3 reads MPEG-1 and 2 only), so it
+// is left out: the gateway converts for such a request.
+func mp3Carries(rate, kbps int) bool {
+	switch {
+	case rate >= 32000:
+		return true
+	case rate >= 16000:
+		return kbps <= 160
+	}
+	return false
+}
+
+// encodings are what POST /tts produces, from the output_format of the
+// reference (docs.x.ai, Text to Speech, "Output Formats"; read
+// 2026-11-28): codec pcm (16-bit little-endian), wav, mp3, mulaw/ulaw and
+// alaw, each at sample_rate 8000, 16000, 22050, 24000 (the default),
+// 44100 or 48000, and mp3 at bit_rate 32000 to 192000 (default 128000).
+// pcm at 24 kHz comes first, the gateway's default; each format's first
+// entry is xAI's default for it. G.711 is listed at 8 kHz only: the
+// API takes it at the other rates too, but G.711 is an 8 kHz codec and
+// the only rate the gateway asks of it.
+func encodings() []sdk.Encoding {
+	var out []sdk.Encoding
+	rates := append([]int{nativeRate}, slices.DeleteFunc(sampleRates(), func(r int) bool { return r == nativeRate })...)
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV} {
+		for _, r := range rates {
+			out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+		}
+	}
+	out = append(out, sdk.Encoding{Format: sdk.FormatMP3, SampleRate: nativeRate, Bitrate: defaultMP3Kbps})
+	for _, r := range rates {
+		for _, k := range mp3Kbps() {
+			if (r != nativeRate || k != defaultMP3Kbps) && mp3Carries(r, k) {
+				out = append(out, sdk.Encoding{Format: sdk.FormatMP3, SampleRate: r, Bitrate: k})
+			}
+		}
+	}
+	return append(out, sdk.Encoding{Format: sdk.FormatULaw, SampleRate: 8000}, sdk.Encoding{Format: sdk.FormatALaw, SampleRate: 8000})
+}
+
+// codecs are xAI's output_format codec for each listed format.
+var codecs = map[string]string{
+	sdk.FormatPCM: "pcm", sdk.FormatWAV: "wav", sdk.FormatMP3: "mp3",
+	sdk.FormatULaw: "mulaw", sdk.FormatALaw: "alaw",
+}
 
 // Provider is the xAI plugin. It keeps only deployment settings, which
 // Configure swaps atomically; every call reads one snapshot.
@@ -81,18 +136,22 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 // word timestamps or voice creation, so the gateway time-stretches speed
 // itself and the model claims neither timestamps nor cloning.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "xAI", DefaultModel: modelID, Models: []sdk.Model{{
-		ID:               modelID,
-		Name:             "Grok TTS",
-		Capabilities:     sdk.Capabilities{Streaming: true},
-		OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-		SampleRates:      sampleRates(),
-		NativeSampleRate: nativeRate,
-		MaxTextChars:     maxText,
+	return &sdk.Description{ID: providerID, Name: "xAI", DefaultModel: modelID, Models: []sdk.Model{describe()}}, nil
+}
+
+// describe is the one model. The endpoint streams every codec (its body
+// arrives as it is produced).
+func describe() sdk.Model {
+	return sdk.Model{
+		ID:           modelID,
+		Name:         "Grok TTS",
+		Capabilities: sdk.Capabilities{Streaming: true},
+		Encodings:    encodings(),
+		MaxTextChars: maxText,
 		// xAI documents inline speech tags ("[pause]", "[laugh]",
 		// "[sigh]", ...) that the model performs rather than reads.
 		AudioTags: []string{sdk.AnyAudioTag},
-	}}}, nil
+	}
 }
 
 // parseError reads xAI's error body, {"code": "...", "error": "..."},
@@ -150,11 +209,11 @@ type options struct {
 	Language                 *string `json:"language"`
 	OptimizeStreamingLatency *int    `json:"optimize_streaming_latency"`
 	TextNormalization        *bool   `json:"text_normalization"`
-	// BitRate is the MP3 bit rate in bits per second.
-	BitRate *int `json:"bit_rate"`
 }
 
-var optionNames = []string{"language", "optimize_streaming_latency", "text_normalization", "bit_rate"}
+// optionNames are the accepted providerOptions. The MP3 bit_rate is not
+// one: it is the request's own bitrate (SynthesizeRequest.Bitrate).
+var optionNames = []string{"language", "optimize_streaming_latency", "text_normalization"}
 
 type outputFormat struct {
 	Codec      string `json:"codec"`
@@ -191,40 +250,27 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "xai: a voice is required (e.g. eve)")
 	}
-	rate := cmp.Or(req.SampleRate, nativeRate)
-	if !slices.Contains(sampleRates(), rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "xai: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	m := describe()
+	e, err := upstream.ChooseEncoding(providerID, &m, req)
+	if err != nil {
+		return nil, err
 	}
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, optionNames...); err != nil {
 		return nil, err
 	}
-	c := &call{align: 1, body: ttsBody{
+	c := &call{align: 1, mediaType: sdk.MediaType(e), body: ttsBody{
 		Text: req.Text, VoiceID: req.Voice, Language: "auto",
 		OptimizeStreamingLatency: o.OptimizeStreamingLatency, TextNormalization: o.TextNormalization,
+		// Every field explicit: what is asked is what arrives, whatever
+		// xAI's defaults become.
+		OutputFormat: outputFormat{Codec: codecs[e.Format], SampleRate: e.SampleRate, BitRate: e.Bitrate * 1000},
 	}}
 	if o.Language != nil && *o.Language != "" {
 		c.body.Language = *o.Language
 	}
-	format := cmp.Or(req.Format, sdk.FormatPCM)
-	if o.BitRate != nil && format != sdk.FormatMP3 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "xai: bit_rate applies to mp3 only")
-	}
-	switch format {
-	case sdk.FormatPCM:
-		c.body.OutputFormat = outputFormat{Codec: "pcm", SampleRate: rate}
-		c.mediaType, c.align = fmt.Sprintf("audio/pcm;rate=%d", rate), 2
-	case sdk.FormatWAV:
-		c.body.OutputFormat = outputFormat{Codec: "wav", SampleRate: rate}
-		c.mediaType = "audio/wav"
-	case sdk.FormatMP3:
-		c.body.OutputFormat = outputFormat{Codec: "mp3", SampleRate: rate}
-		if o.BitRate != nil {
-			c.body.OutputFormat.BitRate = *o.BitRate
-		}
-		c.mediaType = "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "xai: format %q is not supported; use pcm, wav or mp3", req.Format)
+	if e.Format == sdk.FormatPCM {
+		c.align = 2
 	}
 	return c, nil
 }

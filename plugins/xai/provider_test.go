@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,8 +163,8 @@ func TestRequestOnTheWire(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
 	req := request(fake.Key)
-	req.Options = []byte(`{"language": "pt-BR", "bit_rate": 64000, "text_normalization": true}`)
-	req.Format, req.SampleRate = sdk.FormatMP3, 44100
+	req.Options = []byte(`{"language": "pt-BR", "text_normalization": true}`)
+	req.Format, req.SampleRate, req.Bitrate = sdk.FormatMP3, 44100, 64
 	resp, err := p.Synthesize(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +202,10 @@ func TestInvalidRequests(t *testing.T) {
 		kind   sdk.ErrorKind
 	}{
 		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 1.2}`) }, sdk.KindInvalidRequest},
-		{"bit rate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 64000}`) }, sdk.KindInvalidRequest},
+		{"bit rate option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 64000}`) }, sdk.KindInvalidRequest},
+		{"bit rate on pcm", func(r *sdk.SynthesizeRequest) { r.Bitrate = 64 }, sdk.KindInvalidRequest},
+		{"mp3 pair MP3 cannot carry", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 192 }, sdk.KindInvalidRequest},
+		{"ulaw at 16 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }, sdk.KindInvalidRequest},
 		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "grok-4" }, sdk.KindInvalidRequest},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }, sdk.KindInvalidRequest},
@@ -268,5 +272,64 @@ func TestConfigureRejectsBadSettings(t *testing.T) {
 		if err := New().Configure(t.Context(), s); err == nil {
 			t.Errorf("Configure(%v) succeeded", s)
 		}
+	}
+}
+
+// TestEncodingsPassThrough asks, through the plugin process, for every
+// encoding the model lists: each must reach xAI as exactly that
+// output_format (codec, sample_rate, bit_rate in bit/s), and the clip and
+// the stream must be xAI's bytes untouched, with the sdk's media type.
+func TestEncodingsPassThrough(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 1000})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := map[string]string{"pcm": "pcm", "wav": "wav", "mp3": "mp3", "ulaw": "mulaw", "alaw": "alaw"}
+	for _, e := range desc.Models[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+			check := func(what string) {
+				t.Helper()
+				got, _ := srv.LastRequest()
+				var body struct {
+					OutputFormat map[string]any `json:"output_format"`
+				}
+				if err := got.JSON(&body); err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]any{"codec": codec[e.Format], "sample_rate": float64(e.SampleRate)}
+				if e.Bitrate > 0 {
+					want["bit_rate"] = float64(e.Bitrate * 1000)
+				}
+				if fmt.Sprint(body.OutputFormat) != fmt.Sprint(want) {
+					t.Errorf("%s: output_format %v, want %v", what, body.OutputFormat, want)
+				}
+			}
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("clip")
+			if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || clip.Format != e.Format || clip.SampleRate != e.SampleRate || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("the clip is %q, %+v (%v); want %s", resp.MediaType, clip, err, e)
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) {
+				t.Errorf("the clip (%d bytes) is not what xAI answered (%d bytes)", len(resp.Audio), len(srv.LastAnswer()))
+			}
+			var streamed []byte
+			if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { streamed = append(streamed, c.Data...); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			check("stream")
+			if !bytes.Equal(streamed, srv.LastAnswer()) {
+				t.Errorf("the stream (%d bytes) is not what xAI answered (%d bytes)", len(streamed), len(srv.LastAnswer()))
+			}
+		})
 	}
 }

@@ -13,14 +13,21 @@
 // characters are refused. Errors are Deepgram's {"err_code", "err_msg",
 // "request_id"}.
 //
-// Deliberate gaps: only linear16 (raw or WAV) and mp3 render; the other
-// documented encodings (mulaw, alaw, opus, flac, aac) are valid but answer
-// 400 naming the fake; a callback URL is refused (the fake never calls
-// out); and unknown query parameters are refused, where Deepgram may
-// ignore them, to hold clients to the documented ones.
+// Every combination answers real audio of that encoding at that rate (the
+// bit rate is checked, not heard): linear16 raw or in WAV, mp3, Ogg Opus,
+// FLAC, ADTS AAC, and mu-law or A-law raw or in WAV. The last audio
+// answered is kept (Control.LastAnswer).
+//
+// Deliberate gaps: mu-law and A-law render at 8000 Hz only (16000 is
+// valid but answers 400 naming the fake); Content-Types are the audio's
+// usual media types, since the reference does not document them; a
+// callback URL is refused (the fake never calls out); and unknown query
+// parameters are refused, where Deepgram may ignore them, to hold clients
+// to the documented ones.
 package deepgram
 
 import (
+	"encoding/binary"
 	"fmt"
 	"mime"
 	"net/http"
@@ -102,15 +109,14 @@ type format struct {
 	bitRates   []int    // allowed bit rates, first the default; nil: none
 	minBit     int      // a range instead of a list, when bitRates is nil
 	maxBit     int
-	renders    bool // the fake renders it
 }
 
 func formats() map[string]format {
 	return map[string]format{
-		"linear16": {containers: []string{"wav", "none"}, rates: []int{24000, 8000, 16000, 32000, 48000}, renders: true},
+		"linear16": {containers: []string{"wav", "none"}, rates: []int{24000, 8000, 16000, 32000, 48000}},
 		"mulaw":    {containers: []string{"wav", "none"}, rates: []int{8000, 16000}},
 		"alaw":     {containers: []string{"wav", "none"}, rates: []int{8000, 16000}},
-		"mp3":      {rates: []int{22050}, bitRates: []int{48000, 32000}, renders: true},
+		"mp3":      {rates: []int{22050}, bitRates: []int{48000, 32000}},
 		"opus":     {containers: []string{"ogg"}, rates: []int{48000}, minBit: 4000, maxBit: 650000},
 		"flac":     {rates: []int{48000, 8000, 16000, 22050, 32000}},
 		"aac":      {rates: []int{22050}, minBit: 4000, maxBit: 192000},
@@ -333,6 +339,10 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 		}
 		rate = n
 	}
+	bitRate := 0
+	if len(f.bitRates) > 0 {
+		bitRate = f.bitRates[0]
+	}
 	if v := q.Get("bit_rate"); v != "" {
 		n, err := strconv.Atoi(v)
 		valid := err == nil && ((f.bitRates != nil && slices.Contains(f.bitRates, n)) || (f.bitRates == nil && f.maxBit > 0 && n >= f.minBit && n <= f.maxBit))
@@ -340,31 +350,100 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 			bad("INVALID_QUERY_PARAMETER", "bit_rate %s is not supported for encoding %s.", v, encoding)
 			return
 		}
+		bitRate = n
 	}
-	if !f.renders {
-		bad("INVALID_QUERY_PARAMETER", "encoding %s is valid but this fake renders linear16 and mp3 only.", encoding)
+	if (encoding == "mulaw" || encoding == "alaw") && rate != 8000 {
+		bad("INVALID_QUERY_PARAMETER", "encoding %s at %d Hz is valid but this fake renders it at 8000 Hz only.", encoding, rate)
 		return
 	}
 	u := fakeupstream.Speak(*body.Text, speed)
 	if fs := s.FixedSeconds(); fs > 0 {
 		u = fakeupstream.Fixed(fs)
 	}
-	var audio fakeupstream.Audio
-	switch {
-	case encoding == "mp3":
-		audio = s.studio.MP3(u)
-		w.Header().Set("Content-Type", "audio/mpeg")
-	case container == "wav":
-		audio = s.studio.WAV(u, rate)
-		w.Header().Set("Content-Type", "audio/wav")
-	default:
-		audio = s.studio.PCM(u, rate)
-		w.Header().Set("Content-Type", "audio/l16;rate="+strconv.Itoa(rate))
+	audio, contentType, err := s.render(u, encoding, container, rate, bitRate)
+	if err != nil {
+		bad("INVALID_QUERY_PARAMETER", "the fake cannot render %s at %d Hz: %v", encoding, rate, err)
+		return
 	}
+	s.RecordAnswer(audio.Bytes())
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("dg-model-name", model)
 	w.Header().Set("dg-model-uuid", voice.UUID)
 	w.Header().Set("dg-char-count", strconv.Itoa(utf8.RuneCountInString(*body.Text)))
 	w.Header().Set("dg-request-id", s.requestID())
 	w.WriteHeader(http.StatusOK)
 	s.WriteAudio(r.Context(), w, audio)
+}
+
+// render renders u as encoding in container at rate: the fake's speech
+// in real audio of that encoding, with the media type it is sent as.
+// mp3 uses the bit rate (bit/s); Opus and AAC are coded at the fake's own.
+func (s *Server) render(u fakeupstream.Utterance, encoding, container string, rate, bitRate int) (fakeupstream.Audio, string, error) {
+	switch encoding {
+	case "linear16":
+		if container == "wav" {
+			return s.studio.WAV(u, rate), "audio/wav", nil
+		}
+		return s.studio.PCM(u, rate), "audio/l16;rate=" + strconv.Itoa(rate), nil
+	case "mulaw", "alaw":
+		format := map[string]string{"mulaw": "ulaw", "alaw": "alaw"}[encoding]
+		a, _, err := s.studio.Encoded(u, format, rate, 0)
+		if err != nil || container != "wav" {
+			return a, "audio/" + encoding, err
+		}
+		return g711WAV(a.Bytes(), encoding, rate), "audio/wav", nil
+	case "aac":
+		// The fake's AAC is coded at 24 kHz; Deepgram's is 22,050 Hz:
+		// its frames say so (the tone plays a little lower, which no
+		// test hears).
+		return adtsAt(s.studio.AAC(u), 22050), "audio/aac", nil
+	case "opus":
+		a, _, err := s.studio.Encoded(u, "opus", 0, 0)
+		return a, "audio/ogg", err
+	}
+	a, mediaType, err := s.studio.Encoded(u, encoding, rate, bitRate/1000)
+	return a, mediaType, err
+}
+
+// adtsSampleRates are the ADTS sampling frequency indexes (ISO/IEC
+// 14496-3, 1.6.3.4), by index.
+var adtsSampleRates = []int{96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350}
+
+// adtsAt rewrites the sampling frequency index of every ADTS frame of a
+// to rate's.
+func adtsAt(a fakeupstream.Audio, rate int) fakeupstream.Audio {
+	idx := byte(slices.Index(adtsSampleRates, rate))
+	data := a.Bytes()
+	for i := 0; i+7 <= len(data); {
+		data[i+2] = data[i+2]&^0x3c | idx<<2
+		n := int(data[i+3]&3)<<11 | int(data[i+4])<<3 | int(data[i+5]>>5)
+		if n < 7 {
+			break
+		}
+		i += n
+	}
+	return fakeupstream.Audio{Parts: [][]byte{data}, Len: a.Len}
+}
+
+// g711WAV wraps G.711 samples in a WAV file of format tag 7 (mu-law) or
+// 6 (A-law), as Deepgram's container=wav sends them.
+func g711WAV(samples []byte, encoding string, rate int) fakeupstream.Audio {
+	tag := uint16(6)
+	if encoding == "mulaw" {
+		tag = 7
+	}
+	h := make([]byte, 44, 44+len(samples))
+	copy(h[0:], "RIFF")
+	binary.LittleEndian.PutUint32(h[4:], uint32(36+len(samples)))
+	copy(h[8:], "WAVEfmt ")
+	binary.LittleEndian.PutUint32(h[16:], 16)
+	binary.LittleEndian.PutUint16(h[20:], tag)
+	binary.LittleEndian.PutUint16(h[22:], 1)
+	binary.LittleEndian.PutUint32(h[24:], uint32(rate))
+	binary.LittleEndian.PutUint32(h[28:], uint32(rate))
+	binary.LittleEndian.PutUint16(h[32:], 1)
+	binary.LittleEndian.PutUint16(h[34:], 8)
+	copy(h[36:], "data")
+	binary.LittleEndian.PutUint32(h[40:], uint32(len(samples)))
+	return fakeupstream.Audio{Parts: [][]byte{append(h, samples...)}, Len: len(h) + len(samples)}
 }

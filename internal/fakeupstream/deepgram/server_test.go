@@ -1,6 +1,7 @@
 package deepgram
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -69,7 +70,9 @@ func TestWireFormat(t *testing.T) {
 		{"mp3 bit rate", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&bit_rate=64000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "bit_rate"},
 		{"mp3 container", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&container=wav", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "container"},
 		{"ogg for linear16", speak + "&container=ogg", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "container"},
-		{"opus valid, not rendered", SpeakPath + "?model=aura-2-thalia-en&encoding=opus", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "this fake"},
+		{"mulaw at 16 kHz valid, not rendered", SpeakPath + "?model=aura-2-thalia-en&encoding=mulaw&sample_rate=16000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "this fake"},
+		{"opus rate fixed", SpeakPath + "?model=aura-2-thalia-en&encoding=opus&sample_rate=24000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "fixed at 48000"},
+		{"aac bit rate", SpeakPath + "?model=aura-2-thalia-en&encoding=aac&bit_rate=256000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "bit_rate"},
 		{"speed on Aura-1", SpeakPath + "?model=aura-asteria-en&encoding=linear16&speed=1.2", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "Aura-2"},
 		{"speed range", speak + "&speed=2", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "0.7 to 1.5"},
 		{"json only", speak, map[string]string{"Authorization": "Token " + Key, "Content-Type": "text/plain"}, okBody, 400, "PAYLOAD_ERROR", "application/json"},
@@ -107,16 +110,33 @@ func TestSpeakFormats(t *testing.T) {
 		{"model=aura-2-zeus-en&encoding=linear16&sample_rate=48000&speed=1.5", "audio/wav", "audio/wav", 1.5},
 		{"model=aura-asteria-en&encoding=mp3&bit_rate=32000", "audio/mpeg", "audio/mpeg", 1},
 		{"", "audio/mpeg", "audio/mpeg", 1}, // the documented defaults: aura-asteria-en, mp3
+		{"model=aura-2-thalia-en&encoding=opus&bit_rate=64000", "audio/ogg", "audio/ogg;codecs=opus", 1},
+		{"model=aura-2-thalia-en&encoding=flac&sample_rate=16000", "audio/flac", "audio/flac", 1},
+		{"model=aura-2-thalia-en&encoding=aac", "audio/aac", "audio/aac", 0},
+		{"model=aura-2-thalia-en&encoding=mulaw&container=none&sample_rate=8000", "audio/mulaw", "audio/PCMU;rate=8000", 1},
+		{"model=aura-2-thalia-en&encoding=alaw&sample_rate=8000", "audio/wav", "", 1},
 	} {
 		a := call(t, s, http.MethodPost, SpeakPath+"?"+tt.query, authed, `{"text": "`+text+`"}`)
 		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType || a.header.Get("dg-char-count") != "12" || a.header.Get("dg-request-id") == "" {
 			t.Fatalf("%s: %d %v %s", tt.query, a.status, a.header, a.body)
 		}
+		if !bytes.Equal(s.LastAnswer(), a.body) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.query)
+		}
+		if tt.mediaType == "" { // G.711 in WAV: the kit reads PCM WAV only
+			if string(a.body[:4]) != "RIFF" || a.body[20] != 6 {
+				t.Errorf("%s: not an A-law WAV file", tt.query)
+			}
+			continue
+		}
 		clip, err := sdktest.Decode(tt.mediaType, a.body)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.query, err)
 		}
-		if want := fakeupstream.Speak(text, tt.speed).Seconds; tt.mediaType != "audio/mpeg" && math.Abs(clip.Seconds()-want) > 0.001 {
+		if tt.mediaType == "audio/aac" && clip.SampleRate != 22050 {
+			t.Errorf("%s: AAC at %d Hz, want Deepgram's 22050", tt.query, clip.SampleRate)
+		}
+		if want := fakeupstream.Speak(text, tt.speed).Seconds; tt.speed > 0 && tt.mediaType != "audio/mpeg" && math.Abs(clip.Seconds()-want) > 0.001 {
 			t.Errorf("%s: %.3f s, want %.3f", tt.query, clip.Seconds(), want)
 		}
 	}

@@ -23,6 +23,8 @@
 // Errors are {"detail": "message"}, and validation errors (422)
 // {"detail": [{"loc", "msg", "type"}]}.
 //
+// The last file made is kept (Control.LastAnswer).
+//
 // Deliberate gaps: the queue API (queue.fal.run) and streaming endpoints
 // are not faked; safety checks never trigger; F5-TTS's reference audio is
 // checked to be an http(s) URL but never fetched; ElevenLabs takes voice
@@ -288,6 +290,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if spec.mp3 {
 		f, ext = stored{audio: s.studio.MP3(u), contentType: "audio/mpeg"}, "mp3"
 	}
+	s.RecordAnswer(f.audio.Bytes())
 	name := fmt.Sprintf("%08x.%s", s.nextID.Add(1), ext)
 	s.mu.Lock()
 	s.files[name] = f

@@ -22,6 +22,9 @@
 //	POST /models/{model}:generateContent              JSON answer
 //	POST /models/{model}:streamGenerateContent?alt=sse text/event-stream, one answer per event
 //
+// The last audio answered (all its parts' PCM, decoded) is kept
+// (Control.LastAnswer).
+//
 // Deliberate gaps: only text parts render (a TTS model takes text only,
 // so other parts are refused), safety settings and other generation
 // settings are accepted and ignored, and the audio is the fake speech of
@@ -64,9 +67,13 @@ const MimeType = "audio/L16;codec=pcm;rate=24000"
 // "streamGenerateContent").
 func Path(model, method string) string { return APIRoot + "/models/" + model + ":" + method }
 
-// Models returns the TTS model ids the fake serves.
+// Models returns the TTS model ids the fake serves: the Gemini API's
+// current TTS models and the earlier ones it still serves.
 func Models() []string {
-	return []string{"gemini-2.5-flash-preview-tts", "gemini-2.5-pro-preview-tts", "gemini-3.1-flash-tts-preview"}
+	return []string{
+		"gemini-3.8-flash-tts", "gemini-3.8-flash-lite-tts", "gemini-3.1-flash-tts-preview",
+		"gemini-2.5-flash-preview-tts", "gemini-2.5-pro-preview-tts",
+	}
 }
 
 // textModels are models that exist but cannot answer audio, to exercise
@@ -517,6 +524,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		u = fakeupstream.Fixed(fs)
 	}
 	pcm := s.studio.PCM(u, SampleRate).Bytes()
+	s.RecordAnswer(pcm)
 	// About 4 characters a text token; 32 tokens a second of audio.
 	promptTokens, audioTokens := max(len(text)/4, 1), int(math.Ceil(u.Seconds*32))
 	if method == "generateContent" {

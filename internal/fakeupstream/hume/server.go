@@ -12,7 +12,8 @@
 // version "2" needs a voice; timestamps are for version "2" only; speed
 // is taken from 0.25 to 3.0 and trailing_silence from 0 to 5 seconds (the
 // ranges integrations document; Hume's own reference names none). Audio is
-// 48 kHz: mp3 (the default), WAV, or raw 16-bit PCM. Errors: the API
+// 48 kHz: mp3 (the default), WAV, or raw 16-bit PCM; the last audio
+// answered is kept (Control.LastAnswer). Errors: the API
 // gateway's {"fault": {"faultstring", "detail": {"errorcode"}}} for a bad
 // key and for rate limits, {"code", "error", "message"} for a request the
 // service refuses, and {"detail": [{loc, msg, type}]} (422) for a body
@@ -291,8 +292,13 @@ func (s *Server) synthesize(m mode) http.HandlerFunc {
 		case "wav":
 			audio = fakeupstream.Audio{Parts: [][]byte{fakeupstream.WAVHeader(SampleRate, len(pcm)), pcm}, Len: 44 + len(pcm)}
 		default:
-			audio = s.studio.MP3(whole)
+			var err error
+			if audio, err = s.mp3(whole); err != nil {
+				fakeupstream.WriteJSON(w, http.StatusInternalServerError, map[string]string{"code": "internal", "error": "internal", "message": err.Error()})
+				return
+			}
 		}
+		s.RecordAnswer(audio.Bytes())
 		genID := s.id("9e000000")
 		switch m {
 		case modeFile:
@@ -452,6 +458,12 @@ func words(x rendered) []timestamp {
 	return out
 }
 
+// mp3 renders u as MP3 at Octave's 48 kHz.
+func (s *Server) mp3(u fakeupstream.Utterance) (fakeupstream.Audio, error) {
+	a, _, err := s.studio.Encoded(u, "mp3", SampleRate, 0)
+	return a, err
+}
+
 func (s *Server) answerJSON(w http.ResponseWriter, rs []rendered, format string, withWords bool, audio fakeupstream.Audio, total float64, genID string) {
 	data := audio.Bytes()
 	var snippets [][]map[string]any
@@ -463,7 +475,8 @@ func (s *Server) answerJSON(w http.ResponseWriter, rs []rendered, format string,
 		// One snippet an utterance; its audio is the utterance's alone.
 		var part []byte
 		if format == "mp3" {
-			part = s.studio.MP3(x.u).Bytes()
+			a, _ := s.mp3(x.u) // rendered once already: no error now
+			part = a.Bytes()
 		} else {
 			part = s.studio.PCM(x.u, SampleRate).Bytes()
 			if format == "wav" {

@@ -21,8 +21,11 @@
 //	GET  /v1/audio/voices   {items, total, page, page_size, total_pages}; limit, offset, type
 //	POST /v1/audio/voices   JSON VoiceCreateRequest (sample_audio base64) → the voice
 //
-// Deliberate gaps: flac and opus answer 400 (the fake renders pcm, wav
-// and mp3); emotion and pace tags in input are spoken as text; a
+// Every format answers real audio of that format at 24 kHz (Opus coded at
+// its 48 kHz); mp3 is MP3 at 24 kHz. The last audio answered (decoded
+// from its base64, the whole of a stream) is kept (Control.LastAnswer).
+//
+// Deliberate gaps: emotion and pace tags in input are spoken as text; a
 // ref_audio clip is checked to be base64 but not listened to.
 package mistral
 
@@ -290,9 +293,6 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	case !slices.Contains([]string{"pcm", "wav", "mp3", "flac", "opus"}, format):
 		invalid(w, "enum", "response_format", "Input should be 'pcm', 'wav', 'mp3', 'flac' or 'opus'", format)
 		return
-	case format == "flac" || format == "opus":
-		fail(w, http.StatusBadRequest, "invalid_request_error", "", "response_format "+format+" is valid but this fake renders pcm, wav and mp3 only")
-		return
 	case (b.VoiceID == nil || *b.VoiceID == "") && (b.RefAudio == nil || *b.RefAudio == ""):
 		fail(w, http.StatusBadRequest, "invalid_request_error", "", "Either ref_audio or voice must be provided.")
 		return
@@ -317,8 +317,18 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	case "wav":
 		audio = s.studio.WAV(u, SampleRate).Bytes()
 	default:
-		audio = s.studio.MP3(u).Bytes()
+		rate := SampleRate
+		if format == "opus" {
+			rate = 0 // Opus codes at 48 kHz
+		}
+		a, _, err := s.studio.Encoded(u, format, rate, 0)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "internal_error", "", err.Error())
+			return
+		}
+		audio = a.Bytes()
 	}
+	s.RecordAnswer(audio)
 	usage := map[string]any{"prompt_tokens": len(*b.Input), "audio_duration_seconds": u.Seconds}
 	if b.Stream == nil || !*b.Stream {
 		fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"audio_data": base64.StdEncoding.EncodeToString(audio), "usage": usage})

@@ -8,12 +8,15 @@
 // unknown fields rejected ("Unrecognized request argument supplied"), the
 // documented limits (input up to 4096 characters, speed 0.25 to 4.0,
 // per-model voices), and audio streamed with chunked transfer encoding in
-// mp3, wav or pcm (16-bit little-endian mono at 24 kHz). Errors are
-// {"error": {"message", "type", "param", "code"}}.
+// every documented response_format, all of 24 kHz speech: mp3 (the
+// default), opus (Ogg), aac (ADTS), flac, wav, and pcm (16-bit
+// little-endian mono), each with the Content-Type OpenAI sends. Errors
+// are {"error": {"message", "type", "param", "code"}}. The last audio
+// answered is kept (Control.LastAnswer) for tests that compare bytes.
 //
-// Deliberate gaps: opus, aac and flac and stream_format "sse" answer 400
-// (the fake renders mp3, wav and pcm only); speed is ignored by
-// gpt-4o-mini-tts and instructions by tts-1 and tts-1-hd, as documented.
+// Deliberate gaps: stream_format "sse" answers 400 (the fake streams raw
+// audio only); speed is ignored by gpt-4o-mini-tts and instructions by
+// tts-1 and tts-1-hd, as documented.
 //
 //	srv := openai.New(t, fakeupstream.Options{})
 //	// plugin settings: base_url = srv.BaseURL(); credential: openai.Key
@@ -47,7 +50,12 @@ const SampleRate = 24000
 const MaxInput = 4096
 
 // Models returns the TTS models the fake knows.
-func Models() []string { return []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts"} }
+func Models() []string {
+	return []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15", "gpt-4o-mini-tts-2025-03-20"}
+}
+
+// ResponseFormats returns the documented response_format values.
+func ResponseFormats() []string { return []string{"mp3", "opus", "aac", "flac", "wav", "pcm"} }
 
 // Voices returns the built-in voices model accepts: gpt-4o-mini-tts has
 // the whole set, tts-1 and tts-1-hd the original subset.
@@ -91,8 +99,11 @@ func NewAt(tb testing.TB, opts fakeupstream.Options, prefix string) *Server {
 	if opts.FixedSeconds > 0 {
 		u := fakeupstream.Fixed(opts.FixedSeconds)
 		s.fixed = map[string]fakeupstream.Audio{}
-		for _, f := range []string{"pcm", "wav", "mp3"} {
-			a := s.render(f, u)
+		for _, f := range ResponseFormats() {
+			a, err := s.render(f, u)
+			if err != nil {
+				panic(err) // the fake's own encoders fail: a build problem
+			}
 			s.fixed[f] = fakeupstream.Audio{Parts: [][]byte{a.Bytes()}, Len: a.Len}
 		}
 	}
@@ -263,7 +274,15 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	}
 	audio, fixed := s.fixed[format]
 	if !fixed {
-		audio = s.render(format, u)
+		if audio, err = s.render(format, u); err != nil {
+			WriteError(w, http.StatusInternalServerError, "server_error", "", "", err.Error())
+			return
+		}
+	}
+	if len(audio.Parts) == 1 {
+		s.RecordAnswer(audio.Parts[0])
+	} else {
+		s.RecordAnswer(audio.Bytes())
 	}
 	w.Header().Set("Content-Type", contentType(format))
 	w.Header().Set("X-Request-Id", fmt.Sprintf("req_fake%d", s.reqID.Add(1)))
@@ -301,11 +320,7 @@ func validate(b *speechRequest) (format string, speed float64, msg, param, code 
 	if b.ResponseFormat != nil {
 		format = *b.ResponseFormat
 	}
-	switch format {
-	case "mp3", "wav", "pcm":
-	case "opus", "aac", "flac":
-		return "", 0, fmt.Sprintf("response_format '%s' is valid but this fake renders only mp3, wav and pcm.", format), "response_format", "invalid_value"
-	default:
+	if !slices.Contains(ResponseFormats(), format) {
 		return "", 0, fmt.Sprintf("Invalid value for 'response_format': '%s'. Supported values are: 'mp3', 'opus', 'aac', 'flac', 'wav', and 'pcm'.", format), "response_format", "invalid_value"
 	}
 	speed = 1
@@ -330,22 +345,39 @@ func validate(b *speechRequest) (format string, speed float64, msg, param, code 
 	return format, speed, "", "", ""
 }
 
-func (s *Server) render(format string, u fakeupstream.Utterance) fakeupstream.Audio {
+// render renders u in format at OpenAI's 24 kHz: Opus is coded at its
+// own 48 kHz from the same speech, MP3 at OpenAI's 160 kbit/s.
+func (s *Server) render(format string, u fakeupstream.Utterance) (fakeupstream.Audio, error) {
 	switch format {
 	case "pcm":
-		return s.studio.PCM(u, SampleRate)
+		return s.studio.PCM(u, SampleRate), nil
 	case "wav":
-		return s.studio.WAV(u, SampleRate)
+		return s.studio.WAV(u, SampleRate), nil
 	}
-	return s.studio.MP3(u)
+	rate, bitrate := SampleRate, 0
+	switch format {
+	case "opus":
+		rate = 0
+	case "mp3":
+		bitrate = 160
+	}
+	a, _, err := s.studio.Encoded(u, format, rate, bitrate)
+	return a, err
 }
 
+// contentType is the Content-Type OpenAI answers each format with.
 func contentType(format string) string {
 	switch format {
 	case "pcm":
 		return "audio/pcm"
 	case "wav":
 		return "audio/wav"
+	case "opus":
+		return "audio/opus"
+	case "aac":
+		return "audio/aac"
+	case "flac":
+		return "audio/flac"
 	}
 	return "audio/mpeg"
 }

@@ -20,9 +20,16 @@
 // wrong key a 400 whose message names the API key, the way xAI answers
 // it.
 //
-// Deliberate gaps: mulaw, ulaw and alaw answer 400 (the fake renders mp3,
-// wav and pcm only); speech tags in the text are spoken as characters;
-// the fake's MP3 is 44.1 kHz whatever sample_rate says.
+// Every codec answers real audio of that codec at the sample_rate asked
+// (mp3 at its bit_rate, default 128000), with the documented Content-Type:
+// audio/mpeg, audio/wav, audio/pcm, audio/basic (μ-law), audio/alaw. The
+// last audio answered is kept (Control.LastAnswer).
+//
+// Deliberate gaps: mulaw, ulaw and alaw render at 8000 Hz only (other
+// rates answer 400 naming the fake), and mp3 only at the rate and
+// bit_rate pairs MP3 can carry (a 192 kbit/s MP3 at 24 kHz does not
+// exist; what xAI answers then is not documented); speech tags in the
+// text are spoken as characters.
 package xai
 
 import (
@@ -216,7 +223,7 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	codec, rate := "mp3", 24000
+	codec, rate, bitRate := "mp3", 24000, 128000
 	switch {
 	case b.Text == nil || *b.Text == "":
 		bad(w, "text is required")
@@ -242,10 +249,7 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request) {
 			codec = *f.Codec
 		}
 		switch codec {
-		case "mp3", "wav", "pcm":
-		case "mulaw", "ulaw", "alaw":
-			bad(w, "codec `%s` is valid but this fake renders only mp3, wav and pcm", codec)
-			return
+		case "mp3", "wav", "pcm", "mulaw", "ulaw", "alaw":
 		default:
 			bad(w, "Unsupported codec `%s`", codec)
 			return
@@ -261,20 +265,42 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request) {
 			bad(w, "bit_rate must be one of 32000, 64000, 96000, 128000, 192000, for mp3 only")
 			return
 		}
+		if f.BitRate != nil {
+			bitRate = *f.BitRate
+		}
 	}
 	u := fakeupstream.Speak(*b.Text, 1)
-	var audio fakeupstream.Audio
+	var (
+		audio       fakeupstream.Audio
+		contentType string
+	)
 	switch codec {
 	case "pcm":
-		audio = s.studio.PCM(u, rate)
-		w.Header().Set("Content-Type", "audio/pcm")
+		audio, contentType = s.studio.PCM(u, rate), "audio/pcm"
 	case "wav":
-		audio = s.studio.WAV(u, rate)
-		w.Header().Set("Content-Type", "audio/wav")
+		audio, contentType = s.studio.WAV(u, rate), "audio/wav"
 	default:
-		audio = s.studio.MP3(u)
-		w.Header().Set("Content-Type", "audio/mpeg")
+		format, kbps := codec, 0
+		switch codec {
+		case "mulaw", "ulaw":
+			format, contentType = "ulaw", "audio/basic"
+		case "alaw":
+			contentType = "audio/alaw"
+		default:
+			kbps, contentType = bitRate/1000, "audio/mpeg"
+		}
+		if format != "mp3" && rate != 8000 {
+			bad(w, "codec `%s` at %d Hz is valid but this fake renders G.711 at 8000 Hz only", codec, rate)
+			return
+		}
+		var err error
+		if audio, _, err = s.studio.Encoded(u, format, rate, kbps); err != nil {
+			bad(w, "the fake cannot render %s at %d Hz and %d bit/s: %v", codec, rate, bitRate, err)
+			return
+		}
 	}
+	s.RecordAnswer(audio.Bytes())
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	s.WriteAudio(r.Context(), w, audio)
 }

@@ -1,6 +1,7 @@
 package xai
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -70,13 +71,26 @@ func TestWireFormat(t *testing.T) {
 			}
 		})
 	}
-	for codec, mt := range map[string]string{"pcm": "audio/pcm;rate=16000", "wav": "audio/wav", "mp3": "audio/mpeg"} {
-		a := call(t, s, "POST", TTSPath, bearer, strings.Replace(ok, `"pcm"`, `"`+codec+`"`, 1))
-		if a.status != 200 {
-			t.Fatalf("%s: %d %s", codec, a.status, a.body)
+	for _, tt := range []struct {
+		format, contentType, mediaType string
+		rate                           int
+	}{
+		{`{"codec":"pcm","sample_rate":16000}`, "audio/pcm", "audio/pcm;rate=16000", 16000},
+		{`{"codec":"wav","sample_rate":16000}`, "audio/wav", "audio/wav", 16000},
+		{`{"codec":"mp3","sample_rate":16000}`, "audio/mpeg", "audio/mpeg", 16000},
+		{`{"codec":"mp3","sample_rate":44100,"bit_rate":192000}`, "audio/mpeg", "audio/mpeg", 44100},
+		{`{"codec":"mulaw","sample_rate":8000}`, "audio/basic", "audio/PCMU;rate=8000", 8000},
+		{`{"codec":"alaw","sample_rate":8000}`, "audio/alaw", "audio/PCMA;rate=8000", 8000},
+	} {
+		a := call(t, s, "POST", TTSPath, bearer, `{"text":"Hello world.","language":"en","output_format":`+tt.format+`}`)
+		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType {
+			t.Fatalf("%s: %d %s %s", tt.format, a.status, a.header.Get("Content-Type"), a.body)
 		}
-		if _, err := sdktest.Decode(mt, a.body); err != nil {
-			t.Errorf("%s: %v", codec, err)
+		if clip, err := sdktest.Decode(tt.mediaType, a.body); err != nil || clip.SampleRate != tt.rate {
+			t.Errorf("%s: %+v %v", tt.format, clip, err)
+		}
+		if !bytes.Equal(s.LastAnswer(), a.body) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.format)
 		}
 	}
 	// The documented default: MP3 at 24 kHz.

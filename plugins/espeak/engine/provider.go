@@ -14,6 +14,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -126,25 +127,35 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 		ID:           ProviderID,
 		Name:         "eSpeak NG",
 		DefaultModel: ModelID,
-		Models: []sdk.Model{{
-			ID:   ModelID,
-			Name: "eSpeak NG",
-			Capabilities: sdk.Capabilities{
-				Streaming:  true,
-				Timestamps: true,
-				Speed:      true,
-			},
-			// WAV first: it is the default, a file any player opens and
-			// any client can measure. Raw PCM only when asked for.
-			OutputFormats:    []string{sdk.FormatWAV, sdk.FormatPCM},
-			SampleRates:      []int{p.sampleRate},
-			NativeSampleRate: p.sampleRate,
-			MaxTextChars:     MaxTextChars,
-			// eSpeak's rate range, 80 to 450 words a minute around 175.
-			MinSpeed: float64(rateMinimum) / float64(rateNormal),
-			MaxSpeed: float64(rateMaximum) / float64(rateNormal),
-		}},
+		Models:       []sdk.Model{p.model()},
 	}, nil
+}
+
+// model is the one model. eSpeak NG renders 16-bit mono PCM at the one
+// rate its library reports (22,050 Hz for the voices it ships) and
+// nothing else, so its native encodings are that PCM and the same
+// samples behind a WAV header: no resampling, no other format (the
+// gateway encodes any other itself).
+func (p *Provider) model() sdk.Model {
+	return sdk.Model{
+		ID:   ModelID,
+		Name: "eSpeak NG",
+		Capabilities: sdk.Capabilities{
+			Streaming:  true,
+			Timestamps: true,
+			Speed:      true,
+		},
+		// WAV first: it is the default, a file any player opens and any
+		// client can measure. Raw PCM only when asked for.
+		Encodings: []sdk.Encoding{
+			{Format: sdk.FormatWAV, SampleRate: p.sampleRate},
+			{Format: sdk.FormatPCM, SampleRate: p.sampleRate},
+		},
+		MaxTextChars: MaxTextChars,
+		// eSpeak's rate range, 80 to 450 words a minute around 175.
+		MinSpeed: float64(rateMinimum) / float64(rateNormal),
+		MaxSpeed: float64(rateMaximum) / float64(rateNormal),
+	}
 }
 
 // Voices lists every name an eSpeak voice may be asked for by (see
@@ -274,17 +285,12 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 	if n := utf8.RuneCountInString(req.Text); n > MaxTextChars {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "text has %d characters; eSpeak accepts at most %d", n, MaxTextChars)
 	}
-	c := &utterance{format: req.Format}
-	switch req.Format {
-	case "":
-		c.format = sdk.FormatWAV
-	case sdk.FormatPCM, sdk.FormatWAV:
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "format %q is not supported; eSpeak produces pcm or wav", req.Format)
+	format := cmp.Or(req.Format, sdk.FormatWAV)
+	m := p.model()
+	if _, ok := m.FindEncoding(format, req.SampleRate, req.Bitrate); !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s is not available; eSpeak produces wav and pcm at %d Hz, with no bitrate", sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, p.sampleRate)
 	}
-	if req.SampleRate != 0 && req.SampleRate != p.sampleRate {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "sample rate %d is not supported; eSpeak produces %d Hz", req.SampleRate, p.sampleRate)
-	}
+	c := &utterance{format: format}
 
 	voice, err := p.selectVoice(req)
 	if err != nil {

@@ -79,7 +79,8 @@ func TestDescribe(t *testing.T) {
 	m := d.Models[0]
 	want := sdk.Capabilities{Streaming: true, Timestamps: true, Speed: true, Cloning: false}
 	// WAV first: the default, what a request that names no format gets.
-	if m.ID != "espeak-ng" || m.Capabilities != want || !slices.Equal(m.OutputFormats, []string{"wav", "pcm"}) || m.MaxTextChars != 5000 {
+	wantEncodings := []sdk.Encoding{{Format: "wav", SampleRate: 22050}, {Format: "pcm", SampleRate: 22050}}
+	if m.ID != "espeak-ng" || m.Capabilities != want || !slices.Equal(m.Encodings, wantEncodings) || m.MaxTextChars != 5000 {
 		t.Errorf("model = %+v", m)
 	}
 	if resp, err := p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "default"}); err != nil || resp.MediaType != "audio/wav" {
@@ -87,8 +88,15 @@ func TestDescribe(t *testing.T) {
 	}
 	// The rate must be the library's: a clip's media type says it too.
 	resp := synth(t, p, &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "rate", Format: "pcm"})
-	if m.NativeSampleRate != 22050 || resp.MediaType != "audio/pcm;rate="+strconv.Itoa(m.NativeSampleRate) {
-		t.Errorf("native rate %d, clip media type %q", m.NativeSampleRate, resp.MediaType)
+	if resp.MediaType != "audio/pcm;rate="+strconv.Itoa(m.Encodings[1].SampleRate) {
+		t.Errorf("native rate %d, clip media type %q", m.Encodings[1].SampleRate, resp.MediaType)
+	}
+	// Each listed encoding, asked for in full, is what comes back.
+	for _, e := range m.Encodings {
+		resp := synth(t, p, &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: "en", Text: "each", Format: e.Format, SampleRate: e.SampleRate})
+		if clip, err := sdktest.Decode(resp.MediaType, resp.Audio); err != nil || resp.MediaType != sdk.MediaType(e) || clip.Format != e.Format || clip.SampleRate != e.SampleRate {
+			t.Errorf("%s: %q, %+v, %v", e, resp.MediaType, clip, err)
+		}
 	}
 }
 
@@ -344,6 +352,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "tts-1" }},
 		{"mp3", func(r *sdk.SynthesizeRequest) { r.Format = "mp3" }},
 		{"other sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{"a bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = "wav", 64 }},
+		{"opus", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
 		{"empty text", func(r *sdk.SynthesizeRequest) { r.Text = " \n " }},
 		{"text too long", func(r *sdk.SynthesizeRequest) { r.Text = strings.Repeat("ä", 5001) }},
 		{"negative speed", func(r *sdk.SynthesizeRequest) { r.Speed = -1 }},
