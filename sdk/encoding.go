@@ -139,6 +139,17 @@ func (m *Model) FindEncoding(format string, rate, bitrate int) (Encoding, bool) 
 	return Encoding{}, false
 }
 
+// Filled returns m with OutputFormats, SampleRates and NativeSampleRate
+// derived from Encodings where they are empty, as Serve describes the
+// model to the gateway: what a caller that holds the plugin's own value
+// (an in-process test) sees of it over the wire.
+func (m Model) Filled() Model {
+	m.OutputFormats = slices.Clone(m.OutputFormats)
+	m.SampleRates = slices.Clone(m.SampleRates)
+	m.describeEncodings()
+	return m
+}
+
 // describeEncodings fills the fields older gateways read from a model that
 // lists Encodings and leaves OutputFormats empty: the formats in the order
 // they first appear, the PCM rates, and the first PCM (else first) rate as

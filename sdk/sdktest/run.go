@@ -220,7 +220,7 @@ func (r *runner) pickModel() error {
 	}
 	for _, m := range r.desc.Models {
 		if m.ID == id {
-			r.model = m
+			r.model = m.Filled() // as the gateway sees it over the wire
 			return nil
 		}
 	}
