@@ -16,5 +16,7 @@ func TestCloudProviderMistral(t *testing.T) {
 		ID: "mistral", Fake: f, Key: mistral.Key,
 		Model: "voxtral-mini-tts-3-0", Voice: mistral.VoiceJane,
 		Streams: true,
+		// Voxtral sends float32 samples; the plugin makes 16-bit PCM.
+		Derived: []string{"pcm_24000", "wav_24000"},
 	})
 }

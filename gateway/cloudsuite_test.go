@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,8 @@ type cloudFake interface {
 	// provably still sending.
 	HoldStreams()
 	ReleaseStreams()
+	// LastAnswer is the audio the fake last answered.
+	LastAnswer() []byte
 }
 
 // cloudCase is one cloud provider plugin run through the provider suite:
@@ -51,6 +55,11 @@ type cloudCase struct {
 	Streams, Timestamps bool
 	// NoVoiceList: the provider has no voice list endpoint.
 	NoVoiceList bool
+	// Derived are the native encodings the plugin makes itself from what
+	// the provider sends (a WAV header on the provider's PCM, 16-bit
+	// samples from its floats): the gateway passes the plugin's bytes
+	// through, which are not the provider's.
+	Derived []string
 }
 
 // startCloudCase runs a gateway with c's plugin as a managed provider of
@@ -172,6 +181,8 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 			t.Fatal(err)
 		}
 	})
+
+	t.Run("native encodings", func(t *testing.T) { runNativeEncodings(t, tg, c, text) })
 
 	t.Run("timestamps", func(t *testing.T) {
 		if !c.Timestamps {
@@ -339,5 +350,70 @@ func TestCloudProviderSuite(t *testing.T) {
 	for _, mk := range cases {
 		c := mk(t)
 		t.Run(c.ID, func(t *testing.T) { runCloudSuite(t, c) })
+	}
+}
+
+// runNativeEncodings asks for every encoding the model lists in the
+// catalog as native, as a clip's output: each must come back as the
+// provider's own bytes (the fake's last answer, byte for byte), with no
+// X-Voxgate-Transcoded header and no conversion counted. What arrives
+// upstream for each encoding is each plugin's own test.
+func runNativeEncodings(t *testing.T, tg *testGateway, c cloudCase, text string) {
+	var cat struct {
+		Data []struct {
+			ID     string `json:"id"`
+			Models []struct {
+				ID              string   `json:"id"`
+				NativeEncodings []string `json:"native_encodings"`
+			} `json:"models"`
+		} `json:"data"`
+	}
+	tg.do("GET", "/v1/providers", "acme", nil).json(t, &cat)
+	var encodings []string
+	for _, p := range cat.Data {
+		for _, m := range p.Models {
+			if p.ID == c.ID && m.ID == c.Model {
+				encodings = m.NativeEncodings
+			}
+		}
+	}
+	if len(encodings) == 0 {
+		t.Fatalf("the catalog lists no native encodings for %s/%s", c.ID, c.Model)
+	}
+	conversions := func() float64 {
+		var n float64
+		for _, s := range tg.scrape() {
+			if s.name == "voxgate_audio_conversions_total" {
+				n += s.value
+			}
+		}
+		return n
+	}
+	before := conversions()
+	for _, e := range encodings {
+		t.Run(e, func(t *testing.T) {
+			parts := strings.Split(e, "_")
+			out := map[string]any{"format": parts[0]}
+			if len(parts) > 1 && parts[1] != "0" {
+				out["sampleRate"], _ = strconv.Atoi(parts[1])
+			}
+			if len(parts) > 2 {
+				out["bitrate"], _ = strconv.Atoi(parts[2])
+			}
+			body := map[string]any{"model": c.ID + "/" + c.Model, "voice": c.Voice, "text": text, "output": out}
+			r := tg.do("POST", "/v1/audio/speech", "acme", body, "Cache-Control", "no-cache")
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if h := r.header.Get("X-Voxgate-Transcoded"); h != "" {
+				t.Errorf("converted (%s), want the provider's bytes", h)
+			}
+			if want := c.Fake.LastAnswer(); !slices.Contains(c.Derived, e) && !bytes.Equal(r.body, want) {
+				t.Errorf("answered %d bytes, not the %d the provider sent", len(r.body), len(want))
+			}
+		})
+	}
+	if after := conversions(); after != before {
+		t.Errorf("native encodings counted %v conversions", after-before)
 	}
 }
