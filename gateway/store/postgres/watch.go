@@ -53,7 +53,9 @@ func (s *Store) Watch(ctx context.Context, fn func(store.Change)) error {
 		case <-ctx.Done():
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		// At most a second between tries: the watch's resync is how an
+		// instance serving from memory learns that the store is back.
+		backoff = min(backoff*2, time.Second)
 	}
 	return ctx.Err()
 }
