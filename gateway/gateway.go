@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
@@ -35,6 +36,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
+	"github.com/voxgate/voxgate/gateway/storecache"
 	"github.com/voxgate/voxgate/gateway/tracing"
 	"github.com/voxgate/voxgate/gateway/ui"
 )
@@ -51,10 +53,17 @@ type Options struct {
 
 // Gateway is a running voxgate instance.
 type Gateway struct {
-	cfg     *config.Config
-	log     *zap.Logger
-	banner  io.Writer
-	store   store.Backend
+	cfg    *config.Config
+	log    *zap.Logger
+	banner io.Writer
+	store  store.Backend
+	// data is store as the request path reads it: saved voices,
+	// pronunciation rules and BYOK keys from memory, kept current by
+	// change notifications and served stale while the store is away.
+	// Everything that reads or writes those records goes through it (a
+	// bbolt file has no notifications: this instance's writes are its
+	// only changes).
+	data    *storecache.Cache
 	auth    *auth.Authenticator
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
@@ -77,6 +86,13 @@ type Gateway struct {
 	// until then /readyz says "starting", so a load balancer, a
 	// supervisor or a test waiting on it sees the start completed.
 	started atomic.Bool
+	// draining is set when Shutdown begins: from then on /readyz says so,
+	// on every listener and every connection still open, so a load
+	// balancer stops sending before the instance goes.
+	draining atomic.Bool
+	// pluginsReady reports whether every provider has a live plugin
+	// process; nil without providers.
+	pluginsReady func() error
 }
 
 // Open prepares a gateway from cfg: opens storage, loads keys, starts the
@@ -119,6 +135,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
 	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
+	g.data = storecache.New(g.store, storecache.Options{Logger: log.Named("storecache")})
+	g.storeMetrics()
 
 	if g.tracer, err = newTracer(ctx, cfg, version); err != nil {
 		return nil, err
@@ -146,9 +164,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err != nil {
 		return nil, err
 	}
-	if w, ok := g.store.(store.KeyWatcher); ok {
-		g.watchKeys(w)
-		log.Info("api keys follow the shared storage: keys created or revoked on any instance apply here within a second")
+	if w, ok := g.store.(store.Watcher); ok {
+		g.watch(w)
+		log.Info("api keys, saved voices, dictionaries and provider keys follow the shared storage: changes made on any instance apply here within a second")
 	}
 
 	g.logs = reqlog.New(g.store, reqlog.Options{
@@ -173,7 +191,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		LimiterFailOpen: failOpen,
 		Options:         ServerOptions(cfg),
 		Logger:          log,
-		Store:           g.store,
+		Store:           g.data,
+		StoreState:      g.storeState,
 		CursorSecret:    g.store.Secret(),
 		Auth:            g.auth,
 		Logs:            g.logs,
@@ -238,12 +257,56 @@ func (g *Gateway) Start() error {
 	return nil
 }
 
-// ready reports whether the gateway has finished starting (see started).
+// ready reports whether the gateway should be sent requests: it has
+// finished starting (see started), is not draining, and every provider has
+// a live plugin process. The store is not asked: every instance shares it,
+// so taking instances out for its outage would only turn the requests
+// memory can serve (see storecache) into failures; /readyz reports it in
+// its body instead (storeState).
 func (g *Gateway) ready() error {
-	if !g.started.Load() {
+	switch {
+	case g.draining.Load():
+		return errors.New("shutting down")
+	case !g.started.Load():
 		return errors.New("still starting")
+	case g.pluginsReady != nil:
+		return g.pluginsReady()
 	}
 	return nil
+}
+
+// storeState reports, for /readyz, whether the store answers.
+func (g *Gateway) storeState() (up bool, since time.Time) {
+	st := g.data.State()
+	return st.Up, st.Since
+}
+
+// storeMetrics exports the store's reachability and the record cache's
+// work.
+func (g *Gateway) storeMetrics() {
+	c := g.data
+	g.metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "voxgate_store_up",
+		Help: "1 while the store (bbolt or PostgreSQL) answers, 0 from the moment it could not be reached until it answers again. Synthesis goes on from memory meanwhile; writes answer 503.",
+	}, func() float64 {
+		if c.State().Up {
+			return 1
+		}
+		return 0
+	}))
+	const lookupsHelp = "Lookups of saved voices, dictionary rules and BYOK keys by requests: hit (memory), miss (read from the store), stale (an out-of-date entry served because the store could not be reached)."
+	const entriesHelp = "Records held in memory for requests, by kind (bounded; dictionary_rules counts rules)."
+	for _, kind := range []storecache.Kind{storecache.KindVoice, storecache.KindRules, storecache.KindSecret} {
+		for _, r := range []storecache.Result{storecache.Hit, storecache.Miss, storecache.Stale} {
+			g.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "voxgate_store_cache_lookups_total", Help: lookupsHelp,
+				ConstLabels: prometheus.Labels{"kind": kind.String(), "result": r.String()},
+			}, func() float64 { return float64(c.Counts(kind, r)) }))
+		}
+		g.metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "voxgate_store_cache_entries", Help: entriesHelp, ConstLabels: prometheus.Labels{"kind": kind.String()},
+		}, func() float64 { _, cost := c.Size(kind); return float64(cost) }))
+	}
 }
 
 // budgetCounter returns the credit budgets: counted in the shared Redis
@@ -506,6 +569,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	g.stopped = true
+	g.draining.Store(true)
 	var errs []error
 	if g.admin != nil {
 		errs = append(errs, g.admin.Close(ctx))
@@ -569,19 +633,24 @@ func (g *Gateway) rateLimiter(ctx context.Context) (ratelimit.Limiter, bool, err
 	return r, failOpen, nil
 }
 
-// watchKeys keeps the in-memory key table in step with a shared backend:
-// every change another instance announces reloads the table. Bursts of
-// events coalesce into one reload, and the watch stops at shutdown.
-func (g *Gateway) watchKeys(w store.KeyWatcher) {
+// watch keeps memory in step with a shared backend: a key change another
+// instance announces reloads the key table (bursts of them coalesce into
+// one reload), and every other change goes to the record cache, which
+// also learns from the watch whether the store is there. The watch stops
+// at shutdown.
+func (g *Gateway) watch(w store.Watcher) {
 	ctx, cancel := context.WithCancel(context.Background())
 	kick := make(chan struct{}, 1)
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		_ = w.WatchKeys(ctx, func(store.KeyEvent) {
-			select {
-			case kick <- struct{}{}:
-			default:
+		_ = w.Watch(ctx, func(c store.Change) {
+			g.data.Apply(c)
+			if c.Kind == store.ChangeKey || c.Kind == store.ChangeResync {
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
 			}
 		})
 	}()
@@ -669,12 +738,12 @@ func (g *Gateway) OrgExists(org string) bool { return g.orgExists(org) }
 // SetSecret implements admin.Backend: it stores an org's own provider key,
 // encrypted.
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
-	return credentials.StoreBYOK(ctx, g.store, g.sealer, g.policy, org, provider, value)
+	return credentials.StoreBYOK(ctx, g.data, g.sealer, g.policy, org, provider, value)
 }
 
 // DeleteSecret implements admin.Backend.
 func (g *Gateway) DeleteSecret(ctx context.Context, org, provider string) error {
-	return g.store.DeleteSecret(ctx, org, credentials.SecretName(provider))
+	return g.data.DeleteSecret(ctx, org, credentials.SecretName(provider))
 }
 
 // Metrics exposes the registry (tests read it).

@@ -98,9 +98,9 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Pools:        g.pools,
 		Limits:       speech.LimitsFrom(cfg),
 		Catalog:      cat,
-		Store:        g.store,
-		Dictionaries: g.store,
-		Credentials:  credentials.NewResolver(g.policy, g.store, g.sealer),
+		Store:        g.data,
+		Dictionaries: g.data,
+		Credentials:  credentials.NewResolver(g.policy, g.data, g.sealer),
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
 		Moderator:    mod,
@@ -111,7 +111,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Alignment:    speech.AlignmentFrom(cfg),
 	})
 	g.logAlignment(cfg, cat)
-	d.Ready = host.Ready
+	g.pluginsReady = host.Ready
 	return nil
 }
 

@@ -29,6 +29,7 @@ func NewRedis(url string, maxEntry int64) (*Redis, error) {
 	opts.ReadTimeout = 2 * time.Second
 	opts.WriteTimeout = 2 * time.Second
 	opts.MaxRetries = 0
+	opts.DialerRetries = 1 // a cache that is away is a miss, not a wait
 	return &Redis{client: redis.NewClient(opts), prefix: "voxgate:cache:", maxEntry: maxEntry}, nil
 }
 

@@ -3,6 +3,7 @@ package credentials
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -67,12 +68,78 @@ type Resolver struct {
 	policy *Policy
 	store  Secrets
 	sealer *Sealer
+	// names are SecretName of each configured provider, made once: the
+	// request path looks keys up without building strings.
+	names map[string]string
+
+	// opened keeps, per organization and provider, the key last opened
+	// and the sealed bytes it was opened from. The gateway's store keeps
+	// sealed keys in memory and hands back the same bytes until the key
+	// changes (gateway/storecache), so a request that finds them
+	// reuses the key instead of decrypting (and allocating) again. Bounded
+	// by the configured organizations and providers; a deleted key's
+	// entry goes with it.
+	mu     sync.RWMutex
+	opened map[[2]string]openedKey
+}
+
+type openedKey struct {
+	sealed []byte
+	key    string
 }
 
 // NewResolver returns a Resolver over the credential policy, the stored
 // BYOK keys and the sealer that decrypts them.
 func NewResolver(p *Policy, st Secrets, s *Sealer) *Resolver {
-	return &Resolver{policy: p, store: st, sealer: s}
+	r := &Resolver{policy: p, store: st, sealer: s, names: map[string]string{}, opened: map[[2]string]openedKey{}}
+	for id := range p.providers {
+		r.names[id] = SecretName(id)
+	}
+	return r
+}
+
+// storedKey returns org's stored key for provider, "" when none is
+// stored. Hot path for organizations that bring their own key: with the
+// sealed key in memory, a map read and a comparison of two pointers.
+func (r *Resolver) storedKey(ctx context.Context, org, provider string) (string, error) {
+	name, ok := r.names[provider]
+	if !ok {
+		name = SecretName(provider)
+	}
+	ct, err := r.store.GetSecret(ctx, org, name)
+	k := [2]string{org, provider}
+	if isNotFound(err) {
+		r.mu.RLock()
+		_, had := r.opened[k]
+		r.mu.RUnlock()
+		if had {
+			r.mu.Lock()
+			delete(r.opened, k)
+			r.mu.Unlock()
+		}
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	r.mu.RLock()
+	o, ok := r.opened[k]
+	r.mu.RUnlock()
+	if ok && len(ct) > 0 && len(o.sealed) == len(ct) && &o.sealed[0] == &ct[0] {
+		return o.key, nil
+	}
+	pt, err := r.sealer.Open(ct, aad(org, provider))
+	if err != nil {
+		return "", fmt.Errorf("byok key of %s/%s: %w", org, provider, err)
+	}
+	key := string(pt)
+	clear(pt)
+	r.mu.Lock()
+	// The entry holds the sealed bytes it matched, so their address is
+	// not reused for other bytes while it stands.
+	r.opened[k] = openedKey{sealed: ct, key: key}
+	r.mu.Unlock()
+	return key, nil
 }
 
 // Flags are an org's effective flags for a provider, as the catalog shows.
@@ -101,7 +168,7 @@ func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentia
 		if k := r.policy.orgs[org][provider].ownKey; k != "" {
 			return sdk.Credentials{APIKey: k, BYOK: true}, nil
 		}
-		k, err := LoadBYOK(ctx, r.store, r.sealer, org, provider)
+		k, err := r.storedKey(ctx, org, provider)
 		if err != nil {
 			return sdk.Credentials{}, err
 		}

@@ -114,6 +114,10 @@ func NewRedis(url string) (*Redis, error) {
 	opts.ReadTimeout = 200 * time.Millisecond
 	opts.WriteTimeout = 200 * time.Millisecond
 	opts.MaxRetries = 0
+	// One dial per call: go-redis otherwise dials five times with pauses
+	// between (DialerRetries), which made every request wait about two
+	// seconds while Redis was down.
+	opts.DialerRetries = 1
 	c := redis.NewClient(opts)
 	return &Redis{client: c, rl: redis_rate.NewLimiter(c), prefix: "voxgate:rl:"}, nil
 }

@@ -72,9 +72,13 @@ type Deps struct {
 	Limiter ratelimit.Limiter
 	// LimiterFailOpen lets requests through when Limiter errs.
 	LimiterFailOpen bool
-	// Ready reports whether the gateway can serve synthesis (plugins up);
-	// nil means always ready.
+	// Ready reports whether the gateway can serve synthesis (started,
+	// not draining, plugins up); nil means always ready.
 	Ready func() error
+	// StoreState reports whether the store answers, and since when it
+	// has not; /readyz shows it without failing on it (every instance
+	// shares the store). Nil shows nothing.
+	StoreState func() (up bool, since time.Time)
 	// KeyStates reports each pooled provider key's state for /readyz:
 	// when it rests until, zero while in rotation; nil when no provider
 	// pools keys.
@@ -140,6 +144,8 @@ type Server struct {
 	metrics  *metrics.Metrics
 	cursors  *cursor.Codec
 	ready    func() error
+	// storeState reports the store's reachability for /readyz.
+	storeState func() (up bool, since time.Time)
 	// keyStates reports pooled provider keys for /readyz.
 	keyStates func() map[string]map[string]time.Time
 	limiter   ratelimit.Limiter
@@ -172,24 +178,25 @@ type Server struct {
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		opts:      d.Options,
-		log:       d.Logger,
-		store:     d.Store,
-		auth:      d.Auth,
-		logs:      d.Logs,
-		metrics:   d.Metrics,
-		cursors:   cursor.New(d.CursorSecret),
-		ready:     d.Ready,
-		keyStates: d.KeyStates,
-		limiter:   d.Limiter,
-		failOpen:  d.LimiterFailOpen,
-		limits:    map[string]orgLimits{},
-		accessLog: d.Options.AccessLog,
-		speech:    d.Speech,
-		tracer:    d.Tracer,
-		cors:      newCORS(d.Options.CORS),
-		aliases:   d.Aliases,
-		ui:        d.UI,
+		opts:       d.Options,
+		log:        d.Logger,
+		store:      d.Store,
+		auth:       d.Auth,
+		logs:       d.Logs,
+		metrics:    d.Metrics,
+		cursors:    cursor.New(d.CursorSecret),
+		ready:      d.Ready,
+		storeState: d.StoreState,
+		keyStates:  d.KeyStates,
+		limiter:    d.Limiter,
+		failOpen:   d.LimiterFailOpen,
+		limits:     map[string]orgLimits{},
+		accessLog:  d.Options.AccessLog,
+		speech:     d.Speech,
+		tracer:     d.Tracer,
+		cors:       newCORS(d.Options.CORS),
+		aliases:    d.Aliases,
+		ui:         d.UI,
 	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
@@ -527,24 +534,33 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	if s.keyStates == nil {
-		ctx.Response.Header.SetContentTypeBytes(contentJSON)
-		ctx.SetBodyString(`{"status":"ready"}`)
-		return
+	body := map[string]any{"status": "ready"}
+	if s.storeState != nil {
+		// The store's outage does not make the instance unready: every
+		// instance shares it, and synthesis goes on from memory. Never
+		// the store's address or error here: /readyz needs no key.
+		store := map[string]any{"status": "up"}
+		if up, since := s.storeState(); !up {
+			store = map[string]any{"status": "unreachable", "since": since.UTC().Format(time.RFC3339)}
+		}
+		body["store"] = store
 	}
-	// Pooled keys' states, by name (never the key): a resting key does not
-	// make the instance unready, but operators see it here.
-	keys := map[string]map[string]string{}
-	for provider, states := range s.keyStates() {
-		keys[provider] = map[string]string{}
-		for name, until := range states {
-			keys[provider][name] = "ok"
-			if !until.IsZero() {
-				keys[provider][name] = "resting until " + until.UTC().Format(time.RFC3339)
+	if s.keyStates != nil {
+		// Pooled keys' states, by name (never the key): a resting key
+		// does not make the instance unready, but operators see it here.
+		keys := map[string]map[string]string{}
+		for provider, states := range s.keyStates() {
+			keys[provider] = map[string]string{}
+			for name, until := range states {
+				keys[provider][name] = "ok"
+				if !until.IsZero() {
+					keys[provider][name] = "resting until " + until.UTC().Format(time.RFC3339)
+				}
 			}
 		}
+		body["provider_keys"] = keys
 	}
-	_ = s.writeJSON(ctx, fasthttp.StatusOK, map[string]any{"status": "ready", "provider_keys": keys})
+	_ = s.writeJSON(ctx, fasthttp.StatusOK, body)
 }
 
 // record enqueues a request log row for c, filling the common fields from

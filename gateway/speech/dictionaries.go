@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -37,49 +36,6 @@ const (
 // in paths (/v1/pronunciation-dictionaries/default).
 const DefaultDictionaryID = "default"
 
-// defaultRulesTTL is how long an organization's default rules are reused
-// without reading the store again. Writes through this service clear them
-// at once; other instances sharing the store see a change within it.
-const defaultRulesTTL = time.Second
-
-// defaultRules caches each organization's default-dictionary rules, so a
-// synthesis request that names no dictionary costs no store read on the
-// hot path. Organizations are configured, so the map is bounded.
-type defaultRules struct {
-	mu      sync.Mutex
-	entries map[string]defaultRulesEntry
-}
-
-type defaultRulesEntry struct {
-	rules []PronunciationRule
-	at    time.Time
-}
-
-func (c *defaultRules) get(org string, now time.Time) ([]PronunciationRule, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[org]
-	if !ok || now.Sub(e.at) >= defaultRulesTTL {
-		return nil, false
-	}
-	return e.rules, true
-}
-
-func (c *defaultRules) put(org string, rules []PronunciationRule, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[string]defaultRulesEntry{}
-	}
-	c.entries[org] = defaultRulesEntry{rules: rules, at: at}
-}
-
-func (c *defaultRules) clear(org string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, org)
-}
-
 func toRules(rs []store.PronunciationRule) []PronunciationRule {
 	out := make([]PronunciationRule, len(rs))
 	for i, r := range rs {
@@ -92,8 +48,8 @@ func toRules(rs []store.PronunciationRule) []PronunciationRule {
 // precedence first: the org's default dictionary, p's dictionaries in the
 // order listed, p's inline rules (layerRules puts them together per
 // text). A listed dictionary that is not org's is 404
-// dictionary_not_found. The default's rules come from a per-org cache
-// (defaultRulesTTL) when the request lists no dictionary.
+// dictionary_not_found. The rules come from memory: the gateway gives the
+// service a store that caches them (gateway/storecache).
 func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciations) ([][]PronunciationRule, error) {
 	var ids []string
 	var inline []PronunciationRule
@@ -103,18 +59,12 @@ func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciation
 	if s.dicts == nil {
 		return [][]PronunciationRule{inline}, nil
 	}
-	now := time.Now()
 	if len(ids) == 0 {
-		defs, ok := s.defaults.get(org, now)
-		if !ok {
-			stored, _, err := s.dicts.DictionaryRules(ctx, org, nil)
-			if err != nil {
-				return nil, fmt.Errorf("read the default pronunciation dictionary: %w", err)
-			}
-			defs = toRules(stored)
-			s.defaults.put(org, defs, now)
+		stored, _, err := s.dicts.DictionaryRules(ctx, org, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read the default pronunciation dictionary: %w", err)
 		}
-		return [][]PronunciationRule{defs, inline}, nil
+		return [][]PronunciationRule{toRules(stored), inline}, nil
 	}
 	stored, byID, err := s.dicts.DictionaryRules(ctx, org, ids)
 	if err != nil {
@@ -125,10 +75,8 @@ func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciation
 		}
 		return nil, fmt.Errorf("read pronunciation dictionaries: %w", err)
 	}
-	defs := toRules(stored)
-	s.defaults.put(org, defs, now)
 	sources := make([][]PronunciationRule, 0, len(ids)+2)
-	sources = append(sources, defs)
+	sources = append(sources, toRules(stored))
 	for _, rs := range byID {
 		sources = append(sources, toRules(rs))
 	}
@@ -331,7 +279,6 @@ func (s *Service) CreateRule(ctx context.Context, org, dictID string, spec RuleS
 	if err := s.dicts.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
 		return nil, ruleErr(err, d.ID, "")
 	}
-	s.defaults.clear(org)
 	return r, nil
 }
 
@@ -373,7 +320,6 @@ func (s *Service) UpdateRule(ctx context.Context, org, dictID, id string, spec R
 	if err := s.dicts.UpdateRule(ctx, r); err != nil {
 		return nil, ruleErr(err, r.DictionaryID, id)
 	}
-	s.defaults.clear(org)
 	return r, nil
 }
 
@@ -386,7 +332,6 @@ func (s *Service) DeleteRule(ctx context.Context, org, dictID, id string) error 
 	if err := s.dicts.DeleteRule(ctx, org, r.DictionaryID, id); err != nil {
 		return ruleErr(err, r.DictionaryID, id)
 	}
-	s.defaults.clear(org)
 	return nil
 }
 

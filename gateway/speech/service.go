@@ -59,7 +59,6 @@ type Service struct {
 	cat      *Catalog
 	store    Store
 	dicts    Dictionaries
-	defaults defaultRules
 	creds    *credentials.Resolver
 	mod      Moderator
 	dispatch *dispatch.Client

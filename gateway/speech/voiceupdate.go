@@ -35,6 +35,10 @@ func (s *Service) UpdateVoice(ctx context.Context, org, id string, u VoiceUpdate
 	if err != nil {
 		return nil, err
 	}
+	// The store may share its voices with other readers (a cache): change
+	// a copy.
+	cp := *v
+	v = &cp
 	set := func(dst *string, src *string) {
 		if src != nil {
 			*dst = *src

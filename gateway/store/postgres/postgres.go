@@ -32,8 +32,10 @@
 // at once cannot deadlock; GET /v1/usage reads a range of its primary key.
 //
 // Key changes are announced with NOTIFY on channel voxgate_keys in the
-// transaction that makes them; WatchKeys listens, so every instance's
-// in-memory key table follows within a second.
+// transaction that makes them, and changes of voices, dictionaries, rules
+// and secrets by triggers on channel voxgate_changes
+// (migrations/0007_change_notify.sql); Watch listens on both, so every
+// instance's in-memory key table and record cache follow within a second.
 //
 // A failure to reach the server (refused, reset, timed out) is wrapped in
 // store.ErrUnavailable, which the HTTP layer answers with 503; the pool
@@ -89,6 +91,7 @@ type Store struct {
 var (
 	_ store.Backend    = (*Store)(nil)
 	_ store.KeyWatcher = (*Store)(nil)
+	_ store.Watcher    = (*Store)(nil)
 )
 
 const (
