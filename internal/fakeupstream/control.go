@@ -111,6 +111,7 @@ type Control struct {
 	total      int
 	hold       chan struct{} // non-nil: streams wait after their first chunk
 	aborted    int
+	answer     []byte // the audio of the last answer (RecordAnswer)
 }
 
 // NewControl returns a Control with opts' delays.
@@ -199,6 +200,23 @@ func (c *Control) LastRequest() (Request, bool) {
 		return Request{}, false
 	}
 	return c.requests[len(c.requests)-1], true
+}
+
+// RecordAnswer keeps b as the audio of the latest answer, for tests that
+// compare what a client received with what the fake sent. The fake must
+// not change b afterwards.
+func (c *Control) RecordAnswer(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answer = b
+}
+
+// LastAnswer returns the audio of the latest answer (RecordAnswer), nil
+// before any.
+func (c *Control) LastAnswer() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answer
 }
 
 // Keys returns the accepted API keys, or def if Options.Keys is nil.
