@@ -297,12 +297,24 @@ func (r *runner) checkVoices(t *testing.T) {
 	}
 }
 
+// formats are the model's formats the run asks for: Config.Formats, or
+// every format of the model the kit can read. A model described in
+// process lists only Encodings (Serve derives OutputFormats from them
+// on the wire), so its formats are those of its encodings, in order.
 func (r *runner) formats() []string {
 	if r.cfg.Formats != nil {
 		return r.cfg.Formats
 	}
+	listed := r.model.OutputFormats
+	if len(listed) == 0 {
+		for _, e := range r.model.Encodings {
+			if !slices.Contains(listed, e.Format) {
+				listed = append(listed, e.Format)
+			}
+		}
+	}
 	var fs []string
-	for _, f := range r.model.OutputFormats {
+	for _, f := range listed {
 		if knownFormat(f) {
 			fs = append(fs, f)
 		}
@@ -330,12 +342,17 @@ func (r *runner) encodings() []sdk.Encoding {
 func (r *runner) checkSynthesize(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		_, clip := r.synthesize(t, r.request(r.text))
-		if len(r.model.OutputFormats) > 0 {
-			if want := r.model.OutputFormats[0]; knownFormat(want) && clip.Format != want {
-				t.Errorf("no format asked: got %s, want the model's first format %s", clip.Format, want)
-			}
+		first, native := "", r.model.NativeSampleRate
+		switch {
+		case len(r.model.OutputFormats) > 0:
+			first = r.model.OutputFormats[0]
+		case len(r.model.Encodings) > 0: // described in process
+			first, native = r.model.Encodings[0].Format, r.model.Encodings[0].SampleRate
 		}
-		if n := r.model.NativeSampleRate; n > 0 && (clip.Format == sdk.FormatPCM || clip.Format == sdk.FormatWAV) && clip.SampleRate != n {
+		if knownFormat(first) && clip.Format != first {
+			t.Errorf("no format asked: got %s, want the model's first format %s", clip.Format, first)
+		}
+		if n := native; n > 0 && (clip.Format == sdk.FormatPCM || clip.Format == sdk.FormatWAV) && clip.SampleRate != n {
 			t.Errorf("no rate asked: got %d Hz, want the native %d Hz", clip.SampleRate, n)
 		}
 	})
