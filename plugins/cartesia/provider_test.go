@@ -49,7 +49,15 @@ func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	for _, m := range models() {
 		t.Run(m.ID, func(t *testing.T) {
-			sdktest.Run(t, New(), kitConfig(srv, m.ID))
+			cfg := kitConfig(srv, m.ID)
+			if m.ID != defaultModel {
+				// Every model lists the same encodings, asked for
+				// through the same code, its requests differing only
+				// in the model id: the default model is asked every
+				// encoding (here and over the wire), the others PCM.
+				cfg.Formats = []string{sdk.FormatPCM}
+			}
+			sdktest.Run(t, New(), cfg)
 		})
 	}
 }
