@@ -270,11 +270,12 @@ func errMP3Stream(kind sdk.ErrorKind) error {
 // stream for /stream. Failures are the caller's (KindInvalidRequest) and
 // cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
+	ms := models()
+	i := slices.IndexFunc(ms, func(m sdk.Model) bool { return m.ID == req.Model })
 	if i < 0 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: unknown model %q", req.Model)
 	}
-	m := models()[i]
+	m := ms[i]
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: a voice uuid is required")
 	}
