@@ -28,6 +28,8 @@ const (
 	// (the api_version setting overrides it). Cartesia keeps the fields
 	// of a version stable, so this pins the wire format.
 	apiVersion = "2025-04-16"
+	// nativeRate is the rate of the models' first encoding, raw PCM: the
+	// plugin's default clip (the API has no default output_format).
 	nativeRate = 24000
 	// The documented range of generation_config.speed (sonic-3).
 	minSpeed, maxSpeed = 0.6, 1.5
@@ -39,12 +41,59 @@ const (
 	bytesPath, ssePath = "/tts/bytes", "/tts/sse"
 )
 
+// sampleRates are output_format.sample_rate's values.
 func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 44100, 48000} }
 
+// encodings are the output formats of POST /tts/bytes, as the API
+// reference's schemas have them (cartesia-ai/cartesia-python,
+// src/cartesia/types/{raw,wav,mp3}_output_format_param.py and
+// raw_encoding.py at 30f08c7 of 14 August 2026, read 28 November 2026):
+// containers raw and wav with encoding pcm_s16le, pcm_f32le, pcm_mulaw or
+// pcm_alaw, and mp3 with bit_rate 32000, 64000, 96000, 128000 or 192000,
+// each at sample_rate 8000, 16000, 22050, 24000, 44100 or 48000. The
+// reference sets no default, so the first entries are the plugin's:
+// 16-bit PCM at 24 kHz, mp3 at 44.1 kHz and 128 kbit/s.
+//
+// Listed: pcm (raw pcm_s16le) and wav (wav pcm_s16le) at every rate; mp3
+// at every rate and bitrate MP3 has (MPEG-2 below 32 kHz stops at 160
+// kbit/s, so 192 is listed at 44.1 and 48 kHz only) but 8 kHz, which is
+// MPEG 2.5, an unofficial extension many decoders (the sdk's kit among
+// them) do not read; μ-law and A-law (raw pcm_mulaw and pcm_alaw) at
+// 8 kHz, the telephony rate. Left out: 32-bit float PCM, G.711 at other
+// rates and G.711 in wav, which no client of the gateway asks for.
+func encodings() []sdk.Encoding {
+	first := func(format string, rates []int, def int) []sdk.Encoding {
+		out := []sdk.Encoding{{Format: format, SampleRate: def}}
+		for _, r := range rates {
+			if r != def {
+				out = append(out, sdk.Encoding{Format: format, SampleRate: r})
+			}
+		}
+		return out
+	}
+	out := slices.Concat(first(sdk.FormatPCM, sampleRates(), nativeRate), first(sdk.FormatWAV, sampleRates(), nativeRate))
+	for _, r := range first(sdk.FormatMP3, sampleRates()[1:], 44100) {
+		for _, kbps := range []int{128, 32, 64, 96, 192} {
+			if kbps <= 160 || r.SampleRate >= 32000 {
+				out = append(out, sdk.Encoding{Format: sdk.FormatMP3, SampleRate: r.SampleRate, Bitrate: kbps})
+			}
+		}
+	}
+	return append(out, sdk.Encoding{Format: sdk.FormatULaw, SampleRate: 8000}, sdk.Encoding{Format: sdk.FormatALaw, SampleRate: 8000})
+}
+
+// rawEncodings are the raw container's encodings of the sdk formats it
+// carries.
+var rawEncodings = map[string]string{sdk.FormatPCM: "pcm_s16le", sdk.FormatULaw: "pcm_mulaw", sdk.FormatALaw: "pcm_alaw"}
+
 // Provider is the Cartesia plugin. It keeps only deployment settings,
-// which Configure swaps atomically.
+// which Configure swaps atomically, and its model list, which never
+// changes.
 type Provider struct {
 	cfg atomic.Pointer[config]
+	// models is models(), built once: every request looks its model and
+	// encoding up in it.
+	models []sdk.Model
 }
 
 // config is one snapshot of the deployment settings.
@@ -63,7 +112,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{}
+	p := &Provider{models: models()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	e.Header = map[string]string{"Cartesia-Version": apiVersion}
 	p.cfg.Store(&config{Endpoint: e})
@@ -91,9 +140,21 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 }
 
 // nativeSpeed reports whether a model takes generation_config.speed: the
-// reference says these controls have no effect before sonic-3.
-func nativeSpeed(model string) bool { return strings.HasPrefix(model, "sonic-3") }
+// reference says these controls have no effect before sonic-3, and the
+// migration guide that speed and volume are "temporarily disabled on
+// sonic-3.5".
+func nativeSpeed(model string) bool {
+	return model == "sonic-3" || strings.HasPrefix(model, "sonic-3-")
+}
 
+// models lists the TTS models of the models pages (docs.cartesia.ai,
+// build-with-cartesia/tts-models: latest, older-models and api-changes,
+// read 28 November 2026): Sonic 3.5, the newest, and Sonic 3, each a
+// base name that routes to its latest stable snapshot, and the older
+// Sonic 2 and Sonic Turbo, which Cartesia keeps serving (their first
+// snapshots stopped on 1 June 2026). Every model takes every output
+// format, streams over SSE and the WebSocket, and gives word timestamps.
+// No text limit is documented: the gateway's default applies.
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
 		m := sdk.Model{
@@ -103,19 +164,36 @@ func models() []sdk.Model {
 				Streaming: true, Timestamps: true, Cloning: true, Speed: nativeSpeed(id),
 				InputStreaming: true,
 			},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      sampleRates(),
-			NativeSampleRate: nativeRate,
+			Encodings: encodings(),
 		}
 		if nativeSpeed(id) {
 			m.MinSpeed, m.MaxSpeed = minSpeed, maxSpeed
 			// Sonic 3 performs one bracketed nonverbal tag,
 			// "[laughter]"; its other controls are SSML-like tags.
+			// The Sonic 3.5 guide names no audio tag.
 			m.AudioTags = []string{"laughter"}
 		}
 		return m
 	}
-	return []sdk.Model{mk("sonic-2", "Sonic 2"), mk("sonic-turbo", "Sonic Turbo"), mk("sonic-3", "Sonic 3")}
+	return []sdk.Model{mk("sonic-2", "Sonic 2"), mk("sonic-turbo", "Sonic Turbo"), mk("sonic-3", "Sonic 3"), mk("sonic-3.5", "Sonic 3.5")}
+}
+
+// findModel returns the model of models with id.
+func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
+	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &models[i], true
+}
+
+// encodingNames lists encodings for an error message.
+func encodingNames(es []sdk.Encoding) string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // Describe implements sdk.Provider.
@@ -269,14 +347,26 @@ type ttsBody struct {
 // call is a validated request.
 type call struct {
 	body      ttsBody
-	format    string // sdk format the caller gets
-	rate      int
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
 	warnings  []string
 }
 
-func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+// raw is the raw container's output format of c's encoding, for /tts/sse
+// and the WebSocket, which speak nothing else: wav is asked as its PCM.
+// ok is false for mp3.
+func (c *call) raw() (outputFormat, bool) {
+	f := c.enc.Format
+	if f == sdk.FormatWAV {
+		f = sdk.FormatPCM
+	}
+	enc, ok := rawEncodings[f]
+	return outputFormat{Container: "raw", Encoding: enc, SampleRate: c.enc.SampleRate}, ok
+}
+
+func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	m, ok := findModel(p.models, req.Model)
+	if !ok {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: unknown model %q", req.Model)
 	}
 	if req.Voice == "" {
@@ -285,30 +375,24 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: nothing to say")
 	}
-	rate := req.SampleRate
-	if rate == 0 {
-		rate = nativeRate
-	}
-	if !slices.Contains(sampleRates(), rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	format := cmp.Or(req.Format, m.Encodings[0].Format)
+	e, ok := m.FindEncoding(format, req.SampleRate, req.Bitrate)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, encodingNames(m.Encodings))
 	}
 	c := &call{
-		format: cmp.Or(req.Format, sdk.FormatPCM),
-		rate:   rate,
-		body:   ttsBody{ModelID: req.Model, Transcript: req.Text, Voice: voiceSpec{Mode: "id", ID: req.Voice}},
+		enc:       e,
+		mediaType: sdk.MediaType(e),
+		body:      ttsBody{ModelID: req.Model, Transcript: req.Text, Voice: voiceSpec{Mode: "id", ID: req.Voice}},
 	}
-	switch c.format {
-	case sdk.FormatPCM:
-		c.mediaType = fmt.Sprintf("audio/pcm;rate=%d", rate)
-		c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: rate}
+	switch e.Format {
 	case sdk.FormatWAV:
-		c.mediaType = "audio/wav"
-		c.body.OutputFormat = outputFormat{Container: "wav", Encoding: "pcm_s16le", SampleRate: rate}
+		c.body.OutputFormat = outputFormat{Container: "wav", Encoding: "pcm_s16le", SampleRate: e.SampleRate}
 	case sdk.FormatMP3:
-		c.mediaType = "audio/mpeg"
-		c.body.OutputFormat = outputFormat{Container: "mp3", SampleRate: cmp.Or(req.SampleRate, 44100), BitRate: 128000}
+		c.body.OutputFormat = outputFormat{Container: "mp3", SampleRate: e.SampleRate, BitRate: e.Bitrate * 1000}
 	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: format %q is not supported; use pcm, wav or mp3", req.Format)
+		c.body.OutputFormat, _ = c.raw()
 	}
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "duration", "generation_config"); err != nil {
@@ -344,19 +428,19 @@ var _ sdk.Planner = (*Provider)(nil)
 // Plan implements sdk.Planner for whole clips: the /tts/bytes request
 // Synthesize sends, whose answer is the audio itself in every format. It
 // refuses, with KindUnsupported so that the gateway calls Synthesize or
-// Stream instead: streams (pcm and wav stream as server-sent events of
+// Stream instead: streams (raw audio streams as server-sent events of
 // base64 audio, which the plugin decodes; mp3 streams stay with them so
 // that all streams take one path), word timestamps (the same events), and
 // a clip whose speed was clamped (the response carries a warning a plan
 // cannot).
 func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
-	c, err := prepare(req.Request)
+	c, err := p.prepare(req.Request)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case req.Stream:
-		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: streams are left to the plugin: pcm and wav come as server-sent events")
+		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: streams are left to the plugin: raw audio comes as server-sent events")
 	case req.Request.Timestamps:
 		return nil, sdk.Errorf(sdk.KindUnsupported, "cartesia: word timestamps come as server-sent events the plugin reads")
 	case len(c.warnings) > 0:
@@ -368,7 +452,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, err
 	}
 	plan.MediaType = c.mediaType
-	if c.format == sdk.FormatPCM {
+	if c.enc.Format == sdk.FormatPCM {
 		plan.FrameSize = 2 // 16-bit mono
 	}
 	return plan, nil
@@ -381,10 +465,11 @@ func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
 
 // Synthesize implements sdk.Provider: /tts/bytes for a plain clip, or
 // /tts/sse with add_timestamps when word timings are asked for (the bytes
-// endpoint carries none). The SSE endpoint speaks raw PCM only, so
-// timestamps come with pcm or wav.
+// endpoint carries none). The SSE endpoint speaks the raw container only,
+// so timestamps come with pcm, wav (the PCM behind a header the plugin
+// adds), ulaw or alaw, not mp3.
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
-	c, err := prepare(req)
+	c, err := p.prepare(req)
 	if err != nil {
 		return nil, err
 	}
@@ -403,10 +488,11 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		}
 		return out, nil
 	}
-	if c.format == sdk.FormatMP3 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: word timestamps come with pcm or wav, not mp3")
+	raw, ok := c.raw()
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: word timestamps come with pcm, wav, ulaw or alaw, not mp3")
 	}
-	c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: c.rate}
+	c.body.OutputFormat = raw
 	c.body.AddTimestamps = true
 	resp, err := cfg.post(ctx, ssePath, c.body, req.Credentials.APIKey)
 	if err != nil {
@@ -431,25 +517,35 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		return nil, err
 	}
 	out.Audio = pcm.Bytes()
-	if len(out.Audio)%2 != 0 {
+	if len(out.Audio)%frameSize(raw) != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: truncated PCM (odd byte count)"}
 	}
-	if c.format == sdk.FormatWAV {
-		out.Audio = append(upstream.WAVHeader(c.rate, uint32(len(out.Audio))), out.Audio...)
+	if c.enc.Format == sdk.FormatWAV {
+		out.Audio = append(upstream.WAVHeader(c.enc.SampleRate, uint32(len(out.Audio))), out.Audio...)
 	}
 	return out, nil
 }
 
-// Stream implements sdk.Provider: pcm and wav from /tts/sse, each chunk
-// event's audio sent as it arrives (a WAV stream opens with a header of
-// unknown length); mp3 from /tts/bytes, which streams its body.
+// frameSize is the size of one sample of the raw output format f.
+func frameSize(f outputFormat) int {
+	if f.Encoding == "pcm_s16le" {
+		return 2
+	}
+	return 1 // G.711
+}
+
+// Stream implements sdk.Provider: pcm, wav, ulaw and alaw from /tts/sse
+// (raw audio), each chunk event's audio sent as it arrives (a WAV stream
+// opens with a header of unknown length); mp3 from /tts/bytes, which
+// streams its body.
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
-	c, err := prepare(req)
+	c, err := p.prepare(req)
 	if err != nil {
 		return err
 	}
 	cfg := p.cfg.Load()
-	if c.format == sdk.FormatMP3 {
+	raw, ok := c.raw()
+	if !ok {
 		resp, err := cfg.post(ctx, bytesPath, c.body, req.Credentials.APIKey)
 		if err != nil {
 			return err
@@ -458,20 +554,21 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Provider: providerID})
 		return err
 	}
-	c.body.OutputFormat = outputFormat{Container: "raw", Encoding: "pcm_s16le", SampleRate: c.rate}
+	c.body.OutputFormat = raw
 	resp, err := cfg.post(ctx, ssePath, c.body, req.Credentials.APIKey)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	mediaType := c.mediaType
-	if c.format == sdk.FormatWAV {
-		if err := send(sdk.Chunk{MediaType: mediaType, Data: upstream.WAVHeader(c.rate, upstream.StreamingWAV)}); err != nil {
+	if c.enc.Format == sdk.FormatWAV {
+		if err := send(sdk.Chunk{MediaType: mediaType, Data: upstream.WAVHeader(c.enc.SampleRate, upstream.StreamingWAV)}); err != nil {
 			return err
 		}
 		mediaType = ""
 	}
 	var pending []byte // an odd byte held back so chunks stay whole samples
+	frame := frameSize(raw)
 	sent := false
 	err = readEvents(ctx, resp.Body, func(ev *event) error {
 		if ev.Type != "chunk" {
@@ -482,7 +579,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 			return err
 		}
 		data := buf.Bytes()
-		whole := len(data) &^ 1
+		whole := len(data) - len(data)%frame
 		if whole == 0 {
 			pending = data
 			return nil

@@ -19,6 +19,7 @@ import (
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
 // pluginPath is the plugin binary, built once by TestMain.
@@ -48,7 +49,15 @@ func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	for _, m := range models() {
 		t.Run(m.ID, func(t *testing.T) {
-			sdktest.Run(t, New(), kitConfig(srv, m.ID))
+			cfg := kitConfig(srv, m.ID)
+			if m.ID != defaultModel {
+				// Every model lists the same encodings, asked for
+				// through the same code, its requests differing only
+				// in the model id: the default model is asked every
+				// encoding (here and over the wire), the others PCM.
+				cfg.Formats = []string{sdk.FormatPCM}
+			}
+			sdktest.Run(t, New(), cfg)
 		})
 	}
 }
@@ -231,12 +240,127 @@ func TestRequestOnTheWire(t *testing.T) {
 	}
 }
 
+// wantOutputFormat is the output_format Cartesia must be asked for e, as
+// JSON with sorted keys: /tts/bytes takes every container; /tts/sse
+// (streams of all but mp3, and word timestamps) the raw one, so a wav
+// comes as its PCM.
+func wantOutputFormat(e sdk.Encoding, rawOnly bool) string {
+	raw := map[string]string{sdk.FormatPCM: "pcm_s16le", sdk.FormatWAV: "pcm_s16le", sdk.FormatULaw: "pcm_mulaw", sdk.FormatALaw: "pcm_alaw"}
+	switch {
+	case e.Format == sdk.FormatMP3:
+		return fmt.Sprintf(`{"bit_rate":%d,"container":"mp3","sample_rate":%d}`, e.Bitrate*1000, e.SampleRate)
+	case e.Format == sdk.FormatWAV && !rawOnly:
+		return fmt.Sprintf(`{"container":"wav","encoding":"pcm_s16le","sample_rate":%d}`, e.SampleRate)
+	}
+	return fmt.Sprintf(`{"container":"raw","encoding":"%s","sample_rate":%d}`, raw[e.Format], e.SampleRate)
+}
+
+// sentOutputFormat is the output_format of the request the fake last
+// received, as JSON with sorted keys.
+func sentOutputFormat(t *testing.T, srv *fake.Server) (path, format string) {
+	t.Helper()
+	got, _ := srv.LastRequest()
+	var body struct {
+		OutputFormat map[string]any `json:"output_format"`
+	}
+	if err := json.Unmarshal(got.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(body.OutputFormat)
+	return got.Path, string(b)
+}
+
+// TestEncodings asks Synthesize, Stream and Plan for every encoding the
+// models list: each reaches Cartesia as exactly that output_format, and
+// the audio comes back as the fake sent it, byte for byte (a streamed or
+// timed wav: the PCM behind the header the plugin adds), with the sdk's
+// media type. Encodings the models do not list are refused before any
+// call.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, e := range models()[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if path, f := sentOutputFormat(t, srv); path != fake.BytesPath || f != wantOutputFormat(e, false) {
+				t.Errorf("clip: %s with output_format %s, want %s", path, f, wantOutputFormat(e, false))
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) || len(resp.Audio) == 0 || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: %d bytes of %q; the fake sent %d, want %q", len(resp.Audio), resp.MediaType, len(srv.LastAnswer()), sdk.MediaType(e))
+			}
+
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				mediaType = cmp.Or(mediaType, c.MediaType)
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantPath := srv.LastAnswer(), fake.SSEPath
+			switch e.Format {
+			case sdk.FormatWAV:
+				want = append(upstream.WAVHeader(e.SampleRate, upstream.StreamingWAV), want...)
+			case sdk.FormatMP3:
+				wantPath = fake.BytesPath
+			}
+			if path, f := sentOutputFormat(t, srv); path != wantPath || f != wantOutputFormat(e, e.Format != sdk.FormatMP3) {
+				t.Errorf("stream: %s with output_format %s", path, f)
+			}
+			if !bytes.Equal(streamed, want) || mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: %d bytes of %q, want %d of %q", len(streamed), mediaType, len(want), sdk.MediaType(e))
+			}
+
+			pl, err := planClip(t, p, *req, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				OutputFormat map[string]any `json:"output_format"`
+			}
+			if err := json.Unmarshal(pl.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if f, _ := json.Marshal(body.OutputFormat); string(f) != wantOutputFormat(e, false) || pl.MediaType != sdk.MediaType(e) {
+				t.Errorf("plan: output_format %s, media type %q", f, pl.MediaType)
+			}
+		})
+	}
+	calls := srv.Calls()
+	for _, e := range []sdk.Encoding{
+		{Format: sdk.FormatPCM, SampleRate: 11025},
+		{Format: sdk.FormatMP3, SampleRate: 8000},
+		{Format: sdk.FormatMP3, SampleRate: 24000, Bitrate: 192},
+		{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 48},
+		{Format: sdk.FormatULaw, SampleRate: 16000},
+		{Format: sdk.FormatOpus},
+		{Format: sdk.FormatFLAC},
+	} {
+		req := request(fake.Key)
+		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+		_, err := p.Synthesize(t.Context(), req)
+		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
+			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
+		}
+	}
+	if n := srv.Calls() - calls; n != 0 {
+		t.Errorf("%d upstream calls for encodings no model lists", n)
+	}
+}
+
 // TestTimestampsMatchTheAudio: word timings gathered from several SSE
 // timestamp events are the fake's exact timings, and the audio is whole.
 func TestTimestampsMatchTheAudio(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2000})
 	p := configured(t, srv, nil)
-	for _, format := range []string{sdk.FormatPCM, sdk.FormatWAV} {
+	for _, format := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatULaw} {
 		req := request(fake.Key)
 		req.Text, req.Timestamps, req.Format = "Several words arrive in several timestamp events here.", true, format
 		resp, err := p.Synthesize(t.Context(), req)

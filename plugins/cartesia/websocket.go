@@ -40,11 +40,11 @@ type wsCancel struct {
 func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, in <-chan sdk.TextInput, send func(sdk.StreamEvent) error) error {
 	probe := *req
 	probe.Text = "-" // prepare validates a request with text
-	c, err := prepare(&probe)
+	c, err := p.prepare(&probe)
 	if err != nil {
 		return err
 	}
-	if c.format != sdk.FormatPCM {
+	if c.enc.Format != sdk.FormatPCM {
 		return sdk.Errorf(sdk.KindInvalidRequest, "cartesia: input streaming sends raw PCM; ask for format pcm")
 	}
 	var id [12]byte

@@ -24,7 +24,9 @@ const (
 	providerID     = "elevenlabs"
 	defaultBaseURL = "https://api.elevenlabs.io"
 	defaultModel   = "eleven_multilingual_v2"
-	// nativeRate is the PCM rate asked for when the request names none.
+	// nativeRate is the PCM rate of the models' first encoding: the
+	// plugin's default clip (the API's own default, mp3_44100_128, is
+	// the first mp3 encoding).
 	nativeRate = 24000
 	// The documented range of voice_settings.speed.
 	minSpeed, maxSpeed = 0.7, 1.2
@@ -32,13 +34,64 @@ const (
 	maxAudioBytes = 256 << 20
 )
 
-// sampleRates are the pcm_<rate> output formats offered to callers.
-func sampleRates() []int { return []int{16000, 22050, 24000, 44100} }
+// encodings are the output_format values of the text-to-speech endpoints,
+// as sdk.Encodings (whose String is ElevenLabs' own name for each:
+// "pcm_24000", "mp3_44100_128", "opus_48000_64"). The list is the enum of
+// POST /v1/text-to-speech/{voice_id} and /with-timestamps in the
+// official Python SDK (elevenlabs/elevenlabs-python,
+// src/elevenlabs/text_to_speech/types/text_to_speech_convert_request_output_format.py
+// at 54e5899 of 23 July 2026, read 28 November 2026), which every model
+// takes alike. Each format's first entry is its default: pcm_24000 is the
+// plugin's default clip, mp3_44100_128 the API's default; opus has none
+// documented, so its bitrates come in ascending order.
+//
+// The opus_* formats are Opus in an Ogg container (audio the reference
+// calls opus and clients play as .ogg); the reference does not name the
+// container. /stream and the stream-input WebSocket take every value but
+// wav_* (the SDK's text_to_speech_stream_request_output_format.py):
+// Stream streams wav as pcm_<rate> behind a header of unknown length.
+func encodings() []sdk.Encoding {
+	out := []sdk.Encoding{{Format: sdk.FormatPCM, SampleRate: nativeRate}}
+	for _, r := range pcmRates() {
+		if r != nativeRate {
+			out = append(out, sdk.Encoding{Format: sdk.FormatPCM, SampleRate: r})
+		}
+	}
+	out = append(out, sdk.Encoding{Format: sdk.FormatWAV, SampleRate: nativeRate})
+	for _, r := range pcmRates() {
+		if r != nativeRate {
+			out = append(out, sdk.Encoding{Format: sdk.FormatWAV, SampleRate: r})
+		}
+	}
+	out = append(out,
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 128},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 32},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 64},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 96},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 192},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 22050, Bitrate: 32},
+		sdk.Encoding{Format: sdk.FormatMP3, SampleRate: 24000, Bitrate: 48},
+	)
+	for _, kbps := range []int{32, 64, 96, 128, 192} {
+		out = append(out, sdk.Encoding{Format: sdk.FormatOpus, SampleRate: 48000, Bitrate: kbps})
+	}
+	return append(out,
+		sdk.Encoding{Format: sdk.FormatULaw, SampleRate: 8000},
+		sdk.Encoding{Format: sdk.FormatALaw, SampleRate: 8000},
+	)
+}
+
+// pcmRates are the rates of the pcm_<rate> and wav_<rate> formats.
+func pcmRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100, 48000} }
 
 // Provider is the ElevenLabs plugin. It keeps only deployment settings,
-// which Configure swaps atomically.
+// which Configure swaps atomically, and its model list, which never
+// changes.
 type Provider struct {
 	cfg atomic.Pointer[config]
+	// models is models(), built once: every request looks its model and
+	// encoding up in it.
+	models []sdk.Model
 }
 
 // config is one snapshot of the deployment settings.
@@ -63,7 +116,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{}
+	p := &Provider{models: models()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{e})
 	return p
@@ -83,22 +136,32 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
-// models lists the models offered, with their documented text limits.
+// models lists the text-to-speech models of the models page
+// (elevenlabs.io/docs/overview/models, read 28 November 2026) with its
+// per-request character limits (5,000 for Eleven v3, 10,000 for
+// Multilingual v2, 40,000 for Flash and Turbo v2.5, 30,000 for the
+// English-only Flash and Turbo v2). Every model takes every output format
+// (encodings) and voice_settings.speed; the models page documents no
+// exception. The stream-input WebSocket does not serve Eleven v3 ("WebSockets
+// are not available for the eleven_v3 model", the real-time guide), so v3
+// has no input streaming. The older v1 models are deprecated and left
+// out; so are the voice changer and voice design models, which do not
+// speak text. eleven_v3_conversational speaks only through the agents
+// platform and the text-to-dialogue WebSocket, not these endpoints.
 func models() []sdk.Model {
 	mk := func(id, name string, maxChars int) sdk.Model {
 		return sdk.Model{
-			ID:               id,
-			Name:             name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      sampleRates(),
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxChars,
-			MinSpeed:         minSpeed,
-			MaxSpeed:         maxSpeed,
+			ID:           id,
+			Name:         name,
+			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true},
+			Encodings:    encodings(),
+			MaxTextChars: maxChars,
+			MinSpeed:     minSpeed,
+			MaxSpeed:     maxSpeed,
 		}
 	}
 	v3 := mk("eleven_v3", "Eleven v3", 5000)
+	v3.Capabilities.InputStreaming = false
 	// ElevenLabs documents audio tags ("[laughs]", "[whispers]",
 	// "[sarcastic]", ...) for Eleven v3 only, as an open set of
 	// directions: every tag passes through to it.
@@ -108,7 +171,27 @@ func models() []sdk.Model {
 		mk("eleven_flash_v2_5", "Eleven Flash v2.5", 40000),
 		mk("eleven_turbo_v2_5", "Eleven Turbo v2.5", 40000),
 		v3,
+		mk("eleven_flash_v2", "Eleven Flash v2", 30000),
+		mk("eleven_turbo_v2", "Eleven Turbo v2", 30000),
 	}
+}
+
+// findModel returns the model of models with id.
+func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
+	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &models[i], true
+}
+
+// encodingNames lists encodings for an error message.
+func encodingNames(es []sdk.Encoding) string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // Describe implements sdk.Provider.
@@ -282,19 +365,22 @@ type ttsBody struct {
 
 // call is a validated TTS request.
 type call struct {
-	voice     string
-	body      ttsBody
-	query     url.Values
+	voice string
+	body  ttsBody
+	query url.Values
+	// enc is the encoding the caller gets, as output_format asks it,
+	// except a streamed wav, which is asked as pcm at enc's rate.
+	enc       sdk.Encoding
 	mediaType string // of what the caller gets
-	wavRate   int    // > 0: wrap the PCM answer in a WAV header at this rate
-	align     int    // PCM frame size when streaming PCM, else 1
 	warnings  []string
 }
 
-// prepare validates req and builds the upstream request; failures are the
+// prepare validates req against the plugin's models and builds the
+// upstream request, for a stream when stream is set; failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
-func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
+	m, ok := findModel(p.models, req.Model)
+	if !ok {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: unknown model %q", req.Model)
 	}
 	if req.Voice == "" {
@@ -303,31 +389,23 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: nothing to say")
 	}
-	c := &call{voice: req.Voice, body: ttsBody{Text: req.Text, ModelID: req.Model}, query: url.Values{}, align: 1}
-	rate := req.SampleRate
-	switch req.Format {
-	case "", sdk.FormatPCM, sdk.FormatWAV:
-		if rate == 0 {
-			rate = nativeRate
-		}
-		if !slices.Contains(sampleRates(), rate) {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: sample rate %d is not available; choose one of %v", rate, sampleRates())
-		}
-		c.query.Set("output_format", fmt.Sprintf("pcm_%d", rate))
-		if req.Format == sdk.FormatWAV {
-			c.mediaType, c.wavRate = "audio/wav", rate
-		} else {
-			c.mediaType, c.align = fmt.Sprintf("audio/pcm;rate=%d", rate), 2
-		}
-	case sdk.FormatMP3:
-		if rate != 0 && rate != 44100 {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: mp3 is produced at 44100 Hz only")
-		}
-		c.query.Set("output_format", "mp3_44100_128")
-		c.mediaType = "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: format %q is not supported; use pcm, wav or mp3", req.Format)
+	format := req.Format
+	if format == "" {
+		format = m.Encodings[0].Format
 	}
+	e, ok := m.FindEncoding(format, req.SampleRate, req.Bitrate)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, encodingNames(m.Encodings))
+	}
+	c := &call{voice: req.Voice, body: ttsBody{Text: req.Text, ModelID: req.Model}, query: url.Values{}, enc: e, mediaType: sdk.MediaType(e)}
+	// The sdk names an encoding the way ElevenLabs names its output
+	// formats, so the encoding is the output_format value.
+	asked := e
+	if stream && e.Format == sdk.FormatWAV {
+		asked.Format = sdk.FormatPCM
+	}
+	c.query.Set("output_format", asked.String())
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
 		return nil, err
@@ -383,23 +461,33 @@ func (cfg *config) ttsRequest(ctx context.Context, c *call, suffix string) (*htt
 
 var _ sdk.Planner = (*Provider)(nil)
 
+// frameSize is the size of one sample frame of e's audio: chunks of a PCM
+// stream are cut at whole samples.
+func frameSize(e sdk.Encoding) int {
+	if e.Format == sdk.FormatPCM {
+		return 2 // 16-bit mono
+	}
+	return 1
+}
+
 // Plan implements sdk.Planner with the request Synthesize (the whole-clip
 // endpoint) or Stream (/stream) sends. It refuses, with KindUnsupported so
 // that the gateway calls Synthesize or Stream instead, what the plugin
-// does to the answer or the response besides passing the audio on: wav
-// (the plugin puts ElevenLabs' raw PCM behind a RIFF header), word
+// does to the answer or the response besides passing the audio on: a wav
+// stream (/stream has no wav_* formats, so the plugin puts raw PCM behind
+// a RIFF header), word
 // timestamps (a JSON answer), and a whole clip whose speed was clamped (the
 // response carries a warning a plan cannot).
 func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
-	c, err := prepare(req.Request)
+	c, err := p.prepare(req.Request, req.Stream)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case req.Request.Timestamps:
 		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: word timestamps come in a JSON answer the plugin reads")
-	case c.wavRate > 0:
-		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: wav is PCM the plugin wraps in a RIFF header")
+	case req.Stream && c.enc.Format == sdk.FormatWAV:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: /stream has no wav; the plugin puts its PCM behind a RIFF header")
 	case len(c.warnings) > 0 && !req.Stream:
 		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: the clip comes with warnings a plan cannot carry")
 	}
@@ -412,7 +500,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	plan.MediaType, plan.FrameSize = c.mediaType, c.align
+	plan.MediaType, plan.FrameSize = c.mediaType, frameSize(c.enc)
 	return plan, nil
 }
 
@@ -424,7 +512,7 @@ func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
 // Synthesize implements sdk.Provider. With Timestamps it calls
 // /with-timestamps and turns the character alignment into word timings.
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
-	c, err := prepare(req)
+	c, err := p.prepare(req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -469,20 +557,18 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	} else if out.Audio, err = io.ReadAll(io.LimitReader(resp.Body, maxAudioBytes)); err != nil {
 		return nil, upstream.TransportError(ctx, providerID, err)
 	}
-	if c.query.Get("output_format") != "mp3_44100_128" && len(out.Audio)%2 != 0 {
+	if c.enc.Format == sdk.FormatPCM && len(out.Audio)%2 != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: truncated PCM (odd byte count)"}
-	}
-	if c.wavRate > 0 {
-		out.Audio = append(upstream.WAVHeader(c.wavRate, uint32(len(out.Audio))), out.Audio...)
 	}
 	return out, nil
 }
 
 // Stream implements sdk.Provider with /stream, forwarding audio as it
-// arrives. A WAV stream starts with a header whose sizes say "unknown
-// length", as streamed WAV does.
+// arrives. /stream has no wav_* formats: a WAV stream is the pcm_<rate>
+// stream behind a header whose sizes say "unknown length", as streamed
+// WAV does.
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
-	c, err := prepare(req)
+	c, err := p.prepare(req, true)
 	if err != nil {
 		return err
 	}
@@ -496,9 +582,9 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	defer resp.Body.Close()
-	fo := upstream.ForwardOptions{MediaType: c.mediaType, Align: c.align, Provider: providerID}
-	if c.wavRate > 0 {
-		if err := send(sdk.Chunk{MediaType: c.mediaType, Data: upstream.WAVHeader(c.wavRate, upstream.StreamingWAV)}); err != nil {
+	fo := upstream.ForwardOptions{MediaType: c.mediaType, Align: frameSize(c.enc), Provider: providerID}
+	if c.enc.Format == sdk.FormatWAV {
+		if err := send(sdk.Chunk{MediaType: c.mediaType, Data: upstream.WAVHeader(c.enc.SampleRate, upstream.StreamingWAV)}); err != nil {
 			return err
 		}
 		fo.MediaType, fo.Align = "", 2

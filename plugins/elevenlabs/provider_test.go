@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
 // pluginPath is the plugin binary, built once by TestMain.
@@ -46,7 +48,15 @@ func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	for _, m := range models() {
 		t.Run(m.ID, func(t *testing.T) {
-			sdktest.Run(t, New(), kitConfig(srv, m.ID))
+			cfg := kitConfig(srv, m.ID)
+			if m.ID != defaultModel {
+				// Every model lists the same encodings, asked for
+				// through the same code, its requests differing only
+				// in the model id: the default model is asked every
+				// encoding (here and over the wire), the others PCM.
+				cfg.Formats = []string{sdk.FormatPCM}
+			}
+			sdktest.Run(t, New(), cfg)
 		})
 	}
 }
@@ -179,7 +189,7 @@ func TestRequestOnTheWire(t *testing.T) {
 	}{
 		{"", 0, "", "output_format=pcm_24000", "audio/pcm;rate=24000", ""},
 		{sdk.FormatPCM, 16000, "", "output_format=pcm_16000", "audio/pcm;rate=16000", ""},
-		{sdk.FormatWAV, 44100, "", "output_format=pcm_44100", "audio/wav", ""},
+		{sdk.FormatWAV, 44100, "", "output_format=wav_44100", "audio/wav", ""},
 		{sdk.FormatMP3, 0, "", "output_format=mp3_44100_128", "audio/mpeg", ""},
 		{"", 0, `{"language_code": "en", "voice_settings": {"stability": 0.4}, "optimize_streaming_latency": 2, "enable_logging": false}`,
 			"enable_logging=false&optimize_streaming_latency=2&output_format=pcm_24000", "audio/pcm;rate=24000", "language_code"},
@@ -223,6 +233,99 @@ func TestRequestOnTheWire(t *testing.T) {
 				t.Errorf("body %s lacks %s", got.Body, tt.wantBodyKey)
 			}
 		})
+	}
+}
+
+// TestEncodings asks Synthesize, Stream and Plan for every encoding the
+// models list: each reaches ElevenLabs as exactly that output_format (a
+// stream's wav as pcm at its rate, /stream having no wav), and the audio
+// comes back as the fake sent it, byte for byte, with the sdk's media
+// type. Encodings the models do not list are refused before any call.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, e := range models()[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if f := got.Query.Get("output_format"); f != e.String() {
+				t.Errorf("clip: output_format %q, want %q", f, e.String())
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) || len(resp.Audio) == 0 {
+				t.Errorf("clip: %d bytes differ from the %d the fake sent", len(resp.Audio), len(srv.LastAnswer()))
+			}
+			if resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: media type %q, want %q", resp.MediaType, sdk.MediaType(e))
+			}
+
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				mediaType = cmp.Or(mediaType, c.MediaType)
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ = srv.LastRequest()
+			asked, want := e, srv.LastAnswer()
+			if e.Format == sdk.FormatWAV {
+				asked.Format = sdk.FormatPCM
+				want = append(upstream.WAVHeader(e.SampleRate, upstream.StreamingWAV), want...)
+			}
+			if f := got.Query.Get("output_format"); f != asked.String() || got.Path != fake.TTSPath(fake.VoiceRachel)+"/stream" {
+				t.Errorf("stream: %s with output_format %q, want %q", got.Path, f, asked.String())
+			}
+			if !bytes.Equal(streamed, want) {
+				t.Errorf("stream: %d bytes differ from the %d expected", len(streamed), len(want))
+			}
+			if mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: media type %q, want %q", mediaType, sdk.MediaType(e))
+			}
+
+			for _, stream := range []bool{false, true} {
+				pl, err := plan(t, p, *req, stream)
+				if stream && e.Format == sdk.FormatWAV {
+					if asError(t, err).Kind != sdk.KindUnsupported {
+						t.Errorf("a wav stream planned: %+v, %v", pl, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("plan (stream %v): %v", stream, err)
+				}
+				u, _ := url.Parse(pl.URL)
+				if f := u.Query().Get("output_format"); f != e.String() || pl.MediaType != sdk.MediaType(e) {
+					t.Errorf("plan (stream %v): output_format %q, media type %q", stream, f, pl.MediaType)
+				}
+			}
+		})
+	}
+	calls := srv.Calls()
+	for _, e := range []sdk.Encoding{
+		{Format: sdk.FormatPCM, SampleRate: 11025},
+		{Format: sdk.FormatMP3, SampleRate: 48000},
+		{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 320},
+		{Format: sdk.FormatOpus, SampleRate: 48000, Bitrate: 48},
+		{Format: sdk.FormatALaw, SampleRate: 16000},
+		{Format: sdk.FormatFLAC},
+		{Format: sdk.FormatAAC},
+	} {
+		req := request(fake.Key)
+		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+		_, err := p.Synthesize(t.Context(), req)
+		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
+			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
+		}
+	}
+	if n := srv.Calls() - calls; n != 0 {
+		t.Errorf("%d upstream calls for encodings no model lists", n)
 	}
 }
 
@@ -372,7 +475,12 @@ func TestInvalidRequests(t *testing.T) {
 		{"wrong option type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"seed": "seven"}`) }},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 22050 }},
+		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
+		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 320 }},
+		{"bitrate at a rate that has another", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 22050, 128 }},
+		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{"ulaw rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatFLAC }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "eleven_v9" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -574,12 +682,11 @@ func TestPlanRefuses(t *testing.T) {
 		stream bool
 		kind   sdk.ErrorKind
 	}{
-		{"wav", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatWAV }, false, sdk.KindUnsupported},
 		{"wav stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatWAV }, true, sdk.KindUnsupported},
 		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
 		{"clamped speed, whose warning a plan cannot carry", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }, false, sdk.KindUnsupported},
 		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "eleven_v9" }, false, sdk.KindInvalidRequest},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 22050 }, true, sdk.KindInvalidRequest},
+		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }, true, sdk.KindInvalidRequest},
 		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, false, sdk.KindUnauthorized},
 	}
 	for _, tt := range tests {

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
@@ -54,14 +52,14 @@ type streamAlignment struct {
 func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, in <-chan sdk.TextInput, send func(sdk.StreamEvent) error) error {
 	probe := *req
 	probe.Text = "-" // prepare validates a request with text
-	c, err := prepare(&probe)
+	c, err := p.prepare(&probe, true)
 	if err != nil {
 		return err
 	}
-	if c.align != 2 {
+	if c.enc.Format != sdk.FormatPCM {
 		return sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: input streaming sends raw PCM; ask for format pcm")
 	}
-	rate, _ := strconv.Atoi(strings.TrimPrefix(c.query.Get("output_format"), "pcm_"))
+	rate := c.enc.SampleRate
 	q := url.Values{"model_id": {req.Model}, "output_format": {c.query.Get("output_format")}, "auto_mode": {"true"}}
 	if v := c.query.Get("enable_logging"); v != "" {
 		q.Set("enable_logging", v)

@@ -24,7 +24,9 @@ const (
 	// defaultModel is the model the API itself falls back to when the
 	// model header is absent, and the one its docs recommend.
 	defaultModel = "s2.1-pro"
-	// nativeRate is the documented default rate of every format but opus.
+	// nativeRate is the documented default rate of every format but opus,
+	// and the rate of the models' first encoding (pcm; the API's own
+	// default format is mp3).
 	nativeRate = 44100
 	// The documented range of prosody.speed.
 	minSpeed, maxSpeed = 0.5, 2
@@ -51,11 +53,46 @@ const (
 func pcmRates() []int { return []int{8000, 16000, 24000, 32000, 44100} }
 func mp3Rates() []int { return []int{32000, 44100} }
 
+// encodings are the audio formats POST /v1/tts documents (docs.fish.audio,
+// API reference "Text to Speech", and the official Python SDK,
+// fishaudio/fish-audio-python src/fishaudio/types/tts.py at 999c59d of
+// 10 March 2026, both read 28 November 2026): wav and pcm (16-bit mono)
+// at 8, 16, 24, 32 or 44.1 kHz (default 44.1), mp3 at 32 or 44.1 kHz
+// (default 44.1) and mp3_bitrate 64, 128 (default) or 192, and opus at
+// 48 kHz and opus_bitrate 24, 32 (default), 48 or 64 (-1000, "automatic",
+// is the provider's choice and left out). Each format's default comes
+// first; pcm is the plugin's default clip. The reference does not name
+// opus's container; Fish Audio sends Ogg Opus, the file players read.
+// The with-timestamp endpoint takes the same body.
+func encodings() []sdk.Encoding {
+	var out []sdk.Encoding
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV} {
+		out = append(out, sdk.Encoding{Format: f, SampleRate: nativeRate})
+		for _, r := range pcmRates() {
+			if r != nativeRate {
+				out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+			}
+		}
+	}
+	for _, r := range []int{44100, 32000} {
+		for _, kbps := range []int{128, 64, 192} {
+			out = append(out, sdk.Encoding{Format: sdk.FormatMP3, SampleRate: r, Bitrate: kbps})
+		}
+	}
+	for _, kbps := range []int{32, 24, 48, 64} {
+		out = append(out, sdk.Encoding{Format: sdk.FormatOpus, SampleRate: 48000, Bitrate: kbps})
+	}
+	return out
+}
+
 // Provider is the Fish Audio plugin. It keeps only deployment settings,
 // which Configure swaps atomically; every call reads one consistent
 // snapshot.
 type Provider struct {
 	cfg atomic.Pointer[config]
+	// models is models(), built once and never changed: every request
+	// looks its model and encoding up in it.
+	models []sdk.Model
 }
 
 // config is one snapshot of the deployment settings.
@@ -83,7 +120,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{}
+	p := &Provider{models: models()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{Endpoint: e, libraryVoices: defaultLibraryVoices})
 	return p
@@ -113,6 +150,12 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
+// models lists the TTS models of the text-to-speech guide
+// (docs.fish.audio, "Text to Speech", read 28 November 2026): s2.1-pro
+// (recommended), s2.1-pro-free (the same model without latency
+// guarantees), s2-pro and s1, chosen by the model header. All take the
+// same body: every format, prosody.speed, and the with-timestamp
+// endpoint.
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
 		return sdk.Model{
@@ -121,9 +164,7 @@ func models() []sdk.Model {
 			Capabilities: sdk.Capabilities{
 				Streaming: true, Timestamps: true, Cloning: true, Speed: true,
 			},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      pcmRates(),
-			NativeSampleRate: nativeRate,
+			Encodings: encodings(),
 			// No text limit is documented: the gateway's default applies.
 			MinSpeed: minSpeed,
 			MaxSpeed: maxSpeed,
@@ -296,7 +337,9 @@ type prosody struct {
 
 // options are the providerOptions the plugin accepts: the documented
 // TTSRequest fields that are not the gateway's own (text, voice, format,
-// sample rate) and that JSON can carry (references need MessagePack).
+// sample rate, opus_bitrate) and that JSON can carry (references need
+// MessagePack). mp3_bitrate stays for callers who set it before requests
+// carried a bitrate.
 type options struct {
 	Temperature               *float64 `json:"temperature,omitempty"`
 	TopP                      *float64 `json:"top_p,omitempty"`
@@ -326,6 +369,7 @@ type ttsBody struct {
 	ReferenceID string `json:"reference_id"`
 	Format      string `json:"format"`
 	SampleRate  int    `json:"sample_rate,omitempty"`
+	OpusBitrate *int   `json:"opus_bitrate,omitempty"`
 	options
 }
 
@@ -333,16 +377,42 @@ type ttsBody struct {
 type call struct {
 	model     string
 	body      ttsBody
-	format    string // the sdk format the caller gets
-	rate      int
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
-	frame     int // PCM frame size of the answer, 1 for wav and mp3
+}
+
+// frame is the size of one sample frame of c's audio: chunks of a PCM
+// stream are cut at whole samples.
+func (c *call) frame() int {
+	if c.enc.Format == sdk.FormatPCM {
+		return 2
+	}
+	return 1
+}
+
+// findModel returns the model of models with id.
+func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
+	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &models[i], true
+}
+
+// encodingNames lists encodings for an error message.
+func encodingNames(es []sdk.Encoding) string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // prepare validates req and builds the upstream body. Failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
-func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	m, ok := findModel(p.models, req.Model)
+	if !ok {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: unknown model %q", req.Model)
 	}
 	if req.Voice == "" {
@@ -351,34 +421,37 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: nothing to say")
 	}
-	c := &call{model: req.Model, format: cmp.Or(req.Format, sdk.FormatPCM), frame: 1}
-	c.body = ttsBody{Text: req.Text, ReferenceID: req.Voice, Format: c.format}
-	rates := pcmRates()
-	switch c.format {
-	case sdk.FormatPCM:
-		c.frame = 2
-	case sdk.FormatWAV:
-		c.mediaType = "audio/wav"
-	case sdk.FormatMP3:
-		rates, c.mediaType = mp3Rates(), "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: format %q is not supported; use pcm, wav or mp3", req.Format)
-	}
-	c.rate = cmp.Or(req.SampleRate, nativeRate)
-	if !slices.Contains(rates, c.rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: sample rate %d is not available for %s; choose one of %v", c.rate, c.format, rates)
-	}
-	// The rate is always sent, so that the answer's rate never depends on
-	// a server-side default.
-	c.body.SampleRate = c.rate
-	if c.format == sdk.FormatPCM {
-		c.mediaType = fmt.Sprintf("audio/pcm;rate=%d", c.rate)
-	}
+	c := &call{model: req.Model}
+	c.body = ttsBody{Text: req.Text, ReferenceID: req.Voice}
 	if err := upstream.DecodeOptions(providerID, req.Options, &c.body.options, acceptedOptions()...); err != nil {
 		return nil, err
 	}
-	if c.body.MP3Bitrate != nil && c.format != sdk.FormatMP3 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate applies to mp3 only")
+	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
+	// mp3_bitrate is the older way to ask for a bitrate: it stands for
+	// the request's own when that has none.
+	if o := c.body.MP3Bitrate; o != nil {
+		switch {
+		case format != sdk.FormatMP3:
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate applies to mp3 only")
+		case bitrate != 0 && bitrate != *o:
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate %d contradicts the bitrate asked, %d", *o, bitrate)
+		}
+		bitrate = *o
+	}
+	e, ok := m.FindEncoding(format, req.SampleRate, bitrate)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: bitrate}, encodingNames(m.Encodings))
+	}
+	c.enc, c.mediaType = e, sdk.MediaType(e)
+	// The rate (and bitrate) are always sent, so that the answer never
+	// depends on a server-side default.
+	c.body.Format, c.body.SampleRate = e.Format, e.SampleRate
+	switch e.Format {
+	case sdk.FormatMP3:
+		c.body.MP3Bitrate = &e.Bitrate
+	case sdk.FormatOpus:
+		c.body.OpusBitrate = &e.Bitrate
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {
@@ -416,14 +489,14 @@ func (cfg *config) post(ctx context.Context, path string, c *call, body ttsBody,
 var _ sdk.Planner = (*Provider)(nil)
 
 // Plan implements sdk.Planner: /v1/tts answers the audio itself, streamed
-// as it renders, in pcm, wav and mp3 alike, so whole clips and streams are
+// as it renders, in every format alike, so whole clips and streams are
 // the request Synthesize and Stream send. Word timestamps come as
 // server-sent events the plugin reads, and the gateway never plans them.
 func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
 	if req.Request.Timestamps {
 		return nil, sdk.Errorf(sdk.KindUnsupported, "fish-audio: word timestamps come as server-sent events the plugin reads")
 	}
-	c, err := prepare(req.Request)
+	c, err := p.prepare(req.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +505,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	plan.MediaType, plan.FrameSize = c.mediaType, c.frame
+	plan.MediaType, plan.FrameSize = c.mediaType, c.frame()
 	return plan, nil
 }
 
@@ -446,7 +519,7 @@ func (p *Provider) Explain(_ context.Context, f *sdk.Failure) error {
 // and the alignment (pcm is asked for a wav clip there, and the header
 // written here, so that the clip's sizes are exact).
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
-	c, err := prepare(req)
+	c, err := p.prepare(req)
 	if err != nil {
 		return nil, err
 	}
@@ -463,13 +536,13 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		if out.Audio, err = upstream.ReadBody(resp.Body, resp.ContentLength, maxAudioBytes); err != nil {
 			return nil, upstream.TransportError(ctx, providerID, err)
 		}
-		if len(out.Audio)%c.frame != 0 {
+		if len(out.Audio)%c.frame() != 0 {
 			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "fish-audio: truncated PCM (odd byte count)"}
 		}
 		return out, nil
 	}
 	body := c.body
-	if c.format == sdk.FormatWAV {
+	if c.enc.Format == sdk.FormatWAV {
 		body.Format = sdk.FormatPCM
 	}
 	resp, err := cfg.post(ctx, timestampsPath, c, body, req.Credentials.APIKey)
@@ -485,8 +558,8 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 		if len(audio)%2 != 0 {
 			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "fish-audio: truncated PCM (odd byte count)"}
 		}
-		if c.format == sdk.FormatWAV {
-			audio = append(upstream.WAVHeader(c.rate, uint32(len(audio))), audio...)
+		if c.enc.Format == sdk.FormatWAV {
+			audio = append(upstream.WAVHeader(c.enc.SampleRate, uint32(len(audio))), audio...)
 		}
 	}
 	out.Audio = audio
@@ -498,7 +571,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 // arrives. The timeout setting bounds only the wait for the answer to
 // start; the stream runs as long as the caller's context allows.
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
-	c, err := prepare(req)
+	c, err := p.prepare(req)
 	if err != nil {
 		return err
 	}
@@ -508,7 +581,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Align: c.frame, Provider: providerID})
+	_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Align: c.frame(), Provider: providerID})
 	return err
 }
 

@@ -49,7 +49,15 @@ func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	for _, m := range models() {
 		t.Run(m.ID, func(t *testing.T) {
-			sdktest.Run(t, New(), kitConfig(srv, m.ID))
+			cfg := kitConfig(srv, m.ID)
+			if m.ID != defaultModel {
+				// Every model lists the same encodings, asked for
+				// through the same code, its requests differing only
+				// in the model id: the default model is asked every
+				// encoding (here and over the wire), the others PCM.
+				cfg.Formats = []string{sdk.FormatPCM}
+			}
+			sdktest.Run(t, New(), cfg)
 		})
 	}
 }
@@ -237,6 +245,104 @@ func TestRequestOnTheWire(t *testing.T) {
 				t.Errorf("body %s, want %s", canonical, tt.want)
 			}
 		})
+	}
+}
+
+// wantBody is the format part of the body Fish Audio must be asked for e
+// (canonical JSON): the format, its rate, and its bitrate field.
+func wantBody(e sdk.Encoding) string {
+	switch e.Format {
+	case sdk.FormatMP3:
+		return fmt.Sprintf(`{"format":"mp3","mp3_bitrate":%d,"sample_rate":%d}`, e.Bitrate, e.SampleRate)
+	case sdk.FormatOpus:
+		return fmt.Sprintf(`{"format":"opus","opus_bitrate":%d,"sample_rate":%d}`, e.Bitrate, e.SampleRate)
+	}
+	return fmt.Sprintf(`{"format":%q,"sample_rate":%d}`, e.Format, e.SampleRate)
+}
+
+// sentBody is the body of the fake's latest request without text and
+// reference_id, canonical.
+func sentBody(t *testing.T, body []byte) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "text")
+	delete(m, "reference_id")
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestEncodings asks Synthesize, Stream and Plan for every encoding the
+// models list: each reaches Fish Audio as exactly that format, rate and
+// bitrate, and the audio comes back as the fake sent it, byte for byte,
+// with the sdk's media type. Encodings the models do not list are refused
+// before any call.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for _, e := range models()[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if b := sentBody(t, got.Body); got.Path != fake.TTSPath || b != wantBody(e) {
+				t.Errorf("clip: %s with %s, want %s", got.Path, b, wantBody(e))
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) || len(resp.Audio) == 0 || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: %d bytes of %q; the fake sent %d, want %q", len(resp.Audio), resp.MediaType, len(srv.LastAnswer()), sdk.MediaType(e))
+			}
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				if mediaType == "" {
+					mediaType = c.MediaType
+				}
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ = srv.LastRequest()
+			if b := sentBody(t, got.Body); b != wantBody(e) {
+				t.Errorf("stream: %s, want %s", b, wantBody(e))
+			}
+			if !bytes.Equal(streamed, srv.LastAnswer()) || mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: %d bytes of %q; the fake sent %d", len(streamed), mediaType, len(srv.LastAnswer()))
+			}
+			pl, err := planFor(t, p, *req, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := sentBody(t, pl.Body); b != wantBody(e) || pl.MediaType != sdk.MediaType(e) {
+				t.Errorf("plan: %s of %q", b, pl.MediaType)
+			}
+		})
+	}
+	calls := srv.Calls()
+	for _, e := range []sdk.Encoding{
+		{Format: sdk.FormatPCM, SampleRate: 22050},
+		{Format: sdk.FormatMP3, SampleRate: 24000},
+		{Format: sdk.FormatMP3, SampleRate: 44100, Bitrate: 32},
+		{Format: sdk.FormatOpus, SampleRate: 48000, Bitrate: 128},
+		{Format: sdk.FormatULaw},
+		{Format: sdk.FormatFLAC},
+	} {
+		req := request(fake.Key)
+		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+		_, err := p.Synthesize(t.Context(), req)
+		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "opus_48000_32") {
+			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
+		}
+	}
+	if n := srv.Calls() - calls; n != 0 {
+		t.Errorf("%d upstream calls for encodings no model lists", n)
 	}
 }
 
@@ -504,7 +610,14 @@ func TestInvalidRequests(t *testing.T) {
 		{"pcm rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
 		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "speech-1.6" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{"opus bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatOpus, 96 }},
+		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
+		{"mp3_bitrate against the bitrate", func(r *sdk.SynthesizeRequest) {
+			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"mp3_bitrate": 192}`)
+		}},
+		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) { r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24}`) }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
@@ -657,7 +770,7 @@ func TestPlanRefuses(t *testing.T) {
 		kind   sdk.ErrorKind
 	}{
 		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
-		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }, sdk.KindInvalidRequest},
+		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }, sdk.KindInvalidRequest},
 		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pitch": 2}`) }, sdk.KindInvalidRequest},
 		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, sdk.KindUnauthorized},
 	}

@@ -25,15 +25,15 @@ const (
 	defaultModel   = "inworld-tts-1.5-max"
 	// nativeRate is the documented default of audioConfig.sampleRateHertz
 	// (the models' codec renders 48 kHz), asked for explicitly so that
-	// the media type of a pcm answer is known.
+	// the media type of a pcm answer is known; the rate of the models'
+	// first encoding (pcm; the API's own default format is MP3).
 	nativeRate = 48000
+	// defaultKbps is the documented default of audioConfig.bitRate.
+	defaultKbps = 128
 	// maxText is the documented input limit of one synthesis.
 	maxText = 2000
 	// The documented range of audioConfig.speakingRate.
 	minSpeed, maxSpeed = 0.5, 1.5
-	// minMP3Rate is the lowest rate MP3 is documented at (PCM and WAV go
-	// down to 8 kHz).
-	minMP3Rate = 16000
 	// maxAnswer bounds a whole-clip JSON answer: the documented maximum
 	// output is 16 MB of audio, a third more as base64, plus timestamps.
 	maxAnswer = 32 << 20
@@ -50,10 +50,89 @@ const (
 // documented 8 to 48 kHz.
 func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100, 48000} }
 
+// encodings are the audio encodings the synthesis endpoints document
+// (docs.inworld.ai, TTS "Generating audio", "Supported formats", and the
+// API reference's AudioConfig: sampleRateHertz 8000 to 48000, default
+// 48000; bitRate for compressed encodings, default 128000; both read 28
+// November 2026), each format's default first:
+//
+//   - PCM (headerless 16-bit) and WAV at every offered rate;
+//   - MP3 at 16 to 48 kHz and 32 to 320 kbit/s, as the bitrates MP3 has
+//     in that range: MPEG-1 (32, 44.1, 48 kHz) 32 to 320, MPEG-2 (16,
+//     22.05, 24 kHz) 32 to 160;
+//   - FLAC at every offered rate (lossless: no bitrate);
+//   - OGG_OPUS at 48 kHz, Opus's own rate, with Inworld's bitrate: the
+//     reference documents no Opus rates or bitrates of its own.
+//
+// Left out: LINEAR16 (WAV whose every streamed chunk carries its own
+// header; WAV is the same clip), and ALAW and MULAW, of which the
+// reference does not say whether they carry a WAV header, as Google's
+// encodings of the same names do.
+func encodings() []sdk.Encoding {
+	var out []sdk.Encoding
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV} {
+		out = append(out, sdk.Encoding{Format: f, SampleRate: nativeRate})
+		for _, r := range sampleRates() {
+			if r != nativeRate {
+				out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+			}
+		}
+	}
+	for _, r := range []int{48000, 44100, 32000, 24000, 22050, 16000} {
+		for _, kbps := range []int{defaultKbps, 32, 64, 96, 160, 192, 256, 320} {
+			if r >= 32000 || kbps <= 160 {
+				out = append(out, sdk.Encoding{Format: sdk.FormatMP3, SampleRate: r, Bitrate: kbps})
+			}
+		}
+	}
+	out = append(out, sdk.Encoding{Format: sdk.FormatFLAC, SampleRate: nativeRate})
+	for _, r := range sampleRates() {
+		if r != nativeRate {
+			out = append(out, sdk.Encoding{Format: sdk.FormatFLAC, SampleRate: r})
+		}
+	}
+	return append(out, sdk.Encoding{Format: sdk.FormatOpus, SampleRate: 48000})
+}
+
+// audioEncodings are Inworld's names of the sdk formats.
+var audioEncodings = map[string]string{
+	sdk.FormatPCM: "PCM", sdk.FormatWAV: "WAV", sdk.FormatMP3: "MP3", sdk.FormatFLAC: "FLAC", sdk.FormatOpus: "OGG_OPUS",
+}
+
+// streamed reports whether the stream endpoint streams format f: PCM, WAV
+// (its header on the first chunk only, as documented) and MP3 (frames
+// that join) do; the reference does not say how FLAC and OGG_OPUS chunks
+// join, so Stream refuses them and the gateway asks for a whole clip or
+// converts PCM.
+func streamed(f string) bool {
+	return f == sdk.FormatPCM || f == sdk.FormatWAV || f == sdk.FormatMP3
+}
+
+// findModel returns the model of models with id.
+func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
+	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &models[i], true
+}
+
+// encodingNames lists encodings for an error message.
+func encodingNames(es []sdk.Encoding) string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.String()
+	}
+	return strings.Join(names, ", ")
+}
+
 // Provider is the Inworld plugin. It keeps only deployment settings,
 // which Configure swaps atomically; every call reads one snapshot.
 type Provider struct {
 	cfg atomic.Pointer[config]
+	// models is models(), built once and never changed: every request
+	// looks its model and encoding up in it.
+	models []sdk.Model
 }
 
 // config is one snapshot of the deployment settings.
@@ -74,7 +153,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{}
+	p := &Provider{models: models()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{e})
 	return p
@@ -94,21 +173,21 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 	return nil
 }
 
-// models lists the documented models. All of them take the same request
-// (audioConfig, speakingRate, timestamps) and every voice, cloned ones
+// models lists the documented models (docs.inworld.ai, TTS models and
+// API reference, read 28 November 2026): TTS-2, the newest, and the 1.5
+// and 1 families. All of them take the same request (audioConfig,
+// speakingRate, timestamps), every encoding and every voice, cloned ones
 // included.
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
 		return sdk.Model{
-			ID:               id,
-			Name:             name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      sampleRates(),
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxText,
-			MinSpeed:         minSpeed,
-			MaxSpeed:         maxSpeed,
+			ID:           id,
+			Name:         name,
+			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+			Encodings:    encodings(),
+			MaxTextChars: maxText,
+			MinSpeed:     minSpeed,
+			MaxSpeed:     maxSpeed,
 		}
 	}
 	return []sdk.Model{
@@ -257,7 +336,9 @@ func language(code string) string {
 }
 
 // options are the providerOptions the plugin accepts: documented fields
-// of the synthesis body, and audioConfig.bitRate.
+// of the synthesis body, and audioConfig.bitRate (in bit/s), the older
+// way to ask for an MP3 bitrate, refused when it contradicts the
+// request's.
 type options struct {
 	Temperature            *float64 `json:"temperature"`
 	ApplyTextNormalization *string  `json:"applyTextNormalization"`
@@ -294,14 +375,24 @@ type speechBody struct {
 // call is a validated synthesis request.
 type call struct {
 	body      speechBody
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
-	align     int // PCM frame size, 1 for wav and mp3
+}
+
+// align is the frame size of c's audio: PCM streams are cut at whole
+// samples.
+func (c *call) align() int {
+	if c.enc.Format == sdk.FormatPCM {
+		return 2
+	}
+	return 1
 }
 
 // prepare validates req and builds the body; failures are the caller's
 // (KindInvalidRequest) and cost no upstream call.
-func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
+	m, ok := findModel(p.models, req.Model)
+	if !ok {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: unknown model %q", req.Model)
 	}
 	if req.Voice == "" {
@@ -310,43 +401,42 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: nothing to say")
 	}
-	c := &call{align: 1, body: speechBody{Text: req.Text, VoiceID: req.Voice, ModelID: req.Model}}
-	rate := cmp.Or(req.SampleRate, nativeRate)
-	switch req.Format {
-	case "", sdk.FormatPCM:
-		c.body.AudioConfig.AudioEncoding, c.mediaType, c.align = "PCM", fmt.Sprintf("audio/pcm;rate=%d", rate), 2
-	case sdk.FormatWAV:
-		c.body.AudioConfig.AudioEncoding, c.mediaType = "WAV", "audio/wav"
-	case sdk.FormatMP3:
-		c.body.AudioConfig.AudioEncoding, c.mediaType = "MP3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: format %q is not supported; use pcm, wav or mp3", req.Format)
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
+		return nil, err
 	}
-	switch {
-	case req.Format == sdk.FormatMP3 && (rate < minMP3Rate || rate > nativeRate):
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: mp3 comes at %d to %d Hz, not %d", minMP3Rate, nativeRate, rate)
-	case req.Format != sdk.FormatMP3 && !slices.Contains(sampleRates(), rate):
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
+	if o.BitRate != nil {
+		switch kbps := *o.BitRate / 1000; {
+		case format != sdk.FormatMP3:
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate applies to mp3 only")
+		case *o.BitRate%1000 != 0:
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate %d is not a whole number of kbit/s", *o.BitRate)
+		case bitrate != 0 && bitrate != kbps:
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate %d contradicts the bitrate asked, %d kbit/s", *o.BitRate, bitrate)
+		default:
+			bitrate = kbps
+		}
 	}
-	c.body.AudioConfig.SampleRateHertz = rate
+	e, ok := m.FindEncoding(format, req.SampleRate, bitrate)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: bitrate}, encodingNames(m.Encodings))
+	}
+	c := &call{enc: e, mediaType: sdk.MediaType(e), body: speechBody{Text: req.Text, VoiceID: req.Voice, ModelID: req.Model}}
+	c.body.AudioConfig.AudioEncoding, c.body.AudioConfig.SampleRateHertz = audioEncodings[e.Format], e.SampleRate
+	if e.Bitrate > 0 {
+		bps := e.Bitrate * 1000
+		c.body.AudioConfig.BitRate = &bps
+	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: speed %g is outside %g to %g", req.Speed, minSpeed, maxSpeed)
 		}
 		c.body.AudioConfig.SpeakingRate = req.Speed
 	}
-	var o options
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
-		return nil, err
-	}
 	c.body.Temperature, c.body.ApplyTextNormalization = o.Temperature, o.ApplyTextNormalization
 	c.body.DeliveryMode, c.body.Language = o.DeliveryMode, o.Language
-	if o.BitRate != nil {
-		if req.Format != sdk.FormatMP3 {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate applies to mp3 only")
-		}
-		c.body.AudioConfig.BitRate = o.BitRate
-	}
 	return c, nil
 }
 
@@ -380,7 +470,7 @@ type synthesisAnswer struct {
 // answer carries the audio as base64 and, with timestampType WORD, the
 // words' timings.
 func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
-	c, err := prepare(req)
+	c, err := p.prepare(req)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +496,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if len(audio) == 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: the answer holds no audio"}
 	}
-	if len(audio)%c.align != 0 {
+	if len(audio)%c.align() != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: truncated PCM (odd byte count)"}
 	}
 	out := &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}
@@ -473,11 +563,14 @@ func hasWordChar(s string) bool {
 // Stream implements sdk.Provider with POST /tts/v1/voice:stream, which
 // answers one JSON object a line as audio is produced; each line's audio
 // is sent as it arrives. A wav stream carries Inworld's own header in its
-// first chunk.
+// first chunk. FLAC and Ogg Opus are refused (streamed).
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
-	c, err := prepare(req)
+	c, err := p.prepare(req)
 	if err != nil {
 		return err
+	}
+	if !streamed(c.enc.Format) {
+		return sdk.Errorf(sdk.KindInvalidRequest, "inworld: %s is offered for whole clips only; a stream comes as pcm, wav or mp3", c.enc.Format)
 	}
 	cfg := p.cfg.Load()
 	resp, err := cfg.post(ctx, streamPath, c.body, req.Credentials.APIKey)
@@ -489,9 +582,9 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	first := true
 	err = readLines(ctx, resp.Body, req.Credentials.APIKey, func(audio []byte) error {
 		data := audio
-		if c.align > 1 {
+		if align := c.align(); align > 1 {
 			data = append(pending, audio...)
-			whole := len(data) - len(data)%c.align
+			whole := len(data) - len(data)%align
 			pending = bytes.Clone(data[whole:])
 			data = data[:whole]
 		}

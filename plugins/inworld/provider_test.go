@@ -47,7 +47,15 @@ func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	for _, m := range models() {
 		t.Run(m.ID, func(t *testing.T) {
-			sdktest.Run(t, New(), kitConfig(srv, m.ID))
+			cfg := kitConfig(srv, m.ID)
+			if m.ID != defaultModel {
+				// Every model lists the same encodings, asked for
+				// through the same code, its requests differing only
+				// in the model id: the default model is asked every
+				// encoding (here and over the wire), the others PCM.
+				cfg.Formats = []string{sdk.FormatPCM}
+			}
+			sdktest.Run(t, New(), cfg)
 		})
 	}
 }
@@ -96,7 +104,7 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, m := range d.Models {
 		if !m.Capabilities.Streaming || !m.Capabilities.Timestamps || !m.Capabilities.Cloning || !m.Capabilities.Speed ||
-			m.MaxTextChars != 2000 || m.MinSpeed != 0.5 || m.MaxSpeed != 1.5 || m.NativeSampleRate != 48000 || m.OutputFormats[0] != sdk.FormatPCM {
+			m.MaxTextChars != 2000 || m.MinSpeed != 0.5 || m.MaxSpeed != 1.5 || m.Encodings[0] != (sdk.Encoding{Format: sdk.FormatPCM, SampleRate: 48000}) {
 			t.Errorf("model %+v", m)
 		}
 	}
@@ -278,7 +286,14 @@ func TestInvalidRequests(t *testing.T) {
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
 		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "inworld-tts-9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "aac" }},
+		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 40 }},
+		{"MPEG-2 mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 192 }},
+		{"bitRate against the bitrate", func(r *sdk.SynthesizeRequest) {
+			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"bitRate": 96000}`)
+		}},
+		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{"mulaw", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
@@ -441,6 +456,78 @@ func TestStreamLines(t *testing.T) {
 
 // TestStreamFormats: each format streams from the fake as it answers,
 // first chunk first, and the whole decodes.
+// audioConfigOf is the audioConfig of a synthesis body, as canonical JSON.
+func audioConfigOf(t *testing.T, body []byte) string {
+	t.Helper()
+	var b struct {
+		AudioConfig map[string]any `json:"audioConfig"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(b.AudioConfig)
+	return string(out)
+}
+
+// TestEncodings asks Synthesize and Stream for every encoding the models
+// list: each reaches Inworld as exactly that audioEncoding, rate and bit
+// rate, and the audio comes back as the fake sent it, byte for byte, with
+// the sdk's media type. Stream refuses FLAC and Ogg Opus, whose streamed
+// chunks the reference does not describe; encodings the models do not
+// list are refused. No refusal calls upstream.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	names := map[string]string{sdk.FormatPCM: "PCM", sdk.FormatWAV: "WAV", sdk.FormatMP3: "MP3", sdk.FormatFLAC: "FLAC", sdk.FormatOpus: "OGG_OPUS"}
+	for _, e := range models()[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			want := fmt.Sprintf(`{"audioEncoding":%q,"sampleRateHertz":%d}`, names[e.Format], e.SampleRate)
+			if e.Bitrate > 0 {
+				want = fmt.Sprintf(`{"audioEncoding":%q,"bitRate":%d,"sampleRateHertz":%d}`, names[e.Format], e.Bitrate*1000, e.SampleRate)
+			}
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if c := audioConfigOf(t, got.Body); c != want {
+				t.Errorf("clip: audioConfig %s, want %s", c, want)
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: %d bytes of %q; the fake sent %d, want %q", len(resp.Audio), resp.MediaType, len(srv.LastAnswer()), sdk.MediaType(e))
+			}
+			calls := srv.Calls()
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				if mediaType == "" {
+					mediaType = c.MediaType
+				}
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if e.Format == sdk.FormatFLAC || e.Format == sdk.FormatOpus {
+				if asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
+					t.Errorf("stream: %v after %d calls, want invalid_request and none", err, srv.Calls()-calls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ = srv.LastRequest()
+			if c := audioConfigOf(t, got.Body); c != want || got.Path != fake.StreamPath {
+				t.Errorf("stream: %s with audioConfig %s, want %s", got.Path, c, want)
+			}
+			if !bytes.Equal(streamed, srv.LastAnswer()) || mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: %d bytes of %q; the fake sent %d", len(streamed), mediaType, len(srv.LastAnswer()))
+			}
+		})
+	}
+}
+
 func TestStreamFormats(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{ChunkSize: 3001})
 	p := configured(t, srv.BaseURL(), nil)

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -27,7 +26,8 @@ const (
 	providerID     = "minimax"
 	defaultBaseURL = "https://api.minimax.io/v1"
 	defaultModel   = "speech-2.8-hd"
-	// nativeRate is the API's default sample_rate.
+	// nativeRate is the API's default sample_rate, and the rate of the
+	// models' first encoding (pcm; the API's own default format is mp3).
 	nativeRate = 32000
 	// maxText is the documented limit of text in one synchronous call.
 	maxText = 10000
@@ -48,10 +48,66 @@ const (
 // sampleRates are the documented values of audio_setting.sample_rate.
 func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100} }
 
+// encodings are the audio_setting values of POST /t2a_v2 (the T2A HTTP
+// reference, platform.minimax.io "Speech T2A HTTP", read 28 November
+// 2026): format mp3 (default), pcm, flac or wav (wav for whole answers
+// only), sample_rate 8000 to 44100 (default 32000), and bitrate 32000,
+// 64000, 128000 (default) or 256000 for mp3. Each format's default comes
+// first; pcm is the plugin's default clip.
+//
+// Listed: pcm, wav and flac at every rate; mp3 at every rate and bitrate
+// MP3 has (MPEG-2 below 32 kHz stops at 160 kbit/s, so 256 is listed at
+// 32 and 44.1 kHz only) but 8 kHz, which is MPEG 2.5, an unofficial
+// extension many decoders (the sdk's kit among them) do not read. Stream
+// streams wav as pcm behind a header the plugin adds. MiniMax's own tools
+// name further formats (opus, pcmu_raw, pcmu_wav); the reference we could
+// read does not document their rates or containers, so they are left out.
+func encodings() []sdk.Encoding {
+	rates := func(format string) []sdk.Encoding {
+		out := []sdk.Encoding{{Format: format, SampleRate: nativeRate}}
+		for _, r := range sampleRates() {
+			if r != nativeRate {
+				out = append(out, sdk.Encoding{Format: format, SampleRate: r})
+			}
+		}
+		return out
+	}
+	out := slices.Concat(rates(sdk.FormatPCM), rates(sdk.FormatWAV))
+	for _, r := range rates(sdk.FormatMP3) {
+		for _, kbps := range []int{128, 32, 64, 256} {
+			if r.SampleRate > 8000 && (kbps <= 160 || r.SampleRate >= 32000) {
+				out = append(out, sdk.Encoding{Format: sdk.FormatMP3, SampleRate: r.SampleRate, Bitrate: kbps})
+			}
+		}
+	}
+	return append(out, rates(sdk.FormatFLAC)...)
+}
+
+// findModel returns the model of models with id.
+func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
+	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return &models[i], true
+}
+
+// encodingNames lists encodings for an error message.
+func encodingNames(es []sdk.Encoding) string {
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.String()
+	}
+	return strings.Join(names, ", ")
+}
+
 // Provider is the MiniMax plugin. It keeps only deployment settings, which
 // Configure swaps atomically; every call reads one consistent snapshot.
 type Provider struct {
 	cfg atomic.Pointer[config]
+	// models is models(), built once and never changed: every request
+	// looks its model and encoding up in it.
+	models []sdk.Model
 }
 
 // config is one snapshot of the deployment settings.
@@ -74,7 +130,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{}
+	p := &Provider{models: models()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{Endpoint: e})
 	return p
@@ -112,13 +168,11 @@ func models() []sdk.Model {
 			// The subtitles MiniMax offers over HTTP are sentence-level
 			// segments in a separate file, not word timings: no
 			// Timestamps.
-			Capabilities:     sdk.Capabilities{Streaming: true, Cloning: true, Speed: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      sampleRates(),
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxText,
-			MinSpeed:         minSpeed,
-			MaxSpeed:         maxSpeed,
+			Capabilities: sdk.Capabilities{Streaming: true, Cloning: true, Speed: true},
+			Encodings:    encodings(),
+			MaxTextChars: maxText,
+			MinSpeed:     minSpeed,
+			MaxSpeed:     maxSpeed,
 		}
 	}
 	return []sdk.Model{
@@ -226,7 +280,8 @@ type voiceOptions struct {
 }
 
 // audioOptions are the audio_setting fields providerOptions may set; the
-// format, rate and channels are the gateway's own.
+// format, rate and channels are the gateway's own, and bitrate is the
+// older way to ask the request's (see prepare).
 type audioOptions struct {
 	Bitrate  *int  `json:"bitrate,omitempty"`
 	ForceCBR *bool `json:"force_cbr,omitempty"`
@@ -300,18 +355,17 @@ type t2aBody struct {
 // call is a validated speech request.
 type call struct {
 	body      t2aBody
-	format    string // the sdk format the caller gets
-	rate      int
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
 }
 
 // prepare validates req and builds the body of a whole clip (stream
-// false) or a stream. wav is asked for as pcm and the header written by
-// the plugin: MiniMax streams no wav, and a header of our own has exact
-// sizes. Failures are the caller's (KindInvalidRequest) and cost no
-// upstream call.
-func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+// false) or a stream. A streamed wav is asked for as pcm and the header
+// written by the plugin: MiniMax streams no wav. Failures are the
+// caller's (KindInvalidRequest) and cost no upstream call.
+func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
+	m, ok := findModel(p.models, req.Model)
+	if !ok {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: unknown model %q", req.Model)
 	}
 	if req.Voice == "" {
@@ -320,14 +374,36 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: nothing to say")
 	}
-	c := &call{format: cmp.Or(req.Format, sdk.FormatPCM), rate: cmp.Or(req.SampleRate, nativeRate)}
-	if !slices.Contains(sampleRates(), c.rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: sample rate %d is not available; choose one of %v", c.rate, sampleRates())
+	var o options
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
+		return nil, err
 	}
+	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
+	// audio_setting.bitrate (bit/s) is the older way to ask for an mp3
+	// bitrate: it stands for the request's own when that has none.
+	if o.AudioSetting != nil && o.AudioSetting.Bitrate != nil {
+		b := *o.AudioSetting.Bitrate
+		switch {
+		case format != sdk.FormatMP3:
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: audio_setting.bitrate applies to mp3 only")
+		case b%1000 != 0 || (bitrate != 0 && bitrate != b/1000):
+			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: audio_setting.bitrate %d contradicts the bitrate asked, %d kbit/s", b, bitrate)
+		}
+		bitrate = b / 1000
+	}
+	e, ok := m.FindEncoding(format, req.SampleRate, bitrate)
+	if !ok {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: bitrate}, encodingNames(m.Encodings))
+	}
+	c := &call{enc: e, mediaType: sdk.MediaType(e)}
 	c.body = t2aBody{
 		Model: req.Model, Text: req.Text, Stream: stream,
 		VoiceSetting: voiceSetting{VoiceID: req.Voice},
-		AudioSetting: audioSetting{SampleRate: c.rate, Format: "pcm", Channel: 1},
+		AudioSetting: audioSetting{SampleRate: e.SampleRate, Format: e.Format, Channel: 1},
+	}
+	if stream && e.Format == sdk.FormatWAV {
+		c.body.AudioSetting.Format = sdk.FormatPCM
 	}
 	if stream {
 		// Without it the last event repeats the whole audio.
@@ -335,28 +411,15 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 	} else {
 		c.body.OutputFormat = "hex"
 	}
-	switch c.format {
-	case sdk.FormatPCM:
-		c.mediaType = fmt.Sprintf("audio/pcm;rate=%d", c.rate)
-	case sdk.FormatWAV:
-		c.mediaType = "audio/wav"
-	case sdk.FormatMP3:
-		c.body.AudioSetting.Format, c.mediaType = "mp3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: format %q is not supported; use pcm, wav or mp3", req.Format)
-	}
-	var o options
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
-		return nil, err
-	}
 	if o.VoiceSetting != nil {
 		c.body.VoiceSetting.voiceOptions = *o.VoiceSetting
 	}
 	if o.AudioSetting != nil {
-		if o.AudioSetting.Bitrate != nil && c.format != sdk.FormatMP3 {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: audio_setting.bitrate applies to mp3 only")
-		}
 		c.body.AudioSetting.audioOptions = *o.AudioSetting
+	}
+	if e.Bitrate > 0 {
+		bps := e.Bitrate * 1000
+		c.body.AudioSetting.Bitrate = &bps
 	}
 	c.body.PronunciationDict, c.body.TimberWeights, c.body.LanguageBoost = o.PronunciationDict, o.TimberWeights, o.LanguageBoost
 	c.body.VoiceModify, c.body.AIGCWatermark = o.VoiceModify, o.AIGCWatermark
@@ -385,7 +448,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if req.Timestamps {
 		return nil, sdk.Errorf(sdk.KindUnsupported, "minimax: the speech API gives no word timestamps")
 	}
-	c, err := prepare(req, false)
+	c, err := p.prepare(req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -407,13 +470,8 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if err != nil {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: data.audio is not hex"}
 	}
-	if c.body.AudioSetting.Format == "pcm" {
-		if len(audio)%2 != 0 {
-			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: truncated PCM (odd byte count)"}
-		}
-		if c.format == sdk.FormatWAV {
-			audio = append(upstream.WAVHeader(c.rate, uint32(len(audio))), audio...)
-		}
+	if c.body.AudioSetting.Format == sdk.FormatPCM && len(audio)%2 != 0 {
+		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: truncated PCM (odd byte count)"}
 	}
 	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}, nil
 }
@@ -424,17 +482,17 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 // retried like a whole clip's; after that the stream cannot start over.
 // The timeout setting bounds only the wait for the answer to start.
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
-	c, err := prepare(req, true)
+	c, err := p.prepare(req, true)
 	if err != nil {
 		return err
 	}
 	cfg := p.cfg.Load()
 	out := &chunker{send: send, mediaType: c.mediaType, frame: 1}
-	if c.body.AudioSetting.Format == "pcm" {
+	if c.body.AudioSetting.Format == sdk.FormatPCM {
 		out.frame = 2
 	}
-	if c.format == sdk.FormatWAV {
-		out.header = upstream.WAVHeader(c.rate, upstream.StreamingWAV)
+	if c.enc.Format == sdk.FormatWAV {
+		out.header = upstream.WAVHeader(c.enc.SampleRate, upstream.StreamingWAV)
 	}
 	err = cfg.retry(ctx, func() bool { return !out.started }, func() error {
 		hreq, err := upstream.NewJSONRequest(ctx, http.MethodPost, cfg.url(t2aPath), c.body)

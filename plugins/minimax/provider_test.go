@@ -18,6 +18,7 @@ import (
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/minimax"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
 // pluginPath is the plugin binary, built once by TestMain.
@@ -203,7 +204,8 @@ func TestRequestOnTheWire(t *testing.T) {
 		want                  string // the body without model, text and voice_id, canonical
 	}{
 		{name: "default", want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":32000},"output_format":"hex","stream":false,"voice_setting":{}}`},
-		{name: "wav is pcm with our header", format: sdk.FormatWAV, rate: 16000, want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":16000},"output_format":"hex","stream":false,"voice_setting":{}}`},
+		{name: "wav is MiniMax's", format: sdk.FormatWAV, rate: 16000, want: `{"audio_setting":{"channel":1,"format":"wav","sample_rate":16000},"output_format":"hex","stream":false,"voice_setting":{}}`},
+		{name: "a wav stream is pcm with our header", format: sdk.FormatWAV, rate: 16000, stream: true, want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":16000},"stream":true,"stream_options":{"exclude_aggregated_audio":true},"voice_setting":{}}`},
 		{name: "mp3 with options", format: sdk.FormatMP3, options: `{"audio_setting": {"bitrate": 256000}, "voice_setting": {"emotion": "happy", "vol": 2}, "language_boost": "English", "pronunciation_dict": {"tone": ["omg/oh my god"]}}`,
 			want: `{"audio_setting":{"bitrate":256000,"channel":1,"format":"mp3","sample_rate":32000},"language_boost":"English","output_format":"hex","pronunciation_dict":{"tone":["omg/oh my god"]},"stream":false,"voice_setting":{"emotion":"happy","vol":2}}`},
 		{name: "speed overrides the option's", speed: 1.5, options: `{"voice_setting": {"speed": 0.6}}`, want: `{"audio_setting":{"channel":1,"format":"pcm","sample_rate":32000},"output_format":"hex","stream":false,"voice_setting":{"speed":1.5}}`},
@@ -262,6 +264,71 @@ func TestRequestOnTheWire(t *testing.T) {
 			delete(vs, "voice_id")
 			if canonical, _ := json.Marshal(body); string(canonical) != tt.want {
 				t.Errorf("body %s\nwant %s", canonical, tt.want)
+			}
+		})
+	}
+}
+
+// TestEncodings asks Synthesize and Stream for every encoding the models
+// list: each reaches MiniMax as exactly that format, sample rate and
+// bitrate (a streamed wav as pcm, MiniMax streaming no wav), and the audio
+// comes back as the fake sent it, byte for byte (a streamed wav behind the
+// header the plugin adds), with the sdk's media type. Encodings the models
+// do not list are refused before any call.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	setting := func(t *testing.T) string {
+		t.Helper()
+		got, _ := srv.LastRequest()
+		var b struct {
+			AudioSetting map[string]any `json:"audio_setting"`
+		}
+		if err := json.Unmarshal(got.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(b.AudioSetting)
+		return string(out)
+	}
+	want := func(format string, e sdk.Encoding) string {
+		if e.Bitrate > 0 {
+			return fmt.Sprintf(`{"bitrate":%d,"channel":1,"format":%q,"sample_rate":%d}`, e.Bitrate*1000, format, e.SampleRate)
+		}
+		return fmt.Sprintf(`{"channel":1,"format":%q,"sample_rate":%d}`, format, e.SampleRate)
+	}
+	for _, e := range models()[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			req := request(fake.Key)
+			req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := setting(t); got != want(e.Format, e) {
+				t.Errorf("clip: audio_setting %s, want %s", got, want(e.Format, e))
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: %d bytes of %q; the fake sent %d, want %q", len(resp.Audio), resp.MediaType, len(srv.LastAnswer()), sdk.MediaType(e))
+			}
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				mediaType = cmpStr(mediaType, c.MediaType)
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked, sent := e.Format, srv.LastAnswer()
+			if e.Format == sdk.FormatWAV {
+				asked, sent = sdk.FormatPCM, append(upstream.WAVHeader(e.SampleRate, upstream.StreamingWAV), sent...)
+			}
+			if got := setting(t); got != want(asked, e) {
+				t.Errorf("stream: audio_setting %s, want %s", got, want(asked, e))
+			}
+			if !bytes.Equal(streamed, sent) || mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: %d bytes of %q, want %d", len(streamed), mediaType, len(sent))
 			}
 		})
 	}
@@ -480,7 +547,13 @@ func TestInvalidRequests(t *testing.T) {
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "speech-9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatOpus }},
+		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
+		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
+		{"MPEG-2 mp3 at 256", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 256 }},
+		{"bitrate option against the bitrate", func(r *sdk.SynthesizeRequest) {
+			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"audio_setting": {"bitrate": 32000}}`)
+		}},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)

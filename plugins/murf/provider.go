@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -103,7 +103,8 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 // model is what the plugin knows about one Murf model.
 type model struct {
 	id, name string
-	// rates are the PCM rates offered; native is the endpoint's default.
+	// rates are the sample rates offered; native is the endpoint's
+	// default.
 	rates  []int
 	native int
 	// gen2: whole clips come from /v1/speech/generate, with word
@@ -111,6 +112,10 @@ type model struct {
 	gen2 bool
 }
 
+// modelList lists Murf's models, as the official Python SDK names them
+// (murf-ai/murf-python-sdk, src/murf/stream_input/types/text_to_speech_model.py
+// and src/murf/text_to_speech/client.py at 8cbd638 of 5 March 2026, read
+// 28 November 2026): GEN2 on both endpoints, FALCON on /v1/speech/stream.
 func modelList() []model {
 	return []model{
 		// /v1/speech/generate's rates (/v1/speech/stream adds 16 kHz,
@@ -119,6 +124,30 @@ func modelList() []model {
 		{id: "FALCON", name: "Murf Falcon", rates: []int{8000, 16000, 24000, 44100, 48000}, native: 24000},
 	}
 }
+
+// encodings are m's native encodings: the format values both endpoints
+// document (the SDK above: MP3, WAV, FLAC, ALAW, ULAW, PCM, OGG) at the
+// rates of the endpoint that serves m's clips, its default rate first.
+// MP3 comes at Murf's own bitrate (no field chooses one) and not at
+// 8 kHz, which is MPEG 2.5, an unofficial extension many decoders (the
+// sdk's kit among them) do not read. Left out: OGG, whose codec the
+// reference does not name, and ALAW and ULAW, of which it does not say
+// whether they carry a WAV header.
+func (m model) encodings() []sdk.Encoding {
+	rates := append([]int{m.native}, slices.DeleteFunc(slices.Clone(m.rates), func(r int) bool { return r == m.native })...)
+	var out []sdk.Encoding
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3, sdk.FormatFLAC} {
+		for _, r := range rates {
+			if f != sdk.FormatMP3 || r > 8000 {
+				out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+			}
+		}
+	}
+	return out
+}
+
+// murfFormats are Murf's names of the sdk formats.
+var murfFormats = map[string]string{sdk.FormatPCM: "PCM", sdk.FormatWAV: "WAV", sdk.FormatMP3: "MP3", sdk.FormatFLAC: "FLAC"}
 
 func findModel(id string) (model, bool) {
 	i := slices.IndexFunc(modelList(), func(m model) bool { return m.id == id })
@@ -133,15 +162,13 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	d := &sdk.Description{ID: providerID, Name: "Murf", DefaultModel: defaultModel}
 	for _, m := range modelList() {
 		d.Models = append(d.Models, sdk.Model{
-			ID:               m.id,
-			Name:             m.name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: m.gen2, Speed: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      m.rates,
-			NativeSampleRate: m.native,
-			MaxTextChars:     maxText,
-			MinSpeed:         minSpeed,
-			MaxSpeed:         maxSpeed,
+			ID:           m.id,
+			Name:         m.name,
+			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: m.gen2, Speed: true},
+			Encodings:    m.encodings(),
+			MaxTextChars: maxText,
+			MinSpeed:     minSpeed,
+			MaxSpeed:     maxSpeed,
 		})
 	}
 	return d, nil
@@ -287,8 +314,17 @@ type streamBody struct {
 type call struct {
 	generate  *generateBody
 	stream    *streamBody
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
-	align     int // PCM frame size, 1 for wav and mp3
+}
+
+// align is the frame size of c's audio: PCM streams are cut at whole
+// samples.
+func (c *call) align() int {
+	if c.enc.Format == sdk.FormatPCM {
+		return 2
+	}
+	return 1
 }
 
 // prepare validates req and builds the body of the endpoint that serves
@@ -306,25 +342,20 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: nothing to say")
 	}
-	rate := req.SampleRate
-	if rate == 0 {
-		rate = m.native
+	encodings := m.encodings()
+	format := cmp.Or(req.Format, encodings[0].Format)
+	mm := sdk.Model{Encodings: encodings}
+	e, ok := mm.FindEncoding(format, req.SampleRate, req.Bitrate)
+	if !ok {
+		names := make([]string, len(encodings))
+		for i, e := range encodings {
+			names[i] = e.String()
+		}
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: %s does not offer %s; it offers %s",
+			m.id, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, strings.Join(names, ", "))
 	}
-	if !slices.Contains(m.rates, rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: sample rate %d is not available for %s; choose one of %v", rate, m.id, m.rates)
-	}
-	c := &call{align: 1}
-	f := voiceFields{VoiceID: req.Voice, Text: req.Text, SampleRate: rate, ChannelType: "MONO"}
-	switch req.Format {
-	case "", sdk.FormatPCM:
-		f.Format, c.mediaType, c.align = "PCM", fmt.Sprintf("audio/pcm;rate=%d", rate), 2
-	case sdk.FormatWAV:
-		f.Format, c.mediaType = "WAV", "audio/wav"
-	case sdk.FormatMP3:
-		f.Format, c.mediaType = "MP3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: format %q is not supported; use pcm, wav or mp3", req.Format)
-	}
+	c := &call{enc: e, mediaType: sdk.MediaType(e)}
+	f := voiceFields{VoiceID: req.Voice, Text: req.Text, Format: murfFormats[e.Format], SampleRate: e.SampleRate, ChannelType: "MONO"}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: speed %g is outside %g to %g", req.Speed, minSpeed, maxSpeed)
@@ -397,7 +428,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	plan.MediaType, plan.FrameSize = c.mediaType, c.align
+	plan.MediaType, plan.FrameSize = c.mediaType, c.align()
 	return plan, nil
 }
 
@@ -450,7 +481,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if len(out.Audio) == 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "murf: the answer holds no audio"}
 	}
-	if len(out.Audio)%c.align != 0 {
+	if len(out.Audio)%c.align() != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "murf: truncated PCM (odd byte count)"}
 	}
 	return out, nil
@@ -535,7 +566,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	defer resp.Body.Close()
-	_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Align: c.align, Provider: providerID})
+	_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Align: c.align(), Provider: providerID})
 	return err
 }
 

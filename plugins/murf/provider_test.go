@@ -90,7 +90,8 @@ func TestDescribe(t *testing.T) {
 	gen2, falcon := d.Models[0], d.Models[1]
 	if !gen2.Capabilities.Timestamps || falcon.Capabilities.Timestamps || gen2.Capabilities.Cloning || falcon.Capabilities.Cloning ||
 		!gen2.Capabilities.Streaming || !falcon.Capabilities.Speed || gen2.MinSpeed != 0.5 || gen2.MaxSpeed != 1.5 ||
-		gen2.NativeSampleRate != 44100 || falcon.NativeSampleRate != 24000 || gen2.MaxTextChars != 3000 {
+		gen2.Encodings[0] != (sdk.Encoding{Format: sdk.FormatPCM, SampleRate: 44100}) ||
+		falcon.Encodings[0] != (sdk.Encoding{Format: sdk.FormatPCM, SampleRate: 24000}) || gen2.MaxTextChars != 3000 {
 		t.Errorf("models %+v", d.Models)
 	}
 }
@@ -303,7 +304,9 @@ func TestInvalidRequests(t *testing.T) {
 		{"GEN2 at 16 kHz", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
 		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "GEN1" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
+		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
+		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
@@ -581,6 +584,80 @@ func TestPlanMatchesPlugin(t *testing.T) {
 	}
 }
 
+// TestEncodings asks Synthesize, Stream and Plan for every encoding of
+// both models: each reaches Murf as exactly that format and sample rate
+// (GEN2's clips on /v1/speech/generate, the rest on /v1/speech/stream),
+// and the audio comes back as the fake sent it, byte for byte, with the
+// sdk's media type.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	d, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{sdk.FormatPCM: "PCM", sdk.FormatWAV: "WAV", sdk.FormatMP3: "MP3", sdk.FormatFLAC: "FLAC"}
+	sent := func(t *testing.T, body []byte) string {
+		t.Helper()
+		var b struct {
+			Format     string `json:"format"`
+			SampleRate int    `json:"sampleRate"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s %d", b.Format, b.SampleRate)
+	}
+	for _, m := range d.Models {
+		for _, e := range m.Encodings {
+			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
+				want := fmt.Sprintf("%s %d", names[e.Format], e.SampleRate)
+				req := request(fake.Key)
+				req.Model, req.Format, req.SampleRate = m.ID, e.Format, e.SampleRate
+				resp, err := p.Synthesize(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := srv.LastRequest()
+				wantPath := fake.StreamPath
+				if m.ID == "GEN2" {
+					wantPath = fake.GeneratePath
+				}
+				if f := sent(t, got.Body); f != want || got.Path != wantPath {
+					t.Errorf("clip: %s asked %s, want %s", got.Path, f, want)
+				}
+				if !bytes.Equal(resp.Audio, srv.LastAnswer()) || resp.MediaType != sdk.MediaType(e) {
+					t.Errorf("clip: %d bytes of %q; the fake sent %d, want %q", len(resp.Audio), resp.MediaType, len(srv.LastAnswer()), sdk.MediaType(e))
+				}
+				var streamed []byte
+				var mediaType string
+				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+					mediaType += c.MediaType
+					streamed = append(streamed, c.Data...)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ = srv.LastRequest()
+				if f := sent(t, got.Body); f != want || got.Path != fake.StreamPath {
+					t.Errorf("stream: %s asked %s, want %s", got.Path, f, want)
+				}
+				if !bytes.Equal(streamed, srv.LastAnswer()) || mediaType != sdk.MediaType(e) {
+					t.Errorf("stream: %d bytes of %q; the fake sent %d", len(streamed), mediaType, len(srv.LastAnswer()))
+				}
+				pl, err := plan(t, p, *req, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := sent(t, pl.Body); f != want || pl.MediaType != sdk.MediaType(e) {
+					t.Errorf("plan: asks %s of %q", f, pl.MediaType)
+				}
+			})
+		}
+	}
+}
+
 // TestPlanRefuses: GEN2's whole clips and timestamps are refused as
 // unsupported so the gateway calls the plugin; the caller's mistakes as
 // in Synthesize. No refusal calls upstream.
@@ -596,7 +673,7 @@ func TestPlanRefuses(t *testing.T) {
 		{"GEN2 clip", func(*sdk.SynthesizeRequest) {}, false, sdk.KindUnsupported},
 		{"GEN2 timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
 		{"FALCON timestamps", func(r *sdk.SynthesizeRequest) { r.Model, r.Timestamps = "FALCON", true }, false, sdk.KindUnsupported},
-		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }, true, sdk.KindInvalidRequest},
+		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }, true, sdk.KindInvalidRequest},
 		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "GEN1" }, true, sdk.KindInvalidRequest},
 		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, true, sdk.KindUnauthorized},
 	}

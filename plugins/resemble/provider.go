@@ -55,6 +55,31 @@ const (
 // sampleRates are the documented sample_rate values.
 func sampleRates() []int { return []int{8000, 16000, 22050, 32000, 44100, 48000} }
 
+// encodings are what /synthesize documents (Resemble's API reference,
+// "Synthesize" and "Stream", read 28 November 2026): output_format wav or
+// mp3 at every sample_rate, WAV in precision MULAW, PCM_16, PCM_24 or
+// PCM_32 (the default). The plugin's default rate comes first.
+//
+// Listed: wav as PCM_16 (the gateway's 16-bit WAV) and pcm, which is that
+// WAV's samples without its header (Resemble has no headerless output;
+// cutting the header off changes no sample), at every rate; mp3 at
+// Resemble's own bitrate (no field chooses one) at every rate but 8 kHz,
+// which is MPEG 2.5, an unofficial extension many decoders (the sdk's kit
+// among them) do not read. Left out: 24- and 32-bit WAV and μ-law WAV.
+// /stream speaks WAV only: Stream refuses mp3.
+func encodings() []sdk.Encoding {
+	var out []sdk.Encoding
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3} {
+		out = append(out, sdk.Encoding{Format: f, SampleRate: nativeRate})
+		for _, r := range sampleRates() {
+			if r != nativeRate && (f != sdk.FormatMP3 || r > 8000) {
+				out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+			}
+		}
+	}
+	return out
+}
+
 // Provider is the Resemble plugin. It keeps only deployment settings,
 // which Configure swaps atomically; every call reads one snapshot.
 type Provider struct {
@@ -111,18 +136,19 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 
 // models lists the models offered. "chatterbox" sends no model field:
 // Resemble then picks Chatterbox or Chatterbox Multilingual from the
-// voice. "chatterbox-turbo" asks for the Turbo model by name.
+// voice. "chatterbox-turbo" asks for the Turbo model by name. (Resemble's
+// reference, read 28 November 2026, names these and the multilingual
+// model the voice selects; it documents no text limit per model beyond
+// the endpoints' and no audio tags for the hosted models.)
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
 		return sdk.Model{
 			ID:   id,
 			Name: name,
 			// No speed: neither endpoint takes a speaking rate.
-			Capabilities:     sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      sampleRates(),
-			NativeSampleRate: nativeRate,
-			MaxTextChars:     maxText,
+			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true},
+			Encodings:    encodings(),
+			MaxTextChars: maxText,
 		}
 	}
 	return []sdk.Model{mk("chatterbox", "Chatterbox"), mk("chatterbox-turbo", "Chatterbox Turbo")}
@@ -227,21 +253,29 @@ type synthBody struct {
 // call is a validated request.
 type call struct {
 	body      synthBody
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
-	rate      int
-	// pcm: the caller wants headerless samples, which the plugin cuts out
-	// of Resemble's WAV.
-	pcm bool
+}
+
+// pcm reports whether the caller wants headerless samples, which the
+// plugin cuts out of Resemble's WAV.
+func (c *call) pcm() bool { return c.enc.Format == sdk.FormatPCM }
+
+// errMP3Stream refuses an mp3 stream: /stream speaks WAV only.
+func errMP3Stream(kind sdk.ErrorKind) error {
+	return sdk.Errorf(kind, "resemble: streams come as WAV only; ask for pcm or wav")
 }
 
 // prepare validates req and builds the body for /synthesize, or with
-// stream for /stream. Failures are the caller's (KindInvalidRequest), or
-// KindUnsupported for an mp3 stream (/stream speaks WAV only), and cost
-// no upstream call.
+// stream for /stream. Failures are the caller's (KindInvalidRequest) and
+// cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	if !slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model }) {
+	ms := models()
+	i := slices.IndexFunc(ms, func(m sdk.Model) bool { return m.ID == req.Model })
+	if i < 0 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: unknown model %q", req.Model)
 	}
+	m := ms[i]
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: a voice uuid is required")
 	}
@@ -254,28 +288,26 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 	if req.Speed != 0 && req.Speed != 1 {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: speed is not a Resemble parameter")
 	}
-	rate := cmp.Or(req.SampleRate, nativeRate)
-	if !slices.Contains(sampleRates(), rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	format := cmp.Or(req.Format, m.Encodings[0].Format)
+	e, ok := m.FindEncoding(format, req.SampleRate, req.Bitrate)
+	if !ok {
+		names := make([]string, len(m.Encodings))
+		for i, e := range m.Encodings {
+			names[i] = e.String()
+		}
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, strings.Join(names, ", "))
 	}
-	c := &call{rate: rate, body: synthBody{VoiceUUID: req.Voice, Data: req.Text, SampleRate: strconv.Itoa(rate)}}
+	c := &call{enc: e, mediaType: sdk.MediaType(e), body: synthBody{VoiceUUID: req.Voice, Data: req.Text, SampleRate: strconv.Itoa(e.SampleRate)}}
 	if req.Model != defaultModel {
 		c.body.Model = req.Model
 	}
-	switch req.Format {
-	case "", sdk.FormatPCM:
-		// Resemble has no headerless output: 16-bit WAV (its default is
-		// 32-bit float), whose samples the plugin passes on.
-		c.body.Precision, c.mediaType, c.pcm = "PCM_16", fmt.Sprintf("audio/pcm;rate=%d", rate), true
-	case sdk.FormatWAV:
-		c.body.Precision, c.mediaType = "PCM_16", "audio/wav"
-	case sdk.FormatMP3:
-		if stream {
-			return nil, sdk.Errorf(sdk.KindUnsupported, "resemble: streams come as WAV only; ask for pcm or wav")
-		}
-		c.body.OutputFormat, c.mediaType = "mp3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: format %q is not supported; use pcm, wav or mp3", req.Format)
+	if e.Format == sdk.FormatMP3 {
+		c.body.OutputFormat = "mp3" // for /synthesize only: see errMP3Stream
+	} else {
+		// 16-bit WAV (Resemble's default is 32-bit); for pcm, its
+		// samples are passed on without the header.
+		c.body.Precision = "PCM_16"
 	}
 	if !stream && c.body.OutputFormat == "" {
 		c.body.OutputFormat = "wav"
@@ -310,7 +342,7 @@ var _ sdk.Planner = (*Provider)(nil)
 // KindUnsupported so that the gateway calls the plugin instead, whole
 // clips and timestamps (/synthesize answers JSON around base64 audio),
 // pcm streams (the plugin cuts the WAV header off) and mp3 streams (which
-// Resemble does not offer).
+// Resemble does not offer: Stream refuses them as the caller's mistake).
 func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, error) {
 	c, err := prepare(req.Request, req.Stream)
 	if err != nil {
@@ -323,7 +355,9 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 	switch {
 	case !req.Stream || req.Request.Timestamps:
 		return nil, sdk.Errorf(sdk.KindUnsupported, "resemble: whole clips come as JSON the plugin decodes")
-	case c.pcm:
+	case c.enc.Format == sdk.FormatMP3:
+		return nil, errMP3Stream(sdk.KindUnsupported)
+	case c.pcm():
 		return nil, sdk.Errorf(sdk.KindUnsupported, "resemble: pcm streams are WAV the plugin strips of its header")
 	}
 	cfg := p.cfg.Load()
@@ -418,8 +452,8 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if len(audio) == 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "resemble: the answer holds no audio"}
 	}
-	if c.pcm {
-		if audio, err = pcmOfWAV(audio, c.rate); err != nil {
+	if c.pcm() {
+		if audio, err = pcmOfWAV(audio, c.enc.SampleRate); err != nil {
 			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "resemble: " + err.Error()}
 		}
 		if len(audio)%2 != 0 {
@@ -443,6 +477,9 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	if err != nil {
 		return err
 	}
+	if c.enc.Format == sdk.FormatMP3 {
+		return errMP3Stream(sdk.KindInvalidRequest)
+	}
 	cfg := p.cfg.Load()
 	resp, err := cfg.post(ctx, streamPath, c.body, req.Credentials.APIKey)
 	if err != nil {
@@ -450,9 +487,9 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	}
 	defer resp.Body.Close()
 	var body io.Reader = resp.Body
-	if c.pcm {
+	if c.pcm() {
 		br := bufio.NewReaderSize(resp.Body, 32<<10)
-		if err := skipWAVHeader(br, c.rate); err != nil {
+		if err := skipWAVHeader(br, c.enc.SampleRate); err != nil {
 			if ctx.Err() != nil {
 				return upstream.TransportError(ctx, providerID, err)
 			}

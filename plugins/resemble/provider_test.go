@@ -98,7 +98,7 @@ func TestDescribeAndConfigure(t *testing.T) {
 	}
 	for _, m := range d.Models {
 		c := m.Capabilities
-		if !c.Streaming || !c.Timestamps || !c.Cloning || c.Speed || m.MaxTextChars != 3000 || m.NativeSampleRate != 22050 {
+		if !c.Streaming || !c.Timestamps || !c.Cloning || c.Speed || m.MaxTextChars != 3000 || m.Encodings[0] != (sdk.Encoding{Format: sdk.FormatPCM, SampleRate: 22050}) {
 			t.Errorf("model %+v", m)
 		}
 	}
@@ -284,6 +284,80 @@ func TestRequestOnTheWire(t *testing.T) {
 	}
 }
 
+// TestEncodings asks Synthesize and Stream for every encoding the models
+// list: each reaches Resemble as exactly that output_format, precision and
+// sample_rate, and the audio comes back as the fake sent it, byte for byte
+// (pcm: the WAV's samples without its 44-byte header), with the sdk's
+// media type. An mp3 stream is refused without a call.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, settings(srv), nil)
+	sent := func(t *testing.T) string {
+		t.Helper()
+		got, _ := srv.LastRequest()
+		var b struct {
+			OutputFormat string `json:"output_format"`
+			Precision    string `json:"precision"`
+			SampleRate   string `json:"sample_rate"`
+		}
+		if err := json.Unmarshal(got.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s %s %s %s", got.Path, b.OutputFormat, b.Precision, b.SampleRate)
+	}
+	for _, e := range models()[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			want := fmt.Sprintf("%s wav PCM_16 %d", fake.SynthesizePath, e.SampleRate)
+			if e.Format == sdk.FormatMP3 {
+				want = fmt.Sprintf("%s mp3  %d", fake.SynthesizePath, e.SampleRate)
+			}
+			req := request(fake.Key)
+			req.Format, req.SampleRate = e.Format, e.SampleRate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sent(t); got != want {
+				t.Errorf("clip: asked %q, want %q", got, want)
+			}
+			answer := srv.LastAnswer()
+			if e.Format == sdk.FormatPCM {
+				answer = answer[44:]
+			}
+			if !bytes.Equal(resp.Audio, answer) || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: %d bytes of %q; want %d of %q", len(resp.Audio), resp.MediaType, len(answer), sdk.MediaType(e))
+			}
+			calls := srv.Calls()
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				mediaType += c.MediaType
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if e.Format == sdk.FormatMP3 {
+				if asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
+					t.Errorf("an mp3 stream: %v after %d calls", err, srv.Calls()-calls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sent(t), fmt.Sprintf("%s  PCM_16 %d", fake.StreamPath, e.SampleRate); got != want {
+				t.Errorf("stream: asked %q, want %q", got, want)
+			}
+			answer = srv.LastAnswer()
+			if e.Format == sdk.FormatPCM {
+				answer = answer[44:]
+			}
+			if !bytes.Equal(streamed, answer) || mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: %d bytes of %q; want %d", len(streamed), mediaType, len(answer))
+			}
+		})
+	}
+}
+
 func TestInvalidRequests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -295,7 +369,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"option of the wrong type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"use_hd":"yes"}`) }, false, sdk.KindInvalidRequest},
 		{"title on a stream", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"title":"x"}`) }, true, sdk.KindInvalidRequest},
 		{"stream text limit", func(r *sdk.SynthesizeRequest) { r.Text = strings.Repeat("a", 2001) }, true, sdk.KindInvalidRequest},
-		{"mp3 stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }, true, sdk.KindUnsupported},
+		{"mp3 stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }, true, sdk.KindInvalidRequest},
 		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 1.2 }, false, sdk.KindInvalidRequest},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, false, sdk.KindInvalidRequest},
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }, false, sdk.KindInvalidRequest},

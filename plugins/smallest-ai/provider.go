@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"mime/multipart"
 	"net/http"
 	"slices"
@@ -36,7 +35,35 @@ const (
 	voicesPath, clonePath = "/lightning-v3.1/get_voices", "/voice-cloning"
 )
 
+// sampleRates are sample_rate's values.
 func sampleRates() []int { return []int{8000, 16000, 24000, 44100} }
+
+// encodings are what POST /tts and /tts/live document (Smallest AI's
+// OpenAPI, smallest-inc/smallest-ai-documentation,
+// fern/apis/waves/openapi/tts-openapi.yaml at bfc4ef1 of 21 August 2026,
+// read 28 November 2026): output_format pcm (default), mp3, wav, ulaw or
+// alaw, at sample_rate 8000, 16000, 24000 or 44100 (default). Each
+// format's default rate comes first.
+//
+// Listed: pcm and wav at every rate, mp3 (at Smallest AI's own bitrate:
+// no field chooses one) at every rate but 8 kHz, which is MPEG 2.5, an
+// unofficial extension many decoders (the sdk's kit among them) do not
+// read. Left out: ulaw and alaw, of which the reference does not say
+// whether they come raw or in a WAV (it calls every answer "a PCM int16
+// WAV file"). /tts/live frames wav per event: Stream asks it for pcm and
+// writes the header itself.
+func encodings() []sdk.Encoding {
+	var out []sdk.Encoding
+	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3} {
+		out = append(out, sdk.Encoding{Format: f, SampleRate: nativeRate})
+		for _, r := range sampleRates() {
+			if r != nativeRate && (f != sdk.FormatMP3 || r > 8000) {
+				out = append(out, sdk.Encoding{Format: f, SampleRate: r})
+			}
+		}
+	}
+	return out
+}
 
 // Provider is the Smallest AI plugin. It keeps only deployment settings,
 // which Configure swaps atomically; every call reads one snapshot.
@@ -83,6 +110,8 @@ type model struct {
 	cloneModel string
 }
 
+// knownModels are the models of the reference above (model:
+// lightning_v3.1, the default, or lightning_v3.1_pro).
 func knownModels() []model {
 	return []model{
 		{id: "lightning_v3.1", name: "Lightning v3.1", cloneModel: "lightning-v3.1"},
@@ -108,14 +137,12 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	d := &sdk.Description{ID: providerID, Name: "Smallest AI", DefaultModel: defaultModel}
 	for _, m := range knownModels() {
 		d.Models = append(d.Models, sdk.Model{
-			ID:               m.id,
-			Name:             m.name,
-			Capabilities:     sdk.Capabilities{Streaming: true, Cloning: true, Speed: true},
-			OutputFormats:    []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3},
-			SampleRates:      sampleRates(),
-			NativeSampleRate: nativeRate,
-			MinSpeed:         minSpeed,
-			MaxSpeed:         maxSpeed,
+			ID:           m.id,
+			Name:         m.name,
+			Capabilities: sdk.Capabilities{Streaming: true, Cloning: true, Speed: true},
+			Encodings:    encodings(),
+			MinSpeed:     minSpeed,
+			MaxSpeed:     maxSpeed,
 		})
 	}
 	return d, nil
@@ -242,8 +269,7 @@ type ttsBody struct {
 // call is a validated request.
 type call struct {
 	body      ttsBody
-	format    string // the sdk format the caller gets
-	rate      int
+	enc       sdk.Encoding // what the caller gets
 	mediaType string
 }
 
@@ -259,24 +285,21 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "smallest-ai: nothing to say")
 	}
-	rate := cmp.Or(req.SampleRate, nativeRate)
-	if !slices.Contains(sampleRates(), rate) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "smallest-ai: sample rate %d is not available; choose one of %v", rate, sampleRates())
+	m := sdk.Model{Encodings: encodings()}
+	format := cmp.Or(req.Format, m.Encodings[0].Format)
+	e, ok := m.FindEncoding(format, req.SampleRate, req.Bitrate)
+	if !ok {
+		names := make([]string, len(m.Encodings))
+		for i, e := range m.Encodings {
+			names[i] = e.String()
+		}
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "smallest-ai: %s does not offer %s; it offers %s",
+			req.Model, sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, strings.Join(names, ", "))
 	}
 	c := &call{
-		format: cmp.Or(req.Format, sdk.FormatPCM),
-		rate:   rate,
-		body:   ttsBody{Text: req.Text, VoiceID: req.Voice, Model: req.Model, SampleRate: rate},
-	}
-	switch c.format {
-	case sdk.FormatPCM:
-		c.body.OutputFormat, c.mediaType = "pcm", fmt.Sprintf("audio/pcm;rate=%d", rate)
-	case sdk.FormatWAV:
-		c.body.OutputFormat, c.mediaType = "wav", "audio/wav"
-	case sdk.FormatMP3:
-		c.body.OutputFormat, c.mediaType = "mp3", "audio/mpeg"
-	default:
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "smallest-ai: format %q is not supported; use pcm, wav or mp3", req.Format)
+		enc:       e,
+		mediaType: sdk.MediaType(e),
+		body:      ttsBody{Text: req.Text, VoiceID: req.Voice, Model: req.Model, SampleRate: e.SampleRate, OutputFormat: e.Format},
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {
@@ -326,7 +349,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, err
 	}
 	plan.MediaType = c.mediaType
-	if c.format == sdk.FormatPCM {
+	if c.enc.Format == sdk.FormatPCM {
 		plan.FrameSize = 2 // 16-bit mono
 	}
 	return plan, nil
@@ -361,7 +384,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if len(audio) == 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "smallest-ai: the answer holds no audio"}
 	}
-	if c.format == sdk.FormatPCM && len(audio)%2 != 0 {
+	if c.enc.Format == sdk.FormatPCM && len(audio)%2 != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "smallest-ai: truncated PCM (odd byte count)"}
 	}
 	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}, nil
@@ -377,8 +400,8 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	if err != nil {
 		return err
 	}
-	if c.format == sdk.FormatWAV {
-		c.body.OutputFormat = "pcm"
+	if c.enc.Format == sdk.FormatWAV {
+		c.body.OutputFormat = sdk.FormatPCM
 	}
 	cfg := p.cfg.Load()
 	resp, err := post(ctx, cfg, livePath, "text/event-stream", c.body, req.Credentials.APIKey)
@@ -387,8 +410,8 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	}
 	defer resp.Body.Close()
 	mediaType := c.mediaType
-	if c.format == sdk.FormatWAV {
-		if err := send(sdk.Chunk{MediaType: mediaType, Data: upstream.WAVHeader(c.rate, upstream.StreamingWAV)}); err != nil {
+	if c.enc.Format == sdk.FormatWAV {
+		if err := send(sdk.Chunk{MediaType: mediaType, Data: upstream.WAVHeader(c.enc.SampleRate, upstream.StreamingWAV)}); err != nil {
 			return err
 		}
 		mediaType = ""

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/smallestai"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
 // pluginPath is the plugin binary, built once by TestMain.
@@ -236,6 +238,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }, sdk.KindInvalidRequest},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ulaw" }, sdk.KindInvalidRequest},
+		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }, sdk.KindInvalidRequest},
+		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }, sdk.KindInvalidRequest},
 		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, sdk.KindUnsupported},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -252,6 +256,79 @@ func TestInvalidRequests(t *testing.T) {
 	}
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
+	}
+}
+
+// TestEncodings asks Synthesize, Stream and Plan for every encoding the
+// models list: each reaches Smallest AI as exactly that output_format and
+// sample_rate (a stream's wav as pcm, /tts/live framing wav per event),
+// and the audio comes back as the fake sent it, byte for byte (a streamed
+// wav behind the header the plugin adds), with the sdk's media type.
+func TestEncodings(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	sent := func(t *testing.T, body []byte) string {
+		t.Helper()
+		var b struct {
+			OutputFormat string `json:"output_format"`
+			SampleRate   int    `json:"sample_rate"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s %d", b.OutputFormat, b.SampleRate)
+	}
+	d, err := p.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range d.Models[0].Encodings {
+		t.Run(e.String(), func(t *testing.T) {
+			want := fmt.Sprintf("%s %d", e.Format, e.SampleRate)
+			req := request(fake.Key)
+			req.Format, req.SampleRate = e.Format, e.SampleRate
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			if f := sent(t, got.Body); f != want || got.Path != fake.TTSPath {
+				t.Errorf("clip: %s asked %s, want %s", got.Path, f, want)
+			}
+			if !bytes.Equal(resp.Audio, srv.LastAnswer()) || resp.MediaType != sdk.MediaType(e) {
+				t.Errorf("clip: %d bytes of %q; the fake sent %d, want %q", len(resp.Audio), resp.MediaType, len(srv.LastAnswer()), sdk.MediaType(e))
+			}
+			var streamed []byte
+			var mediaType string
+			err = p.Stream(t.Context(), req, func(c sdk.Chunk) error {
+				mediaType += c.MediaType
+				streamed = append(streamed, c.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked, answer := e.Format, srv.LastAnswer()
+			if e.Format == sdk.FormatWAV {
+				asked, answer = sdk.FormatPCM, append(upstream.WAVHeader(e.SampleRate, upstream.StreamingWAV), answer...)
+			}
+			got, _ = srv.LastRequest()
+			if f := sent(t, got.Body); f != fmt.Sprintf("%s %d", asked, e.SampleRate) || got.Path != fake.LivePath {
+				t.Errorf("stream: %s asked %s", got.Path, f)
+			}
+			if !bytes.Equal(streamed, answer) || mediaType != sdk.MediaType(e) {
+				t.Errorf("stream: %d bytes of %q, want %d", len(streamed), mediaType, len(answer))
+			}
+			r := *req
+			r.Text = sdk.PlanText
+			pl, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: &r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := sent(t, pl.Body); f != want || pl.MediaType != sdk.MediaType(e) {
+				t.Errorf("plan: asks %s of %q", f, pl.MediaType)
+			}
+		})
 	}
 }
 

@@ -24,10 +24,17 @@
 //	POST /voices/clone  multipart: clip, name, language, description, mode, enhance, transcript, base_voice_id
 //	GET  /tts/websocket WebSocket with contexts (websocket.go)
 //
-// Deliberate gaps: only the pcm_s16le encoding renders (pcm_f32le,
-// pcm_mulaw and pcm_alaw answer 400), voice embeddings are not supported,
-// generation_config is honoured by sonic-3 models only (as documented) and
-// the legacy top-level speed is accepted but ignored.
+// Audio is real in every format the fake renders: 16-bit PCM raw or in
+// WAV at every rate, MP3 at every documented rate and bit rate MPEG
+// audio has (192 kbit/s only at 44.1 and 48 kHz), and pcm_mulaw and
+// pcm_alaw in the raw container at 8 kHz. LastAnswer holds the audio of
+// the latest answer.
+//
+// Deliberate gaps: pcm_f32le, G.711 at other rates or in WAV, and MP3 at
+// 192 kbit/s below 32 kHz are valid but answer 400; voice embeddings are
+// not supported; generation_config.speed is honoured by sonic-3 only (the
+// reference: no effect before sonic-3; disabled on sonic-3.5) and the
+// legacy top-level speed is accepted but ignored.
 package cartesia
 
 import (
@@ -338,12 +345,16 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, f *ttsFields, raw
 		if of.Encoding == nil {
 			return bad("output_format.encoding is required for container %q.", of.Container)
 		}
-		switch *of.Encoding {
-		case "pcm_s16le":
-		case "pcm_f32le", "pcm_mulaw", "pcm_alaw":
-			return bad("encoding %q is valid but this fake renders pcm_s16le only.", *of.Encoding)
+		switch e := *of.Encoding; {
+		case e == "pcm_s16le":
+		case (e == "pcm_mulaw" || e == "pcm_alaw") && of.Container == "raw":
+			if of.SampleRate != nil && *of.SampleRate != 8000 {
+				return bad("encoding %q at %d Hz is valid but this fake renders G.711 at 8000 Hz only.", e, *of.SampleRate)
+			}
+		case e == "pcm_f32le" || e == "pcm_mulaw" || e == "pcm_alaw":
+			return bad("encoding %q in container %q is valid but this fake does not render it.", e, of.Container)
 		default:
-			return bad("Unknown encoding %q.", *of.Encoding)
+			return bad("Unknown encoding %q.", e)
 		}
 	case "mp3":
 		if rawOnly {
@@ -351,6 +362,9 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, f *ttsFields, raw
 		}
 		if of.BitRate == nil || !slices.Contains([]int{32000, 64000, 96000, 128000, 192000}, *of.BitRate) {
 			return bad("output_format.bit_rate must be one of 32000, 64000, 96000, 128000, 192000 for mp3.")
+		}
+		if *of.BitRate > 160000 && of.SampleRate != nil && *of.SampleRate < 32000 {
+			return bad("mp3 at %d bit/s and %d Hz is valid but this fake's encoder has no such MPEG-2 bit rate.", *of.BitRate, *of.SampleRate)
 		}
 	default:
 		return bad("Unknown container %q: use raw, wav or mp3.", of.Container)
@@ -380,8 +394,9 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, f *ttsFields, raw
 		if gc.Volume != nil && (*gc.Volume < 0.5 || *gc.Volume > 2) {
 			return bad("generation_config.volume must be between 0.5 and 2.0.")
 		}
-		// Documented: these controls have no effect before sonic-3.
-		if gc.Speed != nil && strings.HasPrefix(*f.ModelID, "sonic-3") {
+		// Documented: these controls have no effect before sonic-3, and
+		// are disabled on sonic-3.5.
+		if m := *f.ModelID; gc.Speed != nil && (m == "sonic-3" || strings.HasPrefix(m, "sonic-3-")) {
 			speed = *gc.Speed
 		}
 	}
@@ -424,20 +439,39 @@ func (s *Server) bytes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	of := body.OutputFormat
-	var audio fakeupstream.Audio
+	audio, err := s.render(u, of)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "internal_error", "Internal Server Error", err.Error())
+		return
+	}
 	switch of.Container {
 	case "raw":
-		audio = s.studio.PCM(u, *of.SampleRate)
 		w.Header().Set("Content-Type", "application/octet-stream")
 	case "wav":
-		audio = s.studio.WAV(u, *of.SampleRate)
 		w.Header().Set("Content-Type", "audio/wav")
 	default:
-		audio = s.studio.MP3(u)
 		w.Header().Set("Content-Type", "audio/mpeg")
 	}
 	w.WriteHeader(http.StatusOK)
+	s.RecordAnswer(audio.Bytes())
 	s.WriteAudio(r.Context(), w, audio)
+}
+
+// codecs are the sdk format names of the raw encodings the fake renders.
+var codecs = map[string]string{"pcm_s16le": "pcm", "pcm_mulaw": "ulaw", "pcm_alaw": "alaw"}
+
+// render renders u in of, a format check accepted.
+func (s *Server) render(u fakeupstream.Utterance, of *outputFormat) (fakeupstream.Audio, error) {
+	rate := *of.SampleRate
+	switch of.Container {
+	case "raw":
+		a, _, err := s.studio.Encoded(u, codecs[*of.Encoding], rate, 0)
+		return a, err
+	case "wav":
+		return s.studio.WAV(u, rate), nil
+	}
+	a, _, err := s.studio.Encoded(u, "mp3", rate, *of.BitRate/1000)
+	return a, err
 }
 
 // sse streams the audio as "chunk" events of ChunkSize bytes, and with
@@ -461,7 +495,17 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rate := *body.OutputFormat.SampleRate
-	pcm := s.studio.PCM(u, rate).Bytes()
+	audio, err := s.render(u, body.OutputFormat)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "internal_error", "Internal Server Error", err.Error())
+		return
+	}
+	pcm := audio.Bytes()
+	s.RecordAnswer(pcm)
+	frame := 2 // bytes a sample: 16-bit PCM, or G.711's 1
+	if *body.OutputFormat.Encoding != "pcm_s16le" {
+		frame = 1
+	}
 	withWords := body.AddTimestamps != nil && *body.AddTimestamps
 	var contextID any
 	if body.ContextID != nil {
@@ -482,7 +526,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	}
-	size := s.ChunkSize() &^ 1 // whole samples
+	size := s.ChunkSize() - s.ChunkSize()%frame // whole samples
 	nextWord := 0
 	for off := 0; off < len(pcm); off += size {
 		if off > 0 && !s.Pause(r.Context()) {
@@ -499,7 +543,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		// The words whose audio has now been sent, in one event.
-		upTo := float64(end/2) / float64(rate)
+		upTo := float64(end/frame) / float64(rate)
 		var words []string
 		var starts, ends []float64
 		for ; nextWord < len(u.Words) && (u.Words[nextWord].End <= upTo || end == len(pcm)); nextWord++ {

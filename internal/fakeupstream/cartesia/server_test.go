@@ -75,6 +75,9 @@ func TestWireFormat(t *testing.T) {
 		{"mp3 without bit rate", BytesPath, headers("2025-04-16"), withBody(`"container":"raw","encoding":"pcm_s16le"`, `"container":"mp3"`), 400, "bit_rate"},
 		{"bad sample rate", BytesPath, headers("2025-04-16"), withBody("24000", "11025"), 400, "sample_rate"},
 		{"f32 not rendered", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_f32le"), 400, "this fake"},
+		{"mulaw at 24 kHz not rendered", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_mulaw"), 400, "this fake"},
+		{"unknown encoding", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_u8"), 400, "Unknown encoding"},
+		{"mp3 bit rate", BytesPath, headers("2025-04-16"), withBody(`"container":"raw","encoding":"pcm_s16le"`, `"container":"mp3","bit_rate":48000`), 400, "bit_rate"},
 		{"generation speed range", BytesPath, headers("2025-04-16"), withBody(`"model_id":"sonic-2"`, `"model_id":"sonic-3","generation_config":{"speed":2}`), 400, "0.6 and 1.5"},
 		{"legacy speed word", BytesPath, headers("2025-04-16"), withBody(`"model_id"`, `"speed":"fastest","model_id"`), 400, "slow, normal or fast"},
 		{"sse wants raw", SSEPath, headers("2025-04-16"), withBody(`"container":"raw"`, `"container":"wav"`), 400, "only the raw container"},
@@ -120,11 +123,18 @@ func TestBytes(t *testing.T) {
 		{`{"container":"raw","encoding":"pcm_s16le","sample_rate":16000}`, "application/octet-stream", "audio/pcm;rate=16000"},
 		{`{"container":"wav","encoding":"pcm_s16le","sample_rate":44100}`, "audio/wav", "audio/wav"},
 		{`{"container":"mp3","bit_rate":128000,"sample_rate":44100}`, "audio/mpeg", "audio/mpeg"},
+		{`{"container":"mp3","bit_rate":32000,"sample_rate":16000}`, "audio/mpeg", "audio/mpeg"},
+		{`{"container":"mp3","bit_rate":192000,"sample_rate":48000}`, "audio/mpeg", "audio/mpeg"},
+		{`{"container":"raw","encoding":"pcm_mulaw","sample_rate":8000}`, "application/octet-stream", "audio/PCMU;rate=8000"},
+		{`{"container":"raw","encoding":"pcm_alaw","sample_rate":8000}`, "application/octet-stream", "audio/PCMA;rate=8000"},
 	} {
 		body := `{"model_id":"sonic-3","transcript":"` + text + `","voice":{"mode":"id","id":"` + VoiceMarcel + `"},"language":"fr","output_format":` + tt.format + `,"generation_config":{"speed":1.5,"volume":1}}`
 		a := call(t, s, "POST", BytesPath, headers("2025-04-16"), []byte(body))
 		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType {
 			t.Fatalf("%s: %d %s", tt.format, a.status, a.body)
+		}
+		if !bytes.Equal(a.body, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.format)
 		}
 		clip, err := sdktest.Decode(tt.mediaType, a.body)
 		if err != nil {

@@ -201,9 +201,18 @@ func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, t
 			return
 		}
 		rate := *m.OutputFormat.SampleRate
-		pcm := s.studio.PCM(u, rate).Bytes()
+		audio, err := s.render(u, m.OutputFormat)
+		if err != nil {
+			write(map[string]any{"type": "error", "context_id": id, "status_code": http.StatusInternalServerError, "done": true, "error": err.Error()})
+			return
+		}
+		pcm := audio.Bytes()
+		frame := 2 // bytes a sample: 16-bit PCM, or G.711's 1
+		if *m.OutputFormat.Encoding != "pcm_s16le" {
+			frame = 1
+		}
 		withWords := m.AddTimestamps != nil && *m.AddTimestamps
-		size := s.ChunkSize() &^ 1
+		size := s.ChunkSize() - s.ChunkSize()%frame
 		nextWord := 0
 		for off := 0; off < len(pcm); off += size {
 			if (off > 0 || offset > 0) && !s.Pause(ctx) {
@@ -220,7 +229,7 @@ func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, t
 			if !withWords {
 				continue
 			}
-			upTo := float64(end/2) / float64(rate)
+			upTo := float64(end/frame) / float64(rate)
 			var words []string
 			var starts, ends []float64
 			for ; nextWord < len(u.Words) && (u.Words[nextWord].End <= upTo || end == len(pcm)); nextWord++ {

@@ -4,7 +4,10 @@
 //
 // It follows the published API reference: the xi-api-key header (401 with
 // {"detail": {"status", "message"}} when missing or wrong), the
-// output_format query parameter (mp3_<rate>_<kbps> and pcm_<rate>), a JSON
+// output_format query parameter (every value of the enum, OutputFormats,
+// answered with real audio in that codec, rate and bitrate; wav_<rate>
+// on the whole-clip and /with-timestamps endpoints only, as the
+// reference's enums have it), a JSON
 // body of text, model_id, voice_settings (speed 0.7 to 1.2) and the other
 // documented fields with unknown fields rejected the way the API's
 // validation does (422 {"detail": [{"loc", "msg", "type"}]}), per-model
@@ -21,9 +24,10 @@
 //	POST /v1/voices/add                                 multipart: name, files, description, labels, remove_background_noise
 //	GET  /v1/text-to-speech/{voice_id}/stream-input     WebSocket (streaminput.go)
 //
-// Deliberate gaps: ulaw, alaw and opus output formats answer 400 (the fake
-// renders mp3 and pcm only); every mp3_* format returns the same 44.1 kHz
-// 64 kbit/s stream.
+// The reference gives audio/mpeg as the Content-Type of every answer; the
+// fake names each codec's own: audio/mpeg, audio/pcm, audio/wav,
+// audio/ogg (opus), audio/basic (ulaw) and audio/x-alaw-basic (alaw).
+// LastAnswer holds the audio of the latest answer.
 package elevenlabs
 
 import (
@@ -83,6 +87,25 @@ func MaxChars(model string) int {
 // PCMRates are the sample rates of the pcm_<rate> output formats.
 func PCMRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100, 48000} }
 
+// OutputFormats are the values of output_format the streaming endpoints
+// take (/stream and stream-input), as the reference's enum lists them
+// (the official Python SDK's text_to_speech_stream_request_output_format.py,
+// July 2026). The whole-clip endpoints take these and WAVFormats.
+func OutputFormats() []string {
+	return []string{
+		"mp3_22050_32", "mp3_24000_48", "mp3_44100_32", "mp3_44100_64", "mp3_44100_96", "mp3_44100_128", "mp3_44100_192",
+		"pcm_8000", "pcm_16000", "pcm_22050", "pcm_24000", "pcm_32000", "pcm_44100", "pcm_48000",
+		"ulaw_8000", "alaw_8000",
+		"opus_48000_32", "opus_48000_64", "opus_48000_96", "opus_48000_128", "opus_48000_192",
+	}
+}
+
+// WAVFormats are the wav_<rate> output formats, which only whole clips
+// (and /with-timestamps) come in.
+func WAVFormats() []string {
+	return []string{"wav_8000", "wav_16000", "wav_22050", "wav_24000", "wav_32000", "wav_44100", "wav_48000"}
+}
+
 // voice is a voice as GET /v1/voices lists it.
 type voice struct {
 	VoiceID           string            `json:"voice_id"`
@@ -126,6 +149,9 @@ type Server struct {
 	studio *fakeupstream.Studio
 	mu     sync.Mutex
 	voices []voice
+	// fixed holds the answers of a FixedSeconds server by output format,
+	// encoded once: a benchmark's every request then costs no encoding.
+	fixed  map[outputFormat]fakeupstream.Audio
 	clones atomic.Int64
 	reqID  atomic.Int64
 	// streams counts the stream-input sockets (streaminput.go).
@@ -277,31 +303,63 @@ type voiceSettings struct {
 
 // outputFormat is a parsed output_format query value.
 type outputFormat struct {
-	codec string // "mp3" or "pcm"
+	codec string // "mp3", "pcm", "wav", "opus", "ulaw" or "alaw"
 	rate  int
+	kbps  int // mp3 and opus
 }
 
-func parseOutputFormat(v string) (outputFormat, string) {
+// contentType is the Content-Type of an answer in f.
+func (f outputFormat) contentType() string {
+	switch f.codec {
+	case "mp3":
+		return "audio/mpeg"
+	case "opus":
+		return "audio/ogg"
+	case "ulaw":
+		return "audio/basic"
+	case "alaw":
+		return "audio/x-alaw-basic"
+	}
+	return "audio/" + f.codec
+}
+
+// parseOutputFormat parses v, one of OutputFormats (or of WAVFormats when
+// wav is set); ok is false for any other value.
+func parseOutputFormat(v string, wav bool) (f outputFormat, ok bool) {
 	if v == "" {
 		v = "mp3_44100_128"
 	}
-	parts := strings.Split(v, "_")
-	switch {
-	case parts[0] == "mp3" && len(parts) == 3:
-		rate, err1 := strconv.Atoi(parts[1])
-		kbps, err2 := strconv.Atoi(parts[2])
-		if err1 == nil && err2 == nil && slices.Contains([]int{22050, 24000, 44100}, rate) && slices.Contains([]int{32, 48, 64, 96, 128, 192}, kbps) {
-			return outputFormat{codec: "mp3", rate: rate}, ""
-		}
-	case parts[0] == "pcm" && len(parts) == 2:
-		rate, err := strconv.Atoi(parts[1])
-		if err == nil && slices.Contains(PCMRates(), rate) {
-			return outputFormat{codec: "pcm", rate: rate}, ""
-		}
-	case (parts[0] == "ulaw" || parts[0] == "alaw" || parts[0] == "opus") && len(parts) >= 2:
-		return outputFormat{}, "unsupported by fake"
+	if !slices.Contains(OutputFormats(), v) && (!wav || !slices.Contains(WAVFormats(), v)) {
+		return outputFormat{}, false
 	}
-	return outputFormat{}, "invalid"
+	parts := strings.Split(v, "_")
+	f.codec = parts[0]
+	f.rate, _ = strconv.Atoi(parts[1])
+	if len(parts) == 3 {
+		f.kbps, _ = strconv.Atoi(parts[2])
+	}
+	return f, true
+}
+
+// render renders u in f.
+func (s *Server) render(u fakeupstream.Utterance, f outputFormat) (fakeupstream.Audio, error) {
+	if s.FixedSeconds() <= 0 {
+		a, _, err := s.studio.Encoded(u, f.codec, f.rate, f.kbps)
+		return a, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.fixed[f]; ok {
+		return a, nil
+	}
+	a, _, err := s.studio.Encoded(u, f.codec, f.rate, f.kbps)
+	if err == nil {
+		if s.fixed == nil {
+			s.fixed = map[outputFormat]fakeupstream.Audio{}
+		}
+		s.fixed[f] = a
+	}
+	return a, err
 }
 
 func (s *Server) tts(m mode) http.HandlerFunc {
@@ -314,13 +372,9 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 			validation(w, []string{"body"}, "Expected a JSON body (Content-Type: application/json)", "value_error.jsondecode")
 			return
 		}
-		format, problem := parseOutputFormat(r.URL.Query().Get("output_format"))
-		switch problem {
-		case "invalid":
-			validation(w, []string{"query", "output_format"}, "value is not a valid output format", "type_error.enum")
-			return
-		case "unsupported by fake":
-			detail(w, http.StatusBadRequest, "invalid_output_format", "this fake renders mp3 and pcm output formats only")
+		format, ok := parseOutputFormat(r.URL.Query().Get("output_format"), m != modeStream)
+		if !ok {
+			validation(w, []string{"query", "output_format"}, "value is not a valid enumeration member", "type_error.enum")
 			return
 		}
 		if v := r.URL.Query().Get("optimize_streaming_latency"); v != "" {
@@ -350,12 +404,12 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 		if fs := s.FixedSeconds(); fs > 0 {
 			u = fakeupstream.Fixed(fs)
 		}
-		var audio fakeupstream.Audio
-		if format.codec == "mp3" {
-			audio = s.studio.MP3(u)
-		} else {
-			audio = s.studio.PCM(u, format.rate)
+		audio, err := s.render(u, format)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
 		}
+		s.RecordAnswer(audio.Bytes())
 		w.Header().Set("request-id", fmt.Sprintf("fake-%d", s.reqID.Add(1)))
 		if m == modeTimestamps {
 			align := alignment(u)
@@ -366,11 +420,7 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 			})
 			return
 		}
-		if format.codec == "mp3" {
-			w.Header().Set("Content-Type", "audio/mpeg")
-		} else {
-			w.Header().Set("Content-Type", "audio/pcm")
-		}
+		w.Header().Set("Content-Type", format.contentType())
 		w.WriteHeader(http.StatusOK)
 		s.WriteAudio(r.Context(), w, audio)
 	}

@@ -93,8 +93,9 @@ func TestWireFormat(t *testing.T) {
 		{"text over the model limit", path, Key, `{"text":"` + strings.Repeat("a", 5001) + `","model_id":"eleven_v3"}`, 400, "max_character_limit_exceeded", "5000"},
 		{"unknown voice", TTSPath("nobody"), Key, ok, 404, "voice_not_found", "nobody"},
 		{"speed out of range", path, Key, `{"text":"Hi","voice_settings":{"speed":1.5}}`, 422, "value_error.number", "voice_settings.speed"},
-		{"bad output format", path + "?output_format=wav_44100", Key, ok, 422, "type_error.enum", "query.output_format"},
-		{"format the fake lacks", path + "?output_format=ulaw_8000", Key, ok, 400, "invalid_output_format", "this fake"},
+		{"bad output format", path + "?output_format=wav_11025", Key, ok, 422, "type_error.enum", "query.output_format"},
+		{"ulaw at a rate the enum lacks", path + "?output_format=ulaw_16000", Key, ok, 422, "type_error.enum", "query.output_format"},
+		{"wav on /stream", path + "/stream?output_format=wav_24000", Key, ok, 422, "type_error.enum", "query.output_format"},
 		{"bad latency level", path + "?optimize_streaming_latency=9", Key, ok, 422, "value_error.number", ""},
 		{"bad normalization", path, Key, `{"text":"Hi","apply_text_normalization":"maybe"}`, 422, "type_error.enum", ""},
 		{"unknown route", "/v1/text-to-speak", Key, ok, 404, "", "Not Found"},
@@ -134,11 +135,19 @@ func TestAudio(t *testing.T) {
 		{"", "?output_format=pcm_16000", "audio/pcm", "audio/pcm;rate=16000", ""},
 		{"/stream", "?output_format=pcm_44100", "audio/pcm", "audio/pcm;rate=44100", ""},
 		{"/stream", "?output_format=mp3_22050_32", "audio/mpeg", "audio/mpeg", ""},
+		{"", "?output_format=mp3_44100_192", "audio/mpeg", "audio/mpeg", ""},
+		{"", "?output_format=wav_8000", "audio/wav", "audio/wav", ""},
+		{"/stream", "?output_format=opus_48000_96", "audio/ogg", "audio/ogg;codecs=opus", ""},
+		{"/stream", "?output_format=ulaw_8000", "audio/basic", "audio/PCMU;rate=8000", ""},
+		{"", "?output_format=alaw_8000", "audio/x-alaw-basic", "audio/PCMA;rate=8000", ""},
 		{"", "?output_format=pcm_24000", "audio/pcm", "audio/pcm;rate=24000", `,"voice_settings":{"speed":1.2,"stability":0.5}`},
 	} {
 		a := tts(t, s, TTSPath(VoiceAdam)+tt.suffix+tt.format, Key, `{"text":"`+text+`"`+tt.speed+`}`)
 		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType || !a.chunked {
 			t.Fatalf("%s%s: %d %v %s", tt.suffix, tt.format, a.status, a.header, a.body)
+		}
+		if !bytes.Equal(s.LastAnswer(), a.body) {
+			t.Errorf("%s%s: LastAnswer holds %d bytes, the answer %d", tt.suffix, tt.format, len(s.LastAnswer()), len(a.body))
 		}
 		clip, err := sdktest.Decode(tt.mediaType, a.body)
 		if err != nil {

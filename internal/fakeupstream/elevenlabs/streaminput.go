@@ -116,8 +116,8 @@ func (s *Server) streamInput(w http.ResponseWriter, r *http.Request) {
 		detail(w, http.StatusBadRequest, "model_not_found", fmt.Sprintf("A model with model ID %s does not exist or does not stream input.", model))
 		return
 	}
-	format, problem := parseOutputFormat(q.Get("output_format"))
-	if problem != "" || format.codec != "pcm" {
+	format, ok := parseOutputFormat(q.Get("output_format"), false)
+	if !ok || format.codec != "pcm" {
 		validation(w, []string{"query", "output_format"}, "this fake streams pcm_<rate> output formats only", "type_error.enum")
 		return
 	}

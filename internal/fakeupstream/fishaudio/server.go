@@ -30,10 +30,15 @@
 //	GET  /model                          {"total", "items", "has_more"}; page_size, page_number, self, title, tag, language, sort_by
 //	POST /model                          multipart: type, title, train_mode, voices, visibility, texts, tags, description, cover_image, enhance_audio_quality, generate_sample
 //
+// Every format answers real audio in its documented rates and bit rates:
+// wav and pcm at PCMRates, mp3 at MP3Rates and 64, 128 (default) or 192
+// kbit/s, opus (Ogg Opus) at 48 kHz and opus_bitrate 24, 32 (default), 48
+// or 64 kbit/s, or -1000 (automatic, rendered at 32). LastAnswer holds the
+// audio of the latest answer.
+//
 // Deliberate gaps: MessagePack bodies (and so inline references) answer
-// 400, as does the opus format (the fake renders pcm, wav and mp3); fields
-// the schema lacks answer 422 (the real API may ignore them); sampling
-// fields are validated but do not change the audio.
+// 400; fields the schema lacks answer 422 (the real API may ignore them);
+// sampling fields are validated but do not change the audio.
 package fishaudio
 
 import (
@@ -282,6 +287,7 @@ type spec struct {
 	text        string
 	format      string
 	rate        int
+	kbps        int // mp3 and opus
 	speed       float64
 	chunkLength int
 }
@@ -336,6 +342,8 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, body []byte) (spe
 		return bad([]any{"latency"}, "Input should be 'low', 'normal' or 'balanced'")
 	case b.MP3Bitrate != nil && !slices.Contains([]int{64, 128, 192}, *b.MP3Bitrate):
 		return bad([]any{"mp3_bitrate"}, "Input should be 64, 128 or 192")
+	case b.OpusBitrate != nil && !slices.Contains([]int{-1000, 24, 32, 48, 64}, *b.OpusBitrate):
+		return bad([]any{"opus_bitrate"}, "Input should be -1000, 24, 32, 48 or 64")
 	}
 	sp.text = *b.Text
 	if strings.TrimSpace(sp.text) == "" {
@@ -355,23 +363,28 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, body []byte) (spe
 		sp.format = *b.Format
 	}
 	rates := PCMRates()
+	sp.rate = 44100
 	switch sp.format {
 	case "wav", "pcm":
 	case "mp3":
-		rates = MP3Rates()
+		rates, sp.kbps = MP3Rates(), 128
+		if b.MP3Bitrate != nil {
+			sp.kbps = *b.MP3Bitrate
+		}
 	case "opus":
-		fail(w, http.StatusBadRequest, "opus is valid but this fake renders pcm, wav and mp3 only")
-		return spec{}, false
+		rates, sp.rate, sp.kbps = []int{48000}, 48000, 32
+		if b.OpusBitrate != nil && *b.OpusBitrate > 0 {
+			sp.kbps = *b.OpusBitrate
+		}
 	default:
 		return bad([]any{"format"}, "Input should be 'wav', 'pcm', 'mp3' or 'opus'")
 	}
 	if b.MP3Bitrate != nil && sp.format != "mp3" {
 		return bad([]any{"mp3_bitrate"}, "mp3_bitrate applies only when format is mp3")
 	}
-	if b.OpusBitrate != nil {
+	if b.OpusBitrate != nil && sp.format != "opus" {
 		return bad([]any{"opus_bitrate"}, "opus_bitrate applies only when format is opus")
 	}
-	sp.rate = 44100
 	if b.SampleRate != nil {
 		if !slices.Contains(rates, *b.SampleRate) {
 			return bad([]any{"sample_rate"}, fmt.Sprintf("sample rate %d is not supported for %s; use one of %v", *b.SampleRate, sp.format, rates))
@@ -409,15 +422,19 @@ func (s *Server) utterance(sp spec) fakeupstream.Utterance {
 	return fakeupstream.Speak(sp.text, sp.speed)
 }
 
-// render returns the audio of u in sp's format and its Content-Type.
-func (s *Server) render(sp spec, u fakeupstream.Utterance) (fakeupstream.Audio, string) {
-	switch sp.format {
-	case "pcm":
-		return s.studio.PCM(u, sp.rate), "audio/pcm"
-	case "wav":
-		return s.studio.WAV(u, sp.rate), "audio/wav"
+// contentTypes are the Content-Types of the answers by format. The
+// reference names none; these are the formats' own.
+var contentTypes = map[string]string{"pcm": "audio/pcm", "wav": "audio/wav", "mp3": "audio/mpeg", "opus": "audio/ogg"}
+
+// render returns the audio of u in sp's encoding and its Content-Type,
+// and records it as the latest answer.
+func (s *Server) render(sp spec, u fakeupstream.Utterance) (fakeupstream.Audio, string, error) {
+	audio, _, err := s.studio.Encoded(u, sp.format, sp.rate, sp.kbps)
+	if err != nil {
+		return audio, "", err
 	}
-	return s.studio.MP3(u), "audio/mpeg"
+	s.RecordAnswer(audio.Bytes())
+	return audio, contentTypes[sp.format], nil
 }
 
 func (s *Server) tts(w http.ResponseWriter, r *http.Request) {
@@ -429,7 +446,11 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	audio, ct := s.render(sp, s.utterance(sp))
+	audio, ct, err := s.render(sp, s.utterance(sp))
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(http.StatusOK)
 	s.WriteAudio(r.Context(), w, audio)
@@ -513,7 +534,11 @@ func (s *Server) ttsTimestamps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := s.utterance(sp)
-	audio, _ := s.render(sp, u)
+	audio, _, err := s.render(sp, u)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	data := audio.Bytes()
 	var pieces []textChunk
 	if s.FixedSeconds() > 0 {
@@ -527,7 +552,7 @@ func (s *Server) ttsTimestamps(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	size := s.ChunkSize()
 	frame := 1
-	if sp.format != "mp3" {
+	if sp.format == "pcm" || sp.format == "wav" {
 		frame = 2 // whole samples
 		size &^= 1
 	}

@@ -75,7 +75,9 @@ func TestWireFormat(t *testing.T) {
 		{"pcm rate", headers("s1"), with("24000", "22050"), 422, "sample_rate"},
 		{"mp3 rate", headers("s1"), with(`"pcm","sample_rate":24000`, `"mp3","sample_rate":24000`), 422, "sample_rate"},
 		{"mp3 bitrate on pcm", headers("s1"), with(`"format"`, `"mp3_bitrate":128,"format"`), 422, "mp3_bitrate"},
-		{"opus", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus"`), 400, "this fake"},
+		{"opus rate", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus","sample_rate":24000`), 422, "sample_rate"},
+		{"opus bitrate", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus","opus_bitrate":128`), 422, "opus_bitrate"},
+		{"opus bitrate on mp3", headers("s1"), with(`"pcm","sample_rate":24000`, `"mp3","opus_bitrate":32`), 422, "opus_bitrate"},
 		{"inline references", headers("s1"), with(`"format"`, `"references":[{"audio":"","text":"x"}],"format"`), 422, "msgpack"},
 		{"unknown voice", headers("s1"), with(VoiceNarrator, "00000000000000000000000000000000"), 400, "not found"},
 		{"several voices on s1", headers("s1"), with(`"`+VoiceNarrator+`"`, `["`+VoiceNarrator+`","`+VoiceAnchor+`"]`), 422, "S2 family"},
@@ -111,17 +113,24 @@ func TestTTS(t *testing.T) {
 		{`"pcm","sample_rate":16000`, ``, "audio/pcm", "audio/pcm;rate=16000", 1},
 		{`"wav"`, `,"prosody":{"speed":2,"volume":-2}`, "audio/wav", "audio/wav", 2},
 		{`"mp3","mp3_bitrate":64`, ``, "audio/mpeg", "audio/mpeg", 1},
+		{`"mp3","sample_rate":32000,"mp3_bitrate":192`, ``, "audio/mpeg", "audio/mpeg", 1},
+		{`"opus"`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
+		{`"opus","opus_bitrate":-1000`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
+		{`"opus","sample_rate":48000,"opus_bitrate":64`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
 	} {
 		body := `{"text":"` + text + `","reference_id":"` + VoiceAnchor + `","format":` + tt.format + tt.extra + `,"latency":"balanced","temperature":0.9}`
 		a := call(t, s, "POST", TTSPath, headers("s2.1-pro"), []byte(body))
 		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType {
 			t.Fatalf("%s: %d %s", tt.format, a.status, a.body)
 		}
+		if !bytes.Equal(a.body, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.format)
+		}
 		clip, err := sdktest.Decode(tt.mediaType, a.body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := fakeupstream.Speak(text, tt.speed).Seconds; clip.Format != "mp3" && math.Abs(clip.Seconds()-want) > 0.001 {
+		if want := fakeupstream.Speak(text, tt.speed).Seconds; (clip.Format == "pcm" || clip.Format == "wav") && math.Abs(clip.Seconds()-want) > 0.001 {
 			t.Errorf("%s: %.3f s, want %.3f", tt.format, clip.Seconds(), want)
 		}
 		if clip.Format == "wav" && clip.SampleRate != 44100 {

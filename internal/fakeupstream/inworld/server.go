@@ -32,11 +32,17 @@
 //	GET  /voices/v1/voices          {"voices": [...], "nextPageToken"}; pageSize, pageToken, filter, orderBy
 //	POST /voices/v1/voices:clone    JSON {displayName, langCode, voiceSamples: [{audioData, transcription}], ...}
 //
-// Deliberate gaps: OGG_OPUS, FLAC, ALAW and MULAW are valid encodings the
-// fake does not render (400); every MP3 is the same 44.1 kHz stream
-// whatever the rate and bit rate asked; the voice list's filter and
-// orderBy are accepted but not applied; deliveryMode, language,
-// temperature and text normalization are checked but change nothing.
+// MP3 (at the rate and bitRate asked, default 128000), FLAC and OGG_OPUS
+// are real audio of that codec; a streamed one is its file cut into
+// chunks. LastAnswer holds the audio of the latest answer (of a stream,
+// its chunks joined).
+//
+// Deliberate gaps: ALAW and MULAW are valid encodings the fake does not
+// render (400), nor OGG_OPUS at a rate other than 48 kHz, nor an MP3
+// bitRate that is not one of MP3's own at the rate asked; the voice
+// list's filter and orderBy are accepted but not applied; deliveryMode,
+// language, temperature and text normalization are checked but change
+// nothing.
 package inworld
 
 import (
@@ -385,12 +391,13 @@ type audioConfig struct {
 type job struct {
 	text, model, encoding, timestamps string
 	rate                              int
+	kbps                              int // bitRate of a compressed encoding
 	speed                             float64
 }
 
 // check validates a synthesis body; false when it answered.
 func (s *Server) check(w http.ResponseWriter, b *synthesisRequest) (job, bool) {
-	j := job{encoding: "MP3", rate: DefaultRate, speed: 1}
+	j := job{encoding: "MP3", rate: DefaultRate, kbps: 128, speed: 1}
 	switch {
 	case b.Text == nil || strings.TrimSpace(*b.Text) == "":
 		invalid(w, "text is required.")
@@ -414,9 +421,9 @@ func (s *Server) check(w http.ResponseWriter, b *synthesisRequest) (job, bool) {
 			j.encoding = *ac.AudioEncoding
 		}
 		switch j.encoding {
-		case "MP3", "PCM", "WAV", "LINEAR16":
-		case "OGG_OPUS", "FLAC", "ALAW", "MULAW":
-			invalid(w, "audioEncoding %s is valid but this fake renders MP3, PCM, WAV and LINEAR16 only.", j.encoding)
+		case "MP3", "PCM", "WAV", "LINEAR16", "OGG_OPUS", "FLAC":
+		case "ALAW", "MULAW":
+			invalid(w, "audioEncoding %s is valid but this fake does not render it.", j.encoding)
 			return j, false
 		default:
 			invalid(w, "invalid value for enum field audioEncoding: %q", j.encoding)
@@ -433,8 +440,15 @@ func (s *Server) check(w http.ResponseWriter, b *synthesisRequest) (job, bool) {
 				return j, false
 			}
 		}
-		if ac.BitRate != nil && *ac.BitRate != 0 && (*ac.BitRate < 32000 || *ac.BitRate > 320000) {
-			invalid(w, "bitRate must be between 32000 and 320000.")
+		if ac.BitRate != nil && *ac.BitRate != 0 {
+			if *ac.BitRate < 32000 || *ac.BitRate > 320000 {
+				invalid(w, "bitRate must be between 32000 and 320000.")
+				return j, false
+			}
+			j.kbps = *ac.BitRate / 1000
+		}
+		if j.encoding == "OGG_OPUS" && j.rate != 48000 {
+			invalid(w, "sampleRateHertz %d is valid for OGG_OPUS but this fake renders it at 48000 only.", j.rate)
 			return j, false
 		}
 		if ac.SpeakingRate != nil && *ac.SpeakingRate != 0 {
@@ -488,15 +502,19 @@ func (s *Server) utterance(j job) fakeupstream.Utterance {
 	return fakeupstream.Speak(j.text, j.speed)
 }
 
-// render is the whole answer's audio in j's encoding.
-func (s *Server) render(j job, u fakeupstream.Utterance) []byte {
-	switch j.encoding {
-	case "PCM":
-		return s.studio.PCM(u, j.rate).Bytes()
-	case "WAV", "LINEAR16":
-		return s.studio.WAV(u, j.rate).Bytes()
+// codecs are the sdk format names of the encodings the fake renders
+// (LINEAR16 is WAV).
+var codecs = map[string]string{"PCM": "pcm", "WAV": "wav", "LINEAR16": "wav", "MP3": "mp3", "FLAC": "flac", "OGG_OPUS": "opus"}
+
+// render is the whole answer's audio in j's encoding. An MP3 whose rate
+// and bit rate MP3 has no frame for fails.
+func (s *Server) render(j job, u fakeupstream.Utterance) ([]byte, error) {
+	kbps := 0
+	if j.encoding == "MP3" || j.encoding == "OGG_OPUS" {
+		kbps = j.kbps
 	}
-	return s.studio.MP3(u).Bytes()
+	a, _, err := s.studio.Encoded(u, codecs[j.encoding], j.rate, kbps)
+	return a.Bytes(), err
 }
 
 // wordAlignment and characterAlignment are the timestampInfo of spans.
@@ -544,8 +562,14 @@ func (s *Server) synthesize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := s.utterance(j)
+	audio, err := s.render(j, u)
+	if err != nil {
+		invalid(w, "%s at %d Hz and bitRate %d is valid but this fake cannot encode it: %v", j.encoding, j.rate, j.kbps*1000, err)
+		return
+	}
+	s.RecordAnswer(audio)
 	answer := map[string]any{
-		"audioContent": base64.StdEncoding.EncodeToString(s.render(j, u)),
+		"audioContent": base64.StdEncoding.EncodeToString(audio),
 		"usage":        map[string]any{"processedCharactersCount": utf8.RuneCountInString(j.text), "modelId": j.model},
 	}
 	if ti := timestampInfo(j.timestamps, u.Words, u.Chars); ti != nil {
@@ -577,31 +601,41 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		rate    = j.rate
 	)
 	switch j.encoding {
-	case "MP3":
-		samples = s.studio.MP3(u).Bytes()
-	default:
+	case "PCM", "WAV", "LINEAR16":
 		samples = s.studio.PCM(u, rate).Bytes()
 		if j.encoding == "WAV" {
 			header = fakeupstream.WAVHeader(rate, len(samples))
 		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	size := max(s.ChunkSize()&^1, 2) // whole samples
-	nextWord, nextChar := 0, 0
-	for off := 0; off < len(samples); off += size {
-		if off > 0 && !s.Pause(r.Context()) {
+	default:
+		var err error
+		if samples, err = s.render(j, u); err != nil {
+			invalid(w, "%s at %d Hz and bitRate %d is valid but this fake cannot encode it: %v", j.encoding, j.rate, j.kbps*1000, err)
 			return
 		}
-		end := min(off+size, len(samples))
-		chunk := samples[off:end]
+	}
+	size := max(s.ChunkSize()&^1, 2) // whole samples
+	var chunks [][]byte
+	for off := 0; off < len(samples); off += size {
+		chunk := samples[off:min(off+size, len(samples))]
 		switch {
 		case j.encoding == "LINEAR16":
 			chunk = append(fakeupstream.WAVHeader(rate, len(chunk)), chunk...)
 		case off == 0 && header != nil:
 			chunk = append(append([]byte(nil), header...), chunk...)
 		}
+		chunks = append(chunks, chunk)
+	}
+	s.RecordAnswer(bytes.Join(chunks, nil))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	nextWord, nextChar := 0, 0
+	for i, chunk := range chunks {
+		off := i * size
+		if off > 0 && !s.Pause(r.Context()) {
+			return
+		}
+		end := min(off+size, len(samples))
 		result := map[string]any{
 			"audioContent": base64.StdEncoding.EncodeToString(chunk),
 			"usage":        map[string]any{"processedCharactersCount": utf8.RuneCountInString(j.text), "modelId": j.model},

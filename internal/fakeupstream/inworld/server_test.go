@@ -82,7 +82,9 @@ func TestWireFormat(t *testing.T) {
 		{"text too long", auth(), with("Hello world.", strings.Repeat("a", MaxText+1)), 400, 3, "at most 2000"},
 		{"unknown voice", auth(), with("Dennis", "Nobody"), 404, 5, "not found"},
 		{"bad encoding", auth(), with("PCM", "AIFF"), 400, 3, "enum field audioEncoding"},
-		{"opus not rendered", auth(), with("PCM", "OGG_OPUS"), 400, 3, "this fake"},
+		{"mulaw not rendered", auth(), with("PCM", "MULAW"), 400, 3, "this fake"},
+		{"opus at 24 kHz not rendered", auth(), with("PCM", "OGG_OPUS"), 400, 3, "this fake"},
+		{"bit rate", auth(), with(`"sampleRateHertz":24000`, `"sampleRateHertz":24000,"bitRate":16000`), 400, 3, "bitRate"},
 		{"rate too high", auth(), with("24000", "96000"), 400, 3, "sampleRateHertz"},
 		{"mp3 rate too low", auth(), with(`"PCM","sampleRateHertz":24000`, `"MP3","sampleRateHertz":8000`), 400, 3, "between 16000"},
 		{"speaking rate", auth(), with(`"sampleRateHertz":24000`, `"sampleRateHertz":24000,"speakingRate":2`), 400, 3, "speakingRate"},
@@ -146,6 +148,9 @@ func TestSynthesize(t *testing.T) {
 		{`{"audioEncoding":"WAV","sampleRateHertz":24000,"speakingRate":1.5}`, "audio/wav", 1.5},
 		{`{"audioEncoding":"LINEAR16"}`, "audio/wav", 1},
 		{`{"audioEncoding":"MP3","sampleRateHertz":44100,"bitRate":128000}`, "audio/mpeg", 1},
+		{`{"audioEncoding":"MP3","sampleRateHertz":22050,"bitRate":64000}`, "audio/mpeg", 1},
+		{`{"audioEncoding":"FLAC","sampleRateHertz":16000}`, "audio/flac", 1},
+		{`{"audioEncoding":"OGG_OPUS","sampleRateHertz":48000,"bitRate":32000}`, "audio/ogg;codecs=opus", 1},
 		{`{}`, "audio/mpeg", 1}, // MP3 by default
 	} {
 		body := `{"text":"` + text + `","voiceId":"Ashley","modelId":"inworld-tts-1.5-mini","timestampType":"WORD","audioConfig":` + tt.config + `}`
@@ -174,12 +179,15 @@ func TestSynthesize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !bytes.Equal(audio, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.config)
+		}
 		clip, err := sdktest.Decode(tt.mediaType, audio)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.config, err)
 		}
 		u := fakeupstream.Speak(text, tt.speed)
-		if clip.Format != "mp3" && math.Abs(clip.Seconds()-u.Seconds) > 0.001 {
+		if (clip.Format == "pcm" || clip.Format == "wav") && math.Abs(clip.Seconds()-u.Seconds) > 0.001 {
 			t.Errorf("%s: %.3f s, want %.3f", tt.config, clip.Seconds(), u.Seconds)
 		}
 		if clip.Format == "wav" && tt.config == `{"audioEncoding":"LINEAR16"}` && clip.SampleRate != DefaultRate {

@@ -32,8 +32,13 @@
 // status (a failure in front of the API) with status_code 1000. A
 // numeric Fault.Code is sent as the status_code with HTTP 200 instead.
 //
-// Deliberate gaps: the flac format and output_format "url" answer 2013
-// (the fake renders mp3, pcm and wav as hex); subtitle_enable is accepted
+// Every format renders real audio at the rate asked (mp3 at the bitrate
+// asked too); LastAnswer holds the audio of the latest answer (of a
+// stream, its chunks joined).
+//
+// Deliberate gaps: output_format "url" answers 2013 (the fake answers
+// hex), as does an mp3 at a rate and bitrate MP3 has no frame for (256
+// kbit/s below 32 kHz); subtitle_enable is accepted
 // but no subtitle file is produced; stereo renders mono; the emotion,
 // pitch and voice_modify settings do not change the audio.
 package minimax
@@ -436,7 +441,6 @@ func (s *Server) parse(r *http.Request, body []byte) (spec, invalid) {
 			return spec{}, "invalid params, wav is supported in non-streaming mode only"
 		}
 	case "flac":
-		return spec{}, "invalid params, flac is valid but this fake renders mp3, pcm and wav only"
 	default:
 		return spec{}, "invalid params, audio_setting.format must be mp3, pcm, flac or wav"
 	}
@@ -446,22 +450,24 @@ func (s *Server) parse(r *http.Request, body []byte) (spec, invalid) {
 	return sp, ""
 }
 
-// render returns u in sp's format.
-func (s *Server) render(sp spec) ([]byte, fakeupstream.Utterance) {
+// render returns u in sp's format, and records it as the latest answer.
+// An mp3 at a rate and bitrate MP3 has no frame for fails.
+func (s *Server) render(sp spec) ([]byte, fakeupstream.Utterance, error) {
 	u := fakeupstream.Speak(sp.text, sp.speed)
 	if fs := s.FixedSeconds(); fs > 0 {
 		u = fakeupstream.Fixed(fs)
 	}
-	var a fakeupstream.Audio
-	switch sp.format {
-	case "pcm":
-		a = s.studio.PCM(u, sp.rate)
-	case "wav":
-		a = s.studio.WAV(u, sp.rate)
-	default:
-		a = s.studio.MP3(u)
+	kbps := 0
+	if sp.format == "mp3" {
+		kbps = sp.bitrate / 1000
 	}
-	return a.Bytes(), u
+	a, _, err := s.studio.Encoded(u, sp.format, sp.rate, kbps)
+	if err != nil {
+		return nil, u, err
+	}
+	audio := a.Bytes()
+	s.RecordAnswer(audio)
+	return audio, u, nil
 }
 
 func (s *Server) extraInfo(sp spec, audio []byte, u fakeupstream.Utterance) map[string]any {
@@ -528,7 +534,16 @@ func (s *Server) t2a(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	audio, u := s.render(sp)
+	audio, u, err := s.render(sp)
+	if err != nil {
+		msg := "invalid params, " + sp.format + " at this sample_rate and bitrate is valid but this fake cannot encode it: " + err.Error()
+		if stream {
+			s.failStream(w, http.StatusOK, CodeInvalidParams, msg)
+		} else {
+			s.fail(w, http.StatusOK, CodeInvalidParams, msg)
+		}
+		return
+	}
 	trace := s.trace()
 	w.Header().Set("Trace-Id", trace)
 	if !sp.stream {

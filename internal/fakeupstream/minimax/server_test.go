@@ -85,7 +85,8 @@ func TestWireFormat(t *testing.T) {
 		{"speed", T2APath, jsonHeaders, with(`"voice_id"`, `"speed":3,"voice_id"`), CodeInvalidParams, "speed"},
 		{"pitch is an integer", T2APath, jsonHeaders, with(`"voice_id"`, `"pitch":1.5,"voice_id"`), CodeInvalidParams, "pitch"},
 		{"sample rate", T2APath, jsonHeaders, with("16000", "48000"), CodeInvalidParams, "sample_rate"},
-		{"flac", T2APath, jsonHeaders, with(`"pcm"`, `"flac"`), CodeInvalidParams, "this fake"},
+		{"mp3 bitrate MP3 lacks at the rate", T2APath, jsonHeaders, with(`"pcm"`, `"mp3","bitrate":256000`), CodeInvalidParams, "this fake"},
+		{"opus", T2APath, jsonHeaders, with(`"pcm"`, `"ogg"`), CodeInvalidParams, "format must be"},
 		{"url output", T2APath, jsonHeaders, with(`"hex"`, `"url"`), CodeInvalidParams, "this fake"},
 		{"text too long", T2APath, jsonHeaders, with("Hello world.", strings.Repeat("a", MaxText+1)), CodeInvalidParams, "length"},
 		{"voice list without type", VoicesPath, jsonHeaders, `{}`, CodeInvalidParams, "voice_type"},
@@ -111,6 +112,8 @@ func TestWholeAnswer(t *testing.T) {
 		{`{"sample_rate":16000,"format":"pcm"}`, "audio/pcm;rate=16000", 1},
 		{`{"sample_rate":24000,"format":"wav"}`, "audio/wav", 1},
 		{`{"format":"mp3","bitrate":64000}`, "audio/mpeg", 1},
+		{`{"format":"mp3","sample_rate":44100,"bitrate":256000}`, "audio/mpeg", 1},
+		{`{"format":"flac","sample_rate":22050}`, "audio/flac", 1},
 		{`{"format":"pcm"}`, "audio/pcm;rate=32000", 2},
 	} {
 		body := `{"model":"speech-02-turbo","text":"` + text + `","voice_setting":{"voice_id":"` + VoiceWise + `","speed":` + jsonNum(tt.speed) + `,"vol":1,"pitch":0,"emotion":"happy"},"audio_setting":` + tt.setting + `,"language_boost":"English"}`
@@ -130,6 +133,9 @@ func TestWholeAnswer(t *testing.T) {
 		audio, err := hex.DecodeString(ans.Data.Audio)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !bytes.Equal(audio, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.setting)
 		}
 		clip, err := sdktest.Decode(tt.mediaType, audio)
 		if err != nil {

@@ -27,10 +27,13 @@
 //	GET  /v1/speech/voices     [{voiceId, displayName, gender, locale, ...}]; model
 //	GET  /files/{name}         an audioFile URL's audio (no key, as a presigned URL)
 //
-// Deliberate gaps: FLAC, ALAW, ULAW and OGG are valid formats the fake does
-// not render, nor STEREO (400); every MP3 is the same 44.1 kHz stream;
-// style, locale, pronunciations, pitch and variation are checked but
-// change nothing, and audioDuration does not stretch the clip.
+// MP3, WAV, PCM and FLAC are real audio at the rate asked; LastAnswer
+// holds the audio of the latest answer.
+//
+// Deliberate gaps: ALAW, ULAW and OGG are valid formats the fake does not
+// render, nor STEREO (400); style, locale, pronunciations, pitch and
+// variation are checked but change nothing, and audioDuration does not
+// stretch the clip.
 package murf
 
 import (
@@ -316,9 +319,9 @@ func check(w http.ResponseWriter, f *voiceFields, rates []int, defaultRate int, 
 		j.format = strings.ToUpper(*f.Format)
 	}
 	switch j.format {
-	case "MP3", "WAV", "PCM":
-	case "FLAC", "ALAW", "ULAW", "OGG":
-		invalid(w, "format %s is valid but this fake renders MP3, WAV and PCM only", j.format)
+	case "MP3", "WAV", "PCM", "FLAC":
+	case "ALAW", "ULAW", "OGG":
+		invalid(w, "format %s is valid but this fake renders MP3, WAV, PCM and FLAC only", j.format)
 		return j, false
 	default:
 		invalid(w, "Invalid format %q. Valid values: MP3, WAV, FLAC, ALAW, ULAW, PCM, OGG", *f.Format)
@@ -378,14 +381,19 @@ func (s *Server) utterance(j job) fakeupstream.Utterance {
 	return fakeupstream.Speak(j.text, j.speed)
 }
 
-func (s *Server) render(j job, u fakeupstream.Utterance) (fakeupstream.Audio, string) {
-	switch j.format {
-	case "PCM":
-		return s.studio.PCM(u, j.rate), "application/octet-stream"
-	case "WAV":
-		return s.studio.WAV(u, j.rate), "audio/wav"
+// contentTypes are the Content-Types of the answers by format.
+var contentTypes = map[string]string{"PCM": "application/octet-stream", "WAV": "audio/wav", "MP3": "audio/mpeg", "FLAC": "audio/flac"}
+
+// render renders u in j's format at j's rate (an MP3 at Murf's own
+// bitrate, which the API does not let the caller choose), records it as
+// the latest answer and returns it with its Content-Type.
+func (s *Server) render(j job, u fakeupstream.Utterance) (fakeupstream.Audio, string, error) {
+	a, _, err := s.studio.Encoded(u, strings.ToLower(j.format), j.rate, 0)
+	if err != nil {
+		return a, "", err
 	}
-	return s.studio.MP3(u), "audio/mpeg"
+	s.RecordAnswer(a.Bytes())
+	return a, contentTypes[j.format], nil
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
@@ -410,7 +418,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := s.utterance(j)
-	audio, contentType := s.render(j, u)
+	audio, contentType, err := s.render(j, u)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	words := make([]map[string]any, 0, len(u.Words))
 	for i, wd := range u.Words {
 		words = append(words, map[string]any{
@@ -468,7 +480,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	audio, contentType := s.render(j, s.utterance(j))
+	audio, contentType, err := s.render(j, s.utterance(j))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	s.WriteAudio(r.Context(), w, audio)

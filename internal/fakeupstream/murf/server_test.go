@@ -1,6 +1,7 @@
 package murf
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -82,7 +83,7 @@ func TestWireFormat(t *testing.T) {
 		{"empty text", nil, auth(), with("Hello world.", "  "), 400, "text is required"},
 		{"text too long", nil, auth(), with("Hello world.", strings.Repeat("a", MaxText+1)), 400, "3000"},
 		{"format", nil, auth(), with("PCM", "AAC"), 400, "Invalid format"},
-		{"flac not rendered", nil, auth(), with("PCM", "FLAC"), 400, "this fake"},
+		{"ulaw not rendered", nil, auth(), with("PCM", "ULAW"), 400, "this fake"},
 		{"rate of the wrong endpoint", []string{GeneratePath}, auth(), with("24000", "16000"), 400, "sampleRate"},
 		{"rate", nil, auth(), with("24000", "22050"), 400, "sampleRate"},
 		{"stereo", nil, auth(), with("MONO", "STEREO"), 400, "this fake"},
@@ -134,6 +135,8 @@ func TestGenerate(t *testing.T) {
 		{`"format":"PCM","sampleRate":8000`, "audio/pcm;rate=8000", 1},
 		{`"format":"wav","sampleRate":48000,"rate":50,"modelVersion":"GEN2","variation":3`, "audio/wav", 1.5},
 		{`"format":"MP3","channelType":"MONO"`, "audio/mpeg", 1},
+		{`"format":"MP3","sampleRate":24000`, "audio/mpeg", 1},
+		{`"format":"FLAC","sampleRate":24000`, "audio/flac", 1},
 		{`"rate":-25`, "audio/wav", 0.75}, // WAV at 44.1 kHz by default
 	} {
 		body := `{"voiceId":"en-US-ken","text":"` + text + `","encodeAsBase64":true,` + tt.body + `}`
@@ -149,12 +152,15 @@ func TestGenerate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !bytes.Equal(audio, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.body)
+		}
 		clip, err := sdktest.Decode(tt.mediaType, audio)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.body, err)
 		}
 		u := fakeupstream.Speak(text, tt.speed)
-		if clip.Format != "mp3" && math.Abs(clip.Seconds()-u.Seconds) > 0.001 {
+		if (clip.Format == "pcm" || clip.Format == "wav") && math.Abs(clip.Seconds()-u.Seconds) > 0.001 {
 			t.Errorf("%s: %.3f s, want %.3f", tt.body, clip.Seconds(), u.Seconds)
 		}
 		if tt.body == `"rate":-25` && clip.SampleRate != 44100 {
@@ -201,17 +207,21 @@ func TestStream(t *testing.T) {
 		{`"model":"FALCON","format":"PCM","sampleRate":16000`, "application/octet-stream", "audio/pcm;rate=16000"},
 		{`"model":"GEN2","format":"WAV"`, "audio/wav", "audio/wav"},
 		{`"format":"MP3","sampleRate":24000`, "audio/mpeg", "audio/mpeg"},
+		{`"format":"FLAC","sampleRate":48000`, "audio/flac", "audio/flac"},
 	} {
 		body := `{"voiceId":"en-UK-hazel","text":"` + text + `",` + tt.body + `}`
 		a := call(t, s.URL+StreamPath, "POST", auth(), body)
 		if a.status != 200 || a.header.Get("Content-Type") != tt.contentType {
 			t.Fatalf("%s: %d %v %s", tt.body, a.status, a.header, a.body)
 		}
+		if !bytes.Equal(a.body, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.body)
+		}
 		clip, err := sdktest.Decode(tt.mediaType, a.body)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.body, err)
 		}
-		if clip.Format != "mp3" && math.Abs(clip.Seconds()-fakeupstream.Speak(text, 1).Seconds) > 0.001 {
+		if (clip.Format == "pcm" || clip.Format == "wav") && math.Abs(clip.Seconds()-fakeupstream.Speak(text, 1).Seconds) > 0.001 {
 			t.Errorf("%s: %.3f s", tt.body, clip.Seconds())
 		}
 		if tt.mediaType == "audio/wav" && clip.SampleRate != 44100 {

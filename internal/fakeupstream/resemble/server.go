@@ -31,8 +31,11 @@
 // training finishes at once); GET and DELETE /api/v2/voices/{uuid}.
 // Synthesis with a voice that is not finished answers 400.
 //
+// Every answer is real audio at the sample_rate asked (an mp3 at its own
+// bitrate); LastAnswer holds the audio of the latest answer.
+//
 // Deliberate gaps: only PCM_16 renders (the other precisions, PCM_32 the
-// default among them, answer 400); every MP3 is the same 44.1 kHz stream;
+// default among them, answer 400);
 // SSML is spoken as text; dataset_url voices never train.
 package resemble
 
@@ -414,12 +417,13 @@ func (s *Server) synthesize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := s.utterance(j)
-	var audio []byte
-	if format == "mp3" {
-		audio = s.studio.MP3(u).Bytes()
-	} else {
-		audio = s.studio.WAV(u, j.rate).Bytes()
+	a, _, err := s.studio.Encoded(u, format, j.rate, 0)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err.Error(), nil)
+		return
 	}
+	audio := a.Bytes()
+	s.RecordAnswer(audio)
 	chars := make([]string, len(u.Chars))
 	times := make([][]float64, len(u.Chars))
 	for i, c := range u.Chars {
@@ -466,6 +470,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	pcm := s.studio.PCM(s.utterance(j), j.rate)
 	audio := fakeupstream.Audio{Parts: append([][]byte{streamingHeader(j.rate)}, pcm.Parts...), Len: 44 + pcm.Len}
+	s.RecordAnswer(audio.Bytes())
 	w.Header().Set("Content-Type", "audio/wav")
 	w.WriteHeader(http.StatusOK)
 	s.WriteAudio(r.Context(), w, audio)

@@ -145,6 +145,7 @@ func TestSynthesize(t *testing.T) {
 		{`"precision":"PCM_16","sample_rate":"44100"`, "audio/wav", 44100},
 		{`"precision":"PCM_16","output_format":"wav","model":"chatterbox-turbo","use_hd":true`, "audio/wav", DefaultRate},
 		{`"output_format":"mp3","sample_rate":"48000","title":"t","project_uuid":"p1"`, "audio/mpeg", 48000},
+		{`"output_format":"mp3","sample_rate":"16000"`, "audio/mpeg", 16000},
 	} {
 		body := `{"voice_uuid":"5bb13f03","data":"` + text + `",` + tt.extra + `}`
 		a := call(t, s.URL+SynthesizePath, "POST", auth(), []byte(body))
@@ -155,6 +156,9 @@ func TestSynthesize(t *testing.T) {
 		audio, err := base64.StdEncoding.DecodeString(out.AudioContent)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !bytes.Equal(audio, s.LastAnswer()) {
+			t.Errorf("%s: LastAnswer is not the answer", tt.extra)
 		}
 		clip, err := sdktest.Decode(tt.mediaType, audio)
 		if err != nil {

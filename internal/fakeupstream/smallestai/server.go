@@ -25,9 +25,13 @@
 // the reference marks the header required and warns that without it "an
 // empty or unplayable response" comes back.
 //
+// pcm, wav and mp3 are real audio at the sample_rate asked (mp3 at its
+// own bitrate); LastAnswer holds the audio of the latest answer (of a
+// stream, its events' audio joined).
+//
 // Deliberate gaps: ulaw and alaw answer 400 (the fake renders pcm, wav
 // and mp3 only); the WebSocket endpoint and word timestamps are not
-// faked; the fake's MP3 is 44.1 kHz whatever sample_rate says.
+// faked.
 package smallestai
 
 import (
@@ -307,14 +311,13 @@ func (s *Server) check(w http.ResponseWriter, body []byte) (spec, bool) {
 	return sp, true
 }
 
-func (s *Server) render(sp spec) fakeupstream.Audio {
-	switch sp.format {
-	case "wav":
-		return s.studio.WAV(sp.u, sp.rate)
-	case "mp3":
-		return s.studio.MP3(sp.u)
+// render renders sp's audio and records it as the latest answer.
+func (s *Server) render(sp spec) (fakeupstream.Audio, error) {
+	a, _, err := s.studio.Encoded(sp.u, sp.format, sp.rate, 0)
+	if err == nil {
+		s.RecordAnswer(a.Bytes())
 	}
-	return s.studio.PCM(sp.u, sp.rate)
+	return a, err
 }
 
 func contentType(sp spec) string {
@@ -343,9 +346,14 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	audio, err := s.render(sp)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", contentType(sp))
 	w.WriteHeader(http.StatusOK)
-	s.WriteAudio(r.Context(), w, s.render(sp))
+	s.WriteAudio(r.Context(), w, audio)
 }
 
 // live streams the audio as "audio" events of ChunkSize bytes each (whole
@@ -359,7 +367,11 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	audio := s.render(sp)
+	audio, err := s.render(sp)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -379,7 +391,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		return true
 	}
 	var pieces [][]byte
-	if sp.format == "mp3" {
+	if sp.format == "mp3" && len(audio.Parts) > 1 {
 		pieces = audio.Parts // one frame each: every event decodes on its own
 	} else {
 		all := audio.Bytes()

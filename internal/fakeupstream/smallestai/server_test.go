@@ -94,8 +94,12 @@ func TestWireFormat(t *testing.T) {
 			if a.status != 200 || a.header.Get("Content-Type") != mt {
 				t.Fatalf("%s: %d %s", format, a.status, a.header.Get("Content-Type"))
 			}
-			if _, err := sdktest.Decode(mt, a.body); err != nil {
+			clip, err := sdktest.Decode(mt, a.body)
+			if err != nil {
 				t.Errorf("%s: %v", format, err)
+			}
+			if clip.SampleRate != 24000 || !bytes.Equal(a.body, s.LastAnswer()) {
+				t.Errorf("%s: %d Hz; LastAnswer is the answer: %v", format, clip.SampleRate, bytes.Equal(a.body, s.LastAnswer()))
 			}
 		}
 	})
