@@ -22,6 +22,9 @@ func TestCloudProviderResemble(t *testing.T) {
 		Model: "chatterbox", Voice: resemble.VoiceLucy,
 		Streams: true, Timestamps: true,
 		Settings: []string{"synthesis_url: " + f.SynthesisURL()},
+		// Resemble answers WAV; its pcm is the WAV's samples, the plugin
+		// cutting off the header.
+		Derived: []string{"pcm_8000", "pcm_16000", "pcm_22050", "pcm_24000", "pcm_32000", "pcm_44100", "pcm_48000"},
 	})
 }
 
