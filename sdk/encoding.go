@@ -131,7 +131,11 @@ func (m *Model) NativeEncodings() []Encoding {
 // An encoding whose own SampleRate or Bitrate is 0 (the provider picks)
 // matches only a request that leaves it to the provider too.
 func (m *Model) FindEncoding(format string, rate, bitrate int) (Encoding, bool) {
-	for _, e := range m.NativeEncodings() {
+	return findEncoding(m.NativeEncodings(), format, rate, bitrate)
+}
+
+func findEncoding(es []Encoding, format string, rate, bitrate int) (Encoding, bool) {
+	for _, e := range es {
 		if e.Format == format && (rate == 0 || e.SampleRate == rate) && (bitrate == 0 || e.Bitrate == bitrate) {
 			return e, true
 		}
@@ -148,6 +152,20 @@ func (m Model) Filled() Model {
 	m.SampleRates = slices.Clone(m.SampleRates)
 	m.describeEncodings()
 	return m
+}
+
+// NativeStreamEncodings returns the encodings m streams natively:
+// StreamEncodings when the plugin lists them, else NativeEncodings.
+func (m *Model) NativeStreamEncodings() []Encoding {
+	if len(m.StreamEncodings) > 0 {
+		return m.StreamEncodings
+	}
+	return m.NativeEncodings()
+}
+
+// FindStreamEncoding is FindEncoding among the encodings m streams.
+func (m *Model) FindStreamEncoding(format string, rate, bitrate int) (Encoding, bool) {
+	return findEncoding(m.NativeStreamEncodings(), format, rate, bitrate)
 }
 
 // describeEncodings fills the fields older gateways read from a model that

@@ -124,6 +124,12 @@ type Model struct {
 	// A plugin that lists Encodings may leave OutputFormats, SampleRates
 	// and NativeSampleRate empty: Serve derives them.
 	Encodings []Encoding
+	// StreamEncodings lists the encodings Stream produces natively when
+	// they are fewer than Encodings (a provider whose streaming endpoint
+	// offers less than its clip endpoint); empty means every one of
+	// Encodings streams. The gateway converts a stream asked in any
+	// other encoding from the model's PCM stream.
+	StreamEncodings []Encoding
 	// OutputFormats lists the formats (the Format constants, or a
 	// provider-specific name) the model can return, preferred first.
 	// Derived from Encodings when empty; plugins written before

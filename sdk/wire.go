@@ -66,6 +66,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			MaxSpeed:         m.MaxSpeed,
 			AudioTags:        m.AudioTags,
 			Encodings:        encodingsToProto(m.Encodings),
+			StreamEncodings:  encodingsToProto(m.StreamEncodings),
 		}
 	}
 	return out
@@ -125,6 +126,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			MaxSpeed:         m.GetMaxSpeed(),
 			AudioTags:        m.GetAudioTags(),
 			Encodings:        encodingsFromProto(m.GetEncodings()),
+			StreamEncodings:  encodingsFromProto(m.GetStreamEncodings()),
 		}
 	}
 	return out

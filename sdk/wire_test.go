@@ -69,8 +69,9 @@ func TestWireRoundTrip(t *testing.T) {
 			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true, Instructions: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
-			AudioTags: []string{"laughs", AnyAudioTag},
-			Encodings: []Encoding{{Format: FormatMP3, SampleRate: 44100, Bitrate: 128}},
+			AudioTags:       []string{"laughs", AnyAudioTag},
+			Encodings:       []Encoding{{Format: FormatMP3, SampleRate: 44100, Bitrate: 128}},
+			StreamEncodings: []Encoding{{Format: FormatOpus, SampleRate: 48000, Bitrate: 32}},
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}

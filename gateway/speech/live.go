@@ -125,11 +125,11 @@ func (l *Live) chooseFormat(out *audio.OutputParams) error {
 		if !slices.Contains(liveFormats, out.Format) {
 			return problem.Validation(problem.Field(fmt.Sprintf("must be one of %s on the realtime socket", strings.Join(liveFormats, ", ")), "output", "format"))
 		}
-		if !slices.Contains(m.OutputFormats, out.Format) {
-			return problem.Validation(problem.Field(fmt.Sprintf("model %s does not produce %s (it offers %s)", name, out.Format, strings.Join(m.OutputFormats, ", ")), "output", "format"))
+		if _, ok := m.FindStreamEncoding(out.Format, 0, 0); !ok {
+			return problem.Validation(problem.Field(fmt.Sprintf("model %s does not stream %s (it streams %s)", name, out.Format, encodingList(m, "")), "output", "format"))
 		}
 		var ok bool
-		if e, ok = m.FindEncoding(out.Format, deref(out.SampleRate), deref(out.Bitrate)); !ok {
+		if e, ok = m.FindStreamEncoding(out.Format, deref(out.SampleRate), deref(out.Bitrate)); !ok {
 			field := "bitrate"
 			if !hasRate(m, out.Format, deref(out.SampleRate)) {
 				field = "sampleRate"
@@ -142,9 +142,9 @@ func (l *Live) chooseFormat(out *audio.OutputParams) error {
 			rate, bitrate = deref(out.SampleRate), deref(out.Bitrate)
 		}
 		f := ""
-		for _, of := range m.OutputFormats {
-			if slices.Contains(liveFormats, of) {
-				f = of
+		for _, se := range m.NativeStreamEncodings() {
+			if slices.Contains(liveFormats, se.Format) {
+				f = se.Format
 				break
 			}
 		}
@@ -152,7 +152,7 @@ func (l *Live) chooseFormat(out *audio.OutputParams) error {
 			return problem.New(problem.StreamingUnsupported, "model %s produces none of %s", name, strings.Join(liveFormats, ", "))
 		}
 		var ok bool
-		if e, ok = m.FindEncoding(f, rate, bitrate); !ok {
+		if e, ok = m.FindStreamEncoding(f, rate, bitrate); !ok {
 			field := "bitrate"
 			if !hasRate(m, f, rate) {
 				field = "sampleRate"
@@ -167,11 +167,12 @@ func (l *Live) chooseFormat(out *audio.OutputParams) error {
 	return nil
 }
 
-// encodingList names m's encodings of format, for an error message.
+// encodingList names the encodings m streams in format ("": all), for an
+// error message.
 func encodingList(m *sdk.Model, format string) string {
 	var names []string
-	for _, e := range m.NativeEncodings() {
-		if e.Format == format {
+	for _, e := range m.NativeStreamEncodings() {
+		if format == "" || e.Format == format {
 			names = append(names, e.String())
 		}
 	}

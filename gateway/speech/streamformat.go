@@ -47,12 +47,12 @@ func (j *Job) applyStreamFormat(f *StreamFormat) error {
 		return fmt.Errorf("speech: a stream format on a %v request", j.Delivery)
 	}
 	m := j.Model
-	if e, ok := m.FindEncoding(f.Format, f.SampleRate, f.Bitrate); ok {
+	if e, ok := m.FindStreamEncoding(f.Format, f.SampleRate, f.Bitrate); ok {
 		j.Stream = StreamFormat{Format: e.Format, SampleRate: e.SampleRate, Bitrate: e.Bitrate}
 		return nil
 	}
 	name := j.Provider.ID + "/" + j.Model.ID
-	if !audio.StreamEncodes(f.Format) || !slices.Contains(m.OutputFormats, sdk.FormatPCM) {
+	if _, pcm := m.FindStreamEncoding(sdk.FormatPCM, 0, 0); !audio.StreamEncodes(f.Format) || !pcm {
 		how := "it streams " + strings.Join(m.OutputFormats, ", ")
 		if slices.Contains(m.OutputFormats, sdk.FormatPCM) {
 			how += "; the gateway converts its PCM stream to " + strings.Join(audio.StreamFormats(), ", ")
@@ -81,11 +81,11 @@ func (j *Job) applyStreamFormat(f *StreamFormat) error {
 		return problem.Validation(problem.Field(fmt.Sprintf("model %s cannot stream %s: %v", name, f.Format, err), "output", "format"))
 	}
 	reason := ReasonFormat
-	switch {
-	case slices.Contains(m.OutputFormats, f.Format) && !hasRate(m, f.Format, f.SampleRate):
-		reason = ReasonRate
-	case slices.Contains(m.OutputFormats, f.Format):
+	if _, streams := m.FindStreamEncoding(f.Format, 0, 0); streams {
 		reason = ReasonBitrate
+		if _, atRate := m.FindStreamEncoding(f.Format, f.SampleRate, 0); !atRate {
+			reason = ReasonRate
+		}
 	}
 	j.Stream = StreamFormat{Format: sdk.FormatPCM, SampleRate: src}
 	j.Params.Output = out

@@ -18,6 +18,10 @@ func TestApplyStreamFormat(t *testing.T) {
 	espeak := &sdk.Model{ID: "espeak-ng", OutputFormats: []string{sdk.FormatWAV, sdk.FormatPCM}, SampleRates: []int{22050}, NativeSampleRate: 22050}
 	cloud := &sdk.Model{ID: "tts", OutputFormats: []string{sdk.FormatPCM, sdk.FormatWAV, sdk.FormatMP3}, SampleRates: []int{8000, 16000, 24000, 44100}, NativeSampleRate: 24000}
 	mp3Only := &sdk.Model{ID: "clips", OutputFormats: []string{sdk.FormatWAV, sdk.FormatMP3}, NativeSampleRate: 44100}
+	// Opus in clips only (Inworld): an Opus stream is converted.
+	clipOpus := &sdk.Model{ID: "inworld", OutputFormats: []string{sdk.FormatPCM, sdk.FormatOpus}, SampleRates: []int{24000}, NativeSampleRate: 24000,
+		Encodings:       []sdk.Encoding{{Format: "pcm", SampleRate: 24000}, {Format: "opus", SampleRate: 48000}},
+		StreamEncodings: []sdk.Encoding{{Format: "pcm", SampleRate: 24000}}}
 	tests := []struct {
 		name   string
 		model  *sdk.Model
@@ -38,6 +42,7 @@ func TestApplyStreamFormat(t *testing.T) {
 		{"pcm from the rate above", cloud, StreamFormat{Format: "pcm", SampleRate: 22050}, StreamFormat{Format: "pcm", SampleRate: 24000}, &audio.Output{Format: "pcm", SampleRate: 22050}, ""},
 		{"pcm from the highest rate", cloud, StreamFormat{Format: "pcm", SampleRate: 48000}, StreamFormat{Format: "pcm", SampleRate: 44100}, &audio.Output{Format: "pcm", SampleRate: 48000}, ""},
 		{"opus", cloud, StreamFormat{Format: "opus", SampleRate: 48000, Bitrate: 64}, StreamFormat{Format: "pcm", SampleRate: 44100}, &audio.Output{Format: "opus", SampleRate: 48000, Bitrate: 64}, ""},
+		{"opus the model streams not", clipOpus, StreamFormat{Format: "opus"}, StreamFormat{Format: "pcm", SampleRate: 24000}, &audio.Output{Format: "opus"}, ""},
 		{"flac cannot stream", cloud, StreamFormat{Format: "flac", SampleRate: 44100}, StreamFormat{}, nil, "format"},
 		{"no PCM stream to convert", mp3Only, StreamFormat{Format: "ulaw", SampleRate: 8000}, StreamFormat{}, nil, "format"},
 		{"G.711 is 8 kHz", espeak, StreamFormat{Format: "ulaw", SampleRate: 16000}, StreamFormat{}, nil, "sampleRate"},

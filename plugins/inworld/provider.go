@@ -68,6 +68,13 @@ func sampleRates() []int { return []int{8000, 16000, 22050, 24000, 32000, 44100,
 // header; WAV is the same clip), and ALAW and MULAW, of which the
 // reference does not say whether they carry a WAV header, as Google's
 // encodings of the same names do.
+// streamEncodings are the encodings Stream sends: all but FLAC and Opus.
+func streamEncodings() []sdk.Encoding {
+	return slices.DeleteFunc(encodings(), func(e sdk.Encoding) bool {
+		return e.Format == sdk.FormatFLAC || e.Format == sdk.FormatOpus
+	})
+}
+
 func encodings() []sdk.Encoding {
 	var out []sdk.Encoding
 	for _, f := range []string{sdk.FormatPCM, sdk.FormatWAV} {
@@ -185,9 +192,13 @@ func models() []sdk.Model {
 			Name:         name,
 			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
 			Encodings:    encodings(),
-			MaxTextChars: maxText,
-			MinSpeed:     minSpeed,
-			MaxSpeed:     maxSpeed,
+			// The streaming reference does not say how FLAC and Opus
+			// chunks join, so streams offer the rest; the gateway
+			// converts a FLAC or Opus stream from the PCM one.
+			StreamEncodings: streamEncodings(),
+			MaxTextChars:    maxText,
+			MinSpeed:        minSpeed,
+			MaxSpeed:        maxSpeed,
 		}
 	}
 	return []sdk.Model{

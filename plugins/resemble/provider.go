@@ -148,7 +148,10 @@ func models() []sdk.Model {
 			// No speed: neither endpoint takes a speaking rate.
 			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true},
 			Encodings:    encodings(),
-			MaxTextChars: maxText,
+			// The streaming endpoint sends WAV only (pcm is its samples);
+			// the gateway converts an MP3 stream from the PCM one.
+			StreamEncodings: slices.DeleteFunc(encodings(), func(e sdk.Encoding) bool { return e.Format == sdk.FormatMP3 }),
+			MaxTextChars:    maxText,
 		}
 	}
 	return []sdk.Model{mk("chatterbox", "Chatterbox"), mk("chatterbox-turbo", "Chatterbox Turbo")}

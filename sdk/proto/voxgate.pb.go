@@ -312,9 +312,11 @@ type Model struct {
 	// brackets; "*" for any tag.
 	AudioTags []string `protobuf:"bytes,10,rep,name=audio_tags,json=audioTags,proto3" json:"audio_tags,omitempty"`
 	// Every encoding the model produces natively (sdk.Model.Encodings).
-	Encodings     []*Encoding `protobuf:"bytes,11,rep,name=encodings,proto3" json:"encodings,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Encodings []*Encoding `protobuf:"bytes,11,rep,name=encodings,proto3" json:"encodings,omitempty"`
+	// The encodings Stream produces, when fewer than encodings.
+	StreamEncodings []*Encoding `protobuf:"bytes,12,rep,name=stream_encodings,json=streamEncodings,proto3" json:"stream_encodings,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -420,6 +422,13 @@ func (x *Model) GetAudioTags() []string {
 func (x *Model) GetEncodings() []*Encoding {
 	if x != nil {
 		return x.Encodings
+	}
+	return nil
+}
+
+func (x *Model) GetStreamEncodings() []*Encoding {
+	if x != nil {
+		return x.StreamEncodings
 	}
 	return nil
 }
@@ -2121,7 +2130,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
 	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\x12\x14\n" +
 	"\x05plans\x18\x05 \x01(\bR\x05plans\x12 \n" +
-	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xa2\x03\n" +
+	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xea\x03\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -2135,7 +2144,8 @@ const file_voxgate_proto_rawDesc = "" +
 	"\n" +
 	"audio_tags\x18\n" +
 	" \x03(\tR\taudioTags\x129\n" +
-	"\tencodings\x18\v \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\tencodings\"]\n" +
+	"\tencodings\x18\v \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\tencodings\x12F\n" +
+	"\x10stream_encodings\x18\f \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\x0fstreamEncodings\"]\n" +
 	"\bEncoding\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1f\n" +
 	"\vsample_rate\x18\x02 \x01(\x05R\n" +
@@ -2363,52 +2373,53 @@ var file_voxgate_proto_depIdxs = []int32{
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
 	7,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
 	6,  // 3: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
-	8,  // 4: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	11, // 5: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
-	8,  // 6: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	14, // 7: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
-	17, // 8: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	8,  // 9: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	12, // 10: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	14, // 11: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	12, // 12: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	32, // 13: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	33, // 14: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	8,  // 15: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	8,  // 16: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	14, // 17: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	8,  // 18: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	28, // 19: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 20: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 21: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 22: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	9,  // 23: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	12, // 24: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	12, // 25: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	16, // 26: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	21, // 27: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	23, // 28: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	19, // 29: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	25, // 30: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 31: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	27, // 32: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 33: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 34: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	10, // 35: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	13, // 36: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	15, // 37: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	18, // 38: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	22, // 39: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	24, // 40: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	20, // 41: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	26, // 42: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	2,  // 43: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	29, // 44: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	33, // [33:45] is the sub-list for method output_type
-	21, // [21:33] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	6,  // 4: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
+	8,  // 5: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	11, // 6: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
+	8,  // 7: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 8: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
+	17, // 9: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	8,  // 10: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	12, // 11: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	14, // 12: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	12, // 13: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	32, // 14: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	33, // 15: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	8,  // 16: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	8,  // 17: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 18: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	8,  // 19: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	28, // 20: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 21: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 22: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 23: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	9,  // 24: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	12, // 25: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	12, // 26: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	16, // 27: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	21, // 28: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	23, // 29: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	19, // 30: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	25, // 31: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 32: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	27, // 33: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 34: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 35: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	10, // 36: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	13, // 37: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	15, // 38: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	18, // 39: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	22, // 40: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	24, // 41: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	20, // 42: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	26, // 43: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	2,  // 44: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	29, // 45: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }

@@ -163,6 +163,11 @@ func validateEncodings(where string, m sdk.Model, customFormats []string) []erro
 			formats = append(formats, e.Format)
 		}
 	}
+	for _, e := range m.StreamEncodings {
+		if !slices.Contains(m.Encodings, e) {
+			errs = append(errs, fmt.Errorf("%s: stream encoding %s is not among Encodings", where, e))
+		}
+	}
 	if len(m.Encodings) > 0 && len(m.OutputFormats) > 0 && !slices.Equal(formats, m.OutputFormats) {
 		errs = append(errs, fmt.Errorf("%s: OutputFormats %v differ from the formats of Encodings %v (leave OutputFormats empty: Serve derives it)", where, m.OutputFormats, formats))
 	}
