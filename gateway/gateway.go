@@ -364,7 +364,16 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 func (g *Gateway) keyPools(limiter ratelimit.Limiter) map[string]*keypool.Pool {
 	var slots keypool.Slots = keypool.NewMemory()
 	if r, ok := limiter.(*ratelimit.Redis); ok {
-		slots = keypool.NewRedis(r.Client())
+		// With Redis away, each instance counts its own slots: calls go
+		// on, bounded per instance, rather than failing.
+		var lastWarn atomic.Int64
+		slots = keypool.NewFallback(keypool.NewRedis(r.Client()), func(err error) {
+			g.metrics.RateLimitErrors.Inc()
+			if now := time.Now().UnixNano(); now-lastWarn.Load() > int64(10*time.Second) {
+				lastWarn.Store(now)
+				g.log.Warn("key pool slots: the shared Redis cannot be reached; counting this instance's calls only", zap.Error(err))
+			}
+		})
 	}
 	pools := map[string]*keypool.Pool{}
 	for id, p := range g.cfg.Providers {

@@ -50,3 +50,33 @@ func (r *Redis) Acquire(ctx context.Context, key string, limit int, hold time.Du
 		_ = r.client.ZRem(ctx, set, member).Err()
 	}, true, nil
 }
+
+// Fallback counts slots in a shared store while it answers and in this
+// instance's memory while it does not (Redis away): calls go on, each
+// key bounded per instance rather than across instances, instead of
+// failing for want of a counter. A slot keeps the counter it was taken
+// from, so it is given back there.
+type Fallback struct {
+	shared Slots
+	local  *Memory
+	// onError hears of each failure of the shared store; nil ignores
+	// them.
+	onError func(error)
+}
+
+// NewFallback returns shared backed by local counting.
+func NewFallback(shared Slots, onError func(error)) *Fallback {
+	return &Fallback{shared: shared, local: NewMemory(), onError: onError}
+}
+
+// Acquire implements Slots.
+func (f *Fallback) Acquire(ctx context.Context, key string, limit int, hold time.Duration) (func(), bool, error) {
+	release, ok, err := f.shared.Acquire(ctx, key, limit, hold)
+	if err == nil || ctx.Err() != nil {
+		return release, ok, err
+	}
+	if f.onError != nil {
+		f.onError(err)
+	}
+	return f.local.Acquire(ctx, key, limit, hold)
+}
