@@ -231,6 +231,15 @@ type LogRow struct {
 	// Cache is the response cache's outcome ("hit", "miss", "bypass" for
 	// Cache-Control: no-cache, or "" when the cache is off or not asked).
 	Cache string
+	// Transcoded says what the gateway converted the provider's audio
+	// from and to ("pcm_24000->mp3_24000_96"); "" when the provider's
+	// bytes went to the client untouched.
+	Transcoded string
+	// Sanitized marks a row that the store refused as it was and that was
+	// written with its unstorable text (NUL, invalid UTF-8) replaced by
+	// U+FFFD (see LogRow.Sanitize): its strings are not byte for byte what
+	// the request carried.
+	Sanitized bool
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

@@ -206,8 +206,9 @@ func encodedLogRowSize(r *store.LogRow) int {
 	n := len(r.RequestID) + len(r.ParentRequestID) + len(r.Path) + len(r.Provider) +
 		len(r.Model) + len(r.VoiceID) + len(r.VoiceRef) + len(r.ErrorCode) +
 		len(r.ErrorDetail) + len(r.ProviderOptions) + len(r.ModerationDecision) +
-		len(r.ModerationReasonType) + len(r.ModerationReasonDetail) + len(r.KeyID) + len(r.Cache)
-	return n + 22*(2+10)
+		len(r.ModerationReasonType) + len(r.ModerationReasonDetail) + len(r.KeyID) + len(r.Cache) +
+		len(r.Transcoded)
+	return n + 25*(2+10)
 }
 
 // ListLogs returns up to limit rows of orgID matching f, newest TS first,
