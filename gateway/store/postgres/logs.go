@@ -118,6 +118,9 @@ func (s *Store) AppendLogs(ctx context.Context, rows []store.LogRow) error {
 		if rows[i].OrgID == "" {
 			return fmt.Errorf("store: append logs: row %d (request %q) has no org id", i, rows[i].RequestID)
 		}
+		if err := rows[i].CheckText(); err != nil {
+			return fmt.Errorf("store: append logs: row %d: %w", i, err)
+		}
 	}
 	now := nanos(s.now())
 	days := map[int64]struct{}{}
