@@ -320,6 +320,11 @@ func From(err error, provider string) *Error {
 		return Validation(Field("contains text the gateway cannot store: "+te.Reason, te.Field))
 	case errors.Is(err, store.ErrInvalidText):
 		return Validation(Field("contains text the gateway cannot store (U+0000 or invalid UTF-8)"))
+	case errors.Is(err, store.ErrFull):
+		// A full disk passes when an operator frees space; 503 with
+		// Retry-After is what clients already retry (507 is WebDAV's,
+		// and no SDK retries it).
+		return &Error{Code: StorageUnavailable, Detail: "the gateway's storage is full; retry later", RetryAfter: 5 * time.Second, Err: err}
 	case errors.Is(err, store.ErrUnavailable):
 		// Checked before the context cases: a storage call that timed out
 		// is the database's failure, not the provider's.

@@ -21,6 +21,10 @@ import (
 // writes nothing, on every backend, never with a raw driver error. A
 // lookup by such an id or filter finds nothing: ErrNotFound, an empty
 // list, or an error matching ErrInvalidText.
+//
+// A write that fails because an embedded database's disk is full fails
+// with an error matching ErrFull and ErrUnavailable, and leaves the
+// database as it was.
 type Backend interface {
 	KeyStore
 	VoiceStore

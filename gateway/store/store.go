@@ -41,10 +41,18 @@ var (
 	// ErrInvalidPosition is returned by the list methods when an `after`
 	// position is not one they could have produced.
 	ErrInvalidPosition = errors.New("invalid list position")
-	// ErrUnavailable wraps failures to reach a networked backend (a
-	// PostgreSQL server that is down or unreachable). The HTTP layer
-	// answers 503 for it instead of 500: the request may succeed later.
+	// ErrUnavailable is matched by failures that are expected to pass:
+	// a networked backend that cannot be reached (a PostgreSQL server
+	// that is down or unreachable), or a disk that is full (ErrFull). The
+	// HTTP layer answers 503 for it instead of 500, and the request-log
+	// writer holds its rows and retries: the request may succeed later.
 	ErrUnavailable = errors.New("storage unavailable")
+	// ErrFull is matched, together with ErrUnavailable, by a write that
+	// failed because the file system holding an embedded database is out
+	// of space or quota (ENOSPC, EDQUOT). The transaction was rolled
+	// back; reads still work, and writes succeed again once space is
+	// freed, without a restart.
+	ErrFull = errors.New("storage full")
 )
 
 // DefaultLogRetention is how long request log rows are kept unless the
