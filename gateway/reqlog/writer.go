@@ -420,6 +420,10 @@ func (w *Writer) salvage(batch []store.LogRow, cause error) error {
 		w.log.Warn("request log batch refused; writing it again with unstorable text replaced, then row by row",
 			zap.Int("rows", len(batch)), zap.Int("sanitized", fixed), zap.Error(cause))
 	}
+	if fixed == 0 && len(batch) == 1 {
+		w.lost(1, cause) // alone already, and nothing to replace
+		return cause
+	}
 	if fixed > 0 {
 		err := w.append(batch)
 		switch {
