@@ -177,7 +177,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	})
 	g.logs.Start()
 	g.closers = append(g.closers, g.logs.Close)
-	g.metrics.LogQueue(g.logs.QueueLen, g.logs.Dropped, g.logs.Written)
+	g.metrics.LogQueue(g.logs)
 
 	limiter, failOpen, err := g.rateLimiter(ctx)
 	if err != nil {

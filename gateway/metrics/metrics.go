@@ -235,14 +235,28 @@ func (c pluginCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
-// LogQueue registers gauges for the request-log writer.
-func (m *Metrics) LogQueue(depth func() int, dropped, written func() uint64) {
+// LogWriter is what the metrics read of the request-log writer
+// (reqlog.Writer).
+type LogWriter interface {
+	QueueLen() int
+	Dropped() uint64
+	Written() uint64
+	Sanitized() uint64
+}
+
+// LogQueue registers gauges and counters for the request-log writer.
+func (m *Metrics) LogQueue(w LogWriter) {
+	depth, dropped, written := w.QueueLen, w.Dropped, w.Written
 	m.Registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "voxgate_log_rows_sanitized_total",
+			Help: "Request log rows the storage refused as they were and that were written with their unstorable text (NUL, invalid UTF-8) replaced, marked sanitized.",
+		}, func() float64 { return float64(w.Sanitized()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "voxgate_log_queue_depth", Help: "Request log rows waiting to be written.",
 		}, func() float64 { return float64(depth()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "voxgate_log_rows_dropped_total", Help: "Request log rows dropped because the queue was full.",
+			Name: "voxgate_log_rows_dropped_total", Help: "Request log rows dropped: the queue was full, or the storage refused the row.",
 		}, func() float64 { return float64(dropped()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "voxgate_log_rows_written_total", Help: "Request log rows written to storage.",

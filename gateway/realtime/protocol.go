@@ -15,6 +15,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/textrule"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -96,7 +97,9 @@ func decodeMessage(data []byte) (*clientMessage, string, error) {
 			return nil, "", problem.Validation(problem.Field("must be 1 to 64 characters of A-Z a-z 0-9 _ - . :", "contextId"))
 		}
 	}
-	var fe []problem.FieldError
+	// The edge's text rule, as for every HTTP body: no NUL in any string
+	// (it would reach the store in the context's log row).
+	fe := textrule.JSON(data)
 	switch m.Type {
 	case msgStart:
 		if m.Text != nil {

@@ -14,6 +14,14 @@
 //   - When the queue is full the row is dropped, counted (Dropped) and a
 //     warning is logged at most once per dropWarnInterval. Losing log rows
 //     under overload is preferred to slowing every request down.
+//   - A store that is unavailable for now (store.ErrUnavailable: a
+//     PostgreSQL server away, a bbolt disk full) is waited for with
+//     backoff while the queue holds new rows; only rows past its bound
+//     are dropped.
+//   - One row never fails a batch: a batch the store refuses is written
+//     again with unstorable text sanitized and the rows marked
+//     (store.LogRow.Sanitized, counted by Sanitized), then row by row;
+//     only a row the store refuses on its own is dropped.
 //   - A second goroutine purges rows older than store.LogRetention shortly
 //     after Start and then every PurgeInterval, in the store's bounded
 //     transactions, so it never stalls batch writes for long.

@@ -79,8 +79,10 @@ type Writer struct {
 	done             chan struct{} // closed when the batch writer has exited
 	purgeDone        chan struct{} // closed when the purge loop has exited
 	dropped, written atomic.Uint64
+	sanitized        atomic.Uint64
 	lastDropWarn     atomic.Int64 // unix nanos of the last drop warning
 	lastWriteErrWarn atomic.Int64 // unix nanos of the last write error log
+	lastLostWarn     atomic.Int64 // unix nanos of the last "rows lost" log
 	closeErr         error        // set before done is closed
 	recordMu         sync.RWMutex // Record holds it shared; Close exclusively
 	closed           bool         // guarded by recordMu
@@ -212,6 +214,10 @@ func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 
 // Written returns the number of rows committed to the store.
 func (w *Writer) Written() uint64 { return w.written.Load() }
+
+// Sanitized returns the number of rows committed with their unstorable
+// text replaced (store.LogRow.Sanitized), a subset of Written.
+func (w *Writer) Sanitized() uint64 { return w.sanitized.Load() }
 
 // Flush waits until every row Recorded before the call is committed (or
 // ctx ends) and returns the error of the write it forced, if any. After
@@ -372,25 +378,98 @@ func (w *Writer) drain(batch []store.LogRow) []store.LogRow {
 	}
 }
 
-// write commits batch in one transaction and accounts for it. A batch
-// that failed for good is counted as dropped: retrying would only grow the
-// backlog behind a disk that is full or broken.
+// write commits batch in one transaction and accounts for it. A batch the
+// store refused (any error but store.ErrUnavailable, which append waits
+// out) is salvaged row by row, so that one row never costs the others
+// theirs; what still fails is counted as dropped.
 func (w *Writer) write(batch []store.LogRow) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	err := w.append(batch)
-	if err != nil {
-		total := w.dropped.Add(uint64(len(batch)))
-		if allow(&w.lastWriteErrWarn, dropWarnInterval) {
-			w.log.Error("writing request log batch failed", zap.Int("rows", len(batch)),
-				zap.Uint64("dropped_total", total), zap.Error(err))
-		}
-	} else {
-		w.written.Add(uint64(len(batch)))
+	switch {
+	case err == nil:
+		w.wrote(batch)
+	case errors.Is(err, store.ErrUnavailable):
+		// Only after Close stopped the waiting: the last try failed too.
+		w.lost(len(batch), err)
+	default:
+		err = w.salvage(batch, err)
 	}
 	clear(batch) // Let the rows' strings go; the slice is reused.
 	return err
+}
+
+// salvage writes what it can of a batch the store refused with cause.
+//
+// Rows whose text the store cannot hold (store.ValidText: a NUL, invalid
+// UTF-8, say in a provider's error message) are sanitized and marked
+// (store.LogRow.Sanitize), and the batch is tried once more: the usual
+// cause costs one more transaction, not one per row. If the store still
+// refuses it, the rows go one by one, and only a row refused on its own is
+// dropped: the other organizations' rows of the batch land whatever one
+// row holds.
+func (w *Writer) salvage(batch []store.LogRow, cause error) error {
+	fixed := 0
+	for i := range batch {
+		if batch[i].Sanitize() {
+			fixed++
+		}
+	}
+	if allow(&w.lastWriteErrWarn, dropWarnInterval) {
+		w.log.Warn("request log batch refused; writing it again with unstorable text replaced, then row by row",
+			zap.Int("rows", len(batch)), zap.Int("sanitized", fixed), zap.Error(cause))
+	}
+	if fixed == 0 && len(batch) == 1 {
+		w.lost(1, cause) // alone already, and nothing to replace
+		return cause
+	}
+	if fixed > 0 {
+		err := w.append(batch)
+		switch {
+		case err == nil:
+			w.wrote(batch)
+			return nil
+		case errors.Is(err, store.ErrUnavailable):
+			w.lost(len(batch), err)
+			return err
+		}
+	}
+	var firstErr error
+	for i := range batch {
+		one := batch[i : i+1]
+		err := w.append(one)
+		if err == nil {
+			w.wrote(one)
+			continue
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		w.lost(1, err)
+	}
+	return firstErr
+}
+
+// wrote accounts for rows committed to the store.
+func (w *Writer) wrote(rows []store.LogRow) {
+	w.written.Add(uint64(len(rows)))
+	for i := range rows {
+		if rows[i].Sanitized {
+			w.sanitized.Add(1)
+		}
+	}
+}
+
+// lost counts n rows that failed for good as dropped and logs it, at most
+// once per dropWarnInterval. Retrying would only grow the backlog behind a
+// store that refuses them.
+func (w *Writer) lost(n int, err error) {
+	total := w.dropped.Add(uint64(n))
+	if allow(&w.lastLostWarn, dropWarnInterval) {
+		w.log.Error("writing request log rows failed; dropped", zap.Int("rows", n),
+			zap.Uint64("dropped_total", total), zap.Error(err))
+	}
 }
 
 // purgeLoop deletes expired rows shortly after Start and then every
@@ -429,11 +508,13 @@ func (w *Writer) purgeLoop() {
 	}
 }
 
-// append writes one batch. A shared database that cannot be reached
-// (store.ErrUnavailable) is waited for, with backoff, instead of dropping
-// the rows: it usually comes back (a failover, a restart), and meanwhile
-// the queue absorbs new rows up to its bound, past which Record drops and
-// counts them. Close stops the waiting; the batch then gets one last try.
+// append writes one batch. A store that is unavailable for now
+// (store.ErrUnavailable: a shared database that cannot be reached, or an
+// embedded one whose disk is full, store.ErrFull) is waited for, with
+// backoff, instead of dropping the rows: it usually comes back (a
+// failover, a restart, space freed), and meanwhile the queue absorbs new
+// rows up to its bound, past which Record drops and counts them. Close
+// stops the waiting; the batch then gets one last try.
 func (w *Writer) append(batch []store.LogRow) error {
 	backoff := 100 * time.Millisecond
 	for {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -324,5 +325,104 @@ func TestUnavailableStorageIsWaitedFor(t *testing.T) {
 	defer cancel()
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOneRowNeverFailsABatch records, in one batch, rows of two
+// organizations and two rows a store cannot hold (a NUL in the voice, as
+// a client once sent it; invalid UTF-8 in a provider's error message).
+// The real bbolt store refuses the batch as it is; every row must still
+// land, the two marked sanitized with their text replaced.
+func TestOneRowNeverFailsABatch(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	defer s.Close()
+	core, logs := observer.New(zap.WarnLevel)
+	w := reqlog.New(s, reqlog.Options{BatchSize: 64, FlushInterval: time.Hour, PurgeInterval: -1, Logger: zap.New(core)})
+	w.Start()
+	defer w.Close(ctx)
+	for i := range 20 {
+		r := row([]string{"acme", "globex"}[i%2], i)
+		switch i {
+		case 7:
+			r.VoiceID, r.ErrorCode, r.Status = "en\x00x", "unknown_voice", 422
+		case 12:
+			r.ErrorDetail = "upstream said caf\xe9"
+		}
+		if !w.Record(r) {
+			t.Fatal("Record dropped a row")
+		}
+	}
+	if err := s.AppendLogs(ctx, []store.LogRow{row("acme", 99), {RequestID: "x", OrgID: "acme", VoiceID: "\x00"}}); !errors.Is(err, store.ErrInvalidText) {
+		t.Fatalf("the store took a NUL (%v): this test needs one that refuses it", err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatalf("Flush = %v", err)
+	}
+	if a, g := len(allIDs(t, s, "acme")), len(allIDs(t, s, "globex")); a != 10 || g != 10 {
+		t.Errorf("on disk: acme %d rows, globex %d; want 10 each", a, g)
+	}
+	for id, want := range map[string]func(*store.LogRow) bool{
+		"req-7":  func(r *store.LogRow) bool { return r.VoiceID == "en\ufffdx" && r.ErrorCode == "unknown_voice" },
+		"req-12": func(r *store.LogRow) bool { return r.ErrorDetail == "upstream said caf\ufffd" },
+	} {
+		org := map[string]string{"req-7": "globex", "req-12": "acme"}[id]
+		got, err := s.GetLog(ctx, org, id)
+		if err != nil || !got.Sanitized || !want(got) {
+			t.Errorf("%s read back as %+v, %v; want it sanitized and marked", id, got, err)
+		}
+	}
+	if got, err := s.GetLog(ctx, "acme", "req-2"); err != nil || got.Sanitized {
+		t.Errorf("an unharmed row of the batch: %+v, %v; want it unmarked", got, err)
+	}
+	if w.Written() != 20 || w.Sanitized() != 2 || w.Dropped() != 0 {
+		t.Errorf("Written=%d Sanitized=%d Dropped=%d, want 20/2/0", w.Written(), w.Sanitized(), w.Dropped())
+	}
+	if logs.FilterMessageSnippet("request log batch refused").Len() != 1 {
+		t.Errorf("logged %v, want one warning about the refused batch", logs.All())
+	}
+}
+
+// picky is a real store that refuses, for a reason sanitizing cannot
+// fix, any batch holding the row named poison.
+type picky struct {
+	*bolt.Store
+	poison string
+}
+
+func (p *picky) AppendLogs(ctx context.Context, rows []store.LogRow) error {
+	for _, r := range rows {
+		if r.RequestID == p.poison {
+			return errors.New("check constraint violated")
+		}
+	}
+	return p.Store.AppendLogs(ctx, rows)
+}
+
+// TestRowRefusedAloneIsDropped: a row the store refuses on its own, with
+// nothing to sanitize, is dropped, counted and logged; the rest of its
+// batch lands.
+func TestRowRefusedAloneIsDropped(t *testing.T) {
+	ctx := context.Background()
+	p := &picky{Store: openStore(t, filepath.Join(t.TempDir(), "db")), poison: "req-3"}
+	defer p.Close()
+	core, logs := observer.New(zap.WarnLevel)
+	w := reqlog.New(p, reqlog.Options{FlushInterval: time.Hour, PurgeInterval: -1, Logger: zap.New(core)})
+	w.Start()
+	defer w.Close(ctx)
+	for i := range 8 {
+		w.Record(row("acme", i))
+	}
+	if err := w.Flush(ctx); err == nil {
+		t.Error("Flush hid the dropped row's error")
+	}
+	if got := allIDs(t, p.Store, "acme"); len(got) != 7 || slices.Contains(got, "req-3") {
+		t.Errorf("on disk %v, want every row but req-3", got)
+	}
+	if w.Written() != 7 || w.Dropped() != 1 || w.Sanitized() != 0 {
+		t.Errorf("Written=%d Dropped=%d Sanitized=%d, want 7/1/0", w.Written(), w.Dropped(), w.Sanitized())
+	}
+	if logs.FilterMessageSnippet("dropped").Len() != 1 {
+		t.Errorf("logged %v, want one error about the dropped row", logs.All())
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/budget"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/textrule"
 	"github.com/voxgate/voxgate/gateway/tracing"
 )
 
@@ -464,7 +465,7 @@ func (s *Server) decodeJSONLenient(ctx *fasthttp.RequestCtx, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return jsonProblem(err)
 	}
-	return nil
+	return checkText(body)
 }
 
 func isJSONType(mt []byte) bool {
@@ -497,6 +498,17 @@ func decodeStrict(body []byte, v any) error {
 	}
 	if _, err := dec.Token(); err == nil {
 		return problem.New(problem.InvalidJSON, "unexpected data after the JSON object")
+	}
+	return checkText(body)
+}
+
+// checkText applies the edge's text rule (gateway/textrule) to a decoded
+// body: every string of every JSON body a handler decodes, so nothing the
+// store cannot hold reaches a record or a log row, whichever field it
+// came in.
+func checkText(body []byte) error {
+	if fe := textrule.JSON(body); len(fe) > 0 {
+		return problem.Validation(fe...)
 	}
 	return nil
 }

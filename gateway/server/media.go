@@ -17,6 +17,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/textrule"
 )
 
 // mediaTypes are the upload formats the gateway accepts: the ones it can
@@ -145,6 +146,11 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 	clip, err := audio.Decode(data, kind)
 	if err != nil || len(clip.Samples) == 0 {
 		return problem.Validation(problem.Field("the file is not decodable audio", "file"))
+	}
+	if msg := textrule.Name(filename); msg != "" {
+		// The name is kept with the media and shown back: a name by the
+		// edge's text rule, like a path parameter.
+		return problem.Validation(problem.Field("the file name "+msg, "filename"))
 	}
 	if filename == "" || filename == "." || filename == "/" {
 		filename = "upload" + map[string]string{"audio/wav": ".wav", "audio/mpeg": ".mp3"}[kind]

@@ -368,19 +368,20 @@ func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.handle("DELETE",
 // GETIn registers an authenticated GET handler of a dialect (apiIn).
 func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
 	rt.s.metrics.Routes(name)
-	rt.r.GET(path, rt.s.apiIn(name, d, h))
+	rt.r.GET(path, rt.s.apiIn(name, d, namesChecked(path, h)))
 }
 
 // POSTIn registers an authenticated POST handler of a dialect (apiIn).
 func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
 	rt.s.metrics.Routes(name)
-	rt.r.POST(path, rt.s.apiIn(name, d, h))
+	rt.r.POST(path, rt.s.apiIn(name, d, namesChecked(path, h)))
 }
 
 // handle registers h for bearer keys, and a /v1 route's dashboard twin
 // for sessions (ui.go), and gives the route's metrics their zeros.
 func (rt *routes) handle(method, path, name string, h handlerFunc) {
 	rt.s.metrics.Routes(name)
+	h = namesChecked(path, h)
 	rt.r.Handle(method, path, rt.s.api(name, h))
 	if rt.s.ui != nil && uiTwin(path) {
 		rt.r.Handle(method, uiPrefix+path, rt.s.session(name, h))

@@ -101,6 +101,8 @@ type logRowJSON struct {
 	KeyID                  string  `json:"key_id"`
 	AudioSeconds           float64 `json:"audio_seconds"`
 	Cache                  string  `json:"cache"`
+	Transcoded             string  `json:"transcoded"`
+	Sanitized              bool    `json:"sanitized"`
 }
 
 // tsLayout renders log timestamps as RFC 3339 in UTC with milliseconds.
@@ -124,6 +126,8 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		KeyID:                  r.KeyID,
 		AudioSeconds:           round3(float64(r.AudioMS) / 1000),
 		Cache:                  r.Cache,
+		Transcoded:             r.Transcoded,
+		Sanitized:              r.Sanitized,
 	}
 }
 
