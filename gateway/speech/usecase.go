@@ -106,8 +106,11 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 		start := time.Now()
 		err = s.attempt(ctx, org, j, out)
 		if err == nil {
-			if out.Cache != "hit" {
-				s.countConversion(out.Conversion())
+			if c := out.Conversion(); c != nil {
+				out.Row.Transcoded = c.String()
+				if out.Cache != "hit" {
+					s.countConversion(c)
+				}
 			}
 			if out.Result != nil && req.Captions != "" {
 				out.Result.Captions = Captions(req.Captions, j.Text, out.Result.Timestamps)
@@ -274,7 +277,8 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 	}
 	res, err := s.renderConversation(ctx, req, jobs, timestamps)
 	out.Result = res
-	if err == nil {
+	if err == nil && res.Conversion != nil {
+		out.Row.Transcoded = res.Conversion.String()
 		s.countConversion(res.Conversion)
 	}
 	if err == nil && req.Captions != "" {

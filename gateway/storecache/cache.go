@@ -294,11 +294,13 @@ func (e *awayError) Error() string { return "store: " + e.name + ": " + errAway.
 func (e *awayError) Is(target error) bool { return target == store.ErrUnavailable }
 
 // observe follows a write's outcome: it says whether the store answers.
+// A full disk (store.ErrFull) refuses writes only: the store still
+// answers reads, so it is not away.
 func (c *Cache) observe(err error) error {
 	switch {
 	case err == nil:
 		c.health.up()
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrFull):
 		c.health.down(err)
 	}
 	return err
