@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -149,15 +152,20 @@ const mConversions = "voxgate_audio_conversions_total"
 // headerTranscoded is set by a gateway that converted the answer.
 const headerTranscoded = "X-Voxgate-Transcoded"
 
-// clients runs the phase.
-func (l *load) clients(ctx context.Context, res *Results) error {
+// clients runs the phase: the workloads named in only (comma-separated
+// ids; "" is all). With perfDir set it records the gateway's CPU profile
+// of each workload's slots (the gateway idles while nginx's run).
+func (l *load) clients(ctx context.Context, res *Results, only, perfDir string) error {
 	if l.ng == nil {
 		return fmt.Errorf("the clients phase needs nginx")
 	}
 	res.Clients.Clients = l.p.ClientConcurrency
 	for _, w := range l.workloads() {
+		if only != "" && !slices.Contains(strings.Split(only, ","), w.id) {
+			continue
+		}
 		logf("  workload %s: %s", w.id, w.name)
-		r, err := l.runWorkload(ctx, w)
+		r, err := l.runWorkload(ctx, w, perfDir)
 		for i := range w.legs {
 			w.legs[i].hc.CloseIdleConnections()
 		}
@@ -172,7 +180,7 @@ func (l *load) clients(ctx context.Context, res *Results) error {
 }
 
 // runWorkload measures one workload.
-func (l *load) runWorkload(ctx context.Context, w workload) (workloadResult, error) {
+func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (workloadResult, error) {
 	r := workloadResult{ID: w.id, Name: w.name, AudioSeconds: w.audioSeconds}
 	legs := []*target{&w.legs[0], &w.legs[1], &w.legs[2]}
 	reqs := make([]*fasthttp.Request, len(legs))
@@ -253,7 +261,18 @@ func (l *load) runWorkload(ctx context.Context, w workload) (workloadResult, err
 			return r, err
 		}
 	}
+	var prof chan error
+	if perfDir != "" {
+		prof = make(chan error, 1)
+		d := time.Duration(2*l.p.ClientSlots) * l.p.ClientSlot
+		go func() { prof <- l.gw.cpuProfile(d, filepath.Join(perfDir, "gateway-cpu-"+w.id+".pprof")) }()
+	}
 	runs, err := l.slots(ctx, legs[1:], c, l.p.ClientSlots, l.p.ClientSlot, nil)
+	if prof != nil {
+		if err := <-prof; err != nil {
+			logf("pprof: %v", err)
+		}
+	}
 	if err != nil {
 		return r, err
 	}

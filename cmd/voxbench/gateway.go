@@ -440,16 +440,21 @@ func (g *gatewayProc) stop() {
 // cpuProfile records the gateway's CPU profile for d through the admin
 // socket into out (Go's pprof format; `go tool pprof -top out`).
 func (g *gatewayProc) cpuProfile(d time.Duration, out string) error {
+	return g.pprof(fmt.Sprintf("profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))), out)
+}
+
+// pprof fetches /debug/pprof/NAME from the admin socket into out.
+func (g *gatewayProc) pprof(name, out string) error {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", g.sock)
 	}}}
-	resp, err := hc.Get(fmt.Sprintf("http://admin/debug/pprof/profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))))
+	resp, err := hc.Get("http://admin/debug/pprof/" + name)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile: %s", resp.Status)
+		return fmt.Errorf("%s: %s", name, resp.Status)
 	}
 	f, err := os.Create(out)
 	if err != nil {

@@ -704,8 +704,9 @@ func (l *load) streamTTFB(ctx context.Context, res *Results) error {
 
 // afterLoad records the relays' resident memory once the load phases are
 // over, after a second's pause (the gateway's request-log writer and
-// metrics settle; nothing else runs).
-func (l *load) afterLoad(ctx context.Context, res *Results) error {
+// metrics settle; nothing else runs), and with perfDir set the gateway's
+// heap profile.
+func (l *load) afterLoad(ctx context.Context, res *Results, perfDir string) error {
 	select {
 	case <-time.After(time.Second):
 	case <-ctx.Done():
@@ -727,6 +728,11 @@ func (l *load) afterLoad(ctx context.Context, res *Results) error {
 	}
 	if l.ng != nil {
 		a.NginxRSS, a.NginxProcesses = l.ng.rss(), len(l.ng.pids())
+	}
+	if perfDir != "" {
+		if err := l.gw.pprof("heap", filepath.Join(perfDir, "gateway-heap-after-load.pprof")); err != nil {
+			logf("pprof: %v", err)
+		}
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ type options struct {
 	keep       bool
 	only       string
 	clip       float64
+	clientSlot time.Duration
+	workloads  string
 	// pgFixtureDiv shrinks the PostgreSQL log fixture (tests only).
 	pgFixtureDiv int
 }
@@ -63,7 +65,9 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding voxgate and plugins/ (make build)")
 	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
 	flag.StringVar(&o.fixtureDir, "fixture-dir", os.TempDir(), "where the cached request-log fixture lives")
-	flag.StringVar(&o.perfDir, "perf", "", "if set, record a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot into this directory")
+	flag.StringVar(&o.perfDir, "perf", "", "if set, record into this directory a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot, the gateway's CPU profile during each clients workload's slots (gateway-cpu-WORKLOAD.pprof), and its heap profile after the load (gateway-heap-after-load.pprof)")
+	flag.StringVar(&o.workloads, "workloads", "", "run only these workloads of the clients phase, comma-separated: pcm, pcm-32k, openai-sdk, elevenlabs-sdk, convert")
+	flag.DurationVar(&o.clientSlot, "clients-slot", 0, "length of each closed-loop slot of the clients phase (0: 1.5s, 300ms with -quick); longer slots give profiles more samples")
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
 	flag.BoolVar(&o.directHTTP, "direct-http", true, "let the gateway send the requests the OpenAI plugin plans (its default); false measures the plugin path")
@@ -178,7 +182,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		{"seq", "sequential clips", lg.sequential},
 		{"tput", "throughput", func(ctx context.Context, r *Results) error { return lg.throughput(ctx, r, o.perfDir) }},
 		{"ttfb", "stream time-to-first-byte", lg.streamTTFB},
-		{"clients", "workloads real clients send, against nginx", lg.clients},
+		{"clients", "workloads real clients send, against nginx", func(ctx context.Context, r *Results) error { return lg.clients(ctx, r, o.workloads, o.perfDir) }},
 		{"pg", "clips through a gateway on PostgreSQL and one on bbolt", func(ctx context.Context, r *Results) error { return lg.pgSequential(ctx, pb, r) }},
 	}
 	for _, s := range steps {
@@ -196,7 +200,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		logf("phase: %s done in %s", s.name, time.Since(t).Round(100*time.Millisecond))
 	}
 	if o.runsAny("streams", "seq", "tput", "clients") {
-		if err := lg.afterLoad(ctx, res); err != nil {
+		if err := lg.afterLoad(ctx, res, o.perfDir); err != nil {
 			return nil, err
 		}
 	}

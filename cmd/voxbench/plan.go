@@ -101,5 +101,8 @@ func defaultPlan(o options) plan {
 		p.WriterRun = 2 * time.Second
 		p.WholeClipChars = 1500
 	}
+	if o.clientSlot > 0 {
+		p.ClientSlot = o.clientSlot
+	}
 	return p
 }
