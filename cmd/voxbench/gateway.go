@@ -307,6 +307,11 @@ const (
 	mLogQueue   = "voxgate_log_queue_depth"
 	mGoroutines = "go_goroutines"
 	mHeapInuse  = "go_memstats_heap_inuse_bytes"
+	// The heap's mapped memory, what of it was returned to the system,
+	// and the goroutine stacks.
+	mHeapSys      = "go_memstats_heap_sys_bytes"
+	mHeapReleased = "go_memstats_heap_released_bytes"
+	mStackInuse   = "go_memstats_stack_inuse_bytes"
 	// Sums and counts of the gateway's own latency histograms: the time
 	// in its handlers and in plugin calls, which split a request's
 	// overhead into edge, plugin hop and upstream.

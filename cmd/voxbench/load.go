@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
@@ -718,8 +719,18 @@ func (l *load) afterLoad(ctx context.Context, res *Results, perfDir string) erro
 	}
 	a := &res.AfterLoad
 	a.GatewayRSS = m.RSS
-	if h, err := l.gw.metrics(mHeapInuse); err == nil {
+	if p, err := procfs.NewProc(l.gw.pid()); err == nil {
+		if r, err := p.ProcSMapsRollup(); err == nil {
+			a.GatewayAnon = r.Anonymous
+		}
+		if st, err := p.Stat(); err == nil {
+			a.GatewayThreads = st.NumThreads
+		}
+	}
+	if h, err := l.gw.metrics(mHeapInuse, mHeapSys, mHeapReleased, mStackInuse); err == nil {
 		a.GatewayHeap = uint64(h[mHeapInuse])
+		a.GatewayHeapHeld = uint64(h[mHeapSys] - h[mHeapReleased])
+		a.GatewayStacks = uint64(h[mStackInuse])
 	}
 	for _, pid := range l.gw.pluginPIDs() {
 		if m, err := procMemory(pid); err == nil {

@@ -155,8 +155,19 @@ type ttfbResult struct {
 // second's pause): the gateway process, nginx's master and workers
 // summed, and each plugin process.
 type afterLoad struct {
-	GatewayRSS     uint64   `json:"gateway_rss_bytes"`
-	GatewayHeap    uint64   `json:"gateway_heap_inuse_bytes"`
+	GatewayRSS  uint64 `json:"gateway_rss_bytes"`
+	GatewayHeap uint64 `json:"gateway_heap_inuse_bytes"`
+	// What the Go runtime holds from the system for its heap (mapped,
+	// less what it has returned) and for goroutine stacks: the rest of
+	// the RSS is the binary, C libraries' memory (LAME, soxr) and the
+	// runtime's own structures.
+	GatewayHeapHeld uint64 `json:"gateway_heap_held_bytes"`
+	GatewayStacks   uint64 `json:"gateway_stack_inuse_bytes"`
+	// GatewayAnon is the anonymous part of the RSS (heap, stacks, C
+	// allocations; the rest is the binary's pages), GatewayThreads its
+	// OS threads.
+	GatewayAnon    uint64   `json:"gateway_anon_rss_bytes"`
+	GatewayThreads int      `json:"gateway_threads"`
 	NginxRSS       uint64   `json:"nginx_rss_bytes"`
 	NginxProcesses int      `json:"nginx_processes"`
 	PluginRSS      []uint64 `json:"plugin_rss_bytes"`
@@ -635,8 +646,9 @@ func printTable(w io.Writer, r *Results) {
 		for _, b := range m.PluginRSS {
 			ps = append(ps, mib(b))
 		}
-		fmt.Fprintf(w, "\nafter the load: gateway RSS %s MiB (heap in use %s MiB), nginx %s MiB (%d processes), %d plugin processes: %s MiB\n",
-			mib(m.GatewayRSS), mib(m.GatewayHeap), mib(m.NginxRSS), m.NginxProcesses, len(m.PluginRSS), strings.Join(ps, ", "))
+		fmt.Fprintf(w, "\nafter the load: gateway RSS %s MiB (anonymous %s MiB: heap in use %s, heap held from the system %s, stacks %s; %d threads), nginx %s MiB (%d processes), %d plugin processes: %s MiB\n",
+			mib(m.GatewayRSS), mib(m.GatewayAnon), mib(m.GatewayHeap), mib(m.GatewayHeapHeld), mib(m.GatewayStacks), m.GatewayThreads,
+			mib(m.NginxRSS), m.NginxProcesses, len(m.PluginRSS), strings.Join(ps, ", "))
 	}
 	if len(r.PluginHWM) > 0 {
 		var ps []string
