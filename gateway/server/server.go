@@ -163,6 +163,10 @@ type Server struct {
 	openapi []byte
 	ui      *ui.Handler
 
+	// routeSeries are the HTTP series of every route the server names,
+	// found once: filled while New registers the routes, only read after.
+	routeSeries map[string]*metrics.RouteSeries
+
 	srv *fasthttp.Server
 	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
 	metricsMu  sync.Mutex
@@ -191,6 +195,9 @@ func New(d Deps) *Server {
 		aliases:   d.Aliases,
 		ui:        d.UI,
 	}
+	s.routeSeries = map[string]*metrics.RouteSeries{}
+	// The routes named outside the router's registrations.
+	s.series("unmatched", "options", "metrics", "openapi", "healthz", "readyz", "speech.openai")
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
@@ -358,22 +365,32 @@ func (rt *routes) POST(path, name string, h handlerFunc) { rt.handle("POST", pat
 // DELETE registers an authenticated DELETE handler.
 func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.handle("DELETE", path, name, h) }
 
+// series gives routes their HTTP series (with their zeros) and keeps them
+// for observed. Only New calls it.
+func (s *Server) series(routes ...string) {
+	for _, r := range routes {
+		if _, ok := s.routeSeries[r]; !ok {
+			s.routeSeries[r] = s.metrics.Route(r)
+		}
+	}
+}
+
 // GETIn registers an authenticated GET handler of a dialect (apiIn).
 func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
-	rt.s.metrics.Routes(name)
+	rt.s.series(name)
 	rt.r.GET(path, rt.s.apiIn(name, d, h))
 }
 
 // POSTIn registers an authenticated POST handler of a dialect (apiIn).
 func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
-	rt.s.metrics.Routes(name)
+	rt.s.series(name)
 	rt.r.POST(path, rt.s.apiIn(name, d, h))
 }
 
 // handle registers h for bearer keys, and a /v1 route's dashboard twin
 // for sessions (ui.go), and gives the route's metrics their zeros.
 func (rt *routes) handle(method, path, name string, h handlerFunc) {
-	rt.s.metrics.Routes(name)
+	rt.s.series(name)
 	rt.r.Handle(method, path, rt.s.api(name, h))
 	if rt.s.ui != nil && uiTwin(path) {
 		rt.r.Handle(method, uiPrefix+path, rt.s.session(name, h))
