@@ -82,6 +82,7 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		s.metrics.InFlight.Inc() // Dec when observed, at the end of a stream
+		s.mem.begin()
 		if s.tracer != nil {
 			tctx, _ := s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
 			ctx.SetUserValue(userValueTrace, tctx)
@@ -241,6 +242,7 @@ func (s *Server) observeEnd(a *access, bytes int64, failure string) {
 func (s *Server) observed(start time.Time, reqID, route, org, method, path string, status, size int, failure string, tctx context.Context) {
 	elapsed := time.Since(start)
 	s.metrics.InFlight.Dec()
+	s.mem.end()
 	if tctx != nil {
 		endServerSpan(tctx, reqID, route, org, method, path, status, failure)
 	}

@@ -163,6 +163,12 @@ type Server struct {
 	openapi []byte
 	ui      *ui.Handler
 
+	// mem gives a burst's memory back once the server is quiet; memStop
+	// ends its loop (Shutdown).
+	mem         *memoryRelease
+	memStop     chan struct{}
+	memStopOnce sync.Once
+
 	// routeSeries are the HTTP series of every route the server names,
 	// found once: filled while New registers the routes, only read after.
 	routeSeries map[string]*metrics.RouteSeries
@@ -195,6 +201,7 @@ func New(d Deps) *Server {
 		aliases:   d.Aliases,
 		ui:        d.UI,
 	}
+	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
 	s.routeSeries = map[string]*metrics.RouteSeries{}
 	// The routes named outside the router's registrations.
 	s.series("unmatched", "options", "metrics", "openapi", "healthz", "readyz", "speech.openai")
@@ -458,6 +465,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		open: s.metrics.ConnsOpen, rejected: s.metrics.ConnsRejected, acceptErrors: s.metrics.AcceptErrors,
 	}, s.log)
 	s.listener.Store(ll)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		s.mem.run(s.memStop, t.C)
+	}()
 	return s.srv.Serve(ll)
 }
 
@@ -484,6 +496,7 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 // not end (a slow client, a stuck handler) cannot take the time the
 // request log and the plugins need to stop cleanly after the server.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.memStopOnce.Do(func() { close(s.memStop) })
 	drain, cancel := drainBudget(ctx)
 	stop := make(chan struct{})
 	if ll := s.listener.Load(); ll != nil {
