@@ -703,13 +703,17 @@ func (l *load) streamTTFB(ctx context.Context, res *Results) error {
 	return nil
 }
 
+// afterLoadQuiet is how long after the last request the relays' memory
+// is read: the gateway gives a burst's memory back after two seconds
+// without requests (gateway/server's memoryRelease, checked each second).
+const afterLoadQuiet = 4 * time.Second
+
 // afterLoad records the relays' resident memory once the load phases are
-// over, after a second's pause (the gateway's request-log writer and
-// metrics settle; nothing else runs), and with perfDir set the gateway's
-// heap profile.
+// over, after afterLoadQuiet (nothing else runs), and with perfDir set the
+// gateway's heap profile.
 func (l *load) afterLoad(ctx context.Context, res *Results, perfDir string) error {
 	select {
-	case <-time.After(time.Second):
+	case <-time.After(afterLoadQuiet):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -718,7 +722,7 @@ func (l *load) afterLoad(ctx context.Context, res *Results, perfDir string) erro
 		return err
 	}
 	a := &res.AfterLoad
-	a.GatewayRSS = m.RSS
+	a.GatewayRSS, a.GatewayHWM, a.QuietSeconds = m.RSS, m.HWM, afterLoadQuiet.Seconds()
 	if p, err := procfs.NewProc(l.gw.pid()); err == nil {
 		if r, err := p.ProcSMapsRollup(); err == nil {
 			a.GatewayAnon = r.Anonymous

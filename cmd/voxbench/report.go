@@ -155,7 +155,13 @@ type ttfbResult struct {
 // second's pause): the gateway process, nginx's master and workers
 // summed, and each plugin process.
 type afterLoad struct {
-	GatewayRSS  uint64 `json:"gateway_rss_bytes"`
+	// QuietSeconds is how long after the last request the figures were
+	// read.
+	QuietSeconds float64 `json:"quiet_seconds"`
+	GatewayRSS   uint64  `json:"gateway_rss_bytes"`
+	// GatewayHWM is the gateway's peak resident memory over the whole
+	// run (VmHWM).
+	GatewayHWM  uint64 `json:"gateway_hwm_bytes"`
 	GatewayHeap uint64 `json:"gateway_heap_inuse_bytes"`
 	// What the Go runtime holds from the system for its heap (mapped,
 	// less what it has returned) and for goroutine stacks: the rest of
@@ -368,7 +374,7 @@ func (r *Results) relayFigures() {
 		}
 	}
 	if m := r.AfterLoad; m.GatewayRSS > 0 {
-		f := figure{Name: fmt.Sprintf("resident memory after the load (gateway; nginx: %d processes)", m.NginxProcesses), Unit: "MiB",
+		f := figure{Name: fmt.Sprintf("resident memory %.0f s after the load (gateway; nginx: %d processes)", m.QuietSeconds, m.NginxProcesses), Unit: "MiB",
 			Baseline: mib(m.NginxRSS), Gateway: mib(m.GatewayRSS), Target: fmt.Sprintf("≤ %d MiB", targetRSSAfterLoad>>20),
 			Pass: pass(m.GatewayRSS <= targetRSSAfterLoad), Value: float64(m.GatewayRSS)}
 		if m.NginxRSS > 0 {
@@ -646,8 +652,8 @@ func printTable(w io.Writer, r *Results) {
 		for _, b := range m.PluginRSS {
 			ps = append(ps, mib(b))
 		}
-		fmt.Fprintf(w, "\nafter the load: gateway RSS %s MiB (anonymous %s MiB: heap in use %s, heap held from the system %s, stacks %s; %d threads), nginx %s MiB (%d processes), %d plugin processes: %s MiB\n",
-			mib(m.GatewayRSS), mib(m.GatewayAnon), mib(m.GatewayHeap), mib(m.GatewayHeapHeld), mib(m.GatewayStacks), m.GatewayThreads,
+		fmt.Fprintf(w, "\n%.0f s after the load: gateway RSS %s MiB, peak %s MiB (anonymous %s MiB: heap in use %s, heap held from the system %s, stacks %s; %d threads), nginx %s MiB (%d processes), %d plugin processes: %s MiB\n",
+			m.QuietSeconds, mib(m.GatewayRSS), mib(m.GatewayHWM), mib(m.GatewayAnon), mib(m.GatewayHeap), mib(m.GatewayHeapHeld), mib(m.GatewayStacks), m.GatewayThreads,
 			mib(m.NginxRSS), m.NginxProcesses, len(m.PluginRSS), strings.Join(ps, ", "))
 	}
 	if len(r.PluginHWM) > 0 {

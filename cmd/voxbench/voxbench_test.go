@@ -203,7 +203,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, want := range []string{"sequential clip (48 KB), p50", "stream time to first byte, p50", "gateway allocations per request (clip → stream)",
 		"added clip latency (48 KB), p50: gateway over nginx", "added stream first byte, p50, no output: gateway over nginx",
-		"CPU per clip request (48 KB pcm), 16 clients: gateway over nginx", "resident memory after the load (gateway; nginx: 3 processes)"} {
+		"CPU per clip request (48 KB pcm), 16 clients: gateway over nginx", "resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)
 		}
