@@ -88,9 +88,9 @@ test/sdkclients/node_modules: test/sdkclients/package-lock.json
 	cd test/sdkclients && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## bench: the gateway against calling the provider directly, on loopback
-##        (cmd/voxbench): one table on stdout, every figure in bench-results.json;
-##        method and the latest run in BENCHMARKS.md
+## bench: the gateway against calling the provider directly and against nginx
+##        as the reference relay, on loopback (cmd/voxbench): one table on stdout,
+##        every figure in bench-results.json; method and the latest run in BENCHMARKS.md
 bench: build
 	$(GO) build -o $(BIN)/voxbench ./cmd/voxbench
 	$(BIN)/voxbench -bin $(BIN) -out bench-results.json
