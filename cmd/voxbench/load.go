@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -731,6 +733,7 @@ func (l *load) afterLoad(ctx context.Context, res *Results, perfDir string) erro
 			a.GatewayThreads = st.NumThreads
 		}
 	}
+	a.GatewayStoreMapped = mappedRSS(l.gw.pid(), ".db")
 	if h, err := l.gw.metrics(mHeapInuse, mHeapSys, mHeapReleased, mStackInuse); err == nil {
 		a.GatewayHeap = uint64(h[mHeapInuse])
 		a.GatewayHeapHeld = uint64(h[mHeapSys] - h[mHeapReleased])
@@ -750,6 +753,31 @@ func (l *load) afterLoad(ctx context.Context, res *Results, perfDir string) erro
 		}
 	}
 	return nil
+}
+
+// mappedRSS sums the resident memory of pid's mappings of files whose
+// name ends with suffix, from /proc/PID/smaps (procfs parses only the
+// rollup).
+func mappedRSS(pid int, suffix string) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0
+	}
+	var sum uint64
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			// A mapping's header: range, perms, offset, device, inode, path.
+			in = len(f) >= 6 && strings.HasSuffix(f[5], suffix)
+		case in && len(f) >= 2 && f[0] == "Rss:":
+			if kb, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+				sum += kb << 10
+			}
+		}
+	}
+	return sum
 }
 
 // concurrentStreams opens ManyStreams streams through the gateway at once,
