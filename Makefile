@@ -25,7 +25,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #                                system service is started or needed
 #   protobuf-compiler            protoc, for `make proto` and the test that the
 #                                generated plugin protocol is current
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium
+#   nginx                        the reference relay of `make bench` (cmd/voxbench runs
+#                                the binary itself with a config of its own in a temp
+#                                dir; the system service is neither used nor needed)
+APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
@@ -85,9 +88,9 @@ test/sdkclients/node_modules: test/sdkclients/package-lock.json
 	cd test/sdkclients && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## bench: the gateway against calling the provider directly, on loopback
-##        (cmd/voxbench): one table on stdout, every figure in bench-results.json;
-##        method and the latest run in BENCHMARKS.md
+## bench: the gateway against calling the provider directly and against nginx
+##        as the reference relay, on loopback (cmd/voxbench): one table on stdout,
+##        every figure in bench-results.json; method and the latest run in BENCHMARKS.md
 bench: build
 	$(GO) build -o $(BIN)/voxbench ./cmd/voxbench
 	$(BIN)/voxbench -bin $(BIN) -out bench-results.json

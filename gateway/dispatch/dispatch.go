@@ -107,7 +107,7 @@ func New(o Options) (*Client, error) {
 		MaxConnsPerHost:               o.MaxConnsPerHost,
 		MaxIdleConnDuration:           o.MaxIdleConnDuration,
 		MaxResponseBodySize:           o.MaxBodyBytes,
-		ReadBufferSize:                16 << 10, // response headers; providers send a few KiB at most
+		ReadBufferSize:                streamBuf, // response headers (providers send a few KiB at most), and the most one read of a body takes
 		NoDefaultUserAgentHeader:      false,
 		DisableHeaderNamesNormalizing: false,
 		DisablePathNormalizing:        true, // send the plugin's URL as built

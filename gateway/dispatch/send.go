@@ -233,9 +233,15 @@ func transportError(ctx context.Context, provider string, err error) *sdk.Error 
 	return upstream.TransportError(ctx, provider, err)
 }
 
-// bufPool holds stream read buffers: 1,000 open streams would otherwise
-// allocate 32 MiB for buffers that live as long as a stream.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// streamBuf is the size of a stream's read buffer: what one Next can
+// return. It matches the HTTP client's read buffer (New), which holds
+// what arrived and bounds one read from it, so a larger one would only
+// hold memory: every open stream keeps one (16 MiB for 1,000 streams).
+const streamBuf = 16 << 10
+
+// bufPool holds stream read buffers, so that they are not allocated per
+// stream.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, streamBuf); return &b }}
 
 // Body is the answer of a planned stream, read as it arrives.
 type Body struct {

@@ -165,9 +165,22 @@ func New() *Metrics {
 // "no data" before the first request (the status label starts at 200).
 func (m *Metrics) Routes(routes ...string) {
 	for _, r := range routes {
-		m.Requests.WithLabelValues(r, "200")
-		m.Latency.WithLabelValues(r)
+		m.Route(r)
 	}
+}
+
+// RouteSeries are one route's HTTP series, found once: its counter of
+// answers with status 200 and its latency histogram. Hot path: the edge
+// observes every request through them, where WithLabelValues hashes the
+// labels and takes a read lock each time.
+type RouteSeries struct {
+	OK      prometheus.Counter
+	Latency prometheus.Observer
+}
+
+// Route returns route's series (with their zeros, as Routes gives them).
+func (m *Metrics) Route(route string) *RouteSeries {
+	return &RouteSeries{OK: m.Requests.WithLabelValues(route, "200"), Latency: m.Latency.WithLabelValues(route)}
 }
 
 // ProviderModel gives a provider model's series their zeros: calls and

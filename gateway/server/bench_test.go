@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"io"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/zap/zapcore"
 	"path/filepath"
 	"testing"
 	"time"
@@ -123,5 +125,24 @@ func BenchmarkTracing(b *testing.B) {
 				ctx.ResetUserValues()
 			}
 		})
+	}
+}
+
+// BenchmarkObserved is the edge's account of a finished request, on the
+// path of every request: the HTTP metrics and the access log line, written
+// by the JSON encoder the gateway logs with (to io.Discard).
+func BenchmarkObserved(b *testing.B) {
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(encCfg), zapcore.AddSync(io.Discard), zap.InfoLevel))
+	m := metrics.New()
+	s := New(Deps{Options: Options{AccessLog: true}, Logger: log, Metrics: m})
+	method, path := []byte("POST"), []byte("/v1/audio/speech")
+	s.series("speech")
+	start := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.InFlight.Inc()
+		s.observed(start, "0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e", "speech", "acme", methodName(method), string(path), 200, 144000, "", nil)
 	}
 }

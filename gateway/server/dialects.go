@@ -129,7 +129,7 @@ func (s *Server) openAISpeech(ctx *fasthttp.RequestCtx, c *exchange) {
 	c.route = "speech.openai"
 	ctx.SetUserValue(userValueRoute, c.route)
 	var body dialect.OpenAISpeech
-	if err := s.decodeJSON(ctx, &body); err != nil {
+	if err := s.decodeSpeechJSON(ctx, &body); err != nil {
 		s.failSpeech(ctx, c, err, &speech.Spoken{})
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
 )
@@ -33,6 +35,12 @@ func decodeOutput(raw outputField) (*audio.OutputParams, error) {
 		return nil, problem.Validation(problem.Field(`must be a format name such as "mp3", or an object {format, sampleRate?, bitrate?}`, "output"))
 	}
 	var o outputJSON
+	// As decodeHot: the fast decoder first, encoding/json for the
+	// problem of an object it refuses.
+	if jsonv2.Unmarshal(t, &o, strictV2) == nil {
+		return o.domain(), nil
+	}
+	o = outputJSON{}
 	dec := json.NewDecoder(bytes.NewReader(t))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {

@@ -169,6 +169,16 @@ type Server struct {
 	openapi []byte
 	ui      *ui.Handler
 
+	// mem gives a burst's memory back once the server is quiet; memStop
+	// ends its loop (Shutdown).
+	mem         *memoryRelease
+	memStop     chan struct{}
+	memStopOnce sync.Once
+
+	// routeSeries are the HTTP series of every route the server names,
+	// found once: filled while New registers the routes, only read after.
+	routeSeries map[string]*metrics.RouteSeries
+
 	srv *fasthttp.Server
 	// metricsSrv serves metrics.listen, once ServeMetrics has started it.
 	metricsMu  sync.Mutex
@@ -198,6 +208,10 @@ func New(d Deps) *Server {
 		aliases:    d.Aliases,
 		ui:         d.UI,
 	}
+	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
+	s.routeSeries = map[string]*metrics.RouteSeries{}
+	// The routes named outside the router's registrations.
+	s.series("unmatched", "options", "metrics", "openapi", "healthz", "readyz", "speech.openai")
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory()
 	}
@@ -365,22 +379,32 @@ func (rt *routes) POST(path, name string, h handlerFunc) { rt.handle("POST", pat
 // DELETE registers an authenticated DELETE handler.
 func (rt *routes) DELETE(path, name string, h handlerFunc) { rt.handle("DELETE", path, name, h) }
 
+// series gives routes their HTTP series (with their zeros) and keeps them
+// for observed. Only New calls it.
+func (s *Server) series(routes ...string) {
+	for _, r := range routes {
+		if _, ok := s.routeSeries[r]; !ok {
+			s.routeSeries[r] = s.metrics.Route(r)
+		}
+	}
+}
+
 // GETIn registers an authenticated GET handler of a dialect (apiIn).
 func (rt *routes) GETIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
-	rt.s.metrics.Routes(name)
+	rt.s.series(name)
 	rt.r.GET(path, rt.s.apiIn(name, d, namesChecked(path, h)))
 }
 
 // POSTIn registers an authenticated POST handler of a dialect (apiIn).
 func (rt *routes) POSTIn(path, name string, d func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) {
-	rt.s.metrics.Routes(name)
+	rt.s.series(name)
 	rt.r.POST(path, rt.s.apiIn(name, d, namesChecked(path, h)))
 }
 
 // handle registers h for bearer keys, and a /v1 route's dashboard twin
 // for sessions (ui.go), and gives the route's metrics their zeros.
 func (rt *routes) handle(method, path, name string, h handlerFunc) {
-	rt.s.metrics.Routes(name)
+	rt.s.series(name)
 	h = namesChecked(path, h)
 	rt.r.Handle(method, path, rt.s.api(name, h))
 	if rt.s.ui != nil && uiTwin(path) {
@@ -449,6 +473,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		open: s.metrics.ConnsOpen, rejected: s.metrics.ConnsRejected, acceptErrors: s.metrics.AcceptErrors,
 	}, s.log)
 	s.listener.Store(ll)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		s.mem.run(s.memStop, t.C)
+	}()
 	return s.srv.Serve(ll)
 }
 
@@ -475,6 +504,7 @@ func (s *Server) ConnLimits() (total, perIP int) { return s.opts.MaxConns, s.opt
 // not end (a slow client, a stuck handler) cannot take the time the
 // request log and the plugins need to stop cleanly after the server.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.memStopOnce.Do(func() { close(s.memStop) })
 	drain, cancel := drainBudget(ctx)
 	stop := make(chan struct{})
 	if ll := s.listener.Load(); ll != nil {

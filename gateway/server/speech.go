@@ -51,7 +51,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			return nil
 		}
 		var body speechRequestJSON
-		err := s.decodeJSON(ctx, &body)
+		err := s.decodeSpeechJSON(ctx, &body)
 		var req *speech.Request
 		if err == nil {
 			req, err = body.domain()
