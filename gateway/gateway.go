@@ -201,6 +201,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Aliases:         Aliases(cfg),
 		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
 		Ready:           g.ready,
+		OnIdle:          g.releaseStoreMemory,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
@@ -771,3 +772,13 @@ func (g *Gateway) PluginPIDs(name string) []int {
 
 // Logs exposes the request-log writer (tests flush it).
 func (g *Gateway) Logs() *reqlog.Writer { return g.logs }
+
+// releaseStoreMemory gives back the resident pages of an embedded store's
+// file map once the server is quiet (see bolt.Store.ReleaseMemory).
+func (g *Gateway) releaseStoreMemory() {
+	if r, ok := g.store.(interface{ ReleaseMemory() error }); ok {
+		if err := r.ReleaseMemory(); err != nil {
+			g.log.Debug("releasing the store's mapped pages failed", zap.Error(err))
+		}
+	}
+}

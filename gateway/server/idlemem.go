@@ -39,6 +39,10 @@ type memoryRelease struct {
 	// release gives what it can back; tests replace them.
 	held    func() uint64
 	release func()
+	// idle, when set, runs once per quiet period whatever the runtime
+	// holds: the store gives back the pages of its file map (a burst of
+	// log rows leaves them resident however little the heap grew).
+	idle func()
 }
 
 // Defaults of memoryRelease: two seconds without requests, and 32 MiB
@@ -96,6 +100,9 @@ func (m *memoryRelease) run(stop <-chan struct{}, ticks <-chan time.Time) {
 			continue
 		}
 		released = true
+		if m.idle != nil {
+			m.idle()
+		}
 		if m.held() < heldAfter+m.minGrowth {
 			continue
 		}

@@ -59,6 +59,9 @@ type Deps struct {
 	Options Options
 	Logger  *zap.Logger
 	Store   Store
+	// OnIdle runs once the server has been quiet for a while (no request
+	// in flight or arriving for a couple of seconds); nil does nothing.
+	OnIdle func()
 	// CursorSecret signs list cursors. Instances sharing storage share it
 	// (store.Backend.Secret), so a cursor from one verifies on another.
 	CursorSecret []byte
@@ -209,6 +212,7 @@ func New(d Deps) *Server {
 		ui:         d.UI,
 	}
 	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
+	s.mem.idle = d.OnIdle
 	s.routeSeries = map[string]*metrics.RouteSeries{}
 	// The routes named outside the router's registrations.
 	s.series("unmatched", "options", "metrics", "openapi", "healthz", "readyz", "speech.openai")
