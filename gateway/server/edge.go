@@ -524,7 +524,7 @@ var strictV2 = jsonv2.RejectUnknownMembers(true)
 // always got.
 func decodeHot(body []byte, v any) error {
 	if jsonv2.Unmarshal(body, v, strictV2) == nil {
-		return nil
+		return checkText(body)
 	}
 	reflect.ValueOf(v).Elem().SetZero()
 	return decodeStrict(body, v)
