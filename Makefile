@@ -15,7 +15,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #     festvox-us-slt-hts         HTS voice of a person) whose word times are
 #                                ground truth for the aligner's tests
 #   pkg-config, gcc              cgo
-#   nodejs, npm (when missing)   build the dashboard (gateway/ui/web); the public JS
+#   nodejs, npm (when missing)   build the dashboard (gateway/edge/ui/web); the public JS
 #                                client test (test/jsclient) and the official
 #                                OpenAI and ElevenLabs SDKs (test/sdkclients)
 #   chromium                     headless browser tests driven from Go with chromedp:
@@ -58,11 +58,11 @@ build: deps ui
 	@if [ -d internal/testplugin ]; then $(GO) build -o $(BIN)/testplugins/voxgate-testplugin ./internal/testplugin; fi
 
 ## ui: the dashboard (Preact, bundled by esbuild, pinned by its
-##     package-lock.json) into gateway/ui/dist, which the binary embeds
-UI_WEB := gateway/ui/web
-ui: gateway/ui/dist/index.html
+##     package-lock.json) into gateway/edge/ui/dist, which the binary embeds
+UI_WEB := gateway/edge/ui/web
+ui: gateway/edge/ui/dist/index.html
 
-gateway/ui/dist/index.html: $(UI_WEB)/node_modules $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
+gateway/edge/ui/dist/index.html: $(UI_WEB)/node_modules $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
 	cd $(UI_WEB) && node build.mjs
 
 $(UI_WEB)/node_modules: $(UI_WEB)/package-lock.json
@@ -115,4 +115,4 @@ fmt:
 
 clean:
 	rm -rf $(BIN) $(UI_WEB)/node_modules
-	find gateway/ui/dist -mindepth 1 ! -name README.md -delete
+	find gateway/edge/ui/dist -mindepth 1 ! -name README.md -delete

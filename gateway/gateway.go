@@ -21,24 +21,24 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/admin"
-	"github.com/voxgate/voxgate/gateway/auth"
-	"github.com/voxgate/voxgate/gateway/budget"
-	"github.com/voxgate/voxgate/gateway/cache"
-	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/dialect"
-	"github.com/voxgate/voxgate/gateway/keypool"
-	"github.com/voxgate/voxgate/gateway/metrics"
-	"github.com/voxgate/voxgate/gateway/pluginhost"
-	"github.com/voxgate/voxgate/gateway/ratelimit"
-	"github.com/voxgate/voxgate/gateway/reqlog"
-	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/edge/admin"
+	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/speech/respcache"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
+	"github.com/voxgate/voxgate/gateway/providers/keypool"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
+	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
+	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
-	"github.com/voxgate/voxgate/gateway/storecache"
-	"github.com/voxgate/voxgate/gateway/tracing"
-	"github.com/voxgate/voxgate/gateway/ui"
+	"github.com/voxgate/voxgate/gateway/store/readcache"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/edge/ui"
 )
 
 // Options tune Open.
@@ -63,7 +63,7 @@ type Gateway struct {
 	// Everything that reads or writes those records goes through it (a
 	// bbolt file has no notifications: this instance's writes are its
 	// only changes).
-	data    *storecache.Cache
+	data    *readcache.Cache
 	auth    *auth.Authenticator
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
@@ -73,7 +73,7 @@ type Gateway struct {
 	policy  *credentials.Policy
 	budgets *budget.Budgets
 	pools   map[string]*keypool.Pool
-	server  *server.Server
+	server  *edge.Server
 	admin   *admin.Server
 	host    *pluginhost.Host
 	ln      net.Listener
@@ -135,7 +135,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
 	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
-	g.data = storecache.New(g.store, storecache.Options{Logger: log.Named("storecache")})
+	g.data = readcache.New(g.store, readcache.Options{Logger: log.Named("storecache")})
 	g.storeMetrics()
 
 	if g.tracer, err = newTracer(ctx, cfg, version); err != nil {
@@ -185,7 +185,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.budgets = g.budgetCounter(limiter)
 	g.pools = g.keyPools(limiter)
-	deps := server.Deps{
+	deps := edge.Deps{
 		KeyStates:       g.keyStates(),
 		Limiter:         limiter,
 		LimiterFailOpen: failOpen,
@@ -206,7 +206,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
-	g.server = server.New(deps)
+	g.server = edge.New(deps)
 	return g, nil
 }
 
@@ -297,8 +297,8 @@ func (g *Gateway) storeMetrics() {
 	}))
 	const lookupsHelp = "Lookups of saved voices, dictionary rules and BYOK keys by requests: hit (memory), miss (read from the store), stale (an out-of-date entry served because the store could not be reached)."
 	const entriesHelp = "Records held in memory for requests, by kind (bounded; dictionary_rules counts rules)."
-	for _, kind := range []storecache.Kind{storecache.KindVoice, storecache.KindRules, storecache.KindSecret} {
-		for _, r := range []storecache.Result{storecache.Hit, storecache.Miss, storecache.Stale} {
+	for _, kind := range []readcache.Kind{readcache.KindVoice, readcache.KindRules, readcache.KindSecret} {
+		for _, r := range []readcache.Result{readcache.Hit, readcache.Miss, readcache.Stale} {
 			g.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "voxgate_store_cache_lookups_total", Help: lookupsHelp,
 				ConstLabels: prometheus.Labels{"kind": kind.String(), "result": r.String()},
@@ -340,7 +340,7 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 		if c.Path != "" {
 			dir = g.cfg.Resolve(c.Path)
 		}
-		d, err := cache.OpenDisk(dir, c.MaxBytes, c.MaxEntryBytes)
+		d, err := respcache.OpenDisk(dir, c.MaxBytes, c.MaxEntryBytes)
 		if err != nil {
 			return o, err
 		}
@@ -349,7 +349,7 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 			zap.Int64("max_bytes", c.MaxBytes), zap.Duration("ttl", c.TTL.D()))
 		o.Store = d
 	case config.CacheRedis:
-		r, err := cache.NewRedis(g.cfg.Shared.RedisURL.Value(), c.MaxEntryBytes)
+		r, err := respcache.NewRedis(g.cfg.Shared.RedisURL.Value(), c.MaxEntryBytes)
 		if err != nil {
 			return o, err
 		}
@@ -481,8 +481,8 @@ func (g *Gateway) MetricsAddr() string {
 func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler() }
 
 // ServerOptions is the typed view of cfg's edge settings.
-func ServerOptions(cfg *config.Config) server.Options {
-	o := server.Options{
+func ServerOptions(cfg *config.Config) edge.Options {
+	o := edge.Options{
 		ReadTimeout:      cfg.Server.ReadTimeout.D(),
 		WriteTimeout:     cfg.Server.WriteTimeout.D(),
 		IdleTimeout:      cfg.Server.IdleTimeout.D(),
@@ -497,17 +497,17 @@ func ServerOptions(cfg *config.Config) server.Options {
 		MaxConnsPerIP:    cfg.Server.MaxConnsPerIP,
 		MetricsPublic:    cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
 		MetricsToken:     cfg.Metrics.Token.Value(),
-		Orgs:             make(map[string]server.OrgLimits, len(cfg.Orgs)),
-		CORS:             server.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
+		Orgs:             make(map[string]edge.OrgLimits, len(cfg.Orgs)),
+		CORS:             edge.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
 	}
 	for name, org := range cfg.Orgs {
-		o.Orgs[name] = server.OrgLimits{
+		o.Orgs[name] = edge.OrgLimits{
 			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
 			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
 		}
 	}
 	if o.MaxConns == 0 {
-		o.MaxConns = server.DefaultMaxConns()
+		o.MaxConns = edge.DefaultMaxConns()
 	}
 	return o
 }

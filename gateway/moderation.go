@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"github.com/voxgate/voxgate/gateway/moderation"
-	"github.com/voxgate/voxgate/gateway/pluginhost"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )

@@ -7,17 +7,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/dispatch"
-	"github.com/voxgate/voxgate/gateway/pluginhost"
-	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/providers/dispatch"
+	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
+	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )
 
 // attachProviders starts the provider (and moderation) plugins, reads their
 // descriptions into the catalog and gives the server its speech service.
-func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
+func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	cfg := g.cfg
 	host := pluginhost.New(pluginhost.Options{
 		Logger:         g.log.Named("plugins"),

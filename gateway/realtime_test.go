@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 )
 
 // The realtime WebSocket end to end: a real WebSocket client (gorilla's)

@@ -707,7 +707,7 @@ func (l *load) streamTTFB(ctx context.Context, res *Results) error {
 
 // afterLoadQuiet is how long after the last request the relays' memory
 // is read: the gateway gives a burst's memory back after two seconds
-// without requests (gateway/server's memoryRelease, checked each second).
+// without requests (gateway/edge's memoryRelease, checked each second).
 const afterLoadQuiet = 4 * time.Second
 
 // afterLoad records the relays' resident memory once the load phases are

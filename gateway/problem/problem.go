@@ -314,7 +314,7 @@ func From(err error, provider string) *Error {
 	var te *store.TextError
 	switch {
 	case errors.As(err, &te):
-		// The edge checks what clients send (gateway/textrule); text the
+		// The edge checks what clients send (gateway/edge/textrule); text the
 		// store refused got past it (a provider's answer, say): still the
 		// request's text, not the gateway's failure.
 		return Validation(Field("contains text the gateway cannot store: "+te.Reason, te.Field))

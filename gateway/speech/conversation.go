@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/budget"
+	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 )

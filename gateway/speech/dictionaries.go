@@ -49,7 +49,7 @@ func toRules(rs []store.PronunciationRule) []PronunciationRule {
 // order listed, p's inline rules (layerRules puts them together per
 // text). A listed dictionary that is not org's is 404
 // dictionary_not_found. The rules come from memory: the gateway gives the
-// service a store that caches them (gateway/storecache).
+// service a store that caches them (gateway/store/readcache).
 func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciations) ([][]PronunciationRule, error) {
 	var ids []string
 	var inline []PronunciationRule

@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/budget"
-	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"

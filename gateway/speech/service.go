@@ -20,15 +20,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/budget"
-	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/dispatch"
-	"github.com/voxgate/voxgate/gateway/keypool"
-	"github.com/voxgate/voxgate/gateway/metrics"
-	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/providers/dispatch"
+	"github.com/voxgate/voxgate/gateway/providers/keypool"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
-	"github.com/voxgate/voxgate/gateway/tracing"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/sdk"
 )
 

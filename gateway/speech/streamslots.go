@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/quota"
+	"github.com/voxgate/voxgate/gateway/admission/quota"
 )
 
 // streamSlots bounds the streams each organization holds open at once on
