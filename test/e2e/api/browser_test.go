@@ -1,4 +1,4 @@
-package gateway_test
+package api
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestBrowserFetch drives a real headless Chromium (Debian's chromium,
@@ -44,8 +46,8 @@ func TestBrowserFetch(t *testing.T) {
 	other := httptest.NewServer(http.HandlerFunc(page))
 	defer other.Close()
 
-	tg := startGateway(t, speechConfig+"\ncors:\n  allowed_origins: [\""+allowed.URL+"\"]\n")
-	key := tg.keys["acme"]
+	tg := harness.Start(t, harness.SpeechConfig+"\ncors:\n  allowed_origins: [\""+allowed.URL+"\"]\n")
+	key := tg.Keys["acme"]
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -68,7 +70,7 @@ func TestBrowserFetch(t *testing.T) {
 		} catch (err) {
 			return "refused: " + err;
 		}
-	})()`, key, tg.base+"/v1/audio/speech", tg.base+"/v1/audio/speech")
+	})()`, key, tg.Base+"/v1/audio/speech", tg.Base+"/v1/audio/speech")
 
 	run := func(url string) string {
 		t.Helper()

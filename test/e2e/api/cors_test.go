@@ -1,12 +1,14 @@
-package gateway_test
+package api
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // corsConfig allows one browser origin.
-const corsConfig = withEspeakConfig + `
+const corsConfig = harness.ESpeakConfig + `
 cors:
   allowed_origins: ["http://app.example.test:3000"]
   max_age: 5m
@@ -17,7 +19,7 @@ cors:
 // response headers (allowed origin, exposed headers) on real answers,
 // errors included.
 func TestCORS(t *testing.T) {
-	tg := startGateway(t, corsConfig)
+	tg := harness.Start(t, corsConfig)
 	const allowed, other = "http://app.example.test:3000", "http://evil.example.test"
 
 	tests := []struct {
@@ -46,34 +48,34 @@ func TestCORS(t *testing.T) {
 				org = "" // a browser sends no credentials with a preflight
 			}
 			hdr := append([]string{"Origin", tt.origin}, tt.hdr...)
-			r := tg.do(tt.method, tt.path, org, nil, hdr...)
-			if r.status != tt.status {
-				t.Fatalf("status %d, want %d; %s", r.status, tt.status, r.body)
+			r := tg.Do(tt.method, tt.path, org, nil, hdr...)
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d; %s", r.Status, tt.status, r.Body)
 			}
-			if got := r.header.Get("Access-Control-Allow-Origin"); got != tt.allowOrigin {
+			if got := r.Header.Get("Access-Control-Allow-Origin"); got != tt.allowOrigin {
 				t.Errorf("Access-Control-Allow-Origin = %q, want %q", got, tt.allowOrigin)
 			}
-			if tt.allowOrigin != "" && !strings.Contains(r.header.Get("Vary"), "Origin") {
-				t.Errorf("Vary = %q, want Origin", r.header.Get("Vary"))
+			if tt.allowOrigin != "" && !strings.Contains(r.Header.Get("Vary"), "Origin") {
+				t.Errorf("Vary = %q, want Origin", r.Header.Get("Vary"))
 			}
 		})
 	}
 
-	pre := tg.do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", allowed,
+	pre := tg.Do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", allowed,
 		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type, x-stainless-os")
-	if m := pre.header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, "POST") {
+	if m := pre.Header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, "POST") {
 		t.Errorf("Allow-Methods %q", m)
 	}
-	if h := strings.ToLower(pre.header.Get("Access-Control-Allow-Headers")); !strings.Contains(h, "authorization") || !strings.Contains(h, "x-stainless-os") {
+	if h := strings.ToLower(pre.Header.Get("Access-Control-Allow-Headers")); !strings.Contains(h, "authorization") || !strings.Contains(h, "x-stainless-os") {
 		t.Errorf("Allow-Headers %q", h)
 	}
-	if pre.header.Get("Access-Control-Max-Age") != "300" {
-		t.Errorf("Max-Age %q", pre.header.Get("Access-Control-Max-Age"))
+	if pre.Header.Get("Access-Control-Max-Age") != "300" {
+		t.Errorf("Max-Age %q", pre.Header.Get("Access-Control-Max-Age"))
 	}
-	tg.do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", other, "Access-Control-Request-Method", "POST").problem(t, 403, "origin_not_allowed")
+	tg.Do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", other, "Access-Control-Request-Method", "POST").Problem(t, 403, "origin_not_allowed")
 
-	got := tg.do("GET", "/v1/voices", "acme", nil, "Origin", allowed)
-	exposed := strings.ToLower(got.header.Get("Access-Control-Expose-Headers"))
+	got := tg.Do("GET", "/v1/voices", "acme", nil, "Origin", allowed)
+	exposed := strings.ToLower(got.Header.Get("Access-Control-Expose-Headers"))
 	for _, h := range []string{"x-request-id", "retry-after"} {
 		if !strings.Contains(exposed, h) {
 			t.Errorf("Expose-Headers %q lacks %s", exposed, h)
@@ -82,8 +84,8 @@ func TestCORS(t *testing.T) {
 
 	// OPTIONS outside a preflight describes the resource; it is no
 	// longer a 405 that contradicts its own Allow header.
-	opt := tg.do("OPTIONS", "/v1/voices", "", nil)
-	if allow := opt.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
+	opt := tg.Do("OPTIONS", "/v1/voices", "", nil)
+	if allow := opt.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Errorf("Allow %q", allow)
 	}
 }
@@ -91,13 +93,13 @@ func TestCORS(t *testing.T) {
 // TestCORSOffByDefault checks that without configured origins no
 // browser origin is allowed.
 func TestCORSOffByDefault(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
-	r := tg.do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", "http://app.example.test:3000", "Access-Control-Request-Method", "POST")
-	r.problem(t, 403, "origin_not_allowed")
-	if r.header.Get("Access-Control-Allow-Origin") != "" {
+	tg := harness.Start(t, harness.ESpeakConfig)
+	r := tg.Do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", "http://app.example.test:3000", "Access-Control-Request-Method", "POST")
+	r.Problem(t, 403, "origin_not_allowed")
+	if r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("allowed an origin by default")
 	}
-	if g := tg.do("GET", "/v1/voices", "acme", nil, "Origin", "http://app.example.test:3000"); g.header.Get("Access-Control-Allow-Origin") != "" {
+	if g := tg.Do("GET", "/v1/voices", "acme", nil, "Origin", "http://app.example.test:3000"); g.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("allowed an origin by default")
 	}
 }

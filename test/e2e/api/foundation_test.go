@@ -1,4 +1,4 @@
-package gateway_test
+package api
 
 import (
 	"context"
@@ -12,44 +12,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 func voiceBody(title string) map[string]any {
 	return map[string]any{"title": title, "provider": "espeak", "model": "espeak-ng", "voice_id": "en", "tags": []string{"t"}, "provider_options": map[string]any{"pitch": 50}}
 }
 
-// withEspeakConfig is baseConfig with eSpeak, enabled for both orgs:
-// saving a voice asks the provider for its voice list, which an org may
-// do only for a provider it has enabled.
-const withEspeakConfig = `
-server:
-  listen: 127.0.0.1:0
-  max_body_bytes: 65536
-storage:
-  path: %DIR%/voxgate.db
-  log_batch_size: 64
-plugins:
-  dir: %BIN%/plugins
-providers:
-  espeak: {plugin: voxgate-espeak, managed: true}
-orgs:
-  acme:
-    providers: {espeak: {enabled: true}}
-  globex:
-    providers: {espeak: {enabled: true}}
-`
-
 func TestAuthRejections(t *testing.T) {
-	tg := startGateway(t, baseConfig)
+	tg := harness.Start(t, harness.BaseConfig)
 	ctx := context.Background()
-	revoked, k, err := tg.g.CreateKey(ctx, "acme", "to revoke", store.KeyScope{})
+	revoked, k, err := tg.Core.CreateKey(ctx, "acme", "to revoke", store.KeyScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := tg.do("GET", "/v1/voices", "", nil, "Authorization", "Bearer "+revoked); r.status != 200 {
-		t.Fatalf("fresh key rejected: %d %s", r.status, r.body)
+	if r := tg.Do("GET", "/v1/voices", "", nil, "Authorization", "Bearer "+revoked); r.Status != 200 {
+		t.Fatalf("fresh key rejected: %d %s", r.Status, r.Body)
 	}
-	if _, err := tg.g.RevokeKey(ctx, k.ID); err != nil {
+	if _, err := tg.Core.RevokeKey(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct{ name, header string }{
@@ -59,25 +39,25 @@ func TestAuthRejections(t *testing.T) {
 		{"malformed token", "Bearer not-a-key"},
 		{"unknown key", "Bearer vxk_" + strings.Repeat("A", 43)},
 		{"revoked key", "Bearer " + revoked},
-		{"other key with suffix", "Bearer " + tg.keys["acme"] + "x"},
+		{"other key with suffix", "Bearer " + tg.Keys["acme"] + "x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := tg.do("GET", "/v1/voices", "", nil, "Authorization", tt.header)
-			r.problem(t, 401, "unauthorized")
-			if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
-				t.Errorf("WWW-Authenticate = %q", r.header.Get("WWW-Authenticate"))
+			r := tg.Do("GET", "/v1/voices", "", nil, "Authorization", tt.header)
+			r.Problem(t, 401, "unauthorized")
+			if !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("WWW-Authenticate = %q", r.Header.Get("WWW-Authenticate"))
 			}
 		})
 	}
 	// Case-insensitive scheme per RFC 7235.
-	if r := tg.do("GET", "/v1/voices", "", nil, "Authorization", "bearer "+tg.keys["acme"]); r.status != 200 {
-		t.Errorf("lower-case scheme: %d", r.status)
+	if r := tg.Do("GET", "/v1/voices", "", nil, "Authorization", "bearer "+tg.Keys["acme"]); r.Status != 200 {
+		t.Errorf("lower-case scheme: %d", r.Status)
 	}
 }
 
 func TestEdgeErrorsAreProblems(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
+	tg := harness.Start(t, harness.ESpeakConfig)
 	big := `{"title":"` + strings.Repeat("x", 70000) + `"}`
 	tests := []struct {
 		name, method, path string
@@ -127,8 +107,8 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := tg.do(tt.method, tt.path, "acme", tt.body, tt.hdr...)
-			p := r.problem(t, tt.status, tt.code)
+			r := tg.Do(tt.method, tt.path, "acme", tt.body, tt.hdr...)
+			p := r.Problem(t, tt.status, tt.code)
 			if tt.field != "" {
 				found := false
 				for _, v := range p.Validation {
@@ -147,10 +127,10 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 // TestEveryUnknownFieldIsNamed: the decoder stops at the first unknown
 // field; the problem names every one, nested ones by their path.
 func TestEveryUnknownFieldIsNamed(t *testing.T) {
-	tg := startGateway(t, speechConfig)
-	r := tg.do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"x","volume":3,"colour":"red",`+
+	tg := harness.Start(t, harness.SpeechConfig)
+	r := tg.Do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"x","volume":3,"colour":"red",`+
 		`"output":{"format":"wav","bitdepth":24},"pronunciations":{"rules":[{"word":"a","replacement":"b","lang":"en"}]}}`)
-	p := r.problem(t, 400, "validation_failed")
+	p := r.Problem(t, 400, "validation_failed")
 	var got []string
 	for _, v := range p.Validation {
 		got = append(got, strings.Join(v.Path, "."))
@@ -161,21 +141,21 @@ func TestEveryUnknownFieldIsNamed(t *testing.T) {
 	}
 
 	// The client's own request id is the log row's, so it finds its call.
-	r = tg.do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"find me"}`, "X-Request-Id", "order-17/retry-2")
-	if r.status != 200 || r.header.Get("X-Request-Id") != "order-17/retry-2" {
-		t.Fatalf("speech: %d, request id %q", r.status, r.header.Get("X-Request-Id"))
+	r = tg.Do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"find me"}`, "X-Request-Id", "order-17/retry-2")
+	if r.Status != 200 || r.Header.Get("X-Request-Id") != "order-17/retry-2" {
+		t.Fatalf("speech: %d, request id %q", r.Status, r.Header.Get("X-Request-Id"))
 	}
-	if row := tg.lastLog("acme"); row.RequestID != "order-17/retry-2" {
+	if row := tg.LastLog("acme"); row.RequestID != "order-17/retry-2" {
 		t.Errorf("log row request_id %q", row.RequestID)
 	}
 }
 
 func TestRequestIDAndProbes(t *testing.T) {
-	tg := startGateway(t, baseConfig)
+	tg := harness.Start(t, harness.BaseConfig)
 	mine := uuid.NewString()
-	r := tg.do("GET", "/healthz", "", nil, "X-Request-Id", mine)
-	if r.status != 200 || r.header.Get("X-Request-Id") != mine {
-		t.Fatalf("healthz %d, request id %q", r.status, r.header.Get("X-Request-Id"))
+	r := tg.Do("GET", "/healthz", "", nil, "X-Request-Id", mine)
+	if r.Status != 200 || r.Header.Get("X-Request-Id") != mine {
+		t.Fatalf("healthz %d, request id %q", r.Status, r.Header.Get("X-Request-Id"))
 	}
 	// Any printable id up to 128 characters is the client's to choose and
 	// is echoed; anything else is replaced by a generated uuid.
@@ -190,7 +170,7 @@ func TestRequestIDAndProbes(t *testing.T) {
 		{"tab\tinside", false},
 		{"caf\u00e9", false},
 	} {
-		got := tg.do("GET", "/healthz", "", nil, "X-Request-Id", tt.sent).header.Get("X-Request-Id")
+		got := tg.Do("GET", "/healthz", "", nil, "X-Request-Id", tt.sent).Header.Get("X-Request-Id")
 		if tt.echo && got != tt.sent {
 			t.Errorf("request id %q came back as %q", tt.sent, got)
 		}
@@ -198,14 +178,14 @@ func TestRequestIDAndProbes(t *testing.T) {
 			t.Errorf("request id %q was not replaced by a uuid: %q", tt.sent, got)
 		}
 	}
-	r = tg.do("GET", "/v1/voices", "acme", nil)
-	if _, err := uuid.Parse(r.header.Get("X-Request-Id")); err != nil {
-		t.Errorf("generated request id %q is not a uuid", r.header.Get("X-Request-Id"))
+	r = tg.Do("GET", "/v1/voices", "acme", nil)
+	if _, err := uuid.Parse(r.Header.Get("X-Request-Id")); err != nil {
+		t.Errorf("generated request id %q is not a uuid", r.Header.Get("X-Request-Id"))
 	}
-	if r := tg.do("GET", "/readyz", "", nil); r.status != 200 {
-		t.Errorf("readyz = %d %s", r.status, r.body)
+	if r := tg.Do("GET", "/readyz", "", nil); r.Status != 200 {
+		t.Errorf("readyz = %d %s", r.Status, r.Body)
 	}
-	m := tg.metricsBody()
+	m := tg.MetricsBody()
 	for _, want := range []string{`voxgate_http_requests_total{route="voices.list",status="200"} 1`, "voxgate_log_queue_depth", "voxgate_http_request_duration_seconds_bucket", "voxgate_log_rows_dropped_total"} {
 		if !strings.Contains(string(m), want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -214,55 +194,48 @@ func TestRequestIDAndProbes(t *testing.T) {
 }
 
 func TestVoicesCRUDAndIsolation(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
-	r := tg.do("POST", "/v1/voices", "acme", voiceBody("Narrator"))
-	if r.status != 201 {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	tg := harness.Start(t, harness.ESpeakConfig)
+	r := tg.Do("POST", "/v1/voices", "acme", voiceBody("Narrator"))
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	v := r.voice(t)
+	v := r.Voice(t)
 	if v.ID == "" || v.OrgID != "acme" || v.Title != "Narrator" || v.VoiceID != "en" || v.Model != "espeak-ng" || v.CreatedAt.IsZero() || v.ProviderOptions["pitch"] != float64(50) {
 		t.Fatalf("created voice = %+v", v)
 	}
-	if got := r.header.Get("Location"); got != "/v1/voices/"+v.ID {
+	if got := r.Header.Get("Location"); got != "/v1/voices/"+v.ID {
 		t.Errorf("Location = %q", got)
 	}
-	got := tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).voice(t)
+	got := tg.Do("GET", "/v1/voices/"+v.ID, "acme", nil).Voice(t)
 	if got.ID != v.ID || got.Title != v.Title {
 		t.Fatalf("get = %+v", got)
 	}
 	// Another org sees nothing of it.
-	tg.do("GET", "/v1/voices/"+v.ID, "globex", nil).problem(t, 404, "voice_not_found")
-	tg.do("DELETE", "/v1/voices/"+v.ID, "globex", nil).problem(t, 404, "voice_not_found")
+	tg.Do("GET", "/v1/voices/"+v.ID, "globex", nil).Problem(t, 404, "voice_not_found")
+	tg.Do("DELETE", "/v1/voices/"+v.ID, "globex", nil).Problem(t, 404, "voice_not_found")
 	var list struct {
-		Data []apiVoice `json:"data"`
+		Data []harness.Voice `json:"data"`
 	}
-	tg.do("GET", "/v1/voices", "globex", nil).json(t, &list)
+	tg.Do("GET", "/v1/voices", "globex", nil).JSON(t, &list)
 	if len(list.Data) != 0 {
 		t.Fatalf("globex sees %d voices", len(list.Data))
 	}
-	if r := tg.do("DELETE", "/v1/voices/"+v.ID, "acme", nil); r.status != 204 {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	if r := tg.Do("DELETE", "/v1/voices/"+v.ID, "acme", nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
-	tg.do("GET", "/v1/voices/"+v.ID, "acme", nil).problem(t, 404, "voice_not_found")
-}
-
-type voicePage struct {
-	Data       []apiVoice `json:"data"`
-	NextCursor string     `json:"next_cursor"`
-	HasMore    bool       `json:"has_more"`
-	Limit      int        `json:"limit"`
+	tg.Do("GET", "/v1/voices/"+v.ID, "acme", nil).Problem(t, 404, "voice_not_found")
 }
 
 func TestVoicesPaginationWhileCreating(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
+	tg := harness.Start(t, harness.ESpeakConfig)
 	const initial = 23
 	want := map[string]bool{}
 	for i := 0; i < initial; i++ {
-		v := tg.do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("v%02d", i))).voice(t)
+		v := tg.Do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("v%02d", i))).Voice(t)
 		want[v.ID] = true
 	}
 	seen := map[string]bool{}
-	var order []apiVoice
+	var order []harness.Voice
 	cursor := ""
 	pages := 0
 	for {
@@ -270,8 +243,8 @@ func TestVoicesPaginationWhileCreating(t *testing.T) {
 		if cursor != "" {
 			path += "&cursor=" + url.QueryEscape(cursor)
 		}
-		var p voicePage
-		tg.do("GET", path, "acme", nil).json(t, &p)
+		var p harness.VoicePage
+		tg.Do("GET", path, "acme", nil).JSON(t, &p)
 		pages++
 		if p.Limit != 5 || len(p.Data) > 5 {
 			t.Fatalf("page limit %d, %d items", p.Limit, len(p.Data))
@@ -285,7 +258,7 @@ func TestVoicesPaginationWhileCreating(t *testing.T) {
 		}
 		// New voices created between pages are newer than every position
 		// already passed; they must not shift the remaining pages.
-		tg.do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("late-%d", pages)))
+		tg.Do("POST", "/v1/voices", "acme", voiceBody(fmt.Sprintf("late-%d", pages)))
 		if !p.HasMore {
 			if p.NextCursor != "" {
 				t.Errorf("last page has next_cursor %q", p.NextCursor)
@@ -308,29 +281,29 @@ func TestVoicesPaginationWhileCreating(t *testing.T) {
 		t.Errorf("pages = %d, want 5 for 23 items at 5 per page", pages)
 	}
 	// The default limit is 50.
-	var p voicePage
-	tg.do("GET", "/v1/voices", "acme", nil).json(t, &p)
+	var p harness.VoicePage
+	tg.Do("GET", "/v1/voices", "acme", nil).JSON(t, &p)
 	if p.Limit != 50 {
 		t.Errorf("default limit = %d", p.Limit)
 	}
 }
 
 func TestCursorsBoundToOrgAndQuery(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
+	tg := harness.Start(t, harness.ESpeakConfig)
 	for i := 0; i < 3; i++ {
-		tg.do("POST", "/v1/voices", "acme", voiceBody("v"))
-		tg.g.Logs().Record(store.LogRow{RequestID: uuid.NewString(), OrgID: "acme", TS: time.Now().UTC(), Path: "/v1/audio/speech", Status: 200, Provider: "espeak"})
+		tg.Do("POST", "/v1/voices", "acme", voiceBody("v"))
+		tg.Core.Logs().Record(store.LogRow{RequestID: uuid.NewString(), OrgID: "acme", TS: time.Now().UTC(), Path: "/v1/audio/speech", Status: 200, Provider: "espeak"})
 	}
-	tg.flushLogs()
-	var p voicePage
-	tg.do("GET", "/v1/voices?limit=1", "acme", nil).json(t, &p)
+	tg.FlushLogs()
+	var p harness.VoicePage
+	tg.Do("GET", "/v1/voices?limit=1", "acme", nil).JSON(t, &p)
 	if p.NextCursor == "" {
 		t.Fatal("no cursor")
 	}
 	var lp struct {
 		NextCursor string `json:"next_cursor"`
 	}
-	tg.do("GET", "/v1/logs?limit=1&provider=espeak", "acme", nil).json(t, &lp)
+	tg.Do("GET", "/v1/logs?limit=1&provider=espeak", "acme", nil).JSON(t, &lp)
 	tampered := []byte(p.NextCursor)
 	tampered[len(tampered)/2] ^= 0x01
 	cases := []struct{ name, org, path string }{
@@ -342,24 +315,18 @@ func TestCursorsBoundToOrgAndQuery(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tg.do("GET", c.path, c.org, nil).problem(t, 400, "invalid_cursor")
+			tg.Do("GET", c.path, c.org, nil).Problem(t, 400, "invalid_cursor")
 		})
 	}
-	if r := tg.do("GET", "/v1/voices?cursor="+p.NextCursor, "acme", nil); r.status != 200 {
-		t.Fatalf("own cursor rejected: %s", r.body)
+	if r := tg.Do("GET", "/v1/voices?cursor="+p.NextCursor, "acme", nil); r.Status != 200 {
+		t.Fatalf("own cursor rejected: %s", r.Body)
 	}
-}
-
-type logPage struct {
-	Data       []apiLogRow `json:"data"`
-	NextCursor string      `json:"next_cursor"`
-	HasMore    bool        `json:"has_more"`
 }
 
 // TestLogsFilters records real rows through the gateway's logging hook
 // (the request-log writer) and reads them back over HTTP.
 func TestLogsFilters(t *testing.T) {
-	tg := startGateway(t, baseConfig)
+	tg := harness.Start(t, harness.BaseConfig)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	parent := uuid.NewString()
 	type spec struct {
@@ -382,11 +349,11 @@ func TestLogsFilters(t *testing.T) {
 	ids := make([]string, len(specs))
 	for i, s := range specs {
 		ids[i] = uuid.NewString()
-		tg.g.Logs().Record(store.LogRow{RequestID: ids[i], ParentRequestID: s.parent, OrgID: s.org, TS: now.Add(-s.age), Path: "/v1/audio/speech",
+		tg.Core.Logs().Record(store.LogRow{RequestID: ids[i], ParentRequestID: s.parent, OrgID: s.org, TS: now.Add(-s.age), Path: "/v1/audio/speech",
 			Status: s.status, Provider: s.provider, Model: "m", VoiceID: "v", VoiceRef: "ref", CharCount: 10 * (i + 1), CreditsUsed: i,
 			LatencyMS: int64(100 + i), ModerationDecision: "allow", ModerationConfidence: 0.5, ProviderOptions: `{"a":1}`})
 	}
-	tg.flushLogs()
+	tg.FlushLogs()
 	ts := func(i int) string { return url.QueryEscape(now.Add(-specs[i].age).Format(time.RFC3339Nano)) }
 	tests := []struct {
 		name  string
@@ -418,12 +385,12 @@ func TestLogsFilters(t *testing.T) {
 				if cursor != "" {
 					q += "&cursor=" + url.QueryEscape(cursor)
 				}
-				var p logPage
-				r := tg.do("GET", q, "acme", nil)
-				if r.status != 200 {
-					t.Fatalf("%s: %d %s", q, r.status, r.body)
+				var p harness.LogPage
+				r := tg.Do("GET", q, "acme", nil)
+				if r.Status != 200 {
+					t.Fatalf("%s: %d %s", q, r.Status, r.Body)
 				}
-				r.json(t, &p)
+				r.JSON(t, &p)
 				for _, row := range p.Data {
 					got = append(got, row.RequestID)
 				}
@@ -442,41 +409,41 @@ func TestLogsFilters(t *testing.T) {
 		})
 	}
 	// Every field of the row is returned with the spec's names.
-	r := tg.do("GET", "/v1/logs?limit=1", "acme", nil)
+	r := tg.Do("GET", "/v1/logs?limit=1", "acme", nil)
 	for _, f := range []string{"request_id", "parent_request_id", "ts", "path", "status", "provider", "model", "voice_id", "voice_ref", "char_count", "credits_used", "latency_ms", "error_code", "error_detail", "provider_options", "moderation_decision", "moderation_reason_type", "moderation_reason_detail", "moderation_confidence", "moderation_latency_ms"} {
-		if !strings.Contains(string(r.body), `"`+f+`":`) {
-			t.Errorf("log row lacks %q: %s", f, r.body)
+		if !strings.Contains(string(r.Body), `"`+f+`":`) {
+			t.Errorf("log row lacks %q: %s", f, r.Body)
 		}
 	}
-	if strings.Contains(string(r.body), "org_id") {
-		t.Errorf("log row exposes org_id: %s", r.body)
+	if strings.Contains(string(r.Body), "org_id") {
+		t.Errorf("log row exposes org_id: %s", r.Body)
 	}
 	// globex sees only its own row.
-	var gp logPage
-	tg.do("GET", "/v1/logs", "globex", nil).json(t, &gp)
+	var gp harness.LogPage
+	tg.Do("GET", "/v1/logs", "globex", nil).JSON(t, &gp)
 	if len(gp.Data) != 1 || gp.Data[0].RequestID != ids[6] {
 		t.Errorf("globex logs = %+v", gp.Data)
 	}
 }
 
 func TestConcurrentRequestsAcrossOrgs(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
+	tg := harness.Start(t, harness.ESpeakConfig)
 	var wg sync.WaitGroup
 	for _, org := range []string{"acme", "globex"} {
 		for i := 0; i < 10; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if r := tg.do("POST", "/v1/voices", org, voiceBody(org)); r.status != 201 {
-					t.Errorf("create: %d", r.status)
+				if r := tg.Do("POST", "/v1/voices", org, voiceBody(org)); r.Status != 201 {
+					t.Errorf("create: %d", r.Status)
 				}
 			}()
 		}
 	}
 	wg.Wait()
 	for _, org := range []string{"acme", "globex"} {
-		var p voicePage
-		tg.do("GET", "/v1/voices?limit=200", org, nil).json(t, &p)
+		var p harness.VoicePage
+		tg.Do("GET", "/v1/voices?limit=200", org, nil).JSON(t, &p)
 		if len(p.Data) != 10 {
 			t.Fatalf("%s has %d voices", org, len(p.Data))
 		}
@@ -489,32 +456,32 @@ func TestConcurrentRequestsAcrossOrgs(t *testing.T) {
 }
 
 func TestOrgRateLimit(t *testing.T) {
-	tg := startGateway(t, strings.Replace(speechConfig, "  acme:\n", "  acme:\n    rate_limit: 0.2\n    rate_burst: 2\n    read_rate_limit: 0.2\n    read_rate_burst: 3\n", 1))
+	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "  acme:\n", "  acme:\n    rate_limit: 0.2\n    rate_burst: 2\n    read_rate_limit: 0.2\n    read_rate_burst: 3\n", 1))
 	// Reads have their own budget: spending it all leaves synthesis whole.
 	for i := 0; i < 3; i++ {
-		if r := tg.do("GET", "/v1/voices", "acme", nil); r.status != 200 {
-			t.Fatalf("read %d within the read burst: %d", i, r.status)
+		if r := tg.Do("GET", "/v1/voices", "acme", nil); r.Status != 200 {
+			t.Fatalf("read %d within the read burst: %d", i, r.Status)
 		}
 	}
-	r := tg.do("GET", "/v1/logs", "acme", nil)
-	r.problem(t, 429, "rate_limited")
-	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+	r := tg.Do("GET", "/v1/logs", "acme", nil)
+	r.Problem(t, 429, "rate_limited")
+	if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("Retry-After = %q", ra)
 	}
 	for i := 0; i < 2; i++ {
-		if r := tg.do("POST", "/v1/audio/speech", "acme", speechBody("hi")); r.status != 200 {
-			t.Fatalf("synthesis %d after the reads were spent: %d %s", i, r.status, r.body)
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("hi")); r.Status != 200 {
+			t.Fatalf("synthesis %d after the reads were spent: %d %s", i, r.Status, r.Body)
 		}
 	}
-	r = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", speechBody("hi"))
-	r.problem(t, 429, "rate_limited")
-	if !strings.Contains(string(r.body), "synthesis") {
-		t.Errorf("429 detail does not name the budget: %s", r.body)
+	r = tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", harness.SpeechBody("hi"))
+	r.Problem(t, 429, "rate_limited")
+	if !strings.Contains(string(r.Body), "synthesis") {
+		t.Errorf("429 detail does not name the budget: %s", r.Body)
 	}
 	// Another organization is not slowed by acme's limits.
 	for i := 0; i < 5; i++ {
-		if r := tg.do("GET", "/v1/voices", "globex", nil); r.status != 200 {
-			t.Fatalf("globex request %d: %d", i, r.status)
+		if r := tg.Do("GET", "/v1/voices", "globex", nil); r.Status != 200 {
+			t.Fatalf("globex request %d: %d", i, r.Status)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gateway_test
+package api
 
 import (
 	"encoding/json"
@@ -11,11 +11,12 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
-// jsclientConfig is speechConfig with acme moderated by the built-in
+// jsclientConfig is harness.SpeechConfig with acme moderated by the built-in
 // check, so the client meets a moderation block too.
-var jsclientConfig = strings.Replace(speechConfig, "  acme:\n", "  acme:\n    moderation: standard\n", 1) + `
+var jsclientConfig = strings.Replace(harness.SpeechConfig, "  acme:\n", "  acme:\n    moderation: standard\n", 1) + `
 moderation:
   rulesets:
     standard:
@@ -29,7 +30,7 @@ moderation:
 // with their warnings, captions and a problem code all go through the
 // client's own parsing.
 func TestPublicJSClient(t *testing.T) {
-	dir, _ := filepath.Abs("../test/jsclient")
+	dir := harness.Path(t, "test", "jsclient")
 	node, err := exec.LookPath("node")
 	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@speech-sdk", "core")); err != nil || statErr != nil {
 		if os.Getenv("CI") != "" {
@@ -38,15 +39,15 @@ func TestPublicJSClient(t *testing.T) {
 		t.Skip("node or test/jsclient/node_modules missing: run `make test`")
 	}
 	// An OpenAI fake that speaks real speech, for aligned timestamps.
-	oai := openai.New(t, fakeupstream.Options{Voice: newESpeakVoice(t, "en-us+f2", 1.1)})
+	oai := openai.New(t, fakeupstream.Options{Voice: harness.NewESpeakVoice(t, "en-us+f2", 1.1)})
 	cfg := strings.Replace(jsclientConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1)
 	cfg = strings.Replace(cfg, "providers:\n", "providers:\n  openai: {plugin: voxgate-openai, base_url: \""+oai.BaseURL()+"\", api_key: \""+openai.Key+"\", managed: true}\n", 1)
 	cfg = strings.Replace(cfg, "      testkit: {enabled: true}\n", "      testkit: {enabled: true}\n      openai: {enabled: true}\n", 1)
-	tg := startGateway(t, cfg)
-	long := longText(12100) // 12,000 characters or a few more, ending a sentence
+	tg := harness.Start(t, cfg)
+	long := harness.LongText(12100) // 12,000 characters or a few more, ending a sentence
 	cmd := exec.Command(node, "client.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "VOXGATE_URL="+validatingProxy(t, tg.base)+"/v1", "VOXGATE_KEY="+tg.keys["acme"], "VOXGATE_LONG_TEXT="+long)
+	cmd.Env = append(os.Environ(), "VOXGATE_URL="+harness.ValidatingProxy(t, tg.Base)+"/v1", "VOXGATE_KEY="+tg.Keys["acme"], "VOXGATE_LONG_TEXT="+long)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string

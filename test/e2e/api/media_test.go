@@ -1,34 +1,17 @@
-package gateway_test
+package api
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"mime/multipart"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-)
 
-// upload sends raw bytes with a content type.
-func (tg *testGateway) upload(org, contentType string, body []byte) *response {
-	tg.t.Helper()
-	req, _ := http.NewRequest("POST", tg.base+"/v1/media", bytes.NewReader(body))
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	req.Header.Set("Authorization", "Bearer "+tg.keys[org])
-	resp, err := tg.hc.Do(req)
-	if err != nil {
-		tg.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return &response{status: resp.StatusCode, header: resp.Header, body: data}
-}
+	"github.com/voxgate/voxgate/test/e2e/harness"
+)
 
 func multipartBody(t *testing.T, field, filename, partType string, data []byte) (string, []byte) {
 	var buf bytes.Buffer
@@ -46,49 +29,49 @@ func multipartBody(t *testing.T, field, filename, partType string, data []byte) 
 }
 
 func TestMediaUploadAndCloning(t *testing.T) {
-	tg := startGateway(t, strings.Replace(speechConfig, "storage:", "limits: {max_media_bytes: 300000}\nstorage:", 1))
+	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "storage:", "limits: {max_media_bytes: 300000}\nstorage:", 1))
 	// Real audio: an eSpeak clip rendered through the gateway.
-	clip := tg.do("POST", "/v1/audio/speech", "acme", speechBody("This is my voice sample for cloning.", "output", map[string]any{"format": "wav", "sampleRate": 16000}))
-	if clip.status != 200 {
-		t.Fatalf("clip: %d", clip.status)
+	clip := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("This is my voice sample for cloning.", "output", map[string]any{"format": "wav", "sampleRate": 16000}))
+	if clip.Status != 200 {
+		t.Fatalf("clip: %d", clip.Status)
 	}
-	wantDur, _ := pcmSeconds(t, "audio/wav", clip.body)
-	sum := sha256.Sum256(clip.body)
+	wantDur, _ := harness.PCMSeconds(t, "audio/wav", clip.Body)
+	sum := sha256.Sum256(clip.Body)
 
-	r := tg.upload("acme", "audio/wav", clip.body)
-	if r.status != 201 {
-		t.Fatalf("raw upload: %d %s", r.status, r.body)
+	r := tg.Upload("acme", "audio/wav", clip.Body)
+	if r.Status != 201 {
+		t.Fatalf("raw upload: %d %s", r.Status, r.Body)
 	}
-	var m apiMedia
-	r.json(t, &m)
-	if m.ID == "" || m.MediaType != "audio/wav" || m.Bytes != int64(len(clip.body)) || m.SHA256 != hex.EncodeToString(sum[:]) ||
+	var m harness.Media
+	r.JSON(t, &m)
+	if m.ID == "" || m.MediaType != "audio/wav" || m.Bytes != int64(len(clip.Body)) || m.SHA256 != hex.EncodeToString(sum[:]) ||
 		abs(float64(m.DurationMS)/1000-wantDur) > 0.01 {
 		t.Fatalf("media = %+v (want %.3fs)", m, wantDur)
 	}
-	ct, body := multipartBody(t, "file", "sample.wav", "audio/wav", clip.body)
-	r = tg.upload("acme", ct, body)
-	var m2 apiMedia
-	r.json(t, &m2)
-	if r.status != 201 || m2.Filename != "sample.wav" {
-		t.Fatalf("multipart upload: %d %s", r.status, r.body)
+	ct, body := multipartBody(t, "file", "sample.wav", "audio/wav", clip.Body)
+	r = tg.Upload("acme", ct, body)
+	var m2 harness.Media
+	r.JSON(t, &m2)
+	if r.Status != 201 || m2.Filename != "sample.wav" {
+		t.Fatalf("multipart upload: %d %s", r.Status, r.Body)
 	}
 	// The dashboard uploads through its session: a body this large is
 	// read only once the session and its CSRF header are checked.
-	u := newUIClient(tg)
-	u.signIn(t, tg.keys["acme"])
-	if r := u.do("POST", "/ui/api/v1/media", string(body), "Content-Type", ct); r.status != 403 || !strings.Contains(string(r.body), "csrf_failed") {
-		t.Fatalf("dashboard upload without its CSRF header: %d %s", r.status, r.body)
+	u := harness.NewUIClient(tg)
+	u.SignIn(t, tg.Keys["acme"])
+	if r := u.Do("POST", "/ui/api/v1/media", string(body), "Content-Type", ct); r.Status != 403 || !strings.Contains(string(r.Body), "csrf_failed") {
+		t.Fatalf("dashboard upload without its CSRF header: %d %s", r.Status, r.Body)
 	}
-	if r := u.do("POST", "/ui/api/v1/media", string(body), "Content-Type", ct, "X-CSRF-Token", u.csrf); r.status != 201 || !strings.Contains(string(r.body), `"filename":"sample.wav"`) {
-		t.Fatalf("dashboard upload: %d %s", r.status, r.body)
+	if r := u.Do("POST", "/ui/api/v1/media", string(body), "Content-Type", ct, "X-CSRF-Token", u.CSRF); r.Status != 201 || !strings.Contains(string(r.Body), `"filename":"sample.wav"`) {
+		t.Fatalf("dashboard upload: %d %s", r.Status, r.Body)
 	}
-	var got apiMedia
-	tg.do("GET", "/v1/media/"+m.ID, "acme", nil).json(t, &got)
+	var got harness.Media
+	tg.Do("GET", "/v1/media/"+m.ID, "acme", nil).JSON(t, &got)
 	if got.ID != m.ID || got.SHA256 != m.SHA256 {
 		t.Fatalf("get media %+v", got)
 	}
-	tg.do("GET", "/v1/media/"+m.ID, "globex", nil).problem(t, 404, "media_not_found")
-	tg.do("GET", "/v1/media/"+uuid.NewString(), "acme", nil).problem(t, 404, "media_not_found")
+	tg.Do("GET", "/v1/media/"+m.ID, "globex", nil).Problem(t, 404, "media_not_found")
+	tg.Do("GET", "/v1/media/"+uuid.NewString(), "acme", nil).Problem(t, 404, "media_not_found")
 
 	bad := []struct {
 		name, ct string
@@ -97,36 +80,36 @@ func TestMediaUploadAndCloning(t *testing.T) {
 		code     string
 	}{
 		{"text as wav", "audio/wav", []byte("this is not audio at all, just text"), 415, "unsupported_media_type"},
-		{"wav declared as mp3", "audio/mpeg", clip.body, 400, "validation_failed"},
+		{"wav declared as mp3", "audio/mpeg", clip.Body, 400, "validation_failed"},
 		{"json", "application/json", []byte(`{"a":1}`), 415, "unsupported_media_type"},
-		{"no content type", "", clip.body, 415, "unsupported_media_type"},
+		{"no content type", "", clip.Body, 415, "unsupported_media_type"},
 		{"ogg", "audio/ogg", []byte("OggS\x00\x02"), 415, "unsupported_media_type"},
 		{"empty", "audio/wav", nil, 400, "validation_failed"},
-		{"truncated wav", "audio/wav", clip.body[:30], 400, "validation_failed"},
-		{"too large", "audio/wav", append(append([]byte(nil), clip.body...), make([]byte, 300000)...), 413, "payload_too_large"},
+		{"truncated wav", "audio/wav", clip.Body[:30], 400, "validation_failed"},
+		{"too large", "audio/wav", append(append([]byte(nil), clip.Body...), make([]byte, 300000)...), 413, "payload_too_large"},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
-			tg.upload("acme", b.ct, b.body).problem(t, b.status, b.code)
+			tg.Upload("acme", b.ct, b.body).Problem(t, b.status, b.code)
 		})
 	}
-	ct, body = multipartBody(t, "audio", "x.wav", "audio/wav", clip.body)
-	tg.upload("acme", ct, body).problem(t, 400, "validation_failed")
+	ct, body = multipartBody(t, "audio", "x.wav", "audio/wav", clip.Body)
+	tg.Upload("acme", ct, body).Problem(t, 400, "validation_failed")
 
 	// Cloning: the test kit clones, eSpeak cannot.
-	r = tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID})
-	if r.status != 201 {
-		t.Fatalf("clone: %d %s", r.status, r.body)
+	r = tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID})
+	if r.Status != 201 {
+		t.Fatalf("clone: %d %s", r.Status, r.Body)
 	}
-	v := r.voice(t)
+	v := r.Voice(t)
 	if v.VoiceID != "clone-Me" || v.MediaID != m.ID {
 		t.Fatalf("cloned voice %+v", v)
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "speaking with my cloned voice"}); r.status != 200 {
-		t.Fatalf("speech with cloned voice: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "speaking with my cloned voice"}); r.Status != 200 {
+		t.Fatalf("speech with cloned voice: %d %s", r.Status, r.Body)
 	}
-	tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "espeak", "model": "espeak-ng", "mediaId": m.ID}).problem(t, 501, "cloning_unsupported")
-	tg.do("POST", "/v1/voices", "globex", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID}).problem(t, 404, "media_not_found")
+	tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "espeak", "model": "espeak-ng", "mediaId": m.ID}).Problem(t, 501, "cloning_unsupported")
+	tg.Do("POST", "/v1/voices", "globex", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID}).Problem(t, 404, "media_not_found")
 }
 
 func abs(f float64) float64 {

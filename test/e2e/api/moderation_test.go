@@ -1,4 +1,4 @@
-package gateway_test
+package api
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openaimoderation"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // moderationConfig runs real plugin processes: eSpeak and the test kit as
@@ -81,14 +82,14 @@ moderation:
 
 // moderationGateway is a started moderationConfig gateway.
 type moderationGateway struct {
-	*testGateway
+	*harness.Gateway
 	wrapper string
 	fake    *openaimoderation.Server
 }
 
 func startModerationGateway(t testing.TB) *moderationGateway {
 	t.Helper()
-	bin, err := filepath.Abs(filepath.Join(binDir(t), "testplugins", "voxgate-testplugin"))
+	bin, err := filepath.Abs(filepath.Join(harness.BinDir(t), "testplugins", "voxgate-testplugin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func startModerationGateway(t testing.TB) *moderationGateway {
 	mg.fake = openaimoderation.New(t, fakeupstream.Options{})
 	mg.fake.Flag("zorblax", "harassment", 0.91)
 	yaml := strings.NewReplacer("%WRAP%", mg.wrapper, "%MODKEY%", openaimoderation.Key, "%FAKE%", mg.fake.BaseURL()).Replace(moderationConfig)
-	mg.testGateway = startGateway(t, yaml)
+	mg.Gateway = harness.Start(t, yaml)
 	return mg
 }
 
@@ -119,7 +120,7 @@ func (mg *moderationGateway) writeWrapper(t testing.TB, line string) {
 // providerCalls counts the synthesis calls the test-kit provider received.
 func (mg *moderationGateway) providerCalls(t testing.TB) int {
 	t.Helper()
-	path := filepath.Join(mg.dir, "calls.jsonl")
+	path := filepath.Join(mg.Dir, "calls.jsonl")
 	s, err := calllog.Count(path, "synthesize")
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func (mg *moderationGateway) providerCalls(t testing.TB) int {
 // moderationCalls counts the calls the test-kit moderator received.
 func (mg *moderationGateway) moderationCalls(t testing.TB) int {
 	t.Helper()
-	n, err := calllog.Count(filepath.Join(mg.dir, "moderation-calls.jsonl"), "moderate")
+	n, err := calllog.Count(filepath.Join(mg.Dir, "moderation-calls.jsonl"), "moderate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,39 +158,20 @@ type blockedEnvelope struct {
 }
 
 // blocked asserts r is the moderation envelope with status and reason.
-func (r *response) blocked(t testing.TB, status int, reasonType string) blockedEnvelope {
+func blocked(t testing.TB, r *harness.Response, status int, reasonType string) blockedEnvelope {
 	t.Helper()
-	if r.status != status {
-		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
 	}
-	if ct := r.header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("Content-Type = %q, want application/json; body %s", ct, r.body)
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type = %q, want application/json; body %s", ct, r.Body)
 	}
 	var env blockedEnvelope
-	r.json(t, &env)
+	r.JSON(t, &env)
 	if env.Error.Code != "content_moderation_blocked" || env.Code != env.Error.Code || env.Error.Message == "" || env.Error.Reason.Type != reasonType {
-		t.Fatalf("envelope %s; want code content_moderation_blocked, reason %s", r.body, reasonType)
+		t.Fatalf("envelope %s; want code content_moderation_blocked, reason %s", r.Body, reasonType)
 	}
 	return env
-}
-
-// rawLogRow returns the log row of a request as JSON fields, so that the
-// presence of a field can be asserted, not only its value.
-func (tg *testGateway) rawLogRow(org string, r *response) map[string]any {
-	tg.t.Helper()
-	tg.flushLogs()
-	id := r.header.Get("X-Request-Id")
-	var page struct {
-		Data []map[string]any `json:"data"`
-	}
-	tg.do("GET", "/v1/logs?limit=200", org, nil).json(tg.t, &page)
-	for _, row := range page.Data {
-		if row["request_id"] == id {
-			return row
-		}
-	}
-	tg.t.Fatalf("no log row for request %s", id)
-	return nil
 }
 
 // checkRow asserts a log row's moderation fields and that it does not
@@ -227,15 +209,15 @@ func TestModerationAllowsAndLogs(t *testing.T) {
 		{"globex", "", moderation.DecisionOff},       // no moderation
 	} {
 		t.Run(tt.org+"/"+tt.ruleset, func(t *testing.T) {
-			body := speechBody(text)
+			body := harness.SpeechBody(text)
 			if tt.ruleset != "" {
 				body["moderation_ruleset_id"] = tt.ruleset
 			}
-			r := mg.do("POST", "/v1/audio/speech", tt.org, body)
-			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "audio/") {
-				t.Fatalf("status %d %s: %s", r.status, r.header.Get("Content-Type"), r.body[:min(len(r.body), 200)])
+			r := mg.Do("POST", "/v1/audio/speech", tt.org, body)
+			if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "audio/") {
+				t.Fatalf("status %d %s: %s", r.Status, r.Header.Get("Content-Type"), r.Body[:min(len(r.Body), 200)])
 			}
-			checkRow(t, mg.rawLogRow(tt.org, r), text, 200, tt.decision, "")
+			checkRow(t, mg.RawLogRow(tt.org, r), text, 200, tt.decision, "")
 		})
 	}
 	if n := mg.moderationCalls(t); n != 1 {
@@ -244,7 +226,7 @@ func TestModerationAllowsAndLogs(t *testing.T) {
 	if n := mg.fake.CallsTo(openaimoderation.Path); n != 1 {
 		t.Errorf("the OpenAI fake got %d calls, want 1 (ruleset remote)", n)
 	}
-	metrics := string(mg.metricsBody())
+	metrics := string(mg.MetricsBody())
 	for _, want := range []string{
 		`voxgate_moderation_decisions_total{decision="allow",reason="",ruleset="standard"} 1`,
 		`voxgate_moderation_duration_seconds_count{ruleset="closed"} 1`,
@@ -280,12 +262,12 @@ func TestModerationBlocks(t *testing.T) {
 				if tt.ruleset != "" {
 					body["moderation_ruleset_id"] = tt.ruleset
 				}
-				r := mg.do("POST", ep, "acme", body)
-				env := r.blocked(t, 422, tt.reason)
+				r := mg.Do("POST", ep, "acme", body)
+				env := blocked(t, r, 422, tt.reason)
 				if env.Error.Reason.Detail != tt.detail {
 					t.Errorf("reason.detail = %q, want %q", env.Error.Reason.Detail, tt.detail)
 				}
-				row := mg.rawLogRow("acme", r)
+				row := mg.RawLogRow("acme", r)
 				checkRow(t, row, tt.text, 422, moderation.DecisionBlock, tt.reason)
 				if row["error_code"] != "content_moderation_blocked" || row["moderation_reason_detail"] != tt.detail {
 					t.Errorf("row error_code %v, detail %v", row["error_code"], row["moderation_reason_detail"])
@@ -302,8 +284,8 @@ func TestModerationBlocks(t *testing.T) {
 		t.Errorf("the test-kit moderator got %d calls, want %d", n, len(endpoints))
 	}
 	// The control: the same gateway lets a clean request through.
-	if r := mg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "all fine"}); r.status != 200 {
-		t.Fatalf("clean request: %d %s", r.status, r.body)
+	if r := mg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "all fine"}); r.Status != 200 {
+		t.Fatalf("clean request: %d %s", r.Status, r.Body)
 	}
 	if n := mg.providerCalls(t); n != 1 {
 		t.Errorf("the provider received %d calls, want 1", n)
@@ -319,16 +301,16 @@ func TestModerationCheckFailures(t *testing.T) {
 	run := func(t *testing.T, ruleset, text string, status int, decision, reason string) {
 		t.Helper()
 		body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": text, "moderation_ruleset_id": ruleset}
-		r := mg.do("POST", "/v1/audio/speech", "acme", body)
+		r := mg.Do("POST", "/v1/audio/speech", "acme", body)
 		if status == 403 {
-			r.blocked(t, 403, moderation.ReasonErrorFailClosed)
-		} else if r.status != status {
-			t.Fatalf("status %d, want %d: %s", r.status, status, r.body[:min(len(r.body), 300)])
+			blocked(t, r, 403, moderation.ReasonErrorFailClosed)
+		} else if r.Status != status {
+			t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body[:min(len(r.Body), 300)])
 		}
 		if status == 200 {
 			calls++
 		}
-		checkRow(t, mg.rawLogRow("acme", r), text, status, decision, reason)
+		checkRow(t, mg.RawLogRow("acme", r), text, status, decision, reason)
 		if n := mg.providerCalls(t); n != calls {
 			t.Errorf("the provider received %d calls, want %d", n, calls)
 		}
@@ -355,14 +337,14 @@ func TestModerationCheckFailures(t *testing.T) {
 		// Kill the moderator and keep it from coming back: every restart
 		// of the wrapper now exits at once.
 		mg.writeWrapper(t, "exit 1")
-		pids := mg.g.PluginPIDs("moderation.testmod")
+		pids := mg.Core.PluginPIDs("moderation.testmod")
 		if len(pids) != 1 {
 			t.Fatalf("moderator pids = %v", pids)
 		}
 		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(15 * time.Second); len(mg.g.PluginPIDs("moderation.testmod")) > 0; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(15 * time.Second); len(mg.Core.PluginPIDs("moderation.testmod")) > 0; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the pool did not notice the killed moderator")
 			}
@@ -386,12 +368,12 @@ func TestModerationRulesetSelection(t *testing.T) {
 		{"not a string", "acme", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			body := speechBody("hello")
+			body := harness.SpeechBody("hello")
 			body["moderation_ruleset_id"] = tt.ruleset
 			if tt.ruleset == "" {
 				body["moderation_ruleset_id"] = 5
 			}
-			p := mg.do("POST", "/v1/audio/speech", tt.org, body).problem(t, 400, "validation_failed")
+			p := mg.Do("POST", "/v1/audio/speech", tt.org, body).Problem(t, 400, "validation_failed")
 			if len(p.Validation) == 0 || strings.Join(p.Validation[0].Path, ".") != "moderation_ruleset_id" {
 				t.Errorf("validation %+v does not name moderation_ruleset_id", p.Validation)
 			}
@@ -403,17 +385,17 @@ func TestModerationRulesetSelection(t *testing.T) {
 // endpoint, and no log line carries it.
 func TestModerationKeyStaysSecret(t *testing.T) {
 	mg := startModerationGateway(t)
-	r := mg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	r := mg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"})
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	last, ok := mg.fake.LastRequest()
 	if !ok || last.Header.Get("Authorization") != "Bearer "+openaimoderation.Key {
 		t.Fatalf("the endpoint got Authorization %q", last.Header.Get("Authorization"))
 	}
 	mg.fake.FailNext(1, fakeupstream.Fault{Status: 401})
-	mg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"}).blocked(t, 403, moderation.ReasonErrorFailClosed)
-	for _, e := range mg.logs.All() {
+	blocked(t, mg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"}), 403, moderation.ReasonErrorFailClosed)
+	for _, e := range mg.Logs.All() {
 		line, _ := json.Marshal(e.ContextMap())
 		if strings.Contains(e.Message+string(line), openaimoderation.Key) {
 			t.Errorf("a log entry contains the moderation API key: %s %s", e.Message, line)
@@ -449,18 +431,18 @@ moderation:
 // moderation (globex), interleaved in one run so that machine noise hits
 // both alike, and the check's own time from the moderation histogram.
 func BenchmarkSpeechModeration(b *testing.B) {
-	tg := startGateway(b, moderationBenchConfig)
-	body := speechBody("Hello there, this is a short sentence to speak.")
+	tg := harness.Start(b, moderationBenchConfig)
+	body := harness.SpeechBody("Hello there, this is a short sentence to speak.")
 	var moderated, unmoderated time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
-			b.Fatalf("moderated: %d %s", r.status, r.body)
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 {
+			b.Fatalf("moderated: %d %s", r.Status, r.Body)
 		}
 		moderated += time.Since(start)
 		start = time.Now()
-		if r := tg.do("POST", "/v1/audio/speech", "globex", body); r.status != 200 {
-			b.Fatalf("unmoderated: %d %s", r.status, r.body)
+		if r := tg.Do("POST", "/v1/audio/speech", "globex", body); r.Status != 200 {
+			b.Fatalf("unmoderated: %d %s", r.Status, r.Body)
 		}
 		unmoderated += time.Since(start)
 	}
@@ -474,8 +456,8 @@ func BenchmarkSpeechModeration(b *testing.B) {
 }
 
 // checkMicros is the mean moderation check time of ruleset standard.
-func checkMicros(b *testing.B, tg *testGateway) float64 {
-	fams, err := tg.g.Metrics().Registry.Gather()
+func checkMicros(b *testing.B, tg *harness.Gateway) float64 {
+	fams, err := tg.Core.Metrics().Registry.Gather()
 	if err != nil {
 		b.Fatal(err)
 	}

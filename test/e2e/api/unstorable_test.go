@@ -1,4 +1,4 @@
-package gateway_test
+package api
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 	"github.com/voxgate/voxgate/internal/pgtest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // Text the store cannot hold (issue 27): a NUL in a voice once got its
@@ -61,21 +62,21 @@ func TestUnstorableTextIsRefusedAtTheEdge(t *testing.T) {
 
 func testUnstorableText(t *testing.T, driver string) {
 	cfg, oai := unstorableConfig(t, driver)
-	tg := startGateway(t, cfg)
+	tg := harness.Start(t, cfg)
 	const speak = "/v1/audio/speech"
 
 	// Records the cases below change or name.
-	r := tg.do("POST", "/v1/voices", "acme", `{"title":"Narrator","provider":"espeak","model":"espeak-ng","voice_id":"en"}`)
-	if r.status != 201 {
-		t.Fatalf("create a voice: %d %s", r.status, r.body)
+	r := tg.Do("POST", "/v1/voices", "acme", `{"title":"Narrator","provider":"espeak","model":"espeak-ng","voice_id":"en"}`)
+	if r.Status != 201 {
+		t.Fatalf("create a voice: %d %s", r.Status, r.Body)
 	}
-	voice := r.voice(t).ID
-	r = tg.do("POST", "/v1/pronunciation-dictionaries", "acme", `{"name":"Brand terms"}`)
-	if r.status != 201 {
-		t.Fatalf("create a dictionary: %d %s", r.status, r.body)
+	voice := r.Voice(t).ID
+	r = tg.Do("POST", "/v1/pronunciation-dictionaries", "acme", `{"name":"Brand terms"}`)
+	if r.Status != 201 {
+		t.Fatalf("create a dictionary: %d %s", r.Status, r.Body)
 	}
 	var dict struct{ ID string }
-	r.json(t, &dict)
+	r.JSON(t, &dict)
 
 	// Each case sends a NUL (or a control character in a name) where a
 	// client can, and must get 400 validation_failed naming the field.
@@ -118,7 +119,7 @@ func testUnstorableText(t *testing.T, driver string) {
 			if c.body != "" {
 				body = c.body
 			}
-			p := tg.do(c.method, c.path, "acme", body).problem(t, 400, "validation_failed")
+			p := tg.Do(c.method, c.path, "acme", body).Problem(t, 400, "validation_failed")
 			if len(p.Validation) != 1 || !slices.Equal(p.Validation[0].Path, c.want) {
 				t.Errorf("validation = %+v, want one entry naming %q", p.Validation, c.want)
 			}
@@ -129,21 +130,21 @@ func testUnstorableText(t *testing.T, driver string) {
 	}
 
 	// The dialects answer in their own error shapes, naming their fields.
-	tg.do("POST", speak, "acme", `{"model":"tts-1","input":"hi","voice":"al\u0000loy"}`).openAIError(t, 400, "validation_failed", "voice")
-	tg.do("POST", speak, "acme", `{"model":"tts-1","input":"hi","voice":{"id":"\u0000"}}`).openAIError(t, 400, "validation_failed", "voice")
-	xi := func(path, body string) *response {
-		return tg.do("POST", path, "", body, "xi-api-key", tg.keys["acme"])
+	tg.Do("POST", speak, "acme", `{"model":"tts-1","input":"hi","voice":"al\u0000loy"}`).OpenAIError(t, 400, "validation_failed", "voice")
+	tg.Do("POST", speak, "acme", `{"model":"tts-1","input":"hi","voice":{"id":"\u0000"}}`).OpenAIError(t, 400, "validation_failed", "voice")
+	xi := func(path, body string) *harness.Response {
+		return tg.Do("POST", path, "", body, "xi-api-key", tg.Keys["acme"])
 	}
-	if e := xi("/elevenlabs/v1/text-to-speech/"+url.PathEscape("en\x00x"), `{"text":"hi"}`).elevenLabsError(t, 400, "validation_failed"); e.Detail.Param != "voice_id" {
+	if e := xi("/elevenlabs/v1/text-to-speech/"+url.PathEscape("en\x00x"), `{"text":"hi"}`).ElevenLabsError(t, 400, "validation_failed"); e.Detail.Param != "voice_id" {
 		t.Errorf("ElevenLabs path voice: param %q, want voice_id", e.Detail.Param)
 	}
-	if e := xi("/elevenlabs/v1/text-to-speech/en", `{"text":"hi","model_id":"espeak/espeak-ng\u0000"}`).elevenLabsError(t, 400, "validation_failed"); e.Detail.Param != "model_id" {
+	if e := xi("/elevenlabs/v1/text-to-speech/en", `{"text":"hi","model_id":"espeak/espeak-ng\u0000"}`).ElevenLabsError(t, 400, "validation_failed"); e.Detail.Param != "model_id" {
 		t.Errorf("ElevenLabs body model_id: param %q, want model_id", e.Detail.Param)
 	}
 
 	// Nothing was created or changed by the refused writes.
-	var voices struct{ Data []apiVoice }
-	tg.do("GET", "/v1/voices", "acme", nil).json(t, &voices)
+	var voices struct{ Data []harness.Voice }
+	tg.Do("GET", "/v1/voices", "acme", nil).JSON(t, &voices)
 	if len(voices.Data) != 1 || voices.Data[0].Description != "" {
 		t.Errorf("voices after the refused writes: %+v", voices.Data)
 	}
@@ -152,18 +153,18 @@ func testUnstorableText(t *testing.T, driver string) {
 	// that quotes it is written sanitized, and the rows batched with it,
 	// of both organizations, all land.
 	oai.FailNext(1, fakeupstream.Fault{Status: 400, Code: "invalid_voice", Message: "no voice named al\x00loy"})
-	upstream := tg.do("POST", speak, "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "hello"})
-	if upstream.status/100 != 4 && upstream.status/100 != 5 {
-		t.Fatalf("the faulted upstream call answered %d", upstream.status)
+	upstream := tg.Do("POST", speak, "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "hello"})
+	if upstream.Status/100 != 4 && upstream.Status/100 != 5 {
+		t.Fatalf("the faulted upstream call answered %d", upstream.Status)
 	}
 	for i := range 5 {
 		for _, org := range []string{"acme", "globex"} {
-			if r := tg.do("POST", speak, org, map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": fmt.Sprintf("row %d", i)}); r.status != 200 {
-				t.Fatalf("%s: %d %s", org, r.status, r.body)
+			if r := tg.Do("POST", speak, org, map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": fmt.Sprintf("row %d", i)}); r.Status != 200 {
+				t.Fatalf("%s: %d %s", org, r.Status, r.Body)
 			}
 		}
 	}
-	acme, globex := tg.logsWhere("acme", ""), tg.logsWhere("globex", "")
+	acme, globex := tg.LogsWhere("acme", ""), tg.LogsWhere("globex", "")
 	if want := refused + 1 + 5; len(acme) != want || len(globex) != 5 {
 		t.Fatalf("rows: acme %d (want %d), globex %d (want 5)", len(acme), want, len(globex))
 	}
@@ -182,10 +183,10 @@ func testUnstorableText(t *testing.T, driver string) {
 	if sanitized != 1 {
 		t.Errorf("%d sanitized rows, want the one quoting the provider's NUL", sanitized)
 	}
-	if got := tg.metricValue("voxgate_log_rows_sanitized_total"); got != 1 {
+	if got := tg.MetricValue("voxgate_log_rows_sanitized_total"); got != 1 {
 		t.Errorf("voxgate_log_rows_sanitized_total = %v, want 1", got)
 	}
-	if got := tg.metricValue("voxgate_log_rows_dropped_total"); got != 0 {
+	if got := tg.MetricValue("voxgate_log_rows_dropped_total"); got != 0 {
 		t.Errorf("voxgate_log_rows_dropped_total = %v, want 0", got)
 	}
 }

@@ -1,10 +1,12 @@
-package gateway_test
+package api
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // usageBody is the GET /v1/usage response.
@@ -39,7 +41,7 @@ type usageGroup struct {
 // with its turns inside), audio measured, grouped by key with its name,
 // and nothing of another organization.
 func TestUsage(t *testing.T) {
-	tg := startGateway(t, `
+	tg := harness.Start(t, `
 server:
   listen: 127.0.0.1:0
 storage:
@@ -55,39 +57,39 @@ orgs:
   globex:
     providers: {espeak: {enabled: true}}
 `)
-	speak := func(path, text string, extra string) *response {
-		return tg.do("POST", path, "acme", fmt.Sprintf(`{"model":"espeak/espeak-ng","voice":"en","text":%q%s}`, text, extra))
+	speak := func(path, text string, extra string) *harness.Response {
+		return tg.Do("POST", path, "acme", fmt.Sprintf(`{"model":"espeak/espeak-ng","voice":"en","text":%q%s}`, text, extra))
 	}
 	texts := []string{"One two three.", "Four five six seven.", "Eight."}
 	var chars int64
 	for _, tx := range texts {
-		if r := speak("/v1/audio/speech", tx, `,"output":{"format":"mp3"}`); r.status != 200 {
-			t.Fatalf("speech: %d %s", r.status, r.body)
+		if r := speak("/v1/audio/speech", tx, `,"output":{"format":"mp3"}`); r.Status != 200 {
+			t.Fatalf("speech: %d %s", r.Status, r.Body)
 		}
 		chars += int64(len(tx))
 	}
-	if r := speak("/v1/audio/speech/stream", "A streamed sentence.", ""); r.status != 200 {
-		t.Fatalf("stream: %d %s", r.status, r.body)
+	if r := speak("/v1/audio/speech/stream", "A streamed sentence.", ""); r.Status != 200 {
+		t.Fatalf("stream: %d %s", r.Status, r.Body)
 	}
 	chars += int64(len("A streamed sentence."))
-	if r := tg.do("POST", "/v1/audio/conversation", "acme", `{"model":"espeak/espeak-ng","turns":[{"voice":"en","text":"Hello."},{"voice":"de","text":"Hallo."}]}`); r.status != 200 {
-		t.Fatalf("conversation: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/conversation", "acme", `{"model":"espeak/espeak-ng","turns":[{"voice":"en","text":"Hello."},{"voice":"de","text":"Hallo."}]}`); r.Status != 200 {
+		t.Fatalf("conversation: %d %s", r.Status, r.Body)
 	}
 	chars += int64(len("Hello.") + len("Hallo."))
-	if r := speak("/v1/audio/speech", "Bad voice.", `,"voice":"no-such-voice-xx"`); r.status < 400 {
-		t.Fatalf("bad request: %d", r.status)
+	if r := speak("/v1/audio/speech", "Bad voice.", `,"voice":"no-such-voice-xx"`); r.Status < 400 {
+		t.Fatalf("bad request: %d", r.Status)
 	}
-	tg.flushLogs()
+	tg.FlushLogs()
 
 	var u usageBody
-	r := tg.do("GET", "/v1/usage?group_by=provider,day,key", "acme", nil)
-	if r.status != 200 {
-		t.Fatalf("usage: %d %s", r.status, r.body)
+	r := tg.Do("GET", "/v1/usage?group_by=provider,day,key", "acme", nil)
+	if r.Status != 200 {
+		t.Fatalf("usage: %d %s", r.Status, r.Body)
 	}
-	r.json(t, &u)
+	r.JSON(t, &u)
 	today := time.Now().UTC().Format(time.DateOnly)
 	if len(u.Data) != 1 || strings.Join(u.GroupBy, ",") != "day,provider,key" {
-		t.Fatalf("usage = %s", r.body)
+		t.Fatalf("usage = %s", r.Body)
 	}
 	g := u.Data[0]
 	if g.Day != today || g.Provider != "espeak" || g.KeyName != "test" || g.KeyID == "" {
@@ -115,20 +117,20 @@ orgs:
 
 	// The log rows say which key, how much audio.
 	var lp logPageUsage
-	tg.do("GET", "/v1/logs?status=200&limit=1", "acme", nil).json(t, &lp)
+	tg.Do("GET", "/v1/logs?status=200&limit=1", "acme", nil).JSON(t, &lp)
 	if len(lp.Data) != 1 || lp.Data[0].KeyID != g.KeyID || lp.Data[0].AudioSeconds <= 0 {
 		t.Errorf("log row = %+v", lp.Data)
 	}
 
 	// Another organization sees none of it.
 	var other usageBody
-	tg.do("GET", "/v1/usage?group_by=provider", "globex", nil).json(t, &other)
+	tg.Do("GET", "/v1/usage?group_by=provider", "globex", nil).JSON(t, &other)
 	if len(other.Data) != 0 || other.Total.Requests != 0 {
 		t.Errorf("globex usage = %+v", other)
 	}
 
 	// Per-organization counters.
-	body := tg.metricsBody()
+	body := tg.MetricsBody()
 	for _, want := range []string{
 		`voxgate_usage_requests_total{org="acme"} 6`,
 		fmt.Sprintf(`voxgate_usage_characters_total{org="acme"} %d`, chars+failed),
@@ -161,7 +163,7 @@ type logPageUsage struct {
 }
 
 func TestUsageBadInput(t *testing.T) {
-	tg := startGateway(t, baseConfig)
+	tg := harness.Start(t, harness.BaseConfig)
 	for _, q := range []string{
 		"group_by=colour",
 		"group_by=day,day",
@@ -172,14 +174,14 @@ func TestUsageBadInput(t *testing.T) {
 		"limit=5",
 	} {
 		t.Run(q, func(t *testing.T) {
-			tg.do("GET", "/v1/usage?"+q, "acme", nil).problem(t, 400, "validation_failed")
+			tg.Do("GET", "/v1/usage?"+q, "acme", nil).Problem(t, 400, "validation_failed")
 		})
 	}
-	tg.do("GET", "/v1/usage", "", nil).problem(t, 401, "unauthorized")
+	tg.Do("GET", "/v1/usage", "", nil).Problem(t, 401, "unauthorized")
 	var u usageBody
-	r := tg.do("GET", "/v1/usage?since=2026-03-01&until=2026-03-08T00:00:00Z&group_by=model", "acme", nil)
-	r.json(t, &u)
-	if r.status != 200 || u.Since != "2026-03-01" || u.Until != "2026-03-08" || strings.Join(u.GroupBy, ",") != "provider,model" || u.Data == nil {
-		t.Errorf("usage = %d %s", r.status, r.body)
+	r := tg.Do("GET", "/v1/usage?since=2026-03-01&until=2026-03-08T00:00:00Z&group_by=model", "acme", nil)
+	r.JSON(t, &u)
+	if r.Status != 200 || u.Since != "2026-03-01" || u.Until != "2026-03-08" || strings.Join(u.GroupBy, ",") != "provider,model" || u.Data == nil {
+		t.Errorf("usage = %d %s", r.Status, r.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway_test
+package bench
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // BenchmarkStreamFirstByte compares time-to-first-byte of a stream through
@@ -25,8 +26,8 @@ import (
 // the same run and interleaved, so machine noise hits both alike. The
 // plugin renders silence so the figure is the path's cost, not synthesis.
 func BenchmarkStreamFirstByte(b *testing.B) {
-	tg := startGateway(b, speechConfig)
-	direct := sdktest.StartPlugin(b, filepath.Join(binDir(b), "testplugins", "voxgate-testplugin"))
+	tg := harness.Start(b, harness.SpeechConfig)
+	direct := sdktest.StartPlugin(b, filepath.Join(harness.BinDir(b), "testplugins", "voxgate-testplugin"))
 	text := "one two three four five six seven eight"
 	opts := []byte(`{"silent":true}`)
 	req := &sdk.SynthesizeRequest{Model: "test", Voice: "alpha", Text: text, Options: opts, Format: sdk.FormatPCM}
@@ -49,9 +50,9 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 		}
 		directTTFB += first
 
-		hreq, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
+		hreq, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(body))
 		hreq.Header.Set("Content-Type", "application/json")
-		hreq.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		hreq.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 		start = time.Now()
 		resp, err := hc.Do(hreq)
 		if err != nil {
@@ -77,10 +78,10 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 // requests interleaved in one run.
 func BenchmarkConversationConcurrency(b *testing.B) {
 	cfg := func(conc string) string {
-		return strings.Replace(strings.Replace(speechConfig, "instances: 1", "instances: 2", 1),
+		return strings.Replace(strings.Replace(harness.SpeechConfig, "instances: 1", "instances: 2", 1),
 			"storage:", "limits: {conversation_concurrency: "+conc+"}\nstorage:", 1)
 	}
-	serial, parallel := startGateway(b, cfg("1")), startGateway(b, cfg("4"))
+	serial, parallel := harness.Start(b, cfg("1")), harness.Start(b, cfg("4"))
 	turns := make([]any, 10)
 	for i := range turns {
 		turns[i] = map[string]any{"voice": []string{"en", "en-us", "de", "fr", "es"}[i%5], "text": "This is turn number " + strconv.Itoa(i) + " of a long conversation, spoken in full."}
@@ -89,13 +90,13 @@ func BenchmarkConversationConcurrency(b *testing.B) {
 	var ts, tp time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if r := serial.do("POST", "/v1/audio/conversation", "acme", body); r.status != 200 {
-			b.Fatalf("%d %s", r.status, r.body)
+		if r := serial.Do("POST", "/v1/audio/conversation", "acme", body); r.Status != 200 {
+			b.Fatalf("%d %s", r.Status, r.Body)
 		}
 		ts += time.Since(start)
 		start = time.Now()
-		if r := parallel.do("POST", "/v1/audio/conversation", "acme", body); r.status != 200 {
-			b.Fatalf("%d %s", r.status, r.body)
+		if r := parallel.Do("POST", "/v1/audio/conversation", "acme", body); r.Status != 200 {
+			b.Fatalf("%d %s", r.Status, r.Body)
 		}
 		tp += time.Since(start)
 	}
@@ -111,7 +112,7 @@ func BenchmarkConversationConcurrency(b *testing.B) {
 // same request sent straight to the fake; both interleaved, same client.
 func BenchmarkPlannedStreamFirstByte(b *testing.B) {
 	oai := openai.New(b, fakeupstream.Options{MaxRecorded: -1})
-	tg := startGateway(b, `
+	tg := harness.Start(b, `
 server:
   listen: 127.0.0.1:0
 storage:
@@ -154,7 +155,7 @@ orgs:
 	var directTTFB, gatewayTTFB time.Duration
 	for b.Loop() {
 		directTTFB += ttfb(oai.BaseURL()+"/audio/speech", openai.Key, direct)
-		gatewayTTFB += ttfb(tg.base+"/v1/audio/speech/stream", tg.keys["acme"], gw)
+		gatewayTTFB += ttfb(tg.Base+"/v1/audio/speech/stream", tg.Keys["acme"], gw)
 	}
 	n := float64(b.N)
 	d, g := float64(directTTFB.Microseconds())/n, float64(gatewayTTFB.Microseconds())/n

@@ -1,4 +1,4 @@
-package gateway_test
+package cloud
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/hume"
 	"github.com/voxgate/voxgate/internal/fakeupstream/inworld"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestConversationAcrossFourCloudProviders: one conversation, four cloud
@@ -39,21 +40,21 @@ providers:
       hume: {enabled: true}
       inworld: {enabled: true}
 `
-	tg := startGateway(t, cfg)
-	tg.secrets = append(tg.secrets, elevenlabs.Key, cartesia.Key, hume.Key, inworld.Key)
+	tg := harness.Start(t, cfg)
+	tg.Secrets = append(tg.Secrets, elevenlabs.Key, cartesia.Key, hume.Key, inworld.Key)
 	turns := []map[string]any{
 		{"model": "elevenlabs/eleven_multilingual_v2", "voice": el.VoiceIDs()[0], "text": "Welcome to the panel."},
 		{"model": "cartesia/sonic-2", "voice": cartesia.VoiceKatie, "text": "Thank you for having me here."},
 		{"model": "hume/octave-2", "voice": hume.VoiceAva, "text": "Let us talk about speech."},
 		{"model": "inworld/inworld-tts-1.5-max", "voice": in.VoiceIDs()[0], "text": "Gladly, where shall we start?"},
 	}
-	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "gapMs": 200})
-	if r.status != 200 {
-		t.Fatalf("conversation: %d %s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "gapMs": 200})
+	if r.Status != 200 {
+		t.Fatalf("conversation: %d %s", r.Status, r.Body)
 	}
-	var env convEnvelope
-	r.json(t, &env)
-	total := decodeAudio(t, env.Audio, env.MediaType)
+	var env harness.ConversationEnvelope
+	r.JSON(t, &env)
+	total := harness.DecodeAudio(t, env.Audio, env.MediaType)
 	words := map[int]int{}
 	prev := -1.0
 	for _, ts := range env.Timestamps {

@@ -1,4 +1,4 @@
-package gateway_test
+package cloud
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream/fal"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestCloudProviderFal runs the provider suite over the fal plugin against
@@ -44,15 +45,15 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 
 	t.Run("clip", func(t *testing.T) {
 		f.Reset()
-		r := tg.do("POST", "/v1/audio/speech", "acme", body)
-		if r.status != 200 {
-			t.Fatalf("speech: %d %s", r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+		if r.Status != 200 {
+			t.Fatalf("speech: %d %s", r.Status, r.Body)
 		}
-		clip, err := sdktest.Decode(r.header.Get("Content-Type"), r.body)
+		clip, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body)
 		if err != nil || clip.Format != sdk.FormatMP3 {
-			t.Fatalf("the clip (%s) does not decode as MP3: %v", r.header.Get("Content-Type"), err)
+			t.Fatalf("the clip (%s) does not decode as MP3: %v", r.Header.Get("Content-Type"), err)
 		}
-		if got := r.header.Get("X-Voxgate-Provider"); got != model {
+		if got := r.Header.Get("X-Voxgate-Provider"); got != model {
 			t.Errorf("X-Voxgate-Provider %q", got)
 		}
 		if n := f.CallsTo("/" + fal.ElevenV3); n != 1 {
@@ -68,9 +69,9 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 		}
 		// Metrics label a passed-through id "*": callers choose these ids,
 		// and a series per id would grow without bound.
-		m := string(tg.metricsBody())
+		m := string(tg.MetricsBody())
 		if strings.Contains(m, fal.ElevenV3) || !strings.Contains(m, `voxgate_provider_calls_total{model="*",op="synthesize",outcome="ok",provider="fal"}`) {
-			t.Errorf("metrics of the pass-through model:\n%s", grep(m, "provider=\"fal\""))
+			t.Errorf("metrics of the pass-through model:\n%s", harness.Grep(m, "provider=\"fal\""))
 		}
 	})
 
@@ -81,23 +82,23 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 		for _, extra := range []map[string]any{{"speed": 1.25}, {"output": "wav"}} {
 			b := maps.Clone(body)
 			maps.Copy(b, extra)
-			r := tg.do("POST", "/v1/audio/speech", "acme", b)
-			if r.status != 200 {
-				t.Fatalf("%v: %d %s", extra, r.status, r.body)
+			r := tg.Do("POST", "/v1/audio/speech", "acme", b)
+			if r.Status != 200 {
+				t.Fatalf("%v: %d %s", extra, r.Status, r.Body)
 			}
-			if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
-				t.Errorf("%v: %s does not decode: %v", extra, r.header.Get("Content-Type"), err)
+			if _, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body); err != nil {
+				t.Errorf("%v: %s does not decode: %v", extra, r.Header.Get("Content-Type"), err)
 			}
 		}
 	})
 
 	t.Run("OpenAI dialect", func(t *testing.T) {
-		r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": model, "voice": "Rachel", "input": "Hello there."})
-		if r.status != 200 {
-			t.Fatalf("speech: %d %s", r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": model, "voice": "Rachel", "input": "Hello there."})
+		if r.Status != 200 {
+			t.Fatalf("speech: %d %s", r.Status, r.Body)
 		}
-		if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
-			t.Errorf("%s does not decode: %v", r.header.Get("Content-Type"), err)
+		if _, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body); err != nil {
+			t.Errorf("%s does not decode: %v", r.Header.Get("Content-Type"), err)
 		}
 	})
 
@@ -105,7 +106,7 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 		f.Reset()
 		for _, id := range []string{"fal-ai/../admin", "fal-ai/x?y=1", "fal-ai//x", "kokoro"} {
 			b := map[string]any{"model": "fal/" + id, "voice": "Rachel", "text": "Hello."}
-			p := tg.do("POST", "/v1/audio/speech", "acme", b).problem(t, 422, "provider_rejected_request")
+			p := tg.Do("POST", "/v1/audio/speech", "acme", b).Problem(t, 422, "provider_rejected_request")
 			if !strings.Contains(p.Detail, "is not a fal model id") || p.Provider != "fal" {
 				t.Errorf("%s: problem %+v", id, p)
 			}
@@ -113,7 +114,7 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 		// The gateway's own bound, and the entry's own id, which names
 		// no model.
 		for _, id := range []string{"*", "fal-ai/a b", "fal-ai/" + strings.Repeat("x", 300)} {
-			p := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "fal/" + id, "voice": "Rachel", "text": "Hello."}).problem(t, 422, "unknown_model")
+			p := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "fal/" + id, "voice": "Rachel", "text": "Hello."}).Problem(t, 422, "unknown_model")
 			if !strings.Contains(p.Detail, "has no model") {
 				t.Errorf("%.40s: problem %+v", id, p)
 			}
@@ -125,22 +126,22 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 
 	t.Run("key scopes", func(t *testing.T) {
 		mk := func(models ...string) []string {
-			plain, _, err := tg.g.CreateKey(t.Context(), "acme", "scoped", store.KeyScope{Models: models})
+			plain, _, err := tg.Core.CreateKey(t.Context(), "acme", "scoped", store.KeyScope{Models: models})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return []string{"Authorization", "Bearer " + plain}
 		}
 		eleven, kokoro := mk(model), mk("fal/"+fal.KokoroUS)
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body, eleven...); r.status != 200 {
-			t.Errorf("a key scoped to %s: %d %s", model, r.status, r.body)
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body, eleven...); r.Status != 200 {
+			t.Errorf("a key scoped to %s: %d %s", model, r.Status, r.Body)
 		}
-		p := tg.do("POST", "/v1/audio/speech", "acme", body, kokoro...).problem(t, 403, "key_scope_denied")
+		p := tg.Do("POST", "/v1/audio/speech", "acme", body, kokoro...).Problem(t, 403, "key_scope_denied")
 		if !strings.Contains(p.Detail, model) {
 			t.Errorf("detail %q", p.Detail)
 		}
 		other := map[string]any{"model": "fal/fal-ai/dia-tts", "voice": "Rachel", "text": "Hello."}
-		tg.do("POST", "/v1/audio/speech", "acme", other, eleven...).problem(t, 403, "key_scope_denied")
+		tg.Do("POST", "/v1/audio/speech", "acme", other, eleven...).Problem(t, 403, "key_scope_denied")
 	})
 
 	t.Run("listings", func(t *testing.T) {
@@ -152,7 +153,7 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 				} `json:"models"`
 			} `json:"data"`
 		}
-		tg.do("GET", "/v1/providers", "acme", nil).json(t, &providers)
+		tg.Do("GET", "/v1/providers", "acme", nil).JSON(t, &providers)
 		var ids []string
 		for _, p := range providers.Data {
 			for _, m := range p.Models {
@@ -164,14 +165,14 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 				ID string `json:"id"`
 			} `json:"data"`
 		}
-		tg.do("GET", "/v1/models", "acme", nil).json(t, &openAI)
+		tg.Do("GET", "/v1/models", "acme", nil).JSON(t, &openAI)
 		for _, m := range openAI.Data {
 			ids = append(ids, m.ID)
 		}
 		var el []struct {
 			ModelID string `json:"model_id"`
 		}
-		tg.do("GET", "/elevenlabs/v1/models", "acme", nil).json(t, &el)
+		tg.Do("GET", "/elevenlabs/v1/models", "acme", nil).JSON(t, &el)
 		for _, m := range el {
 			ids = append(ids, m.ModelID)
 		}
@@ -180,7 +181,7 @@ func TestCloudProviderFalPassThrough(t *testing.T) {
 				Models []string `json:"models"`
 			} `json:"data"`
 		}
-		tg.do("GET", "/v1/audio/providers", "acme", nil).json(t, &documented)
+		tg.Do("GET", "/v1/audio/providers", "acme", nil).JSON(t, &documented)
 		for _, p := range documented.Data {
 			ids = append(ids, p.Models...)
 		}

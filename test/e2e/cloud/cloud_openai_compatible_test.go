@@ -1,4 +1,4 @@
-package gateway_test
+package cloud
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestCloudProviderOpenAICompatible runs the provider suite over the
@@ -35,7 +36,7 @@ func TestCloudProviderOpenAICompatible(t *testing.T) {
 func TestCloudProviderOpenAICompatibleTwice(t *testing.T) {
 	kokoro := openai.NewAt(t, fakeupstream.Options{}, "/kokoro/v1")
 	localai := openai.NewAt(t, fakeupstream.Options{}, "/localai/api")
-	tg := startGateway(t, fmt.Sprintf(`
+	tg := harness.Start(t, fmt.Sprintf(`
 server:
   listen: 127.0.0.1:0
 storage:
@@ -73,9 +74,9 @@ orgs:
       kokoro: {enabled: true}
       localai: {enabled: true}
 `, kokoro.BaseURL(), openai.Key, localai.BaseURL(), openai.Key))
-	tg.secrets = append(tg.secrets, openai.Key)
+	tg.Secrets = append(tg.Secrets, openai.Key)
 
-	r := tg.do("GET", "/v1/providers", "acme", nil)
+	r := tg.Do("GET", "/v1/providers", "acme", nil)
 	var cat struct {
 		Data []struct {
 			ID     string `json:"id"`
@@ -89,7 +90,7 @@ orgs:
 			} `json:"models"`
 		} `json:"data"`
 	}
-	r.json(t, &cat)
+	r.JSON(t, &cat)
 	want := map[string]struct {
 		name      string
 		models    []string
@@ -100,7 +101,7 @@ orgs:
 		"localai": {"LocalAI", []string{"gpt-4o-mini-tts", "tts-1-hd"}, false, false},
 	}
 	if len(cat.Data) != 2 {
-		t.Fatalf("providers %s", r.body)
+		t.Fatalf("providers %s", r.Body)
 	}
 	for _, p := range cat.Data {
 		w := want[p.ID]
@@ -117,13 +118,13 @@ orgs:
 	}
 
 	voices := func(path string) []string {
-		r := tg.do("GET", path, "acme", nil)
+		r := tg.Do("GET", path, "acme", nil)
 		var list struct {
 			Data []struct {
 				ID string `json:"id"`
 			} `json:"data"`
 		}
-		r.json(t, &list)
+		r.JSON(t, &list)
 		var ids []string
 		for _, v := range list.Data {
 			ids = append(ids, v.ID)
@@ -149,14 +150,14 @@ orgs:
 		{"localai/gpt-4o-mini-tts", "ballad", "audio/mpeg", localai},
 	} {
 		before := c.fake.CallsTo(c.fake.SpeechURLPath())
-		r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": c.model, "voice": c.voice, "text": "Two servers, one gateway."})
-		if r.status != 200 {
-			t.Fatalf("%s: %d %s", c.model, r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": c.model, "voice": c.voice, "text": "Two servers, one gateway."})
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", c.model, r.Status, r.Body)
 		}
-		if ct := r.header.Get("Content-Type"); ct != c.mediaType {
+		if ct := r.Header.Get("Content-Type"); ct != c.mediaType {
 			t.Errorf("%s: Content-Type %q, want %q", c.model, ct, c.mediaType)
 		}
-		if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
+		if _, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body); err != nil {
 			t.Errorf("%s: %v", c.model, err)
 		}
 		if c.fake.CallsTo(c.fake.SpeechURLPath()) != before+1 {
@@ -165,10 +166,10 @@ orgs:
 	}
 	// localai is declared without streaming, so the gateway refuses its
 	// streams before calling it; kokoro streams.
-	r = tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "localai/tts-1-hd", "voice": "shimmer", "text": "No stream here."})
-	r.problem(t, 501, "streaming_unsupported")
-	r = tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "kokoro/tts-1", "voice": "alloy", "text": "A stream here."})
-	if r.status != 200 {
-		t.Errorf("kokoro stream: %d %s", r.status, r.body)
+	r = tg.Do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "localai/tts-1-hd", "voice": "shimmer", "text": "No stream here."})
+	r.Problem(t, 501, "streaming_unsupported")
+	r = tg.Do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "kokoro/tts-1", "voice": "alloy", "text": "A stream here."})
+	if r.Status != 200 {
+		t.Errorf("kokoro stream: %d %s", r.Status, r.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway_test
+package cloud
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // cloudFake is what the provider suite steers of a provider's fake: every
@@ -64,7 +65,7 @@ type cloudCase struct {
 
 // startCloudCase runs a gateway with c's plugin as a managed provider of
 // org acme, with a provider timeout of 1s.
-func startCloudCase(t *testing.T, c cloudCase) *testGateway {
+func startCloudCase(t *testing.T, c cloudCase) *harness.Gateway {
 	t.Helper()
 	var extra strings.Builder
 	for _, s := range c.Settings {
@@ -91,8 +92,8 @@ providers:
     providers:
       %[1]s: {enabled: true}
 `, c.ID, c.Fake.BaseURL(), c.Key, extra.String())
-	tg := startGateway(t, cfg)
-	tg.secrets = append(tg.secrets, c.Key)
+	tg := harness.Start(t, cfg)
+	tg.Secrets = append(tg.Secrets, c.Key)
 	return tg
 }
 
@@ -106,12 +107,12 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 	text := "The quick brown fox jumps over the lazy dog."
 	body := map[string]any{"model": c.ID + "/" + c.Model, "voice": c.Voice, "text": text}
 
-	assertNoKey := func(t *testing.T, r *response) {
+	assertNoKey := func(t *testing.T, r *harness.Response) {
 		t.Helper()
-		if bytes.Contains(r.body, []byte(c.Key)) {
+		if bytes.Contains(r.Body, []byte(c.Key)) {
 			t.Errorf("the answer contains the provider key")
 		}
-		for k, v := range r.header {
+		for k, v := range r.Header {
 			if strings.Contains(strings.Join(v, " "), c.Key) {
 				t.Errorf("header %s contains the provider key", k)
 			}
@@ -119,13 +120,13 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 	}
 
 	t.Run("clip", func(t *testing.T) {
-		r := tg.do("POST", "/v1/audio/speech", "acme", body)
-		if r.status != 200 {
-			t.Fatalf("speech: %d %s", r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+		if r.Status != 200 {
+			t.Fatalf("speech: %d %s", r.Status, r.Body)
 		}
-		clip, err := sdktest.Decode(r.header.Get("Content-Type"), r.body)
+		clip, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body)
 		if err != nil {
-			t.Fatalf("the clip does not decode as %s: %v", r.header.Get("Content-Type"), err)
+			t.Fatalf("the clip does not decode as %s: %v", r.Header.Get("Content-Type"), err)
 		}
 		if s := clip.Seconds(); s < 0.5 || s > 20 {
 			t.Errorf("the clip lasts %.2fs", s)
@@ -137,16 +138,16 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 	})
 
 	t.Run("stream", func(t *testing.T) {
-		r := tg.do("POST", "/v1/audio/speech/stream", "acme", body)
+		r := tg.Do("POST", "/v1/audio/speech/stream", "acme", body)
 		if !c.Streams {
-			r.problem(t, 501, "streaming_unsupported")
+			r.Problem(t, 501, "streaming_unsupported")
 			return
 		}
-		if r.status != 200 {
-			t.Fatalf("stream: %d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("stream: %d %s", r.Status, r.Body)
 		}
-		if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
-			t.Fatalf("the stream does not decode as %s: %v", r.header.Get("Content-Type"), err)
+		if _, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body); err != nil {
+			t.Fatalf("the stream does not decode as %s: %v", r.Header.Get("Content-Type"), err)
 		}
 
 		// The first bytes reach the client while the provider still holds
@@ -154,10 +155,10 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		c.Fake.HoldStreams()
 		defer c.Fake.ReleaseStreams()
 		data, _ := json.Marshal(body)
-		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(data))
-		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(data))
+		req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := tg.hc.Do(req)
+		resp, err := tg.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,12 +189,12 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		if !c.Timestamps {
 			t.Skip("the model has no native timestamps")
 		}
-		r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", body)
-		if r.status != 200 {
-			t.Fatalf("with-timestamps: %d %s", r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", body)
+		if r.Status != 200 {
+			t.Fatalf("with-timestamps: %d %s", r.Status, r.Body)
 		}
-		var env tsEnvelope
-		r.json(t, &env)
+		var env harness.TimestampsEnvelope
+		r.JSON(t, &env)
 		audio, err := base64.StdEncoding.DecodeString(env.Audio)
 		if err != nil {
 			t.Fatal(err)
@@ -219,25 +220,25 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 	})
 
 	t.Run("voices", func(t *testing.T) {
-		r := tg.do("GET", "/v1/providers/"+c.ID+"/voices", "acme", nil)
+		r := tg.Do("GET", "/v1/providers/"+c.ID+"/voices", "acme", nil)
 		if c.NoVoiceList {
 			return
 		}
-		if r.status != 200 {
-			t.Fatalf("voices: %d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("voices: %d %s", r.Status, r.Body)
 		}
 		var list struct {
 			Data []struct {
 				ID string `json:"id"`
 			} `json:"data"`
 		}
-		r.json(t, &list)
+		r.JSON(t, &list)
 		found := false
 		for _, v := range list.Data {
 			found = found || v.ID == c.Voice
 		}
 		if !found {
-			t.Errorf("voice %q is not in the provider's list %s", c.Voice, r.body)
+			t.Errorf("voice %q is not in the provider's list %s", c.Voice, r.Body)
 		}
 		assertNoKey(t, r)
 	})
@@ -245,8 +246,8 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 	t.Run("rejected key", func(t *testing.T) {
 		c.Fake.Reset()
 		c.Fake.FailNext(1, fakeupstream.Fault{Status: 401})
-		r := tg.do("POST", "/v1/audio/speech", "acme", body)
-		p := r.problem(t, 502, "provider_error")
+		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+		p := r.Problem(t, 502, "provider_error")
 		if p.Provider != c.ID || p.UpstreamStatus != 401 {
 			t.Errorf("problem %+v", p)
 		}
@@ -260,17 +261,17 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		// Once: retried after the Retry-After the provider gave.
 		c.Fake.Reset()
 		c.Fake.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"})
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || c.Fake.Calls() != 2 {
-			t.Fatalf("after one 429: %d %s, %d upstream calls", r.status, r.body, c.Fake.Calls())
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 || c.Fake.Calls() != 2 {
+			t.Fatalf("after one 429: %d %s, %d upstream calls", r.Status, r.Body, c.Fake.Calls())
 		}
 		// Always, with a wait beyond what a retry may spend: passed on.
 		c.Fake.Reset()
 		c.Fake.FailNext(10, fakeupstream.Fault{Status: 429, RetryAfter: "30"})
 		defer c.Fake.Reset()
-		r := tg.do("POST", "/v1/audio/speech", "acme", body)
-		p := r.problem(t, 502, "provider_error")
-		if p.UpstreamStatus != 429 || r.header.Get("Retry-After") == "" {
-			t.Errorf("problem %+v, Retry-After %q", p, r.header.Get("Retry-After"))
+		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+		p := r.Problem(t, 502, "provider_error")
+		if p.UpstreamStatus != 429 || r.Header.Get("Retry-After") == "" {
+			t.Errorf("problem %+v, Retry-After %q", p, r.Header.Get("Retry-After"))
 		}
 		assertNoKey(t, r)
 	})
@@ -278,8 +279,8 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 	t.Run("server error retried", func(t *testing.T) {
 		c.Fake.Reset()
 		c.Fake.FailNext(1, fakeupstream.Fault{Status: 503})
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || c.Fake.Calls() != 2 {
-			t.Fatalf("after one 503: %d %s, %d upstream calls", r.status, r.body, c.Fake.Calls())
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 || c.Fake.Calls() != 2 {
+			t.Fatalf("after one 503: %d %s, %d upstream calls", r.Status, r.Body, c.Fake.Calls())
 		}
 	})
 
@@ -287,16 +288,16 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		c.Fake.Reset()
 		c.Fake.SetLatency(3 * time.Second)
 		defer c.Fake.SetLatency(0)
-		r := tg.do("POST", "/v1/audio/speech", "acme", body)
-		r.problem(t, 504, "provider_timeout")
+		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+		r.Problem(t, 504, "provider_timeout")
 		assertNoKey(t, r)
 	})
 
 	t.Run("no key in log rows", func(t *testing.T) {
-		tg.flushLogs()
-		r := tg.do("GET", "/v1/logs?limit=200", "acme", nil)
-		if r.status != 200 {
-			t.Fatalf("logs: %d %s", r.status, r.body)
+		tg.FlushLogs()
+		r := tg.Do("GET", "/v1/logs?limit=200", "acme", nil)
+		if r.Status != 200 {
+			t.Fatalf("logs: %d %s", r.Status, r.Body)
 		}
 		assertNoKey(t, r)
 	})
@@ -305,7 +306,7 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		// After every call above (clips, streams, failures, retries): no
 		// label or value of /metrics may carry the key, not even its
 		// beginning.
-		m := tg.metricsBody()
+		m := tg.MetricsBody()
 		if bytes.Contains(m, []byte(c.Key)) || len(c.Key) >= 12 && bytes.Contains(m, []byte(c.Key[:12])) {
 			t.Errorf("/metrics contains the provider key")
 		}
@@ -316,14 +317,14 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 }
 
 // lastLogRow is org's newest request-log row, after a flush.
-func lastLogRow(t *testing.T, tg *testGateway, org string) apiLogRow {
+func lastLogRow(t *testing.T, tg *harness.Gateway, org string) harness.LogRow {
 	t.Helper()
-	tg.flushLogs()
-	r := tg.do("GET", "/v1/logs?limit=1", org, nil)
+	tg.FlushLogs()
+	r := tg.Do("GET", "/v1/logs?limit=1", org, nil)
 	var page struct {
-		Data []apiLogRow `json:"data"`
+		Data []harness.LogRow `json:"data"`
 	}
-	r.json(t, &page)
+	r.JSON(t, &page)
 	if len(page.Data) == 0 {
 		t.Fatalf("no log rows for %s", org)
 	}
@@ -358,7 +359,7 @@ func TestCloudProviderSuite(t *testing.T) {
 // provider's own bytes (the fake's last answer, byte for byte), with no
 // X-Voxgate-Transcoded header and no conversion counted. What arrives
 // upstream for each encoding is each plugin's own test.
-func runNativeEncodings(t *testing.T, tg *testGateway, c cloudCase, text string) {
+func runNativeEncodings(t *testing.T, tg *harness.Gateway, c cloudCase, text string) {
 	var cat struct {
 		Data []struct {
 			ID     string `json:"id"`
@@ -368,7 +369,7 @@ func runNativeEncodings(t *testing.T, tg *testGateway, c cloudCase, text string)
 			} `json:"models"`
 		} `json:"data"`
 	}
-	tg.do("GET", "/v1/providers", "acme", nil).json(t, &cat)
+	tg.Do("GET", "/v1/providers", "acme", nil).JSON(t, &cat)
 	var encodings []string
 	for _, p := range cat.Data {
 		for _, m := range p.Models {
@@ -382,9 +383,9 @@ func runNativeEncodings(t *testing.T, tg *testGateway, c cloudCase, text string)
 	}
 	conversions := func() float64 {
 		var n float64
-		for _, s := range tg.scrape() {
-			if s.name == "voxgate_audio_conversions_total" {
-				n += s.value
+		for _, s := range tg.Scrape() {
+			if s.Name == "voxgate_audio_conversions_total" {
+				n += s.Value
 			}
 		}
 		return n
@@ -401,15 +402,15 @@ func runNativeEncodings(t *testing.T, tg *testGateway, c cloudCase, text string)
 				out["bitrate"], _ = strconv.Atoi(parts[2])
 			}
 			body := map[string]any{"model": c.ID + "/" + c.Model, "voice": c.Voice, "text": text, "output": out}
-			r := tg.do("POST", "/v1/audio/speech", "acme", body, "Cache-Control", "no-cache")
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
+			r := tg.Do("POST", "/v1/audio/speech", "acme", body, "Cache-Control", "no-cache")
+			if r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			if h := r.header.Get("X-Voxgate-Transcoded"); h != "" {
+			if h := r.Header.Get("X-Voxgate-Transcoded"); h != "" {
 				t.Errorf("converted (%s), want the provider's bytes", h)
 			}
-			if want := c.Fake.LastAnswer(); !slices.Contains(c.Derived, e) && !bytes.Equal(r.body, want) {
-				t.Errorf("answered %d bytes, not the %d the provider sent", len(r.body), len(want))
+			if want := c.Fake.LastAnswer(); !slices.Contains(c.Derived, e) && !bytes.Equal(r.Body, want) {
+				t.Errorf("answered %d bytes, not the %d the provider sent", len(r.Body), len(want))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package gateway_test
+package cluster
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/voxgate/voxgate/internal/pgtest"
 	"github.com/voxgate/voxgate/internal/redistest"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // dataPlaneConfig is two instances' config on one PostgreSQL (%DSN%) and
@@ -57,7 +58,7 @@ type dataPlane struct {
 	pg   *pgtest.Server
 	rd   *redistest.Server
 	dsn  string
-	a, b *testGateway
+	a, b *harness.Gateway
 }
 
 func startDataPlane(t *testing.T) *dataPlane {
@@ -69,19 +70,19 @@ func startDataPlane(t *testing.T) *dataPlane {
 	d := &dataPlane{pg: pgtest.StartT(t), rd: redistest.StartT(t)} // their own: the tests stop them
 	d.dsn = d.pg.NewDatabaseT(t)
 	cfg := strings.NewReplacer("%DSN%", d.dsn, "%REDIS%", d.rd.URL()).Replace(dataPlaneConfig)
-	d.a, d.b = startGateway(t, cfg), startGateway(t, cfg)
+	d.a, d.b = harness.Start(t, cfg), harness.Start(t, cfg)
 	return d
 }
 
 // speak is one synthesis request with its request id, sent without
 // failing the test from a load goroutine.
-func speak(tg *testGateway, id string, body map[string]any) (int, string, error) {
+func speak(tg *harness.Gateway, id string, body map[string]any) (int, string, error) {
 	data, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech", bytes.NewReader(data))
+	req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech", bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 	req.Header.Set("X-Request-Id", id)
-	resp, err := tg.hc.Do(req)
+	resp, err := tg.Client.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -95,9 +96,9 @@ func speak(tg *testGateway, id string, body map[string]any) (int, string, error)
 
 // lastSpoken is the text of the last synthesis tg's test kit was asked
 // for, and whether it came with the organization's own key.
-func lastSpoken(t *testing.T, tg *testGateway) (string, bool) {
+func lastSpoken(t *testing.T, tg *harness.Gateway) (string, bool) {
 	t.Helper()
-	calls, err := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	calls, err := calllog.Read(filepath.Join(tg.Dir, "calls.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,20 +138,20 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 
 	// The control plane, through A: a saved voice, a dictionary, a
 	// default rule and acme's own key for the test kit.
-	v := a.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "testkit", "model": "test", "voice_id": "alpha"})
-	if v.status != 201 {
-		t.Fatalf("create voice: %d %s", v.status, v.body)
+	v := a.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "testkit", "model": "test", "voice_id": "alpha"})
+	if v.Status != 201 {
+		t.Fatalf("create voice: %d %s", v.Status, v.Body)
 	}
-	voiceID := v.voice(t).ID
+	voiceID := v.Voice(t).ID
 	var dict struct{ ID string }
-	a.do("POST", "/v1/pronunciation-dictionaries", "acme", map[string]any{"name": "Brand"}).json(t, &dict)
+	a.Do("POST", "/v1/pronunciation-dictionaries", "acme", map[string]any{"name": "Brand"}).JSON(t, &dict)
 	var rule struct{ ID string }
-	a.do("POST", "/v1/pronunciation-dictionaries/"+dict.ID+"/rules", "acme", map[string]any{"word": "AWS", "replacement": "amazon"}).json(t, &rule)
-	if r := a.do("POST", "/v1/pronunciation-dictionaries/default/rules", "acme", map[string]any{"word": "jq", "replacement": "jay cue"}); r.status != 201 {
-		t.Fatalf("default rule: %d %s", r.status, r.body)
+	a.Do("POST", "/v1/pronunciation-dictionaries/"+dict.ID+"/rules", "acme", map[string]any{"word": "AWS", "replacement": "amazon"}).JSON(t, &rule)
+	if r := a.Do("POST", "/v1/pronunciation-dictionaries/default/rules", "acme", map[string]any{"word": "jq", "replacement": "jay cue"}); r.Status != 201 {
+		t.Fatalf("default rule: %d %s", r.Status, r.Body)
 	}
-	if r := a.do("PUT", "/v1/api-keys/testkit", "acme", map[string]any{"keyValue": "tk-own-key-1"}); r.status != 200 && r.status != 201 {
-		t.Fatalf("store acme's key: %d %s", r.status, r.body)
+	if r := a.Do("PUT", "/v1/api-keys/testkit", "acme", map[string]any{"keyValue": "tk-own-key-1"}); r.Status != 200 && r.Status != 201 {
+		t.Fatalf("store acme's key: %d %s", r.Status, r.Body)
 	}
 
 	inline := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "jq on AWS"}
@@ -170,8 +171,8 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 
 	// A change on A applies on B within a second: a rule edited, a voice
 	// deleted.
-	if r := a.do("PATCH", "/v1/pronunciation-dictionaries/"+dict.ID+"/rules/"+rule.ID, "acme", map[string]any{"replacement": "a w s"}); r.status != 200 {
-		t.Fatalf("edit rule: %d %s", r.status, r.body)
+	if r := a.Do("PATCH", "/v1/pronunciation-dictionaries/"+dict.ID+"/rules/"+rule.ID, "acme", map[string]any{"replacement": "a w s"}); r.Status != 200 {
+		t.Fatalf("edit rule: %d %s", r.Status, r.Body)
 	}
 	within(t, "a rule edited on A applies on B", func() bool {
 		if st, msg, err := speak(b, "edit", withDict); st != 200 {
@@ -180,12 +181,12 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 		text, _ := lastSpoken(t, b)
 		return text == "jay cue on a w s"
 	})
-	gone := a.do("POST", "/v1/voices", "acme", map[string]any{"title": "Gone", "provider": "testkit", "model": "test", "voice_id": "beta"}).voice(t).ID
+	gone := a.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Gone", "provider": "testkit", "model": "test", "voice_id": "beta"}).Voice(t).ID
 	if st, msg, err := speak(b, "gone", map[string]any{"voiceId": gone, "text": "hi"}); st != 200 {
 		t.Fatalf("new voice on B: %d %s %v", st, msg, err)
 	}
-	if r := a.do("DELETE", "/v1/voices/"+gone, "acme", nil); r.status != 204 {
-		t.Fatalf("delete voice: %d %s", r.status, r.body)
+	if r := a.Do("DELETE", "/v1/voices/"+gone, "acme", nil); r.Status != 204 {
+		t.Fatalf("delete voice: %d %s", r.Status, r.Body)
 	}
 	within(t, "a voice deleted on A is gone on B", func() bool {
 		st, _, _ := speak(b, "gone", map[string]any{"voiceId": gone, "text": "hi"})
@@ -200,7 +201,7 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 	var wg sync.WaitGroup
 	bodies := []map[string]any{inline, saved, withDict}
 	for w := range 6 {
-		tg := []*testGateway{a, b}[w%2]
+		tg := []*harness.Gateway{a, b}[w%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,31 +233,31 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 	}
 	outage := time.Now()
 	// Writes answer 503 with Retry-After; nothing of them is stored.
-	checkUnavailable := func(what string, r *response) {
+	checkUnavailable := func(what string, r *harness.Response) {
 		t.Helper()
-		r.problem(t, 503, "storage_unavailable")
-		if r.header.Get("Retry-After") == "" {
+		r.Problem(t, 503, "storage_unavailable")
+		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("%s: 503 without Retry-After", what)
 		}
 	}
-	checkUnavailable("voice create", b.do("POST", "/v1/voices", "acme", map[string]any{"title": "During", "provider": "testkit", "model": "test", "voice_id": "alpha"}))
-	checkUnavailable("rule create", a.do("POST", "/v1/pronunciation-dictionaries/"+dict.ID+"/rules", "acme", map[string]any{"word": "gcp", "replacement": "google"}))
-	checkUnavailable("voice delete", b.do("DELETE", "/v1/voices/"+voiceID, "acme", nil))
-	checkUnavailable("media upload", a.do("POST", "/v1/media", "acme", toneWAV(16000, 0.2), "Content-Type", "audio/wav"))
-	checkUnavailable("BYOK key set", b.do("PUT", "/v1/api-keys/testkit", "acme", map[string]any{"keyValue": "tk-own-key-2"}))
+	checkUnavailable("voice create", b.Do("POST", "/v1/voices", "acme", map[string]any{"title": "During", "provider": "testkit", "model": "test", "voice_id": "alpha"}))
+	checkUnavailable("rule create", a.Do("POST", "/v1/pronunciation-dictionaries/"+dict.ID+"/rules", "acme", map[string]any{"word": "gcp", "replacement": "google"}))
+	checkUnavailable("voice delete", b.Do("DELETE", "/v1/voices/"+voiceID, "acme", nil))
+	checkUnavailable("media upload", a.Do("POST", "/v1/media", "acme", harness.ToneWAV(16000, 0.2), "Content-Type", "audio/wav"))
+	checkUnavailable("BYOK key set", b.Do("PUT", "/v1/api-keys/testkit", "acme", map[string]any{"keyValue": "tk-own-key-2"}))
 	// Still ready: the store is everyone's; /readyz and the metrics say
 	// it is away.
-	for _, tg := range []*testGateway{a, b} {
-		r := tg.do("GET", "/readyz", "", nil)
+	for _, tg := range []*harness.Gateway{a, b} {
+		r := tg.Do("GET", "/readyz", "", nil)
 		var ready struct {
 			Status string
 			Store  struct{ Status, Since string }
 		}
-		r.json(t, &ready)
-		if r.status != 200 || ready.Status != "ready" || ready.Store.Status != "unreachable" || ready.Store.Since == "" {
-			t.Errorf("/readyz during the outage: %d %s", r.status, r.body)
+		r.JSON(t, &ready)
+		if r.Status != 200 || ready.Status != "ready" || ready.Store.Status != "unreachable" || ready.Store.Since == "" {
+			t.Errorf("/readyz during the outage: %d %s", r.Status, r.Body)
 		}
-		if up := tg.metricValue("voxgate_store_up"); up != 0 {
+		if up := tg.MetricValue("voxgate_store_up"); up != 0 {
 			t.Errorf("voxgate_store_up %v during the outage", up)
 		}
 	}
@@ -267,7 +268,7 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 	t.Logf("PostgreSQL was stopped for %s", time.Since(outage).Round(100*time.Millisecond))
 	// Back: writes work again by themselves.
 	deadline := time.Now().Add(20 * time.Second)
-	for b.do("POST", "/v1/voices", "acme", map[string]any{"title": "After", "provider": "testkit", "model": "test", "voice_id": "alpha"}).status != 201 {
+	for b.Do("POST", "/v1/voices", "acme", map[string]any{"title": "After", "provider": "testkit", "model": "test", "voice_id": "alpha"}).Status != 201 {
 		if time.Now().After(deadline) {
 			t.Fatal("voice creates did not recover 20 s after PostgreSQL came back")
 		}
@@ -298,29 +299,29 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 	if text, byok := lastSpoken(t, b); !strings.HasPrefix(text, "jay cue on") || !byok {
 		t.Errorf("B's provider got %q (own key %v) after the outage", text, byok)
 	}
-	if n := a.metricValue("voxgate_rate_limit_errors_total") + b.metricValue("voxgate_rate_limit_errors_total"); n == 0 {
+	if n := a.MetricValue("voxgate_rate_limit_errors_total") + b.MetricValue("voxgate_rate_limit_errors_total"); n == 0 {
 		t.Errorf("no rate-limit check failed while Redis was stopped (%d requests)", redisPhase)
 	}
-	for _, tg := range []*testGateway{a, b} {
+	for _, tg := range []*harness.Gateway{a, b} {
 		// Each instance learns of the store's return by itself (its
 		// watch reconnects), within a second or two.
 		deadline := time.Now().Add(5 * time.Second)
-		for tg.metricValue("voxgate_store_up") != 1 {
+		for tg.MetricValue("voxgate_store_up") != 1 {
 			if time.Now().After(deadline) {
 				t.Fatal("voxgate_store_up still 0 5 s after the outage")
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		stale := tg.metricValue("voxgate_store_cache_lookups_total", "kind", "voice", "result", "stale") +
-			tg.metricValue("voxgate_store_cache_lookups_total", "kind", "voice", "result", "hit")
+		stale := tg.MetricValue("voxgate_store_cache_lookups_total", "kind", "voice", "result", "stale") +
+			tg.MetricValue("voxgate_store_cache_lookups_total", "kind", "voice", "result", "hit")
 		if stale == 0 {
 			t.Error("no voice lookup was served from memory")
 		}
 	}
 
 	// Every request's log row is in the database.
-	a.flushLogs()
-	b.flushLogs()
+	a.FlushLogs()
+	b.FlushLogs()
 	var want []string
 	ids.Range(func(k, _ any) bool {
 		want = append(want, k.(string))

@@ -1,4 +1,4 @@
-package gateway_test
+package cluster
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 const drainConfig = `
@@ -35,8 +37,8 @@ orgs:
 // the requests in flight are done) must stop sending to an instance that
 // is shutting down, while its slow requests finish.
 func TestReadyzFailsFromTheMomentADrainStarts(t *testing.T) {
-	tg := startGateway(t, drainConfig)
-	readyz := "http://" + tg.g.MetricsAddr() + "/readyz"
+	tg := harness.Start(t, drainConfig)
+	readyz := "http://" + tg.Core.MetricsAddr() + "/readyz"
 	get := func(t *testing.T, url, _ string) (int, string) {
 		t.Helper()
 		resp, err := http.Get(url)
@@ -58,14 +60,14 @@ func TestReadyzFailsFromTheMomentADrainStarts(t *testing.T) {
 		finished.Store(true)
 		slow <- st
 	}()
-	for tg.metricValue("voxgate_http_requests_in_flight") < 1 {
+	for tg.MetricValue("voxgate_http_requests_in_flight") < 1 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stopped := make(chan error)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		stopped <- tg.g.Shutdown(ctx)
+		stopped <- tg.Core.Shutdown(ctx)
 	}()
 	start := time.Now()
 	for {

@@ -1,4 +1,4 @@
-package gateway_test
+package dashboard
 
 import (
 	"context"
@@ -25,8 +25,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
-	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // The dashboard, driven in Debian's headless chromium as a person would
@@ -44,7 +45,7 @@ import (
 //
 // Screenshots go to the test's artifact directory (t.ArtifactDir: kept
 // with `go test -artifacts`, a temporary directory otherwise), and with
-// VOXGATE_UI_DOCS=1 the README's two also to ../docs.
+// VOXGATE_UI_DOCS=1 the README's two also to docs/.
 
 const uiConfig = `
 server:
@@ -101,7 +102,7 @@ func chromiumPath() string {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe := chromiumPath()
-	axe, err := os.ReadFile(filepath.Join("ui", "web", "node_modules", "axe-core", "axe.min.js"))
+	axe, err := os.ReadFile(harness.Path(t, "gateway", "edge", "ui", "web", "node_modules", "axe-core", "axe.min.js"))
 	if exe == "" || err != nil {
 		msg := fmt.Sprintf("needs chromium (found %q) and axe-core (%v): run `make build`", exe, err)
 		if os.Getenv("CI") != "" {
@@ -111,7 +112,7 @@ func newBrowser(t *testing.T) *browser {
 	}
 	b := &browser{t: t, dir: t.ArtifactDir(), axe: string(axe), unfocused: map[string]bool{}}
 	if os.Getenv("VOXGATE_UI_DOCS") != "" {
-		b.docs = filepath.Join("..", "docs")
+		b.docs = harness.Path(t, "docs")
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
@@ -547,7 +548,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives chromium")
 	}
-	tg := startGateway(t, uiConfig)
+	tg := harness.Start(t, uiConfig)
 	br := newBrowser(t)
 
 	// Requests made before the browser: a clip, a failure, a conversation
@@ -557,43 +558,43 @@ func TestDashboardInBrowser(t *testing.T) {
 		"mixed": "ui-mixed-0006", "globexConv": "ui-globex-conv-0007"}
 	speech := `{"model":"espeak/espeak-ng","voice":"en","text":"Logged before the browser came."}`
 	conversation := `{"model":"espeak/espeak-ng","turns":[{"voice":"en","text":"First turn."},{"voice":"de","text":"Zweiter Zug."}]}`
-	if r := tg.do("POST", "/v1/audio/speech", "acme", speech, "X-Request-Id", ids["clip"]); r.status != 200 {
-		t.Fatalf("clip: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", speech, "X-Request-Id", ids["clip"]); r.Status != 200 {
+		t.Fatalf("clip: %d %s", r.Status, r.Body)
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", `{"model":"espeak/espeak-ng","voice":"no-such-voice","text":"x"}`, "X-Request-Id", ids["bad"]); r.status < 400 {
-		t.Fatalf("bad: %d", r.status)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", `{"model":"espeak/espeak-ng","voice":"no-such-voice","text":"x"}`, "X-Request-Id", ids["bad"]); r.Status < 400 {
+		t.Fatalf("bad: %d", r.Status)
 	}
-	if r := tg.do("POST", "/v1/audio/conversation", "acme", conversation, "X-Request-Id", ids["conv"]); r.status != 200 {
-		t.Fatalf("conversation: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/conversation", "acme", conversation, "X-Request-Id", ids["conv"]); r.Status != 200 {
+		t.Fatalf("conversation: %d %s", r.Status, r.Body)
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "globex", speech, "X-Request-Id", ids["globex"]); r.status != 200 {
-		t.Fatalf("globex: %d", r.status)
+	if r := tg.Do("POST", "/v1/audio/speech", "globex", speech, "X-Request-Id", ids["globex"]); r.Status != 200 {
+		t.Fatalf("globex: %d", r.Status)
 	}
-	if r := tg.do("POST", "/v1/audio/conversation", "globex", conversation, "X-Request-Id", ids["globexConv"]); r.status != 200 {
-		t.Fatalf("globex conversation: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/conversation", "globex", conversation, "X-Request-Id", ids["globexConv"]); r.Status != 200 {
+		t.Fatalf("globex conversation: %d %s", r.Status, r.Body)
 	}
-	globexVoice := tg.do("POST", "/v1/voices", "globex", `{"title":"Globex Secret Voice","provider":"espeak","model":"espeak-ng","voice_id":"en"}`)
-	if globexVoice.status != 201 {
-		t.Fatalf("globex voice: %d %s", globexVoice.status, globexVoice.body)
+	globexVoice := tg.Do("POST", "/v1/voices", "globex", `{"title":"Globex Secret Voice","provider":"espeak","model":"espeak-ng","voice_id":"en"}`)
+	if globexVoice.Status != 201 {
+		t.Fatalf("globex voice: %d %s", globexVoice.Status, globexVoice.Body)
 	}
 	// A row under another provider (a conversation whose turns used
 	// several), and older rows a second apart: enough for a second page,
 	// and for a since/until window.
-	tg.g.Logs().Record(store.LogRow{RequestID: ids["mixed"], OrgID: "acme", TS: time.Now().Add(-30 * time.Minute),
+	tg.Core.Logs().Record(store.LogRow{RequestID: ids["mixed"], OrgID: "acme", TS: time.Now().Add(-30 * time.Minute),
 		Path: "/v1/audio/conversation", Status: 200, Provider: "mixed", CharCount: 20, CreditsUsed: 2, LatencyMS: 40})
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for i := range 60 {
-		tg.g.Logs().Record(store.LogRow{RequestID: fmt.Sprintf("ui-old-%04d", i), OrgID: "acme", TS: old.Add(-time.Duration(i) * time.Second),
+		tg.Core.Logs().Record(store.LogRow{RequestID: fmt.Sprintf("ui-old-%04d", i), OrgID: "acme", TS: old.Add(-time.Duration(i) * time.Second),
 			Path: "/v1/audio/speech", Status: 200, Provider: "espeak", Model: "espeak-ng", VoiceID: "en", CharCount: 10, CreditsUsed: 1, LatencyMS: 5})
 	}
-	tg.flushLogs()
+	tg.FlushLogs()
 	apiRows := func(org, q string) uiLogPage {
 		t.Helper()
 		var p uiLogPage
-		if r := tg.do("GET", "/v1/logs?limit=50&"+q, org, nil); r.status != 200 {
-			t.Fatalf("logs %s: %d %s", q, r.status, r.body)
+		if r := tg.Do("GET", "/v1/logs?limit=50&"+q, org, nil); r.Status != 200 {
+			t.Fatalf("logs %s: %d %s", q, r.Status, r.Body)
 		} else {
-			r.json(t, &p)
+			r.JSON(t, &p)
 		}
 		return p
 	}
@@ -617,7 +618,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Two 401s at /ui/api/session: the page's check for a session (GET,
 	// none yet) and the wrong key (POST).
 	br.expectFailure("/ui/api/session", 401, 2)
-	br.do("open", chromedp.Navigate(tg.base+"/ui/"))
+	br.do("open", chromedp.Navigate(tg.Base+"/ui/"))
 	br.wait("sign-in form", `document.querySelector("#key") !== null`)
 	br.wait("the key field focused", `document.activeElement === document.querySelector("#key")`)
 	br.axeCheck("sign-in")
@@ -627,7 +628,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.press(kb.Enter)
 	br.wait("wrong key message", `document.querySelector("[role=alert]") && document.querySelector("[role=alert]").textContent.includes("not valid")`)
 	br.wait("the wrong key selected", `(k => document.activeElement === k && k.selectionStart === 0 && k.selectionEnd === k.value.length && k.value.length > 0)(document.querySelector("#key"))`)
-	br.press(tg.keys["acme"])
+	br.press(tg.Keys["acme"])
 	br.press(kb.Enter)
 
 	// Logs: the rows of the requests made before.
@@ -641,7 +642,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(stored) > 0 || cookieVisible {
 		t.Errorf("the session is reachable from the page: storage %v, document.cookie %v", stored, cookieVisible)
 	}
-	if strings.Contains(br.html(), tg.keys["acme"]) {
+	if strings.Contains(br.html(), tg.Keys["acme"]) {
 		t.Error("the key is still in the page after sign-in")
 	}
 	foreign("logs")
@@ -753,10 +754,10 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Live tail: a request made now appears without a reload.
 	br.click(`.actions input[type=checkbox]`)
-	if r := tg.do("POST", "/v1/audio/speech", "acme", speech, "X-Request-Id", "ui-live-0005"); r.status != 200 {
-		t.Fatalf("live: %d", r.status)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", speech, "X-Request-Id", "ui-live-0005"); r.Status != 200 {
+		t.Fatalf("live: %d", r.Status)
 	}
-	tg.flushLogs()
+	tg.FlushLogs()
 	br.wait("live row", `document.querySelector('tr[data-request-id="ui-live-0005"]') !== null`)
 	br.click(`.actions input[type=checkbox]`)
 	br.noProblems("logs")
@@ -802,7 +803,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	var download, curl string
 	br.js(`document.querySelector("a[download]").getAttribute("href")`, &download)
 	br.js(`document.querySelector(".curl").textContent`, &curl)
-	if !strings.HasPrefix(download, "blob:") || !strings.Contains(curl, "/v1/audio/speech/with-timestamps") || !strings.Contains(curl, "$VOXGATE_KEY") || strings.Contains(curl, tg.keys["acme"]) {
+	if !strings.HasPrefix(download, "blob:") || !strings.Contains(curl, "/v1/audio/speech/with-timestamps") || !strings.Contains(curl, "$VOXGATE_KEY") || strings.Contains(curl, tg.Keys["acme"]) {
 		t.Errorf("download %q, curl %q", download, curl)
 	}
 	br.axeCheck("playground")
@@ -845,7 +846,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	var left struct {
 		Data []struct{ Title string } `json:"data"`
 	}
-	tg.do("GET", "/v1/voices", "acme", nil).json(t, &left)
+	tg.Do("GET", "/v1/voices", "acme", nil).JSON(t, &left)
 	if len(left.Data) != 0 {
 		t.Errorf("voices left after the delete: %+v", left.Data)
 	}
@@ -876,10 +877,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.noProblems("usage and providers")
 
 	// An expired session returns to sign-in and says why.
-	expired, _ := ui.NewSessions(nil, tg.g.Store().Secret(), time.Minute, func() time.Time { return time.Now().Add(-time.Hour) }).
+	expired, _ := ui.NewSessions(nil, tg.Core.Store().Secret(), time.Minute, func() time.Time { return time.Now().Add(-time.Hour) }).
 		Issue(auth.Principal{OrgID: "acme", KeyID: "whatever"})
 	br.do("expire the session", chromedp.Steps(func(ctx context.Context, tt *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tt, network.SetCookie, network.SetCookieParams{Name: ui.CookieName, Value: expired, URL: tg.base + "/ui/", Path: "/ui/"})
+		_, err := cdp.Call(ctx, tt, network.SetCookie, network.SetCookieParams{Name: ui.CookieName, Value: expired, URL: tg.Base + "/ui/", Path: "/ui/"})
 		return chromedp.Void{}, err
 	}))
 	// The voices view's two requests meet the expired session.
@@ -890,7 +891,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.wait("the key field focused again", `document.activeElement === document.querySelector("#key")`)
 
 	// A revoked key does too.
-	key, k, err := tg.g.CreateKey(context.Background(), "acme", "to revoke", store.KeyScope{})
+	key, k, err := tg.Core.CreateKey(context.Background(), "acme", "to revoke", store.KeyScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -901,7 +902,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// catalog, the voices, the provider's voices) finish first, or those
 	// still in flight would meet the revocation too.
 	br.wait("the voices view loaded", `document.querySelector("#v-provider option") !== null && document.querySelector("select#v-voice option") !== null && !document.getElementById("main").innerText.includes("Loading…")`)
-	if _, err := tg.g.RevokeKey(context.Background(), k.ID); err != nil {
+	if _, err := tg.Core.RevokeKey(context.Background(), k.ID); err != nil {
 		t.Fatal(err)
 	}
 	// The logs view's two requests meet the revoked key.
@@ -916,7 +917,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // checkUsageCharts compares the per-provider, per-day latency and error
 // rate charts' tables with GET /v1/usage: a cell per provider and day with
 // requests, "—" where there were none, and one line per provider.
-func checkUsageCharts(t *testing.T, tg *testGateway, br *browser) {
+func checkUsageCharts(t *testing.T, tg *harness.Gateway, br *browser) {
 	t.Helper()
 	var byProvider, byDay struct {
 		Data []struct {
@@ -932,8 +933,8 @@ func checkUsageCharts(t *testing.T, tg *testGateway, br *browser) {
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	q := "since=" + today.AddDate(0, 0, -13).Format(time.DateOnly) + "&until=" + today.AddDate(0, 0, 1).Format(time.DateOnly)
-	tg.do("GET", "/v1/usage?group_by=provider&"+q, "acme", nil).json(t, &byProvider)
-	tg.do("GET", "/v1/usage?group_by=provider,day&"+q, "acme", nil).json(t, &byDay)
+	tg.Do("GET", "/v1/usage?group_by=provider&"+q, "acme", nil).JSON(t, &byProvider)
+	tg.Do("GET", "/v1/usage?group_by=provider,day&"+q, "acme", nil).JSON(t, &byDay)
 	var providers []string
 	for _, g := range byProvider.Data {
 		providers = append(providers, g.Provider)
@@ -997,20 +998,20 @@ func TestDashboardClonesAVoice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives chromium")
 	}
-	c := startCloud(t)
-	sample := c.do("POST", "/v1/audio/speech", "acme", speechBody("A few seconds of my voice for cloning purposes.", "output", map[string]any{"format": "wav"}))
-	if sample.status != 200 {
-		t.Fatalf("sample: %d", sample.status)
+	c := harness.StartCloud(t)
+	sample := c.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("A few seconds of my voice for cloning purposes.", "output", map[string]any{"format": "wav"}))
+	if sample.Status != 200 {
+		t.Fatalf("sample: %d", sample.Status)
 	}
 	file := filepath.Join(t.TempDir(), "me.wav")
-	if err := os.WriteFile(file, sample.body, 0o600); err != nil {
+	if err := os.WriteFile(file, sample.Body, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	br := newBrowser(t)
 	br.expectFailure("/ui/api/session", 401, 1) // the page's check for a session
-	br.do("open", chromedp.Navigate(c.base+"/ui/#/voices"))
+	br.do("open", chromedp.Navigate(c.Base+"/ui/#/voices"))
 	br.wait("sign-in form", `document.querySelector("#key") !== null`)
-	br.setInput("#key", c.keys["acme"])
+	br.setInput("#key", c.Keys["acme"])
 	br.click(`form button[type=submit]`)
 	br.wait("voice form", `document.querySelector("#v-provider") !== null && document.querySelector("#v-model").options.length > 0`)
 	br.setInput("#v-provider", "elevenlabs")
@@ -1036,7 +1037,7 @@ func TestDashboardClonesAVoice(t *testing.T) {
 	br.setInput("#v-title", "My recorded voice")
 	br.clickText("Create voice")
 	br.wait("recorded voice listed", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("My recorded voice") && tr.innerText.includes("(cloned)"))`)
-	if n := c.el.CallsTo("/v1/voices/add"); n != 2 {
+	if n := c.ElevenLabs.CallsTo("/v1/voices/add"); n != 2 {
 		t.Errorf("clone calls to the provider: %d, want 2", n)
 	}
 	var media []struct {
@@ -1049,13 +1050,13 @@ func TestDashboardClonesAVoice(t *testing.T) {
 			MediaID string `json:"media_id"`
 		} `json:"data"`
 	}
-	c.do("GET", "/v1/voices", "acme", nil).json(t, &voices)
+	c.Do("GET", "/v1/voices", "acme", nil).JSON(t, &voices)
 	for _, v := range voices.Data {
 		var m struct {
 			MediaType string `json:"media_type"`
 			Duration  int64  `json:"duration_ms"`
 		}
-		c.do("GET", "/v1/media/"+v.MediaID, "acme", nil).json(t, &m)
+		c.Do("GET", "/v1/media/"+v.MediaID, "acme", nil).JSON(t, &m)
 		media = append(media, m)
 		if v.Title == "My recorded voice" && (m.MediaType != "audio/wav" || m.Duration < 500) {
 			t.Errorf("the recorded sample was stored as %+v; want about 1.5 s of WAV", m)

@@ -1,4 +1,4 @@
-package gateway_test
+package dialects
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // dialectGateway runs eSpeak and the OpenAI and ElevenLabs plugins
@@ -15,7 +16,7 @@ import (
 // for one organization (acme) and keep them at OpenAI for another
 // (globex), and an alias of a saved voice.
 type dialectGateway struct {
-	*testGateway
+	*harness.Gateway
 	oai *openai.Server
 	el  *elevenlabs.Server
 }
@@ -71,56 +72,9 @@ moderation:
     standard:
       checks: [{builtin: {}}]
 `
-	tg := startGateway(t, cfg)
-	tg.secrets = append(tg.secrets, openai.Key, "xi-managed-key-000000000000")
-	return &dialectGateway{testGateway: tg, oai: oai, el: el}
-}
-
-// openAIErr is OpenAI's error envelope.
-type openAIErr struct {
-	Error struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    string  `json:"code"`
-	} `json:"error"`
-}
-
-func (r *response) openAIError(t testing.TB, status int, code, param string) openAIErr {
-	t.Helper()
-	if r.status != status || r.header.Get("Content-Type") != "application/json" {
-		t.Fatalf("status %d (%s), want %d; %s", r.status, r.header.Get("Content-Type"), status, r.body)
-	}
-	var e openAIErr
-	r.json(t, &e)
-	if e.Error.Code != code || e.Error.Message == "" || e.Error.Type == "" {
-		t.Fatalf("error %s, want code %s", r.body, code)
-	}
-	if param != "" && (e.Error.Param == nil || *e.Error.Param != param) {
-		t.Fatalf("error %s, want param %s", r.body, param)
-	}
-	return e
-}
-
-type elevenErr struct {
-	Detail struct {
-		Status  string `json:"status"`
-		Message string `json:"message"`
-		Param   string `json:"param"`
-	} `json:"detail"`
-}
-
-func (r *response) elevenLabsError(t testing.TB, status int, code string) elevenErr {
-	t.Helper()
-	if r.status != status || r.header.Get("Content-Type") != "application/json" {
-		t.Fatalf("status %d (%s), want %d; %s", r.status, r.header.Get("Content-Type"), status, r.body)
-	}
-	var e elevenErr
-	r.json(t, &e)
-	if e.Detail.Status != code || e.Detail.Message == "" {
-		t.Fatalf("error %s, want status %s", r.body, code)
-	}
-	return e
+	tg := harness.Start(t, cfg)
+	tg.Secrets = append(tg.Secrets, openai.Key, "xi-managed-key-000000000000")
+	return &dialectGateway{Gateway: tg, oai: oai, el: el}
 }
 
 func TestOpenAIDialect(t *testing.T) {
@@ -128,9 +82,9 @@ func TestOpenAIDialect(t *testing.T) {
 
 	// Without aliases (globex) tts-1 is OpenAI's own model; mp3 is the
 	// default format.
-	r := d.do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "tts-1", "input": "Hello from OpenAI's body.", "voice": "alloy"})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" {
-		t.Fatalf("globex: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	r := d.Do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "tts-1", "input": "Hello from OpenAI's body.", "voice": "alloy"})
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/mpeg" {
+		t.Fatalf("globex: %d %s %.200s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
 	if last, _ := d.oai.LastRequest(); !bytes.Contains(last.Body, []byte(`"model":"tts-1"`)) {
 		t.Errorf("upstream body %s", last.Body)
@@ -138,42 +92,42 @@ func TestOpenAIDialect(t *testing.T) {
 
 	// acme's aliases move the same code to eSpeak; pcm is 24 kHz as
 	// OpenAI's is; speed is honoured.
-	r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Hello from eSpeak.", "voice": "alloy", "response_format": "pcm"})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=24000" {
-		t.Fatalf("acme pcm: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	r = d.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Hello from eSpeak.", "voice": "alloy", "response_format": "pcm"})
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/pcm;rate=24000" {
+		t.Fatalf("acme pcm: %d %s %.200s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
-	normal := len(r.body)
-	r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Hello from eSpeak.", "voice": "alloy", "response_format": "pcm", "speed": 2})
-	if r.status != 200 || len(r.body) > normal*3/4 {
-		t.Fatalf("speed 2: %d, %d bytes against %d", r.status, len(r.body), normal)
+	normal := len(r.Body)
+	r = d.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Hello from eSpeak.", "voice": "alloy", "response_format": "pcm", "speed": 2})
+	if r.Status != 200 || len(r.Body) > normal*3/4 {
+		t.Fatalf("speed 2: %d, %d bytes against %d", r.Status, len(r.Body), normal)
 	}
-	if row := d.lastLog("acme"); row.Provider != "espeak" || row.VoiceID != "en-us" {
+	if row := d.LastLog("acme"); row.Provider != "espeak" || row.VoiceID != "en-us" {
 		t.Errorf("row %+v", row)
 	}
 	for _, f := range []string{"wav", "mp3"} {
-		r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Formats.", "voice": map[string]any{"id": "narrator"}, "response_format": f})
-		if r.status != 200 {
-			t.Fatalf("%s: %d %s", f, r.status, r.body)
+		r = d.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Formats.", "voice": map[string]any{"id": "narrator"}, "response_format": f})
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", f, r.Status, r.Body)
 		}
 	}
 
 	// instructions reach a model that follows them and are dropped, with
 	// a warning, elsewhere.
-	r = d.do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "gpt-4o-mini-tts", "input": "Calmly.", "voice": "coral", "instructions": "Speak calmly."})
-	if last, _ := d.oai.LastRequest(); r.status != 200 || !bytes.Contains(last.Body, []byte(`"instructions":"Speak calmly."`)) {
-		t.Errorf("instructions: %d, upstream %s", r.status, last.Body)
+	r = d.Do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "gpt-4o-mini-tts", "input": "Calmly.", "voice": "coral", "instructions": "Speak calmly."})
+	if last, _ := d.oai.LastRequest(); r.Status != 200 || !bytes.Contains(last.Body, []byte(`"instructions":"Speak calmly."`)) {
+		t.Errorf("instructions: %d, upstream %s", r.Status, last.Body)
 	}
-	r = d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Calmly.", "voice": "alloy", "instructions": "Speak calmly."})
-	if r.status != 200 || !strings.Contains(r.header.Get("X-Voxgate-Warnings"), "instructions were ignored") {
-		t.Errorf("dropped instructions: %d, warnings %q", r.status, r.header.Get("X-Voxgate-Warnings"))
+	r = d.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "input": "Calmly.", "voice": "alloy", "instructions": "Speak calmly."})
+	if r.Status != 200 || !strings.Contains(r.Header.Get("X-Voxgate-Warnings"), "instructions were ignored") {
+		t.Errorf("dropped instructions: %d, warnings %q", r.Status, r.Header.Get("X-Voxgate-Warnings"))
 	}
 
 	// SSE: delta events with base64 audio, then done with usage.
-	r = d.do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "tts-1", "input": "Streamed as events.", "voice": "alloy", "response_format": "pcm", "stream_format": "sse"})
-	if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("sse: %d %s %.300s", r.status, r.header.Get("Content-Type"), r.body)
+	r = d.Do("POST", "/v1/audio/speech", "globex", map[string]any{"model": "tts-1", "input": "Streamed as events.", "voice": "alloy", "response_format": "pcm", "stream_format": "sse"})
+	if r.Status != 200 || r.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("sse: %d %s %.300s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
-	audio, done := sseEvents(t, r.body)
+	audio, done := harness.SSEEvents(t, r.Body)
 	if len(audio) < 1000 || done == nil || done["usage"].(map[string]any)["input_tokens"].(float64) != float64(len("Streamed as events.")) {
 		t.Errorf("sse: %d bytes of audio, done %v", len(audio), done)
 	}
@@ -183,7 +137,7 @@ func TestOpenAIDialect(t *testing.T) {
 		Object string `json:"object"`
 		Data   []struct{ ID, Object, OwnedBy string }
 	}
-	d.do("GET", "/v1/models", "acme", nil).json(t, &list)
+	d.Do("GET", "/v1/models", "acme", nil).JSON(t, &list)
 	ids := map[string]bool{}
 	for _, m := range list.Data {
 		ids[m.ID] = m.Object == "model"
@@ -218,38 +172,38 @@ func TestOpenAIDialect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.body == nil {
-				d.do("GET", "/v1/models", tt.org, nil).openAIError(t, tt.status, tt.code, tt.param)
+				d.Do("GET", "/v1/models", tt.org, nil).OpenAIError(t, tt.status, tt.code, tt.param)
 				return
 			}
-			d.do("POST", "/v1/audio/speech", tt.org, tt.body).openAIError(t, tt.status, tt.code, tt.param)
+			d.Do("POST", "/v1/audio/speech", tt.org, tt.body).OpenAIError(t, tt.status, tt.code, tt.param)
 		})
 	}
 	// voxgate's own body on the same path keeps its problem objects.
-	d.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "espeak", "voice": "en", "text": ""}).problem(t, 400, "validation_failed")
+	d.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "espeak", "voice": "en", "text": ""}).Problem(t, 400, "validation_failed")
 }
 
 func TestElevenLabsDialect(t *testing.T) {
 	d := startDialects(t, "")
-	key := d.keys["acme"]
-	xi := func(method, path string, body any, hdr ...string) *response {
-		return d.do(method, path, "", body, append([]string{"xi-api-key", key}, hdr...)...)
+	key := d.Keys["acme"]
+	xi := func(method, path string, body any, hdr ...string) *harness.Response {
+		return d.Do(method, path, "", body, append([]string{"xi-api-key", key}, hdr...)...)
 	}
 	// A voice alias, on eSpeak; the default output is mp3_44100_128.
 	r := xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": "Hello from the ElevenLabs body."})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" {
-		t.Fatalf("convert: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/mpeg" {
+		t.Fatalf("convert: %d %s %.200s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
 	r = xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=pcm_16000", map[string]any{"text": "Raw samples.", "voice_settings": map[string]any{"speed": 1.1, "stability": 0.5}})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=16000" || !strings.Contains(r.header.Get("X-Voxgate-Warnings"), "elevenlabs settings were ignored") {
-		t.Fatalf("pcm_16000: %d %s %q", r.status, r.header.Get("Content-Type"), r.header.Get("X-Voxgate-Warnings"))
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/pcm;rate=16000" || !strings.Contains(r.Header.Get("X-Voxgate-Warnings"), "elevenlabs settings were ignored") {
+		t.Fatalf("pcm_16000: %d %s %q", r.Status, r.Header.Get("Content-Type"), r.Header.Get("X-Voxgate-Warnings"))
 	}
 
 	// ElevenLabs' own voices and models, through the ElevenLabs plugin:
 	// voice_settings reach it.
 	voice := d.el.VoiceIDs()[0]
 	r = xi("POST", "/elevenlabs/v1/text-to-speech/"+voice+"?output_format=mp3_44100_128", map[string]any{"text": "To the provider.", "model_id": "eleven_multilingual_v2", "voice_settings": map[string]any{"stability": 0.4}})
-	if r.status != 200 {
-		t.Fatalf("elevenlabs voice: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("elevenlabs voice: %d %s", r.Status, r.Body)
 	}
 	if last, _ := d.el.LastRequest(); !bytes.Contains(last.Body, []byte(`"stability":0.4`)) {
 		t.Errorf("upstream body %s", last.Body)
@@ -265,10 +219,10 @@ func TestElevenLabsDialect(t *testing.T) {
 			Ends       []float64 `json:"character_end_times_seconds"`
 		} `json:"alignment"`
 	}
-	r.json(t, &ts)
+	r.JSON(t, &ts)
 	a := ts.Alignment
-	if r.status != 200 || strings.Join(a.Characters, "") != "Two words." || len(a.Starts) != len(a.Characters) || len(a.Ends) != len(a.Characters) || a.Ends[len(a.Ends)-1] <= 0 {
-		t.Fatalf("with-timestamps: %d %.300s", r.status, r.body)
+	if r.Status != 200 || strings.Join(a.Characters, "") != "Two words." || len(a.Starts) != len(a.Characters) || len(a.Ends) != len(a.Characters) || a.Ends[len(a.Ends)-1] <= 0 {
+		t.Fatalf("with-timestamps: %d %.300s", r.Status, r.Body)
 	}
 	for i := 1; i < len(a.Starts); i++ {
 		if a.Starts[i] < a.Starts[i-1] || a.Ends[i] < a.Starts[i] {
@@ -278,8 +232,8 @@ func TestElevenLabsDialect(t *testing.T) {
 
 	// stream: the provider's audio as it comes, in the asked format.
 	r = xi("POST", "/elevenlabs/v1/text-to-speech/"+voice+"/stream?output_format=pcm_24000", map[string]any{"text": "A stream.", "model_id": "eleven_multilingual_v2"})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=24000" || len(r.body) < 1000 {
-		t.Fatalf("stream: %d %s %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/pcm;rate=24000" || len(r.Body) < 1000 {
+		t.Fatalf("stream: %d %s %d bytes", r.Status, r.Header.Get("Content-Type"), len(r.Body))
 	}
 
 	// voices and models in ElevenLabs' shapes.
@@ -289,7 +243,7 @@ func TestElevenLabsDialect(t *testing.T) {
 			Name    string `json:"name"`
 		} `json:"voices"`
 	}
-	xi("GET", "/elevenlabs/v1/voices", nil).json(t, &voices)
+	xi("GET", "/elevenlabs/v1/voices", nil).JSON(t, &voices)
 	if len(voices.Voices) < 2 || voices.Voices[0].VoiceID != "alloy" {
 		t.Errorf("voices %+v", voices)
 	}
@@ -297,26 +251,26 @@ func TestElevenLabsDialect(t *testing.T) {
 		ModelID string `json:"model_id"`
 		TTS     bool   `json:"can_do_text_to_speech"`
 	}
-	xi("GET", "/elevenlabs/v1/models", nil).json(t, &models)
+	xi("GET", "/elevenlabs/v1/models", nil).JSON(t, &models)
 	if len(models) < 3 || !models[0].TTS {
 		t.Errorf("models %+v", models)
 	}
 
 	// Bad input gets ElevenLabs' shape.
-	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ogg_44100", map[string]any{"text": "x"}).elevenLabsError(t, 400, "validation_failed")
-	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ulaw_9000", map[string]any{"text": "x"}).elevenLabsError(t, 400, "validation_failed")
-	xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": strings.Repeat("a", 5001)}).elevenLabsError(t, 422, "text_too_long")
-	xi("POST", "/elevenlabs/v1/text-to-speech/no-such-alias", map[string]any{"text": "x", "model_id": "espeak"}).elevenLabsError(t, 422, "provider_rejected_request")
-	xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": "VOXGATE-MODERATION-TEST"}).elevenLabsError(t, 422, "content_moderation_blocked")
-	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?colour=red", map[string]any{"text": "x"}).elevenLabsError(t, 400, "validation_failed")
-	xi("GET", "/elevenlabs/v1/nope", nil).elevenLabsError(t, 404, "not_found")
-	e := d.do("POST", "/elevenlabs/v1/text-to-speech/narrator", "", map[string]any{"text": "x"}).elevenLabsError(t, 401, "unauthorized")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ogg_44100", map[string]any{"text": "x"}).ElevenLabsError(t, 400, "validation_failed")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ulaw_9000", map[string]any{"text": "x"}).ElevenLabsError(t, 400, "validation_failed")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": strings.Repeat("a", 5001)}).ElevenLabsError(t, 422, "text_too_long")
+	xi("POST", "/elevenlabs/v1/text-to-speech/no-such-alias", map[string]any{"text": "x", "model_id": "espeak"}).ElevenLabsError(t, 422, "provider_rejected_request")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator", map[string]any{"text": "VOXGATE-MODERATION-TEST"}).ElevenLabsError(t, 422, "content_moderation_blocked")
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?colour=red", map[string]any{"text": "x"}).ElevenLabsError(t, 400, "validation_failed")
+	xi("GET", "/elevenlabs/v1/nope", nil).ElevenLabsError(t, 404, "not_found")
+	e := d.Do("POST", "/elevenlabs/v1/text-to-speech/narrator", "", map[string]any{"text": "x"}).ElevenLabsError(t, 401, "unauthorized")
 	if !strings.Contains(e.Detail.Message, "xi-api-key") {
 		t.Errorf("401 message %q", e.Detail.Message)
 	}
 	// Bearer works there too; xi-api-key works nowhere else.
-	if r := d.do("GET", "/elevenlabs/v1/voices", "acme", nil); r.status != 200 {
-		t.Errorf("bearer on elevenlabs: %d", r.status)
+	if r := d.Do("GET", "/elevenlabs/v1/voices", "acme", nil); r.Status != 200 {
+		t.Errorf("bearer on elevenlabs: %d", r.Status)
 	}
-	d.do("GET", "/v1/voices", "", nil, "xi-api-key", key).problem(t, 401, "unauthorized")
+	d.Do("GET", "/v1/voices", "", nil, "xi-api-key", key).Problem(t, 401, "unauthorized")
 }

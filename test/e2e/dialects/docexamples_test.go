@@ -1,4 +1,4 @@
-package gateway_test
+package dialects
 
 import (
 	"encoding/base64"
@@ -13,6 +13,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestDocExamples runs the curl examples of the hosted service's
@@ -26,7 +27,7 @@ import (
 // docs/compatibility.md lists every route and what voxgate does with it.
 func TestDocExamples(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
-	el := elevenlabs.New(t, fakeupstream.Options{Keys: []string{acmeElevenKey}})
+	el := elevenlabs.New(t, fakeupstream.Options{Keys: []string{harness.AcmeElevenKey}})
 	cfg := `
 server:
   listen: 127.0.0.1:0
@@ -44,7 +45,7 @@ providers:
   elevenlabs:
     plugin: voxgate-elevenlabs
     base_url: ` + el.BaseURL() + `
-    api_key: ` + acmeElevenKey + `
+    api_key: ` + harness.AcmeElevenKey + `
     managed: true
 orgs:
   acme:
@@ -53,35 +54,35 @@ orgs:
       openai: {enabled: true, byok: true}
       elevenlabs: {enabled: true}
 `
-	tg := startGateway(t, cfg)
-	tg.secrets = append(tg.secrets, openai.Key, acmeElevenKey)
+	tg := harness.Start(t, cfg)
+	tg.Secrets = append(tg.Secrets, openai.Key, harness.AcmeElevenKey)
 
 	// Records the examples name by ids of the hosted service.
-	espeakVoice := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Docs voice", "provider": "espeak", "model": "espeak-ng", "voice_id": "en"}).voice(t).ID
-	doomed := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "To change and delete", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb"}).voice(t).ID
-	logged := tg.do("POST", "/v1/audio/speech", "acme", speechBody("A request to look up.")).header.Get("X-Request-Id")
+	espeakVoice := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Docs voice", "provider": "espeak", "model": "espeak-ng", "voice_id": "en"}).Voice(t).ID
+	doomed := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "To change and delete", "provider": "espeak", "model": "espeak-ng", "voice_id": "en-gb"}).Voice(t).ID
+	logged := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("A request to look up.")).Header.Get("X-Request-Id")
 	var dict struct{ ID string }
-	tg.do("POST", "/v1/pronunciation-dictionaries", "acme", map[string]any{"name": "Docs"}).json(t, &dict)
+	tg.Do("POST", "/v1/pronunciation-dictionaries", "acme", map[string]any{"name": "Docs"}).JSON(t, &dict)
 	var narrator string // the voice the "Saved voices" guide creates
 
 	for _, ex := range docExamples(espeakVoice, doomed, logged, dict.ID, &narrator) {
 		t.Run(ex.name, func(t *testing.T) {
 			cmd := ex.curl
 			subs := append([]string{
-				"https://api.speechbase.ai", tg.base,
-				"https://example.com", tg.base,
-				"$SPEECHBASE_API_KEY", tg.keys["acme"],
+				"https://api.speechbase.ai", tg.Base,
+				"https://example.com", tg.Base,
+				"$SPEECHBASE_API_KEY", tg.Keys["acme"],
 			}, ex.subs()...)
 			cmd = strings.NewReplacer(subs...).Replace(cmd)
 			req, err := parseCurl(cmd)
 			if err != nil {
 				t.Fatalf("parse the example: %v\n%s", err, cmd)
 			}
-			if got := req.method + " " + routeOf(req.url, tg.base); got != ex.route {
+			if got := req.method + " " + routeOf(req.url, tg.Base); got != ex.route {
 				t.Fatalf("the example is %s, filed under %s", got, ex.route)
 			}
-			resp := req.send(t, tg.hc)
-			if resp.header.Get("X-Request-Id") == "" {
+			resp := req.send(t, tg.Client)
+			if resp.Header.Get("X-Request-Id") == "" {
 				t.Error("no X-Request-Id")
 			}
 			ex.check(t, resp)
@@ -103,7 +104,7 @@ type docExample struct {
 	// what earlier examples created.
 	subs func() []string
 	// check asserts the answer.
-	check func(t *testing.T, r *response)
+	check func(t *testing.T, r *harness.Response)
 }
 
 func none() []string { return nil }
@@ -112,15 +113,15 @@ func none() []string { return nil }
 // each can run (a voice is created before it is used, changed and
 // deleted).
 func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) []docExample {
-	audio := func(mediaType string) func(t *testing.T, r *response) {
-		return func(t *testing.T, r *response) {
+	audio := func(mediaType string) func(t *testing.T, r *harness.Response) {
+		return func(t *testing.T, r *harness.Response) {
 			t.Helper()
-			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), mediaType) || len(r.body) < 100 {
-				t.Fatalf("%d %s, %d bytes: %.200s", r.status, r.header.Get("Content-Type"), len(r.body), r.body)
+			if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), mediaType) || len(r.Body) < 100 {
+				t.Fatalf("%d %s, %d bytes: %.200s", r.Status, r.Header.Get("Content-Type"), len(r.Body), r.Body)
 			}
 		}
 	}
-	envelope := func(t *testing.T, r *response) {
+	envelope := func(t *testing.T, r *harness.Response) {
 		t.Helper()
 		var env struct {
 			Audio      string
@@ -128,33 +129,33 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			Warnings   []string
 			Timestamps []struct{ Text string }
 		}
-		if r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
-		r.json(t, &env)
+		r.JSON(t, &env)
 		if data, err := base64.StdEncoding.DecodeString(env.Audio); err != nil || len(data) < 100 || env.MediaType == "" || env.Warnings == nil || len(env.Timestamps) == 0 {
-			t.Fatalf("envelope %.300s", r.body)
+			t.Fatalf("envelope %.300s", r.Body)
 		}
 	}
-	status := func(want int) func(t *testing.T, r *response) {
-		return func(t *testing.T, r *response) {
+	status := func(want int) func(t *testing.T, r *harness.Response) {
+		return func(t *testing.T, r *harness.Response) {
 			t.Helper()
-			if r.status != want {
-				t.Fatalf("%d, want %d: %s", r.status, want, r.body)
+			if r.Status != want {
+				t.Fatalf("%d, want %d: %s", r.Status, want, r.Body)
 			}
 		}
 	}
-	jsonKeys := func(want int, keys ...string) func(t *testing.T, r *response) {
-		return func(t *testing.T, r *response) {
+	jsonKeys := func(want int, keys ...string) func(t *testing.T, r *harness.Response) {
+		return func(t *testing.T, r *harness.Response) {
 			t.Helper()
-			if r.status != want {
-				t.Fatalf("%d, want %d: %s", r.status, want, r.body)
+			if r.Status != want {
+				t.Fatalf("%d, want %d: %s", r.Status, want, r.Body)
 			}
 			var m map[string]any
-			r.json(t, &m)
+			r.JSON(t, &m)
 			for _, k := range keys {
 				if _, ok := m[k]; !ok {
-					t.Errorf("no %q in %.300s", k, r.body)
+					t.Errorf("no %q in %.300s", k, r.Body)
 				}
 			}
 		}
@@ -177,7 +178,7 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			curl: `curl -X GET "https://example.com/v1/audio/providers" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs: none,
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var out struct {
 					Data []struct {
 						ID                     string
@@ -185,9 +186,9 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 						Models                 []string
 					}
 				}
-				r.json(t, &out)
-				if r.status != 200 || len(out.Data) != 3 {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &out)
+				if r.Status != 200 || len(out.Data) != 3 {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 				for _, p := range out.Data {
 					if !p.Enabled || !p.Managed || len(p.Models) == 0 || !strings.HasPrefix(p.Models[0], p.ID+"/") {
@@ -214,11 +215,11 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{"JBFqnCBsd6RMkjVDRZzb", elevenlabs.VoiceRachel}
 			},
-			check: func(t *testing.T, r *response) {
-				if r.status != 201 {
-					t.Fatalf("%d %s", r.status, r.body)
+			check: func(t *testing.T, r *harness.Response) {
+				if r.Status != 201 {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
-				v := r.voice(t)
+				v := r.Voice(t)
 				if v.Title != "Podcast narrator" || v.Provider != "elevenlabs" || v.ProviderOptions["stability"] != 0.5 || len(v.Tags) != 1 {
 					t.Errorf("voice %+v", v)
 				}
@@ -241,9 +242,9 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 				return []string{`"title": "string"`, `"title": "Reference"`, `"provider": "string"`, `"provider": "espeak"`,
 					`"model": "string"`, `"model": "espeak-ng", "voice_id": "en"`}
 			},
-			check: func(t *testing.T, r *response) {
-				if r.status != 201 || r.voice(t).Model != "espeak-ng" {
-					t.Fatalf("%d %s", r.status, r.body)
+			check: func(t *testing.T, r *harness.Response) {
+				if r.Status != 201 || r.Voice(t).Model != "espeak-ng" {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -261,9 +262,9 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
   -H "Content-Type: application/json" \
   -d '{}'`,
 			subs: func() []string { return []string{"497f6eca-6276-4993-bfeb-53cbbbba6f08", doomed} },
-			check: func(t *testing.T, r *response) {
-				if r.status != 200 || r.voice(t).ID != doomed {
-					t.Fatalf("%d %s", r.status, r.body)
+			check: func(t *testing.T, r *harness.Response) {
+				if r.Status != 200 || r.Voice(t).ID != doomed {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -318,10 +319,10 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
     "output": "mp3"
   }' | tee response.json`,
 			subs: func() []string { return []string{"01940f8a-2dc1-7000-9b6c-fc6dd8a0a4d2", espeakVoice} },
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				envelope(t, r)
 				var env struct{ MediaType string }
-				r.json(t, &env)
+				r.JSON(t, &env)
 				if env.MediaType != "audio/mpeg" {
 					t.Errorf("mediaType %q", env.MediaType)
 				}
@@ -396,7 +397,7 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
   "split": true
 }'`,
 			subs: none,
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var out struct {
 					AudioSegments []struct {
 						Audio, MediaType string
@@ -405,9 +406,9 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 					}
 					Warnings []string
 				}
-				r.json(t, &out)
-				if r.status != 200 || len(out.AudioSegments) != 2 || out.AudioSegments[1].TurnIndex != 1 || out.AudioSegments[0].DurationMs <= 0 || out.AudioSegments[0].MediaType != "audio/mpeg" {
-					t.Fatalf("%d %.300s", r.status, r.body)
+				r.JSON(t, &out)
+				if r.Status != 200 || len(out.AudioSegments) != 2 || out.AudioSegments[1].TurnIndex != 1 || out.AudioSegments[0].DurationMs <= 0 || out.AudioSegments[0].MediaType != "audio/mpeg" {
+					t.Fatalf("%d %.300s", r.Status, r.Body)
 				}
 			},
 		},
@@ -429,14 +430,14 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{`"model": "string"`, `"model": "espeak/espeak-ng"`, `"voice": "string"`, `"voice": "en"`, `"text": "string"`, `"text": "One turn of talk."`}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var env struct {
 					Audio      string
 					Timestamps []struct{ TurnIndex int }
 				}
-				r.json(t, &env)
-				if r.status != 200 || env.Audio == "" || len(env.Timestamps) != 4 {
-					t.Fatalf("%d %.300s", r.status, r.body)
+				r.JSON(t, &env)
+				if r.Status != 200 || env.Audio == "" || len(env.Timestamps) != 4 {
+					t.Fatalf("%d %.300s", r.Status, r.Body)
 				}
 			},
 		},
@@ -467,15 +468,15 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
   "timestamps": "on"
 }'`,
 			subs: none,
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var env struct {
 					Audio      string
 					Timestamps []struct{ TurnIndex int }
 					Warnings   []string
 				}
-				r.json(t, &env)
-				if r.status != 200 || env.Audio == "" {
-					t.Fatalf("%d %.300s", r.status, r.body)
+				r.JSON(t, &env)
+				if r.Status != 200 || env.Audio == "" {
+					t.Fatalf("%d %.300s", r.Status, r.Body)
 				}
 				if len(env.Timestamps) != 0 || len(env.Warnings) != 2 || !strings.Contains(env.Warnings[0], "does not follow the text") {
 					t.Errorf("a tone got %d words, warnings %q", len(env.Timestamps), env.Warnings)
@@ -493,14 +494,14 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{"/v1/api-keys/string", "/v1/api-keys/openai", `"keyValue": "string"`, `"keyValue": "` + openai.Key + `"`}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var out struct {
 					Data struct{ ProviderID, LastFour, UpdatedAt string }
 				}
-				r.json(t, &out)
-				if r.status != 200 || out.Data.ProviderID != "openai" || out.Data.LastFour != openai.Key[len(openai.Key)-4:] || out.Data.UpdatedAt == "" ||
-					strings.Contains(string(r.body), openai.Key) {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &out)
+				if r.Status != 200 || out.Data.ProviderID != "openai" || out.Data.LastFour != openai.Key[len(openai.Key)-4:] || out.Data.UpdatedAt == "" ||
+					strings.Contains(string(r.Body), openai.Key) {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -509,16 +510,16 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			curl: `curl -X GET "https://example.com/v1/api-keys" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs: none,
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var out struct {
 					Data    []struct{ ProviderID, LastFour, UpdatedAt string }
 					HasMore bool `json:"has_more"`
 					Limit   int
 				}
-				r.json(t, &out)
-				if r.status != 200 || len(out.Data) != 1 || out.Data[0].ProviderID != "openai" || out.Data[0].LastFour != openai.Key[len(openai.Key)-4:] ||
-					out.Data[0].UpdatedAt == "" || out.HasMore || out.Limit != 50 || strings.Contains(string(r.body), openai.Key) {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &out)
+				if r.Status != 200 || len(out.Data) != 1 || out.Data[0].ProviderID != "openai" || out.Data[0].LastFour != openai.Key[len(openai.Key)-4:] ||
+					out.Data[0].UpdatedAt == "" || out.HasMore || out.Limit != 50 || strings.Contains(string(r.Body), openai.Key) {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -542,10 +543,10 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 				return []string{"/pronunciation-dictionaries/string/", "/pronunciation-dictionaries/" + dictID + "/", `"word": "string"`, `"word": "Speechbase"`,
 					`"replacement": "string"`, `"replacement": "wave-form"`}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				jsonKeys(201, "id", "dictionary_id", "word", "replacement", "case_sensitive", "created_at", "updated_at")(t, r)
 				var ru struct{ ID string }
-				r.json(t, &ru)
+				r.JSON(t, &ru)
 				rule = ru.ID
 			},
 		},
@@ -556,13 +557,13 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{"/pronunciation-dictionaries/string/", "/pronunciation-dictionaries/" + dictID + "/"}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var out struct {
 					Data []struct{ Word string }
 				}
-				r.json(t, &out)
-				if r.status != 200 || len(out.Data) != 1 || out.Data[0].Word != "Speechbase" {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &out)
+				if r.Status != 200 || len(out.Data) != 1 || out.Data[0].Word != "Speechbase" {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -576,14 +577,14 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			curl: `curl -X GET "https://example.com/v1/pronunciation-dictionaries" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs: none,
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				jsonKeys(200, "data", "next_cursor", "has_more", "limit")(t, r)
 				var out struct {
 					Data []map[string]any
 				}
-				r.json(t, &out)
+				r.JSON(t, &out)
 				if len(out.Data) != 2 || !slices.ContainsFunc(out.Data, func(d map[string]any) bool { return d["is_default"] == true }) {
-					t.Errorf("no default among %s", r.body)
+					t.Errorf("no default among %s", r.Body)
 				}
 			},
 		},
@@ -597,10 +598,10 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
   "description": "string"
 }'`,
 			subs: func() []string { return []string{`"name": "string"`, `"name": "Brand names"`} },
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				jsonKeys(201, "id", "org_id", "name", "description", "is_default")(t, r)
 				var d struct{ ID string }
-				r.json(t, &d)
+				r.JSON(t, &d)
 				created = d.ID
 			},
 		},
@@ -613,20 +614,20 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
   "name": "string"
 }'`,
 			subs:  func() []string { return []string{`"name": "string"`, `"name": "Brand names"`} },
-			check: func(t *testing.T, r *response) { r.problem(t, 409, "conflict") },
+			check: func(t *testing.T, r *harness.Response) { r.Problem(t, 409, "conflict") },
 		},
 		{
 			name: "get the default dictionary", route: "GET /v1/pronunciation-dictionaries/{id}", source: constructed,
 			curl: `curl -X GET "https://example.com/v1/pronunciation-dictionaries/default" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs: none,
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var d struct {
 					IsDefault bool `json:"is_default"`
 				}
-				r.json(t, &d)
-				if r.status != 200 || !d.IsDefault {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &d)
+				if r.Status != 200 || !d.IsDefault {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -641,11 +642,11 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{"/pronunciation-dictionaries/string", "/pronunciation-dictionaries/" + created, `"description": "string"`, `"description": "Product names"`}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var d struct{ Name, Description string }
-				r.json(t, &d)
-				if r.status != 200 || d.Name != "Brand names" || d.Description != "Product names" {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &d)
+				if r.Status != 200 || d.Name != "Brand names" || d.Description != "Product names" {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -660,11 +661,11 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{"/pronunciation-dictionaries/string", "/pronunciation-dictionaries/" + created, `"name": "string"`, `"name": "Brands"`}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var d struct{ Name, Description string }
-				r.json(t, &d)
-				if r.status != 200 || d.Name != "Brands" || d.Description != "Product names" {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &d)
+				if r.Status != 200 || d.Name != "Brands" || d.Description != "Product names" {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -680,11 +681,11 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 				return []string{"/pronunciation-dictionaries/string/rules/string", "/pronunciation-dictionaries/" + dictID + "/rules/" + rule,
 					`"replacement": "string"`, `"replacement": "speech base"`}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var ru struct{ Word, Replacement string }
-				r.json(t, &ru)
-				if r.status != 200 || ru.Word != "Speechbase" || ru.Replacement != "speech base" {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &ru)
+				if r.Status != 200 || ru.Word != "Speechbase" || ru.Replacement != "speech base" {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -699,14 +700,14 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			subs: func() []string {
 				return []string{"/pronunciation-dictionaries/string/rules/string", "/pronunciation-dictionaries/" + dictID + "/rules/" + rule}
 			},
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var ru struct {
 					Replacement   string
 					CaseSensitive bool `json:"case_sensitive"`
 				}
-				r.json(t, &ru)
-				if r.status != 200 || !ru.CaseSensitive || ru.Replacement != "speech base" {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &ru)
+				if r.Status != 200 || !ru.CaseSensitive || ru.Replacement != "speech base" {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -733,7 +734,7 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			curl: `curl -X DELETE "https://example.com/v1/pronunciation-dictionaries/default" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs:  none,
-			check: func(t *testing.T, r *response) { r.problem(t, 409, "conflict") },
+			check: func(t *testing.T, r *harness.Response) { r.Problem(t, 409, "conflict") },
 		},
 		{
 			name: "list logs", route: "GET /v1/logs", source: ref + "logs/list-logs",
@@ -747,11 +748,11 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			curl: `curl -X GET "https://example.com/v1/logs/497f6eca-6276-4993-bfeb-53cbbbba6f08" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs: func() []string { return []string{"497f6eca-6276-4993-bfeb-53cbbbba6f08", logged} },
-			check: func(t *testing.T, r *response) {
+			check: func(t *testing.T, r *harness.Response) {
 				var out struct{ Data map[string]any }
-				r.json(t, &out)
-				if r.status != 200 || out.Data["request_id"] != logged || out.Data["credits_used"] == nil || out.Data["moderation_confidence"] == nil {
-					t.Fatalf("%d %s", r.status, r.body)
+				r.JSON(t, &out)
+				if r.Status != 200 || out.Data["request_id"] != logged || out.Data["credits_used"] == nil || out.Data["moderation_confidence"] == nil {
+					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 			},
 		},
@@ -767,7 +768,7 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
 			curl: `curl -X DELETE "https://example.com/v1/voices/497f6eca-6276-4993-bfeb-53cbbbba6f08" \
   -H "Authorization: Bearer $SPEECHBASE_API_KEY"`,
 			subs:  func() []string { return []string{"497f6eca-6276-4993-bfeb-53cbbbba6f08", doomed} },
-			check: func(t *testing.T, r *response) { r.problem(t, 404, "voice_not_found") },
+			check: func(t *testing.T, r *harness.Response) { r.Problem(t, 404, "voice_not_found") },
 		},
 		{
 			// Not served (docs/compatibility.md): a clear 404 problem.
@@ -780,7 +781,7 @@ func docExamples(espeakVoice, doomed, logged, dictID string, narrator *string) [
   "score": 0
 }'`,
 			subs:  none,
-			check: func(t *testing.T, r *response) { r.problem(t, 404, "not_found") },
+			check: func(t *testing.T, r *harness.Response) { r.Problem(t, 404, "not_found") },
 		},
 	}
 }
@@ -928,7 +929,7 @@ func shellWords(s string) ([]string, error) {
 }
 
 // send sends the request over loopback.
-func (c *curlRequest) send(t *testing.T, hc *http.Client) *response {
+func (c *curlRequest) send(t *testing.T, hc *http.Client) *harness.Response {
 	t.Helper()
 	var body io.Reader
 	if c.body != nil {
@@ -951,7 +952,7 @@ func (c *curlRequest) send(t *testing.T, hc *http.Client) *response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: data}
+	return &harness.Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 // TestParseCurl pins the parser on the forms the examples use.

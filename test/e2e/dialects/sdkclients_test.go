@@ -1,4 +1,4 @@
-package gateway_test
+package dialects
 
 import (
 	"encoding/base64"
@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestOfficialSDKs runs the official openai and @elevenlabs/elevenlabs-js
@@ -20,7 +22,7 @@ import (
 // an error whose message the SDK shows. The clips the OpenAI SDK received
 // are decoded with ffprobe.
 func TestOfficialSDKs(t *testing.T) {
-	dir, _ := filepath.Abs("../test/sdkclients")
+	dir := harness.Path(t, "test", "sdkclients")
 	node, err := exec.LookPath("node")
 	_, e1 := os.Stat(filepath.Join(dir, "node_modules", "openai"))
 	_, e2 := os.Stat(filepath.Join(dir, "node_modules", "@elevenlabs", "elevenlabs-js"))
@@ -33,14 +35,14 @@ func TestOfficialSDKs(t *testing.T) {
 	d := startDialects(t, "")
 	cmd := exec.Command(node, "clients.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "VOXGATE_BASE="+validatingProxy(t, d.base), "VOXGATE_KEY="+d.keys["acme"])
+	cmd.Env = append(os.Environ(), "VOXGATE_BASE="+harness.ValidatingProxy(t, d.Base), "VOXGATE_KEY="+d.Keys["acme"])
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("clients: %v\n%s\n%s\ngateway warnings and errors:\n%s", err, out, stderr, d.warnings())
+		t.Fatalf("clients: %v\n%s\n%s\ngateway warnings and errors:\n%s", err, out, stderr, d.Warnings())
 	}
 	type drained struct{ Chunks, Bytes int }
 	var res struct {
@@ -204,6 +206,6 @@ func probe(t *testing.T, format string, data []byte) (float64, int, int) {
 	case "alaw":
 		raw = []string{"-f", "alaw", "-ar", "8000", "-ac", "1"}
 	}
-	p := ffprobeBytes(t, data, format, raw...)
-	return p.seconds, p.rate, p.channels
+	p := harness.FFprobeBytes(t, data, format, raw...)
+	return p.Seconds, p.Rate, p.Channels
 }

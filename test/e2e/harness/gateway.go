@@ -1,4 +1,14 @@
-package gateway_test
+// Package harness is what the end-to-end tests of every area under test/e2e
+// share: a real gateway started in-process on a loopback port with a temp
+// bbolt file and the real plugin processes (Start), a client whose every
+// exchange is checked against the OpenAPI document (Gateway.Do), the API's
+// wire shapes as tests decode them, and clients of the realtime socket,
+// the dashboard's session API and /metrics.
+//
+// Each gateway has its own port and temp dir, so tests may call
+// t.Parallel; binaries and repository files are found from the module's
+// root (BinDir, Path), whatever the package's depth.
+package harness
 
 import (
 	"bytes"
@@ -7,77 +17,34 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
-
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/gateway/store"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
-// testGateway is a real gateway on a loopback port with a temp bbolt file.
-type testGateway struct {
-	t    testing.TB
-	g    *gateway.Gateway
-	cfg  *config.Config
-	base string
-	dir  string
-	keys map[string]string // org -> key
+// Gateway is a real gateway on a loopback port with a temp bbolt file.
+type Gateway struct {
+	t      testing.TB
+	Core   *gateway.Gateway
+	Config *config.Config
+	Base   string
+	Dir    string
+	Keys   map[string]string // org -> key
 	// secrets are further values no log line may contain (provider keys).
-	secrets []string
-	logs    *observer.ObservedLogs
-	hc      *http.Client
+	Secrets []string
+	Logs    *observer.ObservedLogs
+	Client  *http.Client
 }
 
-// baseConfig is the YAML every test gateway starts from; extra is appended
-// under the top level (providers:, moderation: ... blocks).
-const baseConfig = `
-server:
-  listen: 127.0.0.1:0
-  max_body_bytes: 65536
-storage:
-  path: %DIR%/voxgate.db
-  log_batch_size: 64
-plugins:
-  dir: %BIN%/plugins
-orgs:
-  acme:
-    providers: {}
-  globex:
-    providers: {}
-`
-
-// binDir is where `make build` put the binaries.
-func binDir(t testing.TB) string {
-	if d := os.Getenv("VOXGATE_BIN_DIR"); d != "" {
-		return d
-	}
-	wd, _ := os.Getwd()
-	return filepath.Join(filepath.Dir(wd), "bin")
-}
-
-// testConfig expands the placeholders of a test config.
-func testConfig(t testing.TB, yaml, dir string) *config.Config {
-	t.Helper()
-	yaml = strings.ReplaceAll(yaml, "%DIR%", dir)
-	yaml = strings.ReplaceAll(yaml, "%BIN%", binDir(t))
-	cfg, err := config.Parse([]byte(yaml), os.LookupEnv)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	cfg.Dir = dir
-	return cfg
-}
-
-// openOnly opens (and closes again) a gateway, for start-up errors.
-func openOnly(t testing.TB, yaml string) (*gateway.Gateway, error) {
+// OpenOnly opens (and closes again) a gateway, for start-up errors.
+func OpenOnly(t testing.TB, yaml string) (*gateway.Gateway, error) {
 	dir := t.TempDir()
 	g, err := gateway.Open(context.Background(), testConfig(t, yaml, dir), gateway.Options{})
 	if err == nil {
@@ -86,7 +53,12 @@ func openOnly(t testing.TB, yaml string) (*gateway.Gateway, error) {
 	return g, err
 }
 
-func startGateway(t testing.TB, yaml string) *testGateway {
+// Start opens and starts a gateway with the test config yaml (see
+// BaseConfig for its placeholders) on a loopback port of its own, in a
+// temp dir of its own, so tests that use it can run in parallel; it
+// creates one API key per org and, when the test ends, shuts the gateway
+// down and fails the test if any log line held a key or a secret.
+func Start(t testing.TB, yaml string) *Gateway {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := testConfig(t, yaml, dir)
@@ -100,14 +72,14 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 	if err := g.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	tg := &testGateway{t: t, g: g, cfg: cfg, base: "http://" + g.Addr(), dir: dir, keys: map[string]string{}, logs: logs,
-		hc: &http.Client{Timeout: 60 * time.Second, Transport: validating(t, nil)}}
+	tg := &Gateway{t: t, Core: g, Config: cfg, Base: "http://" + g.Addr(), Dir: dir, Keys: map[string]string{}, Logs: logs,
+		Client: &http.Client{Timeout: 60 * time.Second, Transport: validating(t, nil)}}
 	for org := range cfg.Orgs {
 		key, _, err := g.CreateKey(ctx, org, "test", store.KeyScope{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tg.keys[org] = key
+		tg.Keys[org] = key
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -124,18 +96,18 @@ func startGateway(t testing.TB, yaml string) *testGateway {
 }
 
 // assertNoSecretsLogged fails if any log entry carries an API key.
-func (tg *testGateway) assertNoSecretsLogged() {
-	for _, e := range tg.logs.All() {
+func (tg *Gateway) assertNoSecretsLogged() {
+	for _, e := range tg.Logs.All() {
 		line := e.Message
 		for k, v := range e.ContextMap() {
 			line += " " + k + "=" + toString(v)
 		}
-		for _, key := range tg.keys {
+		for _, key := range tg.Keys {
 			if strings.Contains(line, key) {
 				tg.t.Errorf("a log entry contains an API key: %q", e.Message)
 			}
 		}
-		for _, s := range tg.secrets {
+		for _, s := range tg.Secrets {
 			if strings.Contains(line, s) {
 				tg.t.Errorf("a log entry contains a provider key: %q", e.Message)
 			}
@@ -151,56 +123,8 @@ func toString(v any) string {
 	return string(b)
 }
 
-// response is a finished HTTP exchange.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r *response) json(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// problemBody is the problem+json shape.
-type problemBody struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail"`
-	Code       string `json:"code"`
-	Validation []struct {
-		Path    []string `json:"path"`
-		Message string   `json:"message"`
-	} `json:"validation"`
-	Provider       string `json:"provider"`
-	UpstreamCode   string `json:"upstream_code"`
-	UpstreamStatus int    `json:"upstream_status"`
-	TurnIndex      *int   `json:"turn_index"`
-}
-
-// problem asserts r is a problem+json with status and code.
-func (r *response) problem(t testing.TB, status int, code string) problemBody {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
-	}
-	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
-		t.Fatalf("Content-Type = %q, want application/problem+json; body %s", ct, r.body)
-	}
-	var p problemBody
-	r.json(t, &p)
-	if p.Code != code || p.Status != status || p.Title == "" || p.Type == "" {
-		t.Fatalf("problem = %+v, want code %s status %d", p, code, status)
-	}
-	return p
-}
-
-// do sends a request as org ("" = no Authorization header).
-func (tg *testGateway) do(method, path, org string, body any, hdr ...string) *response {
+// Do sends a request as org ("" = no Authorization header).
+func (tg *Gateway) Do(method, path, org string, body any, hdr ...string) *Response {
 	tg.t.Helper()
 	var rd io.Reader
 	ct := ""
@@ -220,7 +144,7 @@ func (tg *testGateway) do(method, path, org string, body any, hdr ...string) *re
 		rd = bytes.NewReader(data)
 		ct = "application/json"
 	}
-	req, err := http.NewRequest(method, tg.base+path, rd)
+	req, err := http.NewRequest(method, tg.Base+path, rd)
 	if err != nil {
 		tg.t.Fatal(err)
 	}
@@ -228,7 +152,7 @@ func (tg *testGateway) do(method, path, org string, body any, hdr ...string) *re
 		req.Header.Set("Content-Type", ct)
 	}
 	if org != "" {
-		req.Header.Set("Authorization", "Bearer "+tg.keys[org])
+		req.Header.Set("Authorization", "Bearer "+tg.Keys[org])
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		if hdr[i+1] == "" {
@@ -237,7 +161,7 @@ func (tg *testGateway) do(method, path, org string, body any, hdr ...string) *re
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 	}
-	resp, err := tg.hc.Do(req)
+	resp, err := tg.Client.Do(req)
 	if err != nil {
 		tg.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -246,98 +170,98 @@ func (tg *testGateway) do(method, path, org string, body any, hdr ...string) *re
 	if err != nil {
 		tg.t.Fatal(err)
 	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: data}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
-// flushLogs waits until every recorded log row is on disk.
-func (tg *testGateway) flushLogs() {
+// FlushLogs waits until every recorded log row is on disk.
+func (tg *Gateway) FlushLogs() {
 	tg.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tg.g.Logs().Flush(ctx); err != nil {
+	if err := tg.Core.Logs().Flush(ctx); err != nil {
 		tg.t.Fatal(err)
 	}
 }
 
-// apiVoice is the Voice resource as the API renders it; tests decode
-// responses into it (the store's records have no JSON form).
-type apiVoice struct {
-	ID              string         `json:"id"`
-	OrgID           string         `json:"org_id"`
-	Title           string         `json:"title"`
-	Provider        string         `json:"provider"`
-	Model           string         `json:"model"`
-	VoiceID         string         `json:"voice_id"`
-	Tags            []string       `json:"tags"`
-	Gender          string         `json:"gender"`
-	Description     string         `json:"description"`
-	ProviderOptions map[string]any `json:"provider_options"`
-	MediaID         string         `json:"media_id,omitempty"`
-	CreatedAt       time.Time      `json:"created_at"`
-	UpdatedAt       time.Time      `json:"updated_at"`
-}
-
-// voice decodes the {data: voice} answer of the single-voice endpoints.
-func (r *response) voice(t testing.TB) apiVoice {
-	t.Helper()
-	var env struct {
-		Data *apiVoice `json:"data"`
-	}
-	r.json(t, &env)
-	if env.Data == nil {
-		t.Fatalf("no {data: voice} in %s", r.body)
-	}
-	return *env.Data
-}
-
-// apiLogRow is a request log row as GET /v1/logs renders it.
-type apiLogRow struct {
-	RequestID              string    `json:"request_id"`
-	ParentRequestID        string    `json:"parent_request_id"`
-	TS                     time.Time `json:"ts"`
-	Path                   string    `json:"path"`
-	Status                 int       `json:"status"`
-	Provider               string    `json:"provider"`
-	Model                  string    `json:"model"`
-	VoiceID                string    `json:"voice_id"`
-	VoiceRef               string    `json:"voice_ref"`
-	CharCount              int       `json:"char_count"`
-	CreditsUsed            int       `json:"credits_used"`
-	LatencyMS              int64     `json:"latency_ms"`
-	ErrorCode              string    `json:"error_code"`
-	ErrorDetail            string    `json:"error_detail"`
-	ProviderOptions        string    `json:"provider_options"`
-	ModerationDecision     string    `json:"moderation_decision"`
-	ModerationReasonType   string    `json:"moderation_reason_type"`
-	ModerationReasonDetail string    `json:"moderation_reason_detail"`
-	ModerationConfidence   float64   `json:"moderation_confidence"`
-	ModerationLatencyMS    int64     `json:"moderation_latency_ms"`
-	Cache                  string    `json:"cache"`
-	Transcoded             string    `json:"transcoded"`
-	Sanitized              bool      `json:"sanitized"`
-}
-
-// apiMedia is the media object as the API renders it.
-type apiMedia struct {
-	ID         string    `json:"id"`
-	OrgID      string    `json:"org_id"`
-	Filename   string    `json:"filename"`
-	MediaType  string    `json:"media_type"`
-	Bytes      int64     `json:"bytes"`
-	DurationMS int64     `json:"duration_ms"`
-	SHA256     string    `json:"sha256"`
-	CreatedAt  time.Time `json:"created_at"`
-}
-
-// warnings renders the gateway's log entries at warning level and above,
+// Warnings renders the gateway's log entries at warning level and above,
 // and the access lines of streams that broke off, for a test that fails
 // on the client's side to say what the gateway saw.
-func (tg *testGateway) warnings() string {
+func (tg *Gateway) Warnings() string {
 	var b strings.Builder
-	for _, e := range tg.logs.All() {
+	for _, e := range tg.Logs.All() {
 		if _, broke := e.ContextMap()["stream_error"]; e.Level >= zap.WarnLevel || broke {
 			fmt.Fprintf(&b, "%s %s %s %v\n", e.Time.Format("15:04:05.000"), e.Level, e.Message, e.ContextMap())
 		}
 	}
 	return b.String()
+}
+
+// Upload sends raw bytes with a content type.
+func (tg *Gateway) Upload(org, contentType string, body []byte) *Response {
+	tg.t.Helper()
+	req, _ := http.NewRequest("POST", tg.Base+"/v1/media", bytes.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Authorization", "Bearer "+tg.Keys[org])
+	resp, err := tg.Client.Do(req)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// RawLogRow returns the log row of a request as JSON fields, so that the
+// presence of a field can be asserted, not only its value.
+func (tg *Gateway) RawLogRow(org string, r *Response) map[string]any {
+	tg.t.Helper()
+	tg.FlushLogs()
+	id := r.Header.Get("X-Request-Id")
+	var page struct {
+		Data []map[string]any `json:"data"`
+	}
+	tg.Do("GET", "/v1/logs?limit=200", org, nil).JSON(tg.t, &page)
+	for _, row := range page.Data {
+		if row["request_id"] == id {
+			return row
+		}
+	}
+	tg.t.Fatalf("no log row for request %s", id)
+	return nil
+}
+
+// WaitFor polls cond until it holds, failing the test after 20 seconds:
+// for what a test must see happen, never for a timing it asserts.
+func WaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// LogsWhere returns org's log rows matching query (after a flush).
+func (tg *Gateway) LogsWhere(org, query string) []LogRow {
+	tg.t.Helper()
+	tg.FlushLogs()
+	var p LogPage
+	tg.Do("GET", "/v1/logs?limit=200&"+query, org, nil).JSON(tg.t, &p)
+	return p.Data
+}
+
+// LastLog returns the newest log row of org.
+func (tg *Gateway) LastLog(org string) LogRow {
+	tg.t.Helper()
+	tg.FlushLogs()
+	var p LogPage
+	tg.Do("GET", "/v1/logs?limit=1", org, nil).JSON(tg.t, &p)
+	if len(p.Data) != 1 {
+		tg.t.Fatalf("no log row for %s", org)
+	}
+	return p.Data[0]
 }

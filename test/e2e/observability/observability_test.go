@@ -1,143 +1,34 @@
-package gateway_test
+package observability
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
-	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
-
-// sample is one series of a scrape: its name (NAME_sum and NAME_count for
-// a histogram), its labels, and its value.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
-// scrape reads the gateway's metrics as Prometheus does.
-func (tg *testGateway) scrape() []sample {
-	tg.t.Helper()
-	return parseMetrics(tg.t, tg.metricsBody())
-}
-
-// metricsBody is a scrape of /metrics, from the admin socket (where it is
-// served whatever the config says).
-func (tg *testGateway) metricsBody() []byte {
-	tg.t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", gateway.AdminSocket(tg.cfg))
-		},
-	}}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Get("http://admin/metrics")
-	if err != nil {
-		tg.t.Fatalf("/metrics on the admin socket: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		tg.t.Fatalf("/metrics on the admin socket: %d %v %s", resp.StatusCode, err, b)
-	}
-	return b
-}
-
-func parseMetrics(t testing.TB, body []byte) []sample {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("parse metrics: %v\n%s", err, body)
-	}
-	var out []sample
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			add := func(n string, v float64) { out = append(out, sample{n, labels, v}) }
-			switch {
-			case m.GetCounter() != nil:
-				add(name, m.GetCounter().GetValue())
-			case m.GetGauge() != nil:
-				add(name, m.GetGauge().GetValue())
-			case m.GetHistogram() != nil:
-				add(name+"_sum", m.GetHistogram().GetSampleSum())
-				add(name+"_count", float64(m.GetHistogram().GetSampleCount()))
-			}
-		}
-	}
-	return out
-}
-
-// value returns the series name{labels...} (pairs of label and value; the
-// series may carry more labels) and whether it is there.
-func value(samples []sample, name string, labels ...string) (float64, bool) {
-	for _, s := range samples {
-		if s.name != name {
-			continue
-		}
-		ok := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			if s.labels[labels[i]] != labels[i+1] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return s.value, true
-		}
-	}
-	return 0, false
-}
-
-// must returns the series' value, failing the test when it is missing.
-func must(t testing.TB, samples []sample, name string, labels ...string) float64 {
-	t.Helper()
-	v, ok := value(samples, name, labels...)
-	if !ok {
-		var names []string
-		for _, s := range samples {
-			if strings.HasPrefix(s.name, "voxgate_") {
-				names = append(names, s.name)
-			}
-		}
-		sort.Strings(names)
-		t.Fatalf("no series %s%v; voxgate series: %v", name, labels, names)
-	}
-	return v
-}
 
 // TestStreamObservedToItsEnd: a stream's latency histogram, access-log
 // duration and size cover the whole stream, not the time to its headers;
 // the in-flight gauge counts it until its last byte; and its time to first
 // audio is recorded per provider and model.
 func TestStreamObservedToItsEnd(t *testing.T) {
-	tg := startGateway(t, speechConfig)
+	tg := harness.Start(t, harness.SpeechConfig)
 	const pause = 150 * time.Millisecond
 	words := "one two three four five"
-	body := mustJSON(map[string]any{"model": "testkit/test", "voice": "alpha", "text": words,
+	body := harness.MustJSON(map[string]any{"model": "testkit/test", "voice": "alpha", "text": words,
 		"providerOptions": map[string]any{"slow_stream_ms": pause.Milliseconds()}})
-	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
-	resp, err := tg.hc.Do(req)
+	resp, err := tg.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +36,7 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, first); err != nil {
 		t.Fatal(err)
 	}
-	during := tg.scrape()
+	during := tg.Scrape()
 	rest, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != 200 {
@@ -154,38 +45,38 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 	elapsed := time.Since(start)
 	sent := len(rest) + 1
 	// (The scrape goes through the admin socket, not the edge.)
-	if v := must(t, during, "voxgate_http_requests_in_flight"); v != 1 {
+	if v := harness.MustSample(t, during, "voxgate_http_requests_in_flight"); v != 1 {
 		t.Errorf("in flight during the stream = %v, want 1", v)
 	}
 	minimum := 4 * pause // four pauses between five words
 	// The row is recorded and the request observed just before the last
 	// chunk goes out; wait for it rather than race it.
-	var after []sample
+	var after []harness.Sample
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		after = tg.scrape()
-		if n, _ := value(after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n == 1 || time.Now().After(deadline) {
+		after = tg.Scrape()
+		if n, _ := harness.SampleValue(after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n == 1 || time.Now().After(deadline) {
 			break
 		}
 	}
-	if v := must(t, after, "voxgate_http_requests_in_flight"); v != 0 {
+	if v := harness.MustSample(t, after, "voxgate_http_requests_in_flight"); v != 0 {
 		t.Errorf("in flight after the stream = %v, want 0", v)
 	}
-	if n := must(t, after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n != 1 {
+	if n := harness.MustSample(t, after, "voxgate_http_request_duration_seconds_count", "route", "speech.stream"); n != 1 {
 		t.Fatalf("stream latency observations = %v, want 1", n)
 	}
-	sum := must(t, after, "voxgate_http_request_duration_seconds_sum", "route", "speech.stream")
+	sum := harness.MustSample(t, after, "voxgate_http_request_duration_seconds_sum", "route", "speech.stream")
 	if sum < minimum.Seconds() || sum > elapsed.Seconds()+0.5 {
 		t.Errorf("stream latency %.3fs; the stream took %.3fs (at least %.3fs): the histogram must cover the whole stream", sum, elapsed.Seconds(), minimum.Seconds())
 	}
-	if n := must(t, after, "voxgate_http_requests_total", "route", "speech.stream", "status", "200"); n != 1 {
+	if n := harness.MustSample(t, after, "voxgate_http_requests_total", "route", "speech.stream", "status", "200"); n != 1 {
 		t.Errorf("stream requests = %v, want 1", n)
 	}
-	ttfa := must(t, after, "voxgate_time_to_first_audio_seconds_sum", "provider", "testkit", "model", "test", "cache", "miss")
-	if n := must(t, after, "voxgate_time_to_first_audio_seconds_count", "provider", "testkit", "model", "test", "cache", "miss"); n != 1 || ttfa <= 0 || ttfa >= sum-pause.Seconds() {
+	ttfa := harness.MustSample(t, after, "voxgate_time_to_first_audio_seconds_sum", "provider", "testkit", "model", "test", "cache", "miss")
+	if n := harness.MustSample(t, after, "voxgate_time_to_first_audio_seconds_count", "provider", "testkit", "model", "test", "cache", "miss"); n != 1 || ttfa <= 0 || ttfa >= sum-pause.Seconds() {
 		t.Errorf("time to first audio: %v observations, %.3fs (stream %.3fs): want one, well under the whole stream", n, ttfa, sum)
 	}
 	var line map[string]any
-	for _, e := range tg.logs.FilterMessage("request").All() {
+	for _, e := range tg.Logs.FilterMessage("request").All() {
 		if m := e.ContextMap(); m["path"] == "/v1/audio/speech/stream" {
 			line = m
 		}
@@ -208,37 +99,37 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 // the first request: every route, provider model, plugin and the build
 // have their series from the start, and provider calls carry the model.
 func TestMetricsStartAtZero(t *testing.T) {
-	tg := startGateway(t, speechConfig)
-	m := tg.scrape()
-	if v := must(t, m, "voxgate_build_info", "version", "dev"); v != 1 {
+	tg := harness.Start(t, harness.SpeechConfig)
+	m := tg.Scrape()
+	if v := harness.MustSample(t, m, "voxgate_build_info", "version", "dev"); v != 1 {
 		t.Errorf("build info = %v", v)
 	}
-	if _, ok := value(m, "voxgate_build_info", "goversion", ""); ok {
+	if _, ok := harness.SampleValue(m, "voxgate_build_info", "goversion", ""); ok {
 		t.Error("build info lacks the Go version")
 	}
 	for _, route := range []string{"speech", "speech.stream", "speech.timestamps", "conversation", "voices.list", "logs.list"} {
-		if v := must(t, m, "voxgate_http_requests_total", "route", route, "status", "200"); v != 0 {
+		if v := harness.MustSample(t, m, "voxgate_http_requests_total", "route", route, "status", "200"); v != 0 {
 			t.Errorf("%s requests = %v before any", route, v)
 		}
-		must(t, m, "voxgate_http_request_duration_seconds_count", "route", route)
+		harness.MustSample(t, m, "voxgate_http_request_duration_seconds_count", "route", route)
 	}
 	for _, pm := range [][2]string{{"espeak", "espeak-ng"}, {"testkit", "test"}} {
-		must(t, m, "voxgate_provider_calls_total", "provider", pm[0], "model", pm[1], "op", "synthesize", "outcome", "ok")
-		must(t, m, "voxgate_provider_call_duration_seconds_count", "provider", pm[0], "model", pm[1], "op", "stream")
-		must(t, m, "voxgate_time_to_first_audio_seconds_count", "provider", pm[0], "model", pm[1])
+		harness.MustSample(t, m, "voxgate_provider_calls_total", "provider", pm[0], "model", pm[1], "op", "synthesize", "outcome", "ok")
+		harness.MustSample(t, m, "voxgate_provider_call_duration_seconds_count", "provider", pm[0], "model", pm[1], "op", "stream")
+		harness.MustSample(t, m, "voxgate_time_to_first_audio_seconds_count", "provider", pm[0], "model", pm[1])
 	}
 	for _, p := range []string{"espeak", "testkit"} {
-		if up, want := must(t, m, "voxgate_plugin_instances_up", "plugin", p), must(t, m, "voxgate_plugin_instances", "plugin", p); up != 1 || want != 1 {
+		if up, want := harness.MustSample(t, m, "voxgate_plugin_instances_up", "plugin", p), harness.MustSample(t, m, "voxgate_plugin_instances", "plugin", p); up != 1 || want != 1 {
 			t.Errorf("%s: %v of %v instances up, want 1 of 1", p, up, want)
 		}
-		must(t, m, "voxgate_plugin_restarts_total", "plugin", p)
+		harness.MustSample(t, m, "voxgate_plugin_restarts_total", "plugin", p)
 	}
 
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "Counted."}); r.status != 200 {
-		t.Fatalf("speech: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "Counted."}); r.Status != 200 {
+		t.Fatalf("speech: %d %s", r.Status, r.Body)
 	}
-	m = tg.scrape()
-	if v := must(t, m, "voxgate_provider_calls_total", "provider", "testkit", "model", "test", "op", "synthesize", "outcome", "ok"); v != 1 {
+	m = tg.Scrape()
+	if v := harness.MustSample(t, m, "voxgate_provider_calls_total", "provider", "testkit", "model", "test", "op", "synthesize", "outcome", "ok"); v != 1 {
 		t.Errorf("testkit/test synthesize calls = %v, want 1", v)
 	}
 }
@@ -246,23 +137,23 @@ func TestMetricsStartAtZero(t *testing.T) {
 // TestUpstreamRetriesCounted: a planned request the gateway retries (the
 // provider answered 503 once) is counted by provider and reason.
 func TestUpstreamRetriesCounted(t *testing.T) {
-	c := startCloud(t)
-	m := c.scrape()
+	c := harness.StartCloud(t)
+	m := c.Scrape()
 	for _, reason := range []string{"429", "503", "transport"} {
-		if v := must(t, m, "voxgate_upstream_retries_total", "provider", "openai", "reason", reason); v != 0 {
+		if v := harness.MustSample(t, m, "voxgate_upstream_retries_total", "provider", "openai", "reason", reason); v != 0 {
 			t.Errorf("retries before any request: %s = %v", reason, v)
 		}
 	}
-	c.oai.Reset()
-	c.oai.FailNext(1, fakeupstream.Fault{Status: 503})
-	r := c.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Retried once."})
-	if r.status != 200 {
-		t.Fatalf("speech after one 503: %d %s", r.status, r.body)
+	c.OpenAI.Reset()
+	c.OpenAI.FailNext(1, fakeupstream.Fault{Status: 503})
+	r := c.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Retried once."})
+	if r.Status != 200 {
+		t.Fatalf("speech after one 503: %d %s", r.Status, r.Body)
 	}
-	if calls := c.oai.Calls(); calls != 2 {
+	if calls := c.OpenAI.Calls(); calls != 2 {
 		t.Fatalf("the fake saw %d calls, want 2 (a 503, then the retry)", calls)
 	}
-	if v := must(t, c.scrape(), "voxgate_upstream_retries_total", "provider", "openai", "reason", "503"); v != 1 {
+	if v := harness.MustSample(t, c.Scrape(), "voxgate_upstream_retries_total", "provider", "openai", "reason", "503"); v != 1 {
 		t.Errorf("retries of 503 = %v, want 1", v)
 	}
 }
@@ -302,20 +193,20 @@ func TestMetricsExposure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tg := startGateway(t, baseConfig+tt.extra)
-			if st, body := get(t, tg.base+"/metrics", ""); st != tt.public || strings.Contains(body, "voxgate_") {
+			tg := harness.Start(t, harness.BaseConfig+tt.extra)
+			if st, body := get(t, tg.Base+"/metrics", ""); st != tt.public || strings.Contains(body, "voxgate_") {
 				t.Errorf("public /metrics without a token: %d, want %d (%.80s)", st, tt.public, body)
 			}
-			if st, _ := get(t, tg.base+"/metrics", "wrong-token-0123456789"); st != tt.public {
+			if st, _ := get(t, tg.Base+"/metrics", "wrong-token-0123456789"); st != tt.public {
 				t.Errorf("public /metrics with a wrong token: %d, want %d", st, tt.public)
 			}
-			if st, body := get(t, tg.base+"/metrics", token); st != tt.withToken || (st == 200) != strings.Contains(body, "voxgate_build_info") {
+			if st, body := get(t, tg.Base+"/metrics", token); st != tt.withToken || (st == 200) != strings.Contains(body, "voxgate_build_info") {
 				t.Errorf("public /metrics with the token: %d, want %d", st, tt.withToken)
 			}
 			if tt.public == 401 {
-				tg.do("GET", "/metrics", "", nil).problem(t, 401, "unauthorized")
+				tg.Do("GET", "/metrics", "", nil).Problem(t, 401, "unauthorized")
 			}
-			addr := tg.g.MetricsAddr()
+			addr := tg.Core.MetricsAddr()
 			if (addr != "") != tt.own {
 				t.Fatalf("metrics listener %q, want one: %v", addr, tt.own)
 			}
@@ -333,12 +224,12 @@ func TestMetricsExposure(t *testing.T) {
 				if st, _ := get(t, "http://"+addr+"/readyz", ""); st != 200 {
 					t.Errorf("metrics listener /readyz: %d", st)
 				}
-				if st, _ := get(t, "http://"+addr+"/v1/voices", tg.keys["acme"]); st != 404 {
+				if st, _ := get(t, "http://"+addr+"/v1/voices", tg.Keys["acme"]); st != 404 {
 					t.Errorf("the metrics listener serves the API: %d", st)
 				}
 			}
 			// The admin socket always has them (0600: the operator's).
-			if !bytes.Contains(tg.metricsBody(), []byte("voxgate_build_info")) {
+			if !bytes.Contains(tg.MetricsBody(), []byte("voxgate_build_info")) {
 				t.Error("no metrics on the admin socket")
 			}
 		})
@@ -353,13 +244,13 @@ func TestMetricsExposure(t *testing.T) {
 func TestTimeToFirstAudioEveryPath(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
-	cfg := cacheConfig(oai, el, "cache: {driver: disk}")
+	cfg := harness.CacheConfig(oai, el, "cache: {driver: disk}")
 	cfg = strings.Replace(cfg, "providers:\n  openai:", "providers:\n  espeak: {plugin: voxgate-espeak, managed: true}\n  openai:", 1)
 	cfg = strings.Replace(cfg, "      openai: {enabled: true}\n      elevenlabs: {enabled: true}", "      openai: {enabled: true}\n      elevenlabs: {enabled: true}\n      espeak: {enabled: true}", 1)
-	tg := startGateway(t, cfg)
-	tg.secrets = append(tg.secrets, openai.Key, elevenlabs.Key)
+	tg := harness.Start(t, cfg)
+	tg.Secrets = append(tg.Secrets, openai.Key, elevenlabs.Key)
 	count := func(provider, model, cache string) float64 {
-		return must(t, tg.scrape(), "voxgate_time_to_first_audio_seconds_count", "provider", provider, "model", model, "cache", cache)
+		return harness.MustSample(t, tg.Scrape(), "voxgate_time_to_first_audio_seconds_count", "provider", provider, "model", model, "cache", cache)
 	}
 	planned := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Timed from the start."}
 	plugin := map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Timed through the plugin."}
@@ -375,8 +266,8 @@ func TestTimeToFirstAudioEveryPath(t *testing.T) {
 	}
 	for _, s := range steps {
 		before := count(s.provider, s.model, s.cache)
-		if r := tg.do("POST", s.path, "acme", s.body); r.status != 200 {
-			t.Fatalf("%s: %d %s", s.name, r.status, r.body)
+		if r := tg.Do("POST", s.path, "acme", s.body); r.Status != 200 {
+			t.Fatalf("%s: %d %s", s.name, r.Status, r.Body)
 		}
 		if after := count(s.provider, s.model, s.cache); after != before+1 {
 			t.Errorf("%s: count %v -> %v, want one more", s.name, before, after)
@@ -386,7 +277,7 @@ func TestTimeToFirstAudioEveryPath(t *testing.T) {
 	// The planned clip again, from the cache (written in the background).
 	hits := count("openai", "tts-1", "hit")
 	for range 50 {
-		if r := tg.do("POST", "/v1/audio/speech", "acme", planned); r.header.Get("X-Voxgate-Cache") == "hit" {
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", planned); r.Header.Get("X-Voxgate-Cache") == "hit" {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -397,12 +288,12 @@ func TestTimeToFirstAudioEveryPath(t *testing.T) {
 
 	// A realtime context, from its first text to its first audio.
 	before := count("espeak", "espeak-ng", "miss")
-	rc := tg.dialRealtime("acme")
-	rc.send(map[string]any{"type": "start", "contextId": "a", "model": "espeak", "voice": "en"})
-	rc.expect("started", "a")
-	rc.send(map[string]any{"type": "text", "contextId": "a", "text": "Timed on the socket. "})
-	rc.send(map[string]any{"type": "close", "contextId": "a"})
-	if done := rc.until(isType("done", "a")); done[len(done)-1].TTFA == nil {
+	rc := tg.DialRealtime("acme")
+	rc.Send(map[string]any{"type": "start", "contextId": "a", "model": "espeak", "voice": "en"})
+	rc.Expect("started", "a")
+	rc.Send(map[string]any{"type": "text", "contextId": "a", "text": "Timed on the socket. "})
+	rc.Send(map[string]any{"type": "close", "contextId": "a"})
+	if done := rc.Until(harness.IsType("done", "a")); done[len(done)-1].TTFA == nil {
 		t.Fatal("the context's done has no time to first audio")
 	}
 	if after := count("espeak", "espeak-ng", "miss"); after != before+1 {

@@ -1,4 +1,4 @@
-package gateway_test
+package observability
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // otlpReceiver is an in-process OTLP/HTTP trace receiver: what a
@@ -98,7 +99,7 @@ func attr(s *tracepb.Span, key string) string {
 func TestTracesExportedOverOTLP(t *testing.T) {
 	rcv := newOTLPReceiver(t)
 	oai := openai.New(t, fakeupstream.Options{})
-	tg := startGateway(t, `
+	tg := harness.Start(t, `
 server:
   listen: 127.0.0.1:0
 storage:
@@ -131,22 +132,22 @@ moderation:
 `)
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	const parentID = "00f067aa0ba902b7"
-	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "Traced words.", "volumeDbfs": -20},
+	r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "Traced words.", "volumeDbfs": -20},
 		"traceparent", "00-"+traceID+"-"+parentID+"-01")
-	if r.status != 200 {
-		t.Fatalf("plugin request: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("plugin request: %d %s", r.Status, r.Body)
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Sent by the gateway."}); r.status != 200 {
-		t.Fatalf("planned request: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Sent by the gateway."}); r.Status != 200 {
+		t.Fatalf("planned request: %d %s", r.Status, r.Body)
 	}
-	if r := tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three",
-		"providerOptions": map[string]any{"slow_stream_ms": 100}}); r.status != 200 {
-		t.Fatalf("stream: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three",
+		"providerOptions": map[string]any{"slow_stream_ms": 100}}); r.Status != 200 {
+		t.Fatalf("stream: %d %s", r.Status, r.Body)
 	}
 	// Shutdown flushes what is still batched.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := tg.g.Shutdown(ctx); err != nil {
+	if err := tg.Core.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	spans := rcv.all()
@@ -175,7 +176,7 @@ moderation:
 	if root.GetKind() != tracepb.Span_SPAN_KIND_SERVER || hex.EncodeToString(root.GetParentSpanId()) != parentID {
 		t.Errorf("server span: kind %v parent %x, want SERVER under the caller's %s", root.GetKind(), root.GetParentSpanId(), parentID)
 	}
-	if attr(root, "http.request.method") != "POST" || attr(root, "url.path") != "/v1/audio/speech" || attr(root, "voxgate.request_id") != r.header.Get("X-Request-Id") {
+	if attr(root, "http.request.method") != "POST" || attr(root, "url.path") != "/v1/audio/speech" || attr(root, "voxgate.request_id") != r.Header.Get("X-Request-Id") {
 		t.Errorf("server span attributes: %v", root.GetAttributes())
 	}
 	inTrace := func(s *tracepb.Span) bool { return bytes.Equal(s.GetTraceId(), root.GetTraceId()) }

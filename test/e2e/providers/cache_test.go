@@ -1,4 +1,4 @@
-package gateway_test
+package providers
 
 import (
 	"bytes"
@@ -13,92 +13,55 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
-
-// cacheConfig runs OpenAI (managed) and ElevenLabs behind a disk cache.
-func cacheConfig(oai *openai.Server, el *elevenlabs.Server, cacheBlock string) string {
-	return `
-server:
-  listen: 127.0.0.1:0
-storage:
-  path: %DIR%/voxgate.db
-  log_batch_size: 8
-plugins:
-  dir: %BIN%/plugins
-` + cacheBlock + `
-providers:
-  openai:
-    plugin: voxgate-openai
-    base_url: ` + oai.BaseURL() + `
-    api_key: ` + openai.Key + `
-    managed: true
-    credits_per_1k_chars: 1000
-  elevenlabs:
-    plugin: voxgate-elevenlabs
-    base_url: ` + el.BaseURL() + `
-    api_key: ` + elevenlabs.Key + `
-    managed: true
-moderation:
-  rulesets:
-    standard: {mode: fail_closed, checks: [{builtin: {}}]}
-orgs:
-  acme:
-    moderation: standard
-    providers:
-      openai: {enabled: true}
-      elevenlabs: {enabled: true}
-  globex:
-    providers:
-      openai: {enabled: true}
-`
-}
 
 func TestResponseCache(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
-	tg := startGateway(t, cacheConfig(oai, el, "cache: {driver: disk}"))
-	tg.secrets = append(tg.secrets, openai.Key, elevenlabs.Key)
+	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk}"))
+	tg.Secrets = append(tg.Secrets, openai.Key, elevenlabs.Key)
 	body := map[string]any{"model": "openai/gpt-4o-mini-tts", "voice": "alloy", "text": "Cache me if you can.", "providerOptions": map[string]any{"instructions": "Calm."}}
 
-	first := tg.do("POST", "/v1/audio/speech", "acme", body)
-	if first.status != 200 || first.header.Get("X-Voxgate-Cache") != "miss" {
-		t.Fatalf("first: %d %q", first.status, first.header.Get("X-Voxgate-Cache"))
+	first := tg.Do("POST", "/v1/audio/speech", "acme", body)
+	if first.Status != 200 || first.Header.Get("X-Voxgate-Cache") != "miss" {
+		t.Fatalf("first: %d %q", first.Status, first.Header.Get("X-Voxgate-Cache"))
 	}
-	if row := tg.lastLog("acme"); row.CreditsUsed == 0 {
+	if row := tg.LastLog("acme"); row.CreditsUsed == 0 {
 		t.Fatalf("a miss is billed: %+v", row)
 	}
 	calls := oai.Calls()
 	// The same request, its options spelled differently: served from the
 	// cache.
 	again := `{"text":"Cache me if you can.","voice":"alloy","providerOptions":{ "instructions" :  "Calm." },"model":"openai/gpt-4o-mini-tts"}`
-	var hit *response
+	var hit *harness.Response
 	for range 50 { // the first answer is written in the background
-		if hit = tg.do("POST", "/v1/audio/speech", "acme", again); hit.header.Get("X-Voxgate-Cache") == "hit" {
+		if hit = tg.Do("POST", "/v1/audio/speech", "acme", again); hit.Header.Get("X-Voxgate-Cache") == "hit" {
 			break
 		}
 	}
-	if hit.status != 200 || hit.header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(hit.body, first.body) || hit.header.Get("Content-Type") != first.header.Get("Content-Type") {
-		t.Fatalf("hit: %d %q, %d bytes (first %d)", hit.status, hit.header.Get("X-Voxgate-Cache"), len(hit.body), len(first.body))
+	if hit.Status != 200 || hit.Header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(hit.Body, first.Body) || hit.Header.Get("Content-Type") != first.Header.Get("Content-Type") {
+		t.Fatalf("hit: %d %q, %d bytes (first %d)", hit.Status, hit.Header.Get("X-Voxgate-Cache"), len(hit.Body), len(first.Body))
 	}
 	if oai.Calls() != calls {
 		t.Errorf("a hit called the provider (%d calls)", oai.Calls()-calls)
 	}
-	if row := tg.lastLog("acme"); row.CreditsUsed != 0 || row.ModerationDecision != "allow" {
+	if row := tg.LastLog("acme"); row.CreditsUsed != 0 || row.ModerationDecision != "allow" {
 		t.Errorf("hit row: %d credits, moderation %q (a hit is free and still moderated)", row.CreditsUsed, row.ModerationDecision)
 	}
 	// Moderation still runs on a hit.
-	tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "VOXGATE-MODERATION-TEST"})
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "VOXGATE-MODERATION-TEST"}); r.status != 422 {
-		t.Errorf("a blocked text: %d", r.status)
+	tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "VOXGATE-MODERATION-TEST"})
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "VOXGATE-MODERATION-TEST"}); r.Status != 422 {
+		t.Errorf("a blocked text: %d", r.Status)
 	}
 	// no-cache renders afresh.
 	calls = oai.Calls()
-	if r := tg.do("POST", "/v1/audio/speech", "acme", again, "Cache-Control", "no-cache"); r.status != 200 || r.header.Get("X-Voxgate-Cache") != "bypass" || oai.Calls() != calls+1 {
-		t.Errorf("no-cache: %d %q, %d upstream calls", r.status, r.header.Get("X-Voxgate-Cache"), oai.Calls()-calls)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", again, "Cache-Control", "no-cache"); r.Status != 200 || r.Header.Get("X-Voxgate-Cache") != "bypass" || oai.Calls() != calls+1 {
+		t.Errorf("no-cache: %d %q, %d upstream calls", r.Status, r.Header.Get("X-Voxgate-Cache"), oai.Calls()-calls)
 	}
 	// Another organization has its own entries.
-	if r := tg.do("POST", "/v1/audio/speech", "globex", again); r.header.Get("X-Voxgate-Cache") != "miss" {
-		t.Errorf("globex got %q from acme's entry", r.header.Get("X-Voxgate-Cache"))
+	if r := tg.Do("POST", "/v1/audio/speech", "globex", again); r.Header.Get("X-Voxgate-Cache") != "miss" {
+		t.Errorf("globex got %q from acme's entry", r.Header.Get("X-Voxgate-Cache"))
 	}
 	// Any change to what is spoken misses: the voice, speed, output.
 	for _, change := range []map[string]any{{"voice": "echo"}, {"speed": 1.5}, {"output": map[string]any{"format": "mp3"}}, {"volumeDbfs": -20}} {
@@ -106,30 +69,30 @@ func TestResponseCache(t *testing.T) {
 		for k, v := range change {
 			b[k] = v
 		}
-		if r := tg.do("POST", "/v1/audio/speech", "acme", b); r.status != 200 || r.header.Get("X-Voxgate-Cache") != "miss" {
-			t.Errorf("changed %v: %d %q", change, r.status, r.header.Get("X-Voxgate-Cache"))
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", b); r.Status != 200 || r.Header.Get("X-Voxgate-Cache") != "miss" {
+			t.Errorf("changed %v: %d %q", change, r.Status, r.Header.Get("X-Voxgate-Cache"))
 		}
 	}
 	// A failure is never cached.
 	fail := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "failure first"}
 	oai.FailNext(1, fakeupstream.Fault{Status: 400})
-	tg.do("POST", "/v1/audio/speech", "acme", fail).problem(t, 422, "provider_rejected_request")
-	if r := tg.do("POST", "/v1/audio/speech", "acme", fail); r.status != 200 || r.header.Get("X-Voxgate-Cache") != "miss" {
-		t.Errorf("after a failure: %d %q", r.status, r.header.Get("X-Voxgate-Cache"))
+	tg.Do("POST", "/v1/audio/speech", "acme", fail).Problem(t, 422, "provider_rejected_request")
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", fail); r.Status != 200 || r.Header.Get("X-Voxgate-Cache") != "miss" {
+		t.Errorf("after a failure: %d %q", r.Status, r.Header.Get("X-Voxgate-Cache"))
 	}
 
 	// Timestamps are cached with the clip.
 	voice := el.VoiceIDs()[0]
 	ts := map[string]any{"model": "elevenlabs", "voice": voice, "text": "Words with times."}
-	firstTS := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", ts)
-	var hitTS *response
+	firstTS := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", ts)
+	var hitTS *harness.Response
 	for range 50 {
-		if hitTS = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", ts); hitTS.header.Get("X-Voxgate-Cache") == "hit" {
+		if hitTS = tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", ts); hitTS.Header.Get("X-Voxgate-Cache") == "hit" {
 			break
 		}
 	}
-	if firstTS.status != 200 || hitTS.header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(firstTS.body, hitTS.body) {
-		t.Errorf("with-timestamps: %d then %q, same body %v", firstTS.status, hitTS.header.Get("X-Voxgate-Cache"), bytes.Equal(firstTS.body, hitTS.body))
+	if firstTS.Status != 200 || hitTS.Header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(firstTS.Body, hitTS.Body) {
+		t.Errorf("with-timestamps: %d then %q, same body %v", firstTS.Status, hitTS.Header.Get("X-Voxgate-Cache"), bytes.Equal(firstTS.Body, hitTS.Body))
 	}
 
 	// Conversations cache per turn.
@@ -137,20 +100,20 @@ func TestResponseCache(t *testing.T) {
 		map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Turn one."},
 		map[string]any{"model": "elevenlabs", "voice": voice, "text": "Turn two."},
 	}}
-	c1 := tg.do("POST", "/v1/audio/conversation", "acme", conv)
+	c1 := tg.Do("POST", "/v1/audio/conversation", "acme", conv)
 	before := oai.Calls() + el.Calls()
-	var c2 *response
+	var c2 *harness.Response
 	for range 50 {
-		c2 = tg.do("POST", "/v1/audio/conversation", "acme", conv)
+		c2 = tg.Do("POST", "/v1/audio/conversation", "acme", conv)
 		if oai.Calls()+el.Calls() == before {
 			break
 		}
 		before = oai.Calls() + el.Calls()
 	}
-	if c1.status != 200 || c2.status != 200 || !bytes.Equal(c1.body, c2.body) || oai.Calls()+el.Calls() != before {
-		t.Errorf("conversation again: %d, same bytes %v, %d more upstream calls", c2.status, bytes.Equal(c1.body, c2.body), oai.Calls()+el.Calls()-before)
+	if c1.Status != 200 || c2.Status != 200 || !bytes.Equal(c1.Body, c2.Body) || oai.Calls()+el.Calls() != before {
+		t.Errorf("conversation again: %d, same bytes %v, %d more upstream calls", c2.Status, bytes.Equal(c1.Body, c2.Body), oai.Calls()+el.Calls()-before)
 	}
-	if row := tg.lastLog("acme"); row.CreditsUsed != 0 {
+	if row := tg.LastLog("acme"); row.CreditsUsed != 0 {
 		t.Errorf("a conversation of cached turns was billed %d", row.CreditsUsed)
 	}
 }
@@ -158,15 +121,15 @@ func TestResponseCache(t *testing.T) {
 func TestCachedStreams(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
-	tg := startGateway(t, cacheConfig(oai, el, "cache: {driver: disk}"))
+	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk}"))
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "A stream worth keeping, long enough for several chunks of audio."}
 
 	// A stream the client left is not kept.
 	oai.HoldStreams()
-	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(body)))
-	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(harness.MustJSON(body)))
+	req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := tg.hc.Do(req)
+	resp, err := tg.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +138,14 @@ func TestCachedStreams(t *testing.T) {
 	resp.Body.Close()
 	oai.ReleaseStreams()
 
-	status, first, err := readStreamPath(t, tg, "/v1/audio/speech/stream", body)
+	status, first, err := harness.ReadStreamPath(t, tg, "/v1/audio/speech/stream", body)
 	if status != 200 || err != nil {
 		t.Fatalf("stream: %d %v", status, err)
 	}
 	calls := oai.Calls()
 	var again []byte
 	for range 50 {
-		_, again, _ = readStreamPath(t, tg, "/v1/audio/speech/stream", body)
+		_, again, _ = harness.ReadStreamPath(t, tg, "/v1/audio/speech/stream", body)
 		if oai.Calls() == calls {
 			break
 		}
@@ -201,16 +164,16 @@ func TestCacheBackendDownIsAMiss(t *testing.T) {
 	ln.Close()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
-	tg := startGateway(t, cacheConfig(oai, el, "shared: {redis_url: redis://"+dead+"/0}\ncache: {driver: redis}"))
+	tg := harness.Start(t, harness.CacheConfig(oai, el, "shared: {redis_url: redis://"+dead+"/0}\ncache: {driver: redis}"))
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "No cache today."}
 	for range 2 {
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
-			t.Fatalf("with the cache down: %d %s", r.status, r.body)
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 {
+			t.Fatalf("with the cache down: %d %s", r.Status, r.Body)
 		}
 	}
-	m := string(tg.metricsBody())
+	m := string(tg.MetricsBody())
 	if !strings.Contains(m, `voxgate_cache_requests_total{result="error"} 2`) {
-		t.Errorf("cache errors not counted:\n%s", grep(m, "voxgate_cache"))
+		t.Errorf("cache errors not counted:\n%s", harness.Grep(m, "voxgate_cache"))
 	}
 }
 
@@ -222,7 +185,7 @@ func TestCacheDiskFailingIsAMiss(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	dir := filepath.Join(t.TempDir(), "cache")
-	tg := startGateway(t, cacheConfig(oai, el, "cache: {driver: disk, path: "+dir+"}"))
+	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk, path: "+dir+"}"))
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -231,26 +194,16 @@ func TestCacheDiskFailingIsAMiss(t *testing.T) {
 	}
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "A disk that cannot keep it."}
 	for i := range 3 {
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || r.header.Get("X-Voxgate-Cache") == "hit" {
-			t.Fatalf("request %d with a failing disk cache: %d %q %s", i, r.status, r.header.Get("X-Voxgate-Cache"), r.body)
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 || r.Header.Get("X-Voxgate-Cache") == "hit" {
+			t.Fatalf("request %d with a failing disk cache: %d %q %s", i, r.Status, r.Header.Get("X-Voxgate-Cache"), r.Body)
 		}
 	}
 	// The counter starts at 0 (series are initialised), so wait for it to
 	// move.
-	waitFor(t, "the failed cache writes to be counted", func() bool {
-		line := grep(string(tg.metricsBody()), `voxgate_cache_requests_total{result="write_error"}`)
+	harness.WaitFor(t, "the failed cache writes to be counted", func() bool {
+		line := harness.Grep(string(tg.MetricsBody()), `voxgate_cache_requests_total{result="write_error"}`)
 		return line != "" && !strings.HasSuffix(line, " 0")
 	})
-}
-
-func grep(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // TestCacheSharedForManagedCredentials: with share_managed, organizations
@@ -258,21 +211,21 @@ func grep(s, sub string) string {
 func TestCacheSharedForManagedCredentials(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
-	tg := startGateway(t, cacheConfig(oai, el, "cache: {driver: disk, share_managed: true}"))
+	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk, share_managed: true}"))
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Shared between organizations."}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
-		t.Fatal(r.status)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 {
+		t.Fatal(r.Status)
 	}
-	var r *response
+	var r *harness.Response
 	for range 50 {
-		if r = tg.do("POST", "/v1/audio/speech", "globex", body); r.header.Get("X-Voxgate-Cache") == "hit" {
+		if r = tg.Do("POST", "/v1/audio/speech", "globex", body); r.Header.Get("X-Voxgate-Cache") == "hit" {
 			break
 		}
 	}
-	if r.header.Get("X-Voxgate-Cache") != "hit" {
-		t.Fatalf("globex: %q, want acme's entry", r.header.Get("X-Voxgate-Cache"))
+	if r.Header.Get("X-Voxgate-Cache") != "hit" {
+		t.Fatalf("globex: %q, want acme's entry", r.Header.Get("X-Voxgate-Cache"))
 	}
-	if row := tg.lastLog("globex"); row.Cache != "hit" || row.CreditsUsed != 0 {
+	if row := tg.LastLog("globex"); row.Cache != "hit" || row.CreditsUsed != 0 {
 		t.Errorf("the hit's row: cache %q, %d credits", row.Cache, row.CreditsUsed)
 	}
 
@@ -281,16 +234,16 @@ func TestCacheSharedForManagedCredentials(t *testing.T) {
 	// entry it would hit is there.
 	blocked := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "VOXGATE-MODERATION-TEST"}
 	for range 50 {
-		if r = tg.do("POST", "/v1/audio/speech", "globex", blocked); r.header.Get("X-Voxgate-Cache") == "hit" {
+		if r = tg.Do("POST", "/v1/audio/speech", "globex", blocked); r.Header.Get("X-Voxgate-Cache") == "hit" {
 			break
 		}
 	}
-	if r.status != 200 || r.header.Get("X-Voxgate-Cache") != "hit" {
-		t.Fatalf("globex's entry of the text: %d %q", r.status, r.header.Get("X-Voxgate-Cache"))
+	if r.Status != 200 || r.Header.Get("X-Voxgate-Cache") != "hit" {
+		t.Fatalf("globex's entry of the text: %d %q", r.Status, r.Header.Get("X-Voxgate-Cache"))
 	}
 	calls := oai.Calls()
-	if r := tg.do("POST", "/v1/audio/speech", "acme", blocked); r.status != 422 || !strings.Contains(string(r.body), "content_moderation_blocked") {
-		t.Errorf("acme's request of a cached, blocked text: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", blocked); r.Status != 422 || !strings.Contains(string(r.Body), "content_moderation_blocked") {
+		t.Errorf("acme's request of a cached, blocked text: %d %s", r.Status, r.Body)
 	}
 	if oai.Calls() != calls {
 		t.Error("the blocked request reached the provider")

@@ -1,4 +1,4 @@
-package gateway_test
+package providers
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // fallbackConfig sends openai/tts-1 requests to ElevenLabs when OpenAI
@@ -53,47 +54,47 @@ func TestFallbacks(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	elVoice := el.VoiceIDs()[0]
-	tg := startGateway(t, fallbackConfig(oai, el, elVoice))
-	tg.secrets = append(tg.secrets, openai.Key, elevenlabs.Key)
+	tg := harness.Start(t, fallbackConfig(oai, el, elVoice))
+	tg.Secrets = append(tg.Secrets, openai.Key, elevenlabs.Key)
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Fall back when you must."}
 
 	// Healthy: the target asked for serves.
-	if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || r.header.Get("X-Voxgate-Provider") != "openai/tts-1" {
-		t.Fatalf("healthy: %d %q", r.status, r.header.Get("X-Voxgate-Provider"))
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 || r.Header.Get("X-Voxgate-Provider") != "openai/tts-1" {
+		t.Fatalf("healthy: %d %q", r.Status, r.Header.Get("X-Voxgate-Provider"))
 	}
 
 	// OpenAI down: ElevenLabs serves, in the voice the route maps alloy to,
 	// and both attempts are logged.
 	oai.FailAlways(fakeupstream.Fault{Status: 503})
-	r := tg.do("POST", "/v1/audio/speech", "acme", body)
-	if r.status != 200 || r.header.Get("X-Voxgate-Provider") != "elevenlabs/eleven_multilingual_v2" {
-		t.Fatalf("openai down: %d %q %s", r.status, r.header.Get("X-Voxgate-Provider"), r.body)
+	r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+	if r.Status != 200 || r.Header.Get("X-Voxgate-Provider") != "elevenlabs/eleven_multilingual_v2" {
+		t.Fatalf("openai down: %d %q %s", r.Status, r.Header.Get("X-Voxgate-Provider"), r.Body)
 	}
 	if last, _ := el.LastRequest(); !strings.Contains(last.Path, elVoice) {
 		t.Errorf("the fallback spoke in %s, want the mapped voice %s", last.Path, elVoice)
 	}
-	row := tg.lastLog("acme")
+	row := tg.LastLog("acme")
 	if row.Provider != "elevenlabs" || row.Status != 200 || row.ErrorCode != "" {
 		t.Errorf("row of the served request: %+v", row)
 	}
-	attempts := tg.logsWhere("acme", "parent_request_id="+row.RequestID)
+	attempts := tg.LogsWhere("acme", "parent_request_id="+row.RequestID)
 	if len(attempts) != 1 || attempts[0].Provider != "openai" || attempts[0].Status < 500 || attempts[0].CreditsUsed != 0 {
 		t.Errorf("attempt rows %+v", attempts)
 	}
 
 	// Both cloud providers down: the voice another route target gives.
 	el.FailAlways(fakeupstream.Fault{Status: 500})
-	r = tg.do("POST", "/v1/audio/speech", "acme", body)
-	if r.status != 200 || r.header.Get("X-Voxgate-Provider") != "espeak/espeak-ng" {
-		t.Fatalf("two down: %d %q", r.status, r.header.Get("X-Voxgate-Provider"))
+	r = tg.Do("POST", "/v1/audio/speech", "acme", body)
+	if r.Status != 200 || r.Header.Get("X-Voxgate-Provider") != "espeak/espeak-ng" {
+		t.Fatalf("two down: %d %q", r.Status, r.Header.Get("X-Voxgate-Provider"))
 	}
-	if n := len(tg.logsWhere("acme", "parent_request_id="+tg.lastLog("acme").RequestID)); n != 2 {
+	if n := len(tg.LogsWhere("acme", "parent_request_id="+tg.LastLog("acme").RequestID)); n != 2 {
 		t.Errorf("%d attempt rows, want 2", n)
 	}
 	el.Reset()
 
 	// A stream falls back before its first byte.
-	status, data, err := readStreamPath(t, tg, "/v1/audio/speech/stream", body)
+	status, data, err := harness.ReadStreamPath(t, tg, "/v1/audio/speech/stream", body)
 	if status != 200 || err != nil || len(data) == 0 {
 		t.Errorf("stream with openai down: %d, %v", status, err)
 	}
@@ -102,7 +103,7 @@ func TestFallbacks(t *testing.T) {
 	oai.Reset()
 	oai.FailAlways(fakeupstream.Fault{Status: 400, Code: "invalid_value"})
 	calls := el.Calls()
-	tg.do("POST", "/v1/audio/speech", "acme", body).problem(t, 422, "provider_rejected_request")
+	tg.Do("POST", "/v1/audio/speech", "acme", body).Problem(t, 422, "provider_rejected_request")
 	if el.Calls() != calls {
 		t.Error("a 400 fell back")
 	}
@@ -110,35 +111,35 @@ func TestFallbacks(t *testing.T) {
 
 	// A saved voice falls back to its own equivalents, not the route's.
 	oai.FailAlways(fakeupstream.Fault{Status: 503})
-	r = tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "openai", "model": "tts-1", "voice_id": "echo",
+	r = tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "openai", "model": "tts-1", "voice_id": "echo",
 		"fallbacks": []map[string]any{{"provider": "elevenlabs", "model": "eleven_multilingual_v2", "voice_id": el.VoiceIDs()[1]}}})
-	if r.status != 201 {
-		t.Fatalf("voice with fallbacks: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("voice with fallbacks: %d %s", r.Status, r.Body)
 	}
-	v := r.voice(t)
-	r = tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Still my voice."})
-	if r.status != 200 || r.header.Get("X-Voxgate-Provider") != "elevenlabs/eleven_multilingual_v2" {
-		t.Fatalf("saved voice, openai down: %d %q", r.status, r.header.Get("X-Voxgate-Provider"))
+	v := r.Voice(t)
+	r = tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "Still my voice."})
+	if r.Status != 200 || r.Header.Get("X-Voxgate-Provider") != "elevenlabs/eleven_multilingual_v2" {
+		t.Fatalf("saved voice, openai down: %d %q", r.Status, r.Header.Get("X-Voxgate-Provider"))
 	}
 	if last, _ := el.LastRequest(); !strings.Contains(last.Path, el.VoiceIDs()[1]) {
 		t.Errorf("the saved voice's fallback spoke in %s", last.Path)
 	}
 
 	// A conversation turn falls back too.
-	r = tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{
+	r = tg.Do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{
 		map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Turn one."},
 		map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Turn two."},
 	}})
-	if r.status != 200 {
-		t.Fatalf("conversation with openai down: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("conversation with openai down: %d %s", r.Status, r.Body)
 	}
 
 	// Fallbacks of a saved voice are checked like its own voice.
-	p := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "espeak-ng", "voice_id": "en",
-		"fallbacks": []map[string]any{{"provider": "nope", "model": "m", "voice_id": "v"}}}).problem(t, 422, "unknown_provider")
+	p := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "espeak-ng", "voice_id": "en",
+		"fallbacks": []map[string]any{{"provider": "nope", "model": "m", "voice_id": "v"}}}).Problem(t, 422, "unknown_provider")
 	if !strings.Contains(p.Detail, "fallback 0") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	assertPaths(t, tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "espeak-ng", "voice_id": "en",
-		"fallbacks": []map[string]any{{"provider": "espeak", "model": "espeak-ng", "voice_id": "no-such-voice"}}}).problem(t, 422, "unknown_voice"), "fallbacks.0.voice_id")
+	harness.AssertPaths(t, tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "espeak-ng", "voice_id": "en",
+		"fallbacks": []map[string]any{{"provider": "espeak", "model": "espeak-ng", "voice_id": "no-such-voice"}}}).Problem(t, 422, "unknown_voice"), "fallbacks.0.voice_id")
 }

@@ -1,4 +1,4 @@
-package gateway_test
+package providers
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 const (
@@ -42,11 +43,11 @@ providers:
 
 func TestKeyPool(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{Keys: []string{poolKeyA, poolKeyB}})
-	tg := startGateway(t, poolConfig(oai, `      - {name: refused, key: `+poolKeyC+`, weight: 100}
+	tg := harness.Start(t, poolConfig(oai, `      - {name: refused, key: `+poolKeyC+`, weight: 100}
       - {name: a, key: `+poolKeyA+`}
       - {name: b, key: `+poolKeyB+`}
 `))
-	tg.secrets = append(tg.secrets, poolKeyA, poolKeyB, poolKeyC)
+	tg.Secrets = append(tg.Secrets, poolKeyA, poolKeyB, poolKeyC)
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Spread over keys."}
 	usedKey := func() string {
 		last, _ := oai.LastRequest()
@@ -55,30 +56,30 @@ func TestKeyPool(t *testing.T) {
 
 	// The refused key (most weight) is rested on its first 401, and the
 	// call moves on to a key that works.
-	if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
-		t.Fatalf("with a refused key in the pool: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 {
+		t.Fatalf("with a refused key in the pool: %d %s", r.Status, r.Body)
 	}
 	if k := usedKey(); k != poolKeyA && k != poolKeyB {
-		t.Fatalf("served with %q", redact(k))
+		t.Fatalf("served with %q", harness.Redact(k))
 	}
-	ready := tg.do("GET", "/readyz", "", nil)
-	if !strings.Contains(string(ready.body), `"refused":"resting until`) || strings.Contains(string(ready.body), "sk-pool") {
-		t.Errorf("readyz: %s", ready.body)
+	ready := tg.Do("GET", "/readyz", "", nil)
+	if !strings.Contains(string(ready.Body), `"refused":"resting until`) || strings.Contains(string(ready.Body), "sk-pool") {
+		t.Errorf("readyz: %s", ready.Body)
 	}
-	if m := string(tg.metricsBody()); !strings.Contains(m, `voxgate_provider_key_resting{key="refused",provider="openai"} 1`) {
-		t.Errorf("metrics:\n%s", grep(m, "key_resting"))
+	if m := string(tg.MetricsBody()); !strings.Contains(m, `voxgate_provider_key_resting{key="refused",provider="openai"} 1`) {
+		t.Errorf("metrics:\n%s", harness.Grep(m, "key_resting"))
 	}
 
 	// A 429 on one key moves the call to the other.
 	first := usedKey()
 	oai.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "30"})
-	if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 {
-		t.Fatalf("after a 429: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 {
+		t.Fatalf("after a 429: %d %s", r.Status, r.Body)
 	}
 	second := usedKey()
 	for range 10 { // the throttled key rests: every call now uses the other
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status != 200 || usedKey() != second {
-			t.Fatalf("a throttled key was used again (%d)", r.status)
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 || usedKey() != second {
+			t.Fatalf("a throttled key was used again (%d)", r.Status)
 		}
 	}
 	_ = first
@@ -86,31 +87,31 @@ func TestKeyPool(t *testing.T) {
 
 func TestKeyPoolConcurrency(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{Keys: []string{poolKeyA}})
-	tg := startGateway(t, poolConfig(oai, `      - {name: a, key: `+poolKeyA+`, max_concurrency: 1}
+	tg := harness.Start(t, poolConfig(oai, `      - {name: a, key: `+poolKeyA+`, max_concurrency: 1}
 `))
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "One at a time on this account, please."}
 	// A stream holds the key's one slot while the provider holds it.
 	oai.HoldStreams()
-	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(body)))
-	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(harness.MustJSON(body)))
+	req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := tg.hc.Do(req)
+	resp, err := tg.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.ReadFull(resp.Body, make([]byte, 1))
 	start := time.Now()
-	r := tg.do("POST", "/v1/audio/speech", "acme", body)
-	p := r.problem(t, 429, "rate_limited")
-	if time.Since(start) < 250*time.Millisecond || r.header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "concurrency") {
-		t.Errorf("a second call waited %s, Retry-After %q, detail %q", time.Since(start), r.header.Get("Retry-After"), p.Detail)
+	r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+	p := r.Problem(t, 429, "rate_limited")
+	if time.Since(start) < 250*time.Millisecond || r.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "concurrency") {
+		t.Errorf("a second call waited %s, Retry-After %q, detail %q", time.Since(start), r.Header.Get("Retry-After"), p.Detail)
 	}
 	oai.ReleaseStreams()
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	// The slot is free again once the stream ended.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if r := tg.do("POST", "/v1/audio/speech", "acme", body); r.status == 200 {
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {

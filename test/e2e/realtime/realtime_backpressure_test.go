@@ -1,4 +1,4 @@
-package gateway_test
+package realtime
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // The realtime socket's limits in time and memory: a client that stops
@@ -44,12 +46,12 @@ type rawSocket struct {
 // raw) and where it lies in the stream, [start, end).
 type rawFrame struct {
 	op         int
-	msg        rtMsg
+	msg        harness.RealtimeMsg
 	start, end int64
 }
 
-func (tg *testGateway) dialRaw(org string) *rawSocket {
-	tg.t.Helper()
+func dialRaw(t testing.TB, tg *harness.Gateway, org string) *rawSocket {
+	t.Helper()
 	var tcp *net.TCPConn
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -59,14 +61,14 @@ func (tg *testGateway) dialRaw(org string) *rawSocket {
 			}
 			return c, err
 		}}
-	ws, resp, err := d.Dial("ws://"+strings.TrimPrefix(tg.base, "http://")+realtimePath, http.Header{"Authorization": {"Bearer " + tg.keys[org]}})
+	ws, resp, err := d.Dial("ws://"+strings.TrimPrefix(tg.Base, "http://")+harness.RealtimePath, http.Header{"Authorization": {"Bearer " + tg.Keys[org]}})
 	if err != nil {
-		tg.t.Fatalf("dial: %v", err)
+		t.Fatalf("dial: %v", err)
 	}
-	tg.t.Cleanup(func() { ws.Close() })
+	t.Cleanup(func() { ws.Close() })
 	// The gateway sends nothing before the first start, so gorilla's
 	// reader holds no byte past the handshake: the stream is all ours.
-	return &rawSocket{t: tg.t, ws: ws, tcp: tcp, socketID: resp.Header.Get("X-Request-Id")}
+	return &rawSocket{t: t, ws: ws, tcp: tcp, socketID: resp.Header.Get("X-Request-Id")}
 }
 
 func (rs *rawSocket) send(v any) {
@@ -107,7 +109,7 @@ func (rs *rawSocket) tryNext() (rawFrame, error) {
 		return f, err
 	}
 	f.end = rs.read
-	f.msg.raw = data
+	f.msg.Raw = data
 	switch f.op {
 	case websocket.BinaryMessage:
 		k := int(data[0])
@@ -138,7 +140,7 @@ func (rs *rawSocket) next() rawFrame {
 		case websocket.PingMessage:
 			continue
 		case websocket.CloseMessage:
-			rs.t.Fatalf("the gateway closed the socket: %x", f.msg.raw)
+			rs.t.Fatalf("the gateway closed the socket: %x", f.msg.Raw)
 		}
 		return f
 	}
@@ -151,7 +153,7 @@ func (rs *rawSocket) expect(typ, id string) rawFrame {
 		if f := rs.next(); f.msg.Type == typ && f.msg.ContextID == id {
 			return f
 		} else if f.msg.Type == "error" || f.msg.Type == "done" {
-			rs.t.Fatalf("got %s, want a %s of %q", f.msg.raw, typ, id)
+			rs.t.Fatalf("got %s, want a %s of %q", f.msg.Raw, typ, id)
 		}
 	}
 }
@@ -223,39 +225,39 @@ func (rs *rawSocket) waitStalled() int64 {
 var slowClientConfig = strings.Replace(realtimeConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  write_timeout: 1s\n", 1)
 
 func TestRealtimeClientThatStopsReadingIsCutOff(t *testing.T) {
-	tg := startGateway(t, slowClientConfig)
-	rs := tg.dialRaw("acme")
-	rs.send(start("s"))
+	tg := harness.Start(t, slowClientConfig)
+	rs := dialRaw(t, tg, "acme")
+	rs.send(harness.StartMsg("s"))
 	rs.expect("started", "s")
-	rs.send(text("s", stallText))
-	rs.send(ctl("close", "s"))
+	rs.send(harness.TextMsg("s", stallText))
+	rs.send(harness.ControlMsg("close", "s"))
 	rs.expect("audio", "s")
 	// From here the client reads nothing.
 
 	// The stalled context holds no eSpeak instance: another organization
 	// is served meanwhile.
-	r := tg.do("POST", "/v1/audio/speech", "globex", speechBody("Another client is served meanwhile."))
-	if r.status != 200 || len(r.body) == 0 {
-		t.Errorf("speech while a realtime client stalls: %d, %d bytes", r.status, len(r.body))
+	r := tg.Do("POST", "/v1/audio/speech", "globex", harness.SpeechBody("Another client is served meanwhile."))
+	if r.Status != 200 || len(r.Body) == 0 {
+		t.Errorf("speech while a realtime client stalls: %d, %d bytes", r.Status, len(r.Body))
 	}
 
 	// The context ends as too slow; the provider was paused, not run
 	// through the text into memory: most of the text never reached it.
-	var row rtLogRow
-	waitFor(t, "the stalled context's row", func() bool {
-		rows := tg.realtimeRows("acme", rs.socketID)
+	var row harness.RealtimeLogRow
+	harness.WaitFor(t, "the stalled context's row", func() bool {
+		rows := tg.RealtimeRows("acme", rs.socketID)
 		if len(rows) > 0 {
 			row = rows[0]
 		}
 		return len(rows) > 0
 	})
 	if row.Status != 499 || row.ErrorCode != "client_too_slow" || row.CharCount == 0 || row.CharCount >= len(stallText)/2 {
-		t.Errorf("row %+v: want 499 client_too_slow, with less than half of the %d characters spoken", row.apiLogRow, len(stallText))
+		t.Errorf("row %+v: want 499 client_too_slow, with less than half of the %d characters spoken", row.LogRow, len(stallText))
 	}
 	t.Logf("the provider was handed %d of the %d characters before the socket was closed", row.CharCount, len(stallText))
 	// The socket and its context are gone, not just the context.
-	waitFor(t, "the socket to be closed", func() bool {
-		m := string(tg.metricsBody())
+	harness.WaitFor(t, "the socket to be closed", func() bool {
+		m := string(tg.MetricsBody())
 		return strings.Contains(m, "voxgate_realtime_sockets_open 0") && strings.Contains(m, "voxgate_realtime_contexts_open 0")
 	})
 	// Reading again, the client gets what was in flight, then the end of
@@ -270,7 +272,7 @@ func TestRealtimeClientThatStopsReadingIsCutOff(t *testing.T) {
 			break
 		}
 		if f.op == websocket.CloseMessage || f.msg.Type == "done" || f.msg.Type == "error" {
-			t.Errorf("after the stall: %s", f.msg.raw)
+			t.Errorf("after the stall: %s", f.msg.Raw)
 		}
 	}
 }
@@ -281,11 +283,11 @@ var idleConfig = strings.Replace(realtimeConfig, "  listen: 127.0.0.1:0\n", "  l
 
 // expectClose reads rc to its end and fails unless the gateway closed it
 // with code.
-func expectClose(t *testing.T, rc *rtClient, code int, text string) {
+func expectClose(t *testing.T, rc *harness.RealtimeClient, code int, text string) {
 	t.Helper()
-	for range rc.msgs {
+	for range rc.Msgs {
 	}
-	err := <-rc.closed
+	err := <-rc.Closed
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != code || ce.Text != text {
 		t.Errorf("the socket ended with %v, want close %d %q", err, code, text)
@@ -293,48 +295,48 @@ func expectClose(t *testing.T, rc *rtClient, code int, text string) {
 }
 
 func TestRealtimeIdleSocketIsClosed(t *testing.T) {
-	tg := startGateway(t, idleConfig)
-	busy := tg.dialRealtime("acme")
-	busy.send(start("b"))
-	busy.expect("started", "b")
+	tg := harness.Start(t, idleConfig)
+	busy := tg.DialRealtime("acme")
+	busy.Send(harness.StartMsg("b"))
+	busy.Expect("started", "b")
 
 	// A socket that sends nothing is closed.
-	expectClose(t, tg.dialRealtime("acme"), websocket.CloseNormalClosure, "idle")
+	expectClose(t, tg.DialRealtime("acme"), websocket.CloseNormalClosure, "idle")
 	// So is one opened after that: by the time it closes, busy has sent
 	// nothing for longer than the idle timeout, but holds an open
 	// context, which keeps it.
-	expectClose(t, tg.dialRealtime("acme"), websocket.CloseNormalClosure, "idle")
-	busy.send(text("b", "Still here."))
-	busy.send(ctl("close", "b"))
-	msgs := busy.until(isType("done", "b"))
+	expectClose(t, tg.DialRealtime("acme"), websocket.CloseNormalClosure, "idle")
+	busy.Send(harness.TextMsg("b", "Still here."))
+	busy.Send(harness.ControlMsg("close", "b"))
+	msgs := busy.Until(harness.IsType("done", "b"))
 	if done := msgs[len(msgs)-1]; done.Reason != "completed" || len(audioOf(msgs, "b")) == 0 {
-		t.Errorf("the socket with a context: %v", rawOf(msgs))
+		t.Errorf("the socket with a context: %v", harness.RawOf(msgs))
 	}
 	// With its context done, it is idle in turn.
 	expectClose(t, busy, websocket.CloseNormalClosure, "idle")
-	waitFor(t, "the sockets to be counted closed", func() bool {
-		return strings.Contains(string(tg.metricsBody()), "voxgate_realtime_sockets_open 0")
+	harness.WaitFor(t, "the sockets to be counted closed", func() bool {
+		return strings.Contains(string(tg.MetricsBody()), "voxgate_realtime_sockets_open 0")
 	})
 }
 
 func TestRealtimeShutdownClosesSockets(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
-	rc := tg.dialRealtime("acme")
-	rc.send(start("a"))
-	rc.expect("started", "a")
-	rc.send(text("a", stallText))
-	rc.expect("audio", "a")
+	tg := harness.Start(t, realtimeConfig)
+	rc := tg.DialRealtime("acme")
+	rc.Send(harness.StartMsg("a"))
+	rc.Expect("started", "a")
+	rc.Send(harness.TextMsg("a", stallText))
+	rc.Expect("audio", "a")
 	// A client that reads nothing, with audio waiting for it, does not
 	// hold the shutdown up either: it never answers the close frame.
-	stalled := tg.dialRaw("globex")
-	stalled.send(start("s"))
+	stalled := dialRaw(t, tg, "globex")
+	stalled.send(harness.StartMsg("s"))
 	stalled.expect("started", "s")
-	stalled.send(text("s", stallText))
+	stalled.send(harness.TextMsg("s", stallText))
 	stalled.expect("audio", "s")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := tg.g.Shutdown(ctx); err != nil {
+	if err := tg.Core.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	expectClose(t, rc, websocket.CloseGoingAway, "the gateway is shutting down")

@@ -1,4 +1,4 @@
-package gateway_test
+package realtime
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // The realtime socket bridged to the providers' own input-streaming
@@ -16,7 +17,7 @@ import (
 // that speak stream-input and Cartesia's TTS WebSocket.
 
 type bridge struct {
-	*testGateway
+	*harness.Gateway
 	el *elevenlabs.Server
 	ca *cartesia.Server
 }
@@ -29,7 +30,7 @@ func startBridge(t *testing.T) *bridge {
 	opts := fakeupstream.Options{ChunkSize: bridgeChunk, ChunkDelay: 25 * time.Millisecond}
 	el := elevenlabs.New(t, opts)
 	ca := cartesia.New(t, opts)
-	tg := startGateway(t, `
+	tg := harness.Start(t, `
 server:
   listen: 127.0.0.1:0
 storage:
@@ -54,8 +55,8 @@ orgs:
       elevenlabs: {enabled: true}
       cartesia: {enabled: true}
 `)
-	tg.secrets = append(tg.secrets, elevenlabs.Key, cartesia.Key)
-	return &bridge{testGateway: tg, el: el, ca: ca}
+	tg.Secrets = append(tg.Secrets, elevenlabs.Key, cartesia.Key)
+	return &bridge{Gateway: tg, el: el, ca: ca}
 }
 
 // bridged is one provider as the tests drive it.
@@ -69,7 +70,7 @@ type bridged struct {
 func (b *bridge) providers() []bridged {
 	return []bridged{
 		{"elevenlabs", func(id string, extra ...any) map[string]any {
-			return start(id, append([]any{"model", "elevenlabs/eleven_flash_v2_5", "voice", elevenlabs.VoiceRachel}, extra...)...)
+			return harness.StartMsg(id, append([]any{"model", "elevenlabs/eleven_flash_v2_5", "voice", elevenlabs.VoiceRachel}, extra...)...)
 		}, func() []string {
 			var out []string
 			for _, t := range b.el.StreamTexts() {
@@ -80,58 +81,47 @@ func (b *bridge) providers() []bridged {
 			return out
 		}, b.el.OpenStreams},
 		{"cartesia", func(id string, extra ...any) map[string]any {
-			return start(id, append([]any{"model", "cartesia/sonic-2", "voice", cartesia.VoiceKatie}, extra...)...)
+			return harness.StartMsg(id, append([]any{"model", "cartesia/sonic-2", "voice", cartesia.VoiceKatie}, extra...)...)
 		}, b.ca.Transcripts, b.ca.OpenSockets},
 	}
 }
 
 // expectedWords are the fake speech's word timings of texts spoken one
 // after the other on one timeline, and the timeline's length.
-func expectedWords(texts []string, rate int) ([]rtWord, float64) {
-	var out []rtWord
+func expectedWords(texts []string, rate int) ([]harness.RealtimeWord, float64) {
+	var out []harness.RealtimeWord
 	offset := 0.0
 	for _, t := range texts {
 		u := fakeupstream.Speak(t, 1)
 		for _, w := range u.Words {
-			out = append(out, rtWord{Text: w.Text, Start: offset + w.Start, End: offset + w.End})
+			out = append(out, harness.RealtimeWord{Text: w.Text, Start: offset + w.Start, End: offset + w.End})
 		}
 		offset += math.Round(u.Seconds*float64(rate)) / float64(rate)
 	}
 	return out, offset
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestRealtimeBridgeSpeaksThroughTheProviderSocket(t *testing.T) {
 	b := startBridge(t)
 	for _, p := range b.providers() {
 		t.Run(p.name, func(t *testing.T) {
-			rc := b.dialRealtime("acme")
-			rc.send(p.start("a", "timestamps", true))
-			st := rc.expect("started", "a")
+			rc := b.DialRealtime("acme")
+			rc.Send(p.start("a", "timestamps", true))
+			st := rc.Expect("started", "a")
 			if !st.Input || st.MediaType != "audio/pcm;rate=24000" {
-				t.Fatalf("started: %s", st.raw)
+				t.Fatalf("started: %s", st.Raw)
 			}
 			before := len(p.texts())
-			rc.send(text("a", "Hello there, this is the bridge. "))
+			rc.Send(harness.TextMsg("a", "Hello there, this is the bridge. "))
 			// The first sentence is spoken before the rest is sent.
-			first := rc.until(isType("audio", "a"))
-			rc.send(text("a", "It continues"))
-			rc.send(text("a", " here."))
-			rc.send(ctl("close", "a"))
-			msgs := append(first, rc.until(isType("done", "a"))...)
+			first := rc.Until(harness.IsType("audio", "a"))
+			rc.Send(harness.TextMsg("a", "It continues"))
+			rc.Send(harness.TextMsg("a", " here."))
+			rc.Send(harness.ControlMsg("close", "a"))
+			msgs := append(first, rc.Until(harness.IsType("done", "a"))...)
 			done := msgs[len(msgs)-1]
 			if done.Reason != "completed" || done.TTFA == nil {
-				t.Fatalf("done: %v", rawOf(msgs))
+				t.Fatalf("done: %v", harness.RawOf(msgs))
 			}
 			sent := p.texts()[before:]
 			if len(sent) != 2 || strings.TrimSpace(sent[0]) != "Hello there, this is the bridge." || strings.TrimSpace(sent[1]) != "It continues here." {
@@ -140,7 +130,7 @@ func TestRealtimeBridgeSpeaksThroughTheProviderSocket(t *testing.T) {
 			// Timings and audio are exactly the fake's speech of what it
 			// received, on one timeline.
 			want, secs := expectedWords(sent, 24000)
-			var got []rtWord
+			var got []harness.RealtimeWord
 			for _, m := range msgs {
 				if m.Type == "timestamps" {
 					got = append(got, m.Words...)
@@ -159,8 +149,8 @@ func TestRealtimeBridgeSpeaksThroughTheProviderSocket(t *testing.T) {
 				t.Errorf("%.4fs of audio (%d bytes), want %.4fs", got, len(audio), secs)
 			}
 			// The provider's socket is closed with the context.
-			waitFor(t, p.name+"'s socket to close", func() bool { return p.open() == 0 })
-			rows := b.realtimeRows("acme", rc.socketID)
+			harness.WaitFor(t, p.name+"'s socket to close", func() bool { return p.open() == 0 })
+			rows := b.RealtimeRows("acme", rc.SocketID)
 			chars := len("Hello there, this is the bridge.") + len("It continues here.")
 			if len(rows) != 1 || rows[0].Status != 200 || rows[0].Provider != p.name || rows[0].CharCount != chars || rows[0].TTFA != *done.TTFA {
 				t.Errorf("rows %+v", rows)
@@ -174,14 +164,14 @@ func TestRealtimeBridgeCancelStopsWithinOneChunk(t *testing.T) {
 	long := strings.Repeat("This is a long sentence that keeps the provider busy for a while. ", 10)
 	for _, p := range b.providers() {
 		t.Run(p.name, func(t *testing.T) {
-			rc := b.dialRealtime("acme")
-			rc.send(p.start("c"))
-			rc.expect("started", "c")
-			rc.send(text("c", long))
-			rc.send(ctl("close", "c"))
-			rc.expect("audio", "c")
-			rc.send(ctl("cancel", "c"))
-			msgs := rc.until(isType("done", "c"))
+			rc := b.DialRealtime("acme")
+			rc.Send(p.start("c"))
+			rc.Expect("started", "c")
+			rc.Send(harness.TextMsg("c", long))
+			rc.Send(harness.ControlMsg("close", "c"))
+			rc.Expect("audio", "c")
+			rc.Send(harness.ControlMsg("cancel", "c"))
+			msgs := rc.Until(harness.IsType("done", "c"))
 			frames := 0
 			for _, m := range msgs {
 				if m.Type == "audio" {
@@ -189,9 +179,9 @@ func TestRealtimeBridgeCancelStopsWithinOneChunk(t *testing.T) {
 				}
 			}
 			if frames > 1 || msgs[len(msgs)-1].Reason != "cancelled" {
-				t.Errorf("%d audio frames after cancel (want at most 1): %v", frames, rawOf(msgs))
+				t.Errorf("%d audio frames after cancel (want at most 1): %v", frames, harness.RawOf(msgs))
 			}
-			waitFor(t, p.name+"'s socket to close", func() bool { return p.open() == 0 })
+			harness.WaitFor(t, p.name+"'s socket to close", func() bool { return p.open() == 0 })
 			if p.name == "cartesia" && b.ca.Cancels() == 0 {
 				t.Error("Cartesia never got the cancel message")
 			}
@@ -202,27 +192,27 @@ func TestRealtimeBridgeCancelStopsWithinOneChunk(t *testing.T) {
 func TestRealtimeBridgeTwoProvidersOnOneSocket(t *testing.T) {
 	b := startBridge(t)
 	ps := b.providers()
-	rc := b.dialRealtime("acme")
-	rc.send(ps[0].start("e", "timestamps", true))
-	rc.send(ps[1].start("c", "timestamps", true))
-	rc.expect("started", "e")
-	rc.expect("started", "c")
+	rc := b.DialRealtime("acme")
+	rc.Send(ps[0].start("e", "timestamps", true))
+	rc.Send(ps[1].start("c", "timestamps", true))
+	rc.Expect("started", "e")
+	rc.Expect("started", "c")
 	sentences := map[string][]string{"e": {"Eleven speaks first.", "Then eleven again."}, "c": {"Cartesia answers.", "And closes."}}
-	var msgs []rtMsg
+	var msgs []harness.RealtimeMsg
 	for i := range 2 {
-		rc.send(text("e", sentences["e"][i]+" "))
-		rc.send(text("c", sentences["c"][i]+" "))
+		rc.Send(harness.TextMsg("e", sentences["e"][i]+" "))
+		rc.Send(harness.TextMsg("c", sentences["c"][i]+" "))
 	}
-	rc.send(ctl("close", "e"))
-	rc.send(ctl("close", "c"))
+	rc.Send(harness.ControlMsg("close", "e"))
+	rc.Send(harness.ControlMsg("close", "c"))
 	dones := 0
 	for dones < 2 {
-		m := rc.next()
+		m := rc.Next()
 		msgs = append(msgs, m)
 		if m.Type == "done" {
 			dones++
 			if m.Reason != "completed" {
-				t.Errorf("done %s", m.raw)
+				t.Errorf("done %s", m.Raw)
 			}
 		}
 	}
@@ -268,43 +258,43 @@ func TestRealtimeBridgeFailures(t *testing.T) {
 	b := startBridge(t)
 	for _, p := range b.providers() {
 		t.Run(p.name, func(t *testing.T) {
-			rc := b.dialRealtime("acme")
+			rc := b.DialRealtime("acme")
 			// An unknown voice: the provider refuses it, the context ends.
 			m := p.start("v")
 			m["voice"] = "no-such-voice"
-			rc.send(m)
-			rc.expect("started", "v")
-			rc.send(text("v", "Hello there. "))
-			msgs := rc.until(isType("done", "v"))
+			rc.Send(m)
+			rc.Expect("started", "v")
+			rc.Send(harness.TextMsg("v", "Hello there. "))
+			msgs := rc.Until(harness.IsType("done", "v"))
 			if e := msgs[len(msgs)-2]; e.Type != "error" || !strings.HasPrefix(e.Code, "provider_") || msgs[len(msgs)-1].Reason != "error" {
-				t.Errorf("unknown voice: %v", rawOf(msgs))
+				t.Errorf("unknown voice: %v", harness.RawOf(msgs))
 			}
 			// The provider may refuse the voice before the text arrives;
 			// the text then finds no open context.
 			// So one or two unknown_context errors for v follow; a flush of
 			// a context never opened marks the end of them (the socket's
 			// own errors go out in the order of the client's messages).
-			rc.send(ctl("flush", "v"))
-			rc.send(ctl("flush", "marker"))
-			var after []rtMsg
-			for m := rc.next(); m.ContextID != "marker"; m = rc.next() {
+			rc.Send(harness.ControlMsg("flush", "v"))
+			rc.Send(harness.ControlMsg("flush", "marker"))
+			var after []harness.RealtimeMsg
+			for m := rc.Next(); m.ContextID != "marker"; m = rc.Next() {
 				after = append(after, m)
 			}
 			if len(after) == 0 || len(after) > 2 || after[len(after)-1].Code != "unknown_context" {
-				t.Errorf("after the refused voice: %v", rawOf(after))
+				t.Errorf("after the refused voice: %v", harness.RawOf(after))
 			}
-			waitFor(t, "the provider socket to close", func() bool { return p.open() == 0 })
+			harness.WaitFor(t, "the provider socket to close", func() bool { return p.open() == 0 })
 
 			// A client that vanishes mid-context: its provider socket
 			// closes and its row says so.
-			rc.send(p.start("gone"))
-			rc.expect("started", "gone")
-			rc.send(text("gone", strings.Repeat("A client that vanishes leaves nothing open. ", 10)))
-			rc.expect("audio", "gone")
-			_ = rc.c.NetConn().Close()
-			waitFor(t, "the provider socket to close", func() bool { return p.open() == 0 })
-			waitFor(t, "the row", func() bool {
-				for _, r := range b.realtimeRows("acme", rc.socketID) {
+			rc.Send(p.start("gone"))
+			rc.Expect("started", "gone")
+			rc.Send(harness.TextMsg("gone", strings.Repeat("A client that vanishes leaves nothing open. ", 10)))
+			rc.Expect("audio", "gone")
+			_ = rc.Conn.NetConn().Close()
+			harness.WaitFor(t, "the provider socket to close", func() bool { return p.open() == 0 })
+			harness.WaitFor(t, "the row", func() bool {
+				for _, r := range b.RealtimeRows("acme", rc.SocketID) {
 					if r.ErrorCode == "client_disconnected" && r.Status == 499 {
 						return true
 					}

@@ -1,9 +1,8 @@
-package gateway_test
+package realtime
 
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +11,11 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // The realtime WebSocket end to end: a real WebSocket client (gorilla's)
 // against the real gateway and plugin processes.
-
-const realtimePath = "/v1/audio/speech/realtime"
 
 // realtimeConfig runs eSpeak (the sentence-buffered path) with the built-in
 // moderation for acme; globex has no moderation.
@@ -45,151 +43,8 @@ moderation:
       checks: [{builtin: {}}]
 `
 
-// rtMsg is one message from the server: an audio frame (binary, or the
-// base64 JSON form) or a JSON message.
-type rtMsg struct {
-	Type      string          `json:"type"`
-	ContextID string          `json:"contextId"`
-	Code      string          `json:"code"`
-	Reason    string          `json:"reason"`
-	Audio     []byte          `json:"audio"` // base64 in JSON
-	MediaType string          `json:"mediaType"`
-	RequestID string          `json:"requestId"`
-	Input     bool            `json:"inputStreaming"`
-	Words     []rtWord        `json:"words"`
-	Chars     int             `json:"characters"`
-	Credits   int             `json:"credits"`
-	Seconds   float64         `json:"audioSeconds"`
-	TTFA      *int64          `json:"timeToFirstAudioMs"`
-	Problem   json.RawMessage `json:"problem"`
-	Error     json.RawMessage `json:"error"`
-	Message   string          `json:"message"`
-	raw       []byte
-	at        time.Time
-}
-
-type rtWord struct {
-	Text  string  `json:"text"`
-	Start float64 `json:"start"`
-	End   float64 `json:"end"`
-}
-
-// rtClient is a realtime socket whose messages a goroutine collects.
-type rtClient struct {
-	t        testing.TB
-	c        *websocket.Conn
-	socketID string
-	msgs     chan rtMsg
-	closed   chan error
-}
-
-func (tg *testGateway) dialRealtime(org string) *rtClient {
-	tg.t.Helper()
-	c, err := tg.tryRealtime(http.Header{"Authorization": {"Bearer " + tg.keys[org]}}, nil)
-	if err != nil {
-		tg.t.Fatalf("dial: %v", err)
-	}
-	return c
-}
-
-func (tg *testGateway) tryRealtime(h http.Header, protocols []string) (*rtClient, error) {
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, Subprotocols: protocols}
-	c, resp, err := d.Dial("ws://"+strings.TrimPrefix(tg.base, "http://")+realtimePath, h)
-	if err != nil {
-		if resp != nil {
-			return nil, &handshakeError{status: resp.StatusCode, err: err}
-		}
-		return nil, err
-	}
-	rc := &rtClient{t: tg.t, c: c, socketID: resp.Header.Get("X-Request-Id"), msgs: make(chan rtMsg, 4096), closed: make(chan error, 1)}
-	go rc.read()
-	tg.t.Cleanup(func() { c.Close() })
-	return rc, nil
-}
-
-type handshakeError struct {
-	status int
-	err    error
-}
-
-func (e *handshakeError) Error() string { return e.err.Error() }
-
-func (rc *rtClient) read() {
-	for {
-		kind, data, err := rc.c.ReadMessage()
-		if err != nil {
-			rc.closed <- err
-			close(rc.msgs)
-			return
-		}
-		m := rtMsg{raw: data, at: time.Now()}
-		if kind == websocket.BinaryMessage {
-			n := int(data[0])
-			m.Type, m.ContextID, m.Audio = "audio", string(data[1:1+n]), data[1+n:]
-		} else if err := json.Unmarshal(data, &m); err != nil {
-			m.Type = "undecodable"
-		}
-		rc.msgs <- m
-	}
-}
-
-func (rc *rtClient) send(v any) {
-	rc.t.Helper()
-	if err := rc.c.WriteJSON(v); err != nil {
-		rc.t.Fatalf("send: %v", err)
-	}
-}
-
-// next returns the next message, failing after a generous wait.
-func (rc *rtClient) next() rtMsg {
-	rc.t.Helper()
-	select {
-	case m, ok := <-rc.msgs:
-		if !ok {
-			rc.t.Fatalf("the socket closed: %v", <-rc.closed)
-		}
-		return m
-	case <-time.After(30 * time.Second):
-		rc.t.Fatal("no message within 30s")
-	}
-	return rtMsg{}
-}
-
-// until collects messages up to and including the first one for which
-// stop holds.
-func (rc *rtClient) until(stop func(rtMsg) bool) []rtMsg {
-	rc.t.Helper()
-	var out []rtMsg
-	rc.t.Cleanup(func() {
-		if rc.t.Failed() {
-			rc.t.Logf("messages so far: %v", rawOf(out))
-		}
-	})
-	for {
-		m := rc.next()
-		out = append(out, m)
-		if stop(m) {
-			return out
-		}
-	}
-}
-
-func isType(typ, id string) func(rtMsg) bool {
-	return func(m rtMsg) bool { return m.Type == typ && m.ContextID == id }
-}
-
-// expect returns the next message and fails unless it has typ and id.
-func (rc *rtClient) expect(typ, id string) rtMsg {
-	rc.t.Helper()
-	m := rc.next()
-	if m.Type != typ || m.ContextID != id {
-		rc.t.Fatalf("got %s, want a %s of %q", m.raw, typ, id)
-	}
-	return m
-}
-
 // audioOf concatenates the audio of context id among msgs.
-func audioOf(msgs []rtMsg, id string) []byte {
+func audioOf(msgs []harness.RealtimeMsg, id string) []byte {
 	var b []byte
 	for _, m := range msgs {
 		if m.Type == "audio" && m.ContextID == id {
@@ -199,63 +54,33 @@ func audioOf(msgs []rtMsg, id string) []byte {
 	return b
 }
 
-func start(id string, extra ...any) map[string]any {
-	m := map[string]any{"type": "start", "contextId": id, "model": "espeak/espeak-ng", "voice": "en"}
-	for i := 0; i+1 < len(extra); i += 2 {
-		m[extra[i].(string)] = extra[i+1]
-	}
-	return m
-}
-
-func text(id, s string) map[string]any {
-	return map[string]any{"type": "text", "contextId": id, "text": s}
-}
-
-func ctl(typ, id string) map[string]any { return map[string]any{"type": typ, "contextId": id} }
-
-// rtLogRow is a log row with the realtime field.
-type rtLogRow struct {
-	apiLogRow
-	TTFA int64 `json:"time_to_first_audio_ms"`
-}
-
-func (tg *testGateway) realtimeRows(org, socketID string) []rtLogRow {
-	tg.t.Helper()
-	tg.flushLogs()
-	var p struct {
-		Data []rtLogRow `json:"data"`
-	}
-	tg.do("GET", "/v1/logs?limit=200&parent_request_id="+socketID, org, nil).json(tg.t, &p)
-	return p.Data
-}
-
 func TestRealtimeESpeakSpeaksEachSentenceAsItCompletes(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
-	rc := tg.dialRealtime("acme")
-	rc.send(start("a"))
-	st := rc.expect("started", "a")
+	tg := harness.Start(t, realtimeConfig)
+	rc := tg.DialRealtime("acme")
+	rc.Send(harness.StartMsg("a"))
+	st := rc.Expect("started", "a")
 	if st.MediaType != "audio/pcm;rate=22050" || st.Input || st.RequestID == "" {
-		t.Fatalf("started: %s", st.raw)
+		t.Fatalf("started: %s", st.Raw)
 	}
 	first := "Hello there, this is the first sentence. "
-	rc.send(text("a", "Hello"))
-	rc.send(text("a", first[len("Hello"):]))
+	rc.Send(harness.TextMsg("a", "Hello"))
+	rc.Send(harness.TextMsg("a", first[len("Hello"):]))
 	// The first sentence is spoken before the client sends the rest.
-	m := rc.next()
+	m := rc.Next()
 	if m.Type != "audio" || m.ContextID != "a" || len(m.Audio) == 0 {
-		t.Fatalf("want audio of the first sentence first, got %s", m.raw)
+		t.Fatalf("want audio of the first sentence first, got %s", m.Raw)
 	}
 	rest := "And this is the second"
-	rc.send(text("a", rest))
-	rc.send(text("a", " one."))
-	rc.send(ctl("close", "a"))
-	msgs := append([]rtMsg{m}, rc.until(isType("done", "a"))...)
+	rc.Send(harness.TextMsg("a", rest))
+	rc.Send(harness.TextMsg("a", " one."))
+	rc.Send(harness.ControlMsg("close", "a"))
+	msgs := append([]harness.RealtimeMsg{m}, rc.Until(harness.IsType("done", "a"))...)
 	done := msgs[len(msgs)-1]
 	pcm := audioOf(msgs, "a")
-	secs, rms := pcmSeconds(t, "audio/pcm;rate=22050", pcm)
+	secs, rms := harness.PCMSeconds(t, "audio/pcm;rate=22050", pcm)
 	chars := len(strings.TrimSpace(first)) + len(rest+" one.")
 	if done.Reason != "completed" || done.Chars != chars || done.Credits != 1 || done.TTFA == nil || secs < 2 || rms < 0.01 {
-		t.Errorf("done %s after %.2fs of audio (rms %.3f)", done.raw, secs, rms)
+		t.Errorf("done %s after %.2fs of audio (rms %.3f)", done.Raw, secs, rms)
 	}
 	if d := done.Seconds - secs; d > 0.01 || d < -0.01 {
 		t.Errorf("done says %.3fs of audio, the client got %.3fs", done.Seconds, secs)
@@ -271,45 +96,45 @@ func TestRealtimeESpeakSpeaksEachSentenceAsItCompletes(t *testing.T) {
 	// not byte-for-byte repeatable: its state carries over between calls.)
 	var want []byte
 	for _, s := range []string{strings.TrimSpace(first), rest + " one."} {
-		r := tg.do("POST", "/v1/audio/speech/stream", "acme", speechBody(s))
-		want = append(want, r.body...)
+		r := tg.Do("POST", "/v1/audio/speech/stream", "acme", harness.SpeechBody(s))
+		want = append(want, r.Body...)
 	}
 	if d := float64(len(pcm)-len(want)) / float64(len(want)); d > 0.05 || d < -0.05 {
 		t.Errorf("the socket's audio (%d bytes) is not the sentences rendered alone (%d bytes)", len(pcm), len(want))
 	}
 
-	rows := tg.realtimeRows("acme", rc.socketID)
+	rows := tg.RealtimeRows("acme", rc.SocketID)
 	if len(rows) != 1 {
 		t.Fatalf("%d rows for the socket, want 1", len(rows))
 	}
 	row := rows[0]
-	if row.RequestID != st.RequestID || row.Path != realtimePath || row.Status != 200 || row.Provider != "espeak" || row.Model != "espeak-ng" ||
+	if row.RequestID != st.RequestID || row.Path != harness.RealtimePath || row.Status != 200 || row.Provider != "espeak" || row.Model != "espeak-ng" ||
 		row.VoiceID != "en" || row.CharCount != chars || row.CreditsUsed != 1 || row.ErrorCode != "" || row.TTFA != *done.TTFA ||
 		row.ModerationDecision != "allow" {
-		t.Errorf("row %+v, ttfa %d (done said %d)", row.apiLogRow, row.TTFA, *done.TTFA)
+		t.Errorf("row %+v, ttfa %d (done said %d)", row.LogRow, row.TTFA, *done.TTFA)
 	}
 }
 
 func TestRealtimeTimestampsMatchTheAudio(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
-	rc := tg.dialRealtime("globex")
-	rc.send(start("t", "timestamps", true, "audioEncoding", "base64"))
-	rc.expect("started", "t")
+	tg := harness.Start(t, realtimeConfig)
+	rc := tg.DialRealtime("globex")
+	rc.Send(harness.StartMsg("t", "timestamps", true, "audioEncoding", "base64"))
+	rc.Expect("started", "t")
 	sentences := []string{"One small step.", "Then a second, longer sentence follows it.", "Done"}
-	rc.send(text("t", strings.Join(sentences, " ")))
-	rc.send(ctl("close", "t"))
-	msgs := rc.until(isType("done", "t"))
+	rc.Send(harness.TextMsg("t", strings.Join(sentences, " ")))
+	rc.Send(harness.ControlMsg("close", "t"))
+	msgs := rc.Until(harness.IsType("done", "t"))
 	// Each segment's timings come before its audio and fall inside it, on
 	// the context's timeline.
 	var (
 		audioSecs float64
-		segments  [][]rtWord
+		segments  [][]harness.RealtimeWord
 		bounds    []float64 // audio seconds before each timings message
 	)
 	for _, m := range msgs {
 		switch m.Type {
 		case "audio":
-			if m.raw[0] != '{' {
+			if m.Raw[0] != '{' {
 				t.Fatal("audioEncoding base64 sent a binary frame")
 			}
 			audioSecs += float64(len(m.Audio)/2) / 22050
@@ -358,7 +183,7 @@ func letters(s string) string {
 // the client reads again, so every audio byte past that point was
 // written after the cancel.
 func TestRealtimeCancelStopsAtOnce(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
+	tg := harness.Start(t, realtimeConfig)
 	for _, tt := range []struct {
 		name       string
 		timestamps bool
@@ -374,25 +199,25 @@ func TestRealtimeCancelStopsAtOnce(t *testing.T) {
 		{"timestamps", true, func(rate int) int { return rate / 25 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rs := tg.dialRaw("acme")
-			rs.send(start("c", "timestamps", tt.timestamps))
+			rs := dialRaw(t, tg, "acme")
+			rs.send(harness.StartMsg("c", "timestamps", tt.timestamps))
 			st := rs.expect("started", "c")
 			var rate int
 			if _, err := fmt.Sscanf(st.msg.MediaType, "audio/pcm;rate=%d", &rate); err != nil {
-				t.Fatalf("started: %s", st.msg.raw)
+				t.Fatalf("started: %s", st.msg.Raw)
 			}
 			chunk := 2 * tt.chunk(rate)
-			rs.send(text("c", stallText))
-			rs.send(ctl("close", "c"))
+			rs.send(harness.TextMsg("c", stallText))
+			rs.send(harness.ControlMsg("close", "c"))
 			rs.expect("audio", "c")
 
 			at := rs.waitStalled()
 			inFlight := at - rs.read
-			rs.send(ctl("cancel", "c"))
+			rs.send(harness.ControlMsg("cancel", "c"))
 			// The context's row is written when it ends, before its done
 			// is queued: the gateway has acted on the cancel.
-			waitFor(t, "the cancelled context's row", func() bool {
-				return len(tg.realtimeRows("acme", rs.socketID)) == 1
+			harness.WaitFor(t, "the cancelled context's row", func() bool {
+				return len(tg.RealtimeRows("acme", rs.socketID)) == 1
 			})
 			if now, _, _ := rs.written(); now != at {
 				t.Fatalf("the gateway wrote %d bytes while the client read nothing", now-at)
@@ -403,7 +228,7 @@ func TestRealtimeCancelStopsAtOnce(t *testing.T) {
 				f := rs.next()
 				switch {
 				case f.msg.ContextID != "c":
-					t.Fatalf("a message of another context: %s", f.msg.raw)
+					t.Fatalf("a message of another context: %s", f.msg.Raw)
 				case f.msg.Type == "audio" && f.end > at:
 					lateFrames++
 					late += min(int64(len(f.msg.Audio)), f.end-at)
@@ -412,7 +237,7 @@ func TestRealtimeCancelStopsAtOnce(t *testing.T) {
 				}
 			}
 			if done.msg.Reason != "cancelled" {
-				t.Errorf("done %s", done.msg.raw)
+				t.Errorf("done %s", done.msg.Raw)
 			}
 			if lateFrames > 1 || late > int64(chunk) {
 				t.Errorf("%d bytes of audio in %d frames went out after the cancel, want at most one frame of %d bytes", late, lateFrames, chunk)
@@ -421,13 +246,13 @@ func TestRealtimeCancelStopsAtOnce(t *testing.T) {
 
 			// Nothing of the context comes after its done, and the
 			// socket still works: the id can be used again.
-			rs.send(start("c"))
+			rs.send(harness.StartMsg("c"))
 			if f := rs.next(); f.msg.Type != "started" || f.msg.ContextID != "c" {
-				t.Fatalf("after done: %s", f.msg.raw)
+				t.Fatalf("after done: %s", f.msg.Raw)
 			}
-			rs.send(ctl("cancel", "c"))
+			rs.send(harness.ControlMsg("cancel", "c"))
 			rs.expect("done", "c")
-			rows := tg.realtimeRows("acme", rs.socketID)
+			rows := tg.RealtimeRows("acme", rs.socketID)
 			var cancelled int
 			for _, r := range rows {
 				if r.ErrorCode == "cancelled" && r.Status == 499 {
@@ -442,36 +267,36 @@ func TestRealtimeCancelStopsAtOnce(t *testing.T) {
 }
 
 func TestRealtimeContextsInterleave(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
-	rc := tg.dialRealtime("globex")
-	rc.send(start("en", "timestamps", true))
-	rc.send(start("de", "voice", "de", "timestamps", true))
-	rc.expect("started", "en")
-	rc.expect("started", "de")
+	tg := harness.Start(t, realtimeConfig)
+	rc := tg.DialRealtime("globex")
+	rc.Send(harness.StartMsg("en", "timestamps", true))
+	rc.Send(harness.StartMsg("de", "voice", "de", "timestamps", true))
+	rc.Expect("started", "en")
+	rc.Expect("started", "de")
 	en := []string{"Good morning.", "How are you today?"}
 	de := []string{"Guten Morgen.", "Wie geht es dir heute?"}
 	// Sentences go to the two contexts in turn; each context's audio is
 	// its own sentences in order, whatever arrives in between.
-	var msgs []rtMsg
+	var msgs []harness.RealtimeMsg
 	for i := range en {
-		rc.send(text("en", en[i]+" "))
-		rc.send(text("de", de[i]+" "))
+		rc.Send(harness.TextMsg("en", en[i]+" "))
+		rc.Send(harness.TextMsg("de", de[i]+" "))
 		heard := map[string]bool{}
-		msgs = append(msgs, rc.until(func(m rtMsg) bool {
+		msgs = append(msgs, rc.Until(func(m harness.RealtimeMsg) bool {
 			heard[m.ContextID] = heard[m.ContextID] || m.Type == "audio"
 			return heard["en"] && heard["de"]
 		})...)
 	}
-	rc.send(ctl("close", "en"))
-	rc.send(ctl("close", "de"))
+	rc.Send(harness.ControlMsg("close", "en"))
+	rc.Send(harness.ControlMsg("close", "de"))
 	seen := map[string]bool{}
 	for !seen["en"] || !seen["de"] {
-		m := rc.next()
+		m := rc.Next()
 		msgs = append(msgs, m)
 		if m.Type == "done" {
 			seen[m.ContextID] = true
 			if m.Reason != "completed" {
-				t.Errorf("done %s", m.raw)
+				t.Errorf("done %s", m.Raw)
 			}
 		}
 	}
@@ -491,7 +316,7 @@ func TestRealtimeContextsInterleave(t *testing.T) {
 		}
 		var want []byte
 		for _, s := range sentences {
-			want = append(want, tg.do("POST", "/v1/audio/speech/stream", "globex", speechBody(s, "voice", id)).body...)
+			want = append(want, tg.Do("POST", "/v1/audio/speech/stream", "globex", harness.SpeechBody(s, "voice", id)).Body...)
 		}
 		if got := audioOf(msgs, id); float64(len(got)) < 0.9*float64(len(want)) || float64(len(got)) > 1.1*float64(len(want)) {
 			t.Errorf("context %s: %d bytes of audio, want about its own %d", id, len(got), len(want))
@@ -500,21 +325,21 @@ func TestRealtimeContextsInterleave(t *testing.T) {
 }
 
 func TestRealtimeModerationEndsTheContext(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
-	rc := tg.dialRealtime("acme")
-	rc.send(start("m"))
-	rc.expect("started", "m")
-	rc.send(text("m", "This part is fine. Now say "+moderation.TestPhrase+" please. This is never spoken. "))
-	msgs := rc.until(isType("done", "m"))
+	tg := harness.Start(t, realtimeConfig)
+	rc := tg.DialRealtime("acme")
+	rc.Send(harness.StartMsg("m"))
+	rc.Expect("started", "m")
+	rc.Send(harness.TextMsg("m", "This part is fine. Now say "+moderation.TestPhrase+" please. This is never spoken. "))
+	msgs := rc.Until(harness.IsType("done", "m"))
 	done := msgs[len(msgs)-1]
-	var errMsg *rtMsg
+	var errMsg *harness.RealtimeMsg
 	for i, m := range msgs {
 		if m.Type == "error" {
 			errMsg = &msgs[i]
 		}
 	}
 	if errMsg == nil || errMsg.Code != "content_moderation_blocked" || done.Reason != "blocked" || len(audioOf(msgs, "m")) == 0 {
-		t.Fatalf("messages: %v", rawOf(msgs))
+		t.Fatalf("messages: %v", harness.RawOf(msgs))
 	}
 	var env struct {
 		Code, Message string
@@ -523,40 +348,28 @@ func TestRealtimeModerationEndsTheContext(t *testing.T) {
 	if err := json.Unmarshal(errMsg.Error, &env); err != nil || env.Code != "content_moderation_blocked" || env.Reason.Type != moderation.ReasonTestPhrase || env.Message == "" {
 		t.Errorf("moderation envelope %s", errMsg.Error)
 	}
-	rows := tg.realtimeRows("acme", rc.socketID)
+	rows := tg.RealtimeRows("acme", rc.SocketID)
 	if len(rows) != 1 || rows[0].Status != 422 || rows[0].ErrorCode != "content_moderation_blocked" || rows[0].CharCount != len("This part is fine.") ||
 		rows[0].ModerationDecision != moderation.DecisionBlock {
 		t.Errorf("rows %+v", rows)
 	}
 }
 
-func rawOf(msgs []rtMsg) []string {
-	var out []string
-	for _, m := range msgs {
-		if m.Type == "audio" {
-			out = append(out, "<audio "+m.ContextID+">")
-			continue
-		}
-		out = append(out, string(m.raw))
-	}
-	return out
-}
-
 func TestRealtimeBadInput(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
+	tg := harness.Start(t, realtimeConfig)
 
 	// Before the upgrade: the key, and a plain GET.
-	if _, err := tg.tryRealtime(nil, nil); err == nil || err.(*handshakeError).status != 401 {
+	if _, err := tg.TryRealtime(nil, nil); err == nil || err.(*harness.HandshakeError).Status != 401 {
 		t.Errorf("no key: %v", err)
 	}
-	tg.do("GET", realtimePath, "acme", nil).problem(t, 426, "websocket_required")
+	tg.Do("GET", harness.RealtimePath, "acme", nil).Problem(t, 426, "websocket_required")
 	// A browser's key travels as a subprotocol, never echoed.
-	rc, err := tg.tryRealtime(nil, []string{"voxgate.realtime.v1", "voxgate.key." + tg.keys["acme"]})
-	if err != nil || rc.c.Subprotocol() != "voxgate.realtime.v1" {
+	rc, err := tg.TryRealtime(nil, []string{"voxgate.realtime.v1", "voxgate.key." + tg.Keys["acme"]})
+	if err != nil || rc.Conn.Subprotocol() != "voxgate.realtime.v1" {
 		t.Fatalf("subprotocol key: %v", err)
 	}
 
-	rc = tg.dialRealtime("acme")
+	rc = tg.DialRealtime("acme")
 	tests := []struct {
 		name string
 		send string
@@ -582,14 +395,14 @@ func TestRealtimeBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := rc.c.WriteMessage(websocket.TextMessage, []byte(tt.send)); err != nil {
+			if err := rc.Conn.WriteMessage(websocket.TextMessage, []byte(tt.send)); err != nil {
 				t.Fatal(err)
 			}
-			m := rc.next()
+			m := rc.Next()
 			if m.Type != "error" || m.Code != tt.code {
-				t.Fatalf("got %s, want an error %s", m.raw, tt.code)
+				t.Fatalf("got %s, want an error %s", m.Raw, tt.code)
 			}
-			var p problemBody
+			var p harness.Problem
 			if err := json.Unmarshal(m.Problem, &p); err != nil || p.Code != tt.code || p.Detail == "" && len(p.Validation) == 0 {
 				t.Fatalf("problem %s", m.Problem)
 			}
@@ -605,65 +418,65 @@ func TestRealtimeBadInput(t *testing.T) {
 		})
 	}
 	// A binary frame is refused, the socket stays open.
-	_ = rc.c.WriteMessage(websocket.BinaryMessage, []byte{1, 2, 3})
-	if m := rc.next(); m.Type != "error" || m.Code != "validation_failed" {
-		t.Errorf("binary frame: %s", m.raw)
+	_ = rc.Conn.WriteMessage(websocket.BinaryMessage, []byte{1, 2, 3})
+	if m := rc.Next(); m.Type != "error" || m.Code != "validation_failed" {
+		t.Errorf("binary frame: %s", m.Raw)
 	}
 
 	// An unknown voice is the provider's to refuse: an error, then done.
-	rc.send(start("v", "voice", "xx-no-such-voice"))
-	rc.expect("started", "v")
-	rc.send(text("v", "Hello there. "))
-	msgs := rc.until(isType("done", "v"))
+	rc.Send(harness.StartMsg("v", "voice", "xx-no-such-voice"))
+	rc.Expect("started", "v")
+	rc.Send(harness.TextMsg("v", "Hello there. "))
+	msgs := rc.Until(harness.IsType("done", "v"))
 	if e := msgs[len(msgs)-2]; e.Type != "error" || !strings.HasPrefix(e.Code, "provider_") || msgs[len(msgs)-1].Reason != "error" {
-		t.Errorf("unknown voice: %v", rawOf(msgs))
+		t.Errorf("unknown voice: %v", harness.RawOf(msgs))
 	}
 	// Starting an open context twice, and too many contexts.
-	rc.send(start("d"))
-	rc.expect("started", "d")
-	rc.send(start("d"))
-	if m := rc.next(); m.Type != "error" || m.Code != "context_exists" {
-		t.Errorf("second start: %s", m.raw)
+	rc.Send(harness.StartMsg("d"))
+	rc.Expect("started", "d")
+	rc.Send(harness.StartMsg("d"))
+	if m := rc.Next(); m.Type != "error" || m.Code != "context_exists" {
+		t.Errorf("second start: %s", m.Raw)
 	}
 	for i := range 7 {
-		rc.send(start(string(rune('e' + i))))
-		rc.expect("started", string(rune('e'+i)))
+		rc.Send(harness.StartMsg(string(rune('e' + i))))
+		rc.Expect("started", string(rune('e'+i)))
 	}
-	rc.send(start("z"))
-	if m := rc.next(); m.Type != "error" || m.Code != "too_many_contexts" {
-		t.Errorf("ninth context: %s", m.raw)
+	rc.Send(harness.StartMsg("z"))
+	if m := rc.Next(); m.Type != "error" || m.Code != "too_many_contexts" {
+		t.Errorf("ninth context: %s", m.Raw)
 	}
 	// Too much text waiting.
-	rc.send(text("d", strings.Repeat("x", 33<<10)))
-	if m := rc.next(); m.Type != "error" || m.Code != "text_buffer_full" {
-		t.Errorf("text buffer: %s", m.raw)
+	rc.Send(harness.TextMsg("d", strings.Repeat("x", 33<<10)))
+	if m := rc.Next(); m.Type != "error" || m.Code != "text_buffer_full" {
+		t.Errorf("text buffer: %s", m.Raw)
 	}
 	// A message over 64 KiB closes the socket with 1009.
-	_ = rc.c.WriteMessage(websocket.TextMessage, []byte(`{"type":"text","text":"`+strings.Repeat("y", 70<<10)+`"}`))
-	for range rc.msgs {
+	_ = rc.Conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"text","text":"`+strings.Repeat("y", 70<<10)+`"}`))
+	for range rc.Msgs {
 	}
-	if err := <-rc.closed; !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+	if err := <-rc.Closed; !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
 		t.Errorf("oversized message: %v", err)
 	}
 }
 
 func TestRealtimeClientVanishes(t *testing.T) {
-	tg := startGateway(t, realtimeConfig)
-	rc := tg.dialRealtime("acme")
+	tg := harness.Start(t, realtimeConfig)
+	rc := tg.DialRealtime("acme")
 	long := strings.Repeat("A client that disappears mid-sentence leaves nothing behind. ", 30)
-	rc.send(start("gone"))
-	rc.expect("started", "gone")
-	rc.send(text("gone", long))
-	rc.expect("audio", "gone")
+	rc.Send(harness.StartMsg("gone"))
+	rc.Expect("started", "gone")
+	rc.Send(harness.TextMsg("gone", long))
+	rc.Expect("audio", "gone")
 	// No close frame: the TCP connection just goes.
-	_ = rc.c.NetConn().Close()
+	_ = rc.Conn.NetConn().Close()
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		rows := tg.realtimeRows("acme", rc.socketID)
+		rows := tg.RealtimeRows("acme", rc.SocketID)
 		if len(rows) == 1 {
 			if r := rows[0]; r.Status != 499 || r.ErrorCode != "client_disconnected" || r.CharCount == 0 {
-				t.Errorf("row %+v", r.apiLogRow)
+				t.Errorf("row %+v", r.LogRow)
 			}
 			break
 		}
@@ -673,7 +486,7 @@ func TestRealtimeClientVanishes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The socket and its goroutines are gone.
-	for !strings.Contains(string(tg.metricsBody()), "voxgate_realtime_sockets_open 0") {
+	for !strings.Contains(string(tg.MetricsBody()), "voxgate_realtime_sockets_open 0") {
 		if time.Now().After(deadline) {
 			t.Fatal("the socket is still counted open")
 		}

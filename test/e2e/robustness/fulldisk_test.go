@@ -1,4 +1,4 @@
-package gateway_test
+package robustness
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/testenv"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestFullDiskHoldsLogRows puts the bbolt file on an 8 MiB file system
@@ -19,18 +20,18 @@ import (
 // It needs root: it mounts a tmpfs (testenv.SmallFS). CI runs as root.
 func TestFullDiskHoldsLogRows(t *testing.T) {
 	fs := testenv.SmallFS(t, 8<<20)
-	tg := startGateway(t, strings.Replace(withEspeakConfig, "%DIR%/voxgate.db", fs+"/voxgate.db", 1))
+	tg := harness.Start(t, strings.Replace(harness.ESpeakConfig, "%DIR%/voxgate.db", fs+"/voxgate.db", 1))
 	speak := func(org string, i int) {
 		t.Helper()
-		r := tg.do("POST", "/v1/audio/speech", org, speechBody(fmt.Sprintf("Row %d.", i)))
-		if r.status != 200 {
-			t.Errorf("request %d of %s: %d %s", i, org, r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech", org, harness.SpeechBody(fmt.Sprintf("Row %d.", i)))
+		if r.Status != 200 {
+			t.Errorf("request %d of %s: %d %s", i, org, r.Status, r.Body)
 		}
 	}
 	for i := range 4 {
 		speak("acme", i)
 	}
-	tg.flushLogs()
+	tg.FlushLogs()
 	free := testenv.Fill(t, fs, 0)
 
 	// Voice creates fail as soon as a write needs a page the file does
@@ -38,18 +39,18 @@ func TestFullDiskHoldsLogRows(t *testing.T) {
 	// is a 201 or a 503 with Retry-After, and the disk fills within a few.
 	full := false
 	for i := 0; i < 50 && !full; i++ {
-		r := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": fmt.Sprintf("Voice %d %s", i, strings.Repeat("x", 150)),
+		r := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": fmt.Sprintf("Voice %d %s", i, strings.Repeat("x", 150)),
 			"provider": "espeak", "model": "espeak-ng", "voice_id": "en", "description": strings.Repeat("a long description ", 100)})
-		switch r.status {
+		switch r.Status {
 		case 201:
 		case 503:
-			r.problem(t, 503, "storage_unavailable")
-			if r.header.Get("Retry-After") == "" {
-				t.Errorf("503 without Retry-After: %s", r.body)
+			r.Problem(t, 503, "storage_unavailable")
+			if r.Header.Get("Retry-After") == "" {
+				t.Errorf("503 without Retry-After: %s", r.Body)
 			}
 			full = true
 		default:
-			t.Fatalf("voice create on a full disk: %d %s", r.status, r.body)
+			t.Fatalf("voice create on a full disk: %d %s", r.Status, r.Body)
 		}
 	}
 	if !full {
@@ -69,22 +70,22 @@ func TestFullDiskHoldsLogRows(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if held := tg.logs.FilterMessageSnippet("holding the batch and retrying").Len(); held == 0 {
-		t.Fatalf("no batch was held: the disk never refused a log write\n%s", tg.warnings())
+	if held := tg.Logs.FilterMessageSnippet("holding the batch and retrying").Len(); held == 0 {
+		t.Fatalf("no batch was held: the disk never refused a log write\n%s", tg.Warnings())
 	}
-	if got := tg.metricValue("voxgate_log_rows_dropped_total"); got != 0 {
+	if got := tg.MetricValue("voxgate_log_rows_dropped_total"); got != 0 {
 		t.Fatalf("%v rows dropped while the queue had room", got)
 	}
 
 	free()
-	acme, globex := tg.logsWhere("acme", ""), tg.logsWhere("globex", "")
+	acme, globex := tg.LogsWhere("acme", ""), tg.LogsWhere("globex", "")
 	if len(acme) != 4+n/2 || len(globex) != n/2 {
 		t.Errorf("after space came back: acme %d rows (want %d), globex %d (want %d)", len(acme), 4+n/2, len(globex), n/2)
 	}
-	if got := tg.metricValue("voxgate_log_rows_dropped_total"); got != 0 {
+	if got := tg.MetricValue("voxgate_log_rows_dropped_total"); got != 0 {
 		t.Errorf("voxgate_log_rows_dropped_total = %v, want 0", got)
 	}
-	if r := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "After", "provider": "espeak", "model": "espeak-ng", "voice_id": "en"}); r.status != 201 {
-		t.Errorf("voice create once space is back: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "After", "provider": "espeak", "model": "espeak-ng", "voice_id": "en"}); r.Status != 201 {
+		t.Errorf("voice create once space is back: %d %s", r.Status, r.Body)
 	}
 }

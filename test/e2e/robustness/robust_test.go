@@ -1,4 +1,4 @@
-package gateway_test
+package robustness
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // robustConfig runs the test plugin with a provider timeout of 2s under a
@@ -48,24 +50,9 @@ orgs:
 // readStream posts a stream request and reads the whole body, returning
 // the status, the bytes and the error that ended the read (nil for a
 // complete body).
-func readStream(t *testing.T, tg *testGateway, body map[string]any) (int, []byte, error) {
+func readStream(t *testing.T, tg *harness.Gateway, body map[string]any) (int, []byte, error) {
 	t.Helper()
-	return readStreamPath(t, tg, "/v1/audio/speech/stream", body)
-}
-
-// readStreamPath is readStream for another streaming endpoint.
-func readStreamPath(t *testing.T, tg *testGateway, path string, body map[string]any) (int, []byte, error) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", tg.base+path, bytes.NewReader(mustJSON(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
-	resp, err := tg.hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
+	return harness.ReadStreamPath(t, tg, "/v1/audio/speech/stream", body)
 }
 
 // TestStreamFailureIsNotACompleteResponse: once a stream's status line is
@@ -73,7 +60,7 @@ func readStreamPath(t *testing.T, tg *testGateway, path string, body map[string]
 // terminating chunk), so that curl, fetch and every HTTP client see a
 // broken transfer instead of a shorter clip, and the log row says why.
 func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
-	tg := startGateway(t, robustConfig)
+	tg := harness.Start(t, robustConfig)
 	words := strings.Repeat("word ", 20)
 	tests := []struct {
 		name, model string
@@ -96,7 +83,7 @@ func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
 			}
 			// The row's status is the outcome (the failure's), so that
 			// it never disagrees with its error code.
-			row := tg.lastLog("acme")
+			row := tg.LastLog("acme")
 			if row.ErrorCode != tt.code || row.Status < 500 || row.CreditsUsed != 0 {
 				t.Errorf("log row: status %d, error %q (%s); want %s", row.Status, row.ErrorCode, row.ErrorDetail, tt.code)
 			}
@@ -110,7 +97,7 @@ func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
 	if status != 200 || err != nil || len(data) == 0 {
 		t.Fatalf("a 1.5 s stream under a 1 s write timeout: %d, %d bytes, %v", status, len(data), err)
 	}
-	if row := tg.lastLog("acme"); row.ErrorCode != "" {
+	if row := tg.LastLog("acme"); row.ErrorCode != "" {
 		t.Errorf("the complete stream's row has error %q", row.ErrorCode)
 	}
 }
@@ -119,10 +106,10 @@ func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
 // 503 provider_unavailable whose detail says what failed, never where the
 // plugin listens (its socket path) or gRPC's internals.
 func TestPluginFailureSaysWhatNotWhere(t *testing.T) {
-	tg := startGateway(t, robustConfig)
-	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "crash now",
+	tg := harness.Start(t, robustConfig)
+	r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "crash now",
 		"providerOptions": map[string]any{"crash": true}})
-	p := r.problem(t, 503, "provider_unavailable")
+	p := r.Problem(t, 503, "provider_unavailable")
 	for _, leak := range []string{"unix", "/tmp", "sock", "dial", "transport", "rpc error"} {
 		if strings.Contains(strings.ToLower(p.Detail), leak) {
 			t.Errorf("the detail %q shows %q", p.Detail, leak)
@@ -135,9 +122,9 @@ func TestPluginFailureSaysWhatNotWhere(t *testing.T) {
 
 // rawConn dials the gateway for a test that writes HTTP by hand (and
 // closes the connection when the test ends), first writing raw if given.
-func rawConn(t *testing.T, tg *testGateway, raw string) net.Conn {
+func rawConn(t *testing.T, tg *harness.Gateway, raw string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(tg.base, "http://"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(tg.Base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +139,7 @@ func rawConn(t *testing.T, tg *testGateway, raw string) net.Conn {
 
 // rawExchange writes raw to the gateway and returns everything it answers
 // until it closes the connection (or 3 s pass).
-func rawExchange(t *testing.T, tg *testGateway, raw string, pause time.Duration) string {
+func rawExchange(t *testing.T, tg *harness.Gateway, raw string, pause time.Duration) string {
 	t.Helper()
 	c := rawConn(t, tg, raw)
 	time.Sleep(pause)
@@ -162,7 +149,7 @@ func rawExchange(t *testing.T, tg *testGateway, raw string, pause time.Duration)
 }
 
 func TestMalformedRequests(t *testing.T) {
-	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n  max_body_bytes: 4096\n", 1))
+	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n  max_body_bytes: 4096\n", 1))
 
 	// Content-Length and Transfer-Encoding together: 400, and the
 	// connection is closed, so the bytes after the chunked body are never
@@ -192,7 +179,7 @@ func TestMalformedRequests(t *testing.T) {
 	// A chunked JSON body past server.max_body_bytes is refused at that
 	// limit, not at the media upload limit.
 	var chunked strings.Builder
-	chunked.WriteString("POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n\r\n")
+	chunked.WriteString("POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys["acme"] + "\r\n\r\n")
 	for range 3 {
 		chunked.WriteString("800\r\n" + strings.Repeat(" ", 0x800) + "\r\n")
 	}
@@ -203,15 +190,6 @@ func TestMalformedRequests(t *testing.T) {
 	}
 }
 
-// logsWhere returns org's log rows matching query (after a flush).
-func (tg *testGateway) logsWhere(org, query string) []apiLogRow {
-	tg.t.Helper()
-	tg.flushLogs()
-	var p logPage
-	tg.do("GET", "/v1/logs?limit=200&"+query, org, nil).json(tg.t, &p)
-	return p.Data
-}
-
 // TestShutdownDoesNotWaitForUnusedConnections: a connection that never
 // sent a byte (a client's spare keep-alive connection) holds no request,
 // yet fasthttp counts it busy until server.read_timeout. A shutdown must
@@ -219,9 +197,9 @@ func (tg *testGateway) logsWhere(org, query string) []apiLogRow {
 // the drain still ends in time, with nothing closed by force, and the
 // request log still gets its time to flush.
 func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
-	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 5m\n", 1))
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi"}); r.status != 200 {
-		t.Fatalf("speech: %d %s", r.status, r.body)
+	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 5m\n", 1))
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi"}); r.Status != 200 {
+		t.Fatalf("speech: %d %s", r.Status, r.Body)
 	}
 	for range 3 {
 		rawConn(t, tg, "")
@@ -232,10 +210,10 @@ func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the server has read the bytes
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
 	defer cancel()
-	if err := tg.g.Shutdown(ctx); err != nil {
+	if err := tg.Core.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	forced := tg.logs.FilterMessageSnippet("their connections were closed").All()
+	forced := tg.Logs.FilterMessageSnippet("their connections were closed").All()
 	if len(forced) != 1 || forced[0].ContextMap()["connections"] != int64(1) {
 		t.Errorf("connections closed by force: %+v (want the half-sent one only)", forced)
 	}
@@ -257,14 +235,14 @@ func isReset(err error) bool {
 // "connection reset"). The gateway lingers instead: it reads and drops
 // what the client still sends, so the client gets the problem.
 func TestOversizedBodyGetsItsAnswer(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
+	tg := harness.Start(t, harness.ESpeakConfig)
 	big := `{"title":"` + strings.Repeat("x", 3<<20) + `"}` // 3 MiB over a 64 KiB limit
 	for i := range 5 {
-		req, err := http.NewRequest("POST", tg.base+"/v1/voices", strings.NewReader(big))
+		req, err := http.NewRequest("POST", tg.Base+"/v1/voices", strings.NewReader(big))
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -283,14 +261,14 @@ func TestOversizedBodyGetsItsAnswer(t *testing.T) {
 // another organization still streams, and a closed stream frees its slot.
 func TestStreamsPerOrg(t *testing.T) {
 	cfg := strings.Replace(robustConfig, "orgs:\n", "limits:\n  streams_per_org: 1\norgs:\n  globex:\n    providers:\n      slowkit: {enabled: true}\n", 1)
-	tg := startGateway(t, cfg)
+	tg := harness.Start(t, cfg)
 	open := func(org string) (*http.Response, error) {
 		body := map[string]any{"model": "slowkit/test", "voice": "alpha", "text": strings.Repeat("word ", 40),
 			"providerOptions": map[string]any{"slow_stream_ms": 200}}
-		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(body)))
+		req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(harness.MustJSON(body)))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tg.keys[org])
-		return tg.hc.Do(req)
+		req.Header.Set("Authorization", "Bearer "+tg.Keys[org])
+		return tg.Client.Do(req)
 	}
 	first, err := open("acme")
 	if err != nil || first.StatusCode != 200 {
@@ -299,14 +277,14 @@ func TestStreamsPerOrg(t *testing.T) {
 	if _, err := first.Body.Read(make([]byte, 1)); err != nil {
 		t.Fatal(err)
 	}
-	r := tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "slowkit/test", "voice": "alpha", "text": "second"})
-	p := r.problem(t, 429, "rate_limited")
-	if r.header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "streams_per_org") {
-		t.Errorf("refusal: Retry-After %q, detail %q", r.header.Get("Retry-After"), p.Detail)
+	r := tg.Do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "slowkit/test", "voice": "alpha", "text": "second"})
+	p := r.Problem(t, 429, "rate_limited")
+	if r.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "streams_per_org") {
+		t.Errorf("refusal: Retry-After %q, detail %q", r.Header.Get("Retry-After"), p.Detail)
 	}
 	// Clips are not streams: acme still gets them.
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "slowkit/test", "voice": "alpha", "text": "a clip"}); r.status != 200 {
-		t.Errorf("a clip while the stream is open: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "slowkit/test", "voice": "alpha", "text": "a clip"}); r.Status != 200 {
+		t.Errorf("a clip while the stream is open: %d %s", r.Status, r.Body)
 	}
 	// Another organization streams meanwhile.
 	other, err := open("globex")
@@ -316,7 +294,7 @@ func TestStreamsPerOrg(t *testing.T) {
 	other.Body.Close()
 	// The first stream ends (its client leaves): its slot is free again.
 	first.Body.Close()
-	waitFor(t, "acme's stream slot", func() bool {
+	harness.WaitFor(t, "acme's stream slot", func() bool {
 		resp, err := open("acme")
 		if err != nil {
 			return false
@@ -333,10 +311,10 @@ func TestStreamsPerOrg(t *testing.T) {
 // once) before it refused the body.
 func TestChunkedBodyHeldToTheLimit(t *testing.T) {
 	const limit = 3 << 19 // 1.5 MiB: not a power of two, a doubling buffer's worst case
-	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", fmt.Sprintf("  write_timeout: 1s\n  max_body_bytes: %d\n", limit), 1))
+	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", fmt.Sprintf("  write_timeout: 1s\n  max_body_bytes: %d\n", limit), 1))
 	c := rawConn(t, tg, "")
 	chunk := []byte(fmt.Sprintf("8000\r\n%s\r\n", strings.Repeat(" ", 0x8000)))
-	head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n\r\n"
+	head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys["acme"] + "\r\n\r\n"
 
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -373,11 +351,11 @@ func TestChunkedBodyHeldToTheLimit(t *testing.T) {
 // what fasthttp reads with the headers, one chunked, and a GET: each is
 // answered in turn.
 func TestBodiesShareAConnection(t *testing.T) {
-	tg := startGateway(t, robustConfig)
+	tg := harness.Start(t, robustConfig)
 	body := func(pad int) string {
 		return `{"model":"testkit/test","voice":"alpha","text":"hi"` + strings.Repeat(" ", pad) + `}`
 	}
-	auth := "Host: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\n"
+	auth := "Host: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys["acme"] + "\r\n"
 	small, large := body(0), body(20<<10)
 	var chunked strings.Builder
 	for rest := body(10 << 10); rest != ""; {
@@ -410,10 +388,10 @@ func TestBodiesShareAConnection(t *testing.T) {
 // with 408 read_timeout once server.read_timeout has passed, and the
 // connection is closed.
 func TestBodyThatStopsArriving(t *testing.T) {
-	tg := startGateway(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n", 1))
+	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n", 1))
 	for _, tc := range []struct{ name, raw string }{
-		{"content-length", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\nContent-Length: 20000\r\n\r\n" + strings.Repeat(" ", 9000)},
-		{"chunked", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys["acme"] + "\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"a\":1,         \r\n"},
+		{"content-length", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys["acme"] + "\r\nContent-Length: 20000\r\n\r\n" + strings.Repeat(" ", 9000)},
+		{"chunked", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys["acme"] + "\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"a\":1,         \r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := rawExchange(t, tg, tc.raw, 1500*time.Millisecond)
@@ -422,26 +400,6 @@ func TestBodyThatStopsArriving(t *testing.T) {
 			}
 		})
 	}
-}
-
-// metricValue is the value of the series name with exactly the labels
-// given as pairs (none: the unlabelled series) in a scrape.
-func (tg *testGateway) metricValue(name string, labels ...string) float64 {
-	tg.t.Helper()
-next:
-	for _, s := range tg.scrape() {
-		if s.name != name || len(s.labels) != len(labels)/2 {
-			continue
-		}
-		for i := 0; i+1 < len(labels); i += 2 {
-			if s.labels[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		return s.value
-	}
-	tg.t.Fatalf("no series %s%v", name, labels)
-	return 0
 }
 
 // TestBodyMemoryIsShared: server.max_body_memory bounds the bodies held at
@@ -456,16 +414,16 @@ func TestBodyMemoryIsShared(t *testing.T) {
 	cfg := strings.Replace(robustConfig, "  write_timeout: 1s\n",
 		"  write_timeout: 1s\n  max_body_bytes: 65536\n  max_body_memory: 196608\n", 1)
 	cfg = strings.Replace(cfg, "orgs:\n", "limits:\n  max_media_bytes: 32768\n  body_memory_per_org: 131072\norgs:\n  globex:\n    providers:\n      testkit: {enabled: true}\n", 1)
-	tg := startGateway(t, cfg)
+	tg := harness.Start(t, cfg)
 	var stalled []net.Conn
 	stall := func(org string) {
 		t.Helper()
-		head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.keys[org] + "\r\nContent-Length: 60000\r\n\r\n"
+		head := "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys[org] + "\r\nContent-Length: 60000\r\n\r\n"
 		stalled = append(stalled, rawConn(t, tg, head+strings.Repeat(" ", 20000)))
 	}
 	held := func(want float64) {
 		t.Helper()
-		waitFor(t, fmt.Sprintf("%v bytes of bodies held", want), func() bool { return tg.metricValue("voxgate_http_body_bytes_held") == want })
+		harness.WaitFor(t, fmt.Sprintf("%v bytes of bodies held", want), func() bool { return tg.MetricValue("voxgate_http_body_bytes_held") == want })
 	}
 	large := `{"title":"` + strings.Repeat("x", 20000) + `"}`
 	post := func(org string, chunked bool) *http.Response {
@@ -474,10 +432,10 @@ func TestBodyMemoryIsShared(t *testing.T) {
 		if chunked {
 			body = io.MultiReader(body) // no length: net/http sends it chunked
 		}
-		req, _ := http.NewRequest("POST", tg.base+"/v1/voices", body)
+		req, _ := http.NewRequest("POST", tg.Base+"/v1/voices", body)
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tg.keys[org])
-		resp, err := tg.hc.Do(req)
+		req.Header.Set("Authorization", "Bearer "+tg.Keys[org])
+		resp, err := tg.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,11 +461,11 @@ func TestBodyMemoryIsShared(t *testing.T) {
 	if resp := post("globex", false); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("a large body past the memory for bodies: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "small"}); r.status != 200 {
-		t.Errorf("a small request meanwhile: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "small"}); r.Status != 200 {
+		t.Errorf("a small request meanwhile: %d %s", r.Status, r.Body)
 	}
-	if org, all := tg.metricValue("voxgate_http_bodies_refused_total", "limit", "body_memory_per_org"),
-		tg.metricValue("voxgate_http_bodies_refused_total", "limit", "max_body_memory"); org != 2 || all != 1 {
+	if org, all := tg.MetricValue("voxgate_http_bodies_refused_total", "limit", "body_memory_per_org"),
+		tg.MetricValue("voxgate_http_bodies_refused_total", "limit", "max_body_memory"); org != 2 || all != 1 {
 		t.Errorf("bodies refused: %v past the share, %v past the total; want 2 and 1", org, all)
 	}
 
@@ -520,7 +478,7 @@ func TestBodyMemoryIsShared(t *testing.T) {
 	if resp := post("acme", true); refused(resp.StatusCode) {
 		t.Errorf("a large body after the stalled clients left: %d", resp.StatusCode)
 	}
-	if got := tg.metricValue("voxgate_http_body_bytes_held"); got != 0 {
+	if got := tg.MetricValue("voxgate_http_body_bytes_held"); got != 0 {
 		t.Errorf("after every request ended, %v bytes of bodies are still counted", got)
 	}
 }
@@ -532,7 +490,7 @@ func TestBodyMemoryIsShared(t *testing.T) {
 // counted against server.max_body_memory, and the connection is closed.
 // A small body is read with its headers and the route answers as ever.
 func TestLargeBodyNeedsAKey(t *testing.T) {
-	tg := startGateway(t, withEspeakConfig)
+	tg := harness.Start(t, harness.ESpeakConfig)
 	large := `{"title":"` + strings.Repeat("x", 20000) + `"}`
 	send := func(path, body string, chunked bool, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
@@ -540,12 +498,12 @@ func TestLargeBodyNeedsAKey(t *testing.T) {
 		if chunked {
 			r = io.MultiReader(r) // no length: sent chunked
 		}
-		req, _ := http.NewRequest("POST", tg.base+path, r)
+		req, _ := http.NewRequest("POST", tg.Base+path, r)
 		req.Header.Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
-		resp, err := tg.hc.Do(req)
+		resp, err := tg.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,22 +535,22 @@ func TestLargeBodyNeedsAKey(t *testing.T) {
 			}
 		})
 	}
-	if got := tg.metricValue("voxgate_http_body_bytes_held"); got != 0 {
+	if got := tg.MetricValue("voxgate_http_body_bytes_held"); got != 0 {
 		t.Errorf("%v bytes of bodies counted", got)
 	}
 	// With a key, the body is read and the route answers (a title is not
 	// a voice).
-	if resp, b := send("/v1/voices", large, true, "Authorization", "Bearer "+tg.keys["acme"]); resp.StatusCode == 401 || resp.StatusCode/100 != 4 {
+	if resp, b := send("/v1/voices", large, true, "Authorization", "Bearer "+tg.Keys["acme"]); resp.StatusCode == 401 || resp.StatusCode/100 != 4 {
 		t.Errorf("with a key: %d %s", resp.StatusCode, b)
 	}
 	// The dashboard's session and CSRF header are its key.
-	u := newUIClient(tg)
-	u.signIn(t, tg.keys["acme"])
-	if r := u.do("POST", "/ui/api/v1/voices", large); r.status != 403 || !strings.Contains(string(r.body), "csrf_failed") {
-		t.Errorf("a session without its CSRF header: %d %s", r.status, r.body)
+	u := harness.NewUIClient(tg)
+	u.SignIn(t, tg.Keys["acme"])
+	if r := u.Do("POST", "/ui/api/v1/voices", large); r.Status != 403 || !strings.Contains(string(r.Body), "csrf_failed") {
+		t.Errorf("a session without its CSRF header: %d %s", r.Status, r.Body)
 	}
-	if r := u.do("POST", "/ui/api/v1/voices", large, "X-CSRF-Token", u.csrf); r.status == 401 || r.status == 403 || r.status/100 != 4 {
-		t.Errorf("a session with its CSRF header: %d %s", r.status, r.body)
+	if r := u.Do("POST", "/ui/api/v1/voices", large, "X-CSRF-Token", u.CSRF); r.Status == 401 || r.Status == 403 || r.Status/100 != 4 {
+		t.Errorf("a session with its CSRF header: %d %s", r.Status, r.Body)
 	}
 	// A small body without a key is the route's own 401, on a connection
 	// that stays open.

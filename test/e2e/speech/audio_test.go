@@ -1,4 +1,4 @@
-package gateway_test
+package speech
 
 import (
 	"bytes"
@@ -16,25 +16,26 @@ import (
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/internal/testenv"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestWholeClipProcessingOverHTTP checks volumeDbfs and output on real
 // eSpeak clips through the speech endpoint.
 func TestWholeClipProcessingOverHTTP(t *testing.T) {
-	tg := startGateway(t, speechConfig)
+	tg := harness.Start(t, harness.SpeechConfig)
 	text := "Whole clip processing happens on the server, after synthesis."
-	raw := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text))
-	rawDur, _ := pcmSeconds(t, raw.header.Get("Content-Type"), raw.body)
+	raw := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text))
+	rawDur, _ := harness.PCMSeconds(t, raw.Header.Get("Content-Type"), raw.Body)
 	// eSpeak's pauses vary by some tens of milliseconds from call to call,
 	// so durations of separate requests agree only this closely; the audio
 	// package's own tests check exact length preservation.
 	const tol = 0.1
 	for _, target := range []float64{-12, -20, -35} {
-		r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "volumeDbfs", target, "output", map[string]any{"format": "wav"}))
-		if r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.body)
+		r := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "volumeDbfs", target, "output", map[string]any{"format": "wav"}))
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
-		c, err := audio.Decode(r.body, r.header.Get("Content-Type"))
+		c, err := audio.Decode(r.Body, r.Header.Get("Content-Type"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,56 +46,36 @@ func TestWholeClipProcessingOverHTTP(t *testing.T) {
 			t.Errorf("target %.0f: clipped", target)
 		}
 	}
-	r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "mp3", "sampleRate": 16000, "bitrate": 64}))
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" {
-		t.Fatalf("mp3: %d %s", r.status, r.header.Get("Content-Type"))
+	r := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "mp3", "sampleRate": 16000, "bitrate": 64}))
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/mpeg" {
+		t.Fatalf("mp3: %d %s", r.Status, r.Header.Get("Content-Type"))
 	}
-	c, err := audio.Decode(r.body, "audio/mpeg")
+	c, err := audio.Decode(r.Body, "audio/mpeg")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Rate != 16000 || math.Abs(c.Seconds()-rawDur) > tol {
 		t.Errorf("mp3 decodes to %d Hz, %.3fs (source %.3fs)", c.Rate, c.Seconds(), rawDur)
 	}
-	r = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "pcm", "sampleRate": 48000}))
-	if r.header.Get("Content-Type") != "audio/pcm;rate=48000" {
-		t.Errorf("pcm resample: %s", r.header.Get("Content-Type"))
+	r = tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "pcm", "sampleRate": 48000}))
+	if r.Header.Get("Content-Type") != "audio/pcm;rate=48000" {
+		t.Errorf("pcm resample: %s", r.Header.Get("Content-Type"))
 	}
-	if d, _ := pcmSeconds(t, r.header.Get("Content-Type"), r.body); math.Abs(d-rawDur) > tol {
+	if d, _ := harness.PCMSeconds(t, r.Header.Get("Content-Type"), r.Body); math.Abs(d-rawDur) > tol {
 		t.Errorf("resampled duration %.3f vs %.3f", d, rawDur)
 	}
 
 	// Every bad value gets its own validation entry.
-	p := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "volumeDbfs", 5)).problem(t, 400, "validation_failed")
-	assertPaths(t, p, "volumeDbfs")
-	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "ogg"})).problem(t, 400, "validation_failed")
-	assertPaths(t, p, "output.format")
-	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav", "sampleRate": -1})).problem(t, 400, "validation_failed")
-	assertPaths(t, p, "output.sampleRate")
-	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav", "bitrate": 128})).problem(t, 400, "validation_failed")
-	assertPaths(t, p, "output.bitrate")
-	p = tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "volumeDbfs", -80, "output", map[string]any{"format": "mp3", "sampleRate": 7000, "bitrate": 1000})).problem(t, 400, "validation_failed")
-	assertPaths(t, p, "volumeDbfs", "output.sampleRate", "output.bitrate")
-}
-
-func assertPaths(t *testing.T, p problemBody, want ...string) {
-	t.Helper()
-	got := map[string]bool{}
-	for _, v := range p.Validation {
-		s := ""
-		for i, e := range v.Path {
-			if i > 0 {
-				s += "."
-			}
-			s += e
-		}
-		got[s] = true
-	}
-	for _, w := range want {
-		if !got[w] {
-			t.Errorf("validation %+v lacks path %q", p.Validation, w)
-		}
-	}
+	p := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "volumeDbfs", 5)).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "volumeDbfs")
+	p = tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "ogg"})).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "output.format")
+	p = tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "wav", "sampleRate": -1})).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "output.sampleRate")
+	p = tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "wav", "bitrate": 128})).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "output.bitrate")
+	p = tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "volumeDbfs", -80, "output", map[string]any{"format": "mp3", "sampleRate": 7000, "bitrate": 1000})).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "volumeDbfs", "output.sampleRate", "output.bitrate")
 }
 
 // wavFirstConfig runs the test kit with WAV as its models' default format,
@@ -122,7 +103,7 @@ orgs:
 // clip comes in the format the client gets without processing (WAV
 // here), although the gateway asks the provider for PCM to decode it.
 func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
-	tg := startGateway(t, wavFirstConfig)
+	tg := harness.Start(t, wavFirstConfig)
 	body := func(extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two three four"}
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -130,11 +111,11 @@ func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
 		}
 		return b
 	}
-	plain := tg.do("POST", "/v1/audio/speech", "acme", body())
-	if plain.status != 200 || plain.header.Get("Content-Type") != "audio/wav" {
-		t.Fatalf("unprocessed: %d %q", plain.status, plain.header.Get("Content-Type"))
+	plain := tg.Do("POST", "/v1/audio/speech", "acme", body())
+	if plain.Status != 200 || plain.Header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("unprocessed: %d %q", plain.Status, plain.Header.Get("Content-Type"))
 	}
-	src, err := audio.Decode(plain.body, "audio/wav")
+	src, err := audio.Decode(plain.Body, "audio/wav")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +131,14 @@ func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
 		{"output wins", []any{"speed", 2, "output", map[string]any{"format": "pcm"}}, "audio/pcm;rate=16000", src.Seconds() / 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := tg.do("POST", "/v1/audio/speech", "acme", body(tt.extra...))
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
+			r := tg.Do("POST", "/v1/audio/speech", "acme", body(tt.extra...))
+			if r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			if ct := r.header.Get("Content-Type"); ct != tt.want {
+			if ct := r.Header.Get("Content-Type"); ct != tt.want {
 				t.Fatalf("Content-Type %q, want %q", ct, tt.want)
 			}
-			c, err := audio.Decode(r.body, tt.want)
+			c, err := audio.Decode(r.Body, tt.want)
 			if err != nil {
 				t.Fatalf("the %s answer does not decode: %v", tt.want, err)
 			}
@@ -199,7 +180,7 @@ limits:
 // organizations and requests without processing are not held up, and the
 // turn comes back when the request holding it ends.
 func TestWholeClipConcurrency(t *testing.T) {
-	tg := startGateway(t, slotsConfig)
+	tg := harness.Start(t, slotsConfig)
 	body := func(extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two", "volumeDbfs": -20}
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -212,9 +193,9 @@ func TestWholeClipConcurrency(t *testing.T) {
 	hung := make(chan int, 1)
 	go func() {
 		data, _ := json.Marshal(body("providerOptions", map[string]any{"hang": true}))
-		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech", bytes.NewReader(data))
+		req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech", bytes.NewReader(data))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			hung <- 0
@@ -225,7 +206,7 @@ func TestWholeClipConcurrency(t *testing.T) {
 	}()
 	// It holds the turn once the provider has its call.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+		calls, _ := calllog.Read(filepath.Join(tg.Dir, "calls.jsonl"))
 		if len(calls) > 0 {
 			break
 		}
@@ -233,24 +214,24 @@ func TestWholeClipConcurrency(t *testing.T) {
 			t.Fatal("the hanging request never reached the provider")
 		}
 	}
-	r := tg.do("POST", "/v1/audio/speech", "acme", body())
-	r.problem(t, 429, "rate_limited")
-	if ra := r.header.Get("Retry-After"); ra == "" {
+	r := tg.Do("POST", "/v1/audio/speech", "acme", body())
+	r.Problem(t, 429, "rate_limited")
+	if ra := r.Header.Get("Retry-After"); ra == "" {
 		t.Error("429 without Retry-After")
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "globex", body()); r.status != 200 {
-		t.Errorf("another organization: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "globex", body()); r.Status != 200 {
+		t.Errorf("another organization: %d %s", r.Status, r.Body)
 	}
 	plain := body()
 	delete(plain, "volumeDbfs")
-	if r := tg.do("POST", "/v1/audio/speech", "acme", plain); r.status != 200 {
-		t.Errorf("no processing: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", plain); r.Status != 200 {
+		t.Errorf("no processing: %d %s", r.Status, r.Body)
 	}
 	if status := <-hung; status != 504 {
 		t.Errorf("hanging request: %d, want 504", status)
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", body()); r.status != 200 {
-		t.Errorf("after the turn came back: %d %s", r.status, r.body)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", body()); r.Status != 200 {
+		t.Errorf("after the turn came back: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -260,10 +241,10 @@ func TestWholeClipConcurrency(t *testing.T) {
 // produce, is a 422 naming the formats it can.
 func TestOutputFormatsOverHTTP(t *testing.T) {
 	ffprobe := testenv.NeedTool(t, "ffprobe")
-	tg := startGateway(t, speechConfig)
+	tg := harness.Start(t, harness.SpeechConfig)
 	text := "Every format carries the same words."
-	ref := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "wav"}))
-	src, err := audio.Decode(ref.body, ref.header.Get("Content-Type"))
+	ref := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "wav"}))
+	src, err := audio.Decode(ref.Body, ref.Header.Get("Content-Type"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,15 +267,15 @@ func TestOutputFormatsOverHTTP(t *testing.T) {
 			// Leveled too, so every answer is processed; eSpeak's timing
 			// varies by tens of milliseconds between calls, hence the
 			// duration's tolerance.
-			r := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", tt.output, "volumeDbfs", -20))
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
+			r := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", tt.output, "volumeDbfs", -20))
+			if r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			if ct := r.header.Get("Content-Type"); ct != tt.contentType {
+			if ct := r.Header.Get("Content-Type"); ct != tt.contentType {
 				t.Errorf("Content-Type %q, want %q", ct, tt.contentType)
 			}
 			path := filepath.Join(t.TempDir(), "answer")
-			if err := os.WriteFile(path, r.body, 0o600); err != nil {
+			if err := os.WriteFile(path, r.Body, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			args := append([]string{"-v", "error", "-print_format", "json", "-show_streams"}, tt.raw...)
@@ -320,18 +301,18 @@ func TestOutputFormatsOverHTTP(t *testing.T) {
 			}
 		})
 	}
-	p := tg.do("POST", "/v1/audio/speech", "acme", speechBody(text, "output", map[string]any{"format": "aac"})).problem(t, 422, "output_format_unsupported")
-	assertPaths(t, p, "output.format")
+	p := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text, "output", map[string]any{"format": "aac"})).Problem(t, 422, "output_format_unsupported")
+	harness.AssertPaths(t, p, "output.format")
 	if !strings.Contains(p.Detail, "opus") || !strings.Contains(p.Detail, "flac") {
 		t.Errorf("detail %q does not name the supported formats", p.Detail)
 	}
 	conv := map[string]any{"model": "espeak/espeak-ng", "turns": []any{map[string]any{"voice": "en", "text": "One."}, map[string]any{"voice": "de", "text": "Zwei."}},
 		"output": map[string]any{"format": "flac"}}
-	if r := tg.do("POST", "/v1/audio/conversation", "acme", conv); r.status != 200 || r.header.Get("Content-Type") != "audio/flac" {
-		t.Errorf("conversation as FLAC: %d %s", r.status, r.header.Get("Content-Type"))
+	if r := tg.Do("POST", "/v1/audio/conversation", "acme", conv); r.Status != 200 || r.Header.Get("Content-Type") != "audio/flac" {
+		t.Errorf("conversation as FLAC: %d %s", r.Status, r.Header.Get("Content-Type"))
 	}
 	conv["output"] = map[string]any{"format": "aac"}
-	tg.do("POST", "/v1/audio/conversation", "acme", conv).problem(t, 422, "output_format_unsupported")
+	tg.Do("POST", "/v1/audio/conversation", "acme", conv).Problem(t, 422, "output_format_unsupported")
 }
 
 // TestRawPCMOnlyWhenAskedFor: a clip whose provider answers raw PCM by
@@ -341,7 +322,7 @@ func TestOutputFormatsOverHTTP(t *testing.T) {
 // can tell the clip's duration. PCM is answered when asked for; a stream
 // stays in the provider's streaming format.
 func TestRawPCMOnlyWhenAskedFor(t *testing.T) {
-	tg := startGateway(t, speechConfig)
+	tg := harness.Start(t, harness.SpeechConfig)
 	body := func(extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four"}
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -349,32 +330,32 @@ func TestRawPCMOnlyWhenAskedFor(t *testing.T) {
 		}
 		return b
 	}
-	raw := tg.do("POST", "/v1/audio/speech", "acme", body("output", map[string]any{"format": "pcm"}))
-	if raw.status != 200 || !strings.HasPrefix(raw.header.Get("Content-Type"), "audio/pcm;rate=") {
-		t.Fatalf("asked for pcm: %d %q", raw.status, raw.header.Get("Content-Type"))
+	raw := tg.Do("POST", "/v1/audio/speech", "acme", body("output", map[string]any{"format": "pcm"}))
+	if raw.Status != 200 || !strings.HasPrefix(raw.Header.Get("Content-Type"), "audio/pcm;rate=") {
+		t.Fatalf("asked for pcm: %d %q", raw.Status, raw.Header.Get("Content-Type"))
 	}
-	wav := tg.do("POST", "/v1/audio/speech", "acme", body())
-	if wav.status != 200 || wav.header.Get("Content-Type") != "audio/wav" {
-		t.Fatalf("no format asked: %d %q", wav.status, wav.header.Get("Content-Type"))
+	wav := tg.Do("POST", "/v1/audio/speech", "acme", body())
+	if wav.Status != 200 || wav.Header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("no format asked: %d %q", wav.Status, wav.Header.Get("Content-Type"))
 	}
-	if len(wav.body) < 44 || !bytes.Equal(wav.body[44:], raw.body) {
-		t.Errorf("the wav answer is not the provider's samples behind a header: %d bytes, pcm %d", len(wav.body), len(raw.body))
+	if len(wav.Body) < 44 || !bytes.Equal(wav.Body[44:], raw.Body) {
+		t.Errorf("the wav answer is not the provider's samples behind a header: %d bytes, pcm %d", len(wav.Body), len(raw.Body))
 	}
-	c, err := audio.Decode(wav.body, "audio/wav")
-	mt, _ := audio.ParseMediaType(raw.header.Get("Content-Type"))
-	if err != nil || c.Rate != mt.Rate || len(c.Samples) != len(raw.body)/2 {
+	c, err := audio.Decode(wav.Body, "audio/wav")
+	mt, _ := audio.ParseMediaType(raw.Header.Get("Content-Type"))
+	if err != nil || c.Rate != mt.Rate || len(c.Samples) != len(raw.Body)/2 {
 		t.Errorf("the wav answer decodes to %+v, %v", c, err)
 	}
 	var env struct {
 		MediaType string `json:"mediaType"`
 		Audio     []byte `json:"audio"`
 	}
-	tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", body()).json(t, &env)
-	if env.MediaType != "audio/wav" || !bytes.Equal(env.Audio, wav.body) {
+	tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", body()).JSON(t, &env)
+	if env.MediaType != "audio/wav" || !bytes.Equal(env.Audio, wav.Body) {
 		t.Errorf("with-timestamps: %q, %d bytes", env.MediaType, len(env.Audio))
 	}
-	s := tg.do("POST", "/v1/audio/speech/stream", "acme", body())
-	if s.status != 200 || !strings.HasPrefix(s.header.Get("Content-Type"), "audio/pcm;rate=") {
-		t.Errorf("stream: %d %q", s.status, s.header.Get("Content-Type"))
+	s := tg.Do("POST", "/v1/audio/speech/stream", "acme", body())
+	if s.Status != 200 || !strings.HasPrefix(s.Header.Get("Content-Type"), "audio/pcm;rate=") {
+		t.Errorf("stream: %d %q", s.Status, s.Header.Get("Content-Type"))
 	}
 }

@@ -1,7 +1,6 @@
-package gateway_test
+package speech
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"math"
 	"path/filepath"
@@ -9,43 +8,8 @@ import (
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
-
-type convEnvelope struct {
-	Audio      string `json:"audio"`
-	MediaType  string `json:"mediaType"`
-	Timestamps []struct {
-		Text      string  `json:"text"`
-		Start     float64 `json:"start"`
-		End       float64 `json:"end"`
-		TurnIndex int     `json:"turnIndex"`
-	} `json:"timestamps"`
-	Warnings         []string       `json:"warnings"`
-	ProviderMetadata map[string]any `json:"providerMetadata"`
-	AudioSegments    []struct {
-		TurnIndex  int    `json:"turnIndex"`
-		Audio      string `json:"audio"`
-		MediaType  string `json:"mediaType"`
-		Timestamps []struct {
-			Text       string
-			Start, End float64
-		} `json:"timestamps"`
-	} `json:"audioSegments"`
-	FailedTurns []struct {
-		TurnIndex int         `json:"turnIndex"`
-		Error     problemBody `json:"error"`
-	} `json:"failedTurns"`
-}
-
-func decodeAudio(t *testing.T, b64, mediaType string) float64 {
-	t.Helper()
-	data, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := pcmSeconds(t, mediaType, data)
-	return d
-}
 
 var threeTurns = []any{
 	map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Good morning, how are you today?"},
@@ -54,14 +18,14 @@ var threeTurns = []any{
 }
 
 func TestConversationTimelineAndSegments(t *testing.T) {
-	tg := startGateway(t, speechConfig)
-	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": threeTurns, "gapMs": 250, "split": true})
-	if r.status != 200 {
-		t.Fatalf("%d %s", r.status, r.body)
+	tg := harness.Start(t, harness.SpeechConfig)
+	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": threeTurns, "gapMs": 250, "split": true})
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	var env convEnvelope
-	r.json(t, &env)
-	total := decodeAudio(t, env.Audio, env.MediaType)
+	var env harness.ConversationEnvelope
+	r.JSON(t, &env)
+	total := harness.DecodeAudio(t, env.Audio, env.MediaType)
 	if env.MediaType != "audio/wav" {
 		t.Errorf("media type %q", env.MediaType)
 	}
@@ -102,7 +66,7 @@ func TestConversationTimelineAndSegments(t *testing.T) {
 		if seg.TurnIndex != i {
 			t.Errorf("segment %d has turnIndex %d", i, seg.TurnIndex)
 		}
-		d := decodeAudio(t, seg.Audio, seg.MediaType)
+		d := harness.DecodeAudio(t, seg.Audio, seg.MediaType)
 		sum += d
 		for _, w := range seg.Timestamps {
 			if w.Start < 0 || w.End > d+0.01 {
@@ -120,16 +84,16 @@ func TestConversationTimelineAndSegments(t *testing.T) {
 }
 
 func TestConversationFailedTurn(t *testing.T) {
-	tg := startGateway(t, speechConfig)
+	tg := harness.Start(t, harness.SpeechConfig)
 	turns := []any{threeTurns[0], map[string]any{"model": "espeak/espeak-ng", "voice": "zz-nope", "text": "This voice does not exist."}, threeTurns[2]}
 
 	// split: the request succeeds with what rendered.
-	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true})
-	if r.status != 200 {
-		t.Fatalf("split: %d %s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true})
+	if r.Status != 200 {
+		t.Fatalf("split: %d %s", r.Status, r.Body)
 	}
-	var env convEnvelope
-	r.json(t, &env)
+	var env harness.ConversationEnvelope
+	r.JSON(t, &env)
 	if len(env.AudioSegments) != 2 || env.AudioSegments[0].TurnIndex != 0 || env.AudioSegments[1].TurnIndex != 2 {
 		t.Fatalf("segments %+v", env.AudioSegments)
 	}
@@ -142,12 +106,12 @@ func TestConversationFailedTurn(t *testing.T) {
 			t.Fatalf("timestamps of the failed turn: %+v", ts)
 		}
 	}
-	parent := r.header.Get("X-Request-Id")
+	parent := r.Header.Get("X-Request-Id")
 
 	// Child rows: one per turn, the failed one with its error.
-	tg.flushLogs()
-	var p logPage
-	tg.do("GET", "/v1/logs?parent_request_id="+parent, "acme", nil).json(t, &p)
+	tg.FlushLogs()
+	var p harness.LogPage
+	tg.Do("GET", "/v1/logs?parent_request_id="+parent, "acme", nil).JSON(t, &p)
 	if len(p.Data) != 3 {
 		t.Fatalf("%d child rows", len(p.Data))
 	}
@@ -164,8 +128,8 @@ func TestConversationFailedTurn(t *testing.T) {
 	if byVoice["en"] != 200 || byVoice["en-us"] != 200 || byVoice["zz-nope"] != 422 {
 		t.Errorf("child statuses %v", byVoice)
 	}
-	var all logPage
-	tg.do("GET", "/v1/logs?limit=200", "acme", nil).json(t, &all)
+	var all harness.LogPage
+	tg.Do("GET", "/v1/logs?limit=200", "acme", nil).JSON(t, &all)
 	parents := 0
 	for _, row := range all.Data {
 		if row.RequestID == parent {
@@ -180,38 +144,38 @@ func TestConversationFailedTurn(t *testing.T) {
 	}
 
 	// Without split the failed turn fails the request and names the turn.
-	r = tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns})
-	pb := r.problem(t, 422, "provider_rejected_request")
+	r = tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns})
+	pb := r.Problem(t, 422, "provider_rejected_request")
 	if pb.TurnIndex == nil || *pb.TurnIndex != 1 {
 		t.Errorf("turn_index = %v", pb.TurnIndex)
 	}
 	// Every turn failing fails split mode too.
-	r = tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": []any{turns[1]}, "split": true})
-	r.problem(t, 422, "provider_rejected_request")
+	r = tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": []any{turns[1]}, "split": true})
+	r.Problem(t, 422, "provider_rejected_request")
 }
 
 func TestConversationRawAndClientWireShape(t *testing.T) {
-	tg := startGateway(t, speechConfig)
+	tg := harness.Start(t, harness.SpeechConfig)
 	// Exactly what @speech-sdk/core's generateConversation sends with a
 	// shared model.
 	body := `{"mode":"conversation","model":"espeak/espeak-ng","turns":[{"voice":"en","text":"Hello there."},{"voice":"de","text":"Guten Tag.","speed":1.2}],"gapMs":300,"volumeDbfs":-20,"output":{"format":"mp3","bitrate":64}}`
-	r := tg.do("POST", "/v1/audio/conversation", "acme", body)
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" || len(r.body) < 1000 {
-		t.Fatalf("%d %s %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
+	r := tg.Do("POST", "/v1/audio/conversation", "acme", body)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/mpeg" || len(r.Body) < 1000 {
+		t.Fatalf("%d %s %d bytes", r.Status, r.Header.Get("Content-Type"), len(r.Body))
 	}
 	// Per-turn models, mixing providers at different sample rates.
 	body = `{"mode":"conversation","turns":[{"model":"espeak/espeak-ng","voice":"en","text":"Hello."},{"model":"testkit/test","voice":"alpha","text":"hi there"}],"gapMs":0,"volumeDbfs":-20}`
-	r = tg.do("POST", "/v1/audio/conversation", "acme", body)
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
-		t.Fatalf("mixed: %d %s", r.status, r.body)
+	r = tg.Do("POST", "/v1/audio/conversation", "acme", body)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("mixed: %d %s", r.Status, r.Body)
 	}
-	if d, rms := pcmSeconds(t, "audio/wav", r.body); d < 0.5 || rms < 0.01 {
+	if d, rms := harness.PCMSeconds(t, "audio/wav", r.Body); d < 0.5 || rms < 0.01 {
 		t.Errorf("mixed conversation %.2fs rms %.3f", d, rms)
 	}
 }
 
 func TestConversationValidation(t *testing.T) {
-	tg := startGateway(t, strings.Replace(speechConfig, "storage:", "limits: {max_turns: 3, max_conversation_chars: 200}\nstorage:", 1))
+	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "storage:", "limits: {max_turns: 3, max_conversation_chars: 200}\nstorage:", 1))
 	turn := map[string]any{"voice": "en", "text": "hi"}
 	mturn := map[string]any{"model": "espeak", "voice": "en", "text": "hi"}
 	tests := []struct {
@@ -238,8 +202,8 @@ func TestConversationValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", tt.body)
-			p := r.problem(t, tt.status, tt.code)
+			r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", tt.body)
+			p := r.Problem(t, tt.status, tt.code)
 			if tt.field != "" {
 				ok := false
 				for _, v := range p.Validation {
@@ -256,32 +220,32 @@ func TestConversationValidation(t *testing.T) {
 	}
 }
 
-// moderatedSpeechConfig is speechConfig with acme under the built-in
+// moderatedSpeechConfig is harness.SpeechConfig with acme under the built-in
 // moderation ruleset.
-var moderatedSpeechConfig = strings.Replace(speechConfig, "  acme:\n", "  acme:\n    moderation: standard\n", 1) + `
+var moderatedSpeechConfig = strings.Replace(harness.SpeechConfig, "  acme:\n", "  acme:\n    moderation: standard\n", 1) + `
 moderation:
   rulesets:
     standard: {mode: fail_closed, checks: [{builtin: {}}]}
 `
 
 func TestConversationBlockedTurn(t *testing.T) {
-	tg := startGateway(t, moderatedSpeechConfig)
+	tg := harness.Start(t, moderatedSpeechConfig)
 	turns := []any{
 		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "first turn is fine"},
 		map[string]any{"model": "testkit/test", "voice": "beta", "text": "VOXGATE-MODERATION-TEST"},
 		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "third turn is fine"},
 	}
-	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true})
-	if r.status != 200 {
-		t.Fatalf("split: %d %s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns, "split": true})
+	if r.Status != 200 {
+		t.Fatalf("split: %d %s", r.Status, r.Body)
 	}
-	var env convEnvelope
-	r.json(t, &env)
+	var env harness.ConversationEnvelope
+	r.JSON(t, &env)
 	if len(env.AudioSegments) != 2 || len(env.FailedTurns) != 1 || env.FailedTurns[0].TurnIndex != 1 ||
 		env.FailedTurns[0].Error.Code != "content_moderation_blocked" || env.FailedTurns[0].Error.Status != 422 {
 		t.Fatalf("segments %d, failed %+v", len(env.AudioSegments), env.FailedTurns)
 	}
-	calls, _ := calllog.Read(filepath.Join(tg.dir, "calls.jsonl"))
+	calls, _ := calllog.Read(filepath.Join(tg.Dir, "calls.jsonl"))
 	for _, c := range calls {
 		if strings.Contains(c.Text, "MODERATION") {
 			t.Fatalf("the blocked turn reached the provider: %+v", c)
@@ -289,7 +253,7 @@ func TestConversationBlockedTurn(t *testing.T) {
 	}
 	// Without split the blocked turn fails the request with the moderation
 	// envelope, naming the turn.
-	r = tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns})
+	r = tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": turns})
 	var blocked struct {
 		Error struct {
 			Code      string                `json:"code"`
@@ -297,24 +261,24 @@ func TestConversationBlockedTurn(t *testing.T) {
 			Reason    struct{ Type string } `json:"reason"`
 		} `json:"error"`
 	}
-	r.json(t, &blocked)
-	if r.status != 422 || r.header.Get("Content-Type") != "application/json" || blocked.Error.Code != "content_moderation_blocked" ||
+	r.JSON(t, &blocked)
+	if r.Status != 422 || r.Header.Get("Content-Type") != "application/json" || blocked.Error.Code != "content_moderation_blocked" ||
 		blocked.Error.TurnIndex == nil || *blocked.Error.TurnIndex != 1 {
-		t.Fatalf("non-split: %d %s", r.status, r.body)
+		t.Fatalf("non-split: %d %s", r.Status, r.Body)
 	}
 }
 
 // TestPronunciationsCannotBypassModeration checks that the text the
 // provider would speak after pronunciation rules is moderated too.
 func TestPronunciationsCannotBypassModeration(t *testing.T) {
-	tg := startGateway(t, moderatedSpeechConfig)
+	tg := harness.Start(t, moderatedSpeechConfig)
 	body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hello friend",
 		"pronunciations": map[string]any{"rules": []any{map[string]any{"word": "hello", "replacement": "VOXGATE-MODERATION-TEST"}}}}
-	r := tg.do("POST", "/v1/audio/speech", "acme", body)
-	if r.status != 422 || !strings.Contains(string(r.body), "content_moderation_blocked") {
-		t.Fatalf("%d %s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+	if r.Status != 422 || !strings.Contains(string(r.Body), "content_moderation_blocked") {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if n, _ := calllog.Count(filepath.Join(tg.dir, "calls.jsonl"), "synthesize"); n != 0 {
+	if n, _ := calllog.Count(filepath.Join(tg.Dir, "calls.jsonl"), "synthesize"); n != 0 {
 		t.Fatalf("provider called %d times", n)
 	}
 }
@@ -322,20 +286,20 @@ func TestPronunciationsCannotBypassModeration(t *testing.T) {
 // TestConversationStream: turns arrive as one audio stream, in order, as
 // each is done; the rows account for every turn.
 func TestConversationStream(t *testing.T) {
-	tg := startGateway(t, speechConfig)
-	status, data, err := readStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"turns": threeTurns, "gapMs": 250})
+	tg := harness.Start(t, harness.SpeechConfig)
+	status, data, err := harness.ReadStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"turns": threeTurns, "gapMs": 250})
 	if status != 200 || err != nil {
 		t.Fatalf("stream: %d, %v: %.300s", status, err, data)
 	}
-	secs, _ := pcmSeconds(t, "audio/wav", data)
+	secs, _ := harness.PCMSeconds(t, "audio/wav", data)
 	if rate := binary.LittleEndian.Uint32(data[24:28]); rate != 22050 || secs < 3 || secs > 15 {
 		t.Errorf("the conversation stream is %.2fs at %d Hz", secs, rate)
 	}
-	parent := tg.lastLog("acme")
+	parent := tg.LastLog("acme")
 	if parent.Status != 200 || parent.ErrorCode != "" || parent.Path != "/v1/audio/conversation/stream" || parent.CreditsUsed == 0 {
 		t.Errorf("conversation row %+v", parent)
 	}
-	kids := tg.logsWhere("acme", "parent_request_id="+parent.RequestID)
+	kids := tg.LogsWhere("acme", "parent_request_id="+parent.RequestID)
 	if len(kids) != 3 {
 		t.Fatalf("%d turn rows, want 3", len(kids))
 	}
@@ -351,28 +315,28 @@ func TestConversationStream(t *testing.T) {
 	}
 
 	// A first turn that fails is a problem response, before any audio.
-	r := tg.do("POST", "/v1/audio/conversation/stream", "acme", map[string]any{"turns": []any{
+	r := tg.Do("POST", "/v1/audio/conversation/stream", "acme", map[string]any{"turns": []any{
 		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "first", "providerOptions": map[string]any{"fail": map[string]any{"kind": "upstream", "status": 500}}},
 		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "second"},
 	}})
-	if p := r.problem(t, 502, "provider_error"); p.TurnIndex == nil || *p.TurnIndex != 0 {
+	if p := r.Problem(t, 502, "provider_error"); p.TurnIndex == nil || *p.TurnIndex != 0 {
 		t.Errorf("problem %+v does not name turn 0", p)
 	}
 	// The stream's formats are those it can write turn by turn.
-	p := tg.do("POST", "/v1/audio/conversation/stream", "acme", map[string]any{"turns": threeTurns, "output": map[string]any{"format": "mp3"}}).problem(t, 400, "validation_failed")
-	assertPaths(t, p, "output.format")
+	p := tg.Do("POST", "/v1/audio/conversation/stream", "acme", map[string]any{"turns": threeTurns, "output": map[string]any{"format": "mp3"}}).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "output.format")
 }
 
 // TestConversationStreamShowsProgress: a conversation that runs out of
 // time has delivered the turns it finished; the stream then ends
 // incomplete, and every row says which limit fired.
 func TestConversationStreamShowsProgress(t *testing.T) {
-	tg := startGateway(t, strings.Replace(speechConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  request_timeout: 1500ms\n", 1))
+	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  request_timeout: 1500ms\n", 1))
 	turn := func(text string, opts map[string]any) map[string]any {
 		return map[string]any{"model": "testkit/test", "voice": "alpha", "text": text, "providerOptions": opts}
 	}
 	// testkit's provider timeout is 2s, above the request's 1.5s.
-	status, data, err := readStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"gapMs": 0, "turns": []any{
+	status, data, err := harness.ReadStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"gapMs": 0, "turns": []any{
 		turn("one two", nil), turn("three four", nil), turn("never", map[string]any{"hang": true}), turn("five", nil),
 	}})
 	if status != 200 || len(data) == 0 {
@@ -381,15 +345,15 @@ func TestConversationStreamShowsProgress(t *testing.T) {
 	if err == nil {
 		t.Fatal("a conversation cut off by the request timeout read as complete")
 	}
-	secs, _ := pcmSeconds(t, "audio/wav", data)
+	secs, _ := harness.PCMSeconds(t, "audio/wav", data)
 	if secs < 0.5 {
 		t.Errorf("only %.2fs of the two finished turns arrived", secs)
 	}
-	parent := tg.lastLog("acme")
+	parent := tg.LastLog("acme")
 	if parent.Status != 504 || parent.ErrorCode != "request_timeout" {
 		t.Errorf("conversation row: %d %s (%s)", parent.Status, parent.ErrorCode, parent.ErrorDetail)
 	}
-	for _, k := range tg.logsWhere("acme", "parent_request_id="+parent.RequestID) {
+	for _, k := range tg.LogsWhere("acme", "parent_request_id="+parent.RequestID) {
 		bad := k.ErrorCode != "" && k.Status < 400 || k.ErrorCode == "" && k.Status != 200
 		if bad || k.ErrorCode == "provider_timeout" {
 			t.Errorf("turn row status %d with error %q (%s)", k.Status, k.ErrorCode, k.ErrorDetail)
@@ -397,15 +361,15 @@ func TestConversationStreamShowsProgress(t *testing.T) {
 	}
 
 	// The whole-clip endpoint names the same limit, and its rows agree.
-	r := tg.do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{
+	r := tg.Do("POST", "/v1/audio/conversation", "acme", map[string]any{"turns": []any{
 		turn("one two", nil), turn("never", map[string]any{"hang": true}), turn("five", nil),
 	}})
-	p := r.problem(t, 504, "request_timeout")
+	p := r.Problem(t, 504, "request_timeout")
 	if p.TurnIndex == nil || *p.TurnIndex != 1 || !strings.Contains(p.Detail, "server.request_timeout") {
 		t.Errorf("problem %+v", p)
 	}
-	parent = tg.lastLog("acme")
-	for _, k := range tg.logsWhere("acme", "parent_request_id="+parent.RequestID) {
+	parent = tg.LastLog("acme")
+	for _, k := range tg.LogsWhere("acme", "parent_request_id="+parent.RequestID) {
 		if k.ErrorCode != "" && k.Status < 400 || k.ErrorCode == "" && k.Status != 200 || k.ErrorCode == "provider_timeout" {
 			t.Errorf("turn row status %d with error %q (%s)", k.Status, k.ErrorCode, k.ErrorDetail)
 		}

@@ -1,4 +1,4 @@
-package gateway_test
+package speech
 
 import (
 	"bytes"
@@ -13,28 +13,8 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
-
-// longText returns about n characters of varied prose: sentences of
-// different lengths with clauses, so the splitter has every kind of
-// boundary to choose from.
-func longText(n int) string {
-	sentences := []string{
-		"The harbour was quiet before dawn, and the fishing boats rocked gently at their moorings.",
-		"Nobody spoke.",
-		"Gulls circled overhead, calling to one another; far off, a bell rang twice, then once more.",
-		"She counted the boats: seven, eight, nine.",
-		"When the sun finally rose, the water turned from grey to gold, and the first engines coughed into life.",
-	}
-	var b strings.Builder
-	for i := 0; b.Len() < n; i++ {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(sentences[i%len(sentences)])
-	}
-	return b.String()[:strings.LastIndexByte(b.String()[:n], '.')+1]
-}
 
 // pcmSamples reads 16-bit little-endian PCM.
 func pcmSamples(b []byte) []int16 {
@@ -88,7 +68,7 @@ func checkJoins(t *testing.T, s []int16, rate int, starts []float64) {
 // checkContinuous asserts one timestamp per word of text, in order,
 // without a gap longer than maxGap anywhere (a piece whose words were
 // not offset would jump back, or leave a hole).
-func checkContinuous(t *testing.T, env tsEnvelope, text string, seconds, maxGap float64) {
+func checkContinuous(t *testing.T, env harness.TimestampsEnvelope, text string, seconds, maxGap float64) {
 	t.Helper()
 	if n := len(strings.Fields(text)); len(env.Timestamps) != n {
 		t.Fatalf("%d timestamps for %d words", len(env.Timestamps), n)
@@ -109,16 +89,16 @@ func checkContinuous(t *testing.T, env tsEnvelope, text string, seconds, maxGap 
 // (5,000 per call): six pieces, joined without a click, with word
 // timestamps continuous across the joins.
 func TestLongTextThroughESpeak(t *testing.T) {
-	tg := startGateway(t, strings.Replace(strings.Replace(speechConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1),
+	tg := harness.Start(t, strings.Replace(strings.Replace(harness.SpeechConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1),
 		"instances: 1", "instances: 2", 1))
-	text := longText(30000)
+	text := harness.LongText(30000)
 	// At eSpeak's fastest and 16 kHz, so the answer stays a few tens of MB.
-	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", speechBody(text, "speed", 2.5, "output", map[string]any{"format": "pcm", "sampleRate": 16000}))
-	if r.status != 200 {
-		t.Fatalf("%d %.300s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", harness.SpeechBody(text, "speed", 2.5, "output", map[string]any{"format": "pcm", "sampleRate": 16000}))
+	if r.Status != 200 {
+		t.Fatalf("%d %.300s", r.Status, r.Body)
 	}
-	var env tsEnvelope
-	r.json(t, &env)
+	var env harness.TimestampsEnvelope
+	r.JSON(t, &env)
 	pcm, err := base64.StdEncoding.DecodeString(env.Audio)
 	if err != nil || env.MediaType != "audio/pcm;rate=16000" {
 		t.Fatalf("audio %s: %v", env.MediaType, err)
@@ -150,7 +130,7 @@ func TestLongTextThroughCloudFake(t *testing.T) {
 		}
 		return s, 24000, nil, nil
 	})})
-	tg := startGateway(t, `
+	tg := harness.Start(t, `
 server: {listen: "127.0.0.1:0", max_body_bytes: 1048576}
 storage: {path: "%DIR%/voxgate.db"}
 plugins: {dir: "%BIN%/plugins"}
@@ -165,14 +145,14 @@ orgs:
       openai: {enabled: true}
       hum: {enabled: true}
 `)
-	text := longText(30000)
+	text := harness.LongText(30000)
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text, "output": map[string]any{"format": "pcm", "sampleRate": 8000}}
-	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", body)
-	if r.status != 200 {
-		t.Fatalf("%d %.300s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", body)
+	if r.Status != 200 {
+		t.Fatalf("%d %.300s", r.Status, r.Body)
 	}
-	var env tsEnvelope
-	r.json(t, &env)
+	var env harness.TimestampsEnvelope
+	r.JSON(t, &env)
 	pcm, _ := base64.StdEncoding.DecodeString(env.Audio)
 	s := pcmSamples(pcm)
 	meta := env.ProviderMetadata.Voxgate
@@ -192,19 +172,19 @@ orgs:
 	checkContinuous(t, env, text, float64(len(s))/8000, 2)
 
 	// The hum's joins: faded, not clicking.
-	r = tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "hum/tts-1", "voice": "alloy", "text": text[:9000], "output": map[string]any{"format": "pcm"}})
-	env = tsEnvelope{}
-	r.json(t, &env)
+	r = tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "hum/tts-1", "voice": "alloy", "text": text[:9000], "output": map[string]any{"format": "pcm"}})
+	env = harness.TimestampsEnvelope{}
+	r.JSON(t, &env)
 	pcm, _ = base64.StdEncoding.DecodeString(env.Audio)
 	checkJoins(t, pcmSamples(pcm), 24000, env.ProviderMetadata.Voxgate.Pieces)
 	// The stream: the fake holds every answer after its first chunk;
 	// the first audio still arrives.
 	oai.Reset()
 	oai.HoldStreams()
-	req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream", bytes.NewReader(mustJSON(map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text[:12000]})))
-	req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+	req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream", bytes.NewReader(harness.MustJSON(map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text[:12000]})))
+	req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := tg.hc.Do(req)
+	resp, err := tg.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +210,11 @@ orgs:
 		t.Fatal(err)
 	}
 	streamed := append(first, rest...)
-	clip := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text[:12000], "output": map[string]any{"format": "pcm"}})
-	if resp.Header.Get("Content-Type") != "audio/pcm;rate=24000" || len(streamed) != len(clip.body) {
-		t.Fatalf("stream %s of %d bytes, clip %d bytes", resp.Header.Get("Content-Type"), len(streamed), len(clip.body))
+	clip := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text[:12000], "output": map[string]any{"format": "pcm"}})
+	if resp.Header.Get("Content-Type") != "audio/pcm;rate=24000" || len(streamed) != len(clip.Body) {
+		t.Fatalf("stream %s of %d bytes, clip %d bytes", resp.Header.Get("Content-Type"), len(streamed), len(clip.Body))
 	}
-	a, b := pcmSamples(streamed), pcmSamples(clip.body)
+	a, b := pcmSamples(streamed), pcmSamples(clip.Body)
 	for i := range a {
 		if d := math.Abs(float64(a[i]) - float64(b[i])); d > 2 {
 			t.Fatalf("stream and clip differ at sample %d (%d vs %d): pieces out of order?", i, a[i], b[i])

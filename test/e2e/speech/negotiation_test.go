@@ -1,9 +1,10 @@
-package gateway_test
+package speech
 
 import (
 	"testing"
 
 	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // TestFormatNegotiation: the gateway asks the provider for exactly the
@@ -12,19 +13,19 @@ import (
 // produce or what it must process, and then says so in
 // X-Voxgate-Transcoded and counts it in voxgate_audio_conversions_total.
 func TestFormatNegotiation(t *testing.T) {
-	c := startCloud(t)
+	c := harness.StartCloud(t)
 	conversions := func() float64 {
 		var n float64
-		for _, s := range c.scrape() {
-			if s.name == "voxgate_audio_conversions_total" {
-				n += s.value
+		for _, s := range c.Scrape() {
+			if s.Name == "voxgate_audio_conversions_total" {
+				n += s.Value
 			}
 		}
 		return n
 	}
 	upstreamFormat := func(t *testing.T) string {
 		t.Helper()
-		last, ok := c.oai.LastRequest()
+		last, ok := c.OpenAI.LastRequest()
 		if !ok {
 			t.Fatal("the fake saw no request")
 		}
@@ -64,23 +65,23 @@ func TestFormatNegotiation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := conversions()
-			r := c.do("POST", "/v1/audio/speech", "acme", tt.body, "Cache-Control", "no-cache")
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
+			r := c.Do("POST", "/v1/audio/speech", "acme", tt.body, "Cache-Control", "no-cache")
+			if r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
 			if got := upstreamFormat(t); got != tt.upstream {
 				t.Errorf("OpenAI was asked for %q, want %q", got, tt.upstream)
 			}
-			if got := r.header.Get("Content-Type"); got != tt.mediaType {
+			if got := r.Header.Get("Content-Type"); got != tt.mediaType {
 				t.Errorf("Content-Type %q, want %q", got, tt.mediaType)
 			}
-			if got := r.header.Get("X-Voxgate-Transcoded"); got != tt.transcoded {
+			if got := r.Header.Get("X-Voxgate-Transcoded"); got != tt.transcoded {
 				t.Errorf("X-Voxgate-Transcoded %q, want %q", got, tt.transcoded)
 			}
-			if row := c.lastLog("acme"); row.Transcoded != tt.transcoded {
+			if row := c.LastLog("acme"); row.Transcoded != tt.transcoded {
 				t.Errorf("the log row says transcoded %q, want %q", row.Transcoded, tt.transcoded)
 			}
-			if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
+			if _, err := sdktest.Decode(r.Header.Get("Content-Type"), r.Body); err != nil {
 				t.Errorf("the answer does not decode: %v", err)
 			}
 			after := conversions()
@@ -92,7 +93,7 @@ func TestFormatNegotiation(t *testing.T) {
 					t.Errorf("conversions %v -> %v, want one more", before, after)
 				}
 				to := map[string]string{"audio/mpeg": "mp3", "audio/wav": "wav"}[tt.mediaType]
-				if v := must(t, c.scrape(), "voxgate_audio_conversions_total", "from", "pcm", "to", to, "reason", tt.reason); v < 1 {
+				if v := harness.MustSample(t, c.Scrape(), "voxgate_audio_conversions_total", "from", "pcm", "to", to, "reason", tt.reason); v < 1 {
 					t.Errorf("no conversion counted from pcm to %s for reason %s", to, tt.reason)
 				}
 			}

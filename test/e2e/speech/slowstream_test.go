@@ -1,4 +1,4 @@
-package gateway_test
+package speech
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // slowStreamConfig runs one eSpeak process, so that every request below
@@ -41,7 +43,7 @@ orgs:
 // stream whose client reads nothing is ended once the plugin's stall time
 // has passed.
 func TestSlowStreamsHoldNobodyBack(t *testing.T) {
-	tg := startGateway(t, slowStreamConfig)
+	tg := harness.Start(t, slowStreamConfig)
 	text := strings.Repeat("A player takes this audio at the pace it is spoken. ", 95) // 4,940 characters
 	open := func(rcvbuf int) (*http.Response, error) {
 		// A small receive buffer, as a phone on a slow link has, so the
@@ -52,10 +54,10 @@ func TestSlowStreamsHoldNobodyBack(t *testing.T) {
 			return err
 		}}
 		hc := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, DisableCompression: true}}
-		req, _ := http.NewRequest("POST", tg.base+"/v1/audio/speech/stream",
-			bytes.NewReader(mustJSON(map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": text})))
+		req, _ := http.NewRequest("POST", tg.Base+"/v1/audio/speech/stream",
+			bytes.NewReader(harness.MustJSON(map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": text})))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tg.keys["acme"])
+		req.Header.Set("Authorization", "Bearer "+tg.Keys["acme"])
 		resp, err := hc.Do(req)
 		if err == nil && resp.StatusCode != 200 {
 			resp.Body.Close()
@@ -101,11 +103,11 @@ func TestSlowStreamsHoldNobodyBack(t *testing.T) {
 	for i := range 6 {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // only waiting on the streams breaks it
-		req, _ := http.NewRequestWithContext(ctx, "POST", tg.base+"/v1/audio/speech",
-			bytes.NewReader(mustJSON(map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Still answered promptly."})))
+		req, _ := http.NewRequestWithContext(ctx, "POST", tg.Base+"/v1/audio/speech",
+			bytes.NewReader(harness.MustJSON(map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": "Still answered promptly."})))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tg.keys["globex"])
-		resp, err := tg.hc.Do(req)
+		req.Header.Set("Authorization", "Bearer "+tg.Keys["globex"])
+		resp, err := tg.Client.Do(req)
 		if err != nil {
 			cancel()
 			t.Fatalf("request %d of the other organization, %s after the streams opened: %v", i, time.Since(start), err)
@@ -129,7 +131,7 @@ func TestSlowStreamsHoldNobodyBack(t *testing.T) {
 	}
 	found := false
 	for deadline := time.Now().Add(10 * time.Second); !found && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		for _, e := range tg.logs.All() {
+		for _, e := range tg.Logs.All() {
 			if strings.Contains(e.Message, "client fell behind") && strings.Contains(e.Message, "took no audio for 2s") {
 				found = true
 			}
@@ -148,7 +150,7 @@ func TestESpeakSettingsChecked(t *testing.T) {
 		"stream_stall_timeout: -2s": "stream_stall_timeout",
 	} {
 		yaml := strings.Replace(slowStreamConfig, "stream_stall_timeout: 2s", setting, 1)
-		if _, err := openOnly(t, yaml); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := harness.OpenOnly(t, yaml); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: start error %v, want one naming %s", setting, err, want)
 		}
 	}

@@ -1,21 +1,14 @@
-package gateway_test
+package speech
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/voxgate/voxgate/internal/testenv"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
 // transcodeConfig runs eSpeak (WAV and 22050 Hz PCM only, no MP3, no
@@ -53,91 +46,15 @@ orgs:
 // transcodeText is about three seconds of eSpeak speech.
 const transcodeText = "Streams are converted as they arrive, one chunk at a time."
 
-// probed is what ffprobe reads of a stream.
-type probed struct {
-	codec    string
-	rate     int
-	channels int
-	bitrate  int
-	seconds  float64
-}
-
-// ffprobeBytes writes data to a file and has ffprobe read it; input are
-// ffprobe's options for raw formats (-f mulaw -ar 8000 ...).
-func ffprobeBytes(t *testing.T, data []byte, ext string, input ...string) probed {
-	t.Helper()
-	ffprobe := testenv.NeedTool(t, "ffprobe")
-	path := filepath.Join(t.TempDir(), "stream."+ext)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels,bit_rate:format=duration", "-of", "json"}, input...)
-	out, err := exec.Command(ffprobe, append(args, path)...).Output()
-	if err != nil {
-		t.Fatalf("ffprobe %s: %v", ext, err)
-	}
-	var p struct {
-		Streams []struct {
-			Codec      string `json:"codec_name"`
-			SampleRate string `json:"sample_rate"`
-			Channels   int    `json:"channels"`
-			BitRate    string `json:"bit_rate"`
-		} `json:"streams"`
-		Format struct {
-			Duration string `json:"duration"`
-		} `json:"format"`
-	}
-	if err := json.Unmarshal(out, &p); err != nil || len(p.Streams) == 0 {
-		t.Fatalf("ffprobe %s: %s %v", ext, out, err)
-	}
-	s := p.Streams[0]
-	r := probed{codec: s.Codec, channels: s.Channels}
-	r.rate, _ = strconv.Atoi(s.SampleRate)
-	r.bitrate, _ = strconv.Atoi(s.BitRate)
-	r.seconds, _ = strconv.ParseFloat(p.Format.Duration, 64)
-	return r
-}
-
-// sseEvents reads OpenAI's speech SSE: the audio of its delta events,
-// concatenated, and its done event.
-func sseEvents(t *testing.T, body []byte) ([]byte, map[string]any) {
-	t.Helper()
-	var audio []byte
-	var done map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var ev map[string]any
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("event %q: %v", line, err)
-		}
-		switch ev["type"] {
-		case "speech.audio.delta":
-			b, err := base64.StdEncoding.DecodeString(ev["audio"].(string))
-			if err != nil {
-				t.Fatal(err)
-			}
-			audio = append(audio, b...)
-		case "speech.audio.done":
-			done = ev
-		}
-	}
-	return audio, done
-}
-
 // espeakSeconds is how long eSpeak speaks text in voice en: the clip's
 // raw PCM length.
-func espeakSeconds(t *testing.T, tg *testGateway, text string) float64 {
+func espeakSeconds(t *testing.T, tg *harness.Gateway, text string) float64 {
 	t.Helper()
-	r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": text, "output": "pcm"})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/pcm;rate=22050" {
-		t.Fatalf("reference clip: %d %s", r.status, r.header.Get("Content-Type"))
+	r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": text, "output": "pcm"})
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/pcm;rate=22050" {
+		t.Fatalf("reference clip: %d %s", r.Status, r.Header.Get("Content-Type"))
 	}
-	return float64(len(r.body)) / 2 / 22050
+	return float64(len(r.Body)) / 2 / 22050
 }
 
 // TestStreamTranscodeElevenLabs: the ElevenLabs SDK's default stream call
@@ -148,50 +65,50 @@ func espeakSeconds(t *testing.T, tg *testGateway, text string) float64 {
 // the whole-clip path makes of the same audio; a format eSpeak streams
 // itself still passes through untouched.
 func TestStreamTranscodeElevenLabs(t *testing.T) {
-	tg := startGateway(t, transcodeConfig)
+	tg := harness.Start(t, transcodeConfig)
 	want := espeakSeconds(t, tg, transcodeText)
 	body := map[string]any{"text": transcodeText}
-	stream := func(format string) *response {
+	stream := func(format string) *harness.Response {
 		t.Helper()
 		path := "/elevenlabs/v1/text-to-speech/narrator/stream"
 		if format != "" {
 			path += "?output_format=" + format
 		}
-		r := tg.do("POST", path, "acme", body)
-		if r.status != 200 {
-			t.Fatalf("%s: %d %s", format, r.status, r.body)
+		r := tg.Do("POST", path, "acme", body)
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", format, r.Status, r.Body)
 		}
 		return r
 	}
 	clip := func(format string) []byte {
 		t.Helper()
-		r := tg.do("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format="+format, "acme", body)
-		if r.status != 200 {
-			t.Fatalf("clip %s: %d %s", format, r.status, r.body)
+		r := tg.Do("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format="+format, "acme", body)
+		if r.Status != 200 {
+			t.Fatalf("clip %s: %d %s", format, r.Status, r.Body)
 		}
-		return r.body
+		return r.Body
 	}
 
 	// The SDK's default: MP3 at 44.1 kHz, 128 kbps, converted as eSpeak
 	// speaks. A stream has no gapless tag, so decoders play the encoder's
 	// delay and padding too (under 0.1 s at 44.1 kHz).
 	r := stream("")
-	if ct := r.header.Get("Content-Type"); ct != "audio/mpeg" {
+	if ct := r.Header.Get("Content-Type"); ct != "audio/mpeg" {
 		t.Fatalf("default stream: Content-Type %q", ct)
 	}
-	p := ffprobeBytes(t, r.body, "mp3")
-	if p.codec != "mp3" || p.rate != 44100 || p.channels != 1 || p.bitrate != 128000 {
+	p := harness.FFprobeBytes(t, r.Body, "mp3")
+	if p.Codec != "mp3" || p.Rate != 44100 || p.Channels != 1 || p.Bitrate != 128000 {
 		t.Errorf("default stream probes as %+v, want mp3 at 44100 Hz, 128 kbps, mono", p)
 	}
-	if p.seconds < want || p.seconds > want+0.1 {
-		t.Errorf("default stream lasts %.3f s, the clip %.3f s", p.seconds, want)
+	if p.Seconds < want || p.Seconds > want+0.1 {
+		t.Errorf("default stream lasts %.3f s, the clip %.3f s", p.Seconds, want)
 	}
-	if again := stream("mp3_44100_128"); !bytes.Equal(again.body, r.body) {
-		t.Errorf("mp3_44100_128 named differs from the default (%d vs %d bytes)", len(again.body), len(r.body))
+	if again := stream("mp3_44100_128"); !bytes.Equal(again.Body, r.Body) {
+		t.Errorf("mp3_44100_128 named differs from the default (%d vs %d bytes)", len(again.Body), len(r.Body))
 	}
 	// Another bitrate is another stream, not the cached one.
-	if low := stream("mp3_22050_32"); ffprobeBytes(t, low.body, "mp3").bitrate != 32000 || bytes.Equal(low.body, r.body) {
-		t.Errorf("mp3_22050_32 probes as %+v", ffprobeBytes(t, low.body, "mp3"))
+	if low := stream("mp3_22050_32"); harness.FFprobeBytes(t, low.Body, "mp3").Bitrate != 32000 || bytes.Equal(low.Body, r.Body) {
+		t.Errorf("mp3_22050_32 probes as %+v", harness.FFprobeBytes(t, low.Body, "mp3"))
 	}
 
 	// G.711 and PCM at a rate eSpeak does not make: the same bytes as the
@@ -208,14 +125,14 @@ func TestStreamTranscodeElevenLabs(t *testing.T) {
 	} {
 		t.Run(tt.format, func(t *testing.T) {
 			r := stream(tt.format)
-			if ct := r.header.Get("Content-Type"); ct != tt.mediaType {
+			if ct := r.Header.Get("Content-Type"); ct != tt.mediaType {
 				t.Fatalf("Content-Type %q, want %q", ct, tt.mediaType)
 			}
-			if c := clip(tt.format); !bytes.Equal(r.body, c) {
-				t.Errorf("the converted stream (%d bytes) differs from the converted clip (%d bytes)", len(r.body), len(c))
+			if c := clip(tt.format); !bytes.Equal(r.Body, c) {
+				t.Errorf("the converted stream (%d bytes) differs from the converted clip (%d bytes)", len(r.Body), len(c))
 			}
-			p := ffprobeBytes(t, r.body, "raw", tt.input...)
-			if p.rate != tt.rate || p.channels != 1 || math.Abs(p.seconds-want) > 0.002 {
+			p := harness.FFprobeBytes(t, r.Body, "raw", tt.input...)
+			if p.Rate != tt.rate || p.Channels != 1 || math.Abs(p.Seconds-want) > 0.002 {
 				t.Errorf("probes as %+v, want %d Hz and %.3f s", p, tt.rate, want)
 			}
 		})
@@ -225,26 +142,26 @@ func TestStreamTranscodeElevenLabs(t *testing.T) {
 	// provider's, as voxgate's own stream sends them (behind its WAV
 	// header there).
 	native := stream("pcm_22050")
-	own := tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": transcodeText})
-	if native.header.Get("Content-Type") != "audio/pcm;rate=22050" || own.header.Get("Content-Type") != "audio/wav" || !bytes.Equal(native.body, own.body[44:]) {
-		t.Errorf("pcm_22050 stream: %s, %d bytes; eSpeak's own stream %s, %d bytes", native.header.Get("Content-Type"), len(native.body), own.header.Get("Content-Type"), len(own.body))
+	own := tg.Do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "espeak/espeak-ng", "voice": "en", "text": transcodeText})
+	if native.Header.Get("Content-Type") != "audio/pcm;rate=22050" || own.Header.Get("Content-Type") != "audio/wav" || !bytes.Equal(native.Body, own.Body[44:]) {
+		t.Errorf("pcm_22050 stream: %s, %d bytes; eSpeak's own stream %s, %d bytes", native.Header.Get("Content-Type"), len(native.Body), own.Header.Get("Content-Type"), len(own.Body))
 	}
-	if h := native.header.Get("X-Voxgate-Transcoded"); h != "" {
+	if h := native.Header.Get("X-Voxgate-Transcoded"); h != "" {
 		t.Errorf("eSpeak's own PCM passed through, yet X-Voxgate-Transcoded says %q", h)
 	}
 	// WAV at a rate eSpeak does not make is converted, not eSpeak's WAV at
 	// its own rate: the client gets the rate it asked for, and is told.
 	r = stream("wav_44100")
-	if r.header.Get("Content-Type") != "audio/wav" || r.header.Get("X-Voxgate-Transcoded") != "pcm_22050->wav_44100" {
-		t.Errorf("wav_44100: %s, transcoded %q", r.header.Get("Content-Type"), r.header.Get("X-Voxgate-Transcoded"))
+	if r.Header.Get("Content-Type") != "audio/wav" || r.Header.Get("X-Voxgate-Transcoded") != "pcm_22050->wav_44100" {
+		t.Errorf("wav_44100: %s, transcoded %q", r.Header.Get("Content-Type"), r.Header.Get("X-Voxgate-Transcoded"))
 	}
-	if p := ffprobeBytes(t, r.body, "wav"); p.rate != 44100 || math.Abs(p.seconds-want) > 0.002 {
+	if p := harness.FFprobeBytes(t, r.Body, "wav"); p.Rate != 44100 || math.Abs(p.Seconds-want) > 0.002 {
 		t.Errorf("wav_44100 probes as %+v", p)
 	}
 
 	// What cannot be streamed is still a clear 400.
 	for _, f := range []string{"flac_44100", "ulaw_16000"} {
-		e := tg.do("POST", "/elevenlabs/v1/text-to-speech/narrator/stream?output_format="+f, "acme", body).elevenLabsError(t, 400, "validation_failed")
+		e := tg.Do("POST", "/elevenlabs/v1/text-to-speech/narrator/stream?output_format="+f, "acme", body).ElevenLabsError(t, 400, "validation_failed")
 		if e.Detail.Param != "output_format" {
 			t.Errorf("%s: %+v", f, e.Detail)
 		}
@@ -256,7 +173,7 @@ func TestStreamTranscodeElevenLabs(t *testing.T) {
 // put together, is an MP3 stream of the clip's length; pcm (24 kHz, which
 // eSpeak does not make) and opus are converted too, aac and flac refused.
 func TestStreamTranscodeOpenAISSE(t *testing.T) {
-	tg := startGateway(t, transcodeConfig)
+	tg := harness.Start(t, transcodeConfig)
 	want := espeakSeconds(t, tg, transcodeText)
 	sse := func(format string) []byte {
 		t.Helper()
@@ -264,31 +181,31 @@ func TestStreamTranscodeOpenAISSE(t *testing.T) {
 		if format != "" {
 			body["response_format"] = format
 		}
-		r := tg.do("POST", "/v1/audio/speech", "acme", body)
-		if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" {
-			t.Fatalf("sse %s: %d %s %.300s", format, r.status, r.header.Get("Content-Type"), r.body)
+		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
+		if r.Status != 200 || r.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("sse %s: %d %s %.300s", format, r.Status, r.Header.Get("Content-Type"), r.Body)
 		}
-		audio, done := sseEvents(t, r.body)
+		audio, done := harness.SSEEvents(t, r.Body)
 		if done == nil || done["usage"].(map[string]any)["input_tokens"].(float64) != float64(len(transcodeText)) {
 			t.Errorf("sse %s: done event %v", format, done)
 		}
 		return audio
 	}
 
-	p := ffprobeBytes(t, sse(""), "mp3")
-	if p.codec != "mp3" || p.rate != 22050 || p.channels != 1 || p.bitrate != 96000 || p.seconds < want || p.seconds > want+0.15 {
+	p := harness.FFprobeBytes(t, sse(""), "mp3")
+	if p.Codec != "mp3" || p.Rate != 22050 || p.Channels != 1 || p.Bitrate != 96000 || p.Seconds < want || p.Seconds > want+0.15 {
 		t.Errorf("default mp3 deltas probe as %+v; the clip is %.3f s", p, want)
 	}
 	pcm := sse("pcm")
 	if got := float64(len(pcm)) / 2 / 24000; math.Abs(got-want) > 0.001 {
 		t.Errorf("pcm deltas: %.4f s at 24 kHz, the clip %.4f s", got, want)
 	}
-	if p := ffprobeBytes(t, sse("opus"), "opus"); p.codec != "opus" || p.rate != 48000 || math.Abs(p.seconds-want) > 0.02 {
+	if p := harness.FFprobeBytes(t, sse("opus"), "opus"); p.Codec != "opus" || p.Rate != 48000 || math.Abs(p.Seconds-want) > 0.02 {
 		t.Errorf("opus deltas probe as %+v; the clip is %.3f s", p, want)
 	}
 	for _, f := range []string{"aac", "flac"} {
-		tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "voice": "alloy", "input": "x", "stream_format": "sse", "response_format": f}).
-			openAIError(t, 400, "validation_failed", "response_format")
+		tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tts-1", "voice": "alloy", "input": "x", "stream_format": "sse", "response_format": f}).
+			OpenAIError(t, 400, "validation_failed", "response_format")
 	}
 }
 
@@ -296,31 +213,31 @@ func TestStreamTranscodeOpenAISSE(t *testing.T) {
 // breaks off after its first audio ends as incomplete, as any stream does
 // (no terminating chunk, no SSE done event), and is logged as failed.
 func TestStreamTranscodeFailureIsIncomplete(t *testing.T) {
-	tg := startGateway(t, transcodeConfig)
-	v := tg.do("POST", "/v1/voices", "acme", map[string]any{"title": "breaks", "provider": "testkit", "model": "test", "voice_id": "alpha",
-		"provider_options": map[string]any{"fail": map[string]any{"kind": "upstream", "message": "boom", "status": 500}, "after_chunks": 4}}).voice(t)
+	tg := harness.Start(t, transcodeConfig)
+	v := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "breaks", "provider": "testkit", "model": "test", "voice_id": "alpha",
+		"provider_options": map[string]any{"fail": map[string]any{"kind": "upstream", "message": "boom", "status": 500}, "after_chunks": 4}}).Voice(t)
 	words := strings.Repeat("word ", 12)
 
-	status, data, err := readStreamPath(t, tg, "/elevenlabs/v1/text-to-speech/"+v.ID+"/stream?output_format=ulaw_8000", map[string]any{"text": words})
+	status, data, err := harness.ReadStreamPath(t, tg, "/elevenlabs/v1/text-to-speech/"+v.ID+"/stream?output_format=ulaw_8000", map[string]any{"text": words})
 	if status != 200 || len(data) == 0 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("ulaw stream: %d, %d bytes, read error %v; want 200, audio, then an incomplete transfer", status, len(data), err)
 	}
-	if row := tg.lastLog("acme"); row.ErrorCode != "provider_error" || row.CreditsUsed != 0 {
+	if row := tg.LastLog("acme"); row.ErrorCode != "provider_error" || row.CreditsUsed != 0 {
 		t.Errorf("log row: status %d, error %q", row.Status, row.ErrorCode)
 	}
 
-	status, data, err = readStreamPath(t, tg, "/v1/audio/speech", map[string]any{"model": "tts-1", "voice": map[string]any{"id": v.ID}, "input": words, "stream_format": "sse"})
+	status, data, err = harness.ReadStreamPath(t, tg, "/v1/audio/speech", map[string]any{"model": "tts-1", "voice": map[string]any{"id": v.ID}, "input": words, "stream_format": "sse"})
 	if status != 200 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("mp3 sse: %d, read error %v; want 200, then an incomplete transfer", status, err)
 	}
-	if audio, done := sseEvents(t, data); len(audio) == 0 || done != nil {
+	if audio, done := harness.SSEEvents(t, data); len(audio) == 0 || done != nil {
 		t.Errorf("mp3 sse: %d bytes of audio, done event %v", len(audio), done)
 	}
 
 	// The same voice without the failure streams to its end.
-	ok := tg.do("POST", "/elevenlabs/v1/text-to-speech/alpha/stream?output_format=ulaw_8000", "acme", map[string]any{"text": words, "model_id": "testkit/test"})
-	if ok.status != 200 || ok.header.Get("Content-Type") != "audio/PCMU;rate=8000" || len(ok.body) < 8000 {
-		t.Errorf("complete ulaw stream: %d %s, %d bytes", ok.status, ok.header.Get("Content-Type"), len(ok.body))
+	ok := tg.Do("POST", "/elevenlabs/v1/text-to-speech/alpha/stream?output_format=ulaw_8000", "acme", map[string]any{"text": words, "model_id": "testkit/test"})
+	if ok.Status != 200 || ok.Header.Get("Content-Type") != "audio/PCMU;rate=8000" || len(ok.Body) < 8000 {
+		t.Errorf("complete ulaw stream: %d %s, %d bytes", ok.Status, ok.Header.Get("Content-Type"), len(ok.Body))
 	}
 }
 
@@ -330,16 +247,16 @@ func TestStreamTranscodeFailureIsIncomplete(t *testing.T) {
 // for, not PCM: here WAV, which the test plugin streams itself for a
 // short text.
 func TestStreamTranscodeLongText(t *testing.T) {
-	tg := startGateway(t, transcodeConfig)
+	tg := harness.Start(t, transcodeConfig)
 	long := strings.Repeat("several words in a row, ", 12) // 288 characters: three pieces
-	r := tg.do("POST", "/elevenlabs/v1/text-to-speech/alpha/stream?output_format=wav_24000", "acme", map[string]any{"text": long, "model_id": "testkit/test"})
-	if r.status != 200 || r.header.Get("Content-Type") != "audio/wav" {
-		t.Fatalf("long wav stream: %d %s", r.status, r.header.Get("Content-Type"))
+	r := tg.Do("POST", "/elevenlabs/v1/text-to-speech/alpha/stream?output_format=wav_24000", "acme", map[string]any{"text": long, "model_id": "testkit/test"})
+	if r.Status != 200 || r.Header.Get("Content-Type") != "audio/wav" {
+		t.Fatalf("long wav stream: %d %s", r.Status, r.Header.Get("Content-Type"))
 	}
-	got, _ := pcmSeconds(t, "audio/wav", r.body)
-	own := tg.do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": long})
-	want, _ := pcmSeconds(t, own.header.Get("Content-Type"), own.body)
-	if p := ffprobeBytes(t, r.body, "wav"); p.rate != 24000 || math.Abs(got-want) > 0.001 {
+	got, _ := harness.PCMSeconds(t, "audio/wav", r.Body)
+	own := tg.Do("POST", "/v1/audio/speech/stream", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": long})
+	want, _ := harness.PCMSeconds(t, own.Header.Get("Content-Type"), own.Body)
+	if p := harness.FFprobeBytes(t, r.Body, "wav"); p.Rate != 24000 || math.Abs(got-want) > 0.001 {
 		t.Errorf("long wav stream: %+v, %.4f s; the PCM pieces %.4f s", p, got, want)
 	}
 }

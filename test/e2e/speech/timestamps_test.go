@@ -1,74 +1,18 @@
-package gateway_test
+package speech
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
-	"github.com/voxgate/voxgate/sdk"
-	"github.com/voxgate/voxgate/sdk/sdktest"
+	"github.com/voxgate/voxgate/test/e2e/harness"
 )
-
-// espeakVoice makes a provider fake speak real speech: the eSpeak plugin
-// process (its own, not the gateway's) renders the text in another
-// voice and at another speed than the gateway's references, and its word
-// events are the fake's known alignment, the truth the gateway's aligned
-// timestamps are measured against.
-type espeakVoice struct {
-	p     sdk.Provider
-	voice string
-	speed float64
-	mu    sync.Mutex
-	spans map[string][]fakeupstream.Span
-}
-
-func newESpeakVoice(t *testing.T, voice string, speed float64) *espeakVoice {
-	return &espeakVoice{p: sdktest.StartPlugin(t, filepath.Join(binDir(t), "plugins", "voxgate-espeak")), voice: voice, speed: speed, spans: map[string][]fakeupstream.Span{}}
-}
-
-func (v *espeakVoice) Speak(text string, _ float64) ([]int16, int, []fakeupstream.Span, error) {
-	resp, err := v.p.Synthesize(context.Background(), &sdk.SynthesizeRequest{Model: "espeak-ng", Voice: v.voice, Text: text, Speed: v.speed, Format: sdk.FormatPCM, Timestamps: true})
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	mt, err := audio.ParseMediaType(resp.MediaType)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	samples := make([]int16, len(resp.Audio)/2)
-	for i := range samples {
-		samples[i] = int16(binary.LittleEndian.Uint16(resp.Audio[2*i:]))
-	}
-	spans := make([]fakeupstream.Span, len(resp.Timestamps))
-	for i, w := range resp.Timestamps {
-		spans[i] = fakeupstream.Span{Text: w.Text, Start: w.Start, End: w.End}
-	}
-	if len(spans) != len(strings.Fields(text)) {
-		return nil, 0, nil, fmt.Errorf("eSpeak timed %d words of %d", len(spans), len(strings.Fields(text)))
-	}
-	v.mu.Lock()
-	v.spans[text] = spans
-	v.mu.Unlock()
-	return samples, mt.Rate, spans, nil
-}
-
-// truth is the word times of the last rendering of text.
-func (v *espeakVoice) truth(text string) []fakeupstream.Span {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.spans[text]
-}
 
 // boundaryErrors returns |error| of every word start and end, in seconds.
 func boundaryErrors(t *testing.T, truth []fakeupstream.Span, got []struct {
@@ -115,11 +59,11 @@ var alignmentTexts = []string{
 // gateway's aligned timestamps must land within the issue's bounds
 // (median <= 40 ms, p95 <= 120 ms), say where they came from, and warn.
 func TestAlignedTimestampsFromCloudProviders(t *testing.T) {
-	ov, ev, cv := newESpeakVoice(t, "en-us+f2", 1.2), newESpeakVoice(t, "en-gb-x-rp", 0.9), newESpeakVoice(t, "en-us+m3", 1.4)
+	ov, ev, cv := harness.NewESpeakVoice(t, "en-us+f2", 1.2), harness.NewESpeakVoice(t, "en-gb-x-rp", 0.9), harness.NewESpeakVoice(t, "en-us+m3", 1.4)
 	oai := openai.New(t, fakeupstream.Options{Voice: ov})
 	el := elevenlabs.New(t, fakeupstream.Options{Voice: ev})
 	ca := cartesia.New(t, fakeupstream.Options{Voice: cv})
-	tg := startGateway(t, `
+	tg := harness.Start(t, `
 server: {listen: "127.0.0.1:0"}
 storage: {path: "%DIR%/voxgate.db"}
 plugins: {dir: "%BIN%/plugins"}
@@ -138,7 +82,7 @@ orgs:
 	cases := []struct {
 		name  string
 		body  func(text string) map[string]any
-		voice *espeakVoice
+		voice *harness.ESpeakVoice
 	}{
 		{"openai", func(text string) map[string]any {
 			return map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text}
@@ -154,12 +98,12 @@ orgs:
 	for _, c := range cases {
 		var errs []float64
 		for _, text := range alignmentTexts {
-			r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", c.body(text))
-			if r.status != 200 {
-				t.Fatalf("%s: %d %.300s", c.name, r.status, r.body)
+			r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", c.body(text))
+			if r.Status != 200 {
+				t.Fatalf("%s: %d %.300s", c.name, r.Status, r.Body)
 			}
-			var env tsEnvelope
-			r.json(t, &env)
+			var env harness.TimestampsEnvelope
+			r.JSON(t, &env)
 			meta := env.ProviderMetadata.Voxgate
 			if meta.TimestampsSource != "aligned" || meta.AlignmentMatch <= 0 || meta.AlignmentMatch > 0.93 {
 				t.Errorf("%s: metadata %+v", c.name, meta)
@@ -167,7 +111,7 @@ orgs:
 			if len(env.Warnings) != 1 || !strings.Contains(env.Warnings[0], "aligned by the gateway") {
 				t.Errorf("%s: warnings %q", c.name, env.Warnings)
 			}
-			errs = append(errs, boundaryErrors(t, c.voice.truth(text), env.Timestamps)...)
+			errs = append(errs, boundaryErrors(t, c.voice.Truth(text), env.Timestamps)...)
 		}
 		t.Logf("%s: %d boundaries: median %.0f ms, p90 %.0f ms, p95 %.0f ms, max %.0f ms", c.name, len(errs),
 			1000*quantile(errs, 0.5), 1000*quantile(errs, 0.9), 1000*quantile(errs, 0.95), 1000*quantile(errs, 1))
@@ -181,14 +125,14 @@ orgs:
 	// A conversation whose turns need alignment: one OpenAI voice and
 	// one ElevenLabs voice, each turn timed on the conversation's
 	// timeline.
-	r := tg.do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{
+	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{
 		"gapMs": 400, "captions": "vtt",
 		"turns": []any{
 			map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": alignmentTexts[1]},
 			map[string]any{"model": "elevenlabs/eleven_multilingual_v2", "voice": elevenlabs.VoiceRachel, "text": alignmentTexts[2]},
 		}})
-	if r.status != 200 {
-		t.Fatalf("conversation: %d %.300s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("conversation: %d %.300s", r.Status, r.Body)
 	}
 	var conv struct {
 		Timestamps []struct {
@@ -208,7 +152,7 @@ orgs:
 			}
 		}
 	}
-	r.json(t, &conv)
+	r.JSON(t, &conv)
 	if conv.ProviderMetadata.Voxgate.TimestampsSource != "aligned" || len(conv.ProviderMetadata.Voxgate.Turns) != 2 {
 		t.Fatalf("conversation metadata %+v", conv.ProviderMetadata)
 	}
@@ -222,7 +166,7 @@ orgs:
 			t.Fatalf("conversation words out of order at %d", i)
 		}
 	}
-	truth := ev.truth(alignmentTexts[2])
+	truth := ev.Truth(alignmentTexts[2])
 	if len(second) != len(truth) {
 		t.Fatalf("second turn: %d words, want %d", len(second), len(truth))
 	}
@@ -253,7 +197,7 @@ func (f funcVoice) Speak(text string, _ float64) ([]int16, int, []fakeupstream.S
 //   - without a reference provider, models without timestamps answer 501
 //     as before, and the catalog says so.
 func TestTimestampsWhereNoneCanBeMade(t *testing.T) {
-	de := newESpeakVoice(t, "de", 1)
+	de := harness.NewESpeakVoice(t, "de", 1)
 	german := "Der schnelle braune Fuchs springt über den faulen Hund und läuft dann schnell in den dunklen Wald hinein."
 	elsewhere := funcVoice(func(string) ([]int16, int, []fakeupstream.Span, error) {
 		return de.Speak(german, 1) // whatever it is asked, it says this
@@ -265,7 +209,7 @@ func TestTimestampsWhereNoneCanBeMade(t *testing.T) {
 	for i, v := range []fakeupstream.Voice{nil, elsewhere, silent, de} {
 		fakes[i] = openai.New(t, fakeupstream.Options{Voice: v})
 	}
-	tg := startGateway(t, fmt.Sprintf(`
+	tg := harness.Start(t, fmt.Sprintf(`
 server: {listen: "127.0.0.1:0"}
 storage: {path: "%%DIR%%/voxgate.db"}
 plugins: {dir: "%%BIN%%/plugins"}
@@ -289,19 +233,19 @@ orgs:
 		{"silent/tts-1", alignmentTexts[0], "holds no speech"},
 		{"deutsch/tts-1", german, ""},
 	} {
-		r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": c.model, "voice": "alloy", "text": c.text})
-		var env tsEnvelope
-		r.json(t, &env)
+		r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": c.model, "voice": "alloy", "text": c.text})
+		var env harness.TimestampsEnvelope
+		r.JSON(t, &env)
 		if c.warning == "" {
-			if r.status != 200 || len(env.Timestamps) != len(strings.Fields(c.text)) || env.ProviderMetadata.Voxgate.TimestampsSource != "aligned" ||
+			if r.Status != 200 || len(env.Timestamps) != len(strings.Fields(c.text)) || env.ProviderMetadata.Voxgate.TimestampsSource != "aligned" ||
 				!strings.HasPrefix(env.ProviderMetadata.Voxgate.AlignmentRef, "de") {
-				t.Errorf("%s: %d, %d words, warnings %q", c.model, r.status, len(env.Timestamps), env.Warnings)
+				t.Errorf("%s: %d, %d words, warnings %q", c.model, r.Status, len(env.Timestamps), env.Warnings)
 			}
 			continue
 		}
-		if r.status != 200 || len(env.Timestamps) != 0 || env.ProviderMetadata.Voxgate.TimestampsSource != "" ||
+		if r.Status != 200 || len(env.Timestamps) != 0 || env.ProviderMetadata.Voxgate.TimestampsSource != "" ||
 			len(env.Warnings) != 1 || !strings.Contains(env.Warnings[0], c.warning) {
-			t.Errorf("%s: %d, %d words, source %q, warnings %q", c.model, r.status, len(env.Timestamps), env.ProviderMetadata.Voxgate.TimestampsSource, env.Warnings)
+			t.Errorf("%s: %d, %d words, source %q, warnings %q", c.model, r.Status, len(env.Timestamps), env.ProviderMetadata.Voxgate.TimestampsSource, env.Warnings)
 		}
 	}
 
@@ -310,15 +254,15 @@ orgs:
 	if before == 0 {
 		t.Fatal("no reference was rendered for the with-timestamps requests")
 	}
-	if r := tg.do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tone/tts-1", "voice": "alloy", "text": alignmentTexts[0]}); r.status != 200 {
-		t.Fatalf("clip: %d", r.status)
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "tone/tts-1", "voice": "alloy", "text": alignmentTexts[0]}); r.Status != 200 {
+		t.Fatalf("clip: %d", r.Status)
 	}
 	if after := referenceCalls(t, tg); after != before {
 		t.Errorf("the clip endpoint rendered %g references", after-before)
 	}
 
 	// No reference provider: 501, and the catalog says none.
-	bare := startGateway(t, `
+	bare := harness.Start(t, `
 server: {listen: "127.0.0.1:0"}
 storage: {path: "%DIR%/voxgate.db"}
 plugins: {dir: "%BIN%/plugins"}
@@ -329,18 +273,18 @@ orgs:
     providers:
       openai: {enabled: true}
 `)
-	p := bare.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello."}).problem(t, 503, "timestamps_unavailable")
+	p := bare.Do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello."}).Problem(t, 503, "timestamps_unavailable")
 	if !strings.Contains(p.Detail, "alignment.reference") {
 		t.Errorf("detail %q", p.Detail)
 	}
 	// timestamps: auto takes the audio alone and says why; off asks for
 	// none. Either way the envelope's timestamps are empty, not absent.
 	for _, mode := range []string{"auto", "off"} {
-		r := bare.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello.", "timestamps": mode})
-		var env tsEnvelope
-		r.json(t, &env)
-		if r.status != 200 || env.Audio == "" || env.Timestamps == nil || len(env.Timestamps) != 0 || env.ProviderMetadata.Voxgate.TimestampsSource != "none" {
-			t.Errorf("timestamps %s: %d, %d words, source %q", mode, r.status, len(env.Timestamps), env.ProviderMetadata.Voxgate.TimestampsSource)
+		r := bare.Do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello.", "timestamps": mode})
+		var env harness.TimestampsEnvelope
+		r.JSON(t, &env)
+		if r.Status != 200 || env.Audio == "" || env.Timestamps == nil || len(env.Timestamps) != 0 || env.ProviderMetadata.Voxgate.TimestampsSource != "none" {
+			t.Errorf("timestamps %s: %d, %d words, source %q", mode, r.Status, len(env.Timestamps), env.ProviderMetadata.Voxgate.TimestampsSource)
 		}
 		if warned := len(env.Warnings) == 1 && strings.Contains(env.Warnings[0], "alignment.reference"); warned != (mode == "auto") {
 			t.Errorf("timestamps %s: warnings %q", mode, env.Warnings)
@@ -354,7 +298,7 @@ orgs:
 			}
 		}
 	}
-	bare.do("GET", "/v1/providers", "acme", nil).json(t, &cat)
+	bare.Do("GET", "/v1/providers", "acme", nil).JSON(t, &cat)
 	if src := cat.Data[0].Models[0].TimestampsSource; src != "none" {
 		t.Errorf("catalog timestamps_source %q, want none", src)
 	}
@@ -364,8 +308,8 @@ orgs:
 // fake (its voice list says "fr") reading a text whose words name no
 // language is aligned against a French reference.
 func TestReferenceFollowsTheVoiceLanguage(t *testing.T) {
-	ca := cartesia.New(t, fakeupstream.Options{Voice: newESpeakVoice(t, "fr", 1)})
-	tg := startGateway(t, `
+	ca := cartesia.New(t, fakeupstream.Options{Voice: harness.NewESpeakVoice(t, "fr", 1)})
+	tg := harness.Start(t, `
 server: {listen: "127.0.0.1:0"}
 storage: {path: "%DIR%/voxgate.db"}
 plugins: {dir: "%BIN%/plugins"}
@@ -378,20 +322,20 @@ orgs:
       cartesia: {enabled: true}
 `)
 	text := "Bonjour Marcel, merci beaucoup pour votre accueil chaleureux hier soir."
-	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "cartesia/sonic-2", "voice": cartesia.VoiceMarcel, "text": text})
-	var env tsEnvelope
-	r.json(t, &env)
-	if meta := env.ProviderMetadata.Voxgate; r.status != 200 || !strings.HasPrefix(meta.AlignmentRef, "fr") || len(env.Timestamps) != len(strings.Fields(text)) {
-		t.Errorf("%d, metadata %+v, %d words, warnings %q", r.status, meta, len(env.Timestamps), env.Warnings)
+	r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "cartesia/sonic-2", "voice": cartesia.VoiceMarcel, "text": text})
+	var env harness.TimestampsEnvelope
+	r.JSON(t, &env)
+	if meta := env.ProviderMetadata.Voxgate; r.Status != 200 || !strings.HasPrefix(meta.AlignmentRef, "fr") || len(env.Timestamps) != len(strings.Fields(text)) {
+		t.Errorf("%d, metadata %+v, %d words, warnings %q", r.Status, meta, len(env.Timestamps), env.Warnings)
 	}
 }
 
 // referenceCalls counts the reference renderings the gateway made, from
 // its metrics.
-func referenceCalls(t *testing.T, tg *testGateway) float64 {
+func referenceCalls(t *testing.T, tg *harness.Gateway) float64 {
 	t.Helper()
 	total := 0.0
-	for _, line := range strings.Split(string(tg.metricsBody()), "\n") {
+	for _, line := range strings.Split(string(tg.MetricsBody()), "\n") {
 		if strings.HasPrefix(line, "voxgate_provider_calls_total{") && strings.Contains(line, `op="reference"`) {
 			var v float64
 			fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v)
@@ -406,7 +350,7 @@ func referenceCalls(t *testing.T, tg *testGateway) float64 {
 // finds the bursts of its tone), mapped onto the request's words.
 func TestSTTTimestamps(t *testing.T) {
 	oai := openai.New(t, fakeupstream.Options{})
-	tg := startGateway(t, `
+	tg := harness.Start(t, `
 server: {listen: "127.0.0.1:0"}
 storage: {path: "%DIR%/voxgate.db"}
 plugins: {dir: "%BIN%/plugins"}
@@ -421,12 +365,12 @@ orgs:
       openai: {enabled: true}
 `)
 	text := "Well-known words, spoken twice: twice!"
-	r := tg.do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text, "captions": "srt"})
-	if r.status != 200 {
-		t.Fatalf("%d %.300s", r.status, r.body)
+	r := tg.Do("POST", "/v1/audio/speech/with-timestamps", "acme", map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text, "captions": "srt"})
+	if r.Status != 200 {
+		t.Fatalf("%d %.300s", r.Status, r.Body)
 	}
-	var env tsEnvelope
-	r.json(t, &env)
+	var env harness.TimestampsEnvelope
+	r.JSON(t, &env)
 	want := fakeupstream.Speak(text, 1).Words
 	if env.ProviderMetadata.Voxgate.TimestampsSource != "stt" || len(env.Timestamps) != len(want) {
 		t.Fatalf("source %q, %d words: %+v", env.ProviderMetadata.Voxgate.TimestampsSource, len(env.Timestamps), env.Timestamps)

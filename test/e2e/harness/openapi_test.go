@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// The OpenAPI document is the contract: every response the end-to-end
+// tests receive through the harness's client (Gateway.Do and
+// Gateway.Client), and every response the JS SDK tests receive (through
+// ValidatingProxy), is checked against it with libopenapi-validator.
+
+// TestValidatorCatchesDrift checks that the harness's validation is not
+// vacuous: answers that drift from the document fail it.
+func TestValidatorCatchesDrift(t *testing.T) {
+	v := loadSpec(t)
+	tests := []struct {
+		name, method, path, ct, body string
+		status                       int
+		ok                           bool
+	}{
+		{"problem", "GET", "/v1/voices", "application/problem+json", `{"type":"t","title":"x","status":401,"code":"unauthorized"}`, 401, true},
+		{"problem without title", "GET", "/v1/voices", "application/problem+json", `{"type":"t","status":401,"code":"unauthorized"}`, 401, false},
+		{"unknown problem code", "GET", "/v1/voices", "application/problem+json", `{"type":"t","title":"x","status":401,"code":"nope"}`, 401, false},
+		{"page", "GET", "/v1/voices", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"page with extra field", "GET", "/v1/voices", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50,"total":3}`, 200, false},
+		{"openai error", "POST", "/v1/audio/speech", "application/json", `{"error":{"message":"m","type":"invalid_request_error","param":null,"code":"validation_failed"}}`, 400, true},
+		{"openai error without param", "GET", "/v1/models", "application/json", `{"error":{"message":"m","type":"invalid_request_error","code":"validation_failed"}}`, 400, false},
+		{"clip", "POST", "/v1/audio/speech", "audio/pcm;rate=24000", ``, 200, true},
+		{"clip of an undocumented type", "POST", "/v1/audio/speech", "video/mp4", ``, 200, false},
+		{"elevenlabs models", "GET", "/elevenlabs/v1/models", "application/json", `[{"model_id":"espeak/espeak-ng","name":"x","can_do_text_to_speech":true}]`, 200, true},
+		{"elevenlabs models, wrong shape", "GET", "/elevenlabs/v1/models", "application/json", `{"models":[]}`, 200, false},
+		{"dashboard twin", "GET", "/ui/api/v1/voices", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"dashboard twin, wrong shape", "GET", "/ui/api/v1/voices", "application/json", `{"data":[]}`, 200, false},
+		{"no dashboard twin", "POST", "/ui/api/v1/audio/speech", "audio/wav", ``, 200, false},
+		{"no dashboard twin of operations", "GET", "/ui/api/healthz", "application/json", `{"status":"ok"}`, 200, false},
+		{"no dashboard twin of the public probe", "GET", "/ui/api/health", "application/json", `{"status":"ok"}`, 200, false},
+		{"dashboard twin of the dictionaries", "GET", "/ui/api/v1/pronunciation-dictionaries", "application/json", `{"data":[],"next_cursor":"","has_more":false,"limit":50}`, 200, true},
+		{"dashboard twin of the key routes", "DELETE", "/ui/api/v1/api-keys/elevenlabs", "", ``, 204, true},
+		{"voice without its envelope", "GET", "/v1/voices/v", "application/json", `{"id":"v"}`, 200, false},
+		{"moderation block without its confidence", "POST", "/v1/audio/speech/with-timestamps", "application/json", `{"error":{"code":"content_moderation_blocked","message":"m","reason":{"type":"t","detail":"d"}},"code":"content_moderation_blocked"}`, 422, false},
+		{"fail-closed moderation", "POST", "/v1/audio/speech/with-timestamps", "application/json", `{"error":{"code":"content_moderation_blocked","message":"m","reason":{"type":"error_fail_closed","detail":"d","confidence":0}},"code":"content_moderation_blocked"}`, 403, true},
+		{"dashboard session", "GET", "/ui/api/session", "application/json", `{"org":"acme","key_id":"k","expires_at":"2026-01-02T15:04:05Z","csrf_token":"t"}`, 200, true},
+		{"log row without its cache field", "GET", "/v1/logs", "application/json", `{"data":[{"request_id":"r"}],"next_cursor":"","has_more":false,"limit":50}`, 200, false},
+	}
+	check := func(name, method, path string, h http.Header, body string, status int, want bool) {
+		req := httptest.NewRequest(method, path, nil)
+		resp := &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}
+		specMu.Lock()
+		ok, errs := v.ValidateHttpResponse(req, resp)
+		specMu.Unlock()
+		if ok != want {
+			t.Errorf("%s: valid = %v, want %v (%v)", name, ok, want, errs)
+		}
+	}
+	for _, tt := range tests {
+		check(tt.name, tt.method, tt.path, http.Header{"Content-Type": {tt.ct}}, tt.body, tt.status, tt.ok)
+	}
+	// Documented headers are checked too.
+	headers := []struct {
+		name, key, value string
+		ok               bool
+	}{
+		{"cache hit", "X-Voxgate-Cache", "hit", true},
+		{"unknown cache answer", "X-Voxgate-Cache", "maybe", false},
+		{"provider", "X-Voxgate-Provider", "espeak/espeak-ng", true},
+		{"provider without model", "X-Voxgate-Provider", "espeak", false},
+	}
+	for _, tt := range headers {
+		check(tt.name, "POST", "/v1/audio/speech", http.Header{"Content-Type": {"audio/wav"}, tt.key: {tt.value}}, "", 200, tt.ok)
+	}
+	// Request bodies built from shared parts (allOf) stay closed, and
+	// each endpoint takes only its own fields.
+	const inline = `"model":"espeak","voice":"en","text":"x"`
+	requests := []struct {
+		name, method, path, body string
+		ok                       bool
+	}{
+		{"speech", "POST", "/v1/audio/speech", `{` + inline + `,"output":"mp3","instructions":"calm","timestamps":"off"}`, true},
+		{"speech, unknown field", "POST", "/v1/audio/speech", `{` + inline + `,"bogus":1}`, false},
+		{"speech, timestamps on the plain endpoint", "POST", "/v1/audio/speech", `{` + inline + `,"timestamps":"on"}`, false},
+		{"speech, captions on the plain endpoint", "POST", "/v1/audio/speech", `{` + inline + `,"captions":"srt"}`, false},
+		{"speech, unknown output format", "POST", "/v1/audio/speech", `{` + inline + `,"output":"ogg"}`, false},
+		{"speech, output object", "POST", "/v1/audio/speech", `{` + inline + `,"output":{"format":"wav","sampleRate":16000}}`, true},
+		{"speech, 21 dictionaries", "POST", "/v1/audio/speech", `{` + inline + `,"pronunciations":{"dictionaryIds":[` + strings.Repeat(`"`+"6f1c6a52-5b0c-4d7e-9a53-3c1f2d8e9b10"+`",`, 20) + `"6f1c6a52-5b0c-4d7e-9a53-3c1f2d8e9b11"]}}`, false},
+		{"with timestamps", "POST", "/v1/audio/speech/with-timestamps", `{` + inline + `,"timestamps":"auto","captions":"vtt"}`, true},
+		{"with timestamps, unknown mode", "POST", "/v1/audio/speech/with-timestamps", `{` + inline + `,"timestamps":"maybe"}`, false},
+		{"stream with output", "POST", "/v1/audio/speech/stream", `{` + inline + `,"output":"wav"}`, false},
+		{"stream", "POST", "/v1/audio/speech/stream", `{` + inline + `}`, true},
+		{"conversation", "POST", "/v1/audio/conversation", `{"model":"espeak","normalizeVolume":false,"turns":[{"mode":"inline","voice":"en","text":"x","instructions":"calm"}]}`, true},
+		{"conversation, unknown field", "POST", "/v1/audio/conversation", `{"model":"espeak","turns":[{"voice":"en","text":"x"}],"bogus":1}`, false},
+		{"dictionary change", "PATCH", "/v1/pronunciation-dictionaries/default", `{"description":"d"}`, true},
+		{"dictionary change, unknown field", "PATCH", "/v1/pronunciation-dictionaries/default", `{"name":"n","bogus":1}`, false},
+		{"rule without its word", "POST", "/v1/pronunciation-dictionaries/default/rules", `{"replacement":"r"}`, false},
+	}
+	for _, tt := range requests {
+		req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		specMu.Lock()
+		ok, errs := v.ValidateHttpRequest(req)
+		specMu.Unlock()
+		if ok != tt.ok {
+			t.Errorf("request %s: valid = %v, want %v (%v)", tt.name, ok, tt.ok, errs)
+		}
+	}
+}
