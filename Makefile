@@ -97,7 +97,7 @@ bench: build
 
 ## bench-micro: the go test micro-benchmarks of the packages
 bench-micro: build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/... ./plugins/... ./test/e2e/...
 
 ## proto: regenerate the plugin protocol's Go code from sdk/proto/voxgate.proto
 proto: proto-tools
