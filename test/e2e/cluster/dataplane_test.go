@@ -197,6 +197,7 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 	var sent, failed, slowest atomic.Int64
 	var ids sync.Map
 	var failures sync.Map
+	var spoken [6]atomic.Int64 // each worker's answered syntheses
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	bodies := []map[string]any{inline, saved, withDict}
@@ -222,12 +223,25 @@ func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
 				if st != 200 {
 					failed.Add(1)
 					failures.Store(fmt.Sprintf("%d %s %v", st, msg, err), true)
+				} else {
+					spoken[w].Add(1)
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Every body spoken on both instances before the outage (A had spoken
+	// none yet): a record an instance has never read fails at once while
+	// the store is away, as documented. A fixed pause let a loaded machine
+	// stop PostgreSQL before A's workers got that far.
+	harness.WaitFor(t, "each worker's first round", func() bool {
+		for i := range spoken {
+			if spoken[i].Load() < int64(len(bodies)) {
+				return false
+			}
+		}
+		return true
+	})
 	if err := d.pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
