@@ -24,6 +24,7 @@ import (
 // browser itself, because the gateway's preflight answer does not allow
 // it.
 func TestBrowserFetch(t *testing.T) {
+	t.Parallel()
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {

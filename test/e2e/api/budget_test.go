@@ -42,6 +42,7 @@ orgs:
 `
 
 func TestOrgBudget(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, budgetConfig)
 	body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "twenty-five characters ok"} // 3 credits
 	for i := range 3 {
@@ -79,6 +80,7 @@ func TestOrgBudget(t *testing.T) {
 }
 
 func TestKeyScopes(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, budgetConfig)
 	ctx := context.Background()
 	mk := func(scope store.KeyScope) string {
@@ -155,6 +157,7 @@ func TestKeyScopes(t *testing.T) {
 // decides which models a context may start, and every segment reserves
 // its credits from the organization's budget before it is spoken.
 func TestRealtimeHoldsTheKeyToItsScopeAndBudget(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, budgetConfig)
 	espeakOnly, k, err := tg.Core.CreateKey(context.Background(), "globex", "scoped", store.KeyScope{Providers: []string{"espeak"}})
 	if err != nil {
@@ -223,6 +226,7 @@ func TestRealtimeHoldsTheKeyToItsScopeAndBudget(t *testing.T) {
 // shared.budget_on_error: allow; an organization without a budget is
 // never asked about one.
 func TestBudgetStoreUnreachable(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ cors:
 // response headers (allowed origin, exposed headers) on real answers,
 // errors included.
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, corsConfig)
 	const allowed, other = "http://app.example.test:3000", "http://evil.example.test"
 
@@ -93,6 +94,7 @@ func TestCORS(t *testing.T) {
 // TestCORSOffByDefault checks that without configured origins no
 // browser origin is allowed.
 func TestCORSOffByDefault(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	r := tg.Do("OPTIONS", "/v1/audio/speech", "", nil, "Origin", "http://app.example.test:3000", "Access-Control-Request-Method", "POST")
 	r.Problem(t, 403, "origin_not_allowed")

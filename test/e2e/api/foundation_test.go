@@ -20,6 +20,7 @@ func voiceBody(title string) map[string]any {
 }
 
 func TestAuthRejections(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.BaseConfig)
 	ctx := context.Background()
 	revoked, k, err := tg.Core.CreateKey(ctx, "acme", "to revoke", store.KeyScope{})
@@ -57,6 +58,7 @@ func TestAuthRejections(t *testing.T) {
 }
 
 func TestEdgeErrorsAreProblems(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	big := `{"title":"` + strings.Repeat("x", 70000) + `"}`
 	tests := []struct {
@@ -127,6 +129,7 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 // TestEveryUnknownFieldIsNamed: the decoder stops at the first unknown
 // field; the problem names every one, nested ones by their path.
 func TestEveryUnknownFieldIsNamed(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	r := tg.Do("POST", "/v1/audio/speech", "acme", `{"model":"espeak","voice":"en","text":"x","volume":3,"colour":"red",`+
 		`"output":{"format":"wav","bitdepth":24},"pronunciations":{"rules":[{"word":"a","replacement":"b","lang":"en"}]}}`)
@@ -151,6 +154,7 @@ func TestEveryUnknownFieldIsNamed(t *testing.T) {
 }
 
 func TestRequestIDAndProbes(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.BaseConfig)
 	mine := uuid.NewString()
 	r := tg.Do("GET", "/healthz", "", nil, "X-Request-Id", mine)
@@ -194,6 +198,7 @@ func TestRequestIDAndProbes(t *testing.T) {
 }
 
 func TestVoicesCRUDAndIsolation(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	r := tg.Do("POST", "/v1/voices", "acme", voiceBody("Narrator"))
 	if r.Status != 201 {
@@ -227,6 +232,7 @@ func TestVoicesCRUDAndIsolation(t *testing.T) {
 }
 
 func TestVoicesPaginationWhileCreating(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	const initial = 23
 	want := map[string]bool{}
@@ -289,6 +295,7 @@ func TestVoicesPaginationWhileCreating(t *testing.T) {
 }
 
 func TestCursorsBoundToOrgAndQuery(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	for i := 0; i < 3; i++ {
 		tg.Do("POST", "/v1/voices", "acme", voiceBody("v"))
@@ -326,6 +333,7 @@ func TestCursorsBoundToOrgAndQuery(t *testing.T) {
 // TestLogsFilters records real rows through the gateway's logging hook
 // (the request-log writer) and reads them back over HTTP.
 func TestLogsFilters(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.BaseConfig)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	parent := uuid.NewString()
@@ -427,6 +435,7 @@ func TestLogsFilters(t *testing.T) {
 }
 
 func TestConcurrentRequestsAcrossOrgs(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	var wg sync.WaitGroup
 	for _, org := range []string{"acme", "globex"} {
@@ -456,6 +465,7 @@ func TestConcurrentRequestsAcrossOrgs(t *testing.T) {
 }
 
 func TestOrgRateLimit(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "  acme:\n", "  acme:\n    rate_limit: 0.2\n    rate_burst: 2\n    read_rate_limit: 0.2\n    read_rate_burst: 3\n", 1))
 	// Reads have their own budget: spending it all leaves synthesis whole.
 	for i := 0; i < 3; i++ {

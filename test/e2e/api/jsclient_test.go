@@ -30,6 +30,7 @@ moderation:
 // with their warnings, captions and a problem code all go through the
 // client's own parsing.
 func TestPublicJSClient(t *testing.T) {
+	t.Parallel()
 	dir := harness.Path(t, "test", "jsclient")
 	node, err := exec.LookPath("node")
 	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "@speech-sdk", "core")); err != nil || statErr != nil {

@@ -29,6 +29,7 @@ func multipartBody(t *testing.T, field, filename, partType string, data []byte) 
 }
 
 func TestMediaUploadAndCloning(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "storage:", "limits: {max_media_bytes: 300000}\nstorage:", 1))
 	// Real audio: an eSpeak clip rendered through the gateway.
 	clip := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("This is my voice sample for cloning.", "output", map[string]any{"format": "wav", "sampleRate": 16000}))

@@ -198,6 +198,7 @@ func checkRow(t testing.TB, row map[string]any, text string, status int, decisio
 }
 
 func TestModerationAllowsAndLogs(t *testing.T) {
+	t.Parallel()
 	mg := startModerationGateway(t)
 	text := "Hello there, the weather is lovely today."
 	for _, tt := range []struct {
@@ -238,6 +239,7 @@ func TestModerationAllowsAndLogs(t *testing.T) {
 }
 
 func TestModerationBlocks(t *testing.T) {
+	t.Parallel()
 	mg := startModerationGateway(t)
 	tests := []struct {
 		name, ruleset, text, reason, detail string
@@ -296,6 +298,7 @@ func TestModerationBlocks(t *testing.T) {
 // stays down fails a fail_closed ruleset with 403 error_fail_closed and
 // lets a fail_open one through, and the log says which happened.
 func TestModerationCheckFailures(t *testing.T) {
+	t.Parallel()
 	mg := startModerationGateway(t)
 	calls := 0
 	run := func(t *testing.T, ruleset, text string, status int, decision, reason string) {
@@ -361,6 +364,7 @@ func TestModerationCheckFailures(t *testing.T) {
 }
 
 func TestModerationRulesetSelection(t *testing.T) {
+	t.Parallel()
 	mg := startModerationGateway(t)
 	for _, tt := range []struct{ name, org, ruleset string }{
 		{"unknown ruleset", "acme", "nope"},
@@ -384,6 +388,7 @@ func TestModerationRulesetSelection(t *testing.T) {
 // TestModerationKeyStaysSecret: the moderation plugin's API key reaches the
 // endpoint, and no log line carries it.
 func TestModerationKeyStaysSecret(t *testing.T) {
+	t.Parallel()
 	mg := startModerationGateway(t)
 	r := mg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi", "moderation_ruleset_id": "remote"})
 	if r.Status != 200 {

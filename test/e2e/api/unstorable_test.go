@@ -55,6 +55,7 @@ orgs:
 }
 
 func TestUnstorableTextIsRefusedAtTheEdge(t *testing.T) {
+	t.Parallel()
 	for _, driver := range []string{"bolt", "postgres"} {
 		t.Run(driver, func(t *testing.T) { testUnstorableText(t, driver) })
 	}

@@ -41,6 +41,7 @@ type usageGroup struct {
 // with its turns inside), audio measured, grouped by key with its name,
 // and nothing of another organization.
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, `
 server:
   listen: 127.0.0.1:0
@@ -163,6 +164,7 @@ type logPageUsage struct {
 }
 
 func TestUsageBadInput(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.BaseConfig)
 	for _, q := range []string{
 		"group_by=colour",

@@ -16,6 +16,7 @@ import (
 // providers (each a real plugin process against its fake), rendered on one
 // timeline with word timestamps for every turn.
 func TestConversationAcrossFourCloudProviders(t *testing.T) {
+	t.Parallel()
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	ca := cartesia.New(t, fakeupstream.Options{})
 	hu := hume.New(t, fakeupstream.Options{})

@@ -11,6 +11,7 @@ import (
 // Aura plugin, whose clips and streams the gateway sends itself (planned
 // requests); Aura gives no word timestamps.
 func TestCloudProviderDeepgram(t *testing.T) {
+	t.Parallel()
 	f := deepgram.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{ID: "deepgram", Fake: f, Key: deepgram.Key, Model: "aura-2", Voice: "thalia-en", Streams: true})
 }

@@ -22,6 +22,7 @@ import (
 // setting lists a built-in model (as deployments written before Orpheus
 // was built in do) and an MP3 one, which the plugin must accept.
 func TestCloudProviderFal(t *testing.T) {
+	t.Parallel()
 	f := fal.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "fal", Fake: f, Key: fal.Key,
@@ -38,6 +39,7 @@ func TestCloudProviderFal(t *testing.T) {
 // hold it to the id as written. An id the plugin refuses is a clear 422,
 // never sent, and no listing shows the "*" entry.
 func TestCloudProviderFalPassThrough(t *testing.T) {
+	t.Parallel()
 	f := fal.New(t, fakeupstream.Options{})
 	tg := startCloudCase(t, cloudCase{ID: "fal", Fake: f, Key: fal.Key, Settings: []string{"models: " + fal.Orpheus}})
 	model := "fal/" + fal.ElevenV3

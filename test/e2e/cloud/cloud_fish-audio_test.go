@@ -11,6 +11,7 @@ import (
 // plugin: clips and streams planned through /v1/tts, word timestamps from
 // the timestamp event stream, and the voice model list.
 func TestCloudProviderFishAudio(t *testing.T) {
+	t.Parallel()
 	f := fishaudio.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "fish-audio", Fake: f, Key: fishaudio.Key,

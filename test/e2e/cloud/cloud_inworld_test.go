@@ -11,6 +11,7 @@ import (
 // plugin against its fake: JSON clips with word timestamps, NDJSON
 // streams, the Voices API list.
 func TestCloudProviderInworld(t *testing.T) {
+	t.Parallel()
 	f := inworld.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "inworld", Fake: f, Key: inworld.Key,

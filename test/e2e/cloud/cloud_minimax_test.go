@@ -13,6 +13,7 @@ import (
 // the plugin to reporting them as 401 and 429 and to retrying the latter.
 // MiniMax's HTTP subtitles are not word timings: no timestamps.
 func TestCloudProviderMiniMax(t *testing.T) {
+	t.Parallel()
 	f := minimax.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "minimax", Fake: f, Key: minimax.Key,

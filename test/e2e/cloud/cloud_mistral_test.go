@@ -11,6 +11,7 @@ import (
 // plugin: clips and streams of Voxtral's float32 PCM converted by the
 // plugin, and the voice list. Voxtral gives no word timestamps.
 func TestCloudProviderMistral(t *testing.T) {
+	t.Parallel()
 	f := mistral.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "mistral", Fake: f, Key: mistral.Key,

@@ -13,6 +13,7 @@ import (
 // clips and streams are all planned, so the gateway itself sends them,
 // retries them and passes their errors on.
 func TestCloudProviderMurf(t *testing.T) {
+	t.Parallel()
 	t.Run("GEN2", func(t *testing.T) {
 		f := murf.New(t, fakeupstream.Options{})
 		runCloudSuite(t, cloudCase{

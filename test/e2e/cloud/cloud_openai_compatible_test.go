@@ -15,6 +15,7 @@ import (
 // generic OpenAI-compatible plugin against the OpenAI fake mounted under a
 // root of its own, as a self-hosted server mounts the API.
 func TestCloudProviderOpenAICompatible(t *testing.T) {
+	t.Parallel()
 	f := openai.NewAt(t, fakeupstream.Options{}, "/kokoro/api/v1")
 	runCloudSuite(t, cloudCase{
 		ID: "openai-compatible", Fake: f, Key: openai.Key,
@@ -34,6 +35,7 @@ func TestCloudProviderOpenAICompatible(t *testing.T) {
 // provider ids kokoro and localai: each shows its own models and voices
 // and synthesizes against its own server.
 func TestCloudProviderOpenAICompatibleTwice(t *testing.T) {
+	t.Parallel()
 	kokoro := openai.NewAt(t, fakeupstream.Options{}, "/kokoro/v1")
 	localai := openai.NewAt(t, fakeupstream.Options{}, "/localai/api")
 	tg := harness.Start(t, fmt.Sprintf(`

@@ -15,6 +15,7 @@ import (
 // base_url (the API host: voices) at the fake, and synthesis_url (the
 // synthesis host) goes in the provider's settings, at the same fake.
 func TestCloudProviderResemble(t *testing.T) {
+	t.Parallel()
 	f := resemble.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "resemble", Fake: f, Key: resemble.Key,
@@ -32,6 +33,7 @@ func TestCloudProviderResemble(t *testing.T) {
 // several uploads (mediaIds) and options for the clone call alone
 // (clone_options), which are not saved with the voice.
 func TestResembleCloneFromSeveralUploads(t *testing.T) {
+	t.Parallel()
 	f := resemble.New(t, fakeupstream.Options{})
 	tg := startCloudCase(t, cloudCase{ID: "resemble", Fake: f, Key: resemble.Key, Settings: []string{"synthesis_url: " + f.SynthesisURL()}})
 	var ids []string

@@ -11,6 +11,7 @@ import (
 // plugin against its fake: clips planned through POST /tts, streams from
 // the server-sent events of /tts/live, the catalog and cloned voices.
 func TestCloudProviderSmallestAI(t *testing.T) {
+	t.Parallel()
 	f := smallestai.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "smallest-ai", Fake: f, Key: smallestai.Key,

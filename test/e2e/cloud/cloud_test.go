@@ -17,6 +17,7 @@ import (
 )
 
 func TestCloudProvidersEndToEnd(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	oaiBody := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Hello from the cloud."}
 
@@ -100,6 +101,7 @@ func TestCloudProvidersEndToEnd(t *testing.T) {
 }
 
 func TestCloudCloning(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	sample := c.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("A few seconds of my voice for cloning purposes.", "output", map[string]any{"format": "wav"}))
 	up := c.Upload("acme", "audio/wav", sample.Body)
@@ -140,6 +142,7 @@ func TestCloudCloning(t *testing.T) {
 // a voice's name gets its id suggested, and when the list cannot be read
 // the request fails and nothing is saved.
 func TestCloudSavedVoiceIDs(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	voice := func(org, id string) *harness.Response {
 		return c.Do("POST", "/v1/voices", org, map[string]any{"title": "Rachel", "provider": "elevenlabs", "model": "eleven_multilingual_v2", "voice_id": id})
@@ -170,6 +173,7 @@ func TestCloudSavedVoiceIDs(t *testing.T) {
 }
 
 func TestCloudUpstreamFailures(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "failure modes"}
 
@@ -234,6 +238,7 @@ func TestCloudUpstreamFailures(t *testing.T) {
 // TestBYOKEncryptedAtRest checks the stored org key is not in the database
 // file in plain text, after the gateway has used it.
 func TestBYOKEncryptedAtRest(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	voice := c.ElevenLabs.VoiceIDs()[0]
 	if r := c.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "elevenlabs", "voice": voice, "text": "x"}); r.Status != 200 {

@@ -11,6 +11,7 @@ import (
 // its fake: clips and streams planned through POST /v1/tts, the voice
 // list from /v1/tts/voices.
 func TestCloudProviderXAI(t *testing.T) {
+	t.Parallel()
 	f := xai.New(t, fakeupstream.Options{})
 	runCloudSuite(t, cloudCase{
 		ID: "xai", Fake: f, Key: xai.Key,

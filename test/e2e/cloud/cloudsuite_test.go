@@ -334,6 +334,7 @@ func lastLogRow(t *testing.T, tg *harness.Gateway, org string) harness.LogRow {
 // TestCloudProviderSuite runs the provider suite over every cloud plugin.
 // A new plugin adds its case here.
 func TestCloudProviderSuite(t *testing.T) {
+	t.Parallel()
 	cases := []func(t *testing.T) cloudCase{
 		func(t *testing.T) cloudCase {
 			f := openai.New(t, fakeupstream.Options{})

@@ -133,6 +133,7 @@ func within(t *testing.T, what string, ok func() bool) {
 // on one instance apply on the other within a second, and with Redis
 // stopped synthesis goes on (the rate limiter fails open, as documented).
 func TestSynthesisOutlivesThePostgresOutage(t *testing.T) {
+	// Not parallel: startDataPlane sets the secrets key in the environment.
 	d := startDataPlane(t)
 	a, b := d.a, d.b
 

@@ -37,6 +37,8 @@ orgs:
 // the requests in flight are done) must stop sending to an instance that
 // is shutting down, while its slow requests finish.
 func TestReadyzFailsFromTheMomentADrainStarts(t *testing.T) {
+	// Not parallel: /readyz must turn within two seconds of the drain's
+	// start, while a request of three seconds is in flight.
 	tg := harness.Start(t, drainConfig)
 	readyz := "http://" + tg.Core.MetricsAddr() + "/readyz"
 	get := func(t *testing.T, url, _ string) (int, string) {

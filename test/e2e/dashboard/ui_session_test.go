@@ -19,6 +19,7 @@ import (
 // the session reaches the API scoped to its organization, changes need
 // the CSRF token, and revoking the key ends the session.
 func TestDashboardSessions(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	u := harness.NewUIClient(tg)
 
@@ -123,6 +124,7 @@ func TestDashboardSessions(t *testing.T) {
 // the session on another that shares its PostgreSQL, as behind a load
 // balancer; a key revoked on the first ends the session on the second.
 func TestDashboardSessionAcrossInstances(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
 	}

@@ -545,6 +545,7 @@ func (b *browser) setLocalTime(sel string, at time.Time) {
 }
 
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives chromium")
 	}
@@ -995,6 +996,7 @@ func checkUsageCharts(t *testing.T, tg *harness.Gateway, br *browser) {
 // uploaded WAV file, on a provider that can clone (the ElevenLabs plugin
 // against its fake).
 func TestDashboardClonesAVoice(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives chromium")
 	}

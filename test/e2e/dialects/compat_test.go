@@ -30,6 +30,7 @@ import (
 // documented path and shape, one log row by request id, and the request
 // id headers on every kind of response.
 func TestDocumentedReads(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 
 	// /health needs no key.
@@ -132,6 +133,7 @@ func lastCall(t *testing.T, tg *harness.Gateway) calllog.Call {
 // shorthand, instructions, a saved voice's options merged with the
 // request's, and the timestamps modes of the speech endpoints.
 func TestDocumentedRequestShapes(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	voiceID := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Kit", "provider": "testkit", "model": "test", "voice_id": "alpha",
 		"provider_options": map[string]any{"saved": 1, "both": "voice"}}).Voice(t).ID
@@ -259,6 +261,7 @@ func TestDocumentedRequestShapes(t *testing.T) {
 // answer of the plain endpoint with durationMs, normalizeVolume, and the
 // timestamps modes of a conversation.
 func TestDocumentedConversationShapes(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	voiceID := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Kit", "provider": "testkit", "model": "test", "voice_id": "beta"}).Voice(t).ID
 	turns := []any{
@@ -364,6 +367,7 @@ func TestDocumentedConversationShapes(t *testing.T) {
 // organization that stored it, encrypted at rest and never shown again;
 // one the provider refuses is not stored and the answer says why.
 func TestProviderKeysAPI(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	const wrongKey = "xi-initech-wrong-key-3333333333333333"
 	c.Secrets = append(c.Secrets, wrongKey)
@@ -550,6 +554,7 @@ func TestProviderKeysAPI(t *testing.T) {
 // default dictionary, the resolution order a synthesis request applies,
 // organization isolation and the documented limits.
 func TestPronunciationDictionaries(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	type dict struct {
 		ID, Name, Description string
@@ -792,6 +797,7 @@ func TestPronunciationDictionaries(t *testing.T) {
 // checks a new provider or model against the catalog, and answers
 // {data: voice}; another organization's voice is 404.
 func TestVoiceUpdate(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	v := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Narrator", "provider": "espeak", "model": "espeak-ng", "voice_id": "en",
 		"tags": []string{"a"}, "provider_options": map[string]any{"p": 1}}).Voice(t)
@@ -894,6 +900,7 @@ moderation:
 // reason.rule_name when a custom rule blocked; a failed check of a
 // fail-closed ruleset is 403; no provider is called for a blocked text.
 func TestDocumentedModeration(t *testing.T) {
+	t.Parallel()
 	fake := openaimoderation.New(t, fakeupstream.Options{})
 	fake.Flag("zorblax", "harassment", 0.91)
 	fake.Flag("punch", "violence", 0.99)

@@ -78,6 +78,7 @@ moderation:
 }
 
 func TestOpenAIDialect(t *testing.T) {
+	t.Parallel()
 	d := startDialects(t, "")
 
 	// Without aliases (globex) tts-1 is OpenAI's own model; mp3 is the
@@ -183,6 +184,7 @@ func TestOpenAIDialect(t *testing.T) {
 }
 
 func TestElevenLabsDialect(t *testing.T) {
+	t.Parallel()
 	d := startDialects(t, "")
 	key := d.Keys["acme"]
 	xi := func(method, path string, body any, hdr ...string) *harness.Response {

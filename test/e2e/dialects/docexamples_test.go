@@ -26,6 +26,7 @@ import (
 // this test creates), and the reference's schema placeholders ("string").
 // docs/compatibility.md lists every route and what voxgate does with it.
 func TestDocExamples(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{Keys: []string{harness.AcmeElevenKey}})
 	cfg := `
@@ -957,6 +958,7 @@ func (c *curlRequest) send(t *testing.T, hc *http.Client) *harness.Response {
 
 // TestParseCurl pins the parser on the forms the examples use.
 func TestParseCurl(t *testing.T) {
+	t.Parallel()
 	req, err := parseCurl(`curl -X PUT "https://x.test/v1/a" \
   -H "Authorization: Bearer $K" \
   -d '{"a": "it''s", "b": "q\"x"}' --output o.mp3 | tee r.json`)

@@ -22,6 +22,7 @@ import (
 // an error whose message the SDK shows. The clips the OpenAI SDK received
 // are decoded with ffprobe.
 func TestOfficialSDKs(t *testing.T) {
+	t.Parallel()
 	dir := harness.Path(t, "test", "sdkclients")
 	node, err := exec.LookPath("node")
 	_, e1 := os.Stat(filepath.Join(dir, "node_modules", "openai"))

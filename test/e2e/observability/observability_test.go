@@ -19,6 +19,7 @@ import (
 // the in-flight gauge counts it until its last byte; and its time to first
 // audio is recorded per provider and model.
 func TestStreamObservedToItsEnd(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	const pause = 150 * time.Millisecond
 	words := "one two three four five"
@@ -99,6 +100,7 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 // the first request: every route, provider model, plugin and the build
 // have their series from the start, and provider calls carry the model.
 func TestMetricsStartAtZero(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	m := tg.Scrape()
 	if v := harness.MustSample(t, m, "voxgate_build_info", "version", "dev"); v != 1 {
@@ -137,6 +139,7 @@ func TestMetricsStartAtZero(t *testing.T) {
 // TestUpstreamRetriesCounted: a planned request the gateway retries (the
 // provider answered 503 once) is counted by provider and reason.
 func TestUpstreamRetriesCounted(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	m := c.Scrape()
 	for _, reason := range []string{"429", "503", "transport"} {
@@ -162,6 +165,7 @@ func TestUpstreamRetriesCounted(t *testing.T) {
 // default; a token puts it there behind the token; metrics.listen moves it
 // to a listener of its own; the admin socket always has it.
 func TestMetricsExposure(t *testing.T) {
+	t.Parallel()
 	const token = "metrics-token-0123456789"
 	tests := []struct {
 		name, extra string
@@ -242,6 +246,7 @@ func TestMetricsExposure(t *testing.T) {
 // a realtime context, and a response-cache hit, which is counted apart
 // (cache="hit") so that it does not flatter the provider's figure.
 func TestTimeToFirstAudioEveryPath(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	cfg := harness.CacheConfig(oai, el, "cache: {driver: disk}")

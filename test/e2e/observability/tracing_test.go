@@ -97,6 +97,7 @@ func attr(s *tracepb.Span, key string) string {
 // moderation, the provider call (GenAI attributes; through the plugin, or
 // sent by the gateway with an upstream HTTP span), and audio processing.
 func TestTracesExportedOverOTLP(t *testing.T) {
+	t.Parallel()
 	rcv := newOTLPReceiver(t)
 	oai := openai.New(t, fakeupstream.Options{})
 	tg := harness.Start(t, `

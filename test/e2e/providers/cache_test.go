@@ -17,6 +17,7 @@ import (
 )
 
 func TestResponseCache(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk}"))
@@ -119,6 +120,7 @@ func TestResponseCache(t *testing.T) {
 }
 
 func TestCachedStreams(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk}"))
@@ -159,6 +161,7 @@ func TestCachedStreams(t *testing.T) {
 // TestCacheBackendDownIsAMiss: a cache that cannot be reached never fails
 // a request; it is counted.
 func TestCacheBackendDownIsAMiss(t *testing.T) {
+	t.Parallel()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := ln.Addr().String()
 	ln.Close()
@@ -182,6 +185,7 @@ func TestCacheBackendDownIsAMiss(t *testing.T) {
 // fails a request: answers come from the provider, the failed writes are
 // counted.
 func TestCacheDiskFailingIsAMiss(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	dir := filepath.Join(t.TempDir(), "cache")
@@ -209,6 +213,7 @@ func TestCacheDiskFailingIsAMiss(t *testing.T) {
 // TestCacheSharedForManagedCredentials: with share_managed, organizations
 // share the entries of requests made with the gateway's own key.
 func TestCacheSharedForManagedCredentials(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	tg := harness.Start(t, harness.CacheConfig(oai, el, "cache: {driver: disk, share_managed: true}"))

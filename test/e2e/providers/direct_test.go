@@ -38,6 +38,7 @@ func planCount(t testing.TB, tg *harness.Gateway, provider, result string) int {
 // ElevenLabs plugin processes plan them, the gateway sends them to fakes
 // of those providers' APIs.
 func TestDirectHTTP(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	body := func(text string) map[string]any {
 		return map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": text}
@@ -216,6 +217,7 @@ func TestDirectHTTP(t *testing.T) {
 // TestDirectHTTPOff checks direct_http: false keeps a planning plugin's
 // calls inside the plugin.
 func TestDirectHTTPOff(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloudWith(t, "    direct_http: false\n")
 	body := map[string]any{"model": "openai/tts-1", "voice": "alloy", "text": "Through the plugin."}
 	for _, path := range []string{"/v1/audio/speech", "/v1/audio/speech/stream"} {

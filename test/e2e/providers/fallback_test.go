@@ -51,6 +51,7 @@ orgs:
 }
 
 func TestFallbacks(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	elVoice := el.VoiceIDs()[0]

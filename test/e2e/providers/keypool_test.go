@@ -42,6 +42,7 @@ providers:
 }
 
 func TestKeyPool(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{Keys: []string{poolKeyA, poolKeyB}})
 	tg := harness.Start(t, poolConfig(oai, `      - {name: refused, key: `+poolKeyC+`, weight: 100}
       - {name: a, key: `+poolKeyA+`}
@@ -86,6 +87,7 @@ func TestKeyPool(t *testing.T) {
 }
 
 func TestKeyPoolConcurrency(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{Keys: []string{poolKeyA}})
 	tg := harness.Start(t, poolConfig(oai, `      - {name: a, key: `+poolKeyA+`, max_concurrency: 1}
 `))

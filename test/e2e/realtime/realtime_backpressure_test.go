@@ -225,6 +225,7 @@ func (rs *rawSocket) waitStalled() int64 {
 var slowClientConfig = strings.Replace(realtimeConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  write_timeout: 1s\n", 1)
 
 func TestRealtimeClientThatStopsReadingIsCutOff(t *testing.T) {
+	// Not parallel: a stall against a write timeout of a second.
 	tg := harness.Start(t, slowClientConfig)
 	rs := dialRaw(t, tg, "acme")
 	rs.send(harness.StartMsg("s"))
@@ -295,6 +296,7 @@ func expectClose(t *testing.T, rc *harness.RealtimeClient, code int, text string
 }
 
 func TestRealtimeIdleSocketIsClosed(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, idleConfig)
 	busy := tg.DialRealtime("acme")
 	busy.Send(harness.StartMsg("b"))
@@ -320,6 +322,7 @@ func TestRealtimeIdleSocketIsClosed(t *testing.T) {
 }
 
 func TestRealtimeShutdownClosesSockets(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	rc := tg.DialRealtime("acme")
 	rc.Send(harness.StartMsg("a"))

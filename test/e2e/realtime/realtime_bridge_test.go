@@ -102,6 +102,7 @@ func expectedWords(texts []string, rate int) ([]harness.RealtimeWord, float64) {
 }
 
 func TestRealtimeBridgeSpeaksThroughTheProviderSocket(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t)
 	for _, p := range b.providers() {
 		t.Run(p.name, func(t *testing.T) {
@@ -160,6 +161,7 @@ func TestRealtimeBridgeSpeaksThroughTheProviderSocket(t *testing.T) {
 }
 
 func TestRealtimeBridgeCancelStopsWithinOneChunk(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t)
 	long := strings.Repeat("This is a long sentence that keeps the provider busy for a while. ", 10)
 	for _, p := range b.providers() {
@@ -190,6 +192,7 @@ func TestRealtimeBridgeCancelStopsWithinOneChunk(t *testing.T) {
 }
 
 func TestRealtimeBridgeTwoProvidersOnOneSocket(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t)
 	ps := b.providers()
 	rc := b.DialRealtime("acme")
@@ -255,6 +258,7 @@ func TestRealtimeBridgeTwoProvidersOnOneSocket(t *testing.T) {
 }
 
 func TestRealtimeBridgeFailures(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t)
 	for _, p := range b.providers() {
 		t.Run(p.name, func(t *testing.T) {

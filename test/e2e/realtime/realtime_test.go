@@ -55,6 +55,7 @@ func audioOf(msgs []harness.RealtimeMsg, id string) []byte {
 }
 
 func TestRealtimeESpeakSpeaksEachSentenceAsItCompletes(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	rc := tg.DialRealtime("acme")
 	rc.Send(harness.StartMsg("a"))
@@ -116,6 +117,7 @@ func TestRealtimeESpeakSpeaksEachSentenceAsItCompletes(t *testing.T) {
 }
 
 func TestRealtimeTimestampsMatchTheAudio(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	rc := tg.DialRealtime("globex")
 	rc.Send(harness.StartMsg("t", "timestamps", true, "audioEncoding", "base64"))
@@ -183,6 +185,7 @@ func letters(s string) string {
 // the client reads again, so every audio byte past that point was
 // written after the cancel.
 func TestRealtimeCancelStopsAtOnce(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	for _, tt := range []struct {
 		name       string
@@ -267,6 +270,7 @@ func TestRealtimeCancelStopsAtOnce(t *testing.T) {
 }
 
 func TestRealtimeContextsInterleave(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	rc := tg.DialRealtime("globex")
 	rc.Send(harness.StartMsg("en", "timestamps", true))
@@ -325,6 +329,7 @@ func TestRealtimeContextsInterleave(t *testing.T) {
 }
 
 func TestRealtimeModerationEndsTheContext(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	rc := tg.DialRealtime("acme")
 	rc.Send(harness.StartMsg("m"))
@@ -356,6 +361,7 @@ func TestRealtimeModerationEndsTheContext(t *testing.T) {
 }
 
 func TestRealtimeBadInput(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 
 	// Before the upgrade: the key, and a plain GET.
@@ -461,6 +467,7 @@ func TestRealtimeBadInput(t *testing.T) {
 }
 
 func TestRealtimeClientVanishes(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, realtimeConfig)
 	rc := tg.DialRealtime("acme")
 	long := strings.Repeat("A client that disappears mid-sentence leaves nothing behind. ", 30)

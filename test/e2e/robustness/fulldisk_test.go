@@ -19,6 +19,7 @@ import (
 //
 // It needs root: it mounts a tmpfs (testenv.SmallFS). CI runs as root.
 func TestFullDiskHoldsLogRows(t *testing.T) {
+	t.Parallel()
 	fs := testenv.SmallFS(t, 8<<20)
 	tg := harness.Start(t, strings.Replace(harness.ESpeakConfig, "%DIR%/voxgate.db", fs+"/voxgate.db", 1))
 	speak := func(org string, i int) {

@@ -60,6 +60,7 @@ func readStream(t *testing.T, tg *harness.Gateway, body map[string]any) (int, []
 // terminating chunk), so that curl, fetch and every HTTP client see a
 // broken transfer instead of a shorter clip, and the log row says why.
 func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, robustConfig)
 	words := strings.Repeat("word ", 20)
 	tests := []struct {
@@ -106,6 +107,7 @@ func TestStreamFailureIsNotACompleteResponse(t *testing.T) {
 // 503 provider_unavailable whose detail says what failed, never where the
 // plugin listens (its socket path) or gRPC's internals.
 func TestPluginFailureSaysWhatNotWhere(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, robustConfig)
 	r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "crash now",
 		"providerOptions": map[string]any{"crash": true}})
@@ -149,6 +151,7 @@ func rawExchange(t *testing.T, tg *harness.Gateway, raw string, pause time.Durat
 }
 
 func TestMalformedRequests(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n  max_body_bytes: 4096\n", 1))
 
 	// Content-Length and Transfer-Encoding together: 400, and the
@@ -197,6 +200,7 @@ func TestMalformedRequests(t *testing.T) {
 // the drain still ends in time, with nothing closed by force, and the
 // request log still gets its time to flush.
 func TestShutdownDoesNotWaitForUnusedConnections(t *testing.T) {
+	// Not parallel: a fixed pause stands for "the server has read the bytes".
 	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 5m\n", 1))
 	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hi"}); r.Status != 200 {
 		t.Fatalf("speech: %d %s", r.Status, r.Body)
@@ -235,6 +239,7 @@ func isReset(err error) bool {
 // "connection reset"). The gateway lingers instead: it reads and drops
 // what the client still sends, so the client gets the problem.
 func TestOversizedBodyGetsItsAnswer(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	big := `{"title":"` + strings.Repeat("x", 3<<20) + `"}` // 3 MiB over a 64 KiB limit
 	for i := range 5 {
@@ -260,6 +265,7 @@ func TestOversizedBodyGetsItsAnswer(t *testing.T) {
 // streams open at once; one more is refused (429, Retry-After) while
 // another organization still streams, and a closed stream frees its slot.
 func TestStreamsPerOrg(t *testing.T) {
+	t.Parallel()
 	cfg := strings.Replace(robustConfig, "orgs:\n", "limits:\n  streams_per_org: 1\norgs:\n  globex:\n    providers:\n      slowkit: {enabled: true}\n", 1)
 	tg := harness.Start(t, cfg)
 	open := func(org string) (*http.Response, error) {
@@ -310,6 +316,7 @@ func TestStreamsPerOrg(t *testing.T) {
 // every step: about 2.7 times this limit allocated (and 1.5 times held at
 // once) before it refused the body.
 func TestChunkedBodyHeldToTheLimit(t *testing.T) {
+	// Not parallel: it reads the process's allocations (runtime.MemStats).
 	const limit = 3 << 19 // 1.5 MiB: not a power of two, a doubling buffer's worst case
 	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", fmt.Sprintf("  write_timeout: 1s\n  max_body_bytes: %d\n", limit), 1))
 	c := rawConn(t, tg, "")
@@ -351,6 +358,7 @@ func TestChunkedBodyHeldToTheLimit(t *testing.T) {
 // what fasthttp reads with the headers, one chunked, and a GET: each is
 // answered in turn.
 func TestBodiesShareAConnection(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, robustConfig)
 	body := func(pad int) string {
 		return `{"model":"testkit/test","voice":"alpha","text":"hi"` + strings.Repeat(" ", pad) + `}`
@@ -388,6 +396,7 @@ func TestBodiesShareAConnection(t *testing.T) {
 // with 408 read_timeout once server.read_timeout has passed, and the
 // connection is closed.
 func TestBodyThatStopsArriving(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(robustConfig, "  write_timeout: 1s\n", "  write_timeout: 1s\n  read_timeout: 1s\n", 1))
 	for _, tc := range []struct{ name, raw string }{
 		{"content-length", "POST /v1/voices HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tg.Keys["acme"] + "\r\nContent-Length: 20000\r\n\r\n" + strings.Repeat(" ", 9000)},
@@ -411,6 +420,7 @@ func TestBodyThatStopsArriving(t *testing.T) {
 // request (its body arrives with its headers) is served throughout, and
 // when the stalled clients go their share comes back.
 func TestBodyMemoryIsShared(t *testing.T) {
+	t.Parallel()
 	cfg := strings.Replace(robustConfig, "  write_timeout: 1s\n",
 		"  write_timeout: 1s\n  max_body_bytes: 65536\n  max_body_memory: 196608\n", 1)
 	cfg = strings.Replace(cfg, "orgs:\n", "limits:\n  max_media_bytes: 32768\n  body_memory_per_org: 131072\norgs:\n  globex:\n    providers:\n      testkit: {enabled: true}\n", 1)
@@ -490,6 +500,7 @@ func TestBodyMemoryIsShared(t *testing.T) {
 // counted against server.max_body_memory, and the connection is closed.
 // A small body is read with its headers and the route answers as ever.
 func TestLargeBodyNeedsAKey(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
 	large := `{"title":"` + strings.Repeat("x", 20000) + `"}`
 	send := func(path, body string, chunked bool, hdr ...string) (*http.Response, []byte) {

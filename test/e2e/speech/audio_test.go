@@ -22,6 +22,7 @@ import (
 // TestWholeClipProcessingOverHTTP checks volumeDbfs and output on real
 // eSpeak clips through the speech endpoint.
 func TestWholeClipProcessingOverHTTP(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	text := "Whole clip processing happens on the server, after synthesis."
 	raw := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text))
@@ -103,6 +104,7 @@ orgs:
 // clip comes in the format the client gets without processing (WAV
 // here), although the gateway asks the provider for PCM to decode it.
 func TestProcessingKeepsTheDefaultFormat(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, wavFirstConfig)
 	body := func(extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two three four"}
@@ -180,6 +182,7 @@ limits:
 // organizations and requests without processing are not held up, and the
 // turn comes back when the request holding it ends.
 func TestWholeClipConcurrency(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, slotsConfig)
 	body := func(extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/basic", "voice": "alpha", "text": "one two", "volumeDbfs": -20}
@@ -240,6 +243,7 @@ func TestWholeClipConcurrency(t *testing.T) {
 // match the request and the Content-Type. AAC, which this build cannot
 // produce, is a 422 naming the formats it can.
 func TestOutputFormatsOverHTTP(t *testing.T) {
+	t.Parallel()
 	ffprobe := testenv.NeedTool(t, "ffprobe")
 	tg := harness.Start(t, harness.SpeechConfig)
 	text := "Every format carries the same words."
@@ -322,6 +326,7 @@ func TestOutputFormatsOverHTTP(t *testing.T) {
 // can tell the clip's duration. PCM is answered when asked for; a stream
 // stays in the provider's streaming format.
 func TestRawPCMOnlyWhenAskedFor(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	body := func(extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four"}

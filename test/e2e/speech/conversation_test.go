@@ -18,6 +18,7 @@ var threeTurns = []any{
 }
 
 func TestConversationTimelineAndSegments(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{"turns": threeTurns, "gapMs": 250, "split": true})
 	if r.Status != 200 {
@@ -84,6 +85,7 @@ func TestConversationTimelineAndSegments(t *testing.T) {
 }
 
 func TestConversationFailedTurn(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	turns := []any{threeTurns[0], map[string]any{"model": "espeak/espeak-ng", "voice": "zz-nope", "text": "This voice does not exist."}, threeTurns[2]}
 
@@ -155,6 +157,7 @@ func TestConversationFailedTurn(t *testing.T) {
 }
 
 func TestConversationRawAndClientWireShape(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	// Exactly what @speech-sdk/core's generateConversation sends with a
 	// shared model.
@@ -175,6 +178,7 @@ func TestConversationRawAndClientWireShape(t *testing.T) {
 }
 
 func TestConversationValidation(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "storage:", "limits: {max_turns: 3, max_conversation_chars: 200}\nstorage:", 1))
 	turn := map[string]any{"voice": "en", "text": "hi"}
 	mturn := map[string]any{"model": "espeak", "voice": "en", "text": "hi"}
@@ -229,6 +233,7 @@ moderation:
 `
 
 func TestConversationBlockedTurn(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, moderatedSpeechConfig)
 	turns := []any{
 		map[string]any{"model": "testkit/test", "voice": "alpha", "text": "first turn is fine"},
@@ -271,6 +276,7 @@ func TestConversationBlockedTurn(t *testing.T) {
 // TestPronunciationsCannotBypassModeration checks that the text the
 // provider would speak after pronunciation rules is moderated too.
 func TestPronunciationsCannotBypassModeration(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, moderatedSpeechConfig)
 	body := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "hello friend",
 		"pronunciations": map[string]any{"rules": []any{map[string]any{"word": "hello", "replacement": "VOXGATE-MODERATION-TEST"}}}}
@@ -286,6 +292,7 @@ func TestPronunciationsCannotBypassModeration(t *testing.T) {
 // TestConversationStream: turns arrive as one audio stream, in order, as
 // each is done; the rows account for every turn.
 func TestConversationStream(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	status, data, err := harness.ReadStreamPath(t, tg, "/v1/audio/conversation/stream", map[string]any{"turns": threeTurns, "gapMs": 250})
 	if status != 200 || err != nil {
@@ -331,6 +338,7 @@ func TestConversationStream(t *testing.T) {
 // time has delivered the turns it finished; the stream then ends
 // incomplete, and every row says which limit fired.
 func TestConversationStreamShowsProgress(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  request_timeout: 1500ms\n", 1))
 	turn := func(text string, opts map[string]any) map[string]any {
 		return map[string]any{"model": "testkit/test", "voice": "alpha", "text": text, "providerOptions": opts}

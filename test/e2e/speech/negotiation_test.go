@@ -13,6 +13,7 @@ import (
 // produce or what it must process, and then says so in
 // X-Voxgate-Transcoded and counts it in voxgate_audio_conversions_total.
 func TestFormatNegotiation(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCloud(t)
 	conversions := func() float64 {
 		var n float64

@@ -43,6 +43,7 @@ orgs:
 // stream whose client reads nothing is ended once the plugin's stall time
 // has passed.
 func TestSlowStreamsHoldNobodyBack(t *testing.T) {
+	// Not parallel: stalls of seconds against deadlines of seconds.
 	tg := harness.Start(t, slowStreamConfig)
 	text := strings.Repeat("A player takes this audio at the pace it is spoken. ", 95) // 4,940 characters
 	open := func(rcvbuf int) (*http.Response, error) {
@@ -145,6 +146,7 @@ func TestSlowStreamsHoldNobodyBack(t *testing.T) {
 // TestESpeakSettingsChecked checks that the gateway does not start with an
 // eSpeak setting the plugin does not know or cannot use.
 func TestESpeakSettingsChecked(t *testing.T) {
+	t.Parallel()
 	for setting, want := range map[string]string{
 		"stream_stall_timout: 2s":   `unknown setting "stream_stall_timout"`,
 		"stream_stall_timeout: -2s": "stream_stall_timeout",

@@ -25,6 +25,7 @@ import (
 )
 
 func TestSpeechClipFromESpeak(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	text := "Hello world, this is voxgate speaking."
 	r := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(text))
@@ -58,6 +59,7 @@ func TestSpeechClipFromESpeak(t *testing.T) {
 }
 
 func TestSpeechWithTimestamps(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	tests := []struct {
 		name  string
@@ -104,6 +106,7 @@ func TestSpeechWithTimestamps(t *testing.T) {
 }
 
 func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	v := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "German", "provider": "espeak", "model": "espeak-ng", "voice_id": "de"}).Voice(t)
 	tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "espeak", "model": "nope", "voice_id": "de"}).Problem(t, 422, "unknown_model")
@@ -165,6 +168,7 @@ func TestSpeechSavedVoiceAndCatalog(t *testing.T) {
 // by language code (en-gb, en-us), and checks that POST /v1/voices saves
 // only voice ids the provider lists, naming close matches otherwise.
 func TestESpeakLanguageVoices(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	// README, "Conversations".
 	r := tg.Do("POST", "/v1/audio/conversation/with-timestamps", "acme", map[string]any{
@@ -225,6 +229,7 @@ func TestESpeakLanguageVoices(t *testing.T) {
 }
 
 func TestSpeechErrors(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, strings.Replace(harness.SpeechConfig, "storage:", "limits: {max_text_chars: 150}\nstorage:", 1))
 	tk := func(text string, extra ...any) map[string]any {
 		b := map[string]any{"model": "testkit/test", "voice": "alpha", "text": text}
@@ -315,6 +320,7 @@ func TestSpeechErrors(t *testing.T) {
 // those bytes while the plugin is still inside the call. A gateway that
 // buffered the stream would deliver nothing until the provider timeout.
 func TestSpeechStreamPassesBytesThrough(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	// A client that leaves mid-stream stops the provider: this stream would
 	// finish on its own in about 1.2 s, well inside the 2 s timeout, so a
@@ -404,6 +410,7 @@ func TestSpeechStreamPassesBytesThrough(t *testing.T) {
 }
 
 func TestPluginCrashIsRestarted(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	ok := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "still here"}
 	if r := tg.Do("POST", "/v1/audio/speech", "acme", ok); r.Status != 200 {
@@ -445,6 +452,7 @@ func TestPluginCrashIsRestarted(t *testing.T) {
 }
 
 func TestHangingPluginTimesOutAndOthersProceed(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	hang := map[string]any{"model": "testkit/test", "voice": "alpha", "text": "x", "providerOptions": map[string]any{"hang": true}}
 	done := make(chan *harness.Response, 1)
@@ -483,6 +491,7 @@ func TestHangingPluginTimesOutAndOthersProceed(t *testing.T) {
 
 // TestPluginsDirMissingBinary checks the start-up error names the plugin.
 func TestPluginsDirMissingBinary(t *testing.T) {
+	t.Parallel()
 	_, err := harness.OpenOnly(t, strings.Replace(harness.SpeechConfig, "voxgate-espeak", "voxgate-nope", 1))
 	if err == nil || !strings.Contains(err.Error(), "providers.espeak.plugin") || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("err = %v", err)
@@ -493,6 +502,7 @@ func TestPluginsDirMissingBinary(t *testing.T) {
 // gateway down while it runs, and checks the stream completes and its log
 // row reached the database.
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	body := harness.MustJSON(map[string]any{"model": "testkit/test", "voice": "alpha", "text": "one two three four five six",
 		"providerOptions": map[string]any{"slow_stream_ms": 100}})
@@ -541,6 +551,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 // stretched (pitch kept), and so is a speed outside a model's native
 // range; the stream endpoint refuses such speeds.
 func TestSpeedWithoutNativeSupport(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, harness.SpeechConfig)
 	// The test kit's "basic" model has no native speed and no timestamps;
 	// "test" has both, so compare their clip lengths at speed 2.

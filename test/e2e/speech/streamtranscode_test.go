@@ -65,6 +65,7 @@ func espeakSeconds(t *testing.T, tg *harness.Gateway, text string) float64 {
 // the whole-clip path makes of the same audio; a format eSpeak streams
 // itself still passes through untouched.
 func TestStreamTranscodeElevenLabs(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, transcodeConfig)
 	want := espeakSeconds(t, tg, transcodeText)
 	body := map[string]any{"text": transcodeText}
@@ -173,6 +174,7 @@ func TestStreamTranscodeElevenLabs(t *testing.T) {
 // put together, is an MP3 stream of the clip's length; pcm (24 kHz, which
 // eSpeak does not make) and opus are converted too, aac and flac refused.
 func TestStreamTranscodeOpenAISSE(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, transcodeConfig)
 	want := espeakSeconds(t, tg, transcodeText)
 	sse := func(format string) []byte {
@@ -213,6 +215,7 @@ func TestStreamTranscodeOpenAISSE(t *testing.T) {
 // breaks off after its first audio ends as incomplete, as any stream does
 // (no terminating chunk, no SSE done event), and is logged as failed.
 func TestStreamTranscodeFailureIsIncomplete(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, transcodeConfig)
 	v := tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "breaks", "provider": "testkit", "model": "test", "voice_id": "alpha",
 		"provider_options": map[string]any{"fail": map[string]any{"kind": "upstream", "message": "boom", "status": 500}, "after_chunks": 4}}).Voice(t)
@@ -247,6 +250,7 @@ func TestStreamTranscodeFailureIsIncomplete(t *testing.T) {
 // for, not PCM: here WAV, which the test plugin streams itself for a
 // short text.
 func TestStreamTranscodeLongText(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, transcodeConfig)
 	long := strings.Repeat("several words in a row, ", 12) // 288 characters: three pieces
 	r := tg.Do("POST", "/elevenlabs/v1/text-to-speech/alpha/stream?output_format=wav_24000", "acme", map[string]any{"text": long, "model_id": "testkit/test"})

@@ -17,6 +17,7 @@ import (
 // removed before synthesis with one warning each, in the public client's
 // words; no tag is ever a timestamped word.
 func TestAudioTags(t *testing.T) {
+	t.Parallel()
 	el := elevenlabs.New(t, fakeupstream.Options{})
 	ca := cartesia.New(t, fakeupstream.Options{})
 	tg := harness.Start(t, `

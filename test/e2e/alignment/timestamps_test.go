@@ -1,4 +1,4 @@
-package speech
+package alignment
 
 import (
 	"fmt"
@@ -59,6 +59,7 @@ var alignmentTexts = []string{
 // gateway's aligned timestamps must land within the issue's bounds
 // (median <= 40 ms, p95 <= 120 ms), say where they came from, and warn.
 func TestAlignedTimestampsFromCloudProviders(t *testing.T) {
+	t.Parallel()
 	ov, ev, cv := harness.NewESpeakVoice(t, "en-us+f2", 1.2), harness.NewESpeakVoice(t, "en-gb-x-rp", 0.9), harness.NewESpeakVoice(t, "en-us+m3", 1.4)
 	oai := openai.New(t, fakeupstream.Options{Voice: ov})
 	el := elevenlabs.New(t, fakeupstream.Options{Voice: ev})
@@ -197,6 +198,7 @@ func (f funcVoice) Speak(text string, _ float64) ([]int16, int, []fakeupstream.S
 //   - without a reference provider, models without timestamps answer 501
 //     as before, and the catalog says so.
 func TestTimestampsWhereNoneCanBeMade(t *testing.T) {
+	t.Parallel()
 	de := harness.NewESpeakVoice(t, "de", 1)
 	german := "Der schnelle braune Fuchs springt über den faulen Hund und läuft dann schnell in den dunklen Wald hinein."
 	elsewhere := funcVoice(func(string) ([]int16, int, []fakeupstream.Span, error) {
@@ -308,6 +310,7 @@ orgs:
 // fake (its voice list says "fr") reading a text whose words name no
 // language is aligned against a French reference.
 func TestReferenceFollowsTheVoiceLanguage(t *testing.T) {
+	t.Parallel()
 	ca := cartesia.New(t, fakeupstream.Options{Voice: harness.NewESpeakVoice(t, "fr", 1)})
 	tg := harness.Start(t, `
 server: {listen: "127.0.0.1:0"}
@@ -349,6 +352,7 @@ func referenceCalls(t *testing.T, tg *harness.Gateway) float64 {
 // transcription of its own speech times every word exactly (the fake
 // finds the bursts of its tone), mapped onto the request's words.
 func TestSTTTimestamps(t *testing.T) {
+	t.Parallel()
 	oai := openai.New(t, fakeupstream.Options{})
 	tg := harness.Start(t, `
 server: {listen: "127.0.0.1:0"}

@@ -1,4 +1,4 @@
-package speech
+package alignment
 
 import (
 	"bytes"
@@ -89,6 +89,8 @@ func checkContinuous(t *testing.T, env harness.TimestampsEnvelope, text string, 
 // (5,000 per call): six pieces, joined without a click, with word
 // timestamps continuous across the joins.
 func TestLongTextThroughESpeak(t *testing.T) {
+	// Not parallel: 30,000 characters through eSpeak and the aligner keep
+	// both cores busy.
 	tg := harness.Start(t, strings.Replace(strings.Replace(harness.SpeechConfig, "max_body_bytes: 65536", "max_body_bytes: 1048576", 1),
 		"instances: 1", "instances: 2", 1))
 	text := harness.LongText(30000)
@@ -119,6 +121,8 @@ func TestLongTextThroughESpeak(t *testing.T) {
 // same text streams in order, its first audio leaving before the later
 // pieces are rendered, and the stream is the clip.
 func TestLongTextThroughCloudFake(t *testing.T) {
+	// Not parallel: one request of 30,000 characters keeps both cores
+	// busy for most of the client's minute under the race detector.
 	oai := openai.New(t, fakeupstream.Options{ChunkSize: 64 << 10})
 	// A provider whose every clip starts and ends at full swing (a cosine
 	// hum, 20 ms a character): joined end to end without fades, every
