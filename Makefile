@@ -73,10 +73,13 @@ $(UI_WEB)/node_modules: $(UI_WEB)/package-lock.json
 run: build
 	$(BIN)/voxgate serve --config gateway.yaml --dev-log
 
-## test: the whole suite, as CI runs it, under the race detector
+## test: the whole suite, as CI runs it, under the race detector. Four test
+##       binaries at a time (-p 4; go test's default is one per core): most of
+##       them wait on plugin processes, sockets and timeouts more than they
+##       compute. The end-to-end packages (test/e2e), the longest, start first.
 test: build test/jsclient/node_modules test/sdkclients/node_modules
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 14m ./...
+	$(GO) test -race -count=1 -p 4 -timeout 14m ./test/e2e/... ./...
 
 # The public @speech-sdk/core client, pinned by package-lock.json.
 test/jsclient/node_modules: test/jsclient/package-lock.json
