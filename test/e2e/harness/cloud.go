@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
@@ -46,17 +45,6 @@ orgs:
     providers:
       openai: {enabled: true}
 `
-}
-
-// Grep returns the lines of s that contain sub.
-func Grep(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // The org keys of the BYOK cases; never in a log, never in the database in

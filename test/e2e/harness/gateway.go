@@ -22,11 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/gateway/store"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 // Gateway is a real gateway on a loopback port with a temp bbolt file.

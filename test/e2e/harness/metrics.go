@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
 	"github.com/voxgate/voxgate/gateway"
 )
 
@@ -138,4 +139,16 @@ next:
 	}
 	tg.t.Fatalf("no series %s%v", name, labels)
 	return 0
+}
+
+// Grep returns the lines of s that contain sub: the series of a scrape
+// that a failing test shows.
+func Grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -17,6 +17,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
+
 	"github.com/voxgate/voxgate/gateway/edge/openapi"
 )
 
