@@ -64,7 +64,9 @@ type cloudCase struct {
 }
 
 // startCloudCase runs a gateway with c's plugin as a managed provider of
-// org acme, with a provider timeout of 1s.
+// org acme, with a provider timeout of 3s: short, for the timeout case,
+// but not so short that rendering an encoding on a loaded machine, beside
+// the other suites running in parallel, runs out of it (1s did).
 func startCloudCase(t *testing.T, c cloudCase) *harness.Gateway {
 	t.Helper()
 	var extra strings.Builder
@@ -85,7 +87,7 @@ providers:
     base_url: %[2]s
     api_key: %[3]s
     managed: true
-    timeout: 1s
+    timeout: 3s
     credits_per_1k_chars: 10
 %[4]sorgs:
   acme:
@@ -286,7 +288,7 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 
 	t.Run("timeout", func(t *testing.T) {
 		c.Fake.Reset()
-		c.Fake.SetLatency(3 * time.Second)
+		c.Fake.SetLatency(6 * time.Second)
 		defer c.Fake.SetLatency(0)
 		r := tg.Do("POST", "/v1/audio/speech", "acme", body)
 		r.Problem(t, 504, "provider_timeout")
