@@ -25,8 +25,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
-	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // The dashboard, driven in Debian's headless chromium as a person would

@@ -24,8 +24,8 @@ import (
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
-	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"

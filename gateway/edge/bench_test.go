@@ -15,10 +15,10 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
-	"github.com/voxgate/voxgate/gateway/store/reqlog"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
-	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 )
 
 // benchServer builds a real server (bbolt file, auth cache, metrics, log

@@ -8,8 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
-	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 )

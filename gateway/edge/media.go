@@ -15,9 +15,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/edge/textrule"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
-	"github.com/voxgate/voxgate/gateway/edge/textrule"
 )
 
 // mediaTypes are the upload formats the gateway accepts: the ones it can

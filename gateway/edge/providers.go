@@ -8,8 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/sdk"
 )
 

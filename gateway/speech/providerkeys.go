@@ -9,8 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
 )

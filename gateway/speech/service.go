@@ -19,16 +19,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
 	"github.com/voxgate/voxgate/gateway/providers/keypool"
-	"github.com/voxgate/voxgate/gateway/observe/metrics"
-	"github.com/voxgate/voxgate/gateway/admission/moderation"
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
-	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/sdk"
 )
 

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/audio/align"
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/audio/align"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )

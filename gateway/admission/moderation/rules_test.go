@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/sdk"
 )
 
