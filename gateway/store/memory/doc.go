@@ -18,18 +18,20 @@
 //	  voices           voice id -> Voice; voiceOrder lists (created_at, id)
 //	  media            media id -> metadata and bytes
 //	  secrets          name -> ciphertext
-//	  logs             every row in (ts, seq) order, and the same rows by
-//	                   parent, provider, provider+status, status and request id
+//	  logs             every row in (ts, seq) order; the same rows by parent,
+//	                   provider, provider+status and status; the newest row
+//	                   of each request id
 //	  usage            UTC day -> (provider, model, key id) -> counts
 //	  dicts            dictionary id -> dictionary, its rules in (created_at,
 //	                   id) order and its words; dictOrder, dictNames, the
 //	                   default's id, and rule id -> dictionary id
 //
 // The ordered lists are sorted slices searched with binary search
-// (orderedList, logList): rows and records arrive nearly in order, so an
-// insert is almost always an append, and a list page is one search and a
-// walk over what it returns. A B-tree would add a dependency for no gain at
-// the sizes a process's memory holds.
+// (createdList, logList), hand-written over the standard library's slices
+// and sort: records and rows arrive nearly in order, so an insert is almost
+// always an append, and a list page is one search and a walk over what it
+// returns. A B-tree would add a dependency for no gain at the sizes a
+// process's memory holds.
 //
 // # Invariants
 //

@@ -64,10 +64,10 @@ type providerStatus struct {
 	status   int
 }
 
-// orgLogs is an organization's log: every row, and the same rows by the
-// values GET /v1/logs filters on and by request id, each list in the
-// rows' order. A row is in an index only with a value for it (a non-empty
-// string, a non-zero status).
+// orgLogs is an organization's log: every row, the same rows by the
+// values GET /v1/logs filters on, each list in the rows' order, and the
+// newest row of each request id. A row is in an index only with a value
+// for it (a non-empty string, a non-zero status).
 type orgLogs struct {
 	seq              uint64
 	all              logList
@@ -75,7 +75,10 @@ type orgLogs struct {
 	byProvider       map[string]logList
 	byProviderStatus map[providerStatus]logList
 	byStatus         map[int]logList
-	byRequest        map[string]logList
+	// newestOf holds only the newest row of a request id (ids rarely
+	// repeat; GetLog returns the newest): the rows of an id older than it
+	// are purged before it, never after.
+	newestOf map[string]*logEntry
 }
 
 func newOrgLogs() orgLogs {
@@ -84,12 +87,12 @@ func newOrgLogs() orgLogs {
 		byProvider:       map[string]logList{},
 		byProviderStatus: map[providerStatus]logList{},
 		byStatus:         map[int]logList{},
-		byRequest:        map[string]logList{},
+		newestOf:         map[string]*logEntry{},
 	}
 }
 
-// indexes calls the functions given for every index list e belongs in,
-// with its map and key.
+// eachIndex calls the functions given for every index list e belongs in,
+// with its key (and map).
 func (ol *orgLogs) eachIndex(e *logEntry, str func(map[string]logList, string), ps func(providerStatus), st func(int)) {
 	r := &e.row
 	if r.ParentRequestID != "" {
@@ -104,9 +107,6 @@ func (ol *orgLogs) eachIndex(e *logEntry, str func(map[string]logList, string), 
 	if r.Status != 0 {
 		st(r.Status)
 	}
-	if r.RequestID != "" {
-		str(ol.byRequest, r.RequestID)
-	}
 }
 
 func (ol *orgLogs) add(e *logEntry) {
@@ -115,6 +115,11 @@ func (ol *orgLogs) add(e *logEntry) {
 		func(m map[string]logList, k string) { l := m[k]; l.insert(e); m[k] = l },
 		func(k providerStatus) { l := ol.byProviderStatus[k]; l.insert(e); ol.byProviderStatus[k] = l },
 		func(k int) { l := ol.byStatus[k]; l.insert(e); ol.byStatus[k] = l })
+	if id := e.row.RequestID; id != "" {
+		if cur := ol.newestOf[id]; cur == nil || cur.ns < e.ns || (cur.ns == e.ns && cur.seq < e.seq) {
+			ol.newestOf[id] = e
+		}
+	}
 }
 
 // purge removes the rows older than ns and returns how many. The rows
@@ -127,6 +132,9 @@ func (ol *orgLogs) purge(ns int64) int {
 			func(m map[string]logList, k string) { cutIndex(m, k, ns) },
 			func(k providerStatus) { cutIndex(ol.byProviderStatus, k, ns) },
 			func(k int) { cutIndex(ol.byStatus, k, ns) })
+		if ol.newestOf[e.row.RequestID] == e {
+			delete(ol.newestOf, e.row.RequestID)
+		}
 	}
 	ol.all.cut(ns)
 	return n
@@ -279,8 +287,8 @@ func (s *Store) GetLog(ctx context.Context, orgID, requestID string) (*store.Log
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if o := s.org(orgID); o != nil && requestID != "" {
-		if l := o.logs.byRequest[requestID]; len(l) > 0 && l[len(l)-1].ns >= lo {
-			r := l[len(l)-1].row
+		if e := o.logs.newestOf[requestID]; e != nil && e.ns >= lo {
+			r := e.row
 			return &r, nil
 		}
 	}
