@@ -130,7 +130,9 @@ func (s *Store) SetDown(down bool) { s.faults.down.Store(down) }
 // FailNext makes the next n calls of the method called name (its Go name
 // in store.Backend, e.g. "AppendLogs") fail with err, wrapped so that
 // errors.Is(returned, err) holds; a nil err means store.ErrUnavailable.
-// The failing calls change nothing. n replaces what was pending for the
+// A bbolt disk that is full, say, is
+// fmt.Errorf("%w: %w", store.ErrUnavailable, store.ErrFull). The failing
+// calls change nothing. n replaces what was pending for the
 // method; 0 clears it. A name that is not a method of store.Backend that
 // returns an error panics: it is a mistake in the test.
 func (s *Store) FailNext(name string, n int, err error) {

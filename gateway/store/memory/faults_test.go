@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -208,6 +209,11 @@ func TestFailNextOptions(t *testing.T) {
 	s.FailNext("GetVoice", 1, nil)
 	if _, err := s.GetVoice(ctx, "o", "v1"); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("nil error: %v, want store.ErrUnavailable", err)
+	}
+	// A full disk, as bbolt reports one, matches both of its errors.
+	s.FailNext("PutMedia", 1, fmt.Errorf("%w: %w", store.ErrUnavailable, store.ErrFull))
+	if err := s.PutMedia(ctx, &store.Media{ID: "m9", OrgID: "o"}, nil); !errors.Is(err, store.ErrFull) || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a full disk: %v, want store.ErrFull and store.ErrUnavailable", err)
 	}
 	// 0 clears what was pending.
 	s.FailNext("GetVoice", 5, nil)
