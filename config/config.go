@@ -97,8 +97,9 @@ type Server struct {
 
 // Storage selects the storage backend and tunes the request-log writer.
 type Storage struct {
-	// Driver is "bolt" (one bbolt file, the single-machine default) or
-	// "postgres" (shared by several instances).
+	// Driver is "bolt" (one bbolt file, the single-machine default),
+	// "postgres" (shared by several instances) or "memory" (nothing kept
+	// past the process: for tests and trying the gateway out).
 	Driver string `yaml:"driver"`
 	// Path is the bbolt file (driver bolt). With driver postgres it still
 	// places the admin socket and the default secrets key file.
@@ -168,6 +169,7 @@ const (
 const (
 	DriverBolt     = "bolt"
 	DriverPostgres = "postgres"
+	DriverMemory   = "memory"
 )
 
 // Plugins holds where plugin binaries live.
@@ -1024,13 +1026,13 @@ func (c *Config) Validate() error {
 		bad("shared.redis_url", "must be a redis:// or rediss:// URL")
 	}
 	switch c.Storage.Driver {
-	case DriverBolt:
+	case DriverBolt, DriverMemory:
 	case DriverPostgres:
 		if c.Storage.DSN == "" {
 			bad("storage.dsn", "is required with driver postgres (e.g. ${DATABASE_URL})")
 		}
 	default:
-		bad("storage.driver", "must be %q or %q, got %q", DriverBolt, DriverPostgres, c.Storage.Driver)
+		bad("storage.driver", "must be %q, %q or %q, got %q", DriverBolt, DriverPostgres, DriverMemory, c.Storage.Driver)
 	}
 	if c.Storage.MaxConns < 1 {
 		bad("storage.max_conns", "must be positive, got %d", c.Storage.MaxConns)

@@ -135,6 +135,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
 	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
+	if driver.Ephemeral(sc) {
+		log.Warn("STORAGE IS IN MEMORY ONLY: every API key, voice, upload, provider key, dictionary and log row is lost when this process exits; storage.driver memory is for tests and trying voxgate out, use bolt or postgres to keep data")
+	}
 	g.data = readcache.New(g.store, readcache.Options{Logger: log.Named("storecache")})
 	g.storeMetrics()
 

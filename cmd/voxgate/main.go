@@ -287,7 +287,8 @@ func applyData(cfg *config.Config, data string) {
 // directly against the storage. PostgreSQL is always used directly: it is
 // shared, and the running instances hear of key changes from it. A bbolt
 // file is locked by a running gateway, so the CLI goes through that
-// gateway's admin socket when one answers.
+// gateway's admin socket when one answers. Memory storage lives inside
+// the gateway: without one to ask there is nothing to open.
 func withBackend(cfgPath, data string, viaSocket func(*admin.Client) error, direct func(*config.Config, store.Backend) error) error {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
@@ -301,6 +302,9 @@ func withBackend(cfgPath, data string, viaSocket func(*admin.Client) error, dire
 		}
 	}
 	sc := gateway.StorageConfig(cfg)
+	if driver.Ephemeral(sc) {
+		return fmt.Errorf("storage.driver is memory: the data lives inside the running gateway, and none answers on its admin socket %s; start it (voxgate serve) and run this again", gateway.AdminSocket(cfg))
+	}
 	st, err := driver.Open(ctx, sc)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
