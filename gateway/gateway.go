@@ -33,6 +33,9 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/gateway/edge"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
+	"github.com/voxgate/voxgate/gateway/records"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
@@ -70,7 +73,14 @@ type Gateway struct {
 	tracer  *tracing.Tracer
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
-	policy  *credentials.Policy
+	policy *credentials.Policy
+	// creds picks provider calls' credentials and keeps the
+	// organizations' own provider keys (sealed by sealer).
+	creds *credentials.Resolver
+	// catalog and calls are the providers and the calls made to them;
+	// nil without providers (attachProviders).
+	catalog *catalog.Catalog
+	calls   *catalog.Calls
 	budgets *budget.Budgets
 	pools   map[string]*keypool.Pool
 	server  *edge.Server
@@ -159,6 +169,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if g.sealer, err = credentials.NewSealer(key); err != nil {
 		return nil, err
 	}
+	g.creds = credentials.NewResolver(g.policy, g.data, g.sealer)
 
 	g.auth, err = auth.New(ctx, g.store, g.orgExists)
 	if err != nil {
@@ -191,7 +202,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		LimiterFailOpen: failOpen,
 		Options:         ServerOptions(cfg),
 		Logger:          log,
-		Store:           g.data,
+		Records:         records.New(g.data),
 		StoreState:      g.storeState,
 		CursorSecret:    g.store.Secret(),
 		Auth:            g.auth,
@@ -206,6 +217,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
+	deps.Resources = resources.New(resources.Deps{Store: g.data, Catalog: g.catalog, Calls: g.calls, Credentials: g.creds,
+		CheckRule: speech.ValidateRule})
 	g.server = edge.New(deps)
 	return g, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/voxgate/voxgate/gateway/resources"
 )
 
 func rules(pairs ...string) []PronunciationRule {
@@ -64,9 +66,9 @@ func TestLayerRules(t *testing.T) {
 func BenchmarkApplyManyRules(b *testing.B) {
 	sources := make([][]PronunciationRule, 0, MaxDictionaryIDs+2)
 	for d := range MaxDictionaryIDs + 1 {
-		src := make([]PronunciationRule, MaxRulesPerDictionary)
+		src := make([]PronunciationRule, resources.MaxRulesPerDictionary)
 		for i := range src {
-			src[i] = PronunciationRule{Word: fmt.Sprintf("term%d", (d*MaxRulesPerDictionary+i)%15000), Replacement: "spoken form"}
+			src[i] = PronunciationRule{Word: fmt.Sprintf("term%d", (d*resources.MaxRulesPerDictionary+i)%15000), Replacement: "spoken form"}
 		}
 		sources = append(sources, src)
 	}
