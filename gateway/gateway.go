@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -235,7 +234,7 @@ func (g *Gateway) Start() error {
 	if sock == "" {
 		sock = AdminSocket(g.cfg)
 	}
-	g.admin, err = admin.Listen(g.cfg.Resolve(sock), g)
+	g.admin, err = admin.Listen(g.cfg.Resolve(sock), admin.Deps{Keys: g.auth, Secrets: g.creds, Metrics: g.metrics.HTTPHandler()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -490,9 +489,6 @@ func (g *Gateway) MetricsAddr() string {
 	return g.metricsLn.Addr().String()
 }
 
-// MetricsHandler serves the metrics on the admin socket.
-func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler() }
-
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) edge.Options {
 	o := edge.Options{
@@ -738,35 +734,21 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 	return nil
 }
 
-// The admin.Backend implementation.
-
-// CreateKey implements admin.Backend.
+// CreateKey makes an API key of org (tests use it; the admin socket and
+// the CLI go through auth.Authenticator).
 func (g *Gateway) CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
 	return g.auth.CreateWith(ctx, org, name, scope)
 }
 
-// ListKeys implements admin.Backend.
-func (g *Gateway) ListKeys(ctx context.Context, org string) ([]store.APIKey, error) {
-	return g.store.ListKeys(ctx, org)
-}
-
-// RevokeKey implements admin.Backend.
+// RevokeKey revokes an API key (tests use it).
 func (g *Gateway) RevokeKey(ctx context.Context, id string) (*store.APIKey, error) {
 	return g.auth.Revoke(ctx, id)
 }
 
-// OrgExists implements admin.Backend.
-func (g *Gateway) OrgExists(org string) bool { return g.orgExists(org) }
-
-// SetSecret implements admin.Backend: it stores an org's own provider key,
-// encrypted.
+// SetSecret stores an org's own provider key, encrypted, as `voxgate
+// secrets set` does (tests use it).
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
-	return credentials.StoreBYOK(ctx, g.data, g.sealer, g.policy, org, provider, value)
-}
-
-// DeleteSecret implements admin.Backend.
-func (g *Gateway) DeleteSecret(ctx context.Context, org, provider string) error {
-	return g.data.DeleteSecret(ctx, org, credentials.SecretName(provider))
+	return g.creds.SetSecret(ctx, org, provider, value)
 }
 
 // Metrics exposes the registry (tests read it).
