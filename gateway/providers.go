@@ -7,10 +7,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
-	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )

@@ -124,8 +124,11 @@ func TestVoicesStayInTheirOrganization(t *testing.T) {
 	}
 	title := "stolen"
 	for name, op := range map[string]func() error{
-		"get":    func() error { _, err := f.s.Voice(ctx, "initech", v.ID); return err },
-		"update": func() error { _, err := f.s.UpdateVoice(ctx, "initech", v.ID, VoiceUpdate{Title: &title}, time.Now()); return err },
+		"get": func() error { _, err := f.s.Voice(ctx, "initech", v.ID); return err },
+		"update": func() error {
+			_, err := f.s.UpdateVoice(ctx, "initech", v.ID, VoiceUpdate{Title: &title}, time.Now())
+			return err
+		},
 		"delete": func() error { return f.s.DeleteVoice(ctx, "initech", v.ID) },
 	} {
 		t.Run(name, func(t *testing.T) { wantCode(t, op(), problem.VoiceNotFound) })
