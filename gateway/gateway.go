@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -30,9 +29,12 @@ import (
 	"github.com/voxgate/voxgate/gateway/edge/ui"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/keypool"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
+	"github.com/voxgate/voxgate/gateway/records"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -70,7 +72,14 @@ type Gateway struct {
 	tracer  *tracing.Tracer
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
-	policy  *credentials.Policy
+	policy *credentials.Policy
+	// creds picks provider calls' credentials and keeps the
+	// organizations' own provider keys (sealed by sealer).
+	creds *credentials.Resolver
+	// catalog and calls are the providers and the calls made to them;
+	// nil without providers (attachProviders).
+	catalog *catalog.Catalog
+	calls   *catalog.Calls
 	budgets *budget.Budgets
 	pools   map[string]*keypool.Pool
 	server  *edge.Server
@@ -162,6 +171,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if g.sealer, err = credentials.NewSealer(key); err != nil {
 		return nil, err
 	}
+	g.creds = credentials.NewResolver(g.policy, g.data, g.sealer)
 
 	g.auth, err = auth.New(ctx, g.store, g.orgExists)
 	if err != nil {
@@ -194,7 +204,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		LimiterFailOpen: failOpen,
 		Options:         ServerOptions(cfg),
 		Logger:          log,
-		Store:           g.data,
+		Records:         records.New(g.data),
 		StoreState:      g.storeState,
 		CursorSecret:    g.store.Secret(),
 		Auth:            g.auth,
@@ -209,6 +219,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
+	deps.Resources = resources.New(resources.Deps{Store: g.data, Catalog: g.catalog, Calls: g.calls, Credentials: g.creds,
+		CheckRule: speech.ValidateRule})
 	g.server = edge.New(deps)
 	return g, nil
 }
@@ -225,7 +237,7 @@ func (g *Gateway) Start() error {
 	if sock == "" {
 		sock = AdminSocket(g.cfg)
 	}
-	g.admin, err = admin.Listen(g.cfg.Resolve(sock), g)
+	g.admin, err = admin.Listen(g.cfg.Resolve(sock), admin.Deps{Keys: g.auth, Secrets: g.creds, Metrics: g.metrics.HTTPHandler()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -480,9 +492,6 @@ func (g *Gateway) MetricsAddr() string {
 	return g.metricsLn.Addr().String()
 }
 
-// MetricsHandler serves the metrics on the admin socket.
-func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler() }
-
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) edge.Options {
 	o := edge.Options{
@@ -728,35 +737,21 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 	return nil
 }
 
-// The admin.Backend implementation.
-
-// CreateKey implements admin.Backend.
+// CreateKey makes an API key of org (tests use it; the admin socket and
+// the CLI go through auth.Authenticator).
 func (g *Gateway) CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
 	return g.auth.CreateWith(ctx, org, name, scope)
 }
 
-// ListKeys implements admin.Backend.
-func (g *Gateway) ListKeys(ctx context.Context, org string) ([]store.APIKey, error) {
-	return g.store.ListKeys(ctx, org)
-}
-
-// RevokeKey implements admin.Backend.
+// RevokeKey revokes an API key (tests use it).
 func (g *Gateway) RevokeKey(ctx context.Context, id string) (*store.APIKey, error) {
 	return g.auth.Revoke(ctx, id)
 }
 
-// OrgExists implements admin.Backend.
-func (g *Gateway) OrgExists(org string) bool { return g.orgExists(org) }
-
-// SetSecret implements admin.Backend: it stores an org's own provider key,
-// encrypted.
+// SetSecret stores an org's own provider key, encrypted, as `voxgate
+// secrets set` does (tests use it).
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
-	return credentials.StoreBYOK(ctx, g.data, g.sealer, g.policy, org, provider, value)
-}
-
-// DeleteSecret implements admin.Backend.
-func (g *Gateway) DeleteSecret(ctx context.Context, org, provider string) error {
-	return g.data.DeleteSecret(ctx, org, credentials.SecretName(provider))
+	return g.creds.SetSecret(ctx, org, provider, value)
 }
 
 // Metrics exposes the registry (tests read it).

@@ -8,7 +8,7 @@ import (
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/edge"
-	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -16,7 +16,8 @@ import (
 )
 
 // attachProviders starts the provider (and moderation) plugins, reads their
-// descriptions into the catalog and gives the server its speech service.
+// descriptions into the catalog and gives the server its speech service
+// and the catalog.
 func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	cfg := g.cfg
 	host := pluginhost.New(pluginhost.Options{
@@ -51,7 +52,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	for name := range cfg.Providers {
 		plugins[name] = host.Pool(name)
 	}
-	cat, err := speech.NewCatalog(ctx, speech.ProviderPolicies(cfg), plugins, func(id string) bool { return host.Pool(id).Ready() })
+	cat, err := catalog.New(ctx, catalog.Policies(cfg), plugins, func(id string) bool { return host.Pool(id).Ready() })
 	if err != nil {
 		return err
 	}
@@ -92,15 +93,18 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	if err != nil {
 		return err
 	}
+	g.catalog, g.calls = cat, catalog.NewCalls(g.metrics, g.tracer, dc != nil)
+	d.Catalog, d.Credentials = cat, g.creds
 	d.Speech = speech.New(speech.Deps{
 		Cache:        cacheOpts,
 		Routes:       Routes(cfg),
 		Pools:        g.pools,
 		Limits:       speech.LimitsFrom(cfg),
 		Catalog:      cat,
+		Calls:        g.calls,
 		Store:        g.data,
 		Dictionaries: g.data,
-		Credentials:  credentials.NewResolver(g.policy, g.data, g.sealer),
+		Credentials:  g.creds,
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
 		Moderator:    mod,
@@ -130,7 +134,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // logAlignment says at start-up how word timestamps are made for models
 // without their own, and warns when the configuration leaves them with
 // none.
-func (g *Gateway) logAlignment(cfg *config.Config, cat *speech.Catalog) {
+func (g *Gateway) logAlignment(cfg *config.Config, cat *catalog.Catalog) {
 	a := cfg.Alignment
 	switch {
 	case a.Method == config.TimestampsOff:

@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -38,7 +38,7 @@ func (s *Server) putProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error {
 	provider, _ := ctx.UserValue("providerId").(string)
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	k, err := s.speech.PutProviderKey(cctx, c.p.OrgID, provider, req.KeyValue, time.Now().UTC())
+	k, err := s.res.PutProviderKey(cctx, c.p.OrgID, provider, req.KeyValue, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -56,12 +56,12 @@ func (s *Server) listProviderKeys(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]speech.ProviderKey, store.Position, bool, error) {
-		return s.speech.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
+	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]resources.ProviderKey, store.Position, bool, error) {
+		return s.res.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
 	}, providerKeyOut)
 }
 
-func providerKeyOut(k *speech.ProviderKey) providerKeyJSON {
+func providerKeyOut(k *resources.ProviderKey) providerKeyJSON {
 	out := providerKeyJSON{ProviderID: k.ProviderID, LastFour: k.LastFour}
 	if !k.UpdatedAt.IsZero() {
 		out.UpdatedAt = &k.UpdatedAt
@@ -76,7 +76,7 @@ func (s *Server) deleteProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error 
 		return err
 	}
 	provider, _ := ctx.UserValue("providerId").(string)
-	if err := s.speech.DeleteProviderKey(c.ctx, c.p.OrgID, provider); err != nil {
+	if err := s.res.DeleteProviderKey(c.ctx, c.p.OrgID, provider); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

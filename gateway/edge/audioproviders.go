@@ -26,15 +26,15 @@ func (s *Server) listAudioProviders(ctx *fasthttp.RequestCtx, c *exchange) error
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
-	own, err := s.speech.Credentials().OwnKeys(c.ctx, c.p.OrgID)
+	own, err := s.res.OwnKeys(c.ctx, c.p.OrgID)
 	if err != nil {
 		return err
 	}
 	out := struct {
 		Data []documentedProvider `json:"data"`
 	}{Data: []documentedProvider{}}
-	for _, p := range s.speech.Catalog().Providers() {
-		f := s.speech.Credentials().Flags(c.p.OrgID, p.ID)
+	for _, p := range s.catalog.Providers() {
+		f := s.creds.Flags(c.p.OrgID, p.ID)
 		e := documentedProvider{ID: p.ID, Name: p.Name, Enabled: f.Enabled, BYOK: own[p.ID], Managed: f.Managed, Models: make([]string, 0, len(p.Desc.Models))}
 		for _, m := range p.Desc.Models {
 			e.Models = append(e.Models, p.ID+"/"+m.ID)

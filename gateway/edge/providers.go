@@ -1,14 +1,11 @@
 package edge
 
 import (
-	"context"
 	"slices"
-	"sort"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -87,8 +84,8 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 	out := struct {
 		Data []catalogEntry `json:"data"`
 	}{Data: []catalogEntry{}}
-	for _, p := range s.speech.Catalog().Providers() {
-		e := catalogEntry{ID: p.ID, Name: p.Name, Config: s.speech.Credentials().Flags(c.p.OrgID, p.ID), Status: "available", Models: []catalogModel{}}
+	for _, p := range s.catalog.Providers() {
+		e := catalogEntry{ID: p.ID, Name: p.Name, Config: s.creds.Flags(c.p.OrgID, p.ID), Status: "available", Models: []catalogModel{}}
 		if !p.Healthy() {
 			e.Status = "unavailable"
 		}
@@ -125,22 +122,9 @@ func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	p, m, err := s.speech.Catalog().Resolve(pathID(ctx), q["model"])
-	if err != nil {
-		if pe, ok := err.(*problem.Error); ok && pe.Code == problem.UnknownProvider {
-			return problem.New(problem.NotFound, "no provider %q", pathID(ctx))
-		}
-		return err
-	}
-	creds, err := s.speech.Credentials().For(c.ctx, c.p.OrgID, p.ID)
+	voices, err := s.res.ProviderVoices(c.ctx, c.p.OrgID, pathID(ctx), q["model"])
 	if err != nil {
 		return err
-	}
-	rctx, cancel := context.WithTimeout(c.ctx, p.Policy.Timeout)
-	defer cancel()
-	voices, err := p.Plugin.Voices(rctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
-	if err != nil {
-		return problem.From(err, p.ID)
 	}
 	out := struct {
 		Data []providerVoice `json:"data"`
@@ -148,6 +132,5 @@ func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	for _, v := range voices {
 		out.Data = append(out.Data, providerVoice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: v.Gender})
 	}
-	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
 	return s.writeJSON(ctx, fasthttp.StatusOK, out)
 }

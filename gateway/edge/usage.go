@@ -3,21 +3,19 @@ package edge
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/records"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // GET /v1/usage: the organization's usage from the rollup the store keeps
-// beside the request log (store.UsageStore), grouped as asked. The store
-// returns one row per day, provider, model and key in the window; this
-// handler merges them into the requested groups, so the answer costs
-// O(rollup rows in the window), never a scan of the log.
+// beside the request log (store.UsageStore), grouped as asked
+// (records.Usage merges the rollup's rows into the groups).
 
 // Usage windows: whole UTC days, at most the rollup's retention.
 const (
@@ -186,69 +184,24 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.store.Usage(c.ctx, c.p.OrgID, uq.since, uq.until)
+	u, err := s.records.Usage(c.ctx, c.p.OrgID, records.UsageQuery{Since: uq.since, Until: uq.until,
+		ByDay: uq.by["day"], ByProvider: uq.by["provider"], ByModel: uq.by["model"], ByKey: uq.by["key"]})
 	if err != nil {
-		return fmt.Errorf("usage: %w", err)
-	}
-	type group struct {
-		key store.UsageKey
-		c   store.UsageCounts
-	}
-	var total store.UsageCounts
-	idx := map[store.UsageKey]int{}
-	var groups []group
-	for i := range rows {
-		r := &rows[i]
-		total.Add(&r.UsageCounts)
-		var k store.UsageKey
-		if uq.by["day"] {
-			k.Day = r.Day
-		}
-		if uq.by["provider"] {
-			k.Provider = r.Provider
-		}
-		if uq.by["model"] {
-			k.Model = r.Model
-		}
-		if uq.by["key"] {
-			k.KeyID = r.KeyID
-		}
-		j, ok := idx[k]
-		if !ok {
-			j = len(groups)
-			idx[k] = j
-			groups = append(groups, group{key: k})
-		}
-		groups[j].c.Add(&r.UsageCounts)
-	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].key.Less(&groups[j].key) })
-
-	var keys map[string]store.APIKey
-	if uq.by["key"] && len(groups) > 0 {
-		list, err := s.store.ListKeys(c.ctx, c.p.OrgID)
-		if err != nil {
-			return fmt.Errorf("usage: key names: %w", err)
-		}
-		keys = make(map[string]store.APIKey, len(list))
-		for _, k := range list {
-			keys[k.ID] = k
-		}
+		return err
 	}
 	out := usageJSON{
 		Since: uq.since.Format(time.DateOnly), Until: uq.until.Format(time.DateOnly),
-		GroupBy: uq.groupBy, Data: make([]usageGroupJSON, 0, len(groups)), Total: figures(&total),
+		GroupBy: uq.groupBy, Data: make([]usageGroupJSON, 0, len(u.Groups)), Total: figures(&u.Total),
 	}
 	if out.GroupBy == nil {
 		out.GroupBy = []string{}
 	}
-	for i := range groups {
-		g := &groups[i]
-		gj := usageGroupJSON{Provider: g.key.Provider, Model: g.key.Model, KeyID: g.key.KeyID, usageFiguresJSON: figures(&g.c)}
+	for i := range u.Groups {
+		g := &u.Groups[i]
+		gj := usageGroupJSON{Provider: g.Key.Provider, Model: g.Key.Model, KeyID: g.Key.KeyID, KeyName: g.KeyName, KeyPrefix: g.KeyPrefix,
+			usageFiguresJSON: figures(&g.Counts)}
 		if uq.by["day"] {
-			gj.Day = g.key.Day.Format(time.DateOnly)
-		}
-		if k, ok := keys[g.key.KeyID]; ok {
-			gj.KeyName, gj.KeyPrefix = k.Name, k.Prefix
+			gj.Day = g.Key.Day.Format(time.DateOnly)
 		}
 		out.Data = append(out.Data, gj)
 	}

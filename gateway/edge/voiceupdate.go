@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/resources"
 )
 
 // updateVoiceRequest is the body of PUT /v1/voices/{voiceId}: every field
@@ -74,7 +74,7 @@ func (s *Server) updateVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	}
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	v, err := s.speech.UpdateVoice(cctx, c.p.OrgID, pathID(ctx), speech.VoiceUpdate{
+	v, err := s.res.UpdateVoice(cctx, c.p.OrgID, pathID(ctx), resources.VoiceUpdate{
 		Title: req.Title, Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID, Gender: req.Gender,
 		Description: req.Description, Tags: req.Tags, ProviderOptions: req.ProviderOptions,
 	}, time.Now().UTC())

@@ -54,36 +54,6 @@ func LimitsFrom(cfg *config.Config) Limits {
 	}
 }
 
-// ProviderPolicy is how the gateway treats one provider.
-type ProviderPolicy struct {
-	// Timeout bounds each call (504 provider_timeout past it).
-	Timeout time.Duration
-	// CreditsPer1kChars is the credit rate, ModelCredits its per-model
-	// overrides.
-	CreditsPer1kChars float64
-	ModelCredits      map[string]float64
-	// Direct lets the gateway send the requests the plugin plans.
-	Direct bool
-	// Timestamps is where the provider's word timestamps come from:
-	// config.TimestampsAuto, Native, Aligned or STT.
-	Timestamps string
-}
-
-// ProviderPolicies builds every provider's policy from the config.
-func ProviderPolicies(cfg *config.Config) map[string]ProviderPolicy {
-	out := make(map[string]ProviderPolicy, len(cfg.Providers))
-	for id, p := range cfg.Providers {
-		out[id] = ProviderPolicy{
-			Timeout:           p.Timeout.D(),
-			CreditsPer1kChars: p.CreditsPer1kChars,
-			ModelCredits:      p.ModelCredits,
-			Direct:            p.Direct(),
-			Timestamps:        p.Timestamps,
-		}
-	}
-	return out
-}
-
 // Alignment is how the service times the words of models without
 // timestamps of their own.
 type Alignment struct {

@@ -1,4 +1,4 @@
-package speech
+package resources
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -25,14 +26,13 @@ const maxSuggestions = 5
 // request with that failure and nothing is saved: saving unchecked is
 // what this check exists to prevent, and the failure (an upstream outage,
 // a timeout, missing credentials) is one the caller can retry or fix.
-func (s *Service) checkVoiceID(ctx context.Context, org string, p *ProviderEntry, m *sdk.Model, id string) error {
+func (s *Service) checkVoiceID(ctx context.Context, org string, p *catalog.Provider, m *sdk.Model, id string) error {
 	creds, err := s.creds.For(ctx, org, p.ID)
 	if err != nil {
 		return err
 	}
 	var voices []sdk.Voice
-	j := &Job{Provider: p, Model: m}
-	if _, err := s.call(ctx, j, "voices", func(ctx context.Context) error {
+	if _, err := s.calls.Do(ctx, p, m.ID, "voices", func(ctx context.Context) error {
 		var err error
 		voices, err = p.Plugin.Voices(ctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
 		return err
@@ -55,6 +55,36 @@ func (s *Service) checkVoiceID(ctx context.Context, org string, p *ProviderEntry
 	pe := problem.New(problem.UnknownVoice, "%s", msg)
 	pe.Validation = []problem.FieldError{problem.Field(msg, "voice_id")}
 	return pe
+}
+
+// ProviderVoices returns the provider's own voices for model ("": its
+// default), as org's credentials list them (an account's list holds its
+// cloned voices), sorted by id: the voices a saved voice may name. An
+// unknown provider is not found.
+func (s *Service) ProviderVoices(ctx context.Context, org, provider, model string) ([]sdk.Voice, error) {
+	p, m, err := s.resolve(provider, model)
+	if err != nil {
+		if pe, ok := err.(*problem.Error); ok && pe.Code == problem.UnknownProvider {
+			return nil, problem.New(problem.NotFound, "no provider %q", provider)
+		}
+		return nil, err
+	}
+	creds, err := s.creds.For(ctx, org, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	// A plain call under the provider's timeout, not through Calls, as
+	// this route has always made it: the list is not counted in the
+	// provider-call metrics.
+	ctx, cancel := context.WithTimeout(ctx, p.Policy.Timeout)
+	defer cancel()
+	voices, err := p.Plugin.Voices(ctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
+	if err != nil {
+		return nil, problem.From(err, p.ID)
+	}
+	voices = slices.Clone(voices) // the plugin's slice is its own
+	slices.SortFunc(voices, func(a, b sdk.Voice) int { return strings.Compare(a.ID, b.ID) })
+	return voices, nil
 }
 
 // closeVoices returns the ids of up to n voices that id likely meant, best

@@ -1,4 +1,4 @@
-package speech
+package catalog
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func testCatalog(t *testing.T, descs ...*sdk.Description) *Catalog {
 	for _, d := range descs {
 		plugins[d.ID] = &describer{desc: d}
 	}
-	c, err := NewCatalog(t.Context(), nil, plugins, func(string) bool { return true })
+	c, err := New(t.Context(), nil, plugins, func(string) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCatalogRefusesBadWildcards(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := wildcard("open")
 			tt.mutate(d)
-			_, err := NewCatalog(t.Context(), nil, map[string]sdk.Provider{"open": &describer{desc: d}}, func(string) bool { return true })
+			_, err := New(t.Context(), nil, map[string]sdk.Provider{"open": &describer{desc: d}}, func(string) bool { return true })
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}

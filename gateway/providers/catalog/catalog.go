@@ -1,17 +1,14 @@
-// Package speech turns a validated speech request into a provider call:
-// it resolves the voice (saved or inline), applies the organization's
-// provider policy and credentials, runs moderation, calls the plugin with
-// the provider's timeout, applies pronunciations and whole-clip audio
-// processing, and reports what happened for the request log.
+// Package catalog is the providers the gateway serves, as their plugins
+// describe them at start-up: each provider's models, the model a request
+// names resolved to one of them, how the gateway treats the provider
+// (Policy: timeout, credits, direct sending), and the calls made to the
+// plugins (Calls: under the provider's timeout, traced and counted).
 //
-// Around the provider call it also removes the audio tags a model does
-// not perform (tags.go), cuts a text longer than the model accepts into
-// pieces rendered concurrently and joined, or streamed in order
-// (text.go, pieces.go, piecestream.go), times the words of models without
-// timestamps by aligning their audio against eSpeak references or by
-// speech-to-text (timing.go, stt.go, package align), and lays timestamps
-// out as captions (captions.go).
-package speech
+// Both the speech pipeline (gateway/speech) and the resources the
+// organizations edit (gateway/resources: voices checked against a
+// provider's list, clones, provider keys checked with a call) use it;
+// neither imports the other.
+package catalog
 
 import (
 	"context"
@@ -23,8 +20,8 @@ import (
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// ProviderEntry is a configured provider with its plugin and description.
-type ProviderEntry struct {
+// Provider is a configured provider with its plugin and description.
+type Provider struct {
 	ID     string
 	Name   string
 	Plugin sdk.Provider
@@ -35,7 +32,7 @@ type ProviderEntry struct {
 	// models that exist, never "*".
 	Desc *sdk.Description
 	// Policy is how the gateway treats the provider (timeout, credits).
-	Policy ProviderPolicy
+	Policy Policy
 	// Healthy reports whether the plugin has a live instance.
 	Healthy  func() bool
 	models   map[string]*sdk.Model
@@ -44,24 +41,47 @@ type ProviderEntry struct {
 
 // Model returns the listed model with id, or nil. Resolve also resolves
 // the ids the provider passes through.
-func (p *ProviderEntry) Model(id string) *sdk.Model { return p.models[id] }
+func (p *Provider) Model(id string) *sdk.Model { return p.models[id] }
 
 // PassThrough returns what the provider's sdk.AnyModel entry says of the
 // model ids it accepts without listing them, or nil when it accepts only
 // its listed models.
-func (p *ProviderEntry) PassThrough() *sdk.Model { return p.wildcard }
+func (p *Provider) PassThrough() *sdk.Model { return p.wildcard }
+
+// MetricModel is the model label of a call's metrics: the model's id when
+// the provider lists it, else sdk.AnyModel. A passed-through id comes
+// from the caller, and a label per such id would let callers grow the
+// metrics without bound; its logs and log rows still carry the id.
+func (p *Provider) MetricModel(id string) string {
+	if p.Model(id) == nil {
+		return sdk.AnyModel
+	}
+	return id
+}
+
+// Planner returns the provider's plugin as an sdk.Planner when the
+// gateway may send the provider's requests itself: the plugin plans and
+// the provider's configuration does not turn direct sending off. Nil
+// otherwise; whether the gateway sends at all is the caller's to say.
+func (p *Provider) Planner() sdk.Planner {
+	if !p.Desc.Plans || !p.Policy.Direct {
+		return nil
+	}
+	pl, _ := p.Plugin.(sdk.Planner)
+	return pl
+}
 
 // Catalog holds the providers the gateway serves, described by their
 // plugins at start-up.
 type Catalog struct {
-	providers map[string]*ProviderEntry
+	providers map[string]*Provider
 	order     []string
 }
 
-// NewCatalog asks every plugin to describe itself. plugins maps provider id
+// New asks every plugin to describe itself. plugins maps provider id
 // to its plugin; healthy reports liveness per id.
-func NewCatalog(ctx context.Context, policies map[string]ProviderPolicy, plugins map[string]sdk.Provider, healthy func(id string) bool) (*Catalog, error) {
-	c := &Catalog{providers: map[string]*ProviderEntry{}}
+func New(ctx context.Context, policies map[string]Policy, plugins map[string]sdk.Provider, healthy func(id string) bool) (*Catalog, error) {
+	c := &Catalog{providers: map[string]*Provider{}}
 	for id, pl := range plugins {
 		d, err := pl.Describe(ctx)
 		if err != nil {
@@ -74,7 +94,7 @@ func NewCatalog(ctx context.Context, policies map[string]ProviderPolicy, plugins
 		// A copy, so that the plugin's value keeps its wildcard entry.
 		desc := *d
 		desc.Models = listed
-		p := &ProviderEntry{ID: id, Name: d.Name, Plugin: pl, Desc: &desc, Policy: policies[id], models: map[string]*sdk.Model{},
+		p := &Provider{ID: id, Name: d.Name, Plugin: pl, Desc: &desc, Policy: policies[id], models: map[string]*sdk.Model{},
 			wildcard: wildcard, Healthy: func() bool { return healthy(id) }}
 		for i := range listed {
 			p.models[listed[i].ID] = &listed[i]
@@ -118,11 +138,11 @@ func splitModels(d *sdk.Description) (listed []sdk.Model, wildcard *sdk.Model, e
 }
 
 // Provider returns the provider with id, or nil.
-func (c *Catalog) Provider(id string) *ProviderEntry { return c.providers[id] }
+func (c *Catalog) Provider(id string) *Provider { return c.providers[id] }
 
 // Providers returns all providers in id order.
-func (c *Catalog) Providers() []*ProviderEntry {
-	out := make([]*ProviderEntry, 0, len(c.order))
+func (c *Catalog) Providers() []*Provider {
+	out := make([]*Provider, 0, len(c.order))
 	for _, id := range c.order {
 		out = append(out, c.providers[id])
 	}
@@ -130,7 +150,7 @@ func (c *Catalog) Providers() []*ProviderEntry {
 }
 
 // ResolveModel resolves "provider/model" or "provider" (its default model).
-func (c *Catalog) ResolveModel(ref string) (*ProviderEntry, *sdk.Model, error) {
+func (c *Catalog) ResolveModel(ref string) (*Provider, *sdk.Model, error) {
 	pid, mid, _ := strings.Cut(ref, "/")
 	return c.Resolve(pid, mid)
 }
@@ -140,7 +160,7 @@ func (c *Catalog) ResolveModel(ref string) (*ProviderEntry, *sdk.Model, error) {
 // a copy of that entry carrying the id, which the plugin then validates;
 // the copy goes through key scopes, credits and logs like a listed model,
 // under the id the caller wrote.
-func (c *Catalog) Resolve(providerID, modelID string) (*ProviderEntry, *sdk.Model, error) {
+func (c *Catalog) Resolve(providerID, modelID string) (*Provider, *sdk.Model, error) {
 	p := c.providers[providerID]
 	if p == nil {
 		return nil, nil, problem.New(problem.UnknownProvider, "unknown provider %q (known: %s)", providerID, strings.Join(c.order, ", "))

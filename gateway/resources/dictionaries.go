@@ -1,4 +1,4 @@
-package speech
+package resources
 
 import (
 	"context"
@@ -15,14 +15,9 @@ import (
 )
 
 // Pronunciation dictionaries: the organization's named rule sets, the one
-// default dictionary every synthesis request applies, and how a request's
-// rules are put together (docs/compatibility.md#pronunciations).
-
-// Dictionaries is the storage of dictionaries and rules the service uses;
-// any store backend satisfies it.
-type Dictionaries interface {
-	store.DictionaryStore
-}
+// default dictionary every synthesis request applies, and their rules
+// (docs/compatibility.md#pronunciations). How a request's rules are put
+// together is the pipeline's (speech.layerRules).
 
 // Bounds of what an organization may keep.
 const (
@@ -35,53 +30,6 @@ const (
 // DefaultDictionaryID is the alias of an organization's default dictionary
 // in paths (/v1/pronunciation-dictionaries/default).
 const DefaultDictionaryID = "default"
-
-func toRules(rs []store.PronunciationRule) []PronunciationRule {
-	out := make([]PronunciationRule, len(rs))
-	for i, r := range rs {
-		out[i] = PronunciationRule{Word: r.Word, Replacement: r.Replacement, CaseSensitive: r.CaseSensitive}
-	}
-	return out
-}
-
-// requestRules returns the rule sources a request of org applies, lowest
-// precedence first: the org's default dictionary, p's dictionaries in the
-// order listed, p's inline rules (layerRules puts them together per
-// text). A listed dictionary that is not org's is 404
-// dictionary_not_found. The rules come from memory: the gateway gives the
-// service a store that caches them (gateway/store/readcache).
-func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciations) ([][]PronunciationRule, error) {
-	var ids []string
-	var inline []PronunciationRule
-	if p != nil {
-		ids, inline = p.DictionaryIDs, p.Rules
-	}
-	if s.dicts == nil {
-		return [][]PronunciationRule{inline}, nil
-	}
-	if len(ids) == 0 {
-		stored, _, err := s.dicts.DictionaryRules(ctx, org, nil)
-		if err != nil {
-			return nil, fmt.Errorf("read the default pronunciation dictionary: %w", err)
-		}
-		return [][]PronunciationRule{toRules(stored), inline}, nil
-	}
-	stored, byID, err := s.dicts.DictionaryRules(ctx, org, ids)
-	if err != nil {
-		var missing *store.MissingDictionaryError
-		if errors.As(err, &missing) {
-			return nil, &problem.Error{Code: problem.DictionaryNotFound, Detail: fmt.Sprintf("no pronunciation dictionary %s in this organization", missing.ID),
-				Validation: []problem.FieldError{problem.Field("not a dictionary of this organization", "pronunciations", "dictionaryIds")}}
-		}
-		return nil, fmt.Errorf("read pronunciation dictionaries: %w", err)
-	}
-	sources := make([][]PronunciationRule, 0, len(ids)+2)
-	sources = append(sources, toRules(stored))
-	for _, rs := range byID {
-		sources = append(sources, toRules(rs))
-	}
-	return append(sources, inline), nil
-}
 
 // DictionarySpec is a dictionary as a caller creates or changes it; nil
 // fields are left as they are.
@@ -144,11 +92,8 @@ func ruleErr(err error, dictID, id string) error {
 // default, which is created on first use. An id that is not a uuid is
 // not found, like one of another organization.
 func (s *Service) Dictionary(ctx context.Context, org, id string) (*store.Dictionary, error) {
-	if s.dicts == nil {
-		return nil, problem.New(problem.DictionaryNotFound, "pronunciation dictionaries are not available")
-	}
 	if id == DefaultDictionaryID || strings.EqualFold(id, DefaultDictionaryID) {
-		d, err := s.dicts.DefaultDictionary(ctx, org, &store.Dictionary{ID: uuid.NewString(), Name: store.DefaultDictionaryName})
+		d, err := s.store.DefaultDictionary(ctx, org, &store.Dictionary{ID: uuid.NewString(), Name: store.DefaultDictionaryName})
 		if err != nil {
 			return nil, dictionaryErr(err, id)
 		}
@@ -157,7 +102,7 @@ func (s *Service) Dictionary(ctx context.Context, org, id string) (*store.Dictio
 	if uuid.Validate(id) != nil {
 		return nil, problem.New(problem.DictionaryNotFound, "no pronunciation dictionary %q in this organization (an id is a uuid, or \"default\")", id)
 	}
-	d, err := s.dicts.GetDictionary(ctx, org, id)
+	d, err := s.store.GetDictionary(ctx, org, id)
 	if err != nil {
 		return nil, dictionaryErr(err, id)
 	}
@@ -177,9 +122,6 @@ func (s *Service) CreateDictionary(ctx context.Context, org string, spec Diction
 	if fe := spec.validate(true); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
-	if s.dicts == nil {
-		return nil, problem.New(problem.DictionaryNotFound, "pronunciation dictionaries are not available")
-	}
 	name := strings.TrimSpace(*spec.Name)
 	if store.NameKey(name) == store.NameKey(store.DefaultDictionaryName) {
 		return nil, problem.New(problem.Conflict, "the name %q is the organization's default dictionary's", store.DefaultDictionaryName)
@@ -191,7 +133,7 @@ func (s *Service) CreateDictionary(ctx context.Context, org string, spec Diction
 	if err := s.EnsureDefaultDictionary(ctx, org); err != nil {
 		return nil, err
 	}
-	if err := s.dicts.CreateDictionary(ctx, d, MaxDictionaries); err != nil {
+	if err := s.store.CreateDictionary(ctx, d, MaxDictionaries); err != nil {
 		return nil, dictionaryErr(err, d.ID)
 	}
 	return d, nil
@@ -221,7 +163,7 @@ func (s *Service) UpdateDictionary(ctx context.Context, org, id string, spec Dic
 		d.Description = *spec.Description
 	}
 	d.UpdatedAt = now
-	if err := s.dicts.UpdateDictionary(ctx, d); err != nil {
+	if err := s.store.UpdateDictionary(ctx, d); err != nil {
 		return nil, dictionaryErr(err, d.ID)
 	}
 	return d, nil
@@ -237,7 +179,7 @@ func (s *Service) DeleteDictionary(ctx context.Context, org, id string) error {
 	if d.IsDefault {
 		return problem.New(problem.Conflict, "the default dictionary always applies and cannot be deleted; delete its rules instead")
 	}
-	if err := s.dicts.DeleteDictionary(ctx, org, d.ID); err != nil {
+	if err := s.store.DeleteDictionary(ctx, org, d.ID); err != nil {
 		return dictionaryErr(err, d.ID)
 	}
 	return nil
@@ -249,7 +191,7 @@ func (s *Service) ListDictionaries(ctx context.Context, org string, limit int, a
 	if err := s.EnsureDefaultDictionary(ctx, org); err != nil {
 		return nil, nil, false, err
 	}
-	return s.dicts.ListDictionaries(ctx, org, limit, after)
+	return s.store.ListDictionaries(ctx, org, limit, after)
 }
 
 // CreateRule adds a rule to a dictionary of org.
@@ -264,7 +206,7 @@ func (s *Service) CreateRule(ctx context.Context, org, dictID string, spec RuleS
 	if len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
-	if fe := ValidateRule(*spec.Word, *spec.Replacement); len(fe) > 0 {
+	if fe := s.checkRule(*spec.Word, *spec.Replacement); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
 	d, err := s.Dictionary(ctx, org, dictID)
@@ -276,7 +218,7 @@ func (s *Service) CreateRule(ctx context.Context, org, dictID string, spec RuleS
 	if spec.CaseSensitive != nil {
 		r.CaseSensitive = *spec.CaseSensitive
 	}
-	if err := s.dicts.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
+	if err := s.store.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
 		return nil, ruleErr(err, d.ID, "")
 	}
 	return r, nil
@@ -291,7 +233,7 @@ func (s *Service) Rule(ctx context.Context, org, dictID, id string) (*store.Pron
 	if uuid.Validate(id) != nil {
 		return nil, problem.New(problem.RuleNotFound, "no rule %q in pronunciation dictionary %s", id, d.ID)
 	}
-	r, err := s.dicts.GetRule(ctx, org, d.ID, id)
+	r, err := s.store.GetRule(ctx, org, d.ID, id)
 	if err != nil {
 		return nil, ruleErr(err, d.ID, id)
 	}
@@ -313,11 +255,11 @@ func (s *Service) UpdateRule(ctx context.Context, org, dictID, id string, spec R
 	if spec.CaseSensitive != nil {
 		r.CaseSensitive = *spec.CaseSensitive
 	}
-	if fe := ValidateRule(r.Word, r.Replacement); len(fe) > 0 {
+	if fe := s.checkRule(r.Word, r.Replacement); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
 	r.UpdatedAt = now
-	if err := s.dicts.UpdateRule(ctx, r); err != nil {
+	if err := s.store.UpdateRule(ctx, r); err != nil {
 		return nil, ruleErr(err, r.DictionaryID, id)
 	}
 	return r, nil
@@ -329,7 +271,7 @@ func (s *Service) DeleteRule(ctx context.Context, org, dictID, id string) error 
 	if err != nil {
 		return err
 	}
-	if err := s.dicts.DeleteRule(ctx, org, r.DictionaryID, id); err != nil {
+	if err := s.store.DeleteRule(ctx, org, r.DictionaryID, id); err != nil {
 		return ruleErr(err, r.DictionaryID, id)
 	}
 	return nil
@@ -341,7 +283,7 @@ func (s *Service) ListRules(ctx context.Context, org, dictID string, limit int, 
 	if err != nil {
 		return nil, nil, false, err
 	}
-	rules, next, more, err := s.dicts.ListRules(ctx, org, d.ID, limit, after)
+	rules, next, more, err := s.store.ListRules(ctx, org, d.ID, limit, after)
 	if err != nil && errors.Is(err, store.ErrNotFound) {
 		return nil, nil, false, ruleErr(err, d.ID, "")
 	}

@@ -1,4 +1,4 @@
-package speech
+package resources
 
 import (
 	"context"
@@ -79,10 +79,17 @@ func (s *Service) ListProviderKeys(ctx context.Context, org string, limit int, a
 
 // DeleteProviderKey removes org's stored key for provider.
 func (s *Service) DeleteProviderKey(ctx context.Context, org, provider string) error {
-	if s.cat.Provider(provider) == nil {
+	if s.cat == nil || s.cat.Provider(provider) == nil {
 		return problem.New(problem.NotFound, "no provider %q", provider)
 	}
 	return s.creds.DeleteOwnKey(ctx, org, provider)
+}
+
+// OwnKeys returns the providers for which org has a key of its own, stored
+// or in the configuration (GET /v1/audio/providers' byok flag). No key is
+// read, only their names.
+func (s *Service) OwnKeys(ctx context.Context, org string) (map[string]bool, error) {
+	return s.creds.OwnKeys(ctx, org)
 }
 
 // validateProviderKey checks the keyValue field.
@@ -109,14 +116,13 @@ func validateProviderKey(key string) *problem.FieldError {
 // the list is itself a call the key must be good for). Neither call is
 // billed or logged as a request.
 func (s *Service) checkProviderKey(ctx context.Context, provider, key string) error {
-	p, m, err := s.cat.Resolve(provider, "")
+	p, m, err := s.resolve(provider, "")
 	if err != nil {
 		return err
 	}
 	creds := sdk.Credentials{APIKey: key, BYOK: true}
-	j := &Job{Provider: p, Model: m}
 	var voices []sdk.Voice
-	if _, err := s.call(ctx, j, "key_check", func(ctx context.Context) error {
+	if _, err := s.calls.Do(ctx, p, m.ID, "key_check", func(ctx context.Context) error {
 		var err error
 		voices, err = p.Plugin.Voices(ctx, &sdk.VoicesRequest{Model: m.ID, Credentials: creds})
 		return err
@@ -131,7 +137,7 @@ func (s *Service) checkProviderKey(ctx context.Context, provider, key string) er
 		ids[i] = v.ID
 	}
 	slices.Sort(ids)
-	if _, err := s.call(ctx, j, "key_check", func(ctx context.Context) error {
+	if _, err := s.calls.Do(ctx, p, m.ID, "key_check", func(ctx context.Context) error {
 		_, err := p.Plugin.Synthesize(ctx, &sdk.SynthesizeRequest{Model: m.ID, Voice: ids[0], Text: keyCheckText, Credentials: creds})
 		return err
 	}); err != nil {

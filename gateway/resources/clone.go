@@ -1,4 +1,4 @@
-package speech
+package resources
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // returns the provider's new voice id. The call is never retried: a retry
 // could create two voices upstream.
 func (s *Service) clone(ctx context.Context, org string, v *store.Voice, mediaIDs []string, cloneOpts map[string]any) (string, error) {
-	p, m, err := s.cat.Resolve(v.Provider, v.Model)
+	p, m, err := s.resolve(v.Provider, v.Model)
 	if err != nil {
 		return "", err
 	}
@@ -36,17 +36,12 @@ func (s *Service) clone(ctx context.Context, org string, v *store.Voice, mediaID
 		}
 		samples = append(samples, sdk.Sample{Filename: media.Filename, MediaType: media.MediaType, Data: data})
 	}
-	over, err := json.Marshal(cloneOpts)
+	opts, err := cloneOptions(v.ProviderOptions, cloneOpts)
 	if err != nil {
 		return "", err
 	}
-	opts, err := mergeOptions(v.ProviderOptions, over)
-	if err != nil {
-		return "", err
-	}
-	j := &Job{Provider: p, Model: m}
 	var resp *sdk.CloneResponse
-	if _, err := s.call(ctx, j, "clone", func(ctx context.Context) error {
+	if _, err := s.calls.Do(ctx, p, m.ID, "clone", func(ctx context.Context) error {
 		var err error
 		resp, err = p.Plugin.Clone(ctx, &sdk.CloneRequest{
 			Model: m.ID, Name: v.Title, Description: v.Description, Options: opts, Credentials: creds,
@@ -60,4 +55,24 @@ func (s *Service) clone(ctx context.Context, org string, v *store.Voice, mediaID
 		return "", problem.New(problem.ProviderError, "provider %s returned no voice id", p.ID)
 	}
 	return resp.VoiceID, nil
+}
+
+// cloneOptions are the options of a clone call: the clone's own options
+// over the voice's saved ones, as JSON. Without saved options the clone's
+// go as given (nil: none).
+func cloneOptions(saved, clone map[string]any) ([]byte, error) {
+	if len(saved) == 0 {
+		if clone == nil {
+			return nil, nil
+		}
+		return json.Marshal(clone)
+	}
+	merged := make(map[string]any, len(saved)+len(clone))
+	for k, v := range saved {
+		merged[k] = v
+	}
+	for k, v := range clone {
+		merged[k] = v
+	}
+	return json.Marshal(merged)
 }

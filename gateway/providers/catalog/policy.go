@@ -1,0 +1,39 @@
+package catalog
+
+import (
+	"time"
+
+	"github.com/voxgate/voxgate/config"
+)
+
+// Policy is how the gateway treats one provider: the typed view of its
+// configuration that the pipeline and the resources decide by. Neither
+// reads *config.Config.
+type Policy struct {
+	// Timeout bounds each call (504 provider_timeout past it).
+	Timeout time.Duration
+	// CreditsPer1kChars is the credit rate, ModelCredits its per-model
+	// overrides.
+	CreditsPer1kChars float64
+	ModelCredits      map[string]float64
+	// Direct lets the gateway send the requests the plugin plans.
+	Direct bool
+	// Timestamps is where the provider's word timestamps come from:
+	// config.TimestampsAuto, Native, Aligned or STT.
+	Timestamps string
+}
+
+// Policies builds every provider's policy from the config.
+func Policies(cfg *config.Config) map[string]Policy {
+	out := make(map[string]Policy, len(cfg.Providers))
+	for id, p := range cfg.Providers {
+		out[id] = Policy{
+			Timeout:           p.Timeout.D(),
+			CreditsPer1kChars: p.CreditsPer1kChars,
+			ModelCredits:      p.ModelCredits,
+			Direct:            p.Direct(),
+			Timestamps:        p.Timestamps,
+		}
+	}
+	return out
+}
