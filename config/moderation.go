@@ -103,7 +103,11 @@ func (m *Moderator) UnmarshalYAML(n *yaml.Node) error {
 var customRuleName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 func (m *Moderation) defaults() {
+	// Empty blocks are skipped here and named by validateModeration.
 	for _, p := range m.Plugins {
+		if p == nil {
+			continue
+		}
 		if p.Instances == 0 {
 			p.Instances = 1
 		}
@@ -112,6 +116,9 @@ func (m *Moderation) defaults() {
 		}
 	}
 	for _, r := range m.Rulesets {
+		if r == nil {
+			continue
+		}
 		if r.Mode == "" {
 			r.Mode = "fail_closed"
 		}

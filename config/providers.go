@@ -116,6 +116,9 @@ func (p *Plugins) defaults() {
 }
 
 func (p *Provider) defaults() {
+	if p == nil {
+		return // an empty block: validateProviders names it
+	}
 	if p.Instances == 0 {
 		p.Instances = 1
 	}
