@@ -209,11 +209,8 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen on %s: %w", g.cfg.Server.Listen, err)
 	}
 	g.ln = ln
-	sock := g.cfg.Admin.Socket
-	if sock == "" {
-		sock = AdminSocket(g.cfg)
-	}
-	g.admin, err = admin.Listen(g.cfg.Resolve(sock), g)
+	sock := AdminSocket(g.cfg)
+	g.admin, err = admin.Listen(sock, g)
 	if err != nil {
 		ln.Close()
 		return err
@@ -236,7 +233,7 @@ func (g *Gateway) Start() error {
 	}
 	g.logMetrics()
 	maxConns, perIP := g.server.ConnLimits()
-	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
+	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", sock),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
 	// Only now: a development key is shown once, so it is made only by a
 	// start that succeeded. One made by a start that then failed (a plugin
