@@ -168,11 +168,12 @@ func (r *Resolver) storedKey(ctx context.Context, org, provider string) (string,
 	return key, nil
 }
 
-// Flags are an org's effective flags for a provider, as the catalog shows.
+// Flags are an org's effective flags for a provider, as the catalog shows
+// them (the edge gives them their JSON form).
 type Flags struct {
-	Enabled bool `json:"enabled"`
-	BYOK    bool `json:"byok"`
-	Managed bool `json:"managed"`
+	Enabled bool
+	BYOK    bool
+	Managed bool
 }
 
 // Flags returns org's flags for provider.
