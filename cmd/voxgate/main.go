@@ -525,7 +525,7 @@ func (c *secretsSetCmd) Run(std *streams) error {
 		if err != nil {
 			return err
 		}
-		if err := credentials.StoreBYOK(ctx, st, s, credentials.PolicyFrom(cfg), c.Org, c.Provider, value); err != nil {
+		if err := credentials.StoreBYOK(ctx, st, s, gateway.CredentialsPolicy(cfg), c.Org, c.Provider, value); err != nil {
 			return err
 		}
 		stored()
@@ -565,13 +565,7 @@ func readSecret(stdin io.Reader, stderr io.Writer) (string, error) {
 }
 
 func sealerFor(cfg *config.Config) (*credentials.Sealer, error) {
-	keyFile := cfg.Secrets.KeyFile
-	if keyFile == "" {
-		keyFile = gateway.DefaultSecretsKeyFile(cfg)
-	} else {
-		keyFile = cfg.Resolve(keyFile)
-	}
-	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, keyFile)
+	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, gateway.SecretsKeyFile(cfg))
 	if err != nil {
 		return nil, err
 	}

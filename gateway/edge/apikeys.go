@@ -10,19 +10,6 @@ import (
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
-// putKeyRequest is the body of PUT /v1/api-keys/{providerId}.
-type putKeyRequest struct {
-	KeyValue string `json:"keyValue"`
-}
-
-// providerKeyJSON is what the API shows of a stored provider key.
-type providerKeyJSON struct {
-	ProviderID string `json:"providerId"`
-	LastFour   string `json:"lastFour"`
-	// UpdatedAt is omitted for a key stored before voxgate kept the time.
-	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
-}
-
 // putProviderKey serves PUT /v1/api-keys/{providerId}: the caller's
 // organization stores (or replaces) its own key for a provider, checked
 // with a tiny synthesis first. The answer is {data: {providerId,
@@ -42,9 +29,7 @@ func (s *Server) putProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		Data providerKeyJSON `json:"data"`
-	}{providerKeyOut(k)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[providerKeyJSON]{providerKeyOut(k)})
 }
 
 // listProviderKeys serves GET /v1/api-keys: a cursor-paged list of the
@@ -59,14 +44,6 @@ func (s *Server) listProviderKeys(ctx *fasthttp.RequestCtx, c *exchange) error {
 	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]resources.ProviderKey, store.Position, bool, error) {
 		return s.res.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
 	}, providerKeyOut)
-}
-
-func providerKeyOut(k *resources.ProviderKey) providerKeyJSON {
-	out := providerKeyJSON{ProviderID: k.ProviderID, LastFour: k.LastFour}
-	if !k.UpdatedAt.IsZero() {
-		out.UpdatedAt = &k.UpdatedAt
-	}
-	return out
 }
 
 // deleteProviderKey serves DELETE /v1/api-keys/{providerId}: 204, or 404

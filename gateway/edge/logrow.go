@@ -24,7 +24,5 @@ func (s *Server) getLog(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		Data logRowJSON `json:"data"`
-	}{logRowOut(row)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[logRowJSON]{logRowOut(row)})
 }

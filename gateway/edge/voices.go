@@ -124,13 +124,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
-	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceData{voiceOut(v)})
-}
-
-// voiceData is the documented answer of the single-voice endpoints:
-// {data: voice}.
-type voiceData struct {
-	Data voiceJSON `json:"data"`
+	return s.writeJSON(ctx, fasthttp.StatusCreated, envelope[voiceJSON]{voiceOut(v)})
 }
 
 func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
@@ -138,7 +132,7 @@ func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, voiceData{voiceOut(v)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[voiceJSON]{voiceOut(v)})
 }
 
 func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *exchange) error {

@@ -14,20 +14,6 @@ import (
 	"github.com/voxgate/voxgate/gateway/resources"
 )
 
-// updateVoiceRequest is the body of PUT /v1/voices/{voiceId}: every field
-// optional, only the given ones change. Cloning happens at creation only,
-// so mediaId is not taken.
-type updateVoiceRequest struct {
-	Title           *string         `json:"title"`
-	Provider        *string         `json:"provider"`
-	Model           *string         `json:"model"`
-	VoiceID         *string         `json:"voice_id"`
-	Tags            *[]string       `json:"tags"`
-	Gender          *string         `json:"gender"`
-	Description     *string         `json:"description"`
-	ProviderOptions *map[string]any `json:"provider_options"`
-}
-
 // validate checks the given fields against the bounds of a new voice's.
 func (r *updateVoiceRequest) validate() []problem.FieldError {
 	var fe []problem.FieldError
@@ -81,5 +67,5 @@ func (s *Server) updateVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, voiceData{voiceOut(v)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[voiceJSON]{voiceOut(v)})
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
@@ -45,22 +44,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testConfig: acme may use testkit and bring its own key, globex may not
+// policy: acme may use testkit and bring its own key, globex may not
 // use it, initech uses it without its own key.
-const testConfig = `
-providers:
-  testkit: {plugin: voxgate-testplugin, managed: true}
-orgs:
-  acme:
-    providers:
-      testkit: {enabled: true, byok: true}
-  globex:
-    providers:
-      testkit: {enabled: false}
-  initech:
-    providers:
-      testkit: {enabled: true}
-`
+func policy() *credentials.Policy {
+	return credentials.NewPolicy(map[string]credentials.Provider{"testkit": {Managed: true}},
+		map[string]map[string]credentials.OrgAccess{
+			"acme":    {"testkit": {Enabled: true, BYOK: true}},
+			"globex":  {"testkit": {Enabled: false}},
+			"initech": {"testkit": {Enabled: true}},
+		})
+}
 
 // fixture is a Service over a real bbolt file and the test plugin.
 type fixture struct {
@@ -74,10 +67,6 @@ type fixture struct {
 // directory.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	cfg, err := config.Parse([]byte(testConfig), os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +86,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Deps{Store: st, Catalog: cat, Credentials: credentials.NewResolver(credentials.PolicyFrom(cfg), st, sealer),
+	s := New(Deps{Store: st, Catalog: cat, Credentials: credentials.NewResolver(policy(), st, sealer),
 		CheckRule: speech.ValidateRule})
 	return &fixture{s: s, store: st, calls: calls}
 }

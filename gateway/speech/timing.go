@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/audio/align"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -44,24 +43,24 @@ func (s *Service) chooseTiming(j *Job) (string, error) {
 	native := j.Model.Capabilities.Timestamps
 	method := j.Provider.Policy.Timestamps
 	switch method {
-	case "", config.TimestampsAuto:
+	case "", TimingAuto:
 		if native {
 			return SourceNative, nil
 		}
 		method = s.align.Method
-	case config.TimestampsNative:
+	case TimingNative:
 		if native {
 			return SourceNative, nil
 		}
 		return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and provider %s takes no others (providers.%s.timestamps: native)", name, j.Provider.ID, j.Provider.ID)
 	}
 	switch method {
-	case config.TimestampsAligned:
+	case TimingAligned:
 		if s.reference() == nil {
 			return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and this deployment has no reference provider to align them with (alignment.reference, e.g. espeak)", name)
 		}
 		return SourceAligned, nil
-	case config.TimestampsSTT:
+	case TimingSTT:
 		if s.transcriber() == nil {
 			return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and this deployment's speech-to-text provider (alignment.stt.provider) cannot transcribe", name)
 		}

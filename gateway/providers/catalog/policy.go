@@ -1,10 +1,6 @@
 package catalog
 
-import (
-	"time"
-
-	"github.com/voxgate/voxgate/config"
-)
+import "time"
 
 // Policy is how the gateway treats one provider: the typed view of its
 // configuration that the pipeline and the resources decide by. Neither
@@ -19,21 +15,6 @@ type Policy struct {
 	// Direct lets the gateway send the requests the plugin plans.
 	Direct bool
 	// Timestamps is where the provider's word timestamps come from:
-	// config.TimestampsAuto, Native, Aligned or STT.
+	// speech.TimingAuto, TimingNative, TimingAligned or TimingSTT.
 	Timestamps string
-}
-
-// Policies builds every provider's policy from the config.
-func Policies(cfg *config.Config) map[string]Policy {
-	out := make(map[string]Policy, len(cfg.Providers))
-	for id, p := range cfg.Providers {
-		out[id] = Policy{
-			Timeout:           p.Timeout.D(),
-			CreditsPer1kChars: p.CreditsPer1kChars,
-			ModelCredits:      p.ModelCredits,
-			Direct:            p.Direct(),
-			Timestamps:        p.Timestamps,
-		}
-	}
-	return out
 }
