@@ -420,3 +420,22 @@ func decode(t *testing.T, res *speech.Result) *audio.Clip {
 	}
 	return c
 }
+
+// TestNewBoundsConcurrency: a limit of 0 on what runs at once means one at
+// a time, not nothing: a conversation of a Service built with zero
+// conversation and piece concurrency still renders, its long turn too.
+func TestNewBoundsConcurrency(t *testing.T) {
+	p := newPipeline(t, setup{maxTextChars: 40, limits: func(l *speech.Limits) {
+		l.ConversationConcurrency, l.PieceConcurrency = 0, 0
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // the bound of a hang
+	defer cancel()
+	text := func(s string) *string { return &s }
+	_, err := p.svc.Converse(ctx, "acme", &speech.ConversationRequest{Model: "testkit/test", Turns: []speech.Turn{
+		{Voice: "alpha", Text: text("One turn.")}, {Voice: "beta", Text: text(longText)},
+	}}, false)
+	wantCode(t, err, "")
+	if n := len(p.calls("testkit")); n != 4 {
+		t.Errorf("%d provider calls, want 4 (a turn, and the three pieces of the other)", n)
+	}
+}
