@@ -152,9 +152,11 @@ func New(d Deps) *Service {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	if s.limits.PieceConcurrency < 1 {
-		s.limits.PieceConcurrency = 1
-	}
+	// A bound of 0 on what runs at once would never start anything (a
+	// conversation would wait for a turn until its context ended): it
+	// means one at a time, as for whole-clip work and streams.
+	s.limits.PieceConcurrency = max(s.limits.PieceConcurrency, 1)
+	s.limits.ConversationConcurrency = max(s.limits.ConversationConcurrency, 1)
 	s.alignSlots = make(chan struct{}, max(d.Alignment.Concurrency, 1))
 	s.calls = d.Calls
 	if s.calls == nil {

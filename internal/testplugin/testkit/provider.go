@@ -1,4 +1,4 @@
-package main
+package testkit
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 // Model ids of the test kit. "test" can do everything; "basic" can do
 // nothing optional, for the gateway's 501 paths.
 const (
-	modelTest  = "test"
-	modelBasic = "basic"
+	ModelTest  = "test"
+	ModelBasic = "basic"
 )
 
 // builtinVoice returns the tone frequency of a built-in voice.
@@ -96,8 +96,10 @@ func (f *failure) err() error {
 	}
 }
 
-// provider is the test kit's sdk.Provider.
-type provider struct {
+// Provider is the test kit's sdk.Provider. Serve it with sdk.Serve (the
+// testplugin command does), or use it in process as an sdk.Provider value;
+// see the package comment for what the crash option does then.
+type Provider struct {
 	log calllog.Writer
 	seq atomic.Int64
 
@@ -107,15 +109,17 @@ type provider struct {
 	clones       map[string]bool // voice ids made by Clone
 }
 
-func newProvider() *provider {
-	return &provider{maxTextChars: 1000, formats: []string{sdk.FormatPCM, sdk.FormatWAV}, clones: map[string]bool{}}
+// NewProvider returns a Provider with its defaults: a limit of 1000
+// characters, PCM then WAV, no clones, no call log.
+func NewProvider() *Provider {
+	return &Provider{maxTextChars: 1000, formats: []string{sdk.FormatPCM, sdk.FormatWAV}, clones: map[string]bool{}}
 }
 
 // Configure reads `call_log` (path of the call log), `max_text_chars` and
 // `output_formats` ("wav,pcm": the models' formats, the first being what
 // a request that names none gets). A non-empty `fail_configure` makes
 // Configure fail with that message.
-func (p *provider) Configure(_ context.Context, settings map[string]string) error {
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
 	if msg := settings["fail_configure"]; msg != "" {
 		return sdk.Errorf(sdk.KindInternal, "%s", msg)
 	}
@@ -144,7 +148,7 @@ func (p *provider) Configure(_ context.Context, settings map[string]string) erro
 }
 
 // Describe implements sdk.Provider.
-func (p *provider) Describe(context.Context) (*sdk.Description, error) {
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	p.mu.Lock()
 	limit, formats := p.maxTextChars, p.formats
 	p.mu.Unlock()
@@ -160,10 +164,10 @@ func (p *provider) Describe(context.Context) (*sdk.Description, error) {
 	return &sdk.Description{
 		ID:           "testkit",
 		Name:         "voxgate test kit",
-		DefaultModel: modelTest,
+		DefaultModel: ModelTest,
 		Models: []sdk.Model{
-			withSpeedRange(model(modelTest, "Test (everything)", sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, Instructions: true}), 0.5, 2),
-			model(modelBasic, "Basic (nothing optional)", sdk.Capabilities{}),
+			withSpeedRange(model(ModelTest, "Test (everything)", sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, Instructions: true}), 0.5, 2),
+			model(ModelBasic, "Basic (nothing optional)", sdk.Capabilities{}),
 		},
 	}, nil
 }
@@ -176,7 +180,7 @@ func withSpeedRange(m sdk.Model, lo, hi float64) sdk.Model {
 }
 
 // Voices implements sdk.Provider.
-func (p *provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
+func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	p.record(calllog.Call{Method: "voices", Model: req.Model}, req.Credentials)
 	voices := []sdk.Voice{
 		{ID: "alpha", Name: "Alpha", Language: "en", Gender: "female"},
@@ -196,7 +200,7 @@ func (p *provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voic
 }
 
 // Synthesize implements sdk.Provider.
-func (p *provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
+func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (*sdk.SynthesizeResponse, error) {
 	p.recordSynthesis("synthesize", req)
 	opts, err := parseOptions(req.Options)
 	if err != nil {
@@ -239,7 +243,7 @@ func (p *provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 
 // Stream implements sdk.Provider: one chunk per word, the first carrying
 // the media type (and, for WAV, the header).
-func (p *provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
+func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
 	p.recordSynthesis("stream", req)
 	opts, err := parseOptions(req.Options)
 	if err != nil {
@@ -294,7 +298,7 @@ func (p *provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 }
 
 // Clone implements sdk.Provider: the new voice is "clone-" + name.
-func (p *provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.CloneResponse, error) {
+func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.CloneResponse, error) {
 	p.record(calllog.Call{Method: "clone", Model: req.Model, Name: req.Name, Samples: len(req.Samples), Options: validJSON(req.Options)}, req.Credentials)
 	opts, err := parseOptions(req.Options)
 	if err != nil {
@@ -303,10 +307,10 @@ func (p *provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 	if err := p.behave(ctx, "clone", opts); err != nil {
 		return nil, err
 	}
-	if req.Model == modelBasic {
-		return nil, sdk.Errorf(sdk.KindUnsupported, "model %s cannot clone voices", modelBasic)
+	if req.Model == ModelBasic {
+		return nil, sdk.Errorf(sdk.KindUnsupported, "model %s cannot clone voices", ModelBasic)
 	}
-	if req.Model != modelTest {
+	if req.Model != ModelTest {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "unknown model %q", req.Model)
 	}
 	if strings.TrimSpace(req.Name) == "" {
@@ -323,7 +327,7 @@ func (p *provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 }
 
 // behave runs the failure behaviours opts ask for; nil means carry on.
-func (p *provider) behave(ctx context.Context, method string, opts options) error {
+func (p *Provider) behave(ctx context.Context, method string, opts options) error {
 	switch {
 	case opts.Crash:
 		if opts.AfterChunks > 0 {
@@ -373,15 +377,15 @@ func (pl plan) totalSamples(opts options) int {
 }
 
 // plan validates req the way a real provider would and lays it out.
-func (p *provider) plan(req *sdk.SynthesizeRequest, streaming bool) (plan, error) {
+func (p *Provider) plan(req *sdk.SynthesizeRequest, streaming bool) (plan, error) {
 	switch req.Model {
-	case modelTest:
-	case modelBasic:
+	case ModelTest:
+	case ModelBasic:
 		if streaming {
-			return plan{}, sdk.Errorf(sdk.KindUnsupported, "model %s cannot stream", modelBasic)
+			return plan{}, sdk.Errorf(sdk.KindUnsupported, "model %s cannot stream", ModelBasic)
 		}
 		if req.Timestamps {
-			return plan{}, sdk.Errorf(sdk.KindUnsupported, "model %s has no timestamps", modelBasic)
+			return plan{}, sdk.Errorf(sdk.KindUnsupported, "model %s has no timestamps", ModelBasic)
 		}
 	default:
 		return plan{}, sdk.Errorf(sdk.KindInvalidRequest, "unknown model %q", req.Model)
@@ -415,7 +419,7 @@ func (p *provider) plan(req *sdk.SynthesizeRequest, streaming bool) (plan, error
 		return plan{}, sdk.Errorf(sdk.KindInvalidRequest, "unsupported sample rate %d", req.SampleRate)
 	}
 	speed := req.Speed
-	if req.Model == modelBasic {
+	if req.Model == ModelBasic {
 		speed = 1 // basic claims no native speed
 	}
 	words := layout(req.Text, rate, speed)
@@ -436,7 +440,7 @@ func parseOptions(raw []byte) (options, error) {
 	return o, nil
 }
 
-func (p *provider) recordSynthesis(method string, req *sdk.SynthesizeRequest) {
+func (p *Provider) recordSynthesis(method string, req *sdk.SynthesizeRequest) {
 	p.record(calllog.Call{
 		Method:     method,
 		Model:      req.Model,
@@ -453,7 +457,7 @@ func (p *provider) recordSynthesis(method string, req *sdk.SynthesizeRequest) {
 // record appends c to the call log. A log that cannot be written is
 // reported on stderr (it reaches the gateway's log) rather than failing the
 // call: the log is an observation, not part of the behaviour under test.
-func (p *provider) record(c calllog.Call, cred sdk.Credentials) {
+func (p *Provider) record(c calllog.Call, cred sdk.Credentials) {
 	c.Seq = p.seq.Add(1)
 	c.BYOK = cred.BYOK
 	c.KeySHA256 = keyHash(cred.APIKey)

@@ -1,4 +1,4 @@
-package main
+package testkit
 
 import (
 	"context"
@@ -11,27 +11,27 @@ import (
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// moderator is the test kit's sdk.Moderator. Its verdict depends on words
-// in the text:
+// Moderator is the test kit's sdk.Moderator; the zero value is ready.
+// Its verdict depends on words in the text:
 //
 //	"forbidden"         block, category "test"
 //	"hang-moderation"   block the call until its context ends
 //	"crash-moderation"  exit the plugin process (status 3)
 //	"fail-moderation"   return a KindUpstream error
 //	anything else       allow
-type moderator struct {
+type Moderator struct {
 	log calllog.Writer
 	seq atomic.Int64
 }
 
 // Configure reads `call_log`, like the provider.
-func (m *moderator) Configure(_ context.Context, settings map[string]string) error {
+func (m *Moderator) Configure(_ context.Context, settings map[string]string) error {
 	m.log.SetPath(settings["call_log"])
 	return nil
 }
 
 // Moderate implements sdk.Moderator.
-func (m *moderator) Moderate(ctx context.Context, req *sdk.ModerationRequest) (*sdk.ModerationResult, error) {
+func (m *Moderator) Moderate(ctx context.Context, req *sdk.ModerationRequest) (*sdk.ModerationResult, error) {
 	m.record(calllog.Call{Method: "moderate", Text: req.Text})
 	switch {
 	case strings.Contains(req.Text, "crash-moderation"):
@@ -49,7 +49,7 @@ func (m *moderator) Moderate(ctx context.Context, req *sdk.ModerationRequest) (*
 	return &sdk.ModerationResult{Decision: sdk.DecisionAllow}, nil
 }
 
-func (m *moderator) record(c calllog.Call) {
+func (m *Moderator) record(c calllog.Call) {
 	c.Seq = m.seq.Add(1)
 	if err := m.log.Append(c); err != nil {
 		fmt.Fprintln(os.Stderr, "testplugin:", err)
