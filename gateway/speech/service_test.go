@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
@@ -44,20 +42,16 @@ import (
 // are enabled for acme (spare is where fallbacks go), "closed" for no
 // one. globex may use testkit only. Credits: testkit charges one credit
 // a character (half a credit on model basic), spare two, closed nothing.
-const pipelineConfig = `
-providers:
-  testkit: {plugin: voxgate-testplugin}
-  spare: {plugin: voxgate-testplugin}
-  closed: {plugin: voxgate-testplugin}
-orgs:
-  acme:
-    providers:
-      testkit: {enabled: true}
-      spare: {enabled: true}
-  globex:
-    providers:
-      testkit: {enabled: true}
-`
+// pipelinePolicy: three test kits, all managed; acme may use testkit
+// and spare, globex testkit only, and nobody closed.
+func pipelinePolicy() *credentials.Policy {
+	return credentials.NewPolicy(
+		map[string]credentials.Provider{"testkit": {Managed: true}, "spare": {Managed: true}, "closed": {Managed: true}},
+		map[string]map[string]credentials.OrgAccess{
+			"acme":   {"testkit": {Enabled: true}, "spare": {Enabled: true}},
+			"globex": {"testkit": {Enabled: true}},
+		})
+}
 
 // setup is what a test changes of the pipeline it builds; the zero value
 // is a pipeline without fallbacks, budgets or cache.
@@ -101,10 +95,6 @@ type pipeline struct {
 func newPipeline(t *testing.T, su setup) *pipeline {
 	t.Helper()
 	ctx := t.Context()
-	cfg, err := config.Parse([]byte(pipelineConfig), os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := memory.New(store.Options{})
 	t.Cleanup(func() { st.Close() })
 	p := &pipeline{store: st, providers: map[string]*provider{}, budget: &ledger{Memory: budget.NewMemory(), net: map[string]int64{}},
@@ -149,7 +139,7 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 		Catalog:      cat,
 		Store:        st,
 		Dictionaries: st,
-		Credentials:  credentials.NewResolver(credentials.PolicyFrom(cfg), st, sealer),
+		Credentials:  credentials.NewResolver(pipelinePolicy(), st, sealer),
 		Budgets:      budget.New(p.budget, false),
 		OrgBudgets:   su.orgBudgets,
 		Routes:       su.routes,
