@@ -11,6 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libopusenc-dev, libopus-dev  Ogg Opus output (cgo; libopusenc writes the Ogg container)
 #   libflac-dev                  FLAC output (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#   curl                         the README's examples, which a test runs as written
 #   festival, festvox-kallpc16k, another speech engine (a diphone voice and an
 #     festvox-us-slt-hts         HTS voice of a person) whose word times are
 #                                ground truth for the aligner's tests
@@ -28,7 +29,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   nginx                        the reference relay of `make bench` (cmd/voxbench runs
 #                                the binary itself with a config of its own in a temp
 #                                dir; the system service is neither used nor needed)
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx
+APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 

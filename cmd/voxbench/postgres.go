@@ -9,9 +9,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/postgres"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/internal/pgtest"
 )
 

@@ -6,22 +6,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/store"
 )
-
-// putKeyRequest is the body of PUT /v1/api-keys/{providerId}.
-type putKeyRequest struct {
-	KeyValue string `json:"keyValue"`
-}
-
-// providerKeyJSON is what the API shows of a stored provider key.
-type providerKeyJSON struct {
-	ProviderID string `json:"providerId"`
-	LastFour   string `json:"lastFour"`
-	// UpdatedAt is omitted for a key stored before voxgate kept the time.
-	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
-}
 
 // putProviderKey serves PUT /v1/api-keys/{providerId}: the caller's
 // organization stores (or replaces) its own key for a provider, checked
@@ -38,13 +25,11 @@ func (s *Server) putProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error {
 	provider, _ := ctx.UserValue("providerId").(string)
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	k, err := s.speech.PutProviderKey(cctx, c.p.OrgID, provider, req.KeyValue, time.Now().UTC())
+	k, err := s.res.PutProviderKey(cctx, c.p.OrgID, provider, req.KeyValue, time.Now().UTC())
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		Data providerKeyJSON `json:"data"`
-	}{providerKeyOut(k)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[providerKeyJSON]{providerKeyOut(k)})
 }
 
 // listProviderKeys serves GET /v1/api-keys: a cursor-paged list of the
@@ -56,17 +41,9 @@ func (s *Server) listProviderKeys(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]speech.ProviderKey, store.Position, bool, error) {
-		return s.speech.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
+	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]resources.ProviderKey, store.Position, bool, error) {
+		return s.res.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
 	}, providerKeyOut)
-}
-
-func providerKeyOut(k *speech.ProviderKey) providerKeyJSON {
-	out := providerKeyJSON{ProviderID: k.ProviderID, LastFour: k.LastFour}
-	if !k.UpdatedAt.IsZero() {
-		out.UpdatedAt = &k.UpdatedAt
-	}
-	return out
 }
 
 // deleteProviderKey serves DELETE /v1/api-keys/{providerId}: 204, or 404
@@ -76,7 +53,7 @@ func (s *Server) deleteProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error 
 		return err
 	}
 	provider, _ := ctx.UserValue("providerId").(string)
-	if err := s.speech.DeleteProviderKey(c.ctx, c.p.OrgID, provider); err != nil {
+	if err := s.res.DeleteProviderKey(c.ctx, c.p.OrgID, provider); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

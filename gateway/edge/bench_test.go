@@ -4,21 +4,25 @@ import (
 	"context"
 	"io"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.uber.org/zap/zapcore"
 	"path/filepath"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
-	"github.com/voxgate/voxgate/gateway/store/reqlog"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/records"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
-	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 )
 
 // benchServer builds a real server (bbolt file, auth cache, metrics, log
@@ -49,7 +53,9 @@ func benchServerTraced(b *testing.B, tracer *tracing.Tracer) (fasthttp.RequestHa
 		b.Fatal(err)
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
-	s := New(Deps{Options: opts, Logger: zap.NewNop(), Store: st, CursorSecret: st.Secret(), Auth: a, Logs: w, Metrics: metrics.New(), Tracer: tracer})
+	res := resources.New(resources.Deps{Store: st, CheckRule: func(string, string) []problem.FieldError { return nil }})
+	s := New(Deps{Options: opts, Logger: zap.NewNop(), Resources: res, Records: records.New(st), CursorSecret: st.Secret(), Auth: a, Logs: w,
+		Metrics: metrics.New(), Tracer: tracer})
 	return s.srv.Handler, key
 }
 

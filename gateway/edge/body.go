@@ -10,8 +10,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/admission/quota"
+	"github.com/voxgate/voxgate/gateway/problem"
 )
 
 // Request bodies are read here, at the edge, rather than by fasthttp: the

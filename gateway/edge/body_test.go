@@ -11,8 +11,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/admission/quota"
+	"github.com/voxgate/voxgate/gateway/problem"
 )
 
 func TestReadAllBounded(t *testing.T) {

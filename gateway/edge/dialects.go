@@ -8,8 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
-	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 )
@@ -120,7 +120,7 @@ func (s *Server) writeDialectBlocked(ctx *fasthttp.RequestCtx, d dialectKind, be
 }
 
 // isProvider reports whether name is a configured provider.
-func (s *Server) isProvider(name string) bool { return s.speech.Catalog().Provider(name) != nil }
+func (s *Server) isProvider(name string) bool { return s.catalog.Provider(name) != nil }
 
 // openAISpeech serves OpenAI's body on POST /v1/audio/speech: a whole
 // clip in response_format, or with stream_format "sse" the provider's
@@ -149,8 +149,8 @@ func (s *Server) listOpenAIModels(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	out := dialect.OpenAIModelList{Object: "list", Data: []dialect.OpenAIModel{}}
-	for _, p := range s.speech.Catalog().Providers() {
-		if !s.speech.Credentials().Flags(c.p.OrgID, p.ID).Enabled {
+	for _, p := range s.catalog.Providers() {
+		if !s.creds.Flags(c.p.OrgID, p.ID).Enabled {
 			continue
 		}
 		for _, m := range p.Desc.Models {
@@ -232,7 +232,7 @@ func (s *Server) listElevenLabsVoices(ctx *fasthttp.RequestCtx, c *exchange) err
 		}
 		out.Voices = append(out.Voices, dialect.ElevenLabsVoice{VoiceID: name, Name: name, Category: "premade", Labels: labels})
 	}
-	voices, _, _, err := s.store.ListVoices(c.ctx, c.p.OrgID, maxElevenLabsVoices, nil)
+	voices, _, _, err := s.res.ListVoices(c.ctx, c.p.OrgID, maxElevenLabsVoices, nil)
 	if err != nil {
 		return err
 	}
@@ -250,8 +250,8 @@ func (s *Server) listElevenLabsVoices(ctx *fasthttp.RequestCtx, c *exchange) err
 // the model aliases.
 func (s *Server) listElevenLabsModels(ctx *fasthttp.RequestCtx, c *exchange) error {
 	out := []dialect.ElevenLabsModel{}
-	for _, p := range s.speech.Catalog().Providers() {
-		if !s.speech.Credentials().Flags(c.p.OrgID, p.ID).Enabled {
+	for _, p := range s.catalog.Providers() {
+		if !s.creds.Flags(c.p.OrgID, p.ID).Enabled {
 			continue
 		}
 		for _, m := range p.Desc.Models {

@@ -25,10 +25,10 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
-	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/speech"
 )
 
 // exchange is the per-request state the api wrapper hands to handlers: one

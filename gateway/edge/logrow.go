@@ -1,13 +1,11 @@
 package edge
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // getLog serves GET /v1/logs/{requestId}: one request-log row of the
@@ -22,14 +20,9 @@ func (s *Server) getLog(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if !validRequestID([]byte(id)) {
 		return problem.Validation(problem.Field(fmt.Sprintf("must be a request id: 1 to %d printable characters", maxRequestIDLen), "requestId"))
 	}
-	row, err := s.store.GetLog(c.ctx, c.p.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return problem.New(problem.NotFound, "no request %s in this organization's logs", id)
-	}
+	row, err := s.records.Log(c.ctx, c.p.OrgID, id)
 	if err != nil {
-		return fmt.Errorf("get log: %w", err)
+		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		Data logRowJSON `json:"data"`
-	}{logRowOut(row)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[logRowJSON]{logRowOut(row)})
 }

@@ -165,7 +165,7 @@ func (s *Server) listLogs(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	rows, next, more, err := s.store.ListLogs(c.ctx, c.p.OrgID, f, limit, after)
+	rows, next, more, err := s.records.Logs(c.ctx, c.p.OrgID, f, limit, after)
 	if errors.Is(err, store.ErrInvalidPosition) {
 		return problem.New(problem.InvalidCursor, "the cursor does not point into this list")
 	}

@@ -11,34 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/resources"
 )
-
-// mediaTypes are the upload formats the gateway accepts: the ones it can
-// decode, so an upload is proven to be audio and its duration is known
-// before a provider ever sees it.
-var mediaTypes = map[string]string{
-	"audio/wav": "audio/wav", "audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/vnd.wave": "audio/wav",
-	"audio/mpeg": "audio/mpeg", "audio/mp3": "audio/mpeg",
-}
-
-// sniff returns the media type the bytes carry, "" if neither WAV nor MP3.
-func sniff(data []byte) string {
-	switch {
-	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WAVE":
-		return "audio/wav"
-	case len(data) >= 3 && string(data[:3]) == "ID3",
-		len(data) >= 2 && data[0] == 0xFF && data[1]&0xE0 == 0xE0:
-		return "audio/mpeg"
-	}
-	return ""
-}
 
 // maxUploadParts bounds the parts of an upload's multipart form.
 const maxUploadParts = 32
@@ -96,7 +74,8 @@ func uploadPart(body []byte, boundary string, limit int) (data []byte, filename,
 }
 
 // uploadMedia serves POST /v1/media: a multipart form with a `file` part,
-// or the raw audio as the body with its Content-Type.
+// or the raw audio as the body with its Content-Type. What the audio must
+// be is resources.UploadMedia's to check.
 func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 	limit := s.opts.MaxMediaBytes
 	ct := string(ctx.Request.Header.ContentType())
@@ -131,50 +110,21 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if len(data) > limit {
 		return problem.New(problem.PayloadTooLarge, "the file is larger than %d bytes", limit)
 	}
-	if len(data) == 0 {
-		return problem.Validation(problem.Field("the file is empty", "file"))
-	}
-	kind := sniff(data)
-	if want, ok := mediaTypes[strings.ToLower(declared)]; ok && kind != "" && want != kind {
-		return problem.Validation(problem.Field(fmt.Sprintf("declared %s but the bytes are %s", declared, kind), "file"))
-	} else if !ok && declared != "" && declared != "application/octet-stream" {
-		return problem.New(problem.UnsupportedMediaType, "%s is not supported; upload WAV or MP3", declared)
-	}
-	if kind == "" {
-		return problem.New(problem.UnsupportedMediaType, "the file is not WAV or MP3 audio")
-	}
-	clip, err := audio.Decode(data, kind)
-	if err != nil || len(clip.Samples) == 0 {
-		return problem.Validation(problem.Field("the file is not decodable audio", "file"))
-	}
 	if msg := textrule.Name(filename); msg != "" {
 		// The name is kept with the media and shown back: a name by the
 		// edge's text rule, like a path parameter.
 		return problem.Validation(problem.Field("the file name "+msg, "filename"))
 	}
-	if filename == "" || filename == "." || filename == "/" {
-		filename = "upload" + map[string]string{"audio/wav": ".wav", "audio/mpeg": ".mp3"}[kind]
-	}
-	m := &store.Media{
-		ID:         uuid.NewString(),
-		OrgID:      c.p.OrgID,
-		Filename:   filename,
-		MediaType:  kind,
-		DurationMS: clip.Duration().Milliseconds(),
-		CreatedAt:  time.Now().UTC(),
-	}
-	if err := s.store.PutMedia(c.ctx, m, bytes.Clone(data)); err != nil {
-		return fmt.Errorf("store media: %w", err)
+	m, err := s.res.UploadMedia(c.ctx, c.p.OrgID, resources.Upload{Data: data, Filename: filename, Declared: declared}, time.Now().UTC())
+	if err != nil {
+		return err
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/media/"+m.ID)
 	return s.writeJSON(ctx, fasthttp.StatusCreated, mediaJSON(*m))
 }
 
 func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
-	m, err := s.store.GetMedia(c.ctx, c.p.OrgID, pathID(ctx))
-	if errors.Is(err, store.ErrNotFound) {
-		return problem.New(problem.MediaNotFound, "no media %s in this organization", pathID(ctx))
-	}
+	m, err := s.res.Media(c.ctx, c.p.OrgID, pathID(ctx))
 	if err != nil {
 		return err
 	}

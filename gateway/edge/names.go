@@ -6,8 +6,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
+	"github.com/voxgate/voxgate/gateway/problem"
 )
 
 // namesChecked wraps the handler of the route pattern: before it runs,

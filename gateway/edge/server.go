@@ -3,7 +3,9 @@
 //
 // A request reads top to bottom: edge (request id, recovery, metrics,
 // access log) -> router -> api (auth, rate limit, problem writing) ->
-// handler -> service (store, speech) -> plugin client.
+// handler -> service (speech, resources, records) -> store or plugin
+// client. Handlers decode, call one service method, and encode; none
+// reads the store or calls a plugin itself.
 package edge
 
 import (
@@ -22,35 +24,23 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
-	"github.com/voxgate/voxgate/gateway/internal/cursor"
-	"github.com/voxgate/voxgate/gateway/edge/dialect"
-	"github.com/voxgate/voxgate/gateway/observe/metrics"
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
-	"github.com/voxgate/voxgate/gateway/edge/realtime"
-	"github.com/voxgate/voxgate/gateway/store/reqlog"
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/edge/openapi"
+	"github.com/voxgate/voxgate/gateway/edge/realtime"
+	"github.com/voxgate/voxgate/gateway/edge/ui"
+	"github.com/voxgate/voxgate/gateway/internal/cursor"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/records"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
-	"github.com/voxgate/voxgate/gateway/observe/tracing"
-	"github.com/voxgate/voxgate/gateway/edge/ui"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 )
-
-// Store is the storage the handlers read and write directly: the list
-// reads and the voice and media resources. Declared here, by its user;
-// any store backend satisfies it.
-type Store interface {
-	ListVoices(ctx context.Context, orgID string, limit int, after store.Position) ([]store.Voice, store.Position, bool, error)
-	ListLogs(ctx context.Context, orgID string, f store.LogFilter, limit int, after store.Position) ([]store.LogRow, store.Position, bool, error)
-	GetLog(ctx context.Context, orgID, requestID string) (*store.LogRow, error)
-	CreateVoice(ctx context.Context, v *store.Voice) error
-	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
-	DeleteVoice(ctx context.Context, orgID, id string) error
-	PutMedia(ctx context.Context, m *store.Media, data []byte) error
-	GetMedia(ctx context.Context, orgID, id string) (*store.Media, error)
-	Usage(ctx context.Context, orgID string, since, until time.Time) ([]store.UsageRow, error)
-	ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error)
-}
 
 // Deps are what the server needs; the caller owns their lifecycles except
 // where Shutdown says otherwise.
@@ -58,7 +48,11 @@ type Deps struct {
 	// Options are the edge's limits and timeouts, built from the config.
 	Options Options
 	Logger  *zap.Logger
-	Store   Store
+	// Resources serves the resource routes: voices, media, pronunciation
+	// dictionaries and provider keys.
+	Resources *resources.Service
+	// Records serves the request log and usage.
+	Records *records.Service
 	// OnIdle runs once the server has been quiet for a while (no request
 	// in flight or arriving for a couple of seconds); nil does nothing.
 	OnIdle func()
@@ -86,9 +80,14 @@ type Deps struct {
 	// when it rests until, zero while in rotation; nil when no provider
 	// pools keys.
 	KeyStates func() map[string]map[string]time.Time
-	// Speech serves the speech and provider endpoints; nil serves only
-	// voices and logs.
+	// Speech serves the speech endpoints; nil (no providers) serves only
+	// voices, media and logs.
 	Speech *speech.Service
+	// Catalog is the providers the catalog routes list, and Credentials
+	// says which of them each organization may use; both are set with
+	// Speech.
+	Catalog     *catalog.Catalog
+	Credentials *credentials.Resolver
 	// Aliases are the model and voice names of the OpenAI and ElevenLabs
 	// dialects; nil means none.
 	Aliases *dialect.Aliases
@@ -141,7 +140,8 @@ type Server struct {
 	listener atomic.Pointer[limitListener]
 	opts     Options
 	log      *zap.Logger
-	store    Store
+	res      *resources.Service
+	records  *records.Service
 	auth     *auth.Authenticator
 	logs     *reqlog.Writer
 	metrics  *metrics.Metrics
@@ -162,6 +162,8 @@ type Server struct {
 	bodyMem   bodyMemory
 	accessLog bool
 	speech    *speech.Service
+	catalog   *catalog.Catalog
+	creds     *credentials.Resolver
 	// realtime serves the realtime WebSocket (realtime.go).
 	realtime *realtime.Hub
 	upgrader *websocket.FastHTTPUpgrader
@@ -193,7 +195,8 @@ func New(d Deps) *Server {
 	s := &Server{
 		opts:       d.Options,
 		log:        d.Logger,
-		store:      d.Store,
+		res:        d.Resources,
+		records:    d.Records,
 		auth:       d.Auth,
 		logs:       d.Logs,
 		metrics:    d.Metrics,
@@ -206,6 +209,8 @@ func New(d Deps) *Server {
 		limits:     map[string]orgLimits{},
 		accessLog:  d.Options.AccessLog,
 		speech:     d.Speech,
+		catalog:    d.Catalog,
+		creds:      d.Credentials,
 		tracer:     d.Tracer,
 		cors:       newCORS(d.Options.CORS),
 		aliases:    d.Aliases,
@@ -337,7 +342,14 @@ func New(d Deps) *Server {
 		// Bodies are read by readBody (body.go), bounded by their route's
 		// limit; fasthttp would buffer a chunked one up to about 3x it.
 		// Its multipart pre-parse reads a form of any size, so it is off.
-		StreamRequestBody:             true,
+		StreamRequestBody: true,
+		// A stream's headers and its first chunk (a provider's first
+		// 100 ms of 24 kHz PCM is 4,800 bytes) leave in one write: with
+		// fasthttp's 4 KiB default they took two system calls, the
+		// second before the first audio was all out (measured: the first
+		// chunk's write 64 -> 38 µs median). The buffer is pooled per
+		// response, not held by idle connections.
+		WriteBufferSize:               16 << 10,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,

@@ -2,22 +2,19 @@ package edge
 
 import (
 	"fmt"
-	"math"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/records"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // GET /v1/usage: the organization's usage from the rollup the store keeps
-// beside the request log (store.UsageStore), grouped as asked. The store
-// returns one row per day, provider, model and key in the window; this
-// handler merges them into the requested groups, so the answer costs
-// O(rollup rows in the window), never a scan of the log.
+// beside the request log (store.UsageStore), grouped as asked
+// (records.Usage merges the rollup's rows into the groups).
 
 // Usage windows: whole UTC days, at most the rollup's retention.
 const (
@@ -111,72 +108,6 @@ func contains(list []string, v string) bool {
 	return false
 }
 
-// usageJSON is the body of GET /v1/usage.
-type usageJSON struct {
-	Since   string           `json:"since"`
-	Until   string           `json:"until"`
-	GroupBy []string         `json:"group_by"`
-	Data    []usageGroupJSON `json:"data"`
-	Total   usageFiguresJSON `json:"total"`
-}
-
-// usageGroupJSON is one group: the fields it is grouped by, then its
-// figures.
-type usageGroupJSON struct {
-	Day       string `json:"day,omitempty"`
-	Provider  string `json:"provider,omitempty"`
-	Model     string `json:"model,omitempty"`
-	KeyID     string `json:"key_id,omitempty"`
-	KeyName   string `json:"key_name,omitempty"`
-	KeyPrefix string `json:"key_prefix,omitempty"`
-	usageFiguresJSON
-}
-
-// usageFiguresJSON are the figures of a group or of the whole window.
-type usageFiguresJSON struct {
-	Requests     int64       `json:"requests"`
-	Errors       int64       `json:"errors"`
-	ServerErrors int64       `json:"server_errors"`
-	ErrorRate    float64     `json:"error_rate"`
-	Characters   int64       `json:"characters"`
-	AudioSeconds float64     `json:"audio_seconds"`
-	Credits      int64       `json:"credits"`
-	CacheHits    int64       `json:"cache_hits"`
-	LatencyMS    latencyJSON `json:"latency_ms"`
-}
-
-// latencyJSON summarizes a latency histogram; percentiles are estimates
-// to within their bucket (store.LatencyBoundsMS).
-type latencyJSON struct {
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P95  float64 `json:"p95"`
-	P99  float64 `json:"p99"`
-}
-
-func figures(c *store.UsageCounts) usageFiguresJSON {
-	f := usageFiguresJSON{
-		Requests: c.Requests, Errors: c.Errors, ServerErrors: c.ServerErrors,
-		Characters: c.Characters, AudioSeconds: round3(float64(c.AudioMS) / 1000),
-		Credits: c.Credits, CacheHits: c.CacheHits,
-	}
-	if c.Requests > 0 {
-		f.ErrorRate = round4(float64(c.Errors) / float64(c.Requests))
-		f.LatencyMS = latencyJSON{
-			Mean: round1(float64(c.LatencyMSSum) / float64(c.Requests)),
-			P50:  round1(c.LatencyPercentile(0.50)),
-			P90:  round1(c.LatencyPercentile(0.90)),
-			P95:  round1(c.LatencyPercentile(0.95)),
-			P99:  round1(c.LatencyPercentile(0.99)),
-		}
-	}
-	return f
-}
-
-func round1(f float64) float64 { return math.Round(f*10) / 10 }
-func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
-
 func (s *Server) usage(ctx *fasthttp.RequestCtx, c *exchange) error {
 	q, err := parseQuery(ctx, "since", "until", "group_by")
 	if err != nil {
@@ -186,69 +117,24 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.store.Usage(c.ctx, c.p.OrgID, uq.since, uq.until)
+	u, err := s.records.Usage(c.ctx, c.p.OrgID, records.UsageQuery{Since: uq.since, Until: uq.until,
+		ByDay: uq.by["day"], ByProvider: uq.by["provider"], ByModel: uq.by["model"], ByKey: uq.by["key"]})
 	if err != nil {
-		return fmt.Errorf("usage: %w", err)
-	}
-	type group struct {
-		key store.UsageKey
-		c   store.UsageCounts
-	}
-	var total store.UsageCounts
-	idx := map[store.UsageKey]int{}
-	var groups []group
-	for i := range rows {
-		r := &rows[i]
-		total.Add(&r.UsageCounts)
-		var k store.UsageKey
-		if uq.by["day"] {
-			k.Day = r.Day
-		}
-		if uq.by["provider"] {
-			k.Provider = r.Provider
-		}
-		if uq.by["model"] {
-			k.Model = r.Model
-		}
-		if uq.by["key"] {
-			k.KeyID = r.KeyID
-		}
-		j, ok := idx[k]
-		if !ok {
-			j = len(groups)
-			idx[k] = j
-			groups = append(groups, group{key: k})
-		}
-		groups[j].c.Add(&r.UsageCounts)
-	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].key.Less(&groups[j].key) })
-
-	var keys map[string]store.APIKey
-	if uq.by["key"] && len(groups) > 0 {
-		list, err := s.store.ListKeys(c.ctx, c.p.OrgID)
-		if err != nil {
-			return fmt.Errorf("usage: key names: %w", err)
-		}
-		keys = make(map[string]store.APIKey, len(list))
-		for _, k := range list {
-			keys[k.ID] = k
-		}
+		return err
 	}
 	out := usageJSON{
 		Since: uq.since.Format(time.DateOnly), Until: uq.until.Format(time.DateOnly),
-		GroupBy: uq.groupBy, Data: make([]usageGroupJSON, 0, len(groups)), Total: figures(&total),
+		GroupBy: uq.groupBy, Data: make([]usageGroupJSON, 0, len(u.Groups)), Total: figures(&u.Total),
 	}
 	if out.GroupBy == nil {
 		out.GroupBy = []string{}
 	}
-	for i := range groups {
-		g := &groups[i]
-		gj := usageGroupJSON{Provider: g.key.Provider, Model: g.key.Model, KeyID: g.key.KeyID, usageFiguresJSON: figures(&g.c)}
+	for i := range u.Groups {
+		g := &u.Groups[i]
+		gj := usageGroupJSON{Provider: g.Key.Provider, Model: g.Key.Model, KeyID: g.Key.KeyID, KeyName: g.KeyName, KeyPrefix: g.KeyPrefix,
+			usageFiguresJSON: figures(&g.Counts)}
 		if uq.by["day"] {
-			gj.Day = g.key.Day.Format(time.DateOnly)
-		}
-		if k, ok := keys[g.key.KeyID]; ok {
-			gj.KeyName, gj.KeyPrefix = k.Name, k.Prefix
+			gj.Day = g.Key.Day.Format(time.DateOnly)
 		}
 		out.Data = append(out.Data, gj)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -113,12 +113,9 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if fe := req.validate(); len(fe) > 0 {
 		return problem.Validation(fe...)
 	}
-	if s.speech == nil {
-		return problem.New(problem.UnknownProvider, "provider %q is not configured", req.Provider)
-	}
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	v, err := s.speech.CreateVoice(cctx, c.p.OrgID, speech.VoiceSpec{
+	v, err := s.res.CreateVoice(cctx, c.p.OrgID, resources.VoiceSpec{
 		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,
 		MediaIDs: req.samples(), Gender: req.Gender, Description: req.Description, Tags: req.Tags,
 		ProviderOptions: req.ProviderOptions, CloneOptions: req.CloneOptions, Fallbacks: req.fallbacks(),
@@ -127,26 +124,20 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/voices/"+v.ID)
-	return s.writeJSON(ctx, fasthttp.StatusCreated, voiceData{voiceOut(v)})
-}
-
-// voiceData is the documented answer of the single-voice endpoints:
-// {data: voice}.
-type voiceData struct {
-	Data voiceJSON `json:"data"`
+	return s.writeJSON(ctx, fasthttp.StatusCreated, envelope[voiceJSON]{voiceOut(v)})
 }
 
 func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
-	v, err := s.store.GetVoice(c.ctx, c.p.OrgID, pathID(ctx))
+	v, err := s.res.Voice(c.ctx, c.p.OrgID, pathID(ctx))
 	if err != nil {
-		return voiceErr(err, pathID(ctx))
+		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, voiceData{voiceOut(v)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[voiceJSON]{voiceOut(v)})
 }
 
 func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
-	if err := s.store.DeleteVoice(c.ctx, c.p.OrgID, pathID(ctx)); err != nil {
-		return voiceErr(err, pathID(ctx))
+	if err := s.res.DeleteVoice(c.ctx, c.p.OrgID, pathID(ctx)); err != nil {
+		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 	return nil
@@ -157,22 +148,13 @@ func pathID(ctx *fasthttp.RequestCtx) string {
 	return id
 }
 
-// voiceErr maps a store miss to voice_not_found; another org's voice is a
-// miss too, so ids never leak across organizations.
-func voiceErr(err error, id string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return problem.New(problem.VoiceNotFound, "no voice %s in this organization", id)
-	}
-	return err
-}
-
 func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	q, limit, err := pageQuery(ctx)
 	if err != nil {
 		return err
 	}
 	return servePage(s, ctx, c, q, limit, "voices", func(after store.Position) ([]store.Voice, store.Position, bool, error) {
-		return s.store.ListVoices(c.ctx, c.p.OrgID, limit, after)
+		return s.res.ListVoices(c.ctx, c.p.OrgID, limit, after)
 	}, voiceOut)
 }
 

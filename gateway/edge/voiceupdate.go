@@ -11,22 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/resources"
 )
-
-// updateVoiceRequest is the body of PUT /v1/voices/{voiceId}: every field
-// optional, only the given ones change. Cloning happens at creation only,
-// so mediaId is not taken.
-type updateVoiceRequest struct {
-	Title           *string         `json:"title"`
-	Provider        *string         `json:"provider"`
-	Model           *string         `json:"model"`
-	VoiceID         *string         `json:"voice_id"`
-	Tags            *[]string       `json:"tags"`
-	Gender          *string         `json:"gender"`
-	Description     *string         `json:"description"`
-	ProviderOptions *map[string]any `json:"provider_options"`
-}
 
 // validate checks the given fields against the bounds of a new voice's.
 func (r *updateVoiceRequest) validate() []problem.FieldError {
@@ -74,12 +60,12 @@ func (s *Server) updateVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	}
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	v, err := s.speech.UpdateVoice(cctx, c.p.OrgID, pathID(ctx), speech.VoiceUpdate{
+	v, err := s.res.UpdateVoice(cctx, c.p.OrgID, pathID(ctx), resources.VoiceUpdate{
 		Title: req.Title, Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID, Gender: req.Gender,
 		Description: req.Description, Tags: req.Tags, ProviderOptions: req.ProviderOptions,
 	}, time.Now().UTC())
 	if err != nil {
 		return err
 	}
-	return s.writeJSON(ctx, fasthttp.StatusOK, voiceData{voiceOut(v)})
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[voiceJSON]{voiceOut(v)})
 }

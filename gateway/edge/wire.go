@@ -21,6 +21,12 @@ type page[T any] struct {
 	Limit      int    `json:"limit"`
 }
 
+// envelope is the {data: ...} answer of the routes that return one
+// resource, or a list that is not paged.
+type envelope[T any] struct {
+	Data T `json:"data"`
+}
+
 // voiceJSON is the spec's Voice resource.
 type voiceJSON struct {
 	ID              string         `json:"id"`
@@ -365,4 +371,18 @@ type createVoiceRequest struct {
 	// transcripts of the samples), merged over provider_options; they
 	// are not saved with the voice.
 	CloneOptions map[string]any `json:"clone_options"`
+}
+
+// updateVoiceRequest is the body of PUT /v1/voices/{voiceId}: every field
+// optional, only the given ones change. Cloning happens at creation only,
+// so mediaId is not taken.
+type updateVoiceRequest struct {
+	Title           *string         `json:"title"`
+	Provider        *string         `json:"provider"`
+	Model           *string         `json:"model"`
+	VoiceID         *string         `json:"voice_id"`
+	Tags            *[]string       `json:"tags"`
+	Gender          *string         `json:"gender"`
+	Description     *string         `json:"description"`
+	ProviderOptions *map[string]any `json:"provider_options"`
 }

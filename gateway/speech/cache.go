@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/sdk"
 )
 

@@ -8,8 +8,10 @@
 //
 //	store/bolt      one bbolt file, the embedded single-machine default
 //	store/postgres  PostgreSQL, shared by several gateway instances
+//	store/memory    the process's memory: unit tests (with fault
+//	                injection) and trying the gateway out; nothing kept
 //
-// Both pass one conformance suite, store/storetest. Nothing outside the
+// All pass one conformance suite, store/storetest. Nothing outside the
 // storage packages names a backend's types: the gateway opens a Backend
 // through store/driver and hands each consumer only the few methods it uses,
 // through small interfaces declared by that consumer (auth's key lookups,

@@ -236,6 +236,16 @@ func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, e
 	return k, nil
 }
 
+// List returns org's keys from storage, revoked ones included (the admin
+// socket lists them; the request path never does).
+func (a *Authenticator) List(ctx context.Context, org string) ([]store.APIKey, error) {
+	return a.st.ListKeys(ctx, org)
+}
+
+// OrgExists reports whether org is in the current config: the keys of an
+// organization that is not stop authenticating.
+func (a *Authenticator) OrgExists(org string) bool { return a.orgs(org) }
+
 // CreateKey generates a key for org and stores its hash in st. It is used
 // by the running gateway (through Authenticator.Create) and by the CLI when
 // no gateway holds the database.

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 )
 
@@ -70,7 +69,7 @@ func spacedText(n int) string {
 // to the term matching above: RE2 is linear in the text, but it is slower
 // per byte than the term matcher, so prefer terms where a term will do.
 func BenchmarkBuiltinPatterns(b *testing.B) {
-	builtin, err := moderation.NewBuiltin(map[string]*config.Category{
+	builtin, err := moderation.NewBuiltin(map[string]*moderation.Category{
 		"spam": {Patterns: []string{`\bbuy\s+(?:cheap\s+)?followers\b`, `\bfree\s+crypto\s+giveaway\b`}},
 	})
 	if err != nil {

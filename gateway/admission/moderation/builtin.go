@@ -8,8 +8,6 @@ import (
 	"sort"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/voxgate/voxgate/config"
 )
 
 // TestPhrase is blocked by every ruleset that is not off, whatever its
@@ -71,8 +69,8 @@ type categoryPattern struct {
 // deliberately small baseline of clearly abusive phrases, so that the
 // default deployment blocks obvious abuse without blocking ordinary text;
 // an operator with real needs configures their own lists.
-func DefaultCategories() map[string]*config.Category {
-	return map[string]*config.Category{
+func DefaultCategories() map[string]*Category {
+	return map[string]*Category{
 		"self_harm": {
 			Terms: []string{"kill yourself", "kys", "neck yourself", "drink bleach"},
 		},
@@ -93,7 +91,7 @@ func DefaultCategories() map[string]*config.Category {
 // so a configured expression cannot make a request hang. They run over the
 // normalized text (lower case, diacritics stripped, invisible characters
 // removed, separators kept) and match case-insensitively.
-func NewBuiltin(categories map[string]*config.Category) (*Builtin, error) {
+func NewBuiltin(categories map[string]*Category) (*Builtin, error) {
 	if len(categories) == 0 {
 		categories = DefaultCategories()
 	}

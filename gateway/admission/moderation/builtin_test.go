@@ -4,15 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 )
 
 // testCategories exercise each matching rule: long one-word terms (matched
 // anywhere), short ones (whole words only), a multi-word term and a
 // pattern.
-func testCategories() map[string]*config.Category {
-	return map[string]*config.Category{
+func testCategories() map[string]*moderation.Category {
+	return map[string]*moderation.Category{
 		"insult": {Terms: []string{"idiot"}},
 		"short":  {Terms: []string{"ass", "hate"}},
 		"threat": {Terms: []string{"kill yourself"}},
@@ -20,7 +19,7 @@ func testCategories() map[string]*config.Category {
 	}
 }
 
-func newBuiltin(t testing.TB, cats map[string]*config.Category) *moderation.Builtin {
+func newBuiltin(t testing.TB, cats map[string]*moderation.Category) *moderation.Builtin {
 	t.Helper()
 	b, err := moderation.NewBuiltin(cats)
 	if err != nil {
@@ -131,7 +130,7 @@ func TestBuiltinDefaults(t *testing.T) {
 }
 
 func TestBuiltinPatterns(t *testing.T) {
-	b := newBuiltin(t, map[string]*config.Category{
+	b := newBuiltin(t, map[string]*moderation.Category{
 		"upper":   {Patterns: []string{`\bBUY\s+Followers\b`}},
 		"accent":  {Patterns: []string{`café\s+scam`}},
 		"anyof":   {Patterns: []string{`(?:free|cheap)\s+crypto`}},
@@ -157,7 +156,7 @@ func TestBuiltinPatterns(t *testing.T) {
 }
 
 func TestBuiltinRejectsBadConfig(t *testing.T) {
-	for name, cats := range map[string]map[string]*config.Category{
+	for name, cats := range map[string]map[string]*moderation.Category{
 		"term without letters": {"x": {Terms: []string{" -- "}}},
 		"bad pattern":          {"x": {Patterns: []string{"(unclosed"}}},
 		"backreference":        {"x": {Patterns: []string{`(a)\1`}}},

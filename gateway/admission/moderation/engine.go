@@ -28,7 +28,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
@@ -97,33 +96,30 @@ type observers struct {
 	ruleset   string
 }
 
-// New compiles the rulesets of cfg. plugins returns the running moderation
-// plugin configured under a name (moderation.plugins.NAME), or nil; m and
-// log may be nil.
-func New(cfg *config.Config, plugins func(name string) sdk.Moderator, m *metrics.Metrics, log *zap.Logger) (*Engine, error) {
+// New compiles the rulesets of o. plugins returns the running moderation
+// plugin configured under a name (o.Plugins), or nil; m and log may be
+// nil.
+func New(o Options, plugins func(name string) sdk.Moderator, m *metrics.Metrics, log *zap.Logger) (*Engine, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	e := &Engine{rulesets: map[string]*ruleset{}, orgs: map[string]*orgRulesets{}, log: log}
 	var errs []error
-	for name, rc := range cfg.Moderation.Rulesets {
-		rs, err := newRuleset(cfg, name, rc, plugins, m, log)
+	for name, rc := range o.Rulesets {
+		rs, err := newRuleset(o, name, rc, plugins, m, log)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("moderation ruleset %s: %w", name, err))
 			continue
 		}
 		e.rulesets[name] = rs
 	}
-	for name, o := range cfg.Orgs {
-		if o == nil {
-			continue
-		}
-		or := &orgRulesets{def: o.Moderation}
-		for _, r := range append([]string{o.Moderation}, o.Rulesets...) {
+	for name, org := range o.Orgs {
+		or := &orgRulesets{def: org.Default}
+		for _, r := range append([]string{org.Default}, org.Rulesets...) {
 			if r == "" || slices.Contains(or.allowed, r) {
 				continue
 			}
-			if cfg.Moderation.Rulesets[r] == nil {
+			if _, ok := o.Rulesets[r]; !ok {
 				errs = append(errs, fmt.Errorf("org %s: unknown moderation ruleset %q", name, r))
 				continue
 			}
@@ -138,11 +134,8 @@ func New(cfg *config.Config, plugins func(name string) sdk.Moderator, m *metrics
 	return e, nil
 }
 
-func newRuleset(cfg *config.Config, name string, rc *config.Ruleset, plugins func(string) sdk.Moderator, m *metrics.Metrics, log *zap.Logger) (*ruleset, error) {
-	if rc == nil {
-		return nil, errors.New("empty ruleset")
-	}
-	rs := &ruleset{name: name, mode: rc.Mode, timeout: rc.Timeout.D(), log: log.With(zap.String("ruleset", name))}
+func newRuleset(o Options, name string, rc Ruleset, plugins func(string) sdk.Moderator, m *metrics.Metrics, log *zap.Logger) (*ruleset, error) {
+	rs := &ruleset{name: name, mode: rc.Mode, timeout: rc.Timeout, log: log.With(zap.String("ruleset", name))}
 	switch rs.mode {
 	case "":
 		rs.mode = ModeFailClosed
@@ -155,15 +148,15 @@ func newRuleset(cfg *config.Config, name string, rc *config.Ruleset, plugins fun
 	}
 	for i, ch := range rc.Checks {
 		switch {
-		case ch.Builtin != nil:
-			b, err := NewBuiltin(ch.Builtin.Categories)
+		case ch.Builtin:
+			b, err := NewBuiltin(ch.Categories)
 			if err != nil {
 				return nil, fmt.Errorf("checks[%d]: %w", i, err)
 			}
 			rs.builtins = append(rs.builtins, b)
 		case ch.Plugin != "":
-			pc := cfg.Moderation.Plugins[ch.Plugin]
-			if pc == nil {
+			pc, ok := o.Plugins[ch.Plugin]
+			if !ok {
 				return nil, fmt.Errorf("checks[%d]: unknown moderation plugin %q", i, ch.Plugin)
 			}
 			var mod sdk.Moderator
@@ -175,7 +168,7 @@ func newRuleset(cfg *config.Config, name string, rc *config.Ruleset, plugins fun
 			}
 			var rules []sdk.ModerationRule
 			for _, r := range ch.Rules {
-				if r.On() {
+				if r.Enabled {
 					rules = append(rules, sdk.ModerationRule{Name: r.Name, Prompt: r.Prompt})
 				}
 			}
@@ -185,8 +178,8 @@ func newRuleset(cfg *config.Config, name string, rc *config.Ruleset, plugins fun
 			rs.plugins = append(rs.plugins, &pluginCheck{
 				name:    ch.Plugin,
 				mod:     mod,
-				creds:   sdk.Credentials{APIKey: pc.APIKey.Value()},
-				timeout: pc.Timeout.D(),
+				creds:   sdk.Credentials{APIKey: pc.APIKey},
+				timeout: pc.Timeout,
 				rules:   rules,
 			})
 		default:

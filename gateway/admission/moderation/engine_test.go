@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
-	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -53,32 +53,39 @@ func hang(ctx context.Context, _ string) (*sdk.ModerationResult, error) {
 	return nil, ctx.Err()
 }
 
-const engineConfig = `
-orgs:
-  acme:
-    moderation: standard
-    rulesets: [strict, lenient]
-  globex: {}
-  initech:
-    moderation: quiet
-moderation:
-  plugins:
-    ext: {plugin: voxgate-x, api_key: ext-secret-key, timeout: 5s}
-    ext2: {plugin: voxgate-x}
-  rulesets:
-    standard:
-      checks: [{builtin: {}}]
-    strict:
-      mode: %MODE%
-      timeout: 100ms
-      checks: [{builtin: {categories: {insult: {terms: [idiot]}}}}, {plugin: ext}]
-    lenient:
-      mode: fail_open
-      checks: [{plugin: ext}, {plugin: ext2}]
-    quiet:
-      mode: off
-      checks: [{builtin: {}}, {plugin: ext}]
-`
+// engineOptions are the rulesets the engine tests run, strict's mode
+// given:
+//
+//	standard: the built-in check
+//	strict:   (mode, 100ms) built-in with the term "idiot", then plugin ext
+//	lenient:  (fail_open) plugins ext and ext2
+//	quiet:    (off) the built-in check and plugin ext
+//
+// acme defaults to standard and may pick strict or lenient; globex has
+// none; initech defaults to quiet. ext sends an API key.
+func engineOptions(mode string) moderation.Options {
+	builtin := moderation.Check{Builtin: true}
+	return moderation.Options{
+		Rulesets: map[string]moderation.Ruleset{
+			"standard": {Checks: []moderation.Check{builtin}},
+			"strict": {Mode: mode, Timeout: 100 * time.Millisecond, Checks: []moderation.Check{
+				{Builtin: true, Categories: map[string]*moderation.Category{"insult": {Terms: []string{"idiot"}}}},
+				{Plugin: "ext"},
+			}},
+			"lenient": {Mode: moderation.ModeFailOpen, Checks: []moderation.Check{{Plugin: "ext"}, {Plugin: "ext2"}}},
+			"quiet":   {Mode: moderation.ModeOff, Checks: []moderation.Check{builtin, {Plugin: "ext"}}},
+		},
+		Plugins: map[string]moderation.Plugin{
+			"ext":  {APIKey: "ext-secret-key", Timeout: 5 * time.Second},
+			"ext2": {Timeout: 2 * time.Second},
+		},
+		Orgs: map[string]moderation.OrgRulesets{
+			"acme":    {Default: "standard", Rulesets: []string{"strict", "lenient"}},
+			"globex":  {},
+			"initech": {Default: "quiet"},
+		},
+	}
+}
 
 type engineFixture struct {
 	e         *moderation.Engine
@@ -87,12 +94,8 @@ type engineFixture struct {
 }
 
 func newEngineB(b *testing.B) *moderation.Engine {
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(engineConfig, "%MODE%", "fail_closed")), func(string) (string, bool) { return "", false })
-	if err != nil {
-		b.Fatal(err)
-	}
 	plugins := map[string]sdk.Moderator{"ext": &scripted{fn: allowAll}, "ext2": &scripted{fn: allowAll}}
-	e, err := moderation.New(cfg, func(name string) sdk.Moderator { return plugins[name] }, metrics.New(), nil)
+	e, err := moderation.New(engineOptions(moderation.ModeFailClosed), func(name string) sdk.Moderator { return plugins[name] }, metrics.New(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,13 +107,10 @@ func newEngine(t *testing.T, mode string, ext, ext2 func(context.Context, string
 	if mode == "" {
 		mode = moderation.ModeFailClosed
 	}
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(engineConfig, "%MODE%", mode)), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &engineFixture{m: metrics.New(), ext: &scripted{fn: ext}, ext2: &scripted{fn: ext2}}
 	plugins := map[string]sdk.Moderator{"ext": f.ext, "ext2": f.ext2}
-	f.e, err = moderation.New(cfg, func(name string) sdk.Moderator { return plugins[name] }, f.m, nil)
+	var err error
+	f.e, err = moderation.New(engineOptions(mode), func(name string) sdk.Moderator { return plugins[name] }, f.m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +274,7 @@ func TestFirstBlockWins(t *testing.T) {
 }
 
 func TestNewRejectsMissingPlugin(t *testing.T) {
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(engineConfig, "%MODE%", "fail_closed")), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := moderation.New(cfg, func(string) sdk.Moderator { return nil }, nil, nil); err == nil || !strings.Contains(err.Error(), "not running") {
+	if _, err := moderation.New(engineOptions(moderation.ModeFailClosed), func(string) sdk.Moderator { return nil }, nil, nil); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Errorf("New with no plugins running: err = %v", err)
 	}
 }

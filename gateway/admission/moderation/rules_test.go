@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -24,37 +24,30 @@ func (p *rulesPlugin) Moderate(_ context.Context, req *sdk.ModerationRequest) (*
 	return p.fn(req)
 }
 
-const rulesConfig = `
-orgs:
-  acme: {moderation: custom, rulesets: [allOff]}
-moderation:
-  plugins:
-    llm: {plugin: voxgate-x}
-  rulesets:
-    custom:
-      checks:
-        - plugin: llm
-          rules:
-            - {name: no-stock-tips, prompt: Block any text that promotes a specific stock}
-            - {name: retired, prompt: Anything, enabled: false}
-            - {name: no-competitors, prompt: Block any text that names a competitor}
-    allOff:
-      checks:
-        - plugin: llm
-          rules: [{name: off-one, prompt: x, enabled: false}]
-`
+// rulesOptions: ruleset custom's plugin check carries three rules, the
+// middle one disabled; allOff's carries one, disabled.
+func rulesOptions() moderation.Options {
+	return moderation.Options{
+		Rulesets: map[string]moderation.Ruleset{
+			"custom": {Checks: []moderation.Check{{Plugin: "llm", Rules: []moderation.CustomRule{
+				{Name: "no-stock-tips", Prompt: "Block any text that promotes a specific stock", Enabled: true},
+				{Name: "retired", Prompt: "Anything"},
+				{Name: "no-competitors", Prompt: "Block any text that names a competitor", Enabled: true},
+			}}}},
+			"allOff": {Checks: []moderation.Check{{Plugin: "llm", Rules: []moderation.CustomRule{{Name: "off-one", Prompt: "x"}}}}},
+		},
+		Plugins: map[string]moderation.Plugin{"llm": {Timeout: 2 * time.Second}},
+		Orgs:    map[string]moderation.OrgRulesets{"acme": {Default: "custom", Rulesets: []string{"allOff"}}},
+	}
+}
 
 // TestCustomRules: a check's enabled rules travel with every call; a block
 // by a rule is reason custom_rule naming it, with the model's confidence;
 // a rule the check never sent is a failure; a check whose rules are all
 // off does not run.
 func TestCustomRules(t *testing.T) {
-	cfg, err := config.Parse([]byte(rulesConfig), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &rulesPlugin{}
-	e, err := moderation.New(cfg, func(string) sdk.Moderator { return p }, metrics.New(), nil)
+	e, err := moderation.New(rulesOptions(), func(string) sdk.Moderator { return p }, metrics.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,22 +83,5 @@ func TestCustomRules(t *testing.T) {
 	calls := len(p.got)
 	if v := e.Check(ctx, "allOff", "some text"); v.Decision != moderation.DecisionAllow || len(p.got) != calls {
 		t.Errorf("all rules off: %+v after %d calls, want allow and no call", v, len(p.got)-calls)
-	}
-}
-
-func TestCustomRulesConfigErrors(t *testing.T) {
-	base := "orgs:\n  acme: {}\nmoderation:\n  plugins:\n    llm: {plugin: x}\n  rulesets:\n    r:\n      checks:\n"
-	for _, tc := range []struct{ name, checks, want string }{
-		{"rules without a plugin", "        - builtin: {}\n          rules: [{name: a, prompt: p}]\n", "give plugin too"},
-		{"bad name", "        - plugin: llm\n          rules: [{name: 'No Spaces', prompt: p}]\n", ".name"},
-		{"same name twice", "        - plugin: llm\n          rules: [{name: a, prompt: p}, {name: a, prompt: q}]\n", "used twice"},
-		{"empty prompt", "        - plugin: llm\n          rules: [{name: a, prompt: ' '}]\n", ".prompt"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse([]byte(base+tc.checks), func(string) (string, bool) { return "", false })
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want %q", err, tc.want)
-			}
-		})
 	}
 }

@@ -76,14 +76,35 @@ func View(k *store.APIKey) KeyView {
 	return v
 }
 
-// Backend is what the socket administers.
-type Backend interface {
-	CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error)
-	ListKeys(ctx context.Context, org string) ([]store.APIKey, error)
-	RevokeKey(ctx context.Context, id string) (*store.APIKey, error)
+// Keys is the gateway's API key table as the socket administers it;
+// *auth.Authenticator is one, so that a key made or revoked here applies
+// at once.
+type Keys interface {
+	// CreateWith makes a key of org and returns it in plain text (shown
+	// once) with its record.
+	CreateWith(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error)
+	// List returns org's keys, revoked ones included.
+	List(ctx context.Context, org string) ([]store.APIKey, error)
+	// Revoke revokes key id; an unknown id is store.ErrNotFound.
+	Revoke(ctx context.Context, id string) (*store.APIKey, error)
+	// OrgExists reports whether org is configured.
+	OrgExists(org string) bool
+}
+
+// Secrets is the organizations' own provider keys as the operator sets
+// and removes them (`voxgate secrets`); *credentials.Resolver is one.
+type Secrets interface {
 	SetSecret(ctx context.Context, org, provider, value string) error
 	DeleteSecret(ctx context.Context, org, provider string) error
-	OrgExists(org string) bool
+}
+
+// Deps are what the socket administers, each served by the package that
+// owns it.
+type Deps struct {
+	Keys    Keys
+	Secrets Secrets
+	// Metrics serves the gateway's metrics; nil serves none.
+	Metrics http.Handler
 }
 
 // Server is the admin socket server.
@@ -93,8 +114,8 @@ type Server struct {
 	srv  *http.Server
 }
 
-// Listen creates the socket at path (replacing a stale one) and serves b.
-func Listen(path string, b Backend) (*Server, error) {
+// Listen creates the socket at path (replacing a stale one) and serves d.
+func Listen(path string, d Deps) (*Server, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("admin socket %s is in use: is another gateway running on this database?", path)
@@ -120,8 +141,8 @@ func Listen(path string, b Backend) (*Server, error) {
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	// The metrics, always: the public listener serves them only when
 	// configured to (metrics: in the config).
-	if m, ok := b.(interface{ MetricsHandler() http.Handler }); ok {
-		mux.Handle("GET /metrics", m.MetricsHandler())
+	if d.Metrics != nil {
+		mux.Handle("GET /metrics", d.Metrics)
 	}
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -132,11 +153,11 @@ func Listen(path string, b Backend) (*Server, error) {
 			reply(w, http.StatusBadRequest, errBody(err))
 			return
 		}
-		if !b.OrgExists(req.Org) {
+		if !d.Keys.OrgExists(req.Org) {
 			reply(w, http.StatusNotFound, errBody(fmt.Errorf("organization %q is not in the config", req.Org)))
 			return
 		}
-		plain, k, err := b.CreateKey(r.Context(), req.Org, req.Name, ScopeOf(req.Scope))
+		plain, k, err := d.Keys.CreateWith(r.Context(), req.Org, req.Name, ScopeOf(req.Scope))
 		if err != nil {
 			reply(w, http.StatusBadRequest, errBody(err))
 			return
@@ -146,7 +167,7 @@ func Listen(path string, b Backend) (*Server, error) {
 		reply(w, http.StatusCreated, v)
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
-		keys, err := b.ListKeys(r.Context(), r.URL.Query().Get("org"))
+		keys, err := d.Keys.List(r.Context(), r.URL.Query().Get("org"))
 		if err != nil {
 			reply(w, http.StatusInternalServerError, errBody(err))
 			return
@@ -158,7 +179,7 @@ func Listen(path string, b Backend) (*Server, error) {
 		reply(w, http.StatusOK, out)
 	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
-		k, err := b.RevokeKey(r.Context(), r.PathValue("id"))
+		k, err := d.Keys.Revoke(r.Context(), r.PathValue("id"))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			reply(w, http.StatusNotFound, errBody(fmt.Errorf("no key %s", r.PathValue("id"))))
@@ -174,14 +195,14 @@ func Listen(path string, b Backend) (*Server, error) {
 			reply(w, http.StatusBadRequest, errBody(errors.New("send {\"value\": \"...\"}")))
 			return
 		}
-		if err := b.SetSecret(r.Context(), r.PathValue("org"), r.PathValue("provider"), req.Value); err != nil {
+		if err := d.Secrets.SetSecret(r.Context(), r.PathValue("org"), r.PathValue("provider"), req.Value); err != nil {
 			reply(w, http.StatusBadRequest, errBody(err))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("DELETE /secrets/{org}/{provider}", func(w http.ResponseWriter, r *http.Request) {
-		if err := b.DeleteSecret(r.Context(), r.PathValue("org"), r.PathValue("provider")); err != nil {
+		if err := d.Secrets.DeleteSecret(r.Context(), r.PathValue("org"), r.PathValue("provider")); err != nil {
 			reply(w, http.StatusBadRequest, errBody(err))
 			return
 		}

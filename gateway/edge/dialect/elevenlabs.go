@@ -17,6 +17,12 @@ import (
 // ("eleven_multilingual_v2") means when no alias says otherwise.
 const ElevenLabsHome = "elevenlabs"
 
+// ElevenLabsDefaultModel is the model ElevenLabs' API uses when a request
+// gives no model_id. The dialect reads an absent model_id as this id, as
+// ElevenLabs does, so that an alias of it (gateway.yaml maps it onto
+// eSpeak) also moves the calls that name no model.
+const ElevenLabsDefaultModel = "eleven_multilingual_v2"
+
 // ElevenLabsSpeech is the body of ElevenLabs' text-to-speech endpoints.
 // It decodes leniently, as ElevenLabs' API does: its SDKs add fields in
 // new versions, and a field voxgate has no use for must not fail a
@@ -100,7 +106,11 @@ func (r *ElevenLabsSpeech) Speech(org, voiceID, outputFormat string, ep speech.D
 	if r.Text == nil {
 		return nil, problem.Validation(problem.Field("is required", "text"))
 	}
-	t := al.Resolve(org, r.ModelID, voiceID, ElevenLabsHome, isProvider)
+	model := r.ModelID
+	if model == "" {
+		model = ElevenLabsDefaultModel
+	}
+	t := al.Resolve(org, model, voiceID, ElevenLabsHome, isProvider)
 	req := &speech.Request{VoiceID: t.VoiceID, Model: t.Model, Voice: t.Voice, Text: r.Text, OptionsFor: ElevenLabsHome}
 	if vs := r.VoiceSettings; vs != nil && vs.Speed != nil && *vs.Speed != 1 {
 		req.Speed = vs.Speed

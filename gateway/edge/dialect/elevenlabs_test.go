@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -52,5 +53,41 @@ func TestCharacterAlignment(t *testing.T) {
 	}
 	if e := CharacterAlignment("", nil); len(e.Characters) != 0 {
 		t.Errorf("empty: %+v", e)
+	}
+}
+
+// An ElevenLabs body without model_id asks for ElevenLabs' default model,
+// so an alias of that model moves it like one that names it; a voice
+// alias's own model still wins.
+func TestElevenLabsDefaultModel(t *testing.T) {
+	onESpeak := NewAliases(AliasSet{
+		Models: map[string]string{ElevenLabsDefaultModel: "espeak/espeak-ng"},
+		Voices: map[string]VoiceAlias{"george": {Voice: "en-gb"}, "narrator": {Model: "espeak/espeak-ng", Voice: "en"}},
+	}, nil)
+	isProvider := func(p string) bool { return p == "espeak" || p == ElevenLabsHome }
+	tests := []struct {
+		name          string
+		aliases       *Aliases
+		model, voice  string
+		want, wantVox string
+	}{
+		{"no model_id, no alias: ElevenLabs' default", nil, "", "JBFqnCBsd6RMkjVDRZzb", "elevenlabs/eleven_multilingual_v2", "JBFqnCBsd6RMkjVDRZzb"},
+		{"no model_id, the default aliased", onESpeak, "", "george", "espeak/espeak-ng", "en-gb"},
+		{"model_id given", onESpeak, "eleven_flash_v2_5", "george", "elevenlabs/eleven_flash_v2_5", "en-gb"},
+		{"a voice alias's model wins over the default", onESpeak, "", "narrator", "espeak/espeak-ng", "en"},
+		{"a voice alias's model wins over model_id", onESpeak, "eleven_flash_v2_5", "narrator", "espeak/espeak-ng", "en"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := "Hello."
+			body := ElevenLabsSpeech{Text: &text, ModelID: tt.model}
+			req, err := body.Speech("acme", tt.voice, "", speech.DeliverClip, tt.aliases, isProvider)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.Model != tt.want || req.Voice != tt.wantVox {
+				t.Errorf("model %q voice %q, want %q %q", req.Model, req.Voice, tt.want, tt.wantVox)
+			}
+		})
 	}
 }

@@ -63,6 +63,22 @@ func (r *Resolver) DeleteOwnKey(ctx context.Context, org, provider string) error
 	return nil
 }
 
+// SetSecret stores org's own key for provider on the operator's word
+// (`voxgate secrets set`, through the admin socket): the organization and
+// the provider must be in the configuration, and the key is stored as
+// given, unchecked, unlike the API's PUT (AllowOwnKey and a call).
+func (r *Resolver) SetSecret(ctx context.Context, org, provider, value string) error {
+	return StoreBYOK(ctx, r.store, r.sealer, r.policy, org, provider, value)
+}
+
+// DeleteSecret removes org's stored key for provider on the operator's
+// word (`voxgate secrets delete`); none stored is store.ErrNotFound. What the
+// API shows of the key (its last four characters) is left behind and
+// listed no more, since the key's own entry is what lists it.
+func (r *Resolver) DeleteSecret(ctx context.Context, org, provider string) error {
+	return r.store.DeleteSecret(ctx, org, SecretName(provider))
+}
+
 // ListOwnKeys returns what may be shown of org's stored provider keys, in
 // provider order, at most limit of them after the provider named by after
 // (nil: from the start), and whether more follow. Keys set in the

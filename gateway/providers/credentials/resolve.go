@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -27,17 +26,44 @@ type providerKeys struct {
 	managedKey string
 }
 
-// PolicyFrom builds the Policy of cfg.
-func PolicyFrom(cfg *config.Config) *Policy {
+// Provider is how the deployment offers one provider's managed
+// credential.
+type Provider struct {
+	// Managed says organizations may use the gateway's own key without
+	// bringing theirs.
+	Managed bool
+	// ManagedKey is the gateway's own key ("" for a provider that needs
+	// none, such as a local engine).
+	ManagedKey string
+}
+
+// OrgAccess is one organization's configured access to one provider.
+type OrgAccess struct {
+	Enabled bool
+	// BYOK says the organization brings its own key: OwnKey, or one
+	// stored with the API or `voxgate secrets set`.
+	BYOK bool
+	// Managed, when set, narrows the provider's Managed for this
+	// organization: it can turn the managed key off, never on.
+	Managed *bool
+	// OwnKey is the organization's own key given in the configuration.
+	OwnKey string
+}
+
+// NewPolicy builds the Policy of the configured providers and
+// organizations. orgs maps every organization to its access by provider;
+// a provider an organization does not list is not enabled for it, and
+// its managed flag is the provider's.
+func NewPolicy(providers map[string]Provider, orgs map[string]map[string]OrgAccess) *Policy {
 	p := &Policy{orgs: map[string]map[string]orgProvider{}, providers: map[string]providerKeys{}}
-	for id, pc := range cfg.Providers {
-		p.providers[id] = providerKeys{managed: pc.Managed, managedKey: pc.APIKey.Value()}
+	for id, pc := range providers {
+		p.providers[id] = providerKeys{managed: pc.Managed, managedKey: pc.ManagedKey}
 	}
-	for org, o := range cfg.Orgs {
+	for org, access := range orgs {
 		m := map[string]orgProvider{}
-		for id, pc := range cfg.Providers {
-			op := o.Providers[id]
-			if op == nil {
+		for id, pc := range providers {
+			op, ok := access[id]
+			if !ok {
 				m[id] = orgProvider{flags: Flags{Managed: pc.Managed}}
 				continue
 			}
@@ -45,7 +71,7 @@ func PolicyFrom(cfg *config.Config) *Policy {
 			if op.Managed != nil {
 				managed = *op.Managed && pc.Managed
 			}
-			m[id] = orgProvider{flags: Flags{Enabled: op.Enabled, BYOK: op.BYOK, Managed: managed}, ownKey: op.APIKey.Value()}
+			m[id] = orgProvider{flags: Flags{Enabled: op.Enabled, BYOK: op.BYOK, Managed: managed}, ownKey: op.OwnKey}
 		}
 		p.orgs[org] = m
 	}
@@ -142,11 +168,12 @@ func (r *Resolver) storedKey(ctx context.Context, org, provider string) (string,
 	return key, nil
 }
 
-// Flags are an org's effective flags for a provider, as the catalog shows.
+// Flags are an org's effective flags for a provider, as the catalog shows
+// them (the edge gives them their JSON form).
 type Flags struct {
-	Enabled bool `json:"enabled"`
-	BYOK    bool `json:"byok"`
-	Managed bool `json:"managed"`
+	Enabled bool
+	BYOK    bool
+	Managed bool
 }
 
 // Flags returns org's flags for provider.

@@ -2,35 +2,27 @@ package credentials_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
 	"github.com/voxgate/voxgate/gateway/store/readcache"
 )
 
-const policyYAML = `
-providers:
-  openai: {plugin: voxgate-openai, managed: true, api_key: managed-key}
-orgs:
-  acme:
-    providers:
-      openai: {enabled: true, byok: true}
-`
+// policy is openai offered with a managed key, and acme bringing its own.
+func policy() *credentials.Policy {
+	return credentials.NewPolicy(
+		map[string]credentials.Provider{"openai": {Managed: true, ManagedKey: "managed-key"}},
+		map[string]map[string]credentials.OrgAccess{"acme": {"openai": {Enabled: true, BYOK: true}}})
+}
 
 // TestStoredKeysFollowTheStore: an organization's own key is used from the
 // moment it is stored until it is replaced or deleted, through the cache
 // the gateway gives the resolver, and reusing it costs no allocation.
 func TestStoredKeysFollowTheStore(t *testing.T) {
-	cfg, err := config.Parse([]byte(policyYAML), os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +33,7 @@ func TestStoredKeysFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := readcache.New(db, readcache.Options{})
-	r := credentials.NewResolver(credentials.PolicyFrom(cfg), st, sealer)
+	r := credentials.NewResolver(policy(), st, sealer)
 	ctx := context.Background()
 	key := func() string {
 		t.Helper()
@@ -87,5 +79,39 @@ func TestStoredKeysFollowTheStore(t *testing.T) {
 	}
 	if got := key(); got != "managed-key" {
 		t.Fatalf("after deleting: %q", got)
+	}
+}
+
+// TestPolicyFlags: an organization's flags for a provider follow its own
+// entry; the provider's managed flag is the most it may have, and a
+// provider it does not list is off for it.
+func TestPolicyFlags(t *testing.T) {
+	off, on := false, true
+	providers := map[string]credentials.Provider{
+		"cloud": {Managed: true, ManagedKey: "k"},
+		"byok":  {},
+	}
+	tests := []struct {
+		name     string
+		access   map[string]credentials.OrgAccess
+		provider string
+		want     credentials.Flags
+	}{
+		{"not listed", nil, "cloud", credentials.Flags{Managed: true}},
+		{"listed", map[string]credentials.OrgAccess{"cloud": {Enabled: true}}, "cloud", credentials.Flags{Enabled: true, Managed: true}},
+		{"managed turned off", map[string]credentials.OrgAccess{"cloud": {Enabled: true, Managed: &off}}, "cloud", credentials.Flags{Enabled: true}},
+		{"managed not offered", map[string]credentials.OrgAccess{"byok": {Enabled: true, BYOK: true, Managed: &on}}, "byok", credentials.Flags{Enabled: true, BYOK: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := credentials.NewPolicy(providers, map[string]map[string]credentials.OrgAccess{"acme": tt.access})
+			if err := p.Exists("acme", tt.provider); err != nil {
+				t.Fatal(err)
+			}
+			r := credentials.NewResolver(p, nil, nil)
+			if got := r.Flags("acme", tt.provider); got != tt.want {
+				t.Errorf("flags %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

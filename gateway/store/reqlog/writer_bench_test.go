@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 )
 
 // BenchmarkRecord measures the request-path cost of logging one row against

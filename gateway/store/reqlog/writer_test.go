@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 )
 
 func openStore(t testing.TB, path string) *bolt.Store {
