@@ -163,8 +163,15 @@ func (rs *rawSocket) expect(typ, id string) rawFrame {
 // receive queue, the gateway socket's send queue), and that send queue
 // alone. ok is false where /proc/net/tcp is not there to say.
 func (rs *rawSocket) written() (at, serverQueue int64, ok bool) {
-	b, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
+	// A dual-stack listener's accepted socket is listed in tcp6 (as an
+	// IPv4-mapped address) while the client's is in tcp: read both.
+	var b []byte
+	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		if part, err := os.ReadFile(name); err == nil {
+			b = append(b, part...)
+		}
+	}
+	if len(b) == 0 {
 		return 0, 0, false
 	}
 	client := fmt.Sprintf(":%04X", rs.tcp.LocalAddr().(*net.TCPAddr).Port)
@@ -204,7 +211,7 @@ func (rs *rawSocket) waitStalled() int64 {
 	for stable < 5 {
 		at, queued, ok := rs.written()
 		if !ok {
-			rs.t.Skip("no /proc/net/tcp: the bytes in flight cannot be counted")
+			rs.t.Skip("/proc/net/tcp{,6} does not list this connection: the bytes in flight cannot be counted")
 		}
 		if at == prev && queued > 0 {
 			stable++
