@@ -31,6 +31,7 @@
 package elevenlabs
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,18 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of ElevenLabs' published OpenAPI document the
+// fake serves (apispec/elevenlabs.yaml, whose header names its source):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/elevenlabs.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("ElevenLabs", apiDocument)
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "xi-test-fake-0123456789abcdef"
@@ -115,6 +128,10 @@ type voice struct {
 	Labels            map[string]string `json:"labels"`
 	PreviewURL        *string           `json:"preview_url"`
 	VerifiedLanguages []verifiedLang    `json:"verified_languages"`
+	// The document requires these two of every voice; the fake's voices
+	// are on every tier and have no high-quality base models.
+	AvailableForTiers       []string `json:"available_for_tiers"`
+	HighQualityBaseModelIDs []string `json:"high_quality_base_model_ids"`
 }
 
 type verifiedLang struct {
@@ -130,6 +147,7 @@ func premade() []voice {
 			VoiceID: id, Name: name, Category: "premade",
 			Labels:            map[string]string{"accent": accent, "age": age, "gender": gender, "use_case": "narration"},
 			VerifiedLanguages: []verifiedLang{{Language: "en", ModelID: "eleven_multilingual_v2", Accent: accent, Locale: locale}},
+			AvailableForTiers: []string{}, HighQualityBaseModelIDs: []string{},
 		}
 	}
 	return []voice{
@@ -174,7 +192,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -558,7 +576,8 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("cloneFake%011d", s.clones.Add(1))
 	desc := first(form.Value["description"])
 	s.mu.Lock()
-	s.voices = append(s.voices, voice{VoiceID: id, Name: name, Category: "cloned", Description: &desc, Labels: map[string]string{}})
+	s.voices = append(s.voices, voice{VoiceID: id, Name: name, Category: "cloned", Description: &desc, Labels: map[string]string{},
+		AvailableForTiers: []string{}, HighQualityBaseModelIDs: []string{}})
 	s.mu.Unlock()
 	fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"voice_id": id, "requires_verification": false})
 }
