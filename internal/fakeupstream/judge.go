@@ -146,12 +146,13 @@ func (d *Document) CheckRequest(r *http.Request, body []byte) []string {
 // about it. An audio answer (audio/*) is accepted where the document
 // gives the status a binary body of an audio or octet-stream type: the
 // documents name one type for a body whose codec varies with the
-// request; what the codec is the fakes' own tests check.
+// request; what the codec is the fakes' own tests check. Raw audio
+// answered as application/octet-stream counts as audio.
 func (d *Document) CheckResponse(r *http.Request, status int, header http.Header, body []byte) []string {
 	vr := d.request(r, nil)
 	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
 	header = header.Clone()
-	if strings.HasPrefix(mt, "audio/") {
+	if strings.HasPrefix(mt, "audio/") || mt == "application/octet-stream" {
 		if alt, ok := d.binaryType(vr, status); ok {
 			header.Set("Content-Type", alt)
 		}

@@ -106,8 +106,10 @@ type config struct {
 var api = &upstream.API{
 	Provider:       providerID,
 	DefaultBaseURL: defaultBaseURL,
-	Authorize:      func(h http.Header, key string) { h.Set("X-API-Key", key) },
-	ParseError:     parseError,
+	// Bearer is the only scheme Cartesia's published document names
+	// (X-API-Key, the older way, still works but is undocumented).
+	Authorize:  func(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) },
+	ParseError: parseError,
 }
 
 // New returns a Provider with the default settings (the public API).
@@ -616,11 +618,12 @@ func decodeChunk(data string, dst *bytes.Buffer) error {
 	return nil
 }
 
-// cloneOptions are the providerOptions Clone accepts.
+// cloneOptions are the providerOptions Clone accepts: the fields of
+// POST /voices/clone in Cartesia's published document besides the clip,
+// name and description (the older mode and enhance are gone from it).
 type cloneOptions struct {
-	Language *string `json:"language"`
-	Mode     *string `json:"mode"`
-	Enhance  *bool   `json:"enhance"`
+	Language    *string `json:"language"`
+	BaseVoiceID *string `json:"base_voice_id"`
 }
 
 // Clone implements sdk.Provider with POST /voices/clone, which takes one
@@ -637,7 +640,7 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: the sample is empty")
 	}
 	var o cloneOptions
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "mode", "enhance"); err != nil {
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "base_voice_id"); err != nil {
 		return nil, err
 	}
 	name := strings.TrimSpace(req.Name)
@@ -651,11 +654,8 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 	if req.Description != "" {
 		_ = mw.WriteField("description", req.Description)
 	}
-	if o.Mode != nil {
-		_ = mw.WriteField("mode", *o.Mode)
-	}
-	if o.Enhance != nil {
-		_ = mw.WriteField("enhance", fmt.Sprint(*o.Enhance))
+	if o.BaseVoiceID != nil {
+		_ = mw.WriteField("base_voice_id", *o.BaseVoiceID)
 	}
 	_ = upstream.WriteSample(mw, "clip", req.Samples[0], 0) // writes to memory
 	_ = mw.Close()
