@@ -210,6 +210,11 @@ func cutDocument(doc *yaml.Node, ops []string) (*yaml.Node, error) {
 		for _, ref := range refs(n) {
 			kind, name, ok := componentRef(ref)
 			if !ok {
+				// A reference into a schema's own $defs (Mistral's
+				// event-stream schemas) travels with the schema.
+				if strings.HasPrefix(ref, "#/$defs/") {
+					continue
+				}
 				return nil, fmt.Errorf("reference %q is not to a component of this document", ref)
 			}
 			if reached[kind][name] {
