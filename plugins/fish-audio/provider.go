@@ -59,8 +59,10 @@ func mp3Rates() []int { return []int{32000, 44100} }
 // 10 March 2026, both read 28 November 2026): wav and pcm (16-bit mono)
 // at 8, 16, 24, 32 or 44.1 kHz (default 44.1), mp3 at 32 or 44.1 kHz
 // (default 44.1) and mp3_bitrate 64, 128 (default) or 192, and opus at
-// 48 kHz and opus_bitrate 24, 32 (default), 48 or 64 (-1000, "automatic",
-// is the provider's choice and left out). Each format's default comes
+// 48 kHz and 24, 32 (default), 48 or 64 kbit/s (-1000, "automatic", is the
+// provider's choice and left out). opus_bitrate is in bit/s (24000, ...),
+// mp3_bitrate in kbit/s: the published OpenAPI document
+// (internal/fakeupstream/fishaudio/apispec) enumerates both. Each format's default comes
 // first; pcm is the plugin's default clip. The reference does not name
 // opus's container; Fish Audio sends Ogg Opus, the file players read.
 // The with-timestamp endpoint takes the same body.
@@ -451,7 +453,8 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	case sdk.FormatMP3:
 		c.body.MP3Bitrate = &e.Bitrate
 	case sdk.FormatOpus:
-		c.body.OpusBitrate = &e.Bitrate
+		bps := e.Bitrate * 1000
+		c.body.OpusBitrate = &bps
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {

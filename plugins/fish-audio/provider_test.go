@@ -152,7 +152,10 @@ func TestUpstreamFailures(t *testing.T) {
 				req := request(tt.key)
 				req.Timestamps = tt.op == "timestamps"
 				if tt.op == "bad chunk length" {
+					// Outside the document's range on purpose, to see
+					// Fish Audio's 422 mapped.
 					req.Options = []byte(`{"chunk_length": 50}`)
+					defer srv.TakeViolations()
 				}
 				var resp *sdk.SynthesizeResponse
 				resp, err = p.Synthesize(t.Context(), req)
@@ -255,7 +258,7 @@ func wantBody(e sdk.Encoding) string {
 	case sdk.FormatMP3:
 		return fmt.Sprintf(`{"format":"mp3","mp3_bitrate":%d,"sample_rate":%d}`, e.Bitrate, e.SampleRate)
 	case sdk.FormatOpus:
-		return fmt.Sprintf(`{"format":"opus","opus_bitrate":%d,"sample_rate":%d}`, e.Bitrate, e.SampleRate)
+		return fmt.Sprintf(`{"format":"opus","opus_bitrate":%d,"sample_rate":%d}`, e.Bitrate*1000, e.SampleRate)
 	}
 	return fmt.Sprintf(`{"format":%q,"sample_rate":%d}`, e.Format, e.SampleRate)
 }
@@ -617,7 +620,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"mp3_bitrate against the bitrate", func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"mp3_bitrate": 192}`)
 		}},
-		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) { r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24}`) }},
+		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) { r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24000}`) }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
@@ -809,7 +812,9 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		{name: "500", key: fake.Key, fault: &fakeupstream.Fault{Status: 500}, kind: sdk.KindUpstream, status: 500},
 		{name: "503", key: fake.Key, fault: &fakeupstream.Fault{Status: 503}, kind: sdk.KindUnavailable, status: 503},
 		{name: "unknown voice", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Voice = unknownVoice }, kind: sdk.KindInvalidRequest, status: 400},
-		{name: "validation", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"temperature": 3}`) }, kind: sdk.KindInvalidRequest, status: 422},
+		// A value outside the document's ranges no longer reaches Fish
+		// Audio (the plugin refuses it first), so a 422 is injected.
+		{name: "422", key: fake.Key, fault: &fakeupstream.Fault{Status: 422, Message: "temperature: Input should be less than or equal to 1"}, kind: sdk.KindInvalidRequest, status: 422},
 	}
 	// One attempt: Synthesize reports the first answer, as the plan's is.
 	for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL(), "max_attempts": "1"}) {
