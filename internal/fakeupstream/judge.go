@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -351,15 +352,19 @@ func (c *Control) TakeViolations() []string {
 // benchmark measures the gateway beside a fake that shares its CPU.
 // WebSocket upgrades pass unchecked: an OpenAPI document does not
 // describe the messages of a socket.
-func (c *Control) Judge(tb testing.TB, d *Document, h http.Handler) http.Handler {
-	return c.JudgeAt(tb, d, "", h)
+//
+// outside lists path prefixes the fake serves that are not the provider's
+// API and so not in its document (where a fake stands in for a file host
+// the API links to): they pass unchecked.
+func (c *Control) Judge(tb testing.TB, d *Document, h http.Handler, outside ...string) http.Handler {
+	return c.JudgeAt(tb, d, "", h, outside...)
 }
 
 // JudgeAt is Judge for a fake mounted under prefix where the provider has
 // the root its document's servers give (an OpenAI-compatible server at
 // /kokoro/api/v1 where OpenAI has /v1): prefix is cut from a request's
 // path before it is judged.
-func (c *Control) JudgeAt(tb testing.TB, d *Document, prefix string, h http.Handler) http.Handler {
+func (c *Control) JudgeAt(tb testing.TB, d *Document, prefix string, h http.Handler, outside ...string) http.Handler {
 	if tb == nil || d == nil {
 		return h
 	}
@@ -372,7 +377,7 @@ func (c *Control) JudgeAt(tb testing.TB, d *Document, prefix string, h http.Hand
 		}
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || slices.ContainsFunc(outside, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
 			h.ServeHTTP(w, r)
 			return
 		}
