@@ -7,12 +7,6 @@
 // and its SHA-256, so that anyone can fetch the same file and cut it
 // again to the same result.
 //
-// A Google discovery document (-discovery) is first turned into the
-// OpenAPI 3.1 document it describes: each method becomes the operation
-// of its flatPath, each schema a component schema, a "$ref" a reference
-// to it, and the query and path parameters parameters. Google publishes
-// its APIs' machine-readable descriptions only in that form.
-//
 // Usage:
 //
 //	go run ./internal/fakeupstream/apicut -in FILE -out apispec/x.yaml \
@@ -45,7 +39,6 @@ func (o *opList) Set(v string) error { *o = append(*o, v); return nil }
 func main() {
 	var (
 		in, out, name, source, path, version string
-		discovery                            bool
 		ops                                  opList
 	)
 	flag.StringVar(&in, "in", "", "the upstream document (JSON or YAML)")
@@ -54,16 +47,15 @@ func main() {
 	flag.StringVar(&source, "source", "", "where the upstream document is published (repository or URL)")
 	flag.StringVar(&path, "path", "", "the upstream file's path in its repository")
 	flag.StringVar(&version, "version", "", "the upstream file's version, commit or date")
-	flag.BoolVar(&discovery, "discovery", false, "the input is a Google discovery document")
 	flag.Var(&ops, "op", `an operation to keep, "METHOD /path" (repeatable)`)
 	flag.Parse()
-	if err := run(in, out, name, source, path, version, discovery, ops); err != nil {
+	if err := run(in, out, name, source, path, version, ops); err != nil {
 		fmt.Fprintln(os.Stderr, "apicut:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out, name, source, path, version string, discovery bool, ops []string) error {
+func run(in, out, name, source, path, version string, ops []string) error {
 	if in == "" || out == "" || name == "" || source == "" || len(ops) == 0 {
 		return errors.New("-in, -out, -name, -source and at least one -op are required")
 	}
@@ -76,13 +68,7 @@ func run(in, out, name, source, path, version string, discovery bool, ops []stri
 	if err := yaml.Unmarshal(src, &root); err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	doc := root.Content[0]
-	if discovery {
-		if doc, err = fromDiscovery(doc); err != nil {
-			return err
-		}
-	}
-	cut, err := cutDocument(doc, ops)
+	cut, err := cutDocument(root.Content[0], ops)
 	if err != nil {
 		return err
 	}
@@ -99,9 +85,6 @@ func run(in, out, name, source, path, version string, discovery bool, ops []stri
 		fmt.Fprintf(&b, "#   version: %s\n", version)
 	}
 	fmt.Fprintf(&b, "#   sha256:  %s (of the upstream file)\n", hex.EncodeToString(sum[:]))
-	if discovery {
-		fmt.Fprintf(&b, "#   converted from the Google discovery format (apicut -discovery)\n")
-	}
 	fmt.Fprintf(&b, "#   operations: %s\n", strings.Join(ops, ", "))
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
