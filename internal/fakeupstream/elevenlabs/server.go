@@ -254,6 +254,11 @@ func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
 	if f.Message != "" {
 		msg = f.Message
 	}
+	if f.Status == http.StatusUnprocessableEntity {
+		// A 422 is a validation list, the one shape the document gives it.
+		validation(w, []string{"body"}, msg, code)
+		return
+	}
 	detail(w, f.Status, code, msg)
 }
 
