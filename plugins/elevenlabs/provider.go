@@ -412,17 +412,17 @@ func (o *options) check(model string) error {
 
 // ttsBody is the text-to-speech request body.
 type ttsBody struct {
-	Text                            string          `json:"text"`
-	ModelID                         string          `json:"model_id"`
-	VoiceSettings                   *voiceSettings  `json:"voice_settings,omitempty"`
-	LanguageCode                    *string         `json:"language_code,omitempty"`
-	Seed                            *int64          `json:"seed,omitempty"`
-	PreviousText                    *string         `json:"previous_text,omitempty"`
-	NextText                        *string         `json:"next_text,omitempty"`
-	PreviousRequestIDs              []string        `json:"previous_request_ids,omitempty"`
-	NextRequestIDs                  []string        `json:"next_request_ids,omitempty"`
-	ApplyTextNormalization          *string         `json:"apply_text_normalization,omitempty"`
-	PronunciationDictionaryLocators []locator       `json:"pronunciation_dictionary_locators,omitempty"`
+	Text                            string         `json:"text"`
+	ModelID                         string         `json:"model_id"`
+	VoiceSettings                   *voiceSettings `json:"voice_settings,omitempty"`
+	LanguageCode                    *string        `json:"language_code,omitempty"`
+	Seed                            *int64         `json:"seed,omitempty"`
+	PreviousText                    *string        `json:"previous_text,omitempty"`
+	NextText                        *string        `json:"next_text,omitempty"`
+	PreviousRequestIDs              []string       `json:"previous_request_ids,omitempty"`
+	NextRequestIDs                  []string       `json:"next_request_ids,omitempty"`
+	ApplyTextNormalization          *string        `json:"apply_text_normalization,omitempty"`
+	PronunciationDictionaryLocators []locator      `json:"pronunciation_dictionary_locators,omitempty"`
 }
 
 // call is a validated TTS request.

@@ -620,7 +620,9 @@ func TestInvalidRequests(t *testing.T) {
 		{"mp3_bitrate against the bitrate", func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"mp3_bitrate": 192}`)
 		}},
-		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) { r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24000}`) }},
+		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) {
+			r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24000}`)
+		}},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
