@@ -428,15 +428,18 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &c.body.options, acceptedOptions()...); err != nil {
 		return nil, err
 	}
+	if err := c.body.options.check(); err != nil {
+		return nil, err
+	}
 	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
 	// mp3_bitrate is the older way to ask for a bitrate: it stands for
 	// the request's own when that has none.
 	if o := c.body.MP3Bitrate; o != nil {
 		switch {
 		case format != sdk.FormatMP3:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate applies to mp3 only")
+			return nil, sdk.InvalidOption("mp3_bitrate", "fish-audio: mp3_bitrate applies to mp3 only")
 		case bitrate != 0 && bitrate != *o:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate %d contradicts the bitrate asked, %d", *o, bitrate)
+			return nil, sdk.InvalidOption("mp3_bitrate", "fish-audio: mp3_bitrate %d contradicts the bitrate asked, %d", *o, bitrate)
 		}
 		bitrate = *o
 	}
@@ -588,6 +591,22 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	return err
 }
 
+// check checks o against the ranges Fish Audio's published OpenAPI
+// document gives POST /v1/tts (internal/fakeupstream/fishaudio/apispec).
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	upstream.InRange(c, "temperature", o.Temperature, 0, 1)
+	upstream.InRange(c, "top_p", o.TopP, 0, 1)
+	upstream.InRange(c, "chunk_length", o.ChunkLength, 100, 300)
+	upstream.InRange(c, "min_chunk_length", o.MinChunkLength, 0, 100)
+	upstream.InRange(c, "early_stop_threshold", o.EarlyStopThreshold, 0, 1)
+	c.OneOf("latency", o.Latency, "low", "normal", "balanced")
+	if o.MP3Bitrate != nil && *o.MP3Bitrate != 64 && *o.MP3Bitrate != 128 && *o.MP3Bitrate != 192 {
+		c.Fail("mp3_bitrate", "must be one of 64, 128, 192, got %d", *o.MP3Bitrate)
+	}
+	return c.Err()
+}
+
 // cloneOptions are the providerOptions Clone accepts.
 type cloneOptions struct {
 	Visibility          *string  `json:"visibility"`
@@ -614,7 +633,13 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, err
 	}
 	if len(o.Texts) > len(req.Samples) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: %d texts for %d samples", len(o.Texts), len(req.Samples))
+		return nil, sdk.InvalidOption("texts", "fish-audio: %d texts for %d samples", len(o.Texts), len(req.Samples))
+	}
+	// The visibilities POST /model documents.
+	c := upstream.NewCheck(providerID)
+	c.OneOf("visibility", o.Visibility, "public", "unlist", "private")
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
 	title := strings.TrimSpace(req.Name)
 	if title == "" {
