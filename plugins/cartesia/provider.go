@@ -309,11 +309,40 @@ func gender(g string) string {
 	return g
 }
 
-// options are the providerOptions the plugin accepts.
+// options are the providerOptions the plugin accepts: the fields of the
+// TTS request in Cartesia's published document besides those the request
+// sets itself (duration, in older references, is gone from it).
 type options struct {
 	Language         *string           `json:"language"`
-	Duration         *float64          `json:"duration"`
 	GenerationConfig *generationConfig `json:"generation_config"`
+}
+
+// languages are the document's SupportedLanguage values.
+var languages = []string{"en", "fr", "de", "es", "pt", "zh", "ja", "hi", "it", "ko", "nl", "pl", "ru", "sv", "tr", "tl", "bg",
+	"ro", "ar", "cs", "el", "fi", "hr", "ms", "sk", "da", "ta", "uk", "hu", "no", "vi", "bn", "th", "he", "ka", "id", "te", "gu",
+	"kn", "ml", "mr", "pa"}
+
+// emotions are the document's Emotion values (generation_config.emotion).
+var emotions = []string{"neutral", "happy", "excited", "enthusiastic", "elated", "euphoric", "triumphant", "amazed", "surprised",
+	"flirtatious", "curious", "content", "peaceful", "serene", "calm", "grateful", "affectionate", "trust", "sympathetic",
+	"anticipation", "mysterious", "angry", "mad", "outraged", "frustrated", "agitated", "threatened", "disgusted", "contempt",
+	"envious", "sarcastic", "ironic", "sad", "dejected", "melancholic", "disappointed", "hurt", "guilty", "bored", "tired",
+	"rejected", "nostalgic", "wistful", "apologetic", "hesitant", "insecure", "confused", "resigned", "anxious", "panicked",
+	"alarmed", "scared", "proud", "confident", "distant", "skeptical", "contemplative", "determined"}
+
+// check checks o against Cartesia's published document
+// (internal/fakeupstream/cartesia/apispec): the language and emotion
+// enumerations, and generation_config's documented ranges ("Valid
+// values are between [0.6, 1.5]" for speed, "[0.5, 2.0]" for volume).
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	c.OneOf("language", o.Language, languages...)
+	if g := o.GenerationConfig; g != nil {
+		upstream.InRange(c, "generation_config.speed", g.Speed, minSpeed, maxSpeed)
+		upstream.InRange(c, "generation_config.volume", g.Volume, 0.5, 2.0)
+		c.OneOf("generation_config.emotion", g.Emotion, emotions...)
+	}
+	return c.Err()
 }
 
 type generationConfig struct {
@@ -341,7 +370,6 @@ type ttsBody struct {
 	Voice            voiceSpec         `json:"voice"`
 	OutputFormat     outputFormat      `json:"output_format"`
 	Language         *string           `json:"language,omitempty"`
-	Duration         *float64          `json:"duration,omitempty"`
 	GenerationConfig *generationConfig `json:"generation_config,omitempty"`
 	AddTimestamps    bool              `json:"add_timestamps,omitempty"`
 }
@@ -397,10 +425,13 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 		c.body.OutputFormat, _ = c.raw()
 	}
 	var o options
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "duration", "generation_config"); err != nil {
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "generation_config"); err != nil {
 		return nil, err
 	}
-	c.body.Language, c.body.Duration, c.body.GenerationConfig = o.Language, o.Duration, o.GenerationConfig
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	c.body.Language, c.body.GenerationConfig = o.Language, o.GenerationConfig
 	if req.Speed != 0 && req.Speed != 1 {
 		if !nativeSpeed(req.Model) {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: %s has no speed control; use sonic-3", req.Model)
