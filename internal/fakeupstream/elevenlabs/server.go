@@ -474,6 +474,27 @@ func (s *Server) check(w http.ResponseWriter, voiceID string, b *ttsRequest) (fl
 		detail(w, http.StatusNotFound, "voice_not_found", fmt.Sprintf("A voice for the voice_id %s was not found.", voiceID))
 		return 0, false
 	}
+	// The limits the document states in prose, which the API enforces
+	// with a 422 (issue 30 saw each refused): seed's range, at most 3
+	// locators and 3 request ids each way, and no language_code on the
+	// multilingual v2 model.
+	switch {
+	case b.Seed != nil && (*b.Seed < 0 || *b.Seed > 4294967295):
+		validation(w, []string{"body", "seed"}, "ensure this value is between 0 and 4294967295", "value_error.number")
+		return 0, false
+	case len(b.PronunciationDictionaryLocators) > 3:
+		validation(w, []string{"body", "pronunciation_dictionary_locators"}, "ensure this value has at most 3 items", "value_error.list.max_items")
+		return 0, false
+	case len(b.PreviousRequestIDs) > 3:
+		validation(w, []string{"body", "previous_request_ids"}, "ensure this value has at most 3 items", "value_error.list.max_items")
+		return 0, false
+	case len(b.NextRequestIDs) > 3:
+		validation(w, []string{"body", "next_request_ids"}, "ensure this value has at most 3 items", "value_error.list.max_items")
+		return 0, false
+	case b.LanguageCode != nil && model == "eleven_multilingual_v2":
+		validation(w, []string{"body", "language_code"}, "language_code is not supported for multilingual_v2 models", "value_error")
+		return 0, false
+	}
 	if b.ApplyTextNormalization != nil && !slices.Contains([]string{"auto", "on", "off"}, *b.ApplyTextNormalization) {
 		validation(w, []string{"body", "apply_text_normalization"}, "value is not a valid enumeration member; permitted: 'auto', 'on', 'off'", "type_error.enum")
 		return 0, false

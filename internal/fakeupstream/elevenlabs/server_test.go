@@ -102,6 +102,11 @@ func TestWireFormat(t *testing.T) {
 		{"wav on /stream", path + "/stream?output_format=wav_24000", Key, ok, 422, "type_error.enum", "query.output_format", true},
 		{"bad latency level", path + "?optimize_streaming_latency=9", Key, ok, 422, "value_error.number", "", false},
 		{"bad normalization", path, Key, `{"text":"Hi","apply_text_normalization":"maybe"}`, 422, "type_error.enum", "", true},
+		{"seed above 2^32-1", path, Key, `{"text":"Hi","seed":4294967296}`, 422, "value_error.number", "body.seed", false},
+		{"seed -1", path, Key, `{"text":"Hi","seed":-1}`, 422, "value_error.number", "body.seed", false},
+		{"four locators", path, Key, `{"text":"Hi","pronunciation_dictionary_locators":[{"pronunciation_dictionary_id":"a"},{"pronunciation_dictionary_id":"b"},{"pronunciation_dictionary_id":"c"},{"pronunciation_dictionary_id":"d"}]}`, 422, "value_error.list.max_items", "pronunciation_dictionary_locators", false},
+		{"four previous request ids", path, Key, `{"text":"Hi","previous_request_ids":["a","b","c","d"]}`, 422, "value_error.list.max_items", "previous_request_ids", false},
+		{"language_code on multilingual v2", path, Key, `{"text":"Hi","model_id":"eleven_multilingual_v2","language_code":"fr"}`, 422, "value_error", "language_code", false},
 		{"unknown route", "/v1/text-to-speak", Key, ok, 404, "", "Not Found", true},
 	}
 	for _, tt := range tests {
