@@ -45,8 +45,9 @@ type Document struct {
 	model   *v3.Document
 	v       validator.Validator
 	excuses []Excuse
-	// mu serialises validations: the validator caches compiled schemas
-	// and is not documented as safe for concurrent use.
+	// mu serialises validations and path look-ups: the validator
+	// caches compiled schemas and is not documented as safe for
+	// concurrent use, and it shares the model.
 	mu sync.Mutex
 }
 
@@ -80,6 +81,7 @@ func LoadDocument(name string, src []byte, excuses ...Excuse) (*Document, error)
 	// document itself cannot resolve (Mistral's event-stream schema points
 	// into a $defs of its own from the root). A schema that is then used
 	// to validate fails to compile, which is reported as a violation.
+	//
 	// JSON bodies are decoded by default; multipart ones (uploads) are
 	// added. Other bodies (audio, event streams) have no decoder, so the
 	// validator checks their media type and not their content.
@@ -187,10 +189,18 @@ func (d *Document) request(r *http.Request, body []byte) *http.Request {
 	return vr
 }
 
+// findPath is paths.FindPath on the document, under mu: the model is
+// shared with the validator.
+func (d *Document) findPath(r *http.Request) (*v3.PathItem, []*vErrors.ValidationError, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return paths.FindPath(r, d.model, nil)
+}
+
 // routes reports whether the document has an operation for r's method
 // and path.
 func (d *Document) routes(r *http.Request) bool {
-	item, errs, _ := paths.FindPath(d.request(r, nil), d.model, nil)
+	item, errs, _ := d.findPath(d.request(r, nil))
 	return item != nil && len(errs) == 0
 }
 
@@ -198,7 +208,7 @@ func (d *Document) routes(r *http.Request) bool {
 // r with status when it is a binary audio or octet-stream body and the
 // answer's own type is not listed.
 func (d *Document) binaryType(r *http.Request, status int) (string, bool) {
-	item, errs, _ := paths.FindPath(r, d.model, nil)
+	item, errs, _ := d.findPath(r)
 	if item == nil || len(errs) > 0 {
 		return "", false
 	}
@@ -237,7 +247,7 @@ func (d *Document) binaryType(r *http.Request, status int) (string, bool) {
 func (d *Document) describe(r *http.Request, what string, errs []*vErrors.ValidationError) []string {
 	var out []string
 	op := ""
-	if _, _, tmpl := paths.FindPath(d.request(r, nil), d.model, nil); tmpl != "" {
+	if _, _, tmpl := d.findPath(d.request(r, nil)); tmpl != "" {
 		op = r.Method + " " + tmpl
 	}
 	for _, e := range errs {
