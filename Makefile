@@ -11,11 +11,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libopusenc-dev, libopus-dev  Ogg Opus output (cgo; libopusenc writes the Ogg container)
 #   libflac-dev                  FLAC output (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#   curl                         the README's examples, which a test runs as written
 #   festival, festvox-kallpc16k, another speech engine (a diphone voice and an
 #     festvox-us-slt-hts         HTS voice of a person) whose word times are
 #                                ground truth for the aligner's tests
 #   pkg-config, gcc              cgo
-#   nodejs, npm (when missing)   build the dashboard (gateway/ui/web); the public JS
+#   nodejs, npm (when missing)   build the dashboard (gateway/edge/ui/web); the public JS
 #                                client test (test/jsclient) and the official
 #                                OpenAI and ElevenLabs SDKs (test/sdkclients)
 #   chromium                     headless browser tests driven from Go with chromedp:
@@ -25,7 +26,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #                                system service is started or needed
 #   protobuf-compiler            protoc, for `make proto` and the test that the
 #                                generated plugin protocol is current
-APT_PACKAGES := gcc pkg-config libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium
+#   nginx                        the reference relay of `make bench` (cmd/voxbench runs
+#                                the binary itself with a config of its own in a temp
+#                                dir; the system service is neither used nor needed)
+APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
@@ -55,11 +59,11 @@ build: deps ui
 	@if [ -d internal/testplugin ]; then $(GO) build -o $(BIN)/testplugins/voxgate-testplugin ./internal/testplugin; fi
 
 ## ui: the dashboard (Preact, bundled by esbuild, pinned by its
-##     package-lock.json) into gateway/ui/dist, which the binary embeds
-UI_WEB := gateway/ui/web
-ui: gateway/ui/dist/index.html
+##     package-lock.json) into gateway/edge/ui/dist, which the binary embeds
+UI_WEB := gateway/edge/ui/web
+ui: gateway/edge/ui/dist/index.html
 
-gateway/ui/dist/index.html: $(UI_WEB)/node_modules $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
+gateway/edge/ui/dist/index.html: $(UI_WEB)/node_modules $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
 	cd $(UI_WEB) && node build.mjs
 
 $(UI_WEB)/node_modules: $(UI_WEB)/package-lock.json
@@ -85,9 +89,9 @@ test/sdkclients/node_modules: test/sdkclients/package-lock.json
 	cd test/sdkclients && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## bench: the gateway against calling the provider directly, on loopback
-##        (cmd/voxbench): one table on stdout, every figure in bench-results.json;
-##        method and the latest run in BENCHMARKS.md
+## bench: the gateway against calling the provider directly and against nginx
+##        as the reference relay, on loopback (cmd/voxbench): one table on stdout,
+##        every figure in bench-results.json; method and the latest run in BENCHMARKS.md
 bench: build
 	$(GO) build -o $(BIN)/voxbench ./cmd/voxbench
 	$(BIN)/voxbench -bin $(BIN) -out bench-results.json
@@ -112,4 +116,4 @@ fmt:
 
 clean:
 	rm -rf $(BIN) $(UI_WEB)/node_modules
-	find gateway/ui/dist -mindepth 1 ! -name README.md -delete
+	find gateway/edge/ui/dist -mindepth 1 ! -name README.md -delete

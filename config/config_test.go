@@ -260,3 +260,22 @@ func TestAlignmentAndLimitDefaults(t *testing.T) {
 		t.Errorf("reference %q, %v", cfg.Alignment.Reference, err)
 	}
 }
+
+// TestEmptyBlocks: a block left empty (`espeak:` with nothing under it)
+// is a mistake named like any other, not a crash while defaults are
+// filled in.
+func TestEmptyBlocks(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"provider", "providers:\n  espeak:\norgs:\n  acme: {}\n", "line 2: providers.espeak: empty provider block"},
+		{"moderation plugin", minimal + "moderation:\n  plugins:\n    p:\n", "line 10: moderation.plugins.p.plugin: required"},
+		{"ruleset", minimal + "moderation:\n  rulesets:\n    r:\n", "line 10: moderation.rulesets.r: empty ruleset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(nil))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -98,3 +98,25 @@ func join(path, key string) string {
 	}
 	return path + "." + key
 }
+
+// splitKnown separates a mapping node into the known keys (as a node) and
+// the other keys rendered as strings.
+func splitKnown(n *yaml.Node, known map[string]bool) (*yaml.Node, map[string]string, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, nil, typeError("line %d: expected a mapping", n.Line)
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+	settings := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if known[k.Value] {
+			out.Content = append(out.Content, k, v)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			return nil, nil, typeError("line %d: plugin setting %q must be a plain value", v.Line, k.Value)
+		}
+		settings[k.Value] = v.Value
+	}
+	return out, settings, nil
+}

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"sync/atomic"
@@ -21,24 +19,26 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/admin"
-	"github.com/voxgate/voxgate/gateway/auth"
-	"github.com/voxgate/voxgate/gateway/budget"
-	"github.com/voxgate/voxgate/gateway/cache"
-	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/dialect"
-	"github.com/voxgate/voxgate/gateway/keypool"
-	"github.com/voxgate/voxgate/gateway/metrics"
-	"github.com/voxgate/voxgate/gateway/pluginhost"
-	"github.com/voxgate/voxgate/gateway/ratelimit"
-	"github.com/voxgate/voxgate/gateway/reqlog"
-	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
+	"github.com/voxgate/voxgate/gateway/edge"
+	"github.com/voxgate/voxgate/gateway/edge/admin"
+	"github.com/voxgate/voxgate/gateway/edge/ui"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/providers/keypool"
+	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
+	"github.com/voxgate/voxgate/gateway/records"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
-	"github.com/voxgate/voxgate/gateway/storecache"
-	"github.com/voxgate/voxgate/gateway/tracing"
-	"github.com/voxgate/voxgate/gateway/ui"
+	"github.com/voxgate/voxgate/gateway/store/readcache"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 )
 
 // Options tune Open.
@@ -63,17 +63,24 @@ type Gateway struct {
 	// Everything that reads or writes those records goes through it (a
 	// bbolt file has no notifications: this instance's writes are its
 	// only changes).
-	data    *storecache.Cache
+	data    *readcache.Cache
 	auth    *auth.Authenticator
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
 	tracer  *tracing.Tracer
 	sealer  *credentials.Sealer
 	// policy is the credential rules of the config, built once.
-	policy  *credentials.Policy
+	policy *credentials.Policy
+	// creds picks provider calls' credentials and keeps the
+	// organizations' own provider keys (sealed by sealer).
+	creds *credentials.Resolver
+	// catalog and calls are the providers and the calls made to them;
+	// nil without providers (attachProviders).
+	catalog *catalog.Catalog
+	calls   *catalog.Calls
 	budgets *budget.Budgets
 	pools   map[string]*keypool.Pool
-	server  *server.Server
+	server  *edge.Server
 	admin   *admin.Server
 	host    *pluginhost.Host
 	ln      net.Listener
@@ -106,7 +113,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if banner == nil {
 		banner = io.Discard
 	}
-	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New(), policy: credentials.PolicyFrom(cfg)}
+	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New(), policy: CredentialsPolicy(cfg)}
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -135,7 +142,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.closers = append(g.closers, func(context.Context) error { return g.store.Close() })
 	log.Info("storage opened", zap.String("driver", sc.Driver), zap.String("where", driver.Describe(sc)))
-	g.data = storecache.New(g.store, storecache.Options{Logger: log.Named("storecache")})
+	if driver.Ephemeral(sc) {
+		log.Warn("STORAGE IS IN MEMORY ONLY: every API key, voice, upload, provider key, dictionary and log row is lost when this process exits; storage.driver memory is for tests and trying voxgate out, use bolt or postgres to keep data")
+	}
+	g.data = readcache.New(g.store, readcache.Options{Logger: log.Named("storecache")})
 	g.storeMetrics()
 
 	if g.tracer, err = newTracer(ctx, cfg, version); err != nil {
@@ -148,17 +158,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		log.Info("tracing: exporting spans over OTLP", zap.String("endpoint", cfg.Tracing.Endpoint), zap.String("protocol", cfg.Tracing.Protocol))
 	}
 
-	keyFile := DefaultSecretsKeyFile(cfg)
-	if cfg.Secrets.KeyFile != "" {
-		keyFile = cfg.Resolve(cfg.Secrets.KeyFile)
-	}
-	key, err := credentials.LoadKey(cfg.Secrets.KeyEnv, keyFile)
+	key, err := credentials.LoadKey(cfg.Secrets.KeyEnv, SecretsKeyFile(cfg))
 	if err != nil {
 		return nil, err
 	}
 	if g.sealer, err = credentials.NewSealer(key); err != nil {
 		return nil, err
 	}
+	g.creds = credentials.NewResolver(g.policy, g.data, g.sealer)
 
 	g.auth, err = auth.New(ctx, g.store, g.orgExists)
 	if err != nil {
@@ -169,15 +176,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		log.Info("api keys, saved voices, dictionaries and provider keys follow the shared storage: changes made on any instance apply here within a second")
 	}
 
-	g.logs = reqlog.New(g.store, reqlog.Options{
-		QueueSize: cfg.Storage.LogQueueSize,
-		BatchSize: cfg.Storage.LogBatchSize,
-		Retention: sc.LogRetention,
-		Logger:    log.Named("reqlog"),
-	})
+	lo := RequestLogOptions(cfg)
+	lo.Logger = log.Named("reqlog")
+	g.logs = reqlog.New(g.store, lo)
 	g.logs.Start()
 	g.closers = append(g.closers, g.logs.Close)
-	g.metrics.LogQueue(g.logs.QueueLen, g.logs.Dropped, g.logs.Written)
+	g.metrics.LogQueue(g.logs)
 
 	limiter, failOpen, err := g.rateLimiter(ctx)
 	if err != nil {
@@ -185,13 +189,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	}
 	g.budgets = g.budgetCounter(limiter)
 	g.pools = g.keyPools(limiter)
-	deps := server.Deps{
+	deps := edge.Deps{
 		KeyStates:       g.keyStates(),
 		Limiter:         limiter,
 		LimiterFailOpen: failOpen,
 		Options:         ServerOptions(cfg),
 		Logger:          log,
-		Store:           g.data,
+		Records:         records.New(g.data),
 		StoreState:      g.storeState,
 		CursorSecret:    g.store.Secret(),
 		Auth:            g.auth,
@@ -201,11 +205,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Aliases:         Aliases(cfg),
 		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
 		Ready:           g.ready,
+		OnIdle:          g.releaseStoreMemory,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
-	g.server = server.New(deps)
+	deps.Resources = resources.New(resources.Deps{Store: g.data, Catalog: g.catalog, Calls: g.calls, Credentials: g.creds,
+		CheckRule: speech.ValidateRule})
+	g.server = edge.New(deps)
 	return g, nil
 }
 
@@ -217,11 +224,8 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen on %s: %w", g.cfg.Server.Listen, err)
 	}
 	g.ln = ln
-	sock := g.cfg.Admin.Socket
-	if sock == "" {
-		sock = AdminSocket(g.cfg)
-	}
-	g.admin, err = admin.Listen(g.cfg.Resolve(sock), g)
+	sock := AdminSocket(g.cfg)
+	g.admin, err = admin.Listen(sock, admin.Deps{Keys: g.auth, Secrets: g.creds, Metrics: g.metrics.HTTPHandler()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -244,7 +248,7 @@ func (g *Gateway) Start() error {
 	}
 	g.logMetrics()
 	maxConns, perIP := g.server.ConnLimits()
-	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", g.cfg.Resolve(sock)),
+	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", sock),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
 	// Only now: a development key is shown once, so it is made only by a
 	// start that succeeded. One made by a start that then failed (a plugin
@@ -296,8 +300,8 @@ func (g *Gateway) storeMetrics() {
 	}))
 	const lookupsHelp = "Lookups of saved voices, dictionary rules and BYOK keys by requests: hit (memory), miss (read from the store), stale (an out-of-date entry served because the store could not be reached)."
 	const entriesHelp = "Records held in memory for requests, by kind (bounded; dictionary_rules counts rules)."
-	for _, kind := range []storecache.Kind{storecache.KindVoice, storecache.KindRules, storecache.KindSecret} {
-		for _, r := range []storecache.Result{storecache.Hit, storecache.Miss, storecache.Stale} {
+	for _, kind := range []readcache.Kind{readcache.KindVoice, readcache.KindRules, readcache.KindSecret} {
+		for _, r := range []readcache.Result{readcache.Hit, readcache.Miss, readcache.Stale} {
 			g.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "voxgate_store_cache_lookups_total", Help: lookupsHelp,
 				ConstLabels: prometheus.Labels{"kind": kind.String(), "result": r.String()},
@@ -312,11 +316,8 @@ func (g *Gateway) storeMetrics() {
 // budgetCounter returns the credit budgets: counted in the shared Redis
 // when the rate limiter uses one, else in this process.
 func (g *Gateway) budgetCounter(limiter ratelimit.Limiter) *budget.Budgets {
-	failOpen := g.cfg.Shared.BudgetOnError == "allow"
-	budgeted := false
-	for _, o := range g.cfg.Orgs {
-		budgeted = budgeted || o.Budget != nil
-	}
+	failOpen := sharedOptions(g.cfg).budgetFailOpen
+	budgeted := len(OrgBudgets(g.cfg)) > 0
 	if r, ok := limiter.(*ratelimit.Redis); ok {
 		if budgeted {
 			g.log.Info("credit budgets are shared across instances through redis", zap.Bool("allow_when_unreachable", failOpen))
@@ -332,14 +333,11 @@ func (g *Gateway) budgetCounter(limiter ratelimit.Limiter) *budget.Budgets {
 // responseCache opens the response cache the config names.
 func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 	c := g.cfg.Cache
-	o := speech.CacheOptions{TTL: c.TTL.D(), MaxEntryBytes: int(c.MaxEntryBytes), ShareManaged: c.ShareManaged}
+	o := CacheOptions(g.cfg)
 	switch c.Driver {
 	case config.CacheDisk:
-		dir := filepath.Join(filepath.Dir(g.cfg.Resolve(g.cfg.Storage.Path)), "cache")
-		if c.Path != "" {
-			dir = g.cfg.Resolve(c.Path)
-		}
-		d, err := cache.OpenDisk(dir, c.MaxBytes, c.MaxEntryBytes)
+		dir := cacheDir(g.cfg)
+		d, err := respcache.OpenDisk(dir, c.MaxBytes, c.MaxEntryBytes)
 		if err != nil {
 			return o, err
 		}
@@ -348,7 +346,7 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 			zap.Int64("max_bytes", c.MaxBytes), zap.Duration("ttl", c.TTL.D()))
 		o.Store = d
 	case config.CacheRedis:
-		r, err := cache.NewRedis(g.cfg.Shared.RedisURL.Value(), c.MaxEntryBytes)
+		r, err := respcache.NewRedis(sharedOptions(g.cfg).redisURL, c.MaxEntryBytes)
 		if err != nil {
 			return o, err
 		}
@@ -364,21 +362,20 @@ func (g *Gateway) responseCache() (speech.CacheOptions, error) {
 func (g *Gateway) keyPools(limiter ratelimit.Limiter) map[string]*keypool.Pool {
 	var slots keypool.Slots = keypool.NewMemory()
 	if r, ok := limiter.(*ratelimit.Redis); ok {
-		slots = keypool.NewRedis(r.Client())
+		// With Redis away, each instance counts its own slots: calls go
+		// on, bounded per instance, rather than failing.
+		var lastWarn atomic.Int64
+		slots = keypool.NewFallback(keypool.NewRedis(r.Client()), func(err error) {
+			g.metrics.RateLimitErrors.Inc()
+			if now := time.Now().UnixNano(); now-lastWarn.Load() > int64(10*time.Second) {
+				lastWarn.Store(now)
+				g.log.Warn("key pool slots: the shared Redis cannot be reached; counting this instance's calls only", zap.Error(err))
+			}
+		})
 	}
 	pools := map[string]*keypool.Pool{}
-	for id, p := range g.cfg.Providers {
-		if len(p.APIKeys) == 0 {
-			continue
-		}
-		keys := make([]keypool.Key, len(p.APIKeys))
-		for i, k := range p.APIKeys {
-			keys[i] = keypool.Key{Name: k.Name, Secret: k.Key.Value(), Weight: k.Weight, MaxConcurrency: k.MaxConcurrency}
-		}
-		// A slot frees itself after the longest a call can take: a
-		// crashed instance's slots come back.
-		hold := max(p.Timeout.D(), g.cfg.Server.RequestTimeout.D()) + time.Minute
-		pools[id] = keypool.New(id, keys, slots, p.QueueWait.D(), hold)
+	for id, kp := range KeyPools(g.cfg) {
+		pools[id] = keypool.New(id, kp.Keys, slots, kp.Wait, kp.Hold)
 		g.metrics.KeyPool(id, pools[id].Names(), pools[id].States)
 		g.log.Info("provider key pool", zap.String("provider", id), zap.Strings("keys", pools[id].Names()))
 	}
@@ -399,47 +396,12 @@ func (g *Gateway) keyStates() func() map[string]map[string]time.Time {
 	}
 }
 
-// Routes is the typed view of the deployment's fallbacks.
-func Routes(cfg *config.Config) map[string]speech.Route {
-	out := map[string]speech.Route{}
-	for from, ts := range cfg.Fallbacks {
-		for _, t := range ts {
-			out[from] = append(out[from], speech.FallbackTarget{Model: t.Model, Voice: t.Voice, Voices: t.Voices})
-		}
-	}
-	return out
-}
-
-// OrgBudgets is the typed view of the organizations' credit budgets.
-func OrgBudgets(cfg *config.Config) map[string]budget.Limit {
-	out := map[string]budget.Limit{}
-	for name, o := range cfg.Orgs {
-		if o.Budget != nil {
-			out[name] = budget.Limit{Credits: o.Budget.Credits, Period: budget.Period(o.Budget.Period)}
-		}
-	}
-	return out
-}
-
 // newTracer returns the tracer the config asks for, nil (off) without
 // tracing.endpoint.
 func newTracer(ctx context.Context, cfg *config.Config, version string) (*tracing.Tracer, error) {
-	tc := cfg.Tracing
-	if tc.Endpoint == "" {
+	o, on := TracingOptions(cfg, version)
+	if !on {
 		return nil, nil
-	}
-	o := tracing.Options{Endpoint: tc.Endpoint, Protocol: tc.Protocol, ServiceName: tc.ServiceName, Version: version}
-	if tc.SampleRatio != nil {
-		o.SampleRatio = *tc.SampleRatio
-		if o.SampleRatio == 0 {
-			o.SampleRatio = -1 // keep none of the new traces
-		}
-	}
-	if len(tc.Headers) > 0 {
-		o.Headers = make(map[string]string, len(tc.Headers))
-		for k, v := range tc.Headers {
-			o.Headers[k] = v.Value()
-		}
 	}
 	return tracing.New(ctx, o)
 }
@@ -465,88 +427,6 @@ func (g *Gateway) MetricsAddr() string {
 		return ""
 	}
 	return g.metricsLn.Addr().String()
-}
-
-// MetricsHandler serves the metrics on the admin socket.
-func (g *Gateway) MetricsHandler() http.Handler { return g.metrics.HTTPHandler() }
-
-// ServerOptions is the typed view of cfg's edge settings.
-func ServerOptions(cfg *config.Config) server.Options {
-	o := server.Options{
-		ReadTimeout:      cfg.Server.ReadTimeout.D(),
-		WriteTimeout:     cfg.Server.WriteTimeout.D(),
-		IdleTimeout:      cfg.Server.IdleTimeout.D(),
-		RequestTimeout:   cfg.Server.RequestTimeout.D(),
-		MaxBodyBytes:     cfg.Server.MaxBodyBytes,
-		MaxMediaBytes:    cfg.Limits.MaxMediaBytes,
-		MaxBodyMemory:    cfg.Server.MaxBodyMemory,
-		BodyMemoryPerOrg: cfg.Limits.BodyMemoryPerOrg,
-		MaxTextChars:     speech.DefaultModelTextChars,
-		AccessLog:        cfg.Server.AccessLog == nil || *cfg.Server.AccessLog,
-		MaxConns:         cfg.Server.MaxConns,
-		MaxConnsPerIP:    cfg.Server.MaxConnsPerIP,
-		MetricsPublic:    cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
-		MetricsToken:     cfg.Metrics.Token.Value(),
-		Orgs:             make(map[string]server.OrgLimits, len(cfg.Orgs)),
-		CORS:             server.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
-	}
-	for name, org := range cfg.Orgs {
-		o.Orgs[name] = server.OrgLimits{
-			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
-			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
-		}
-	}
-	if o.MaxConns == 0 {
-		o.MaxConns = server.DefaultMaxConns()
-	}
-	return o
-}
-
-// Aliases is the typed view of cfg's model and voice aliases, the top
-// level's and each organization's.
-func Aliases(cfg *config.Config) *dialect.Aliases {
-	set := func(a config.Aliases) dialect.AliasSet {
-		out := dialect.AliasSet{Models: a.Models, Voices: make(map[string]dialect.VoiceAlias, len(a.Voices))}
-		for name, v := range a.Voices {
-			if v != nil {
-				out.Voices[name] = dialect.VoiceAlias{Model: v.Model, Voice: v.Voice, SavedVoice: v.SavedVoice}
-			}
-		}
-		return out
-	}
-	orgs := make(map[string]dialect.AliasSet, len(cfg.Orgs))
-	for name, o := range cfg.Orgs {
-		if o != nil {
-			orgs[name] = set(o.Aliases)
-		}
-	}
-	return dialect.NewAliases(set(cfg.Aliases), orgs)
-}
-
-// StorageConfig is the typed view of cfg's storage settings, with paths
-// resolved against the config file.
-func StorageConfig(cfg *config.Config) driver.Config {
-	return driver.Config{
-		Driver:       cfg.Storage.Driver,
-		Path:         cfg.Resolve(cfg.Storage.Path),
-		DSN:          cfg.Storage.DSN.Value(),
-		MaxConns:     cfg.Storage.MaxConns,
-		LogRetention: time.Duration(cfg.Storage.LogRetainDays) * 24 * time.Hour,
-	}
-}
-
-// AdminSocket returns the admin socket path of cfg.
-func AdminSocket(cfg *config.Config) string {
-	if cfg.Admin.Socket != "" {
-		return cfg.Resolve(cfg.Admin.Socket)
-	}
-	return cfg.Resolve(cfg.Storage.Path) + ".sock"
-}
-
-// DefaultSecretsKeyFile is where the BYOK sealing key lives when the config
-// names none: beside the database.
-func DefaultSecretsKeyFile(cfg *config.Config) string {
-	return filepath.Join(filepath.Dir(cfg.Resolve(cfg.Storage.Path)), "secrets.key")
 }
 
 // Addr returns the listening address (host:port).
@@ -611,8 +491,8 @@ func (g *Gateway) close(ctx context.Context) error {
 // is set (limits hold across instances), else this process's memory (each
 // instance enforces the limits alone), and says which in the log.
 func (g *Gateway) rateLimiter(ctx context.Context) (ratelimit.Limiter, bool, error) {
-	failOpen := g.cfg.Shared.RateLimitOnError != "deny"
-	url := g.cfg.Shared.RedisURL.Value()
+	sh := sharedOptions(g.cfg)
+	failOpen, url := sh.rateLimitFailOpen, sh.redisURL
 	if url == "" {
 		g.log.Info("rate limits are per instance (no shared.redis_url): N instances allow N times an organization's rate")
 		return ratelimit.NewMemory(), failOpen, nil
@@ -715,35 +595,21 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 	return nil
 }
 
-// The admin.Backend implementation.
-
-// CreateKey implements admin.Backend.
+// CreateKey makes an API key of org (tests use it; the admin socket and
+// the CLI go through auth.Authenticator).
 func (g *Gateway) CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
 	return g.auth.CreateWith(ctx, org, name, scope)
 }
 
-// ListKeys implements admin.Backend.
-func (g *Gateway) ListKeys(ctx context.Context, org string) ([]store.APIKey, error) {
-	return g.store.ListKeys(ctx, org)
-}
-
-// RevokeKey implements admin.Backend.
+// RevokeKey revokes an API key (tests use it).
 func (g *Gateway) RevokeKey(ctx context.Context, id string) (*store.APIKey, error) {
 	return g.auth.Revoke(ctx, id)
 }
 
-// OrgExists implements admin.Backend.
-func (g *Gateway) OrgExists(org string) bool { return g.orgExists(org) }
-
-// SetSecret implements admin.Backend: it stores an org's own provider key,
-// encrypted.
+// SetSecret stores an org's own provider key, encrypted, as `voxgate
+// secrets set` does (tests use it).
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
-	return credentials.StoreBYOK(ctx, g.data, g.sealer, g.policy, org, provider, value)
-}
-
-// DeleteSecret implements admin.Backend.
-func (g *Gateway) DeleteSecret(ctx context.Context, org, provider string) error {
-	return g.data.DeleteSecret(ctx, org, credentials.SecretName(provider))
+	return g.creds.SetSecret(ctx, org, provider, value)
 }
 
 // Metrics exposes the registry (tests read it).
@@ -762,3 +628,13 @@ func (g *Gateway) PluginPIDs(name string) []int {
 
 // Logs exposes the request-log writer (tests flush it).
 func (g *Gateway) Logs() *reqlog.Writer { return g.logs }
+
+// releaseStoreMemory gives back the resident pages of an embedded store's
+// file map once the server is quiet (see bolt.Store.ReleaseMemory).
+func (g *Gateway) releaseStoreMemory() {
+	if r, ok := g.store.(interface{ ReleaseMemory() error }); ok {
+		if err := r.ReleaseMemory(); err != nil {
+			g.log.Debug("releasing the store's mapped pages failed", zap.Error(err))
+		}
+	}
+}

@@ -313,6 +313,8 @@ type apiLogRow struct {
 	ModerationConfidence   float64   `json:"moderation_confidence"`
 	ModerationLatencyMS    int64     `json:"moderation_latency_ms"`
 	Cache                  string    `json:"cache"`
+	Transcoded             string    `json:"transcoded"`
+	Sanitized              bool      `json:"sanitized"`
 }
 
 // apiMedia is the media object as the API renders it.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openaimoderation"
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"

@@ -77,6 +77,9 @@ func TestFormatNegotiation(t *testing.T) {
 			if got := r.header.Get("X-Voxgate-Transcoded"); got != tt.transcoded {
 				t.Errorf("X-Voxgate-Transcoded %q, want %q", got, tt.transcoded)
 			}
+			if row := c.lastLog("acme"); row.Transcoded != tt.transcoded {
+				t.Errorf("the log row says transcoded %q, want %q", row.Transcoded, tt.transcoded)
+			}
 			if _, err := sdktest.Decode(r.header.Get("Content-Type"), r.body); err != nil {
 				t.Errorf("the answer does not decode: %v", err)
 			}

@@ -180,8 +180,8 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 	if n := must(t, after, "voxgate_http_requests_total", "route", "speech.stream", "status", "200"); n != 1 {
 		t.Errorf("stream requests = %v, want 1", n)
 	}
-	ttfa := must(t, after, "voxgate_time_to_first_audio_seconds_sum", "provider", "testkit", "model", "test")
-	if n := must(t, after, "voxgate_time_to_first_audio_seconds_count", "provider", "testkit", "model", "test"); n != 1 || ttfa <= 0 || ttfa >= sum-pause.Seconds() {
+	ttfa := must(t, after, "voxgate_time_to_first_audio_seconds_sum", "provider", "testkit", "model", "test", "cache", "miss")
+	if n := must(t, after, "voxgate_time_to_first_audio_seconds_count", "provider", "testkit", "model", "test", "cache", "miss"); n != 1 || ttfa <= 0 || ttfa >= sum-pause.Seconds() {
 		t.Errorf("time to first audio: %v observations, %.3fs (stream %.3fs): want one, well under the whole stream", n, ttfa, sum)
 	}
 	var line map[string]any

@@ -18,7 +18,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/config"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
 
-	"github.com/voxgate/voxgate/gateway/server/openapi"
+	"github.com/voxgate/voxgate/gateway/edge/openapi"
 )
 
 // The OpenAPI document is the contract: every response a test of this

@@ -149,11 +149,7 @@ func checkSecretsKey(cfg *config.Config) error {
 		}
 		// Unset: LoadKey falls back to the key file, as below.
 	}
-	keyFile := DefaultSecretsKeyFile(cfg)
-	key := "secrets.key_file"
-	if cfg.Secrets.KeyFile != "" {
-		keyFile = cfg.Resolve(cfg.Secrets.KeyFile)
-	}
+	keyFile, key := SecretsKeyFile(cfg), "secrets.key_file"
 	data, err := os.ReadFile(keyFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -6,39 +6,26 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/credentials"
-	"github.com/voxgate/voxgate/gateway/dispatch"
-	"github.com/voxgate/voxgate/gateway/pluginhost"
-	"github.com/voxgate/voxgate/gateway/server"
+	"github.com/voxgate/voxgate/gateway/edge"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
+	"github.com/voxgate/voxgate/gateway/providers/dispatch"
+	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )
 
 // attachProviders starts the provider (and moderation) plugins, reads their
-// descriptions into the catalog and gives the server its speech service.
-func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
+// descriptions into the catalog and gives the server its speech service
+// and the catalog.
+func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	cfg := g.cfg
-	host := pluginhost.New(pluginhost.Options{
-		Logger:         g.log.Named("plugins"),
-		Metrics:        g.metrics,
-		StartTimeout:   cfg.Plugins.StartTimeout.D(),
-		HealthInterval: cfg.Plugins.HealthInterval.D(),
-	})
+	ho := PluginHostOptions(cfg)
+	ho.Logger, ho.Metrics = g.log.Named("plugins"), g.metrics
+	host := pluginhost.New(ho)
 	g.host = host
 	g.closers = append(g.closers, host.Close)
 
-	var specs []pluginhost.Spec
-	for _, name := range sortedKeys(cfg.Providers) {
-		p := cfg.Providers[name]
-		specs = append(specs, pluginhost.Spec{Name: name, Kind: pluginhost.KindProvider, Path: g.pluginPath(p.Plugin),
-			Instances: p.Instances, Settings: p.Settings})
-	}
-	for _, name := range sortedKeys(cfg.Moderation.Plugins) {
-		m := cfg.Moderation.Plugins[name]
-		specs = append(specs, pluginhost.Spec{Name: "moderation." + name, Kind: pluginhost.KindModerator, Path: g.pluginPath(m.Plugin),
-			Instances: m.Instances, Settings: m.Settings})
-	}
+	specs := PluginSpecs(cfg)
 	if len(specs) == 0 {
 		g.log.Warn("no providers configured: only voices and logs are served")
 		return nil
@@ -51,7 +38,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	for name := range cfg.Providers {
 		plugins[name] = host.Pool(name)
 	}
-	cat, err := speech.NewCatalog(ctx, speech.ProviderPolicies(cfg), plugins, func(id string) bool { return host.Pool(id).Ready() })
+	cat, err := catalog.New(ctx, ProviderPolicies(cfg), plugins, func(id string) bool { return host.Pool(id).Ready() })
 	if err != nil {
 		return err
 	}
@@ -92,15 +79,18 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 	if err != nil {
 		return err
 	}
+	g.catalog, g.calls = cat, catalog.NewCalls(g.metrics, g.tracer, dc != nil)
+	d.Catalog, d.Credentials = cat, g.creds
 	d.Speech = speech.New(speech.Deps{
 		Cache:        cacheOpts,
 		Routes:       Routes(cfg),
 		Pools:        g.pools,
-		Limits:       speech.LimitsFrom(cfg),
+		Limits:       SpeechLimits(cfg),
 		Catalog:      cat,
+		Calls:        g.calls,
 		Store:        g.data,
 		Dictionaries: g.data,
-		Credentials:  credentials.NewResolver(g.policy, g.data, g.sealer),
+		Credentials:  g.creds,
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
 		Moderator:    mod,
@@ -108,15 +98,12 @@ func (g *Gateway) attachProviders(ctx context.Context, d *server.Deps) error {
 		Metrics:      g.metrics,
 		Tracer:       g.tracer,
 		Logger:       g.log.Named("speech"),
-		Alignment:    speech.AlignmentFrom(cfg),
+		Alignment:    Alignment(cfg),
 	})
-	g.logAlignment(cfg, cat)
+	g.logAlignment(Alignment(cfg), cat)
 	g.pluginsReady = host.Ready
 	return nil
 }
-
-// pluginPath resolves a plugin binary name against plugins.dir.
-func (g *Gateway) pluginPath(name string) string { return pluginPath(g.cfg, name) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -130,13 +117,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // logAlignment says at start-up how word timestamps are made for models
 // without their own, and warns when the configuration leaves them with
 // none.
-func (g *Gateway) logAlignment(cfg *config.Config, cat *speech.Catalog) {
-	a := cfg.Alignment
+func (g *Gateway) logAlignment(a speech.Alignment, cat *catalog.Catalog) {
 	switch {
-	case a.Method == config.TimestampsOff:
+	case a.Method == speech.TimingOff:
 		g.log.Info("alignment off: models without word timestamps answer 501 on /with-timestamps")
-	case a.Method == config.TimestampsSTT:
-		g.log.Info("word timestamps for models without their own come from speech-to-text", zap.String("provider", a.STT.Provider), zap.String("model", a.STT.Model))
+	case a.Method == speech.TimingSTT:
+		g.log.Info("word timestamps for models without their own come from speech-to-text", zap.String("provider", a.STTProvider), zap.String("model", a.STTModel))
 	case a.Reference == "" || cat.Provider(a.Reference) == nil:
 		g.log.Warn("no reference provider for alignment (alignment.reference, e.g. espeak): models without word timestamps answer 501 on /with-timestamps")
 	default:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/voxgate/voxgate/gateway/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 )
 
 // The realtime WebSocket end to end: a real WebSocket client (gorilla's)
@@ -577,6 +577,8 @@ func TestRealtimeBadInput(t *testing.T) {
 		{"wav", `{"type": "start", "model": "espeak", "voice": "en", "output": {"format": "wav"}}`, "validation_failed", "output.format"},
 		{"rate", `{"type": "start", "model": "espeak", "voice": "en", "output": {"sampleRate": 8000}}`, "validation_failed", "output.sampleRate"},
 		{"whole-clip volume", `{"type": "start", "model": "espeak", "voice": "en", "volumeDbfs": -20}`, "param_not_allowed_on_stream", ""},
+		{"NUL in the voice", `{"type": "start", "model": "espeak", "voice": "en\u0000x"}`, "validation_failed", "voice"},
+		{"NUL in a providerOptions key", `{"type": "start", "model": "espeak", "voice": "en", "providerOptions": {"r\u0000": 1}}`, "validation_failed", "providerOptions.r\x00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

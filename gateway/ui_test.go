@@ -24,9 +24,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/voxgate/voxgate/gateway/auth"
+	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/edge/ui"
 	"github.com/voxgate/voxgate/gateway/store"
-	"github.com/voxgate/voxgate/gateway/ui"
 )
 
 // The dashboard, driven in Debian's headless chromium as a person would

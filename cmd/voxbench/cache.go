@@ -29,7 +29,7 @@ type cacheResult struct {
 
 // cacheConfig is the load gateway's config with a disk cache.
 func cacheConfig(u *upstreams, o options) func(listen, dir, bin string) string {
-	base := loadConfig(u, o.accessLog, o.directHTTP, "")
+	base := loadConfig(u, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP})
 	return func(listen, dir, bin string) string {
 		return base(listen, dir, bin) + "cache:\n  driver: disk\n  ttl: 1h\n"
 	}

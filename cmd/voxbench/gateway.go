@@ -21,29 +21,63 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/valyala/fasthttp"
 
+	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 )
 
 // benchOrg is the organization the load runs as.
 const benchOrg = "bench"
 
-// upstreamKeyEnv carries the fake's API key into the gateway's config as
-// the managed OpenAI credential, the way a deployment passes a secret.
-const upstreamKeyEnv = "VOXBENCH_OPENAI_KEY"
+// upstreamKeyEnv and elevenKeyEnv carry the fakes' API keys into the
+// gateway's config as managed credentials, the way a deployment passes a
+// secret.
+const (
+	upstreamKeyEnv = "VOXBENCH_OPENAI_KEY"
+	elevenKeyEnv   = "VOXBENCH_ELEVENLABS_KEY"
+)
+
+// Provider ids of the load gateway.
+const (
+	provClip   = "openai"        // the clip fake (PCM, and MP3 for the OpenAI SDK's default)
+	provSmall  = "openai-small"  // the 32 KB clip fake
+	provStream = "openai-stream" // the stream fake
+	provLive   = "openai-live"   // the real-time stream fake
+	provEleven = "elevenlabs"    // the ElevenLabs fake, real ElevenLabs plugin
+	// provPCMOnly is the openai-compatible plugin on the clip fake,
+	// declared with only pcm: an mp3 asked of it must be converted.
+	provPCMOnly = "pcm-only"
+)
+
+// gwOptions choose what a load gateway's config holds.
+type gwOptions struct {
+	// accessLog is server.access_log.
+	accessLog bool
+	// directHTTP false keeps every call inside the plugins (the path of
+	// plugins that do not plan their requests).
+	directHTTP bool
+	// dsn, when set, puts the gateway on PostgreSQL instead of a bbolt
+	// file.
+	dsn string
+	// clients adds the providers of the clients phase (the 32 KB clip,
+	// ElevenLabs, the pcm-only model); the other gateways need only the
+	// OpenAI fakes.
+	clients bool
+}
 
 // loadConfig is the gateway config of the load phases: the OpenAI plugin
-// three times, once per fake, as three providers of one organization,
-// with the gateway's own defaults for everything else (moderation off:
-// the org names no ruleset). directHTTP false keeps every call inside the
-// plugin (the path of plugins that do not plan their requests). dsn, when
-// set, puts the gateway on PostgreSQL instead of a bbolt file. The one
-// organization may hold as many streams as the streams phase opens (the
-// default limits.streams_per_org, 64, would refuse all the others).
-func loadConfig(u *upstreams, accessLog, directHTTP bool, dsn string) func(listen, dir, bin string) string {
+// once per OpenAI fake and, with o.clients, the ElevenLabs plugin on its
+// fake and the openai-compatible plugin declared with pcm only, as
+// providers of one organization, with the gateway's own defaults for
+// everything else (moderation off: the org names no ruleset). The model
+// alias tts-1 sends the OpenAI SDK's body to the clip fake's provider.
+// The one organization may hold as many streams as the streams phase
+// opens (the default limits.streams_per_org, 64, would refuse all the
+// others).
+func loadConfig(u *upstreams, o gwOptions) func(listen, dir, bin string) string {
 	return func(listen, dir, bin string) string {
 		storage := ""
-		if dsn != "" {
-			storage = "\n  driver: postgres\n  dsn: " + dsn
+		if o.dsn != "" {
+			storage = "\n  driver: postgres\n  dsn: " + o.dsn
 		}
 		cfg := fmt.Sprintf(`server:
   listen: %s
@@ -58,13 +92,25 @@ secrets:
   key_file: %s
 limits:
   streams_per_org: 100000
+aliases:
+  models:
+    tts-1: %s/tts-1
 providers:
-`, listen, accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"))
+`, listen, o.accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), provClip)
 		orgs := fmt.Sprintf("orgs:\n  %s:\n    providers:\n", benchOrg)
-		for _, p := range []struct{ id, root string }{{"openai", u.Clip}, {"openai-stream", u.Stream}, {"openai-live", u.Live}} {
-			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    managed: true\n    api_key: ${%s}\n    base_url: %s/v1\n    timeout: 30s\n    direct_http: %t\n",
-				p.id, upstreamKeyEnv, p.root, directHTTP)
+		common := fmt.Sprintf("    managed: true\n    timeout: 30s\n    direct_http: %t\n", o.directHTTP)
+		openAI := []struct{ id, root string }{{provClip, u.Clip}, {provStream, u.Stream}, {provLive, u.Live}}
+		if o.clients {
+			openAI = append(openAI, struct{ id, root string }{provSmall, u.Small})
+		}
+		for _, p := range openAI {
+			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    api_key: ${%s}\n    base_url: %s/v1\n", p.id, upstreamKeyEnv, p.root) + common
 			orgs += fmt.Sprintf("      %s: {enabled: true}\n", p.id)
+		}
+		if o.clients {
+			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-elevenlabs\n    api_key: ${%s}\n    base_url: %s\n", provEleven, elevenKeyEnv, u.Eleven) + common
+			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai-compatible\n    api_key: ${%s}\n    base_url: %s/v1\n    models: tts-1\n    voices: alloy\n    formats: pcm\n", provPCMOnly, upstreamKeyEnv, u.Clip) + common
+			orgs += fmt.Sprintf("      %s: {enabled: true}\n      %s: {enabled: true}\n", provEleven, provPCMOnly)
 		}
 		return cfg + orgs
 	}
@@ -110,7 +156,7 @@ func freePort() (string, error) {
 }
 
 func (g *gatewayProc) env() []string {
-	return append(os.Environ(), upstreamKeyEnv+"="+openai.Key)
+	return append(os.Environ(), upstreamKeyEnv+"="+openai.Key, elevenKeyEnv+"="+elevenlabs.Key)
 }
 
 // createKey creates an API key for org with `voxgate keys create` on the
@@ -242,6 +288,17 @@ func (g *gatewayProc) metrics(names ...string) (map[string]float64, error) {
 	return out, nil
 }
 
+// metricOr returns one metric of the gateway, summed over its label sets,
+// and whether the gateway exposes it: a metric that newer gateways have
+// (or that appears with its first event) is optional.
+func (g *gatewayProc) metricOr(name string) (float64, bool) {
+	m, err := g.metrics(name)
+	if err != nil {
+		return 0, false
+	}
+	return m[name], true
+}
+
 // Metric names the harness reads.
 const (
 	mMallocs    = "go_memstats_mallocs_total"
@@ -250,6 +307,11 @@ const (
 	mLogQueue   = "voxgate_log_queue_depth"
 	mGoroutines = "go_goroutines"
 	mHeapInuse  = "go_memstats_heap_inuse_bytes"
+	// The heap's mapped memory, what of it was returned to the system,
+	// and the goroutine stacks.
+	mHeapSys      = "go_memstats_heap_sys_bytes"
+	mHeapReleased = "go_memstats_heap_released_bytes"
+	mStackInuse   = "go_memstats_stack_inuse_bytes"
 	// Sums and counts of the gateway's own latency histograms: the time
 	// in its handlers and in plugin calls, which split a request's
 	// overhead into edge, plugin hop and upstream.
@@ -331,20 +393,7 @@ func cpuSeconds(pids ...int) cpuTimes {
 }
 
 // pluginPIDs returns the gateway's child processes (its plugins).
-func (g *gatewayProc) pluginPIDs() []int {
-	procs, err := procfs.AllProcs()
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, p := range procs {
-		st, err := p.Stat()
-		if err == nil && st.PPID == g.pid() {
-			pids = append(pids, p.PID)
-		}
-	}
-	return pids
-}
+func (g *gatewayProc) pluginPIDs() []int { return childPIDs(g.pid()) }
 
 // shutdown records the final log-writer counters and the plugins' peak
 // memory, and stops the gateway
@@ -396,16 +445,21 @@ func (g *gatewayProc) stop() {
 // cpuProfile records the gateway's CPU profile for d through the admin
 // socket into out (Go's pprof format; `go tool pprof -top out`).
 func (g *gatewayProc) cpuProfile(d time.Duration, out string) error {
+	return g.pprof(fmt.Sprintf("profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))), out)
+}
+
+// pprof fetches /debug/pprof/NAME from the admin socket into out.
+func (g *gatewayProc) pprof(name, out string) error {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", g.sock)
 	}}}
-	resp, err := hc.Get(fmt.Sprintf("http://admin/debug/pprof/profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))))
+	resp, err := hc.Get("http://admin/debug/pprof/" + name)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile: %s", resp.Status)
+		return fmt.Errorf("%s: %s", name, resp.Status)
 	}
 	f, err := os.Create(out)
 	if err != nil {

@@ -1,8 +1,11 @@
 // Command voxbench measures what voxgate adds to a text-to-speech call,
-// side by side with calling the provider directly, all on loopback:
+// side by side with calling the provider directly and with nginx as the
+// relay, all on loopback:
 //
 //	client ─────────────────────────────────────────────► fake OpenAI  (direct)
-//	client ──► bin/voxgate ──gRPC──► voxgate-openai ──► fake OpenAI  (gateway)
+//	client ──► nginx (proxy_pass) ──────────────────────► fake OpenAI  (nginx)
+//	client ──► bin/voxgate ─────────────────────────────► fake OpenAI  (gateway)
+//	               └─gRPC─► voxgate-openai (plans the request)
 //
 // The fake OpenAI speech API (internal/fakeupstream/openai) runs in a child
 // process, as a provider would run elsewhere: one fake answers every request
@@ -44,6 +47,8 @@ type options struct {
 	keep       bool
 	only       string
 	clip       float64
+	clientSlot time.Duration
+	workloads  string
 	// pgFixtureDiv shrinks the PostgreSQL log fixture (tests only).
 	pgFixtureDiv int
 }
@@ -60,14 +65,16 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding voxgate and plugins/ (make build)")
 	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
 	flag.StringVar(&o.fixtureDir, "fixture-dir", os.TempDir(), "where the cached request-log fixture lives")
-	flag.StringVar(&o.perfDir, "perf", "", "if set, record a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot into this directory")
+	flag.StringVar(&o.perfDir, "perf", "", "if set, record into this directory a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot, the gateway's CPU profile during each clients workload's slots (gateway-cpu-WORKLOAD.pprof), and its heap profile after the load (gateway-heap-after-load.pprof)")
+	flag.StringVar(&o.workloads, "workloads", "", "run only these workloads of the clients phase, comma-separated: pcm, pcm-32k, openai-sdk, elevenlabs-sdk, convert")
+	flag.DurationVar(&o.clientSlot, "clients-slot", 0, "length of each closed-loop slot of the clients phase (0: 1.5s, 300ms with -quick); longer slots give profiles more samples")
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
 	flag.BoolVar(&o.directHTTP, "direct-http", true, "let the gateway send the requests the OpenAI plugin plans (its default); false measures the plugin path")
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, streams, logs, pg, clipmem, cache, realtime (for profiling; the table then lacks the others)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime (for profiling; the table then lacks the others)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -139,7 +146,17 @@ func run(ctx context.Context, o options) (*Results, error) {
 		defer pb.close()
 	}
 
-	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, o.accessLog, o.directHTTP, ""))
+	// nginx, the reference relay, runs beside the gateway whenever a
+	// phase compares the two.
+	var ng *nginxProc
+	if o.runsAny("seq", "tput", "ttfb", "clients") {
+		if ng, err = startNginx(ups); err != nil {
+			return nil, err
+		}
+		defer ng.stop()
+	}
+
+	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP, clients: o.runs("clients")}))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +168,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 	if err := gw.serve(ctx); err != nil {
 		return nil, err
 	}
-	lg := newLoad(plan, ups, gw, key)
+	lg := newLoad(plan, ups, gw, ng, key)
 	defer lg.close()
 
 	steps := []struct {
@@ -165,6 +182,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		{"seq", "sequential clips", lg.sequential},
 		{"tput", "throughput", func(ctx context.Context, r *Results) error { return lg.throughput(ctx, r, o.perfDir) }},
 		{"ttfb", "stream time-to-first-byte", lg.streamTTFB},
+		{"clients", "workloads real clients send, against nginx", func(ctx context.Context, r *Results) error { return lg.clients(ctx, r, o.workloads, o.perfDir) }},
 		{"pg", "clips through a gateway on PostgreSQL and one on bbolt", func(ctx context.Context, r *Results) error { return lg.pgSequential(ctx, pb, r) }},
 	}
 	for _, s := range steps {
@@ -180,6 +198,11 @@ func run(ctx context.Context, o options) (*Results, error) {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		logf("phase: %s done in %s", s.name, time.Since(t).Round(100*time.Millisecond))
+	}
+	if o.runsAny("streams", "seq", "tput", "clients") {
+		if err := lg.afterLoad(ctx, res, o.perfDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := gw.shutdown(res); err != nil {
 		return nil, err
@@ -231,6 +254,11 @@ func run(ctx context.Context, o options) (*Results, error) {
 // runs reports whether phase id is selected by -only.
 func (o options) runs(id string) bool {
 	return o.only == "" || slices.Contains(strings.Split(o.only, ","), id)
+}
+
+// runsAny reports whether any of the phases ids is selected.
+func (o options) runsAny(ids ...string) bool {
+	return slices.ContainsFunc(ids, o.runs)
 }
 
 // raiseFileLimit lifts the soft open-files limit to the hard one: the

@@ -17,6 +17,9 @@ type plan struct {
 	// ManyStreamsDelay is the chunk delay while the concurrent-streams
 	// phase runs: real-time pace (100 ms of audio every 100 ms).
 	ManyStreamsDelay time.Duration `json:"many_streams_chunk_delay_ns"`
+	// SmallClipSeconds is the length of the small clip (2/3 s of 24 kHz
+	// PCM: 32,000 bytes), the clients phase's "32 KB request".
+	SmallClipSeconds float64 `json:"small_clip_seconds"`
 
 	WarmUp      int `json:"warm_up_requests"`
 	SeqRounds   int `json:"sequential_rounds"`
@@ -28,6 +31,16 @@ type plan struct {
 
 	TTFBPairs   int `json:"ttfb_pairs"`
 	ManyStreams int `json:"concurrent_streams"`
+
+	// The clients phase: per workload, ClientRounds rounds of
+	// ClientPerRound sequential triples (direct, nginx, gateway), then
+	// ClientSlots closed-loop slots of ClientSlot per relay at
+	// ClientConcurrency clients, for CPU per request.
+	ClientRounds      int           `json:"clients_rounds"`
+	ClientPerRound    int           `json:"clients_triples_per_round"`
+	ClientConcurrency int           `json:"clients_concurrency"`
+	ClientSlot        time.Duration `json:"clients_slot_ns"`
+	ClientSlots       int           `json:"clients_slots_per_relay"`
 
 	LogPages int `json:"log_page_samples"`
 	// PGFixtureDiv divides the PostgreSQL fixture's row counts (1 in a
@@ -50,35 +63,46 @@ type plan struct {
 
 func defaultPlan(o options) plan {
 	p := plan{
-		ClipSeconds:      o.clip,
-		ClipChunk:        16 << 10,
-		StreamChunk:      4800,
-		StreamDelay:      20 * time.Millisecond,
-		ManyStreamsDelay: 100 * time.Millisecond,
-		WarmUp:           300,
-		SeqRounds:        10,
-		SeqPerRound:      400,
-		Concurrency:      []int{16, 64, 256},
-		Slot:             2500 * time.Millisecond,
-		Slots:            2,
-		TTFBPairs:        120,
-		ManyStreams:      o.streams,
-		LogPages:         50,
-		WriterRun:        10 * time.Second,
-		PGFixtureDiv:     1,
-		ClipText:         "The quick brown fox jumps over the lazy dog, twice.",
-		TTFBText:         "Hello.",
-		ManyText:         "Streaming speech arrives while the provider is still speaking it.",
-		WholeClipChars:   4900,
+		ClipSeconds:       o.clip,
+		ClipChunk:         16 << 10,
+		StreamChunk:       4800,
+		StreamDelay:       20 * time.Millisecond,
+		ManyStreamsDelay:  100 * time.Millisecond,
+		SmallClipSeconds:  32000.0 / 48000,
+		WarmUp:            300,
+		SeqRounds:         10,
+		SeqPerRound:       400,
+		Concurrency:       []int{16, 64, 256},
+		Slot:              2500 * time.Millisecond,
+		Slots:             2,
+		TTFBPairs:         120,
+		ManyStreams:       o.streams,
+		ClientRounds:      5,
+		ClientPerRound:    100,
+		ClientConcurrency: 64,
+		ClientSlot:        1500 * time.Millisecond,
+		ClientSlots:       2,
+		LogPages:          50,
+		WriterRun:         10 * time.Second,
+		PGFixtureDiv:      1,
+		ClipText:          "The quick brown fox jumps over the lazy dog, twice.",
+		TTFBText:          "Hello.",
+		ManyText:          "Streaming speech arrives while the provider is still speaking it.",
+		WholeClipChars:    4900,
 	}
 	if o.quick {
 		p.WarmUp, p.SeqRounds, p.SeqPerRound = 50, 3, 100
 		p.Slot, p.Slots = time.Second, 1
 		p.TTFBPairs = 20
+		p.ClientRounds, p.ClientPerRound = 2, 20
+		p.ClientConcurrency, p.ClientSlot, p.ClientSlots = 16, 300*time.Millisecond, 1
 		p.ManyStreams = min(o.streams, 200)
 		p.LogPages = 10
 		p.WriterRun = 2 * time.Second
 		p.WholeClipChars = 1500
+	}
+	if o.clientSlot > 0 {
+		p.ClientSlot = o.clientSlot
 	}
 	return p
 }

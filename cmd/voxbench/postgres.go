@@ -9,9 +9,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/reqlog"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/postgres"
+	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/internal/pgtest"
 )
 
@@ -102,7 +102,7 @@ func startPG(ctx context.Context, bin, dir string, ups *upstreams, o options, p 
 		pb.close()
 		return nil, err
 	}
-	if pb.gw, err = startGateway(ctx, bin, dir, "load-pg", loadConfig(ups, o.accessLog, o.directHTTP, loadDSN)); err != nil {
+	if pb.gw, err = startGateway(ctx, bin, dir, "load-pg", loadConfig(ups, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP, dsn: loadDSN})); err != nil {
 		pb.close()
 		return nil, err
 	}

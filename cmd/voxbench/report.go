@@ -29,6 +29,12 @@ type Results struct {
 	Postgres   pgResult        `json:"postgres"`
 	WholeClip  wholeClipResult `json:"whole_clip_memory"`
 	Cache      cacheResult     `json:"cache"`
+	// Clients is the clients phase (clients.go): the requests real
+	// clients send, against nginx.
+	Clients clientsResult `json:"clients"`
+	// AfterLoad is the resident memory of the relays once the load
+	// phases are over.
+	AfterLoad afterLoad `json:"after_load"`
 	// Realtime is the realtime WebSocket phase (realtime.go).
 	Realtime realtimeResult `json:"realtime"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
@@ -52,6 +58,10 @@ type seqRound struct {
 	Gateway     latency `json:"gateway"`
 	OverheadP50 float64 `json:"overhead_p50_ms"`
 	OverheadP99 float64 `json:"overhead_p99_ms"`
+	// Nginx and its overheads: the same request through nginx.
+	Nginx            *latency `json:"nginx,omitempty"`
+	NginxOverheadP50 float64  `json:"nginx_overhead_p50_ms"`
+	NginxOverheadP99 float64  `json:"nginx_overhead_p99_ms"`
 }
 
 type seqResult struct {
@@ -64,6 +74,11 @@ type seqResult struct {
 	OverheadP50      float64 `json:"overhead_p50_ms"`
 	OverheadP99      float64 `json:"overhead_p99_ms"`
 	AllocsPerRequest float64 `json:"gateway_allocs_per_request"`
+	// Nginx is the same request through nginx, and its overheads the
+	// medians over rounds of nginx minus direct.
+	Nginx            *latency `json:"nginx,omitempty"`
+	NginxOverheadP50 float64  `json:"nginx_overhead_p50_ms"`
+	NginxOverheadP99 float64  `json:"nginx_overhead_p99_ms"`
 	// HandlerMean and PluginCallMean are the gateway's own view of the
 	// gateway requests (its latency histograms): time in the handler
 	// (before the response body is written) and in the provider call,
@@ -87,6 +102,13 @@ type tputRow struct {
 	// request while that path ran (from /proc/PID/stat, 10 ms ticks).
 	DirectCPU  cpuPerRequest `json:"direct_cpu_us_per_request"`
 	GatewayCPU cpuPerRequest `json:"gateway_cpu_us_per_request"`
+	// The nginx path, when nginx ran; NginxRatio is the gateway's
+	// throughput over nginx's.
+	NginxRequests int            `json:"nginx_requests,omitempty"`
+	NginxRPS      float64        `json:"nginx_rps,omitempty"`
+	NginxRatio    float64        `json:"gateway_over_nginx,omitempty"`
+	Nginx         *latency       `json:"nginx_latency,omitempty"`
+	NginxCPU      *cpuPerRequest `json:"nginx_cpu_us_per_request,omitempty"`
 }
 
 // cpuPerRequest is microseconds of CPU per request, by process.
@@ -95,6 +117,7 @@ type cpuPerRequest struct {
 	Fake    cpuSplit `json:"fake_upstream"`
 	Gateway cpuSplit `json:"gateway"`
 	Plugin  cpuSplit `json:"plugin"`
+	Nginx   cpuSplit `json:"nginx"`
 	Total   float64  `json:"total"`
 }
 
@@ -117,6 +140,47 @@ type ttfbResult struct {
 	Gateway     latency `json:"gateway"`
 	OverheadP50 float64 `json:"overhead_p50_ms"`
 	OverheadP99 float64 `json:"overhead_p99_ms"`
+	// Nginx is the same stream through nginx (proxy_buffering off).
+	Nginx            *latency `json:"nginx,omitempty"`
+	NginxOverheadP50 float64  `json:"nginx_overhead_p50_ms"`
+	// GatewayOutput is the gateway's stream asked with output: {format:
+	// pcm}; OutputRefused says why it was not measured (the gateway's
+	// status and problem code).
+	GatewayOutput     *latency `json:"gateway_output_pcm,omitempty"`
+	OutputOverheadP50 float64  `json:"gateway_output_pcm_overhead_p50_ms"`
+	OutputRefused     string   `json:"gateway_output_pcm_refused,omitempty"`
+}
+
+// afterLoad is resident memory once the load phases are over (after a
+// second's pause): the gateway process, nginx's master and workers
+// summed, and each plugin process.
+type afterLoad struct {
+	// QuietSeconds is how long after the last request the figures were
+	// read.
+	QuietSeconds float64 `json:"quiet_seconds"`
+	GatewayRSS   uint64  `json:"gateway_rss_bytes"`
+	// GatewayHWM is the gateway's peak resident memory over the whole
+	// run (VmHWM).
+	GatewayHWM  uint64 `json:"gateway_hwm_bytes"`
+	GatewayHeap uint64 `json:"gateway_heap_inuse_bytes"`
+	// What the Go runtime holds from the system for its heap (mapped,
+	// less what it has returned) and for goroutine stacks: the rest of
+	// the RSS is the binary, C libraries' memory (LAME, soxr) and the
+	// runtime's own structures.
+	GatewayHeapHeld uint64 `json:"gateway_heap_held_bytes"`
+	GatewayStacks   uint64 `json:"gateway_stack_inuse_bytes"`
+	// GatewayAnon is the anonymous part of the RSS (heap, stacks, C
+	// allocations; the rest is the binary's pages), GatewayThreads its
+	// OS threads.
+	GatewayAnon uint64 `json:"gateway_anon_rss_bytes"`
+	// GatewayStoreMapped is the part of the RSS that is the bbolt file's
+	// memory map (pages of the page cache the store has read or written:
+	// shared, clean, given up by the kernel under pressure).
+	GatewayStoreMapped uint64   `json:"gateway_store_mapped_rss_bytes"`
+	GatewayThreads     int      `json:"gateway_threads"`
+	NginxRSS           uint64   `json:"nginx_rss_bytes"`
+	NginxProcesses     int      `json:"nginx_processes"`
+	PluginRSS          []uint64 `json:"plugin_rss_bytes"`
 }
 
 type streamsResult struct {
@@ -233,7 +297,145 @@ const (
 	targetPGRows = 20_000
 )
 
+// Targets against nginx, the reference relay, and of the clients phase.
+const (
+	// targetCPUvsNginx bounds the gateway's CPU per clip request over
+	// nginx's.
+	targetCPUvsNginx = 1.5
+	// targetClipVsNginx bounds the latency the gateway adds to a clip
+	// (p50) over what nginx adds.
+	targetClipVsNginx = 2.0
+	// targetTTFBVsNginx bounds the time the gateway adds to a stream's
+	// first byte (p50) over what nginx adds, with or without output.
+	targetTTFBVsNginx = 1.5
+	// targetRSSAfterLoad bounds the gateway's resident memory once the
+	// load is over.
+	targetRSSAfterLoad = 100 << 20
+	// targetMP3vsPCM bounds the gateway's CPU per request of an mp3 the
+	// provider makes itself over that of PCM passed through.
+	targetMP3vsPCM = 1.2
+)
+
 func pass(ok bool) *bool { return &ok }
+
+// overNginx is the figure "gateway over nginx" of two added times: the
+// ratio, or n/a when nginx added nothing measurable.
+func overNginx(gateway, nginx float64) (string, float64, bool) {
+	if nginx <= 0 {
+		return "n/a", 0, false
+	}
+	r := gateway / nginx
+	return fmt.Sprintf("%.2fx", r), r, true
+}
+
+// relayFigures adds the comparisons with nginx: added latency of a clip
+// and of a stream's first byte, throughput, and memory after the load.
+func (r *Results) relayFigures() {
+	add := func(f figure) { r.Figures = append(r.Figures, f) }
+	if s := r.Sequential; s.Nginx != nil {
+		ratio, v, ok := overNginx(s.OverheadP50, s.NginxOverheadP50)
+		f := figure{Name: fmt.Sprintf("added clip latency (%d KB), p50: gateway over nginx", s.ClipBytes/1000), Unit: "ms",
+			Baseline: signed(s.NginxOverheadP50), Gateway: signed(s.OverheadP50), Delta: ratio,
+			Target: fmt.Sprintf("≤ %.0fx", targetClipVsNginx), Value: v}
+		if ok {
+			f.Pass = pass(v <= targetClipVsNginx)
+		}
+		add(f)
+		ratio, v, _ = overNginx(s.OverheadP99, s.NginxOverheadP99)
+		add(figure{Name: "added clip latency, p99: gateway over nginx", Unit: "ms",
+			Baseline: signed(s.NginxOverheadP99), Gateway: signed(s.OverheadP99), Delta: ratio, Value: v})
+	}
+	for _, t := range r.Throughput {
+		if t.NginxCPU == nil {
+			continue
+		}
+		add(figure{Name: fmt.Sprintf("throughput, %d clients: gateway over nginx", t.Clients), Unit: "req/s",
+			Baseline: fmt.Sprintf("%.0f", t.NginxRPS), Gateway: fmt.Sprintf("%.0f", t.GatewayRPS), Delta: fmt.Sprintf("%.2fx", t.NginxRatio), Value: t.NginxRatio})
+	}
+	if t := r.TTFB; t.Nginx != nil {
+		ratio, v, ok := overNginx(t.OverheadP50, t.NginxOverheadP50)
+		f := figure{Name: "added stream first byte, p50, no output: gateway over nginx", Unit: "ms",
+			Baseline: signed(t.NginxOverheadP50), Gateway: signed(t.OverheadP50), Delta: ratio,
+			Target: fmt.Sprintf("≤ %.1fx", targetTTFBVsNginx), Value: v}
+		if ok {
+			f.Pass = pass(v <= targetTTFBVsNginx)
+		}
+		add(f)
+		f = figure{Name: "added stream first byte, p50, output pcm: gateway over nginx", Unit: "ms",
+			Baseline: signed(t.NginxOverheadP50), Target: fmt.Sprintf("≤ %.1fx", targetTTFBVsNginx)}
+		switch {
+		case t.GatewayOutput != nil:
+			ratio, v, ok := overNginx(t.OutputOverheadP50, t.NginxOverheadP50)
+			f.Gateway, f.Delta, f.Value = signed(t.OutputOverheadP50), ratio, v
+			if ok {
+				f.Pass = pass(v <= targetTTFBVsNginx)
+			}
+		case t.OutputRefused != "":
+			f.Gateway, f.Delta = "refused", t.OutputRefused
+		}
+		if f.Gateway != "" {
+			add(f)
+		}
+	}
+	if m := r.AfterLoad; m.GatewayRSS > 0 {
+		f := figure{Name: fmt.Sprintf("resident memory %.0f s after the load (gateway; nginx: %d processes)", m.QuietSeconds, m.NginxProcesses), Unit: "MiB",
+			Baseline: mib(m.NginxRSS), Gateway: mib(m.GatewayRSS), Target: fmt.Sprintf("≤ %d MiB", targetRSSAfterLoad>>20),
+			Pass: pass(m.GatewayRSS <= targetRSSAfterLoad), Value: float64(m.GatewayRSS)}
+		if m.NginxRSS > 0 {
+			f.Delta = fmt.Sprintf("%.1fx", float64(m.GatewayRSS)/float64(m.NginxRSS))
+		}
+		add(f)
+	}
+}
+
+// clientFigures adds the clients phase's figures: CPU per request against
+// nginx, mp3 against PCM, and the conversion's cost.
+func (r *Results) clientFigures() {
+	add := func(f figure) { r.Figures = append(r.Figures, f) }
+	c := &r.Clients
+	pcm := c.workload(wlPCM)
+	cpuFig := func(w *workloadResult, name string, target float64) {
+		if w == nil {
+			return
+		}
+		n, g := w.NginxCPU.Nginx.sum(), w.GatewayCPU.Gateway.sum()
+		f := figure{Name: fmt.Sprintf("%s, %d clients: gateway over nginx", name, c.Clients), Unit: "µs CPU",
+			Baseline: fmt.Sprintf("%.0f", n), Gateway: fmt.Sprintf("%.0f", g), Value: g / n}
+		if n > 0 {
+			f.Delta = fmt.Sprintf("%.2fx", g/n)
+		}
+		if target > 0 && n > 0 {
+			f.Target, f.Pass = fmt.Sprintf("≤ %.1fx", target), pass(g/n <= target)
+		}
+		add(f)
+	}
+	cpuFig(pcm, fmt.Sprintf("CPU per clip request (%d KB pcm)", int(r.Plan.ClipSeconds*48)), targetCPUvsNginx)
+	cpuFig(c.workload(wlPCMSmall), fmt.Sprintf("CPU per %d KB request", int(r.Plan.SmallClipSeconds*48+0.5)), 0)
+	for _, id := range []string{wlOpenAISDK, wlElevenSDK} {
+		w := c.workload(id)
+		if w == nil || pcm == nil {
+			continue
+		}
+		p, g := pcm.GatewayCPU.Gateway.sum(), w.GatewayCPU.Gateway.sum()
+		f := figure{Name: fmt.Sprintf("gateway CPU per request, %s [%s], over pcm pass-through", w.Name, w.Path), Unit: "µs CPU",
+			Baseline: fmt.Sprintf("%.0f", p), Gateway: fmt.Sprintf("%.0f", g), Value: g / p,
+			Target: fmt.Sprintf("≤ %.1fx", targetMP3vsPCM)}
+		if p > 0 {
+			f.Delta, f.Pass = fmt.Sprintf("%.2fx", g/p), pass(g/p <= targetMP3vsPCM)
+		}
+		add(f)
+	}
+	if w := c.workload(wlConversion); w != nil && w.AudioSeconds > 0 {
+		g := (w.GatewayCPU.Gateway.sum() + w.GatewayCPU.Plugin.sum()) / w.AudioSeconds / 1000
+		f := figure{Name: fmt.Sprintf("gateway CPU per second of audio, %s [%s]", w.Name, w.Path), Unit: "ms CPU",
+			Gateway: fmt.Sprintf("%.2f", g), Value: g}
+		if pcm != nil && pcm.AudioSeconds > 0 {
+			p := (pcm.GatewayCPU.Gateway.sum() + pcm.GatewayCPU.Plugin.sum()) / pcm.AudioSeconds / 1000
+			f.Baseline, f.Delta = fmt.Sprintf("%.2f pcm", p), fmt.Sprintf("+%.2f to convert", g-p)
+		}
+		add(f)
+	}
+}
 
 // evaluate turns the measurements into the table's figures.
 func (r *Results) evaluate() {
@@ -312,6 +514,8 @@ func (r *Results) evaluate() {
 			Baseline: "0", Gateway: fmt.Sprintf("%.0f", dropped), Delta: "",
 			Target: "0", Pass: pass(dropped == 0 && r.Logs.DroppedTotal == 0), Value: dropped})
 	}
+	r.relayFigures()
+	r.clientFigures()
 	r.logPageFigures("", r.Logs.Pages)
 	r.usageFigure("", r.Logs.Usage)
 	if pg := r.Postgres; pg.Seq.Bolt.N > 0 {
@@ -432,36 +636,29 @@ func printTable(w io.Writer, r *Results) {
 		}
 		rows = append(rows, []string{f.Name, f.Unit, f.Baseline, f.Gateway, f.Delta, f.Target, result})
 	}
-	width := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, c := range row {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
-	for n, row := range rows {
-		var b strings.Builder
-		for i, c := range row {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			if i == 0 || i == 1 {
-				b.WriteString(c + pad) // names and units read left-aligned
-			} else {
-				b.WriteString(pad + c)
-			}
-			b.WriteString("  ")
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-		if n == 0 {
-			fmt.Fprintln(w, strings.Repeat("-", utf8.RuneCountInString(strings.TrimRight(b.String(), " "))))
-		}
-	}
+	printRows(w, rows, 2) // names and units read left-aligned
 	for _, t := range r.Throughput {
 		d, g := t.DirectCPU, t.GatewayCPU
-		fmt.Fprintf(w, "\nCPU µs per request, %d clients: direct %.0f = client %s + upstream %s\n", t.Clients, d.Total, d.Client, d.Fake)
+		head := fmt.Sprintf("CPU µs per request, %d clients:", t.Clients)
+		fmt.Fprintf(w, "\n%s direct %.0f = client %s + upstream %s\n", head, d.Total, d.Client, d.Fake)
+		if n := t.NginxCPU; n != nil {
+			fmt.Fprintf(w, "%*s nginx path %.0f = client %s + upstream %s + nginx %s\n", len(head), "", n.Total, n.Client, n.Fake, n.Nginx)
+		}
 		fmt.Fprintf(w, "%*s gateway path %.0f = client %s + upstream %s + gateway %s + plugin %s",
-			len(fmt.Sprintf("CPU µs per request, %d clients:", t.Clients)), "", g.Total, g.Client, g.Fake, g.Gateway, g.Plugin)
+			len(head), "", g.Total, g.Client, g.Fake, g.Gateway, g.Plugin)
 	}
 	if len(r.Throughput) > 0 {
 		fmt.Fprintln(w)
+	}
+	printClients(w, r)
+	if m := r.AfterLoad; len(m.PluginRSS) > 0 {
+		var ps []string
+		for _, b := range m.PluginRSS {
+			ps = append(ps, mib(b))
+		}
+		fmt.Fprintf(w, "\n%.0f s after the load: gateway RSS %s MiB, peak %s MiB (the bbolt file's map %s MiB; anonymous %s MiB: heap in use %s, heap held from the system %s, stacks %s; %d threads), nginx %s MiB (%d processes), %d plugin processes: %s MiB\n",
+			m.QuietSeconds, mib(m.GatewayRSS), mib(m.GatewayHWM), mib(m.GatewayStoreMapped), mib(m.GatewayAnon), mib(m.GatewayHeap), mib(m.GatewayHeapHeld), mib(m.GatewayStacks), m.GatewayThreads,
+			mib(m.NginxRSS), m.NginxProcesses, len(m.PluginRSS), strings.Join(ps, ", "))
 	}
 	if len(r.PluginHWM) > 0 {
 		var ps []string
@@ -473,6 +670,58 @@ func printTable(w io.Writer, r *Results) {
 	if s := r.Sequential; s.Direct.N > 0 {
 		fmt.Fprintf(w, "\nsequential means: direct %.3f ms; gateway %.3f ms as the client sees it, %.3f ms in its handler, %.3f ms of that in the provider call (the upstream request, sent by the gateway for a planning plugin)\n",
 			s.Direct.Mean, s.Gateway.Mean, s.HandlerMean, s.PluginCallMean)
+	}
+}
+
+// printClients writes the clients phase's workloads as a table of their
+// own.
+func printClients(w io.Writer, r *Results) {
+	c := r.Clients
+	if len(c.Workloads) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nworkloads real clients send: CPU µs per request at %d clients (nginx: master and workers; gateway: its process, plus its plugins), added latency over direct (sequential, median of rounds)\n", c.Clients)
+	rows := [][]string{{"workload", "gateway did", "bytes direct → gateway", "nginx CPU", "gateway CPU", "+ plugin", "x nginx", "nginx +p50", "gateway +p50", "gateway +p99"}}
+	for _, x := range c.Workloads {
+		n, g := x.NginxCPU.Nginx.sum(), x.GatewayCPU.Gateway.sum()
+		ratio := "n/a"
+		if n > 0 {
+			ratio = fmt.Sprintf("%.2fx", g/n)
+		}
+		rows = append(rows, []string{x.Name, x.Path, fmt.Sprintf("%d → %d", x.DirectBytes, x.GatewayBytes),
+			fmt.Sprintf("%.0f", n), fmt.Sprintf("%.0f", g), fmt.Sprintf("%.0f", x.GatewayCPU.Plugin.sum()), ratio,
+			signed(x.NginxAddedP50), signed(x.GatewayAddedP50), signed(x.GatewayAddedP99)})
+	}
+	printRows(w, rows, 2)
+	for _, x := range c.Workloads {
+		fmt.Fprintf(w, "  %s: %s (%s → %s); %s\n", x.ID, x.Path, x.DirectMediaType, x.GatewayMediaType, x.Evidence)
+	}
+}
+
+// printRows writes rows aligned, a rule under the first; the first left
+// columns read left-aligned.
+func printRows(w io.Writer, rows [][]string, left int) {
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for n, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i < left {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+			b.WriteString("  ")
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		if n == 0 {
+			fmt.Fprintln(w, strings.Repeat("-", utf8.RuneCountInString(strings.TrimRight(b.String(), " "))))
+		}
 	}
 }
 

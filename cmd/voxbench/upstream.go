@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
 )
 
@@ -26,12 +27,18 @@ import (
 // fakeUpstreamCmd is the hidden subcommand that serves the fakes.
 const fakeUpstreamCmd = "fake-upstream"
 
-// upstreamURLs are the roots of the three fakes, e.g.
-// http://127.0.0.1:41234 (the API is under /v1).
+// upstreamURLs are the roots of the fakes, e.g. http://127.0.0.1:41234
+// (the API is under /v1).
 type upstreamURLs struct {
 	// Clip answers every request with the same ClipSeconds clip, written
-	// in ClipChunk pieces without pauses.
+	// in ClipChunk pieces without pauses, in the format asked (pcm, wav,
+	// or mp3, OpenAI's default: the fake's MP3 tone, 44.1 kHz 64 kbit/s).
 	Clip string `json:"clip"`
+	// Small is Clip with a SmallClipSeconds clip (32,000 bytes of PCM).
+	Small string `json:"small"`
+	// Eleven is a fake of ElevenLabs' API answering a ClipSeconds clip
+	// (mp3 or pcm_<rate>, as output_format asks) in ClipChunk pieces.
+	Eleven string `json:"elevenlabs"`
 	// Stream answers with audio as long as the text (fakeupstream.Speak),
 	// in StreamChunk pieces with StreamDelay between them.
 	Stream string `json:"stream"`
@@ -82,7 +89,7 @@ func startUpstreamsWith(self string, p plan) (*upstreams, error) {
 		u.close()
 		return nil, fmt.Errorf("fake upstream did not start: %w", err)
 	}
-	logf("fake upstream (pid %d): clip %s, stream %s, live %s", cmd.Process.Pid, u.Clip, u.Stream, u.Live)
+	logf("fake upstream (pid %d): clip %s, small clip %s, ElevenLabs %s, stream %s, live %s", cmd.Process.Pid, u.Clip, u.Small, u.Eleven, u.Stream, u.Live)
 	return u, nil
 }
 
@@ -99,7 +106,7 @@ func (u *upstreams) close() {
 	}
 }
 
-// serveFakes is the fake-upstream process: it starts the three fakes,
+// serveFakes is the fake-upstream process: it starts the fakes,
 // prints their URLs as one JSON line and serves until stdin closes.
 func serveFakes(planJSON string) error {
 	var p plan
@@ -109,11 +116,15 @@ func serveFakes(planJSON string) error {
 	// MaxRecorded -1: a load test must not keep every request.
 	clip := openai.New(nil, fakeupstream.Options{FixedSeconds: p.ClipSeconds, ChunkSize: p.ClipChunk, MaxRecorded: -1})
 	defer clip.Close()
+	small := openai.New(nil, fakeupstream.Options{FixedSeconds: p.SmallClipSeconds, ChunkSize: p.ClipChunk, MaxRecorded: -1})
+	defer small.Close()
+	eleven := elevenlabs.New(nil, fakeupstream.Options{FixedSeconds: p.ClipSeconds, ChunkSize: p.ClipChunk, MaxRecorded: -1})
+	defer eleven.Close()
 	stream := openai.New(nil, fakeupstream.Options{ChunkSize: p.StreamChunk, ChunkDelay: p.StreamDelay, MaxRecorded: -1})
 	defer stream.Close()
 	live := openai.New(nil, fakeupstream.Options{ChunkSize: p.StreamChunk, ChunkDelay: p.ManyStreamsDelay, MaxRecorded: -1})
 	defer live.Close()
-	b, _ := json.Marshal(upstreamURLs{Clip: clip.URL, Stream: stream.URL, Live: live.URL})
+	b, _ := json.Marshal(upstreamURLs{Clip: clip.URL, Small: small.URL, Eleven: eleven.URL, Stream: stream.URL, Live: live.URL})
 	if _, err := fmt.Printf("%s\n", b); err != nil {
 		return err
 	}

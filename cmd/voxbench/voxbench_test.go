@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/internal/testenv"
 )
 
 // TestMain lets the test binary serve the fake upstream when the harness
@@ -68,23 +70,53 @@ func TestPercentiles(t *testing.T) {
 // gateway's own strict loader.
 func TestConfigsAreValid(t *testing.T) {
 	dir := t.TempDir()
-	ups := &upstreams{upstreamURLs: upstreamURLs{Clip: "http://127.0.0.1:1", Stream: "http://127.0.0.1:2", Live: "http://127.0.0.1:3"}}
-	env := func(k string) (string, bool) { return "sk-test", k == upstreamKeyEnv }
-	load, err := config.Parse([]byte(loadConfig(ups, false, true, "")("127.0.0.1:9", dir, "/bin")), env)
-	if err != nil {
-		t.Fatalf("load config: %v", err)
-	}
-	for id, base := range map[string]string{"openai": ups.Clip, "openai-stream": ups.Stream, "openai-live": ups.Live} {
-		p := load.Providers[id]
-		if p == nil || p.Plugin != "voxgate-openai" || p.Settings["base_url"] != base+"/v1" || p.APIKey.Value() != "sk-test" || !p.Managed {
-			t.Errorf("provider %s: %+v", id, p)
+	ups := &upstreams{upstreamURLs: upstreamURLs{Clip: "http://127.0.0.1:1", Stream: "http://127.0.0.1:2", Live: "http://127.0.0.1:3",
+		Small: "http://127.0.0.1:4", Eleven: "http://127.0.0.1:5"}}
+	env := func(k string) (string, bool) {
+		switch k {
+		case upstreamKeyEnv:
+			return "sk-test", true
+		case elevenKeyEnv:
+			return "xi-test", true
 		}
-		if !load.Orgs[benchOrg].Providers[id].Enabled {
-			t.Errorf("provider %s is not enabled for %s", id, benchOrg)
-		}
+		return "", false
 	}
-	if *load.Server.AccessLog {
-		t.Error("access_log: want false")
+	for _, clients := range []bool{false, true} {
+		load, err := config.Parse([]byte(loadConfig(ups, gwOptions{directHTTP: true, clients: clients})("127.0.0.1:9", dir, "/bin")), env)
+		if err != nil {
+			t.Fatalf("load config (clients %t): %v", clients, err)
+		}
+		want := map[string]struct{ plugin, base, key string }{
+			provClip: {"voxgate-openai", ups.Clip + "/v1", "sk-test"}, provStream: {"voxgate-openai", ups.Stream + "/v1", "sk-test"},
+			provLive: {"voxgate-openai", ups.Live + "/v1", "sk-test"},
+		}
+		if clients {
+			want[provSmall] = struct{ plugin, base, key string }{"voxgate-openai", ups.Small + "/v1", "sk-test"}
+			want[provEleven] = struct{ plugin, base, key string }{"voxgate-elevenlabs", ups.Eleven, "xi-test"}
+			want[provPCMOnly] = struct{ plugin, base, key string }{"voxgate-openai-compatible", ups.Clip + "/v1", "sk-test"}
+		}
+		if len(load.Providers) != len(want) {
+			t.Errorf("clients %t: %d providers, want %d", clients, len(load.Providers), len(want))
+		}
+		for id, w := range want {
+			p := load.Providers[id]
+			if p == nil || p.Plugin != w.plugin || p.Settings["base_url"] != w.base || p.APIKey.Value() != w.key || !p.Managed {
+				t.Errorf("provider %s: %+v", id, p)
+				continue
+			}
+			if !load.Orgs[benchOrg].Providers[id].Enabled {
+				t.Errorf("provider %s is not enabled for %s", id, benchOrg)
+			}
+		}
+		if clients && load.Providers[provPCMOnly].Settings["formats"] != "pcm" {
+			t.Errorf("the pcm-only provider offers %q", load.Providers[provPCMOnly].Settings["formats"])
+		}
+		if got := load.Aliases.Models["tts-1"]; got != provClip+"/tts-1" {
+			t.Errorf("alias tts-1 is %q", got)
+		}
+		if *load.Server.AccessLog {
+			t.Error("access_log: want false")
+		}
 	}
 	wc, err := config.Parse([]byte(wholeClipConfig("127.0.0.1:9", dir, "/bin")), env)
 	if err != nil {
@@ -118,7 +150,8 @@ func TestQuickRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bin, "plugins", "voxgate-openai")); err != nil {
 		t.Skip("run `make build` first")
 	}
-	res, err := run(context.Background(), options{bin: bin, quick: true, accessLog: true, streams: 20, only: "seq,ttfb,streams", clip: 1})
+	testenv.NeedTool(t, "nginx")
+	res, err := run(context.Background(), options{bin: bin, quick: true, accessLog: true, streams: 20, only: "seq,ttfb,streams,clients", clip: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +162,34 @@ func TestQuickRun(t *testing.T) {
 	if s := res.Sequential; s.PluginCallMean <= 0 || s.HandlerMean < s.PluginCallMean || s.AllocsPerRequest <= 0 {
 		t.Errorf("gateway's own view: handler %v ms, plugin call %v ms, %v allocs", s.HandlerMean, s.PluginCallMean, s.AllocsPerRequest)
 	}
-	if tt := res.TTFB; tt.Direct.N != p.TTFBPairs || tt.Gateway.N != p.TTFBPairs || tt.StreamBytes == 0 {
+	if s := res.Sequential; s.Nginx == nil || s.Nginx.N != s.Direct.N {
+		t.Errorf("sequential: nginx %+v", s.Nginx)
+	}
+	if tt := res.TTFB; tt.Direct.N != p.TTFBPairs || tt.Gateway.N != p.TTFBPairs || tt.StreamBytes == 0 || tt.Nginx == nil || tt.Nginx.N != p.TTFBPairs {
 		t.Errorf("ttfb: %+v", tt)
+	}
+	if tt := res.TTFB; (tt.GatewayOutput == nil) == (tt.OutputRefused == "") {
+		t.Errorf("ttfb with output: measured %v, refused %q (want one of the two)", tt.GatewayOutput, tt.OutputRefused)
+	}
+	if len(res.Clients.Workloads) != 5 {
+		t.Fatalf("clients: %d workloads, want 5", len(res.Clients.Workloads))
+	}
+	for _, w := range res.Clients.Workloads {
+		if w.Direct.N == 0 || w.Nginx.N != w.Direct.N || w.Gateway.N != w.Direct.N || w.NginxRPS <= 0 || w.GatewayRPS <= 0 || w.Errors != 0 || w.Path == "" || w.Evidence == "" {
+			t.Errorf("workload %s: %+v", w.ID, w)
+		}
+	}
+	// What must hold whatever the gateway's format negotiation does:
+	// PCM asked of a PCM model passes through, mp3 asked of a pcm-only
+	// model is converted.
+	if w := res.Clients.workload(wlPCM); w.Path != "passed through" || w.GatewayBytes != 48_000 {
+		t.Errorf("pcm: %s, %d bytes", w.Path, w.GatewayBytes)
+	}
+	if w := res.Clients.workload(wlConversion); w.Path != "converted" || w.GatewayMediaType != "audio/mpeg" {
+		t.Errorf("conversion: %s, %s", w.Path, w.GatewayMediaType)
+	}
+	if a := res.AfterLoad; a.GatewayRSS == 0 || a.NginxRSS == 0 || a.NginxProcesses < 2 || len(a.PluginRSS) != 6 {
+		t.Errorf("after the load: %+v", a)
 	}
 	if st := res.Streams; st.Streams != 20 || st.Errors != 0 || st.MaxOpen == 0 || st.PeakRSS == 0 || st.BytesPerStream == 0 {
 		t.Errorf("streams: %+v", st)
@@ -142,10 +201,38 @@ func TestQuickRun(t *testing.T) {
 	for _, f := range res.Figures {
 		names[f.Name] = true
 	}
-	for _, want := range []string{"sequential clip (48 KB), p50", "stream time to first byte, p50", "gateway allocations per request (clip → stream)"} {
+	for _, want := range []string{"sequential clip (48 KB), p50", "stream time to first byte, p50", "gateway allocations per request (clip → stream)",
+		"added clip latency (48 KB), p50: gateway over nginx", "added stream first byte, p50, no output: gateway over nginx",
+		"CPU per clip request (48 KB pcm), 16 clients: gateway over nginx", "resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)
 		}
+	}
+}
+
+// TestNginxConfig checks the reference relay's generated config with
+// nginx's own checker (nginx -t).
+func TestNginxConfig(t *testing.T) {
+	bin := testenv.NeedTool(t, "nginx")
+	dir := t.TempDir()
+	listen := map[string]string{nginxClip: "127.0.0.1:18001", nginxStream: "127.0.0.1:18002"}
+	upstream := map[string]string{nginxClip: "127.0.0.1:18003", nginxStream: "127.0.0.1:18004"}
+	conf := nginxConfig(dir, listen, upstream, map[string]bool{nginxStream: true})
+	for _, want := range []string{"keepalive 512;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "proxy_buffering off;", "access_log " + dir + "/access.log;", "daemon off;"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("config lacks %q", want)
+		}
+	}
+	if n := strings.Count(conf, "proxy_buffering off;"); n != 1 {
+		t.Errorf("proxy_buffering off %d times, want once (streams only)", n)
+	}
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-t", "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nginx -t: %v\n%s\n%s", err, out, conf)
 	}
 }
 

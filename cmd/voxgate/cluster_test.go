@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voxgate/voxgate/gateway/admin"
+	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/internal/pgtest"
 	"github.com/voxgate/voxgate/internal/redistest"
 )

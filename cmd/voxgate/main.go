@@ -24,9 +24,9 @@ import (
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
-	"github.com/voxgate/voxgate/gateway/admin"
-	"github.com/voxgate/voxgate/gateway/auth"
-	"github.com/voxgate/voxgate/gateway/credentials"
+	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/edge/admin"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
 	"github.com/voxgate/voxgate/gateway/store/migrate"
@@ -287,7 +287,8 @@ func applyData(cfg *config.Config, data string) {
 // directly against the storage. PostgreSQL is always used directly: it is
 // shared, and the running instances hear of key changes from it. A bbolt
 // file is locked by a running gateway, so the CLI goes through that
-// gateway's admin socket when one answers.
+// gateway's admin socket when one answers. Memory storage lives inside
+// the gateway: without one to ask there is nothing to open.
 func withBackend(cfgPath, data string, viaSocket func(*admin.Client) error, direct func(*config.Config, store.Backend) error) error {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
@@ -301,6 +302,9 @@ func withBackend(cfgPath, data string, viaSocket func(*admin.Client) error, dire
 		}
 	}
 	sc := gateway.StorageConfig(cfg)
+	if driver.Ephemeral(sc) {
+		return fmt.Errorf("storage.driver is memory: the data lives inside the running gateway, and none answers on its admin socket %s; start it (voxgate serve) and run this again", gateway.AdminSocket(cfg))
+	}
 	st, err := driver.Open(ctx, sc)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
@@ -521,7 +525,7 @@ func (c *secretsSetCmd) Run(std *streams) error {
 		if err != nil {
 			return err
 		}
-		if err := credentials.StoreBYOK(ctx, st, s, credentials.PolicyFrom(cfg), c.Org, c.Provider, value); err != nil {
+		if err := credentials.StoreBYOK(ctx, st, s, gateway.CredentialsPolicy(cfg), c.Org, c.Provider, value); err != nil {
 			return err
 		}
 		stored()
@@ -561,13 +565,7 @@ func readSecret(stdin io.Reader, stderr io.Writer) (string, error) {
 }
 
 func sealerFor(cfg *config.Config) (*credentials.Sealer, error) {
-	keyFile := cfg.Secrets.KeyFile
-	if keyFile == "" {
-		keyFile = gateway.DefaultSecretsKeyFile(cfg)
-	} else {
-		keyFile = cfg.Resolve(keyFile)
-	}
-	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, keyFile)
+	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, gateway.SecretsKeyFile(cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package problem
 import (
 	"strconv"
 
-	"github.com/voxgate/voxgate/gateway/jsonstr"
+	"github.com/voxgate/voxgate/gateway/internal/jsonstr"
 )
 
 // TypeURI returns the problem `type` of a code. It is a URN rather than a

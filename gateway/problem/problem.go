@@ -312,7 +312,20 @@ func From(err error, provider string) *Error {
 	if errors.As(err, &se) {
 		return fromPlugin(se, provider, err)
 	}
+	var te *store.TextError
 	switch {
+	case errors.As(err, &te):
+		// The edge checks what clients send (gateway/edge/textrule); text the
+		// store refused got past it (a provider's answer, say): still the
+		// request's text, not the gateway's failure.
+		return Validation(Field("contains text the gateway cannot store: "+te.Reason, te.Field))
+	case errors.Is(err, store.ErrInvalidText):
+		return Validation(Field("contains text the gateway cannot store (U+0000 or invalid UTF-8)"))
+	case errors.Is(err, store.ErrFull):
+		// A full disk passes when an operator frees space; 503 with
+		// Retry-After is what clients already retry (507 is WebDAV's,
+		// and no SDK retries it).
+		return &Error{Code: StorageUnavailable, Detail: "the gateway's storage is full; retry later", RetryAfter: 5 * time.Second, Err: err}
 	case errors.Is(err, store.ErrUnavailable):
 		// Checked before the context cases: a storage call that timed out
 		// is the database's failure, not the provider's.

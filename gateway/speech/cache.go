@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/cache"
-	"github.com/voxgate/voxgate/gateway/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -27,7 +27,7 @@ import (
 // CacheOptions configure the response cache.
 type CacheOptions struct {
 	// Store keeps the entries; nil turns the cache off.
-	Store cache.Store
+	Store respcache.Store
 	// TTL is how long an entry is served.
 	TTL time.Duration
 	// MaxEntryBytes bounds what one stream may buffer to be cached.
@@ -124,7 +124,7 @@ func (c *responseCache) key(j *Job, variant string) string {
 	if j.Stream.Format != "" {
 		stream = j.Stream.Format + "@" + strconv.Itoa(j.Stream.SampleRate)
 	}
-	return cache.Key("v3", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.spokenText(),
+	return respcache.Key("v3", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.spokenText(),
 		strconv.FormatFloat(j.Speed, 'g', -1, 64), canonicalJSON(j.Options), out, vol, strconv.FormatFloat(p.Stretch, 'g', -1, 64))
 }
 
@@ -189,8 +189,8 @@ func (c *responseCache) put(key string, res *Result, owned bool) {
 		defer func() { <-c.writes }()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := c.Store.Put(ctx, key, cache.Entry{Data: data, Meta: meta}, c.TTL); err != nil {
-			if errors.Is(err, cache.ErrTooLarge) {
+		if err := c.Store.Put(ctx, key, respcache.Entry{Data: data, Meta: meta}, c.TTL); err != nil {
+			if errors.Is(err, respcache.ErrTooLarge) {
 				c.count("too_large")
 				return
 			}

@@ -8,24 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voxgate/voxgate/gateway/cache"
+	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// mapStore is an in-memory cache.Store.
+// mapStore is an in-memory respcache.Store.
 type mapStore struct {
 	mu sync.Mutex
-	m  map[string]cache.Entry
+	m  map[string]respcache.Entry
 }
 
-func (s *mapStore) Get(_ context.Context, key string) (cache.Entry, bool, error) {
+func (s *mapStore) Get(_ context.Context, key string) (respcache.Entry, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.m[key]
 	return e, ok, nil
 }
 
-func (s *mapStore) Put(_ context.Context, key string, e cache.Entry, _ time.Duration) error {
+func (s *mapStore) Put(_ context.Context, key string, e respcache.Entry, _ time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[key] = e
@@ -47,7 +47,7 @@ func TestCacheKeepsTimingMetadata(t *testing.T) {
 		{"no timestamps", Result{Audio: []byte{1, 2}, MediaType: "audio/pcm;rate=24000", Match: math.NaN()}},
 	}
 	for _, tt := range tests {
-		c := newResponseCache(CacheOptions{Store: &mapStore{m: map[string]cache.Entry{}}, TTL: time.Minute}, nil, nil)
+		c := newResponseCache(CacheOptions{Store: &mapStore{m: map[string]respcache.Entry{}}, TTL: time.Minute}, nil, nil)
 		c.put("k", &tt.res, true)
 		var got *Result
 		for range 200 { // put writes in the background

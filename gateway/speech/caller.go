@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/voxgate/voxgate/gateway/budget"
+	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 )

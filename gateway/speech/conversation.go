@@ -11,12 +11,125 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
+
+// Conversed is the outcome of Converse.
+type Conversed struct {
+	// Result is the rendered conversation; nil when it failed before
+	// rendering.
+	Result *ConversationResult
+	// Row is the conversation's own log row; its credits are the sum of
+	// the turns that rendered.
+	Row store.LogRow
+	// Turns are one log row per prepared turn, with the turn's own
+	// status, error and credits (0 for a failed turn). The edge adds
+	// request ids and the parent's id.
+	Turns []store.LogRow
+	// Charge is the credits reserved for the turns; settled by the edge
+	// with the conversation row's final credits.
+	Charge *budget.Charge
+}
+
+// Converse runs a conversation request.
+func (s *Service) Converse(ctx context.Context, org string, req *ConversationRequest, timestamps bool) (*Conversed, error) {
+	out := &Conversed{}
+	jobs, err := s.prepareConversation(ctx, org, req, timestamps)
+	if len(jobs) > 0 {
+		out.Row.Provider, out.Row.Model = ProviderSummary(jobs)
+		out.Row.CharCount = Chars(jobs)
+	}
+	if err != nil {
+		return out, err
+	}
+	if out.Charge, err = s.reserve(ctx, org, s.conversationCredits(jobs)); err != nil {
+		return out, err
+	}
+	res, err := s.renderConversation(ctx, req, jobs, timestamps)
+	out.Result = res
+	if err == nil && res.Conversion != nil {
+		out.Row.Transcoded = res.Conversion.String()
+		s.countConversion(res.Conversion)
+	}
+	if err == nil && req.Captions != "" {
+		texts := make([]string, len(jobs))
+		for i, j := range jobs {
+			texts[i] = j.Text
+		}
+		res.Captions = ConversationCaptions(req.Captions, texts, res.Timestamps)
+	}
+	if res != nil {
+		for _, t := range res.Turns {
+			if t.Job == nil {
+				continue
+			}
+			row := s.logRow(t.Job)
+			row.Cache = t.Cache
+			if t.Cache == "hit" {
+				row.CreditsUsed = 0
+			}
+			row.LatencyMS = t.Latency.Milliseconds()
+			row.Status = 200
+			switch {
+			case t.Err == nil && err != nil:
+				// Rendered, then discarded with the whole conversation: not
+				// billed, like the conversation, and the row says so.
+				pe := problem.New(problem.Cancelled, "rendered, but the conversation failed and nothing was sent")
+				row.CreditsUsed = 0
+				row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
+			case t.Err == nil:
+				out.Row.CreditsUsed += row.CreditsUsed
+			default:
+				pe := TurnProblem(t)
+				row.CreditsUsed = 0
+				row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
+				if be, ok := blocked(t.Err); ok {
+					row.Status = be.Verdict.Status()
+				}
+			}
+			out.Turns = append(append(out.Turns, t.Attempts...), row)
+		}
+	}
+	if err != nil {
+		out.Row.CreditsUsed = 0
+	}
+	return out, err
+}
+
+// conversationCredits is what the conversation costs if every turn
+// renders: the most it can be charged.
+func (s *Service) conversationCredits(jobs []*Job) int64 {
+	var n int64
+	for _, j := range jobs {
+		n += int64(s.credits(j))
+	}
+	return n
+}
+
+// TurnProblem is the problem object of a failed turn; a moderation block
+// becomes a 422 problem with the moderation envelope's code.
+func TurnProblem(t *TurnResult) *problem.Error {
+	if be, ok := blocked(t.Err); ok {
+		pe := &problem.Error{Code: problem.ModerationBlocked, Detail: be.Verdict.ReasonType + ": " + be.Verdict.ReasonDetail}
+		return pe.WithTurn(t.Index)
+	}
+	provider := ""
+	if t.Job != nil {
+		provider = t.Job.Provider.ID
+	}
+	return problem.From(t.Err, provider).WithTurn(t.Index)
+}
+
+func blocked(err error) (*moderation.BlockedError, bool) {
+	var be *moderation.BlockedError
+	ok := errors.As(err, &be)
+	return be, ok
+}
 
 // ConversationRequest is the body of the conversation endpoints, shaped like
 // the @speech-sdk/core gateway client's generateConversation call.

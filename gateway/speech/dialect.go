@@ -8,7 +8,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/problem"
 )
 
-// What the dialects (gateway/dialect) ask of a request beyond voxgate's
+// What the dialects (gateway/edge/dialect) ask of a request beyond voxgate's
 // own fields: delivery instructions for the models that follow them, and
 // provider options meant for one provider only. Both are dropped with a
 // warning when the request resolves elsewhere, so the same client code

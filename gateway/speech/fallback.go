@@ -2,8 +2,6 @@ package speech
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -99,29 +97,4 @@ func (s *Service) attemptRow(j *Job, err error, took time.Duration) store.LogRow
 	row.CreditsUsed = 0
 	row.LatencyMS = took.Milliseconds()
 	return row
-}
-
-// checkFallbacks resolves a saved voice's fallbacks (the model's id as
-// the catalog names it) and checks each voice against its provider's
-// list, as the voice's own. Problems name the fallback's index.
-func (s *Service) checkFallbacks(ctx context.Context, org string, fbs []store.VoiceTarget) ([]store.VoiceTarget, error) {
-	out := make([]store.VoiceTarget, 0, len(fbs))
-	for i, f := range fbs {
-		p, m, err := s.cat.Resolve(f.Provider, f.Model)
-		if err == nil {
-			err = s.checkVoiceID(ctx, org, p, m, f.VoiceID)
-		}
-		if err != nil {
-			pe := problem.From(err, f.Provider)
-			c := *pe
-			c.Detail = fmt.Sprintf("fallback %d: %s", i, pe.Detail)
-			c.Validation = make([]problem.FieldError, len(pe.Validation))
-			for k, v := range pe.Validation {
-				c.Validation[k] = problem.FieldError{Path: append([]string{"fallbacks", strconv.Itoa(i)}, v.Path...), Message: v.Message}
-			}
-			return nil, &c
-		}
-		out = append(out, store.VoiceTarget{Provider: p.ID, Model: m.ID, VoiceID: f.VoiceID})
-	}
-	return out, nil
 }

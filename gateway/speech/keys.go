@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/keypool"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/keypool"
 	"github.com/voxgate/voxgate/sdk"
 )
 

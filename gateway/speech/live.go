@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/audio"
-	"github.com/voxgate/voxgate/gateway/budget"
-	"github.com/voxgate/voxgate/gateway/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
@@ -445,7 +445,7 @@ func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) 
 			}
 			return emit(e)
 		})
-		in.err = l.s.observe(parent, ctx, j, "stream_input", time.Since(start), err)
+		in.err = l.s.calls.End(parent, ctx, j.Provider, j.Model.ID, "stream_input", time.Since(start), err)
 	}()
 	return in
 }

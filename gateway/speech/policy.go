@@ -3,13 +3,13 @@ package speech
 import (
 	"time"
 
-	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/audio"
 )
 
 // The typed runtime views of the configuration the speech service uses,
-// built once at start. The service never reads *config.Config: what it
-// may decide is exactly what these hold.
+// built once at start by the gateway's assembly (gateway/options.go). The
+// service never reads the configuration: what it may decide is exactly
+// what these hold.
 
 // Limits bound what one request may ask for.
 type Limits struct {
@@ -36,58 +36,27 @@ type Limits struct {
 	StreamsPerOrg int
 }
 
-// LimitsFrom builds Limits from the config.
-func LimitsFrom(cfg *config.Config) Limits {
-	return Limits{
-		MaxTextChars:            cfg.Limits.MaxTextChars,
-		PieceConcurrency:        cfg.Limits.PieceConcurrency,
-		MaxTurns:                cfg.Limits.MaxTurns,
-		MaxConversationChars:    cfg.Limits.MaxConversationChars,
-		ConversationConcurrency: cfg.Limits.ConversationConcurrency,
-		Output: audio.Limits{
-			MaxDuration: time.Duration(cfg.Limits.MaxOutputSeconds) * time.Second,
-			MaxBytes:    cfg.Limits.MaxOutputBytes,
-		},
-		WholeClipConcurrency: cfg.Limits.WholeClipConcurrency,
-		WholeClipWait:        time.Duration(cfg.Limits.WholeClipWait),
-		StreamsPerOrg:        cfg.Limits.StreamsPerOrg,
-	}
-}
-
-// ProviderPolicy is how the gateway treats one provider.
-type ProviderPolicy struct {
-	// Timeout bounds each call (504 provider_timeout past it).
-	Timeout time.Duration
-	// CreditsPer1kChars is the credit rate, ModelCredits its per-model
-	// overrides.
-	CreditsPer1kChars float64
-	ModelCredits      map[string]float64
-	// Direct lets the gateway send the requests the plugin plans.
-	Direct bool
-	// Timestamps is where the provider's word timestamps come from:
-	// config.TimestampsAuto, Native, Aligned or STT.
-	Timestamps string
-}
-
-// ProviderPolicies builds every provider's policy from the config.
-func ProviderPolicies(cfg *config.Config) map[string]ProviderPolicy {
-	out := make(map[string]ProviderPolicy, len(cfg.Providers))
-	for id, p := range cfg.Providers {
-		out[id] = ProviderPolicy{
-			Timeout:           p.Timeout.D(),
-			CreditsPer1kChars: p.CreditsPer1kChars,
-			ModelCredits:      p.ModelCredits,
-			Direct:            p.Direct(),
-			Timestamps:        p.Timestamps,
-		}
-	}
-	return out
-}
+// Where word timestamps come from: a provider's source
+// (ProviderPolicy.Timestamps) and the deployment's method for models
+// without their own (Alignment.Method).
+const (
+	// TimingAuto: the model's own when it has them, else the deployment's
+	// method (a provider's source only).
+	TimingAuto = "auto"
+	// TimingNative: the model's own only (a provider's source only).
+	TimingNative = "native"
+	// TimingAligned: the offline aligner against a reference rendering.
+	TimingAligned = "aligned"
+	// TimingSTT: a speech-to-text transcription of the audio.
+	TimingSTT = "stt"
+	// TimingOff: none (the deployment's method only).
+	TimingOff = "off"
+)
 
 // Alignment is how the service times the words of models without
 // timestamps of their own.
 type Alignment struct {
-	// Method is config.TimestampsAligned, STT or Off.
+	// Method is TimingAligned, TimingSTT or TimingOff.
 	Method string
 	// Reference is the provider that renders references ("" = none:
 	// offline alignment is unavailable).
@@ -96,10 +65,4 @@ type Alignment struct {
 	STTProvider, STTModel string
 	// Concurrency bounds the alignments running at once.
 	Concurrency int
-}
-
-// AlignmentFrom builds Alignment from the config.
-func AlignmentFrom(cfg *config.Config) Alignment {
-	a := cfg.Alignment
-	return Alignment{Method: a.Method, Reference: a.Reference, STTProvider: a.STT.Provider, STTModel: a.STT.Model, Concurrency: a.Concurrency}
 }

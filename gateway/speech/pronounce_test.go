@@ -62,11 +62,12 @@ func TestLayerRules(t *testing.T) {
 // rules, layered and applied to a 5,000-character text. Layering is per
 // request; matching is one map probe per word of the text.
 func BenchmarkApplyManyRules(b *testing.B) {
+	const rulesPerDictionary = 1000 // resources.MaxRulesPerDictionary
 	sources := make([][]PronunciationRule, 0, MaxDictionaryIDs+2)
 	for d := range MaxDictionaryIDs + 1 {
-		src := make([]PronunciationRule, MaxRulesPerDictionary)
+		src := make([]PronunciationRule, rulesPerDictionary)
 		for i := range src {
-			src[i] = PronunciationRule{Word: fmt.Sprintf("term%d", (d*MaxRulesPerDictionary+i)%15000), Replacement: "spoken form"}
+			src[i] = PronunciationRule{Word: fmt.Sprintf("term%d", (d*rulesPerDictionary+i)%15000), Replacement: "spoken form"}
 		}
 		sources = append(sources, src)
 	}

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/admission/quota"
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/quota"
 )
 
 // streamSlots bounds the streams each organization holds open at once on

@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/config"
-	"github.com/voxgate/voxgate/gateway/align"
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/audio/align"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -43,24 +43,24 @@ func (s *Service) chooseTiming(j *Job) (string, error) {
 	native := j.Model.Capabilities.Timestamps
 	method := j.Provider.Policy.Timestamps
 	switch method {
-	case "", config.TimestampsAuto:
+	case "", TimingAuto:
 		if native {
 			return SourceNative, nil
 		}
 		method = s.align.Method
-	case config.TimestampsNative:
+	case TimingNative:
 		if native {
 			return SourceNative, nil
 		}
 		return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and provider %s takes no others (providers.%s.timestamps: native)", name, j.Provider.ID, j.Provider.ID)
 	}
 	switch method {
-	case config.TimestampsAligned:
+	case TimingAligned:
 		if s.reference() == nil {
 			return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and this deployment has no reference provider to align them with (alignment.reference, e.g. espeak)", name)
 		}
 		return SourceAligned, nil
-	case config.TimestampsSTT:
+	case TimingSTT:
 		if s.transcriber() == nil {
 			return "", problem.New(problem.TimestampsUnavailable, "model %s does not return word timestamps, and this deployment's speech-to-text provider (alignment.stt.provider) cannot transcribe", name)
 		}
@@ -72,7 +72,7 @@ func (s *Service) chooseTiming(j *Job) (string, error) {
 // TimestampsSource says where the with-timestamps endpoints take the word
 // timestamps of model m of provider p from: SourceNative, SourceAligned,
 // SourceSTT, or SourceNone when they answer 503 timestamps_unavailable.
-func (s *Service) TimestampsSource(p *ProviderEntry, m *sdk.Model) string {
+func (s *Service) TimestampsSource(p *catalog.Provider, m *sdk.Model) string {
 	src, err := s.chooseTiming(&Job{Provider: p, Model: m})
 	if err != nil {
 		return SourceNone
@@ -83,7 +83,7 @@ func (s *Service) TimestampsSource(p *ProviderEntry, m *sdk.Model) string {
 // reference returns the provider that renders references, or nil when
 // offline alignment is unavailable: none configured, or one whose
 // default model reports no word timestamps.
-func (s *Service) reference() *ProviderEntry {
+func (s *Service) reference() *catalog.Provider {
 	p := s.cat.Provider(s.align.Reference)
 	if p == nil || !p.Model(p.Desc.DefaultModel).Capabilities.Timestamps {
 		return nil
@@ -92,7 +92,7 @@ func (s *Service) reference() *ProviderEntry {
 }
 
 // transcriber returns the speech-to-text provider, or nil.
-func (s *Service) transcriber() *ProviderEntry {
+func (s *Service) transcriber() *catalog.Provider {
 	p := s.cat.Provider(s.align.STTProvider)
 	if p == nil || !p.Desc.Transcribes {
 		return nil
@@ -181,7 +181,7 @@ func (s *Service) renderReferences(ctx context.Context, j *Job, text string) ([]
 
 // renderReference renders text in voice, in pieces of the reference
 // model's limit joined end to end.
-func (s *Service) renderReference(ctx context.Context, p *ProviderEntry, voice, text string) (align.Reference, error) {
+func (s *Service) renderReference(ctx context.Context, p *catalog.Provider, voice, text string) (align.Reference, error) {
 	m := p.Model(p.Desc.DefaultModel)
 	limit := m.MaxTextChars
 	if limit <= 0 {
@@ -220,8 +220,8 @@ func (s *Service) renderReference(ctx context.Context, p *ProviderEntry, voice, 
 
 // callProvider runs one call to model of provider p (not the job's) under
 // the provider's timeout and records its metrics.
-func (s *Service) callProvider(parent context.Context, p *ProviderEntry, model, op string, fn func(ctx context.Context) error) error {
-	_, err := s.call(parent, &Job{Provider: p, Model: &sdk.Model{ID: model}}, op, fn)
+func (s *Service) callProvider(parent context.Context, p *catalog.Provider, model, op string, fn func(ctx context.Context) error) error {
+	_, err := s.calls.Do(parent, p, model, op, fn)
 	return err
 }
 
@@ -269,7 +269,7 @@ func (j *Job) name() string { return j.Provider.ID + "/" + j.Model.ID }
 // voice list gives the voice, else the language the text looks like;
 // mapped onto the reference provider's voices (exact, then by the main
 // language subtag), English when it has none.
-func (s *Service) referenceVoice(ctx context.Context, p *ProviderEntry, j *Job, text string) string {
+func (s *Service) referenceVoice(ctx context.Context, p *catalog.Provider, j *Job, text string) string {
 	voices := s.referenceVoices(ctx, p)
 	candidates := []func() string{
 		func() string { return optionLanguage(j.Options) },
@@ -304,7 +304,7 @@ func (s *Service) referenceVoice(ctx context.Context, p *ProviderEntry, j *Job, 
 
 // referenceVoices lists the reference provider's voices once; a failed
 // listing is retried on the next request.
-func (s *Service) referenceVoices(ctx context.Context, p *ProviderEntry) []sdk.Voice {
+func (s *Service) referenceVoices(ctx context.Context, p *catalog.Provider) []sdk.Voice {
 	s.refMu.Lock()
 	defer s.refMu.Unlock()
 	if s.refVoices == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -51,7 +52,7 @@ func TestApplyStreamFormat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := &Job{Delivery: DeliverStream, Provider: &ProviderEntry{ID: "p"}, Model: tt.model, req: &Request{StreamFormat: &tt.f}}
+			j := &Job{Delivery: DeliverStream, Provider: &catalog.Provider{ID: "p"}, Model: tt.model, req: &Request{StreamFormat: &tt.f}}
 			err := j.applyStreamFormat(&tt.f)
 			if tt.bad != "" {
 				var pe *problem.Error
@@ -77,7 +78,7 @@ func TestApplyStreamFormat(t *testing.T) {
 	// model streams itself is then converted, with the rate and bitrate
 	// asked for where they are valid.
 	f := &StreamFormat{Format: "mp3", SampleRate: 24000}
-	j := &Job{Delivery: DeliverStream, Provider: &ProviderEntry{ID: "p"}, Model: cloud, req: &Request{StreamFormat: f}}
+	j := &Job{Delivery: DeliverStream, Provider: &catalog.Provider{ID: "p"}, Model: cloud, req: &Request{StreamFormat: f}}
 	if err := j.applyStreamFormat(f); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestApplyStreamFormat(t *testing.T) {
 	if got := convertedStream(j, true); got == nil || *got != (audio.Output{Format: "mp3"}) {
 		t.Errorf("long text in native mp3 at a bad bitrate: converted to %+v", got)
 	}
-	j = &Job{Delivery: DeliverStream, Provider: &ProviderEntry{ID: "p"}, Model: cloud, Stream: StreamFormat{Format: "pcm", SampleRate: 16000}}
+	j = &Job{Delivery: DeliverStream, Provider: &catalog.Provider{ID: "p"}, Model: cloud, Stream: StreamFormat{Format: "pcm", SampleRate: 16000}}
 	if got := convertedStream(j, true); got != nil {
 		t.Errorf("long text in native pcm: converted to %+v", got)
 	}

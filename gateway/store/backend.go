@@ -13,6 +13,18 @@ import (
 // whose caller (reqlog) batches rows so the request path never waits on it.
 // Every method reads and writes only the organization it is given; an id of
 // another organization is ErrNotFound.
+//
+// Text: every string a caller passes must be valid text (ValidText: valid
+// UTF-8 without U+0000), since PostgreSQL cannot hold NUL in text. Callers
+// check at the edge; a write whose record holds anything else fails with
+// an error matching ErrInvalidText (a *TextError naming the field) and
+// writes nothing, on every backend, never with a raw driver error. A
+// lookup by such an id or filter finds nothing: ErrNotFound, an empty
+// list, or an error matching ErrInvalidText.
+//
+// A write that fails because an embedded database's disk is full fails
+// with an error matching ErrFull and ErrUnavailable, and leaves the
+// database as it was.
 type Backend interface {
 	KeyStore
 	VoiceStore
@@ -102,8 +114,9 @@ type SecretStore interface {
 // LogStore stores request log rows.
 type LogStore interface {
 	// AppendLogs writes a batch of rows atomically. Rows with a zero TS
-	// get the current time. Every row must name its organization;
-	// otherwise nothing is written.
+	// get the current time. Every row must name its organization and
+	// hold valid text (a row that does not fails the whole batch with
+	// ErrInvalidText); otherwise nothing is written.
 	AppendLogs(ctx context.Context, rows []LogRow) error
 	// ListLogs returns up to limit rows of orgID matching f, newest TS
 	// first (rows of equal TS newest-written first), strictly after

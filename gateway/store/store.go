@@ -8,8 +8,10 @@
 //
 //	store/bolt      one bbolt file, the embedded single-machine default
 //	store/postgres  PostgreSQL, shared by several gateway instances
+//	store/memory    the process's memory: unit tests (with fault
+//	                injection) and trying the gateway out; nothing kept
 //
-// Both pass one conformance suite, store/storetest. Nothing outside the
+// All pass one conformance suite, store/storetest. Nothing outside the
 // storage packages names a backend's types: the gateway opens a Backend
 // through store/driver and hands each consumer only the few methods it uses,
 // through small interfaces declared by that consumer (auth's key lookups,
@@ -41,10 +43,18 @@ var (
 	// ErrInvalidPosition is returned by the list methods when an `after`
 	// position is not one they could have produced.
 	ErrInvalidPosition = errors.New("invalid list position")
-	// ErrUnavailable wraps failures to reach a networked backend (a
-	// PostgreSQL server that is down or unreachable). The HTTP layer
-	// answers 503 for it instead of 500: the request may succeed later.
+	// ErrUnavailable is matched by failures that are expected to pass:
+	// a networked backend that cannot be reached (a PostgreSQL server
+	// that is down or unreachable), or a disk that is full (ErrFull). The
+	// HTTP layer answers 503 for it instead of 500, and the request-log
+	// writer holds its rows and retries: the request may succeed later.
 	ErrUnavailable = errors.New("storage unavailable")
+	// ErrFull is matched, together with ErrUnavailable, by a write that
+	// failed because the file system holding an embedded database is out
+	// of space or quota (ENOSPC, EDQUOT). The transaction was rolled
+	// back; reads still work, and writes succeed again once space is
+	// freed, without a restart.
+	ErrFull = errors.New("storage full")
 )
 
 // DefaultLogRetention is how long request log rows are kept unless the
@@ -231,6 +241,15 @@ type LogRow struct {
 	// Cache is the response cache's outcome ("hit", "miss", "bypass" for
 	// Cache-Control: no-cache, or "" when the cache is off or not asked).
 	Cache string
+	// Transcoded says what the gateway converted the provider's audio
+	// from and to ("pcm_24000->mp3_24000_96"); "" when the provider's
+	// bytes went to the client untouched.
+	Transcoded string
+	// Sanitized marks a row that the store refused as it was and that was
+	// written with its unstorable text (NUL, invalid UTF-8) replaced by
+	// U+FFFD (see LogRow.Sanitize): its strings are not byte for byte what
+	// the request carried.
+	Sanitized bool
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

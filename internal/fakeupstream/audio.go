@@ -32,7 +32,28 @@ type Studio struct {
 	silent map[int][]byte // 1 s of 16-bit silence per rate
 	mp3    [][]byte       // frames of toneMP3
 	mp3Sec float64        // duration of one MP3 frame
+	// encoded keeps what Encoded encoded, by encoding and utterance: a
+	// fake answers the same text the same way, and encoding per request
+	// (LAME, Opus, FLAC) took long enough on a loaded machine to pass a
+	// test's 1 s provider timeout. Bounded: cleared when full.
+	encoded map[encodedKey]encodedAudio
 }
+
+type encodedKey struct {
+	format        string
+	rate, bitrate int
+	seconds       float64
+	text          string
+	speech        *recording
+}
+
+type encodedAudio struct {
+	data      []byte
+	mediaType string
+}
+
+// maxEncoded bounds Studio.encoded.
+const maxEncoded = 256
 
 // NewStudio parses the MP3 tone's frames and returns a Studio.
 func NewStudio() (*Studio, error) {
@@ -41,10 +62,11 @@ func NewStudio() (*Studio, error) {
 		return nil, fmt.Errorf("embedded tone.mp3: %w", err)
 	}
 	return &Studio{
-		tone:   map[int][]byte{},
-		silent: map[int][]byte{},
-		mp3:    frames,
-		mp3Sec: 1152 / float64(rate),
+		tone:    map[int][]byte{},
+		silent:  map[int][]byte{},
+		encoded: map[encodedKey]encodedAudio{},
+		mp3:     frames,
+		mp3Sec:  1152 / float64(rate),
 	}, nil
 }
 

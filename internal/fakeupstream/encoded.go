@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/voxgate/voxgate/gateway/audio"
 )
@@ -46,6 +47,15 @@ func (s *Studio) Encoded(u Utterance, format string, rate, bitrate int) (Audio, 
 	case "aac":
 		return s.AAC(u), "audio/aac", nil
 	}
+	key := encodedKey{format: format, rate: rate, bitrate: bitrate, seconds: u.Seconds, text: u.text(), speech: u.speech}
+	s.mu.Lock()
+	hit, ok := s.encoded[key]
+	s.mu.Unlock()
+	if ok {
+		var a Audio
+		a.add(hit.data)
+		return a, hit.mediaType, nil
+	}
 	src := rate
 	switch {
 	case format == audio.FormatOpus || src == 0:
@@ -62,6 +72,12 @@ func (s *Studio) Encoded(u Utterance, format string, rate, bitrate int) (Audio, 
 	if err != nil {
 		return Audio{}, "", fmt.Errorf("fake %s at %d Hz, %d kbit/s: %w", format, rate, bitrate, err)
 	}
+	s.mu.Lock()
+	if len(s.encoded) >= maxEncoded {
+		clear(s.encoded)
+	}
+	s.encoded[key] = encodedAudio{data: data, mediaType: mediaType}
+	s.mu.Unlock()
 	var a Audio
 	a.add(data)
 	return a, mediaType, nil
@@ -99,4 +115,14 @@ func adtsFrames(data []byte) ([][]byte, error) {
 		return nil, errors.New("no frames")
 	}
 	return out, nil
+}
+
+// text is the utterance's characters, which with its length decide its
+// audio.
+func (u Utterance) text() string {
+	var b strings.Builder
+	for _, c := range u.Chars {
+		b.WriteString(c.Text)
+	}
+	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/internal/testplugin/calllog"
+	"github.com/voxgate/voxgate/internal/testplugin/testkit"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/sdktest"
 )
@@ -44,7 +45,7 @@ func wantKind(t *testing.T, err error, kind sdk.ErrorKind) {
 }
 
 func TestConformance(t *testing.T) {
-	for _, model := range []string{modelTest, modelBasic} {
+	for _, model := range []string{testkit.ModelTest, testkit.ModelBasic} {
 		t.Run(model, func(t *testing.T) {
 			sdktest.Run(t, sdktest.StartPlugin(t, pluginPath), sdktest.Config{Model: model, InvalidVoice: "nobody"})
 		})
@@ -67,7 +68,7 @@ func TestCallLogCountsCalls(t *testing.T) {
 	if n := count(""); n != 0 {
 		t.Fatalf("%d calls logged after Configure and Describe, want 0", n)
 	}
-	req := &sdk.SynthesizeRequest{Model: modelTest, Voice: "alpha", Text: "a b"}
+	req := &sdk.SynthesizeRequest{Model: testkit.ModelTest, Voice: "alpha", Text: "a b"}
 	if _, err := p.Synthesize(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestCallLogCountsCalls(t *testing.T) {
 
 func TestCloneThenSynthesize(t *testing.T) {
 	p, _ := start(t, nil)
-	resp, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: modelTest, Name: "bob",
+	resp, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: testkit.ModelTest, Name: "bob",
 		Samples: []sdk.Sample{{Filename: "bob.wav", MediaType: "audio/wav", Data: []byte("RIFF....")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestCloneThenSynthesize(t *testing.T) {
 	if resp.VoiceID != "clone-bob" {
 		t.Fatalf("voice id %q, want clone-bob", resp.VoiceID)
 	}
-	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: modelTest})
+	voices, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: testkit.ModelTest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestCloneThenSynthesize(t *testing.T) {
 		ok    bool
 	}{{"clone-bob", true}, {"clone-alice", false}}
 	for _, tt := range tests {
-		_, err := p.Synthesize(t.Context(), &sdk.SynthesizeRequest{Model: modelTest, Voice: tt.voice, Text: "hi"})
+		_, err := p.Synthesize(t.Context(), &sdk.SynthesizeRequest{Model: testkit.ModelTest, Voice: tt.voice, Text: "hi"})
 		if tt.ok && err != nil {
 			t.Errorf("voice %s: %v", tt.voice, err)
 		}
@@ -122,7 +123,7 @@ func TestCloneThenSynthesize(t *testing.T) {
 			wantKind(t, err, sdk.KindInvalidRequest)
 		}
 	}
-	_, err = p.Clone(t.Context(), &sdk.CloneRequest{Model: modelTest, Name: "empty"})
+	_, err = p.Clone(t.Context(), &sdk.CloneRequest{Model: testkit.ModelTest, Name: "empty"})
 	wantKind(t, err, sdk.KindInvalidRequest)
 }
 
@@ -148,7 +149,7 @@ func TestSettings(t *testing.T) {
 func TestOptions(t *testing.T) {
 	p, _ := start(t, nil)
 	base := func(options string) *sdk.SynthesizeRequest {
-		return &sdk.SynthesizeRequest{Model: modelTest, Voice: "alpha", Text: "one two three", Options: []byte(options)}
+		return &sdk.SynthesizeRequest{Model: testkit.ModelTest, Voice: "alpha", Text: "one two three", Options: []byte(options)}
 	}
 	plain, err := p.Synthesize(t.Context(), base(""))
 	if err != nil {
@@ -206,7 +207,7 @@ func TestOptions(t *testing.T) {
 	})
 	t.Run("basic has no stream", func(t *testing.T) {
 		req := base("")
-		req.Model = modelBasic
+		req.Model = testkit.ModelBasic
 		wantKind(t, p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }), sdk.KindUnsupported)
 	})
 }

@@ -17,7 +17,7 @@ import (
 const (
 	// defaultID is the Description ID unless the id setting says
 	// otherwise. The gateway names a provider by its key in gateway.yaml
-	// (speech.NewCatalog), never by this ID, so several deployments of
+	// (catalog.New), never by this ID, so several deployments of
 	// this plugin under different keys do not collide whatever it is.
 	defaultID = "openai-compatible"
 	// speechPath is OpenAI's speech endpoint under base_url.

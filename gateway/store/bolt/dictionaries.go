@@ -214,6 +214,9 @@ func (s *Store) CreateDictionary(ctx context.Context, dict *store.Dictionary, ma
 	if err := requireIDs("dictionary id", dict.ID, "dictionary org id", dict.OrgID); err != nil {
 		return err
 	}
+	if err := dict.CheckText(); err != nil {
+		return fmt.Errorf("store: create dictionary: %w", err)
+	}
 	s.defaultTimes(&dict.CreatedAt, &dict.UpdatedAt)
 	dict.IsDefault, dict.RuleCount = false, 0
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
@@ -281,6 +284,9 @@ func (s *Store) DefaultDictionary(ctx context.Context, orgID string, dict *store
 	}
 	created := *dict
 	created.OrgID, created.IsDefault, created.RuleCount = orgID, true, 0
+	if err := created.CheckText(); err != nil {
+		return nil, fmt.Errorf("store: default dictionary: %w", err)
+	}
 	s.defaultTimes(&created.CreatedAt, &created.UpdatedAt)
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		d, err := openDictTx(tx, orgID, true)
@@ -321,6 +327,9 @@ func (s *Store) GetDictionary(ctx context.Context, orgID, id string) (*store.Dic
 func (s *Store) UpdateDictionary(ctx context.Context, dict *store.Dictionary) error {
 	if dict == nil {
 		return fmt.Errorf("store: nil dictionary")
+	}
+	if err := dict.CheckText(); err != nil {
+		return fmt.Errorf("store: update dictionary: %w", err)
 	}
 	if dict.UpdatedAt.IsZero() {
 		dict.UpdatedAt = s.now().UTC()
@@ -424,6 +433,9 @@ func (s *Store) CreateRule(ctx context.Context, r *store.PronunciationRule, max 
 	if err := requireIDs("rule id", r.ID, "rule org id", r.OrgID, "rule dictionary id", r.DictionaryID); err != nil {
 		return err
 	}
+	if err := r.CheckText(); err != nil {
+		return fmt.Errorf("store: create rule: %w", err)
+	}
 	s.defaultTimes(&r.CreatedAt, &r.UpdatedAt)
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		d, err := openDictTx(tx, r.OrgID, true)
@@ -483,6 +495,9 @@ func (s *Store) GetRule(ctx context.Context, orgID, dictID, id string) (*store.P
 func (s *Store) UpdateRule(ctx context.Context, r *store.PronunciationRule) error {
 	if r == nil {
 		return fmt.Errorf("store: nil rule")
+	}
+	if err := r.CheckText(); err != nil {
+		return fmt.Errorf("store: update rule: %w", err)
 	}
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = s.now().UTC()

@@ -22,6 +22,9 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 	if len(k.Hash) == 0 {
 		return fmt.Errorf("store: key hash is required")
 	}
+	if err := k.CheckText(); err != nil {
+		return fmt.Errorf("store: create key: %w", err)
+	}
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = s.now().UTC()
 	}

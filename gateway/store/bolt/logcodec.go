@@ -47,6 +47,8 @@ const (
 	fieldAudioMS                protowire.Number = 21
 	fieldCache                  protowire.Number = 22
 	fieldTimeToFirstAudioMS     protowire.Number = 23
+	fieldTranscoded             protowire.Number = 24
+	fieldSanitized              protowire.Number = 25
 )
 
 // logKeyLen is the length of a log primary key: 8 bytes of big-endian
@@ -107,6 +109,10 @@ func encodeLogRow(b []byte, r *store.LogRow) []byte {
 	num(fieldAudioMS, r.AudioMS)
 	str(fieldCache, r.Cache)
 	num(fieldTimeToFirstAudioMS, r.TimeToFirstAudioMS)
+	str(fieldTranscoded, r.Transcoded)
+	if r.Sanitized {
+		num(fieldSanitized, 1)
+	}
 	return b
 }
 
@@ -168,6 +174,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.KeyID = s
 			case fieldCache:
 				r.Cache = s
+			case fieldTranscoded:
+				r.Transcoded = s
 			}
 			b = b[n:]
 		case protowire.VarintType:
@@ -191,6 +199,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.AudioMS = v
 			case fieldTimeToFirstAudioMS:
 				r.TimeToFirstAudioMS = v
+			case fieldSanitized:
+				r.Sanitized = v != 0
 			}
 			b = b[n:]
 		case protowire.Fixed64Type:

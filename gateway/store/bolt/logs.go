@@ -148,6 +148,9 @@ func (s *Store) AppendLogs(ctx context.Context, rows []store.LogRow) error {
 		if rows[i].OrgID == "" {
 			return fmt.Errorf("store: append logs: row %d (request %q) has no org id", i, rows[i].RequestID)
 		}
+		if err := rows[i].CheckText(); err != nil {
+			return fmt.Errorf("store: append logs: row %d: %w", i, err)
+		}
 	}
 	now := s.now()
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
@@ -206,8 +209,9 @@ func encodedLogRowSize(r *store.LogRow) int {
 	n := len(r.RequestID) + len(r.ParentRequestID) + len(r.Path) + len(r.Provider) +
 		len(r.Model) + len(r.VoiceID) + len(r.VoiceRef) + len(r.ErrorCode) +
 		len(r.ErrorDetail) + len(r.ProviderOptions) + len(r.ModerationDecision) +
-		len(r.ModerationReasonType) + len(r.ModerationReasonDetail) + len(r.KeyID) + len(r.Cache)
-	return n + 22*(2+10)
+		len(r.ModerationReasonType) + len(r.ModerationReasonDetail) + len(r.KeyID) + len(r.Cache) +
+		len(r.Transcoded)
+	return n + 25*(2+10)
 }
 
 // ListLogs returns up to limit rows of orgID matching f, newest TS first,

@@ -23,6 +23,9 @@ func (s *Store) PutMedia(ctx context.Context, m *store.Media, data []byte) error
 	if err := requireIDs("media id", m.ID, "media org id", m.OrgID); err != nil {
 		return err
 	}
+	if err := m.CheckText(); err != nil {
+		return fmt.Errorf("store: put media: %w", err)
+	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now().UTC()
 	}

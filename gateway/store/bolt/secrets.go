@@ -18,6 +18,12 @@ func (s *Store) PutSecret(ctx context.Context, orgID, name string, ciphertext []
 	if err := requireIDs("org id", orgID, "secret name", name); err != nil {
 		return err
 	}
+	if err := store.CheckText("org_id", orgID); err != nil {
+		return fmt.Errorf("store: put secret: %w", err)
+	}
+	if err := store.CheckText("name", name); err != nil {
+		return fmt.Errorf("store: put secret: %w", err)
+	}
 	value := append([]byte{}, ciphertext...) // Callers may reuse their buffer; bbolt holds it until commit.
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b, err := orgBucketCreate(tx, orgID, bucketSecrets)

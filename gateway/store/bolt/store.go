@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -178,12 +179,29 @@ func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
 }
 
 // update runs fn in a write transaction, committed and fsynced before it
-// returns, unless ctx is already done.
+// returns, unless ctx is already done. A transaction that failed for want
+// of disk space fails with store.ErrFull (see full).
 func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return full(s.db.Update(fn))
+}
+
+// full marks a write that failed because the file system is out of space
+// or quota as store.ErrFull and store.ErrUnavailable: a condition that
+// passes once an operator frees space, so callers hold and retry (the
+// request-log writer) or answer 503 (the HTTP layer) instead of failing
+// for good. bbolt rolls a transaction whose commit failed back (the meta
+// page, written last, still names the previous tree, and the pages the
+// transaction had taken return to the freelist), so the file stays
+// consistent and the next transaction works once there is room again
+// (TestFullDiskRollsBack).
+func full(err error) error {
+	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+		return fmt.Errorf("%w: %w: %w", store.ErrUnavailable, store.ErrFull, err)
+	}
+	return err
 }
 
 // orgBucket returns the sub-bucket name of orgID's bucket, or nil if either

@@ -32,6 +32,9 @@ func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 	if err := requireIDs("voice id", v.ID, "voice org id", v.OrgID); err != nil {
 		return err
 	}
+	if err := v.CheckText(); err != nil {
+		return fmt.Errorf("store: create voice: %w", err)
+	}
 	if v.CreatedAt.IsZero() {
 		v.CreatedAt = s.now().UTC()
 	}

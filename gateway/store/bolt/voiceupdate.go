@@ -17,6 +17,9 @@ func (s *Store) UpdateVoice(ctx context.Context, v *store.Voice) error {
 	if v == nil {
 		return fmt.Errorf("store: nil voice")
 	}
+	if err := v.CheckText(); err != nil {
+		return fmt.Errorf("store: update voice: %w", err)
+	}
 	if v.UpdatedAt.IsZero() {
 		v.UpdatedAt = s.now().UTC()
 	}

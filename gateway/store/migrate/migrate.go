@@ -257,6 +257,12 @@ func (m *migration) logs(ctx context.Context, org string) error {
 		if len(rows) == 0 {
 			break
 		}
+		// A file written before bbolt refused unstorable text may hold
+		// rows with a NUL that PostgreSQL cannot: they are copied with it
+		// replaced and marked, as the request-log writer does.
+		for i := range rows {
+			rows[i].Sanitize()
+		}
 		if err := m.dst.ImportLogs(ctx, rows, mark, next); err != nil {
 			return err
 		}

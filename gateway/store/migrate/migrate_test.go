@@ -139,6 +139,7 @@ func newSource(t *testing.T) *source {
 		CharCount: 42, CreditsUsed: 42, LatencyMS: 321, ProviderOptions: `{"rate":1.5}`,
 		ModerationDecision: "allow", ModerationReasonType: "none", ModerationReasonDetail: "-", ModerationConfidence: 0.25,
 		ModerationLatencyMS: 7, TimeToFirstAudioMS: 90, KeyID: "key-active", AudioMS: 2500, Cache: "miss",
+		Transcoded: "pcm_24000->mp3_24000_96", Sanitized: true,
 	}
 	rows := []store.LogRow{full}
 	for _, r := range []struct {

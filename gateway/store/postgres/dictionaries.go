@@ -69,6 +69,9 @@ func (s *Store) CreateDictionary(ctx context.Context, d *store.Dictionary, max i
 	if err := requireIDs("dictionary id", d.ID, "dictionary org id", d.OrgID); err != nil {
 		return err
 	}
+	if err := d.CheckText(); err != nil {
+		return fmt.Errorf("store: create dictionary: %w", err)
+	}
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = s.now().UTC()
 	}
@@ -126,6 +129,9 @@ func (s *Store) DefaultDictionary(ctx context.Context, orgID string, d *store.Di
 	}
 	created := *d
 	created.OrgID, created.IsDefault, created.RuleCount = orgID, true, 0
+	if err := created.CheckText(); err != nil {
+		return nil, fmt.Errorf("store: default dictionary: %w", err)
+	}
 	if created.CreatedAt.IsZero() {
 		created.CreatedAt = s.now().UTC()
 	}
@@ -161,6 +167,9 @@ func (s *Store) GetDictionary(ctx context.Context, orgID, id string) (*store.Dic
 func (s *Store) UpdateDictionary(ctx context.Context, d *store.Dictionary) error {
 	if d == nil {
 		return errors.New("store: nil dictionary")
+	}
+	if err := d.CheckText(); err != nil {
+		return fmt.Errorf("store: update dictionary: %w", err)
 	}
 	if d.UpdatedAt.IsZero() {
 		d.UpdatedAt = s.now().UTC()
@@ -251,6 +260,9 @@ func (s *Store) CreateRule(ctx context.Context, r *store.PronunciationRule, max 
 	if err := requireIDs("rule id", r.ID, "rule org id", r.OrgID, "rule dictionary id", r.DictionaryID); err != nil {
 		return err
 	}
+	if err := r.CheckText(); err != nil {
+		return fmt.Errorf("store: create rule: %w", err)
+	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = s.now().UTC()
 	}
@@ -307,6 +319,9 @@ func (s *Store) GetRule(ctx context.Context, orgID, dictID, id string) (*store.P
 func (s *Store) UpdateRule(ctx context.Context, r *store.PronunciationRule) error {
 	if r == nil {
 		return errors.New("store: nil rule")
+	}
+	if err := r.CheckText(); err != nil {
+		return fmt.Errorf("store: update rule: %w", err)
 	}
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = s.now().UTC()

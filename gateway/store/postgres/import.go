@@ -36,6 +36,9 @@ func (s *Store) ImportLogs(ctx context.Context, rows []store.LogRow, name string
 		if rows[i].OrgID == "" {
 			return fmt.Errorf("store: import logs: row %d has no org id", i)
 		}
+		if err := rows[i].CheckText(); err != nil {
+			return fmt.Errorf("store: import logs: row %d: %w", i, err)
+		}
 		ts := now
 		if !rows[i].TS.IsZero() {
 			ts = nanos(rows[i].TS)

@@ -22,13 +22,14 @@ var logColumns = []string{
 	"voice_id", "voice_ref", "char_count", "credits_used", "latency_ms", "error_code",
 	"error_detail", "provider_options", "moderation_decision", "moderation_reason_type",
 	"moderation_reason_detail", "moderation_confidence", "moderation_latency_ms", "time_to_first_audio_ms",
-	"key_id", "audio_ms", "cache",
+	"key_id", "audio_ms", "cache", "transcoded", "sanitized",
 }
 
 const logSelect = `SELECT ts, seq, request_id, parent_request_id, path, status, provider, model,
 	voice_id, voice_ref, char_count, credits_used, latency_ms, error_code, error_detail,
 	provider_options, moderation_decision, moderation_reason_type, moderation_reason_detail,
-	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms, key_id, audio_ms, cache FROM request_logs`
+	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms, key_id, audio_ms, cache,
+	transcoded, sanitized FROM request_logs`
 
 // scanLogRow reads one row of logSelect into r, of organization orgID,
 // and returns its ts and seq (the row's position, for cursors).
@@ -37,7 +38,8 @@ func scanLogRow(row pgx.Row, r *store.LogRow, orgID string) (ts, seq int64, err 
 	if err := row.Scan(&ts, &seq, &r.RequestID, &r.ParentRequestID, &r.Path, &status, &r.Provider, &r.Model,
 		&r.VoiceID, &r.VoiceRef, &chars, &credits, &r.LatencyMS, &r.ErrorCode, &r.ErrorDetail,
 		&r.ProviderOptions, &r.ModerationDecision, &r.ModerationReasonType, &r.ModerationReasonDetail,
-		&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS, &r.KeyID, &r.AudioMS, &r.Cache); err != nil {
+		&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS, &r.KeyID, &r.AudioMS, &r.Cache,
+		&r.Transcoded, &r.Sanitized); err != nil {
 		return 0, 0, err
 	}
 	r.OrgID, r.TS = orgID, fromNanos(ts)
@@ -116,6 +118,9 @@ func (s *Store) AppendLogs(ctx context.Context, rows []store.LogRow) error {
 		if rows[i].OrgID == "" {
 			return fmt.Errorf("store: append logs: row %d (request %q) has no org id", i, rows[i].RequestID)
 		}
+		if err := rows[i].CheckText(); err != nil {
+			return fmt.Errorf("store: append logs: row %d: %w", i, err)
+		}
 	}
 	now := nanos(s.now())
 	days := map[int64]struct{}{}
@@ -154,7 +159,7 @@ type logSource struct {
 	rows []store.LogRow
 	now  int64
 	i    int
-	vals [25]any
+	vals [27]any
 }
 
 func (l *logSource) Next() bool { l.i++; return l.i < len(l.rows) }
@@ -165,12 +170,12 @@ func (l *logSource) Values() ([]any, error) {
 	if !r.TS.IsZero() {
 		ts = nanos(r.TS)
 	}
-	l.vals = [25]any{
+	l.vals = [27]any{
 		r.OrgID, ts, r.RequestID, r.ParentRequestID, r.Path, int32(r.Status), r.Provider, r.Model,
 		r.VoiceID, r.VoiceRef, int32(r.CharCount), int32(r.CreditsUsed), r.LatencyMS, r.ErrorCode,
 		r.ErrorDetail, r.ProviderOptions, r.ModerationDecision, r.ModerationReasonType,
 		r.ModerationReasonDetail, r.ModerationConfidence, r.ModerationLatencyMS, r.TimeToFirstAudioMS,
-		r.KeyID, r.AudioMS, r.Cache,
+		r.KeyID, r.AudioMS, r.Cache, r.Transcoded, r.Sanitized,
 	}
 	return l.vals[:], nil
 }

@@ -264,6 +264,12 @@ func classify(err error) error {
 		switch {
 		case pg.Code == "23505":
 			return fmt.Errorf("%w: %s", store.ErrExists, pg.ConstraintName)
+		case pg.Code == "22021", pg.Code == "22P05":
+			// character_not_in_repertoire (a NUL or invalid UTF-8 in text),
+			// untranslatable_character (\u0000 in jsonb): writes check
+			// their text first (store.ValidText), so this is a lookup by
+			// such text, which can match nothing.
+			return fmt.Errorf("%w: %w", store.ErrInvalidText, err)
 		case strings.HasPrefix(pg.Code, "08"), pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03", pg.Code == "53300":
 			// Connection exceptions, admin/crash shutdown, cannot connect
 			// now, too many connections: the server is going or not there.

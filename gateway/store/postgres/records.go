@@ -28,6 +28,9 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 	if len(k.Hash) == 0 {
 		return errors.New("store: key hash is required")
 	}
+	if err := k.CheckText(); err != nil {
+		return fmt.Errorf("store: create key: %w", err)
+	}
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = s.now().UTC()
 	}
@@ -176,6 +179,9 @@ func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 	}
 	if err := requireIDs("voice id", v.ID, "voice org id", v.OrgID); err != nil {
 		return err
+	}
+	if err := v.CheckText(); err != nil {
+		return fmt.Errorf("store: create voice: %w", err)
 	}
 	if v.CreatedAt.IsZero() {
 		v.CreatedAt = s.now().UTC()
@@ -338,6 +344,9 @@ func (s *Store) PutMedia(ctx context.Context, m *store.Media, data []byte) error
 	if err := requireIDs("media id", m.ID, "media org id", m.OrgID); err != nil {
 		return err
 	}
+	if err := m.CheckText(); err != nil {
+		return fmt.Errorf("store: put media: %w", err)
+	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now().UTC()
 	}
@@ -417,6 +426,12 @@ func (s *Store) DeleteMedia(ctx context.Context, orgID, id string) error {
 func (s *Store) PutSecret(ctx context.Context, orgID, name string, ciphertext []byte) error {
 	if err := requireIDs("org id", orgID, "secret name", name); err != nil {
 		return err
+	}
+	if err := store.CheckText("org_id", orgID); err != nil {
+		return fmt.Errorf("store: put secret: %w", err)
+	}
+	if err := store.CheckText("name", name); err != nil {
+		return fmt.Errorf("store: put secret: %w", err)
 	}
 	if ciphertext == nil {
 		ciphertext = []byte{}

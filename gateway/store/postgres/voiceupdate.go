@@ -15,6 +15,9 @@ func (s *Store) UpdateVoice(ctx context.Context, v *store.Voice) error {
 	if v == nil {
 		return errors.New("store: nil voice")
 	}
+	if err := v.CheckText(); err != nil {
+		return fmt.Errorf("store: update voice: %w", err)
+	}
 	if v.UpdatedAt.IsZero() {
 		v.UpdatedAt = s.now().UTC()
 	}

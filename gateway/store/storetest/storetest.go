@@ -20,8 +20,11 @@
 // window and organization, kept past the rows' purge, exact under
 // concurrent batches), pronunciation dictionaries and rules (uniqueness,
 // bounds under concurrent writers, cascades, the default dictionary, the
-// rules a synthesis request reads), organization isolation for every
-// kind, concurrent writers, the shared secret, and a canceled context.
+// rules a synthesis request reads), text no backend can hold (U+0000,
+// invalid UTF-8) refused in every kind of record with a typed error and
+// nothing written, while any other text round-trips byte for byte,
+// organization isolation for every kind, concurrent writers, the shared
+// secret, and a canceled context.
 // Each case opens its own empty backend with a clock the
 // case controls.
 package storetest
@@ -78,6 +81,10 @@ var cases = []struct {
 	{"ListDictionariesAndRulesPaging", testDictionaryPaging},
 	{"DictionaryRules", testDictionaryRules},
 	{"DictionaryBoundsUnderConcurrency", testDictionaryBoundsConcurrent},
+	{"LogRowInvalidText", testLogRowInvalidText},
+	{"VoiceInvalidText", testVoiceInvalidText},
+	{"RecordsInvalidText", testRecordsInvalidText},
+	{"UnusualTextRoundTrips", testUnusualTextRoundTrips},
 }
 
 // clock is a settable time source for Options.Now.

@@ -1,0 +1,101 @@
+package config
+
+// Org configures one organization.
+type Org struct {
+	// Moderation names the org's default moderation ruleset ("" = off).
+	Moderation string `yaml:"moderation"`
+	// Rulesets lists further rulesets a request may pick with
+	// moderation_ruleset_id; the default is always allowed.
+	Rulesets []string `yaml:"rulesets"`
+	// Providers holds the org's per-provider flags.
+	Providers map[string]*OrgProvider `yaml:"providers"`
+	// RateLimit caps the org's requests per second (0 = unlimited).
+	RateLimit float64 `yaml:"rate_limit"`
+	// RateBurst is the token-bucket burst (default: max(1, RateLimit)).
+	RateBurst int `yaml:"rate_burst"`
+	// ReadRateLimit caps the org's other API requests per second (listing
+	// voices, logs, providers; voice and media writes): a budget of its
+	// own, so reads never spend the synthesis budget (0 = unlimited).
+	ReadRateLimit float64 `yaml:"read_rate_limit"`
+	// ReadRateBurst is the read budget's burst (default: max(1, rate)).
+	ReadRateBurst int `yaml:"read_rate_burst"`
+	// DevKey asks the gateway to create a key for this org at first start
+	// and print it once (for the offline default deployment).
+	DevKey bool `yaml:"dev_key"`
+	// Budget caps the credits the org spends per period (nil: none).
+	Budget *Budget `yaml:"budget"`
+	// Aliases are the org's own model and voice names; they win over the
+	// top-level aliases of the same name.
+	Aliases Aliases `yaml:"aliases"`
+}
+
+// Budget is a credit budget: Credits per Period ("day" or "month", UTC).
+type Budget struct {
+	Credits int64  `yaml:"credits"`
+	Period  string `yaml:"period"`
+}
+
+// OrgProvider holds one org's flags for one provider.
+type OrgProvider struct {
+	Enabled bool `yaml:"enabled"`
+	// BYOK says the org brings its own provider key (from APIKey below or
+	// stored with `voxgate secrets set`).
+	BYOK bool `yaml:"byok"`
+	// APIKey is the org's own provider key when given in config.
+	APIKey Secret `yaml:"api_key"`
+	// Managed lets the org use the gateway's managed credential; defaults
+	// to the provider's Managed flag.
+	Managed *bool `yaml:"managed"`
+}
+
+// validateOrgs checks the orgs section: at least one organization, and
+// every ruleset, provider and alias an organization names exists. An
+// organization's provider entry left empty ({} or nothing) is filled in
+// as all flags off.
+func (c *Config) validateOrgs(bad report) {
+	if len(c.Orgs) == 0 {
+		bad("orgs", "at least one organization is required")
+	}
+	for _, name := range sortedKeys(c.Orgs) {
+		o := c.Orgs[name]
+		key := "orgs." + name
+		if o == nil {
+			bad(key, "empty org block")
+			continue
+		}
+		if !validID(name) {
+			bad(key, "org id must be lower-case letters, digits, - or _")
+		}
+		if o.Moderation != "" && c.Moderation.Rulesets[o.Moderation] == nil {
+			bad(key+".moderation", "unknown ruleset %q", o.Moderation)
+		}
+		for _, r := range o.Rulesets {
+			if c.Moderation.Rulesets[r] == nil {
+				bad(key+".rulesets", "unknown ruleset %q", r)
+			}
+		}
+		for _, pn := range sortedKeys(o.Providers) {
+			if c.Providers[pn] == nil {
+				bad(key+".providers."+pn, "unknown provider %q (not under providers:)", pn)
+			}
+			if o.Providers[pn] == nil {
+				o.Providers[pn] = &OrgProvider{}
+			}
+		}
+		c.checkAliases(key+".aliases", &o.Aliases, true, bad)
+		if o.RateLimit < 0 {
+			bad(key+".rate_limit", "must not be negative")
+		}
+		if o.ReadRateLimit < 0 {
+			bad(key+".read_rate_limit", "must not be negative")
+		}
+		if b := o.Budget; b != nil {
+			if b.Credits < 1 {
+				bad(key+".budget.credits", "must be at least 1, got %d", b.Credits)
+			}
+			if b.Period != "day" && b.Period != "month" {
+				bad(key+".budget.period", "must be day or month, got %q", b.Period)
+			}
+		}
+	}
+}

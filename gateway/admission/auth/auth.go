@@ -1,0 +1,301 @@
+// Package auth maps bearer API keys to organizations.
+//
+// Keys are 256-bit random tokens shown once at creation. Only their SHA-256
+// hash is stored: a key has enough entropy that a fast hash is safe (no
+// password stretching needed), and a hash lets the request path find the key
+// with one map lookup. The active keys live in memory, so authenticating a
+// request never touches storage, and revocation takes effect at once on the
+// instance that revokes; other instances sharing the storage reload their
+// table when it tells them (Reload).
+package auth
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// KeyPrefix starts every voxgate API key, so leaked keys are recognizable
+// by secret scanners.
+const KeyPrefix = "vxk_"
+
+// keyLen is the length of a key: prefix + base64url of 32 bytes.
+var keyLen = len(KeyPrefix) + base64.RawURLEncoding.EncodedLen(32)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	OrgID string
+	KeyID string
+	// Scope is the key's scope; nil when the key has none (the common
+	// case, so unrestricted keys cost nothing more to check).
+	Scope *store.KeyScope
+}
+
+type entry struct {
+	hash [sha256.Size]byte
+	p    Principal
+}
+
+// Keys is the storage auth needs: the key table. It is declared here, by
+// its user, so auth depends on four methods rather than on a backend.
+type Keys interface {
+	CreateKey(ctx context.Context, k *store.APIKey) error
+	ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error)
+	RevokeKey(ctx context.Context, id string) (*store.APIKey, error)
+}
+
+// Authenticator holds the active keys in memory.
+type Authenticator struct {
+	st Keys
+	// orgs says which organizations exist in the current config; keys of
+	// removed organizations stop working.
+	orgs func(string) bool
+
+	mu     sync.RWMutex
+	byHash map[[sha256.Size]byte]entry
+	// byID indexes the same entries by key id, for dashboard sessions
+	// (Active) and revocation.
+	byID map[string]entry
+	// changes counts this instance's own creations and revocations
+	// (under mu), so that Reload never applies a snapshot read before one
+	// of them: it would bring a revoked key back, or drop a new one,
+	// until the next reload.
+	changes uint64
+}
+
+// New loads the active keys from st. orgExists reports whether an org is
+// configured.
+func New(ctx context.Context, st Keys, orgExists func(string) bool) (*Authenticator, error) {
+	a := &Authenticator{st: st, orgs: orgExists, byHash: map[[sha256.Size]byte]entry{}, byID: map[string]entry{}}
+	if err := a.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Reload replaces the in-memory table with the active keys in storage. A
+// gateway that shares storage with other instances calls it when they
+// create or revoke a key (store.KeyWatcher), so a revocation anywhere holds
+// everywhere; the request path keeps reading memory only.
+//
+// A local Create or Revoke that lands while the snapshot is being read
+// makes Reload read again: the snapshot may predate it.
+func (a *Authenticator) Reload(ctx context.Context) error {
+	for {
+		a.mu.RLock()
+		seen := a.changes
+		a.mu.RUnlock()
+		keys, err := a.st.ListKeys(ctx, "")
+		if err != nil {
+			return fmt.Errorf("load api keys: %w", err)
+		}
+		table := make(map[[sha256.Size]byte]entry, len(keys))
+		byID := make(map[string]entry, len(keys))
+		for i := range keys {
+			if e, ok := activeEntry(&keys[i]); ok {
+				table[e.hash] = e
+				byID[e.p.KeyID] = e
+			}
+		}
+		a.mu.Lock()
+		if a.changes != seen {
+			a.mu.Unlock()
+			continue
+		}
+		a.byHash, a.byID = table, byID
+		a.mu.Unlock()
+		return nil
+	}
+}
+
+// activeEntry returns k's table entry, or false when k cannot authenticate.
+func activeEntry(k *store.APIKey) (entry, bool) {
+	if !k.RevokedAt.IsZero() || len(k.Hash) != sha256.Size {
+		return entry{}, false
+	}
+	var h [sha256.Size]byte
+	copy(h[:], k.Hash)
+	p := Principal{OrgID: k.OrgID, KeyID: k.ID}
+	if !scopeEmpty(&k.Scope) {
+		sc := k.Scope
+		p.Scope = &sc
+	}
+	return entry{hash: h, p: p}, true
+}
+
+func scopeEmpty(s *store.KeyScope) bool {
+	return s.ExpiresAt.IsZero() && len(s.Providers) == 0 && len(s.Models) == 0 && s.Budget == 0
+}
+
+func (a *Authenticator) add(k *store.APIKey) {
+	e, ok := activeEntry(k)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	a.byHash[e.hash] = e
+	a.byID[e.p.KeyID] = e
+	a.changes++
+	a.mu.Unlock()
+}
+
+var bearer = []byte("bearer ")
+
+// Authenticate checks an Authorization header value. Hot path: no
+// allocations.
+func (a *Authenticator) Authenticate(header []byte) (Principal, bool) {
+	if len(header) < len(bearer) || !bytes.EqualFold(header[:len(bearer)], bearer) {
+		return Principal{}, false
+	}
+	return a.AuthenticateKey(bytes.TrimSpace(header[len(bearer):]))
+}
+
+// AuthenticateKey resolves a bare API key, as a dialect that sends it in
+// a header of its own (ElevenLabs' xi-api-key) carries it.
+func (a *Authenticator) AuthenticateKey(token []byte) (Principal, bool) {
+	if len(token) != keyLen || !bytes.HasPrefix(token, []byte(KeyPrefix)) {
+		return Principal{}, false
+	}
+	h := sha256.Sum256(token)
+	a.mu.RLock()
+	e, ok := a.byHash[h]
+	a.mu.RUnlock()
+	// The map found the entry by hash; the constant-time compare keeps the
+	// final decision free of data-dependent timing all the same.
+	if !ok || subtle.ConstantTimeCompare(e.hash[:], h[:]) != 1 {
+		return Principal{}, false
+	}
+	if a.orgs != nil && !a.orgs(e.p.OrgID) {
+		return Principal{}, false
+	}
+	if e.p.Scope != nil && e.p.Scope.Expired(time.Now()) {
+		return Principal{}, false
+	}
+	return e.p, true
+}
+
+// Active returns the principal of key id while the key can authenticate:
+// not revoked (here or, through Reload, on any instance sharing the
+// storage), not expired, and of a configured organization. Dashboard
+// sessions call it on every request, so a session ends with its key
+// everywhere.
+func (a *Authenticator) Active(id string) (Principal, bool) {
+	a.mu.RLock()
+	e, ok := a.byID[id]
+	a.mu.RUnlock()
+	if !ok || (a.orgs != nil && !a.orgs(e.p.OrgID)) {
+		return Principal{}, false
+	}
+	if e.p.Scope != nil && e.p.Scope.Expired(time.Now()) {
+		return Principal{}, false
+	}
+	return e.p, true
+}
+
+// Create makes a key for org, stores its hash and activates it. The
+// returned plaintext is shown once and never stored.
+func (a *Authenticator) Create(ctx context.Context, org, name string) (string, *store.APIKey, error) {
+	return a.CreateWith(ctx, org, name, store.KeyScope{})
+}
+
+// CreateWith is Create for a key with a scope.
+func (a *Authenticator) CreateWith(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
+	plain, k, err := CreateKeyWith(ctx, a.st, org, name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	a.add(k)
+	return plain, k, nil
+}
+
+// Revoke revokes the key with id; it stops authenticating at once.
+func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, error) {
+	k, err := a.st.RevokeKey(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if e, ok := a.byID[id]; ok {
+		delete(a.byHash, e.hash)
+		delete(a.byID, id)
+	}
+	a.changes++
+	a.mu.Unlock()
+	return k, nil
+}
+
+// List returns org's keys from storage, revoked ones included (the admin
+// socket lists them; the request path never does).
+func (a *Authenticator) List(ctx context.Context, org string) ([]store.APIKey, error) {
+	return a.st.ListKeys(ctx, org)
+}
+
+// OrgExists reports whether org is in the current config: the keys of an
+// organization that is not stop authenticating.
+func (a *Authenticator) OrgExists(org string) bool { return a.orgs(org) }
+
+// CreateKey generates a key for org and stores its hash in st. It is used
+// by the running gateway (through Authenticator.Create) and by the CLI when
+// no gateway holds the database.
+func CreateKey(ctx context.Context, st Keys, org, name string) (string, *store.APIKey, error) {
+	return CreateKeyWith(ctx, st, org, name, store.KeyScope{})
+}
+
+// CreateKeyWith is CreateKey for a key with a scope.
+func CreateKeyWith(ctx context.Context, st Keys, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
+	if err := ValidateScope(scope); err != nil {
+		return "", nil, err
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", nil, fmt.Errorf("generate key: %w", err)
+	}
+	plain := KeyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	sum := sha256.Sum256([]byte(plain))
+	k := &store.APIKey{
+		ID:        uuid.NewString(),
+		OrgID:     org,
+		Name:      name,
+		Prefix:    plain[:len(KeyPrefix)+6],
+		Hash:      sum[:],
+		CreatedAt: time.Now().UTC(),
+		Scope:     scope,
+	}
+	if err := st.CreateKey(ctx, k); err != nil {
+		return "", nil, fmt.Errorf("store key: %w", err)
+	}
+	return plain, k, nil
+}
+
+// BudgetPeriods are the periods a budget may count over.
+var BudgetPeriods = []string{"day", "month"}
+
+// ValidateScope checks a key scope before it is stored.
+func ValidateScope(s store.KeyScope) error {
+	switch {
+	case s.Budget < 0:
+		return fmt.Errorf("key budget must be 0 (none) or more credits, got %d", s.Budget)
+	case s.Budget > 0 && !slices.Contains(BudgetPeriods, s.BudgetPeriod):
+		return fmt.Errorf("key budget period must be day or month, got %q", s.BudgetPeriod)
+	case !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(time.Now()):
+		return fmt.Errorf("key expiry %s is not in the future", s.ExpiresAt.Format(time.RFC3339))
+	}
+	for _, m := range s.Models {
+		if p, mm, ok := strings.Cut(m, "/"); !ok || p == "" || mm == "" {
+			return fmt.Errorf("key model %q is not provider/model", m)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package edge
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
+	"github.com/voxgate/voxgate/gateway/problem"
+)
+
+// decodeSeeds are bodies where the two decoders could part: names in
+// another case or twice, nulls, numbers at the edges, escapes, raw
+// members with odd spacing, trailing data, invalid UTF-8.
+var decodeSeeds = []string{
+	`{"model":"openai/tts-1","voice":"alloy","text":"The quick brown fox.","output":{"format":"pcm"}}`,
+	`{"model":"m","voice":"v","text":"t","output":"mp3"}`,
+	`{"model":"m","voice":"v","text":"t","output":{"format":"mp3","sampleRate":24000,"bitrate":64}}`,
+	`{"model":"m","voice":"v","text":"t","output":{ "format" : "wav" , "sampleRate" : 8000 }}`,
+	`{"model":"m","voice":"v","text":"t","output":null}`,
+	`{"model":"m","voice":"v","text":"t","output":{}}`,
+	`{"model":"m","voice":"v","text":"t","output":{"format":"mp3","Format":"wav"}}`,
+	`{"model":"m","voice":"v","text":"t","output":{"format":"mp3","extra":1}}`,
+	`{"model":"m","voice":"v","text":"t","output":{"format":"mp3","sampleRate":24000.5}}`,
+	`{"model":"m","voice":"v","text":"t","output":{"format":"mp3","sampleRate":"24000"}}`,
+	`{"model":"m","voice":"v","text":"t","output":7}`,
+	`{"Model":"m","voice":"v","text":"t"}`,
+	`{"MODEL":"m","model":"n","voice":"v","text":"t"}`,
+	`{"model":"m","model":"n","voice":"v","text":"t"}`,
+	`{"model":"m","voice":"v","text":"t","foo":1}`,
+	`{"model":"m","voice":"v","text":null}`,
+	`{"model":null,"voice":"v","text":""}`,
+	`{"model":"m","voice":"v","text":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n\t"}`,
+	`{"model":"m","voice":"v","text":"lone \ud800 surrogate"}`,
+	`{"model":"m","voice":"v","text":"bad \x escape"}`,
+	`{"model":"m","voice":"v","text":"t","speed":1}`,
+	`{"model":"m","voice":"v","text":"t","speed":1.0e0,"volumeDbfs":-0}`,
+	`{"model":"m","voice":"v","text":"t","speed":1e400}`,
+	`{"model":"m","voice":"v","text":"t","speed":"1"}`,
+	`{"model":"m","voice":"v","text":"t","speed":01}`,
+	`{"model":"m","voice":"v","text":"t","providerOptions":{"a":[1,2,{"b":null}],"c":"d"}}`,
+	`{"model":"m","voice":"v","text":"t","providerOptions":  { "x" : 1 ,"y":[ ] } }`,
+	`{"model":"m","voice":"v","text":"t","providerOptions":[]}`,
+	`{"model":"m","voice":"v","text":"t","providerOptions":null}`,
+	`{"model":"m","voice":"v","text":"t","providerOptions":{"a":1,"a":2}}`,
+	`{"model":"m","voice":"v","text":"t","pronunciations":{"rules":[{"word":"a","replacement":"b","caseSensitive":true}],"dictionaryIds":["x","y"]}}`,
+	`{"model":"m","voice":"v","text":"t","pronunciations":{"rules":null,"dictionaryIds":[]}}`,
+	`{"model":"m","voice":"v","text":"t","pronunciations":{"rules":[{"word":"a","Word":"b"}]}}`,
+	`{"voiceId":"6f1c2d3e-0000-4000-8000-000000000000","text":"t","mode":"voice","moderation_ruleset_id":"r","captions":"srt","timestamps":"on","instructions":"calm"}`,
+	`{"model":"openai/tts-1","input":"hello","voice":"alloy","response_format":"mp3","speed":1.25,"instructions":"x","stream_format":"sse"}`,
+	`{"model":"tts-1","input":"hello","voice":{"id":"voice_123"}}`,
+	`{"model":"tts-1","input":"hello","voice":{"id":"voice_123","x":1}}`,
+	`{"model":"tts-1","input":"hello","voice":null}`,
+	`{"model":"tts-1","input":"hello","voice":7}`,
+	`null`, `[]`, `"x"`, `{}`, `{}{}`, `{} x`, `{}  `, ` {"text":"t"} `, `{"text":"t"`, ``, `   `,
+	"\xef\xbb\xbf{}",
+	"{\"model\":\"m\",\"voice\":\"v\",\"text\":\"bad \xff utf8\"}",
+}
+
+// FuzzDecodeHot holds decodeHot to decodeStrict on the speech bodies it
+// decodes: the same bodies accepted, with the same values, and the same
+// problem for the others. `go test -fuzz FuzzDecodeHot ./gateway/edge`
+// searches further than the seeds.
+func FuzzDecodeHot(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		compareDecoders[speechRequestJSON](t, body, func(r *speechRequestJSON) (any, error) { return r.domain() })
+		compareDecoders[dialect.OpenAISpeech](t, body, nil)
+	})
+}
+
+// compareDecoders decodes body into a T with both decoders and fails
+// when they part; domain, when set, must then agree too.
+func compareDecoders[T any](t *testing.T, body []byte, domain func(*T) (any, error)) {
+	t.Helper()
+	var hot, strict T
+	errHot := decodeHot(bytes.Clone(body), &hot)
+	errStrict := decodeStrict(bytes.Clone(body), &strict)
+	if errHot != nil || errStrict != nil {
+		if !sameProblem(errHot, errStrict) {
+			t.Fatalf("%q: decodeHot: %v; decodeStrict: %v", body, errHot, errStrict)
+		}
+		return
+	}
+	if !reflect.DeepEqual(hot, strict) {
+		t.Fatalf("%q: decodeHot %+v, decodeStrict %+v", body, hot, strict)
+	}
+	if domain == nil {
+		return
+	}
+	dHot, errHot := domain(&hot)
+	dStrict, errStrict := domain(&strict)
+	if !sameProblem(errHot, errStrict) || !reflect.DeepEqual(dHot, dStrict) {
+		t.Fatalf("%q: domain %+v (%v), from decodeStrict %+v (%v)", body, dHot, errHot, dStrict, errStrict)
+	}
+}
+
+// sameProblem reports whether two decode errors would answer the same.
+func sameProblem(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	pa, pb := problem.From(a, ""), problem.From(b, "")
+	return bytes.Equal(pa.AppendJSON(nil), pb.AppendJSON(nil))
+}

@@ -1,0 +1,359 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// errCancelled is the cause of a context the client cancelled.
+var errCancelled = errors.New("the client cancelled the context")
+
+// segment is a piece of text ready to speak.
+type segment struct {
+	text  string
+	flush bool
+}
+
+// utterance is one context of a socket: the reader feeds it text, its
+// worker goroutine moderates and speaks it segment by segment.
+type utterance struct {
+	s       *session
+	id      string
+	reqID   string
+	live    *speech.Live
+	base64  bool
+	started time.Time
+
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stop      context.CancelFunc // releases the context's timeout
+	cancelled atomic.Bool        // by the client: drop its queued audio
+
+	mu        sync.Mutex
+	seg       segmenter
+	queue     []segment
+	pending   int  // bytes of text not yet handed to the worker's speech
+	closed    bool // close received: no more text
+	wake      chan struct{}
+	firstText time.Time
+
+	firstAudio atomic.Int64 // unix nanos of the first audio written; 0 before
+	mediaType  string       // of the first audio (worker side)
+}
+
+func newUtterance(s *session, id, reqID string, live *speech.Live, b64 bool, started time.Time) *utterance {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, stop := context.WithTimeout(ctx, s.h.deps.Limits.ContextTimeout)
+	return &utterance{s: s, id: id, reqID: reqID, live: live, base64: b64, started: started,
+		ctx: ctx, cancel: cancel, stop: stop, wake: make(chan struct{}, 1)}
+}
+
+// The reader's side. Each call happens on the socket's reader goroutine.
+
+// write appends text; complete segments go to the worker.
+func (u *utterance) write(text string) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return problem.New(problem.UnknownContext, "context %q takes no more text: close was sent", u.id)
+	}
+	if u.pending+len(text) > u.s.h.deps.Limits.MaxPendingText {
+		return problem.New(problem.TextBufferFull, "context %q holds %d bytes of text not yet spoken; this text would pass %d", u.id, u.pending, u.s.h.deps.Limits.MaxPendingText)
+	}
+	if u.firstText.IsZero() && text != "" {
+		u.firstText = time.Now()
+	}
+	u.pending += len(text)
+	var out [4]string
+	for _, seg := range u.seg.write(text, out[:0]) {
+		u.queue = append(u.queue, segment{text: seg})
+	}
+	u.signal()
+	return nil
+}
+
+// flush queues what is buffered, even mid-sentence.
+func (u *utterance) flush() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return problem.New(problem.UnknownContext, "context %q takes no more text: close was sent", u.id)
+	}
+	if rest := u.seg.rest(); rest != "" {
+		u.queue = append(u.queue, segment{text: rest, flush: true})
+	}
+	u.signal()
+	return nil
+}
+
+// closeInput ends the input: the rest is spoken, then done.
+func (u *utterance) closeInput() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return problem.New(problem.UnknownContext, "context %q was already closed", u.id)
+	}
+	if rest := u.seg.rest(); rest != "" {
+		u.queue = append(u.queue, segment{text: rest, flush: true})
+	}
+	u.closed = true
+	u.signal()
+	return nil
+}
+
+// cancelByClient stops the context at once: queued audio is dropped by
+// the writer from now on, and the provider call is cancelled.
+func (u *utterance) cancelByClient() {
+	u.cancelled.Store(true)
+	u.cancel(errCancelled)
+}
+
+func (u *utterance) signal() {
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dropped reports whether the context's pending audio is to be dropped.
+func (u *utterance) dropped() bool { return u.cancelled.Load() }
+
+// audioSent notes that an audio frame reached the socket (writer side).
+func (u *utterance) audioSent() {
+	u.firstAudio.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// The worker's side.
+
+// run speaks the context until its input ends, it fails or it is
+// cancelled, then reports done and writes its log row.
+func (u *utterance) run() {
+	defer u.s.wg.Done()
+	defer u.s.h.contexts.Add(-1)
+	defer u.stop()
+	var input *speech.Input
+	if u.live.InputStreaming() {
+		input = u.live.OpenInput(u.ctx, u.emit)
+	}
+	err := u.speak(input)
+	if input != nil {
+		if err == nil {
+			input.Close()
+			err = input.Wait()
+		} else {
+			input.Cancel()
+			_ = input.Wait()
+		}
+	}
+	u.finish(err)
+}
+
+// speak hands each segment, moderated, to the provider.
+func (u *utterance) speak(input *speech.Input) error {
+	var ended <-chan struct{}
+	if input != nil {
+		ended = input.Done()
+	}
+	for {
+		seg, ok, err := u.next(ended)
+		if err != nil || !ok {
+			return err
+		}
+		if err := u.live.Moderate(u.ctx, seg.text); err != nil {
+			return err
+		}
+		if input != nil {
+			err = input.Send(u.ctx, u.live, seg.text, seg.flush)
+		} else {
+			err = u.live.Render(u.ctx, seg.text, u.emit)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// next waits for the next segment; ok is false once the input is closed
+// and spoken. ended, when closed, means the provider's stream is over.
+func (u *utterance) next(ended <-chan struct{}) (segment, bool, error) {
+	for {
+		u.mu.Lock()
+		if len(u.queue) > 0 {
+			seg := u.queue[0]
+			u.queue = u.queue[1:]
+			u.pending = max(0, u.pending-len(seg.text))
+			if len(u.queue) == 0 {
+				u.queue = nil // let the backing array go
+			}
+			u.mu.Unlock()
+			return seg, true, nil
+		}
+		closed := u.closed
+		u.mu.Unlock()
+		if closed {
+			return segment{}, false, nil
+		}
+		select {
+		case <-u.wake:
+		case <-u.ctx.Done():
+			return segment{}, false, u.ctx.Err()
+		case <-ended:
+			// The stream's own error is returned by Wait.
+			return segment{}, false, nil
+		}
+	}
+}
+
+// emit queues one event of the provider for the client; it waits while
+// the socket's queue is full (the provider is paused meanwhile) and fails
+// once the context is over.
+func (u *utterance) emit(e sdk.StreamEvent) error {
+	if e.Warning != "" {
+		if err := u.queue1(frame{kind: websocket.TextMessage, droppable: true,
+			data: mustJSON(warningMessage{Type: "warning", ContextID: u.id, Message: e.Warning})}); err != nil {
+			return err
+		}
+	}
+	if len(e.Words) > 0 {
+		if err := u.queue1(frame{kind: websocket.TextMessage, droppable: true,
+			data: mustJSON(timestampsMessage{Type: "timestamps", ContextID: u.id, Words: wordsJSON(e.Words)})}); err != nil {
+			return err
+		}
+	}
+	if len(e.Audio) == 0 {
+		return nil
+	}
+	if u.mediaType == "" && e.MediaType != "" {
+		u.mediaType = e.MediaType
+		if want := u.live.MediaType(); want != "" && want != e.MediaType {
+			u.s.log.Warn("realtime audio is not what started announced", zap.String("announced", want), zap.String("got", e.MediaType))
+		}
+	}
+	f := frame{u: u, kind: websocket.BinaryMessage, droppable: true, audio: true}
+	if u.base64 {
+		f.kind, f.data = websocket.TextMessage, base64Frame(u.id, e.Audio)
+	} else {
+		f.data = binaryFrame(u.id, e.Audio)
+	}
+	return u.queue1(f)
+}
+
+func (u *utterance) queue1(f frame) error {
+	f.u = u
+	select {
+	case u.s.out <- f:
+		return nil
+	case <-u.ctx.Done():
+		return u.ctx.Err()
+	}
+}
+
+// finish sends the context's last messages and writes its log row.
+func (u *utterance) finish(err error) {
+	reason := reasonCompleted
+	var pe *problem.Error
+	status := 200
+	sendErr := false
+	socketCause := context.Cause(u.s.ctx)
+	switch {
+	case u.cancelled.Load():
+		reason = reasonCancelled
+		pe = problem.New(problem.Cancelled, "the client cancelled the context")
+		err = nil
+	case socketCause != nil:
+		reason = reasonCancelled
+		pe = socketProblem(socketCause)
+		err = nil
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && u.ctx.Err() != nil:
+		err = problem.New(problem.RequestTimeout, "the context did not finish within the gateway's request timeout (server.request_timeout)")
+		fallthrough
+	default:
+		sendErr = true
+		reason = reasonError
+		if _, ok := blockedError(err); ok {
+			reason = reasonBlocked
+		}
+	}
+	var msg errorMessage
+	if sendErr {
+		msg, pe = errorFor(u.id, err, u.live.Provider())
+		status = statusOf(err, pe)
+		if status >= 500 && reason == reasonError {
+			u.s.log.Warn("realtime context failed", zap.String("request_id", u.reqID), zap.String("code", string(pe.Code)), zap.Error(err))
+		}
+	} else if pe != nil {
+		status = pe.Status()
+		if pe.Code != problem.Unavailable {
+			status = problem.StatusOf(problem.Cancelled) // 499: the client ended it
+		}
+	}
+	// The row: billed for what reached the provider, unless the provider
+	// failed before any audio.
+	providerFailed := sendErr && reason == reasonError
+	row := u.live.Row(providerFailed)
+	row.RequestID, row.TS, row.Status = u.reqID, u.started, status
+	if pe != nil {
+		row.ErrorCode, row.ErrorDetail = string(pe.Code), pe.Detail
+	}
+	if reason == reasonBlocked {
+		row.CreditsUsed = u.live.Row(false).CreditsUsed
+	}
+	// What was reserved from the budgets for this context and not spent
+	// goes back (a provider failure before any audio costs nothing).
+	u.live.Settle(context.WithoutCancel(u.s.ctx), row.CreditsUsed)
+	row.LatencyMS = time.Since(u.started).Milliseconds()
+	done := doneMessage{Type: "done", ContextID: u.id, Reason: reason, Characters: row.CharCount, Credits: row.CreditsUsed,
+		AudioSeconds: round3(u.live.AudioSeconds())}
+	if fa := u.firstAudio.Load(); fa != 0 {
+		first := u.firstText
+		if first.IsZero() {
+			first = u.started
+		}
+		d := max(0, time.Unix(0, fa).Sub(first))
+		ms := d.Milliseconds()
+		if obs := u.s.h.deps.FirstAudio; obs != nil {
+			obs(u.live.Provider(), u.live.MetricModel(), d)
+		}
+		done.TimeToFirstAudioMs = &ms
+		row.TimeToFirstAudioMS = ms
+	}
+	// The row is queued before done goes out, so a client that reads
+	// done and then the logs finds it; the id is free again from here.
+	u.s.record(row)
+	u.s.mu.Lock()
+	delete(u.s.contexts, u.id)
+	u.s.mu.Unlock()
+	if sendErr {
+		u.s.send(frame{kind: websocket.TextMessage, data: mustJSON(msg)})
+	}
+	u.s.send(frame{kind: websocket.TextMessage, data: mustJSON(done)})
+}
+
+// socketProblem is the log problem of contexts ended with their socket.
+func socketProblem(cause error) *problem.Error {
+	switch {
+	case errors.Is(cause, errShutdown):
+		return problem.New(problem.Unavailable, "the gateway shut down during the context")
+	case errors.Is(cause, errClientTooSlow):
+		return &problem.Error{Code: "client_too_slow", Detail: "the client did not read the audio in time; the socket was closed"}
+	}
+	return &problem.Error{Code: "client_disconnected", Detail: "the client closed the socket during the context"}
+}
+
+func blockedError(err error) (*moderation.BlockedError, bool) {
+	var be *moderation.BlockedError
+	ok := errors.As(err, &be)
+	return be, ok
+}

@@ -1,0 +1,104 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Calls runs calls to the providers' plugins: each under its provider's
+// timeout, in a GenAI client span, and counted in the provider-call
+// metrics (voxgate_provider_calls_total, voxgate_provider_latency_seconds).
+// The pipeline's calls and the resources' (voice lists, clones, key
+// checks) go through one Calls, so that they are timed out, traced and
+// counted alike.
+type Calls struct {
+	metrics *metrics.Metrics
+	tracer  *tracing.Tracer
+	direct  bool
+}
+
+// NewCalls returns a Calls recording into m (nil: no metrics) and tracer
+// (nil: tracing off). direct says whether the gateway sends the requests
+// of planning plugins itself, which the spans report.
+func NewCalls(m *metrics.Metrics, tracer *tracing.Tracer, direct bool) *Calls {
+	return &Calls{metrics: m, tracer: tracer, direct: direct}
+}
+
+// Do runs fn, one call of operation op to model of provider p, under p's
+// timeout, and records it. It returns how long the call took and its
+// error as the caller should see it (see End).
+func (c *Calls) Do(parent context.Context, p *Provider, model, op string, fn func(ctx context.Context) error) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(parent, p.Policy.Timeout)
+	defer cancel()
+	ctx = c.Start(ctx, p, model, op)
+	start := time.Now()
+	err := fn(ctx)
+	d := time.Since(start)
+	return d, c.End(parent, ctx, p, model, op, d, err)
+}
+
+// Start starts the span of a call that ends later (a stream; End ends
+// it): a GenAI client span, "generate_content MODEL", saying whether the
+// plugin or the gateway itself sends the upstream request.
+func (c *Calls) Start(ctx context.Context, p *Provider, model, op string) context.Context {
+	ctx, span := c.tracer.Start(ctx, "generate_content "+model, trace.SpanKindClient)
+	if span.IsRecording() {
+		via := "plugin"
+		if c.direct && p.Planner() != nil {
+			via = "gateway" // when the request is planned; a child span shows the upstream HTTP
+		}
+		span.SetAttributes(tracing.ProviderCall(p.ID, model)...)
+		span.SetAttributes(attribute.String("voxgate.op", op), tracing.Via.String(via))
+	}
+	return ctx
+}
+
+// End records a call that took d and returns its error as the caller
+// should see it: a call cut off by a deadline is a timeout, whatever the
+// plugin said, and names the limit that fired: the request's own
+// (parent's, server.request_timeout) or the provider's (ctx's,
+// providers.<id>.timeout). ctx is the call's context, from Start.
+func (c *Calls) End(parent, ctx context.Context, p *Provider, model, op string, d time.Duration, err error) error {
+	outcome := "ok"
+	if err != nil {
+		outcome = sdk.AsError(err).Kind.String()
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) || sdk.AsError(err).Kind == sdk.KindTimeout
+		if timedOut {
+			outcome = "timeout"
+			// ctx's deadline is the earlier of the request's and the
+			// provider's: name the one that was binding. (The plugin's
+			// side can report the deadline a moment before ctx sees it.)
+			pd, hasParent := parent.Deadline()
+			cd, _ := ctx.Deadline()
+			if hasParent && !pd.After(cd) {
+				err = problem.New(problem.RequestTimeout, "the request did not finish within the gateway's request timeout (server.request_timeout)")
+			} else if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+				err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", p.Policy.Timeout, p.ID)}
+			}
+		}
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if err != nil {
+			span.SetAttributes(tracing.ErrorType.String(outcome))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+	if c.metrics != nil {
+		label := p.MetricModel(model)
+		c.metrics.ProviderCalls.WithLabelValues(p.ID, label, op, outcome).Inc()
+		c.metrics.ProviderLatency.WithLabelValues(p.ID, label, op).Observe(d.Seconds())
+	}
+	return err
+}

@@ -1,0 +1,162 @@
+package speech
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/providers/dispatch"
+	"github.com/voxgate/voxgate/sdk"
+)
+
+// Source is a stream of audio being rendered for one job.
+type Source interface {
+	// MediaType is the stream's media type; known once Next has
+	// returned for the first time.
+	MediaType() string
+	// Next returns the next piece of audio as it arrives; the slice is
+	// valid until the next call. The end of the stream is io.EOF; any
+	// other error ended it early.
+	Next() ([]byte, error)
+	// Close stops the stream if it is still running, releases it and
+	// returns what ended it: nil for a complete stream, else the error.
+	// It records the provider call's metrics.
+	Close() error
+}
+
+// openStream starts rendering the job as a stream, under the provider's
+// timeout, converted by the gateway when the model does not stream the
+// format asked for (transcode). The caller reads it with Next and must
+// Close it. A failure to start is returned here when the provider reports
+// it before any audio (always, for planned requests: the answer's status
+// is known first).
+func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
+	if len(j.pieces) > 1 {
+		first, err := s.openOne(ctx, j, j.pieces[0], streamFormat(j.Model))
+		if err != nil {
+			return nil, err
+		}
+		return transcode(j, s.openPieces(ctx, j, first), true), nil
+	}
+	src, err := s.openOne(ctx, j, j.spokenText(), "")
+	if err != nil {
+		return nil, err
+	}
+	return transcode(j, src, false), nil
+}
+
+// openOne starts rendering text (all of j's, or its first piece) as a
+// stream, in format ("" = the job's stream format, or the model's
+// default).
+func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Source, error) {
+	return s.openStreamRequest(ctx, j, j.requestIn(text, format))
+}
+
+// openStreamRequest is openStream with the provider request given.
+func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
+	ctx = s.calls.Start(ctx, j.Provider, j.Model.ID, "stream")
+	start := time.Now()
+	plan, explain, err := s.plan(ctx, j, req, true)
+	if err == nil && plan != nil {
+		var body *dispatch.Body
+		if body, err = s.dispatch.Open(ctx, plan, req.Text, explain); err == nil {
+			return &directSource{Body: body, done: s.ender(parent, ctx, cancel, j, start)}, nil
+		}
+	}
+	if err != nil {
+		err = s.ender(parent, ctx, cancel, j, start)(err)
+		return nil, err
+	}
+	ps := &pluginSource{chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(parent, ctx, cancel, j, start)}
+	go func() {
+		defer close(ps.chunks)
+		ps.errc <- j.Provider.Plugin.Stream(ctx, req, func(ch sdk.Chunk) error {
+			select {
+			case ps.chunks <- ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return ps, nil
+}
+
+// ender returns the function that ends a stream's provider call: it
+// releases ctx and records the call's metrics, and returns the error
+// as the caller should see it.
+func (s *Service) ender(parent, ctx context.Context, cancel context.CancelFunc, j *Job, start time.Time) func(error) error {
+	return func(err error) error {
+		err = s.calls.End(parent, ctx, j.Provider, j.Model.ID, "stream", time.Since(start), err)
+		cancel()
+		return err
+	}
+}
+
+// directSource is a planned stream read straight from the provider.
+type directSource struct {
+	*dispatch.Body
+	done func(error) error
+	err  error // what ended the stream early
+}
+
+func (d *directSource) Next() ([]byte, error) {
+	b, err := d.Body.Next()
+	if err != nil && !errors.Is(err, io.EOF) {
+		d.err = err
+	}
+	return b, err
+}
+
+func (d *directSource) Close() error {
+	d.Body.Close()
+	return d.done(d.err)
+}
+
+// pluginSource is a stream the plugin renders, relayed through a channel:
+// the plugin's Stream pushes and Next pulls.
+type pluginSource struct {
+	chunks    chan sdk.Chunk
+	errc      chan error
+	cancel    context.CancelFunc
+	done      func(error) error
+	mediaType string
+	err       error
+	ended     bool
+}
+
+func (p *pluginSource) MediaType() string { return p.mediaType }
+
+func (p *pluginSource) Next() ([]byte, error) {
+	for !p.ended {
+		ch, ok := <-p.chunks
+		if !ok {
+			p.ended = true
+			p.err = <-p.errc
+			break
+		}
+		if p.mediaType == "" {
+			p.mediaType = ch.MediaType
+		}
+		if len(ch.Data) > 0 {
+			return ch.Data, nil
+		}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return nil, io.EOF
+}
+
+func (p *pluginSource) Close() error {
+	if !p.ended {
+		p.cancel() // stop the plugin, then let its Stream return
+		for range p.chunks {
+		}
+		p.ended, p.err = true, <-p.errc
+	}
+	return p.done(p.err)
+}
