@@ -59,6 +59,15 @@ type Error struct {
 	Retryable bool
 	// RetryAfter is the provider's requested delay, 0 if none.
 	RetryAfter time.Duration
+	// Field names the providerOptions field whose value the plugin
+	// refuses, with KindInvalidRequest: its path inside providerOptions,
+	// segments joined by dots ("voice_settings.speed", "seed"). The
+	// gateway then answers validation_failed naming
+	// providerOptions.<Field>, the caller's own field, rather than
+	// provider_rejected_request: the value was checked against the
+	// provider's documented types and ranges and never sent. Empty for
+	// every other error. See InvalidOption.
+	Field string
 
 	// cause is the local error behind this one (a context error, a gRPC
 	// transport failure), kept so that errors.Is(err, context.Canceled)
@@ -83,6 +92,14 @@ func (e *Error) Error() string {
 		s += ")"
 	}
 	return s
+}
+
+// InvalidOption returns the error of a providerOptions value the plugin
+// refuses before calling the provider: KindInvalidRequest naming field
+// (see Error.Field), with a formatted message that should say what the
+// provider documents ("must be between 0.7 and 1.2").
+func InvalidOption(field, format string, args ...any) *Error {
+	return &Error{Kind: KindInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 // Errorf returns an *Error of the given kind with a formatted message.

@@ -57,6 +57,7 @@ func errorToStatus(err error) error {
 		UpstreamCode:   e.UpstreamCode,
 		Retryable:      e.Retryable,
 		RetryAfterMs:   e.RetryAfter.Milliseconds(),
+		Field:          e.Field,
 	})
 	if detErr != nil {
 		// Only a broken protobuf runtime gets here; the code still says
@@ -85,6 +86,7 @@ func errorFromRPC(ctx context.Context, method string, err error) error {
 					UpstreamCode:   pe.GetUpstreamCode(),
 					Retryable:      pe.GetRetryable(),
 					RetryAfter:     time.Duration(pe.GetRetryAfterMs()) * time.Millisecond,
+					Field:          pe.GetField(),
 				}
 				// A plugin that returns its context's error when the
 				// propagated deadline fires can answer before the host's

@@ -146,6 +146,8 @@ func TestErrorStatusRoundTrip(t *testing.T) {
 	}{
 		{"full", &Error{Kind: KindRateLimited, Message: "slow down", UpstreamStatus: 429, UpstreamCode: "rate_limit", Retryable: true, RetryAfter: 1500 * time.Millisecond},
 			&Error{Kind: KindRateLimited, Message: "slow down", UpstreamStatus: 429, UpstreamCode: "rate_limit", Retryable: true, RetryAfter: 1500 * time.Millisecond}},
+		{"an option refused", InvalidOption("voice_settings.speed", "must be between 0.7 and 1.2"),
+			&Error{Kind: KindInvalidRequest, Message: "must be between 0.7 and 1.2", Field: "voice_settings.speed"}},
 		{"wrapped", fmtWrap(&Error{Kind: KindUnauthorized, Message: "bad key", UpstreamStatus: 401}),
 			&Error{Kind: KindUnauthorized, Message: "bad key", UpstreamStatus: 401}},
 		{"plain error", errors.New("boom"), &Error{Kind: KindInternal, Message: "boom"}},

@@ -166,9 +166,10 @@ func (s *Server) listOpenAIModels(ctx *fasthttp.RequestCtx, c *exchange) error {
 }
 
 // elevenLabsQuery are the query parameters ElevenLabs' text-to-speech
-// endpoints take. Only output_format means something to voxgate; the
-// others tune ElevenLabs' own service and are accepted and ignored, so
-// that its SDKs' requests succeed.
+// endpoints take. output_format is voxgate's to honour; enable_logging
+// (false: zero retention) and optimize_streaming_latency tune ElevenLabs'
+// own service and reach it as providerOptions when the request goes
+// there (see dialect.ElevenLabsSpeech.SetQuery).
 var elevenLabsQuery = map[string]bool{"output_format": true, "enable_logging": true, "optimize_streaming_latency": true}
 
 // elevenLabsSpeech serves ElevenLabs' text-to-speech/{voice_id} (a whole
@@ -187,6 +188,11 @@ func (s *Server) elevenLabsSpeech(ep speech.Delivery) handlerFunc {
 		}
 		var body dialect.ElevenLabsSpeech
 		if err := s.decodeJSONLenient(ctx, &body); err != nil {
+			s.failSpeech(ctx, c, err, &speech.Spoken{})
+			return nil
+		}
+		q := ctx.QueryArgs()
+		if err := body.SetQuery(string(q.Peek("enable_logging")), string(q.Peek("optimize_streaming_latency"))); err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}

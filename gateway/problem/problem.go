@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
@@ -358,9 +359,18 @@ func fromPlugin(se *sdk.Error, provider string, cause error) *Error {
 		// apart, and Retry-After is passed on.
 		e.Code = ProviderError
 	case sdk.KindInvalidRequest:
+		if se.Field != "" {
+			// The plugin checked a providerOptions value against the
+			// provider's documented types and ranges and refused it
+			// before any call: a field of the caller's request is
+			// invalid, named like any other.
+			e.Code = ValidationFailed
+			e.Validation = []FieldError{{Path: append([]string{"providerOptions"}, strings.Split(se.Field, ".")...), Message: se.Message}}
+			break
+		}
 		// The provider refused what the caller asked for (an unknown
-		// provider voice, a bad providerOptions value): the caller's to fix,
-		// so a 4xx rather than a gateway-side 502.
+		// provider voice, a value it would not take): the caller's to
+		// fix, so a 4xx rather than a gateway-side 502.
 		e.Code = ProviderRejected
 	default:
 		e.Code = ProviderError

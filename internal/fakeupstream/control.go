@@ -112,6 +112,9 @@ type Control struct {
 	hold       chan struct{} // non-nil: streams wait after their first chunk
 	aborted    int
 	answer     []byte // the last audio a fake answered (RecordAnswer)
+	// violations are what the traffic broke of the fake's API document
+	// (Judge); Reset keeps them, for they are the test's to answer for.
+	violations []string
 }
 
 // NewControl returns a Control with opts' delays.

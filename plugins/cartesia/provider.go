@@ -106,8 +106,10 @@ type config struct {
 var api = &upstream.API{
 	Provider:       providerID,
 	DefaultBaseURL: defaultBaseURL,
-	Authorize:      func(h http.Header, key string) { h.Set("X-API-Key", key) },
-	ParseError:     parseError,
+	// Bearer is the only scheme Cartesia's published document names
+	// (X-API-Key, the older way, still works but is undocumented).
+	Authorize:  func(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) },
+	ParseError: parseError,
 }
 
 // New returns a Provider with the default settings (the public API).
@@ -307,11 +309,40 @@ func gender(g string) string {
 	return g
 }
 
-// options are the providerOptions the plugin accepts.
+// options are the providerOptions the plugin accepts: the fields of the
+// TTS request in Cartesia's published document besides those the request
+// sets itself (duration, in older references, is gone from it).
 type options struct {
 	Language         *string           `json:"language"`
-	Duration         *float64          `json:"duration"`
 	GenerationConfig *generationConfig `json:"generation_config"`
+}
+
+// languages are the document's SupportedLanguage values.
+var languages = []string{"en", "fr", "de", "es", "pt", "zh", "ja", "hi", "it", "ko", "nl", "pl", "ru", "sv", "tr", "tl", "bg",
+	"ro", "ar", "cs", "el", "fi", "hr", "ms", "sk", "da", "ta", "uk", "hu", "no", "vi", "bn", "th", "he", "ka", "id", "te", "gu",
+	"kn", "ml", "mr", "pa"}
+
+// emotions are the document's Emotion values (generation_config.emotion).
+var emotions = []string{"neutral", "happy", "excited", "enthusiastic", "elated", "euphoric", "triumphant", "amazed", "surprised",
+	"flirtatious", "curious", "content", "peaceful", "serene", "calm", "grateful", "affectionate", "trust", "sympathetic",
+	"anticipation", "mysterious", "angry", "mad", "outraged", "frustrated", "agitated", "threatened", "disgusted", "contempt",
+	"envious", "sarcastic", "ironic", "sad", "dejected", "melancholic", "disappointed", "hurt", "guilty", "bored", "tired",
+	"rejected", "nostalgic", "wistful", "apologetic", "hesitant", "insecure", "confused", "resigned", "anxious", "panicked",
+	"alarmed", "scared", "proud", "confident", "distant", "skeptical", "contemplative", "determined"}
+
+// check checks o against Cartesia's published document
+// (internal/fakeupstream/cartesia/apispec): the language and emotion
+// enumerations, and generation_config's documented ranges ("Valid
+// values are between [0.6, 1.5]" for speed, "[0.5, 2.0]" for volume).
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	c.OneOf("language", o.Language, languages...)
+	if g := o.GenerationConfig; g != nil {
+		upstream.InRange(c, "generation_config.speed", g.Speed, minSpeed, maxSpeed)
+		upstream.InRange(c, "generation_config.volume", g.Volume, 0.5, 2.0)
+		c.OneOf("generation_config.emotion", g.Emotion, emotions...)
+	}
+	return c.Err()
 }
 
 type generationConfig struct {
@@ -339,7 +370,6 @@ type ttsBody struct {
 	Voice            voiceSpec         `json:"voice"`
 	OutputFormat     outputFormat      `json:"output_format"`
 	Language         *string           `json:"language,omitempty"`
-	Duration         *float64          `json:"duration,omitempty"`
 	GenerationConfig *generationConfig `json:"generation_config,omitempty"`
 	AddTimestamps    bool              `json:"add_timestamps,omitempty"`
 }
@@ -395,10 +425,13 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 		c.body.OutputFormat, _ = c.raw()
 	}
 	var o options
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "duration", "generation_config"); err != nil {
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "generation_config"); err != nil {
 		return nil, err
 	}
-	c.body.Language, c.body.Duration, c.body.GenerationConfig = o.Language, o.Duration, o.GenerationConfig
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	c.body.Language, c.body.GenerationConfig = o.Language, o.GenerationConfig
 	if req.Speed != 0 && req.Speed != 1 {
 		if !nativeSpeed(req.Model) {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: %s has no speed control; use sonic-3", req.Model)
@@ -616,11 +649,12 @@ func decodeChunk(data string, dst *bytes.Buffer) error {
 	return nil
 }
 
-// cloneOptions are the providerOptions Clone accepts.
+// cloneOptions are the providerOptions Clone accepts: the fields of
+// POST /voices/clone in Cartesia's published document besides the clip,
+// name and description (the older mode and enhance are gone from it).
 type cloneOptions struct {
-	Language *string `json:"language"`
-	Mode     *string `json:"mode"`
-	Enhance  *bool   `json:"enhance"`
+	Language    *string `json:"language"`
+	BaseVoiceID *string `json:"base_voice_id"`
 }
 
 // Clone implements sdk.Provider with POST /voices/clone, which takes one
@@ -637,7 +671,7 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: the sample is empty")
 	}
 	var o cloneOptions
-	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "mode", "enhance"); err != nil {
+	if err := upstream.DecodeOptions(providerID, req.Options, &o, "language", "base_voice_id"); err != nil {
 		return nil, err
 	}
 	name := strings.TrimSpace(req.Name)
@@ -651,11 +685,8 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 	if req.Description != "" {
 		_ = mw.WriteField("description", req.Description)
 	}
-	if o.Mode != nil {
-		_ = mw.WriteField("mode", *o.Mode)
-	}
-	if o.Enhance != nil {
-		_ = mw.WriteField("enhance", fmt.Sprint(*o.Enhance))
+	if o.BaseVoiceID != nil {
+		_ = mw.WriteField("base_voice_id", *o.BaseVoiceID)
 	}
 	_ = upstream.WriteSample(mw, "clip", req.Samples[0], 0) // writes to memory
 	_ = mw.Close()

@@ -139,6 +139,11 @@ func TestUpstreamFailures(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(srv)
 			}
+			if tt.settings["api_version"] == "1999-01-01" {
+				// A version no document lists breaks the document on
+				// purpose.
+				defer srv.TakeViolations()
+			}
 			p := configured(t, srv, tt.settings)
 			var err error
 			switch tt.op {
@@ -217,7 +222,7 @@ func TestRequestOnTheWire(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := srv.LastRequest()
-			if got.Header.Get("X-API-Key") != fake.Key || got.Header.Get("Cartesia-Version") != apiVersion {
+			if got.Header.Get("Authorization") != "Bearer "+fake.Key || got.Header.Get("Cartesia-Version") != apiVersion {
 				t.Errorf("headers %v", got.Header)
 			}
 			var body map[string]json.RawMessage
@@ -415,7 +420,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
 	req := cloneRequest(fake.Key)
-	req.Options = []byte(`{"language": "fr", "enhance": true}`)
+	req.Options = []byte(`{"language": "fr", "base_voice_id": "` + fake.VoiceKatie + `"}`)
 	resp, err := p.Clone(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +430,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if form.Value["name"][0] != "Narrator" || form.Value["language"][0] != "fr" || form.Value["enhance"][0] != "true" || form.Value["description"][0] != "calm" {
+	if form.Value["name"][0] != "Narrator" || form.Value["language"][0] != "fr" || form.Value["base_voice_id"][0] != fake.VoiceKatie || form.Value["description"][0] != "calm" {
 		t.Errorf("form values %v", form.Value)
 	}
 	clip := form.File["clip"]
@@ -740,7 +745,9 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		{name: "500", key: fake.Key, fault: &fakeupstream.Fault{Status: 500}, kind: sdk.KindUpstream, status: 500},
 		{name: "503", key: fake.Key, fault: &fakeupstream.Fault{Status: 503}, kind: sdk.KindUnavailable, status: 503},
 		{name: "unknown voice", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Voice = "00000000-0000-0000-0000-000000000000" }, kind: sdk.KindInvalidRequest, status: 404},
-		{name: "bad language", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"language": "english"}`) }, kind: sdk.KindInvalidRequest, status: 400},
+		// A value outside the document's ranges no longer reaches
+		// Cartesia (the plugin refuses it first), so a 400 is injected.
+		{name: "400", key: fake.Key, fault: &fakeupstream.Fault{Status: 400, Message: "transcript is too long"}, kind: sdk.KindInvalidRequest, status: 400},
 	}
 	for _, version := range []string{apiVersion, "2026-03-01"} {
 		// One attempt: Synthesize reports the first answer, as the plan's is.

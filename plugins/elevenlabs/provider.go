@@ -298,18 +298,29 @@ type voiceSettings struct {
 	Speed           *float64 `json:"speed,omitempty"`
 }
 
+// locator is a pronunciation dictionary locator of the request body.
+type locator struct {
+	PronunciationDictionaryID string  `json:"pronunciation_dictionary_id"`
+	VersionID                 *string `json:"version_id,omitempty"`
+}
+
 // options are the providerOptions the plugin accepts: documented body
 // fields, and two documented query parameters.
 type options struct {
-	VoiceSettings                   *voiceSettings  `json:"voice_settings"`
-	LanguageCode                    *string         `json:"language_code"`
-	Seed                            *int64          `json:"seed"`
-	PreviousText                    *string         `json:"previous_text"`
-	NextText                        *string         `json:"next_text"`
-	ApplyTextNormalization          *string         `json:"apply_text_normalization"`
-	PronunciationDictionaryLocators json.RawMessage `json:"pronunciation_dictionary_locators"`
-	OptimizeStreamingLatency        *int            `json:"optimize_streaming_latency"`
-	EnableLogging                   *bool           `json:"enable_logging"`
+	VoiceSettings                   *voiceSettings `json:"voice_settings"`
+	LanguageCode                    *string        `json:"language_code"`
+	Seed                            *int64         `json:"seed"`
+	PreviousText                    *string        `json:"previous_text"`
+	NextText                        *string        `json:"next_text"`
+	PreviousRequestIDs              []string       `json:"previous_request_ids"`
+	NextRequestIDs                  []string       `json:"next_request_ids"`
+	ApplyTextNormalization          *string        `json:"apply_text_normalization"`
+	PronunciationDictionaryLocators []locator      `json:"pronunciation_dictionary_locators"`
+	OptimizeStreamingLatency        *int           `json:"optimize_streaming_latency"`
+	// EnableLogging false asks for zero retention: ElevenLabs keeps no
+	// history of the request (an enterprise feature; request stitching
+	// is then unavailable).
+	EnableLogging *bool `json:"enable_logging"`
 	// The voice settings may also be given at the top level, as the hosted
 	// service's guides do ({"stability": 0.5}); voice_settings wins.
 	Stability       *float64 `json:"stability"`
@@ -346,21 +357,72 @@ func (o *options) settings() *voiceSettings {
 // acceptedOptions names the options fields, for error messages.
 func acceptedOptions() []string {
 	return []string{"voice_settings", "language_code", "seed", "previous_text", "next_text",
-		"apply_text_normalization", "pronunciation_dictionary_locators", "optimize_streaming_latency", "enable_logging",
-		"stability", "similarity_boost", "style", "use_speaker_boost"}
+		"previous_request_ids", "next_request_ids", "apply_text_normalization", "pronunciation_dictionary_locators",
+		"optimize_streaming_latency", "enable_logging", "stability", "similarity_boost", "style", "use_speaker_boost"}
+}
+
+// takesLanguageCode reports whether model enforces language_code. The
+// reference says the multilingual v2 model does not take it ("not
+// supported for multilingual_v2 models"), and the models page gives
+// language enforcement to Flash and Turbo v2.5 and to v3; the English-only
+// Flash and Turbo v2 have no language to choose.
+func takesLanguageCode(model string) bool {
+	switch model {
+	case "eleven_flash_v2_5", "eleven_turbo_v2_5", "eleven_v3":
+		return true
+	}
+	return false
+}
+
+// check checks o against the ranges ElevenLabs documents for
+// POST /v1/text-to-speech/{voice_id} (its OpenAPI document,
+// internal/fakeupstream/elevenlabs/apispec, and the prose of each field
+// there), for model.
+func (o *options) check(model string) error {
+	c := upstream.NewCheck(providerID)
+	if vs := o.VoiceSettings; vs != nil {
+		// stability and similarity_boost: the document's minimum and
+		// maximum; speed: "0.7 to 1.2" (the API refuses others).
+		upstream.InRange(c, "voice_settings.stability", vs.Stability, 0, 1)
+		upstream.InRange(c, "voice_settings.similarity_boost", vs.SimilarityBoost, 0, 1)
+		upstream.InRange(c, "voice_settings.speed", vs.Speed, minSpeed, maxSpeed)
+	}
+	upstream.InRange(c, "stability", o.Stability, 0, 1)
+	upstream.InRange(c, "similarity_boost", o.SimilarityBoost, 0, 1)
+	// "Must be integer between 0 and 4294967295."
+	upstream.InRange(c, "seed", o.Seed, 0, 4294967295)
+	// "You may have up to 3 locators per request."
+	c.MaxItems("pronunciation_dictionary_locators", len(o.PronunciationDictionaryLocators), 3)
+	for i, l := range o.PronunciationDictionaryLocators {
+		if l.PronunciationDictionaryID == "" {
+			c.Fail(fmt.Sprintf("pronunciation_dictionary_locators.%d.pronunciation_dictionary_id", i), "is required")
+		}
+	}
+	// "A maximum of 3 request_ids can be send."
+	c.MaxItems("previous_request_ids", len(o.PreviousRequestIDs), 3)
+	c.MaxItems("next_request_ids", len(o.NextRequestIDs), 3)
+	c.OneOf("apply_text_normalization", o.ApplyTextNormalization, "auto", "on", "off")
+	// Levels 0 to 4 (the parameter's description).
+	upstream.InRange(c, "optimize_streaming_latency", o.OptimizeStreamingLatency, 0, 4)
+	if o.LanguageCode != nil && !takesLanguageCode(model) {
+		c.Fail("language_code", "is not taken by %s (only by eleven_flash_v2_5, eleven_turbo_v2_5 and eleven_v3)", model)
+	}
+	return c.Err()
 }
 
 // ttsBody is the text-to-speech request body.
 type ttsBody struct {
-	Text                            string          `json:"text"`
-	ModelID                         string          `json:"model_id"`
-	VoiceSettings                   *voiceSettings  `json:"voice_settings,omitempty"`
-	LanguageCode                    *string         `json:"language_code,omitempty"`
-	Seed                            *int64          `json:"seed,omitempty"`
-	PreviousText                    *string         `json:"previous_text,omitempty"`
-	NextText                        *string         `json:"next_text,omitempty"`
-	ApplyTextNormalization          *string         `json:"apply_text_normalization,omitempty"`
-	PronunciationDictionaryLocators json.RawMessage `json:"pronunciation_dictionary_locators,omitempty"`
+	Text                            string         `json:"text"`
+	ModelID                         string         `json:"model_id"`
+	VoiceSettings                   *voiceSettings `json:"voice_settings,omitempty"`
+	LanguageCode                    *string        `json:"language_code,omitempty"`
+	Seed                            *int64         `json:"seed,omitempty"`
+	PreviousText                    *string        `json:"previous_text,omitempty"`
+	NextText                        *string        `json:"next_text,omitempty"`
+	PreviousRequestIDs              []string       `json:"previous_request_ids,omitempty"`
+	NextRequestIDs                  []string       `json:"next_request_ids,omitempty"`
+	ApplyTextNormalization          *string        `json:"apply_text_normalization,omitempty"`
+	PronunciationDictionaryLocators []locator      `json:"pronunciation_dictionary_locators,omitempty"`
 }
 
 // call is a validated TTS request.
@@ -410,9 +472,13 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, erro
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
 		return nil, err
 	}
+	if err := o.check(req.Model); err != nil {
+		return nil, err
+	}
 	c.body.VoiceSettings = o.settings()
 	c.body.LanguageCode, c.body.Seed = o.LanguageCode, o.Seed
 	c.body.PreviousText, c.body.NextText = o.PreviousText, o.NextText
+	c.body.PreviousRequestIDs, c.body.NextRequestIDs = o.PreviousRequestIDs, o.NextRequestIDs
 	c.body.ApplyTextNormalization = o.ApplyTextNormalization
 	c.body.PronunciationDictionaryLocators = o.PronunciationDictionaryLocators
 	if o.OptimizeStreamingLatency != nil {

@@ -191,8 +191,10 @@ func TestRequestOnTheWire(t *testing.T) {
 		{sdk.FormatPCM, 16000, "", "output_format=pcm_16000", "audio/pcm;rate=16000", ""},
 		{sdk.FormatWAV, 44100, "", "output_format=wav_44100", "audio/wav", ""},
 		{sdk.FormatMP3, 0, "", "output_format=mp3_44100_128", "audio/mpeg", ""},
-		{"", 0, `{"language_code": "en", "voice_settings": {"stability": 0.4}, "optimize_streaming_latency": 2, "enable_logging": false}`,
-			"enable_logging=false&optimize_streaming_latency=2&output_format=pcm_24000", "audio/pcm;rate=24000", "language_code"},
+		{"", 0, `{"seed": 7, "voice_settings": {"stability": 0.4}, "optimize_streaming_latency": 2, "enable_logging": false}`,
+			"enable_logging=false&optimize_streaming_latency=2&output_format=pcm_24000", "audio/pcm;rate=24000", "seed"},
+		{"", 0, `{"previous_request_ids": ["req-1", "req-2", "req-3"], "next_request_ids": ["req-5"]}`,
+			"output_format=pcm_24000", "audio/pcm;rate=24000", "previous_request_ids"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s_%d_%s", tt.format, tt.rate, tt.wantBodyKey), func(t *testing.T) {
@@ -465,6 +467,84 @@ func TestVoices(t *testing.T) {
 	}
 }
 
+// TestOptionsCheckedBeforeTheCall: providerOptions outside what
+// ElevenLabs documents are refused naming the field, and ElevenLabs is
+// not called; the values at the edges of each range reach it (and its
+// published document, which judges the fake, accepts them).
+func TestOptionsCheckedBeforeTheCall(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	locators := func(n int) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = fmt.Sprintf(`{"pronunciation_dictionary_id": "dict%d"}`, i)
+		}
+		return `{"pronunciation_dictionary_locators": [` + strings.Join(l, ",") + `]}`
+	}
+	refused := []struct {
+		name, model, options, field string
+	}{
+		{"voice_settings.speed above 1.2", "", `{"voice_settings": {"speed": 1.5}}`, "voice_settings.speed"},
+		{"voice_settings.speed below 0.7", "", `{"voice_settings": {"speed": 0.5}}`, "voice_settings.speed"},
+		{"stability above 1", "", `{"voice_settings": {"stability": 1.1}}`, "voice_settings.stability"},
+		{"shorthand similarity below 0", "", `{"similarity_boost": -0.1}`, "similarity_boost"},
+		{"seed above 2^32-1", "", `{"seed": 4294967296}`, "seed"},
+		{"seed -1", "", `{"seed": -1}`, "seed"},
+		{"four dictionary locators", "", locators(4), "pronunciation_dictionary_locators"},
+		{"a locator without its id", "", `{"pronunciation_dictionary_locators": [{"version_id": "v1"}]}`, "pronunciation_dictionary_locators.0.pronunciation_dictionary_id"},
+		{"a normalization mode that is not one", "", `{"apply_text_normalization": "sometimes"}`, "apply_text_normalization"},
+		{"language_code on multilingual v2", "eleven_multilingual_v2", `{"language_code": "fr"}`, "language_code"},
+		{"language_code on flash v2", "eleven_flash_v2", `{"language_code": "en"}`, "language_code"},
+		{"latency level 9", "", `{"optimize_streaming_latency": 9}`, "optimize_streaming_latency"},
+		{"four previous request ids", "", `{"previous_request_ids": ["a", "b", "c", "d"]}`, "previous_request_ids"},
+		{"four next request ids", "", `{"next_request_ids": ["a", "b", "c", "d"]}`, "next_request_ids"},
+		{"an unknown voice setting", "", `{"voice_settings": {"pitch": 2}}`, "voice_settings.pitch"},
+		{"a wrong type", "", `{"enable_logging": "no"}`, "enable_logging"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Model = cmp.Or(tt.model, req.Model)
+			req.Options = []byte(tt.options)
+			for _, call := range []func() error{
+				func() error { _, err := p.Synthesize(t.Context(), req); return err },
+				func() error { return p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }) },
+				func() error { _, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: req}); return err },
+			} {
+				e := asError(t, call())
+				if e.Kind != sdk.KindInvalidRequest || e.Field != tt.field || !strings.Contains(e.Message, tt.field) {
+					t.Errorf("got %#v, want invalid_request naming %s", e, tt.field)
+				}
+			}
+		})
+	}
+	if n := srv.Calls(); n != 0 {
+		t.Errorf("%d calls to ElevenLabs for refused options", n)
+	}
+	accepted := []struct{ name, model, options string }{
+		{"the edges of speed", "", `{"voice_settings": {"speed": 0.7, "stability": 0, "similarity_boost": 1}}`},
+		{"the top of speed", "", `{"voice_settings": {"speed": 1.2}}`},
+		{"the edges of seed", "", `{"seed": 0}`},
+		{"the top of seed", "", `{"seed": 4294967295}`},
+		{"three locators", "", locators(3)},
+		{"normalization off", "", `{"apply_text_normalization": "off"}`},
+		{"language_code on flash v2.5", "eleven_flash_v2_5", `{"language_code": "fr"}`},
+		{"language_code on v3", "eleven_v3", `{"language_code": "fr"}`},
+		{"latency level 4", "", `{"optimize_streaming_latency": 4}`},
+		{"stitching and zero retention", "", `{"previous_request_ids": ["a", "b", "c"], "next_request_ids": ["d"], "previous_text": "Before.", "next_text": "After.", "enable_logging": false}`},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Model = cmp.Or(tt.model, req.Model)
+			req.Options = []byte(tt.options)
+			if _, err := p.Synthesize(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestInvalidRequests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -607,7 +687,7 @@ func TestPlanMatchesThePlugin(t *testing.T) {
 		{name: "pcm", media: "audio/pcm;rate=24000", frame: 2},
 		{name: "pcm 16 kHz", format: sdk.FormatPCM, rate: 16000, media: "audio/pcm;rate=16000", frame: 2},
 		{name: "mp3", format: sdk.FormatMP3, media: "audio/mpeg"},
-		{name: "options and speed", speed: 0.8, options: `{"language_code": "en", "voice_settings": {"stability": 0.4}, "optimize_streaming_latency": 2, "enable_logging": false}`,
+		{name: "options and speed", speed: 0.8, options: `{"seed": 3, "voice_settings": {"stability": 0.4}, "optimize_streaming_latency": 2, "enable_logging": false}`,
 			media: "audio/pcm;rate=24000", frame: 2},
 		{name: "pcm stream", stream: true, media: "audio/pcm;rate=24000", frame: 2, pathSuffix: "/stream"},
 		{name: "mp3 stream", format: sdk.FormatMP3, stream: true, media: "audio/mpeg", pathSuffix: "/stream"},
@@ -725,7 +805,10 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		{name: "500", key: fake.Key, fault: &fakeupstream.Fault{Status: 500}, kind: sdk.KindUpstream, status: 500},
 		{name: "503", key: fake.Key, fault: &fakeupstream.Fault{Status: 503}, kind: sdk.KindUnavailable, status: 503},
 		{name: "unknown voice", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Voice = "no-such-voice" }, kind: sdk.KindInvalidRequest, status: 404},
-		{name: "validation list", key: fake.Key, modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"optimize_streaming_latency": 9}`) }, kind: sdk.KindInvalidRequest, status: 422},
+		// A value outside the documented ranges no longer reaches
+		// ElevenLabs (the plugin refuses it first), so its validation
+		// list is injected.
+		{name: "validation list", key: fake.Key, fault: &fakeupstream.Fault{Status: 422, Code: "value_error", Message: "ensure this value is less than or equal to 4"}, kind: sdk.KindInvalidRequest, status: 422},
 	}
 	// One attempt: Synthesize reports the first answer, as the plan's is.
 	for name, p := range planners(t, map[string]string{"base_url": srv.BaseURL(), "max_attempts": "1"}) {

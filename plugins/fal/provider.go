@@ -403,7 +403,7 @@ func prepare(cfg *config, req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	for _, f := range []string{m.textField, m.voiceField, m.speedField} {
 		if _, set := body[f]; set && f != "" {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fal: providerOptions field %q is set from the request itself", f)
+			return nil, sdk.InvalidOption(f, "fal: providerOptions field %q is set from the request itself", f)
 		}
 	}
 	for k, v := range m.defaults {

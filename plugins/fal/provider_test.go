@@ -231,8 +231,13 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			e := asError(t, err)
+			if e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
+			}
+			// An option the request sets itself is the caller's field.
+			if want := map[string]string{"options set the text": "prompt", "f5 options set the reference": "ref_audio_url", "options set a pass-through model's text": "text"}[tt.name]; e.Field != want {
+				t.Errorf("field %q, want %q", e.Field, want)
 			}
 		})
 	}

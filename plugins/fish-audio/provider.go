@@ -59,8 +59,10 @@ func mp3Rates() []int { return []int{32000, 44100} }
 // 10 March 2026, both read 28 November 2026): wav and pcm (16-bit mono)
 // at 8, 16, 24, 32 or 44.1 kHz (default 44.1), mp3 at 32 or 44.1 kHz
 // (default 44.1) and mp3_bitrate 64, 128 (default) or 192, and opus at
-// 48 kHz and opus_bitrate 24, 32 (default), 48 or 64 (-1000, "automatic",
-// is the provider's choice and left out). Each format's default comes
+// 48 kHz and 24, 32 (default), 48 or 64 kbit/s (-1000, "automatic", is the
+// provider's choice and left out). opus_bitrate is in bit/s (24000, ...),
+// mp3_bitrate in kbit/s: the published OpenAPI document
+// (internal/fakeupstream/fishaudio/apispec) enumerates both. Each format's default comes
 // first; pcm is the plugin's default clip. The reference does not name
 // opus's container; Fish Audio sends Ogg Opus, the file players read.
 // The with-timestamp endpoint takes the same body.
@@ -426,15 +428,18 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &c.body.options, acceptedOptions()...); err != nil {
 		return nil, err
 	}
+	if err := c.body.options.check(); err != nil {
+		return nil, err
+	}
 	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
 	// mp3_bitrate is the older way to ask for a bitrate: it stands for
 	// the request's own when that has none.
 	if o := c.body.MP3Bitrate; o != nil {
 		switch {
 		case format != sdk.FormatMP3:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate applies to mp3 only")
+			return nil, sdk.InvalidOption("mp3_bitrate", "fish-audio: mp3_bitrate applies to mp3 only")
 		case bitrate != 0 && bitrate != *o:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: mp3_bitrate %d contradicts the bitrate asked, %d", *o, bitrate)
+			return nil, sdk.InvalidOption("mp3_bitrate", "fish-audio: mp3_bitrate %d contradicts the bitrate asked, %d", *o, bitrate)
 		}
 		bitrate = *o
 	}
@@ -451,7 +456,8 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	case sdk.FormatMP3:
 		c.body.MP3Bitrate = &e.Bitrate
 	case sdk.FormatOpus:
-		c.body.OpusBitrate = &e.Bitrate
+		bps := e.Bitrate * 1000
+		c.body.OpusBitrate = &bps
 	}
 	if req.Speed != 0 && req.Speed != 1 {
 		if req.Speed < minSpeed || req.Speed > maxSpeed {
@@ -585,6 +591,22 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	return err
 }
 
+// check checks o against the ranges Fish Audio's published OpenAPI
+// document gives POST /v1/tts (internal/fakeupstream/fishaudio/apispec).
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	upstream.InRange(c, "temperature", o.Temperature, 0, 1)
+	upstream.InRange(c, "top_p", o.TopP, 0, 1)
+	upstream.InRange(c, "chunk_length", o.ChunkLength, 100, 300)
+	upstream.InRange(c, "min_chunk_length", o.MinChunkLength, 0, 100)
+	upstream.InRange(c, "early_stop_threshold", o.EarlyStopThreshold, 0, 1)
+	c.OneOf("latency", o.Latency, "low", "normal", "balanced")
+	if o.MP3Bitrate != nil && *o.MP3Bitrate != 64 && *o.MP3Bitrate != 128 && *o.MP3Bitrate != 192 {
+		c.Fail("mp3_bitrate", "must be one of 64, 128, 192, got %d", *o.MP3Bitrate)
+	}
+	return c.Err()
+}
+
 // cloneOptions are the providerOptions Clone accepts.
 type cloneOptions struct {
 	Visibility          *string  `json:"visibility"`
@@ -611,7 +633,13 @@ func (p *Provider) Clone(ctx context.Context, req *sdk.CloneRequest) (*sdk.Clone
 		return nil, err
 	}
 	if len(o.Texts) > len(req.Samples) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "fish-audio: %d texts for %d samples", len(o.Texts), len(req.Samples))
+		return nil, sdk.InvalidOption("texts", "fish-audio: %d texts for %d samples", len(o.Texts), len(req.Samples))
+	}
+	// The visibilities POST /model documents.
+	c := upstream.NewCheck(providerID)
+	c.OneOf("visibility", o.Visibility, "public", "unlist", "private")
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
 	title := strings.TrimSpace(req.Name)
 	if title == "" {

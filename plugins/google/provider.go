@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/text/language"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -228,6 +230,40 @@ type options struct {
 	Seed                    *int64                   `json:"seed"`
 }
 
+// check checks o against the Gemini API reference (generationConfig and
+// speechConfig; Google publishes the same in its discovery document):
+// temperature 0 to 2, seed an int32, languageCode a BCP-47 tag, and a
+// multi-speaker configuration of exactly two distinct named speakers,
+// each with a prebuilt voice.
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	upstream.InRange(c, "temperature", o.Temperature, 0, 2)
+	upstream.InRange(c, "seed", o.Seed, math.MinInt32, math.MaxInt32)
+	if o.LanguageCode != nil {
+		if _, err := language.Parse(*o.LanguageCode); err != nil {
+			c.Fail("languageCode", "must be a BCP-47 language tag such as en-US, got %q", *o.LanguageCode)
+		}
+	}
+	if m := o.MultiSpeakerVoiceConfig; m != nil {
+		const field = "multiSpeakerVoiceConfig.speakerVoiceConfigs"
+		if n := len(m.SpeakerVoiceConfigs); n != 2 {
+			c.Fail(field, "takes exactly 2 speakers, got %d", n)
+		}
+		for i, s := range m.SpeakerVoiceConfigs {
+			at := fmt.Sprintf("%s.%d", field, i)
+			switch {
+			case strings.TrimSpace(s.Speaker) == "":
+				c.Fail(at+".speaker", "is required")
+			case i > 0 && s.Speaker == m.SpeakerVoiceConfigs[0].Speaker:
+				c.Fail(at+".speaker", "must differ from the other speaker's")
+			case s.VoiceConfig == nil || s.VoiceConfig.PrebuiltVoiceConfig == nil || s.VoiceConfig.PrebuiltVoiceConfig.VoiceName == "":
+				c.Fail(at+".voiceConfig.prebuiltVoiceConfig.voiceName", "is required")
+			}
+		}
+	}
+	return c.Err()
+}
+
 type multiSpeakerVoiceConfig struct {
 	SpeakerVoiceConfigs []speakerVoiceConfig `json:"speakerVoiceConfigs"`
 }
@@ -304,13 +340,11 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, "languageCode", "multiSpeakerVoiceConfig", "temperature", "seed"); err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	sc := speechConfig{LanguageCode: o.LanguageCode}
 	if m := o.MultiSpeakerVoiceConfig; m != nil {
-		for i, s := range m.SpeakerVoiceConfigs {
-			if strings.TrimSpace(s.Speaker) == "" || s.VoiceConfig == nil || s.VoiceConfig.PrebuiltVoiceConfig == nil || s.VoiceConfig.PrebuiltVoiceConfig.VoiceName == "" {
-				return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: multiSpeakerVoiceConfig.speakerVoiceConfigs[%d] needs a speaker and voiceConfig.prebuiltVoiceConfig.voiceName", i)
-			}
-		}
 		sc.MultiSpeakerVoiceConfig = m
 		if req.Voice != "" {
 			c.warnings = append(c.warnings, fmt.Sprintf("voice %s was not used: multiSpeakerVoiceConfig names the voices", req.Voice))

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
@@ -248,6 +249,30 @@ type options struct {
 	InstantMode *bool `json:"instant_mode"`
 }
 
+// check checks o against Hume's TTS reference (Hume publishes no
+// machine-readable document for it): a description of at most 1,000
+// characters, trailing_silence 0 to 5 seconds, and a context that is an
+// object, {generation_id} or {utterances}.
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	if o.Description != nil {
+		if n := utf8.RuneCountInString(*o.Description); n > 1000 {
+			c.Fail("description", "takes at most 1000 characters, got %d", n)
+		}
+	}
+	upstream.InRange(c, "trailing_silence", o.TrailingSilence, 0, 5)
+	if len(o.Context) > 0 && string(o.Context) != "null" {
+		var ctx struct {
+			GenerationID *string         `json:"generation_id"`
+			Utterances   json.RawMessage `json:"utterances"`
+		}
+		if json.Unmarshal(o.Context, &ctx) != nil || (ctx.GenerationID == nil) == (len(ctx.Utterances) == 0) {
+			c.Fail("context", "must be {generation_id} or {utterances}")
+		}
+	}
+	return c.Err()
+}
+
 type voiceSpec struct {
 	ID       string `json:"id,omitempty"`
 	Name     string `json:"name,omitempty"`
@@ -337,6 +362,9 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, "description", "trailing_silence", "context", "instant_mode"); err != nil {
+		return nil, err
+	}
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	u.Description, u.TrailingSilence = o.Description, o.TrailingSilence

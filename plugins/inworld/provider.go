@@ -358,6 +358,17 @@ type options struct {
 	BitRate                *int     `json:"bitRate"`
 }
 
+// check checks o against Inworld's TTS reference (Inworld publishes no
+// machine-readable document): temperature 0 to 2, and the enumerations
+// of applyTextNormalization and deliveryMode.
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	upstream.InRange(c, "temperature", o.Temperature, 0, 2)
+	c.OneOf("applyTextNormalization", o.ApplyTextNormalization, "APPLY_TEXT_NORMALIZATION_UNSPECIFIED", "ON", "OFF")
+	c.OneOf("deliveryMode", o.DeliveryMode, "DELIVERY_MODE_UNSPECIFIED", "STABLE", "BALANCED", "CREATIVE")
+	return c.Err()
+}
+
 // acceptedOptions names the options fields, for error messages.
 func acceptedOptions() []string {
 	return []string{"temperature", "applyTextNormalization", "deliveryMode", "language", "bitRate"}
@@ -416,15 +427,18 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
 	if o.BitRate != nil {
 		switch kbps := *o.BitRate / 1000; {
 		case format != sdk.FormatMP3:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate applies to mp3 only")
+			return nil, sdk.InvalidOption("bitRate", "inworld: bitRate applies to mp3 only")
 		case *o.BitRate%1000 != 0:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate %d is not a whole number of kbit/s", *o.BitRate)
+			return nil, sdk.InvalidOption("bitRate", "inworld: bitRate %d is not a whole number of kbit/s", *o.BitRate)
 		case bitrate != 0 && bitrate != kbps:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: bitRate %d contradicts the bitrate asked, %d kbit/s", *o.BitRate, bitrate)
+			return nil, sdk.InvalidOption("bitRate", "inworld: bitRate %d contradicts the bitrate asked, %d kbit/s", *o.BitRate, bitrate)
 		default:
 			bitrate = kbps
 		}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -314,6 +315,34 @@ type options struct {
 	AIGCWatermark     *bool          `json:"aigc_watermark"`
 }
 
+// check checks o against MiniMax's T2A reference (MiniMax publishes no
+// machine-readable document): voice_setting's speed 0.5 to 2, vol above
+// 0 up to 10, pitch -12 to 12 and its emotions; timber_weights of at most
+// 4 voices, each weighted 1 to 100; voice_modify's pitch, intensity and
+// timbre -100 to 100.
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	if vs := o.VoiceSetting; vs != nil {
+		upstream.InRange(c, "voice_setting.speed", vs.Speed, 0.5, 2)
+		if vs.Vol != nil && (*vs.Vol <= 0 || *vs.Vol > 10) {
+			c.Fail("voice_setting.vol", "must be above 0 and at most 10, got %g", *vs.Vol)
+		}
+		upstream.InRange(c, "voice_setting.pitch", vs.Pitch, -12, 12)
+		c.OneOf("voice_setting.emotion", vs.Emotion, "happy", "sad", "angry", "fearful", "disgusted", "surprised", "calm", "fluent", "whisper", "neutral")
+	}
+	c.MaxItems("timber_weights", len(o.TimberWeights), 4)
+	for i, tw := range o.TimberWeights {
+		c.NotEmpty(fmt.Sprintf("timber_weights.%d.voice_id", i), &tw.VoiceID)
+		upstream.InRange(c, fmt.Sprintf("timber_weights.%d.weight", i), &tw.Weight, 1, 100)
+	}
+	if vm := o.VoiceModify; vm != nil {
+		upstream.InRange(c, "voice_modify.pitch", vm.Pitch, -100, 100)
+		upstream.InRange(c, "voice_modify.intensity", vm.Intensity, -100, 100)
+		upstream.InRange(c, "voice_modify.timbre", vm.Timbre, -100, 100)
+	}
+	return c.Err()
+}
+
 func acceptedOptions() []string {
 	return []string{"voice_setting", "audio_setting", "pronunciation_dict", "timber_weights", "language_boost", "voice_modify", "aigc_watermark"}
 }
@@ -378,6 +407,9 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, erro
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	format, bitrate := cmp.Or(req.Format, m.Encodings[0].Format), req.Bitrate
 	// audio_setting.bitrate (bit/s) is the older way to ask for an mp3
 	// bitrate: it stands for the request's own when that has none.
@@ -385,9 +417,9 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, erro
 		b := *o.AudioSetting.Bitrate
 		switch {
 		case format != sdk.FormatMP3:
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: audio_setting.bitrate applies to mp3 only")
+			return nil, sdk.InvalidOption("audio_setting.bitrate", "minimax: audio_setting.bitrate applies to mp3 only")
 		case b%1000 != 0 || (bitrate != 0 && bitrate != b/1000):
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: audio_setting.bitrate %d contradicts the bitrate asked, %d kbit/s", b, bitrate)
+			return nil, sdk.InvalidOption("audio_setting.bitrate", "minimax: audio_setting.bitrate %d contradicts the bitrate asked, %d kbit/s", b, bitrate)
 		}
 		bitrate = b / 1000
 	}

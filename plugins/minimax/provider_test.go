@@ -130,7 +130,12 @@ func TestUpstreamFailures(t *testing.T) {
 			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
 		{name: "HTTP 502 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 502, code: "1000", retryable: true, path: fake.T2APath, calls: 3,
 			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 502}) }},
-		{name: "invalid params", key: fake.Key, op: "bad pitch", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "2013", msgHas: "pitch", path: fake.T2APath, calls: 1},
+		// A value outside the documented ranges no longer reaches MiniMax
+		// (the plugin refuses it first), so its code 2013 is injected.
+		{name: "invalid params", key: fake.Key, wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "2013", msgHas: "pitch", path: fake.T2APath, calls: 1,
+			setup: func(s *fake.Server) {
+				s.FailNext(1, fakeupstream.Fault{Code: "2013", Message: "invalid params, voice_setting.pitch must be an integer in [-12, 12]"})
+			}},
 		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.T2APath, calls: 1,
 			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
 		{name: "stream: wrong key", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.T2APath, calls: 1},
@@ -159,9 +164,6 @@ func TestUpstreamFailures(t *testing.T) {
 				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: tt.key}})
 			default:
 				req := request(tt.key)
-				if tt.op == "bad pitch" {
-					req.Options = []byte(`{"voice_setting": {"pitch": 20}}`)
-				}
 				var resp *sdk.SynthesizeResponse
 				resp, err = p.Synthesize(t.Context(), req)
 				if err == nil {

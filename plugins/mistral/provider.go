@@ -326,6 +326,11 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 		c.body.ResponseFormat = e.Format
 	}
 	if o.RefAudio != nil && *o.RefAudio != "" {
+		// The reference: "base64-encoded audio" (the document types it a
+		// plain string); a clip that is not refuses at Mistral.
+		if _, err := base64.StdEncoding.DecodeString(*o.RefAudio); err != nil {
+			return nil, sdk.InvalidOption("ref_audio", "mistral: providerOptions field ref_audio must be base64-encoded audio")
+		}
 		// A reference clip replaces the voice, as in Mistral's API.
 		c.body.VoiceID, c.body.RefAudio = "", *o.RefAudio
 	}

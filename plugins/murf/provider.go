@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -273,6 +274,39 @@ type options struct {
 	WordDurationsAsOriginalText *bool           `json:"wordDurationsAsOriginalText"`
 }
 
+// pronunciation is an entry of pronunciationDictionary, as the published
+// document's PronunciationDetail has it.
+type pronunciation struct {
+	Type          string `json:"type"`
+	Pronunciation string `json:"pronunciation"`
+}
+
+// check checks o against Murf's reference (the published document's
+// descriptions, internal/fakeupstream/murf/apispec, and the API
+// reference's ranges): pitch -50 to 50, variation 0 to 5 and Gen2 only,
+// pronunciationDictionary an object of {type: IPA or SAY_AS,
+// pronunciation}.
+func (o *options) check(gen2 bool) error {
+	c := upstream.NewCheck(providerID)
+	upstream.InRange(c, "pitch", o.Pitch, -50, 50)
+	if o.Variation != nil && !gen2 {
+		c.Fail("variation", "is only available for GEN2")
+	}
+	upstream.InRange(c, "variation", o.Variation, 0, 5)
+	if d := bytes.TrimSpace(o.PronunciationDictionary); len(d) > 0 && string(d) != "null" {
+		var dict map[string]pronunciation
+		if json.Unmarshal(d, &dict) != nil {
+			c.Fail("pronunciationDictionary", "must be an object of {type, pronunciation} entries")
+		}
+		for _, word := range slices.Sorted(maps.Keys(dict)) {
+			e := dict[word]
+			c.OneOf("pronunciationDictionary."+word+".type", &e.Type, "IPA", "SAY_AS")
+			c.NotEmpty("pronunciationDictionary."+word+".pronunciation", &e.Pronunciation)
+		}
+	}
+	return c.Err()
+}
+
 // acceptedOptions names the options fields, for error messages.
 func acceptedOptions() []string {
 	return []string{"pitch", "style", "variation", "locale", "multiNativeLocale", "pronunciationDictionary", "audioDuration", "wordDurationsAsOriginalText"}
@@ -367,14 +401,8 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, acceptedOptions()...); err != nil {
 		return nil, err
 	}
-	if o.Pitch != nil && (*o.Pitch < -50 || *o.Pitch > 50) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: pitch must be between -50 and 50")
-	}
-	if o.Variation != nil && !m.gen2 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: variation is only available for GEN2")
-	}
-	if d := bytes.TrimSpace(o.PronunciationDictionary); len(d) > 0 && d[0] != '{' && string(d) != "null" {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: pronunciationDictionary must be a JSON object")
+	if err := o.check(m.gen2); err != nil {
+		return nil, err
 	}
 	f.Pitch, f.Style, f.Variation = o.Pitch, o.Style, o.Variation
 	f.Locale, f.MultiNativeLocale = o.Locale, o.MultiNativeLocale

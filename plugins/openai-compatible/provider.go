@@ -204,7 +204,7 @@ func (cfg *config) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	for _, f := range reserved {
 		if _, set := body[f]; set {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions field %q is set from the request itself", name, f)
+			return nil, sdk.InvalidOption(f, "%s: providerOptions field %q is set from the request itself", name, f)
 		}
 	}
 	c := &call{body: body, align: 1, mediaType: sdk.MediaType(e)}

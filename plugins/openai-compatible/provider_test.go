@@ -280,8 +280,13 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			e := asError(t, err)
+			if e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v", e)
+			}
+			// An option the request sets itself is the caller's field.
+			if want := map[string]string{"options set the model": "model"}[tt.name]; e.Field != want {
+				t.Errorf("field %q, want %q", e.Field, want)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
@@ -22,6 +23,9 @@ const (
 	sampleRate = 24000
 	// maxInput is the documented input limit.
 	maxInput = 4096
+	// maxInstructions is the documented limit of instructions (the
+	// OpenAPI document's maxLength).
+	maxInstructions = 4096
 	// maxAudioBytes bounds a whole clip read into memory (4096 characters
 	// of 24 kHz PCM is a few MB; this is far above any real answer).
 	maxAudioBytes = 256 << 20
@@ -248,7 +252,11 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	if o.Instructions != nil && *o.Instructions != "" {
 		if !m.instructions {
-			return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: %s does not follow instructions; use gpt-4o-mini-tts", m.id)
+			return nil, sdk.InvalidOption("instructions", "openai: %s does not follow instructions; use gpt-4o-mini-tts", m.id)
+		}
+		// The document's maxLength, in characters.
+		if n := utf8.RuneCountInString(*o.Instructions); n > maxInstructions {
+			return nil, sdk.InvalidOption("instructions", "openai: providerOptions field instructions takes at most %d characters, got %d", maxInstructions, n)
 		}
 		c.body.Instructions = *o.Instructions
 	}

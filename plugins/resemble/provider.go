@@ -320,7 +320,7 @@ func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
 		return nil, err
 	}
 	if stream && o.Title != nil {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: title applies to whole clips only")
+		return nil, sdk.InvalidOption("title", "resemble: title applies to whole clips only")
 	}
 	c.body.ProjectUUID, c.body.Title = o.ProjectUUID, o.Title
 	c.body.UseHD, c.body.ApplyCustomPronunciations = o.UseHD, o.ApplyCustomPronunciations

@@ -310,7 +310,24 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if err := upstream.DecodeOptions(providerID, req.Options, &c.body.options, optionNames...); err != nil {
 		return nil, err
 	}
+	if err := c.body.options.check(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// languages are the language and number_pronunciation_language values of
+// the TTS request in Smallest AI's published document
+// (internal/fakeupstream/smallestai/apispec).
+var languages = []string{"auto", "en", "hi", "mr", "kn", "ta", "bn", "gu", "te", "ml", "pa", "or", "es", "de", "fr", "it", "nl",
+	"sv", "pt", "ru", "el", "fi", "no", "pl", "ar", "zh", "id", "ja", "ko", "ms", "tr", "vi"}
+
+// check checks o against the document's enumerations.
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	c.OneOf("language", o.Language, languages...)
+	c.OneOf("number_pronunciation_language", o.NumberPronunciationLanguage, languages...)
+	return c.Err()
 }
 
 // audioAccept is the Accept header of POST /tts: the reference marks it

@@ -211,6 +211,22 @@ type options struct {
 	TextNormalization        *bool   `json:"text_normalization"`
 }
 
+// languages are the language values xAI's TTS reference lists (it
+// matches them without regard to case).
+var languages = strings.Fields("auto en ar-EG ar-SA ar-AE bn zh fr de hi id it ja ko pt-BR pt-PT ru es-MX es-ES tr vi")
+
+// check checks o against xAI's TTS reference (xAI publishes no
+// machine-readable document for it): a listed language, and
+// optimize_streaming_latency 0 or 1.
+func (o *options) check() error {
+	c := upstream.NewCheck(providerID)
+	if o.Language != nil && *o.Language != "" && !slices.ContainsFunc(languages, func(l string) bool { return strings.EqualFold(l, *o.Language) }) {
+		c.Fail("language", "must be one of %s, got %q", strings.Join(languages, ", "), *o.Language)
+	}
+	upstream.InRange(c, "optimize_streaming_latency", o.OptimizeStreamingLatency, 0, 1)
+	return c.Err()
+}
+
 // optionNames are the accepted providerOptions. The MP3 bit_rate is not
 // one: it is the request's own bitrate (SynthesizeRequest.Bitrate).
 var optionNames = []string{"language", "optimize_streaming_latency", "text_normalization"}
@@ -257,6 +273,9 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	var o options
 	if err := upstream.DecodeOptions(providerID, req.Options, &o, optionNames...); err != nil {
+		return nil, err
+	}
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	c := &call{align: 1, mediaType: sdk.MediaType(e), body: ttsBody{

@@ -2035,7 +2035,10 @@ type Error struct {
 	// retry_after_ms is sdk.Error.RetryAfter in milliseconds (a plain integer
 	// rather than google.protobuf.Duration, so generating this file needs no
 	// well-known-type includes).
-	RetryAfterMs  int64 `protobuf:"varint,6,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	RetryAfterMs int64 `protobuf:"varint,6,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	// field is sdk.Error.Field: the providerOptions field at fault, a
+	// dotted path, empty if none.
+	Field         string `protobuf:"bytes,7,opt,name=field,proto3" json:"field,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2110,6 +2113,13 @@ func (x *Error) GetRetryAfterMs() int64 {
 		return x.RetryAfterMs
 	}
 	return 0
+}
+
+func (x *Error) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
 }
 
 var File_voxgate_proto protoreflect.FileDescriptor
@@ -2284,14 +2294,15 @@ const file_voxgate_proto_rawDesc = "" +
 	"confidence\x18\x03 \x01(\x01R\n" +
 	"confidence\x12\x16\n" +
 	"\x06detail\x18\x04 \x01(\tR\x06detail\x12\x12\n" +
-	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xe5\x01\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xfb\x01\n" +
 	"\x05Error\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.voxgate.plugin.v1.ErrorKindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12'\n" +
 	"\x0fupstream_status\x18\x03 \x01(\x05R\x0eupstreamStatus\x12#\n" +
 	"\rupstream_code\x18\x04 \x01(\tR\fupstreamCode\x12\x1c\n" +
 	"\tretryable\x18\x05 \x01(\bR\tretryable\x12$\n" +
-	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs*\xe7\x01\n" +
+	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs\x12\x14\n" +
+	"\x05field\x18\a \x01(\tR\x05field*\xe7\x01\n" +
 	"\tErrorKind\x12\x17\n" +
 	"\x13ERROR_KIND_INTERNAL\x10\x00\x12\x1e\n" +
 	"\x1aERROR_KIND_INVALID_REQUEST\x10\x01\x12\x1b\n" +

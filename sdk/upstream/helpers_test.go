@@ -45,26 +45,42 @@ func TestParseSettings(t *testing.T) {
 }
 
 func TestDecodeOptions(t *testing.T) {
-	type opts struct {
-		Instructions *string `json:"instructions"`
-		Seed         *int    `json:"seed"`
+	type locator struct {
+		ID string `json:"id"`
 	}
+	type settings struct {
+		Speed *float64 `json:"speed"`
+	}
+	type opts struct {
+		Instructions *string            `json:"instructions"`
+		Seed         *int               `json:"seed"`
+		Settings     *settings          `json:"voice_settings"`
+		Locators     []locator          `json:"locators"`
+		Labels       map[string]string  `json:"labels"`
+		Nested       map[string]locator `json:"nested"`
+	}
+	accepted := []string{"instructions", "seed", "voice_settings", "locators", "labels", "nested"}
 	tests := []struct {
 		raw     string
 		wantErr string // "" for success
+		field   string // the Field of the error
 	}{
-		{``, ""},
-		{`null`, ""},
-		{`{}`, ""},
-		{` {"instructions": "calm", "seed": 3} `, ""},
-		{`{"temperature": 1}`, `providerOptions field "temperature" is not supported; accepted: instructions, seed`},
-		{`{"seed": "three"}`, `providerOptions field "seed" must be a JSON number`},
-		{`[1]`, "must be a JSON object"},
-		{`{"seed": 1} {"seed": 2}`, "must be a JSON object"},
+		{``, "", ""},
+		{`null`, "", ""},
+		{`{}`, "", ""},
+		{` {"instructions": "calm", "Seed": 3, "voice_settings": {"speed": 1}, "labels": {"any": "key"}} `, "", ""},
+		{`{"temperature": 1}`, `providerOptions field "temperature" is not supported; accepted: instructions, seed, voice_settings`, "temperature"},
+		{`{"seed": 1, "voice_settings": {"pitch": 1}}`, `providerOptions field "voice_settings.pitch" is not supported`, "voice_settings.pitch"},
+		{`{"locators": [{"id": "a"}, {"id": "b", "version": 2}]}`, `"locators.1.version" is not supported`, "locators.1.version"},
+		{`{"nested": {"k": {"id": "a", "x": 1}}}`, `"nested.k.x" is not supported`, "nested.k.x"},
+		{`{"seed": "three"}`, `providerOptions field "seed" must be a JSON number`, "seed"},
+		{`{"voice_settings": {"speed": "fast"}}`, `providerOptions field "voice_settings.speed" must be a JSON number`, "voice_settings.speed"},
+		{`[1]`, "must be a JSON object", ""},
+		{`{"seed": 1} {"seed": 2}`, "must be a JSON object", ""},
 	}
 	for _, tt := range tests {
 		var o opts
-		err := DecodeOptions("acme", []byte(tt.raw), &o, "instructions", "seed")
+		err := DecodeOptions("acme", []byte(tt.raw), &o, accepted...)
 		if tt.wantErr == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tt.raw, err)
@@ -74,6 +90,53 @@ func TestDecodeOptions(t *testing.T) {
 		var e *sdk.Error
 		if !errors.As(err, &e) || e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, tt.wantErr) || !strings.HasPrefix(e.Message, "acme: ") {
 			t.Errorf("%s: got %v, want invalid_request with %q", tt.raw, err, tt.wantErr)
+		}
+		if e != nil && e.Field != tt.field {
+			t.Errorf("%s: field %q, want %q", tt.raw, e.Field, tt.field)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	f, i, s := 1.5, int64(4294967296), "sometimes"
+	ok, in := 1.0, "on"
+	tests := []struct {
+		name  string
+		check func(c *Check)
+		field string // "" when every check passes
+		has   string
+	}{
+		{"all pass", func(c *Check) {
+			InRange(c, "speed", &ok, 0.7, 1.2)
+			InRange[int64](c, "seed", nil, 0, 4294967295)
+			c.OneOf("norm", &in, "auto", "on", "off")
+			c.OneOf("norm", nil, "auto")
+			c.MaxItems("ids", 3, 3)
+			c.NotEmpty("text", &in)
+		}, "", ""},
+		{"a number out of range", func(c *Check) { InRange(c, "voice_settings.speed", &f, 0.7, 1.2) }, "voice_settings.speed", "between 0.7 and 1.2, got 1.5"},
+		{"an integer out of range", func(c *Check) { InRange(c, "seed", &i, 0, 4294967295) }, "seed", "between 0 and 4294967295, got 4294967296"},
+		{"not in the enumeration", func(c *Check) { c.OneOf("apply_text_normalization", &s, "auto", "on", "off") }, "apply_text_normalization", `one of auto, on, off, got "sometimes"`},
+		{"too many items", func(c *Check) { c.MaxItems("locators", 4, 3) }, "locators", "at most 3 items, got 4"},
+		{"the first failure wins", func(c *Check) {
+			c.MaxItems("locators", 4, 3)
+			InRange(c, "speed", &f, 0.7, 1.2)
+		}, "locators", "at most 3"},
+	}
+	for _, tt := range tests {
+		c := NewCheck("acme")
+		tt.check(c)
+		err := c.Err()
+		if tt.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		var e *sdk.Error
+		if !errors.As(err, &e) || e.Kind != sdk.KindInvalidRequest || e.Field != tt.field || !strings.Contains(e.Message, tt.has) ||
+			!strings.HasPrefix(e.Message, "acme: providerOptions field "+tt.field+" ") {
+			t.Errorf("%s: got %#v, want field %s with %q", tt.name, err, tt.field, tt.has)
 		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,7 +96,13 @@ func ParseSettings(settings map[string]string, defaultBaseURL string) (Settings,
 // pointer to a struct whose fields are the options the plugin accepts)
 // and rejects fields v lacks. Empty or null options leave v untouched. The
 // error is an *sdk.Error of KindInvalidRequest naming the offending field
-// and, when accepted is not empty, what is accepted.
+// (Error.Field, its path even inside a nested object) and, when accepted
+// is not empty, what is accepted.
+//
+// Decoding checks types only; a plugin then checks the values it passes
+// on against what the provider documents (ranges, enumerations, list
+// lengths; see Options), so that a value the provider would refuse costs
+// no round trip and is reported as the caller's field.
 func DecodeOptions(provider string, raw []byte, v any, accepted ...string) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -113,13 +122,106 @@ func DecodeOptions(provider string, raw []byte, v any, accepted ...string) error
 		hint = "; accepted: " + strings.Join(accepted, ", ")
 	}
 	if _, field, ok := strings.Cut(err.Error(), "json: unknown field "); ok {
-		return sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions field %s is not supported%s", provider, field, hint)
+		// encoding/json names the field but not where it is: find it.
+		path := unknownField(raw, reflect.TypeOf(v))
+		if path == "" {
+			path = strings.Trim(field, `"`)
+		}
+		return sdk.InvalidOption(path, "%s: providerOptions field %q is not supported%s", provider, path, hint)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions field %q must be a JSON %s", provider, te.Field, jsonKind(te.Type.Kind().String()))
+		return sdk.InvalidOption(te.Field, "%s: providerOptions field %q must be a JSON %s", provider, te.Field, jsonKind(te.Type.Kind().String()))
 	}
 	return sdk.Errorf(sdk.KindInvalidRequest, "%s: providerOptions must be a JSON object: %v", provider, err)
+}
+
+// unknownField returns the dotted path of the first key of the JSON
+// object raw that type t (a struct, or a pointer to one) has no field
+// for, looking into nested objects and arrays of objects; "" if none is
+// found. Keys are visited in sorted order, so the answer is stable.
+func unknownField(raw []byte, t reflect.Type) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var walk func(v any, t reflect.Type, path string) string
+	walk = func(v any, t reflect.Type, path string) string {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			if t.Kind() == reflect.Map {
+				for _, k := range slices.Sorted(maps.Keys(v)) {
+					if p := walk(v[k], t.Elem(), join(path, k)); p != "" {
+						return p
+					}
+				}
+				return ""
+			}
+			if t.Kind() != reflect.Struct {
+				return ""
+			}
+			fields := jsonFields(t)
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				// encoding/json matches names without regard to case.
+				ft, ok := fields[strings.ToLower(k)]
+				if !ok {
+					return join(path, k)
+				}
+				if p := walk(v[k], ft, join(path, k)); p != "" {
+					return p
+				}
+			}
+		case []any:
+			if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+				return ""
+			}
+			for i, item := range v {
+				if p := walk(item, t.Elem(), join(path, strconv.Itoa(i))); p != "" {
+					return p
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v, t, "")
+}
+
+// jsonFields maps the JSON names of struct t's fields (embedded structs'
+// included), lowercased, to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				maps.Copy(out, jsonFields(ft))
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[strings.ToLower(name)] = f.Type
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 func jsonKind(goKind string) string {

@@ -38,8 +38,38 @@ type ElevenLabsSpeech struct {
 	Seed                            *int64          `json:"seed,omitempty"`
 	PreviousText                    *string         `json:"previous_text,omitempty"`
 	NextText                        *string         `json:"next_text,omitempty"`
+	PreviousRequestIDs              []string        `json:"previous_request_ids,omitempty"`
+	NextRequestIDs                  []string        `json:"next_request_ids,omitempty"`
 	ApplyTextNormalization          *string         `json:"apply_text_normalization,omitempty"`
 	PronunciationDictionaryLocators json.RawMessage `json:"pronunciation_dictionary_locators,omitempty"`
+	// EnableLogging and OptimizeStreamingLatency come from the query
+	// (SetQuery): enable_logging=false is the caller asking ElevenLabs
+	// for zero retention, which must not be lost on the way.
+	EnableLogging            *bool `json:"-"`
+	OptimizeStreamingLatency *int  `json:"-"`
+}
+
+// SetQuery takes the query parameters of ElevenLabs' text-to-speech
+// endpoints that travel to ElevenLabs as they are: enable_logging (a
+// boolean) and optimize_streaming_latency (an integer); empty values are
+// absent. A value of the wrong type is a validation error naming the
+// parameter; its range is the plugin's to check.
+func (r *ElevenLabsSpeech) SetQuery(enableLogging, optimizeStreamingLatency string) error {
+	if enableLogging != "" {
+		b, err := strconv.ParseBool(enableLogging)
+		if err != nil {
+			return problem.Validation(problem.Field("must be true or false", "enable_logging"))
+		}
+		r.EnableLogging = &b
+	}
+	if optimizeStreamingLatency != "" {
+		n, err := strconv.Atoi(optimizeStreamingLatency)
+		if err != nil {
+			return problem.Validation(problem.Field("must be an integer", "optimize_streaming_latency"))
+		}
+		r.OptimizeStreamingLatency = &n
+	}
+	return nil
 }
 
 // ElevenLabsVoiceSettings is ElevenLabs' voice_settings object.
@@ -144,10 +174,16 @@ func (r *ElevenLabsSpeech) providerOptions() (json.RawMessage, error) {
 		Seed                            *int64                   `json:"seed,omitempty"`
 		PreviousText                    *string                  `json:"previous_text,omitempty"`
 		NextText                        *string                  `json:"next_text,omitempty"`
+		PreviousRequestIDs              []string                 `json:"previous_request_ids,omitempty"`
+		NextRequestIDs                  []string                 `json:"next_request_ids,omitempty"`
 		ApplyTextNormalization          *string                  `json:"apply_text_normalization,omitempty"`
 		PronunciationDictionaryLocators json.RawMessage          `json:"pronunciation_dictionary_locators,omitempty"`
+		EnableLogging                   *bool                    `json:"enable_logging,omitempty"`
+		OptimizeStreamingLatency        *int                     `json:"optimize_streaming_latency,omitempty"`
 	}{LanguageCode: r.LanguageCode, Seed: r.Seed, PreviousText: r.PreviousText, NextText: r.NextText,
-		ApplyTextNormalization: r.ApplyTextNormalization, PronunciationDictionaryLocators: r.PronunciationDictionaryLocators}
+		PreviousRequestIDs: r.PreviousRequestIDs, NextRequestIDs: r.NextRequestIDs,
+		ApplyTextNormalization: r.ApplyTextNormalization, PronunciationDictionaryLocators: r.PronunciationDictionaryLocators,
+		EnableLogging: r.EnableLogging, OptimizeStreamingLatency: r.OptimizeStreamingLatency}
 	if vs := r.VoiceSettings; vs != nil && (vs.Stability != nil || vs.SimilarityBoost != nil || vs.Style != nil || vs.UseSpeakerBoost != nil) {
 		c := *vs
 		c.Speed = nil
@@ -189,9 +225,16 @@ func NewElevenLabsError(pe *problem.Error) ElevenLabsError {
 	}
 	d := ElevenLabsErrorDetail{Status: string(pe.Code), Message: msg}
 	if len(pe.Validation) > 0 && len(pe.Validation[0].Path) > 0 {
-		p := pe.Validation[0].Path[0]
+		path := pe.Validation[0].Path
+		p := path[0]
 		if q, ok := elevenParams[p]; ok {
 			p = q
+		}
+		if path[0] == "providerOptions" && len(path) > 1 {
+			// A field the dialect passed on as it came (seed,
+			// voice_settings.stability, enable_logging): the plugin
+			// refused it under the name ElevenLabs gives it.
+			p = strings.Join(path[1:], ".")
 		}
 		d.Param = p
 		if len(pe.Validation) == 1 && !strings.Contains(msg, p) {

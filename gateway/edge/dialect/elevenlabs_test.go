@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -53,6 +58,71 @@ func TestCharacterAlignment(t *testing.T) {
 	}
 	if e := CharacterAlignment("", nil); len(e.Characters) != 0 {
 		t.Errorf("empty: %+v", e)
+	}
+}
+
+// TestElevenLabsSpeechPassesOn: the fields only ElevenLabs understands,
+// from the body and from the query, reach the ElevenLabs plugin as its
+// providerOptions, under the names ElevenLabs gives them.
+func TestElevenLabsSpeechPassesOn(t *testing.T) {
+	var body ElevenLabsSpeech
+	if err := json.Unmarshal([]byte(`{"text": "Hi.", "model_id": "eleven_flash_v2_5", "seed": -1,
+		"previous_text": "Before.", "next_text": "After.",
+		"previous_request_ids": ["r1", "r2"], "next_request_ids": ["r4"],
+		"voice_settings": {"stability": 0.4, "speed": 1.1}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	if err := body.SetQuery("false", "3"); err != nil {
+		t.Fatal(err)
+	}
+	req, err := body.Speech("org", "voice", "", speech.DeliverClip, &Aliases{}, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(req.ProviderOptions, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"seed": -1.0, "previous_text": "Before.", "next_text": "After.",
+		"previous_request_ids": []any{"r1", "r2"}, "next_request_ids": []any{"r4"},
+		"voice_settings": map[string]any{"stability": 0.4},
+		"enable_logging": false, "optimize_streaming_latency": 3.0,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("providerOptions %s\nwant %v", req.ProviderOptions, want)
+	}
+	if req.Speed == nil || *req.Speed != 1.1 || req.OptionsFor != ElevenLabsHome {
+		t.Errorf("speed %v, options for %q", req.Speed, req.OptionsFor)
+	}
+	// Without the query parameters nothing is added.
+	var plain ElevenLabsSpeech
+	_ = json.Unmarshal([]byte(`{"text": "Hi."}`), &plain)
+	if err := plain.SetQuery("", ""); err != nil {
+		t.Fatal(err)
+	}
+	if req, err := plain.Speech("org", "voice", "", speech.DeliverClip, &Aliases{}, func(string) bool { return true }); err != nil || req.ProviderOptions != nil {
+		t.Errorf("options %s, %v", req.ProviderOptions, err)
+	}
+	for _, q := range [][2]string{{"no", ""}, {"", "fast"}} {
+		err := plain.SetQuery(q[0], q[1])
+		var pe *problem.Error
+		if !errors.As(err, &pe) || pe.Code != problem.ValidationFailed || len(pe.Validation) != 1 {
+			t.Errorf("%q: %v", q, err)
+		}
+	}
+}
+
+// TestElevenLabsErrorNamesTheOption: a providerOptions field the plugin
+// refused is named as ElevenLabs names it.
+func TestElevenLabsErrorNamesTheOption(t *testing.T) {
+	pe := problem.Validation(problem.Field("elevenlabs: providerOptions field seed must be between 0 and 4294967295, got -1", "providerOptions", "seed"))
+	if got := NewElevenLabsError(pe).Detail; got.Param != "seed" || got.Status != "validation_failed" {
+		t.Errorf("%+v", got)
+	}
+	pe = problem.Validation(problem.Field("must be between 0.7 and 1.2", "providerOptions", "voice_settings", "speed"))
+	if got := NewElevenLabsError(pe).Detail; got.Param != "voice_settings.speed" || got.Message != "voice_settings.speed: must be between 0.7 and 1.2" {
+		t.Errorf("%+v", got)
 	}
 }
 

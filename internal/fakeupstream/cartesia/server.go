@@ -38,6 +38,7 @@
 package cartesia
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -54,6 +55,27 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of Cartesia's published OpenAPI document the
+// fake serves (apispec/cartesia.yaml, whose header names its source, Cartesia's Stainless-hosted document):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/cartesia.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("Cartesia", apiDocument, fakeupstream.Excuse{
+		Operation: "POST /tts/bytes",
+		Contains:  "The value '2026-03-01' is not one of those values",
+		Why: "each vintage of the document lists the versions of its day: the one kept (March 2026) does " +
+			"not list 2026-03-01 yet, which the document of May 2026 does",
+	}, fakeupstream.Excuse{
+		Operation: "POST /tts/sse",
+		Contains:  "The value '2026-03-01' is not one of those values",
+		Why:       "as for POST /tts/bytes",
+	})
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "sk_car_test_fake_0123456789abcdef"
@@ -142,7 +164,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET "+VoicesPath+"/", s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -589,11 +611,13 @@ func (s *Server) listVoices(w http.ResponseWriter, r *http.Request) {
 	}
 	page := all[from:min(from+limit, len(all))]
 	hasMore := from+len(page) < len(all)
-	var next any
+	answer := map[string]any{"data": page, "has_more": hasMore}
 	if hasMore {
-		next = page[len(page)-1].ID
+		// The document types next_page as a voice id, so the fake leaves
+		// it out rather than sending null on the last page.
+		answer["next_page"] = page[len(page)-1].ID
 	}
-	fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"data": page, "has_more": hasMore, "next_page": next})
+	fakeupstream.WriteJSON(w, http.StatusOK, answer)
 }
 
 // clone makes a voice from one clip: multipart clip (file), name and
@@ -613,7 +637,9 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for field := range form.Value {
-		if !slices.Contains([]string{"name", "language", "description", "mode", "enhance", "transcript", "base_voice_id"}, field) {
+		// The fields of the published document; the older mode,
+		// enhance and transcript are gone from it.
+		if !slices.Contains([]string{"name", "language", "description", "base_voice_id"}, field) {
 			bad("Unknown field %q.", field)
 			return
 		}
@@ -643,12 +669,6 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 		return
 	case len(value("language")) != 2:
 		bad("language is required (e.g. en).")
-		return
-	case value("mode") != "" && value("mode") != "similarity" && value("mode") != "stability":
-		bad("mode must be similarity or stability.")
-		return
-	case value("enhance") != "" && value("enhance") != "true" && value("enhance") != "false":
-		bad("enhance must be true or false.")
 		return
 	}
 	v := voice{

@@ -47,7 +47,7 @@ func call(t *testing.T, s *Server, method, path string, headers map[string]strin
 }
 
 func headers(version string) map[string]string {
-	return map[string]string{"X-API-Key": Key, "Cartesia-Version": version, "Content-Type": "application/json"}
+	return map[string]string{"Authorization": "Bearer " + Key, "Cartesia-Version": version, "Content-Type": "application/json"}
 }
 
 const okBody = `{"model_id":"sonic-2","transcript":"Hello world.","voice":{"mode":"id","id":"` + VoiceKatie + `"},"output_format":{"container":"raw","encoding":"pcm_s16le","sample_rate":24000}}`
@@ -62,28 +62,34 @@ func TestWireFormat(t *testing.T) {
 		body    string
 		status  int
 		msgHas  string
+		breaks  bool // the published API document refuses it too
 	}{
-		{"no version", BytesPath, map[string]string{"X-API-Key": Key}, okBody, 400, "Cartesia-Version header is required"},
-		{"unknown version", BytesPath, map[string]string{"X-API-Key": Key, "Cartesia-Version": "2023-01-01"}, okBody, 400, "Unknown Cartesia-Version"},
-		{"no key", BytesPath, map[string]string{"Cartesia-Version": "2025-04-16"}, okBody, 401, "Unauthorized: No API key"},
-		{"wrong key", BytesPath, map[string]string{"X-API-Key": "nope", "Cartesia-Version": "2025-04-16"}, okBody, 401, "Unauthorized: Invalid API key."},
-		{"unknown field", BytesPath, headers("2025-04-16"), withBody(`"model_id"`, `"add_timestamps":true,"model_id"`), 400, `Unknown field "add_timestamps"`},
-		{"unknown model", BytesPath, headers("2025-04-16"), withBody("sonic-2", "sonic-9"), 400, "Unknown model_id"},
-		{"empty transcript", BytesPath, headers("2025-04-16"), withBody("Hello world.", " "), 400, "transcript"},
-		{"voice embedding", BytesPath, headers("2025-04-16"), withBody(`"mode":"id"`, `"mode":"embedding"`), 400, "this fake"},
-		{"unknown voice", BytesPath, headers("2025-04-16"), withBody(VoiceKatie, "00000000-0000-0000-0000-000000000000"), 404, "not found"},
-		{"mp3 without bit rate", BytesPath, headers("2025-04-16"), withBody(`"container":"raw","encoding":"pcm_s16le"`, `"container":"mp3"`), 400, "bit_rate"},
-		{"bad sample rate", BytesPath, headers("2025-04-16"), withBody("24000", "11025"), 400, "sample_rate"},
-		{"f32 not rendered", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_f32le"), 400, "this fake"},
-		{"mulaw at 24 kHz not rendered", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_mulaw"), 400, "this fake"},
-		{"unknown encoding", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_u8"), 400, "Unknown encoding"},
-		{"mp3 bit rate", BytesPath, headers("2025-04-16"), withBody(`"container":"raw","encoding":"pcm_s16le"`, `"container":"mp3","bit_rate":48000`), 400, "bit_rate"},
-		{"generation speed range", BytesPath, headers("2025-04-16"), withBody(`"model_id":"sonic-2"`, `"model_id":"sonic-3","generation_config":{"speed":2}`), 400, "0.6 and 1.5"},
-		{"legacy speed word", BytesPath, headers("2025-04-16"), withBody(`"model_id"`, `"speed":"fastest","model_id"`), 400, "slow, normal or fast"},
-		{"sse wants raw", SSEPath, headers("2025-04-16"), withBody(`"container":"raw"`, `"container":"wav"`), 400, "only the raw container"},
+		{"no version", BytesPath, map[string]string{"Authorization": "Bearer " + Key}, okBody, 400, "Cartesia-Version header is required", true},
+		{"unknown version", BytesPath, map[string]string{"Authorization": "Bearer " + Key, "Cartesia-Version": "2023-01-01"}, okBody, 400, "Unknown Cartesia-Version", true},
+		{"no key", BytesPath, map[string]string{"Cartesia-Version": "2025-04-16"}, okBody, 401, "Unauthorized: No API key", true},
+		{"wrong key", BytesPath, map[string]string{"Authorization": "Bearer nope", "Cartesia-Version": "2025-04-16", "Content-Type": "application/json"}, okBody, 401, "Unauthorized: Invalid API key.", false},
+		{"unknown field", BytesPath, headers("2025-04-16"), withBody(`"model_id"`, `"add_timestamps":true,"model_id"`), 400, `Unknown field "add_timestamps"`, true},
+		{"unknown model", BytesPath, headers("2025-04-16"), withBody("sonic-2", "sonic-9"), 400, "Unknown model_id", false},
+		{"empty transcript", BytesPath, headers("2025-04-16"), withBody("Hello world.", " "), 400, "transcript", false},
+		{"voice embedding", BytesPath, headers("2025-04-16"), withBody(`"mode":"id"`, `"mode":"embedding"`), 400, "this fake", true},
+		{"unknown voice", BytesPath, headers("2025-04-16"), withBody(VoiceKatie, "00000000-0000-0000-0000-000000000000"), 404, "not found", false},
+		{"mp3 without bit rate", BytesPath, headers("2025-04-16"), withBody(`"container":"raw","encoding":"pcm_s16le"`, `"container":"mp3"`), 400, "bit_rate", true},
+		{"bad sample rate", BytesPath, headers("2025-04-16"), withBody("24000", "11025"), 400, "sample_rate", true},
+		{"f32 not rendered", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_f32le"), 400, "this fake", false},
+		{"mulaw at 24 kHz not rendered", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_mulaw"), 400, "this fake", false},
+		{"unknown encoding", BytesPath, headers("2025-04-16"), withBody("pcm_s16le", "pcm_u8"), 400, "Unknown encoding", true},
+		{"mp3 bit rate", BytesPath, headers("2025-04-16"), withBody(`"container":"raw","encoding":"pcm_s16le"`, `"container":"mp3","bit_rate":48000`), 400, "bit_rate", true},
+		{"generation speed range", BytesPath, headers("2025-04-16"), withBody(`"model_id":"sonic-2"`, `"model_id":"sonic-3","generation_config":{"speed":2}`), 400, "0.6 and 1.5", false},
+		{"legacy speed word", BytesPath, headers("2025-04-16"), withBody(`"model_id"`, `"speed":"fastest","model_id"`), 400, "slow, normal or fast", true},
+		{"sse wants raw", SSEPath, headers("2025-04-16"), withBody(`"container":"raw"`, `"container":"wav"`), 400, "only the raw container", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			a := call(t, s, "POST", tt.path, tt.headers, []byte(tt.body))
 			if a.status != tt.status || !strings.Contains(string(a.body), tt.msgHas) {
 				t.Errorf("%d %s; want %d with %q", a.status, a.body, tt.status, tt.msgHas)
@@ -97,7 +103,7 @@ func TestWireFormat(t *testing.T) {
 
 func TestStructuredErrors(t *testing.T) {
 	s := New(t, fakeupstream.Options{})
-	a := call(t, s, "POST", BytesPath, map[string]string{"Authorization": "Bearer wrong", "Cartesia-Version": "2026-03-01"}, []byte(okBody))
+	a := call(t, s, "POST", BytesPath, map[string]string{"Authorization": "Bearer wrong", "Cartesia-Version": "2026-03-01", "Content-Type": "application/json"}, []byte(okBody))
 	var e struct {
 		ErrorCode *string `json:"error_code"`
 		Title     string  `json:"title"`
@@ -107,10 +113,17 @@ func TestStructuredErrors(t *testing.T) {
 	if err := json.Unmarshal(a.body, &e); err != nil || a.status != 401 || e.ErrorCode == nil || *e.ErrorCode != "invalid_api_key" || e.Title == "" || e.RequestID == "" {
 		t.Errorf("%d %s", a.status, a.body)
 	}
-	// Bearer auth is the documented alternative to X-API-Key.
-	a = call(t, s, "POST", BytesPath, map[string]string{"Authorization": "Bearer " + Key, "Cartesia-Version": "2026-03-01", "Content-Type": "application/json"}, []byte(okBody))
+	// X-API-Key, the older way to send the key, still works, though the
+	// published document names only Bearer auth.
+	a = call(t, s, "POST", BytesPath, map[string]string{"X-API-Key": Key, "Cartesia-Version": "2025-04-16", "Content-Type": "application/json"}, []byte(okBody))
 	if a.status != 200 {
-		t.Errorf("bearer auth: %d %s", a.status, a.body)
+		t.Errorf("X-API-Key: %d %s", a.status, a.body)
+	}
+	// The document names no X-API-Key: the request fails each of its two
+	// Bearer schemes. (Version 2026-03-01, which the document kept does
+	// not list yet, is an excuse of the fake's.)
+	if v := s.TakeViolations(); len(v) != 2 {
+		t.Errorf("the document judged %q; want the X-API-Key twice", v)
 	}
 }
 
@@ -243,7 +256,7 @@ func TestVoicesAndCloning(t *testing.T) {
 			_, _ = w.Write(clip)
 		}
 		_ = mw.Close()
-		return call(t, s, "POST", ClonePath, map[string]string{"X-API-Key": Key, "Cartesia-Version": "2025-04-16", "Content-Type": mw.FormDataContentType()}, buf.Bytes())
+		return call(t, s, "POST", ClonePath, map[string]string{"Authorization": "Bearer " + Key, "Cartesia-Version": "2025-04-16", "Content-Type": mw.FormDataContentType()}, buf.Bytes())
 	}
 	for _, tt := range []struct {
 		name   string
@@ -253,11 +266,16 @@ func TestVoicesAndCloning(t *testing.T) {
 	}{
 		{"no clip", map[string]string{"name": "Me", "language": "en"}, nil, 400},
 		{"no language", map[string]string{"name": "Me"}, []byte{1}, 400},
-		{"bad mode", map[string]string{"name": "Me", "language": "en", "mode": "fast"}, []byte{1}, 400},
+		{"mode, no longer documented", map[string]string{"name": "Me", "language": "en", "mode": "similarity"}, []byte{1}, 400},
 		{"unknown field", map[string]string{"name": "Me", "language": "en", "accent": "x"}, []byte{1}, 400},
-		{"ok", map[string]string{"name": "Me", "language": "en", "mode": "similarity", "enhance": "false", "description": "d"}, []byte{1, 2}, 200},
+		{"ok", map[string]string{"name": "Me", "language": "en", "description": "d"}, []byte{1, 2}, 200},
 	} {
 		a := clone(tt.fields, tt.clip)
+		// Fields the document does not have break it; the rest of the
+		// refusals are the fake's own.
+		if v := s.TakeViolations(); (len(v) > 0) != (tt.name == "mode, no longer documented" || tt.name == "unknown field") {
+			t.Errorf("%s: the API document judged it %q", tt.name, v)
+		}
 		if a.status != tt.status {
 			t.Fatalf("%s: %d %s", tt.name, a.status, a.body)
 		}

@@ -27,6 +27,7 @@
 package deepgram
 
 import (
+	_ "embed"
 	"encoding/binary"
 	"fmt"
 	"mime"
@@ -35,12 +36,38 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of Deepgram's published OpenAPI document the
+// fake serves (apispec/deepgram.yaml, whose header names its source, github.com/deepgram/deepgram-api-specs):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/deepgram.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("Deepgram", apiDocument,
+		fakeupstream.Excuse{
+			Operation: "POST /v1/speak",
+			Contains:  "response content type 'audio/",
+			Why: "the document gives the 200 answer as an empty JSON object (application/json), " +
+				"though the endpoint answers with the audio itself, as the reference's own examples show",
+		},
+		fakeupstream.Excuse{
+			Operation: "POST /v1/speak",
+			Contains:  "'oneOf' failed, subschemas 1, 2 matched",
+			Why: "two oneOf lists have overlapping branches: the error body's legacy {err_code, err_msg} and " +
+				"modern {category, message} objects are both open, so any object matches both; bit_rate's " +
+				"second and third branches are the same {type: number}",
+		})
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "dg_test_fake_0123456789abcdef0123456789"
@@ -146,7 +173,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("POST "+SpeakPath, s.speak)
 	mux.HandleFunc("GET "+ModelsPath, s.models)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)

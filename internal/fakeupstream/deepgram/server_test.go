@@ -55,30 +55,36 @@ func TestWireFormat(t *testing.T) {
 		status  int
 		code    string
 		msgHas  string
+		breaks  bool // the published API document refuses it too
 	}{
-		{"ok", speak, authed, okBody, 200, "", ""},
-		{"no key", speak, map[string]string{"Content-Type": "application/json"}, okBody, 401, "INVALID_AUTH", "Invalid credentials"},
-		{"key as Bearer", speak, map[string]string{"Authorization": "Bearer " + Key, "Content-Type": "application/json"}, okBody, 401, "INVALID_AUTH", ""},
-		{"wrong key", speak, map[string]string{"Authorization": "Token nope", "Content-Type": "application/json"}, okBody, 401, "INVALID_AUTH", ""},
-		{"model in the body", speak, authed, `{"text": "Hi.", "model": "aura-2-zeus-en"}`, 400, "PAYLOAD_ERROR", "takes only text"},
-		{"empty text", speak, authed, `{"text": " "}`, 400, "PAYLOAD_ERROR", "must not be empty"},
-		{"too long", speak, authed, `{"text": "` + strings.Repeat("a", MaxChars+1) + `"}`, 400, "PAYLOAD_ERROR", "limit is 2000"},
-		{"unknown model", SpeakPath + "?model=aura-2-nobody-en", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "No such model"},
-		{"unknown parameter", speak + "&voice=thalia", authed, okBody, 400, "INVALID_QUERY_PARAMETER", `"voice"`},
-		{"bad rate", speak + "0", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "sample_rate"},
-		{"mp3 rate fixed", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&sample_rate=24000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "fixed at 22050"},
-		{"mp3 bit rate", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&bit_rate=64000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "bit_rate"},
-		{"mp3 container", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&container=wav", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "container"},
-		{"ogg for linear16", speak + "&container=ogg", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "container"},
-		{"mulaw at 16 kHz valid, not rendered", SpeakPath + "?model=aura-2-thalia-en&encoding=mulaw&sample_rate=16000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "this fake"},
-		{"opus rate fixed", SpeakPath + "?model=aura-2-thalia-en&encoding=opus&sample_rate=24000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "fixed at 48000"},
-		{"aac bit rate", SpeakPath + "?model=aura-2-thalia-en&encoding=aac&bit_rate=256000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "bit_rate"},
-		{"speed on Aura-1", SpeakPath + "?model=aura-asteria-en&encoding=linear16&speed=1.2", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "Aura-2"},
-		{"speed range", speak + "&speed=2", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "0.7 to 1.5"},
-		{"json only", speak, map[string]string{"Authorization": "Token " + Key, "Content-Type": "text/plain"}, okBody, 400, "PAYLOAD_ERROR", "application/json"},
+		{"ok", speak, authed, okBody, 200, "", "", false},
+		{"no key", speak, map[string]string{"Content-Type": "application/json"}, okBody, 401, "INVALID_AUTH", "Invalid credentials", true},
+		{"key as Bearer", speak, map[string]string{"Authorization": "Bearer " + Key, "Content-Type": "application/json"}, okBody, 401, "INVALID_AUTH", "", false},
+		{"wrong key", speak, map[string]string{"Authorization": "Token nope", "Content-Type": "application/json"}, okBody, 401, "INVALID_AUTH", "", false},
+		{"model in the body", speak, authed, `{"text": "Hi.", "model": "aura-2-zeus-en"}`, 400, "PAYLOAD_ERROR", "takes only text", true},
+		{"empty text", speak, authed, `{"text": " "}`, 400, "PAYLOAD_ERROR", "must not be empty", false},
+		{"too long", speak, authed, `{"text": "` + strings.Repeat("a", MaxChars+1) + `"}`, 400, "PAYLOAD_ERROR", "limit is 2000", false},
+		{"unknown model", SpeakPath + "?model=aura-2-nobody-en", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "No such model", false},
+		{"unknown parameter", speak + "&voice=thalia", authed, okBody, 400, "INVALID_QUERY_PARAMETER", `"voice"`, true},
+		{"bad rate", speak + "0", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "sample_rate", false},
+		{"mp3 rate fixed", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&sample_rate=24000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "fixed at 22050", false},
+		{"mp3 bit rate", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&bit_rate=64000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "bit_rate", false},
+		{"mp3 container", SpeakPath + "?model=aura-2-thalia-en&encoding=mp3&container=wav", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "container", false},
+		{"ogg for linear16", speak + "&container=ogg", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "container", false},
+		{"mulaw at 16 kHz valid, not rendered", SpeakPath + "?model=aura-2-thalia-en&encoding=mulaw&sample_rate=16000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "this fake", false},
+		{"opus rate fixed", SpeakPath + "?model=aura-2-thalia-en&encoding=opus&sample_rate=24000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "fixed at 48000", false},
+		{"aac bit rate", SpeakPath + "?model=aura-2-thalia-en&encoding=aac&bit_rate=256000", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "bit_rate", false},
+		{"speed on Aura-1", SpeakPath + "?model=aura-asteria-en&encoding=linear16&speed=1.2", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "Aura-2", false},
+		{"speed range", speak + "&speed=2", authed, okBody, 400, "INVALID_QUERY_PARAMETER", "0.7 to 1.5", false},
+		{"json only", speak, map[string]string{"Authorization": "Token " + Key, "Content-Type": "text/plain"}, okBody, 400, "PAYLOAD_ERROR", "application/json", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			a := call(t, s, http.MethodPost, tt.target, tt.headers, tt.body)
 			if a.status != tt.status {
 				t.Fatalf("%d %s; want %d", a.status, a.body, tt.status)

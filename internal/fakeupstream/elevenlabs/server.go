@@ -31,6 +31,7 @@
 package elevenlabs
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,18 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of ElevenLabs' published OpenAPI document the
+// fake serves (apispec/elevenlabs.yaml, whose header names its source):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/elevenlabs.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("ElevenLabs", apiDocument)
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "xi-test-fake-0123456789abcdef"
@@ -115,6 +128,10 @@ type voice struct {
 	Labels            map[string]string `json:"labels"`
 	PreviewURL        *string           `json:"preview_url"`
 	VerifiedLanguages []verifiedLang    `json:"verified_languages"`
+	// The document requires these two of every voice; the fake's voices
+	// are on every tier and have no high-quality base models.
+	AvailableForTiers       []string `json:"available_for_tiers"`
+	HighQualityBaseModelIDs []string `json:"high_quality_base_model_ids"`
 }
 
 type verifiedLang struct {
@@ -130,6 +147,7 @@ func premade() []voice {
 			VoiceID: id, Name: name, Category: "premade",
 			Labels:            map[string]string{"accent": accent, "age": age, "gender": gender, "use_case": "narration"},
 			VerifiedLanguages: []verifiedLang{{Language: "en", ModelID: "eleven_multilingual_v2", Accent: accent, Locale: locale}},
+			AvailableForTiers: []string{}, HighQualityBaseModelIDs: []string{},
 		}
 	}
 	return []voice{
@@ -174,7 +192,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -235,6 +253,11 @@ func (s *Server) injected(w http.ResponseWriter, f *fakeupstream.Fault) {
 	}
 	if f.Message != "" {
 		msg = f.Message
+	}
+	if f.Status == http.StatusUnprocessableEntity {
+		// A 422 is a validation list, the one shape the document gives it.
+		validation(w, []string{"body"}, msg, code)
+		return
 	}
 	detail(w, f.Status, code, msg)
 }
@@ -451,6 +474,27 @@ func (s *Server) check(w http.ResponseWriter, voiceID string, b *ttsRequest) (fl
 		detail(w, http.StatusNotFound, "voice_not_found", fmt.Sprintf("A voice for the voice_id %s was not found.", voiceID))
 		return 0, false
 	}
+	// The limits the document states in prose, which the API enforces
+	// with a 422 (issue 30 saw each refused): seed's range, at most 3
+	// locators and 3 request ids each way, and no language_code on the
+	// multilingual v2 model.
+	switch {
+	case b.Seed != nil && (*b.Seed < 0 || *b.Seed > 4294967295):
+		validation(w, []string{"body", "seed"}, "ensure this value is between 0 and 4294967295", "value_error.number")
+		return 0, false
+	case len(b.PronunciationDictionaryLocators) > 3:
+		validation(w, []string{"body", "pronunciation_dictionary_locators"}, "ensure this value has at most 3 items", "value_error.list.max_items")
+		return 0, false
+	case len(b.PreviousRequestIDs) > 3:
+		validation(w, []string{"body", "previous_request_ids"}, "ensure this value has at most 3 items", "value_error.list.max_items")
+		return 0, false
+	case len(b.NextRequestIDs) > 3:
+		validation(w, []string{"body", "next_request_ids"}, "ensure this value has at most 3 items", "value_error.list.max_items")
+		return 0, false
+	case b.LanguageCode != nil && model == "eleven_multilingual_v2":
+		validation(w, []string{"body", "language_code"}, "language_code is not supported for multilingual_v2 models", "value_error")
+		return 0, false
+	}
 	if b.ApplyTextNormalization != nil && !slices.Contains([]string{"auto", "on", "off"}, *b.ApplyTextNormalization) {
 		validation(w, []string{"body", "apply_text_normalization"}, "value is not a valid enumeration member; permitted: 'auto', 'on', 'off'", "type_error.enum")
 		return 0, false
@@ -558,7 +602,8 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("cloneFake%011d", s.clones.Add(1))
 	desc := first(form.Value["description"])
 	s.mu.Lock()
-	s.voices = append(s.voices, voice{VoiceID: id, Name: name, Category: "cloned", Description: &desc, Labels: map[string]string{}})
+	s.voices = append(s.voices, voice{VoiceID: id, Name: name, Category: "cloned", Description: &desc, Labels: map[string]string{},
+		AvailableForTiers: []string{}, HighQualityBaseModelIDs: []string{}})
 	s.mu.Unlock()
 	fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"voice_id": id, "requires_verification": false})
 }

@@ -79,29 +79,43 @@ func TestWireFormat(t *testing.T) {
 	s := New(t, fakeupstream.Options{})
 	path := TTSPath(VoiceRachel)
 	ok := `{"text":"Hello.","model_id":"eleven_multilingual_v2"}`
+	// breaks: the published document itself refuses the request (the
+	// fake's judge records it); the other refusals are the fake's own,
+	// from the written reference.
 	tests := []struct {
 		name, path, key, body string
 		status                int
 		code, msgHas          string
+		breaks                bool
 	}{
-		{"no key", path, "", ok, 401, "needs_authorization", "xi-api-key"},
-		{"wrong key", path, "nope", ok, 401, "invalid_api_key", ""},
-		{"unknown field", path, Key, `{"text":"Hi","speed":2}`, 422, "value_error.extra", "body.speed"},
-		{"unknown voice setting", path, Key, `{"text":"Hi","voice_settings":{"pitch":1}}`, 422, "value_error.extra", "body.pitch"},
-		{"missing text", path, Key, `{"model_id":"eleven_multilingual_v2"}`, 422, "value_error.missing", "body.text"},
-		{"unknown model", path, Key, `{"text":"Hi","model_id":"eleven_v9"}`, 400, "model_not_found", ""},
-		{"text over the model limit", path, Key, `{"text":"` + strings.Repeat("a", 5001) + `","model_id":"eleven_v3"}`, 400, "max_character_limit_exceeded", "5000"},
-		{"unknown voice", TTSPath("nobody"), Key, ok, 404, "voice_not_found", "nobody"},
-		{"speed out of range", path, Key, `{"text":"Hi","voice_settings":{"speed":1.5}}`, 422, "value_error.number", "voice_settings.speed"},
-		{"bad output format", path + "?output_format=wav_11025", Key, ok, 422, "type_error.enum", "query.output_format"},
-		{"ulaw at a rate the enum lacks", path + "?output_format=ulaw_16000", Key, ok, 422, "type_error.enum", "query.output_format"},
-		{"wav on /stream", path + "/stream?output_format=wav_24000", Key, ok, 422, "type_error.enum", "query.output_format"},
-		{"bad latency level", path + "?optimize_streaming_latency=9", Key, ok, 422, "value_error.number", ""},
-		{"bad normalization", path, Key, `{"text":"Hi","apply_text_normalization":"maybe"}`, 422, "type_error.enum", ""},
-		{"unknown route", "/v1/text-to-speak", Key, ok, 404, "", "Not Found"},
+		{"no key", path, "", ok, 401, "needs_authorization", "xi-api-key", false},
+		{"wrong key", path, "nope", ok, 401, "invalid_api_key", "", false},
+		{"unknown field", path, Key, `{"text":"Hi","speed":2}`, 422, "value_error.extra", "body.speed", true},
+		{"unknown voice setting", path, Key, `{"text":"Hi","voice_settings":{"pitch":1}}`, 422, "value_error.extra", "body.pitch", true},
+		{"missing text", path, Key, `{"model_id":"eleven_multilingual_v2"}`, 422, "value_error.missing", "body.text", true},
+		{"unknown model", path, Key, `{"text":"Hi","model_id":"eleven_v9"}`, 400, "model_not_found", "", false},
+		{"text over the model limit", path, Key, `{"text":"` + strings.Repeat("a", 5001) + `","model_id":"eleven_v3"}`, 400, "max_character_limit_exceeded", "5000", false},
+		{"unknown voice", TTSPath("nobody"), Key, ok, 404, "voice_not_found", "nobody", false},
+		{"speed out of range", path, Key, `{"text":"Hi","voice_settings":{"speed":1.5}}`, 422, "value_error.number", "voice_settings.speed", false},
+		{"bad output format", path + "?output_format=wav_11025", Key, ok, 422, "type_error.enum", "query.output_format", true},
+		{"ulaw at a rate the enum lacks", path + "?output_format=ulaw_16000", Key, ok, 422, "type_error.enum", "query.output_format", true},
+		{"wav on /stream", path + "/stream?output_format=wav_24000", Key, ok, 422, "type_error.enum", "query.output_format", true},
+		{"bad latency level", path + "?optimize_streaming_latency=9", Key, ok, 422, "value_error.number", "", false},
+		{"bad normalization", path, Key, `{"text":"Hi","apply_text_normalization":"maybe"}`, 422, "type_error.enum", "", true},
+		{"seed above 2^32-1", path, Key, `{"text":"Hi","seed":4294967296}`, 422, "value_error.number", "body.seed", false},
+		{"seed -1", path, Key, `{"text":"Hi","seed":-1}`, 422, "value_error.number", "body.seed", false},
+		{"four locators", path, Key, `{"text":"Hi","pronunciation_dictionary_locators":[{"pronunciation_dictionary_id":"a"},{"pronunciation_dictionary_id":"b"},{"pronunciation_dictionary_id":"c"},{"pronunciation_dictionary_id":"d"}]}`, 422, "value_error.list.max_items", "pronunciation_dictionary_locators", false},
+		{"four previous request ids", path, Key, `{"text":"Hi","previous_request_ids":["a","b","c","d"]}`, 422, "value_error.list.max_items", "previous_request_ids", false},
+		{"language_code on multilingual v2", path, Key, `{"text":"Hi","model_id":"eleven_multilingual_v2","language_code":"fr"}`, 422, "value_error", "language_code", false},
+		{"unknown route", "/v1/text-to-speak", Key, ok, 404, "", "Not Found", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			a := tts(t, s, tt.path, tt.key, tt.body)
 			if a.status != tt.status {
 				t.Fatalf("status %d, want %d: %s", a.status, tt.status, a.body)
@@ -121,6 +135,9 @@ func TestWireFormat(t *testing.T) {
 	}
 	if a := call(t, s, "POST", path, Key, "text/plain", []byte(ok)); a.status != 422 {
 		t.Errorf("a text/plain body: status %d", a.status)
+	}
+	if v := s.TakeViolations(); len(v) != 1 {
+		t.Errorf("a text/plain body broke the document %d times: %q", len(v), v)
 	}
 }
 
@@ -233,17 +250,21 @@ func TestVoicesAndCloning(t *testing.T) {
 		files  map[string][]byte
 		status int
 		code   string
+		breaks bool // the document refuses it too
 	}{
-		{"no files", map[string]string{"name": "Me"}, nil, 422, "value_error.missing"},
-		{"no name", nil, map[string][]byte{"a.wav": {1}}, 422, "value_error.missing"},
-		{"unknown field", map[string]string{"name": "Me", "gender": "x"}, map[string][]byte{"a.wav": {1}}, 422, "value_error.extra"},
-		{"bad labels", map[string]string{"name": "Me", "labels": "accent=irish"}, map[string][]byte{"a.wav": {1}}, 422, "value_error.json"},
-		{"empty sample", map[string]string{"name": "Me"}, map[string][]byte{"a.wav": {}}, 400, "invalid_sample"},
-		{"ok", map[string]string{"name": "Me", "description": "d", "labels": `{"accent":"irish"}`, "remove_background_noise": "true"}, map[string][]byte{"a.wav": {1}, "b.mp3": {2}}, 200, ""},
+		{"no files", map[string]string{"name": "Me"}, nil, 422, "value_error.missing", true},
+		{"no name", nil, map[string][]byte{"a.wav": {1}}, 422, "value_error.missing", true},
+		{"unknown field", map[string]string{"name": "Me", "gender": "x"}, map[string][]byte{"a.wav": {1}}, 422, "value_error.extra", true},
+		{"bad labels", map[string]string{"name": "Me", "labels": "accent=irish"}, map[string][]byte{"a.wav": {1}}, 422, "value_error.json", false},
+		{"empty sample", map[string]string{"name": "Me"}, map[string][]byte{"a.wav": {}}, 400, "invalid_sample", false},
+		{"ok", map[string]string{"name": "Me", "description": "d", "labels": `{"accent":"irish"}`, "remove_background_noise": "true"}, map[string][]byte{"a.wav": {1}, "b.mp3": {2}}, 200, "", false},
 	}
 	for _, tt := range tests {
 		ct, body := form(t, tt.fields, tt.files)
 		a := call(t, s, "POST", ClonePath, Key, ct, body)
+		if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+			t.Errorf("%s: the API document judged it %q, want a violation: %v", tt.name, v, tt.breaks)
+		}
 		if a.status != tt.status {
 			t.Fatalf("%s: status %d: %s", tt.name, a.status, a.body)
 		}

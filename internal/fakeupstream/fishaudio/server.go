@@ -32,9 +32,10 @@
 //
 // Every format answers real audio in its documented rates and bit rates:
 // wav and pcm at PCMRates, mp3 at MP3Rates and 64, 128 (default) or 192
-// kbit/s, opus (Ogg Opus) at 48 kHz and opus_bitrate 24, 32 (default), 48
-// or 64 kbit/s, or -1000 (automatic, rendered at 32). LastAnswer holds the
-// audio of the latest answer.
+// kbit/s, opus (Ogg Opus) at 48 kHz and opus_bitrate 24000, 32000
+// (default), 48000 or 64000 bit/s (in bit/s, unlike mp3_bitrate, as the
+// published document has it), or -1000 (automatic, rendered at 32 kbit/s).
+// LastAnswer holds the audio of the latest answer.
 //
 // Deliberate gaps: MessagePack bodies (and so inline references) answer
 // 400; fields the schema lacks answer 422 (the real API may ignore them);
@@ -42,6 +43,7 @@
 package fishaudio
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -59,6 +61,18 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of Fish Audio's published OpenAPI document the
+// fake serves (apispec/fishaudio.yaml, whose header names its source, github.com/fishaudio/docs):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/fishaudio.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("Fish Audio", apiDocument)
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "fa-test-fake-0123456789abcdef0123"
@@ -165,7 +179,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET "+ModelPath, s.listModels)
 	mux.HandleFunc("POST "+ModelPath, s.createModel)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -342,8 +356,8 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, body []byte) (spe
 		return bad([]any{"latency"}, "Input should be 'low', 'normal' or 'balanced'")
 	case b.MP3Bitrate != nil && !slices.Contains([]int{64, 128, 192}, *b.MP3Bitrate):
 		return bad([]any{"mp3_bitrate"}, "Input should be 64, 128 or 192")
-	case b.OpusBitrate != nil && !slices.Contains([]int{-1000, 24, 32, 48, 64}, *b.OpusBitrate):
-		return bad([]any{"opus_bitrate"}, "Input should be -1000, 24, 32, 48 or 64")
+	case b.OpusBitrate != nil && !slices.Contains([]int{-1000, 24000, 32000, 48000, 64000}, *b.OpusBitrate):
+		return bad([]any{"opus_bitrate"}, "Input should be -1000, 24000, 32000, 48000 or 64000")
 	}
 	sp.text = *b.Text
 	if strings.TrimSpace(sp.text) == "" {
@@ -374,7 +388,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, body []byte) (spe
 	case "opus":
 		rates, sp.rate, sp.kbps = []int{48000}, 48000, 32
 		if b.OpusBitrate != nil && *b.OpusBitrate > 0 {
-			sp.kbps = *b.OpusBitrate
+			sp.kbps = *b.OpusBitrate / 1000
 		}
 	default:
 		return bad([]any{"format"}, "Input should be 'wav', 'pcm', 'mp3' or 'opus'")

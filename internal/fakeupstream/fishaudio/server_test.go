@@ -61,29 +61,35 @@ func TestWireFormat(t *testing.T) {
 		body    string
 		status  int
 		msgHas  string
+		breaks  bool // the published API document refuses it too
 	}{
-		{"no key", map[string]string{"Content-Type": "application/json"}, okBody, 401, `"message":"Invalid Token"`},
-		{"wrong key", map[string]string{"Authorization": "Bearer nope", "Content-Type": "application/json"}, okBody, 401, `"status":401`},
-		{"form body", map[string]string{"Authorization": "Bearer " + Key, "Content-Type": "application/x-www-form-urlencoded"}, okBody, 415, "application/json"},
-		{"msgpack", map[string]string{"Authorization": "Bearer " + Key, "Content-Type": "application/msgpack"}, okBody, 400, "this fake"},
-		{"unknown field", headers("s1"), with(`"text"`, `"voice":"x","text"`), 422, `"loc":["voice"]`},
-		{"no text", headers("s1"), `{"format":"mp3"}`, 422, `"loc":["text"]`},
-		{"empty text", headers("s1"), with("Hello world.", " "), 400, "empty"},
-		{"speed range", headers("s1"), with(`"format"`, `"prosody":{"speed":2.5},"format"`), 422, `"loc":["prosody","speed"]`},
-		{"chunk length", headers("s1"), with(`"format"`, `"chunk_length":50,"format"`), 422, "chunk_length"},
-		{"latency", headers("s1"), with(`"format"`, `"latency":"fast","format"`), 422, "latency"},
-		{"pcm rate", headers("s1"), with("24000", "22050"), 422, "sample_rate"},
-		{"mp3 rate", headers("s1"), with(`"pcm","sample_rate":24000`, `"mp3","sample_rate":24000`), 422, "sample_rate"},
-		{"mp3 bitrate on pcm", headers("s1"), with(`"format"`, `"mp3_bitrate":128,"format"`), 422, "mp3_bitrate"},
-		{"opus rate", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus","sample_rate":24000`), 422, "sample_rate"},
-		{"opus bitrate", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus","opus_bitrate":128`), 422, "opus_bitrate"},
-		{"opus bitrate on mp3", headers("s1"), with(`"pcm","sample_rate":24000`, `"mp3","opus_bitrate":32`), 422, "opus_bitrate"},
-		{"inline references", headers("s1"), with(`"format"`, `"references":[{"audio":"","text":"x"}],"format"`), 422, "msgpack"},
-		{"unknown voice", headers("s1"), with(VoiceNarrator, "00000000000000000000000000000000"), 400, "not found"},
-		{"several voices on s1", headers("s1"), with(`"`+VoiceNarrator+`"`, `["`+VoiceNarrator+`","`+VoiceAnchor+`"]`), 422, "S2 family"},
+		{"no key", map[string]string{"Content-Type": "application/json"}, okBody, 401, `"message":"Invalid Token"`, true},
+		{"wrong key", map[string]string{"Authorization": "Bearer nope", "Content-Type": "application/json"}, okBody, 401, `"status":401`, false},
+		{"form body", map[string]string{"Authorization": "Bearer " + Key, "Content-Type": "application/x-www-form-urlencoded"}, okBody, 415, "application/json", true},
+		{"msgpack", map[string]string{"Authorization": "Bearer " + Key, "Content-Type": "application/msgpack"}, okBody, 400, "this fake", false},
+		{"unknown field", headers("s1"), with(`"text"`, `"voice":"x","text"`), 422, `"loc":["voice"]`, true},
+		{"no text", headers("s1"), `{"format":"mp3"}`, 422, `"loc":["text"]`, true},
+		{"empty text", headers("s1"), with("Hello world.", " "), 400, "empty", false},
+		{"speed range", headers("s1"), with(`"format"`, `"prosody":{"speed":2.5},"format"`), 422, `"loc":["prosody","speed"]`, false},
+		{"chunk length", headers("s1"), with(`"format"`, `"chunk_length":50,"format"`), 422, "chunk_length", true},
+		{"latency", headers("s1"), with(`"format"`, `"latency":"fast","format"`), 422, "latency", true},
+		{"pcm rate", headers("s1"), with("24000", "22050"), 422, "sample_rate", false},
+		{"mp3 rate", headers("s1"), with(`"pcm","sample_rate":24000`, `"mp3","sample_rate":24000`), 422, "sample_rate", false},
+		{"mp3 bitrate on pcm", headers("s1"), with(`"format"`, `"mp3_bitrate":128,"format"`), 422, "mp3_bitrate", false},
+		{"opus rate", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus","sample_rate":24000`), 422, "sample_rate", false},
+		{"opus bitrate", headers("s1"), with(`"pcm","sample_rate":24000`, `"opus","opus_bitrate":128000`), 422, "opus_bitrate", true},
+		{"opus bitrate on mp3", headers("s1"), with(`"pcm","sample_rate":24000`, `"mp3","opus_bitrate":32000`), 422, "opus_bitrate", false},
+		{"inline references", headers("s1"), with(`"format"`, `"references":[{"audio":"","text":"x"}],"format"`), 422, "msgpack", false},
+		{"unknown voice", headers("s1"), with(VoiceNarrator, "00000000000000000000000000000000"), 400, "not found", false},
+		{"several voices on s1", headers("s1"), with(`"`+VoiceNarrator+`"`, `["`+VoiceNarrator+`","`+VoiceAnchor+`"]`), 422, "S2 family", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			a := call(t, s, "POST", TTSPath, tt.headers, []byte(tt.body))
 			if a.status != tt.status || !strings.Contains(string(a.body), tt.msgHas) {
 				t.Errorf("%d %s; want %d with %q", a.status, a.body, tt.status, tt.msgHas)
@@ -97,6 +103,11 @@ func TestWireFormat(t *testing.T) {
 	// falls back to s2.1-pro as documented.
 	for _, model := range []string{"s2-pro", "no-such-model", ""} {
 		a := call(t, s, "POST", TTSPath, headers(model), []byte(strings.Replace(okBody, `"`+VoiceNarrator+`"`, `["`+VoiceNarrator+`","`+VoiceAnchor+`"]`, 1)))
+		// The document's model header is an enum, though its prose says
+		// an unknown model falls back.
+		if v := s.TakeViolations(); (len(v) > 0) != (model == "no-such-model") {
+			t.Errorf("model %q: the document judged %q", model, v)
+		}
 		if a.status != 200 {
 			t.Errorf("model %q: %d %s", model, a.status, a.body)
 		}
@@ -116,7 +127,7 @@ func TestTTS(t *testing.T) {
 		{`"mp3","sample_rate":32000,"mp3_bitrate":192`, ``, "audio/mpeg", "audio/mpeg", 1},
 		{`"opus"`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
 		{`"opus","opus_bitrate":-1000`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
-		{`"opus","sample_rate":48000,"opus_bitrate":64`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
+		{`"opus","sample_rate":48000,"opus_bitrate":64000`, ``, "audio/ogg", "audio/ogg;codecs=opus", 1},
 	} {
 		body := `{"text":"` + text + `","reference_id":"` + VoiceAnchor + `","format":` + tt.format + tt.extra + `,"latency":"balanced","temperature":0.9}`
 		a := call(t, s, "POST", TTSPath, headers("s2.1-pro"), []byte(body))
@@ -246,6 +257,9 @@ func TestModelsAndCloning(t *testing.T) {
 	if a := call(t, s, "GET", ModelPath+"?page_size=101", h, nil); a.status != 422 {
 		t.Errorf("page_size 101: %d", a.status)
 	}
+	if v := s.TakeViolations(); len(v) != 1 {
+		t.Errorf("page_size 101: the document judged %q", v)
+	}
 	create := func(fields map[string][]string, files int) answer {
 		var buf bytes.Buffer
 		mw := multipart.NewWriter(&buf)
@@ -289,6 +303,10 @@ func TestModelsAndCloning(t *testing.T) {
 		{"ok", withField("texts", "one", "two"), 2, 201},
 	} {
 		a := create(tt.fields, tt.files)
+		// Every 422 but the texts' count breaks the document too.
+		if v := s.TakeViolations(); (len(v) > 0) != (tt.status == 422 && tt.name != "more texts than voices") {
+			t.Errorf("%s: the document judged %q", tt.name, v)
+		}
 		if a.status != tt.status {
 			t.Fatalf("%s: %d %s", tt.name, a.status, a.body)
 		}

@@ -7,13 +7,14 @@
 // JSON SpeechRequest body of model, input, voice_id or ref_audio (base64
 // audio), response_format (pcm, wav, mp3, flac, opus), stream and
 // metadata, unknown fields answered 422 "Extra inputs are not permitted";
-// the whole answer {audio_data: base64, usage}; with stream true, events
+// the whole answer {audio_data: base64}; with stream true, events
 // speech.audio.delta {audio_data} then speech.audio.done {usage}. pcm is
 // raw float32 little-endian samples at 24 kHz mono, as documented; wav is
 // 16-bit PCM at 24 kHz. Errors are {"object": "error", "message", "type",
-// "param", "code", "raw_status_code"}, a 422's message being {"detail":
-// [{type, loc, msg, input}]}; an unknown voice is 404 invalid_voice (code
-// 1902); content moderation answers 403.
+// "param", "code", "raw_status_code"}, but a 422 is {"detail": [{type,
+// loc, msg, input}]}, the shape the published document gives it; an
+// unknown voice is 404 invalid_voice (code 1902); content moderation
+// answers 403.
 //
 // Endpoints:
 //
@@ -30,6 +31,7 @@
 package mistral
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -48,6 +50,18 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of Mistral AI's published OpenAPI document the
+// fake serves (apispec/mistral.yaml, whose header names its source, github.com/mistralai/platform-docs-public):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/mistral.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("Mistral AI", apiDocument)
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "ms-test-fake-0123456789abcdef0123"
@@ -126,7 +140,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+VoicesPath, s.createVoice)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -175,10 +189,11 @@ func fail(w http.ResponseWriter, status int, typ, code string, msg any) {
 	})
 }
 
-// invalid writes a 422 validation error for one field.
+// invalid writes a 422 validation error for one field, in the shape the
+// published document gives every 422: {"detail": [{loc, msg, type}]}.
 func invalid(w http.ResponseWriter, typ, field, msg string, input any) {
-	fail(w, http.StatusUnprocessableEntity, "invalid_request_error", "", map[string]any{
-		"detail": []map[string]any{{"type": typ, "loc": []string{"body", field}, "msg": msg, "input": input}},
+	fakeupstream.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{
+		"detail": []map[string]any{{"type": typ, "loc": []any{"body", field}, "msg": msg, "input": input}},
 	})
 }
 
@@ -329,9 +344,12 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		audio = a.Bytes()
 	}
 	s.RecordAnswer(audio)
-	usage := map[string]any{"prompt_tokens": len(*b.Input), "audio_duration_seconds": u.Seconds}
+	// The document's UsageInfo (the done event's usage); the whole
+	// answer is audio_data alone, which the document closes to other
+	// properties.
+	usage := map[string]any{"prompt_tokens": len(*b.Input), "total_tokens": len(*b.Input), "completion_tokens": 0}
 	if b.Stream == nil || !*b.Stream {
-		fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"audio_data": base64.StdEncoding.EncodeToString(audio), "usage": usage})
+		fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{"audio_data": base64.StdEncoding.EncodeToString(audio)})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -380,7 +398,7 @@ func (s *Server) listVoices(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < lo || n > hi {
-			fail(w, http.StatusUnprocessableEntity, "invalid_request_error", "", map[string]any{"detail": []map[string]any{{"type": "int_parsing", "loc": []string{"query", key}, "msg": fmt.Sprintf("Input should be between %d and %d", lo, hi)}}})
+			fakeupstream.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"type": "int_parsing", "loc": []string{"query", key}, "msg": fmt.Sprintf("Input should be between %d and %d", lo, hi)}}})
 			return 0, false
 		}
 		return n, true
@@ -398,7 +416,7 @@ func (s *Server) listVoices(w http.ResponseWriter, r *http.Request) {
 		typ = "all"
 	}
 	if !slices.Contains([]string{"all", "custom", "preset"}, typ) {
-		fail(w, http.StatusUnprocessableEntity, "invalid_request_error", "", map[string]any{"detail": []map[string]any{{"type": "enum", "loc": []string{"query", "type"}, "msg": "Input should be 'all', 'custom' or 'preset'"}}})
+		fakeupstream.WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"type": "enum", "loc": []string{"query", "type"}, "msg": "Input should be 'all', 'custom' or 'preset'"}}})
 		return
 	}
 	s.mu.Lock()

@@ -37,6 +37,7 @@
 package murf
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -52,6 +53,23 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of Murf's published OpenAPI document the
+// fake serves (apispec/murf.yaml, whose header names its source, murf.ai/api/docs):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/murf.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("Murf", apiDocument, fakeupstream.Excuse{
+		Operation: "POST /v1/speech/stream",
+		Contains:  "operation response content type '",
+		Why: "the document gives the 200 answer as application/json, though the endpoint streams the audio " +
+			"itself, as the document's own description of the endpoint says",
+	})
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "ap2_fake0000-1111-2222-3333-444455556666"
@@ -150,7 +168,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("GET "+FilesPath+"{name}", s.file)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux, FilesPath))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -431,9 +449,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	chars := utf8.RuneCountInString(j.text)
+	// encodedAudio is there only with the audio in it: the document types
+	// it as a string, not a null.
 	answer := map[string]any{
 		"audioFile":               "",
-		"encodedAudio":            nil,
 		"audioLengthInSeconds":    u.Seconds,
 		"wordDurations":           words,
 		"consumedCharacterCount":  chars,

@@ -74,31 +74,37 @@ func TestWireFormat(t *testing.T) {
 		body    string
 		status  int
 		msgHas  string
+		breaks  bool // the published API document refuses it too
 	}{
-		{"no key", nil, map[string]string{"Content-Type": "application/json"}, okBody, 400, "Missing 'api-key'"},
-		{"wrong key", nil, map[string]string{"api-key": "ap2_nope", "Content-Type": "application/json"}, okBody, 403, "Invalid 'api-key'"},
-		{"unknown field", nil, auth(), with(`"text"`, `"speed":2,"text"`), 400, `Unrecognized field "speed"`},
-		{"no voice", nil, auth(), with(`"voiceId":"en-US-natalie",`, ""), 400, "voiceId is required"},
-		{"unknown voice", nil, auth(), with("en-US-natalie", "en-US-nobody"), 400, "Invalid voice_id"},
-		{"empty text", nil, auth(), with("Hello world.", "  "), 400, "text is required"},
-		{"text too long", nil, auth(), with("Hello world.", strings.Repeat("a", MaxText+1)), 400, "3000"},
-		{"format", nil, auth(), with("PCM", "AAC"), 400, "Invalid format"},
-		{"ulaw not rendered", nil, auth(), with("PCM", "ULAW"), 400, "this fake"},
-		{"rate of the wrong endpoint", []string{GeneratePath}, auth(), with("24000", "16000"), 400, "sampleRate"},
-		{"rate", nil, auth(), with("24000", "22050"), 400, "sampleRate"},
-		{"stereo", nil, auth(), with("MONO", "STEREO"), 400, "this fake"},
-		{"speaking rate", nil, auth(), with(`"text"`, `"rate":60,"text"`), 400, "rate must be"},
-		{"pitch", nil, auth(), with(`"text"`, `"pitch":-51,"text"`), 400, "pitch must be"},
-		{"variation on falcon", []string{StreamPath}, auth(), with(`"text"`, `"variation":2,"text"`), 400, "Gen2"},
-		{"pronunciation", nil, auth(), with(`"text"`, `"pronunciationDictionary":{"live":{"type":"X","pronunciation":"l"}},"text"`), 400, "IPA or SAY_AS"},
-		{"generate-only field on stream", []string{StreamPath}, auth(), with(`"text"`, `"encodeAsBase64":true,"text"`), 400, "Unrecognized field"},
-		{"model on generate", []string{GeneratePath}, auth(), with(`"text"`, `"model":"FALCON","text"`), 400, "Unrecognized field"},
-		{"model version", []string{GeneratePath}, auth(), with(`"text"`, `"modelVersion":"GEN1","text"`), 400, "modelVersion"},
-		{"stream model", []string{StreamPath}, auth(), with(`"text"`, `"model":"EAGLE","text"`), 400, "Invalid model"},
-		{"not JSON", nil, auth(), "{", 400, "Invalid request body"},
+		{"no key", nil, map[string]string{"Content-Type": "application/json"}, okBody, 400, "Missing 'api-key'", false},
+		{"wrong key", nil, map[string]string{"api-key": "ap2_nope", "Content-Type": "application/json"}, okBody, 403, "Invalid 'api-key'", false},
+		{"unknown field", nil, auth(), with(`"text"`, `"speed":2,"text"`), 400, `Unrecognized field "speed"`, true},
+		{"no voice", nil, auth(), with(`"voiceId":"en-US-natalie",`, ""), 400, "voiceId is required", true},
+		{"unknown voice", nil, auth(), with("en-US-natalie", "en-US-nobody"), 400, "Invalid voice_id", false},
+		{"empty text", nil, auth(), with("Hello world.", "  "), 400, "text is required", false},
+		{"text too long", nil, auth(), with("Hello world.", strings.Repeat("a", MaxText+1)), 400, "3000", false},
+		{"format", nil, auth(), with("PCM", "AAC"), 400, "Invalid format", false},
+		{"ulaw not rendered", nil, auth(), with("PCM", "ULAW"), 400, "this fake", false},
+		{"rate of the wrong endpoint", []string{GeneratePath}, auth(), with("24000", "16000"), 400, "sampleRate", false},
+		{"rate", nil, auth(), with("24000", "22050"), 400, "sampleRate", false},
+		{"stereo", nil, auth(), with("MONO", "STEREO"), 400, "this fake", false},
+		{"speaking rate", nil, auth(), with(`"text"`, `"rate":60,"text"`), 400, "rate must be", false},
+		{"pitch", nil, auth(), with(`"text"`, `"pitch":-51,"text"`), 400, "pitch must be", false},
+		{"variation on falcon", []string{StreamPath}, auth(), with(`"text"`, `"variation":2,"text"`), 400, "Gen2", false},
+		{"pronunciation", nil, auth(), with(`"text"`, `"pronunciationDictionary":{"live":{"type":"X","pronunciation":"l"}},"text"`), 400, "IPA or SAY_AS", true},
+		{"generate-only field on stream", []string{StreamPath}, auth(), with(`"text"`, `"encodeAsBase64":true,"text"`), 400, "Unrecognized field", true},
+		{"model on generate", []string{GeneratePath}, auth(), with(`"text"`, `"model":"FALCON","text"`), 400, "Unrecognized field", true},
+		{"model version", []string{GeneratePath}, auth(), with(`"text"`, `"modelVersion":"GEN1","text"`), 400, "modelVersion", true},
+		{"stream model", []string{StreamPath}, auth(), with(`"text"`, `"model":"EAGLE","text"`), 400, "Invalid model", false},
+		{"not JSON", nil, auth(), "{", 400, "Invalid request body", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			paths := tt.paths
 			if paths == nil {
 				paths = []string{GeneratePath, StreamPath}
@@ -261,6 +267,9 @@ func TestFaultsAndVoices(t *testing.T) {
 	}
 	if a := call(t, s.URL+"/v1/nothing", "GET", auth(), ""); a.status != 404 || errorOf(t, a).ErrorCode != 404 {
 		t.Errorf("unknown path: %d %s", a.status, a.body)
+	}
+	if v := s.TakeViolations(); len(v) != 1 {
+		t.Errorf("an unknown path: the document judged %q", v)
 	}
 	if s.CallsTo(GeneratePath) != 1 || s.CallsTo(StreamPath) != 1 {
 		t.Errorf("calls %d %d", s.CallsTo(GeneratePath), s.CallsTo(StreamPath))

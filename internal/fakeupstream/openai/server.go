@@ -25,17 +25,38 @@
 package openai
 
 import (
+	_ "embed"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of OpenAI's published OpenAPI document
+// (github.com/openai/openai-openapi) the fakes of this package and of
+// openaimoderation serve (apispec/openai.yaml, whose header names the
+// upstream file): it judges every request and answer
+// (fakeupstream.Control.Judge).
+//
+//go:embed apispec/openai.yaml
+var apiDocument []byte
+
+// Document returns OpenAI's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("OpenAI", apiDocument, fakeupstream.Excuse{
+		Operation: "POST /audio/transcriptions",
+		Contains:  "'oneOf' failed, subschemas 0, 2 matched",
+		Why: "the answer is a oneOf of the json, diarized_json and verbose_json bodies, none closed to other " +
+			"properties, so every verbose_json answer (language, duration, text, words) also matches the json one (text)",
+	})
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "sk-test-fake-0123456789abcdef"
@@ -111,7 +132,7 @@ func NewAt(tb testing.TB, opts fakeupstream.Options, prefix string) *Server {
 	mux.HandleFunc(s.SpeechURLPath(), s.speech)
 	mux.HandleFunc(s.TranscriptionURLPath(), s.transcribe)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.JudgeAt(tb, Document(), s.prefix, mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)

@@ -70,31 +70,40 @@ func TestWireFormat(t *testing.T) {
 	s := New(t, fakeupstream.Options{})
 	bearer := "Bearer " + Key
 	ok := `{"model":"tts-1","input":"Hello world.","voice":"alloy","response_format":"pcm"}`
+	// breaks: OpenAI's published document refuses the request too (the
+	// fake's judge records it); the other refusals follow the written
+	// reference only.
 	tests := []struct {
 		name, method, path, auth, body string
 		status                         int
 		code, param, msgHas            string
+		breaks                         bool
 	}{
-		{"no key", "POST", SpeechPath, "", ok, 401, "", "", "didn't provide an API key"},
-		{"wrong key", "POST", SpeechPath, "Bearer sk-wrong-0123456789", ok, 401, "invalid_api_key", "", "sk-w***"},
-		{"not bearer", "POST", SpeechPath, "Basic " + Key, ok, 401, "", "", "didn't provide"},
-		{"unknown field", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","temperature":1}`, 400, "", "", "Unrecognized request argument supplied: temperature"},
-		{"bad JSON", "POST", SpeechPath, bearer, `{"model":`, 400, "", "", "could not parse the JSON body"},
-		{"no model", "POST", SpeechPath, bearer, `{"input":"x","voice":"alloy"}`, 400, "", "model", "must provide a model"},
-		{"unknown model", "POST", SpeechPath, bearer, `{"model":"tts-9","input":"x","voice":"alloy"}`, 404, "model_not_found", "", "does not exist"},
-		{"no input", "POST", SpeechPath, bearer, `{"model":"tts-1","voice":"alloy"}`, 400, "missing_required_parameter", "input", ""},
-		{"input too long", "POST", SpeechPath, bearer, `{"model":"tts-1","voice":"alloy","input":"` + strings.Repeat("a", MaxInput+1) + `"}`, 400, "string_above_max_length", "input", ""},
-		{"no voice", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x"}`, 400, "missing_required_parameter", "voice", ""},
-		{"voice of another model", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"ballad"}`, 400, "invalid_value", "voice", "Supported values"},
-		{"custom voice object", "POST", SpeechPath, bearer, `{"model":"gpt-4o-mini-tts","input":"x","voice":{"id":"voice_1"}}`, 400, "invalid_value", "voice", ""},
-		{"speed out of range", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","speed":4.5}`, 400, "invalid_value", "speed", ""},
-		{"unknown format", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","response_format":"ogg"}`, 400, "invalid_value", "response_format", ""},
-		{"sse stream format", "POST", SpeechPath, bearer, `{"model":"gpt-4o-mini-tts","input":"x","voice":"alloy","stream_format":"sse"}`, 400, "invalid_value", "stream_format", ""},
-		{"wrong method", "GET", SpeechPath, bearer, "", 405, "", "", "Invalid method"},
-		{"unknown path", "POST", "/v1/audio/speeches", bearer, ok, 404, "", "", "Invalid URL"},
+		{"no key", "POST", SpeechPath, "", ok, 401, "", "", "didn't provide an API key", true},
+		{"wrong key", "POST", SpeechPath, "Bearer sk-wrong-0123456789", ok, 401, "invalid_api_key", "", "sk-w***", false},
+		{"not bearer", "POST", SpeechPath, "Basic " + Key, ok, 401, "", "", "didn't provide", true},
+		{"unknown field", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","temperature":1}`, 400, "", "", "Unrecognized request argument supplied: temperature", true},
+		{"bad JSON", "POST", SpeechPath, bearer, `{"model":`, 400, "", "", "could not parse the JSON body", true},
+		{"no model", "POST", SpeechPath, bearer, `{"input":"x","voice":"alloy"}`, 400, "", "model", "must provide a model", true},
+		{"unknown model", "POST", SpeechPath, bearer, `{"model":"tts-9","input":"x","voice":"alloy"}`, 404, "model_not_found", "", "does not exist", false},
+		{"no input", "POST", SpeechPath, bearer, `{"model":"tts-1","voice":"alloy"}`, 400, "missing_required_parameter", "input", "", true},
+		{"input too long", "POST", SpeechPath, bearer, `{"model":"tts-1","voice":"alloy","input":"` + strings.Repeat("a", MaxInput+1) + `"}`, 400, "string_above_max_length", "input", "", true},
+		{"no voice", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x"}`, 400, "missing_required_parameter", "voice", "", true},
+		{"voice of another model", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"ballad"}`, 400, "invalid_value", "voice", "Supported values", false},
+		{"custom voice object", "POST", SpeechPath, bearer, `{"model":"gpt-4o-mini-tts","input":"x","voice":{"id":"voice_1"}}`, 400, "invalid_value", "voice", "", false},
+		{"speed out of range", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","speed":4.5}`, 400, "invalid_value", "speed", "", true},
+		{"unknown format", "POST", SpeechPath, bearer, `{"model":"tts-1","input":"x","voice":"alloy","response_format":"ogg"}`, 400, "invalid_value", "response_format", "", true},
+		{"sse stream format", "POST", SpeechPath, bearer, `{"model":"gpt-4o-mini-tts","input":"x","voice":"alloy","stream_format":"sse"}`, 400, "invalid_value", "stream_format", "", false},
+		{"wrong method", "GET", SpeechPath, bearer, "", 405, "", "", "Invalid method", true},
+		{"unknown path", "POST", "/v1/audio/speeches", bearer, ok, 404, "", "", "Invalid URL", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			a := call(t, s, tt.method, tt.path, tt.auth, tt.body)
 			if a.status != tt.status {
 				t.Fatalf("status %d, want %d: %s", a.status, tt.status, a.body)
@@ -265,16 +274,20 @@ func TestTranscription(t *testing.T) {
 		file   string
 		status int
 		param  string
+		breaks bool // the document refuses it too
 	}{
-		{"no file", map[string][]string{"model": {"whisper-1"}}, "", 400, "file"},
-		{"no model", map[string][]string{}, "speech.wav", 400, "model"},
-		{"unknown model", map[string][]string{"model": {"whisper-9"}}, "speech.wav", 404, ""},
-		{"words without verbose_json", map[string][]string{"model": {"whisper-1"}, "timestamp_granularities[]": {"word"}}, "speech.wav", 400, "timestamp_granularities"},
-		{"bad granularity", map[string][]string{"model": {"whisper-1"}, "response_format": {"verbose_json"}, "timestamp_granularities[]": {"syllable"}}, "speech.wav", 400, "timestamp_granularities"},
-		{"gpt-4o with srt", map[string][]string{"model": {"gpt-4o-transcribe"}, "response_format": {"srt"}}, "speech.wav", 400, "response_format"},
-		{"unsupported file", map[string][]string{"model": {"whisper-1"}}, "speech.xyz", 400, "file"},
+		{"no file", map[string][]string{"model": {"whisper-1"}}, "", 400, "file", true},
+		{"no model", map[string][]string{}, "speech.wav", 400, "model", true},
+		{"unknown model", map[string][]string{"model": {"whisper-9"}}, "speech.wav", 404, "", false},
+		{"words without verbose_json", map[string][]string{"model": {"whisper-1"}, "timestamp_granularities[]": {"word"}}, "speech.wav", 400, "timestamp_granularities", false},
+		{"bad granularity", map[string][]string{"model": {"whisper-1"}, "response_format": {"verbose_json"}, "timestamp_granularities[]": {"syllable"}}, "speech.wav", 400, "timestamp_granularities", true},
+		{"gpt-4o with srt", map[string][]string{"model": {"gpt-4o-transcribe"}, "response_format": {"srt"}}, "speech.wav", 400, "response_format", false},
+		{"unsupported file", map[string][]string{"model": {"whisper-1"}}, "speech.xyz", 400, "file", false},
 	} {
 		a := postForm(t, s, c.fields, wav, c.file)
+		if v := s.TakeViolations(); c.breaks != (len(v) > 0) {
+			t.Errorf("%s: the API document judged it %q, want a violation: %v", c.name, v, c.breaks)
+		}
 		if a.status != c.status {
 			t.Errorf("%s: %d %s", c.name, a.status, a.body)
 			continue

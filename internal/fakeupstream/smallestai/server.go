@@ -35,6 +35,7 @@
 package smallestai
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -49,6 +50,27 @@ import (
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 )
+
+// apiDocument is the part of Smallest AI's published OpenAPI document the
+// fake serves (apispec/smallestai.yaml, whose header names its source, docs.smallest.ai):
+// it judges every request and answer (fakeupstream.Control.Judge).
+//
+//go:embed apispec/smallestai.yaml
+var apiDocument []byte
+
+// Document returns the fake's API document, parsed once.
+var Document = sync.OnceValue(func() *fakeupstream.Document {
+	return fakeupstream.MustLoadDocument("Smallest AI", apiDocument, fakeupstream.Excuse{
+		Operation: "POST /waves/v1/tts",
+		Contains:  "$.sample_rate: got number, want string",
+		Why: "the document's generator wrote the numeric rates as a string enum (\"8000\", ...), while its " +
+			"default (44100) and every example the same document gives send a number",
+	}, fakeupstream.Excuse{
+		Operation: "POST /waves/v1/tts/live",
+		Contains:  "$.sample_rate: got number, want string",
+		Why:       "as for POST /waves/v1/tts",
+	})
+})
 
 // Key is the API key the fake accepts unless Options.Keys says otherwise.
 const Key = "sk_fake_smallest_0123456789abcdef"
@@ -149,7 +171,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("POST "+ClonePath, s.clone)
 	mux.HandleFunc("GET "+ClonePath, s.listClones)
 	mux.HandleFunc("/", s.notFound)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
 	if tb != nil {
 		tb.Cleanup(s.Close)

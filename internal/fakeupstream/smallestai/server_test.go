@@ -60,21 +60,27 @@ func TestWireFormat(t *testing.T) {
 		status     int
 		errType    string
 		msgHas     string
+		breaks     bool // the published API document refuses it too
 	}{
-		{"no key", ok, map[string]string{"Accept": "audio/wav"}, 401, "Unauthorized", "missing or invalid"},
-		{"wrong key", ok, map[string]string{"Authorization": "Bearer sk_wrong"}, 401, "Unauthorized", ""},
-		{"unknown field", `{"text":"x","voice_id":"magnus","temperature":1}`, auth(), 400, "InvalidRequest", "temperature"},
-		{"no text", `{"voice_id":"magnus"}`, auth(), 400, "InvalidRequest", "'text'"},
-		{"no voice", `{"text":"x"}`, auth(), 400, "InvalidRequest", "'voice_id'"},
-		{"unknown voice", `{"text":"x","voice_id":"nobody"}`, auth(), 400, "InvalidRequest", "nobody"},
-		{"bad model", `{"text":"x","voice_id":"magnus","model":"lightning-large"}`, auth(), 400, "InvalidRequest", "lightning-large"},
-		{"bad rate", `{"text":"x","voice_id":"magnus","sample_rate":22050}`, auth(), 400, "InvalidRequest", "22050"},
-		{"bad speed", `{"text":"x","voice_id":"magnus","speed":3}`, auth(), 400, "InvalidRequest", "speed"},
-		{"bad format", `{"text":"x","voice_id":"magnus","output_format":"opus"}`, auth(), 400, "InvalidRequest", "opus"},
-		{"bad language", `{"text":"x","voice_id":"magnus","language":"xx"}`, auth(), 400, "InvalidRequest", "xx"},
+		{"no key", ok, map[string]string{"Accept": "audio/wav"}, 401, "Unauthorized", "missing or invalid", true},
+		{"wrong key", ok, map[string]string{"Authorization": "Bearer sk_wrong"}, 401, "Unauthorized", "", true},
+		{"unknown field", `{"text":"x","voice_id":"magnus","temperature":1}`, auth(), 400, "InvalidRequest", "temperature", true},
+		{"no text", `{"voice_id":"magnus"}`, auth(), 400, "InvalidRequest", "'text'", true},
+		{"no voice", `{"text":"x"}`, auth(), 400, "InvalidRequest", "'voice_id'", true},
+		{"unknown voice", `{"text":"x","voice_id":"nobody"}`, auth(), 400, "InvalidRequest", "nobody", false},
+		{"bad model", `{"text":"x","voice_id":"magnus","model":"lightning-large"}`, auth(), 400, "InvalidRequest", "lightning-large", true},
+		{"bad rate", `{"text":"x","voice_id":"magnus","sample_rate":22050}`, auth(), 400, "InvalidRequest", "22050", false},
+		{"bad speed", `{"text":"x","voice_id":"magnus","speed":3}`, auth(), 400, "InvalidRequest", "speed", true},
+		{"bad format", `{"text":"x","voice_id":"magnus","output_format":"opus"}`, auth(), 400, "InvalidRequest", "opus", true},
+		{"bad language", `{"text":"x","voice_id":"magnus","language":"xx"}`, auth(), 400, "InvalidRequest", "xx", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if v := s.TakeViolations(); tt.breaks != (len(v) > 0) {
+					t.Errorf("the API document judged it %q, want a violation: %v", v, tt.breaks)
+				}
+			}()
 			a := call(t, s, "POST", TTSPath, tt.header, tt.body)
 			if a.status != tt.status {
 				t.Fatalf("status %d, want %d: %s", a.status, tt.status, a.body)
@@ -113,6 +119,9 @@ func TestWireFormat(t *testing.T) {
 		a := call(t, s, "POST", TTSPath, map[string]string{"Authorization": "Bearer " + Key}, ok)
 		if a.status != 200 || len(a.body) != 0 {
 			t.Errorf("%d with %d bytes", a.status, len(a.body))
+		}
+		if v := s.TakeViolations(); len(v) != 1 {
+			t.Errorf("the document (Accept is required) judged %q", v)
 		}
 	})
 	t.Run("fault", func(t *testing.T) {
@@ -217,6 +226,12 @@ func TestVoicesAndCloning(t *testing.T) {
 		if a.status != 400 || !bytes.Contains(a.body, []byte(`"error"`)) {
 			t.Errorf("%s: %d %s", name, a.status, a.body)
 		}
+	}
+	// The document refuses all but the clip's content type, which it
+	// does not describe: a missing file or name, model lightning-v2, an
+	// unknown field.
+	if v := s.TakeViolations(); len(v) != 4 {
+		t.Errorf("the document judged the bad clones %q", v)
 	}
 	a = clone(map[string]string{"displayName": "Mine", "language": "en", "model": "lightning-v3.1-pro"}, "audio/wav", []byte("RIFF...."))
 	var made struct {
