@@ -59,9 +59,6 @@ type reloader struct {
 	// outcome (nil before the first).
 	current atomic.Pointer[loadedConfig]
 	last    atomic.Pointer[admin.ReloadView]
-	// retiring counts the old configurations whose plugins wait for
-	// their requests to end.
-	retiring sync.WaitGroup
 }
 
 // loadedConfig is which file is in use since when.
@@ -138,6 +135,9 @@ func (g *Gateway) reloadLocked(ctx context.Context) (changes []string, hash stri
 	if err != nil {
 		return nil, hash, unjoinErrors(err)
 	}
+	for _, w := range cfg.Warnings {
+		g.log.Warn("config: " + w)
+	}
 	// The same check as `voxgate config check`: what the file names on
 	// this machine (plugin binaries, paths, the secrets key).
 	if err := Preflight(cfg); err != nil {
@@ -197,10 +197,9 @@ func (g *Gateway) reloadLocked(ctx context.Context) (changes []string, hash stri
 
 	if len(replaced) > 0 {
 		// The old plugins stop once no request holds the old
-		// configuration, or after the longest a request may take.
-		g.reload.retiring.Add(1)
+		// configuration, or after the longest a request may take. (A
+		// shutdown meanwhile stops them with the rest: Host.Close.)
 		go func() {
-			defer g.reload.retiring.Done()
 			wait := old.Server.RequestTimeout.D() + old.Server.WriteTimeout.D() + time.Minute
 			wctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()

@@ -281,6 +281,7 @@ func (c *serveCmd) source() (*config.Config, string, error) {
 // reloadCmd is `voxgate reload`.
 type reloadCmd struct {
 	configFlag
+	dataFlag
 	Timeout time.Duration `default:"2m" help:"How long to wait for the gateway's answer (a reload that starts plugins waits for them)."`
 }
 
@@ -308,6 +309,7 @@ func (c *reloadCmd) Run(std *streams) error {
 		// reports them too, and says it runs on.
 		cfg = es.Partial
 	}
+	applyData(cfg, c.Data) // the socket of a gateway started with --data
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
 	sock := gateway.AdminSocket(cfg)
