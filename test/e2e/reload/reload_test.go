@@ -388,16 +388,34 @@ func TestReloadUnderLoad(t *testing.T) {
 	if err != nil || len(whole) == 0 {
 		t.Fatalf("the reference stream: %d bytes, %v", len(whole), err)
 	}
-	onOld := make(chan result, 1)
+	onOld, firstBytes := make(chan result, 1), make(chan struct{})
 	go func() {
-		st, body, _, err := g.post("acme", "/v1/audio/speech/stream", "reload-on-removed", map[string]any{"model": "testkit2/test", "voice": "alpha",
-			"text": longText, "providerOptions": map[string]any{"slow_stream_ms": 150}})
-		onOld <- result{st, body, err}
+		data, _ := json.Marshal(map[string]any{"model": "testkit2/test", "voice": "alpha", "text": longText,
+			"providerOptions": map[string]any{"slow_stream_ms": 150}})
+		req, _ := http.NewRequest("POST", "http://"+g.addr+"/v1/audio/speech/stream", bytes.NewReader(data))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+g.keys["acme"])
+		req.Header.Set("X-Request-Id", "reload-on-removed")
+		resp, err := g.client.Do(req)
+		if err != nil {
+			close(firstBytes)
+			onOld <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		buf := make([]byte, 1)
+		n, err := io.ReadFull(resp.Body, buf) // the stream's first byte: it is on testkit2
+		close(firstBytes)
+		rest, err2 := io.ReadAll(resp.Body)
+		if err == nil {
+			err = err2
+		}
+		onOld <- result{resp.StatusCode, append(buf[:n], rest...), err}
 	}()
-	time.Sleep(300 * time.Millisecond) // a few chunks out
+	<-firstBytes
 	select {
 	case r := <-onOld:
-		t.Fatalf("the stream on testkit2 ended (%d) before the reload removing it: the test proves nothing", r.st)
+		t.Fatalf("the stream on testkit2 ended (%d, %v) before the reload removing it: the test proves nothing", r.st, r.err)
 	default:
 	}
 	s.second, s.alias = false, "testkit/test"
