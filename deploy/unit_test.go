@@ -28,7 +28,7 @@ func TestUnitVerifies(t *testing.T) {
 	for _, want := range []string{
 		"ExecReload=/bin/kill -HUP $MAINPID", "Restart=on-failure", "NoNewPrivileges=yes", "ProtectSystem=strict",
 		"StateDirectory=voxgate", "ReadWritePaths=/var/lib/voxgate", "ProtectHome=yes", "PrivateTmp=yes", "PrivateDevices=yes",
-		"RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "LockPersonality=yes", "CapabilityBoundingSet=\n", "Type=exec",
+		"RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "LockPersonality=yes", "CapabilityBoundingSet=\n", "Type=notify",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the unit lacks %q", strings.TrimSpace(want))

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/alecthomas/kong"
+	"github.com/coreos/go-systemd/v22/daemon"
+	"golang.org/x/sys/unix"
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
@@ -226,15 +228,18 @@ func (c *serveCmd) Run(std *streams) error {
 		_ = g.Shutdown(context.Background())
 		return err
 	}
+	notify(log, daemon.SdNotifyReady, "STATUS=serving on "+g.Addr())
 	var stopped error
 wait:
 	for {
 		select {
 		case <-hup:
 			log.Info("SIGHUP: reloading the configuration", zap.String("config", c.ConfigFile))
+			notify(log, daemon.SdNotifyReloading, monotonicUsec())
 			rctx, cancel := context.WithTimeout(ctx, cfg.Plugins.StartTimeout.D()+time.Minute)
-			_, _ = g.Reload(rctx) // logs its outcome, every mistake included
+			v, _ := g.Reload(rctx) // logs its outcome, every mistake included
 			cancel()
+			notify(log, daemon.SdNotifyReady, "STATUS=serving on "+g.Addr()+"; last reload "+v.Result)
 		case <-ctx.Done():
 			log.Info("shutting down: finishing in-flight requests")
 			break wait
@@ -246,12 +251,34 @@ wait:
 			break wait
 		}
 	}
+	notify(log, daemon.SdNotifyStopping, "STATUS=draining")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.D())
 	defer cancel()
 	if err := g.Shutdown(sctx); err != nil {
 		return err
 	}
 	return stopped
+}
+
+// notify tells systemd (Type=notify, deploy/voxgate.service) the
+// gateway's state: READY=1 once it serves, RELOADING=1 then READY=1
+// around a reload, so that `systemctl reload` returns when the reload is
+// done, and STOPPING=1 when the drain begins. Without $NOTIFY_SOCKET (not
+// under systemd) it does nothing.
+func notify(log *zap.Logger, state ...string) {
+	if _, err := daemon.SdNotify(false, strings.Join(state, "\n")); err != nil {
+		log.Warn("sd_notify failed", zap.Error(err))
+	}
+}
+
+// monotonicUsec is the MONOTONIC_USEC field systemd wants with
+// RELOADING=1: CLOCK_MONOTONIC in microseconds.
+func monotonicUsec() string {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return "MONOTONIC_USEC=0"
+	}
+	return "MONOTONIC_USEC=" + strconv.FormatInt(ts.Nano()/1000, 10)
 }
 
 // override applies the command line's settings over the file's: at

@@ -128,7 +128,7 @@ func (g *gw) write(s settings) {
 	}
 }
 
-func start(t *testing.T, s settings) *gw {
+func start(t *testing.T, s settings, env ...string) *gw {
 	t.Helper()
 	g := &gw{t: t, dir: t.TempDir(), bin: harness.BinDir(t), done: make(chan struct{}), keys: map[string]string{},
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
@@ -136,6 +136,7 @@ func start(t *testing.T, s settings) *gw {
 	g.addr, g.metrics = s.listen, s.metrics
 	g.write(s)
 	g.cmd = exec.Command(filepath.Join(g.bin, "voxgate"), "serve", "--config", g.cfg)
+	g.cmd.Env = append(os.Environ(), env...)
 	stdout, _ := g.cmd.StdoutPipe()
 	stderr, _ := g.cmd.StderrPipe()
 	if err := g.cmd.Start(); err != nil {
@@ -527,4 +528,53 @@ func TestSIGHUPWithABrokenFileKeepsServing(t *testing.T) {
 	if got := g.metricWith("voxgate_config_reloads_total", "result", "refused"); got != 1 {
 		t.Errorf("voxgate_config_reloads_total{result=refused} = %v, want 1", got)
 	}
+}
+
+// TestSystemdNotifications: under Type=notify, systemd learns from the
+// gateway when it serves, when a reload runs and ends, and when it
+// drains. The notify socket here is the test's, as systemd's would be.
+func TestSystemdNotifications(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	msgs := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	next := func(want string) string {
+		t.Helper()
+		select {
+		case m := <-msgs:
+			if !strings.HasPrefix(m, want) {
+				t.Fatalf("notification %q, want %s first", m, want)
+			}
+			return m
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %s notification", want)
+		}
+		return ""
+	}
+	s := settings{listen: freeAddr(t), metrics: freeAddr(t), alias: "testkit/test"}
+	g := start(t, s, "NOTIFY_SOCKET="+sock)
+	next("READY=1")
+	g.hup()
+	if m := next("RELOADING=1"); !strings.Contains(m, "MONOTONIC_USEC=") {
+		t.Errorf("RELOADING=1 without MONOTONIC_USEC: %q", m)
+	}
+	if m := next("READY=1"); !strings.Contains(m, "last reload ok") {
+		t.Errorf("the READY=1 after the reload: %q", m)
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	next("STOPPING=1")
 }
