@@ -29,7 +29,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   nginx                        the reference relay of `make bench` (cmd/voxbench runs
 #                                the binary itself with a config of its own in a temp
 #                                dir; the system service is neither used nor needed)
-APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx
+#   systemd                      systemd-analyze verify checks deploy/voxgate.service
+#                                (deploy/unit_test.go); nothing is started under systemd
+APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx systemd
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 

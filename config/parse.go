@@ -17,9 +17,16 @@ import (
 // Load reads, expands, decodes and validates a config file. A file with
 // mistakes gives an *Errors naming every one of them.
 func Load(path string) (*Config, error) {
+	cfg, _, err := LoadBytes(path)
+	return cfg, err
+}
+
+// LoadBytes is Load, also returning the file's bytes as read (a reload
+// hashes exactly what it loaded).
+func LoadBytes(path string) (*Config, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, nil, fmt.Errorf("read config: %w", err)
 	}
 	cfg, err := Parse(data, os.LookupEnv)
 	if err != nil {
@@ -30,10 +37,10 @@ func Load(path string) (*Config, error) {
 				es.Partial.Dir = dirOf(path)
 			}
 		}
-		return nil, err
+		return nil, data, err
 	}
 	cfg.Dir = dirOf(path)
-	return cfg, nil
+	return cfg, data, nil
 }
 
 // Errors is every mistake found in a config file, each naming its line

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"runtime"
 	"sort"
 	"sync/atomic"
@@ -29,11 +30,10 @@ import (
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
+	"github.com/voxgate/voxgate/gateway/providers/dispatch"
 	"github.com/voxgate/voxgate/gateway/providers/keypool"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/records"
-	"github.com/voxgate/voxgate/gateway/resources"
-	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/speech/respcache"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
@@ -49,11 +49,26 @@ type Options struct {
 	Banner io.Writer
 	// Version is the build's version, for voxgate_build_info.
 	Version string
+	// Source reads the configuration again for a reload (SIGHUP, `voxgate
+	// reload`): the file the gateway was started with, with the command
+	// line's overrides applied, and the hash of the file's bytes. Nil
+	// refuses reloads.
+	Source Source
+	// ConfigHash is the hash of the file the start's configuration was
+	// read from ("" if unknown), for voxgate_config_info and /readyz.
+	ConfigHash string
 }
 
 // Gateway is a running voxgate instance.
 type Gateway struct {
-	cfg    *config.Config
+	// cfg is the configuration the gateway started with. What a reload
+	// may change is read from conf instead; what it may not (listeners,
+	// storage, the shared Redis, the secrets key) stays cfg's.
+	cfg *config.Config
+	// conf is the configuration in use: cfg, or the last one a reload
+	// swapped in.
+	conf   atomic.Pointer[config.Config]
+	reload reloader
 	log    *zap.Logger
 	banner io.Writer
 	store  store.Backend
@@ -76,14 +91,20 @@ type Gateway struct {
 	creds *credentials.Resolver
 	// catalog and calls are the providers and the calls made to them;
 	// nil without providers (attachProviders).
-	catalog *catalog.Catalog
 	calls   *catalog.Calls
 	budgets *budget.Budgets
-	pools   map[string]*keypool.Pool
-	server  *edge.Server
-	admin   *admin.Server
-	host    *pluginhost.Host
-	ln      net.Listener
+	// keyPools are the providers' managed key pools in use; slots counts
+	// their concurrency (shared by the pools a reload builds).
+	keyPools atomic.Pointer[map[string]*keypool.Pool]
+	slots    keypool.Slots
+	// dispatch and cacheStore are the speech path's parts no reload
+	// changes; nil without providers.
+	dispatch   *dispatch.Client
+	cacheStore respcache.Store
+	server     *edge.Server
+	admin      *admin.Server
+	host       *pluginhost.Host
+	ln         net.Listener
 	// metricsLn is metrics.listen's listener, if configured.
 	metricsLn net.Listener
 	serveCh   chan error
@@ -114,6 +135,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		banner = io.Discard
 	}
 	g := &Gateway{cfg: cfg, log: log, banner: banner, metrics: metrics.New(), policy: CredentialsPolicy(cfg)}
+	g.conf.Store(cfg)
+	g.reload.source = opts.Source
+	g.reload.metrics = g.metrics.NewReloads()
+	g.reload.loaded(opts.ConfigHash, time.Now())
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -188,9 +213,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		return nil, err
 	}
 	g.budgets = g.budgetCounter(limiter)
-	g.pools = g.keyPools(limiter)
+	g.slots = g.keySlots(limiter)
+	pools := g.buildKeyPools(cfg, nil, nil)
+	g.keyPools.Store(&pools)
+	g.metrics.KeyPools(g.keyStates)
 	deps := edge.Deps{
-		KeyStates:       g.keyStates(),
+		KeyStates:       g.keyStates,
+		ConfigState:     g.reload.state,
 		Limiter:         limiter,
 		LimiterFailOpen: failOpen,
 		Options:         ServerOptions(cfg),
@@ -202,7 +231,6 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Logs:            g.logs,
 		Metrics:         g.metrics,
 		Tracer:          g.tracer,
-		Aliases:         Aliases(cfg),
 		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
 		Ready:           g.ready,
 		OnIdle:          g.releaseStoreMemory,
@@ -210,8 +238,6 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
-	deps.Resources = resources.New(resources.Deps{Store: g.data, Catalog: g.catalog, Calls: g.calls, Credentials: g.creds,
-		CheckRule: speech.ValidateRule})
 	g.server = edge.New(deps)
 	return g, nil
 }
@@ -225,7 +251,8 @@ func (g *Gateway) Start() error {
 	}
 	g.ln = ln
 	sock := AdminSocket(g.cfg)
-	g.admin, err = admin.Listen(sock, admin.Deps{Keys: g.auth, Secrets: g.creds, Metrics: g.metrics.HTTPHandler()})
+	g.admin, err = admin.Listen(sock, admin.Deps{Keys: g.auth, Secrets: liveSecrets{g}, Metrics: g.metrics.HTTPHandler(),
+		Reload: g.reloadView})
 	if err != nil {
 		ln.Close()
 		return err
@@ -330,42 +357,42 @@ func (g *Gateway) budgetCounter(limiter ratelimit.Limiter) *budget.Budgets {
 	return budget.New(budget.NewMemory(), failOpen)
 }
 
-// responseCache opens the response cache the config names.
-func (g *Gateway) responseCache() (speech.CacheOptions, error) {
+// responseCache opens the store of the response cache the config names;
+// nil when the cache is off. (A reload changes its ttl and sharing, not
+// its store: see restartOnly.)
+func (g *Gateway) responseCache() (respcache.Store, error) {
 	c := g.cfg.Cache
-	o := CacheOptions(g.cfg)
 	switch c.Driver {
 	case config.CacheDisk:
 		dir := cacheDir(g.cfg)
 		d, err := respcache.OpenDisk(dir, c.MaxBytes, c.MaxEntryBytes)
 		if err != nil {
-			return o, err
+			return nil, err
 		}
 		n, size := d.Size()
 		g.log.Info("response cache on disk", zap.String("dir", dir), zap.Int("entries", n), zap.Int64("bytes", size),
 			zap.Int64("max_bytes", c.MaxBytes), zap.Duration("ttl", c.TTL.D()))
-		o.Store = d
+		return d, nil
 	case config.CacheRedis:
 		r, err := respcache.NewRedis(sharedOptions(g.cfg).redisURL, c.MaxEntryBytes)
 		if err != nil {
-			return o, err
+			return nil, err
 		}
 		g.closers = append(g.closers, func(context.Context) error { return r.Close() })
 		g.log.Info("response cache in the shared redis", zap.Duration("ttl", c.TTL.D()))
-		o.Store = r
+		return r, nil
 	}
-	return o, nil
+	return nil, nil
 }
 
-// keyPools builds the providers' managed key pools; their concurrency
-// slots are counted in the shared Redis when the rate limiter uses one.
-func (g *Gateway) keyPools(limiter ratelimit.Limiter) map[string]*keypool.Pool {
-	var slots keypool.Slots = keypool.NewMemory()
+// keySlots returns where the key pools count their concurrency slots: in
+// the shared Redis when the rate limiter uses one, else in this process.
+func (g *Gateway) keySlots(limiter ratelimit.Limiter) keypool.Slots {
 	if r, ok := limiter.(*ratelimit.Redis); ok {
 		// With Redis away, each instance counts its own slots: calls go
 		// on, bounded per instance, rather than failing.
 		var lastWarn atomic.Int64
-		slots = keypool.NewFallback(keypool.NewRedis(r.Client()), func(err error) {
+		return keypool.NewFallback(keypool.NewRedis(r.Client()), func(err error) {
 			g.metrics.RateLimitErrors.Inc()
 			if now := time.Now().UnixNano(); now-lastWarn.Load() > int64(10*time.Second) {
 				lastWarn.Store(now)
@@ -373,27 +400,41 @@ func (g *Gateway) keyPools(limiter ratelimit.Limiter) map[string]*keypool.Pool {
 			}
 		})
 	}
+	return keypool.NewMemory()
+}
+
+// buildKeyPools builds cfg's providers' managed key pools. A pool of old
+// (built from prev) whose keys and bounds did not change is kept, with
+// the keys' resting states; the others are new.
+func (g *Gateway) buildKeyPools(cfg, prev *config.Config, old map[string]*keypool.Pool) map[string]*keypool.Pool {
+	var before map[string]KeyPool
+	if prev != nil {
+		before = KeyPools(prev)
+	}
 	pools := map[string]*keypool.Pool{}
-	for id, kp := range KeyPools(g.cfg) {
-		pools[id] = keypool.New(id, kp.Keys, slots, kp.Wait, kp.Hold)
-		g.metrics.KeyPool(id, pools[id].Names(), pools[id].States)
+	for id, kp := range KeyPools(cfg) {
+		if p, ok := old[id]; ok && reflect.DeepEqual(before[id], kp) {
+			pools[id] = p
+			continue
+		}
+		pools[id] = keypool.New(id, kp.Keys, g.slots, kp.Wait, kp.Hold)
 		g.log.Info("provider key pool", zap.String("provider", id), zap.Strings("keys", pools[id].Names()))
 	}
 	return pools
 }
 
-// keyStates reports the key pools' states for /readyz; nil without pools.
-func (g *Gateway) keyStates() func() map[string]map[string]time.Time {
-	if len(g.pools) == 0 {
+// keyStates reports the key pools' states for /readyz and the metrics;
+// nil without pools.
+func (g *Gateway) keyStates() map[string]map[string]time.Time {
+	pools := *g.keyPools.Load()
+	if len(pools) == 0 {
 		return nil
 	}
-	return func() map[string]map[string]time.Time {
-		out := make(map[string]map[string]time.Time, len(g.pools))
-		for id, p := range g.pools {
-			out[id] = p.States()
-		}
-		return out
+	out := make(map[string]map[string]time.Time, len(pools))
+	for id, p := range pools {
+		out[id] = p.States()
 	}
+	return out
 }
 
 // newTracer returns the tracer the config asks for, nil (off) without
@@ -565,7 +606,14 @@ func (g *Gateway) watch(w store.Watcher) {
 	})
 }
 
-func (g *Gateway) orgExists(org string) bool { return g.cfg.Orgs[org] != nil }
+// orgExists reports whether org is declared in the configuration file in
+// use (FileOrgs).
+func (g *Gateway) orgExists(org string) bool { return g.FileOrgs()[org] != nil }
+
+// FileOrgs returns the organizations declared in the configuration file
+// in use: the start's, or the last reload's. They are the file's alone; a
+// reload replaces them and nothing else.
+func (g *Gateway) FileOrgs() map[string]*config.Org { return g.conf.Load().Orgs }
 
 // devKeys creates and prints a key for every org marked dev_key that has no
 // key yet: the offline default deployment works on first start.
@@ -609,7 +657,7 @@ func (g *Gateway) RevokeKey(ctx context.Context, id string) (*store.APIKey, erro
 // SetSecret stores an org's own provider key, encrypted, as `voxgate
 // secrets set` does (tests use it).
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
-	return g.creds.SetSecret(ctx, org, provider, value)
+	return liveSecrets{g}.SetSecret(ctx, org, provider, value)
 }
 
 // Metrics exposes the registry (tests read it).

@@ -46,19 +46,28 @@ func ServerOptions(cfg *config.Config) edge.Options {
 		MaxConnsPerIP:    cfg.Server.MaxConnsPerIP,
 		MetricsPublic:    cfg.Metrics.Listen == "" && cfg.Metrics.Token != "",
 		MetricsToken:     cfg.Metrics.Token.Value(),
-		Orgs:             make(map[string]edge.OrgLimits, len(cfg.Orgs)),
 		CORS:             edge.CORSOptions{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge.D()},
-	}
-	for name, org := range cfg.Orgs {
-		o.Orgs[name] = edge.OrgLimits{
-			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
-			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
-		}
 	}
 	if o.MaxConns == 0 {
 		o.MaxConns = edge.DefaultMaxConns()
 	}
 	return o
+}
+
+// OrgLimits is the typed view of the organizations' rate limits (a
+// reload may change them: see edge.Live).
+func OrgLimits(cfg *config.Config) map[string]edge.OrgLimits {
+	out := make(map[string]edge.OrgLimits, len(cfg.Orgs))
+	for name, org := range cfg.Orgs {
+		if org == nil {
+			continue
+		}
+		out[name] = edge.OrgLimits{
+			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
+			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
+		}
+	}
+	return out
 }
 
 // Aliases is the typed view of cfg's model and voice aliases, the top
@@ -380,22 +389,19 @@ func ModerationOptions(cfg *config.Config) moderation.Options {
 	return o
 }
 
-// moderator builds the moderation engine from the config's rulesets and
-// the moderation plugins started on host (pool "moderation."+name). It is
-// built even when no ruleset is configured, so that every request's log
-// row says moderation was off rather than leaving the field empty.
-func (g *Gateway) moderator(host *pluginhost.Host) (speech.Moderator, error) {
+// moderator builds the moderation engine from cfg's rulesets and the
+// moderation plugins among pools (pool "moderation."+name). It is built
+// even when no ruleset is configured, so that every request's log row
+// says moderation was off rather than leaving the field empty.
+func (g *Gateway) moderator(cfg *config.Config, pools map[string]*pluginhost.Pool) (speech.Moderator, error) {
 	plugins := func(name string) sdk.Moderator {
-		if host == nil {
-			return nil
-		}
 		// A nil *Pool must not become a non-nil sdk.Moderator.
-		if p := host.Pool("moderation." + name); p != nil {
+		if p := pools["moderation."+name]; p != nil {
 			return p
 		}
 		return nil
 	}
-	e, err := moderation.New(ModerationOptions(g.cfg), plugins, g.metrics, g.log.Named("moderation"))
+	e, err := moderation.New(ModerationOptions(cfg), plugins, g.metrics, g.log.Named("moderation"))
 	if err != nil {
 		return nil, err
 	}

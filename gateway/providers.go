@@ -6,17 +6,22 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
+	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
+	"github.com/voxgate/voxgate/gateway/providers/keypool"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
+	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )
 
-// attachProviders starts the provider (and moderation) plugins, reads their
-// descriptions into the catalog and gives the server its speech service
-// and the catalog.
+// attachProviders starts the provider (and moderation) plugins, and
+// builds the shared parts of the speech path (the dispatcher of planned
+// requests, the response cache's store) and the first Live: the catalog,
+// the speech service and what else a reload may change (see buildLive).
 func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	cfg := g.cfg
 	ho := PluginHostOptions(cfg)
@@ -28,19 +33,62 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	specs := PluginSpecs(cfg)
 	if len(specs) == 0 {
 		g.log.Warn("no providers configured: only voices and logs are served")
+		d.Live = g.noProviders(cfg)
 		return nil
 	}
 	if err := host.Start(ctx, specs); err != nil {
 		return err
 	}
 	g.metrics.PluginInstances(host.Instances)
-	plugins := map[string]sdk.Provider{}
-	for name := range cfg.Providers {
-		plugins[name] = host.Pool(name)
-	}
-	cat, err := catalog.New(ctx, ProviderPolicies(cfg), plugins, func(id string) bool { return host.Pool(id).Ready() })
+	dc, err := dispatch.New(dispatch.Options{
+		Observe: func(provider, result string) { g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc() },
+		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
+		Tracer:  g.tracer,
+	})
 	if err != nil {
 		return err
+	}
+	g.dispatch = dc
+	g.closers = append(g.closers, func(context.Context) error { dc.Close(); return nil })
+	if g.cacheStore, err = g.responseCache(); err != nil {
+		return err
+	}
+	g.calls = catalog.NewCalls(g.metrics, g.tracer, dc != nil)
+	live, err := g.buildLive(ctx, cfg, host.Pools(), *g.keyPools.Load())
+	if err != nil {
+		return err
+	}
+	d.Live = live
+	g.pluginsReady = host.Ready
+	return nil
+}
+
+// noProviders is the Live of a gateway without plugins: voices, media
+// and logs only.
+func (g *Gateway) noProviders(cfg *config.Config) *edge.Live {
+	return edge.NewLive(edge.LiveDeps{
+		Resources:   resources.New(resources.Deps{Store: g.data, Credentials: g.creds, CheckRule: speech.ValidateRule}),
+		Credentials: g.creds,
+		Aliases:     Aliases(cfg),
+		Orgs:        OrgLimits(cfg),
+	})
+}
+
+// buildLive builds what requests are served with under cfg, calling the
+// plugins of pools (by plugin name) and the managed keys of keyPools: the
+// catalog (each provider describes itself), the moderation engine, the
+// credential rules, the speech service, the resource routes' service, the
+// aliases and the organizations' rate limits. It starts and changes
+// nothing: at start and at every reload, what it returns is swapped in
+// whole, or, when it fails, dropped.
+func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[string]*pluginhost.Pool, keyPools map[string]*keypool.Pool) (*edge.Live, error) {
+	plugins := map[string]sdk.Provider{}
+	for name := range cfg.Providers {
+		plugins[name] = pools[name]
+	}
+	cat, err := catalog.New(ctx, ProviderPolicies(cfg), plugins, func(id string) bool { return pools[id].Ready() })
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range cat.Providers() {
 		models := make([]string, 0, len(p.Desc.Models))
@@ -62,47 +110,42 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 			g.metrics.ProviderModel(p.ID, m.ID, m.Capabilities.Streaming, sender == "gateway")
 		}
 	}
-	dc, err := dispatch.New(dispatch.Options{
-		Observe: func(provider, result string) { g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc() },
-		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
-		Tracer:  g.tracer,
-	})
+	mod, err := g.moderator(cfg, pools)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	g.closers = append(g.closers, func(context.Context) error { dc.Close(); return nil })
-	mod, err := g.moderator(host)
-	if err != nil {
-		return err
-	}
-	cacheOpts, err := g.responseCache()
-	if err != nil {
-		return err
-	}
-	g.catalog, g.calls = cat, catalog.NewCalls(g.metrics, g.tracer, dc != nil)
-	d.Catalog, d.Credentials = cat, g.creds
-	d.Speech = speech.New(speech.Deps{
+	creds := credentials.NewResolver(CredentialsPolicy(cfg), g.data, g.sealer)
+	cacheOpts := CacheOptions(cfg)
+	cacheOpts.Store = g.cacheStore
+	svc := speech.New(speech.Deps{
 		Cache:        cacheOpts,
 		Routes:       Routes(cfg),
-		Pools:        g.pools,
+		Pools:        keyPools,
 		Limits:       SpeechLimits(cfg),
 		Catalog:      cat,
 		Calls:        g.calls,
 		Store:        g.data,
 		Dictionaries: g.data,
-		Credentials:  g.creds,
+		Credentials:  creds,
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
 		Moderator:    mod,
-		Direct:       dc,
+		Direct:       g.dispatch,
 		Metrics:      g.metrics,
 		Tracer:       g.tracer,
 		Logger:       g.log.Named("speech"),
 		Alignment:    Alignment(cfg),
 	})
 	g.logAlignment(Alignment(cfg), cat)
-	g.pluginsReady = host.Ready
-	return nil
+	return edge.NewLive(edge.LiveDeps{
+		Speech:      svc,
+		Catalog:     cat,
+		Credentials: creds,
+		Aliases:     Aliases(cfg),
+		Resources: resources.New(resources.Deps{Store: g.data, Catalog: cat, Calls: g.calls, Credentials: creds,
+			CheckRule: speech.ValidateRule}),
+		Orgs: OrgLimits(cfg),
+	}), nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/alecthomas/kong"
+	"github.com/coreos/go-systemd/v22/daemon"
+	"golang.org/x/sys/unix"
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
@@ -46,6 +48,7 @@ type commandLine struct {
 	Keys    keysCmd    `cmd:"" help:"Create, list and revoke API keys, whether or not a gateway is running."`
 	Secrets secretsCmd `cmd:"" help:"Store or delete an organization's own provider key (BYOK), encrypted."`
 	Config  configCmd  `cmd:"" help:"Check a config file without starting anything."`
+	Reload  reloadCmd  `cmd:"" help:"Make the running gateway read its config file again (as SIGHUP does) and print what changed."`
 	Migrate migrateCmd `cmd:"" help:"Copy a bbolt database into PostgreSQL (stop the gateway first)."`
 	Version versionCmd `cmd:"" help:"Print the version."`
 }
@@ -175,24 +178,29 @@ type serveCmd struct {
 // Help is serve's long description.
 func (serveCmd) Help() string {
 	return `Runs the gateway until SIGINT or SIGTERM, then finishes in-flight requests
-(up to server.shutdown_timeout) and stops. Logs go to stderr as JSON lines;
-the development key of an org with dev_key: true is printed on stdout at its
-first successful start.`
+(up to server.shutdown_timeout) and stops. SIGHUP reads the config file
+again and swaps it in without dropping a request, or, on any mistake or a
+setting that needs a restart, logs why and runs on unchanged (see
+'voxgate reload'). Logs go to stderr as JSON lines; the development key of
+an org with dev_key: true is printed on stdout at its first successful
+start.`
 }
 
 // Run implements `voxgate serve`.
 func (c *serveCmd) Run(std *streams) error {
-	cfg, err := loadConfig(c.ConfigFile)
+	cfg, data, err := config.LoadBytes(c.ConfigFile)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w\n(run from the repository root, or pass --config FILE)", err)
+		}
 		return err
 	}
 	if c.Listen != "" {
-		cfg.Server.Listen = c.Listen
 		if err := config.CheckListen(c.Listen); err != nil {
 			return usageError{"--listen: " + err.Error()}
 		}
 	}
-	applyData(cfg, c.Data)
+	c.override(cfg)
 	log, err := newLogger(std.stderr, c.LogLevel, c.DevLog)
 	if err != nil {
 		return usageError{err.Error()}
@@ -201,11 +209,18 @@ func (c *serveCmd) Run(std *streams) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP is a reload, from the start: its default action would end
+	// the process mid-request. One arriving before the gateway has
+	// started waits in the channel and reloads once it has.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	log.Info("starting voxgate", zap.String("version", version), zap.String("config", c.ConfigFile))
 	for _, w := range cfg.Warnings {
 		log.Warn("config: " + w)
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Banner: std.stdout, Version: version})
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Banner: std.stdout, Version: version,
+		Source: c.source, ConfigHash: gateway.Hash(data)})
 	if err != nil {
 		return err
 	}
@@ -213,22 +228,141 @@ func (c *serveCmd) Run(std *streams) error {
 		_ = g.Shutdown(context.Background())
 		return err
 	}
+	notify(log, daemon.SdNotifyReady, "STATUS=serving on "+g.Addr())
 	var stopped error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down: finishing in-flight requests")
-	case err := <-g.Done():
-		// Serve returns before Shutdown only when it cannot go on: exit
-		// non-zero, so that a supervisor restarts the gateway.
-		stopped = fmt.Errorf("the HTTP server stopped unexpectedly: %v", err)
-		log.Error("server stopped unexpectedly; shutting down", zap.Error(err))
+wait:
+	for {
+		select {
+		case <-hup:
+			log.Info("SIGHUP: reloading the configuration", zap.String("config", c.ConfigFile))
+			notify(log, daemon.SdNotifyReloading, monotonicUsec())
+			rctx, cancel := context.WithTimeout(ctx, cfg.Plugins.StartTimeout.D()+time.Minute)
+			v, _ := g.Reload(rctx) // logs its outcome, every mistake included
+			cancel()
+			notify(log, daemon.SdNotifyReady, "STATUS=serving on "+g.Addr()+"; last reload "+v.Result)
+		case <-ctx.Done():
+			log.Info("shutting down: finishing in-flight requests")
+			break wait
+		case err := <-g.Done():
+			// Serve returns before Shutdown only when it cannot go on: exit
+			// non-zero, so that a supervisor restarts the gateway.
+			stopped = fmt.Errorf("the HTTP server stopped unexpectedly: %v", err)
+			log.Error("server stopped unexpectedly; shutting down", zap.Error(err))
+			break wait
+		}
 	}
+	notify(log, daemon.SdNotifyStopping, "STATUS=draining")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout.D())
 	defer cancel()
 	if err := g.Shutdown(sctx); err != nil {
 		return err
 	}
 	return stopped
+}
+
+// notify tells systemd (Type=notify, deploy/voxgate.service) the
+// gateway's state: READY=1 once it serves, RELOADING=1 then READY=1
+// around a reload, so that `systemctl reload` returns when the reload is
+// done, and STOPPING=1 when the drain begins. Without $NOTIFY_SOCKET (not
+// under systemd) it does nothing.
+func notify(log *zap.Logger, state ...string) {
+	if _, err := daemon.SdNotify(false, strings.Join(state, "\n")); err != nil {
+		log.Warn("sd_notify failed", zap.Error(err))
+	}
+}
+
+// monotonicUsec is the MONOTONIC_USEC field systemd wants with
+// RELOADING=1: CLOCK_MONOTONIC in microseconds.
+func monotonicUsec() string {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return "MONOTONIC_USEC=0"
+	}
+	return "MONOTONIC_USEC=" + strconv.FormatInt(ts.Nano()/1000, 10)
+}
+
+// override applies the command line's settings over the file's: at
+// start, and to every reload's reading of the file, so that a reload does
+// not see --listen or --data as a change.
+func (c *serveCmd) override(cfg *config.Config) {
+	if c.Listen != "" {
+		cfg.Server.Listen = c.Listen
+	}
+	applyData(cfg, c.Data)
+}
+
+// source reads the config file again for a reload (gateway.Source).
+func (c *serveCmd) source() (*config.Config, string, error) {
+	cfg, data, err := config.LoadBytes(c.ConfigFile)
+	hash := ""
+	if data != nil {
+		hash = gateway.Hash(data)
+	}
+	if err != nil {
+		return nil, hash, err
+	}
+	c.override(cfg)
+	return cfg, hash, nil
+}
+
+// reloadCmd is `voxgate reload`.
+type reloadCmd struct {
+	configFlag
+	dataFlag
+	Timeout time.Duration `default:"2m" help:"How long to wait for the gateway's answer (a reload that starts plugins waits for them)."`
+}
+
+// Help is reload's long description.
+func (reloadCmd) Help() string {
+	return `Asks the gateway running with this config (through its admin socket) to read
+its config file again, check it as 'config check' does, and swap it in
+without dropping a request: providers and plugins, organizations, rulesets,
+limits, aliases, fallbacks, moderation, the cache's ttl. A mistake, or a
+change to a setting only a restart applies (listen addresses, storage, the
+shared Redis, the secrets key), refuses the reload: every reason is
+printed, the gateway runs on unchanged, and the exit status is 1.
+SIGHUP and 'systemctl reload voxgate' do the same.`
+}
+
+// Run implements `voxgate reload`.
+func (c *reloadCmd) Run(std *streams) error {
+	cfg, err := loadConfig(c.ConfigFile)
+	if err != nil {
+		var es *config.Errors
+		if !errors.As(err, &es) || es.Partial == nil {
+			return err
+		}
+		// The file has mistakes, but names the socket: the gateway
+		// reports them too, and says it runs on.
+		cfg = es.Partial
+	}
+	applyData(cfg, c.Data) // the socket of a gateway started with --data
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	defer cancel()
+	sock := gateway.AdminSocket(cfg)
+	a, err := admin.Dial(ctx, sock)
+	if err != nil {
+		return fmt.Errorf("no gateway answers on the admin socket %s: is it running with this config?", sock)
+	}
+	v, err := a.Reload(ctx)
+	if errors.Is(err, admin.ErrReloadRefused) {
+		for _, m := range v.Mistakes {
+			fmt.Fprintln(std.stderr, "  "+m)
+		}
+		return fmt.Errorf("reload refused (%d mistakes): the gateway runs as it was", len(v.Mistakes))
+	}
+	if err != nil {
+		return err
+	}
+	if len(v.Changes) == 0 {
+		fmt.Fprintf(std.stdout, "reloaded %s (config %s): nothing changed\n", c.ConfigFile, v.Hash)
+		return nil
+	}
+	fmt.Fprintf(std.stdout, "reloaded %s (config %s):\n", c.ConfigFile, v.Hash)
+	for _, ch := range v.Changes {
+		fmt.Fprintln(std.stdout, "  "+ch)
+	}
+	return nil
 }
 
 // newLogger builds the gateway's logger on w: JSON lines, or with dev a

@@ -25,7 +25,7 @@ func (s *Server) putProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error {
 	provider, _ := ctx.UserValue("providerId").(string)
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	k, err := s.res.PutProviderKey(cctx, c.p.OrgID, provider, req.KeyValue, time.Now().UTC())
+	k, err := c.live.Resources.PutProviderKey(cctx, c.p.OrgID, provider, req.KeyValue, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) listProviderKeys(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	return servePage(s, ctx, c, q, limit, "api-keys", func(after store.Position) ([]resources.ProviderKey, store.Position, bool, error) {
-		return s.res.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
+		return c.live.Resources.ListProviderKeys(c.ctx, c.p.OrgID, limit, after)
 	}, providerKeyOut)
 }
 
@@ -53,7 +53,7 @@ func (s *Server) deleteProviderKey(ctx *fasthttp.RequestCtx, c *exchange) error 
 		return err
 	}
 	provider, _ := ctx.UserValue("providerId").(string)
-	if err := s.res.DeleteProviderKey(c.ctx, c.p.OrgID, provider); err != nil {
+	if err := c.live.Resources.DeleteProviderKey(c.ctx, c.p.OrgID, provider); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -12,13 +12,13 @@ func (s *Server) listAudioProviders(ctx *fasthttp.RequestCtx, c *exchange) error
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
-	own, err := s.res.OwnKeys(c.ctx, c.p.OrgID)
+	own, err := c.live.Resources.OwnKeys(c.ctx, c.p.OrgID)
 	if err != nil {
 		return err
 	}
 	out := envelope[[]documentedProvider]{Data: []documentedProvider{}}
-	for _, p := range s.catalog.Providers() {
-		f := s.creds.Flags(c.p.OrgID, p.ID)
+	for _, p := range c.live.Catalog.Providers() {
+		f := c.live.Credentials.Flags(c.p.OrgID, p.ID)
 		e := documentedProvider{ID: p.ID, Name: p.Name, Enabled: f.Enabled, BYOK: own[p.ID], Managed: f.Managed, Models: make([]string, 0, len(p.Desc.Models))}
 		for _, m := range p.Desc.Models {
 			e.Models = append(e.Models, p.ID+"/"+m.ID)

@@ -37,7 +37,6 @@ func benchServerTraced(b *testing.B, tracer *tracing.Tracer) (fasthttp.RequestHa
 	opts := Options{
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
 		RequestTimeout: time.Minute, MaxBodyBytes: 10 << 20, MaxMediaBytes: 10 << 20, MaxTextChars: 5000,
-		Orgs: map[string]OrgLimits{"acme": {}},
 	}
 	st, err := bolt.Open(filepath.Join(b.TempDir(), "v.db"), store.Options{})
 	if err != nil {
@@ -54,7 +53,8 @@ func benchServerTraced(b *testing.B, tracer *tracing.Tracer) (fasthttp.RequestHa
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
 	res := resources.New(resources.Deps{Store: st, CheckRule: func(string, string) []problem.FieldError { return nil }})
-	s := New(Deps{Options: opts, Logger: zap.NewNop(), Resources: res, Records: records.New(st), CursorSecret: st.Secret(), Auth: a, Logs: w,
+	live := NewLive(LiveDeps{Resources: res, Orgs: map[string]OrgLimits{"acme": {}}})
+	s := New(Deps{Options: opts, Logger: zap.NewNop(), Live: live, Records: records.New(st), CursorSecret: st.Secret(), Auth: a, Logs: w,
 		Metrics: metrics.New(), Tracer: tracer})
 	return s.srv.Handler, key
 }
@@ -149,6 +149,6 @@ func BenchmarkObserved(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.InFlight.Inc()
-		s.observed(start, "0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e", "speech", "acme", methodName(method), string(path), 200, 144000, "", nil)
+		s.observed(start, "0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e", "speech", "acme", methodName(method), string(path), 200, 144000, "", nil, nil)
 	}
 }

@@ -27,7 +27,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 			req.NoCache = noCache(ctx)
 			rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 			defer cancel()
-			out, err = s.speech.Converse(rctx, c.p.OrgID, req, timestamps)
+			out, err = c.live.Speech.Converse(rctx, c.p.OrgID, req, timestamps)
 			c.charge = out.Charge
 		}
 		parent := out.Row
@@ -66,7 +66,7 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 	}
 	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	req.NoCache = noCache(ctx)
-	out, err := s.speech.ConverseStream(rctx, c.p.OrgID, req)
+	out, err := c.live.Speech.ConverseStream(rctx, c.p.OrgID, req)
 	c.charge = out.Charge
 	var first []byte
 	if err == nil {

@@ -119,9 +119,6 @@ func (s *Server) writeDialectBlocked(ctx *fasthttp.RequestCtx, d dialectKind, be
 		Status: string(problem.ModerationBlocked), Message: msg, Reason: reason}})
 }
 
-// isProvider reports whether name is a configured provider.
-func (s *Server) isProvider(name string) bool { return s.catalog.Provider(name) != nil }
-
 // openAISpeech serves OpenAI's body on POST /v1/audio/speech: a whole
 // clip in response_format, or with stream_format "sse" the provider's
 // stream as speech.audio.delta events.
@@ -133,7 +130,7 @@ func (s *Server) openAISpeech(ctx *fasthttp.RequestCtx, c *exchange) {
 		s.failSpeech(ctx, c, err, &speech.Spoken{})
 		return
 	}
-	req, ep, err := body.Speech(c.p.OrgID, s.aliases, s.isProvider)
+	req, ep, err := body.Speech(c.p.OrgID, c.live.Aliases, c.live.isProvider)
 	if err != nil {
 		s.failSpeech(ctx, c, err, &speech.Spoken{})
 		return
@@ -149,16 +146,16 @@ func (s *Server) listOpenAIModels(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	out := dialect.OpenAIModelList{Object: "list", Data: []dialect.OpenAIModel{}}
-	for _, p := range s.catalog.Providers() {
-		if !s.creds.Flags(c.p.OrgID, p.ID).Enabled {
+	for _, p := range c.live.Catalog.Providers() {
+		if !c.live.Credentials.Flags(c.p.OrgID, p.ID).Enabled {
 			continue
 		}
 		for _, m := range p.Desc.Models {
 			out.Data = append(out.Data, dialect.OpenAIModel{ID: p.ID + "/" + m.ID, Object: "model", OwnedBy: p.ID})
 		}
 	}
-	for _, name := range s.aliases.ModelNames(c.p.OrgID) {
-		target, _ := s.aliases.Model(c.p.OrgID, name)
+	for _, name := range c.live.Aliases.ModelNames(c.p.OrgID) {
+		target, _ := c.live.Aliases.Model(c.p.OrgID, name)
 		owner, _, _ := strings.Cut(target, "/")
 		out.Data = append(out.Data, dialect.OpenAIModel{ID: name, Object: "model", OwnedBy: owner})
 	}
@@ -197,7 +194,7 @@ func (s *Server) elevenLabsSpeech(ep speech.Delivery) handlerFunc {
 			return nil
 		}
 		voiceID, _ := ctx.UserValue("voice_id").(string)
-		req, err := body.Speech(c.p.OrgID, voiceID, string(ctx.QueryArgs().Peek("output_format")), ep, s.aliases, s.isProvider)
+		req, err := body.Speech(c.p.OrgID, voiceID, string(ctx.QueryArgs().Peek("output_format")), ep, c.live.Aliases, c.live.isProvider)
 		if err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
@@ -227,8 +224,8 @@ const maxElevenLabsVoices = 200
 // usable as a voice_id.
 func (s *Server) listElevenLabsVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	out := dialect.ElevenLabsVoices{Voices: []dialect.ElevenLabsVoice{}}
-	for _, name := range s.aliases.VoiceNames(c.p.OrgID) {
-		va, _ := s.aliases.Voice(c.p.OrgID, name)
+	for _, name := range c.live.Aliases.VoiceNames(c.p.OrgID) {
+		va, _ := c.live.Aliases.Voice(c.p.OrgID, name)
 		labels := map[string]string{"alias": "true"}
 		if va.Model != "" {
 			labels["model"] = va.Model
@@ -238,7 +235,7 @@ func (s *Server) listElevenLabsVoices(ctx *fasthttp.RequestCtx, c *exchange) err
 		}
 		out.Voices = append(out.Voices, dialect.ElevenLabsVoice{VoiceID: name, Name: name, Category: "premade", Labels: labels})
 	}
-	voices, _, _, err := s.res.ListVoices(c.ctx, c.p.OrgID, maxElevenLabsVoices, nil)
+	voices, _, _, err := c.live.Resources.ListVoices(c.ctx, c.p.OrgID, maxElevenLabsVoices, nil)
 	if err != nil {
 		return err
 	}
@@ -256,8 +253,8 @@ func (s *Server) listElevenLabsVoices(ctx *fasthttp.RequestCtx, c *exchange) err
 // the model aliases.
 func (s *Server) listElevenLabsModels(ctx *fasthttp.RequestCtx, c *exchange) error {
 	out := []dialect.ElevenLabsModel{}
-	for _, p := range s.catalog.Providers() {
-		if !s.creds.Flags(c.p.OrgID, p.ID).Enabled {
+	for _, p := range c.live.Catalog.Providers() {
+		if !c.live.Credentials.Flags(c.p.OrgID, p.ID).Enabled {
 			continue
 		}
 		for _, m := range p.Desc.Models {
@@ -272,8 +269,8 @@ func (s *Server) listElevenLabsModels(ctx *fasthttp.RequestCtx, c *exchange) err
 			})
 		}
 	}
-	for _, name := range s.aliases.ModelNames(c.p.OrgID) {
-		target, _ := s.aliases.Model(c.p.OrgID, name)
+	for _, name := range c.live.Aliases.ModelNames(c.p.OrgID) {
+		target, _ := c.live.Aliases.Model(c.p.OrgID, name)
 		out = append(out, dialect.ElevenLabsModel{ModelID: name, Name: name, CanDoTextToSpeech: true, Description: "alias of " + target})
 	}
 	return s.writeJSON(ctx, fasthttp.StatusOK, out)

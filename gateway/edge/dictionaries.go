@@ -24,7 +24,7 @@ func (s *Server) listDictionaries(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	return servePage(s, ctx, c, q, limit, "dictionaries", func(after store.Position) ([]store.Dictionary, store.Position, bool, error) {
-		return s.res.ListDictionaries(c.ctx, c.p.OrgID, limit, after)
+		return c.live.Resources.ListDictionaries(c.ctx, c.p.OrgID, limit, after)
 	}, dictionaryOut)
 }
 
@@ -33,7 +33,7 @@ func (s *Server) createDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err := s.decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	d, err := s.res.CreateDictionary(c.ctx, c.p.OrgID, resources.DictionarySpec(req), time.Now().UTC())
+	d, err := c.live.Resources.CreateDictionary(c.ctx, c.p.OrgID, resources.DictionarySpec(req), time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) getDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
-	d, err := s.res.Dictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"))
+	d, err := c.live.Resources.Dictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"))
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (s *Server) updateDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err := s.decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	d, err := s.res.UpdateDictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"), resources.DictionarySpec(req), time.Now().UTC())
+	d, err := c.live.Resources.UpdateDictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"), resources.DictionarySpec(req), time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *Server) deleteDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
-	if err := s.res.DeleteDictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id")); err != nil {
+	if err := c.live.Resources.DeleteDictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id")); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -80,12 +80,12 @@ func (s *Server) listRules(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.res.Dictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"))
+	d, err := c.live.Resources.Dictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"))
 	if err != nil {
 		return err
 	}
 	return servePage(s, ctx, c, q, limit, "rules|"+d.ID, func(after store.Position) ([]store.PronunciationRule, store.Position, bool, error) {
-		return s.res.ListRules(c.ctx, c.p.OrgID, d.ID, limit, after)
+		return c.live.Resources.ListRules(c.ctx, c.p.OrgID, d.ID, limit, after)
 	}, ruleOut)
 }
 
@@ -98,7 +98,7 @@ func (s *Server) createRule(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.res.CreateRule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), spec, time.Now().UTC())
+	r, err := c.live.Resources.CreateRule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), spec, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (s *Server) getRule(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
-	r, err := s.res.Rule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), pathParam(ctx, "ruleId"))
+	r, err := c.live.Resources.Rule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), pathParam(ctx, "ruleId"))
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (s *Server) updateRule(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.res.UpdateRule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), pathParam(ctx, "ruleId"), spec, time.Now().UTC())
+	r, err := c.live.Resources.UpdateRule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), pathParam(ctx, "ruleId"), spec, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (s *Server) deleteRule(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
 		return err
 	}
-	if err := s.res.DeleteRule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), pathParam(ctx, "ruleId")); err != nil {
+	if err := c.live.Resources.DeleteRule(c.ctx, c.p.OrgID, pathParam(ctx, "id"), pathParam(ctx, "ruleId")); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

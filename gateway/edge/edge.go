@@ -51,6 +51,9 @@ type exchange struct {
 	// dialect is the API the request speaks; its errors are answered in
 	// that API's shape.
 	dialect dialectKind
+	// live is the configuration the request is served with, taken once
+	// as it arrived (see Live).
+	live *Live
 }
 
 // handlerFunc is an authenticated API handler. It writes the success
@@ -62,6 +65,8 @@ const (
 	userValueRoute = "voxgate.route"
 	userValueReqID = "voxgate.reqid"
 	userValueOrg   = "voxgate.org"
+	// userValueLive holds the *Live the request took as it arrived.
+	userValueLive = "voxgate.live"
 	// userValueTrace holds the context of the request's server span when
 	// tracing is on.
 	userValueTrace = "voxgate.trace"
@@ -84,6 +89,9 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		start := time.Now()
 		s.metrics.InFlight.Inc() // Dec when observed, at the end of a stream
 		s.mem.begin()
+		// The configuration is taken once, here, and given back when the
+		// request is observed (a stream: at its end).
+		ctx.SetUserValue(userValueLive, s.hold())
 		if s.tracer != nil {
 			tctx, _ := s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
 			ctx.SetUserValue(userValueTrace, tctx)
@@ -173,6 +181,7 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 		route = "unmatched"
 	}
 	org, _ := ctx.UserValue(userValueOrg).(string)
+	live, _ := ctx.UserValue(userValueLive).(*Live)
 	var tctx context.Context
 	if s.tracer != nil {
 		tctx, _ = ctx.UserValue(userValueTrace).(context.Context)
@@ -182,13 +191,13 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 		if lo, ok := ctx.Response.BodyStream().(lateObserver); ok {
 			// Copies: ctx is reused once the handler has returned.
 			lo.observeAtEnd(&access{start: start, reqID: reqID, route: route, org: org,
-				method: methodName(ctx.Method()), path: string(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx})
+				method: methodName(ctx.Method()), path: string(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx, live: live})
 			return
 		}
 	} else {
 		size = len(ctx.Response.Body())
 	}
-	s.observed(start, reqID, route, org, methodName(ctx.Method()), string(ctx.Path()), ctx.Response.StatusCode(), size, "", tctx)
+	s.observed(start, reqID, route, org, methodName(ctx.Method()), string(ctx.Path()), ctx.Response.StatusCode(), size, "", tctx, live)
 }
 
 // methodName returns the request method as a string, without allocating
@@ -221,6 +230,7 @@ type access struct {
 	method, path      string
 	status            int
 	trace             context.Context // the server span's, when tracing
+	live              *Live           // released when observed
 }
 
 // lateObserver is a streamed body that observes its request when it
@@ -232,7 +242,7 @@ type lateObserver interface {
 // observeEnd finishes a streamed request's record: bytes is what was
 // sent, failure the error code of a stream that broke off ("" if none).
 func (s *Server) observeEnd(a *access, bytes int64, failure string) {
-	s.observed(a.start, a.reqID, a.route, a.org, a.method, a.path, a.status, int(bytes), failure, a.trace)
+	s.observed(a.start, a.reqID, a.route, a.org, a.method, a.path, a.status, int(bytes), failure, a.trace, a.live)
 }
 
 // observed writes the metrics and the access log line of one request.
@@ -240,10 +250,11 @@ func (s *Server) observeEnd(a *access, bytes int64, failure string) {
 // Hot path (every request): the route's series are looked up once, when
 // the routes are registered (routeSeries), and the access log's fields
 // are strings the request already has. BenchmarkObserved.
-func (s *Server) observed(start time.Time, reqID, route, org, method, path string, status, size int, failure string, tctx context.Context) {
+func (s *Server) observed(start time.Time, reqID, route, org, method, path string, status, size int, failure string, tctx context.Context, live *Live) {
 	elapsed := time.Since(start)
 	s.metrics.InFlight.Dec()
 	s.mem.end()
+	live.release()
 	if tctx != nil {
 		endServerSpan(tctx, reqID, route, org, method, path, status, failure)
 	}
@@ -382,6 +393,7 @@ func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKi
 func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
 	reqID, _ := ctx.UserValue(userValueReqID).(string)
 	c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
+	c.live, _ = ctx.UserValue(userValueLive).(*Live)
 	if s.tracer != nil {
 		if tctx, ok := ctx.UserValue(userValueTrace).(context.Context); ok {
 			c.ctx = tctx // the handler's work becomes the server span's children
@@ -396,7 +408,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, 
 	c.p = p
 	c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
 	ctx.SetUserValue(userValueOrg, p.OrgID)
-	if pe := s.rateLimit(p.OrgID, c.route); pe != nil {
+	if pe := s.rateLimit(c.live, p.OrgID, c.route); pe != nil {
 		s.writeProblemIn(ctx, c.dialect, pe)
 		return
 	}
@@ -644,8 +656,8 @@ func jsonTypeName(kind string) string {
 // cannot decide (Redis down) lets the request through or refuses it, as
 // configured, and says so in the metrics and, at most once a minute, the
 // log.
-func (s *Server) rateLimit(org, route string) *problem.Error {
-	lims, ok := s.limits[org]
+func (s *Server) rateLimit(live *Live, org, route string) *problem.Error {
+	lims, ok := live.limits[org]
 	if !ok {
 		return nil
 	}

@@ -115,7 +115,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 		// edge's text rule, like a path parameter.
 		return problem.Validation(problem.Field("the file name "+msg, "filename"))
 	}
-	m, err := s.res.UploadMedia(c.ctx, c.p.OrgID, resources.Upload{Data: data, Filename: filename, Declared: declared}, time.Now().UTC())
+	m, err := c.live.Resources.UploadMedia(c.ctx, c.p.OrgID, resources.Upload{Data: data, Filename: filename, Declared: declared}, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 }
 
 func (s *Server) getMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
-	m, err := s.res.Media(c.ctx, c.p.OrgID, pathID(ctx))
+	m, err := c.live.Resources.Media(c.ctx, c.p.OrgID, pathID(ctx))
 	if err != nil {
 		return err
 	}

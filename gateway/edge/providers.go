@@ -39,8 +39,8 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	out := envelope[[]catalogEntry]{Data: []catalogEntry{}}
-	for _, p := range s.catalog.Providers() {
-		e := catalogEntry{ID: p.ID, Name: p.Name, Config: flagsOut(s.creds.Flags(c.p.OrgID, p.ID)), Status: "available", Models: []catalogModel{}}
+	for _, p := range c.live.Catalog.Providers() {
+		e := catalogEntry{ID: p.ID, Name: p.Name, Config: flagsOut(c.live.Credentials.Flags(c.p.OrgID, p.ID)), Status: "available", Models: []catalogModel{}}
 		if !p.Healthy() {
 			e.Status = "unavailable"
 		}
@@ -51,7 +51,7 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 			}
 			cm := catalogModel{
 				ID: m.ID, Name: m.Name, OutputFormats: outputFormats(&m), NativeEncodings: nativeEncodings(&m), MaxTextChars: limit, AudioTags: m.AudioTags,
-				TimestampsSource: s.speech.TimestampsSource(p, &m),
+				TimestampsSource: c.live.Speech.TimestampsSource(p, &m),
 				Capabilities:     capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions},
 			}
 			if m.Capabilities.Speed {
@@ -69,7 +69,7 @@ func (s *Server) providerVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	voices, err := s.res.ProviderVoices(c.ctx, c.p.OrgID, pathID(ctx), q["model"])
+	voices, err := c.live.Resources.ProviderVoices(c.ctx, c.p.OrgID, pathID(ctx), q["model"])
 	if err != nil {
 		return err
 	}

@@ -45,10 +45,13 @@ func (s *Server) newRealtime() {
 		lim.StallTimeout = min(lim.StallTimeout, s.opts.WriteTimeout)
 	}
 	s.realtime = realtime.NewHub(realtime.Deps{
-		Speech: s.speech,
+		Speech: func() (*speech.Service, func()) {
+			l := s.hold()
+			return l.Speech, l.release
+		},
 		Record: func(row store.LogRow) { s.logs.Record(row) },
 		Allow: func(org string) error {
-			if pe := s.rateLimit(org, realtimeRoute); pe != nil {
+			if pe := s.rateLimit(s.live.Load(), org, realtimeRoute); pe != nil {
 				return pe
 			}
 			return nil
@@ -102,7 +105,8 @@ func (s *Server) realtimeHandler(ctx *fasthttp.RequestCtx) {
 		s.writeProblem(ctx, problem.New(problem.WebSocketRequired, "this route is a WebSocket: send a GET with Upgrade: websocket (see docs/realtime.md)"))
 		return
 	}
-	if pe := s.rateLimit(p.OrgID, realtimeRoute); pe != nil {
+	live, _ := ctx.UserValue(userValueLive).(*Live)
+	if pe := s.rateLimit(live, p.OrgID, realtimeRoute); pe != nil {
 		s.writeProblem(ctx, pe)
 		return
 	}

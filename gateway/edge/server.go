@@ -25,7 +25,6 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
-	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/edge/openapi"
 	"github.com/voxgate/voxgate/gateway/edge/realtime"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
@@ -33,10 +32,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
-	"github.com/voxgate/voxgate/gateway/providers/catalog"
-	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/records"
-	"github.com/voxgate/voxgate/gateway/resources"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/reqlog"
@@ -48,9 +44,9 @@ type Deps struct {
 	// Options are the edge's limits and timeouts, built from the config.
 	Options Options
 	Logger  *zap.Logger
-	// Resources serves the resource routes: voices, media, pronunciation
-	// dictionaries and provider keys.
-	Resources *resources.Service
+	// Live is the configuration requests are served with at first;
+	// SwapLive replaces it.
+	Live *Live
 	// Records serves the request log and usage.
 	Records *records.Service
 	// OnIdle runs once the server has been quiet for a while (no request
@@ -80,17 +76,10 @@ type Deps struct {
 	// when it rests until, zero while in rotation; nil when no provider
 	// pools keys.
 	KeyStates func() map[string]map[string]time.Time
-	// Speech serves the speech endpoints; nil (no providers) serves only
-	// voices, media and logs.
-	Speech *speech.Service
-	// Catalog is the providers the catalog routes list, and Credentials
-	// says which of them each organization may use; both are set with
-	// Speech.
-	Catalog     *catalog.Catalog
-	Credentials *credentials.Resolver
-	// Aliases are the model and voice names of the OpenAI and ElevenLabs
-	// dialects; nil means none.
-	Aliases *dialect.Aliases
+	// ConfigState is the configuration's state for /readyz's body: which
+	// file is loaded since when, and the last reload's outcome; nil shows
+	// nothing.
+	ConfigState func() any
 	// UI is the dashboard (assets, sessions); nil serves none.
 	UI *ui.Handler
 }
@@ -114,8 +103,6 @@ type Options struct {
 	// MaxConns bounds open client connections (0: no bound);
 	// MaxConnsPerIP those from one address (0: no bound).
 	MaxConns, MaxConnsPerIP int
-	// Orgs holds each organization's rate limits.
-	Orgs map[string]OrgLimits
 	// MetricsPublic serves /metrics on the public listener (behind
 	// MetricsToken when set); MetricsToken guards it wherever it is
 	// served over TCP.
@@ -138,22 +125,26 @@ type Server struct {
 	// listener is Serve's listener (nil before Serve), which knows the
 	// open connections.
 	listener atomic.Pointer[limitListener]
-	opts     Options
-	log      *zap.Logger
-	res      *resources.Service
-	records  *records.Service
-	auth     *auth.Authenticator
-	logs     *reqlog.Writer
-	metrics  *metrics.Metrics
-	cursors  *cursor.Codec
-	ready    func() error
+	// live is the configuration new requests take (see Live).
+	live atomic.Pointer[Live]
+	// speechRoutes is set when New registered the speech routes.
+	speechRoutes bool
+	opts         Options
+	log          *zap.Logger
+	records      *records.Service
+	auth         *auth.Authenticator
+	logs         *reqlog.Writer
+	metrics      *metrics.Metrics
+	cursors      *cursor.Codec
+	ready        func() error
 	// storeState reports the store's reachability for /readyz.
 	storeState func() (up bool, since time.Time)
 	// keyStates reports pooled provider keys for /readyz.
 	keyStates func() map[string]map[string]time.Time
-	limiter   ratelimit.Limiter
-	failOpen  bool
-	limits    map[string]orgLimits
+	// configState reports the configuration's reloads for /readyz.
+	configState func() any
+	limiter     ratelimit.Limiter
+	failOpen    bool
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
 	// blocks are what readBody reads chunked bodies into.
@@ -161,15 +152,11 @@ type Server struct {
 	// bodyMem counts the bytes of bodies held (server.max_body_memory).
 	bodyMem   bodyMemory
 	accessLog bool
-	speech    *speech.Service
-	catalog   *catalog.Catalog
-	creds     *credentials.Resolver
 	// realtime serves the realtime WebSocket (realtime.go).
 	realtime *realtime.Hub
 	upgrader *websocket.FastHTTPUpgrader
 	tracer   *tracing.Tracer
 	cors     *cors
-	aliases  *dialect.Aliases
 	// openapi is the OpenAPI document as JSON, rendered once.
 	openapi []byte
 	ui      *ui.Handler
@@ -193,28 +180,23 @@ type Server struct {
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		opts:       d.Options,
-		log:        d.Logger,
-		res:        d.Resources,
-		records:    d.Records,
-		auth:       d.Auth,
-		logs:       d.Logs,
-		metrics:    d.Metrics,
-		cursors:    cursor.New(d.CursorSecret),
-		ready:      d.Ready,
-		storeState: d.StoreState,
-		keyStates:  d.KeyStates,
-		limiter:    d.Limiter,
-		failOpen:   d.LimiterFailOpen,
-		limits:     map[string]orgLimits{},
-		accessLog:  d.Options.AccessLog,
-		speech:     d.Speech,
-		catalog:    d.Catalog,
-		creds:      d.Credentials,
-		tracer:     d.Tracer,
-		cors:       newCORS(d.Options.CORS),
-		aliases:    d.Aliases,
-		ui:         d.UI,
+		opts:        d.Options,
+		log:         d.Logger,
+		records:     d.Records,
+		auth:        d.Auth,
+		logs:        d.Logs,
+		metrics:     d.Metrics,
+		cursors:     cursor.New(d.CursorSecret),
+		ready:       d.Ready,
+		storeState:  d.StoreState,
+		keyStates:   d.KeyStates,
+		configState: d.ConfigState,
+		limiter:     d.Limiter,
+		failOpen:    d.LimiterFailOpen,
+		accessLog:   d.Options.AccessLog,
+		tracer:      d.Tracer,
+		cors:        newCORS(d.Options.CORS),
+		ui:          d.UI,
 	}
 	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
 	s.mem.idle = d.OnIdle
@@ -244,14 +226,11 @@ func New(d Deps) *Server {
 		panic(err)
 	}
 	s.openapi = doc
-	for name, o := range d.Options.Orgs {
-		s.limits[name] = orgLimits{
-			synthesis: o.Synthesis,
-			reads:     o.Reads,
-			synthKey:  "org:" + name + ":synthesis",
-			readKey:   "org:" + name + ":reads",
-		}
+	if d.Live == nil {
+		d.Live = NewLive(LiveDeps{})
 	}
+	s.live.Store(d.Live)
+	s.speechRoutes = d.Live.Speech != nil
 	r := router.New()
 	r.HandleMethodNotAllowed = true
 	// OPTIONS is answered on every route, without an API key: browsers
@@ -289,7 +268,7 @@ func New(d Deps) *Server {
 	rt.GET("/v1/logs/{requestId}", "logs.get", s.getLog)
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
-	if s.speech != nil {
+	if s.speechRoutes {
 		// The same path serves OpenAI's body, told apart by its fields.
 		rt.POSTIn("/v1/audio/speech", "speech", speechDialect, s.speechHandler(speech.DeliverClip))
 		rt.POST("/v1/audio/speech/with-timestamps", "speech.timestamps", s.speechHandler(speech.DeliverTimestamps))
@@ -592,11 +571,14 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 		}
 		body["store"] = store
 	}
-	if s.keyStates != nil {
+	if s.configState != nil {
+		body["config"] = s.configState()
+	}
+	if states := s.pooledKeys(); len(states) > 0 {
 		// Pooled keys' states, by name (never the key): a resting key
 		// does not make the instance unready, but operators see it here.
 		keys := map[string]map[string]string{}
-		for provider, states := range s.keyStates() {
+		for provider, states := range states {
 			keys[provider] = map[string]string{}
 			for name, until := range states {
 				keys[provider][name] = "ok"
@@ -608,6 +590,14 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 		body["provider_keys"] = keys
 	}
 	_ = s.writeJSON(ctx, fasthttp.StatusOK, body)
+}
+
+// pooledKeys returns the pooled provider keys' states, nil without any.
+func (s *Server) pooledKeys() map[string]map[string]time.Time {
+	if s.keyStates == nil {
+		return nil
+	}
+	return s.keyStates()
 }
 
 // record enqueues a request log row for c, filling the common fields from

@@ -73,7 +73,7 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 	// c.ctx carries the caller (the key's scope and budget) and the trace.
 	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	req.NoCache = noCache(ctx)
-	out, err := s.speech.Speak(rctx, c.p.OrgID, req, ep)
+	out, err := c.live.Speech.Speak(rctx, c.p.OrgID, req, ep)
 	c.charge = out.Charge
 	if out.Cache != "" {
 		ctx.Response.Header.Set(headerCache, out.Cache)

@@ -115,7 +115,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	}
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	v, err := s.res.CreateVoice(cctx, c.p.OrgID, resources.VoiceSpec{
+	v, err := c.live.Resources.CreateVoice(cctx, c.p.OrgID, resources.VoiceSpec{
 		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,
 		MediaIDs: req.samples(), Gender: req.Gender, Description: req.Description, Tags: req.Tags,
 		ProviderOptions: req.ProviderOptions, CloneOptions: req.CloneOptions, Fallbacks: req.fallbacks(),
@@ -128,7 +128,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 }
 
 func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
-	v, err := s.res.Voice(c.ctx, c.p.OrgID, pathID(ctx))
+	v, err := c.live.Resources.Voice(c.ctx, c.p.OrgID, pathID(ctx))
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Server) getVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 }
 
 func (s *Server) deleteVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
-	if err := s.res.DeleteVoice(c.ctx, c.p.OrgID, pathID(ctx)); err != nil {
+	if err := c.live.Resources.DeleteVoice(c.ctx, c.p.OrgID, pathID(ctx)); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -154,7 +154,7 @@ func (s *Server) listVoices(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	return servePage(s, ctx, c, q, limit, "voices", func(after store.Position) ([]store.Voice, store.Position, bool, error) {
-		return s.res.ListVoices(c.ctx, c.p.OrgID, limit, after)
+		return c.live.Resources.ListVoices(c.ctx, c.p.OrgID, limit, after)
 	}, voiceOut)
 }
 

@@ -60,7 +60,7 @@ func (s *Server) updateVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	}
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	defer cancel()
-	v, err := s.res.UpdateVoice(cctx, c.p.OrgID, pathID(ctx), resources.VoiceUpdate{
+	v, err := c.live.Resources.UpdateVoice(cctx, c.p.OrgID, pathID(ctx), resources.VoiceUpdate{
 		Title: req.Title, Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID, Gender: req.Gender,
 		Description: req.Description, Tags: req.Tags, ProviderOptions: req.ProviderOptions,
 	}, time.Now().UTC())

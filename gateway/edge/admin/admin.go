@@ -76,6 +76,21 @@ func View(k *store.APIKey) KeyView {
 	return v
 }
 
+// ReloadView is a reload's outcome on the admin socket and in /readyz.
+type ReloadView struct {
+	// Result is "ok" (swapped in) or "refused" (nothing changed).
+	Result string `json:"result"`
+	// At is when the reload ran.
+	At time.Time `json:"at"`
+	// Hash is the SHA-256 (first 12 hex digits) of the file read.
+	Hash string `json:"hash,omitempty"`
+	// Changes are what an accepted reload changed, one line per part
+	// ("providers: +azure -polly ~espeak").
+	Changes []string `json:"changes,omitempty"`
+	// Mistakes are why a reload was refused, one per line.
+	Mistakes []string `json:"mistakes,omitempty"`
+}
+
 // Keys is the gateway's API key table as the socket administers it;
 // *auth.Authenticator is one, so that a key made or revoked here applies
 // at once.
@@ -103,6 +118,9 @@ type Secrets interface {
 type Deps struct {
 	Keys    Keys
 	Secrets Secrets
+	// Reload reads the configuration file again and swaps it in, as
+	// SIGHUP does (`voxgate reload`); nil answers 404.
+	Reload func(ctx context.Context) (ReloadView, error)
 	// Metrics serves the gateway's metrics; nil serves none.
 	Metrics http.Handler
 }
@@ -208,6 +226,18 @@ func Listen(path string, d Deps) (*Server, error) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	if d.Reload != nil {
+		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+			v, err := d.Reload(r.Context())
+			if err != nil {
+				// Refused: nothing changed, and v says why, every
+				// mistake on a line of its own.
+				reply(w, http.StatusConflict, v)
+				return
+			}
+			reply(w, http.StatusOK, v)
+		})
+	}
 	s := &Server{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go s.srv.Serve(ln) //nolint:errcheck // returns on Close
 	return s, nil

@@ -92,3 +92,41 @@ func (c *Client) SetSecret(ctx context.Context, org, provider, value string) err
 func (c *Client) DeleteSecret(ctx context.Context, org, provider string) error {
 	return c.do(ctx, http.MethodDelete, "/secrets/"+url.PathEscape(org)+"/"+url.PathEscape(provider), nil, nil)
 }
+
+// ErrReloadRefused is returned by Reload when the gateway refused the
+// configuration; the view lists why.
+var ErrReloadRefused = errors.New("reload refused; the gateway runs as it was")
+
+// Reload asks the gateway to read its configuration file again and swap
+// it in. A refused reload returns its view (every mistake) and
+// ErrReloadRefused. ctx bounds the wait: a reload that starts plugins
+// takes as long as they take to start.
+func (c *Client) Reload(ctx context.Context) (ReloadView, error) {
+	var v ReloadView
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://voxgate-admin/reload", nil)
+	if err != nil {
+		return v, err
+	}
+	hc := *c.hc
+	hc.Timeout = 0 // ctx's deadline, not the client's 30 s
+	resp, err := hc.Do(req)
+	if err != nil {
+		return v, fmt.Errorf("admin socket: %w", err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusConflict:
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return v, fmt.Errorf("admin socket: %w", err)
+		}
+		if resp.StatusCode == http.StatusConflict {
+			return v, ErrReloadRefused
+		}
+		return v, nil
+	case http.StatusNotFound:
+		return v, errors.New("this gateway does not reload its configuration (started without a config file, or an older version)")
+	}
+	var e struct{ Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return v, fmt.Errorf("gateway refused: %s (status %d)", e.Error, resp.StatusCode)
+}

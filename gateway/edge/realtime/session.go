@@ -59,7 +59,11 @@ func DefaultLimits() Limits {
 
 // Deps are what the realtime sockets need from the rest of the gateway.
 type Deps struct {
-	Speech *speech.Service
+	// Speech returns the speech service a new context is served with (the
+	// configuration of the moment: a reload may change it between two
+	// contexts of one socket) and the function that gives it back when
+	// the context ends.
+	Speech func() (svc *speech.Service, release func())
 	// Record enqueues a finished request-log row; it must not block.
 	Record func(store.LogRow)
 	// Allow spends one request of org's synthesis budget, for every
@@ -295,12 +299,15 @@ func (s *session) start(m *clientMessage, id string) {
 		}
 	}
 	req, _ := m.liveRequest()
-	live, err := s.h.deps.Speech.StartLive(s.ctx, s.org, req)
+	svc, release := s.h.deps.Speech()
+	live, err := svc.StartLive(s.ctx, s.org, req)
 	if err != nil {
+		release()
 		fail(err)
 		return
 	}
 	u := newUtterance(s, id, reqID, live, m.AudioEncoding == "base64", started)
+	u.release = release
 	s.mu.Lock()
 	s.contexts[id] = u
 	s.mu.Unlock()

@@ -34,6 +34,9 @@ type utterance struct {
 	live    *speech.Live
 	base64  bool
 	started time.Time
+	// release gives back the configuration the context was started
+	// with (Deps.Speech), when it ends.
+	release func()
 
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
@@ -140,6 +143,9 @@ func (u *utterance) audioSent() {
 // cancelled, then reports done and writes its log row.
 func (u *utterance) run() {
 	defer u.s.wg.Done()
+	if u.release != nil {
+		defer u.release()
+	}
 	defer u.s.h.contexts.Add(-1)
 	defer u.stop()
 	var input *speech.Input

@@ -287,20 +287,71 @@ func (m *Metrics) HTTPHandler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }
 
-// KeyPool exports provider's pooled keys' states as
+// KeyPools exports the pooled provider keys' states as
 // voxgate_provider_key_resting{provider,key} (1 while a key rests after
-// the provider throttled or refused it), read from states at each scrape.
-func (m *Metrics) KeyPool(provider string, names []string, states func() map[string]time.Time) {
-	for _, name := range names {
-		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "voxgate_provider_key_resting",
-			Help:        "1 while a pooled provider API key rests after the provider throttled (429) or refused (401) it.",
-			ConstLabels: prometheus.Labels{"provider": provider, "key": name},
-		}, func() float64 {
-			if states()[name].IsZero() {
-				return 0
+// the provider throttled or refused it), read from states at each scrape:
+// a reload may add, remove or replace pools, and the series follow.
+func (m *Metrics) KeyPools(states func() map[string]map[string]time.Time) {
+	m.Registry.MustRegister(keyPoolCollector{states: states})
+}
+
+var keyRestingDesc = prometheus.NewDesc("voxgate_provider_key_resting",
+	"1 while a pooled provider API key rests after the provider throttled (429) or refused (401) it.", []string{"provider", "key"}, nil)
+
+// keyPoolCollector reads the key pools at scrape time.
+type keyPoolCollector struct {
+	states func() map[string]map[string]time.Time
+}
+
+func (keyPoolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- keyRestingDesc }
+
+func (c keyPoolCollector) Collect(ch chan<- prometheus.Metric) {
+	for provider, keys := range c.states() {
+		for name, until := range keys {
+			v := 0.0
+			if !until.IsZero() {
+				v = 1
 			}
-			return 1
-		}))
+			ch <- prometheus.MustNewConstMetric(keyRestingDesc, prometheus.GaugeValue, v, provider, name)
+		}
 	}
 }
+
+// Reloads are the configuration's reload counters: outcomes, and which
+// configuration is loaded since when.
+type Reloads struct {
+	total *prometheus.CounterVec
+	at    prometheus.Gauge
+	info  *prometheus.GaugeVec
+}
+
+// NewReloads registers voxgate_config_reloads_total{result},
+// voxgate_config_last_reload_timestamp_seconds and
+// voxgate_config_info{hash}.
+func (m *Metrics) NewReloads() *Reloads {
+	r := &Reloads{
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_config_reloads_total", Help: "Configuration reloads (SIGHUP, voxgate reload) by result: ok (swapped in), refused (a mistake, or a setting that needs a restart; nothing changed).",
+		}, []string{"result"}),
+		at: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "voxgate_config_last_reload_timestamp_seconds", Help: "When the configuration in use was loaded (the start, or the last reload that succeeded), as a Unix time.",
+		}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "voxgate_config_info", Help: "Always 1; hash is the SHA-256 (first 12 hex digits) of the configuration file in use.",
+		}, []string{"hash"}),
+	}
+	r.total.WithLabelValues("ok")
+	r.total.WithLabelValues("refused")
+	m.Registry.MustRegister(r.total, r.at, r.info)
+	return r
+}
+
+// Loaded records that the configuration with hash is in use from at.
+func (r *Reloads) Loaded(hash string, at time.Time) {
+	r.at.Set(float64(at.UnixNano()) / 1e9)
+	r.info.Reset()
+	r.info.WithLabelValues(hash).Set(1)
+}
+
+// Count counts a reload's result ("ok" or "refused").
+func (r *Reloads) Count(result string) { r.total.WithLabelValues(result).Inc() }

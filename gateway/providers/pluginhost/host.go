@@ -13,8 +13,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -67,10 +69,20 @@ type Options struct {
 }
 
 // Host owns the pools of all plugins.
+//
+// The set of pools can change while the gateway runs (a configuration
+// reload: Launch, then Install, then Retire), so it is kept under mu.
+// Nothing on a request's path asks the host: requests reach a plugin
+// through the *Pool the catalog and the moderation engine hold.
 type Host struct {
-	opts  Options
-	log   *zap.Logger
+	opts Options
+	log  *zap.Logger
+
+	mu    sync.RWMutex
 	pools map[string]*Pool
+	// retiring are pools replaced by Install and not yet stopped by
+	// Retire; Close stops them too.
+	retiring map[*Pool]struct{}
 }
 
 // New returns an empty host.
@@ -84,23 +96,52 @@ func New(opts Options) *Host {
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 5 * time.Second
 	}
-	return &Host{opts: opts, log: opts.Logger, pools: map[string]*Pool{}}
+	return &Host{opts: opts, log: opts.Logger, pools: map[string]*Pool{}, retiring: map[*Pool]struct{}{}}
 }
 
 // Start launches every spec's instances concurrently and waits for all of
 // them. It fails, naming each plugin that did not load, if any fails; the
 // plugins that did start are stopped again by Close.
 func (h *Host) Start(ctx context.Context, specs []Spec) error {
+	pools, err := h.launch(ctx, specs)
+	h.mu.Lock()
+	for name, p := range pools {
+		h.pools[name] = p
+	}
+	h.mu.Unlock()
+	return err
+}
+
+// Launch starts pools for specs as Start does, without installing them:
+// the host's pools stay as they were until Install. On failure the pools
+// that did start are stopped again and the error names each plugin that
+// did not load.
+func (h *Host) Launch(ctx context.Context, specs []Spec) (map[string]*Pool, error) {
+	pools, err := h.launch(ctx, specs)
+	if err != nil {
+		var wg sync.WaitGroup
+		for _, p := range pools {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.close() }()
+		}
+		wg.Wait()
+		return nil, err
+	}
+	return pools, nil
+}
+
+func (h *Host) launch(ctx context.Context, specs []Spec) (map[string]*Pool, error) {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
+	pools := make(map[string]*Pool, len(specs))
 	for _, sp := range specs {
 		if _, err := os.Stat(sp.Path); err != nil {
 			errs = append(errs, fmt.Errorf("%s plugin %q: binary %s not found (run `make build`)", sp.Kind, sp.Name, sp.Path))
 			continue
 		}
 		p := newPool(sp, h.opts)
-		h.pools[sp.Name] = p
+		pools[sp.Name] = p
 		if h.opts.Metrics != nil {
 			h.opts.Metrics.PluginRestarts.WithLabelValues(sp.Name) // a zero, not "no data"
 		}
@@ -119,30 +160,92 @@ func (h *Host) Start(ctx context.Context, specs []Spec) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return pools, errors.Join(errs...)
+}
+
+// Install makes pools the host's whole set and returns the pools it held
+// that are not in it (removed, or replaced by a pool of the same name).
+// The returned pools keep running: calls already on them go on until
+// Retire stops them.
+func (h *Host) Install(pools map[string]*Pool) (replaced []*Pool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, old := range h.pools {
+		if pools[name] != old {
+			replaced = append(replaced, old)
+			h.retiring[old] = struct{}{}
+		}
+	}
+	h.pools = make(map[string]*Pool, len(pools))
+	for name, p := range pools {
+		h.pools[name] = p
+	}
+	return replaced
+}
+
+// Retire stops pools that Install replaced, each once the calls in
+// flight on it have ended, or when ctx ends (the calls still running
+// then fail).
+func (h *Host) Retire(ctx context.Context, pools []*Pool) {
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.idle(ctx)
+			p.close()
+			h.mu.Lock()
+			delete(h.retiring, p)
+			h.mu.Unlock()
+			h.log.Info("plugin stopped: no longer in the configuration, or replaced", zap.String("plugin", p.spec.Name))
+		}()
+	}
+	wg.Wait()
+}
+
+// Specs returns the spec of every installed pool, by name.
+func (h *Host) Specs() map[string]Spec {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[string]Spec, len(h.pools))
+	for name, p := range h.pools {
+		out[name] = p.spec
+	}
+	return out
+}
+
+// Pools returns the installed pools by name (a copy).
+func (h *Host) Pools() map[string]*Pool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[string]*Pool, len(h.pools))
+	for name, p := range h.pools {
+		out[name] = p
+	}
+	return out
 }
 
 // Instances calls yield with each plugin's healthy and configured
 // process counts, in name order (the voxgate_plugin_instances gauges).
 func (h *Host) Instances(yield func(plugin string, up, configured int)) {
-	names := make([]string, 0, len(h.pools))
-	for name := range h.pools {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		p := h.pools[name]
+	pools := h.Pools()
+	for _, name := range sortedNames(pools) {
+		p := pools[name]
 		yield(name, p.healthyCount(), len(p.instances))
 	}
 }
 
 // Pool returns the pool of a plugin, nil if unknown.
-func (h *Host) Pool(name string) *Pool { return h.pools[name] }
+func (h *Host) Pool(name string) *Pool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.pools[name]
+}
 
 // Ready reports an error naming the plugins with no healthy instance.
 func (h *Host) Ready() error {
 	var down []string
-	for name, p := range h.pools {
+	for name, p := range h.Pools() {
 		if p.healthyCount() == 0 {
 			down = append(down, name)
 		}
@@ -154,10 +257,19 @@ func (h *Host) Ready() error {
 	return nil
 }
 
-// Close stops every plugin process.
+// Close stops every plugin process, retiring ones included.
 func (h *Host) Close(ctx context.Context) error {
-	var wg sync.WaitGroup
+	h.mu.RLock()
+	all := make([]*Pool, 0, len(h.pools)+len(h.retiring))
 	for _, p := range h.pools {
+		all = append(all, p)
+	}
+	for p := range h.retiring {
+		all = append(all, p)
+	}
+	h.mu.RUnlock()
+	var wg sync.WaitGroup
+	for _, p := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.close() }()
 	}
@@ -169,6 +281,23 @@ func (h *Host) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("stopping plugins: %w", ctx.Err())
 	}
+}
+
+// SameSpec reports whether a and b run the same plugin the same way: a
+// reload keeps a pool whose spec did not change, and restarts one whose
+// spec did.
+func SameSpec(a, b Spec) bool {
+	return a.Name == b.Name && a.Kind == b.Kind && a.Path == b.Path && max(a.Instances, 1) == max(b.Instances, 1) &&
+		maps.Equal(a.Settings, b.Settings) && slices.Equal(a.Env, b.Env)
+}
+
+func sortedNames(pools map[string]*Pool) []string {
+	names := make([]string, 0, len(pools))
+	for name := range pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func command(sp Spec) *exec.Cmd {

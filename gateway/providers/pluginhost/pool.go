@@ -362,3 +362,31 @@ func (p *Pool) PIDs() []int {
 	}
 	return pids
 }
+
+// Spec returns the spec the pool runs.
+func (p *Pool) Spec() Spec { return p.spec }
+
+// inflight is the calls running on the pool's instances.
+func (p *Pool) inflight() int64 {
+	var n int64
+	for _, in := range p.instances {
+		n += in.inflight.Load()
+	}
+	return n
+}
+
+// idle returns once no call is running on the pool, or when ctx ends.
+// Only a retired pool is waited for (no new call reaches it), so polling
+// a few times a second is enough: a counter's waiters would cost every
+// call on the hot path for the sake of a reload.
+func (p *Pool) idle(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for p.inflight() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
