@@ -85,6 +85,8 @@ var cases = []struct {
 	{"VoiceInvalidText", testVoiceInvalidText},
 	{"RecordsInvalidText", testRecordsInvalidText},
 	{"UnusualTextRoundTrips", testUnusualTextRoundTrips},
+	{"KeyUpdateAndAdmin", testKeyUpdateAndAdmin},
+	{"Orgs", testOrgs},
 }
 
 // clock is a settable time source for Options.Now.
