@@ -7,6 +7,7 @@ import (
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/edge"
@@ -163,6 +164,22 @@ func sharedOptions(cfg *config.Config) shared {
 		rateLimitFailOpen: cfg.Shared.RateLimitOnError != "deny",
 		budgetFailOpen:    cfg.Shared.BudgetOnError == "allow",
 	}
+}
+
+// FileOrgs is what gateway.yaml declares of each organization that the
+// organization directory (admission/orgs) holds: budgets and rate limits.
+func FileOrgs(cfg *config.Config) []orgs.File {
+	budgets := OrgBudgets(cfg)
+	out := make([]orgs.File, 0, len(cfg.Orgs))
+	for name, o := range cfg.Orgs {
+		if o == nil {
+			continue
+		}
+		out = append(out, orgs.File{ID: name, Budget: budgets[name],
+			Synthesis: ratelimit.Limit{Rate: o.RateLimit, Burst: o.RateBurst},
+			Reads:     ratelimit.Limit{Rate: o.ReadRateLimit, Burst: o.ReadRateBurst}})
+	}
+	return out
 }
 
 // OrgBudgets is the typed view of the organizations' credit budgets.

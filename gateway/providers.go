@@ -93,6 +93,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 		Credentials:  g.creds,
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
+		OrgBudget:    g.orgBudget,
 		Moderator:    mod,
 		Direct:       dc,
 		Metrics:      g.metrics,

@@ -369,9 +369,9 @@ func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKi
 		if detect != nil {
 			c.dialect = detect(ctx)
 		}
-		p, ok := s.authenticate(ctx, c.dialect)
-		if !ok {
-			s.writeUnauthorizedIn(ctx, c.dialect)
+		p, st := s.checkKey(ctx, c.dialect)
+		if st != auth.StatusOK {
+			s.writeRefusedIn(ctx, c.dialect, p, st)
 			return
 		}
 		s.serve(ctx, c, p, h)
@@ -396,6 +396,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, 
 	c.p = p
 	c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
 	ctx.SetUserValue(userValueOrg, p.OrgID)
+	if pe := kindAllowed(p, c.route); pe != nil {
+		s.writeProblemIn(ctx, c.dialect, pe)
+		return
+	}
 	if pe := s.rateLimit(p.OrgID, c.route); pe != nil {
 		s.writeProblemIn(ctx, c.dialect, pe)
 		return
@@ -404,6 +408,28 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, 
 		s.writeError(ctx, c, err, "")
 	}
 }
+
+// Constant answers of kindAllowed, made once.
+var (
+	adminOnly = &problem.Error{Code: problem.Forbidden, Detail: "the admin API needs an admin key (voxgate keys create --admin); an organization's key cannot call it"}
+	orgOnly   = &problem.Error{Code: problem.Forbidden, Detail: "an admin key calls only the admin API (/v1/admin/); use an organization's key here"}
+)
+
+// kindAllowed checks the key's kind against the route: admin keys call
+// the admin API and nothing else, organizations' keys everything else.
+func kindAllowed(p auth.Principal, route string) *problem.Error {
+	admin := isAdminRoute(route)
+	switch {
+	case admin && !p.Admin:
+		return adminOnly
+	case !admin && p.Admin:
+		return orgOnly
+	}
+	return nil
+}
+
+// isAdminRoute reports whether route is one of the admin API's.
+func isAdminRoute(route string) bool { return strings.HasPrefix(route, "admin.") }
 
 // writeError maps err to a problem object, logs server-side failures and
 // writes the response.
@@ -645,13 +671,13 @@ func jsonTypeName(kind string) string {
 // configured, and says so in the metrics and, at most once a minute, the
 // log.
 func (s *Server) rateLimit(org, route string) *problem.Error {
-	lims, ok := s.limits[org]
+	o, ok := s.orgs.Get(org)
 	if !ok {
 		return nil
 	}
-	lim, key, class := lims.reads, lims.readKey, "reads"
+	lim, key, class := o.Reads, o.ReadKey, "reads"
 	if isSynthesis(route) {
-		lim, key, class = lims.synthesis, lims.synthKey, "synthesis"
+		lim, key, class = o.Synthesis, o.SynthKey, "synthesis"
 	}
 	if lim.Unlimited() {
 		return nil

@@ -24,6 +24,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/admission/manage"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/edge/openapi"
@@ -93,6 +95,12 @@ type Deps struct {
 	Aliases *dialect.Aliases
 	// UI is the dashboard (assets, sessions); nil serves none.
 	UI *ui.Handler
+	// Orgs is every organization (gateway.yaml's and the admin API's),
+	// whose rate limits the edge enforces; nil builds one of
+	// Options.Orgs.
+	Orgs *orgs.Directory
+	// Admin serves the admin API (/v1/admin/); nil serves none.
+	Admin *manage.Service
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -153,7 +161,10 @@ type Server struct {
 	keyStates func() map[string]map[string]time.Time
 	limiter   ratelimit.Limiter
 	failOpen  bool
-	limits    map[string]orgLimits
+	// orgs holds each organization's rate limits (and their limiter
+	// keys), from the file and the admin API.
+	orgs  *orgs.Directory
+	admin *manage.Service
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
 	// blocks are what readBody reads chunked bodies into.
@@ -206,7 +217,8 @@ func New(d Deps) *Server {
 		keyStates:  d.KeyStates,
 		limiter:    d.Limiter,
 		failOpen:   d.LimiterFailOpen,
-		limits:     map[string]orgLimits{},
+		orgs:       d.Orgs,
+		admin:      d.Admin,
 		accessLog:  d.Options.AccessLog,
 		speech:     d.Speech,
 		catalog:    d.Catalog,
@@ -244,13 +256,12 @@ func New(d Deps) *Server {
 		panic(err)
 	}
 	s.openapi = doc
-	for name, o := range d.Options.Orgs {
-		s.limits[name] = orgLimits{
-			synthesis: o.Synthesis,
-			reads:     o.Reads,
-			synthKey:  "org:" + name + ":synthesis",
-			readKey:   "org:" + name + ":reads",
+	if s.orgs == nil {
+		file := make([]orgs.File, 0, len(d.Options.Orgs))
+		for name, o := range d.Options.Orgs {
+			file = append(file, orgs.File{ID: name, Synthesis: o.Synthesis, Reads: o.Reads})
 		}
+		s.orgs = orgs.New(file)
 	}
 	r := router.New()
 	r.HandleMethodNotAllowed = true
@@ -280,6 +291,9 @@ func New(d Deps) *Server {
 		s.registerUI(r)
 	}
 	rt := &routes{s: s, r: r}
+	if s.admin != nil {
+		rt.registerAdmin()
+	}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
 	rt.POST("/v1/voices", "voices.create", s.createVoice)
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
@@ -369,14 +383,6 @@ func (w *everyWarn) allow(interval time.Duration) bool {
 	now := time.Now().UnixNano()
 	prev := w.last.Load()
 	return now-prev >= int64(interval) && w.last.CompareAndSwap(prev, now)
-}
-
-// orgLimits are an organization's two budgets: synthesis (the audio
-// endpoints) and everything else, so listing voices or logs never spends
-// the budget speech needs. The keys are built once, off the hot path.
-type orgLimits struct {
-	synthesis, reads  ratelimit.Limit
-	synthKey, readKey string
 }
 
 // routes registers authenticated API handlers with a route name used in

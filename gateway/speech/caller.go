@@ -51,7 +51,11 @@ func (s *Service) reserve(ctx context.Context, org string, credits int64) (*budg
 	if c.Scope != nil && c.Scope.Budget > 0 {
 		keyLimit = budget.Limit{Credits: c.Scope.Budget, Period: budget.Period(c.Scope.BudgetPeriod)}
 	}
-	ch, err := s.budgets.Reserve(ctx, org, s.orgBudgets[org], c.KeyID, keyLimit, credits)
+	orgLimit := s.orgBudgets[org]
+	if s.orgBudget != nil {
+		orgLimit = s.orgBudget(org)
+	}
+	ch, err := s.budgets.Reserve(ctx, org, orgLimit, c.KeyID, keyLimit, credits)
 	var ex *budget.Exceeded
 	var un *budget.Unavailable
 	switch {
