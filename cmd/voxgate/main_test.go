@@ -398,7 +398,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, []string{"Usage: voxgate <command>", "serve", "keys create", "secrets set", "config check", "migrate", "version"}},
 		{[]string{"serve", "--help"}, []string{"Usage: voxgate serve", "--config=FILE", "gateway.yaml", "--listen=ADDR", "--data=DATA",
 			"--log-level=", "debug, info, warn or error", "--dev-log", "human-readable"}},
-		{[]string{"keys", "create", "--help"}, []string{"Usage: voxgate keys create --org=ORG", "--org=ORG", "--name=NAME", "--data=DATA", "postgres://", "admin socket"}},
+		{[]string{"keys", "create", "--help"}, []string{"Usage: voxgate keys create", "--org=ORG", "--admin", "--name=NAME", "--data=DATA", "postgres://", "admin socket"}},
 		{[]string{"keys", "list", "-h"}, []string{"Usage: voxgate keys list", "--org=ORG", "--data=DATA"}},
 		{[]string{"keys", "revoke", "--help"}, []string{"Usage: voxgate keys revoke <KEY_ID>", "--data=DATA"}},
 		{[]string{"secrets", "set", "--help"}, []string{"Usage: voxgate secrets set", "--org=ORG", "--provider=PROVIDER", "--data=DATA", "stdin"}},

@@ -124,9 +124,7 @@ func (s *Server) writeProblemIn(ctx *fasthttp.RequestCtx, d dialectKind, pe *pro
 		s.writeProblem(ctx, pe)
 		return
 	}
-	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
-	}
+	setRetryHeaders(ctx, pe)
 	_ = s.writeJSON(ctx, pe.Status(), v)
 }
 

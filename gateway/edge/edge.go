@@ -25,6 +25,8 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
+	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -404,6 +406,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, 
 		s.writeProblemIn(ctx, c.dialect, pe)
 		return
 	}
+	if pe := s.keyRateLimit(&p); pe != nil {
+		s.writeProblemIn(ctx, c.dialect, pe)
+		return
+	}
 	if err := h(ctx, c); err != nil {
 		s.writeError(ctx, c, err, "")
 	}
@@ -467,14 +473,30 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, pe *problem.Error) {
 	ctx.Response.Header.SetContentType(contentProblem)
 	ctx.SetStatusCode(pe.Status())
-	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
-	}
+	setRetryHeaders(ctx, pe)
 	bp := bufPool.Get().(*[]byte)
 	*bp = pe.AppendJSON((*bp)[:0])
 	ctx.Response.SetBody(*bp) // SetBody copies
 	bufPool.Put(bp)
 }
+
+// setRetryHeaders writes Retry-After, and the RateLimit-Policy and
+// RateLimit fields of the policy that refused a request.
+func setRetryHeaders(ctx *fasthttp.RequestCtx, pe *problem.Error) {
+	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
+	}
+	if pe.Limit != nil {
+		ctx.Response.Header.Set(headerRateLimitPolicy, pe.Limit.PolicyField())
+		ctx.Response.Header.Set(headerRateLimit, pe.Limit.Field(pe.RetryAfter))
+	}
+}
+
+// The IETF RateLimit header fields (problem.RateLimit).
+const (
+	headerRateLimitPolicy = "RateLimit-Policy"
+	headerRateLimit       = "RateLimit"
+)
 
 // unauthorizedBody is constant, so it is rendered once.
 var unauthorizedBody = (&problem.Error{Code: problem.Unauthorized, Detail: "send a valid API key as 'Authorization: Bearer <key>'"}).AppendJSON(nil)
@@ -675,10 +697,25 @@ func (s *Server) rateLimit(org, route string) *problem.Error {
 	if !ok {
 		return nil
 	}
-	lim, key, class := o.Reads, o.ReadKey, "reads"
 	if isSynthesis(route) {
-		lim, key, class = o.Synthesis, o.SynthKey, "synthesis"
+		return s.take(o.SynthKey, o.Synthesis, "org-synthesis", "the organization's synthesis rate limit was exceeded")
 	}
+	return s.take(o.ReadKey, o.Reads, "org-reads", "the organization's reads rate limit was exceeded")
+}
+
+// keyRateLimit takes one request from the key's own rate limit, if it
+// has one, through the same limiter (and fail-open setting) as the
+// organization's: in Redis, one count across every instance.
+func (s *Server) keyRateLimit(p *auth.Principal) *problem.Error {
+	if p.Scope == nil || p.Scope.RatePerMinute <= 0 {
+		return nil
+	}
+	return s.take(p.RateKey, orgs.PerMinute(p.Scope.RatePerMinute), "key", "the API key's own rate limit was exceeded")
+}
+
+// take takes one request from key's budget under lim, named policy in
+// the RateLimit header fields of a refusal.
+func (s *Server) take(key string, lim ratelimit.Limit, policy, refused string) *problem.Error {
 	if lim.Unlimited() {
 		return nil
 	}
@@ -691,12 +728,22 @@ func (s *Server) rateLimit(org, route string) *problem.Error {
 		if s.failOpen {
 			return nil
 		}
-		return &problem.Error{Code: problem.RateLimited, Detail: "the rate limiter is unavailable and this gateway refuses requests it cannot count", RetryAfter: time.Second}
+		return &problem.Error{Code: problem.RateLimited, Detail: "the rate limiter is unavailable and this gateway refuses requests it cannot count", RetryAfter: time.Second, Limit: ratePolicy(policy, lim)}
 	}
 	if !d.Allowed {
-		return &problem.Error{Code: problem.RateLimited, Detail: "the organization's " + class + " rate limit was exceeded", RetryAfter: d.RetryAfter}
+		return &problem.Error{Code: problem.RateLimited, Detail: refused, RetryAfter: d.RetryAfter, Limit: ratePolicy(policy, lim)}
 	}
 	return nil
+}
+
+// ratePolicy describes a GCRA limit as a quota policy: the burst is the
+// quota, and the window the time the rate takes to refill it.
+func ratePolicy(name string, l ratelimit.Limit) *problem.RateLimit {
+	burst := l.Burst
+	if burst <= 0 {
+		burst = max(1, int(l.Rate))
+	}
+	return &problem.RateLimit{Policy: name, Quota: int64(burst), Window: time.Duration(float64(burst) / l.Rate * float64(time.Second))}
 }
 
 // isSynthesis reports whether a route makes audio (the synthesis budget):

@@ -111,6 +111,10 @@ func (s *Server) realtimeHandler(ctx *fasthttp.RequestCtx) {
 		s.writeProblem(ctx, pe)
 		return
 	}
+	if pe := s.keyRateLimit(&p); pe != nil {
+		s.writeProblem(ctx, pe)
+		return
+	}
 	org, caller := p.OrgID, speech.Caller{KeyID: p.KeyID, Scope: p.Scope}
 	_ = s.upgrader.Upgrade(ctx, func(conn *websocket.Conn) {
 		s.realtime.Serve(conn, org, caller, reqID)

@@ -223,6 +223,9 @@ type Error struct {
 	TurnIndex *int
 	// RetryAfter sets the Retry-After header when positive.
 	RetryAfter time.Duration
+	// Limit is the quota policy a 429 answer was refused by, reported in
+	// the RateLimit-Policy and RateLimit header fields; nil for none.
+	Limit *RateLimit
 	// Err is the underlying cause, kept for logs; never shown to clients.
 	Err error
 }

@@ -44,6 +44,9 @@ type Principal struct {
 	// Admin says the key is an admin key: it calls the admin API
 	// (/v1/admin/) and nothing else. Its OrgID is store.AdminOrg.
 	Admin bool
+	// RateKey names the key's own rate limit in the limiter ("key:<id>"),
+	// made once; "" when the key has none.
+	RateKey string
 }
 
 // OrgState is what the gateway knows of an organization, for deciding
@@ -178,6 +181,9 @@ func activeEntry(k *store.APIKey) (entry, bool) {
 	if !scopeEmpty(&k.Scope) {
 		sc := k.Scope
 		p.Scope = &sc
+	}
+	if k.Scope.RatePerMinute > 0 {
+		p.RateKey = "key:" + k.ID
 	}
 	return entry{hash: h, p: p}, true
 }
