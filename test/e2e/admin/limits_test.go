@@ -131,3 +131,43 @@ func TestKeyBudget(t *testing.T) {
 		t.Fatalf("globex's other key: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestOrgBudget: an organization made through the API with a budget has
+// it enforced, and a budget changed through the API applies at once.
+func TestOrgBudget(t *testing.T) {
+	t.Parallel()
+	tg := harness.Start(t, limitsConfig)
+	k, _, err := tg.Core.CreateAdminKey(t.Context(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Keys["admin"] = k
+	if r := tg.Do("POST", "/v1/admin/orgs", "admin", map[string]any{"id": "team-b", "name": "B",
+		"budget": map[string]any{"credits": 5, "period": "month"}, "providers": map[string]any{"espeak": map[string]any{"enabled": true}}}); r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var made struct{ Data key }
+	tg.Do("POST", "/v1/admin/keys", "admin", map[string]any{"org": "team-b"}).JSON(t, &made)
+	b := withKey(tg, "team-b", made.Data.Key)
+	speak := func() *harness.Response {
+		return tg.Do("POST", "/v1/audio/speech", b, map[string]any{"model": "espeak", "voice": "en", "text": "hello"})
+	}
+	if r := speak(); r.Status != 200 {
+		t.Fatalf("first: %d %s", r.Status, r.Body)
+	}
+	r := speak()
+	r.Problem(t, 429, "budget_exceeded")
+	if pol := policyField.FindStringSubmatch(r.Header.Get("RateLimit-Policy")); pol == nil || pol[1] != "org-budget" || pol[2] != "5" {
+		t.Errorf("RateLimit-Policy %q", r.Header.Get("RateLimit-Policy"))
+	}
+	tg.Do("PATCH", "/v1/admin/orgs/team-b", "admin", map[string]any{"budget": map[string]any{"credits": 100, "period": "month"}})
+	if r := speak(); r.Status != 200 {
+		t.Fatalf("after raising the budget: %d %s", r.Status, r.Body)
+	}
+	tg.Do("PATCH", "/v1/admin/orgs/team-b", "admin", map[string]any{"budget": nil})
+	var o struct{ Data org }
+	tg.Do("GET", "/v1/admin/orgs/team-b", "admin", nil).JSON(t, &o)
+	if o.Data.Budget != nil {
+		t.Errorf("budget after removing it: %+v", o.Data.Budget)
+	}
+}
