@@ -25,6 +25,7 @@ func (rt *routes) registerAdmin() {
 	rt.GET("/v1/admin/orgs/{id}", "admin.orgs.get", s.adminGetOrg)
 	rt.PATCH("/v1/admin/orgs/{id}", "admin.orgs.update", s.adminUpdateOrg)
 	rt.DELETE("/v1/admin/orgs/{id}", "admin.orgs.disable", s.adminDisableOrg)
+	rt.GET("/v1/admin/orgs/{id}/usage", "admin.orgs.usage", s.adminOrgUsage)
 	rt.GET("/v1/admin/keys", "admin.keys.list", s.adminListKeys)
 	rt.POST("/v1/admin/keys", "admin.keys.create", s.adminCreateKey)
 	rt.GET("/v1/admin/keys/{id}", "admin.keys.get", s.adminGetKey)
