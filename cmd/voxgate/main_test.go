@@ -581,3 +581,40 @@ func TestDevLogPlainWhenNotATerminal(t *testing.T) {
 		t.Fatalf("--dev-log wrote colour codes into a pipe:\n%q", logs[:min(len(logs), 400)])
 	}
 }
+
+// TestAdminKeys: `keys create --admin` prints an admin key, offline and
+// through a running gateway's socket; it calls the admin API and is
+// refused elsewhere; it takes no organization or scope.
+func TestAdminKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	out, stderr, code := cli(t, "keys", "create", "--config", cfg, "--admin", "--name", "ops")
+	offline := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(offline, "vxk_") {
+		t.Fatalf("keys create --admin: code %d out %q err %q", code, out, stderr)
+	}
+	if _, stderr, code := cli(t, "keys", "create", "--config", cfg, "--admin", "--org", "acme"); code != 2 || !strings.Contains(stderr, "no organization") {
+		t.Fatalf("--admin with --org: code %d %q", code, stderr)
+	}
+	if _, stderr, code := cli(t, "keys", "create", "--config", cfg); code != 2 || !strings.Contains(stderr, "--org") {
+		t.Fatalf("neither --org nor --admin: code %d %q", code, stderr)
+	}
+	s := startServe(t, cfg)
+	out, stderr, code = cli(t, "keys", "create", "--config", cfg, "--admin")
+	online := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(online, "vxk_") {
+		t.Fatalf("keys create --admin while serving: %d %q %q", code, out, stderr)
+	}
+	for _, k := range []string{offline, online} {
+		if st, body := get(t, s.addr, "/v1/admin/orgs", k); st != 200 || !strings.Contains(body, `"managedBy":"file"`) {
+			t.Fatalf("admin key on the admin API: %d %s", st, body)
+		}
+		if st, body := get(t, s.addr, "/v1/voices", k); st != 403 || !strings.Contains(body, "forbidden") {
+			t.Fatalf("admin key on /v1/voices: %d %s", st, body)
+		}
+	}
+	list, _, _ := cli(t, "keys", "list", "--config", cfg)
+	if !strings.Contains(list, "*admin") {
+		t.Errorf("keys list does not show the admin keys:\n%s", list)
+	}
+}
