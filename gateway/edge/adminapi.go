@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -48,7 +49,11 @@ func (o *optional[T]) UnmarshalJSON(b []byte) error {
 		o.Null = true
 		return nil
 	}
-	return json.Unmarshal(b, &o.V)
+	// As strict as the body's own decoder: an unknown member inside a
+	// field's object is refused, not dropped.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(&o.V)
 }
 
 // budgetJSON is a credit budget on the wire.

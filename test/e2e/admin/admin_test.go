@@ -327,3 +327,25 @@ func TestKeys(t *testing.T) {
 	tg.Do("GET", "/v1/voices", "acme", nil).Problem(t, 401, "unauthorized")
 	tg.Do("DELETE", "/v1/admin/keys/nope", "admin", nil).Problem(t, 404, "not_found")
 }
+
+// TestNestedFieldsAreStrict: an unknown member inside a field's object is
+// refused like one at the top, naming it.
+func TestNestedFieldsAreStrict(t *testing.T) {
+	t.Parallel()
+	tg := start(t)
+	for _, body := range []string{
+		`{"id": "team-n", "name": "n", "budget": {"credits": 5, "period": "day", "rollover": true}}`,
+		`{"id": "team-n", "name": "n", "providers": {"espeak": {"enabled": true, "weight": 2}}}`,
+		`{"id": "team-n", "name": "n", "rate_limit": {"per_minute": 5, "per_hour": 100}}`,
+	} {
+		p := tg.Do("POST", "/v1/admin/orgs", "admin", body).Problem(t, 400, "validation_failed")
+		if len(p.Validation) == 0 || !strings.Contains(p.Validation[0].Message, "unknown field") {
+			t.Errorf("%s: %+v", body, p)
+		}
+	}
+	tg.Do("GET", "/v1/admin/orgs/team-n", "admin", nil).Problem(t, 404, "not_found")
+	p := tg.Do("POST", "/v1/admin/keys", "admin", `{"org": "acme", "scope": {"providers": ["espeak"], "voices": ["en"]}}`).Problem(t, 400, "validation_failed")
+	if len(p.Validation) == 0 {
+		t.Errorf("unknown scope member: %+v", p)
+	}
+}
