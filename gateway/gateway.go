@@ -176,6 +176,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if err := g.orgs.Reload(ctx, g.store); err != nil {
 		return nil, err
 	}
+	for _, o := range g.orgs.List() {
+		g.metrics.Orgs(o.ID) // the usage series of API-made ones too, from zero
+	}
 	g.policy.WithOrgs(g.orgAccess)
 	g.creds = credentials.NewResolver(g.policy, g.data, g.sealer)
 
