@@ -164,6 +164,21 @@ func TestOrgBudget(t *testing.T) {
 	if r := speak(); r.Status != 200 {
 		t.Fatalf("after raising the budget: %d %s", r.Status, r.Body)
 	}
+	// The organization's spend by key, as the dashboard's admin view reads it.
+	tg.FlushLogs()
+	var u struct {
+		Data []struct {
+			KeyID    string `json:"key_id"`
+			Requests int    `json:"requests"`
+			Credits  int    `json:"credits"`
+		} `json:"data"`
+	}
+	tg.Do("GET", "/v1/admin/orgs/team-b/usage?group_by=key", "admin", nil).JSON(t, &u)
+	if len(u.Data) != 1 || u.Data[0].KeyID != made.Data.ID || u.Data[0].Credits != 10 || u.Data[0].Requests != 3 {
+		t.Errorf("team-b's usage by key = %+v; want its key's 3 requests, 10 credits", u.Data)
+	}
+	tg.Do("GET", "/v1/admin/orgs/nope/usage", "admin", nil).Problem(t, 404, "not_found")
+	tg.Do("GET", "/v1/admin/orgs/team-b/usage", b, nil).Problem(t, 403, "forbidden")
 	tg.Do("PATCH", "/v1/admin/orgs/team-b", "admin", map[string]any{"budget": nil})
 	var o struct{ Data org }
 	tg.Do("GET", "/v1/admin/orgs/team-b", "admin", nil).JSON(t, &o)
