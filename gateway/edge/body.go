@@ -137,7 +137,7 @@ func (m *bodyMemory) give(org string, n int) { m.Give(org, int64(n)) }
 func (m *bodyMemory) refusal(err error) *problem.Error {
 	pe := memoryProblem(err)
 	if pe.Code == problem.RateLimited {
-		pe.Limit = &problem.RateLimit{Policy: "org-body-memory", Quota: m.PerOrg, Unit: "content-bytes", Window: time.Second}
+		pe.Limit = &problem.RateLimit{Policy: "org-body-memory", Quota: m.PerOrg, Unit: "content-bytes"}
 	}
 	return pe
 }

@@ -20,11 +20,13 @@ import (
 // lines).
 type RateLimit struct {
 	// Policy names the policy: a short ASCII token of the gateway's
-	// ("org-synthesis", "org-reads", "key", "org-budget", "key-budget").
+	// ("org-synthesis", "org-reads", "key", "org-budget", "key-budget",
+	// "org-body-memory", "org-whole-clip").
 	Policy string
 	// Quota is what the policy allows per Window: requests, or Unit.
 	Quota int64
-	// Window is the policy's time window.
+	// Window is the policy's time window; zero for a policy that bounds
+	// what is held at once (concurrent requests), which has none.
 	Window time.Duration
 	// Unit is the quota unit ("" for requests; "credits" for a budget).
 	Unit string
@@ -44,8 +46,10 @@ func (r *RateLimit) PolicyField() string {
 		b = append(b, r.Unit...)
 		b = append(b, '"')
 	}
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, max(1, int64((r.Window+time.Second-1)/time.Second)), 10)
+	if r.Window > 0 { // none for a bound on what is held at once
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, max(1, int64((r.Window+time.Second-1)/time.Second)), 10)
+	}
 	return string(b)
 }
 
