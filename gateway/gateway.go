@@ -22,6 +22,8 @@ import (
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/manage"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/edge/admin"
@@ -78,8 +80,13 @@ type Gateway struct {
 	// Everything that reads or writes those records goes through it (a
 	// bbolt file has no notifications: this instance's writes are its
 	// only changes).
-	data    *readcache.Cache
-	auth    *auth.Authenticator
+	data *readcache.Cache
+	auth *auth.Authenticator
+	// orgs is every organization: gateway.yaml's and those made through
+	// the admin API (kept in the store, followed through its change
+	// notifications). Everything that asks about an organization at run
+	// time asks it.
+	orgs    *orgs.Directory
 	logs    *reqlog.Writer
 	metrics *metrics.Metrics
 	tracer  *tracing.Tracer
@@ -144,11 +151,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		version = "dev"
 	}
 	g.metrics.Build(version, runtime.Version())
-	orgs := make([]string, 0, len(cfg.Orgs))
+	ids := make([]string, 0, len(cfg.Orgs))
 	for id := range cfg.Orgs {
-		orgs = append(orgs, id)
+		ids = append(ids, id)
 	}
-	g.metrics.Orgs(orgs...)
+	g.metrics.Orgs(ids...)
 	defer func() {
 		if err != nil {
 			g.close(context.Background())
@@ -190,15 +197,23 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	if g.sealer, err = credentials.NewSealer(key); err != nil {
 		return nil, err
 	}
+	g.orgs = orgs.New(FileOrgs(cfg))
+	if err := g.orgs.Reload(ctx, g.store); err != nil {
+		return nil, err
+	}
+	for _, o := range g.orgs.List() {
+		g.metrics.Orgs(o.ID) // the usage series of API-made ones too, from zero
+	}
+	g.policy.WithOrgs(g.orgAccess)
 	g.creds = credentials.NewResolver(g.policy, g.data, g.sealer)
 
-	g.auth, err = auth.New(ctx, g.store, g.orgExists)
+	g.auth, err = auth.NewWithOrgs(ctx, g.store, g.orgState)
 	if err != nil {
 		return nil, err
 	}
 	if w, ok := g.store.(store.Watcher); ok {
 		g.watch(w)
-		log.Info("api keys, saved voices, dictionaries and provider keys follow the shared storage: changes made on any instance apply here within a second")
+		log.Info("api keys, organizations, saved voices, dictionaries and provider keys follow the shared storage: changes made on any instance apply here within a second")
 	}
 
 	lo := RequestLogOptions(cfg)
@@ -234,10 +249,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		UI:              ui.New(g.auth, ui.NewSessions(g.auth, g.store.Secret(), 0, nil)),
 		Ready:           g.ready,
 		OnIdle:          g.releaseStoreMemory,
+		Orgs:            g.orgs,
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
+	// The admin API asks the configuration in use (a reload's) which
+	// providers exist.
+	deps.Admin = manage.New(g.store, g.orgs, g.auth, func(id string) bool { return g.conf.Load().Providers[id] != nil })
 	g.server = edge.New(deps)
 	return g, nil
 }
@@ -567,7 +586,7 @@ func (g *Gateway) watch(w store.Watcher) {
 		defer func() { done <- struct{}{} }()
 		_ = w.Watch(ctx, func(c store.Change) {
 			g.data.Apply(c)
-			if c.Kind == store.ChangeKey || c.Kind == store.ChangeResync {
+			if c.Kind == store.ChangeKey || c.Kind == store.ChangeOrg || c.Kind == store.ChangeResync {
 				select {
 				case kick <- struct{}{}:
 				default:
@@ -584,8 +603,14 @@ func (g *Gateway) watch(w store.Watcher) {
 			case <-kick:
 			}
 			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-			if err := g.auth.Reload(rctx); err != nil && ctx.Err() == nil {
-				g.log.Warn("reloading api keys after a change on another instance failed; retrying", zap.Error(err))
+			// Keys and organizations reload together: both are small,
+			// and a key of a new organization needs the organization.
+			err := g.orgs.Reload(rctx, g.store)
+			if err == nil {
+				err = g.auth.Reload(rctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				g.log.Warn("reloading api keys and organizations after a change on another instance failed; retrying", zap.Error(err))
 				select { // Retry soon: a missed revocation must not linger.
 				case kick <- struct{}{}:
 				default:
@@ -606,14 +631,45 @@ func (g *Gateway) watch(w store.Watcher) {
 	})
 }
 
-// orgExists reports whether org is declared in the configuration file in
-// use (FileOrgs).
-func (g *Gateway) orgExists(org string) bool { return g.FileOrgs()[org] != nil }
-
 // FileOrgs returns the organizations declared in the configuration file
 // in use: the start's, or the last reload's. They are the file's alone; a
-// reload replaces them and nothing else.
+// reload replaces them (in the organization directory too) and nothing
+// else.
 func (g *Gateway) FileOrgs() map[string]*config.Org { return g.conf.Load().Orgs }
+
+// orgState is what authentication needs of an organization: the file's
+// or the admin API's, and whether it is disabled.
+func (g *Gateway) orgState(org string) auth.OrgState {
+	o, ok := g.orgs.Get(org)
+	switch {
+	case !ok:
+		return auth.OrgUnknown
+	case o.Disabled:
+		return auth.OrgDisabled
+	}
+	return auth.OrgActive
+}
+
+// orgAccess is the provider access of an organization made through the
+// admin API (the file's are in the credentials policy itself).
+func (g *Gateway) orgAccess(org, provider string) (credentials.OrgAccess, bool) {
+	o, ok := g.orgs.Get(org)
+	if !ok || o.Stored == nil {
+		return credentials.OrgAccess{}, false
+	}
+	p := o.Stored.Providers[provider]
+	return credentials.OrgAccess{Enabled: p.Enabled, BYOK: p.BYOK, Managed: p.Managed}, true
+}
+
+// orgBudget is an organization's credit budget, the file's or the admin
+// API's.
+func (g *Gateway) orgBudget(org string) budget.Limit {
+	o, _ := g.orgs.Get(org)
+	if o == nil {
+		return budget.Limit{}
+	}
+	return o.Budget
+}
 
 // devKeys creates and prints a key for every org marked dev_key that has no
 // key yet: the offline default deployment works on first start.
@@ -647,6 +703,12 @@ func (g *Gateway) devKeys(ctx context.Context) error {
 // the CLI go through auth.Authenticator).
 func (g *Gateway) CreateKey(ctx context.Context, org, name string, scope store.KeyScope) (string, *store.APIKey, error) {
 	return g.auth.CreateWith(ctx, org, name, scope)
+}
+
+// CreateAdminKey makes an admin key, as `voxgate keys create --admin`
+// does (tests use it).
+func (g *Gateway) CreateAdminKey(ctx context.Context, name string) (string, *store.APIKey, error) {
+	return g.auth.CreateAdmin(ctx, name)
 }
 
 // RevokeKey revokes an API key (tests use it).

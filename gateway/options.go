@@ -7,6 +7,7 @@ import (
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/edge"
@@ -52,22 +53,6 @@ func ServerOptions(cfg *config.Config) edge.Options {
 		o.MaxConns = edge.DefaultMaxConns()
 	}
 	return o
-}
-
-// OrgLimits is the typed view of the organizations' rate limits (a
-// reload may change them: see edge.Live).
-func OrgLimits(cfg *config.Config) map[string]edge.OrgLimits {
-	out := make(map[string]edge.OrgLimits, len(cfg.Orgs))
-	for name, org := range cfg.Orgs {
-		if org == nil {
-			continue
-		}
-		out[name] = edge.OrgLimits{
-			Synthesis: ratelimit.Limit{Rate: org.RateLimit, Burst: org.RateBurst},
-			Reads:     ratelimit.Limit{Rate: org.ReadRateLimit, Burst: org.ReadRateBurst},
-		}
-	}
-	return out
 }
 
 // Aliases is the typed view of cfg's model and voice aliases, the top
@@ -172,6 +157,22 @@ func sharedOptions(cfg *config.Config) shared {
 		rateLimitFailOpen: cfg.Shared.RateLimitOnError != "deny",
 		budgetFailOpen:    cfg.Shared.BudgetOnError == "allow",
 	}
+}
+
+// FileOrgs is what gateway.yaml declares of each organization that the
+// organization directory (admission/orgs) holds: budgets and rate limits.
+func FileOrgs(cfg *config.Config) []orgs.File {
+	budgets := OrgBudgets(cfg)
+	out := make([]orgs.File, 0, len(cfg.Orgs))
+	for name, o := range cfg.Orgs {
+		if o == nil {
+			continue
+		}
+		out = append(out, orgs.File{ID: name, Budget: budgets[name],
+			Synthesis: ratelimit.Limit{Rate: o.RateLimit, Burst: o.RateBurst},
+			Reads:     ratelimit.Limit{Rate: o.ReadRateLimit, Burst: o.ReadRateBurst}})
+	}
+	return out
 }
 
 // OrgBudgets is the typed view of the organizations' credit budgets.

@@ -70,7 +70,6 @@ func (g *Gateway) noProviders(cfg *config.Config) *edge.Live {
 		Resources:   resources.New(resources.Deps{Store: g.data, Credentials: g.creds, CheckRule: speech.ValidateRule}),
 		Credentials: g.creds,
 		Aliases:     Aliases(cfg),
-		Orgs:        OrgLimits(cfg),
 	})
 }
 
@@ -114,7 +113,9 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 	if err != nil {
 		return nil, err
 	}
-	creds := credentials.NewResolver(CredentialsPolicy(cfg), g.data, g.sealer)
+	policy := CredentialsPolicy(cfg)
+	policy.WithOrgs(g.orgAccess) // organizations made through the admin API
+	creds := credentials.NewResolver(policy, g.data, g.sealer)
 	cacheOpts := CacheOptions(cfg)
 	cacheOpts.Store = g.cacheStore
 	svc := speech.New(speech.Deps{
@@ -129,6 +130,7 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 		Credentials:  creds,
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
+		OrgBudget:    g.orgBudget,
 		Moderator:    mod,
 		Direct:       g.dispatch,
 		Metrics:      g.metrics,
@@ -144,7 +146,6 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 		Aliases:     Aliases(cfg),
 		Resources: resources.New(resources.Deps{Store: g.data, Catalog: cat, Calls: g.calls, Credentials: creds,
 			CheckRule: speech.ValidateRule}),
-		Orgs: OrgLimits(cfg),
 	}), nil
 }
 

@@ -188,6 +188,7 @@ func (g *Gateway) reloadLocked(ctx context.Context) (changes []string, hash stri
 	g.keyPools.Store(&keyPools)
 	prev := g.server.SwapLive(live)
 	g.conf.Store(cfg)
+	g.orgs.SetFile(FileOrgs(cfg))
 	replaced := g.host.Install(pools)
 	orgs := make([]string, 0, len(cfg.Orgs))
 	for id := range cfg.Orgs {

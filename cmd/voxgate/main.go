@@ -500,7 +500,8 @@ instance applies the change within a second).`
 type keysCreateCmd struct {
 	configFlag
 	dataFlag
-	Org       string `required:"" placeholder:"ORG" help:"The organization (an id under orgs: in the config)."`
+	Org       string `placeholder:"ORG" help:"The organization (an id under orgs: in the config, or one made through the admin API). Required unless --admin."`
+	Admin     bool   `help:"Make an admin key instead: it calls the admin API (/v1/admin/) and nothing else, and belongs to no organization."`
 	Name      string `placeholder:"NAME" help:"A label for the key, shown by 'keys list'."`
 	Expires   string `placeholder:"WHEN" help:"The key stops working after this long (720h) or at this time (2027-01-31, or RFC 3339)."`
 	Providers string `placeholder:"P,P" help:"The only providers the key may use, comma-separated (others: 403 key_scope_denied)."`
@@ -513,6 +514,12 @@ func (keysCreateCmd) Help() string { return keysHelp }
 // Run implements `voxgate keys create`.
 func (c *keysCreateCmd) Run(std *streams) error {
 	ctx := context.Background()
+	if c.Admin {
+		return c.runAdmin(ctx, std)
+	}
+	if c.Org == "" {
+		return usageError{"keys create: missing flags: --org=ORG (or --admin for an admin key)"}
+	}
 	scope, err := parseScope(c.Expires, c.Providers, c.Models, c.Budget, time.Now())
 	if err != nil {
 		return usageError{"keys create: " + err.Error()}
@@ -526,9 +533,36 @@ func (c *keysCreateCmd) Run(std *streams) error {
 		return nil
 	}, func(cfg *config.Config, st store.Backend) error {
 		if cfg.Orgs[c.Org] == nil {
-			return fmt.Errorf("organization %q is not in the config; add it under orgs: first", c.Org)
+			if _, err := st.GetOrg(ctx, c.Org); errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("organization %q is not in the config nor made through the admin API; add it under orgs: first", c.Org)
+			} else if err != nil {
+				return err
+			}
 		}
 		plain, _, err := auth.CreateKeyWith(ctx, st, c.Org, c.Name, scope)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(std.stdout, plain)
+		return nil
+	})
+}
+
+// runAdmin makes an admin key. Scopes do not apply to it: it calls the
+// admin API only.
+func (c *keysCreateCmd) runAdmin(ctx context.Context, std *streams) error {
+	if c.Org != "" || c.Expires != "" || c.Providers != "" || c.Models != "" || c.Budget != "" {
+		return usageError{"keys create --admin: an admin key belongs to no organization and has no scope; drop --org, --expires, --providers, --models and --budget"}
+	}
+	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
+		v, err := a.CreateAdminKey(ctx, c.Name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(std.stdout, v.Key)
+		return nil
+	}, func(_ *config.Config, st store.Backend) error {
+		plain, _, err := auth.CreateAdminKey(ctx, st, c.Name)
 		if err != nil {
 			return err
 		}

@@ -398,7 +398,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, []string{"Usage: voxgate <command>", "serve", "keys create", "secrets set", "config check", "migrate", "version"}},
 		{[]string{"serve", "--help"}, []string{"Usage: voxgate serve", "--config=FILE", "gateway.yaml", "--listen=ADDR", "--data=DATA",
 			"--log-level=", "debug, info, warn or error", "--dev-log", "human-readable"}},
-		{[]string{"keys", "create", "--help"}, []string{"Usage: voxgate keys create --org=ORG", "--org=ORG", "--name=NAME", "--data=DATA", "postgres://", "admin socket"}},
+		{[]string{"keys", "create", "--help"}, []string{"Usage: voxgate keys create", "--org=ORG", "--admin", "--name=NAME", "--data=DATA", "postgres://", "admin socket"}},
 		{[]string{"keys", "list", "-h"}, []string{"Usage: voxgate keys list", "--org=ORG", "--data=DATA"}},
 		{[]string{"keys", "revoke", "--help"}, []string{"Usage: voxgate keys revoke <KEY_ID>", "--data=DATA"}},
 		{[]string{"secrets", "set", "--help"}, []string{"Usage: voxgate secrets set", "--org=ORG", "--provider=PROVIDER", "--data=DATA", "stdin"}},
@@ -579,5 +579,42 @@ func TestDevLogPlainWhenNotATerminal(t *testing.T) {
 	}
 	if strings.Contains(logs, "\x1b[") {
 		t.Fatalf("--dev-log wrote colour codes into a pipe:\n%q", logs[:min(len(logs), 400)])
+	}
+}
+
+// TestAdminKeys: `keys create --admin` prints an admin key, offline and
+// through a running gateway's socket; it calls the admin API and is
+// refused elsewhere; it takes no organization or scope.
+func TestAdminKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	out, stderr, code := cli(t, "keys", "create", "--config", cfg, "--admin", "--name", "ops")
+	offline := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(offline, "vxk_") {
+		t.Fatalf("keys create --admin: code %d out %q err %q", code, out, stderr)
+	}
+	if _, stderr, code := cli(t, "keys", "create", "--config", cfg, "--admin", "--org", "acme"); code != 2 || !strings.Contains(stderr, "no organization") {
+		t.Fatalf("--admin with --org: code %d %q", code, stderr)
+	}
+	if _, stderr, code := cli(t, "keys", "create", "--config", cfg); code != 2 || !strings.Contains(stderr, "--org") {
+		t.Fatalf("neither --org nor --admin: code %d %q", code, stderr)
+	}
+	s := startServe(t, cfg)
+	out, stderr, code = cli(t, "keys", "create", "--config", cfg, "--admin")
+	online := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(online, "vxk_") {
+		t.Fatalf("keys create --admin while serving: %d %q %q", code, out, stderr)
+	}
+	for _, k := range []string{offline, online} {
+		if st, body := get(t, s.addr, "/v1/admin/orgs", k); st != 200 || !strings.Contains(body, `"managedBy":"file"`) {
+			t.Fatalf("admin key on the admin API: %d %s", st, body)
+		}
+		if st, body := get(t, s.addr, "/v1/voices", k); st != 403 || !strings.Contains(body, "forbidden") {
+			t.Fatalf("admin key on /v1/voices: %d %s", st, body)
+		}
+	}
+	list, _, _ := cli(t, "keys", "list", "--config", cfg)
+	if !strings.Contains(list, "*admin") {
+		t.Errorf("keys list does not show the admin keys:\n%s", list)
 	}
 }

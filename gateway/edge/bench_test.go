@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -53,9 +54,9 @@ func benchServerTraced(b *testing.B, tracer *tracing.Tracer) (fasthttp.RequestHa
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
 	res := resources.New(resources.Deps{Store: st, CheckRule: func(string, string) []problem.FieldError { return nil }})
-	live := NewLive(LiveDeps{Resources: res, Orgs: map[string]OrgLimits{"acme": {}}})
+	live := NewLive(LiveDeps{Resources: res})
 	s := New(Deps{Options: opts, Logger: zap.NewNop(), Live: live, Records: records.New(st), CursorSecret: st.Secret(), Auth: a, Logs: w,
-		Metrics: metrics.New(), Tracer: tracer})
+		Metrics: metrics.New(), Tracer: tracer, Orgs: orgs.New([]orgs.File{{ID: "acme"}})})
 	return s.srv.Handler, key
 }
 

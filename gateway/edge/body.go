@@ -132,6 +132,16 @@ func (m *bodyMemory) take(org string, n int) error {
 // give counts n bytes org no longer holds.
 func (m *bodyMemory) give(org string, n int) { m.Give(org, int64(n)) }
 
+// refusal is memoryProblem with, on a 429, the organization's share as
+// the quota policy of the RateLimit header fields (bytes held at once).
+func (m *bodyMemory) refusal(err error) *problem.Error {
+	pe := memoryProblem(err)
+	if pe.Code == problem.RateLimited {
+		pe.Limit = &problem.RateLimit{Policy: "org-body-memory", Quota: m.PerOrg, Unit: "content-bytes"}
+	}
+	return pe
+}
+
 // memoryProblem is the answer to a refusal of bodyMemory.take: a 503 when
 // the gateway is full, a 429 when the organization's share is.
 func memoryProblem(err error) *problem.Error {
@@ -183,7 +193,7 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (heldBody, error) {
 	}
 	if cl >= 0 {
 		if err := s.bodyMem.take(org, cl); err != nil {
-			return heldBody{}, memoryProblem(err)
+			return heldBody{}, s.bodyMem.refusal(err)
 		}
 		b := make([]byte, cl)
 		if _, err := io.ReadFull(ctx.RequestBodyStream(), b); err != nil {
@@ -198,7 +208,7 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx) (heldBody, error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return heldBody{}, problem.New(problem.PayloadTooLarge, "the body is larger than %d bytes", limit)
 	case errors.Is(err, errBodyMemory), errors.Is(err, errOrgBodyMemory):
-		return heldBody{}, memoryProblem(err)
+		return heldBody{}, s.bodyMem.refusal(err)
 	case err != nil:
 		return heldBody{}, err
 	}

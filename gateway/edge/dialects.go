@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -66,12 +67,34 @@ func elevenLabsDialect(*fasthttp.RequestCtx) dialectKind { return dialectElevenL
 // authenticate finds the request's API key: the Authorization header, or
 // in the ElevenLabs dialect (and only there) its xi-api-key header.
 func (s *Server) authenticate(ctx *fasthttp.RequestCtx, d dialectKind) (auth.Principal, bool) {
+	p, st := s.checkKey(ctx, d)
+	return p, st == auth.StatusOK
+}
+
+// checkKey is authenticate saying why a known key is refused (expired, or
+// of a disabled organization), so that the answer can say so.
+func (s *Server) checkKey(ctx *fasthttp.RequestCtx, d dialectKind) (auth.Principal, auth.Status) {
 	if d == dialectElevenLabs {
 		if key := ctx.Request.Header.PeekBytes(headerXIAPIKey); len(key) > 0 {
-			return s.auth.AuthenticateKey(bytes.TrimSpace(key))
+			return s.auth.CheckKey(bytes.TrimSpace(key))
 		}
 	}
-	return s.auth.Authenticate(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+	return s.auth.Check(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+}
+
+// writeRefusedIn answers a request whose key did not authenticate: 401
+// for an unknown key (saying so when it expired), 403 org_disabled for a
+// key of a disabled organization.
+func (s *Server) writeRefusedIn(ctx *fasthttp.RequestCtx, d dialectKind, p auth.Principal, st auth.Status) {
+	switch st {
+	case auth.StatusExpired:
+		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="voxgate", error="invalid_token", error_description="the key expired"`)
+		s.writeProblemIn(ctx, d, problem.New(problem.Unauthorized, "this API key expired at %s; ask for a new one", p.Scope.ExpiresAt.UTC().Format(time.RFC3339)))
+	case auth.StatusOrgDisabled:
+		s.writeProblemIn(ctx, d, problem.New(problem.OrgDisabled, "organization %q is disabled; its keys are refused until an administrator enables it", p.OrgID))
+	default:
+		s.writeUnauthorizedIn(ctx, d)
+	}
 }
 
 // writeUnauthorizedIn answers a request without a valid key.
@@ -101,9 +124,7 @@ func (s *Server) writeProblemIn(ctx *fasthttp.RequestCtx, d dialectKind, pe *pro
 		s.writeProblem(ctx, pe)
 		return
 	}
-	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
-	}
+	setRetryHeaders(ctx, pe)
 	_ = s.writeJSON(ctx, pe.Status(), v)
 }
 

@@ -25,6 +25,8 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
+	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -380,9 +382,9 @@ func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKi
 		if detect != nil {
 			c.dialect = detect(ctx)
 		}
-		p, ok := s.authenticate(ctx, c.dialect)
-		if !ok {
-			s.writeUnauthorizedIn(ctx, c.dialect)
+		p, st := s.checkKey(ctx, c.dialect)
+		if st != auth.StatusOK {
+			s.writeRefusedIn(ctx, c.dialect, p, st)
 			return
 		}
 		s.serve(ctx, c, p, h)
@@ -408,7 +410,15 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, 
 	c.p = p
 	c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
 	ctx.SetUserValue(userValueOrg, p.OrgID)
-	if pe := s.rateLimit(c.live, p.OrgID, c.route); pe != nil {
+	if pe := kindAllowed(p, c.route); pe != nil {
+		s.writeProblemIn(ctx, c.dialect, pe)
+		return
+	}
+	if pe := s.rateLimit(p.OrgID, c.route); pe != nil {
+		s.writeProblemIn(ctx, c.dialect, pe)
+		return
+	}
+	if pe := s.keyRateLimit(&p); pe != nil {
 		s.writeProblemIn(ctx, c.dialect, pe)
 		return
 	}
@@ -416,6 +426,28 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, 
 		s.writeError(ctx, c, err, "")
 	}
 }
+
+// Constant answers of kindAllowed, made once.
+var (
+	adminOnly = &problem.Error{Code: problem.Forbidden, Detail: "the admin API needs an admin key (voxgate keys create --admin); an organization's key cannot call it"}
+	orgOnly   = &problem.Error{Code: problem.Forbidden, Detail: "an admin key calls only the admin API (/v1/admin/); use an organization's key here"}
+)
+
+// kindAllowed checks the key's kind against the route: admin keys call
+// the admin API and nothing else, organizations' keys everything else.
+func kindAllowed(p auth.Principal, route string) *problem.Error {
+	admin := isAdminRoute(route)
+	switch {
+	case admin && !p.Admin:
+		return adminOnly
+	case !admin && p.Admin:
+		return orgOnly
+	}
+	return nil
+}
+
+// isAdminRoute reports whether route is one of the admin API's.
+func isAdminRoute(route string) bool { return strings.HasPrefix(route, "admin.") }
 
 // writeError maps err to a problem object, logs server-side failures and
 // writes the response.
@@ -453,14 +485,30 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 func (s *Server) writeProblem(ctx *fasthttp.RequestCtx, pe *problem.Error) {
 	ctx.Response.Header.SetContentType(contentProblem)
 	ctx.SetStatusCode(pe.Status())
-	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
-	}
+	setRetryHeaders(ctx, pe)
 	bp := bufPool.Get().(*[]byte)
 	*bp = pe.AppendJSON((*bp)[:0])
 	ctx.Response.SetBody(*bp) // SetBody copies
 	bufPool.Put(bp)
 }
+
+// setRetryHeaders writes Retry-After, and the RateLimit-Policy and
+// RateLimit fields of the policy that refused a request.
+func setRetryHeaders(ctx *fasthttp.RequestCtx, pe *problem.Error) {
+	if pe.RetryAfter > 0 || pe.Code == problem.RateLimited {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, problem.RetryAfterSeconds(pe.RetryAfter))
+	}
+	if pe.Limit != nil {
+		ctx.Response.Header.Set(headerRateLimitPolicy, pe.Limit.PolicyField())
+		ctx.Response.Header.Set(headerRateLimit, pe.Limit.Field(pe.RetryAfter))
+	}
+}
+
+// The IETF RateLimit header fields (problem.RateLimit).
+const (
+	headerRateLimitPolicy = "RateLimit-Policy"
+	headerRateLimit       = "RateLimit"
+)
 
 // unauthorizedBody is constant, so it is rendered once.
 var unauthorizedBody = (&problem.Error{Code: problem.Unauthorized, Detail: "send a valid API key as 'Authorization: Bearer <key>'"}).AppendJSON(nil)
@@ -656,15 +704,30 @@ func jsonTypeName(kind string) string {
 // cannot decide (Redis down) lets the request through or refuses it, as
 // configured, and says so in the metrics and, at most once a minute, the
 // log.
-func (s *Server) rateLimit(live *Live, org, route string) *problem.Error {
-	lims, ok := live.limits[org]
+func (s *Server) rateLimit(org, route string) *problem.Error {
+	o, ok := s.orgs.Get(org)
 	if !ok {
 		return nil
 	}
-	lim, key, class := lims.reads, lims.readKey, "reads"
 	if isSynthesis(route) {
-		lim, key, class = lims.synthesis, lims.synthKey, "synthesis"
+		return s.take(o.SynthKey, o.Synthesis, "org-synthesis", "the organization's synthesis rate limit was exceeded")
 	}
+	return s.take(o.ReadKey, o.Reads, "org-reads", "the organization's reads rate limit was exceeded")
+}
+
+// keyRateLimit takes one request from the key's own rate limit, if it
+// has one, through the same limiter (and fail-open setting) as the
+// organization's: in Redis, one count across every instance.
+func (s *Server) keyRateLimit(p *auth.Principal) *problem.Error {
+	if p.Scope == nil || p.Scope.RatePerMinute <= 0 {
+		return nil
+	}
+	return s.take(p.RateKey, orgs.PerMinute(p.Scope.RatePerMinute), "key", "the API key's own rate limit was exceeded")
+}
+
+// take takes one request from key's budget under lim, named policy in
+// the RateLimit header fields of a refusal.
+func (s *Server) take(key string, lim ratelimit.Limit, policy, refused string) *problem.Error {
 	if lim.Unlimited() {
 		return nil
 	}
@@ -677,12 +740,22 @@ func (s *Server) rateLimit(live *Live, org, route string) *problem.Error {
 		if s.failOpen {
 			return nil
 		}
-		return &problem.Error{Code: problem.RateLimited, Detail: "the rate limiter is unavailable and this gateway refuses requests it cannot count", RetryAfter: time.Second}
+		return &problem.Error{Code: problem.RateLimited, Detail: "the rate limiter is unavailable and this gateway refuses requests it cannot count", RetryAfter: time.Second, Limit: ratePolicy(policy, lim)}
 	}
 	if !d.Allowed {
-		return &problem.Error{Code: problem.RateLimited, Detail: "the organization's " + class + " rate limit was exceeded", RetryAfter: d.RetryAfter}
+		return &problem.Error{Code: problem.RateLimited, Detail: refused, RetryAfter: d.RetryAfter, Limit: ratePolicy(policy, lim)}
 	}
 	return nil
+}
+
+// ratePolicy describes a GCRA limit as a quota policy: the burst is the
+// quota, and the window the time the rate takes to refill it.
+func ratePolicy(name string, l ratelimit.Limit) *problem.RateLimit {
+	burst := l.Burst
+	if burst <= 0 {
+		burst = max(1, int(l.Rate))
+	}
+	return &problem.RateLimit{Policy: name, Quota: int64(burst), Window: time.Duration(float64(burst) / l.Rate * float64(time.Second))}
 }
 
 // isSynthesis reports whether a route makes audio (the synthesis budget):

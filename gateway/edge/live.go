@@ -15,8 +15,9 @@ import (
 // Live is the part of the configuration that a reload may change, as the
 // edge serves it: the speech service (with its providers, fallbacks,
 // limits, moderation and cache settings), the catalog, the credential
-// rules, the aliases, the resource routes' service and the organizations'
-// rate limits.
+// rules, the aliases and the resource routes' service. (The
+// organizations, with their rate limits, are the orgs.Directory's: a
+// reload replaces the file's there, and the admin API adds its own.)
 //
 // A Live is immutable once built. The server holds the current one in an
 // atomic pointer; a request takes it once, as it arrives (Server.hold), and
@@ -39,9 +40,6 @@ type Live struct {
 	// dictionaries and provider keys.
 	Resources *resources.Service
 
-	// limits are the organizations' rate limits, with their limiter keys
-	// made once.
-	limits map[string]orgLimits
 	// refs counts the requests (and realtime contexts) holding this Live.
 	refs atomic.Int64
 }
@@ -53,30 +51,11 @@ type LiveDeps struct {
 	Credentials *credentials.Resolver
 	Aliases     *dialect.Aliases
 	Resources   *resources.Service
-	// Orgs holds each organization's rate limits; an organization not in
-	// it is not rate limited.
-	Orgs map[string]OrgLimits
 }
 
 // NewLive builds a Live.
 func NewLive(d LiveDeps) *Live {
-	l := &Live{Speech: d.Speech, Catalog: d.Catalog, Credentials: d.Credentials, Aliases: d.Aliases, Resources: d.Resources,
-		limits: make(map[string]orgLimits, len(d.Orgs))}
-	for name, o := range d.Orgs {
-		l.limits[name] = orgLimits{
-			synthesis: o.Synthesis,
-			reads:     o.Reads,
-			synthKey:  "org:" + name + ":synthesis",
-			readKey:   "org:" + name + ":reads",
-		}
-	}
-	return l
-}
-
-// Limits returns org's rate limits and whether it has any.
-func (l *Live) Limits(org string) (OrgLimits, bool) {
-	o, ok := l.limits[org]
-	return OrgLimits{Synthesis: o.synthesis, Reads: o.reads}, ok
+	return &Live{Speech: d.Speech, Catalog: d.Catalog, Credentials: d.Credentials, Aliases: d.Aliases, Resources: d.Resources}
 }
 
 // isProvider reports whether name is a configured provider.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/edge/realtime"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -51,7 +52,7 @@ func (s *Server) newRealtime() {
 		},
 		Record: func(row store.LogRow) { s.logs.Record(row) },
 		Allow: func(org string) error {
-			if pe := s.rateLimit(s.live.Load(), org, realtimeRoute); pe != nil {
+			if pe := s.rateLimit(org, realtimeRoute); pe != nil {
 				return pe
 			}
 			return nil
@@ -95,18 +96,25 @@ func (s *Server) realtimeHandler(ctx *fasthttp.RequestCtx) {
 			authz = append([]byte("Bearer "), key...)
 		}
 	}
-	p, ok := s.auth.Authenticate(authz)
-	if !ok {
-		s.writeUnauthorized(ctx)
+	p, st := s.auth.Check(authz)
+	if st != auth.StatusOK {
+		s.writeRefusedIn(ctx, dialectVoxgate, p, st)
 		return
 	}
 	ctx.SetUserValue(userValueOrg, p.OrgID)
+	if pe := kindAllowed(p, realtimeRoute); pe != nil {
+		s.writeProblem(ctx, pe)
+		return
+	}
 	if !websocket.FastHTTPIsWebSocketUpgrade(ctx) {
 		s.writeProblem(ctx, problem.New(problem.WebSocketRequired, "this route is a WebSocket: send a GET with Upgrade: websocket (see docs/realtime.md)"))
 		return
 	}
-	live, _ := ctx.UserValue(userValueLive).(*Live)
-	if pe := s.rateLimit(live, p.OrgID, realtimeRoute); pe != nil {
+	if pe := s.rateLimit(p.OrgID, realtimeRoute); pe != nil {
+		s.writeProblem(ctx, pe)
+		return
+	}
+	if pe := s.keyRateLimit(&p); pe != nil {
 		s.writeProblem(ctx, pe)
 		return
 	}

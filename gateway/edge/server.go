@@ -24,6 +24,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/admission/manage"
+	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/edge/openapi"
 	"github.com/voxgate/voxgate/gateway/edge/realtime"
@@ -82,6 +84,12 @@ type Deps struct {
 	ConfigState func() any
 	// UI is the dashboard (assets, sessions); nil serves none.
 	UI *ui.Handler
+	// Orgs is every organization (gateway.yaml's and the admin API's),
+	// whose rate limits the edge enforces; nil builds one of
+	// Options.Orgs.
+	Orgs *orgs.Directory
+	// Admin serves the admin API (/v1/admin/); nil serves none.
+	Admin *manage.Service
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -112,14 +120,6 @@ type Options struct {
 	CORS CORSOptions
 }
 
-// OrgLimits are an organization's two request budgets.
-type OrgLimits struct {
-	// Synthesis is spent by the /v1/audio endpoints.
-	Synthesis ratelimit.Limit
-	// Reads is spent by every other API request.
-	Reads ratelimit.Limit
-}
-
 // Server is the HTTP edge.
 type Server struct {
 	// listener is Serve's listener (nil before Serve), which knows the
@@ -145,6 +145,10 @@ type Server struct {
 	configState func() any
 	limiter     ratelimit.Limiter
 	failOpen    bool
+	// orgs holds each organization's rate limits (and their limiter
+	// keys), from the file and the admin API.
+	orgs  *orgs.Directory
+	admin *manage.Service
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
 	// blocks are what readBody reads chunked bodies into.
@@ -197,6 +201,8 @@ func New(d Deps) *Server {
 		tracer:      d.Tracer,
 		cors:        newCORS(d.Options.CORS),
 		ui:          d.UI,
+		orgs:        d.Orgs,
+		admin:       d.Admin,
 	}
 	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
 	s.mem.idle = d.OnIdle
@@ -229,6 +235,9 @@ func New(d Deps) *Server {
 	if d.Live == nil {
 		d.Live = NewLive(LiveDeps{})
 	}
+	if s.orgs == nil {
+		s.orgs = orgs.New(nil) // a Server built by hand in a test: no organization is rate limited
+	}
 	s.live.Store(d.Live)
 	s.speechRoutes = d.Live.Speech != nil
 	r := router.New()
@@ -259,6 +268,9 @@ func New(d Deps) *Server {
 		s.registerUI(r)
 	}
 	rt := &routes{s: s, r: r}
+	if s.admin != nil {
+		rt.registerAdmin()
+	}
 	rt.GET("/v1/voices", "voices.list", s.listVoices)
 	rt.POST("/v1/voices", "voices.create", s.createVoice)
 	rt.GET("/v1/voices/{id}", "voices.get", s.getVoice)
@@ -348,14 +360,6 @@ func (w *everyWarn) allow(interval time.Duration) bool {
 	now := time.Now().UnixNano()
 	prev := w.last.Load()
 	return now-prev >= int64(interval) && w.last.CompareAndSwap(prev, now)
-}
-
-// orgLimits are an organization's two budgets: synthesis (the audio
-// endpoints) and everything else, so listing voices or logs never spends
-// the budget speech needs. The keys are built once, off the hot path.
-type orgLimits struct {
-	synthesis, reads  ratelimit.Limit
-	synthKey, readKey string
 }
 
 // routes registers authenticated API handlers with a route name used in

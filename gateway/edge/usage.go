@@ -109,6 +109,22 @@ func contains(list []string, v string) bool {
 }
 
 func (s *Server) usage(ctx *fasthttp.RequestCtx, c *exchange) error {
+	return s.usageOf(ctx, c, c.p.OrgID)
+}
+
+// adminOrgUsage serves GET /v1/admin/orgs/{id}/usage: an organization's
+// usage as it sees it in GET /v1/usage (the dashboard's admin view shows
+// each key's spend from it).
+func (s *Server) adminOrgUsage(ctx *fasthttp.RequestCtx, c *exchange) error {
+	o, err := s.admin.GetOrg(userValue(ctx, "id"))
+	if err != nil {
+		return err
+	}
+	return s.usageOf(ctx, c, o.ID)
+}
+
+// usageOf answers org's usage for the request's query.
+func (s *Server) usageOf(ctx *fasthttp.RequestCtx, c *exchange, org string) error {
 	q, err := parseQuery(ctx, "since", "until", "group_by")
 	if err != nil {
 		return err
@@ -117,7 +133,7 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err != nil {
 		return err
 	}
-	u, err := s.records.Usage(c.ctx, c.p.OrgID, records.UsageQuery{Since: uq.since, Until: uq.until,
+	u, err := s.records.Usage(c.ctx, org, records.UsageQuery{Since: uq.since, Until: uq.until,
 		ByDay: uq.by["day"], ByProvider: uq.by["provider"], ByModel: uq.by["model"], ByKey: uq.by["key"]})
 	if err != nil {
 		return err

@@ -129,6 +129,12 @@ const (
 	// CSRFFailed says a dashboard request that changes something lacked
 	// its session's CSRF token.
 	CSRFFailed Code = "csrf_failed"
+	// Forbidden says the key may not call the route: an organization's
+	// key on the admin API, or an admin key anywhere else.
+	Forbidden Code = "forbidden"
+	// OrgDisabled says the key's organization was disabled through the
+	// admin API.
+	OrgDisabled Code = "org_disabled"
 )
 
 type meta struct {
@@ -193,6 +199,8 @@ var table = map[Code]meta{
 	TextBufferFull:          {429, "Too much text waiting to be spoken"},
 	SessionExpired:          {401, "Dashboard session expired"},
 	CSRFFailed:              {403, "Missing or wrong CSRF token"},
+	Forbidden:               {403, "Not allowed for this kind of key"},
+	OrgDisabled:             {403, "Organization disabled"},
 }
 
 // FieldError is one entry of a problem's `validation` array.
@@ -215,6 +223,9 @@ type Error struct {
 	TurnIndex *int
 	// RetryAfter sets the Retry-After header when positive.
 	RetryAfter time.Duration
+	// Limit is the quota policy a 429 answer was refused by, reported in
+	// the RateLimit-Policy and RateLimit header fields; nil for none.
+	Limit *RateLimit
 	// Err is the underlying cause, kept for logs; never shown to clients.
 	Err error
 }

@@ -51,16 +51,33 @@ func (s *Service) reserve(ctx context.Context, org string, credits int64) (*budg
 	if c.Scope != nil && c.Scope.Budget > 0 {
 		keyLimit = budget.Limit{Credits: c.Scope.Budget, Period: budget.Period(c.Scope.BudgetPeriod)}
 	}
-	ch, err := s.budgets.Reserve(ctx, org, s.orgBudgets[org], c.KeyID, keyLimit, credits)
+	orgLimit := s.orgBudgets[org]
+	if s.orgBudget != nil {
+		orgLimit = s.orgBudget(org)
+	}
+	ch, err := s.budgets.Reserve(ctx, org, orgLimit, c.KeyID, keyLimit, credits)
 	var ex *budget.Exceeded
 	var un *budget.Unavailable
 	switch {
 	case errors.As(err, &ex):
-		return nil, &problem.Error{Code: problem.BudgetExceeded, Detail: ex.Error(), RetryAfter: time.Until(ex.Reset)}
+		return nil, &problem.Error{Code: problem.BudgetExceeded, Detail: ex.Error(), RetryAfter: time.Until(ex.Reset), Limit: budgetPolicy(ex)}
 	case errors.As(err, &un):
 		return nil, &problem.Error{Code: problem.BudgetUnavailable, Detail: "the credit budget cannot be checked right now and this gateway refuses requests it cannot count", RetryAfter: time.Second, Err: err}
 	case err != nil:
 		return nil, fmt.Errorf("reserve credits: %w", err)
 	}
 	return ch, nil
+}
+
+// budgetPolicy describes the budget that refused a request as a quota
+// policy for the RateLimit header fields: credits per period.
+func budgetPolicy(ex *budget.Exceeded) *problem.RateLimit {
+	name, start := "org-budget", ex.Reset.AddDate(0, 0, -1)
+	if ex.Scope != "organization" {
+		name = "key-budget"
+	}
+	if ex.Limit.Period == budget.Month {
+		start = ex.Reset.AddDate(0, -1, 0)
+	}
+	return &problem.RateLimit{Policy: name, Quota: ex.Limit.Credits, Unit: "credits", Window: ex.Reset.Sub(start), Remaining: ex.Limit.Credits - ex.Spent}
 }

@@ -73,6 +73,7 @@ func (c *clipSlots) acquire(ctx context.Context, org string) (func(), error) {
 	case <-t.C:
 		leave()
 		return nil, &problem.Error{Code: problem.RateLimited, RetryAfter: max(time.Second, c.wait/4),
+			Limit:  &problem.RateLimit{Policy: "org-whole-clip", Quota: int64(c.limit), Unit: "concurrent-requests"},
 			Detail: fmt.Sprintf("this organization already runs %d requests with whole-clip processing (volumeDbfs, output, speed the model cannot do, conversations) and none ended within %s; retry later", c.limit, c.wait)}
 	case <-ctx.Done():
 		leave()

@@ -95,8 +95,10 @@ type Service struct {
 	cache *responseCache
 	// routes are the deployment's fallbacks by "provider/model".
 	routes map[string]Route
-	// orgBudgets are the organizations' credit budgets.
+	// orgBudgets are the organizations' credit budgets; orgBudget, when
+	// set, is asked instead (organizations made through the admin API).
 	orgBudgets map[string]budget.Limit
+	orgBudget  func(org string) budget.Limit
 	align      Alignment
 	// alignSlots bounds the alignments running at once.
 	alignSlots chan struct{}
@@ -132,6 +134,9 @@ type Deps struct {
 	// enforces none.
 	Budgets    *budget.Budgets
 	OrgBudgets map[string]budget.Limit
+	// OrgBudget, when set, returns an organization's budget instead of
+	// OrgBudgets: the gateway's organizations change while it runs.
+	OrgBudget func(org string) budget.Limit
 	// Cache keeps rendered answers; a nil Store turns it off.
 	Cache CacheOptions
 	// Routes are the deployment's fallbacks by "provider/model".
@@ -147,7 +152,7 @@ func New(d Deps) *Service {
 	s := &Service{limits: d.Limits, slots: newClipSlots(d.Limits.WholeClipConcurrency, d.Limits.WholeClipWait),
 		streams: newStreamSlots(d.Limits.StreamsPerOrg), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
 		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
-		budgets: d.Budgets, orgBudgets: d.OrgBudgets, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
+		budgets: d.Budgets, orgBudgets: d.OrgBudgets, orgBudget: d.OrgBudget, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
 		align: d.Alignment}
 	if s.log == nil {
 		s.log = zap.NewNop()

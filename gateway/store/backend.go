@@ -33,6 +33,7 @@ type Backend interface {
 	LogStore
 	UsageStore
 	DictionaryStore
+	OrgStore
 
 	// Secret returns the deployment's 32-byte random secret, created with
 	// the storage and shared by every instance that uses it, so that list
@@ -58,6 +59,27 @@ type KeyStore interface {
 	// revoked key keeps its first revocation time; an unknown id is
 	// ErrNotFound.
 	RevokeKey(ctx context.Context, id string) (*APIKey, error)
+	// UpdateKey replaces the Name and Scope of key k.ID with k's (the
+	// caller merges a partial update first) and returns the stored key;
+	// nothing else of a key changes after it is made. An unknown id is
+	// ErrNotFound.
+	UpdateKey(ctx context.Context, k *APIKey) (*APIKey, error)
+}
+
+// OrgStore stores the organizations made through the admin API. They are
+// few (an operator makes them), so the listing reads them all.
+type OrgStore interface {
+	// CreateOrg stores a new organization. Zero CreatedAt means now, zero
+	// UpdatedAt CreatedAt. A taken ID fails with ErrExists.
+	CreateOrg(ctx context.Context, o *Org) error
+	// GetOrg returns organization id, or ErrNotFound.
+	GetOrg(ctx context.Context, id string) (*Org, error)
+	// UpdateOrg replaces every field of organization o.ID but ID and
+	// CreatedAt with o's (the caller merges a partial update first), or
+	// fails with ErrNotFound. Zero UpdatedAt means now.
+	UpdateOrg(ctx context.Context, o *Org) error
+	// ListOrgs returns every organization, by id.
+	ListOrgs(ctx context.Context) ([]Org, error)
 }
 
 // VoiceStore stores saved voices.

@@ -88,7 +88,15 @@ type APIKey struct {
 	// Scope restricts what the key may do; the zero value restricts
 	// nothing.
 	Scope KeyScope
+	// Admin marks an admin key: it authenticates the admin API
+	// (/v1/admin/) and nothing else. Its OrgID is AdminOrg.
+	Admin bool
 }
+
+// AdminOrg is the OrgID of admin keys. It is not a valid organization id
+// (ids are lower-case letters, digits, - and _), so no organization can
+// be named like it and an admin key never authenticates as one.
+const AdminOrg = "*admin"
 
 // KeyScope is what an API key may do beyond authenticating its
 // organization.
@@ -104,6 +112,9 @@ type KeyScope struct {
 	// holds).
 	Budget       int64
 	BudgetPeriod string
+	// RatePerMinute caps the requests the key makes per minute, beside its
+	// organization's rate limits; 0 means no limit of its own.
+	RatePerMinute int
 }
 
 // Allows reports whether the scope lets a key use provider's model; a nil
@@ -125,6 +136,41 @@ func (s *KeyScope) Expired(now time.Time) bool {
 
 // Active reports whether the key has not been revoked.
 func (k *APIKey) Active() bool { return k.RevokedAt.IsZero() }
+
+// Org is an organization made through the admin API. Organizations
+// declared in gateway.yaml are not stored: the file stays their source.
+type Org struct {
+	// ID is the organization's id (lower-case letters, digits, - and _).
+	ID string
+	// Name is a human label.
+	Name string
+	// Disabled refuses the organization's keys (403) while set.
+	Disabled bool
+	// Budget caps the credits spent per BudgetPeriod ("day" or "month");
+	// 0 means none.
+	Budget       int64
+	BudgetPeriod string
+	// RatePerMinute caps the organization's synthesis requests per
+	// minute; 0 means no limit.
+	RatePerMinute int
+	// Providers is the organization's access by provider id; a provider
+	// it does not list is not enabled for it. Never nil when read back.
+	Providers map[string]OrgProvider
+	// CreatedAt and UpdatedAt are the creation and last change.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// OrgProvider is an organization's access to one provider, as an
+// organization of gateway.yaml says it under orgs.<id>.providers.
+type OrgProvider struct {
+	Enabled bool
+	// BYOK says the organization brings its own key, stored with
+	// PUT /v1/api-keys/{provider}.
+	BYOK bool
+	// Managed, when set, narrows the provider's managed flag for this
+	// organization (it can turn the gateway's key off, never on).
+	Managed *bool
+}
 
 // Voice is a saved voice of an organization.
 type Voice struct {

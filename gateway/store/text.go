@@ -228,3 +228,31 @@ func firstInvalid(groups ...[]namedText) error {
 	}
 	return nil
 }
+
+// CheckText returns a *TextError naming the first string of o (its
+// provider ids included) that is not valid text, or nil.
+func (o *Org) CheckText() error {
+	if err := firstInvalid([]namedText{{"id", &o.ID}, {"name", &o.Name}, {"budget_period", &o.BudgetPeriod}}); err != nil {
+		return err
+	}
+	for id := range o.Providers {
+		if err := CheckText("providers (a key)", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CloneOrg returns a deep copy of o, its Providers never nil.
+func CloneOrg(o *Org) *Org {
+	c := *o
+	c.Providers = make(map[string]OrgProvider, len(o.Providers))
+	for id, p := range o.Providers {
+		if p.Managed != nil {
+			m := *p.Managed
+			p.Managed = &m
+		}
+		c.Providers[id] = p
+	}
+	return &c
+}

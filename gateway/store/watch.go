@@ -18,7 +18,8 @@ const (
 	// store: until the next ChangeResync no change is heard, and the store
 	// is probably unreachable.
 	ChangeDisconnected
-	// ChangeKey: API key ID was created or revoked (OrgID is empty).
+	// ChangeKey: API key ID was created, changed or revoked (OrgID is
+	// empty).
 	ChangeKey
 	// ChangeVoice: saved voice ID of OrgID was created, changed or deleted.
 	ChangeVoice
@@ -27,6 +28,8 @@ const (
 	ChangeDictionary
 	// ChangeSecret: secret ID (its name) of OrgID was stored or deleted.
 	ChangeSecret
+	// ChangeOrg: organization ID was created or changed (OrgID is ID).
+	ChangeOrg
 )
 
 // String names the kind for logs.
@@ -44,6 +47,8 @@ func (k ChangeKind) String() string {
 		return "dictionary"
 	case ChangeSecret:
 		return "secret"
+	case ChangeOrg:
+		return "org"
 	}
 	return "unknown"
 }

@@ -41,7 +41,45 @@ type Principal struct {
 	// Scope is the key's scope; nil when the key has none (the common
 	// case, so unrestricted keys cost nothing more to check).
 	Scope *store.KeyScope
+	// Admin says the key is an admin key: it calls the admin API
+	// (/v1/admin/) and nothing else. Its OrgID is store.AdminOrg.
+	Admin bool
+	// RateKey names the key's own rate limit in the limiter ("key:<id>"),
+	// made once; "" when the key has none.
+	RateKey string
 }
+
+// OrgState is what the gateway knows of an organization, for deciding
+// whether its keys authenticate.
+type OrgState uint8
+
+// The states of an organization.
+const (
+	// OrgUnknown: neither gateway.yaml nor the store has it; its keys
+	// are refused like unknown keys.
+	OrgUnknown OrgState = iota
+	// OrgActive: its keys authenticate.
+	OrgActive
+	// OrgDisabled: an organization disabled through the admin API; its
+	// keys are refused with 403.
+	OrgDisabled
+)
+
+// Status says why a key does or does not authenticate.
+type Status uint8
+
+// The outcomes of Check.
+const (
+	// StatusOK: the key authenticates.
+	StatusOK Status = iota
+	// StatusUnknown: no such active key (missing, malformed, unknown,
+	// revoked, or of an organization that no longer exists).
+	StatusUnknown
+	// StatusExpired: the key's expiry has passed.
+	StatusExpired
+	// StatusOrgDisabled: the key's organization is disabled.
+	StatusOrgDisabled
+)
 
 type entry struct {
 	hash [sha256.Size]byte
@@ -59,9 +97,10 @@ type Keys interface {
 // Authenticator holds the active keys in memory.
 type Authenticator struct {
 	st Keys
-	// orgs says which organizations exist in the current config; keys of
-	// removed organizations stop working.
-	orgs func(string) bool
+	// orgs says which organizations exist (in the current config or the
+	// store) and whether they are disabled; keys of removed organizations
+	// stop working. Admin keys are of no organization and skip it.
+	orgs func(string) OrgState
 
 	mu     sync.RWMutex
 	byHash map[[sha256.Size]byte]entry
@@ -78,7 +117,18 @@ type Authenticator struct {
 // New loads the active keys from st. orgExists reports whether an org is
 // configured.
 func New(ctx context.Context, st Keys, orgExists func(string) bool) (*Authenticator, error) {
-	a := &Authenticator{st: st, orgs: orgExists, byHash: map[[sha256.Size]byte]entry{}, byID: map[string]entry{}}
+	return NewWithOrgs(ctx, st, func(org string) OrgState {
+		if orgExists == nil || orgExists(org) {
+			return OrgActive
+		}
+		return OrgUnknown
+	})
+}
+
+// NewWithOrgs is New with the organizations' states: a disabled
+// organization's keys are told apart from unknown ones (Check).
+func NewWithOrgs(ctx context.Context, st Keys, orgs func(string) OrgState) (*Authenticator, error) {
+	a := &Authenticator{st: st, orgs: orgs, byHash: map[[sha256.Size]byte]entry{}, byID: map[string]entry{}}
 	if err := a.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -127,16 +177,19 @@ func activeEntry(k *store.APIKey) (entry, bool) {
 	}
 	var h [sha256.Size]byte
 	copy(h[:], k.Hash)
-	p := Principal{OrgID: k.OrgID, KeyID: k.ID}
+	p := Principal{OrgID: k.OrgID, KeyID: k.ID, Admin: k.Admin}
 	if !scopeEmpty(&k.Scope) {
 		sc := k.Scope
 		p.Scope = &sc
+	}
+	if k.Scope.RatePerMinute > 0 {
+		p.RateKey = "key:" + k.ID
 	}
 	return entry{hash: h, p: p}, true
 }
 
 func scopeEmpty(s *store.KeyScope) bool {
-	return s.ExpiresAt.IsZero() && len(s.Providers) == 0 && len(s.Models) == 0 && s.Budget == 0
+	return s.ExpiresAt.IsZero() && len(s.Providers) == 0 && len(s.Models) == 0 && s.Budget == 0 && s.RatePerMinute == 0
 }
 
 func (a *Authenticator) add(k *store.APIKey) {
@@ -165,8 +218,25 @@ func (a *Authenticator) Authenticate(header []byte) (Principal, bool) {
 // AuthenticateKey resolves a bare API key, as a dialect that sends it in
 // a header of its own (ElevenLabs' xi-api-key) carries it.
 func (a *Authenticator) AuthenticateKey(token []byte) (Principal, bool) {
+	p, st := a.CheckKey(token)
+	return p, st == StatusOK
+}
+
+// Check is Authenticate that says why a key is refused: the HTTP layer
+// answers an expired key and a disabled organization's key with their
+// own messages. The principal is returned with StatusExpired and
+// StatusOrgDisabled too (the key is known). Hot path: no allocations.
+func (a *Authenticator) Check(header []byte) (Principal, Status) {
+	if len(header) < len(bearer) || !bytes.EqualFold(header[:len(bearer)], bearer) {
+		return Principal{}, StatusUnknown
+	}
+	return a.CheckKey(bytes.TrimSpace(header[len(bearer):]))
+}
+
+// CheckKey is Check for a bare API key.
+func (a *Authenticator) CheckKey(token []byte) (Principal, Status) {
 	if len(token) != keyLen || !bytes.HasPrefix(token, []byte(KeyPrefix)) {
-		return Principal{}, false
+		return Principal{}, StatusUnknown
 	}
 	h := sha256.Sum256(token)
 	a.mu.RLock()
@@ -175,15 +245,25 @@ func (a *Authenticator) AuthenticateKey(token []byte) (Principal, bool) {
 	// The map found the entry by hash; the constant-time compare keeps the
 	// final decision free of data-dependent timing all the same.
 	if !ok || subtle.ConstantTimeCompare(e.hash[:], h[:]) != 1 {
-		return Principal{}, false
+		return Principal{}, StatusUnknown
 	}
-	if a.orgs != nil && !a.orgs(e.p.OrgID) {
-		return Principal{}, false
+	return e.p, a.state(&e.p)
+}
+
+// state is what a known key's principal may do now.
+func (a *Authenticator) state(p *Principal) Status {
+	if !p.Admin && a.orgs != nil {
+		switch a.orgs(p.OrgID) {
+		case OrgUnknown:
+			return StatusUnknown
+		case OrgDisabled:
+			return StatusOrgDisabled
+		}
 	}
-	if e.p.Scope != nil && e.p.Scope.Expired(time.Now()) {
-		return Principal{}, false
+	if p.Scope != nil && p.Scope.Expired(time.Now()) {
+		return StatusExpired
 	}
-	return e.p, true
+	return StatusOK
 }
 
 // Active returns the principal of key id while the key can authenticate:
@@ -195,10 +275,7 @@ func (a *Authenticator) Active(id string) (Principal, bool) {
 	a.mu.RLock()
 	e, ok := a.byID[id]
 	a.mu.RUnlock()
-	if !ok || (a.orgs != nil && !a.orgs(e.p.OrgID)) {
-		return Principal{}, false
-	}
-	if e.p.Scope != nil && e.p.Scope.Expired(time.Now()) {
+	if !ok || a.state(&e.p) != StatusOK {
 		return Principal{}, false
 	}
 	return e.p, true
@@ -218,6 +295,48 @@ func (a *Authenticator) CreateWith(ctx context.Context, org, name string, scope 
 	}
 	a.add(k)
 	return plain, k, nil
+}
+
+// CreateAdmin makes an admin key (see Principal.Admin).
+func (a *Authenticator) CreateAdmin(ctx context.Context, name string) (string, *store.APIKey, error) {
+	plain, k, err := CreateAdminKey(ctx, a.st, name)
+	if err != nil {
+		return "", nil, err
+	}
+	a.add(k)
+	return plain, k, nil
+}
+
+// Update replaces key id's name and scope and applies them at once.
+func (a *Authenticator) Update(ctx context.Context, k *store.APIKey) (*store.APIKey, error) {
+	if err := ValidateScope(k.Scope); err != nil {
+		return nil, err
+	}
+	st, ok := a.st.(Updater)
+	if !ok {
+		return nil, fmt.Errorf("this key storage cannot update keys")
+	}
+	out, err := st.UpdateKey(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if e, ok := a.byID[out.ID]; ok {
+		delete(a.byHash, e.hash)
+		delete(a.byID, out.ID)
+	}
+	if e, ok := activeEntry(out); ok {
+		a.byHash[e.hash] = e
+		a.byID[e.p.KeyID] = e
+	}
+	a.changes++
+	a.mu.Unlock()
+	return out, nil
+}
+
+// Updater is the storage a key update needs, beside Keys.
+type Updater interface {
+	UpdateKey(ctx context.Context, k *store.APIKey) (*store.APIKey, error)
 }
 
 // Revoke revokes the key with id; it stops authenticating at once.
@@ -242,9 +361,9 @@ func (a *Authenticator) List(ctx context.Context, org string) ([]store.APIKey, e
 	return a.st.ListKeys(ctx, org)
 }
 
-// OrgExists reports whether org is in the current config: the keys of an
-// organization that is not stop authenticating.
-func (a *Authenticator) OrgExists(org string) bool { return a.orgs(org) }
+// OrgExists reports whether org exists (in the config or the store): the
+// keys of an organization that does not stop authenticating.
+func (a *Authenticator) OrgExists(org string) bool { return a.orgs == nil || a.orgs(org) != OrgUnknown }
 
 // CreateKey generates a key for org and stores its hash in st. It is used
 // by the running gateway (through Authenticator.Create) and by the CLI when
@@ -279,6 +398,22 @@ func CreateKeyWith(ctx context.Context, st Keys, org, name string, scope store.K
 	return plain, k, nil
 }
 
+// CreateAdminKey generates an admin key and stores its hash in st.
+func CreateAdminKey(ctx context.Context, st Keys, name string) (string, *store.APIKey, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", nil, fmt.Errorf("generate key: %w", err)
+	}
+	plain := KeyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	sum := sha256.Sum256([]byte(plain))
+	k := &store.APIKey{ID: uuid.NewString(), OrgID: store.AdminOrg, Name: name, Prefix: plain[:len(KeyPrefix)+6],
+		Hash: sum[:], CreatedAt: time.Now().UTC(), Admin: true}
+	if err := st.CreateKey(ctx, k); err != nil {
+		return "", nil, fmt.Errorf("store key: %w", err)
+	}
+	return plain, k, nil
+}
+
 // BudgetPeriods are the periods a budget may count over.
 var BudgetPeriods = []string{"day", "month"}
 
@@ -289,6 +424,8 @@ func ValidateScope(s store.KeyScope) error {
 		return fmt.Errorf("key budget must be 0 (none) or more credits, got %d", s.Budget)
 	case s.Budget > 0 && !slices.Contains(BudgetPeriods, s.BudgetPeriod):
 		return fmt.Errorf("key budget period must be day or month, got %q", s.BudgetPeriod)
+	case s.RatePerMinute < 0:
+		return fmt.Errorf("key rate limit must be 0 (none) or more requests a minute, got %d", s.RatePerMinute)
 	case !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(time.Now()):
 		return fmt.Errorf("key expiry %s is not in the future", s.ExpiresAt.Format(time.RFC3339))
 	}

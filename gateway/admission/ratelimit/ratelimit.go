@@ -151,6 +151,11 @@ func (r *Redis) Allow(ctx context.Context, key string, l Limit) (Decision, error
 // Rate per Period: the emission interval Period/Rate is what GCRA uses, so
 // 0.5/s becomes 1 per 2 s and 12.5/s 25 per 2 s.
 func redisLimit(l Limit) redis_rate.Limit {
+	// A whole number a minute (an API key's per_minute) is that many a
+	// minute exactly; halving 1/60 s toward a whole number never gets there.
+	if pm := math.Round(l.Rate * 60); l.Rate != math.Trunc(l.Rate) && math.Abs(pm-l.Rate*60) < 1e-9 {
+		return redis_rate.Limit{Rate: max(1, int(pm)), Burst: l.burst(), Period: time.Minute}
+	}
 	period := time.Second
 	r := l.Rate
 	for r != math.Trunc(r) && period < time.Hour {

@@ -104,6 +104,8 @@ type Keys interface {
 	Revoke(ctx context.Context, id string) (*store.APIKey, error)
 	// OrgExists reports whether org is configured.
 	OrgExists(org string) bool
+	// CreateAdmin makes an admin key.
+	CreateAdmin(ctx context.Context, name string) (string, *store.APIKey, error)
 }
 
 // Secrets is the organizations' own provider keys as the operator sets
@@ -166,9 +168,21 @@ func Listen(path string, d Deps) (*Server, error) {
 		var req struct {
 			Org, Name string
 			Scope     *ScopeView
+			Admin     bool
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			reply(w, http.StatusBadRequest, errBody(err))
+			return
+		}
+		if req.Admin {
+			plain, k, err := d.Keys.CreateAdmin(r.Context(), req.Name)
+			if err != nil {
+				reply(w, http.StatusInternalServerError, errBody(err))
+				return
+			}
+			v := View(k)
+			v.Key = plain
+			reply(w, http.StatusCreated, v)
 			return
 		}
 		if !d.Keys.OrgExists(req.Org) {

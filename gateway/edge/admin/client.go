@@ -69,6 +69,13 @@ func (c *Client) CreateKey(ctx context.Context, org, name string, scope *ScopeVi
 	return v, err
 }
 
+// CreateAdminKey creates an admin key (shown once, in the result's Key).
+func (c *Client) CreateAdminKey(ctx context.Context, name string) (KeyView, error) {
+	var v KeyView
+	err := c.do(ctx, http.MethodPost, "/keys", map[string]any{"name": name, "admin": true}, &v)
+	return v, err
+}
+
 // ListKeys lists keys (all orgs when org is "").
 func (c *Client) ListKeys(ctx context.Context, org string) ([]KeyView, error) {
 	var v []KeyView

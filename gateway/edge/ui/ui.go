@@ -116,11 +116,13 @@ type sessionJSON struct {
 	KeyID     string `json:"key_id"`
 	ExpiresAt string `json:"expires_at"`
 	CSRFToken string `json:"csrf_token"`
+	// Admin marks an admin key's session: the page shows the admin view.
+	Admin bool `json:"admin,omitempty"`
 }
 
 func (h *Handler) writeSession(ctx *fasthttp.RequestCtx, s *Session) {
 	b, _ := json.Marshal(sessionJSON{Org: s.Principal.OrgID, KeyID: s.Principal.KeyID,
-		ExpiresAt: s.Expires.UTC().Format(time.RFC3339), CSRFToken: h.sessions.CSRFToken(s)})
+		ExpiresAt: s.Expires.UTC().Format(time.RFC3339), CSRFToken: h.sessions.CSRFToken(s), Admin: s.Principal.Admin})
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)

@@ -31,6 +31,9 @@ func (r *Resolver) AllowOwnKey(org, provider string) error {
 		return problem.New(problem.ProviderDisabled, "provider %s is not enabled for this organization", provider)
 	}
 	if !f.BYOK {
+		if _, inFile := r.policy.orgs[org]; !inFile {
+			return problem.New(problem.BYOKNotAllowed, "this organization does not bring its own %s key (its providers.%s.byok is false; an administrator sets it with PATCH /v1/admin/orgs/%s)", provider, provider, org)
+		}
 		return problem.New(problem.BYOKNotAllowed, "this organization does not bring its own %s key (orgs.%s.providers.%s.byok is false in gateway.yaml)", provider, org, provider)
 	}
 	if r.policy.orgs[org][provider].ownKey != "" {

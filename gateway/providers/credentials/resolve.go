@@ -14,6 +14,43 @@ import (
 type Policy struct {
 	orgs      map[string]map[string]orgProvider
 	providers map[string]providerKeys
+	// more looks up organizations that are not in the configuration
+	// (made through the admin API); nil when there are none.
+	more OrgLookup
+}
+
+// OrgLookup returns an organization's access to a provider when the
+// organization exists outside the configuration; known is false when it
+// does not. It is called on the request path: it must not allocate.
+type OrgLookup func(org, provider string) (access OrgAccess, known bool)
+
+// WithOrgs makes the policy consult more for organizations the
+// configuration does not declare (those made through the admin API). The
+// configuration's declarations win. Call it before the policy is used.
+func (p *Policy) WithOrgs(more OrgLookup) { p.more = more }
+
+// orgProvider returns org's settings for provider, from the
+// configuration or, for an organization it does not declare, the lookup.
+func (p *Policy) orgProvider(org, provider string) (orgProvider, bool) {
+	if m, ok := p.orgs[org]; ok {
+		return m[provider], true
+	}
+	if p.more == nil {
+		return orgProvider{}, false
+	}
+	a, ok := p.more(org, provider)
+	if !ok {
+		return orgProvider{}, false
+	}
+	pc, known := p.providers[provider]
+	if !known {
+		return orgProvider{}, true
+	}
+	managed := pc.managed
+	if a.Managed != nil {
+		managed = *a.Managed && pc.managed
+	}
+	return orgProvider{flags: Flags{Enabled: a.Enabled, BYOK: a.BYOK, Managed: managed}}, true
 }
 
 type orgProvider struct {
@@ -80,7 +117,7 @@ func NewPolicy(providers map[string]Provider, orgs map[string]map[string]OrgAcce
 
 // Exists reports whether org and provider are both configured.
 func (p *Policy) Exists(org, provider string) error {
-	if p.orgs[org] == nil {
+	if _, ok := p.orgProvider(org, provider); !ok {
 		return fmt.Errorf("organization %q is not in the config", org)
 	}
 	if _, ok := p.providers[provider]; !ok {
@@ -178,7 +215,8 @@ type Flags struct {
 
 // Flags returns org's flags for provider.
 func (r *Resolver) Flags(org, provider string) Flags {
-	return r.policy.orgs[org][provider].flags
+	op, _ := r.policy.orgProvider(org, provider)
+	return op.flags
 }
 
 // For returns the credentials for org's call to provider: the org's own key
@@ -192,7 +230,8 @@ func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentia
 		return sdk.Credentials{}, problem.New(problem.ProviderDisabled, "provider %s is not enabled for this organization", provider)
 	}
 	if f.BYOK {
-		if k := r.policy.orgs[org][provider].ownKey; k != "" {
+		if op, _ := r.policy.orgProvider(org, provider); op.ownKey != "" {
+			k := op.ownKey
 			return sdk.Credentials{APIKey: k, BYOK: true}, nil
 		}
 		k, err := r.storedKey(ctx, org, provider)

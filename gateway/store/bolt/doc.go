@@ -10,6 +10,9 @@
 //	keys         key id -> APIKey JSON
 //	key_hashes   sha256(key) -> key id           (authentication lookup)
 //	orgs         org id -> nested bucket per organization (below)
+//	org_records  org id -> Org JSON, the organizations made through the
+//	             admin API (created when a file is opened; older files
+//	             read as having none)
 //
 // Each organization's bucket holds only that organization's data, so an id
 // of another organization is simply absent (ErrNotFound), and no read can

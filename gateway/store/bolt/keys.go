@@ -151,3 +151,32 @@ func getKey(tx *bbolt.Tx, id []byte) (*store.APIKey, error) {
 	}
 	return k, nil
 }
+
+// UpdateKey implements store.KeyStore: k's Name and Scope replace the
+// stored key's.
+func (s *Store) UpdateKey(ctx context.Context, k *store.APIKey) (*store.APIKey, error) {
+	if k == nil {
+		return nil, fmt.Errorf("store: nil api key")
+	}
+	if err := k.CheckText(); err != nil {
+		return nil, fmt.Errorf("store: update key: %w", err)
+	}
+	var out *store.APIKey
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		cur, err := getKey(tx, []byte(k.ID))
+		if err != nil {
+			return err
+		}
+		cur.Name, cur.Scope = k.Name, k.Scope
+		data, err := encodeKey(cur)
+		if err != nil {
+			return err
+		}
+		out = cur
+		return tx.Bucket([]byte(bucketKeys)).Put([]byte(k.ID), data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: update key %s: %w", k.ID, err)
+	}
+	return out, nil
+}

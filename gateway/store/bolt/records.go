@@ -22,6 +22,7 @@ type keyRecord struct {
 	// Scope is written with its Go field names: a key written before
 	// scopes existed has none, and decodes to the zero scope.
 	Scope store.KeyScope `json:"scope,omitzero"`
+	Admin bool           `json:"admin,omitempty"`
 }
 
 type voiceRecord struct {

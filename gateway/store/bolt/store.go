@@ -38,6 +38,9 @@ const (
 	bucketOrgs      = "orgs"
 	bucketKeys      = "keys"
 	bucketKeyHashes = "key_hashes"
+	// bucketOrgRecords holds the organizations made through the admin
+	// API (org id -> JSON); bucketOrgs holds every organization's data.
+	bucketOrgRecords = "org_records"
 
 	bucketVoices    = "voices"
 	bucketVoiceIDs  = "voice_ids"
@@ -115,7 +118,7 @@ func Open(path string, opts store.Options) (*Store, error) {
 // (or creates) the database secret.
 func (s *Store) init() error {
 	return s.db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range []string{bucketMeta, bucketOrgs, bucketKeys, bucketKeyHashes} {
+		for _, name := range []string{bucketMeta, bucketOrgs, bucketKeys, bucketKeyHashes, bucketOrgRecords} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}

@@ -49,6 +49,11 @@ const (
 	mDeleteRule
 	mListRules
 	mDictionaryRules
+	mUpdateKey
+	mCreateOrg
+	mGetOrg
+	mUpdateOrg
+	mListOrgs
 	numMethods
 )
 
@@ -61,6 +66,7 @@ var methodNames = [numMethods]string{
 	"AppendLogs", "ListLogs", "GetLog", "PurgeLogs", "Usage",
 	"CreateDictionary", "DefaultDictionary", "GetDictionary", "UpdateDictionary", "DeleteDictionary", "ListDictionaries",
 	"CreateRule", "GetRule", "UpdateRule", "DeleteRule", "ListRules", "DictionaryRules",
+	"UpdateKey", "CreateOrg", "GetOrg", "UpdateOrg", "ListOrgs",
 }
 
 func (m method) String() string { return methodNames[m] }

@@ -35,6 +35,13 @@ func calls() []call {
 		{"KeyByHash", func(ctx context.Context, s *memory.Store) error { return first(s.KeyByHash(ctx, []byte("h1"))) }},
 		{"ListKeys", func(ctx context.Context, s *memory.Store) error { return first(s.ListKeys(ctx, "o")) }},
 		{"RevokeKey", func(ctx context.Context, s *memory.Store) error { return first(s.RevokeKey(ctx, "k1")) }},
+		{"UpdateKey", func(ctx context.Context, s *memory.Store) error {
+			return first(s.UpdateKey(ctx, &store.APIKey{ID: "k1", Name: "n"}))
+		}},
+		{"CreateOrg", func(ctx context.Context, s *memory.Store) error { return s.CreateOrg(ctx, &store.Org{ID: "o2"}) }},
+		{"GetOrg", func(ctx context.Context, s *memory.Store) error { return first(s.GetOrg(ctx, "o")) }},
+		{"UpdateOrg", func(ctx context.Context, s *memory.Store) error { return s.UpdateOrg(ctx, &store.Org{ID: "o"}) }},
+		{"ListOrgs", func(ctx context.Context, s *memory.Store) error { return first(s.ListOrgs(ctx)) }},
 		{"CreateVoice", func(ctx context.Context, s *memory.Store) error { return s.CreateVoice(ctx, v("v2")) }},
 		{"GetVoice", func(ctx context.Context, s *memory.Store) error { return first(s.GetVoice(ctx, "o", "v1")) }},
 		{"DeleteVoice", func(ctx context.Context, s *memory.Store) error { return s.DeleteVoice(ctx, "o", "gone") }},
@@ -101,6 +108,7 @@ func seeded(t *testing.T) *memory.Store {
 	t.Cleanup(func() { s.Close() })
 	for _, err := range []error{
 		s.CreateKey(ctx, &store.APIKey{ID: "k1", OrgID: "o", Hash: []byte("h1")}),
+		s.CreateOrg(ctx, &store.Org{ID: "o"}),
 		s.CreateVoice(ctx, &store.Voice{ID: "v1", OrgID: "o"}),
 		s.PutMedia(ctx, &store.Media{ID: "m1", OrgID: "o"}, []byte("RIFF")),
 		s.PutSecret(ctx, "o", "openai", []byte("sealed")),

@@ -108,3 +108,28 @@ func cloneKey(k *store.APIKey) *store.APIKey {
 	c.Scope.Models = slices.Clone(k.Scope.Models)
 	return &c
 }
+
+// UpdateKey implements store.KeyStore: k's Name and Scope replace the
+// stored key's.
+func (s *Store) UpdateKey(ctx context.Context, k *store.APIKey) (*store.APIKey, error) {
+	if err := s.enter(ctx, mUpdateKey); err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, fmt.Errorf("memory store: nil api key")
+	}
+	if err := k.CheckText(); err != nil {
+		return nil, fmt.Errorf("memory store: update key: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.keys[k.ID]
+	if cur == nil {
+		return nil, fmt.Errorf("memory store: update key %s: %w", k.ID, store.ErrNotFound)
+	}
+	upd := cloneKey(cur)
+	c := cloneKey(k)
+	upd.Name, upd.Scope = c.Name, c.Scope
+	s.keys[k.ID] = upd
+	return cloneKey(upd), nil
+}

@@ -31,6 +31,9 @@ type Store struct {
 	keys      map[string]*store.APIKey
 	keyHashes map[string]string
 	orgs      map[string]*org
+	// orgRecords are the organizations made through the admin API (orgs
+	// above holds every organization's data, whoever declared it).
+	orgRecords map[string]*store.Org
 }
 
 // org is one organization's records. It is created by its first write;
@@ -65,6 +68,8 @@ func New(opts store.Options) *Store {
 		keys:      map[string]*store.APIKey{},
 		keyHashes: map[string]string{},
 		orgs:      map[string]*org{},
+
+		orgRecords: map[string]*store.Org{},
 	}
 }
 

@@ -97,7 +97,7 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 	}
 	r := &Report{}
 	var short []string
-	for _, kind := range []string{"keys", "voices", "media", "secrets", "dictionaries", "rules", "logs"} {
+	for _, kind := range []string{"orgs", "keys", "voices", "media", "secrets", "dictionaries", "rules", "logs"} {
 		c := m.count(kind)
 		r.Counts = append(r.Counts, *c)
 		if c.Verified < c.Source {
@@ -135,7 +135,36 @@ func skipExisting(err error) error {
 	return err
 }
 
+// orgs copies the organizations made through the admin API.
+func (m *migration) orgs(ctx context.Context) error {
+	orgs, err := m.src.ListOrgs(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range orgs {
+		if err := skipExisting(m.dst.CreateOrg(ctx, &orgs[i])); err != nil {
+			return fmt.Errorf("org %s: %w", orgs[i].ID, err)
+		}
+	}
+	copied, err := m.dst.ListOrgs(ctx)
+	if err != nil {
+		return err
+	}
+	c := m.count("orgs")
+	c.Source += len(orgs)
+	for i := range orgs {
+		if slices.ContainsFunc(copied, func(o store.Org) bool { return o.ID == orgs[i].ID }) {
+			c.Verified++
+		}
+	}
+	m.say(fmt.Sprintf("orgs: %d copied", len(orgs)))
+	return nil
+}
+
 func (m *migration) keys(ctx context.Context) error {
+	if err := m.orgs(ctx); err != nil {
+		return err
+	}
 	keys, err := m.src.ListKeys(ctx, "")
 	if err != nil {
 		return err

@@ -88,6 +88,12 @@ func newSource(t *testing.T) *source {
 	}
 	_, err = s.RevokeKey(ctx, "key-revoked")
 	must(err)
+	// An organization made through the admin API, and its admin key.
+	off := false
+	must(s.CreateOrg(ctx, &store.Org{ID: "team-x", Name: "Team X", Budget: 100, BudgetPeriod: "day", RatePerMinute: 30, CreatedAt: now.Add(-day), UpdatedAt: now,
+		Providers: map[string]store.OrgProvider{"espeak": {Enabled: true, Managed: &off}}}))
+	adminSum := sha256.Sum256([]byte("vxk_admin"))
+	must(s.CreateKey(ctx, &store.APIKey{ID: "key-admin", OrgID: store.AdminOrg, Name: "ops", Prefix: "vxk_ad", Hash: adminSum[:], CreatedAt: now, Admin: true}))
 
 	for i, v := range []store.Voice{
 		{ID: "11111111-0000-4000-8000-000000000001", OrgID: acme, Title: "Narrator", Provider: "espeak", Model: "default", VoiceID: "en-us",
@@ -164,7 +170,7 @@ func newSource(t *testing.T) *source {
 	must(s.AppendLogs(ctx, rows))
 
 	src.want = take(t, s, src.mediaIDs)
-	src.counts = map[string]int{"keys": 3, "voices": 4, "media": 3, "secrets": 3, "dictionaries": 2, "rules": 3, "logs": len(rows)}
+	src.counts = map[string]int{"orgs": 1, "keys": 4, "voices": 4, "media": 3, "secrets": 3, "dictionaries": 2, "rules": 3, "logs": len(rows)}
 	if n := len(src.want.Logs[acme]) + len(src.want.Logs[beta]); n != len(rows) {
 		t.Fatalf("the fixture lists %d of its %d log rows", n, len(rows))
 	}
@@ -175,6 +181,7 @@ func newSource(t *testing.T) *source {
 // slices as strings (nil and empty are the same content), log rows by
 // request id (the copy reverses the order of rows with equal times).
 type snapshot struct {
+	Orgs    []store.Org
 	Keys    []store.APIKey
 	Voices  map[string][]store.Voice
 	Media   map[string]store.Media
@@ -196,6 +203,12 @@ func take(t *testing.T, s store.Backend, mediaIDs map[string][]string) snapshot 
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	stored, err := s.ListOrgs(ctx)
+	must(err)
+	for _, o := range stored {
+		o.CreatedAt, o.UpdatedAt = o.CreatedAt.UTC(), o.UpdatedAt.UTC()
+		sn.Orgs = append(sn.Orgs, o)
 	}
 	keys, err := s.ListKeys(ctx, "")
 	must(err)

@@ -46,8 +46,8 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, name, prefix, hash, created_ns, revoked_ns, scope) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			k.ID, k.OrgID, k.Name, k.Prefix, k.Hash, nanos(k.CreatedAt), revoked, scope); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, name, prefix, hash, created_ns, revoked_ns, scope, admin) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			k.ID, k.OrgID, k.Name, k.Prefix, k.Hash, nanos(k.CreatedAt), revoked, scope, k.Admin); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", keyChannel, k.ID)
@@ -59,7 +59,7 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 	return nil
 }
 
-const keyColumns = "id, org_id, name, prefix, hash, created_ns, revoked_ns, scope"
+const keyColumns = "id, org_id, name, prefix, hash, created_ns, revoked_ns, scope, admin"
 
 // scopeRecord is store.KeyScope as stored in the scope column.
 type scopeRecord struct {
@@ -68,10 +68,11 @@ type scopeRecord struct {
 	Models       []string `json:"models,omitempty"`
 	Budget       int64    `json:"budget,omitempty"`
 	BudgetPeriod string   `json:"budget_period,omitempty"`
+	PerMinute    int      `json:"per_minute,omitempty"`
 }
 
 func encodeScope(sc store.KeyScope) ([]byte, error) {
-	r := scopeRecord{Providers: sc.Providers, Models: sc.Models, Budget: sc.Budget, BudgetPeriod: sc.BudgetPeriod}
+	r := scopeRecord{Providers: sc.Providers, Models: sc.Models, Budget: sc.Budget, BudgetPeriod: sc.BudgetPeriod, PerMinute: sc.RatePerMinute}
 	if !sc.ExpiresAt.IsZero() {
 		r.ExpiresNS = nanos(sc.ExpiresAt)
 	}
@@ -83,7 +84,7 @@ func decodeScope(b []byte) (store.KeyScope, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return store.KeyScope{}, err
 	}
-	sc := store.KeyScope{Providers: r.Providers, Models: r.Models, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod}
+	sc := store.KeyScope{Providers: r.Providers, Models: r.Models, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod, RatePerMinute: r.PerMinute}
 	if r.ExpiresNS != 0 {
 		sc.ExpiresAt = fromNanos(r.ExpiresNS)
 	}
@@ -95,7 +96,7 @@ func scanKey(row pgx.Row) (*store.APIKey, error) {
 	var created int64
 	var revoked *int64
 	var scope []byte
-	if err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked, &scope); err != nil {
+	if err := row.Scan(&k.ID, &k.OrgID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked, &scope, &k.Admin); err != nil {
 		return nil, err
 	}
 	var err error
@@ -168,6 +169,40 @@ func (s *Store) RevokeKey(ctx context.Context, id string) (*store.APIKey, error)
 		return nil, fmt.Errorf("store: revoke key %s: %w", id, classify(err))
 	}
 	return k, nil
+}
+
+// UpdateKey implements store.KeyStore, and announces the change to every
+// instance.
+func (s *Store) UpdateKey(ctx context.Context, k *store.APIKey) (*store.APIKey, error) {
+	if k == nil {
+		return nil, errors.New("store: nil api key")
+	}
+	if err := k.CheckText(); err != nil {
+		return nil, fmt.Errorf("store: update key: %w", err)
+	}
+	scope, err := encodeScope(k.Scope)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var out *store.APIKey
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanKey(tx.QueryRow(ctx, `UPDATE api_keys SET name = $2, scope = $3 WHERE id = $1 RETURNING `+keyColumns, k.ID, k.Name, scope))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", keyChannel, k.ID)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("store: update key %s: %w", k.ID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: update key %s: %w", k.ID, classify(err))
+	}
+	return out, nil
 }
 
 // Voices.

@@ -114,6 +114,8 @@ func parseNotification(n *pgconn.Notification) store.Change {
 		c.Kind = store.ChangeDictionary
 	case "secret":
 		c.Kind = store.ChangeSecret
+	case "org":
+		c.Kind = store.ChangeOrg
 	default:
 		return store.Change{Kind: store.ChangeResync}
 	}

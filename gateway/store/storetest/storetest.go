@@ -9,7 +9,8 @@
 //	}
 //
 // It checks what the contract's doc comments promise and the HTTP layer
-// relies on: keys (uniqueness, revocation, listing), voices (CRUD, paging
+// relies on: keys (uniqueness, revocation, listing, admin keys, updates
+// of name and scope only), the admin API's organizations, voices (CRUD, paging
 // newest first without repeats or skips while voices are added, positions
 // that are not the backend's rejected), media (bytes and digests, empty
 // uploads), secrets (replace, byte-ordered names), request logs (every
@@ -85,6 +86,8 @@ var cases = []struct {
 	{"VoiceInvalidText", testVoiceInvalidText},
 	{"RecordsInvalidText", testRecordsInvalidText},
 	{"UnusualTextRoundTrips", testUnusualTextRoundTrips},
+	{"KeyUpdateAndAdmin", testKeyUpdateAndAdmin},
+	{"Orgs", testOrgs},
 }
 
 // clock is a settable time source for Options.Now.

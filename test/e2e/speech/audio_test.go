@@ -222,6 +222,10 @@ func TestWholeClipConcurrency(t *testing.T) {
 	if ra := r.Header.Get("Retry-After"); ra == "" {
 		t.Error("429 without Retry-After")
 	}
+	// The IETF RateLimit fields name the bound: one request at once.
+	if p, l := r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"); p != `"org-whole-clip";q=1;qu="concurrent-requests"` || !strings.HasPrefix(l, `"org-whole-clip";r=0;t=`) {
+		t.Errorf("RateLimit-Policy %q, RateLimit %q", p, l)
+	}
 	if r := tg.Do("POST", "/v1/audio/speech", "globex", body()); r.Status != 200 {
 		t.Errorf("another organization: %d %s", r.Status, r.Body)
 	}

@@ -7,8 +7,16 @@ import { Usage } from "./usage.jsx";
 import { Voices } from "./voices.jsx";
 import { Playground } from "./playground.jsx";
 import { Providers } from "./providers.jsx";
+import { Keys, Orgs } from "./admin.jsx";
 
-const views = [
+// adminViews are what an admin key's session shows instead: it calls the
+// admin API only.
+const adminViews = [
+  { id: "orgs", title: "Organizations", View: Orgs },
+  { id: "keys", title: "Keys", View: Keys },
+];
+
+const orgViews = [
   { id: "logs", title: "Logs", View: Logs },
   { id: "usage", title: "Usage", View: Usage },
   { id: "voices", title: "Voices", View: Voices },
@@ -16,12 +24,22 @@ const views = [
   { id: "providers", title: "Providers", View: Providers },
 ];
 
+// views is the list the signed-in key sees (adminViews for an admin
+// key); set when the session is known.
+let views = orgViews;
+
 // currentView is the view the URL's fragment names (#/usage), or prev
 // when the fragment is not a view's (#main, from the skip link).
 function currentView(prev) {
   if (prev && location.hash && !location.hash.startsWith("#/")) return prev;
   const id = location.hash.replace(/^#\/?/, "").split("?")[0];
   return views.find((v) => v.id === id) || views[0];
+}
+
+// useSession records which views a session sees.
+function viewsFor(session) {
+  views = session && session.admin ? adminViews : orgViews;
+  return views;
 }
 
 // focusMain moves the keyboard focus to the start of the view's content,
@@ -64,7 +82,7 @@ function SignIn({ message, onSignedIn }) {
   return (
     <main class="signin" id="main">
       <h1>voxgate</h1>
-      <p class="lede">Sign in with an API key of your organization. The key is exchanged for a session; it is not kept in the browser.</p>
+      <p class="lede">Sign in with an API key of your organization, or an admin key. The key is exchanged for a session; it is not kept in the browser.</p>
       {message && <p class="notice" role="status">{message}</p>}
       <form onSubmit={submit}>
         <label for="key">API key</label>
@@ -103,9 +121,13 @@ function App() {
     return () => removeEventListener("hashchange", onHash);
   }, []);
 
+  // An admin key's session sees the admin views, any other the
+  // organization's; a fragment naming a view of the other list shows the
+  // first of this one.
+  const shown = session && viewsFor(session).includes(view) ? view : session ? currentView() : view;
   useEffect(() => {
-    document.title = session ? `${view.title} · voxgate` : "Sign in · voxgate";
-  }, [view, session]);
+    document.title = session ? `${shown.title} · voxgate` : "Sign in · voxgate";
+  }, [shown, session]);
 
   if (!checked) return null;
   if (!session) {
@@ -119,7 +141,7 @@ function App() {
     setSession(null);
     setMessage("You signed out.");
   }
-  const { View } = view;
+  const { View } = shown;
   return (
     <>
       <a class="skip" href="#main" onClick={(e) => { e.preventDefault(); focusMain(); }}>Skip to content</a>
@@ -128,16 +150,16 @@ function App() {
         <nav aria-label="Dashboard">
           <ul>
             {views.map((v) => (
-              <li key={v.id}><a href={"#/" + v.id} aria-current={v.id === view.id ? "page" : undefined}>{v.title}</a></li>
+              <li key={v.id}><a href={"#/" + v.id} aria-current={v.id === shown.id ? "page" : undefined}>{v.title}</a></li>
             ))}
           </ul>
         </nav>
-        <span class="who">org <strong>{session.org}</strong></span>
+        <span class="who">{session.admin ? <strong>admin</strong> : <>org <strong>{session.org}</strong></>}</span>
         <button type="button" class="quiet" onClick={signOut}>Sign out</button>
       </header>
       <main id="main" tabIndex={-1}>
-        <h1>{view.title}</h1>
-        <View key={view.id} session={session} />
+        <h1>{shown.title}</h1>
+        <View key={shown.id} session={session} />
       </main>
     </>
   );
