@@ -20,8 +20,8 @@ import (
 )
 
 // The other APIs voxgate speaks (gateway/edge/dialect): OpenAI's speech body on
-// POST /v1/audio/speech and its GET /v1/models, and ElevenLabs' API under
-// /elevenlabs/v1. Handlers decode the dialect, run the same speech use
+// POST /v1/audio/speech and its GET /v1/models and /v1/models/{model},
+// and ElevenLabs' API under /elevenlabs (v1, and v2's voice search). Handlers decode the dialect, run the same speech use
 // cases as voxgate's own endpoints, and encode the dialect, errors
 // included.
 
