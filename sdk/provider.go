@@ -242,6 +242,14 @@ type Capabilities struct {
 	// gateway's OpenAI dialect passes its `instructions` only to such
 	// models and drops it, with a warning, for the others.
 	Instructions bool
+	// Stitching: the model conditions a piece of a longer text on the
+	// provider's ids of the pieces rendered before it
+	// (Neighbours.PreviousIDs, from SynthesizeResponse.ContextID). An id
+	// exists only once its piece has been rendered, so the gateway
+	// renders the pieces of such a model one after another rather than
+	// concurrently. A model that uses only the neighbouring texts leaves
+	// it false: those are known before any piece is rendered.
+	Stitching bool
 }
 
 // VoicesRequest asks for a provider's own voices.
@@ -291,7 +299,33 @@ type SynthesizeRequest struct {
 	Options []byte
 	// Credentials to call the provider with.
 	Credentials Credentials
+	// Neighbours is set when Text is one piece of a longer text the
+	// gateway cut to the model's limit: the plugin maps it onto its
+	// provider's own continuity fields, if it has any, so that the
+	// joins sound continuous. nil for a whole text.
+	Neighbours *Neighbours
 }
+
+// Neighbours is the context of one piece of a longer text: the text just
+// before and just after it, and the provider's ids of the pieces
+// rendered before it. It is the provider-neutral form of what providers
+// call request stitching (ElevenLabs' previous_request_ids,
+// previous_text and next_text); a plugin whose provider has no such
+// fields ignores it.
+type Neighbours struct {
+	// PreviousText and NextText are the neighbouring pieces' texts
+	// ("" at either end of the text).
+	PreviousText, NextText string
+	// PreviousIDs are the ContextID of pieces rendered before this one,
+	// nearest last (at most MaxPreviousIDs), for models with
+	// Capabilities.Stitching; empty where none could be had (the
+	// provider gave none, or the earlier piece was streamed).
+	PreviousIDs []string
+}
+
+// MaxPreviousIDs is the most Neighbours.PreviousIDs holds: ElevenLabs,
+// the provider that defined the notion, takes at most three.
+const MaxPreviousIDs = 3
 
 // SynthesizeResponse is a whole rendered clip.
 type SynthesizeResponse struct {
@@ -305,6 +339,10 @@ type SynthesizeResponse struct {
 	Timestamps []WordTimestamp
 	// Warnings are human-readable notes for the caller.
 	Warnings []string
+	// ContextID is the provider's id of this render (ElevenLabs'
+	// request-id header), which the gateway passes to the later pieces
+	// of the same text in Neighbours.PreviousIDs; "" when none.
+	ContextID string
 }
 
 // WordTimestamp is the timing of one spoken word.

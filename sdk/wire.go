@@ -57,6 +57,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 				// claim it (Describe on the plugin side clears it).
 				InputStreaming: m.Capabilities.InputStreaming,
 				Instructions:   m.Capabilities.Instructions,
+				Stitching:      m.Capabilities.Stitching,
 			},
 			OutputFormats:    m.OutputFormats,
 			SampleRates:      intsToProto(m.SampleRates),
@@ -117,6 +118,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 				Speed:          c.GetSpeed(),
 				InputStreaming: c.GetInputStreaming(),
 				Instructions:   c.GetInstructions(),
+				Stitching:      c.GetStitching(),
 			},
 			OutputFormats:    m.GetOutputFormats(),
 			SampleRates:      intsFromProto(m.GetSampleRates()),
@@ -185,7 +187,22 @@ func synthesizeRequestToProto(r *SynthesizeRequest) *pluginpb.SynthesizeRequest 
 		Timestamps:  r.Timestamps,
 		Options:     r.Options,
 		Credentials: credentialsToProto(r.Credentials),
+		Neighbours:  neighboursToProto(r.Neighbours),
 	}
+}
+
+func neighboursToProto(n *Neighbours) *pluginpb.Neighbours {
+	if n == nil {
+		return nil
+	}
+	return &pluginpb.Neighbours{PreviousText: n.PreviousText, NextText: n.NextText, PreviousIds: n.PreviousIDs}
+}
+
+func neighboursFromProto(n *pluginpb.Neighbours) *Neighbours {
+	if n == nil {
+		return nil
+	}
+	return &Neighbours{PreviousText: n.GetPreviousText(), NextText: n.GetNextText(), PreviousIDs: n.GetPreviousIds()}
 }
 
 func synthesizeRequestFromProto(r *pluginpb.SynthesizeRequest) *SynthesizeRequest {
@@ -200,6 +217,7 @@ func synthesizeRequestFromProto(r *pluginpb.SynthesizeRequest) *SynthesizeReques
 		Timestamps:  r.GetTimestamps(),
 		Options:     r.GetOptions(),
 		Credentials: credentialsFromProto(r.GetCredentials()),
+		Neighbours:  neighboursFromProto(r.GetNeighbours()),
 	}
 }
 
@@ -211,6 +229,7 @@ func synthesizeResponseToProto(r *SynthesizeResponse) *pluginpb.SynthesizeRespon
 		Audio:     r.Audio,
 		MediaType: r.MediaType,
 		Warnings:  r.Warnings,
+		ContextId: r.ContextID,
 	}
 	if r.Timestamps != nil {
 		// One backing array for all entries instead of one allocation each:
@@ -230,6 +249,7 @@ func synthesizeResponseFromProto(r *pluginpb.SynthesizeResponse) *SynthesizeResp
 		Audio:     r.GetAudio(),
 		MediaType: r.GetMediaType(),
 		Warnings:  r.GetWarnings(),
+		ContextID: r.GetContextId(),
 	}
 	if ts := r.GetTimestamps(); len(ts) > 0 {
 		out.Timestamps = make([]WordTimestamp, len(ts))

@@ -66,7 +66,7 @@ func TestWireRoundTrip(t *testing.T) {
 		ID: "p", Name: "P", DefaultModel: "m", Plans: true, Transcribes: true,
 		Models: []Model{{
 			ID: "m", Name: "M",
-			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true, Instructions: true},
+			Capabilities:  Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true, Instructions: true, Stitching: true},
 			OutputFormats: []string{FormatWAV, FormatPCM}, SampleRates: []int{8000, 24000},
 			NativeSampleRate: 24000, MaxTextChars: 4096, MinSpeed: 0.5, MaxSpeed: 2,
 			AudioTags:       []string{"laughs", AnyAudioTag},
@@ -78,11 +78,13 @@ func TestWireRoundTrip(t *testing.T) {
 	synthReq := &SynthesizeRequest{
 		Model: "m", Voice: "v", Text: "hello", Speed: 1.5, Format: FormatWAV, SampleRate: 8000, Bitrate: 64,
 		Timestamps: true, Options: []byte(`{"a":1}`), Credentials: cred,
+		Neighbours: &Neighbours{PreviousText: "before", NextText: "after", PreviousIDs: []string{"r1", "r2"}},
 	}
 	synthResp := &SynthesizeResponse{
 		Audio: []byte{1, 2, 3}, MediaType: "audio/wav",
 		Timestamps: []WordTimestamp{{Text: "hello", Start: 0.25, End: 0.5}},
 		Warnings:   []string{"w"},
+		ContextID:  "r3",
 	}
 	cloneReq := &CloneRequest{
 		Model: "m", Name: "n", Description: "d", Options: []byte(`{}`), Credentials: cred,

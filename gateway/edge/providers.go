@@ -52,7 +52,7 @@ func (s *Server) listProviders(ctx *fasthttp.RequestCtx, c *exchange) error {
 			cm := catalogModel{
 				ID: m.ID, Name: m.Name, OutputFormats: outputFormats(&m), NativeEncodings: nativeEncodings(&m), MaxTextChars: limit, AudioTags: m.AudioTags,
 				TimestampsSource: c.live.Speech.TimestampsSource(p, &m),
-				Capabilities:     capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions},
+				Capabilities:     capabilities{Streaming: m.Capabilities.Streaming, Timestamps: m.Capabilities.Timestamps, Cloning: m.Capabilities.Cloning, Speed: m.Capabilities.Speed, Instructions: m.Capabilities.Instructions, Stitching: m.Capabilities.Stitching},
 			}
 			if m.Capabilities.Speed {
 				cm.NativeSpeedRange = &[2]float64{m.MinSpeed, m.MaxSpeed}

@@ -296,11 +296,15 @@ func New(d Deps) *Server {
 
 		// The dialects of other APIs (dialects.go).
 		rt.GETIn("/v1/models", "models.list", openAIDialect, s.listOpenAIModels)
+		rt.GETIn("/v1/models/{model:*}", "models.get", openAIDialect, s.getOpenAIModel)
 		el := elevenLabsPrefix + "/v1"
-		rt.POSTIn(el+"/text-to-speech/{voice_id}", "speech.elevenlabs", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverClip))
-		rt.POSTIn(el+"/text-to-speech/{voice_id}/stream", "speech.elevenlabs.stream", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverStream))
-		rt.POSTIn(el+"/text-to-speech/{voice_id}/with-timestamps", "speech.elevenlabs.timestamps", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverTimestamps))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}", "speech.elevenlabs", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverClip, false))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/stream", "speech.elevenlabs.stream", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverStream, false))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/with-timestamps", "speech.elevenlabs.timestamps", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverTimestamps, false))
+		rt.POSTIn(el+"/text-to-speech/{voice_id}/stream/with-timestamps", "speech.elevenlabs.stream.timestamps", elevenLabsDialect, s.elevenLabsSpeech(speech.DeliverTimestamps, true))
 		rt.GETIn(el+"/voices", "elevenlabs.voices", elevenLabsDialect, s.listElevenLabsVoices)
+		rt.GETIn(el+"/voices/{voice_id}", "elevenlabs.voices.get", elevenLabsDialect, s.getElevenLabsVoice)
+		rt.GETIn(elevenLabsPrefix+"/v2/voices", "elevenlabs.voices.search", elevenLabsDialect, s.searchElevenLabsVoices)
 		rt.GETIn(el+"/models", "elevenlabs.models", elevenLabsDialect, s.listElevenLabsModels)
 
 		// The hosted service's documented routes (docs/compatibility.md).

@@ -51,6 +51,9 @@ type capabilities struct {
 	// Instructions: the model follows delivery instructions
 	// (providerOptions.instructions, or the OpenAI dialect's field).
 	Instructions bool `json:"instructions"`
+	// Stitching: the model conditions each piece of a long text on the
+	// provider's ids of the pieces before it, so they render in order.
+	Stitching bool `json:"stitching"`
 }
 
 // flagsJSON are an organization's flags for a provider, as the catalog

@@ -17,6 +17,15 @@ import (
 // joined end to end on PCM, with a short fade at each join so no
 // discontinuity can click; word timestamps are offset by each piece's
 // start. On /stream the pieces play in order as they arrive (pieceSource).
+//
+// Each piece carries its neighbours (sdk.Neighbours: the texts either
+// side of it) so that a provider with continuity fields joins them
+// smoothly. A model with Capabilities.Stitching conditions a piece on
+// the provider's ids of the pieces before it, which exist only once
+// those have been rendered: its clip pieces render one after another,
+// each given the ids of up to three pieces before it. Stream pieces keep
+// rendering concurrently (the first is a stream whose id is not known)
+// and get the texts only.
 
 // alignPieceChars bounds the pieces whose words the gateway times itself
 // (aligned or stt): about five minutes of speech, which keeps one
@@ -39,6 +48,32 @@ type piece struct {
 	release func()
 	timed
 	warnings []string
+	// contextID is the provider's id of the piece
+	// (sdk.SynthesizeResponse.ContextID), for the pieces after it.
+	contextID string
+}
+
+// neighbours is the context of piece k of j's pieces, nil when the text
+// is whole. prev are the pieces rendered before k, in order, when j's
+// model stitches by id (Capabilities.Stitching): their provider ids, up
+// to sdk.MaxPreviousIDs of the nearest, go with it.
+func (j *Job) neighbours(k int, prev []*piece) *sdk.Neighbours {
+	if len(j.pieces) < 2 {
+		return nil
+	}
+	n := &sdk.Neighbours{}
+	if k > 0 {
+		n.PreviousText = j.pieces[k-1]
+	}
+	if k < len(j.pieces)-1 {
+		n.NextText = j.pieces[k+1]
+	}
+	for i := max(0, k-sdk.MaxPreviousIDs); i < k && i < len(prev); i++ {
+		if prev[i] != nil && prev[i].contextID != "" {
+			n.PreviousIDs = append(n.PreviousIDs, prev[i].contextID)
+		}
+	}
+	return n
 }
 
 // pieceLimit is the longest piece j's model is sent.
@@ -61,7 +96,15 @@ func (s *Service) renderPieces(ctx context.Context, j *Job, ask sdk.Encoding, ke
 	defer cancel()
 	out := make([]*piece, len(j.pieces))
 	errs := make([]error, len(j.pieces))
-	slots := make(chan struct{}, s.limits.PieceConcurrency)
+	// A stitching model's pieces render in order, one at a time: each
+	// needs the ids of those before it. A slot is given back only after
+	// its piece is stored in out, so the next piece reads it safely.
+	stitch := j.Model.Capabilities.Stitching && len(j.pieces) > 1
+	conc := s.limits.PieceConcurrency
+	if stitch {
+		conc = 1
+	}
+	slots := make(chan struct{}, conc)
 	var wg sync.WaitGroup
 	for k := range j.pieces {
 		// Taking the slot here, not in the goroutine, starts the pieces
@@ -77,7 +120,11 @@ func (s *Service) renderPieces(ctx context.Context, j *Job, ask sdk.Encoding, ke
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			out[k], errs[k] = s.renderPiece(ctx, j, k, ask, keepRaw)
+			var prev []*piece
+			if stitch {
+				prev = out[:k]
+			}
+			out[k], errs[k] = s.renderPiece(ctx, j, k, j.neighbours(k, prev), ask, keepRaw)
 			if errs[k] != nil {
 				cancel()
 			}
@@ -105,12 +152,13 @@ func releaseAll(ps []*piece) {
 	}
 }
 
-// renderPiece renders piece k of j in encoding ask, decodes it and times
+// renderPiece renders piece k of j, whose neighbours are nb, in encoding ask, decodes it and times
 // its words. The references for aligning it render while the provider
 // does.
-func (s *Service) renderPiece(ctx context.Context, j *Job, k int, ask sdk.Encoding, keepRaw bool) (*piece, error) {
+func (s *Service) renderPiece(ctx context.Context, j *Job, k int, nb *sdk.Neighbours, ask sdk.Encoding, keepRaw bool) (*piece, error) {
 	text := j.pieces[k]
 	req := j.requestFor(text)
+	req.Neighbours = nb
 	req.Timestamps = j.timing == SourceNative
 	req.Format, req.SampleRate, req.Bitrate = ask.Format, ask.SampleRate, ask.Bitrate
 	var refs *references
@@ -134,7 +182,7 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, ask sdk.Encodi
 		}
 		return nil, fmt.Errorf("decode %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
 	}
-	p := &piece{clip: clip, mediaType: resp.MediaType, warnings: resp.Warnings}
+	p := &piece{clip: clip, mediaType: resp.MediaType, warnings: resp.Warnings, contextID: resp.ContextID}
 	if keepRaw {
 		p.raw, p.release = resp.Audio, release
 	} else if release != nil {

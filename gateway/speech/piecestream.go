@@ -82,7 +82,12 @@ func (s *Service) openPieces(ctx context.Context, j *Job, first Source) *pieceSo
 // renderStreamPiece renders piece k of j whole, in format, ready to be
 // appended to the stream.
 func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format string) ([]byte, error) {
-	resp, release, err := s.renderPooled(ctx, j, j.requestIn(j.pieces[k], format))
+	// The pieces of a stream render concurrently, the first as a
+	// stream whose provider id is not known: they get the texts around
+	// them, never ids (see Job.neighbours).
+	req := j.requestIn(j.pieces[k], format)
+	req.Neighbours = j.neighbours(k, nil)
+	resp, release, err := s.renderPooled(ctx, j, req)
 	if err != nil {
 		return nil, fmt.Errorf("piece %d of %d: %w", k+1, len(j.pieces), err)
 	}

@@ -33,7 +33,9 @@ type Source interface {
 // is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	if len(j.pieces) > 1 {
-		first, err := s.openOne(ctx, j, j.pieces[0], streamFormat(j.Model))
+		req := j.requestIn(j.pieces[0], streamFormat(j.Model))
+		req.Neighbours = j.neighbours(0, nil)
+		first, err := s.openStreamRequest(ctx, j, req)
 		if err != nil {
 			return nil, err
 		}

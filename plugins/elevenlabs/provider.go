@@ -148,12 +148,16 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 // out; so are the voice changer and voice design models, which do not
 // speak text. eleven_v3_conversational speaks only through the agents
 // platform and the text-to-dialogue WebSocket, not these endpoints.
+//
+// Request stitching (previous_request_ids, previous_text, next_text: the
+// request-stitching guide) "is not available for the eleven_v3 model";
+// every other model has it (Capabilities.Stitching).
 func models() []sdk.Model {
 	mk := func(id, name string, maxChars int) sdk.Model {
 		return sdk.Model{
 			ID:           id,
 			Name:         name,
-			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true},
+			Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true, InputStreaming: true, Stitching: true},
 			Encodings:    encodings(),
 			MaxTextChars: maxChars,
 			MinSpeed:     minSpeed,
@@ -161,7 +165,7 @@ func models() []sdk.Model {
 		}
 	}
 	v3 := mk("eleven_v3", "Eleven v3", 5000)
-	v3.Capabilities.InputStreaming = false
+	v3.Capabilities.InputStreaming, v3.Capabilities.Stitching = false, false
 	// ElevenLabs documents audio tags ("[laughs]", "[whispers]",
 	// "[sarcastic]", ...) for Eleven v3 only, as an open set of
 	// directions: every tag passes through to it.
@@ -435,6 +439,9 @@ type call struct {
 	enc       sdk.Encoding
 	mediaType string // of what the caller gets
 	warnings  []string
+	// stitched: the request is a piece of a longer text on a stitching
+	// model, whose request-id the pieces after it need.
+	stitched bool
 }
 
 // prepare validates req against the plugin's models and builds the
@@ -487,6 +494,7 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, erro
 	if o.EnableLogging != nil {
 		c.query.Set("enable_logging", fmt.Sprint(*o.EnableLogging))
 	}
+	c.stitch(req.Neighbours, m, o.EnableLogging != nil && !*o.EnableLogging)
 	if req.Speed != 0 && req.Speed != 1 {
 		// ElevenLabs takes 0.7 to 1.2; asking for more is not an error of
 		// the caller's, so the nearest speed is used and the caller told.
@@ -501,6 +509,36 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, erro
 	}
 	return c, nil
 }
+
+// stitch maps the neighbours of a piece of a longer text onto
+// ElevenLabs' request stitching, for a model that has it (not
+// eleven_v3): the request ids of the pieces before it
+// (previous_request_ids, which make ElevenLabs ignore previous_text), or
+// else the text before it; the text after it as next_text
+// (next_request_ids would name pieces not rendered yet). Zero retention
+// (enable_logging=false) keeps no history to stitch to, so the ids are
+// left out and the texts used. A side the gateway has no neighbour on
+// (the first piece's past, the last piece's future) keeps what the
+// caller's providerOptions said.
+func (c *call) stitch(n *sdk.Neighbours, m *sdk.Model, zeroRetention bool) {
+	if n == nil || !m.Capabilities.Stitching {
+		return
+	}
+	switch {
+	case len(n.PreviousIDs) > 0 && !zeroRetention:
+		c.body.PreviousRequestIDs, c.body.PreviousText = n.PreviousIDs, nil
+	case n.PreviousText != "":
+		c.body.PreviousRequestIDs, c.body.PreviousText = nil, &n.PreviousText
+	}
+	if n.NextText != "" {
+		c.body.NextRequestIDs, c.body.NextText = nil, &n.NextText
+	}
+	c.stitched = true
+}
+
+// headerRequestID is where ElevenLabs names a render, for the
+// previous_request_ids of the ones after it.
+const headerRequestID = "request-id"
 
 // Suffixes of the text-to-speech URL, by what the answer carries.
 const (
@@ -556,6 +594,8 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: /stream has no wav; the plugin puts its PCM behind a RIFF header")
 	case len(c.warnings) > 0 && !req.Stream:
 		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: the clip comes with warnings a plan cannot carry")
+	case c.stitched && !req.Stream:
+		return nil, sdk.Errorf(sdk.KindUnsupported, "elevenlabs: a stitched piece's request-id header is read by the plugin")
 	}
 	suffix := suffixWhole
 	if req.Stream {
@@ -599,6 +639,9 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	}
 	defer resp.Body.Close()
 	out := &sdk.SynthesizeResponse{MediaType: c.mediaType, Warnings: c.warnings}
+	if c.stitched {
+		out.ContextID = resp.Header.Get(headerRequestID)
+	}
 	if req.Timestamps {
 		var b struct {
 			AudioBase64         string     `json:"audio_base64"`

@@ -768,6 +768,7 @@ func TestPlanRefuses(t *testing.T) {
 		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "eleven_v9" }, false, sdk.KindInvalidRequest},
 		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }, true, sdk.KindInvalidRequest},
 		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, false, sdk.KindUnauthorized},
+		{"a stitched piece, whose request-id the plugin reads", func(r *sdk.SynthesizeRequest) { r.Neighbours = &sdk.Neighbours{NextText: "After."} }, false, sdk.KindUnsupported},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -871,5 +872,73 @@ func TestVoiceSettingsShorthand(t *testing.T) {
 	}
 	if body.VoiceSettings["stability"] != 0.5 || body.VoiceSettings["style"] != 0.7 || body.Stability != nil {
 		t.Errorf("body %s", got.Body)
+	}
+}
+
+// TestStitching: the neighbours of a piece of a longer text become
+// ElevenLabs' request stitching on the models that have it: the ids of
+// the pieces before (or, without them or under zero retention, the text
+// before) and the text after, replacing the caller's own fields on the
+// sides the gateway knows; eleven_v3 gets none. The answer's request-id
+// comes back as the ContextID.
+func TestStitching(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	caller := `{"previous_text": "Caller before.", "next_text": "Caller after.", "previous_request_ids": ["caller-1"]}`
+	tests := []struct {
+		name       string
+		model      string
+		options    string
+		neighbours *sdk.Neighbours
+		want       string // the stitching fields of the body, as JSON
+	}{
+		{"whole text", "", caller, nil,
+			`{"next_text":"Caller after.","previous_request_ids":["caller-1"],"previous_text":"Caller before."}`},
+		{"first piece: the caller's past, the next piece's text", "", caller, &sdk.Neighbours{NextText: "Piece two."},
+			`{"next_text":"Piece two.","previous_request_ids":["caller-1"],"previous_text":"Caller before."}`},
+		{"middle piece: ids before, text after", "", "", &sdk.Neighbours{PreviousText: "Piece one.", NextText: "Piece three.", PreviousIDs: []string{"r1"}},
+			`{"next_text":"Piece three.","previous_request_ids":["r1"]}`},
+		{"last piece: the caller's future", "", caller, &sdk.Neighbours{PreviousText: "Piece two.", PreviousIDs: []string{"r1", "r2"}},
+			`{"next_text":"Caller after.","previous_request_ids":["r1","r2"]}`},
+		{"no ids: the text before", "", "", &sdk.Neighbours{PreviousText: "Piece one.", NextText: "Piece three."},
+			`{"next_text":"Piece three.","previous_text":"Piece one."}`},
+		{"zero retention: the text before, never ids", "", `{"enable_logging": false}`, &sdk.Neighbours{PreviousText: "Piece one.", PreviousIDs: []string{"r1"}},
+			`{"previous_text":"Piece one."}`},
+		{"eleven_v3 has no stitching", "eleven_v3", "", &sdk.Neighbours{PreviousText: "Piece one.", NextText: "Piece three.", PreviousIDs: []string{"r1"}},
+			`{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(fake.Key)
+			req.Neighbours = tt.neighbours
+			if tt.model != "" {
+				req.Model = tt.model
+			}
+			if tt.options != "" {
+				req.Options = []byte(tt.options)
+			}
+			resp, err := p.Synthesize(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := srv.LastRequest()
+			var body map[string]json.RawMessage
+			if err := json.Unmarshal(got.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			stitching := map[string]json.RawMessage{}
+			for _, k := range []string{"previous_text", "next_text", "previous_request_ids", "next_request_ids"} {
+				if v, ok := body[k]; ok {
+					stitching[k] = v
+				}
+			}
+			if b, _ := json.Marshal(stitching); string(b) != tt.want {
+				t.Errorf("sent %s, want %s", b, tt.want)
+			}
+			ids := srv.RequestIDs()
+			if wantID := ids[len(ids)-1]; tt.neighbours != nil && tt.model == "" && resp.ContextID != wantID {
+				t.Errorf("ContextID %q, want the answer's request-id %q", resp.ContextID, wantID)
+			}
+		})
 	}
 }

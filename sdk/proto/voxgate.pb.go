@@ -505,7 +505,11 @@ type Capabilities struct {
 	InputStreaming bool `protobuf:"varint,5,opt,name=input_streaming,json=inputStreaming,proto3" json:"input_streaming,omitempty"`
 	// The model follows delivery instructions ("speak calmly") given as
 	// the providerOptions field "instructions".
-	Instructions  bool `protobuf:"varint,6,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Instructions bool `protobuf:"varint,6,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	// stitching: the model conditions a piece of a longer text on the
+	// context_id of the pieces rendered before it (Neighbours.previous_ids),
+	// so the gateway renders such pieces one after another.
+	Stitching     bool `protobuf:"varint,7,opt,name=stitching,proto3" json:"stitching,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -578,6 +582,13 @@ func (x *Capabilities) GetInputStreaming() bool {
 func (x *Capabilities) GetInstructions() bool {
 	if x != nil {
 		return x.Instructions
+	}
+	return false
+}
+
+func (x *Capabilities) GetStitching() bool {
+	if x != nil {
+		return x.Stitching
 	}
 	return false
 }
@@ -811,7 +822,9 @@ type SynthesizeRequest struct {
 	Options     []byte       `protobuf:"bytes,8,opt,name=options,proto3" json:"options,omitempty"`
 	Credentials *Credentials `protobuf:"bytes,9,opt,name=credentials,proto3" json:"credentials,omitempty"`
 	// bitrate in kbit/s of a compressed format; 0 = the provider's default.
-	Bitrate       int32 `protobuf:"varint,10,opt,name=bitrate,proto3" json:"bitrate,omitempty"`
+	Bitrate int32 `protobuf:"varint,10,opt,name=bitrate,proto3" json:"bitrate,omitempty"`
+	// neighbours is set when the text is one piece of a longer one.
+	Neighbours    *Neighbours `protobuf:"bytes,11,opt,name=neighbours,proto3" json:"neighbours,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -916,19 +929,93 @@ func (x *SynthesizeRequest) GetBitrate() int32 {
 	return 0
 }
 
+func (x *SynthesizeRequest) GetNeighbours() *Neighbours {
+	if x != nil {
+		return x.Neighbours
+	}
+	return nil
+}
+
+// Neighbours is the context of one piece of a longer text that the
+// gateway cut to the model's limit: what comes before and after it, and
+// the provider's ids of the pieces already rendered before it.
+type Neighbours struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	PreviousText string                 `protobuf:"bytes,1,opt,name=previous_text,json=previousText,proto3" json:"previous_text,omitempty"`
+	NextText     string                 `protobuf:"bytes,2,opt,name=next_text,json=nextText,proto3" json:"next_text,omitempty"`
+	// previous_ids are the context_id of earlier pieces, nearest last.
+	PreviousIds   []string `protobuf:"bytes,3,rep,name=previous_ids,json=previousIds,proto3" json:"previous_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Neighbours) Reset() {
+	*x = Neighbours{}
+	mi := &file_voxgate_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Neighbours) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Neighbours) ProtoMessage() {}
+
+func (x *Neighbours) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Neighbours.ProtoReflect.Descriptor instead.
+func (*Neighbours) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Neighbours) GetPreviousText() string {
+	if x != nil {
+		return x.PreviousText
+	}
+	return ""
+}
+
+func (x *Neighbours) GetNextText() string {
+	if x != nil {
+		return x.NextText
+	}
+	return ""
+}
+
+func (x *Neighbours) GetPreviousIds() []string {
+	if x != nil {
+		return x.PreviousIds
+	}
+	return nil
+}
+
 type SynthesizeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Audio         []byte                 `protobuf:"bytes,1,opt,name=audio,proto3" json:"audio,omitempty"`
-	MediaType     string                 `protobuf:"bytes,2,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
-	Timestamps    []*WordTimestamp       `protobuf:"bytes,3,rep,name=timestamps,proto3" json:"timestamps,omitempty"`
-	Warnings      []string               `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Audio      []byte                 `protobuf:"bytes,1,opt,name=audio,proto3" json:"audio,omitempty"`
+	MediaType  string                 `protobuf:"bytes,2,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	Timestamps []*WordTimestamp       `protobuf:"bytes,3,rep,name=timestamps,proto3" json:"timestamps,omitempty"`
+	Warnings   []string               `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// context_id is the provider's id of this render, which a later piece
+	// of the same text names in Neighbours.previous_ids; "" when none.
+	ContextId     string `protobuf:"bytes,5,opt,name=context_id,json=contextId,proto3" json:"context_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SynthesizeResponse) Reset() {
 	*x = SynthesizeResponse{}
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1027,7 @@ func (x *SynthesizeResponse) String() string {
 func (*SynthesizeResponse) ProtoMessage() {}
 
 func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1040,7 @@ func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeResponse.ProtoReflect.Descriptor instead.
 func (*SynthesizeResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{12}
+	return file_voxgate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SynthesizeResponse) GetAudio() []byte {
@@ -984,6 +1071,13 @@ func (x *SynthesizeResponse) GetWarnings() []string {
 	return nil
 }
 
+func (x *SynthesizeResponse) GetContextId() string {
+	if x != nil {
+		return x.ContextId
+	}
+	return ""
+}
+
 type WordTimestamp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -995,7 +1089,7 @@ type WordTimestamp struct {
 
 func (x *WordTimestamp) Reset() {
 	*x = WordTimestamp{}
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1101,7 @@ func (x *WordTimestamp) String() string {
 func (*WordTimestamp) ProtoMessage() {}
 
 func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1114,7 @@ func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WordTimestamp.ProtoReflect.Descriptor instead.
 func (*WordTimestamp) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{13}
+	return file_voxgate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WordTimestamp) GetText() string {
@@ -1057,7 +1151,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1163,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1176,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{14}
+	return file_voxgate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Chunk) GetMediaType() string {
@@ -1113,7 +1207,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1219,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1232,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{15}
+	return file_voxgate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloneRequest) GetModel() string {
@@ -1194,7 +1288,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1300,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1313,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{16}
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Sample) GetFilename() string {
@@ -1252,7 +1346,7 @@ type CloneResponse struct {
 
 func (x *CloneResponse) Reset() {
 	*x = CloneResponse{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1358,7 @@ func (x *CloneResponse) String() string {
 func (*CloneResponse) ProtoMessage() {}
 
 func (x *CloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1371,7 @@ func (x *CloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneResponse.ProtoReflect.Descriptor instead.
 func (*CloneResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CloneResponse) GetVoiceId() string {
@@ -1300,7 +1394,7 @@ type InputMessage struct {
 
 func (x *InputMessage) Reset() {
 	*x = InputMessage{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1406,7 @@ func (x *InputMessage) String() string {
 func (*InputMessage) ProtoMessage() {}
 
 func (x *InputMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1419,7 @@ func (x *InputMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputMessage.ProtoReflect.Descriptor instead.
 func (*InputMessage) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InputMessage) GetRequest() *SynthesizeRequest {
@@ -1365,7 +1459,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1471,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1484,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamEvent) GetMediaType() string {
@@ -1433,7 +1527,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1539,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1552,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{20}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PlanRequest) GetRequest() *SynthesizeRequest {
@@ -1493,7 +1587,7 @@ type HTTPPlan struct {
 
 func (x *HTTPPlan) Reset() {
 	*x = HTTPPlan{}
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1599,7 @@ func (x *HTTPPlan) String() string {
 func (*HTTPPlan) ProtoMessage() {}
 
 func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1612,7 @@ func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
 func (*HTTPPlan) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{21}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HTTPPlan) GetMethod() string {
@@ -1596,7 +1690,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1702,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1715,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Failure) GetStatus() int32 {
@@ -1660,7 +1754,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1766,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1779,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 type TranscribeRequest struct {
@@ -1702,7 +1796,7 @@ type TranscribeRequest struct {
 
 func (x *TranscribeRequest) Reset() {
 	*x = TranscribeRequest{}
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1808,7 @@ func (x *TranscribeRequest) String() string {
 func (*TranscribeRequest) ProtoMessage() {}
 
 func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1821,7 @@ func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
 func (*TranscribeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{24}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TranscribeRequest) GetModel() string {
@@ -1783,7 +1877,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +1889,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +1902,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{25}
+	return file_voxgate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Transcript) GetText() string {
@@ -1845,7 +1939,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1951,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1964,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{26}
+	return file_voxgate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -1904,7 +1998,7 @@ type ModerationRule struct {
 
 func (x *ModerationRule) Reset() {
 	*x = ModerationRule{}
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2010,7 @@ func (x *ModerationRule) String() string {
 func (*ModerationRule) ProtoMessage() {}
 
 func (x *ModerationRule) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2023,7 @@ func (x *ModerationRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRule.ProtoReflect.Descriptor instead.
 func (*ModerationRule) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{27}
+	return file_voxgate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ModerationRule) GetName() string {
@@ -1960,7 +2054,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2066,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2079,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{28}
+	return file_voxgate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -2045,7 +2139,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2151,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2164,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{29}
+	return file_voxgate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2160,7 +2254,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1f\n" +
 	"\vsample_rate\x18\x02 \x01(\x05R\n" +
 	"sampleRate\x12\x18\n" +
-	"\abitrate\x18\x03 \x01(\x05R\abitrate\"\xc9\x01\n" +
+	"\abitrate\x18\x03 \x01(\x05R\abitrate\"\xe7\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12\x1e\n" +
 	"\n" +
@@ -2169,7 +2263,8 @@ const file_voxgate_proto_rawDesc = "" +
 	"\acloning\x18\x03 \x01(\bR\acloning\x12\x14\n" +
 	"\x05speed\x18\x04 \x01(\bR\x05speed\x12'\n" +
 	"\x0finput_streaming\x18\x05 \x01(\bR\x0einputStreaming\x12\"\n" +
-	"\finstructions\x18\x06 \x01(\bR\finstructions\":\n" +
+	"\finstructions\x18\x06 \x01(\bR\finstructions\x12\x1c\n" +
+	"\tstitching\x18\a \x01(\bR\tstitching\":\n" +
 	"\vCredentials\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04byok\x18\x02 \x01(\bR\x04byok\"g\n" +
@@ -2182,7 +2277,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
 	"\blanguage\x18\x03 \x01(\tR\blanguage\x12\x16\n" +
-	"\x06gender\x18\x04 \x01(\tR\x06gender\"\xb8\x02\n" +
+	"\x06gender\x18\x04 \x01(\tR\x06gender\"\xf7\x02\n" +
 	"\x11SynthesizeRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
 	"\x05voice\x18\x02 \x01(\tR\x05voice\x12\x12\n" +
@@ -2197,7 +2292,15 @@ const file_voxgate_proto_rawDesc = "" +
 	"\aoptions\x18\b \x01(\fR\aoptions\x12@\n" +
 	"\vcredentials\x18\t \x01(\v2\x1e.voxgate.plugin.v1.CredentialsR\vcredentials\x12\x18\n" +
 	"\abitrate\x18\n" +
-	" \x01(\x05R\abitrate\"\xa7\x01\n" +
+	" \x01(\x05R\abitrate\x12=\n" +
+	"\n" +
+	"neighbours\x18\v \x01(\v2\x1d.voxgate.plugin.v1.NeighboursR\n" +
+	"neighbours\"q\n" +
+	"\n" +
+	"Neighbours\x12#\n" +
+	"\rprevious_text\x18\x01 \x01(\tR\fpreviousText\x12\x1b\n" +
+	"\tnext_text\x18\x02 \x01(\tR\bnextText\x12!\n" +
+	"\fprevious_ids\x18\x03 \x03(\tR\vpreviousIds\"\xc6\x01\n" +
 	"\x12SynthesizeResponse\x12\x14\n" +
 	"\x05audio\x18\x01 \x01(\fR\x05audio\x12\x1d\n" +
 	"\n" +
@@ -2205,7 +2308,9 @@ const file_voxgate_proto_rawDesc = "" +
 	"\n" +
 	"timestamps\x18\x03 \x03(\v2 .voxgate.plugin.v1.WordTimestampR\n" +
 	"timestamps\x12\x1a\n" +
-	"\bwarnings\x18\x04 \x03(\tR\bwarnings\"K\n" +
+	"\bwarnings\x18\x04 \x03(\tR\bwarnings\x12\x1d\n" +
+	"\n" +
+	"context_id\x18\x05 \x01(\tR\tcontextId\"K\n" +
 	"\rWordTimestamp\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x01R\x05start\x12\x10\n" +
@@ -2342,7 +2447,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
@@ -2357,30 +2462,31 @@ var file_voxgate_proto_goTypes = []any{
 	(*VoicesResponse)(nil),     // 10: voxgate.plugin.v1.VoicesResponse
 	(*Voice)(nil),              // 11: voxgate.plugin.v1.Voice
 	(*SynthesizeRequest)(nil),  // 12: voxgate.plugin.v1.SynthesizeRequest
-	(*SynthesizeResponse)(nil), // 13: voxgate.plugin.v1.SynthesizeResponse
-	(*WordTimestamp)(nil),      // 14: voxgate.plugin.v1.WordTimestamp
-	(*Chunk)(nil),              // 15: voxgate.plugin.v1.Chunk
-	(*CloneRequest)(nil),       // 16: voxgate.plugin.v1.CloneRequest
-	(*Sample)(nil),             // 17: voxgate.plugin.v1.Sample
-	(*CloneResponse)(nil),      // 18: voxgate.plugin.v1.CloneResponse
-	(*InputMessage)(nil),       // 19: voxgate.plugin.v1.InputMessage
-	(*StreamEvent)(nil),        // 20: voxgate.plugin.v1.StreamEvent
-	(*PlanRequest)(nil),        // 21: voxgate.plugin.v1.PlanRequest
-	(*HTTPPlan)(nil),           // 22: voxgate.plugin.v1.HTTPPlan
-	(*Failure)(nil),            // 23: voxgate.plugin.v1.Failure
-	(*ExplainResponse)(nil),    // 24: voxgate.plugin.v1.ExplainResponse
-	(*TranscribeRequest)(nil),  // 25: voxgate.plugin.v1.TranscribeRequest
-	(*Transcript)(nil),         // 26: voxgate.plugin.v1.Transcript
-	(*ModerationRequest)(nil),  // 27: voxgate.plugin.v1.ModerationRequest
-	(*ModerationRule)(nil),     // 28: voxgate.plugin.v1.ModerationRule
-	(*ModerationResult)(nil),   // 29: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 30: voxgate.plugin.v1.Error
-	nil,                        // 31: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                        // 32: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                        // 33: voxgate.plugin.v1.Failure.HeaderEntry
+	(*Neighbours)(nil),         // 13: voxgate.plugin.v1.Neighbours
+	(*SynthesizeResponse)(nil), // 14: voxgate.plugin.v1.SynthesizeResponse
+	(*WordTimestamp)(nil),      // 15: voxgate.plugin.v1.WordTimestamp
+	(*Chunk)(nil),              // 16: voxgate.plugin.v1.Chunk
+	(*CloneRequest)(nil),       // 17: voxgate.plugin.v1.CloneRequest
+	(*Sample)(nil),             // 18: voxgate.plugin.v1.Sample
+	(*CloneResponse)(nil),      // 19: voxgate.plugin.v1.CloneResponse
+	(*InputMessage)(nil),       // 20: voxgate.plugin.v1.InputMessage
+	(*StreamEvent)(nil),        // 21: voxgate.plugin.v1.StreamEvent
+	(*PlanRequest)(nil),        // 22: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),           // 23: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),            // 24: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),    // 25: voxgate.plugin.v1.ExplainResponse
+	(*TranscribeRequest)(nil),  // 26: voxgate.plugin.v1.TranscribeRequest
+	(*Transcript)(nil),         // 27: voxgate.plugin.v1.Transcript
+	(*ModerationRequest)(nil),  // 28: voxgate.plugin.v1.ModerationRequest
+	(*ModerationRule)(nil),     // 29: voxgate.plugin.v1.ModerationRule
+	(*ModerationResult)(nil),   // 30: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),              // 31: voxgate.plugin.v1.Error
+	nil,                        // 32: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                        // 33: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                        // 34: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	31, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	32, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
 	7,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
 	6,  // 3: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
@@ -2388,49 +2494,50 @@ var file_voxgate_proto_depIdxs = []int32{
 	8,  // 5: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
 	11, // 6: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
 	8,  // 7: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	14, // 8: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
-	17, // 9: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	8,  // 10: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	12, // 11: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	14, // 12: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	12, // 13: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	32, // 14: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	33, // 15: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	8,  // 16: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	8,  // 17: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	14, // 18: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	8,  // 19: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	28, // 20: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 21: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 22: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 23: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	9,  // 24: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	12, // 25: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	12, // 26: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	16, // 27: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	21, // 28: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	23, // 29: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	19, // 30: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	25, // 31: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 32: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	27, // 33: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 34: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 35: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	10, // 36: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	13, // 37: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	15, // 38: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	18, // 39: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	22, // 40: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	24, // 41: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	20, // 42: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	26, // 43: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	2,  // 44: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	29, // 45: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	34, // [34:46] is the sub-list for method output_type
-	22, // [22:34] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	13, // 8: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
+	15, // 9: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
+	18, // 10: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	8,  // 11: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	12, // 12: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	15, // 13: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	12, // 14: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	33, // 15: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	34, // 16: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	8,  // 17: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	8,  // 18: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	15, // 19: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	8,  // 20: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	29, // 21: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 22: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 23: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	3,  // 24: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	9,  // 25: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	12, // 26: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	12, // 27: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	17, // 28: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	22, // 29: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	24, // 30: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	20, // 31: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	26, // 32: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 33: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	28, // 34: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	2,  // 35: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	4,  // 36: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	10, // 37: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	14, // 38: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	16, // 39: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	19, // 40: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	23, // 41: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	25, // 42: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	21, // 43: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	27, // 44: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	2,  // 45: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	30, // 46: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -2444,7 +2551,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

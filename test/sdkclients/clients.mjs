@@ -68,6 +68,15 @@ try {
 const models = await openai.models.list();
 o.models = [];
 for await (const m of models) o.models.push(m.id);
+// models.retrieve: a provider/model id (which the SDK escapes: %2F),
+// an alias, and an id that is not there, whose message the SDK must show.
+o.retrieve = [(await openai.models.retrieve("espeak/espeak-ng")).id, (await openai.models.retrieve("tts-1")).id];
+try {
+  await openai.models.retrieve("no-such-model");
+  o.retrieveMissing = "no error";
+} catch (e) {
+  o.retrieveMissing = e instanceof OpenAI.APIError ? { status: e.status, code: e.code, type: e.type, message: e.message } : String(e);
+}
 try {
   await openai.audio.speech.create({ model: "tts-1", voice: "alloy", input: "x", response_format: "ogg" });
   o.error = "no error";
@@ -98,7 +107,42 @@ el.stream = await drain(await eleven.textToSpeech.stream("narrator", { text: "A 
 el.streamDefault = await collect(await eleven.textToSpeech.stream("narrator", { text: "A stream in the default format." }));
 const ts = await eleven.textToSpeech.convertWithTimestamps("narrator", { text: "Timed characters.", outputFormat: "pcm_22050" });
 el.timestamps = { audioBytes: Buffer.from(ts.audioBase64, "base64").length, characters: ts.alignment.characters.join(""), ends: ts.alignment.characterEndTimesSeconds };
+// stream/with-timestamps: the SDK's own parser reads the objects.
+const tsParts = [];
+el.streamTimestamps = { chunks: 0, characters: "", starts: [] };
+for await (const c of await eleven.textToSpeech.streamWithTimestamps("narrator", { text: "Timed characters, streamed.", outputFormat: "pcm_22050" })) {
+  el.streamTimestamps.chunks++;
+  tsParts.push(Buffer.from(c.audioBase64, "base64"));
+  if (c.alignment) {
+    el.streamTimestamps.characters += c.alignment.characters.join("");
+    el.streamTimestamps.starts.push(...c.alignment.characterStartTimesSeconds);
+  }
+}
+el.streamTimestamps.base64 = Buffer.concat(tsParts).toString("base64");
 el.voices = (await eleven.voices.getAll()).voices.map((v) => v.voiceId);
+// voices.search (GET /v2/voices): a search, pages of one, a filter.
+const found = await eleven.voices.search({ search: "narrat" });
+el.search = { found: found.voices.map((v) => v.voiceId), total: found.totalCount };
+const pages = [];
+let token;
+do {
+  const page = await eleven.voices.search({ pageSize: 1, sort: "name", nextPageToken: token });
+  pages.push(page.voices.map((v) => v.voiceId));
+  token = page.hasMore ? page.nextPageToken : undefined;
+} while (token && pages.length < 10);
+el.search.pages = pages;
+el.search.personal = (await eleven.voices.search({ voiceType: "personal" })).voices.map((v) => [v.voiceId, v.category]);
+// voices.get (GET /v1/voices/{voice_id}): an alias, a saved voice, and
+// one that is not there.
+const alias = await eleven.voices.get("narrator");
+const saved = await eleven.voices.get(process.env.VOXGATE_SAVED_VOICE);
+el.voice = { alias: [alias.voiceId, alias.category], saved: [saved.voiceId, saved.name, saved.category] };
+try {
+  await eleven.voices.get("00000000-0000-4000-8000-000000000000");
+  el.voiceMissing = "no error";
+} catch (e) {
+  el.voiceMissing = e instanceof ElevenLabsError ? { status: e.statusCode, message: e.message } : String(e);
+}
 el.models = (await eleven.models.list()).map((m) => m.modelId);
 try {
   await eleven.textToSpeech.convert("narrator", { text: "x".repeat(6000) });

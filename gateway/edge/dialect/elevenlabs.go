@@ -314,28 +314,53 @@ func CharacterAlignment(text string, words []sdk.WordTimestamp) *Alignment {
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
-// ElevenLabsVoice is an entry of GET /elevenlabs/v1/voices.
-type ElevenLabsVoice struct {
-	VoiceID     string            `json:"voice_id"`
-	Name        string            `json:"name"`
-	Category    string            `json:"category"`
-	Labels      map[string]string `json:"labels"`
-	Description string            `json:"description,omitempty"`
-}
-
-// ElevenLabsVoices is GET /elevenlabs/v1/voices.
-type ElevenLabsVoices struct {
-	Voices []ElevenLabsVoice `json:"voices"`
-}
-
-// ElevenLabsModel is an entry of GET /elevenlabs/v1/models.
+// ElevenLabsModel is an entry of GET /elevenlabs/v1/models
+// (ModelResponseModel). ElevenLabs' document requires every field, and
+// its SDKs' parsers check them: fields the gateway has no value for
+// carry ElevenLabs' neutral one (no fine-tuning, cost factor 1, no
+// alpha access, no languages listed).
 type ElevenLabsModel struct {
-	ModelID                     string `json:"model_id"`
-	Name                        string `json:"name"`
-	CanDoTextToSpeech           bool   `json:"can_do_text_to_speech"`
-	CanDoVoiceConversion        bool   `json:"can_do_voice_conversion"`
-	CanUseStyle                 bool   `json:"can_use_style"`
-	CanUseSpeakerBoost          bool   `json:"can_use_speaker_boost"`
-	Description                 string `json:"description"`
-	MaximumTextLengthPerRequest int    `json:"maximum_text_length_per_request"`
+	ModelID                            string               `json:"model_id"`
+	Name                               string               `json:"name"`
+	CanBeFinetuned                     bool                 `json:"can_be_finetuned"`
+	CanDoTextToSpeech                  bool                 `json:"can_do_text_to_speech"`
+	CanDoVoiceConversion               bool                 `json:"can_do_voice_conversion"`
+	CanUseStyle                        bool                 `json:"can_use_style"`
+	CanUseSpeakerBoost                 bool                 `json:"can_use_speaker_boost"`
+	ServesProVoices                    bool                 `json:"serves_pro_voices"`
+	TokenCostFactor                    float64              `json:"token_cost_factor"`
+	Description                        string               `json:"description"`
+	RequiresAlphaAccess                bool                 `json:"requires_alpha_access"`
+	MaxCharactersRequestFreeUser       int                  `json:"max_characters_request_free_user"`
+	MaxCharactersRequestSubscribedUser int                  `json:"max_characters_request_subscribed_user"`
+	MaximumTextLengthPerRequest        int                  `json:"maximum_text_length_per_request"`
+	Languages                          []ElevenLabsLanguage `json:"languages"`
+	ModelRates                         ElevenLabsModelRates `json:"model_rates"`
+	ConcurrencyGroup                   string               `json:"concurrency_group"`
+}
+
+// NewElevenLabsModel returns a text-to-speech model entry with the
+// fields ElevenLabs requires. limit is the longest text one request
+// takes; style says whether voice_settings.style and use_speaker_boost
+// mean something to it (ElevenLabs' own models).
+func NewElevenLabsModel(id, name, description string, limit int, style bool) ElevenLabsModel {
+	return ElevenLabsModel{
+		ModelID: id, Name: name, Description: description, CanDoTextToSpeech: true,
+		CanUseStyle: style, CanUseSpeakerBoost: style, TokenCostFactor: 1,
+		MaxCharactersRequestFreeUser: limit, MaxCharactersRequestSubscribedUser: limit, MaximumTextLengthPerRequest: limit,
+		Languages: []ElevenLabsLanguage{}, ModelRates: ElevenLabsModelRates{CharacterCostMultiplier: 1, CostDiscountMultiplier: 1},
+		ConcurrencyGroup: "standard",
+	}
+}
+
+// ElevenLabsLanguage is a language of a model.
+type ElevenLabsLanguage struct {
+	LanguageID string `json:"language_id"`
+	Name       string `json:"name"`
+}
+
+// ElevenLabsModelRates are a model's cost multipliers.
+type ElevenLabsModelRates struct {
+	CharacterCostMultiplier float64 `json:"character_cost_multiplier"`
+	CostDiscountMultiplier  float64 `json:"cost_discount_multiplier"`
 }

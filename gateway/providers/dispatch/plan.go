@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +78,19 @@ type key struct {
 	options                        string
 	apiKey                         string
 	byok, stream                   bool
+	// neighbours is the request's sdk.Neighbours, flattened: a plugin may
+	// write them into the body (or refuse to plan them), so a plan made
+	// for one piece of a long text is never reused for another.
+	neighbours string
+}
+
+// neighboursKey flattens n for the plan cache's key; "" for none, the
+// common case, which costs nothing.
+func neighboursKey(n *sdk.Neighbours) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Quote(n.PreviousText) + strconv.Quote(n.NextText) + strconv.Quote(strings.Join(n.PreviousIDs, "\x00"))
 }
 
 type entry struct {
@@ -135,6 +150,7 @@ func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner,
 		provider: provider, model: req.Model, voice: req.Voice, format: req.Format,
 		rate: req.SampleRate, speed: req.Speed, options: string(req.Options),
 		apiKey: req.Credentials.APIKey, byok: req.Credentials.BYOK, stream: stream,
+		neighbours: neighboursKey(req.Neighbours),
 	}
 	now := c.now()
 	if e, ok := c.plans.get(k, now); ok {

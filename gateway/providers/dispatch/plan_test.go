@@ -520,3 +520,37 @@ func TestPlanConcurrent(t *testing.T) {
 		t.Errorf("cache holds %d plans, want at most 4", n)
 	}
 }
+
+// TestPlanNotReusedAcrossNeighbours: the pieces of a long text differ in
+// their neighbours, which a plugin may write into the body; a plan made
+// for one piece is never reused for another, and one for a whole text
+// never for a piece. Equal neighbours reuse it.
+func TestPlanNotReusedAcrossNeighbours(t *testing.T) {
+	c := newTestClient(t, Options{})
+	pl := planning(testPlan("http://provider.test/v1/speech")) // ReuseFor: a minute
+	with := func(n *sdk.Neighbours) *sdk.SynthesizeRequest {
+		r := baseRequest()
+		r.Neighbours = n
+		return r
+	}
+	for _, r := range []*sdk.SynthesizeRequest{
+		with(nil),
+		with(&sdk.Neighbours{NextText: "b"}),
+		with(&sdk.Neighbours{PreviousText: "a", NextText: "c"}),
+		with(&sdk.Neighbours{PreviousText: "a", NextText: "c", PreviousIDs: []string{"r1"}}),
+		with(&sdk.Neighbours{PreviousText: "a", NextText: "c", PreviousIDs: []string{"r1"}}), // the same again
+		with(nil),
+	} {
+		if _, err := c.Plan(context.Background(), "prov", pl, r, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pl.calls(); n != 4 {
+		t.Errorf("%d Plan calls for four different neighbourhoods, want 4", n)
+	}
+	for i, r := range pl.reqs {
+		if i > 0 && r.Request.Neighbours == nil {
+			t.Errorf("Plan call %d lost the neighbours", i)
+		}
+	}
+}

@@ -38,8 +38,8 @@ func (o *opList) Set(v string) error { *o = append(*o, v); return nil }
 
 func main() {
 	var (
-		in, out, name, source, path, version string
-		ops                                  opList
+		in, out, name, source, path, version, user string
+		ops                                        opList
 	)
 	flag.StringVar(&in, "in", "", "the upstream document (JSON or YAML)")
 	flag.StringVar(&out, "out", "", "where to write the cut document")
@@ -47,15 +47,16 @@ func main() {
 	flag.StringVar(&source, "source", "", "where the upstream document is published (repository or URL)")
 	flag.StringVar(&path, "path", "", "the upstream file's path in its repository")
 	flag.StringVar(&version, "version", "", "the upstream file's version, commit or date")
+	flag.StringVar(&user, "for", "the fake", "what serves the operations kept, for the header")
 	flag.Var(&ops, "op", `an operation to keep, "METHOD /path" (repeatable)`)
 	flag.Parse()
-	if err := run(in, out, name, source, path, version, ops); err != nil {
+	if err := run(in, out, name, source, path, version, user, ops); err != nil {
 		fmt.Fprintln(os.Stderr, "apicut:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out, name, source, path, version string, ops []string) error {
+func run(in, out, name, source, path, version, user string, ops []string) error {
 	if in == "" || out == "" || name == "" || source == "" || len(ops) == 0 {
 		return errors.New("-in, -out, -name, -source and at least one -op are required")
 	}
@@ -74,7 +75,7 @@ func run(in, out, name, source, path, version string, ops []string) error {
 	}
 	plain(cut)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# The API document %s publishes, cut down to the operations the fake serves\n", name)
+	fmt.Fprintf(&b, "# The API document %s publishes, cut down to the operations %s serves\n", name, user)
 	fmt.Fprintf(&b, "# by internal/fakeupstream/apicut (the operations as given, every component\n")
 	fmt.Fprintf(&b, "# they reach, nothing rewritten). Do not edit: cut it again from a newer file.\n")
 	fmt.Fprintf(&b, "#   source:  %s\n", source)

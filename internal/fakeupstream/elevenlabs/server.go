@@ -172,8 +172,21 @@ type Server struct {
 	fixed  map[outputFormat]fakeupstream.Audio
 	clones atomic.Int64
 	reqID  atomic.Int64
+	// ids are the request-id headers of the text-to-speech answers, in
+	// the order they were given (RequestIDs).
+	idsMu sync.Mutex
+	ids   []string
 	// streams counts the stream-input sockets (streaminput.go).
 	streams StreamStats
+}
+
+// RequestIDs returns the request-id headers the text-to-speech answers
+// carried, as ElevenLabs names each render, in the order they were
+// given: what a later request's previous_request_ids should name.
+func (s *Server) RequestIDs() []string {
+	s.idsMu.Lock()
+	defer s.idsMu.Unlock()
+	return slices.Clone(s.ids)
 }
 
 // New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
@@ -433,7 +446,11 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 			return
 		}
 		s.RecordAnswer(audio.Bytes())
-		w.Header().Set("request-id", fmt.Sprintf("fake-%d", s.reqID.Add(1)))
+		rid := fmt.Sprintf("fake-%d", s.reqID.Add(1))
+		s.idsMu.Lock()
+		s.ids = append(s.ids, rid)
+		s.idsMu.Unlock()
+		w.Header().Set("request-id", rid)
 		if m == modeTimestamps {
 			align := alignment(u)
 			fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{

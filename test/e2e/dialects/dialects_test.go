@@ -2,6 +2,7 @@ package dialects
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -147,6 +148,36 @@ func TestOpenAIDialect(t *testing.T) {
 		t.Errorf("models %+v", list)
 	}
 
+	// GET /v1/models/{model}: an entry of the list, the slash of
+	// provider/model sent plainly or escaped as OpenAI's SDKs send it; an
+	// alias only in the organization that has it.
+	for _, tt := range []struct{ org, path, id, owner string }{
+		{"acme", "/v1/models/tts-1", "tts-1", "espeak"},
+		{"acme", "/v1/models/espeak/espeak-ng", "espeak/espeak-ng", "espeak"},
+		{"acme", "/v1/models/espeak%2Fespeak-ng", "espeak/espeak-ng", "espeak"},
+		{"globex", "/v1/models/openai%2Fgpt-4o-mini-tts", "openai/gpt-4o-mini-tts", "openai"},
+	} {
+		var m struct {
+			ID, Object string
+			OwnedBy    string `json:"owned_by"`
+		}
+		d.Do("GET", tt.path, tt.org, nil).JSON(t, &m)
+		if m.ID != tt.id || m.Object != "model" || m.OwnedBy != tt.owner {
+			t.Errorf("GET %s: %+v", tt.path, m)
+		}
+	}
+	// Every answer on OpenAI's paths is in OpenAI's error shape, so that
+	// its SDKs show the message: a model that is not there (acme's alias
+	// in globex), no key, a method or an endpoint voxgate does not serve.
+	if e := d.Do("GET", "/v1/models/tts-1", "globex", nil).OpenAIError(t, 404, "not_found", ""); e.Error.Type != "not_found_error" || !strings.Contains(e.Error.Message, `"tts-1" does not exist`) {
+		t.Errorf("missing model: %+v", e.Error)
+	}
+	d.Do("GET", "/v1/models/tts-1", "", nil).OpenAIError(t, 401, "unauthorized", "")
+	d.Do("GET", "/v1/models/tts-1?limit=2", "acme", nil).OpenAIError(t, 400, "validation_failed", "limit")
+	d.Do("POST", "/v1/models", "acme", map[string]any{}).OpenAIError(t, 405, "method_not_allowed", "")
+	d.Do("POST", "/v1/chat/completions", "acme", map[string]any{"model": "gpt-4o"}).OpenAIError(t, 404, "not_found", "")
+	d.Do("POST", "/v1/audio/transcriptions", "acme", map[string]any{}).OpenAIError(t, 404, "not_found", "")
+
 	// Bad input gets OpenAI's envelope with voxgate's statuses and codes.
 	long := strings.Repeat("a", 5001)
 	tests := []struct {
@@ -257,6 +288,58 @@ func TestElevenLabsDialect(t *testing.T) {
 	if len(models) < 3 || !models[0].TTS {
 		t.Errorf("models %+v", models)
 	}
+
+	// stream/with-timestamps: newline-ended objects whose audio joins into
+	// the clip and whose alignments join into the text.
+	r = xi("POST", "/elevenlabs/v1/text-to-speech/narrator/stream/with-timestamps?output_format=pcm_22050", map[string]any{"text": "Two words, streamed."})
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/json" || !bytes.HasSuffix(r.Body, []byte("\n")) {
+		t.Fatalf("stream/with-timestamps: %d %s %.300s", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	var text string
+	var pcm []byte
+	lines := bytes.Split(bytes.TrimSuffix(r.Body, []byte("\n")), []byte("\n"))
+	for _, l := range lines {
+		var c struct {
+			AudioBase64 []byte `json:"audio_base64"`
+			Alignment   *struct {
+				Characters []string `json:"characters"`
+			} `json:"alignment"`
+		}
+		if err := json.Unmarshal(l, &c); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		pcm = append(pcm, c.AudioBase64...)
+		if c.Alignment != nil {
+			text += strings.Join(c.Alignment.Characters, "")
+		}
+	}
+	if len(lines) < 2 || text != "Two words, streamed." || len(pcm) < 20000 {
+		t.Errorf("stream/with-timestamps: %d lines, %d bytes, %q", len(lines), len(pcm), text)
+	}
+	xi("POST", "/elevenlabs/v1/text-to-speech/narrator/stream/with-timestamps", map[string]any{"text": strings.Repeat("a", 5001)}).ElevenLabsError(t, 422, "text_too_long")
+
+	// GET /v2/voices and /v1/voices/{voice_id}: only the organization's
+	// own saved voices; bad parameters named.
+	other := d.Do("POST", "/v1/voices", "globex", map[string]any{"title": "Elsewhere", "provider": "openai", "model": "tts-1", "voice_id": "alloy"}).Voice(t).ID
+	xi("GET", "/elevenlabs/v1/voices/"+other, nil).ElevenLabsError(t, 404, "voice_not_found")
+	xi("GET", "/elevenlabs/v1/voices/no-such-voice", nil).ElevenLabsError(t, 404, "voice_not_found")
+	var page struct {
+		Voices []struct {
+			VoiceID string `json:"voice_id"`
+		} `json:"voices"`
+		TotalCount int `json:"total_count"`
+	}
+	xi("GET", "/elevenlabs/v2/voices?search=Elsewhere", nil).JSON(t, &page)
+	if len(page.Voices) != 0 || page.TotalCount != 0 {
+		t.Errorf("acme finds globex's voice: %+v", page)
+	}
+	if e := xi("GET", "/elevenlabs/v2/voices?page_size=500", nil).ElevenLabsError(t, 400, "validation_failed"); e.Detail.Param != "page_size" {
+		t.Errorf("page_size: %+v", e.Detail)
+	}
+	if e := xi("GET", "/elevenlabs/v2/voices?colour=red", nil).ElevenLabsError(t, 400, "validation_failed"); e.Detail.Param != "colour" {
+		t.Errorf("unknown parameter: %+v", e.Detail)
+	}
+	d.Do("GET", "/elevenlabs/v2/voices", "", nil).ElevenLabsError(t, 401, "unauthorized")
 
 	// Bad input gets ElevenLabs' shape.
 	xi("POST", "/elevenlabs/v1/text-to-speech/narrator?output_format=ogg_44100", map[string]any{"text": "x"}).ElevenLabsError(t, 400, "validation_failed")

@@ -34,9 +34,10 @@ func TestOfficialSDKs(t *testing.T) {
 		t.Skip("node or test/sdkclients/node_modules missing: run `make test`")
 	}
 	d := startDialects(t, "")
+	saved := d.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Storyteller", "provider": "espeak", "model": "espeak-ng", "voice_id": "en"}).Voice(t).ID
 	cmd := exec.Command(node, "clients.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "VOXGATE_BASE="+harness.ValidatingProxy(t, d.Base), "VOXGATE_KEY="+d.Keys["acme"])
+	cmd.Env = append(os.Environ(), "VOXGATE_BASE="+harness.ValidatingProxy(t, d.Base), "VOXGATE_KEY="+d.Keys["acme"], "VOXGATE_SAVED_VOICE="+saved)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -64,8 +65,13 @@ func TestOfficialSDKs(t *testing.T) {
 				Done   map[string]int
 				Base64 string
 			}
-			Models []string
-			Error  struct {
+			Models          []string
+			Retrieve        []string
+			RetrieveMissing struct {
+				Status              int
+				Code, Type, Message string
+			}
+			Error struct {
 				Status               int
 				Code, Param, Message string
 			}
@@ -90,6 +96,25 @@ func TestOfficialSDKs(t *testing.T) {
 				AudioBytes int
 				Characters string
 				Ends       []float64
+			}
+			StreamTimestamps struct {
+				Chunks     int
+				Characters string
+				Starts     []float64
+				Base64     string
+			}
+			Search struct {
+				Found    []string
+				Total    int
+				Pages    [][]string
+				Personal [][]string
+			}
+			Voice struct {
+				Alias, Saved []string
+			}
+			VoiceMissing struct {
+				Status  int
+				Message string
 			}
 			Voices, Models []string
 			Error          struct {
@@ -145,6 +170,13 @@ func TestOfficialSDKs(t *testing.T) {
 			t.Errorf("openai models %v lack %s", o.Models, m)
 		}
 	}
+	if !slices.Equal(o.Retrieve, []string{"espeak/espeak-ng", "tts-1"}) {
+		t.Errorf("openai models.retrieve: %v", o.Retrieve)
+	}
+	// The SDK shows the message (not "(no body)"): OpenAI's error shape.
+	if m := o.RetrieveMissing; m.Status != 404 || m.Code != "not_found" || m.Type != "not_found_error" || !strings.Contains(m.Message, `"no-such-model" does not exist`) {
+		t.Errorf("openai models.retrieve of a missing model: %+v", m)
+	}
 	if o.Error.Status != 400 || o.Error.Code != "validation_failed" || o.Error.Param != "response_format" || !strings.Contains(o.Error.Message, "response_format") {
 		t.Errorf("openai error %+v", o.Error)
 	}
@@ -184,6 +216,31 @@ func TestOfficialSDKs(t *testing.T) {
 	ts := el.Timestamps
 	if ts.AudioBytes < 2000 || ts.Characters != "Timed characters." || len(ts.Ends) != len(ts.Characters) || ts.Ends[len(ts.Ends)-1] <= 0 {
 		t.Errorf("elevenlabs timestamps %+v", ts)
+	}
+	// stream/with-timestamps, read by the SDK's own parser: several
+	// objects whose audio joins into the clip and whose alignments join
+	// into the text, in time order.
+	st := el.StreamTimestamps
+	pcm, _ := base64.StdEncoding.DecodeString(st.Base64)
+	if st.Chunks < 2 || st.Characters != "Timed characters, streamed." || len(st.Starts) != len(st.Characters) || len(pcm) < 20000 || len(pcm)%2 != 0 {
+		t.Errorf("elevenlabs stream with timestamps: %d chunks, %d bytes, %q, %v", st.Chunks, len(pcm), st.Characters, st.Starts)
+	} else if !slices.IsSorted(st.Starts) || st.Starts[len(st.Starts)-1] <= 0 {
+		t.Errorf("elevenlabs stream with timestamps: starts %v", st.Starts)
+	}
+	if s := el.Search; !slices.Equal(s.Found, []string{"narrator"}) || s.Total != 1 {
+		t.Errorf("elevenlabs voices.search narrat: %+v", s)
+	}
+	if p := el.Search.Pages; len(p) != 3 || !slices.Equal(p[0], []string{"alloy"}) || !slices.Equal(p[1], []string{"narrator"}) || !slices.Equal(p[2], []string{saved}) {
+		t.Errorf("elevenlabs voices.search pages of one by name: %v", p)
+	}
+	if p := el.Search.Personal; len(p) != 1 || !slices.Equal(p[0], []string{saved, "cloned"}) {
+		t.Errorf("elevenlabs voices.search personal: %v", p)
+	}
+	if v := el.Voice; !slices.Equal(v.Alias, []string{"narrator", "premade"}) || !slices.Equal(v.Saved, []string{saved, "Storyteller", "cloned"}) {
+		t.Errorf("elevenlabs voices.get: %+v", v)
+	}
+	if m := el.VoiceMissing; m.Status != 404 || !strings.Contains(m.Message, "voice_not_found") {
+		t.Errorf("elevenlabs voices.get of a missing voice: %+v", m)
 	}
 	if !slices.Contains(el.Voices, "alloy") || !slices.Contains(el.Voices, "narrator") || !slices.Contains(el.Models, "espeak/espeak-ng") {
 		t.Errorf("elevenlabs voices %v models %v", el.Voices, el.Models)
