@@ -31,6 +31,8 @@ type Store struct {
 	keys      map[string]*store.APIKey
 	keyHashes map[string]string
 	orgs      map[string]*org
+	// sealFingerprint is store.SecretStore's SealFingerprint.
+	sealFingerprint []byte
 }
 
 // org is one organization's records. It is created by its first write;

@@ -55,6 +55,7 @@ var cases = []struct {
 }{
 	{"Keys", testKeys},
 	{"Secrets", testSecrets},
+	{"SealFingerprint", testSealFingerprint},
 	{"Media", testMedia},
 	{"VoiceCRUD", testVoiceCRUD},
 	{"ListVoicesOrgIsolation", testListVoicesOrgIsolation},
