@@ -158,11 +158,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		log.Info("tracing: exporting spans over OTLP", zap.String("endpoint", cfg.Tracing.Endpoint), zap.String("protocol", cfg.Tracing.Protocol))
 	}
 
-	key, err := credentials.LoadKey(cfg.Secrets.KeyEnv, SecretsKeyFile(cfg))
-	if err != nil {
-		return nil, err
-	}
-	if g.sealer, err = credentials.NewSealer(key); err != nil {
+	if g.sealer, err = OpenSealer(ctx, cfg, g.store); err != nil {
 		return nil, err
 	}
 	g.creds = credentials.NewResolver(g.policy, g.data, g.sealer)

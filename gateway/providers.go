@@ -31,7 +31,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 		return nil
 	}
 	if err := host.Start(ctx, specs); err != nil {
-		return err
+		return settingsErrors(cfg, err)
 	}
 	g.metrics.PluginInstances(host.Instances)
 	plugins := map[string]sdk.Provider{}

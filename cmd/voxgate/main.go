@@ -521,7 +521,7 @@ func (c *secretsSetCmd) Run(std *streams) error {
 		stored()
 		return nil
 	}, func(cfg *config.Config, st store.Backend) error {
-		s, err := sealerFor(cfg)
+		s, err := sealerFor(ctx, cfg, st)
 		if err != nil {
 			return err
 		}
@@ -541,7 +541,7 @@ func (c *secretsDeleteCmd) Run(std *streams) error {
 	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
 		return a.DeleteSecret(ctx, c.Org, c.Provider)
 	}, func(_ *config.Config, st store.Backend) error {
-		return st.DeleteSecret(ctx, c.Org, credentials.SecretName(c.Provider))
+		return credentials.DeleteBYOK(ctx, st, c.Org, c.Provider)
 	})
 }
 
@@ -564,12 +564,11 @@ func readSecret(stdin io.Reader, stderr io.Writer) (string, error) {
 	return v, nil
 }
 
-func sealerFor(cfg *config.Config) (*credentials.Sealer, error) {
-	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, gateway.SecretsKeyFile(cfg))
-	if err != nil {
-		return nil, err
-	}
-	return credentials.NewSealer(k)
+// sealerFor is the CLI's sealer for st, under the secrets key guard
+// (gateway.OpenSealer): another key than the one that sealed st's
+// secrets is refused before anything is written.
+func sealerFor(ctx context.Context, cfg *config.Config, st store.Backend) (*credentials.Sealer, error) {
+	return gateway.OpenSealer(ctx, cfg, st)
 }
 
 // configCmd is `voxgate config`.
@@ -592,6 +591,8 @@ warnings. Exit status 1 when there is a mistake.`
 
 // Run implements `voxgate config check`.
 func (c *configCheckCmd) Run(std *streams) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	cfg, err := loadConfig(c.ConfigFile)
 	var es *config.Errors
 	switch {
@@ -599,17 +600,21 @@ func (c *configCheckCmd) Run(std *streams) error {
 		// What the file names is checked too, as far as it decoded: one
 		// run shows every mistake.
 		if es.Partial != nil {
-			if perr := gateway.Preflight(es.Partial); perr != nil {
-				es.Errs = append(es.Errs, unjoin(perr)...)
+			warnings, cerr := gateway.Check(ctx, es.Partial, nil)
+			if cerr != nil {
+				es.Errs = append(es.Errs, unjoin(cerr)...)
+				config.SortByLine(es.Errs)
 			}
+			es.Warnings = append(es.Warnings, warnings...)
 		}
 		warn(std.stderr, es.Warnings)
 		return es
 	case err != nil:
 		return err
 	}
-	warn(std.stderr, cfg.Warnings)
-	if err := gateway.Preflight(cfg); err != nil {
+	warnings, err := gateway.Check(ctx, cfg, nil)
+	warn(std.stderr, append(cfg.Warnings, warnings...))
+	if err != nil {
 		return &config.Errors{File: c.ConfigFile, Errs: unjoin(err)}
 	}
 	fmt.Fprintf(std.stdout, "%s is valid: %d provider(s), %d org(s), %d moderation ruleset(s)\n", c.ConfigFile, len(cfg.Providers), len(cfg.Orgs), len(cfg.Moderation.Rulesets))

@@ -483,6 +483,79 @@ orgs:
 	}
 }
 
+// TestConfigCheckProviderSettings: a typo of a gateway key in a provider
+// block and the settings each plugin refuses are all reported in one run,
+// with their lines, by config check and at serve start, before anything
+// starts serving.
+func TestConfigCheckProviderSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	_ = os.WriteFile(path, []byte(fmt.Sprintf(`server:
+  listen: 127.0.0.1:0
+plugins:
+  dir: %s
+providers:
+  espeak:
+    plugin: voxgate-espeak
+    instanses: 4
+    stream_stall_timeout: 2h
+  openai:
+    plugin: voxgate-openai
+    manged: true
+    base_ulr: http://127.0.0.1:1/v1
+    max_attempts: three
+orgs:
+  acme:
+    providers:
+      espeak: {enabled: true}
+`, pluginsDir())), 0o600)
+	want := []string{
+		"5 mistakes",
+		"line 8: providers.espeak.instanses: unknown key (did you mean instances?)",
+		"line 9: providers.espeak.stream_stall_timeout: want a duration above 0",
+		"line 12: providers.openai.manged: unknown key (did you mean managed?)",
+		"line 13: providers.openai.base_ulr: unknown setting (did you mean base_url?)",
+		`line 14: providers.openai.max_attempts: want a whole number, got "three"`,
+	}
+	out, stderr, code := cli(t, "config", "check", "--config", path)
+	if code != 1 {
+		t.Fatalf("config check: code %d, want 1; %s %s", code, out, stderr)
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(stderr, w)
+		if i < at {
+			t.Errorf("config check output lacks %q after the mistakes before it (file order):\n%s", w, stderr)
+			continue
+		}
+		at = i
+	}
+	// serve reports the same mistakes at once; the config's own first.
+	out, stderr, code = cli(t, "serve", "--config", path)
+	if code != 1 {
+		t.Fatalf("serve: code %d, want 1; %s %s", code, out, stderr)
+	}
+	for _, w := range want[1:] {
+		if w == want[2] || w == want[4] || w == want[5] {
+			continue // the plugins' verdicts, once the file itself is fixed
+		}
+		if !strings.Contains(stderr, w) {
+			t.Errorf("serve output lacks %q:\n%s", w, stderr)
+		}
+	}
+	fixed := strings.NewReplacer("    instanses: 4\n", "", "    manged: true\n", "").Replace(readFile(t, path))
+	_ = os.WriteFile(path, []byte(fixed), 0o600)
+	out, stderr, code = cli(t, "serve", "--config", path)
+	if code != 1 {
+		t.Fatalf("serve: code %d, want 1; %s %s", code, out, stderr)
+	}
+	for _, w := range []string{"3 mistakes", "line 8: providers.espeak.stream_stall_timeout", "line 11: providers.openai.base_ulr: unknown setting", "line 12: providers.openai.max_attempts"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("serve output lacks %q:\n%s", w, stderr)
+		}
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -113,16 +113,16 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
-// settings are every key the plugin reads (sdk.DecodeSettings): the
+// resembleSettings are every key the plugin reads (sdk.DecodeSettings): the
 // common ones and its own.
-type settings struct {
+type resembleSettings struct {
 	upstream.CommonSettings
 	SynthesisURL string `setting:"synthesis_url"`
 }
 
 // CheckSettings implements sdk.SettingsChecker: the common settings'
 // checks and the plugin's own.
-func (s *settings) CheckSettings() []sdk.SettingProblem {
+func (s *resembleSettings) CheckSettings() []sdk.SettingProblem {
 	problems := s.CommonSettings.CheckSettings()
 	if p := upstream.CheckURL("synthesis_url", s.SynthesisURL); p != nil {
 		problems = append(problems, *p)
@@ -133,7 +133,7 @@ func (s *settings) CheckSettings() []sdk.SettingProblem {
 // NewSettings implements sdk.SettingsDecoder, so a provider block with a
 // key the plugin does not read (a typo) is refused by `voxgate config
 // check` and at start.
-func (p *Provider) NewSettings() any { return new(settings) }
+func (p *Provider) NewSettings() any { return new(resembleSettings) }
 
 // Configure implements sdk.Provider: the common settings of
 // upstream.ParseSettings, whose base_url is the API host, plus
