@@ -10,15 +10,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
-// cliIn runs the CLI with stdin and extra environment.
+// cliIn runs the CLI with stdin and extra environment. A command that
+// should have refused but runs on (a serve that started) is killed after
+// 30 seconds and fails the test by its exit code.
 func cliIn(t *testing.T, stdin string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer

@@ -641,7 +641,7 @@ func unjoin(err error) []error {
 type migrateCmd struct {
 	configFlag
 	To   string `required:"" enum:"postgres" placeholder:"DRIVER" help:"The destination driver: postgres."`
-	DSN  string `name:"dsn" env:"DATABASE_URL" placeholder:"URL" help:"The destination PostgreSQL URL (default: $DATABASE_URL)."`
+	DSN  string `name:"dsn" env:"DATABASE_URL" placeholder:"URL" help:"The destination PostgreSQL URL."`
 	Data string `placeholder:"PATH" help:"The bbolt file to copy, instead of the config's storage.path."`
 }
 

@@ -422,6 +422,11 @@ func TestHelp(t *testing.T) {
 			if strings.HasPrefix(out, "voxgate: ") {
 				t.Errorf("help reads as an error:\n%s", out)
 			}
+			// A flag's environment variable is named once (kong adds it
+			// to the help text itself).
+			if n := strings.Count(flat, "$DATABASE_URL"); n > 1 {
+				t.Errorf("help names $DATABASE_URL %d times:\n%s", n, out)
+			}
 		})
 	}
 }
