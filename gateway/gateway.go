@@ -26,6 +26,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/redislog"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
@@ -129,6 +130,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 			g.close(context.Background())
 		}
 	}()
+	// The Redis client's own lines (a pool that cannot dial) go through
+	// zap as JSON, not as plain text on stderr.
+	redislog.Install(log.Named("redis"))
 	// Everything that can be known before starting is checked first, all
 	// at once: a start that cannot succeed changes nothing.
 	if err := Preflight(cfg); err != nil {
