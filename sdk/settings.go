@@ -89,9 +89,9 @@ type remoteSettingsValidator interface {
 	validateSettings(ctx context.Context, settings map[string]string) ([]SettingProblem, bool, error)
 }
 
-// SettingsError is a Configure error that carries every problem found, so
-// a gateway that calls Configure on a plugin without ValidateSettings
-// still names each setting.
+// SettingsError lists every problem found in a plugin's settings, so a
+// Configure that refuses them (SettingsErr) still names each setting to a
+// gateway that did not call ValidateSettings first.
 type SettingsError struct {
 	// Provider names the plugin in the message, e.g. "openai".
 	Provider string
@@ -115,7 +115,8 @@ func SettingsErr(provider string, problems []SettingProblem) error {
 		return nil
 	}
 	se := &SettingsError{Provider: provider, Problems: problems}
-	return &Error{Kind: KindInvalidRequest, Message: se.Error(), Field: problems[0].Path}
+	// Not Field: that names a providerOptions field of a request.
+	return &Error{Kind: KindInvalidRequest, Message: se.Error()}
 }
 
 // DecodeSettings decodes a Configure map into v, a pointer to a struct
