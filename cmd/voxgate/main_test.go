@@ -561,6 +561,19 @@ orgs:
 	}
 }
 
+// byok lets acme bring its own espeak key in the config at path, as
+// `secrets set` requires (the API's rule).
+func byok(t *testing.T, path string) {
+	t.Helper()
+	s := readFile(t, path)
+	if !strings.Contains(s, "espeak: {enabled: true}") {
+		t.Fatalf("%s gives acme no espeak access to extend", path)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(s, "espeak: {enabled: true}", "espeak: {enabled: true, byok: true}", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -620,6 +633,7 @@ func TestKeysAndSecretsTakeData(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
 		t.Fatalf("keys create --data also touched the config's storage: %v", err)
 	}
+	byok(t, cfg)
 	cmd := exec.Command(binary(t), "secrets", "set", "--config", cfg, "--data", data, "--org", "acme", "--provider", "espeak")
 	cmd.Stdin = strings.NewReader("sk-test-value")
 	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "stored the espeak key") {
