@@ -583,10 +583,14 @@ type configCheckCmd struct {
 // Help is the long description of `config check`.
 func (configCheckCmd) Help() string {
 	return `Reports every mistake in one run: unknown keys, bad values, references to
-rulesets or providers that do not exist, and what a start would find missing
-on this machine (plugin binaries, a writable storage path, the secrets key,
-a short enough admin socket path). ${VAR} references to unset variables are
-warnings. Exit status 1 when there is a mistake.`
+rulesets or providers that do not exist, every provider block's settings as
+its plugin judges them (each plugin is started once to check them, nothing
+is applied), and what a start would find missing on this machine (plugin
+binaries, a writable storage path, the secrets key, a short enough admin
+socket path); when the store can be read without disturbing a running
+gateway, the secrets key is checked against the key that sealed the store's
+provider keys. ${VAR} references to unset variables are warnings. Exit
+status 1 when there is a mistake.`
 }
 
 // Run implements `voxgate config check`.
