@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,38 +42,56 @@ func Check(ctx context.Context, cfg *config.Config, log *zap.Logger) (warnings [
 	return warnings, errors.Join(errs...)
 }
 
-// CheckProviderSettings starts each provider's plugin once, concurrently,
-// asks it to check its block's settings (sdk.SettingsValidator) and stops
-// it. Mistakes come back naming their lines, in file order; a plugin
-// that cannot check its settings gives a warning. A plugin whose binary
-// is missing is skipped (Preflight names it).
+// CheckProviderSettings starts each provider's (and moderation) plugin
+// once, concurrently, asks it to check its block's settings
+// (sdk.SettingsValidator) and stops it. Mistakes come back naming their
+// lines, in file order; a plugin that cannot check its settings gives a
+// warning. A plugin whose binary is missing is skipped (Preflight names
+// it).
 func CheckProviderSettings(ctx context.Context, cfg *config.Config, log *zap.Logger) (warnings []string, errs []error) {
 	opts := PluginHostOptions(cfg)
 	opts.Logger = log
+	type block struct {
+		key    string // "providers.openai"
+		plugin string
+		spec   pluginhost.Spec
+	}
+	var blocks []block
+	for _, name := range sortedKeys(cfg.Providers) {
+		if p := cfg.Providers[name]; p != nil && p.Plugin != "" {
+			blocks = append(blocks, block{"providers." + name, p.Plugin,
+				pluginhost.Spec{Name: name, Kind: pluginhost.KindProvider, Path: pluginPath(cfg, p.Plugin), Settings: p.Settings}})
+		}
+	}
+	for _, name := range sortedKeys(cfg.Moderation.Plugins) {
+		if m := cfg.Moderation.Plugins[name]; m != nil && m.Plugin != "" {
+			blocks = append(blocks, block{"moderation.plugins." + name, m.Plugin,
+				pluginhost.Spec{Name: "moderation." + name, Kind: pluginhost.KindModerator, Path: pluginPath(cfg, m.Plugin), Settings: m.Settings}})
+		}
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, name := range sortedKeys(cfg.Providers) {
-		p := cfg.Providers[name]
-		if p == nil || p.Plugin == "" || checkExecutable(pluginPath(cfg, p.Plugin)) != nil {
+	for _, b := range blocks {
+		if checkExecutable(b.spec.Path) != nil {
 			continue
 		}
-		sp := pluginhost.Spec{Name: name, Kind: pluginhost.KindProvider, Path: pluginPath(cfg, p.Plugin), Settings: p.Settings}
 		wg.Go(func() {
-			problems, checked, err := pluginhost.CheckSettings(ctx, sp, opts)
+			problems, checked, err := pluginhost.CheckSettings(ctx, b.spec, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				errs = append(errs, fmt.Errorf("providers.%s.plugin: the plugin did not start to check its settings: %v", name, err))
+				errs = append(errs, fmt.Errorf("%s.plugin: the plugin did not start to check its settings: %v", b.key, err))
 			case !checked:
-				warnings = append(warnings, fmt.Sprintf("providers.%s: plugin %s cannot check its settings (built before sdk.SettingsValidator); they are checked when it starts", name, p.Plugin))
+				warnings = append(warnings, fmt.Sprintf("%s: plugin %s cannot check its settings (built before sdk.SettingsValidator); they are checked when it starts", b.key, b.plugin))
 			default:
-				errs = append(errs, cfg.SettingProblems("providers."+name, problems)...)
+				errs = append(errs, cfg.SettingProblems(b.key, problems)...)
 			}
 		})
 	}
 	wg.Wait()
 	config.SortByLine(errs)
+	slices.Sort(warnings)
 	return warnings, errs
 }
 

@@ -380,10 +380,16 @@ func (s *grpcProviderServer) Transcribe(ctx context.Context, req *pluginpb.Trans
 }
 
 // validateSettings implements remoteSettingsValidator: the plugin process
-// checks the settings. A plugin built before the call existed answers
-// UNIMPLEMENTED, which is "not checked", not a failure.
+// checks the settings.
 func (c *grpcProviderClient) validateSettings(ctx context.Context, settings map[string]string) ([]SettingProblem, bool, error) {
 	resp, err := c.rpc.ValidateSettings(ctx, &pluginpb.ConfigureRequest{Settings: settings})
+	return settingsFromRPC(ctx, resp, err)
+}
+
+// settingsFromRPC reads a ValidateSettings answer. A plugin built before
+// the call existed answers UNIMPLEMENTED, which is "not checked", not a
+// failure.
+func settingsFromRPC(ctx context.Context, resp *pluginpb.ValidateSettingsResponse, err error) ([]SettingProblem, bool, error) {
 	if status.Code(err) == codes.Unimplemented {
 		return nil, false, nil
 	}
@@ -402,7 +408,11 @@ func (c *grpcProviderClient) validateSettings(ctx context.Context, settings map[
 // or "unchecked".
 func (s *grpcProviderServer) ValidateSettings(ctx context.Context, req *pluginpb.ConfigureRequest) (_ *pluginpb.ValidateSettingsResponse, err error) {
 	defer recoverToError("ValidateSettings", &err)
-	problems, checked, err := ValidateSettings(ctx, s.impl, req.GetSettings())
+	return settingsToRPC(ValidateSettings(ctx, s.impl, req.GetSettings()))
+}
+
+// settingsToRPC is a ValidateSettings answer.
+func settingsToRPC(problems []SettingProblem, checked bool, err error) (*pluginpb.ValidateSettingsResponse, error) {
 	if err != nil {
 		return nil, errorToStatus(err)
 	}

@@ -2440,10 +2440,11 @@ const file_voxgate_proto_rawDesc = "" +
 	"\vStreamInput\x12\x1f.voxgate.plugin.v1.InputMessage\x1a\x1e.voxgate.plugin.v1.StreamEvent(\x010\x01\x12Q\n" +
 	"\n" +
 	"Transcribe\x12$.voxgate.plugin.v1.TranscribeRequest\x1a\x1d.voxgate.plugin.v1.Transcript\x12d\n" +
-	"\x10ValidateSettings\x12#.voxgate.plugin.v1.ConfigureRequest\x1a+.voxgate.plugin.v1.ValidateSettingsResponse2\xba\x01\n" +
+	"\x10ValidateSettings\x12#.voxgate.plugin.v1.ConfigureRequest\x1a+.voxgate.plugin.v1.ValidateSettingsResponse2\xa0\x02\n" +
 	"\tModerator\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12U\n" +
-	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResultB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
+	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResult\x12d\n" +
+	"\x10ValidateSettings\x12#.voxgate.plugin.v1.ConfigureRequest\x1a+.voxgate.plugin.v1.ValidateSettingsResponseB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
 
 var (
 	file_voxgate_proto_rawDescOnce sync.Once
@@ -2534,21 +2535,23 @@ var file_voxgate_proto_depIdxs = []int32{
 	1,  // 33: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
 	1,  // 34: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
 	29, // 35: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 36: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	6,  // 37: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	12, // 38: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	15, // 39: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	17, // 40: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	20, // 41: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	24, // 42: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	26, // 43: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	22, // 44: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	28, // 45: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	3,  // 46: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	2,  // 47: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	31, // 48: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	36, // [36:49] is the sub-list for method output_type
-	23, // [23:36] is the sub-list for method input_type
+	1,  // 36: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	2,  // 37: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	6,  // 38: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	12, // 39: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	15, // 40: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	17, // 41: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	20, // 42: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	24, // 43: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	26, // 44: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	22, // 45: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	28, // 46: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	3,  // 47: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	2,  // 48: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	31, // 49: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	3,  // 50: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	37, // [37:51] is the sub-list for method output_type
+	23, // [23:37] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name

@@ -551,8 +551,9 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Moderator_Configure_FullMethodName = "/voxgate.plugin.v1.Moderator/Configure"
-	Moderator_Moderate_FullMethodName  = "/voxgate.plugin.v1.Moderator/Moderate"
+	Moderator_Configure_FullMethodName        = "/voxgate.plugin.v1.Moderator/Configure"
+	Moderator_Moderate_FullMethodName         = "/voxgate.plugin.v1.Moderator/Moderate"
+	Moderator_ValidateSettings_FullMethodName = "/voxgate.plugin.v1.Moderator/ValidateSettings"
 )
 
 // ModeratorClient is the client API for Moderator service.
@@ -563,6 +564,8 @@ const (
 type ModeratorClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	Moderate(ctx context.Context, in *ModerationRequest, opts ...grpc.CallOption) (*ModerationResult, error)
+	// ValidateSettings: as Provider.ValidateSettings.
+	ValidateSettings(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ValidateSettingsResponse, error)
 }
 
 type moderatorClient struct {
@@ -593,6 +596,16 @@ func (c *moderatorClient) Moderate(ctx context.Context, in *ModerationRequest, o
 	return out, nil
 }
 
+func (c *moderatorClient) ValidateSettings(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ValidateSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ValidateSettingsResponse)
+	err := c.cc.Invoke(ctx, Moderator_ValidateSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ModeratorServer is the server API for Moderator service.
 // All implementations must embed UnimplementedModeratorServer
 // for forward compatibility.
@@ -601,6 +614,8 @@ func (c *moderatorClient) Moderate(ctx context.Context, in *ModerationRequest, o
 type ModeratorServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	Moderate(context.Context, *ModerationRequest) (*ModerationResult, error)
+	// ValidateSettings: as Provider.ValidateSettings.
+	ValidateSettings(context.Context, *ConfigureRequest) (*ValidateSettingsResponse, error)
 	mustEmbedUnimplementedModeratorServer()
 }
 
@@ -616,6 +631,9 @@ func (UnimplementedModeratorServer) Configure(context.Context, *ConfigureRequest
 }
 func (UnimplementedModeratorServer) Moderate(context.Context, *ModerationRequest) (*ModerationResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Moderate not implemented")
+}
+func (UnimplementedModeratorServer) ValidateSettings(context.Context, *ConfigureRequest) (*ValidateSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ValidateSettings not implemented")
 }
 func (UnimplementedModeratorServer) mustEmbedUnimplementedModeratorServer() {}
 func (UnimplementedModeratorServer) testEmbeddedByValue()                   {}
@@ -674,6 +692,24 @@ func _Moderator_Moderate_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Moderator_ValidateSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModeratorServer).ValidateSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Moderator_ValidateSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModeratorServer).ValidateSettings(ctx, req.(*ConfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Moderator_ServiceDesc is the grpc.ServiceDesc for Moderator service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -688,6 +724,10 @@ var Moderator_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Moderate",
 			Handler:    _Moderator_Moderate_Handler,
+		},
+		{
+			MethodName: "ValidateSettings",
+			Handler:    _Moderator_ValidateSettings_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

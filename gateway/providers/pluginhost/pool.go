@@ -104,6 +104,9 @@ func (in *instance) launch(ctx context.Context) error {
 	if p.spec.Kind == KindModerator {
 		mod, err = sdk.DispenseModerator(client)
 		if err == nil {
+			err = validate(ctx, p.spec, mod)
+		}
+		if err == nil {
 			err = mod.Configure(ctx, p.spec.Settings)
 		}
 	} else {

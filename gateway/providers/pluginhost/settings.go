@@ -31,10 +31,11 @@ func (e *SettingsError) Error() string {
 	return fmt.Sprintf("plugin %q refuses its settings: %s", e.Plugin, strings.Join(parts, "; "))
 }
 
-// validate asks prov to check the spec's settings before Configure;
-// a plugin that cannot check them is configured as before.
-func validate(ctx context.Context, sp Spec, prov sdk.Provider) error {
-	problems, _, err := sdk.ValidateSettings(ctx, prov, sp.Settings)
+// validate asks the plugin (a Provider or Moderator) to check the spec's
+// settings before Configure; a plugin that cannot check them is
+// configured as before.
+func validate(ctx context.Context, sp Spec, plugin any) error {
+	problems, _, err := sdk.ValidateSettings(ctx, plugin, sp.Settings)
 	if err != nil {
 		return fmt.Errorf("validate settings: %w", err)
 	}
@@ -48,7 +49,7 @@ func validate(ctx context.Context, sp Spec, prov sdk.Provider) error {
 // spec's settings without configuring it, and stops it: what `voxgate
 // config check` and a reload use to check provider blocks without a
 // running gateway. checked is false when the plugin cannot check its
-// settings (built before sdk.SettingsValidator, or a moderation plugin).
+// settings (built before sdk.SettingsValidator).
 func CheckSettings(ctx context.Context, sp Spec, opts Options) (problems []sdk.SettingProblem, checked bool, err error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -64,9 +65,11 @@ func CheckSettings(ctx context.Context, sp Spec, opts Options) (problems []sdk.S
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if sp.Kind == KindModerator {
-		// Moderators have no ValidateSettings call (yet): only the
-		// gateway's own keys of their blocks are checked.
-		return nil, false, nil
+		mod, err := sdk.DispenseModerator(client)
+		if err != nil {
+			return nil, false, err
+		}
+		return sdk.ValidateSettings(ctx, mod, sp.Settings)
 	}
 	prov, err := sdk.DispenseProvider(client)
 	if err != nil {
