@@ -38,7 +38,7 @@ func TestKeyGuard(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	right, wrong := sealer(t, 1, "/etc/voxgate/secrets.key"), sealer(t, 2, "$STRAY_KEY")
+	right, wrong := sealer(t, 1, "data/secrets.key"), sealer(t, 2, "$STRAY_KEY")
 	if err := credentials.StoreBYOK(ctx, db, right, policy(), "acme", "openai", "sk-right-1234"); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestKeyGuard(t *testing.T) {
 		t.Errorf("CheckKey with the right key: %v", err)
 	}
 	other := make([]byte, 32)
-	if err := credentials.CheckKey(ctx, db, other, "/srv/other.key"); !errors.Is(err, credentials.ErrWrongKey) || !strings.Contains(err.Error(), "/srv/other.key") {
+	if err := credentials.CheckKey(ctx, db, other, "other/secrets.key"); !errors.Is(err, credentials.ErrWrongKey) || !strings.Contains(err.Error(), "other/secrets.key") {
 		t.Errorf("CheckKey with another key: %v", err)
 	}
 }
