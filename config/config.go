@@ -106,6 +106,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.Moderation.defaults()
 	c.CORS.defaults()
+	c.Tracing.defaults()
 	c.Limits.defaults(&c.Server)
 	c.Alignment.defaults(c.Providers)
 }

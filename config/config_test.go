@@ -279,3 +279,15 @@ func TestEmptyBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestTracingProtocolDefault: a config that names no tracing protocol
+// says the one the exporter uses, not "".
+func TestTracingProtocolDefault(t *testing.T) {
+	cfg, err := Parse([]byte("tracing:\n  endpoint: http://127.0.0.1:4318\norgs:\n  acme: {}\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tracing.Protocol != "http/protobuf" {
+		t.Errorf("protocol %q, want http/protobuf", cfg.Tracing.Protocol)
+	}
+}

@@ -138,6 +138,9 @@ func (c *Config) validateModeration(bad report) {
 		if m == nil || m.Plugin == "" {
 			bad("moderation.plugins."+name+".plugin", "required: the plugin binary name")
 		}
+		if m != nil {
+			gatewayKeyTypos("moderation.plugins."+name, m.Settings, moderatorKnown, bad)
+		}
 	}
 	for _, name := range sortedKeys(c.Moderation.Rulesets) {
 		r := c.Moderation.Rulesets[name]

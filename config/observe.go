@@ -52,6 +52,15 @@ func (c *Config) validateMetrics(bad report) {
 	}
 }
 
+// defaults names the protocol the exporter uses when the file names none,
+// so that the start-up line and anything else reading the config say the
+// real one.
+func (t *Tracing) defaults() {
+	if t.Protocol == "" {
+		t.Protocol = "http/protobuf"
+	}
+}
+
 // validateTracing checks the tracing section.
 func (c *Config) validateTracing(bad report) {
 	if e := c.Tracing.Endpoint; e != "" {

@@ -135,6 +135,11 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
+// SortByLine orders mistakes by the line they name ("line N: ..."), those
+// naming none last in the order they came: what `voxgate config check`
+// does with the config's own mistakes and the plugins' together.
+func SortByLine(errs []error) { sortByLine(errs) }
+
 // sortByLine orders errors by the line they name; those naming none go
 // last, in the order they came.
 func sortByLine(errs []error) {

@@ -2,10 +2,13 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/voxgate/voxgate/sdk"
 )
 
 // Plugins holds where plugin binaries live.
@@ -148,6 +151,7 @@ func (c *Config) validateProviders(bad report) {
 		if p.Plugin == "" {
 			bad(key+".plugin", "required: the plugin binary name")
 		}
+		gatewayKeyTypos(key, p.Settings, providerKnown, bad)
 		if len(p.APIKeys) > 0 && p.APIKey != "" {
 			bad(key+".api_keys", "give api_key or api_keys, not both")
 		}
@@ -216,4 +220,44 @@ func (c *Config) validateFallbacks(bad report) {
 			}
 		}
 	}
+}
+
+// gatewayKeyTypos reports the keys of a plugin block's settings that are
+// misspellings of the gateway's own keys of the block (known), such as
+// "instanses" or "manged", and takes them out of settings: the plugin
+// would refuse them too, but only the gateway can say which of its keys
+// was meant, and a plugin that does not check its settings would ignore
+// them silently.
+func gatewayKeyTypos(block string, settings map[string]string, known map[string]bool, bad report) {
+	keys := make([]string, 0, len(known))
+	for k := range known {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range sortedKeys(settings) {
+		if near := sdk.Closest(k, keys); near != "" {
+			bad(block+"."+k, "unknown key (did you mean %s?)", near)
+			delete(settings, k)
+		}
+	}
+}
+
+// SettingProblems turns the problems a plugin found in the settings of
+// block ("providers.openai") into errors naming the line and key, as the
+// config's own mistakes are named, in file order.
+func (c *Config) SettingProblems(block string, problems []sdk.SettingProblem) []error {
+	errs := make([]error, 0, len(problems))
+	for _, p := range problems {
+		key := block
+		if p.Path != "" {
+			key += "." + p.Path
+		}
+		where := key
+		if line := c.lineOf(key); line > 0 {
+			where = fmt.Sprintf("line %d: %s", line, key)
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", where, p.Message))
+	}
+	sortByLine(errs)
+	return errs
 }

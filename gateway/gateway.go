@@ -29,6 +29,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/observe/redislog"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
@@ -161,6 +162,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 			g.close(context.Background())
 		}
 	}()
+	// The Redis client's own lines (a pool that cannot dial) go through
+	// zap as JSON, not as plain text on stderr.
+	redislog.Install(log.Named("redis"))
 	// Everything that can be known before starting is checked first, all
 	// at once: a start that cannot succeed changes nothing.
 	if err := Preflight(cfg); err != nil {
@@ -190,11 +194,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		log.Info("tracing: exporting spans over OTLP", zap.String("endpoint", cfg.Tracing.Endpoint), zap.String("protocol", cfg.Tracing.Protocol))
 	}
 
-	key, err := credentials.LoadKey(cfg.Secrets.KeyEnv, SecretsKeyFile(cfg))
-	if err != nil {
-		return nil, err
-	}
-	if g.sealer, err = credentials.NewSealer(key); err != nil {
+	if g.sealer, err = OpenSealer(ctx, cfg, g.store); err != nil {
 		return nil, err
 	}
 	g.orgs = orgs.New(FileOrgs(cfg))

@@ -147,7 +147,7 @@ func checkSecretsKey(cfg *config.Config) error {
 			}
 			return nil
 		}
-		// Unset: LoadKey falls back to the key file, as below.
+		return fmt.Errorf("secrets.key_env: names $%s, which is not set: set it to the deployment's secrets key (base64 of 32 bytes, the same on every instance); no key file is made when key_env is named", env)
 	}
 	keyFile, key := SecretsKeyFile(cfg), "secrets.key_file"
 	data, err := os.ReadFile(keyFile)

@@ -37,7 +37,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 		return nil
 	}
 	if err := host.Start(ctx, specs); err != nil {
-		return err
+		return settingsErrors(cfg, err)
 	}
 	g.metrics.PluginInstances(host.Instances)
 	dc, err := dispatch.New(dispatch.Options{

@@ -64,3 +64,17 @@ func (s *grpcModeratorServer) Moderate(ctx context.Context, req *pluginpb.Modera
 	}
 	return moderationResultToProto(res), nil
 }
+
+// validateSettings implements remoteSettingsValidator, as the provider
+// client's.
+func (c *grpcModeratorClient) validateSettings(ctx context.Context, settings map[string]string) ([]SettingProblem, bool, error) {
+	resp, err := c.rpc.ValidateSettings(ctx, &pluginpb.ConfigureRequest{Settings: settings})
+	return settingsFromRPC(ctx, resp, err)
+}
+
+// ValidateSettings implements pluginpb.ModeratorServer, as the provider
+// server's.
+func (s *grpcModeratorServer) ValidateSettings(ctx context.Context, req *pluginpb.ConfigureRequest) (_ *pluginpb.ValidateSettingsResponse, err error) {
+	defer recoverToError("ValidateSettings", &err)
+	return settingsToRPC(ValidateSettings(ctx, s.impl, req.GetSettings()))
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pluginpb "github.com/voxgate/voxgate/sdk/proto"
 )
@@ -375,4 +377,48 @@ func (s *grpcProviderServer) Transcribe(ctx context.Context, req *pluginpb.Trans
 		return nil, errorToStatus(Errorf(KindInternal, "Transcribe returned no transcript"))
 	}
 	return transcriptToProto(t), nil
+}
+
+// validateSettings implements remoteSettingsValidator: the plugin process
+// checks the settings.
+func (c *grpcProviderClient) validateSettings(ctx context.Context, settings map[string]string) ([]SettingProblem, bool, error) {
+	resp, err := c.rpc.ValidateSettings(ctx, &pluginpb.ConfigureRequest{Settings: settings})
+	return settingsFromRPC(ctx, resp, err)
+}
+
+// settingsFromRPC reads a ValidateSettings answer. A plugin built before
+// the call existed answers UNIMPLEMENTED, which is "not checked", not a
+// failure.
+func settingsFromRPC(ctx context.Context, resp *pluginpb.ValidateSettingsResponse, err error) ([]SettingProblem, bool, error) {
+	if status.Code(err) == codes.Unimplemented {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, errorFromRPC(ctx, "ValidateSettings", err)
+	}
+	problems := make([]SettingProblem, 0, len(resp.GetProblems()))
+	for _, p := range resp.GetProblems() {
+		problems = append(problems, SettingProblem{Path: p.GetPath(), Message: p.GetMessage()})
+	}
+	return problems, !resp.GetUnchecked(), nil
+}
+
+// ValidateSettings implements pluginpb.ProviderServer through the sdk's
+// ValidateSettings: the implementation's own check, its settings struct,
+// or "unchecked".
+func (s *grpcProviderServer) ValidateSettings(ctx context.Context, req *pluginpb.ConfigureRequest) (_ *pluginpb.ValidateSettingsResponse, err error) {
+	defer recoverToError("ValidateSettings", &err)
+	return settingsToRPC(ValidateSettings(ctx, s.impl, req.GetSettings()))
+}
+
+// settingsToRPC is a ValidateSettings answer.
+func settingsToRPC(problems []SettingProblem, checked bool, err error) (*pluginpb.ValidateSettingsResponse, error) {
+	if err != nil {
+		return nil, errorToStatus(err)
+	}
+	out := &pluginpb.ValidateSettingsResponse{Unchecked: !checked}
+	for _, p := range problems {
+		out.Problems = append(out.Problems, &pluginpb.SettingProblem{Path: p.Path, Message: p.Message})
+	}
+	return out, nil
 }

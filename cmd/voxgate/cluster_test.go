@@ -329,6 +329,8 @@ func waitStatus(t *testing.T, addr, key string, want int, limit time.Duration, w
 
 func TestUnreachableDatabaseStopsTheStart(t *testing.T) {
 	pg := pgtest.StartT(t)
+	// The secrets key is there: what stops the start is the database.
+	t.Setenv("VOXGATE_TEST_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	for _, dsn := range []string{
 		"postgres://voxgate:hunter2-secret@127.0.0.1:1/voxgate?connect_timeout=3",
 		fmt.Sprintf("postgres://voxgate:hunter2-secret@127.0.0.1:%d/missing_db", pg.Port()),
@@ -622,6 +624,7 @@ func TestBudgetHoldsAcrossInstances(t *testing.T) {
 // removal.
 func TestSecretsAgainstPostgres(t *testing.T) {
 	_, dsn, cfg, key := soloOnPostgres(t)
+	byok(t, cfg)
 	set := exec.Command(binary(t), "secrets", "set", "--config", cfg, "--data", dsn, "--org", "acme", "--provider", "espeak")
 	set.Stdin = strings.NewReader("sk-espeak-secret-4321")
 	if b, err := set.CombinedOutput(); err != nil || !strings.Contains(string(b), "stored the espeak key") || strings.Contains(string(b), "sk-espeak") {

@@ -689,7 +689,7 @@ func (c *secretsSetCmd) Run(std *streams) error {
 		stored()
 		return nil
 	}, func(cfg *config.Config, st store.Backend) error {
-		s, err := sealerFor(cfg)
+		s, err := sealerFor(ctx, cfg, st)
 		if err != nil {
 			return err
 		}
@@ -709,7 +709,7 @@ func (c *secretsDeleteCmd) Run(std *streams) error {
 	return withBackend(c.ConfigFile, c.Data, func(a *admin.Client) error {
 		return a.DeleteSecret(ctx, c.Org, c.Provider)
 	}, func(_ *config.Config, st store.Backend) error {
-		return st.DeleteSecret(ctx, c.Org, credentials.SecretName(c.Provider))
+		return credentials.DeleteBYOK(ctx, st, c.Org, c.Provider)
 	})
 }
 
@@ -732,12 +732,11 @@ func readSecret(stdin io.Reader, stderr io.Writer) (string, error) {
 	return v, nil
 }
 
-func sealerFor(cfg *config.Config) (*credentials.Sealer, error) {
-	k, err := credentials.LoadKey(cfg.Secrets.KeyEnv, gateway.SecretsKeyFile(cfg))
-	if err != nil {
-		return nil, err
-	}
-	return credentials.NewSealer(k)
+// sealerFor is the CLI's sealer for st, under the secrets key guard
+// (gateway.OpenSealer): another key than the one that sealed st's
+// secrets is refused before anything is written.
+func sealerFor(ctx context.Context, cfg *config.Config, st store.Backend) (*credentials.Sealer, error) {
+	return gateway.OpenSealer(ctx, cfg, st)
 }
 
 // configCmd is `voxgate config`.
@@ -752,14 +751,20 @@ type configCheckCmd struct {
 // Help is the long description of `config check`.
 func (configCheckCmd) Help() string {
 	return `Reports every mistake in one run: unknown keys, bad values, references to
-rulesets or providers that do not exist, and what a start would find missing
-on this machine (plugin binaries, a writable storage path, the secrets key,
-a short enough admin socket path). ${VAR} references to unset variables are
-warnings. Exit status 1 when there is a mistake.`
+rulesets or providers that do not exist, every provider block's settings as
+its plugin judges them (each plugin is started once to check them, nothing
+is applied), and what a start would find missing on this machine (plugin
+binaries, a writable storage path, the secrets key, a short enough admin
+socket path); when the store can be read without disturbing a running
+gateway, the secrets key is checked against the key that sealed the store's
+provider keys. ${VAR} references to unset variables are warnings. Exit
+status 1 when there is a mistake.`
 }
 
 // Run implements `voxgate config check`.
 func (c *configCheckCmd) Run(std *streams) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	cfg, err := loadConfig(c.ConfigFile)
 	var es *config.Errors
 	switch {
@@ -767,17 +772,21 @@ func (c *configCheckCmd) Run(std *streams) error {
 		// What the file names is checked too, as far as it decoded: one
 		// run shows every mistake.
 		if es.Partial != nil {
-			if perr := gateway.Preflight(es.Partial); perr != nil {
-				es.Errs = append(es.Errs, unjoin(perr)...)
+			warnings, cerr := gateway.Check(ctx, es.Partial, nil)
+			if cerr != nil {
+				es.Errs = append(es.Errs, unjoin(cerr)...)
+				config.SortByLine(es.Errs)
 			}
+			es.Warnings = append(es.Warnings, warnings...)
 		}
 		warn(std.stderr, es.Warnings)
 		return es
 	case err != nil:
 		return err
 	}
-	warn(std.stderr, cfg.Warnings)
-	if err := gateway.Preflight(cfg); err != nil {
+	warnings, err := gateway.Check(ctx, cfg, nil)
+	warn(std.stderr, append(cfg.Warnings, warnings...))
+	if err != nil {
 		return &config.Errors{File: c.ConfigFile, Errs: unjoin(err)}
 	}
 	fmt.Fprintf(std.stdout, "%s is valid: %d provider(s), %d org(s), %d moderation ruleset(s)\n", c.ConfigFile, len(cfg.Providers), len(cfg.Orgs), len(cfg.Moderation.Rulesets))
@@ -804,7 +813,7 @@ func unjoin(err error) []error {
 type migrateCmd struct {
 	configFlag
 	To   string `required:"" enum:"postgres" placeholder:"DRIVER" help:"The destination driver: postgres."`
-	DSN  string `name:"dsn" env:"DATABASE_URL" placeholder:"URL" help:"The destination PostgreSQL URL (default: $DATABASE_URL)."`
+	DSN  string `name:"dsn" env:"DATABASE_URL" placeholder:"URL" help:"The destination PostgreSQL URL."`
 	Data string `placeholder:"PATH" help:"The bbolt file to copy, instead of the config's storage.path."`
 }
 

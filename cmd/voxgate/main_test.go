@@ -422,6 +422,11 @@ func TestHelp(t *testing.T) {
 			if strings.HasPrefix(out, "voxgate: ") {
 				t.Errorf("help reads as an error:\n%s", out)
 			}
+			// A flag's environment variable is named once (kong adds it
+			// to the help text itself).
+			if n := strings.Count(flat, "$DATABASE_URL"); n > 1 {
+				t.Errorf("help names $DATABASE_URL %d times:\n%s", n, out)
+			}
 		})
 	}
 }
@@ -480,6 +485,97 @@ orgs:
 	out, stderr, code = cli(t, "config", "check", "--config", path)
 	if code != 0 || !strings.Contains(out, "is valid") || !strings.Contains(stderr, "warning: ") {
 		t.Fatalf("good config: code %d, %s %s", code, out, stderr)
+	}
+}
+
+// TestConfigCheckProviderSettings: a typo of a gateway key in a provider
+// block and the settings each plugin refuses are all reported in one run,
+// with their lines, by config check and at serve start, before anything
+// starts serving.
+func TestConfigCheckProviderSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	_ = os.WriteFile(path, []byte(fmt.Sprintf(`server:
+  listen: 127.0.0.1:0
+plugins:
+  dir: %s
+providers:
+  espeak:
+    plugin: voxgate-espeak
+    instanses: 4
+    stream_stall_timeout: 2h
+  openai:
+    plugin: voxgate-openai
+    manged: true
+    base_ulr: http://127.0.0.1:1/v1
+    max_attempts: three
+orgs:
+  acme:
+    providers:
+      espeak: {enabled: true}
+moderation:
+  plugins:
+    omod:
+      plugin: voxgate-openai-moderation
+      threshold: high
+`, pluginsDir())), 0o600)
+	want := []string{
+		"6 mistakes",
+		"line 8: providers.espeak.instanses: unknown key (did you mean instances?)",
+		"line 9: providers.espeak.stream_stall_timeout: want a duration above 0",
+		"line 12: providers.openai.manged: unknown key (did you mean managed?)",
+		"line 13: providers.openai.base_ulr: unknown setting (did you mean base_url?)",
+		`line 14: providers.openai.max_attempts: want a whole number, got "three"`,
+		`line 23: moderation.plugins.omod.threshold: threshold "high" must be a number above 0 and at most 1`,
+	}
+	out, stderr, code := cli(t, "config", "check", "--config", path)
+	if code != 1 {
+		t.Fatalf("config check: code %d, want 1; %s %s", code, out, stderr)
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(stderr, w)
+		if i < at {
+			t.Errorf("config check output lacks %q after the mistakes before it (file order):\n%s", w, stderr)
+			continue
+		}
+		at = i
+	}
+	// serve reports the same mistakes at once; the config's own first.
+	out, stderr, code = cli(t, "serve", "--config", path)
+	if code != 1 {
+		t.Fatalf("serve: code %d, want 1; %s %s", code, out, stderr)
+	}
+	// (The plugins' verdicts come once the file itself is fixed.)
+	for _, w := range []string{"2 mistakes", want[1], want[3]} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("serve output lacks %q:\n%s", w, stderr)
+		}
+	}
+	fixed := strings.NewReplacer("    instanses: 4\n", "", "    manged: true\n", "").Replace(readFile(t, path))
+	_ = os.WriteFile(path, []byte(fixed), 0o600)
+	out, stderr, code = cli(t, "serve", "--config", path)
+	if code != 1 {
+		t.Fatalf("serve: code %d, want 1; %s %s", code, out, stderr)
+	}
+	for _, w := range []string{"4 mistakes", "line 8: providers.espeak.stream_stall_timeout", "line 11: providers.openai.base_ulr: unknown setting", "line 12: providers.openai.max_attempts",
+		"line 21: moderation.plugins.omod.threshold"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("serve output lacks %q:\n%s", w, stderr)
+		}
+	}
+}
+
+// byok lets acme bring its own espeak key in the config at path, as
+// `secrets set` requires (the API's rule).
+func byok(t *testing.T, path string) {
+	t.Helper()
+	s := readFile(t, path)
+	if !strings.Contains(s, "espeak: {enabled: true}") {
+		t.Fatalf("%s gives acme no espeak access to extend", path)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(s, "espeak: {enabled: true}", "espeak: {enabled: true, byok: true}", 1)), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -542,6 +638,7 @@ func TestKeysAndSecretsTakeData(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
 		t.Fatalf("keys create --data also touched the config's storage: %v", err)
 	}
+	byok(t, cfg)
 	cmd := exec.Command(binary(t), "secrets", "set", "--config", cfg, "--data", data, "--org", "acme", "--provider", "espeak")
 	cmd.Stdin = strings.NewReader("sk-test-value")
 	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "stored the espeak key") {

@@ -40,9 +40,12 @@ func newCORS(o CORSOptions) *cors {
 
 // exposedHeaders are the response headers a page's script may read
 // besides the CORS-safelisted ones: the request id to quote in a support
-// request, how long to wait after a 429, the auth scheme of a 401, and
-// what of a dialect request was dropped.
-const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings"
+// request, how long to wait after a 429, the auth scheme of a 401, what
+// of a dialect request was dropped (X-Voxgate-Warnings) and every other
+// X-Voxgate-* header a synthesis answers with: its warnings, the provider
+// that spoke (after a fallback, not the one asked), whether the cache
+// answered, and what was converted.
+const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings, X-Voxgate-Warning, X-Voxgate-Provider, X-Voxgate-Cache, X-Voxgate-Transcoded"
 
 // defaultAllowedHeaders answer a preflight that names no request headers.
 const defaultAllowedHeaders = "Authorization, Content-Type, xi-api-key, X-Request-Id"

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fasthttp/router"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -187,6 +188,9 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 	var tctx context.Context
 	if s.tracer != nil {
 		tctx, _ = ctx.UserValue(userValueTrace).(context.Context)
+		if pattern, _ := ctx.UserValue(router.MatchedRoutePathParam).(string); pattern != "" && tctx != nil {
+			tctx = context.WithValue(tctx, routePatternKey{}, pattern)
+		}
 	}
 	size := -1
 	if ctx.Response.IsBodyStream() {
@@ -281,6 +285,14 @@ func (s *Server) observed(start time.Time, reqID, route, org, method, path strin
 	if failure != "" {
 		failed = zap.String("stream_error", failure)
 	}
+	// With tracing on, the line carries the request's trace id, so a
+	// log line leads to its trace and back.
+	traced := zap.Skip()
+	if tctx != nil {
+		if sc := trace.SpanContextFromContext(tctx); sc.HasTraceID() {
+			traced = zap.String("trace_id", sc.TraceID().String())
+		}
+	}
 	s.log.Info("request",
 		zap.String("request_id", reqID),
 		zap.String("method", method),
@@ -290,15 +302,28 @@ func (s *Server) observed(start time.Time, reqID, route, org, method, path strin
 		zap.String("org", org),
 		zap.Int("bytes", size),
 		failed,
+		traced,
 	)
 }
 
-// endServerSpan finishes a request's server span: named "METHOD route"
-// (route is the low-cardinality name the metrics use), with the status,
-// and an error status for a 5xx or a stream that broke off.
+// routePatternKey holds, in a traced request's span context, the pattern
+// of the route it matched ("/v1/voices/{id}").
+type routePatternKey struct{}
+
+// endServerSpan finishes a request's server span: named "METHOD pattern"
+// after the matched route's pattern, its http.route, as the HTTP
+// semantic conventions name server spans (the metrics' route name is
+// kept as voxgate.route; a request that matched no route is named by
+// that), with the status, and an error status for a 5xx or a stream
+// that broke off.
 func endServerSpan(tctx context.Context, reqID, route, org, method, path string, status int, failure string) {
 	span := trace.SpanFromContext(tctx)
-	span.SetName(method + " " + route)
+	if pattern, _ := tctx.Value(routePatternKey{}).(string); pattern != "" {
+		span.SetName(method + " " + pattern)
+		span.SetAttributes(tracing.HTTPRoute.String(pattern))
+	} else {
+		span.SetName(method + " " + route)
+	}
 	span.SetAttributes(
 		tracing.HTTPMethod.String(method),
 		tracing.URLPath.String(path),

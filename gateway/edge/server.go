@@ -248,6 +248,9 @@ func New(d Deps) *Server {
 	r.GlobalOPTIONS = s.options
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
+	// With tracing on, the matched route's pattern names the request's
+	// span and is its http.route; off, nothing is stored per request.
+	r.SaveMatchedRoutePath = s.tracer != nil
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		s.writeProblemIn(ctx, pathDialect(ctx), problem.New(problem.NotFound, "no route %s %s", ctx.Method(), ctx.Path()))
 	}

@@ -534,6 +534,7 @@ func (s *Service) renderTurn(ctx context.Context, tr *TurnResult) error {
 			return err
 		}
 		tr.Attempts = append(tr.Attempts, s.attemptRow(tr.Job, err, time.Since(attempt)))
+		s.fellBack(tr.Job, alt, err)
 		alt.Verdict = tr.Job.Verdict
 		tr.Job = alt
 	}

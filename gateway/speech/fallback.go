@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -86,6 +88,19 @@ func fallbackable(err error) bool {
 		return pe.UpstreamStatus == 0 || pe.UpstreamStatus == 429 || pe.UpstreamStatus >= 500
 	}
 	return false
+}
+
+// fellBack logs (one line: from, to, reason) and counts
+// (voxgate_fallbacks_total) a fallback from j to alt after err.
+func (s *Service) fellBack(j, alt *Job, err error) {
+	from, to := j.Provider.ID+"/"+j.Model.ID, alt.Provider.ID+"/"+alt.Model.ID
+	reason := string(problem.From(err, j.Provider.ID).Code)
+	if s.metrics != nil {
+		s.metrics.Fallbacks.WithLabelValues(from, to, reason).Inc()
+	}
+	if s.log != nil {
+		s.log.Warn("fallback", zap.String("from", from), zap.String("to", to), zap.String("reason", reason), zap.String("org", j.Org))
+	}
 }
 
 // attemptRow is the log row of a target that failed and was fallen back

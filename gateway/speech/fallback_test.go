@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -90,6 +92,17 @@ func TestFallbacks(t *testing.T) {
 			a := out.Attempts[0]
 			if a.Provider != "testkit" || a.VoiceID != "alpha" || a.ErrorCode != string(tt.code) || a.Status != tt.status || a.CreditsUsed != 0 || a.ErrorDetail != tt.err.Message {
 				t.Errorf("attempt row %+v; want testkit's, %s %d, %q, no credits", a, tt.code, tt.status, tt.err.Message)
+			}
+			// Logged once (from, to, reason) and counted.
+			lines := p.logs.FilterMessage("fallback").All()
+			if len(lines) != 1 {
+				t.Fatalf("%d fallback log lines, want 1", len(lines))
+			}
+			if f := lines[0].ContextMap(); f["from"] != "testkit/test" || f["to"] != "spare/test" || f["reason"] != string(tt.code) {
+				t.Errorf("fallback line %v", f)
+			}
+			if n := testutil.ToFloat64(p.metrics.Fallbacks.WithLabelValues("testkit/test", "spare/test", string(tt.code))); n != 1 {
+				t.Errorf("voxgate_fallbacks_total = %v, want 1", n)
 			}
 		})
 	}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -88,6 +90,8 @@ type pipeline struct {
 	cache *cacheStore
 	// metrics are the Service's collectors.
 	metrics *metrics.Metrics
+	// logs are the Service's log lines.
+	logs *observer.ObservedLogs
 }
 
 // newPipeline builds a Service over the in-memory store and three
@@ -99,6 +103,8 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 	t.Cleanup(func() { st.Close() })
 	p := &pipeline{store: st, providers: map[string]*provider{}, budget: &ledger{Memory: budget.NewMemory(), net: map[string]int64{}},
 		metrics: metrics.New()}
+	core, logs := observer.New(zap.InfoLevel)
+	p.logs = logs
 	plugins := map[string]sdk.Provider{}
 	settings := map[string]string{}
 	if su.maxTextChars > 0 {
@@ -144,6 +150,7 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 		OrgBudgets:   su.orgBudgets,
 		Routes:       su.routes,
 		Metrics:      p.metrics,
+		Logger:       zap.New(core),
 	}
 	if su.limits != nil {
 		su.limits(&deps.Limits)

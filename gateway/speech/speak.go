@@ -55,6 +55,7 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 			break
 		}
 		out.Attempts = append(out.Attempts, s.attemptRow(j, err, time.Since(start)))
+		s.fellBack(j, alt, err)
 		alt.Verdict = j.Verdict // the same text, the same ruleset: moderated once
 		j = alt
 		out.Job, out.Row = j, s.logRow(j)

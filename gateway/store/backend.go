@@ -131,6 +131,15 @@ type SecretStore interface {
 	DeleteSecret(ctx context.Context, orgID, name string) error
 	// ListSecretNames returns the names of orgID's secrets in byte order.
 	ListSecretNames(ctx context.Context, orgID string) ([]string, error)
+	// SealFingerprint returns the recorded fingerprint of the key that
+	// seals the organizations' secrets (nil when none is recorded) and
+	// whether any organization holds a secret, so that a gateway or CLI
+	// with another key refuses to start or write instead of sealing
+	// secrets no other instance can open.
+	SealFingerprint(ctx context.Context) (fingerprint []byte, hasSecrets bool, err error)
+	// RecordSealFingerprint records fingerprint unless one is recorded
+	// already, and returns the one in force: the first writer wins.
+	RecordSealFingerprint(ctx context.Context, fingerprint []byte) ([]byte, error)
 }
 
 // LogStore stores request log rows.

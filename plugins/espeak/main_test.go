@@ -33,7 +33,8 @@ func TestPluginConformance(t *testing.T) {
 		Voice:        "en",
 		InvalidVoice: "klingon",
 		// The gateway always configures a plugin, even with no settings.
-		Settings: map[string]string{},
+		Settings:    map[string]string{},
+		BadSettings: map[string]string{"stream_stall_timeout": "2h"},
 	})
 }
 

@@ -246,10 +246,32 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// falSettings are every key the plugin reads: the common settings,
+// models and voices.<model id>.
+type falSettings struct {
+	upstream.CommonSettings
+	Models string            `setting:"models"`
+	Voices map[string]string `setting:"voices.*"`
+}
+
+// ValidateSettings implements sdk.SettingsValidator: unknown keys and
+// malformed values of the common settings, and every mistake
+// parseModels finds in models.
+func (p *Provider) ValidateSettings(_ context.Context, settings map[string]string) []sdk.SettingProblem {
+	problems := sdk.DecodeSettings(settings, new(falSettings))
+	if _, err := parseModels(settings); err != nil {
+		problems = append(problems, sdk.SettingProblem{Path: "models", Message: strings.TrimPrefix(err.Error(), "models: ")})
+	}
+	return problems
+}
+
 // Configure implements sdk.Provider: the common settings of
 // upstream.ParseSettings (base_url is the sync API's root,
 // https://fal.run), plus models and voices.<id> (see parseModels).
-func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+func (p *Provider) Configure(ctx context.Context, settings map[string]string) error {
+	if problems := p.ValidateSettings(ctx, settings); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
 		return err

@@ -130,11 +130,36 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// settings are every key the plugin reads (sdk.DecodeSettings): the
+// common ones and its own.
+type settings struct {
+	upstream.CommonSettings
+	LibraryVoices *int `setting:"library_voices"`
+}
+
+// CheckSettings implements sdk.SettingsChecker: the common settings'
+// checks and the plugin's own.
+func (s *settings) CheckSettings() []sdk.SettingProblem {
+	problems := s.CommonSettings.CheckSettings()
+	if s.LibraryVoices != nil && (*s.LibraryVoices < 0 || *s.LibraryVoices > 100) {
+		problems = append(problems, sdk.SettingProblem{Path: "library_voices", Message: fmt.Sprintf("want a number from 0 to 100, got %d", *s.LibraryVoices)})
+	}
+	return problems
+}
+
+// NewSettings implements sdk.SettingsDecoder, so a provider block with a
+// key the plugin does not read (a typo) is refused by `voxgate config
+// check` and at start.
+func (p *Provider) NewSettings() any { return new(settings) }
+
 // Configure implements sdk.Provider: the common settings of
 // upstream.ParseSettings plus library_voices (0 to 100: how many public
 // library voices the voice list adds after the account's own models).
-// Other keys are ignored.
+// Other keys are refused (NewSettings).
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	if problems := sdk.DecodeSettings(settings, p.NewSettings()); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
 		return err

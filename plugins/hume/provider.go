@@ -80,9 +80,17 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// NewSettings implements sdk.SettingsDecoder: the plugin takes the
+// common settings only, so a provider block with any other key (a typo)
+// is refused by `voxgate config check` and at start.
+func (p *Provider) NewSettings() any { return new(upstream.CommonSettings) }
+
 // Configure implements sdk.Provider with the common settings of
-// upstream.ParseSettings. Other keys are ignored.
+// upstream.ParseSettings. Other keys are refused (NewSettings).
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	if problems := sdk.DecodeSettings(settings, p.NewSettings()); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
 		return err

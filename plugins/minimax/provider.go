@@ -139,10 +139,25 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// settings are every key the plugin reads (sdk.DecodeSettings): the
+// common ones and its own.
+type settings struct {
+	upstream.CommonSettings
+	GroupID string `setting:"group_id"`
+}
+
+// NewSettings implements sdk.SettingsDecoder, so a provider block with a
+// key the plugin does not read (a typo) is refused by `voxgate config
+// check` and at start.
+func (p *Provider) NewSettings() any { return new(settings) }
+
 // Configure implements sdk.Provider: the common settings of
 // upstream.ParseSettings plus group_id (sent as the GroupId query
-// parameter). Other keys are ignored.
+// parameter). Other keys are refused (NewSettings).
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	if problems := sdk.DecodeSettings(settings, p.NewSettings()); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
 		return err

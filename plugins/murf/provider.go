@@ -79,11 +79,36 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// settings are every key the plugin reads (sdk.DecodeSettings): the
+// common ones and its own.
+type settings struct {
+	upstream.CommonSettings
+	StreamBaseURL string `setting:"stream_base_url"`
+}
+
+// CheckSettings implements sdk.SettingsChecker: the common settings'
+// checks and the plugin's own.
+func (s *settings) CheckSettings() []sdk.SettingProblem {
+	problems := s.CommonSettings.CheckSettings()
+	if p := upstream.CheckURL("stream_base_url", s.StreamBaseURL); p != nil {
+		problems = append(problems, *p)
+	}
+	return problems
+}
+
+// NewSettings implements sdk.SettingsDecoder, so a provider block with a
+// key the plugin does not read (a typo) is refused by `voxgate config
+// check` and at start.
+func (p *Provider) NewSettings() any { return new(settings) }
+
 // Configure implements sdk.Provider: the common settings of
 // upstream.ParseSettings plus stream_base_url (the host of
 // /v1/speech/stream, e.g. https://global.api.murf.ai; default base_url).
-// Other keys are ignored.
+// Other keys are refused (NewSettings).
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	if problems := sdk.DecodeSettings(settings, p.NewSettings()); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
 		return err

@@ -62,10 +62,57 @@ func New() *Provider { return &Provider{} }
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// compatibleSettings are every key the plugin reads: the common settings
+// and the deployment's declaration (parseDeployment checks its values).
+type compatibleSettings struct {
+	upstream.CommonSettings
+	ID           string            `setting:"id"`
+	Name         string            `setting:"name"`
+	Models       string            `setting:"models"`
+	DefaultModel string            `setting:"default_model"`
+	Voices       string            `setting:"voices"`
+	ModelVoices  map[string]string `setting:"voices.*"`
+	Formats      string            `setting:"formats"`
+	SampleRate   string            `setting:"sample_rate"`
+	Streaming    string            `setting:"streaming"`
+	KeyRequired  string            `setting:"key_required"`
+	MaxTextChars string            `setting:"max_text_chars"`
+	Speed        string            `setting:"speed"`
+}
+
+// ValidateSettings implements sdk.SettingsValidator: base_url present,
+// no unknown key, and every mistake parseDeployment finds, each naming
+// its key.
+func (p *Provider) ValidateSettings(_ context.Context, settings map[string]string) []sdk.SettingProblem {
+	problems := sdk.DecodeSettings(settings, new(compatibleSettings))
+	if strings.TrimSpace(settings["base_url"]) == "" {
+		problems = append(problems, sdk.SettingProblem{Path: "base_url", Message: "required: the server's API root, e.g. http://localhost:8880/v1"})
+	}
+	if _, err := parseDeployment(settings); err != nil {
+		for _, e := range unjoin(err) {
+			// parseDeployment's messages start with the key.
+			key, _, _ := strings.Cut(e.Error(), " ")
+			problems = append(problems, sdk.SettingProblem{Path: strings.TrimSuffix(key, ":"), Message: e.Error()})
+		}
+	}
+	return problems
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // Configure implements sdk.Provider: base_url (required) and the common
 // settings of upstream.ParseSettings, plus the deployment's declaration
 // (parseDeployment).
-func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+func (p *Provider) Configure(ctx context.Context, settings map[string]string) error {
+	if problems := p.ValidateSettings(ctx, settings); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	if strings.TrimSpace(settings["base_url"]) == "" {
 		return sdk.Errorf(sdk.KindInvalidRequest, "openai-compatible settings: base_url is required (e.g. http://localhost:8880/v1)")
 	}

@@ -307,6 +307,28 @@ func TestConfigureRejectsBadSettings(t *testing.T) {
 	}
 }
 
+// TestValidateSettingsAllAtOnce: the plugin process checks settings
+// without applying them and names every bad key at once.
+func TestValidateSettingsAllAtOnce(t *testing.T) {
+	m := sdktest.StartModerator(t, pluginPath)
+	problems, checked, err := sdk.ValidateSettings(context.Background(), m, map[string]string{
+		"base_ur": "http://127.0.0.1:1", "threshold": "high", "max_attempts": "0", "model": "omni-moderation-latest",
+	})
+	if err != nil || !checked {
+		t.Fatalf("checked %v, err %v", checked, err)
+	}
+	var paths []string
+	for _, p := range problems {
+		paths = append(paths, p.Path)
+	}
+	if got := strings.Join(paths, " "); got != "base_ur max_attempts threshold" {
+		t.Errorf("problems name %q: %v", got, problems)
+	}
+	if problems, _, _ := sdk.ValidateSettings(context.Background(), m, map[string]string{"model": "omni-moderation-latest", "timeout": "5s"}); len(problems) != 0 {
+		t.Errorf("good settings: %v", problems)
+	}
+}
+
 // TestConfigureCommonSettings: upstream's common settings are accepted
 // besides the plugin's own.
 func TestConfigureCommonSettings(t *testing.T) {

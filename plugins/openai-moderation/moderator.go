@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +74,21 @@ func newModerator() *moderator {
 	m := &moderator{}
 	m.cfg.Store(c)
 	return m
+}
+
+// ValidateSettings implements sdk.SettingsValidator: each key checked by
+// parseConfig on its own, so that every unknown key and bad value is
+// reported at once, naming its key.
+func (m *moderator) ValidateSettings(_ context.Context, in map[string]string) []sdk.SettingProblem {
+	var problems []sdk.SettingProblem
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		if _, err := parseConfig(map[string]string{k: in[k]}); err != nil {
+			msg := strings.TrimPrefix(sdk.AsError(err).Message, providerName+": ")
+			msg = strings.TrimPrefix(msg, providerName+" settings: ")
+			problems = append(problems, sdk.SettingProblem{Path: k, Message: msg})
+		}
+	}
+	return problems
 }
 
 // Configure implements sdk.Moderator. Unknown settings are rejected so

@@ -28,6 +28,7 @@ func kitConfig(srv *fake.Server, model string) sdktest.Config {
 		Model:        model,
 		Credentials:  sdk.Credentials{APIKey: fake.Key},
 		InvalidVoice: "no-such-voice",
+		BadSettings:  map[string]string{"base_url": "api.openai.com", "max_attempts": "three", "timeout": "-1s"},
 	}
 }
 

@@ -113,10 +113,35 @@ func New() *Provider {
 
 var _ sdk.Provider = (*Provider)(nil)
 
+// resembleSettings are every key the plugin reads (sdk.DecodeSettings): the
+// common ones and its own.
+type resembleSettings struct {
+	upstream.CommonSettings
+	SynthesisURL string `setting:"synthesis_url"`
+}
+
+// CheckSettings implements sdk.SettingsChecker: the common settings'
+// checks and the plugin's own.
+func (s *resembleSettings) CheckSettings() []sdk.SettingProblem {
+	problems := s.CommonSettings.CheckSettings()
+	if p := upstream.CheckURL("synthesis_url", s.SynthesisURL); p != nil {
+		problems = append(problems, *p)
+	}
+	return problems
+}
+
+// NewSettings implements sdk.SettingsDecoder, so a provider block with a
+// key the plugin does not read (a typo) is refused by `voxgate config
+// check` and at start.
+func (p *Provider) NewSettings() any { return new(resembleSettings) }
+
 // Configure implements sdk.Provider: the common settings of
 // upstream.ParseSettings, whose base_url is the API host, plus
-// synthesis_url, the synthesis host. Other keys are ignored.
+// synthesis_url, the synthesis host. Other keys are refused (NewSettings).
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	if problems := sdk.DecodeSettings(settings, p.NewSettings()); len(problems) > 0 {
+		return sdk.SettingsErr(api.Provider, problems)
+	}
 	e, err := upstream.NewEndpoint(api, settings)
 	if err != nil {
 		return err

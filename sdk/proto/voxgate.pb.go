@@ -172,6 +172,115 @@ func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 	return file_voxgate_proto_rawDescGZIP(), []int{1}
 }
 
+// ValidateSettingsResponse lists what is wrong with the settings; none is
+// a good configuration.
+type ValidateSettingsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Problems []*SettingProblem      `protobuf:"bytes,1,rep,name=problems,proto3" json:"problems,omitempty"`
+	// unchecked is true when the plugin has no way to check its settings
+	// (it implements neither sdk.SettingsValidator nor sdk.SettingsDecoder).
+	Unchecked     bool `protobuf:"varint,2,opt,name=unchecked,proto3" json:"unchecked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateSettingsResponse) Reset() {
+	*x = ValidateSettingsResponse{}
+	mi := &file_voxgate_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateSettingsResponse) ProtoMessage() {}
+
+func (x *ValidateSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateSettingsResponse.ProtoReflect.Descriptor instead.
+func (*ValidateSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ValidateSettingsResponse) GetProblems() []*SettingProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+func (x *ValidateSettingsResponse) GetUnchecked() bool {
+	if x != nil {
+		return x.Unchecked
+	}
+	return false
+}
+
+// SettingProblem is one mistake: the setting's key and what is wrong.
+type SettingProblem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SettingProblem) Reset() {
+	*x = SettingProblem{}
+	mi := &file_voxgate_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettingProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettingProblem) ProtoMessage() {}
+
+func (x *SettingProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettingProblem.ProtoReflect.Descriptor instead.
+func (*SettingProblem) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SettingProblem) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SettingProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -180,7 +289,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_voxgate_proto_msgTypes[2]
+	mi := &file_voxgate_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -192,7 +301,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[2]
+	mi := &file_voxgate_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -205,7 +314,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{2}
+	return file_voxgate_proto_rawDescGZIP(), []int{4}
 }
 
 type Description struct {
@@ -226,7 +335,7 @@ type Description struct {
 
 func (x *Description) Reset() {
 	*x = Description{}
-	mi := &file_voxgate_proto_msgTypes[3]
+	mi := &file_voxgate_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -238,7 +347,7 @@ func (x *Description) String() string {
 func (*Description) ProtoMessage() {}
 
 func (x *Description) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[3]
+	mi := &file_voxgate_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -251,7 +360,7 @@ func (x *Description) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Description.ProtoReflect.Descriptor instead.
 func (*Description) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{3}
+	return file_voxgate_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Description) GetId() string {
@@ -321,7 +430,7 @@ type Model struct {
 
 func (x *Model) Reset() {
 	*x = Model{}
-	mi := &file_voxgate_proto_msgTypes[4]
+	mi := &file_voxgate_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +442,7 @@ func (x *Model) String() string {
 func (*Model) ProtoMessage() {}
 
 func (x *Model) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[4]
+	mi := &file_voxgate_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +455,7 @@ func (x *Model) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Model.ProtoReflect.Descriptor instead.
 func (*Model) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{4}
+	return file_voxgate_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Model) GetId() string {
@@ -446,7 +555,7 @@ type Encoding struct {
 
 func (x *Encoding) Reset() {
 	*x = Encoding{}
-	mi := &file_voxgate_proto_msgTypes[5]
+	mi := &file_voxgate_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +567,7 @@ func (x *Encoding) String() string {
 func (*Encoding) ProtoMessage() {}
 
 func (x *Encoding) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[5]
+	mi := &file_voxgate_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +580,7 @@ func (x *Encoding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Encoding.ProtoReflect.Descriptor instead.
 func (*Encoding) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{5}
+	return file_voxgate_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Encoding) GetFormat() string {
@@ -516,7 +625,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_voxgate_proto_msgTypes[6]
+	mi := &file_voxgate_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +637,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[6]
+	mi := &file_voxgate_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +650,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{6}
+	return file_voxgate_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Capabilities) GetStreaming() bool {
@@ -603,7 +712,7 @@ type Credentials struct {
 
 func (x *Credentials) Reset() {
 	*x = Credentials{}
-	mi := &file_voxgate_proto_msgTypes[7]
+	mi := &file_voxgate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +724,7 @@ func (x *Credentials) String() string {
 func (*Credentials) ProtoMessage() {}
 
 func (x *Credentials) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[7]
+	mi := &file_voxgate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +737,7 @@ func (x *Credentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credentials.ProtoReflect.Descriptor instead.
 func (*Credentials) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{7}
+	return file_voxgate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Credentials) GetApiKey() string {
@@ -655,7 +764,7 @@ type VoicesRequest struct {
 
 func (x *VoicesRequest) Reset() {
 	*x = VoicesRequest{}
-	mi := &file_voxgate_proto_msgTypes[8]
+	mi := &file_voxgate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +776,7 @@ func (x *VoicesRequest) String() string {
 func (*VoicesRequest) ProtoMessage() {}
 
 func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[8]
+	mi := &file_voxgate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +789,7 @@ func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesRequest.ProtoReflect.Descriptor instead.
 func (*VoicesRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{8}
+	return file_voxgate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *VoicesRequest) GetModel() string {
@@ -706,7 +815,7 @@ type VoicesResponse struct {
 
 func (x *VoicesResponse) Reset() {
 	*x = VoicesResponse{}
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +827,7 @@ func (x *VoicesResponse) String() string {
 func (*VoicesResponse) ProtoMessage() {}
 
 func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +840,7 @@ func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesResponse.ProtoReflect.Descriptor instead.
 func (*VoicesResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{9}
+	return file_voxgate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *VoicesResponse) GetVoices() []*Voice {
@@ -753,7 +862,7 @@ type Voice struct {
 
 func (x *Voice) Reset() {
 	*x = Voice{}
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +874,7 @@ func (x *Voice) String() string {
 func (*Voice) ProtoMessage() {}
 
 func (x *Voice) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +887,7 @@ func (x *Voice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Voice.ProtoReflect.Descriptor instead.
 func (*Voice) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{10}
+	return file_voxgate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Voice) GetId() string {
@@ -831,7 +940,7 @@ type SynthesizeRequest struct {
 
 func (x *SynthesizeRequest) Reset() {
 	*x = SynthesizeRequest{}
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +952,7 @@ func (x *SynthesizeRequest) String() string {
 func (*SynthesizeRequest) ProtoMessage() {}
 
 func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +965,7 @@ func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeRequest.ProtoReflect.Descriptor instead.
 func (*SynthesizeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{11}
+	return file_voxgate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SynthesizeRequest) GetModel() string {
@@ -951,7 +1060,7 @@ type Neighbours struct {
 
 func (x *Neighbours) Reset() {
 	*x = Neighbours{}
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1072,7 @@ func (x *Neighbours) String() string {
 func (*Neighbours) ProtoMessage() {}
 
 func (x *Neighbours) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1085,7 @@ func (x *Neighbours) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Neighbours.ProtoReflect.Descriptor instead.
 func (*Neighbours) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{12}
+	return file_voxgate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Neighbours) GetPreviousText() string {
@@ -1015,7 +1124,7 @@ type SynthesizeResponse struct {
 
 func (x *SynthesizeResponse) Reset() {
 	*x = SynthesizeResponse{}
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1136,7 @@ func (x *SynthesizeResponse) String() string {
 func (*SynthesizeResponse) ProtoMessage() {}
 
 func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1149,7 @@ func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeResponse.ProtoReflect.Descriptor instead.
 func (*SynthesizeResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{13}
+	return file_voxgate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SynthesizeResponse) GetAudio() []byte {
@@ -1089,7 +1198,7 @@ type WordTimestamp struct {
 
 func (x *WordTimestamp) Reset() {
 	*x = WordTimestamp{}
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1210,7 @@ func (x *WordTimestamp) String() string {
 func (*WordTimestamp) ProtoMessage() {}
 
 func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +1223,7 @@ func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WordTimestamp.ProtoReflect.Descriptor instead.
 func (*WordTimestamp) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{14}
+	return file_voxgate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WordTimestamp) GetText() string {
@@ -1151,7 +1260,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1272,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1285,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{15}
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Chunk) GetMediaType() string {
@@ -1207,7 +1316,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1328,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1341,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{16}
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CloneRequest) GetModel() string {
@@ -1288,7 +1397,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1409,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1422,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Sample) GetFilename() string {
@@ -1346,7 +1455,7 @@ type CloneResponse struct {
 
 func (x *CloneResponse) Reset() {
 	*x = CloneResponse{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1467,7 @@ func (x *CloneResponse) String() string {
 func (*CloneResponse) ProtoMessage() {}
 
 func (x *CloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1480,7 @@ func (x *CloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneResponse.ProtoReflect.Descriptor instead.
 func (*CloneResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CloneResponse) GetVoiceId() string {
@@ -1394,7 +1503,7 @@ type InputMessage struct {
 
 func (x *InputMessage) Reset() {
 	*x = InputMessage{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1515,7 @@ func (x *InputMessage) String() string {
 func (*InputMessage) ProtoMessage() {}
 
 func (x *InputMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1528,7 @@ func (x *InputMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputMessage.ProtoReflect.Descriptor instead.
 func (*InputMessage) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InputMessage) GetRequest() *SynthesizeRequest {
@@ -1459,7 +1568,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1580,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1593,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{20}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StreamEvent) GetMediaType() string {
@@ -1527,7 +1636,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1648,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1661,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{21}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PlanRequest) GetRequest() *SynthesizeRequest {
@@ -1587,7 +1696,7 @@ type HTTPPlan struct {
 
 func (x *HTTPPlan) Reset() {
 	*x = HTTPPlan{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1708,7 @@ func (x *HTTPPlan) String() string {
 func (*HTTPPlan) ProtoMessage() {}
 
 func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1721,7 @@ func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
 func (*HTTPPlan) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HTTPPlan) GetMethod() string {
@@ -1690,7 +1799,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1811,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1824,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Failure) GetStatus() int32 {
@@ -1754,7 +1863,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1875,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1888,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{24}
+	return file_voxgate_proto_rawDescGZIP(), []int{26}
 }
 
 type TranscribeRequest struct {
@@ -1796,7 +1905,7 @@ type TranscribeRequest struct {
 
 func (x *TranscribeRequest) Reset() {
 	*x = TranscribeRequest{}
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1917,7 @@ func (x *TranscribeRequest) String() string {
 func (*TranscribeRequest) ProtoMessage() {}
 
 func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1930,7 @@ func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
 func (*TranscribeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{25}
+	return file_voxgate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TranscribeRequest) GetModel() string {
@@ -1877,7 +1986,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1998,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2011,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{26}
+	return file_voxgate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Transcript) GetText() string {
@@ -1939,7 +2048,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2060,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2073,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{27}
+	return file_voxgate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -1998,7 +2107,7 @@ type ModerationRule struct {
 
 func (x *ModerationRule) Reset() {
 	*x = ModerationRule{}
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2119,7 @@ func (x *ModerationRule) String() string {
 func (*ModerationRule) ProtoMessage() {}
 
 func (x *ModerationRule) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2132,7 @@ func (x *ModerationRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRule.ProtoReflect.Descriptor instead.
 func (*ModerationRule) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{28}
+	return file_voxgate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ModerationRule) GetName() string {
@@ -2054,7 +2163,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2175,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2188,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{29}
+	return file_voxgate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -2139,7 +2248,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[30]
+	mi := &file_voxgate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2260,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[30]
+	mi := &file_voxgate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2273,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{30}
+	return file_voxgate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2226,7 +2335,13 @@ const file_voxgate_proto_rawDesc = "" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
-	"\x11ConfigureResponse\"\x11\n" +
+	"\x11ConfigureResponse\"w\n" +
+	"\x18ValidateSettingsResponse\x12=\n" +
+	"\bproblems\x18\x01 \x03(\v2!.voxgate.plugin.v1.SettingProblemR\bproblems\x12\x1c\n" +
+	"\tunchecked\x18\x02 \x01(\bR\tunchecked\">\n" +
+	"\x0eSettingProblem\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x11\n" +
 	"\x0fDescribeRequest\"\xc0\x01\n" +
 	"\vDescription\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -2416,7 +2531,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x16ERROR_KIND_UNAVAILABLE\x10\x04\x12\x16\n" +
 	"\x12ERROR_KIND_TIMEOUT\x10\x05\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSUPPORTED\x10\x06\x12\x17\n" +
-	"\x13ERROR_KIND_UPSTREAM\x10\a2\xab\x06\n" +
+	"\x13ERROR_KIND_UPSTREAM\x10\a2\x91\a\n" +
 	"\bProvider\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12N\n" +
 	"\bDescribe\x12\".voxgate.plugin.v1.DescribeRequest\x1a\x1e.voxgate.plugin.v1.Description\x12M\n" +
@@ -2429,10 +2544,12 @@ const file_voxgate_proto_rawDesc = "" +
 	"\aExplain\x12\x1a.voxgate.plugin.v1.Failure\x1a\".voxgate.plugin.v1.ExplainResponse\x12R\n" +
 	"\vStreamInput\x12\x1f.voxgate.plugin.v1.InputMessage\x1a\x1e.voxgate.plugin.v1.StreamEvent(\x010\x01\x12Q\n" +
 	"\n" +
-	"Transcribe\x12$.voxgate.plugin.v1.TranscribeRequest\x1a\x1d.voxgate.plugin.v1.Transcript2\xba\x01\n" +
+	"Transcribe\x12$.voxgate.plugin.v1.TranscribeRequest\x1a\x1d.voxgate.plugin.v1.Transcript\x12d\n" +
+	"\x10ValidateSettings\x12#.voxgate.plugin.v1.ConfigureRequest\x1a+.voxgate.plugin.v1.ValidateSettingsResponse2\xa0\x02\n" +
 	"\tModerator\x12V\n" +
 	"\tConfigure\x12#.voxgate.plugin.v1.ConfigureRequest\x1a$.voxgate.plugin.v1.ConfigureResponse\x12U\n" +
-	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResultB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
+	"\bModerate\x12$.voxgate.plugin.v1.ModerationRequest\x1a#.voxgate.plugin.v1.ModerationResult\x12d\n" +
+	"\x10ValidateSettings\x12#.voxgate.plugin.v1.ConfigureRequest\x1a+.voxgate.plugin.v1.ValidateSettingsResponseB/Z-github.com/voxgate/voxgate/sdk/proto;pluginpbb\x06proto3"
 
 var (
 	file_voxgate_proto_rawDescOnce sync.Once
@@ -2447,97 +2564,104 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_voxgate_proto_goTypes = []any{
-	(ErrorKind)(0),             // 0: voxgate.plugin.v1.ErrorKind
-	(*ConfigureRequest)(nil),   // 1: voxgate.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),  // 2: voxgate.plugin.v1.ConfigureResponse
-	(*DescribeRequest)(nil),    // 3: voxgate.plugin.v1.DescribeRequest
-	(*Description)(nil),        // 4: voxgate.plugin.v1.Description
-	(*Model)(nil),              // 5: voxgate.plugin.v1.Model
-	(*Encoding)(nil),           // 6: voxgate.plugin.v1.Encoding
-	(*Capabilities)(nil),       // 7: voxgate.plugin.v1.Capabilities
-	(*Credentials)(nil),        // 8: voxgate.plugin.v1.Credentials
-	(*VoicesRequest)(nil),      // 9: voxgate.plugin.v1.VoicesRequest
-	(*VoicesResponse)(nil),     // 10: voxgate.plugin.v1.VoicesResponse
-	(*Voice)(nil),              // 11: voxgate.plugin.v1.Voice
-	(*SynthesizeRequest)(nil),  // 12: voxgate.plugin.v1.SynthesizeRequest
-	(*Neighbours)(nil),         // 13: voxgate.plugin.v1.Neighbours
-	(*SynthesizeResponse)(nil), // 14: voxgate.plugin.v1.SynthesizeResponse
-	(*WordTimestamp)(nil),      // 15: voxgate.plugin.v1.WordTimestamp
-	(*Chunk)(nil),              // 16: voxgate.plugin.v1.Chunk
-	(*CloneRequest)(nil),       // 17: voxgate.plugin.v1.CloneRequest
-	(*Sample)(nil),             // 18: voxgate.plugin.v1.Sample
-	(*CloneResponse)(nil),      // 19: voxgate.plugin.v1.CloneResponse
-	(*InputMessage)(nil),       // 20: voxgate.plugin.v1.InputMessage
-	(*StreamEvent)(nil),        // 21: voxgate.plugin.v1.StreamEvent
-	(*PlanRequest)(nil),        // 22: voxgate.plugin.v1.PlanRequest
-	(*HTTPPlan)(nil),           // 23: voxgate.plugin.v1.HTTPPlan
-	(*Failure)(nil),            // 24: voxgate.plugin.v1.Failure
-	(*ExplainResponse)(nil),    // 25: voxgate.plugin.v1.ExplainResponse
-	(*TranscribeRequest)(nil),  // 26: voxgate.plugin.v1.TranscribeRequest
-	(*Transcript)(nil),         // 27: voxgate.plugin.v1.Transcript
-	(*ModerationRequest)(nil),  // 28: voxgate.plugin.v1.ModerationRequest
-	(*ModerationRule)(nil),     // 29: voxgate.plugin.v1.ModerationRule
-	(*ModerationResult)(nil),   // 30: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),              // 31: voxgate.plugin.v1.Error
-	nil,                        // 32: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                        // 33: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                        // 34: voxgate.plugin.v1.Failure.HeaderEntry
+	(ErrorKind)(0),                   // 0: voxgate.plugin.v1.ErrorKind
+	(*ConfigureRequest)(nil),         // 1: voxgate.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),        // 2: voxgate.plugin.v1.ConfigureResponse
+	(*ValidateSettingsResponse)(nil), // 3: voxgate.plugin.v1.ValidateSettingsResponse
+	(*SettingProblem)(nil),           // 4: voxgate.plugin.v1.SettingProblem
+	(*DescribeRequest)(nil),          // 5: voxgate.plugin.v1.DescribeRequest
+	(*Description)(nil),              // 6: voxgate.plugin.v1.Description
+	(*Model)(nil),                    // 7: voxgate.plugin.v1.Model
+	(*Encoding)(nil),                 // 8: voxgate.plugin.v1.Encoding
+	(*Capabilities)(nil),             // 9: voxgate.plugin.v1.Capabilities
+	(*Credentials)(nil),              // 10: voxgate.plugin.v1.Credentials
+	(*VoicesRequest)(nil),            // 11: voxgate.plugin.v1.VoicesRequest
+	(*VoicesResponse)(nil),           // 12: voxgate.plugin.v1.VoicesResponse
+	(*Voice)(nil),                    // 13: voxgate.plugin.v1.Voice
+	(*SynthesizeRequest)(nil),        // 14: voxgate.plugin.v1.SynthesizeRequest
+	(*Neighbours)(nil),               // 15: voxgate.plugin.v1.Neighbours
+	(*SynthesizeResponse)(nil),       // 16: voxgate.plugin.v1.SynthesizeResponse
+	(*WordTimestamp)(nil),            // 17: voxgate.plugin.v1.WordTimestamp
+	(*Chunk)(nil),                    // 18: voxgate.plugin.v1.Chunk
+	(*CloneRequest)(nil),             // 19: voxgate.plugin.v1.CloneRequest
+	(*Sample)(nil),                   // 20: voxgate.plugin.v1.Sample
+	(*CloneResponse)(nil),            // 21: voxgate.plugin.v1.CloneResponse
+	(*InputMessage)(nil),             // 22: voxgate.plugin.v1.InputMessage
+	(*StreamEvent)(nil),              // 23: voxgate.plugin.v1.StreamEvent
+	(*PlanRequest)(nil),              // 24: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),                 // 25: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),                  // 26: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),          // 27: voxgate.plugin.v1.ExplainResponse
+	(*TranscribeRequest)(nil),        // 28: voxgate.plugin.v1.TranscribeRequest
+	(*Transcript)(nil),               // 29: voxgate.plugin.v1.Transcript
+	(*ModerationRequest)(nil),        // 30: voxgate.plugin.v1.ModerationRequest
+	(*ModerationRule)(nil),           // 31: voxgate.plugin.v1.ModerationRule
+	(*ModerationResult)(nil),         // 32: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),                    // 33: voxgate.plugin.v1.Error
+	nil,                              // 34: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                              // 35: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                              // 36: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	32, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	5,  // 1: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
-	7,  // 2: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
-	6,  // 3: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
-	6,  // 4: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
-	8,  // 5: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	11, // 6: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
-	8,  // 7: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	13, // 8: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
-	15, // 9: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
-	18, // 10: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	8,  // 11: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	12, // 12: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	15, // 13: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	12, // 14: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	33, // 15: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	34, // 16: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	8,  // 17: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	8,  // 18: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	15, // 19: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	8,  // 20: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	29, // 21: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 22: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 23: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	3,  // 24: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	9,  // 25: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	12, // 26: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	12, // 27: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	17, // 28: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	22, // 29: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	24, // 30: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	20, // 31: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	26, // 32: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 33: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	28, // 34: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	2,  // 35: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	4,  // 36: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	10, // 37: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	14, // 38: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	16, // 39: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	19, // 40: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	23, // 41: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	25, // 42: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	21, // 43: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	27, // 44: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	2,  // 45: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	30, // 46: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	34, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	4,  // 1: voxgate.plugin.v1.ValidateSettingsResponse.problems:type_name -> voxgate.plugin.v1.SettingProblem
+	7,  // 2: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
+	9,  // 3: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
+	8,  // 4: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
+	8,  // 5: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
+	10, // 6: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	13, // 7: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
+	10, // 8: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	15, // 9: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
+	17, // 10: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
+	20, // 11: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	10, // 12: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 13: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	17, // 14: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	14, // 15: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	35, // 16: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	36, // 17: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	10, // 18: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	10, // 19: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	17, // 20: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	10, // 21: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	31, // 22: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 23: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 24: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	5,  // 25: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	11, // 26: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	14, // 27: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	14, // 28: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	19, // 29: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	24, // 30: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	26, // 31: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	22, // 32: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	28, // 33: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 34: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	1,  // 35: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	30, // 36: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	1,  // 37: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	2,  // 38: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	6,  // 39: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	12, // 40: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	16, // 41: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	18, // 42: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	21, // 43: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	25, // 44: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	27, // 45: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	23, // 46: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	29, // 47: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	3,  // 48: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	2,  // 49: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	32, // 50: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	3,  // 51: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	38, // [38:52] is the sub-list for method output_type
+	24, // [24:38] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -2551,7 +2675,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -25,16 +25,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Provider_Configure_FullMethodName   = "/voxgate.plugin.v1.Provider/Configure"
-	Provider_Describe_FullMethodName    = "/voxgate.plugin.v1.Provider/Describe"
-	Provider_Voices_FullMethodName      = "/voxgate.plugin.v1.Provider/Voices"
-	Provider_Synthesize_FullMethodName  = "/voxgate.plugin.v1.Provider/Synthesize"
-	Provider_Stream_FullMethodName      = "/voxgate.plugin.v1.Provider/Stream"
-	Provider_Clone_FullMethodName       = "/voxgate.plugin.v1.Provider/Clone"
-	Provider_Plan_FullMethodName        = "/voxgate.plugin.v1.Provider/Plan"
-	Provider_Explain_FullMethodName     = "/voxgate.plugin.v1.Provider/Explain"
-	Provider_StreamInput_FullMethodName = "/voxgate.plugin.v1.Provider/StreamInput"
-	Provider_Transcribe_FullMethodName  = "/voxgate.plugin.v1.Provider/Transcribe"
+	Provider_Configure_FullMethodName        = "/voxgate.plugin.v1.Provider/Configure"
+	Provider_Describe_FullMethodName         = "/voxgate.plugin.v1.Provider/Describe"
+	Provider_Voices_FullMethodName           = "/voxgate.plugin.v1.Provider/Voices"
+	Provider_Synthesize_FullMethodName       = "/voxgate.plugin.v1.Provider/Synthesize"
+	Provider_Stream_FullMethodName           = "/voxgate.plugin.v1.Provider/Stream"
+	Provider_Clone_FullMethodName            = "/voxgate.plugin.v1.Provider/Clone"
+	Provider_Plan_FullMethodName             = "/voxgate.plugin.v1.Provider/Plan"
+	Provider_Explain_FullMethodName          = "/voxgate.plugin.v1.Provider/Explain"
+	Provider_StreamInput_FullMethodName      = "/voxgate.plugin.v1.Provider/StreamInput"
+	Provider_Transcribe_FullMethodName       = "/voxgate.plugin.v1.Provider/Transcribe"
+	Provider_ValidateSettings_FullMethodName = "/voxgate.plugin.v1.Provider/ValidateSettings"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -69,6 +70,12 @@ type ProviderClient interface {
 	// Providers that do not transcribe answer UNIMPLEMENTED and report
 	// transcribes = false in Description.
 	Transcribe(ctx context.Context, in *TranscribeRequest, opts ...grpc.CallOption) (*Transcript, error)
+	// ValidateSettings checks a provider block's settings without applying
+	// them (sdk.SettingsValidator): every unknown key and bad value at once.
+	// `voxgate config check`, a reload and a start call it before
+	// Configure. Plugins built before it existed answer UNIMPLEMENTED, which
+	// the gateway takes as "not checked".
+	ValidateSettings(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ValidateSettingsResponse, error)
 }
 
 type providerClient struct {
@@ -191,6 +198,16 @@ func (c *providerClient) Transcribe(ctx context.Context, in *TranscribeRequest, 
 	return out, nil
 }
 
+func (c *providerClient) ValidateSettings(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ValidateSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ValidateSettingsResponse)
+	err := c.cc.Invoke(ctx, Provider_ValidateSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -223,6 +240,12 @@ type ProviderServer interface {
 	// Providers that do not transcribe answer UNIMPLEMENTED and report
 	// transcribes = false in Description.
 	Transcribe(context.Context, *TranscribeRequest) (*Transcript, error)
+	// ValidateSettings checks a provider block's settings without applying
+	// them (sdk.SettingsValidator): every unknown key and bad value at once.
+	// `voxgate config check`, a reload and a start call it before
+	// Configure. Plugins built before it existed answer UNIMPLEMENTED, which
+	// the gateway takes as "not checked".
+	ValidateSettings(context.Context, *ConfigureRequest) (*ValidateSettingsResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -262,6 +285,9 @@ func (UnimplementedProviderServer) StreamInput(grpc.BidiStreamingServer[InputMes
 }
 func (UnimplementedProviderServer) Transcribe(context.Context, *TranscribeRequest) (*Transcript, error) {
 	return nil, status.Error(codes.Unimplemented, "method Transcribe not implemented")
+}
+func (UnimplementedProviderServer) ValidateSettings(context.Context, *ConfigureRequest) (*ValidateSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ValidateSettings not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -446,6 +472,24 @@ func _Provider_Transcribe_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_ValidateSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).ValidateSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_ValidateSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).ValidateSettings(ctx, req.(*ConfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -485,6 +529,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Transcribe",
 			Handler:    _Provider_Transcribe_Handler,
 		},
+		{
+			MethodName: "ValidateSettings",
+			Handler:    _Provider_ValidateSettings_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -503,8 +551,9 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Moderator_Configure_FullMethodName = "/voxgate.plugin.v1.Moderator/Configure"
-	Moderator_Moderate_FullMethodName  = "/voxgate.plugin.v1.Moderator/Moderate"
+	Moderator_Configure_FullMethodName        = "/voxgate.plugin.v1.Moderator/Configure"
+	Moderator_Moderate_FullMethodName         = "/voxgate.plugin.v1.Moderator/Moderate"
+	Moderator_ValidateSettings_FullMethodName = "/voxgate.plugin.v1.Moderator/ValidateSettings"
 )
 
 // ModeratorClient is the client API for Moderator service.
@@ -515,6 +564,8 @@ const (
 type ModeratorClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	Moderate(ctx context.Context, in *ModerationRequest, opts ...grpc.CallOption) (*ModerationResult, error)
+	// ValidateSettings: as Provider.ValidateSettings.
+	ValidateSettings(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ValidateSettingsResponse, error)
 }
 
 type moderatorClient struct {
@@ -545,6 +596,16 @@ func (c *moderatorClient) Moderate(ctx context.Context, in *ModerationRequest, o
 	return out, nil
 }
 
+func (c *moderatorClient) ValidateSettings(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ValidateSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ValidateSettingsResponse)
+	err := c.cc.Invoke(ctx, Moderator_ValidateSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ModeratorServer is the server API for Moderator service.
 // All implementations must embed UnimplementedModeratorServer
 // for forward compatibility.
@@ -553,6 +614,8 @@ func (c *moderatorClient) Moderate(ctx context.Context, in *ModerationRequest, o
 type ModeratorServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	Moderate(context.Context, *ModerationRequest) (*ModerationResult, error)
+	// ValidateSettings: as Provider.ValidateSettings.
+	ValidateSettings(context.Context, *ConfigureRequest) (*ValidateSettingsResponse, error)
 	mustEmbedUnimplementedModeratorServer()
 }
 
@@ -568,6 +631,9 @@ func (UnimplementedModeratorServer) Configure(context.Context, *ConfigureRequest
 }
 func (UnimplementedModeratorServer) Moderate(context.Context, *ModerationRequest) (*ModerationResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Moderate not implemented")
+}
+func (UnimplementedModeratorServer) ValidateSettings(context.Context, *ConfigureRequest) (*ValidateSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ValidateSettings not implemented")
 }
 func (UnimplementedModeratorServer) mustEmbedUnimplementedModeratorServer() {}
 func (UnimplementedModeratorServer) testEmbeddedByValue()                   {}
@@ -626,6 +692,24 @@ func _Moderator_Moderate_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Moderator_ValidateSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModeratorServer).ValidateSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Moderator_ValidateSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModeratorServer).ValidateSettings(ctx, req.(*ConfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Moderator_ServiceDesc is the grpc.ServiceDesc for Moderator service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -640,6 +724,10 @@ var Moderator_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Moderate",
 			Handler:    _Moderator_Moderate_Handler,
+		},
+		{
+			MethodName: "ValidateSettings",
+			Handler:    _Moderator_ValidateSettings_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

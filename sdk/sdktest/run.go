@@ -28,6 +28,7 @@ const (
 	CheckClone        = "Clone"
 	CheckCancel       = "Cancel"
 	CheckConcurrent   = "Concurrent"
+	CheckSettings     = "Settings"
 )
 
 // DefaultText is the sentence Run synthesizes when Config.Text is empty.
@@ -84,6 +85,12 @@ type Config struct {
 	// the run instead of stalling it. It is a guard, not a speed target;
 	// 0 means 2 minutes.
 	CallTimeout time.Duration
+	// BadSettings are settings with a value the provider must refuse,
+	// key by key (e.g. {"base_url": "not a url"}): the Settings check
+	// validates Settings with each of them in turn and wants a problem
+	// naming that key. Empty checks only an unknown key and the good
+	// settings.
+	BadSettings map[string]string
 	// Skip names checks (the Check constants) not to run.
 	Skip []string
 }
@@ -110,6 +117,10 @@ type Config struct {
 //   - Cancel: a cancelled context ends Synthesize and Stream with an error,
 //     and an error from send ends Stream.
 //   - Concurrent: parallel calls all succeed.
+//   - Settings: the provider checks its settings (sdk.ValidateSettings:
+//     it implements sdk.SettingsValidator or sdk.SettingsDecoder): the
+//     good Settings give no problem, an unknown key and each of
+//     BadSettings a problem naming the key.
 //   - Plan, Explain: when p plans (implements sdk.Planner; for a plugin
 //     process, Describe reports Plans), its plans, sent as the gateway
 //     sends them, answer audio of the media type Synthesize gives, and
@@ -160,6 +171,7 @@ func Run(t *testing.T, p sdk.Provider, cfg Config) {
 	r.run(t, CheckClone, r.checkClone)
 	r.run(t, CheckCancel, r.checkCancel)
 	r.run(t, CheckConcurrent, r.checkConcurrent)
+	r.run(t, CheckSettings, r.checkSettings)
 	r.run(t, CheckPlan, r.checkPlan)
 	r.run(t, CheckExplain, r.checkExplain)
 }

@@ -58,6 +58,19 @@ type broken struct {
 	mode string
 }
 
+// ValidateSettings forwards to the wrapped plugin, or (settings-lax)
+// accepts anything.
+func (b *broken) ValidateSettings(ctx context.Context, settings map[string]string) []sdk.SettingProblem {
+	if b.mode == "settings-lax" {
+		return nil
+	}
+	problems, _, err := sdk.ValidateSettings(ctx, b.Provider, settings)
+	if err != nil {
+		return []sdk.SettingProblem{{Message: err.Error()}}
+	}
+	return problems
+}
+
 func (b *broken) Describe(ctx context.Context) (*sdk.Description, error) {
 	d, err := b.Provider.Describe(ctx)
 	if err == nil && b.mode == "bad-default-model" {
@@ -197,6 +210,7 @@ func TestRunCatchesBrokenProviders(t *testing.T) {
 		{"plan-unsupported", "basic", []string{CheckPlan}},
 		{"plan-explain-leaks", "test", []string{CheckExplain}},
 		{"plan-explain-internal", "basic", []string{CheckExplain}},
+		{"settings-lax", "basic", []string{CheckSettings}},
 	}
 	failLine := regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenProviderHelper/(\w+) `)
 	for _, tt := range tests {

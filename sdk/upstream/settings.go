@@ -42,54 +42,77 @@ func IsSettingKey(key string) bool {
 	return false
 }
 
+// CommonSettings are the common settings as a settings struct
+// (sdk.DecodeSettings): a plugin embeds it in its own settings struct, or
+// returns a new one from NewSettings when it takes no others, so that a
+// provider block is checked against every key the plugin reads.
+type CommonSettings struct {
+	BaseURL        string        `setting:"base_url"`
+	Timeout        time.Duration `setting:"timeout"`
+	ConnectTimeout time.Duration `setting:"connect_timeout"`
+	MaxAttempts    *int          `setting:"max_attempts"`
+	MaxIdleConns   *int          `setting:"max_idle_conns"`
+}
+
+// CheckSettings implements sdk.SettingsChecker. A plugin whose settings
+// struct has a CheckSettings of its own calls this one from it.
+func (c *CommonSettings) CheckSettings() []sdk.SettingProblem {
+	var problems []sdk.SettingProblem
+	if p := CheckURL("base_url", c.BaseURL); p != nil {
+		problems = append(problems, *p)
+	}
+	for _, f := range []struct {
+		key string
+		n   *int
+	}{{"max_attempts", c.MaxAttempts}, {"max_idle_conns", c.MaxIdleConns}} {
+		if f.n != nil && *f.n < 1 {
+			problems = append(problems, sdk.SettingProblem{Path: f.key, Message: fmt.Sprintf("want a positive integer, got %d", *f.n)})
+		}
+	}
+	return problems
+}
+
 // ParseSettings reads the common settings from a Configure map, with
 // defaultBaseURL when base_url is absent. Keys it does not know are left
-// for the plugin. A malformed value is an error naming the key.
+// for the plugin (a plugin checks them with its settings struct, see
+// CommonSettings). A malformed value is an error naming the key.
 func ParseSettings(settings map[string]string, defaultBaseURL string) (Settings, error) {
-	s := Settings{BaseURL: defaultBaseURL}
-	var errs []error
-	if v := strings.TrimSpace(settings["base_url"]); v != "" {
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("base_url %q: want an absolute http(s) URL", v))
+	common := map[string]string{}
+	for k, v := range settings {
+		// An empty value means the default, as it always has.
+		if IsSettingKey(k) && strings.TrimSpace(v) != "" {
+			common[k] = v
 		}
-		s.BaseURL = v
 	}
-	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
-	duration := func(key string) time.Duration {
-		v := strings.TrimSpace(settings[key])
-		if v == "" {
-			return 0
+	var c CommonSettings
+	if problems := sdk.DecodeSettings(common, &c); len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = errors.New(p.String())
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("%s %q: want a duration such as 30s", key, v))
-			return 0
-		}
-		return d
+		return Settings{}, errors.Join(errs...)
 	}
-	integer := func(key string) int {
-		v := strings.TrimSpace(settings[key])
-		if v == "" {
+	deref := func(n *int) int {
+		if n == nil {
 			return 0
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("%s %q: want a positive integer", key, v))
-			return 0
-		}
-		return n
+		return *n
 	}
-	s.Timeout = duration("timeout")
-	connect := duration("connect_timeout")
+	s := Settings{BaseURL: strings.TrimRight(cmpOr(c.BaseURL, defaultBaseURL), "/"), Timeout: c.Timeout, MaxAttempts: deref(c.MaxAttempts)}
 	s.Client = ClientOptions{
-		DialTimeout:           connect,
-		TLSHandshakeTimeout:   connect,
+		DialTimeout:           c.ConnectTimeout,
+		TLSHandshakeTimeout:   c.ConnectTimeout,
 		ResponseHeaderTimeout: s.Timeout,
-		MaxIdleConnsPerHost:   integer("max_idle_conns"),
+		MaxIdleConnsPerHost:   deref(c.MaxIdleConns),
 	}
-	s.MaxAttempts = integer("max_attempts")
-	return s, errors.Join(errs...)
+	return s, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // DecodeOptions decodes a request's providerOptions JSON object into v (a
@@ -238,4 +261,17 @@ func jsonKind(goKind string) string {
 		return "value"
 	}
 	return "number"
+}
+
+// CheckURL is the problem with a URL setting that is not an absolute
+// http(s) URL, or nil (also for an empty one, which means the default).
+func CheckURL(key, v string) *sdk.SettingProblem {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &sdk.SettingProblem{Path: key, Message: fmt.Sprintf("want an absolute http(s) URL, got %q", v)}
+	}
+	return nil
 }

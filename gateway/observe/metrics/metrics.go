@@ -39,6 +39,10 @@ type Metrics struct {
 	// of passing the provider's bytes through, by source and target
 	// format and reason (see speech's Reason constants).
 	AudioConversions *prometheus.CounterVec
+	// Fallbacks counts requests (and conversation turns) that fell back
+	// from one provider/model to another, by both and the failure's
+	// problem code.
+	Fallbacks *prometheus.CounterVec
 	// ProviderCalls counts provider calls by provider, model, operation
 	// and outcome.
 	ProviderCalls *prometheus.CounterVec
@@ -97,6 +101,9 @@ func New() *Metrics {
 		AudioConversions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxgate_audio_conversions_total", Help: "Answers the gateway converted instead of passing the provider's bytes through, by source format, target format and reason (format, sample_rate, bitrate, header, processing, join, timestamps).",
 		}, []string{"from", "to", "reason"}),
+		Fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voxgate_fallbacks_total", Help: "Requests and conversation turns that fell back from one provider/model (from) to the next target of its route (to), by the failure's problem code (reason).",
+		}, []string{"from", "to", "reason"}),
 		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voxgate_upstream_retries_total", Help: "Retries of requests the gateway sends to providers itself, by provider and reason (the retried status, or transport).",
 		}, []string{"provider", "reason"}),
@@ -148,7 +155,7 @@ func New() *Metrics {
 	}
 	m.usage = newUsage()
 	m.Registry.MustRegister(m.usage.collectors()...)
-	m.Registry.MustRegister(m.Requests, m.Latency, m.InFlight, m.TimeToFirstAudio, m.AudioConversions, m.UpstreamRetries, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
+	m.Registry.MustRegister(m.Requests, m.Latency, m.InFlight, m.TimeToFirstAudio, m.AudioConversions, m.Fallbacks, m.UpstreamRetries, m.ProviderCalls, m.ProviderLatency, m.ProviderPlans, m.PluginRestarts,
 		m.ModerationDecisions, m.ModerationLatency, m.Panics, m.RateLimitErrors,
 		m.ConnsOpen, m.ConnsRejected, m.AcceptErrors, m.CacheRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -50,6 +50,9 @@ type keyMeta struct {
 // The key goes first: a failure between the two leaves a usable key whose
 // facts listKeys then derives from the key itself.
 func storeKey(ctx context.Context, st Secrets, s *Sealer, org, provider, value string, now time.Time) error {
+	if err := s.guard(ctx, st); err != nil {
+		return err
+	}
 	ct, err := s.Seal([]byte(value), aad(org, provider))
 	if err != nil {
 		return err
@@ -94,9 +97,13 @@ func keyInfo(ctx context.Context, st Secrets, s *Sealer, org, provider string) (
 }
 
 // StoreBYOK encrypts and stores org's own key for provider. The org and
-// provider must exist in the policy.
+// provider must exist in the policy, and the org must be allowed to
+// bring its own key, by the API's rule (Policy.AllowOwnKey).
 func StoreBYOK(ctx context.Context, st Secrets, s *Sealer, p *Policy, org, provider, value string) error {
 	if err := p.Exists(org, provider); err != nil {
+		return err
+	}
+	if err := p.AllowOwnKey(org, provider); err != nil {
 		return err
 	}
 	return storeKey(ctx, st, s, org, provider, value, time.Now())

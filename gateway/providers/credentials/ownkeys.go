@@ -17,26 +17,33 @@ import (
 // this package except into a provider call's credentials.
 
 // AllowOwnKey reports, as a problem, why org may not store its own key for
+// provider: see Policy.AllowOwnKey.
+func (r *Resolver) AllowOwnKey(org, provider string) error {
+	return r.policy.AllowOwnKey(org, provider)
+}
+
+// AllowOwnKey reports, as a problem, why org may not store its own key for
 // provider: 404 for a provider the gateway does not run, 403
 // provider_disabled when the org may not use it, 403 byok_not_allowed when
 // the org's configuration does not let it bring its own key, 409 conflict
 // when the configuration holds the org's key itself (either way a key
-// stored anyway would never be used).
-func (r *Resolver) AllowOwnKey(org, provider string) error {
-	if _, ok := r.policy.providers[provider]; !ok {
+// stored anyway would never be used). The API's PUT /v1/api-keys and
+// `voxgate secrets set` (StoreBYOK) both apply it.
+func (p *Policy) AllowOwnKey(org, provider string) error {
+	if _, ok := p.providers[provider]; !ok {
 		return problem.New(problem.NotFound, "no provider %q", provider)
 	}
-	f := r.Flags(org, provider)
-	if !f.Enabled {
+	op, _ := p.orgProvider(org, provider) // the file's, or the admin API's
+	if !op.flags.Enabled {
 		return problem.New(problem.ProviderDisabled, "provider %s is not enabled for this organization", provider)
 	}
-	if !f.BYOK {
-		if _, inFile := r.policy.orgs[org]; !inFile {
+	if !op.flags.BYOK {
+		if _, inFile := p.orgs[org]; !inFile {
 			return problem.New(problem.BYOKNotAllowed, "this organization does not bring its own %s key (its providers.%s.byok is false; an administrator sets it with PATCH /v1/admin/orgs/%s)", provider, provider, org)
 		}
 		return problem.New(problem.BYOKNotAllowed, "this organization does not bring its own %s key (orgs.%s.providers.%s.byok is false in gateway.yaml)", provider, org, provider)
 	}
-	if r.policy.orgs[org][provider].ownKey != "" {
+	if op.ownKey != "" {
 		// The configured key wins over a stored one (Resolver.For): a key
 		// stored now would never be used.
 		return problem.New(problem.Conflict, "this organization's %s key is set in gateway.yaml (orgs.%s.providers.%s.api_key), which takes precedence; remove it there to manage the key over the API", provider, org, provider)
@@ -53,33 +60,41 @@ func (r *Resolver) StoreOwnKey(ctx context.Context, org, provider, key string, n
 // DeleteOwnKey removes org's stored key for provider: 404 not_found when
 // none is stored.
 func (r *Resolver) DeleteOwnKey(ctx context.Context, org, provider string) error {
-	err := r.store.DeleteSecret(ctx, org, SecretName(provider))
+	err := DeleteBYOK(ctx, r.store, org, provider)
 	if errors.Is(err, store.ErrNotFound) {
 		return problem.New(problem.NotFound, "no %s key is stored for this organization", provider)
 	}
-	if err != nil {
+	return err
+}
+
+// DeleteBYOK removes org's stored key for provider and what the API shows
+// of it (its byok-meta record), leaving nothing behind; none stored is
+// store.ErrNotFound (a facts record left by an earlier delete goes all
+// the same). The API's DELETE and `voxgate secrets delete` both use it.
+func DeleteBYOK(ctx context.Context, st Secrets, org, provider string) error {
+	keyErr := st.DeleteSecret(ctx, org, SecretName(provider))
+	if keyErr != nil && !errors.Is(keyErr, store.ErrNotFound) {
+		return fmt.Errorf("delete %s key: %w", provider, keyErr)
+	}
+	if err := st.DeleteSecret(ctx, org, metaName(provider)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("delete %s key: %w", provider, err)
 	}
-	if err := r.store.DeleteSecret(ctx, org, metaName(provider)); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("delete %s key: %w", provider, err)
-	}
-	return nil
+	return keyErr
 }
 
 // SetSecret stores org's own key for provider on the operator's word
-// (`voxgate secrets set`, through the admin socket): the organization and
-// the provider must be in the configuration, and the key is stored as
-// given, unchecked, unlike the API's PUT (AllowOwnKey and a call).
+// (`voxgate secrets set`, through the admin socket) under the API's rule
+// (AllowOwnKey); the key is stored as given, unlike the API's PUT, which
+// also tries it with a call.
 func (r *Resolver) SetSecret(ctx context.Context, org, provider, value string) error {
 	return StoreBYOK(ctx, r.store, r.sealer, r.policy, org, provider, value)
 }
 
 // DeleteSecret removes org's stored key for provider on the operator's
-// word (`voxgate secrets delete`); none stored is store.ErrNotFound. What the
-// API shows of the key (its last four characters) is left behind and
-// listed no more, since the key's own entry is what lists it.
+// word (`voxgate secrets delete`), with its byok-meta record
+// (DeleteBYOK); none stored is store.ErrNotFound.
 func (r *Resolver) DeleteSecret(ctx context.Context, org, provider string) error {
-	return r.store.DeleteSecret(ctx, org, SecretName(provider))
+	return DeleteBYOK(ctx, r.store, org, provider)
 }
 
 // ListOwnKeys returns what may be shown of org's stored provider keys, in

@@ -250,6 +250,10 @@ func (r *Resolver) For(ctx context.Context, org, provider string) (sdk.Credentia
 		// BYOK still needs no credentials.
 		return sdk.Credentials{}, nil
 	}
+	if f.BYOK {
+		return sdk.Credentials{}, problem.New(problem.NoAPIKey,
+			"no usable %s key: this organization brings its own key (byok) but none is stored; store one with PUT /v1/api-keys/%s or `voxgate secrets set --org %s --provider %s`", provider, provider, org, provider)
+	}
 	return sdk.Credentials{}, problem.New(problem.NoAPIKey,
-		"no usable %s key: this organization brings its own key (byok) but none is stored; store one with PUT /v1/api-keys/%s or `voxgate secrets set --org %s --provider %s`", provider, provider, org, provider)
+		"no usable %s key: this organization does not bring its own key (orgs.%s.providers.%s.byok is false) and may not use the gateway's managed key (providers.%s.managed, or orgs.%s.providers.%s.managed, is false in gateway.yaml)", provider, org, provider, provider, org, provider)
 }

@@ -3,6 +3,7 @@ package credentials_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,28 @@ func TestPolicyFlags(t *testing.T) {
 				t.Errorf("flags %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNoAPIKeyExplains: the 403 no_api_key text says why there is no key,
+// and says "brings its own key" only of an organization that does.
+func TestNoAPIKeyExplains(t *testing.T) {
+	off := false
+	p := credentials.NewPolicy(
+		map[string]credentials.Provider{"openai": {Managed: false, ManagedKey: "k"}, "eleven": {Managed: true, ManagedKey: "k"}},
+		map[string]map[string]credentials.OrgAccess{"acme": {
+			"openai": {Enabled: true},
+			"eleven": {Enabled: true, Managed: &off},
+		}})
+	r := credentials.NewResolver(p, nil, nil)
+	for _, provider := range []string{"openai", "eleven"} {
+		_, err := r.For(context.Background(), "acme", provider)
+		if err == nil {
+			t.Fatalf("%s: got credentials", provider)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "brings its own key") || !strings.Contains(msg, "does not bring its own key") || !strings.Contains(msg, "managed") {
+			t.Errorf("%s: %q", provider, msg)
+		}
 	}
 }

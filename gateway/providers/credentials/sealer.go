@@ -17,55 +17,84 @@ import (
 // Sealer encrypts and decrypts stored secrets with AES-256-GCM.
 type Sealer struct {
 	aead cipher.AEAD
+	// fingerprint is Fingerprint of the key; source says where the key
+	// came from, for messages (WithSource).
+	fingerprint []byte
+	source      string
 }
 
-// LoadKey returns the 32-byte sealing key: from the environment variable
-// envName when set (base64), else from keyFile, which is created with a new
-// random key (mode 0600) when missing.
-func LoadKey(envName, keyFile string) ([]byte, error) {
+// Source is where the key came from, as WithSource named it.
+func (s *Sealer) Source() string { return s.source }
+
+// Fingerprint is the key's Fingerprint.
+func (s *Sealer) Fingerprint() []byte { return s.fingerprint }
+
+// WithSource names where the key came from ("$VOXGATE_SECRETS_KEY", a
+// file path) in the guard's messages, and returns s.
+func (s *Sealer) WithSource(source string) *Sealer {
+	s.source = source
+	return s
+}
+
+// LoadKey returns the 32-byte sealing key and where it came from (for
+// messages): from the environment variable envName when one is named,
+// else from keyFile. A named variable that is not set is an error, never
+// a reason to fall back to a file. A missing keyFile is created with a
+// new random key (mode 0600) only when create is true: the caller says
+// so only for a store that holds no secrets yet and records no key's
+// fingerprint, so that a lost or misplaced key file is never silently
+// replaced by a new key.
+func LoadKey(envName, keyFile string, create bool) (key []byte, source string, err error) {
 	if envName != "" {
-		if v := os.Getenv(envName); v != "" {
-			k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-			if err != nil || len(k) != 32 {
-				return nil, fmt.Errorf("%s must hold a base64-encoded 32-byte key (e.g. `openssl rand -base64 32`)", envName)
-			}
-			return k, nil
+		source = "$" + envName
+		v := os.Getenv(envName)
+		if v == "" {
+			return nil, source, fmt.Errorf("secrets.key_env names %s, which is not set: set it to the deployment's secrets key (base64 of 32 bytes, the same on every instance); voxgate makes no key file when key_env is named", source)
 		}
+		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(k) != 32 {
+			return nil, source, fmt.Errorf("%s must hold a base64-encoded 32-byte key (e.g. `openssl rand -base64 32`)", source)
+		}
+		return k, source, nil
 	}
 	if keyFile == "" {
-		return nil, errors.New("no secrets key: set secrets.key_env or secrets.key_file")
+		return nil, "", errors.New("no secrets key: set secrets.key_env or secrets.key_file")
 	}
+	source = keyFile
 	data, err := os.ReadFile(keyFile)
 	if errors.Is(err, os.ErrNotExist) {
+		if !create {
+			return nil, source, fmt.Errorf("secrets key file %s does not exist, and the store holds provider keys sealed with a key: restore that key file (or name it with secrets.key_file, or give the key with secrets.key_env); a new key could not open them", keyFile)
+		}
 		k := make([]byte, 32)
 		if _, err := rand.Read(k); err != nil {
-			return nil, err
+			return nil, source, err
 		}
 		if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
-			return nil, fmt.Errorf("secrets key: %w", err)
+			return nil, source, fmt.Errorf("secrets key: %w", err)
 		}
 		// O_EXCL: two processes racing to create the key must not both win.
 		f, err := os.OpenFile(keyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return LoadKey("", keyFile)
+				return LoadKey("", keyFile, false)
 			}
-			return nil, fmt.Errorf("secrets key: %w", err)
+			return nil, source, fmt.Errorf("secrets key: %w", err)
 		}
 		defer f.Close()
 		if _, err := f.WriteString(base64.StdEncoding.EncodeToString(k) + "\n"); err != nil {
-			return nil, fmt.Errorf("secrets key: %w", err)
+			return nil, source, fmt.Errorf("secrets key: %w", err)
 		}
-		return k, f.Sync()
+		return k, source, f.Sync()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("secrets key: %w", err)
+		return nil, source, fmt.Errorf("secrets key: %w", err)
 	}
 	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
 	if err != nil || len(k) != 32 {
-		return nil, fmt.Errorf("secrets key file %s must hold a base64-encoded 32-byte key", keyFile)
+		return nil, source, fmt.Errorf("secrets key file %s must hold a base64-encoded 32-byte key", keyFile)
 	}
-	return k, nil
+	return k, source, nil
 }
 
 // NewSealer returns a Sealer for a 32-byte key.
@@ -78,7 +107,7 @@ func NewSealer(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{aead: aead}, nil
+	return &Sealer{aead: aead, fingerprint: Fingerprint(key), source: "the configured key"}, nil
 }
 
 // Seal encrypts plaintext; aad (e.g. "org/provider") binds the ciphertext

@@ -72,6 +72,14 @@ func (p *Pool) start(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	// Every instance finds the same mistakes in the settings: say them
+	// once.
+	for _, err := range errs {
+		var se *SettingsError
+		if errors.As(err, &se) {
+			return se
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -96,13 +104,24 @@ func (in *instance) launch(ctx context.Context) error {
 	if p.spec.Kind == KindModerator {
 		mod, err = sdk.DispenseModerator(client)
 		if err == nil {
+			err = validate(ctx, p.spec, mod)
+		}
+		if err == nil {
 			err = mod.Configure(ctx, p.spec.Settings)
 		}
 	} else {
 		prov, err = sdk.DispenseProvider(client)
 		if err == nil {
+			err = validate(ctx, p.spec, prov)
+		}
+		if err == nil {
 			err = prov.Configure(ctx, p.spec.Settings)
 		}
+	}
+	var se *SettingsError
+	if errors.As(err, &se) {
+		client.Kill()
+		return err
 	}
 	if err != nil {
 		client.Kill()

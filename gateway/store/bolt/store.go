@@ -58,6 +58,9 @@ const (
 
 	metaSchema = "schema"
 	metaSecret = "secret"
+	// metaSealFingerprint is the fingerprint of the secrets key
+	// (SealFingerprint).
+	metaSealFingerprint = "seal_fingerprint"
 )
 
 // Store is the gateway's persistent state in one bbolt file. It is safe for

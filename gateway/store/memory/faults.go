@@ -32,6 +32,8 @@ const (
 	mGetSecret
 	mDeleteSecret
 	mListSecretNames
+	mSealFingerprint
+	mRecordSealFingerprint
 	mAppendLogs
 	mListLogs
 	mGetLog
@@ -62,7 +64,7 @@ var methodNames = [numMethods]string{
 	"CreateKey", "KeyByHash", "ListKeys", "RevokeKey",
 	"CreateVoice", "GetVoice", "DeleteVoice", "UpdateVoice", "ListVoices",
 	"PutMedia", "GetMedia", "MediaData", "DeleteMedia",
-	"PutSecret", "GetSecret", "DeleteSecret", "ListSecretNames",
+	"PutSecret", "GetSecret", "DeleteSecret", "ListSecretNames", "SealFingerprint", "RecordSealFingerprint",
 	"AppendLogs", "ListLogs", "GetLog", "PurgeLogs", "Usage",
 	"CreateDictionary", "DefaultDictionary", "GetDictionary", "UpdateDictionary", "DeleteDictionary", "ListDictionaries",
 	"CreateRule", "GetRule", "UpdateRule", "DeleteRule", "ListRules", "DictionaryRules",

@@ -57,6 +57,13 @@ func calls() []call {
 		{"GetSecret", func(ctx context.Context, s *memory.Store) error { return first(s.GetSecret(ctx, "o", "openai")) }},
 		{"DeleteSecret", func(ctx context.Context, s *memory.Store) error { return s.DeleteSecret(ctx, "o", "gone") }},
 		{"ListSecretNames", func(ctx context.Context, s *memory.Store) error { return first(s.ListSecretNames(ctx, "o")) }},
+		{"SealFingerprint", func(ctx context.Context, s *memory.Store) error {
+			_, _, err := s.SealFingerprint(ctx)
+			return err
+		}},
+		{"RecordSealFingerprint", func(ctx context.Context, s *memory.Store) error {
+			return first(s.RecordSealFingerprint(ctx, []byte("fp")))
+		}},
 		{"AppendLogs", func(ctx context.Context, s *memory.Store) error {
 			return s.AppendLogs(ctx, []store.LogRow{{RequestID: "r2", OrgID: "o", Status: 200}})
 		}},

@@ -34,6 +34,8 @@ type Store struct {
 	// orgRecords are the organizations made through the admin API (orgs
 	// above holds every organization's data, whoever declared it).
 	orgRecords map[string]*store.Org
+	// sealFingerprint is store.SecretStore's SealFingerprint.
+	sealFingerprint []byte
 }
 
 // org is one organization's records. It is created by its first write;

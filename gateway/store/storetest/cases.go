@@ -668,6 +668,37 @@ func sameScope(a, b store.KeyScope) bool {
 		a.Budget == b.Budget && a.BudgetPeriod == b.BudgetPeriod && a.RatePerMinute == b.RatePerMinute
 }
 
+// testSealFingerprint: no fingerprint and no secrets in a new store; the
+// first fingerprint recorded stays (a second writer gets it back); a
+// secret anywhere counts, and deleting the last one counts too.
+func testSealFingerprint(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := openWith(t, open, nil)
+	fp, has, err := s.SealFingerprint(ctx)
+	if err != nil || fp != nil || has {
+		t.Fatalf("new store: fingerprint %x, has secrets %v, err %v", fp, has, err)
+	}
+	first := []byte("fingerprint-one-0123456789abcdef")
+	got, err := s.RecordSealFingerprint(ctx, first)
+	if err != nil || string(got) != string(first) {
+		t.Fatalf("RecordSealFingerprint = %q, %v", got, err)
+	}
+	first[0] = 'X' // the store must not alias the caller's buffer
+	got, err = s.RecordSealFingerprint(ctx, []byte("fingerprint-two"))
+	if err != nil || string(got) != "fingerprint-one-0123456789abcdef" {
+		t.Fatalf("second RecordSealFingerprint = %q, %v: the first must stay", got, err)
+	}
+	mustDo(t, s.PutSecret(ctx, "o2", "byok:openai", []byte("sealed")))
+	fp, has, err = s.SealFingerprint(ctx)
+	if err != nil || string(fp) != "fingerprint-one-0123456789abcdef" || !has {
+		t.Fatalf("after a secret: fingerprint %q, has secrets %v, err %v", fp, has, err)
+	}
+	mustDo(t, s.DeleteSecret(ctx, "o2", "byok:openai"))
+	if _, has, err = s.SealFingerprint(ctx); err != nil || has {
+		t.Errorf("after deleting the only secret: has secrets %v, err %v", has, err)
+	}
+}
+
 func testSecrets(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := openWith(t, open, nil)

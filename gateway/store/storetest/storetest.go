@@ -56,6 +56,7 @@ var cases = []struct {
 }{
 	{"Keys", testKeys},
 	{"Secrets", testSecrets},
+	{"SealFingerprint", testSealFingerprint},
 	{"Media", testMedia},
 	{"VoiceCRUD", testVoiceCRUD},
 	{"ListVoicesOrgIsolation", testListVoicesOrgIsolation},

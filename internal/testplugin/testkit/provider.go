@@ -120,32 +120,57 @@ func NewProvider() *Provider {
 // a request that names none gets). A non-empty `fail_configure` makes
 // Configure fail with that message.
 func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
-	if msg := settings["fail_configure"]; msg != "" {
-		return sdk.Errorf(sdk.KindInternal, "%s", msg)
+	var s Settings
+	if problems := sdk.DecodeSettings(settings, &s); len(problems) > 0 {
+		return sdk.SettingsErr("testkit", problems)
 	}
-	p.log.SetPath(settings["call_log"])
-	if v := settings["max_text_chars"]; v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return sdk.Errorf(sdk.KindInvalidRequest, "max_text_chars %q is not a count", v)
-		}
+	if s.FailConfigure != "" {
+		return sdk.Errorf(sdk.KindInternal, "%s", s.FailConfigure)
+	}
+	p.log.SetPath(s.CallLog)
+	if s.MaxTextChars != nil {
 		p.mu.Lock()
-		p.maxTextChars = n
+		p.maxTextChars = *s.MaxTextChars
 		p.mu.Unlock()
 	}
-	if v := settings["output_formats"]; v != "" {
-		formats := strings.Split(v, ",")
-		for _, f := range formats {
-			if f != sdk.FormatPCM && f != sdk.FormatWAV {
-				return sdk.Errorf(sdk.KindInvalidRequest, "output_formats: %q is not pcm or wav", f)
-			}
-		}
+	if len(s.OutputFormats) > 0 {
 		p.mu.Lock()
-		p.formats = formats
+		p.formats = s.OutputFormats
 		p.mu.Unlock()
 	}
 	return nil
 }
+
+// Settings are the test kit's settings, decoded by sdk.DecodeSettings;
+// NewSettings hands the type to the sdk, which checks a provider block
+// against it (sdk.SettingsDecoder).
+type Settings struct {
+	// CallLog is the JSON-lines file every call is appended to.
+	CallLog string `setting:"call_log"`
+	// FailConfigure makes Configure fail with this message.
+	FailConfigure string `setting:"fail_configure"`
+	// MaxTextChars is the models' MaxTextChars.
+	MaxTextChars *int `setting:"max_text_chars"`
+	// OutputFormats are the formats the models list: pcm, wav.
+	OutputFormats []string `setting:"output_formats"`
+}
+
+// CheckSettings implements sdk.SettingsChecker.
+func (s *Settings) CheckSettings() []sdk.SettingProblem {
+	var problems []sdk.SettingProblem
+	if s.MaxTextChars != nil && *s.MaxTextChars < 0 {
+		problems = append(problems, sdk.SettingProblem{Path: "max_text_chars", Message: "must not be negative"})
+	}
+	for _, f := range s.OutputFormats {
+		if f != sdk.FormatPCM && f != sdk.FormatWAV {
+			problems = append(problems, sdk.SettingProblem{Path: "output_formats", Message: fmt.Sprintf("%q is not pcm or wav", f)})
+		}
+	}
+	return problems
+}
+
+// NewSettings implements sdk.SettingsDecoder.
+func (p *Provider) NewSettings() any { return new(Settings) }
 
 // Describe implements sdk.Provider.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {

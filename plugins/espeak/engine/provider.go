@@ -91,23 +91,34 @@ func New() (*Provider, error) {
 // Close stops the template process. Syntheses already started finish.
 func (p *Provider) Close() { p.engine.close() }
 
-// Configure reads the deployment's settings: stream_stall_timeout (a Go
-// duration, default 30s, at most an hour), how long a stream waits for a
-// client that takes no audio before ending it. Other keys are refused, so
-// that a misspelt one stops the gateway at start instead of being ignored.
-func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
-	stall := DefaultStallTimeout
-	for k, v := range settings {
-		if k != settingStall {
-			return sdk.Errorf(sdk.KindInvalidRequest, "espeak: unknown setting %q (eSpeak has only %s)", k, settingStall)
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		if err != nil || d <= 0 || d > maxStallTimeout {
-			return sdk.Errorf(sdk.KindInvalidRequest, "espeak: %s %q: want a duration above 0 and at most %s, like 30s", k, v, maxStallTimeout)
-		}
-		stall = d
+// Settings are eSpeak's settings (sdk.DecodeSettings).
+type Settings struct {
+	// StreamStallTimeout is how long a stream waits for a client that
+	// takes no audio before ending it (default 30s, at most an hour).
+	StreamStallTimeout time.Duration `setting:"stream_stall_timeout"`
+}
+
+// CheckSettings implements sdk.SettingsChecker.
+func (s *Settings) CheckSettings() []sdk.SettingProblem {
+	if d := s.StreamStallTimeout; d <= 0 || d > maxStallTimeout {
+		return []sdk.SettingProblem{{Path: settingStall, Message: fmt.Sprintf("want a duration above 0 and at most %s, like 30s", maxStallTimeout)}}
 	}
-	p.stall.Store(int64(stall))
+	return nil
+}
+
+// NewSettings implements sdk.SettingsDecoder: `voxgate config check`
+// checks a provider block against Settings.
+func (p *Provider) NewSettings() any { return &Settings{StreamStallTimeout: DefaultStallTimeout} }
+
+// Configure reads the deployment's settings (Settings). Other keys are
+// refused, so that a misspelt one stops the gateway at start instead of
+// being ignored.
+func (p *Provider) Configure(_ context.Context, settings map[string]string) error {
+	s := p.NewSettings().(*Settings)
+	if problems := sdk.DecodeSettings(settings, s); len(problems) > 0 {
+		return sdk.SettingsErr(ProviderID, problems)
+	}
+	p.stall.Store(int64(s.StreamStallTimeout))
 	return nil
 }
 

@@ -27,6 +27,13 @@ type Beep struct {
 	sdk.UnimplementedProvider
 }
 
+// NewSettings implements sdk.SettingsDecoder: Beep takes no settings, so
+// the gateway refuses any key in its provider block (a typo) at `voxgate
+// config check` and at start. A plugin with settings returns a pointer to
+// its settings struct, fields tagged `setting:"key"`, and decodes into the
+// same struct in Configure with sdk.DecodeSettings.
+func (*Beep) NewSettings() any { return new(struct{}) }
+
 // Describe implements sdk.Provider.
 func (*Beep) Describe(context.Context) (*sdk.Description, error) {
 	return &sdk.Description{

@@ -173,12 +173,27 @@ moderation:
 	parentOf := func(s *tracepb.Span) *tracepb.Span { return byID[hex.EncodeToString(s.GetParentSpanId())] }
 
 	// The plugin request: a server span continuing the caller's trace.
-	root := find("POST speech", func(s *tracepb.Span) bool { return hex.EncodeToString(s.GetTraceId()) == traceID })
+	root := find("POST /v1/audio/speech", func(s *tracepb.Span) bool { return hex.EncodeToString(s.GetTraceId()) == traceID })
 	if root.GetKind() != tracepb.Span_SPAN_KIND_SERVER || hex.EncodeToString(root.GetParentSpanId()) != parentID {
 		t.Errorf("server span: kind %v parent %x, want SERVER under the caller's %s", root.GetKind(), root.GetParentSpanId(), parentID)
 	}
-	if attr(root, "http.request.method") != "POST" || attr(root, "url.path") != "/v1/audio/speech" || attr(root, "voxgate.request_id") != r.Header.Get("X-Request-Id") {
+	if attr(root, "http.request.method") != "POST" || attr(root, "url.path") != "/v1/audio/speech" || attr(root, "voxgate.request_id") != r.Header.Get("X-Request-Id") ||
+		attr(root, "http.route") != "/v1/audio/speech" || attr(root, "voxgate.route") != "speech" {
 		t.Errorf("server span attributes: %v", root.GetAttributes())
+	}
+	// The access log line of the request carries its trace id.
+	var logged bool
+	for _, e := range tg.Logs.FilterMessage("request").All() {
+		f := e.ContextMap()
+		if f["request_id"] == r.Header.Get("X-Request-Id") {
+			logged = true
+			if f["trace_id"] != traceID {
+				t.Errorf("access log line %v: trace_id %v, want %s", f, f["trace_id"], traceID)
+			}
+		}
+	}
+	if !logged {
+		t.Error("no access log line for the traced request")
 	}
 	inTrace := func(s *tracepb.Span) bool { return bytes.Equal(s.GetTraceId(), root.GetTraceId()) }
 	mod := find("moderation", inTrace)
@@ -207,14 +222,14 @@ moderation:
 	if up.GetKind() != tracepb.Span_SPAN_KIND_CLIENT || attr(up, "http.response.status_code") != "200" || !strings.HasPrefix(attr(up, "url.full"), oai.BaseURL()) {
 		t.Errorf("upstream span: kind %v, attributes %v", up.GetKind(), up.GetAttributes())
 	}
-	if p := parentOf(planned); p == nil || p.GetName() != "POST speech" {
+	if p := parentOf(planned); p == nil || p.GetName() != "POST /v1/audio/speech" {
 		t.Errorf("the planned call is not under its request's server span")
 	}
 	t.Logf("%d spans exported", len(spans))
 
 	// The stream's server span lasts the whole stream, and so does its
 	// provider call.
-	st := find("POST speech.stream", nil)
+	st := find("POST /v1/audio/speech/stream", nil)
 	if d := time.Duration(st.GetEndTimeUnixNano() - st.GetStartTimeUnixNano()); d < 200*time.Millisecond {
 		t.Errorf("stream server span lasted %v, want the whole stream (>= 200ms)", d)
 	}

@@ -148,7 +148,7 @@ func TestSlowStreamsHoldNobodyBack(t *testing.T) {
 func TestESpeakSettingsChecked(t *testing.T) {
 	t.Parallel()
 	for setting, want := range map[string]string{
-		"stream_stall_timout: 2s":   `unknown setting "stream_stall_timout"`,
+		"stream_stall_timout: 2s":   "providers.espeak.stream_stall_timout: unknown setting (did you mean stream_stall_timeout?)",
 		"stream_stall_timeout: -2s": "stream_stall_timeout",
 	} {
 		yaml := strings.Replace(slowStreamConfig, "stream_stall_timeout: 2s", setting, 1)
