@@ -141,6 +141,13 @@ func (s *Store) DefaultDictionary(ctx context.Context, orgID string, d *store.Di
 	if _, err := s.pool.Exec(ctx, `INSERT INTO pronunciation_dictionaries (org_id, id, name, name_key, description, is_default, rule_count, created_ns, updated_ns)
 		VALUES ($1, $2, $3, $4, $5, true, 0, $6, $7) ON CONFLICT (org_id) WHERE is_default DO NOTHING`,
 		orgID, created.ID, created.Name, store.NameKey(created.Name), created.Description, nanos(created.CreatedAt), nanos(created.UpdatedAt)); err != nil {
+		// ON CONFLICT names one arbiter, the default's index: a
+		// concurrent first use can still trip the name's index first.
+		// Then the default exists now, made by that other call; only
+		// when it does not is the name really taken.
+		if out, gerr := get(); gerr == nil {
+			return out, nil
+		}
 		return nil, fmt.Errorf("store: default dictionary: %w", classifyUnique(err))
 	}
 	if out, err = get(); err != nil {
