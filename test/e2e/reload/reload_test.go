@@ -40,6 +40,9 @@ type settings struct {
 	alias string
 	// typo adds a misspelt key.
 	typo bool
+	// settingTypo misspells a key of testkit's plugin settings, which
+	// only the plugin knows.
+	settingTypo bool
 	// restart changes testkit's plugin settings, which restarts its
 	// plugin process.
 	restart bool
@@ -63,6 +66,9 @@ providers:
 `, s.listen, dir, s.metrics, bin, bin)
 	if s.restart {
 		b.WriteString("    max_text_chars: \"2000\"\n")
+	}
+	if s.settingTypo {
+		b.WriteString("    max_text_chrs: \"2000\"\n")
 	}
 	if s.second {
 		fmt.Fprintf(&b, `  testkit2:
@@ -329,7 +335,8 @@ func startLoad(g *gw, stop <-chan struct{}) *load {
 
 // TestReloadUnderLoad: reloads that add a provider, change an
 // organization's limits and an alias, remove a provider (with a stream in
-// flight on it), and two refused ones (a typo, a changed listen address),
+// flight on it), and three refused ones (a typo, a changed listen address, a plugin
+// setting the plugin does not know),
 // by SIGHUP and by `voxgate reload`, while clips and streams run: none of
 // them fails, each has its log row, and each reload's settings apply
 // from its answer on.
@@ -451,13 +458,22 @@ func TestReloadUnderLoad(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "server.listen") || !strings.Contains(errOut, "restart") {
 		t.Errorf("reload changing server.listen: exit %d, want non-zero naming server.listen\n%s%s", code, out, errOut)
 	}
-	if got := g.metricWith("voxgate_config_reloads_total", "result", "refused"); got != 2 {
-		t.Errorf("voxgate_config_reloads_total{result=refused} = %v, want 2", got)
+	// A key of the plugin's own settings misspelt: the plugin refuses it
+	// (sdk.SettingsValidator), as `voxgate config check` would.
+	plugTypo := s
+	plugTypo.settingTypo = true
+	g.write(plugTypo)
+	out, errOut, code = g.reloadCLI()
+	if code == 0 || !strings.Contains(errOut, "max_text_chrs") {
+		t.Errorf("reload with a misspelt plugin setting: exit %d, want non-zero naming max_text_chrs\n%s%s", code, out, errOut)
+	}
+	if got := g.metricWith("voxgate_config_reloads_total", "result", "refused"); got != 3 {
+		t.Errorf("voxgate_config_reloads_total{result=refused} = %v, want 3", got)
 	}
 	if got := g.metricWith("voxgate_config_reloads_total", "result", "ok"); got != 3 {
 		t.Errorf("voxgate_config_reloads_total{result=ok} = %v, want 3", got)
 	}
-	if st, body := g.get("http://" + g.addr + "/readyz"); st != 200 || !strings.Contains(body, `"result":"refused"`) || !strings.Contains(body, "server.listen") {
+	if st, body := g.get("http://" + g.addr + "/readyz"); st != 200 || !strings.Contains(body, `"result":"refused"`) || !strings.Contains(body, "max_text_chrs") {
 		t.Errorf("/readyz after a refused reload: %d %s", st, body)
 	}
 	// The refused reloads changed nothing: tiny is still limited, and
@@ -477,7 +493,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if len(failed) > 0 {
 		t.Errorf("%d of %d requests failed across the reloads:\n%s", len(failed), int(l.answered.Load())+len(failed), strings.Join(failed[:min(len(failed), 20)], "\n"))
 	}
-	t.Logf("%d requests answered across 5 reloads (3 accepted, 2 refused)", l.answered.Load())
+	t.Logf("%d requests answered across 6 reloads (3 accepted, 3 refused)", l.answered.Load())
 
 	// Every answered request has its row: stop (which drains the log
 	// queue), then read the file.
