@@ -398,13 +398,13 @@ func TestPostgresGoingAwayUnderLoad(t *testing.T) {
 					return
 				}
 				var v struct {
-					ID   string
+					Data struct{ ID string }
 					Code string
 				}
 				_ = json.NewDecoder(resp.Body).Decode(&v)
 				resp.Body.Close()
 				mu.Lock()
-				results = append(results, result{resp.StatusCode, v.Code, v.ID, time.Since(start), resp.Header.Get("Retry-After")})
+				results = append(results, result{resp.StatusCode, v.Code, v.Data.ID, time.Since(start), resp.Header.Get("Retry-After")})
 				mu.Unlock()
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -451,15 +451,26 @@ func TestPostgresGoingAwayUnderLoad(t *testing.T) {
 		t.Fatalf("no 503 while PostgreSQL was down (%d answers)", len(results))
 	}
 	t.Logf("%d answers: %d ok, %d 503 storage_unavailable; slowest %s", len(results), ok, unavailable, slowest)
-	// Nothing half-written: exactly the acknowledged voices exist.
+	// Nothing half-written, nothing acknowledged lost: every acknowledged
+	// voice exists, whole. The one ambiguity is PostgreSQL's own: a
+	// create whose COMMIT reached the server as it was stopped may be
+	// committed although its answer was lost, so the gateway said 503.
+	// Only a create in flight at that instant can be one: at most one
+	// per worker that creates (two), never more.
+	listed := listVoices(t, s.addr, key)
 	acked := 0
 	for _, r := range results {
 		if r.status == 201 {
 			acked++
+			if !listed[r.id] {
+				t.Errorf("voice %s was acknowledged (201) and is gone after the outage", r.id)
+			}
 		}
 	}
-	if listed := listVoices(t, s.addr, key); len(listed) != acked {
+	if extra := len(listed) - acked; extra < 0 || extra > 2 {
 		t.Fatalf("after the outage: %d voices listed, %d acknowledged", len(listed), acked)
+	} else if extra > 0 {
+		t.Logf("%d create(s) committed as PostgreSQL stopped, answered 503 (the commit's answer was lost)", extra)
 	}
 	s.stop(t)
 	if strings.Contains(s.logs.String(), "panic") {
