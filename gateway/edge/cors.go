@@ -44,8 +44,9 @@ func newCORS(o CORSOptions) *cors {
 // of a dialect request was dropped (X-Voxgate-Warnings) and every other
 // X-Voxgate-* header a synthesis answers with: its warnings, the provider
 // that spoke (after a fallback, not the one asked), whether the cache
-// answered, and what was converted.
-const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings, X-Voxgate-Warning, X-Voxgate-Provider, X-Voxgate-Cache, X-Voxgate-Transcoded"
+// answered, and what was converted; and the IETF RateLimit fields of a
+// 429, so a page can pace itself.
+const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings, X-Voxgate-Warning, X-Voxgate-Provider, X-Voxgate-Cache, X-Voxgate-Transcoded, RateLimit-Policy, RateLimit"
 
 // defaultAllowedHeaders answer a preflight that names no request headers.
 const defaultAllowedHeaders = "Authorization, Content-Type, xi-api-key, X-Request-Id"
