@@ -138,20 +138,14 @@ func (g *Gateway) reloadLocked(ctx context.Context) (changes []string, hash stri
 	for _, w := range cfg.Warnings {
 		g.log.Warn("config: " + w)
 	}
-	// The same checks as `voxgate config check`: what the file names on
-	// this machine (plugin binaries, paths), and every provider and
-	// moderation block's settings as its plugin checks them, all at once
-	// (the secrets key cannot change here: restartOnly refuses it).
+	// The same check as `voxgate config check`: what the file names on
+	// this machine (plugin binaries, paths, the secrets key).
 	if err := Preflight(cfg); err != nil {
-		errs = append(errs, unjoinErrors(err)...)
+		return nil, hash, unjoinErrors(err)
 	}
 	old := g.conf.Load()
-	errs = append(errs, restartOnly(old, cfg)...)
-	if len(errs) > 0 {
+	if errs := restartOnly(old, cfg); len(errs) > 0 {
 		return nil, hash, errs
-	}
-	if _, settingsErrs := CheckProviderSettings(ctx, cfg, g.log.Named("reload")); len(settingsErrs) > 0 {
-		return nil, hash, settingsErrs
 	}
 	if (len(PluginSpecs(old)) > 0) != (len(PluginSpecs(cfg)) > 0) {
 		return nil, hash, []error{errors.New("providers: a gateway started without plugins serves no speech routes, and one started with them keeps them: going from none to some, or from some to none, needs a restart")}
