@@ -5,6 +5,19 @@ GO    ?= go
 BIN   := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
+# -trimpath keeps the checkout's folder out of what Go compiles, so the build
+# cache serves every clone and worktree of the repository alike: without it
+# the cgo packages (eSpeak NG, LAME, Opus, FLAC, soxr) are compiled again, and
+# cached again, for each folder the repository is cloned into. Exported, so
+# the go commands the tests run themselves share it too.
+export GOFLAGS := -trimpath $(GOFLAGS)
+
+# The suite's race-built test binaries need a few GiB of scratch space (the
+# build cache and go test's work folder); below this much, `make test` clears
+# the build cache first and says so, rather than failing mid-run with "no
+# space left on device" in the linker.
+MIN_FREE_KIB := 8000000
+
 # Debian packages the build, the plugins and the tests need:
 #   libespeak-ng-dev, espeak-ng  the offline provider (cgo) and test clips
 #   libmp3lame-dev, libsoxr-dev  MP3 encoding and resampling (cgo)
@@ -37,7 +50,7 @@ PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
 export VOXGATE_BIN_DIR := $(BIN)
 
-.PHONY: all deps build ui run test test-short bench bench-micro proto proto-tools vet fmt clean
+.PHONY: all deps build ui run test test-short disk-check bench bench-micro proto proto-tools vet fmt clean
 
 all: build
 
@@ -80,9 +93,25 @@ run: build
 ##       binaries at a time (-p 4; go test's default is one per core): most of
 ##       them wait on plugin processes, sockets and timeouts more than they
 ##       compute. The end-to-end packages (test/e2e), the longest, start first.
-test: build test/jsclient/node_modules test/sdkclients/node_modules
+test: disk-check build test/jsclient/node_modules test/sdkclients/node_modules
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 4 -timeout 14m ./test/e2e/... ./...
+
+# disk-check: room for the race-built test binaries, where go caches builds
+# and where go test writes them (TMPDIR); the cache is cleared when short.
+disk-check:
+	@cache="$$($(GO) env GOCACHE)"; mkdir -p "$$cache"; \
+	for d in "$$cache" "$${TMPDIR:-/tmp}"; do \
+	  free=$$(df -Pk "$$d" | awk 'NR==2 {print $$4}'); \
+	  if [ "$$free" -lt $(MIN_FREE_KIB) ]; then \
+	    echo "only $$((free / 1024)) MiB free for $$d; clearing Go's build cache ($$cache) so the test binaries fit"; \
+	    $(GO) clean -cache; \
+	    free=$$(df -Pk "$$d" | awk 'NR==2 {print $$4}'); \
+	    if [ "$$free" -lt $(MIN_FREE_KIB) ]; then \
+	      echo "still only $$((free / 1024)) MiB free for $$d: the suite needs about $$(($(MIN_FREE_KIB) / 1024)) MiB; free some space (or point TMPDIR elsewhere) and run make test again"; exit 1; \
+	    fi; \
+	  fi; \
+	done
 
 # The public @speech-sdk/core client, pinned by package-lock.json.
 test/jsclient/node_modules: test/jsclient/package-lock.json
