@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
@@ -201,6 +202,12 @@ func (c *serveCmd) Run(std *streams) error {
 		}
 	}
 	c.override(cfg)
+	// Every request gets a random UUID as its id (and every log row of a
+	// fallback attempt or conversation turn another): with the pool, one
+	// getrandom call serves 256 of them instead of one system call each
+	// on the request path. The bytes still come from crypto/rand; ids are
+	// not secrets (API keys are drawn from crypto/rand directly).
+	uuid.EnableRandPool()
 	log, err := newLogger(std.stderr, c.LogLevel, c.DevLog)
 	if err != nil {
 		return usageError{err.Error()}
