@@ -296,6 +296,9 @@ type LogRow struct {
 	// U+FFFD (see LogRow.Sanitize): its strings are not byte for byte what
 	// the request carried.
 	Sanitized bool
+	// Provenance is the answer's signed provenance record (JSON of
+	// provenance.Signed); "" for answers without audio.
+	Provenance string
 }
 
 // LogFilter selects log rows. Zero fields do not filter.
