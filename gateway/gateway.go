@@ -251,6 +251,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		OnIdle:          g.releaseStoreMemory,
 		Orgs:            g.orgs,
 	}
+	if deps.Provenance, err = openProvenance(cfg, nil); err != nil {
+		return nil, err
+	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err
 	}
