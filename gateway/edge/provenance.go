@@ -1,13 +1,12 @@
 package edge
 
 import (
-	"strings"
+	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -43,7 +42,7 @@ func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Sp
 		return b, nil
 	}
 	ps := &provState{mediaType: mediaType, hasher: provenance.NewHasher()}
-	format := containerOf(mediaType)
+	format := provenance.Container(mediaType)
 	switch {
 	case c.live.Provenance.For(c.p.OrgID).Unmarked:
 		ps.how = provenance.UnmarkedOff
@@ -96,30 +95,18 @@ func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete
 		Provider: row.Provider, Model: row.Model, VoiceID: row.VoiceID, VoiceRef: row.VoiceRef,
 		Time: c.start.UTC(), MediaType: ps.mediaType, SHA256: sum, Bytes: n, Complete: complete,
 		Marked: ps.how, Mark: ps.mark}
+	if row.VoiceRef != "" && c.live.Resources != nil {
+		// The saved voice's consent, from the store's read cache; the
+		// request's own context may be over (a stream's end).
+		if v, err := c.live.Resources.Voice(context.WithoutCancel(c.ctx), c.p.OrgID, row.VoiceRef); err == nil && v.Consent != nil {
+			rec.Consent = &provenance.Consent{AttestedBy: v.Consent.AttestedBy, Relation: v.Consent.Relation,
+				Statement: v.Consent.Statement, Time: v.Consent.Time.UTC()}
+		}
+	}
 	signed, err := s.prov.Signer().SignRecord(rec)
 	if err != nil {
 		s.log.Error("provenance record not signed", zap.String("request_id", c.reqID), zap.Error(err))
 		return
 	}
 	row.Provenance = signed
-}
-
-// containerOf is the audio format of mediaType whose container can carry
-// a mark, or "" (raw PCM, G.711, anything unknown).
-func containerOf(mediaType string) string {
-	mt, err := audio.ParseMediaType(mediaType)
-	if err == nil {
-		if mt.Format == audio.FormatWAV || mt.Format == audio.FormatMP3 {
-			return mt.Format
-		}
-		return ""
-	}
-	typ, _, _ := strings.Cut(strings.ToLower(mediaType), ";")
-	switch strings.TrimSpace(typ) {
-	case "audio/ogg", "audio/opus":
-		return audio.FormatOpus
-	case "audio/flac", "audio/x-flac":
-		return audio.FormatFLAC
-	}
-	return ""
 }

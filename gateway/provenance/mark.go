@@ -18,6 +18,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/voxgate/voxgate/gateway/audio"
 )
 
 // DigitalSourceType is IPTC's term for media made by a trained model
@@ -144,4 +146,24 @@ func Insert(b []byte, format string, m *Mark, whole bool) (head []byte, tail int
 		return head, tail, MarkedVorbis, err
 	}
 	return nil, 0, UnmarkedRaw, nil
+}
+
+// Container is the audio format of mediaType whose container can carry
+// a mark, or "" (raw PCM, G.711, anything unknown).
+func Container(mediaType string) string {
+	mt, err := audio.ParseMediaType(mediaType)
+	if err == nil {
+		if mt.Format == audio.FormatWAV || mt.Format == audio.FormatMP3 {
+			return mt.Format
+		}
+		return ""
+	}
+	typ, _, _ := strings.Cut(strings.ToLower(mediaType), ";")
+	switch strings.TrimSpace(typ) {
+	case "audio/ogg", "audio/opus":
+		return audio.FormatOpus
+	case "audio/flac", "audio/x-flac":
+		return audio.FormatFLAC
+	}
+	return ""
 }

@@ -138,6 +138,11 @@ func (v *Voice) CheckText() error {
 	}, listText("tags", v.Tags)); err != nil {
 		return err
 	}
+	if c := v.Consent; c != nil {
+		if err := firstInvalid([]namedText{{"consent.attested_by", &c.AttestedBy}, {"consent.relation", &c.Relation}, {"consent.statement", &c.Statement}}); err != nil {
+			return err
+		}
+	}
 	for i := range v.Fallbacks {
 		f := &v.Fallbacks[i]
 		p := "fallbacks." + strconv.Itoa(i) + "."

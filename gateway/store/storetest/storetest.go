@@ -66,6 +66,7 @@ var cases = []struct {
 	{"ListLogsPagingWhileAppending", testListLogsPagingWhileAppending},
 	{"ListLogsRetentionWindowMoves", testListLogsRetentionWindowMoves},
 	{"ListLogsConfiguredRetention", testListLogsConfiguredRetention},
+	{"VoiceConsentRoundTrip", testVoiceConsentRoundTrip},
 	{"LogRowRoundTrip", testLogRowRoundTrip},
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},

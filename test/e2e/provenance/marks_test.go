@@ -23,6 +23,7 @@ var config = strings.Replace(harness.SpeechConfig, "orgs:\n  acme:\n", `orgs:
     provenance: {mark: false, consent: optional}
     providers:
       espeak: {enabled: true}
+      testkit: {enabled: true}
   acme:
     aliases:
       voices:
