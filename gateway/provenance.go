@@ -45,7 +45,7 @@ func ProvenancePolicy(cfg *config.Config) provenance.Policy {
 
 // openProvenance loads the signing key and returns the service that
 // marks, signs and indexes answers.
-func openProvenance(cfg *config.Config, index provenance.Indexer) (*provenance.Service, error) {
+func openProvenance(cfg *config.Config, index *provenance.Index) (*provenance.Service, error) {
 	seed, source, err := provenance.LoadSeed(cfg.Provenance.KeyEnv, ProvenanceKeyFile(cfg))
 	if err != nil {
 		return nil, err

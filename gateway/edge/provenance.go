@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -80,7 +81,13 @@ func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spo
 		res.Audio = b
 	}
 	ps.hasher.Write(res.Audio)
-	s.prov.Index(c.p.OrgID, c.reqID, res.MediaType, res.Audio)
+	indexed := res.Audio
+	if res.Pooled() {
+		// The pooled buffer goes back once written; the indexer reads
+		// later.
+		indexed = bytes.Clone(indexed)
+	}
+	s.prov.Index(c.p.OrgID, c.reqID, res.MediaType, indexed)
 	return ps
 }
 

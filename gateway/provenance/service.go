@@ -1,6 +1,7 @@
 package provenance
 
 import (
+	"context"
 	"time"
 )
 
@@ -26,18 +27,13 @@ func (p Policy) For(org string) OrgSettings { return p[org] }
 type Service struct {
 	signer  *Signer
 	gateway string
-	index   Indexer
-}
-
-// Indexer takes a finished clip's audio for fingerprinting off the
-// request path; nil indexes nothing.
-type Indexer interface {
-	Index(org, requestID, mediaType string, audio []byte)
+	index   *Index
 }
 
 // NewService returns a Service signing with signer under the gateway
-// identity gateway; index may be nil.
-func NewService(signer *Signer, gateway string, index Indexer) *Service {
+// identity gateway; index may be nil (no fingerprints: identify finds
+// nothing).
+func NewService(signer *Signer, gateway string, index *Index) *Service {
 	return &Service{signer: signer, gateway: gateway, index: index}
 }
 
@@ -51,6 +47,15 @@ func (s *Service) Gateway() string { return s.gateway }
 func (s *Service) NewMark(requestID, provider, model string, now time.Time) *Mark {
 	return &Mark{RequestID: requestID, Gateway: s.gateway, Provider: provider, Model: model,
 		Time: now.UTC(), SourceType: DigitalSourceType}
+}
+
+// Identify finds org's clips that sound like data; none without an
+// index.
+func (s *Service) Identify(ctx context.Context, org string, data []byte, mediaType string) ([]Match, error) {
+	if s.index == nil {
+		return nil, nil
+	}
+	return s.index.Identify(ctx, org, data, mediaType)
 }
 
 // Index hands a finished clip to the indexer, if any.

@@ -56,3 +56,52 @@ func testVoiceConsentRoundTrip(t *testing.T, open Opener) {
 		t.Errorf("the refused voice was written: %v", err)
 	}
 }
+
+// testFingerprints checks the fingerprint index every driver implements:
+// candidates are the organization's fingerprints sharing keys, the most
+// shared first, read back whole; a replaced fingerprint's old keys find
+// it no more; another organization's are never returned.
+func testFingerprints(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := newClock()
+	s := openWith(t, open, clk)
+	fs, ok := s.(store.FingerprintStore)
+	if !ok {
+		t.Fatalf("%T does not implement store.FingerprintStore", s)
+	}
+	at := clk.Now().Add(-time.Minute)
+	a := store.Fingerprint{OrgID: "o", RequestID: "a", TS: at, Values: []uint32{0xdeadbeef, 1, 2, 0xffffffff}, Keys: []uint32{1, 2, 3}}
+	b := store.Fingerprint{OrgID: "o", RequestID: "b", TS: at.Add(time.Second), Values: []uint32{7, 8}, Keys: []uint32{3, 4}}
+	other := store.Fingerprint{OrgID: "p", RequestID: "c", TS: at, Values: []uint32{9}, Keys: []uint32{1, 2, 3, 4}}
+	for _, f := range []store.Fingerprint{a, b, other} {
+		mustDo(t, fs.PutFingerprint(ctx, &f))
+	}
+	got, err := fs.MatchFingerprints(ctx, "o", []uint32{1, 2, 3, 99}, 10)
+	if err != nil || len(got) != 2 || got[0].RequestID != "a" || got[1].RequestID != "b" {
+		t.Fatalf("match: %+v, %v", got, err)
+	}
+	want := a
+	want.TS = at.UTC()
+	if !reflect.DeepEqual(got[0], want) {
+		t.Errorf("read back\n got %+v\nwant %+v", got[0], want)
+	}
+	// Ties: the newest first; limit.
+	if got, err := fs.MatchFingerprints(ctx, "o", []uint32{3}, 1); err != nil || len(got) != 1 || got[0].RequestID != "b" {
+		t.Errorf("tie, limit 1: %+v, %v", got, err)
+	}
+	if got, err := fs.MatchFingerprints(ctx, "o", []uint32{42}, 10); err != nil || len(got) != 0 {
+		t.Errorf("no shared key: %+v, %v", got, err)
+	}
+	if got, err := fs.MatchFingerprints(ctx, "nobody", []uint32{1}, 10); err != nil || len(got) != 0 {
+		t.Errorf("an organization without fingerprints: %+v, %v", got, err)
+	}
+	// Replacing a fingerprint drops its old keys.
+	a2 := store.Fingerprint{OrgID: "o", RequestID: "a", TS: at, Values: []uint32{5}, Keys: []uint32{50}}
+	mustDo(t, fs.PutFingerprint(ctx, &a2))
+	if got, err := fs.MatchFingerprints(ctx, "o", []uint32{1, 2}, 10); err != nil || len(got) != 0 {
+		t.Errorf("old keys still match: %+v, %v", got, err)
+	}
+	if got, err := fs.MatchFingerprints(ctx, "o", []uint32{50}, 10); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0].Values, []uint32{5}) {
+		t.Errorf("replaced: %+v, %v", got, err)
+	}
+}

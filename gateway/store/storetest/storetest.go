@@ -67,6 +67,7 @@ var cases = []struct {
 	{"ListLogsRetentionWindowMoves", testListLogsRetentionWindowMoves},
 	{"ListLogsConfiguredRetention", testListLogsConfiguredRetention},
 	{"VoiceConsentRoundTrip", testVoiceConsentRoundTrip},
+	{"Fingerprints", testFingerprints},
 	{"LogRowRoundTrip", testLogRowRoundTrip},
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},
