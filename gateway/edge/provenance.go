@@ -24,13 +24,29 @@ type provState struct {
 	how       string
 	mediaType string
 	hasher    *provenance.Hasher
+	// kept is a stream's audio as sent, for its fingerprint once it
+	// ended; nil once it outgrew maxIndexedStream (or for a clip).
+	kept []byte
 }
 
-// write adds bytes sent to the record's hash; a nil state does nothing.
-// Hot path (every streamed piece).
+// maxIndexedStream bounds the audio a stream keeps for its fingerprint:
+// a longer stream is not indexed.
+const maxIndexedStream = 4 << 20
+
+// write adds bytes sent to the record's hash, and to what a stream keeps
+// for its fingerprint; a nil state does nothing. Hot path (every
+// streamed piece): a hash and an append.
 func (p *provState) write(b []byte) {
-	if p != nil {
-		p.hasher.Write(b)
+	if p == nil {
+		return
+	}
+	p.hasher.Write(b)
+	if p.kept != nil {
+		if len(p.kept)+len(b) > maxIndexedStream {
+			p.kept = nil
+			return
+		}
+		p.kept = append(p.kept, b...)
 	}
 }
 
@@ -109,6 +125,9 @@ func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete
 			rec.Consent = &provenance.Consent{AttestedBy: v.Consent.AttestedBy, Relation: v.Consent.Relation,
 				Statement: v.Consent.Statement, Time: v.Consent.Time.UTC()}
 		}
+	}
+	if complete && len(ps.kept) > 0 {
+		s.prov.Index(c.p.OrgID, c.reqID, ps.mediaType, ps.kept)
 	}
 	signed, err := s.prov.Signer().SignRecord(rec)
 	if err != nil {

@@ -261,6 +261,9 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	setWarnings(ctx, st.Warnings)
 	var ps *provState
 	st.First, ps = s.markFirst(ctx, c, out, st.First, st.MediaType(), false)
+	if ps != nil {
+		ps.kept = make([]byte, 0, 64<<10) // the stream is fingerprinted when it ends
+	}
 	ps.write(st.First)
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
 	cs.firstAudio = s.firstAudio(out)

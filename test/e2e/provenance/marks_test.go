@@ -221,7 +221,7 @@ func TestStreamsAreMarkedAndHashed(t *testing.T) {
 	tg := harness.Start(t, config)
 	for _, tc := range []struct{ format, ext string }{{"mp3_22050_32", "mp3"}, {"opus_48000_64", "opus"}, {"wav_22050", "wav"}} {
 		t.Run(tc.format, func(t *testing.T) {
-			r := tg.Do("POST", "/elevenlabs/v1/text-to-speech/narrator/stream?output_format="+tc.format, "acme", map[string]any{"text": "A stream is marked at its start."})
+			r := tg.Do("POST", "/elevenlabs/v1/text-to-speech/narrator/stream?output_format="+tc.format, "acme", map[string]any{"text": "A stream is marked at its start, hashed as it is written, and fingerprinted at its end."})
 			if r.Status != 200 {
 				t.Fatalf("%d %s", r.Status, r.Body)
 			}
@@ -238,6 +238,12 @@ func TestStreamsAreMarkedAndHashed(t *testing.T) {
 			if rec.Record["sha256"] != sha(r.Body) || rec.Record["complete"] != true || rec.Record["marked"] != how {
 				t.Errorf("record %v; body sha %s", rec.Record, sha(r.Body))
 			}
+			// The stream was fingerprinted when it ended.
+			ct := r.Header.Get("Content-Type")
+			harness.WaitFor(t, "the stream indexed", func() bool {
+				got := identify(t, tg, "acme", r.Body, ct, false)
+				return len(got.Data) > 0 && got.Data[0].Record["request_id"] == id
+			})
 		})
 	}
 }
