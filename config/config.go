@@ -41,6 +41,9 @@ type Config struct {
 	Tracing   Tracing                      `yaml:"tracing"`
 	CORS      CORS                         `yaml:"cors"`
 	Aliases   Aliases                      `yaml:"aliases"`
+	// Provenance is the gateway's identity and signing key for
+	// provenance marks and records.
+	Provenance Provenance `yaml:"provenance"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -87,6 +90,7 @@ func (c *Config) Validate() error {
 		c.validateCORS,
 		c.validateAliases,
 		c.validateOrgs,
+		c.validateProvenance,
 	} {
 		validate(bad)
 	}

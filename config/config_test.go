@@ -39,6 +39,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"listen port not a number", "server:\n  listen: 127.0.0.1:http\n" + minimal, []string{"line 2", "server.listen"}},
 		{"unknown ruleset", strings.Replace(minimal, "  acme:\n", "  acme:\n    moderation: strict\n", 1), []string{"orgs.acme.moderation", `unknown ruleset "strict"`}},
 		{"unknown provider in org", minimal + "      openai: {enabled: true}\n", []string{"orgs.acme.providers.openai", "unknown provider"}},
+		{"bad consent setting", strings.Replace(minimal, "  acme:\n", "  acme:\n    provenance: {consent: sometimes}\n", 1), []string{"orgs.acme.provenance.consent", `"sometimes"`}},
+		{"provenance key twice", "provenance:\n  key_env: K\n  key_file: k.key\n" + minimal, []string{"provenance.key_file", "not both"}},
 		{"no plugin", "providers:\n  espeak: {instances: 2}\norgs:\n  a: {}\n", []string{"line 2", "providers.espeak.plugin", "required"}},
 		{"bad mode", minimal + "moderation:\n  rulesets:\n    r: {mode: maybe}\n", []string{"line 10", "moderation.rulesets.r.mode"}},
 		{"bad regexp", minimal + "moderation:\n  rulesets:\n    r:\n      checks:\n        - builtin: {categories: {x: {patterns: ['(']}}}\n", []string{"patterns[0]"}},

@@ -27,6 +27,9 @@ type Org struct {
 	// Aliases are the org's own model and voice names; they win over the
 	// top-level aliases of the same name.
 	Aliases Aliases `yaml:"aliases"`
+	// Provenance turns marking off or makes consent for cloned voices
+	// optional (provenance.go).
+	Provenance OrgProvenance `yaml:"provenance"`
 }
 
 // Budget is a credit budget: Credits per Period ("day" or "month", UTC).

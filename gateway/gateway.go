@@ -31,6 +31,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/redislog"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
@@ -250,6 +251,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Ready:           g.ready,
 		OnIdle:          g.releaseStoreMemory,
 		Orgs:            g.orgs,
+	}
+	var index *provenance.Index
+	if fs, ok := g.store.(store.FingerprintStore); ok {
+		// Fingerprints are computed off the request path, one clip at a
+		// time: the machine's other cores serve requests.
+		index = provenance.NewIndex(fs, log.Named("provenance"), 1)
+		g.closers = append(g.closers, func(context.Context) error { index.Close(); return nil })
+	}
+	if deps.Provenance, err = openProvenance(cfg, index); err != nil {
+		return nil, err
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
 		return nil, err

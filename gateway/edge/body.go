@@ -80,11 +80,12 @@ func (b *bodyBlocks) get() *[bodyBlock]byte {
 }
 
 // maxBody is the body limit of the route uri names: uploads to /v1/media
-// have limits.max_media_bytes (plus the multipart framing), every other
+// (and audio to identify) have limits.max_media_bytes (plus the multipart framing), every other
 // route server.max_body_bytes, so a route with a small limit never
 // reads the largest one's worth of a body.
 func (s *Server) maxBody(uri []byte) int {
-	if bytes.HasPrefix(uri, []byte("/v1/media")) || bytes.HasPrefix(uri, []byte(uiPrefix+"/v1/media")) {
+	if bytes.HasPrefix(uri, []byte("/v1/media")) || bytes.HasPrefix(uri, []byte(uiPrefix+"/v1/media")) ||
+		bytes.HasPrefix(uri, []byte("/v1/provenance/identify")) {
 		return max(s.opts.MaxBodyBytes, s.opts.MaxMediaBytes+multipartSlack)
 	}
 	return s.opts.MaxBodyBytes

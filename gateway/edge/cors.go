@@ -46,7 +46,7 @@ func newCORS(o CORSOptions) *cors {
 // that spoke (after a fallback, not the one asked), whether the cache
 // answered, and what was converted; and the IETF RateLimit fields of a
 // 429, so a page can pace itself.
-const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings, X-Voxgate-Warning, X-Voxgate-Provider, X-Voxgate-Cache, X-Voxgate-Transcoded, RateLimit-Policy, RateLimit"
+const exposedHeaders = "X-Request-Id, Retry-After, WWW-Authenticate, X-Voxgate-Warnings, X-Voxgate-Warning, X-Voxgate-Provider, X-Voxgate-Cache, X-Voxgate-Transcoded, X-Voxgate-Mark, RateLimit-Policy, RateLimit"
 
 // defaultAllowedHeaders answer a preflight that names no request headers.
 const defaultAllowedHeaders = "Authorization, Content-Type, xi-api-key, X-Request-Id"

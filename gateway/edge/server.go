@@ -34,6 +34,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/records"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -82,6 +83,8 @@ type Deps struct {
 	// file is loaded since when, and the last reload's outcome; nil shows
 	// nothing.
 	ConfigState func() any
+	// Provenance marks, signs and indexes answers; nil does none of it.
+	Provenance *provenance.Service
 	// UI is the dashboard (assets, sessions); nil serves none.
 	UI *ui.Handler
 	// Orgs is every organization (gateway.yaml's and the admin API's),
@@ -145,6 +148,8 @@ type Server struct {
 	configState func() any
 	limiter     ratelimit.Limiter
 	failOpen    bool
+	// prov marks, signs and indexes answers (nil: off).
+	prov *provenance.Service
 	// orgs holds each organization's rate limits (and their limiter
 	// keys), from the file and the admin API.
 	orgs  *orgs.Directory
@@ -203,6 +208,7 @@ func New(d Deps) *Server {
 		ui:          d.UI,
 		orgs:        d.Orgs,
 		admin:       d.Admin,
+		prov:        d.Provenance,
 	}
 	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
 	s.mem.idle = d.OnIdle
@@ -281,6 +287,9 @@ func New(d Deps) *Server {
 	rt.GET("/v1/logs", "logs.list", s.listLogs)
 	rt.GET("/v1/usage", "usage", s.usage)
 	rt.GET("/v1/logs/{requestId}", "logs.get", s.getLog)
+	if s.prov != nil {
+		rt.registerProvenance()
+	}
 	rt.POST("/v1/media", "media.upload", s.uploadMedia)
 	rt.GET("/v1/media/{id}", "media.get", s.getMedia)
 	if s.speechRoutes {

@@ -105,10 +105,12 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 		s.stream(ctx, c, cancel, out, sseChars) // the stream records its row when it ends
 	default:
 		defer cancel()
+		ps := s.markClip(ctx, c, out)
 		out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
 		// A clip's first audio is all of it, ready to be written now.
 		s.firstAudio(out).Observe(time.Since(c.start).Seconds())
 		writeClip(out.Result)
+		s.signRow(c, &out.Row, ps, true)
 		s.record(ctx, c, out.Row)
 	}
 }
@@ -257,8 +259,15 @@ func nonNil(s []string) []string {
 func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.CancelFunc, out *speech.Spoken, sseChars int) {
 	st := out.Stream
 	setWarnings(ctx, st.Warnings)
+	var ps *provState
+	st.First, ps = s.markFirst(ctx, c, out, st.First, st.MediaType(), false)
+	if ps != nil {
+		ps.kept = make([]byte, 0, 64<<10) // the stream is fingerprinted when it ends
+	}
+	ps.write(st.First)
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
 	cs.firstAudio = s.firstAudio(out)
+	cs.prov = ps
 }
 
 // relay answers 200 and sends src's audio as it comes, first being what
@@ -382,6 +391,9 @@ type chunkStream struct {
 	doneSent bool
 	// meter measures the audio relayed, for the row's audio_ms.
 	meter audio.Meter
+	// prov hashes the audio relayed for the provenance record (nil: a
+	// conversation, or provenance off).
+	prov *provState
 }
 
 // observeAtEnd implements lateObserver.
@@ -458,6 +470,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 			cs.ended = true // write the last piece, then end
 		}
 		cs.meter.Write(raw)
+		cs.prov.write(raw)
 		b = cs.frame(raw)
 	}
 	if t := cs.trailer(); t != nil {
@@ -499,6 +512,7 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 			cs.ended = true
 		}
 		cs.meter.Write(b)
+		cs.prov.write(b)
 		cs.pending = cs.frame(b)
 	}
 	n := copy(p, cs.pending)
@@ -562,6 +576,7 @@ func (cs *chunkStream) finish(werr error) {
 		}
 		row.LatencyMS = time.Since(cs.c.start).Milliseconds()
 		row.AudioMS = cs.meter.Length().Milliseconds()
+		cs.s.signRow(cs.c, row, cs.prov, werr == nil && err == nil)
 		// No ctx: fasthttp may be reusing it by now; the row already has
 		// the path and status record would read from it.
 		cs.s.record(nil, cs.c, *row)

@@ -110,7 +110,9 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if err := s.decodeJSON(ctx, &req); err != nil {
 		return err
 	}
-	if fe := req.validate(); len(fe) > 0 {
+	fe := req.validate()
+	fe = append(fe, req.validateConsent(!c.live.Provenance.For(c.p.OrgID).ConsentOptional)...)
+	if len(fe) > 0 {
 		return problem.Validation(fe...)
 	}
 	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
@@ -119,6 +121,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 		Title: strings.TrimSpace(req.Title), Provider: req.Provider, Model: req.Model, VoiceID: req.VoiceID,
 		MediaIDs: req.samples(), Gender: req.Gender, Description: req.Description, Tags: req.Tags,
 		ProviderOptions: req.ProviderOptions, CloneOptions: req.CloneOptions, Fallbacks: req.fallbacks(),
+		Consent: req.consent(time.Now().UTC()),
 	}, uuid.NewString(), time.Now().UTC())
 	if err != nil {
 		return err
@@ -193,4 +196,52 @@ func servePage[R, J any](s *Server, ctx *fasthttp.RequestCtx, c *exchange, q que
 		out.NextCursor = s.cursors.Encode(c.p.OrgID, scope, next)
 	}
 	return s.writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+// Limits of a consent attestation's fields.
+const (
+	maxAttestedByLen = 200
+	maxRelationLen   = 100
+	maxStatementLen  = 2000
+)
+
+// validateConsent checks the consent attestation: required for a voice
+// cloned from uploaded media when the organization requires one
+// (orgs.<id>.provenance.consent), and whole when given.
+func (r *createVoiceRequest) validateConsent(required bool) []problem.FieldError {
+	c := r.Consent
+	if c == nil {
+		if required && len(r.samples()) > 0 {
+			return []problem.FieldError{problem.Field("is required to clone a voice from uploaded media: who attests (attested_by), their relation to the speaker (relation) and what they attest (statement)", "consent")}
+		}
+		return nil
+	}
+	var fe []problem.FieldError
+	for _, f := range []struct {
+		v, name string
+		limit   int
+	}{{c.AttestedBy, "attested_by", maxAttestedByLen}, {c.Relation, "relation", maxRelationLen}, {c.Statement, "statement", maxStatementLen}} {
+		switch {
+		case strings.TrimSpace(f.v) == "":
+			fe = append(fe, problem.Field("is required", "consent", f.name))
+		case utf8.RuneCountInString(f.v) > f.limit:
+			fe = append(fe, problem.Field(fmt.Sprintf("must be at most %d characters", f.limit), "consent", f.name))
+		}
+	}
+	return fe
+}
+
+// consent is the request's attestation as stored, its time now when the
+// client gave none.
+func (r *createVoiceRequest) consent(now time.Time) *store.VoiceConsent {
+	c := r.Consent
+	if c == nil {
+		return nil
+	}
+	at := c.Time.UTC()
+	if c.Time.IsZero() {
+		at = now
+	}
+	return &store.VoiceConsent{AttestedBy: strings.TrimSpace(c.AttestedBy), Relation: strings.TrimSpace(c.Relation),
+		Statement: strings.TrimSpace(c.Statement), Time: at}
 }

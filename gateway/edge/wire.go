@@ -43,6 +43,8 @@ type voiceJSON struct {
 	Fallbacks       []targetJSON   `json:"fallbacks"`
 	CreatedAt       time.Time      `json:"created_at"`
 	UpdatedAt       time.Time      `json:"updated_at"`
+	// Consent is the attestation of a voice cloned from media.
+	Consent *consentJSON `json:"consent,omitempty"`
 }
 
 // targetJSON is a voice on another provider a saved voice falls back to.
@@ -58,6 +60,9 @@ func voiceOut(v *store.Voice) voiceJSON {
 		Fallbacks: make([]targetJSON, len(v.Fallbacks)), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
 	for i, f := range v.Fallbacks {
 		out.Fallbacks[i] = targetJSON(f)
+	}
+	if c := v.Consent; c != nil {
+		out.Consent = &consentJSON{AttestedBy: c.AttestedBy, Relation: c.Relation, Statement: c.Statement, Time: c.Time.UTC()}
 	}
 	if out.Tags == nil {
 		out.Tags = []string{}
@@ -371,6 +376,17 @@ type createVoiceRequest struct {
 	// transcripts of the samples), merged over provider_options; they
 	// are not saved with the voice.
 	CloneOptions map[string]any `json:"clone_options"`
+	// Consent attests that the speaker of the uploaded media agreed to
+	// the clone (docs/provenance.md).
+	Consent *consentJSON `json:"consent"`
+}
+
+// consentJSON is a cloned voice's consent attestation.
+type consentJSON struct {
+	AttestedBy string    `json:"attested_by"`
+	Relation   string    `json:"relation"`
+	Statement  string    `json:"statement"`
+	Time       time.Time `json:"time"`
 }
 
 // updateVoiceRequest is the body of PUT /v1/voices/{voiceId}: every field

@@ -29,6 +29,10 @@ type VoiceSpec struct {
 	CloneOptions map[string]any
 	// Fallbacks are equivalent voices on other providers, in order.
 	Fallbacks []store.VoiceTarget
+	// Consent is the attestation that the speaker of the media agreed
+	// (the edge requires one for a clone unless the organization made it
+	// optional); stored with the voice.
+	Consent *store.VoiceConsent
 }
 
 // CreateVoice saves a voice for org: it resolves the provider and model,
@@ -45,7 +49,7 @@ func (s *Service) CreateVoice(ctx context.Context, org string, spec VoiceSpec, i
 	v := &store.Voice{
 		ID: id, OrgID: org, Title: spec.Title, Provider: spec.Provider, Model: m.ID,
 		VoiceID: spec.VoiceID, Tags: spec.Tags, Gender: spec.Gender, Description: spec.Description,
-		ProviderOptions: spec.ProviderOptions, CreatedAt: now, UpdatedAt: now,
+		ProviderOptions: spec.ProviderOptions, CreatedAt: now, UpdatedAt: now, Consent: spec.Consent,
 	}
 	if len(spec.MediaIDs) > 0 {
 		v.MediaID = spec.MediaIDs[0]

@@ -204,6 +204,20 @@ type Voice struct {
 	CreatedAt time.Time
 	// UpdatedAt is the last change.
 	UpdatedAt time.Time
+	// Consent is the attestation given when the voice was cloned from
+	// uploaded media; nil when none was (a provider voice, or an
+	// organization where consent is optional). It goes into the
+	// provenance record of every clip made with the voice.
+	Consent *VoiceConsent
+}
+
+// VoiceConsent attests that the person whose voice was cloned agreed.
+type VoiceConsent struct {
+	// AttestedBy names who attests; Relation is theirs to the speaker
+	// ("self", "employer", "agent", "guardian", ...); Statement is what
+	// they attest; Time is when.
+	AttestedBy, Relation, Statement string
+	Time                            time.Time
 }
 
 // VoiceTarget is a provider voice a saved voice can fall back to.
@@ -296,6 +310,9 @@ type LogRow struct {
 	// U+FFFD (see LogRow.Sanitize): its strings are not byte for byte what
 	// the request carried.
 	Sanitized bool
+	// Provenance is the answer's signed provenance record (JSON of
+	// provenance.Signed); "" for answers without audio.
+	Provenance string
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

@@ -81,14 +81,14 @@ type namedText struct {
 // logRowText lists the string fields of r. An array, not a slice, so that
 // checking a row in a batch allocates nothing; a new string field of
 // LogRow belongs here.
-func (r *LogRow) logRowText() [17]namedText {
+func (r *LogRow) logRowText() [18]namedText {
 	return [...]namedText{
 		{"request_id", &r.RequestID}, {"parent_request_id", &r.ParentRequestID}, {"org_id", &r.OrgID},
 		{"path", &r.Path}, {"provider", &r.Provider}, {"model", &r.Model}, {"voice_id", &r.VoiceID},
 		{"voice_ref", &r.VoiceRef}, {"error_code", &r.ErrorCode}, {"error_detail", &r.ErrorDetail},
 		{"provider_options", &r.ProviderOptions}, {"moderation_decision", &r.ModerationDecision},
 		{"moderation_reason_type", &r.ModerationReasonType}, {"moderation_reason_detail", &r.ModerationReasonDetail},
-		{"key_id", &r.KeyID}, {"cache", &r.Cache}, {"transcoded", &r.Transcoded},
+		{"key_id", &r.KeyID}, {"cache", &r.Cache}, {"transcoded", &r.Transcoded}, {"provenance", &r.Provenance},
 	}
 }
 
@@ -137,6 +137,11 @@ func (v *Voice) CheckText() error {
 		{"voice_id", &v.VoiceID}, {"gender", &v.Gender}, {"description", &v.Description}, {"media_id", &v.MediaID},
 	}, listText("tags", v.Tags)); err != nil {
 		return err
+	}
+	if c := v.Consent; c != nil {
+		if err := firstInvalid([]namedText{{"consent.attested_by", &c.AttestedBy}, {"consent.relation", &c.Relation}, {"consent.statement", &c.Statement}}); err != nil {
+			return err
+		}
 	}
 	for i := range v.Fallbacks {
 		f := &v.Fallbacks[i]

@@ -49,6 +49,7 @@ const (
 	fieldTimeToFirstAudioMS     protowire.Number = 23
 	fieldTranscoded             protowire.Number = 24
 	fieldSanitized              protowire.Number = 25
+	fieldProvenance             protowire.Number = 26
 )
 
 // logKeyLen is the length of a log primary key: 8 bytes of big-endian
@@ -110,6 +111,7 @@ func encodeLogRow(b []byte, r *store.LogRow) []byte {
 	str(fieldCache, r.Cache)
 	num(fieldTimeToFirstAudioMS, r.TimeToFirstAudioMS)
 	str(fieldTranscoded, r.Transcoded)
+	str(fieldProvenance, r.Provenance)
 	if r.Sanitized {
 		num(fieldSanitized, 1)
 	}
@@ -176,6 +178,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.Cache = s
 			case fieldTranscoded:
 				r.Transcoded = s
+			case fieldProvenance:
+				r.Provenance = s
 			}
 			b = b[n:]
 		case protowire.VarintType:

@@ -42,6 +42,9 @@ type voiceRecord struct {
 	Fallbacks []store.VoiceTarget `json:"fallbacks,omitempty"`
 	CreatedAt time.Time           `json:"created_at"`
 	UpdatedAt time.Time           `json:"updated_at"`
+	// Consent is written with its Go field names; a voice written before
+	// consent existed has none.
+	Consent *store.VoiceConsent `json:"consent,omitempty"`
 }
 
 type mediaRecord struct {

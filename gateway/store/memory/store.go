@@ -36,6 +36,12 @@ type Store struct {
 	orgRecords map[string]*store.Org
 	// sealFingerprint is store.SecretStore's SealFingerprint.
 	sealFingerprint []byte
+
+	// fpMu guards fps, the acoustic fingerprints by organization
+	// (fingerprints.go), apart from mu: they are written off the
+	// request path and need not wait for other writes.
+	fpMu sync.Mutex
+	fps  map[string]*fingerprints
 }
 
 // org is one organization's records. It is created by its first write;

@@ -147,6 +147,11 @@ func checkPage(limit int, after store.Position) error {
 func storedVoice(v *store.Voice) (*store.Voice, error) {
 	c := *v
 	c.CreatedAt, c.UpdatedAt = utc(v.CreatedAt), utc(v.UpdatedAt)
+	if v.Consent != nil {
+		consent := *v.Consent
+		consent.Time = utc(consent.Time)
+		c.Consent = &consent
+	}
 	c.Tags = slices.Clone(v.Tags)
 	if c.Tags == nil {
 		c.Tags = []string{}
@@ -174,6 +179,10 @@ func cloneVoice(v *store.Voice) *store.Voice {
 	c.Tags = slices.Clone(v.Tags)
 	c.Fallbacks = slices.Clone(v.Fallbacks)
 	c.ProviderOptions = cloneJSON(v.ProviderOptions).(map[string]any)
+	if v.Consent != nil {
+		consent := *v.Consent
+		c.Consent = &consent
+	}
 	return &c
 }
 

@@ -230,9 +230,13 @@ func (s *Store) CreateVoice(ctx context.Context, v *store.Voice) error {
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err = s.pool.Exec(ctx, `INSERT INTO voices (org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		v.OrgID, v.ID, v.Title, v.Provider, v.Model, v.VoiceID, tj, v.Gender, v.Description, oj, v.MediaID, nanos(v.CreatedAt), nanos(v.UpdatedAt), fj)
+	cj, err := consentJSON(v.Consent)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO voices (org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks, consent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		v.OrgID, v.ID, v.Title, v.Provider, v.Model, v.VoiceID, tj, v.Gender, v.Description, oj, v.MediaID, nanos(v.CreatedAt), nanos(v.UpdatedAt), fj, cj)
 	if err != nil {
 		return fmt.Errorf("store: create voice: %w", classify(err))
 	}
@@ -264,14 +268,34 @@ func voiceJSON(v *store.Voice) (tags, opts, fallbacks []byte, err error) {
 	return tags, opts, fallbacks, nil
 }
 
-const voiceColumns = "org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks"
+const voiceColumns = "org_id, id, title, provider, model, voice_id, tags, gender, description, provider_options, media_id, created_ns, updated_ns, fallbacks, consent"
+
+// consentJSON encodes a voice's consent column: NULL for none
+// (migrations/0011_voice_consent.sql).
+func consentJSON(c *store.VoiceConsent) ([]byte, error) {
+	if c == nil {
+		return nil, nil
+	}
+	w := *c
+	w.Time = w.Time.UTC()
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode voice consent: %w", err)
+	}
+	return b, nil
+}
 
 func scanVoice(row pgx.Row) (*store.Voice, error) {
 	var v store.Voice
-	var tj, oj, fj []byte
+	var tj, oj, fj, cj []byte
 	var created, updated int64
-	if err := row.Scan(&v.OrgID, &v.ID, &v.Title, &v.Provider, &v.Model, &v.VoiceID, &tj, &v.Gender, &v.Description, &oj, &v.MediaID, &created, &updated, &fj); err != nil {
+	if err := row.Scan(&v.OrgID, &v.ID, &v.Title, &v.Provider, &v.Model, &v.VoiceID, &tj, &v.Gender, &v.Description, &oj, &v.MediaID, &created, &updated, &fj, &cj); err != nil {
 		return nil, err
+	}
+	if cj != nil {
+		if err := json.Unmarshal(cj, &v.Consent); err != nil {
+			return nil, fmt.Errorf("decode voice consent: %w", err)
+		}
 	}
 	if err := json.Unmarshal(fj, &v.Fallbacks); err != nil {
 		return nil, fmt.Errorf("decode voice fallbacks: %w", err)

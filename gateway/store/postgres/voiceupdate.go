@@ -25,11 +25,15 @@ func (s *Store) UpdateVoice(ctx context.Context, v *store.Voice) error {
 	if err != nil {
 		return err
 	}
+	cj, err := consentJSON(v.Consent)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	out, err := scanVoice(s.pool.QueryRow(ctx, `UPDATE voices SET title = $3, provider = $4, model = $5, voice_id = $6, tags = $7, gender = $8,
-		description = $9, provider_options = $10, media_id = $11, updated_ns = $12, fallbacks = $13 WHERE org_id = $1 AND id = $2 RETURNING `+voiceColumns,
-		v.OrgID, v.ID, v.Title, v.Provider, v.Model, v.VoiceID, tj, v.Gender, v.Description, oj, v.MediaID, nanos(v.UpdatedAt), fj))
+		description = $9, provider_options = $10, media_id = $11, updated_ns = $12, fallbacks = $13, consent = $14 WHERE org_id = $1 AND id = $2 RETURNING `+voiceColumns,
+		v.OrgID, v.ID, v.Title, v.Provider, v.Model, v.VoiceID, tj, v.Gender, v.Description, oj, v.MediaID, nanos(v.UpdatedAt), fj, cj))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: update voice %s: %w", v.ID, store.ErrNotFound)
 	}

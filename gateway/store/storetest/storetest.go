@@ -66,6 +66,8 @@ var cases = []struct {
 	{"ListLogsPagingWhileAppending", testListLogsPagingWhileAppending},
 	{"ListLogsRetentionWindowMoves", testListLogsRetentionWindowMoves},
 	{"ListLogsConfiguredRetention", testListLogsConfiguredRetention},
+	{"VoiceConsentRoundTrip", testVoiceConsentRoundTrip},
+	{"Fingerprints", testFingerprints},
 	{"LogRowRoundTrip", testLogRowRoundTrip},
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},

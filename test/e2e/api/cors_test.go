@@ -77,7 +77,7 @@ func TestCORS(t *testing.T) {
 
 	got := tg.Do("GET", "/v1/voices", "acme", nil, "Origin", allowed)
 	exposed := strings.ToLower(got.Header.Get("Access-Control-Expose-Headers"))
-	for _, h := range []string{"x-request-id", "retry-after", "x-voxgate-warning", "x-voxgate-provider", "x-voxgate-cache", "x-voxgate-transcoded", "ratelimit-policy", "ratelimit"} {
+	for _, h := range []string{"x-request-id", "retry-after", "x-voxgate-warning", "x-voxgate-provider", "x-voxgate-cache", "x-voxgate-transcoded", "x-voxgate-mark", "ratelimit-policy", "ratelimit"} {
 		if !strings.Contains(exposed, h) {
 			t.Errorf("Expose-Headers %q lacks %s", exposed, h)
 		}

@@ -88,7 +88,7 @@ func TestEdgeErrorsAreProblems(t *testing.T) {
 		{"missing voice", "POST", "/v1/voices", `{"title":"a","provider":"espeak","model":"espeak-ng"}`, nil, 400, "validation_failed", "voice_id"},
 		{"bad media id", "POST", "/v1/voices", `{"title":"a","provider":"espeak","model":"espeak-ng","mediaId":"x"}`, nil, 400, "validation_failed", "mediaId"},
 		{"unknown provider", "POST", "/v1/voices", `{"title":"a","provider":"nope","model":"m","voice_id":"v"}`, nil, 422, "unknown_provider", ""},
-		{"unknown media", "POST", "/v1/voices", `{"title":"a","provider":"espeak","model":"espeak-ng","mediaId":"` + uuid.NewString() + `"}`, nil, 404, "media_not_found", ""},
+		{"unknown media", "POST", "/v1/voices", `{"title":"a","provider":"espeak","model":"espeak-ng","mediaId":"` + uuid.NewString() + `","consent":{"attested_by":"a","relation":"self","statement":"yes"}}`, nil, 404, "media_not_found", ""},
 		{"limit zero", "GET", "/v1/voices?limit=0", nil, nil, 400, "validation_failed", "limit"},
 		{"limit too big", "GET", "/v1/voices?limit=201", nil, nil, 400, "validation_failed", "limit"},
 		{"limit not int", "GET", "/v1/voices?limit=ten", nil, nil, 400, "validation_failed", "limit"},

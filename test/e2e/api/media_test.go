@@ -98,7 +98,7 @@ func TestMediaUploadAndCloning(t *testing.T) {
 	tg.Upload("acme", ct, body).Problem(t, 400, "validation_failed")
 
 	// Cloning: the test kit clones, eSpeak cannot.
-	r = tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID})
+	r = tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID, "consent": map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}})
 	if r.Status != 201 {
 		t.Fatalf("clone: %d %s", r.Status, r.Body)
 	}
@@ -109,8 +109,8 @@ func TestMediaUploadAndCloning(t *testing.T) {
 	if r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"voiceId": v.ID, "text": "speaking with my cloned voice"}); r.Status != 200 {
 		t.Fatalf("speech with cloned voice: %d %s", r.Status, r.Body)
 	}
-	tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "espeak", "model": "espeak-ng", "mediaId": m.ID}).Problem(t, 501, "cloning_unsupported")
-	tg.Do("POST", "/v1/voices", "globex", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID}).Problem(t, 404, "media_not_found")
+	tg.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Me", "provider": "espeak", "model": "espeak-ng", "mediaId": m.ID, "consent": map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}}).Problem(t, 501, "cloning_unsupported")
+	tg.Do("POST", "/v1/voices", "globex", map[string]any{"title": "Me", "provider": "testkit", "model": "test", "mediaId": m.ID, "consent": map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}}).Problem(t, 404, "media_not_found")
 }
 
 func abs(f float64) float64 {

@@ -107,7 +107,7 @@ func TestCloudCloning(t *testing.T) {
 	up := c.Upload("acme", "audio/wav", sample.Body)
 	var m store.Media
 	up.JSON(t, &m)
-	r := c.Do("POST", "/v1/voices", "acme", map[string]any{"title": "My clone", "provider": "elevenlabs", "model": "eleven_multilingual_v2", "mediaId": m.ID})
+	r := c.Do("POST", "/v1/voices", "acme", map[string]any{"title": "My clone", "provider": "elevenlabs", "model": "eleven_multilingual_v2", "mediaId": m.ID, "consent": map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}})
 	if r.Status != 201 {
 		t.Fatalf("clone: %d %s", r.Status, r.Body)
 	}
@@ -129,12 +129,12 @@ func TestCloudCloning(t *testing.T) {
 	// A failed clone is never retried (it could create two voices).
 	c.ElevenLabs.FailNext(1, fakeupstream.Fault{Path: "/v1/voices/add", Status: 500})
 	before := c.ElevenLabs.CallsTo("/v1/voices/add")
-	r = c.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Again", "provider": "elevenlabs", "model": "eleven_multilingual_v2", "mediaId": m.ID})
+	r = c.Do("POST", "/v1/voices", "acme", map[string]any{"title": "Again", "provider": "elevenlabs", "model": "eleven_multilingual_v2", "mediaId": m.ID, "consent": map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}})
 	if r.Status < 500 || c.ElevenLabs.CallsTo("/v1/voices/add") != before+1 {
 		t.Errorf("failed clone: status %d, %d calls", r.Status, c.ElevenLabs.CallsTo("/v1/voices/add")-before)
 	}
 	// OpenAI cannot clone.
-	c.Do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "openai", "model": "tts-1", "mediaId": m.ID}).Problem(t, 501, "cloning_unsupported")
+	c.Do("POST", "/v1/voices", "acme", map[string]any{"title": "x", "provider": "openai", "model": "tts-1", "mediaId": m.ID, "consent": map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}}).Problem(t, 501, "cloning_unsupported")
 }
 
 // TestCloudSavedVoiceIDs checks POST /v1/voices against a cloud provider's

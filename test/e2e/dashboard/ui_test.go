@@ -1025,8 +1025,11 @@ func TestDashboardClonesAVoice(t *testing.T) {
 	br.do("choose the sample", chromedp.SetUploadFiles(chromedp.CSS("#v-file"), []string{file}))
 	br.wait("sample chosen", `document.body.innerText.includes("me.wav")`)
 	br.setInput("#v-title", "My cloned voice")
+	// Consent is required for a clone (docs/provenance.md).
+	br.setInput("#v-consent-by", "Ana Díaz")
+	br.setInput("#v-consent-statement", "I agree to this clone of my voice.")
 	br.clickText("Create voice")
-	br.wait("cloned voice listed", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("My cloned voice") && tr.innerText.includes("(cloned)"))`)
+	br.wait("cloned voice listed", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("My cloned voice") && tr.innerText.includes("(cloned)") && tr.innerText.includes("consent: Ana Díaz (self)"))`)
 
 	// A sample recorded in the page (the fake microphone's tone), which
 	// the page encodes as WAV before uploading it.

@@ -221,6 +221,7 @@ func PCMSeconds(t *testing.T, mediaType string, data []byte) (float64, float64) 
 		fmt.Sscanf(strings.TrimPrefix(mediaType, "audio/pcm;rate="), "%d", &rate)
 		pcm = data
 	case mediaType == "audio/wav":
+		data = Unmarked(data)
 		if len(data) < 44 || string(data[:4]) != "RIFF" || string(data[8:12]) != "WAVE" {
 			t.Fatalf("not a WAV file: % x", data[:min(len(data), 16)])
 		}

@@ -61,7 +61,7 @@ export function Voices() {
               <tr key={v.id} data-voice-id={v.id}>
                 <th scope="row">{v.title}</th>
                 <td>{v.provider}/{v.model}</td>
-                <td><code>{v.voice_id}</code>{v.media_id ? " (cloned)" : ""}</td>
+                <td><code>{v.voice_id}</code>{v.media_id ? " (cloned)" : ""}{v.consent ? <span class="hint" title={v.consent.statement}> consent: {v.consent.attested_by} ({v.consent.relation})</span> : ""}</td>
                 <td>{(v.tags || []).join(", ") || "—"}</td>
                 <td class="nowrap">{fmtTime(v.created_at)}</td>
                 <td><button type="button" class="danger" onClick={() => remove(v)} aria-label={`Delete ${v.title}`}>Delete</button></td>
@@ -91,6 +91,11 @@ function CreateVoice({ catalog, onCreated }) {
   const [description, setDescription] = useState("");
   const [providerVoices, setProviderVoices] = useState([]);
   const [sample, setSample] = useState(null); // {blob, name}
+  // The consent attestation a clone needs (docs/provenance.md); kept
+  // after a clone, since one person often attests several samples.
+  const [attestedBy, setAttestedBy] = useState("");
+  const [relation, setRelation] = useState("self");
+  const [statement, setStatement] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState("");
   const titleRef = useRef(null);
@@ -125,6 +130,9 @@ function CreateVoice({ catalog, onCreated }) {
         form.append("file", sample.blob, sample.name);
         const media = await (await request("POST", "/v1/media", form)).json();
         body.mediaId = media.id;
+        if (attestedBy.trim() || statement.trim()) {
+          body.consent = { attested_by: attestedBy.trim(), relation: relation.trim(), statement: statement.trim() };
+        }
       } else {
         body.voice_id = voiceId.trim();
       }
@@ -181,7 +189,18 @@ function CreateVoice({ catalog, onCreated }) {
             )}
           </div>
         ) : (
-          <Sample sample={sample} onSample={setSample} />
+          <>
+            <Sample sample={sample} onSample={setSample} />
+            <fieldset class="field wide">
+              <legend>Consent of the speaker <span class="hint">(stored with the voice and signed into every clip made with it)</span></legend>
+              <label for="v-consent-by">Attested by</label>
+              <input id="v-consent-by" maxLength={200} value={attestedBy} onInput={(e) => setAttestedBy(e.currentTarget.value)} placeholder="who attests that the speaker agreed" />
+              <label for="v-consent-relation">Relation to the speaker</label>
+              <input id="v-consent-relation" maxLength={100} value={relation} onInput={(e) => setRelation(e.currentTarget.value)} placeholder="self, employer, agent, guardian…" />
+              <label for="v-consent-statement">Statement</label>
+              <input id="v-consent-statement" maxLength={2000} value={statement} onInput={(e) => setStatement(e.currentTarget.value)} placeholder="what they attest" />
+            </fieldset>
+          </>
         )}
         <div class="field">
           <label for="v-tags">Tags <span class="hint">(comma-separated)</span></label>

@@ -1,0 +1,138 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/provenance"
+	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// headerMark says how the answer's audio was marked as synthetic
+// (provenance.MarkedID3, ...), or why it was not.
+const headerMark = "X-Voxgate-Mark"
+
+// provState is what an answer's provenance record is made from, gathered
+// while the answer is written.
+type provState struct {
+	mark      *provenance.Mark
+	how       string
+	mediaType string
+	hasher    *provenance.Hasher
+	// kept is a stream's audio as sent, for its fingerprint once it
+	// ended; nil once it outgrew maxIndexedStream (or for a clip).
+	kept []byte
+}
+
+// maxIndexedStream bounds the audio a stream keeps for its fingerprint:
+// a longer stream is not indexed.
+const maxIndexedStream = 4 << 20
+
+// write adds bytes sent to the record's hash, and to what a stream keeps
+// for its fingerprint; a nil state does nothing. Hot path (every
+// streamed piece): a hash and an append.
+func (p *provState) write(b []byte) {
+	if p == nil {
+		return
+	}
+	p.hasher.Write(b)
+	if p.kept != nil {
+		if len(p.kept)+len(b) > maxIndexedStream {
+			p.kept = nil
+			return
+		}
+		p.kept = append(p.kept, b...)
+	}
+}
+
+// markFirst marks b, a whole clip or a stream's first piece, for the
+// request of out, and says how in the answer's header. It returns the
+// bytes to send in b's place and the state the record is made from; nil
+// state when provenance is off in this gateway.
+func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken, b []byte, mediaType string, whole bool) ([]byte, *provState) {
+	if s.prov == nil {
+		return b, nil
+	}
+	ps := &provState{mediaType: mediaType, hasher: provenance.NewHasher()}
+	format := provenance.Container(mediaType)
+	switch {
+	case c.live.Provenance.For(c.p.OrgID).Unmarked:
+		ps.how = provenance.UnmarkedOff
+	case format == "":
+		ps.how = provenance.UnmarkedRaw
+	default:
+		m := s.prov.NewMark(c.reqID, out.Job.Provider.ID, out.Job.Model.ID, time.Now())
+		head, tail, how, err := provenance.Insert(b, format, m, whole)
+		switch {
+		case err != nil:
+			ps.how = provenance.UnmarkedHeader
+			s.log.Warn("audio left unmarked", zap.String("request_id", c.reqID), zap.String("media_type", mediaType), zap.Error(err))
+		case head == nil:
+			ps.how = how
+		default:
+			ps.how, ps.mark = how, m
+			marked := make([]byte, 0, len(head)+len(b)-tail)
+			b = append(append(marked, head...), b[tail:]...)
+		}
+	}
+	ctx.Response.Header.Set(headerMark, ps.how)
+	return b, ps
+}
+
+// markClip marks a clip in place (a pooled clip is copied out of its
+// buffer, which goes back) and hashes it.
+func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken) *provState {
+	res := out.Result
+	b, ps := s.markFirst(ctx, c, out, res.Audio, res.MediaType, true)
+	if ps == nil {
+		return nil
+	}
+	if ps.mark != nil {
+		res.Release()
+		res.Audio = b
+	}
+	ps.hasher.Write(res.Audio)
+	indexed := res.Audio
+	if res.Pooled() {
+		// The pooled buffer goes back once written; the indexer reads
+		// later.
+		indexed = bytes.Clone(indexed)
+	}
+	s.prov.Index(c.p.OrgID, c.reqID, res.MediaType, indexed)
+	return ps
+}
+
+// signRow puts the answer's signed provenance record on its log row.
+// complete is false for a stream that broke off.
+func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete bool) {
+	if ps == nil {
+		return
+	}
+	sum, n := ps.hasher.Sum()
+	rec := &provenance.Record{RequestID: c.reqID, OrgID: c.p.OrgID, Gateway: s.prov.Gateway(),
+		Provider: row.Provider, Model: row.Model, VoiceID: row.VoiceID, VoiceRef: row.VoiceRef,
+		Time: c.start.UTC(), MediaType: ps.mediaType, SHA256: sum, Bytes: n, Complete: complete,
+		Marked: ps.how, Mark: ps.mark}
+	if row.VoiceRef != "" && c.live.Resources != nil {
+		// The saved voice's consent, from the store's read cache; the
+		// request's own context may be over (a stream's end).
+		if v, err := c.live.Resources.Voice(context.WithoutCancel(c.ctx), c.p.OrgID, row.VoiceRef); err == nil && v.Consent != nil {
+			rec.Consent = &provenance.Consent{AttestedBy: v.Consent.AttestedBy, Relation: v.Consent.Relation,
+				Statement: v.Consent.Statement, Time: v.Consent.Time.UTC()}
+		}
+	}
+	if complete && len(ps.kept) > 0 {
+		s.prov.Index(c.p.OrgID, c.reqID, ps.mediaType, ps.kept)
+	}
+	signed, err := s.prov.Signer().SignRecord(rec)
+	if err != nil {
+		s.log.Error("provenance record not signed", zap.String("request_id", c.reqID), zap.Error(err))
+		return
+	}
+	row.Provenance = signed
+}

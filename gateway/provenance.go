@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/provenance"
+)
+
+// ProvenanceKeyFile is the file of the Ed25519 key that signs provenance
+// records (when provenance.key_env is not named): provenance.key_file,
+// or provenance.key beside the database.
+func ProvenanceKeyFile(cfg *config.Config) string {
+	if cfg.Provenance.KeyFile != "" {
+		return cfg.Resolve(cfg.Provenance.KeyFile)
+	}
+	return filepath.Join(filepath.Dir(cfg.Resolve(cfg.Storage.Path)), "provenance.key")
+}
+
+// ProvenanceGateway is the identity marks and records carry:
+// provenance.gateway, or the host name.
+func ProvenanceGateway(cfg *config.Config) string {
+	if cfg.Provenance.Gateway != "" {
+		return cfg.Provenance.Gateway
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "voxgate"
+}
+
+// ProvenancePolicy is each organization's provenance settings from
+// gateway.yaml.
+func ProvenancePolicy(cfg *config.Config) provenance.Policy {
+	p := provenance.Policy{}
+	for id, o := range cfg.Orgs {
+		if o != nil {
+			p[id] = provenance.OrgSettings{Unmarked: !o.Provenance.MarkOn(), ConsentOptional: !o.Provenance.ConsentRequiredOn()}
+		}
+	}
+	return p
+}
+
+// openProvenance loads the signing key and returns the service that
+// marks, signs and indexes answers.
+func openProvenance(cfg *config.Config, index *provenance.Index) (*provenance.Service, error) {
+	seed, source, err := provenance.LoadSeed(cfg.Provenance.KeyEnv, ProvenanceKeyFile(cfg))
+	if err != nil {
+		return nil, err
+	}
+	signer, err := provenance.NewSigner(seed)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return provenance.NewService(signer, ProvenanceGateway(cfg), index), nil
+}

@@ -1,0 +1,163 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Acoustic fingerprints, per organization: bucketFingerprints maps a
+// request id to its fingerprint (encodeFingerprint), and
+// bucketFingerprintKeys holds one empty entry per index key and request,
+// key (4 bytes, big-endian) then request id, so that the requests of a
+// key are one cursor range.
+const (
+	bucketFingerprints    = "fingerprints"
+	bucketFingerprintKeys = "fingerprint_keys"
+)
+
+// PutFingerprint implements store.FingerprintStore.
+func (s *Store) PutFingerprint(ctx context.Context, f *store.Fingerprint) error {
+	if f == nil {
+		return errors.New("store: nil fingerprint")
+	}
+	if err := requireIDs("org id", f.OrgID, "request id", f.RequestID); err != nil {
+		return err
+	}
+	if err := store.CheckText("request_id", f.RequestID); err != nil {
+		return fmt.Errorf("store: put fingerprint: %w", err)
+	}
+	ts := f.TS
+	if ts.IsZero() {
+		ts = s.now()
+	}
+	val := encodeFingerprint(ts, f.Values, f.Keys)
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		fb, err := orgBucketCreate(tx, f.OrgID, bucketFingerprints)
+		if err != nil {
+			return err
+		}
+		kb, err := orgBucketCreate(tx, f.OrgID, bucketFingerprintKeys)
+		if err != nil {
+			return err
+		}
+		if old := fb.Get([]byte(f.RequestID)); old != nil {
+			if _, _, oldKeys, err := decodeFingerprint(old); err == nil {
+				for _, k := range oldKeys {
+					if err := kb.Delete(fingerprintKey(k, f.RequestID)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err := fb.Put([]byte(f.RequestID), val); err != nil {
+			return err
+		}
+		for _, k := range f.Keys {
+			if err := kb.Put(fingerprintKey(k, f.RequestID), []byte{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put fingerprint %s: %w", f.RequestID, err)
+	}
+	return nil
+}
+
+// MatchFingerprints implements store.FingerprintStore: one cursor range
+// per key, then the fingerprints of the best candidates.
+func (s *Store) MatchFingerprints(ctx context.Context, orgID string, keys []uint32, limit int) ([]store.Fingerprint, error) {
+	out := []store.Fingerprint{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		kb, fb := orgBucket(tx, orgID, bucketFingerprintKeys), orgBucket(tx, orgID, bucketFingerprints)
+		if kb == nil || fb == nil {
+			return nil
+		}
+		hits := map[string]int{}
+		c := kb.Cursor()
+		var prefix [4]byte
+		for _, k := range keys {
+			binary.BigEndian.PutUint32(prefix[:], k)
+			for ek, _ := c.Seek(prefix[:]); ek != nil && bytes.HasPrefix(ek, prefix[:]); ek, _ = c.Next() {
+				hits[string(ek[4:])]++
+			}
+		}
+		for id := range hits {
+			ts, values, fkeys, err := decodeFingerprint(fb.Get([]byte(id)))
+			if err != nil {
+				return fmt.Errorf("fingerprint %s: %w", id, err)
+			}
+			out = append(out, store.Fingerprint{OrgID: orgID, RequestID: id, TS: ts, Values: values, Keys: fkeys})
+		}
+		slices.SortFunc(out, func(a, b store.Fingerprint) int {
+			if d := hits[b.RequestID] - hits[a.RequestID]; d != 0 {
+				return d
+			}
+			return b.TS.Compare(a.TS)
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: match fingerprints: %w", err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func fingerprintKey(k uint32, requestID string) []byte {
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(requestID)), k)
+	return append(b, requestID...)
+}
+
+// encodeFingerprint is the time (unix nanoseconds), then the values and
+// the keys, each a count and little-endian uint32s.
+func encodeFingerprint(ts time.Time, values, keys []uint32) []byte {
+	b := make([]byte, 0, 16+4*(len(values)+len(keys)))
+	b = binary.BigEndian.AppendUint64(b, uint64(ts.UnixNano()))
+	for _, list := range [][]uint32{values, keys} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(list)))
+		for _, v := range list {
+			b = binary.LittleEndian.AppendUint32(b, v)
+		}
+	}
+	return b
+}
+
+var errCorruptFingerprint = errors.New("corrupt fingerprint")
+
+func decodeFingerprint(b []byte) (ts time.Time, values, keys []uint32, err error) {
+	if len(b) < 8 {
+		return ts, nil, nil, errCorruptFingerprint
+	}
+	ts = time.Unix(0, int64(binary.BigEndian.Uint64(b))).UTC()
+	b = b[8:]
+	lists := [2][]uint32{}
+	for i := range lists {
+		if len(b) < 4 {
+			return ts, nil, nil, errCorruptFingerprint
+		}
+		n := int(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+		if n > len(b)/4 {
+			return ts, nil, nil, errCorruptFingerprint
+		}
+		lists[i] = make([]uint32, n)
+		for j := range n {
+			lists[i][j] = binary.LittleEndian.Uint32(b[4*j:])
+		}
+		b = b[4*n:]
+	}
+	return ts, lists[0], lists[1], nil
+}
