@@ -36,6 +36,8 @@ type Store struct {
 	orgRecords map[string]*store.Org
 	// sealFingerprint is store.SecretStore's SealFingerprint.
 	sealFingerprint []byte
+	// jobs are every organization's long-form jobs, by id.
+	jobs map[string]*jobEntry
 }
 
 // org is one organization's records. It is created by its first write;
@@ -72,6 +74,7 @@ func New(opts store.Options) *Store {
 		orgs:      map[string]*org{},
 
 		orgRecords: map[string]*store.Org{},
+		jobs:       map[string]*jobEntry{},
 	}
 }
 
