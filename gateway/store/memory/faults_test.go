@@ -110,7 +110,10 @@ func calls() []call {
 		{"GetJob", func(ctx context.Context, s *memory.Store) error { _, err := s.GetJob(ctx, "o", "j1"); return err }},
 		{"ListJobs", func(ctx context.Context, s *memory.Store) error { return page(s.ListJobs(ctx, "o", 10, nil)) }},
 		{"CancelJob", func(ctx context.Context, s *memory.Store) error { _, err := s.CancelJob(ctx, "o", "gone"); return err }},
-		{"LeaseJob", func(ctx context.Context, s *memory.Store) error { _, err := s.LeaseJob(ctx, "w", time.Minute, 0); return err }},
+		{"LeaseJob", func(ctx context.Context, s *memory.Store) error {
+			_, err := s.LeaseJob(ctx, "w", time.Minute, 0)
+			return err
+		}},
 		{"RenewJobLease", func(ctx context.Context, s *memory.Store) error {
 			_, err := s.RenewJobLease(ctx, "j1", "w", time.Minute)
 			return leaseAnswer(err)
