@@ -122,7 +122,7 @@ type Service struct {
 	now     func() time.Time
 	guard   guard
 	client  *http.Client
-	wake chan struct{}
+	wake    chan struct{}
 	// running counts the jobs this instance renders (for metrics and
 	// tests).
 	mu      sync.Mutex
