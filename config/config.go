@@ -41,6 +41,7 @@ type Config struct {
 	Tracing   Tracing                      `yaml:"tracing"`
 	CORS      CORS                         `yaml:"cors"`
 	Aliases   Aliases                      `yaml:"aliases"`
+	Jobs      Jobs                         `yaml:"jobs"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -87,6 +88,7 @@ func (c *Config) Validate() error {
 		c.validateCORS,
 		c.validateAliases,
 		c.validateOrgs,
+		c.validateJobs,
 	} {
 		validate(bad)
 	}
@@ -108,6 +110,7 @@ func (c *Config) applyDefaults() {
 	c.CORS.defaults()
 	c.Tracing.defaults()
 	c.Limits.defaults(&c.Server)
+	c.Jobs.defaults()
 	c.Alignment.defaults(c.Providers)
 }
 

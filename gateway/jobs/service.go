@@ -23,6 +23,7 @@ import (
 type Store interface {
 	store.JobStore
 	ListKeys(ctx context.Context, orgID string) ([]store.APIKey, error)
+	MediaData(ctx context.Context, orgID, id string) ([]byte, error)
 }
 
 // Speaker renders a speech request: the speech service, whose pipeline
@@ -212,7 +213,12 @@ func (s *Service) Cancel(ctx context.Context, org, id string) (*store.Job, error
 	return j, err
 }
 
-// Spec decodes j's spec.
+// MediaData returns the bytes of org's media id (a job's text upload).
+func (s *Service) MediaData(ctx context.Context, org, id string) ([]byte, error) {
+	return s.store.MediaData(ctx, org, id)
+}
+
+// SpecOf decodes j's spec.
 func SpecOf(j *store.Job) (*Spec, error) { return decodeSpec(j.Spec) }
 
 func pcmOutput(rate int) *audio.OutputParams {
