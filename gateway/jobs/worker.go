@@ -228,12 +228,13 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 		s.mu.Unlock()
 	}()
 	log := s.log.With(zap.String("job", j.ID), zap.String("org", j.OrgID))
+	log.Info("job leased", zap.String("owner", s.opts.Owner), zap.Int("chunks_done", j.ChunksDone), zap.Int("chunks_total", j.ChunksTotal), zap.Int("leases", j.Leases))
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go s.renew(rctx, cancel, j.ID)
 	out, err := s.render(rctx, j, log)
 	switch {
-	case errors.Is(context.Cause(rctx), errCancelled):
+	case errors.Is(context.Cause(rctx), errCancelled), errors.Is(err, errCancelled):
 		// Cancelled (or taken over): the files of a cancelled job go.
 		if cur, gerr := s.store.GetJob(context.WithoutCancel(ctx), j.OrgID, j.ID); gerr == nil && cur.State == store.JobCancelled {
 			_ = removeJobDir(s.opts.Dir, j.ID)
@@ -260,6 +261,7 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 	}
 	if f.State == store.JobSucceeded {
 		removeChunkFiles(s.opts.Dir, j.ID)
+		log.Info("job succeeded", zap.Int64("bytes", f.OutputBytes))
 	}
 	if !f.WebhookDue.IsZero() {
 		s.Wake()
