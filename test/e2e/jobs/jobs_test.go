@@ -180,6 +180,7 @@ func seconds(s string) float64 {
 // and it has the chapters, titled and in order. The captions end with
 // the audio; a Range request gets its bytes; the text is in no log line.
 func TestBookOnESpeak(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, jobsConfig)
 	text, titles := book(300_000, 12)
 	start := time.Now()
@@ -276,6 +277,7 @@ func TestBookOnESpeak(t *testing.T) {
 // TestCancel cancels a running job: it stops within a lease renewal, its
 // files go, and its audio is never served.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, jobsConfig)
 	text, _ := book(60_000, 2)
 	j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{"text": text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en"}), 202)
@@ -307,6 +309,7 @@ func TestCancel(t *testing.T) {
 // here, not with the gateway's code); a receiver that fails first gets
 // the event again, and both attempts are listed on the job.
 func TestWebhookSigned(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, jobsConfig)
 	const secret = "whsec_test_0123456789abcdef"
 	type hit struct {
@@ -393,6 +396,7 @@ func TestWebhookSigned(t *testing.T) {
 // TestBadInputs: every bad job request gets its documented problem, and
 // another organization's job is not found.
 func TestBadInputs(t *testing.T) {
+	t.Parallel()
 	tg := harness.Start(t, jobsConfig)
 	voice := func(m map[string]any) map[string]any {
 		out := map[string]any{"model": "espeak/espeak-ng", "voice": "en"}
@@ -480,4 +484,65 @@ func TestBadInputs(t *testing.T) {
 		t.Errorf("second page %+v", p2)
 	}
 	tg.Do("GET", "/v1/audio/jobs?limit=1&cursor="+p1.NextCursor, "globex", nil).Problem(t, 400, "invalid_cursor")
+}
+
+// fallbackConfig runs the test kit, whose requests fail on demand, with
+// eSpeak as its fallback.
+const fallbackConfig = `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+  log_batch_size: 8
+plugins:
+  dir: %BIN%/plugins
+providers:
+  espeak: {plugin: voxgate-espeak, managed: true}
+  testkit: {plugin: %BIN%/testplugins/voxgate-testplugin, managed: true, timeout: 5s}
+fallbacks:
+  testkit/test:
+    - model: espeak/espeak-ng
+      voice: en
+jobs:
+  lease: 3s
+  poll: 100ms
+  retry_backoff: 100ms
+  chunk_chars: 100
+orgs:
+  acme:
+    providers: {espeak: {enabled: true}, testkit: {enabled: true}}
+`
+
+// TestProviderFailsMidJob: the job's provider fails (the test kit, told
+// to answer 503 unavailable); every chunk is rendered by the voice's
+// fallback (eSpeak) through the speech pipeline, the job succeeds and
+// records the fallbacks, and the request log has each failed attempt.
+func TestProviderFailsMidJob(t *testing.T) {
+	t.Parallel()
+	tg := harness.Start(t, fallbackConfig)
+	text := "The first paragraph is short.\n\nThe second paragraph is a little longer than the first one was.\n\nThe third ends it."
+	j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{
+		"text": text, "model": "testkit/test", "voice": "alpha", "output": "wav",
+		"providerOptions": map[string]any{"fail": map[string]any{"kind": "unavailable", "message": "down for maintenance"}},
+	}), 202)
+	j = waitJob(t, func() job { return decodeJob(t, tg.Do("GET", "/v1/audio/jobs/"+j.ID, "acme", nil), 200) }, finished)
+	if j.State != "succeeded" || j.ChunksTotal < 2 || j.Fallbacks != j.ChunksTotal {
+		t.Fatalf("job %+v, want succeeded with every chunk by the fallback", j)
+	}
+	tg.FlushLogs()
+	var failed, served int
+	for _, row := range tg.LogsWhere("acme", "") {
+		if row.Path != "/v1/audio/jobs/"+j.ID {
+			continue
+		}
+		switch {
+		case row.Provider == "testkit" && row.Status >= 500:
+			failed++
+		case row.Provider == "espeak" && row.Status == 200:
+			served++
+		}
+	}
+	if failed != j.ChunksTotal || served != j.ChunksTotal {
+		t.Errorf("log rows: %d failed attempts on the test kit, %d served by eSpeak; want %d of each", failed, served, j.ChunksTotal)
+	}
 }

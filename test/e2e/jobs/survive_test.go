@@ -101,6 +101,7 @@ func createBook(t *testing.T, p *harness.Process, chars int) job {
 // it stopped and succeeds, with at most one chunk rendered twice (the one
 // in flight at the kill), counted in the request log.
 func TestResumesAfterKill9(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	yaml := processYAML("  path: %DIR%/voxgate.db", dir+"/jobs")
 	p := harness.StartProcess(t, dir, yaml, nil)
@@ -138,6 +139,7 @@ func TestResumesAfterKill9(t *testing.T) {
 // jobs folder); the one that took the job is killed mid-job and the other
 // takes it over once the lease has run out, and finishes it.
 func TestSharedQueueOnPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
 	}
