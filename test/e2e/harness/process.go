@@ -20,7 +20,7 @@ import (
 // Process is a `voxgate serve` of bin/voxgate in a process of its own, for
 // tests that kill it (kill -9) and start it again on the same files.
 type Process struct {
-	t    *testing.T
+	t    testing.TB
 	Dir  string
 	Cfg  string
 	Addr string
@@ -50,7 +50,7 @@ func FreeAddr(t testing.TB) string {
 // files (the development keys are printed only the first time). It
 // returns once /readyz answers 200. The process is stopped (SIGTERM) when
 // the test ends, unless it was killed.
-func StartProcess(t *testing.T, dir, yaml string, keys map[string]string) *Process {
+func StartProcess(t testing.TB, dir, yaml string, keys map[string]string) *Process {
 	t.Helper()
 	bin := BinDir(t)
 	p := &Process{t: t, Dir: dir, Cfg: filepath.Join(dir, "gateway.yaml"), Addr: FreeAddr(t), Keys: map[string]string{}, done: make(chan struct{})}
@@ -94,7 +94,7 @@ func StartProcess(t *testing.T, dir, yaml string, keys map[string]string) *Proce
 			t.Logf("gateway %s log (tail):\n%s", p.Addr, tailOf(p.Log(), 6000))
 		}
 	})
-	WaitFor(t, "the gateway to be ready", func() bool {
+	waitTB(t, "the gateway to be ready", func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("the gateway exited:\n%s", p.Log())
@@ -112,7 +112,7 @@ func StartProcess(t *testing.T, dir, yaml string, keys map[string]string) *Proce
 		return p
 	}
 	keyRE := regexp.MustCompile(`org "([a-z]+)" \(shown once[^\n]*\n\n\s+(vxk_\S+)`)
-	WaitFor(t, "the development keys", func() bool {
+	waitTB(t, "the development keys", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, m := range keyRE.FindAllStringSubmatch(p.out.String(), -1) {
@@ -129,6 +129,9 @@ func (p *Process) Log() string {
 	defer p.mu.Unlock()
 	return p.logs.String()
 }
+
+// PID is the gateway process's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Kill kills the process with SIGKILL (kill -9) and waits for it to end.
 func (p *Process) Kill() {
@@ -169,6 +172,19 @@ func (p *Process) Do(method, path, org string, body []byte) *Response {
 		p.t.Fatal(err)
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// waitTB polls cond for up to a minute, as WaitFor, for tests and
+// benchmarks alike.
+func waitTB(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func tailOf(s string, n int) string {
