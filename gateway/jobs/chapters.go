@@ -8,7 +8,7 @@ import (
 )
 
 // Chapter marks, written by hand: no Go library for ID3 chapter frames is
-// available to this build, and both formats below are a few fixed fields.
+// available to this build, and the formats below are a few fixed fields.
 
 // id3Chapters returns an ID3v2.4 tag with a table of contents (CTOC) and
 // a CHAP frame per chapter, its title in a TIT2 sub-frame (the ID3v2
@@ -51,6 +51,19 @@ func id3Frame(w *bytes.Buffer, id string, body []byte) {
 // synchsafe is n in ID3v2's 4 bytes of 7 bits.
 func synchsafe(n int) []byte {
 	return []byte{byte(n >> 21 & 0x7f), byte(n >> 14 & 0x7f), byte(n >> 7 & 0x7f), byte(n & 0x7f)}
+}
+
+// opusChapters returns the chapter comments of an Ogg Opus file, in the
+// Vorbis comment convention players and ffmpeg read: CHAPTERnnn with the
+// start as HH:MM:SS.mmm and CHAPTERnnnNAME with the title, from 001.
+func opusChapters(marks []chapterMark, rate int) [][2]string {
+	var out [][2]string
+	for i, m := range marks {
+		t := int64(ms(m.start, rate))
+		key := fmt.Sprintf("CHAPTER%03d", i+1)
+		out = append(out, [2]string{key, fmt.Sprintf("%02d:%02d:%02d.%03d", t/3600000, t/60000%60, t/1000%60, t%1000)}, [2]string{key + "NAME", m.title})
+	}
+	return out
 }
 
 // WAV: a canonical header (RIFF, fmt of 16-bit mono PCM, data), the

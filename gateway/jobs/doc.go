@@ -21,7 +21,8 @@
 // a short fade at each chunk's edges and pauses between paragraphs and
 // chapters, and encoded once, so there is no click or encoder gap at a
 // boundary; chapters are written where the container has them (ID3 CHAP
-// frames in MP3, cue points with labels in WAV), and captions (WebVTT
+// frames in MP3, CHAPTERnnn comments in Ogg Opus, cue points with labels
+// in WAV), and captions (WebVTT
 // and SRT) laid out from the chunks' word timestamps, shifted to their
 // place in the file. Memory does not grow with the job's length.
 //

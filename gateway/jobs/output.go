@@ -153,7 +153,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 				return 0, err
 			}
 		}
-		enc, err := audio.NewStreamEncoder(rate, audio.Output{Format: spec.Format, Bitrate: spec.Bitrate})
+		enc, err := audio.NewStreamEncoderComments(rate, audio.Output{Format: spec.Format, Bitrate: spec.Bitrate}, opusChapters(marks, rate))
 		if err != nil {
 			return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be encoded")
 		}

@@ -463,6 +463,8 @@ func TestBadInputs(t *testing.T) {
 	ogg := tg.Do("GET", j.AudioURL, "acme", nil)
 	if p := ffprobe(t, ogg.Body, "ogg"); len(p.Streams) != 1 || p.Streams[0].Codec != "opus" {
 		t.Errorf("opus file: %+v", p)
+	} else if len(p.Chapters) != 2 || p.Chapters[0].Tags.Title != "One" || p.Chapters[1].Tags.Title != "Two" || seconds(p.Chapters[1].Start) < 1 {
+		t.Errorf("opus chapters: %+v", p.Chapters)
 	}
 	tg.Do("GET", "/v1/audio/jobs/"+j.ID+"/captions", "acme", nil).Problem(t, 404, "not_found") // made without captions
 	tg.Do("GET", "/v1/audio/jobs/"+j.ID+"/captions?format=txt", "acme", nil).Problem(t, 400, "validation_failed")
