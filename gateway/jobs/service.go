@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -132,7 +133,10 @@ func (s *Service) validate(nj *NewJob) error {
 	if nj.Spec.Rate == 0 {
 		nj.Spec.Rate = s.opts.Rate
 	}
-	if _, err := (audio.Output{Format: nj.Spec.Format, Bitrate: nj.Spec.Bitrate}).Resolve(nj.Spec.Rate); err != nil && len(fe) == 0 {
+	if nj.Spec.Rate < 8000 || nj.Spec.Rate > 48000 {
+		fe = append(fe, problem.Field("must be from 8000 to 48000 (the rate the chunks are rendered and joined at)", "output", "sampleRate"))
+	}
+	if len(fe) == 0 && !bitrateOK(nj.Spec.Format, nj.Spec.Bitrate, nj.Spec.Rate) {
 		fe = append(fe, problem.Field("this bitrate is not one the format takes", "output", "bitrate"))
 	}
 	if w := nj.Spec.Webhook; w != nil {
@@ -147,6 +151,26 @@ func (s *Service) validate(nj *NewJob) error {
 		return problem.Validation(fe...)
 	}
 	return nil
+}
+
+// bitrateOK reports whether the file's encoder takes kbps (0: its
+// default) in format from PCM at rate. An MP3 bitrate must be one of some
+// MP3 sample rate's (checked first: Output.Resolve assumes one).
+func bitrateOK(format string, kbps, rate int) bool {
+	if kbps == 0 {
+		return true
+	}
+	if format == audio.FormatMP3 {
+		found := false
+		for _, r := range audio.MP3SampleRates() {
+			found = found || slices.Contains(audio.MP3Bitrates(r), kbps)
+		}
+		if !found {
+			return false
+		}
+	}
+	_, err := (audio.Output{Format: format, Bitrate: kbps}).Resolve(rate)
+	return err == nil
 }
 
 func checkVoice(v VoiceSpec, path ...string) []problem.FieldError {
