@@ -229,9 +229,16 @@ func (s *Service) List(ctx context.Context, org string, limit int, after store.P
 
 // Cancel cancels org's job id; its worker stops at its next lease
 // renewal or checkpoint and removes the job's files.
+//
+// The files are removed here when no worker holds the job: it had not
+// started, or its worker died (its lease had run out).
 func (s *Service) Cancel(ctx context.Context, org, id string) (*store.Job, error) {
+	before, err := s.store.GetJob(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
 	j, err := s.store.CancelJob(ctx, org, id)
-	if err == nil && j.State == store.JobCancelled && j.StartedAt.IsZero() {
+	if err == nil && j.State == store.JobCancelled && !store.JobTerminal(before.State) && before.LeaseUntil.Before(s.now()) {
 		_ = removeJobDir(s.opts.Dir, j.ID)
 	}
 	return j, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"os"
 	"strings"
@@ -332,5 +333,34 @@ func TestID3Chapters(t *testing.T) {
 	}
 	if id3Chapters(nil, 8000) != nil {
 		t.Error("a tag without chapters")
+	}
+}
+
+// TestCancelOfAnOrphanRemovesItsFiles: a job whose worker died (its
+// lease ran out) has no worker to remove its files when it is
+// cancelled; Cancel does.
+func TestCancelOfAnOrphanRemovesItsFiles(t *testing.T) {
+	sp := &fakeSpeaker{}
+	s, st, _ := newTestService(t, sp)
+	j := create(t, s, sp, threeChapters, Spec{Format: "wav"})
+	if _, err := st.LeaseJob(context.Background(), "dead", time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	dir := jobDir(s.opts.Dir, j.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSynced(chunkPath(dir, 0, "pcm"), []byte{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if c, err := s.Cancel(context.Background(), "o", j.ID); err != nil || c.State != store.JobCancelled {
+		t.Fatalf("cancel: %+v %v", c, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the orphan's folder is still there: %v", err)
+	}
+	if _, err := s.Cancel(context.Background(), "other", j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another organization's cancel: %v", err)
 	}
 }
