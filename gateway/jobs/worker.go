@@ -243,6 +243,12 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 		return
 	case ctx.Err() != nil:
 		return // shutting down: the lease runs out and the job resumes elsewhere or at the next start
+	case errors.Is(err, store.ErrUnavailable):
+		// The store is away (PostgreSQL down, a full disk): the job is not
+		// failed for it; its lease runs out and a worker resumes it once
+		// the store answers.
+		log.Warn("job paused: the store is unavailable", zap.Error(err))
+		return
 	}
 	f := store.JobFinish{State: store.JobSucceeded}
 	if err != nil {

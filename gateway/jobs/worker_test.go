@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -362,5 +363,19 @@ func TestCancelOfAnOrphanRemovesItsFiles(t *testing.T) {
 	}
 	if _, err := s.Cancel(context.Background(), "other", j.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another organization's cancel: %v", err)
+	}
+}
+
+// TestStoreOutagePausesAJob: a checkpoint the store cannot take (it is
+// away) does not fail the job: its lease runs out and it is resumed.
+func TestStoreOutagePausesAJob(t *testing.T) {
+	sp := &fakeSpeaker{}
+	s, st, _ := newTestService(t, sp)
+	s.opts.Lease = 150 * time.Millisecond
+	j := create(t, s, sp, threeChapters, Spec{Format: "wav"})
+	st.FailNext("CheckpointJobChunk", 1, fmt.Errorf("test outage: %w", store.ErrUnavailable))
+	j = runUntil(t, s, st, j.ID, func(j *store.Job) bool { return store.JobTerminal(j.State) })
+	if j.State != store.JobSucceeded || j.Leases != 2 {
+		t.Fatalf("job %+v, want succeeded on a second lease", j)
 	}
 }
