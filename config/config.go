@@ -44,6 +44,7 @@ type Config struct {
 	// Provenance is the gateway's identity and signing key for
 	// provenance marks and records.
 	Provenance Provenance `yaml:"provenance"`
+	Jobs       Jobs       `yaml:"jobs"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -91,6 +92,7 @@ func (c *Config) Validate() error {
 		c.validateAliases,
 		c.validateOrgs,
 		c.validateProvenance,
+		c.validateJobs,
 	} {
 		validate(bad)
 	}
@@ -112,6 +114,7 @@ func (c *Config) applyDefaults() {
 	c.CORS.defaults()
 	c.Tracing.defaults()
 	c.Limits.defaults(&c.Server)
+	c.Jobs.defaults()
 	c.Alignment.defaults(c.Providers)
 }
 

@@ -40,6 +40,10 @@ type Limits struct {
 	// Default: a quarter of server.max_body_memory, at least the largest
 	// body a route takes.
 	BodyMemoryPerOrg int `yaml:"body_memory_per_org"`
+	// MaxJobChars is the longest text of a long-form job (POST
+	// /v1/audio/jobs; default 2,000,000). A job's text is cut into
+	// chunks, so it is never held whole while it renders.
+	MaxJobChars int `yaml:"max_job_chars"`
 }
 
 // defaults fills in the limits not given; the bodies' share per
@@ -77,6 +81,9 @@ func (l *Limits) defaults(s *Server) {
 	}
 	if l.StreamsPerOrg == 0 {
 		l.StreamsPerOrg = 64
+	}
+	if l.MaxJobChars == 0 {
+		l.MaxJobChars = 2_000_000
 	}
 	if l.BodyMemoryPerOrg == 0 {
 		l.BodyMemoryPerOrg = max(s.MaxBodyMemory/4, largestBody(s, l))

@@ -28,6 +28,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
+	"github.com/voxgate/voxgate/gateway/jobs"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/redislog"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
@@ -65,6 +66,11 @@ type Options struct {
 
 // Gateway is a running voxgate instance.
 type Gateway struct {
+	// jobs runs long-form jobs; jobsStop stops its worker and jobsDone is
+	// closed once it has (see Start, Shutdown).
+	jobs     *jobs.Service
+	jobsStop context.CancelFunc
+	jobsDone chan struct{}
 	// cfg is the configuration the gateway started with. What a reload
 	// may change is read from conf instead; what it may not (listeners,
 	// storage, the shared Redis, the secrets key) stays cfg's.
@@ -268,6 +274,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	// The admin API asks the configuration in use (a reload's) which
 	// providers exist.
 	deps.Admin = manage.New(g.store, g.orgs, g.auth, func(id string) bool { return g.conf.Load().Providers[id] != nil })
+	g.jobs = jobs.New(JobsOptions(cfg), jobs.Deps{Store: g.store, Speaker: g.speaker, Logger: log.Named("jobs"),
+		Record: func(row store.LogRow) {
+			g.metrics.CountUsage(&row)
+			g.logs.Record(row)
+		}})
+	deps.Jobs = g.jobs
 	g.server = edge.New(deps)
 	return g, nil
 }
@@ -304,6 +316,12 @@ func (g *Gateway) Start() error {
 		}()
 	}
 	g.logMetrics()
+	jctx, stop := context.WithCancel(context.Background())
+	g.jobsStop, g.jobsDone = stop, make(chan struct{})
+	go func() {
+		defer close(g.jobsDone)
+		g.jobs.Run(jctx)
+	}()
 	maxConns, perIP := g.server.ConnLimits()
 	g.log.Info("listening", zap.String("addr", "http://"+ln.Addr().String()), zap.String("admin_socket", sock),
 		zap.Int("max_conns", maxConns), zap.Int("max_conns_per_ip", perIP))
@@ -533,6 +551,15 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if g.metricsLn != nil {
 		_ = g.metricsLn.Close() // in case its server had not started yet
 	}
+	if g.jobsStop != nil {
+		// The jobs' chunks in flight stop; their leases run out and the
+		// next start (or another instance) resumes them.
+		g.jobsStop()
+		select {
+		case <-g.jobsDone:
+		case <-ctx.Done():
+		}
+	}
 	// Acknowledged log rows first: they must reach disk even if stopping a
 	// plugin later runs out of time. (Close is idempotent; the closer
 	// below is then a no-op.)
@@ -732,6 +759,21 @@ func (g *Gateway) RevokeKey(ctx context.Context, id string) (*store.APIKey, erro
 func (g *Gateway) SetSecret(ctx context.Context, org, provider, value string) error {
 	return liveSecrets{g}.SetSecret(ctx, org, provider, value)
 }
+
+// speaker is the speech service requests are served with now, for the
+// jobs' worker; nil when there is none.
+func (g *Gateway) speaker() jobs.Speaker {
+	if g.server == nil {
+		return nil
+	}
+	if l := g.server.Live(); l != nil && l.Speech != nil {
+		return l.Speech
+	}
+	return nil
+}
+
+// Jobs returns the long-form job service.
+func (g *Gateway) Jobs() *jobs.Service { return g.jobs }
 
 // Metrics exposes the registry (tests read it).
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }

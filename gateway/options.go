@@ -12,6 +12,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
+	"github.com/voxgate/voxgate/gateway/jobs"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
@@ -337,6 +338,25 @@ func Routes(cfg *config.Config) map[string]speech.Route {
 func CacheOptions(cfg *config.Config) speech.CacheOptions {
 	c := cfg.Cache
 	return speech.CacheOptions{TTL: c.TTL.D(), MaxEntryBytes: int(c.MaxEntryBytes), ShareManaged: c.ShareManaged}
+}
+
+// JobsOptions is the typed view of the jobs section and
+// limits.max_job_chars; jobs.dir defaults to jobs/ beside the storage
+// file.
+func JobsOptions(cfg *config.Config) jobs.Options {
+	j := cfg.Jobs
+	dir := cfg.Resolve(j.Dir)
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(cfg.Resolve(cfg.Storage.Path)), "jobs")
+	}
+	retries := 3
+	if j.ChunkRetries != nil {
+		retries = *j.ChunkRetries
+	}
+	return jobs.Options{Dir: dir, MaxChars: cfg.Limits.MaxJobChars, ChunkChars: j.ChunkChars, Rate: j.SampleRate,
+		PerInstance: j.PerInstance, PerOrg: j.PerOrg, Lease: j.Lease.D(), Poll: j.Poll.D(), ChunkRetries: retries,
+		RetryBackoff: j.RetryBackoff.D(), WebhookBackoff: j.WebhookBackoff.D(), WebhookRetryFor: j.WebhookRetryFor.D(),
+		WebhookAllowPrivate: j.WebhookAllowPrivate, WebhookAllowHTTP: j.WebhookAllowHTTP}
 }
 
 // cacheDir is the disk cache's directory: cache.path, or cache/ beside

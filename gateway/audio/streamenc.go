@@ -75,6 +75,14 @@ type StreamEncoder struct {
 // kHz). A format that cannot be streamed (FLAC), or an invalid
 // combination, is an error wrapping ErrInvalidParams.
 func NewStreamEncoder(inRate int, out Output) (*StreamEncoder, error) {
+	return NewStreamEncoderComments(inRate, out, nil)
+}
+
+// NewStreamEncoderComments is NewStreamEncoder with comments ("KEY",
+// "value" pairs) written in an Ogg Opus stream's comment header, where
+// chapter marks go (CHAPTER001=00:00:00.000, CHAPTER001NAME=...); other
+// formats have no such header and ignore them.
+func NewStreamEncoderComments(inRate int, out Output, comments [][2]string) (*StreamEncoder, error) {
 	if inRate <= 0 || inRate > maxRate {
 		return nil, fmt.Errorf("%w: input sample rate %d", ErrInvalidParams, inRate)
 	}
@@ -101,7 +109,7 @@ func NewStreamEncoder(inRate int, out Output) (*StreamEncoder, error) {
 	case FormatMP3:
 		e.mp3, err = lame.NewStreamEncoder(o.SampleRate, o.Bitrate, mp3Quality)
 	case FormatOpus:
-		e.ogg, err = opus.NewStreamEncoder(o.Bitrate, opusPageDuration)
+		e.ogg, err = opus.NewStreamEncoderComments(o.Bitrate, opusPageDuration, comments)
 	}
 	if err != nil {
 		e.Close()

@@ -97,7 +97,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 		if d, _, err := mime.ParseMediaType(declared); err == nil {
 			declared = d
 		}
-	case strings.HasPrefix(mt, "audio/"):
+	case strings.HasPrefix(mt, "audio/"), mt == resources.TextPlain, mt == resources.TextMarkdown:
 		data = ctx.PostBody()
 		if cd := string(ctx.Request.Header.Peek("Content-Disposition")); cd != "" {
 			if _, p, err := mime.ParseMediaType(cd); err == nil {
@@ -105,7 +105,7 @@ func (s *Server) uploadMedia(ctx *fasthttp.RequestCtx, c *exchange) error {
 			}
 		}
 	default:
-		return problem.New(problem.UnsupportedMediaType, "%s is not an upload type: send multipart/form-data or audio/wav or audio/mpeg", mt)
+		return problem.New(problem.UnsupportedMediaType, "%s is not an upload type: send multipart/form-data, audio/wav or audio/mpeg, or a job's text as text/plain or text/markdown", mt)
 	}
 	if len(data) > limit {
 		return problem.New(problem.PayloadTooLarge, "the file is larger than %d bytes", limit)

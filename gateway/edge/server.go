@@ -31,6 +31,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/edge/realtime"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
 	"github.com/voxgate/voxgate/gateway/internal/cursor"
+	"github.com/voxgate/voxgate/gateway/jobs"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -93,6 +94,9 @@ type Deps struct {
 	Orgs *orgs.Directory
 	// Admin serves the admin API (/v1/admin/); nil serves none.
 	Admin *manage.Service
+	// Jobs serves the long-form job routes (/v1/audio/jobs); nil serves
+	// none.
+	Jobs *jobs.Service
 }
 
 // Options are the typed view of the configuration the edge needs, built
@@ -154,6 +158,8 @@ type Server struct {
 	// keys), from the file and the admin API.
 	orgs  *orgs.Directory
 	admin *manage.Service
+	// jobs serves /v1/audio/jobs (nil: no such routes).
+	jobs *jobs.Service
 	// limiterWarn is the unix nanos of the last "limiter unavailable" log.
 	limiterWarn everyWarn
 	// blocks are what readBody reads chunked bodies into.
@@ -209,6 +215,7 @@ func New(d Deps) *Server {
 		orgs:        d.Orgs,
 		admin:       d.Admin,
 		prov:        d.Provenance,
+		jobs:        d.Jobs,
 	}
 	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
 	s.mem.idle = d.OnIdle
@@ -337,6 +344,14 @@ func New(d Deps) *Server {
 		rt.PATCH(rule, "rules.update", s.updateRule)
 		rt.DELETE(rule, "rules.delete", s.deleteRule)
 		rt.DELETE("/v1/api-keys/{providerId}", "apikeys.delete", s.deleteProviderKey)
+		if s.jobs != nil {
+			rt.POST("/v1/audio/jobs", "jobs.create", s.createJob)
+			rt.GET("/v1/audio/jobs", "jobs.list", s.listJobs)
+			rt.GET("/v1/audio/jobs/{id}", "jobs.get", s.getJob)
+			rt.POST("/v1/audio/jobs/{id}/cancel", "jobs.cancel", s.cancelJob)
+			rt.GET("/v1/audio/jobs/{id}/audio", "jobs.audio", s.jobAudio)
+			rt.GET("/v1/audio/jobs/{id}/captions", "jobs.captions", s.jobCaptions)
+		}
 	}
 
 	s.srv = &fasthttp.Server{

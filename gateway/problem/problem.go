@@ -115,6 +115,9 @@ const (
 	// BudgetUnavailable says the shared budget counter could not be asked
 	// and the deployment fails closed.
 	BudgetUnavailable Code = "budget_unavailable"
+	// RangeNotSatisfiable says a Range header asked for bytes outside a
+	// file (a long-form job's audio or captions).
+	RangeNotSatisfiable Code = "range_not_satisfiable"
 
 	// The realtime WebSocket's own codes (docs/realtime.md): they travel
 	// in error messages on the socket, except WebSocketRequired, the
@@ -192,6 +195,7 @@ var table = map[Code]meta{
 	KeyScopeDenied:          {403, "Not allowed for this API key"},
 	BudgetExceeded:          {429, "Credit budget exceeded"},
 	BudgetUnavailable:       {503, "Credit budget unavailable"},
+	RangeNotSatisfiable:     {416, "Range not satisfiable"},
 	WebSocketRequired:       {426, "WebSocket upgrade required"},
 	UnknownContext:          {400, "No such open context"},
 	ContextExists:           {409, "Context already open"},

@@ -58,6 +58,9 @@ func (s *Service) UploadMedia(ctx context.Context, org string, u Upload, now tim
 	if len(u.Data) == 0 {
 		return nil, problem.Validation(problem.Field("the file is empty", "file"))
 	}
+	if t := strings.ToLower(u.Declared); t == TextPlain || t == TextMarkdown {
+		return s.uploadText(ctx, org, u, t, now)
+	}
 	kind := sniff(u.Data)
 	if want, ok := mediaTypes[strings.ToLower(u.Declared)]; ok && kind != "" && want != kind {
 		return nil, problem.Validation(problem.Field(fmt.Sprintf("declared %s but the bytes are %s", u.Declared, kind), "file"))
@@ -83,6 +86,29 @@ func (s *Service) UploadMedia(ctx context.Context, org string, u Upload, now tim
 		DurationMS: clip.Duration().Milliseconds(),
 		CreatedAt:  now,
 	}
+	if err := s.store.PutMedia(ctx, m, bytes.Clone(u.Data)); err != nil {
+		return nil, fmt.Errorf("store media: %w", err)
+	}
+	return m, nil
+}
+
+// Text media types: a long-form job's text may be an upload of either
+// (POST /v1/audio/jobs with mediaId).
+const (
+	TextPlain    = "text/plain"
+	TextMarkdown = "text/markdown"
+)
+
+// uploadText keeps a text upload: valid UTF-8 without NUL, not empty.
+func (s *Service) uploadText(ctx context.Context, org string, u Upload, kind string, now time.Time) (*store.Media, error) {
+	if !store.ValidText(string(u.Data)) {
+		return nil, problem.Validation(problem.Field("a text upload must be UTF-8 without U+0000", "file"))
+	}
+	filename := u.Filename
+	if filename == "" || filename == "." || filename == "/" {
+		filename = "upload" + map[string]string{TextPlain: ".txt", TextMarkdown: ".md"}[kind]
+	}
+	m := &store.Media{ID: uuid.NewString(), OrgID: org, Filename: filename, MediaType: kind, CreatedAt: now}
 	if err := s.store.PutMedia(ctx, m, bytes.Clone(u.Data)); err != nil {
 		return nil, fmt.Errorf("store media: %w", err)
 	}

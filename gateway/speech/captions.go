@@ -130,6 +130,39 @@ func findWord(text, word string) int {
 // of at most two lines of 42 characters and 7 s, breaking after a comma
 // once a cue is long, and each cue's text is wrapped into its lines.
 func captions(format string, words []captionWord) string {
+	w := NewCaptionWriter(format)
+	return w.Header() + w.cues(words)
+}
+
+// CaptionWriter lays out the captions of a long recording a segment at a
+// time (long-form jobs: a chunk at a time, so that the whole recording's
+// words are never in memory): cues are numbered on across segments and
+// never overlap, and no cue spans two segments.
+type CaptionWriter struct {
+	format  string
+	n       int
+	prevEnd float64
+}
+
+// NewCaptionWriter returns a writer of captions in format (srt or vtt).
+func NewCaptionWriter(format string) *CaptionWriter { return &CaptionWriter{format: format} }
+
+// Header is what the captions start with ("WEBVTT" and a blank line for
+// WebVTT, nothing for SRT).
+func (w *CaptionWriter) Header() string {
+	if w.format == CaptionsVTT {
+		return "WEBVTT\n\n"
+	}
+	return ""
+}
+
+// Segment returns the cues of a segment whose text is text and whose
+// words are ts, already shifted to their place in the recording.
+func (w *CaptionWriter) Segment(text string, ts []sdk.WordTimestamp) string {
+	return w.cues(captionWords(text, ts, 0))
+}
+
+func (w *CaptionWriter) cues(words []captionWord) string {
 	var cues [][]captionWord
 	var cur []captionWord
 	flush := func() {
@@ -160,23 +193,22 @@ func captions(format string, words []captionWord) string {
 	flush()
 	var b strings.Builder
 	sep := ","
-	if format == CaptionsVTT {
+	if w.format == CaptionsVTT {
 		sep = "."
-		b.WriteString("WEBVTT\n\n")
 	}
-	prevEnd := 0.0
-	for n, cue := range cues {
-		start := max(cue[0].start, prevEnd)
+	for _, cue := range cues {
+		start := max(cue[0].start, w.prevEnd)
 		end := max(cue[len(cue)-1].end, start+captionMinDuration)
-		prevEnd = end
+		w.prevEnd = end
 		texts := make([]string, len(cue))
-		for i, w := range cue {
-			texts[i] = w.text
-			if format == CaptionsVTT {
-				texts[i] = vttEscape.Replace(w.text)
+		for i, cw := range cue {
+			texts[i] = cw.text
+			if w.format == CaptionsVTT {
+				texts[i] = vttEscape.Replace(cw.text)
 			}
 		}
-		fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", n+1, captionClock(start, sep), captionClock(end, sep), wrapCue(texts))
+		w.n++
+		fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", w.n, captionClock(start, sep), captionClock(end, sep), wrapCue(texts))
 	}
 	return b.String()
 }

@@ -34,6 +34,7 @@ type Backend interface {
 	UsageStore
 	DictionaryStore
 	OrgStore
+	JobStore
 
 	// Secret returns the deployment's 32-byte random secret, created with
 	// the storage and shared by every instance that uses it, so that list

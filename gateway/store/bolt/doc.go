@@ -13,6 +13,9 @@
 //	org_records  org id -> Org JSON, the organizations made through the
 //	             admin API (created when a file is opened; older files
 //	             read as having none)
+//	jobs, jobs_by_org, jobs_active, job_chunks
+//	             long-form jobs and their chunks (see jobs.go; created
+//	             when a file is opened)
 //
 // Each organization's bucket holds only that organization's data, so an id
 // of another organization is simply absent (ErrNotFound), and no read can

@@ -126,6 +126,9 @@ func (s *Store) init() error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
+		if err := jobBuckets(tx); err != nil {
+			return err
+		}
 		meta := tx.Bucket([]byte(bucketMeta))
 		if v := meta.Get([]byte(metaSchema)); v != nil {
 			if len(v) != 8 {

@@ -56,6 +56,16 @@ const (
 	mGetOrg
 	mUpdateOrg
 	mListOrgs
+	mCreateJob
+	mGetJob
+	mListJobs
+	mCancelJob
+	mLeaseJob
+	mRenewJobLease
+	mJobChunks
+	mCheckpointJobChunk
+	mFinishJob
+	mRecordJobDelivery
 	numMethods
 )
 
@@ -69,6 +79,7 @@ var methodNames = [numMethods]string{
 	"CreateDictionary", "DefaultDictionary", "GetDictionary", "UpdateDictionary", "DeleteDictionary", "ListDictionaries",
 	"CreateRule", "GetRule", "UpdateRule", "DeleteRule", "ListRules", "DictionaryRules",
 	"UpdateKey", "CreateOrg", "GetOrg", "UpdateOrg", "ListOrgs",
+	"CreateJob", "GetJob", "ListJobs", "CancelJob", "LeaseJob", "RenewJobLease", "JobChunks", "CheckpointJobChunk", "FinishJob", "RecordJobDelivery",
 }
 
 func (m method) String() string { return methodNames[m] }

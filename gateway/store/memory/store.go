@@ -42,6 +42,8 @@ type Store struct {
 	// request path and need not wait for other writes.
 	fpMu sync.Mutex
 	fps  map[string]*fingerprints
+	// jobs are every organization's long-form jobs, by id.
+	jobs map[string]*jobEntry
 }
 
 // org is one organization's records. It is created by its first write;
@@ -78,6 +80,7 @@ func New(opts store.Options) *Store {
 		orgs:      map[string]*org{},
 
 		orgRecords: map[string]*store.Org{},
+		jobs:       map[string]*jobEntry{},
 	}
 }
 

@@ -91,6 +91,9 @@ var cases = []struct {
 	{"UnusualTextRoundTrips", testUnusualTextRoundTrips},
 	{"KeyUpdateAndAdmin", testKeyUpdateAndAdmin},
 	{"Orgs", testOrgs},
+	{"JobRecords", testJobRecords},
+	{"JobLeases", testJobLeases},
+	{"JobLeasesConcurrent", testJobLeasesConcurrent},
 }
 
 // clock is a settable time source for Options.Now.

@@ -20,15 +20,15 @@ package opus
 #include <opus/opusenc.h>
 
 // voxgate_ope_open makes a pull encoder of mono audio at 48 kHz, tuned for
-// speech at kbps, or returns NULL with *err set.
-static OggOpusEnc *voxgate_ope_open(int kbps, int *err) {
-	OggOpusComments *c = ope_comments_create();
+// speech at kbps, with the comments c (destroyed here: the encoder keeps
+// its own copy), or returns NULL with *err set.
+static OggOpusEnc *voxgate_ope_open(OggOpusComments *c, int kbps, int *err) {
 	if (c == NULL) {
 		*err = OPE_ALLOC_FAIL;
 		return NULL;
 	}
 	OggOpusEnc *enc = ope_encoder_create_pull(c, 48000, 1, 0, err);
-	ope_comments_destroy(c); // the encoder keeps its own copy
+	ope_comments_destroy(c);
 	if (enc == NULL) {
 		return NULL;
 	}
@@ -88,12 +88,31 @@ type Encoder struct {
 }
 
 // NewEncoder returns an encoder of mono 48 kHz audio at kbps (6 to 510).
-func NewEncoder(kbps int) (*Encoder, error) {
+func NewEncoder(kbps int) (*Encoder, error) { return NewEncoderComments(kbps, nil) }
+
+// NewEncoderComments is NewEncoder with user comments in the stream's
+// comment header ("KEY", "value" pairs: chapter marks, a title).
+func NewEncoderComments(kbps int, comments [][2]string) (*Encoder, error) {
 	if kbps < 6 || kbps > 510 {
 		return nil, fmt.Errorf("opus: bitrate %d kbps is outside 6 to 510", kbps)
 	}
+	c := C.ope_comments_create()
+	for _, kv := range comments {
+		if c == nil {
+			break
+		}
+		// C strings for the call only: libopusenc copies them.
+		k, v := C.CString(kv[0]), C.CString(kv[1])
+		code := C.ope_comments_add(c, k, v)
+		C.free(unsafe.Pointer(k))
+		C.free(unsafe.Pointer(v))
+		if code != C.OPE_OK {
+			C.ope_comments_destroy(c)
+			return nil, fmt.Errorf("opus: comment %s: %s", kv[0], C.GoString(C.ope_strerror(code)))
+		}
+	}
 	var code C.int
-	enc := C.voxgate_ope_open(C.int(kbps), &code)
+	enc := C.voxgate_ope_open(c, C.int(kbps), &code)
 	if enc == nil {
 		return nil, fmt.Errorf("opus: %s", C.GoString(C.ope_strerror(code)))
 	}
@@ -107,7 +126,13 @@ func NewEncoder(kbps int) (*Encoder, error) {
 // about pageDuration after its audio came in. Shorter pages cost more
 // Ogg overhead (27 bytes and a segment table a page).
 func NewStreamEncoder(kbps int, pageDuration time.Duration) (*Encoder, error) {
-	e, err := NewEncoder(kbps)
+	return NewStreamEncoderComments(kbps, pageDuration, nil)
+}
+
+// NewStreamEncoderComments is NewStreamEncoder with user comments (see
+// NewEncoderComments).
+func NewStreamEncoderComments(kbps int, pageDuration time.Duration, comments [][2]string) (*Encoder, error) {
+	e, err := NewEncoderComments(kbps, comments)
 	if err != nil {
 		return nil, err
 	}

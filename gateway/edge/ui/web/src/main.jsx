@@ -5,6 +5,7 @@ import { ApiError, getJSON, onSessionLost, sendJSON, setCSRF } from "./api.js";
 import { Logs } from "./logs.jsx";
 import { Usage } from "./usage.jsx";
 import { Voices } from "./voices.jsx";
+import { Jobs } from "./jobs.jsx";
 import { Playground } from "./playground.jsx";
 import { Providers } from "./providers.jsx";
 import { Keys, Orgs } from "./admin.jsx";
@@ -20,6 +21,7 @@ const orgViews = [
   { id: "logs", title: "Logs", View: Logs },
   { id: "usage", title: "Usage", View: Usage },
   { id: "voices", title: "Voices", View: Voices },
+  { id: "jobs", title: "Jobs", View: Jobs },
   { id: "playground", title: "Playground", View: Playground },
   { id: "providers", title: "Providers", View: Providers },
 ];

@@ -1,0 +1,195 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Process is a `voxgate serve` of bin/voxgate in a process of its own, for
+// tests that kill it (kill -9) and start it again on the same files.
+type Process struct {
+	t    testing.TB
+	Dir  string
+	Cfg  string
+	Addr string
+	// Keys are the development keys the first start printed, by org.
+	Keys map[string]string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	out  bytes.Buffer
+	done chan struct{}
+}
+
+// FreeAddr returns a loopback address with a port nobody listens on now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// StartProcess writes yaml (%DIR%, %BIN% and %ADDR% replaced) to a
+// gateway.yaml in dir and starts `voxgate serve` on it; keys, when not
+// nil, are the organizations' keys of an earlier start on the same
+// files (the development keys are printed only the first time). It
+// returns once /readyz answers 200. The process is stopped (SIGTERM) when
+// the test ends, unless it was killed.
+func StartProcess(t testing.TB, dir, yaml string, keys map[string]string) *Process {
+	t.Helper()
+	bin := BinDir(t)
+	p := &Process{t: t, Dir: dir, Cfg: filepath.Join(dir, "gateway.yaml"), Addr: FreeAddr(t), Keys: map[string]string{}, done: make(chan struct{})}
+	yaml = strings.NewReplacer("%DIR%", dir, "%BIN%", bin, "%ADDR%", p.Addr).Replace(yaml)
+	if err := os.WriteFile(p.Cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(filepath.Join(bin, "voxgate"), "serve", "--config", p.Cfg)
+	stdout, _ := p.cmd.StdoutPipe()
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var copies sync.WaitGroup
+	copies.Add(2)
+	pipe := func(r io.Reader, into *bytes.Buffer) {
+		defer copies.Done()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			into.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+	}
+	go pipe(stdout, &p.out)
+	go pipe(stderr, &p.logs)
+	go func() {
+		copies.Wait()
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("gateway %s log (tail):\n%s", p.Addr, tailOf(p.Log(), 6000))
+		}
+	})
+	waitTB(t, "the gateway to be ready", func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("the gateway exited:\n%s", p.Log())
+		default:
+		}
+		resp, err := http.Get("http://" + p.Addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	if keys != nil {
+		p.Keys = keys
+		return p
+	}
+	keyRE := regexp.MustCompile(`org "([a-z]+)" \(shown once[^\n]*\n\n\s+(vxk_\S+)`)
+	waitTB(t, "the development keys", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, m := range keyRE.FindAllStringSubmatch(p.out.String(), -1) {
+			p.Keys[m[1]] = m[2]
+		}
+		return len(p.Keys) > 0
+	})
+	return p
+}
+
+// Log returns what the process has logged so far.
+func (p *Process) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// PID is the gateway process's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Kill kills the process with SIGKILL (kill -9) and waits for it to end.
+func (p *Process) Kill() {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.t.Fatal("the killed gateway did not exit")
+	}
+}
+
+// Do sends a request as org ("" = no Authorization header) with a JSON
+// body (nil: none).
+func (p *Process) Do(method, path, org string, body []byte) *Response {
+	p.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+p.Addr+path, rd)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if org != "" {
+		req.Header.Set("Authorization", "Bearer "+p.Keys[org])
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// waitTB polls cond for up to a minute, as WaitFor, for tests and
+// benchmarks alike.
+func waitTB(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
