@@ -10,7 +10,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #   libmp3lame-dev, libsoxr-dev  MP3 encoding and resampling (cgo)
 #   libopusenc-dev, libopus-dev  Ogg Opus output (cgo; libopusenc writes the Ogg container)
 #   libflac-dev                  FLAC output (cgo)
+#   libebur128-dev               EBU R128 loudness measurement of the loudness field (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#                                (ffmpeg's ebur128 filter judges the loudness field)
 #   curl                         the README's examples, which a test runs as written
 #   festival, festvox-kallpc16k, another speech engine (a diphone voice and an
 #     festvox-us-slt-hts         HTS voice of a person) whose word times are
@@ -31,7 +33,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 #                                dir; the system service is neither used nor needed)
 #   systemd                      systemd-analyze verify checks deploy/voxgate.service
 #                                (deploy/unit_test.go); nothing is started under systemd
-APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx systemd
+APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev libebur128-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx systemd
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 
