@@ -17,6 +17,10 @@ type ConcatOptions struct {
 	// Normalize) before joining, so turns of different providers and
 	// voices play at one loudness.
 	VolumeDbfs *float64
+	// Loudness, when not nil, levels each clip to this EBU R128 target
+	// (NormalizeLoudness, no encoder headroom: the caller levels the
+	// joined clip once more for its output format).
+	Loudness *LoudnessTarget
 }
 
 // Concat joins clips, in order, into one clip at one rate with opt.Gap of
@@ -73,6 +77,11 @@ func Concat(clips []*Clip, opt ConcatOptions) (*Clip, []float64, error) {
 		// even when Resample returned it as is.
 		if opt.VolumeDbfs != nil {
 			Normalize(&Clip{Rate: rate, Samples: seg}, *opt.VolumeDbfs)
+		}
+		if opt.Loudness != nil {
+			if _, err := NormalizeLoudness(&Clip{Rate: rate, Samples: seg}, *opt.Loudness, 0); err != nil {
+				return nil, nil, fmt.Errorf("clip %d: %w", i, err)
+			}
 		}
 		pos += len(p.Samples)
 	}

@@ -106,9 +106,9 @@ func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
 }
 
 // processing is the reason j's samples must go through the gateway
-// whatever its model offers (volumeDbfs, a time-stretch), or "".
+// whatever its model offers (volumeDbfs, loudness, a time-stretch), or "".
 func (j *Job) processing() string {
-	if p := j.Params; p.VolumeDbfs != nil || (p.Stretch != 0 && p.Stretch != 1) {
+	if p := j.Params; p.VolumeDbfs != nil || p.Loudness != nil || (p.Stretch != 0 && p.Stretch != 1) {
 		return ReasonProcessing
 	}
 	return ""

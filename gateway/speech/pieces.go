@@ -363,6 +363,10 @@ func processClip(c *audio.Clip, out audio.Output, p audio.Params) ([]byte, strin
 			return nil, "", err
 		}
 	}
+	if p.Loudness != nil {
+		b, mt, _, err := audio.EncodeLoudness(c, p.Loudness.Target(), out, audio.Limits{})
+		return b, mt, err
+	}
 	o, err := out.Resolve(c.Rate)
 	if err != nil {
 		return nil, "", err

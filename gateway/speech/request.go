@@ -28,14 +28,18 @@ const (
 // Request is the speech request body. Field names and shapes follow the
 // public @speech-sdk/core gateway client.
 type Request struct {
-	Mode                string
-	VoiceID             string
-	Model               string
-	Voice               string
-	Text                *string
-	ProviderOptions     json.RawMessage
-	Output              *audio.OutputParams
-	VolumeDbfs          *float64
+	Mode            string
+	VoiceID         string
+	Model           string
+	Voice           string
+	Text            *string
+	ProviderOptions json.RawMessage
+	Output          *audio.OutputParams
+	VolumeDbfs      *float64
+	// Loudness is the EBU R128 target (integrated LUFS, true-peak dBTP);
+	// not with VolumeDbfs. Without either, the organization's default
+	// target, if it has one, applies (Service.orgLoudness).
+	Loudness            *audio.LoudnessParams
 	Speed               *float64
 	Pronunciations      *Pronunciations
 	ModerationRulesetID string
@@ -121,7 +125,7 @@ const (
 
 // Params returns the whole-clip audio parameters of r.
 func (r *Request) Params() audio.Params {
-	return audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
+	return audio.Params{VolumeDbfs: r.VolumeDbfs, Loudness: r.Loudness, Output: r.Output}
 }
 
 // Validate checks everything that needs no catalog or store: required
@@ -134,6 +138,9 @@ func (r *Request) Validate(ep Delivery) error {
 		}
 		if r.VolumeDbfs != nil {
 			bad = append(bad, problem.Field("volumeDbfs is a whole-clip parameter; use POST /v1/audio/speech", "volumeDbfs"))
+		}
+		if r.Loudness != nil {
+			bad = append(bad, problem.Field("loudness is measured over the whole clip; use POST /v1/audio/speech", "loudness"))
 		}
 		if len(bad) > 0 {
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream, Detail: bad[0].Message, Validation: bad}
