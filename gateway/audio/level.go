@@ -322,7 +322,12 @@ func (l *limiter) run(x []float32, g float64, hot bool, out []float32) float64 {
 		// Numerical safety net, not a clipper: in exact arithmetic the
 		// averaged gain never lets |y| exceed the ceiling; this only trims
 		// float rounding of the running sum.
-		y = math.Max(math.Min(y, l.ceiling), -l.ceiling)
+		// (Plain comparisons: math.Max and math.Min are not inlined.)
+		if y > l.ceiling {
+			y = l.ceiling
+		} else if y < -l.ceiling {
+			y = -l.ceiling
+		}
 		sumSq += y * y
 		if out != nil {
 			out[k] = float32(y)

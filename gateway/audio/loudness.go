@@ -266,7 +266,7 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 		}
 		return v - t.Integrated
 	}
-	g, miss := solveGainTol(level, g0, g0+maxLoudnessMakeupDb, loudnessTolerance)
+	g, miss := searchLoudness(level, g0, g0+maxLoudnessMakeupDb)
 	if measureErr != nil {
 		return rep, measureErr
 	}
@@ -282,6 +282,43 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 }
 
 func maxAbs(s []float32) float64 { return peakAbs(s) }
+
+// searchLoudness finds the static gain in [lo, max] (dB) at which f, the
+// limited clip's distance from the target in LU, is within
+// loudnessTolerance of zero. Each f is a limiter pass and a measurement,
+// the cost of leveling, so it brackets the root from below in steps
+// sized by the deficit (limiting returns less than a dB of loudness per
+// dB of gain, so a step of 1.5 deficits usually lands past the root)
+// instead of probing max first, then narrows the bracket with
+// solveGainTol. It returns the gain and f there.
+func searchLoudness(f func(float64) float64, lo, maxG float64) (float64, float64) {
+	flo := f(lo)
+	if flo >= -loudnessTolerance {
+		return lo, flo
+	}
+	step := -1.5 * flo
+	for lo < maxG {
+		hi := math.Min(lo+step, maxG)
+		fhi := f(hi)
+		switch {
+		case math.Abs(fhi) <= loudnessTolerance:
+			return hi, fhi
+		case fhi > 0:
+			return solveGainTol(func(g float64) float64 {
+				switch g {
+				case lo:
+					return flo
+				case hi:
+					return fhi
+				}
+				return f(g)
+			}, lo, hi, loudnessTolerance)
+		}
+		lo, flo = hi, fhi
+		step = math.Max(2*step, -2*fhi)
+	}
+	return lo, flo
+}
 
 // truePeak estimates inter-sample peaks by polyphase interpolation with a
 // Kaiser-windowed sinc (tpTaps taps per phase), oversampling to at least
