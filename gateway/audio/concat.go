@@ -21,6 +21,9 @@ type ConcatOptions struct {
 	// (NormalizeLoudness, no encoder headroom: the caller levels the
 	// joined clip once more for its output format).
 	Loudness *LoudnessTarget
+	// Measured, when set with Loudness, is told each clip's loudness
+	// before it was leveled, by the clip's index.
+	Measured func(i int, inputLufs float64)
 }
 
 // Concat joins clips, in order, into one clip at one rate with opt.Gap of
@@ -79,8 +82,12 @@ func Concat(clips []*Clip, opt ConcatOptions) (*Clip, []float64, error) {
 			Normalize(&Clip{Rate: rate, Samples: seg}, *opt.VolumeDbfs)
 		}
 		if opt.Loudness != nil {
-			if _, err := NormalizeLoudness(&Clip{Rate: rate, Samples: seg}, *opt.Loudness, 0); err != nil {
+			rep, err := NormalizeLoudness(&Clip{Rate: rate, Samples: seg}, *opt.Loudness, 0)
+			if err != nil {
 				return nil, nil, fmt.Errorf("clip %d: %w", i, err)
+			}
+			if opt.Measured != nil {
+				opt.Measured(i, rep.InputLufs)
 			}
 		}
 		pos += len(p.Samples)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/voxgate/voxgate/internal/testenv"
 )
@@ -166,5 +167,60 @@ func TestLoudnessParamsValidate(t *testing.T) {
 				t.Errorf("%+v: error %d is %+v, want on loudness.%s", tc.p, i, e, tc.bad[i])
 			}
 		}
+	}
+}
+
+// TestStreamLeveler levels eSpeak speech written in 20 ms chunks, once
+// with the voice's loudness known (audio leaves from the first chunk on,
+// 5 ms late) and once unknown (the first two seconds are held back, then
+// measured), and has FFmpeg judge both: within ±1 LU, peak under the
+// ceiling.
+func TestStreamLeveler(t *testing.T) {
+	src := espeakVoice(t, "en-us", 175, loudnessVoices[0].text)
+	in, _, err := MeasureLoudness(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// -18 LUFS: a stream's gain is fixed and its limiter does not make up
+	// what it takes (eSpeak at -14 LUFS under -1 dBTP would lose 2 LU).
+	tg := LoudnessTarget{Integrated: -18, TruePeak: -1}
+	for _, tc := range []struct {
+		name     string
+		estimate float64
+	}{{"learned", in}, {"unknown", math.NaN()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewStreamLeveler(src.Rate, tg, tc.estimate, 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			var out []float32
+			step := src.Rate / 50
+			for i := 0; i < len(src.Samples); i += step {
+				before := len(out)
+				if out, err = l.Write(src.Samples[i:min(i+step, len(src.Samples))], out); err != nil {
+					t.Fatal(err)
+				}
+				held := len(out) == before
+				if learned := !math.IsNaN(tc.estimate); i > src.Rate/100 && i+step < 2*src.Rate && held == learned {
+					t.Fatalf("at %d samples: held back %v with the voice's loudness known %v", i, held, learned)
+				}
+			}
+			out = l.Flush(out)
+			if len(out) != len(src.Samples) {
+				t.Fatalf("%d samples out of %d", len(out), len(src.Samples))
+			}
+			if got := l.InputLufs(); math.Abs(got-in) > 0.01 {
+				t.Errorf("InputLufs %.2f, the clip measures %.2f", got, in)
+			}
+			b, _, err := Encode(&Clip{Rate: src.Rate, Samples: out}, Output{Format: FormatWAV})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := testenv.FFmpegLoudness(t, b, "wav")
+			if math.Abs(got.Integrated-tg.Integrated) > 1 || got.TruePeak > tg.TruePeak+0.1 {
+				t.Errorf("ffmpeg measures I=%.2f LUFS, peak %.2f dBTP; want %g ±1, peak ≤ %g", got.Integrated, got.TruePeak, tg.Integrated, tg.TruePeak+0.1)
+			}
+		})
 	}
 }

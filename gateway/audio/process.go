@@ -111,7 +111,10 @@ func Process(data []byte, mediaType string, p Params, lim Limits) ([]byte, strin
 		if _, err := readFull(r, c.Samples); err != nil {
 			return nil, "", err
 		}
-		b, mt, _, err := EncodeLoudness(c, p.Loudness.Target(), o, lim)
+		b, mt, rep, err := EncodeLoudness(c, p.Loudness.Target(), o, lim)
+		if err == nil && p.Measured != nil {
+			p.Measured(rep.InputLufs)
+		}
 		return b, mt, err
 	}
 	if p.VolumeDbfs != nil {

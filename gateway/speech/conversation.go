@@ -474,7 +474,9 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	if err := s.limits.Output.Check(joinedLen(clips, out, gap), out); err != nil {
 		return res, processError(err, "", jobs[0])
 	}
-	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: vol, Loudness: loud})
+	learn := func(i int, lufs float64) { s.voices.learn(voiceKey(rendered[i].Job), lufs) }
+	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond,
+		VolumeDbfs: vol, Loudness: loud, Measured: learn})
 	if err != nil {
 		return res, fmt.Errorf("join turns: %w", err)
 	}

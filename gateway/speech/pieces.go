@@ -364,7 +364,10 @@ func processClip(c *audio.Clip, out audio.Output, p audio.Params) ([]byte, strin
 		}
 	}
 	if p.Loudness != nil {
-		b, mt, _, err := audio.EncodeLoudness(c, p.Loudness.Target(), out, audio.Limits{})
+		b, mt, rep, err := audio.EncodeLoudness(c, p.Loudness.Target(), out, audio.Limits{})
+		if err == nil && p.Measured != nil {
+			p.Measured(rep.InputLufs)
+		}
 		return b, mt, err
 	}
 	o, err := out.Resolve(c.Rate)

@@ -139,9 +139,6 @@ func (r *Request) Validate(ep Delivery) error {
 		if r.VolumeDbfs != nil {
 			bad = append(bad, problem.Field("volumeDbfs is a whole-clip parameter; use POST /v1/audio/speech", "volumeDbfs"))
 		}
-		if r.Loudness != nil {
-			bad = append(bad, problem.Field("loudness is measured over the whole clip; use POST /v1/audio/speech", "loudness"))
-		}
 		if len(bad) > 0 {
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream, Detail: bad[0].Message, Validation: bad}
 		}

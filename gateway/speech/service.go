@@ -108,6 +108,8 @@ type Service struct {
 	refVoices []sdk.Voice
 	// voiceLangs caches the languages of providers' voices.
 	voiceLangs voiceLangs
+	// voices are the voices' learned loudness, for leveling streams.
+	voices *voiceLoudness
 	// orgLoudness is Deps.OrgLoudness.
 	orgLoudness func(org string) (audio.LoudnessTarget, bool)
 }
@@ -174,7 +176,7 @@ func New(d Deps) *Service {
 		streams: newStreamSlots(d.Limits.StreamsPerOrg), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
 		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
 		budgets: d.Budgets, orgBudgets: d.OrgBudgets, orgBudget: d.OrgBudget, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
-		align: d.Alignment, orgLoudness: d.OrgLoudness}
+		align: d.Alignment, orgLoudness: d.OrgLoudness, voices: newVoiceLoudness(maxLearnedVoices)}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
