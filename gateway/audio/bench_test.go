@@ -145,3 +145,26 @@ func BenchmarkMeasureLoudness(b *testing.B) {
 	}
 	reportRealtime(b, benchSeconds)
 }
+
+// BenchmarkStreamLeveler levels 60 s of speech in 20 ms chunks as a
+// stream's chunks pass, with the voice's loudness known (the gain and the
+// 5 ms look-ahead limiter, no measuring but the learning meter).
+func BenchmarkStreamLeveler(b *testing.B) {
+	src := benchSpeech(b, 24000)
+	step := 24000 / 50
+	out := make([]float32, 0, step+256)
+	for b.Loop() {
+		l, err := NewStreamLeveler(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, -20, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(src.Samples); i += step {
+			if out, err = l.Write(src.Samples[i:min(i+step, len(src.Samples))], out[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out = l.Flush(out[:0])
+		l.Close()
+	}
+	reportRealtime(b, benchSeconds)
+}
