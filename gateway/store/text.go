@@ -254,5 +254,9 @@ func CloneOrg(o *Org) *Org {
 		}
 		c.Providers[id] = p
 	}
+	if o.Loudness != nil {
+		l := *o.Loudness
+		c.Loudness = &l
+	}
 	return &c
 }

@@ -122,6 +122,9 @@ func FromStore(s *store.Org) *Org {
 		o.Budget = budget.Limit{Credits: s.Budget, Period: budget.Period(s.BudgetPeriod)}
 	}
 	o.Synthesis = PerMinute(s.RatePerMinute)
+	if l := s.Loudness; l != nil {
+		o.Loudness = &Loudness{Integrated: l.Integrated, TruePeak: l.TruePeak}
+	}
 	return o
 }
 

@@ -1,6 +1,7 @@
 package loudness
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -282,4 +283,69 @@ func TestStreamLoudness(t *testing.T) {
 	stream("de", -23)
 	// A model that does not stream PCM cannot be leveled on a stream;
 	// a dialect's stream format other than PCM neither (unit-tested).
+}
+
+// TestAdminOrgLoudness: an organization made through the admin API gets
+// a default target there, its clips land at it, a PATCH changes it and
+// null removes it; a bad target names the field.
+func TestAdminOrgLoudness(t *testing.T) {
+	t.Parallel()
+	tg := harness.Start(t, harness.ESpeakConfig)
+	admin, _, err := tg.Core.CreateAdminKey(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Keys["admin"] = admin
+	p := tg.Do("POST", "/v1/admin/orgs", "admin", map[string]any{"id": "team-l", "name": "L",
+		"loudness": map[string]any{"integrated": -2}}).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "loudness.integrated")
+	r := tg.Do("POST", "/v1/admin/orgs", "admin", map[string]any{"id": "team-l", "name": "L",
+		"providers": map[string]any{"espeak": map[string]any{"enabled": true}}, "loudness": map[string]any{"integrated": -26}})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var created struct {
+		Data struct {
+			Loudness *struct{ Integrated, TruePeak float64 } `json:"loudness"`
+		} `json:"data"`
+	}
+	r.JSON(t, &created)
+	if l := created.Data.Loudness; l == nil || l.Integrated != -26 || l.TruePeak != -1 {
+		t.Fatalf("created with loudness %+v, want -26 LUFS, -1 dBTP", l)
+	}
+	var k struct {
+		Data struct {
+			Key string `json:"key"`
+		} `json:"data"`
+	}
+	r = tg.Do("POST", "/v1/admin/keys", "admin", map[string]any{"org": "team-l", "name": "ci"})
+	if r.Status != 201 {
+		t.Fatalf("key: %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &k)
+	tg.Keys["team-l"] = k.Data.Key
+	text := "An organization of the admin API chose its loudness there."
+	clip := func() *harness.Response {
+		t.Helper()
+		r := tg.Do("POST", "/v1/audio/speech", "team-l", harness.SpeechBody(text, "output", map[string]any{"format": "wav"}))
+		if r.Status != 200 {
+			t.Fatalf("clip: %d %s", r.Status, r.Body)
+		}
+		return r
+	}
+	r = clip()
+	judge(t, "team-l's default", r.Body, r.Header.Get("Content-Type"), -26, -1)
+	if r := tg.Do("PATCH", "/v1/admin/orgs/team-l", "admin", map[string]any{"loudness": map[string]any{"integrated": -16, "truePeak": -2}}); r.Status != 200 {
+		t.Fatalf("patch: %d %s", r.Status, r.Body)
+	}
+	r = clip()
+	judge(t, "team-l's changed default", r.Body, r.Header.Get("Content-Type"), -16, -2)
+	if r := tg.Do("PATCH", "/v1/admin/orgs/team-l", "admin", map[string]any{"loudness": nil}); r.Status != 200 {
+		t.Fatalf("patch null: %d %s", r.Status, r.Body)
+	}
+	r = clip()
+	e, in := ext(t, r.Header.Get("Content-Type"))
+	if got := testenv.FFmpegLoudness(t, r.Body, e, in...); math.Abs(got.Integrated+16) < 0.5 {
+		t.Errorf("after loudness null the clip is still at -16 LUFS")
+	}
 }
