@@ -43,10 +43,10 @@ type Params struct {
 	Loudness *LoudnessParams
 	// Output is the requested encoding.
 	Output *OutputParams
-	// Measured, when set, is told the loudness (LUFS) the clip measured
-	// before Loudness leveled it: the speech service learns each voice's
-	// loudness from it, for streams. Not a request field.
-	Measured func(inputLufs float64)
+	// Measured, when set, is told what Loudness leveling did: the speech
+	// service learns each voice's loudness from it (for streams) and
+	// warns of a target out of reach. Not a request field.
+	Measured func(LoudnessLeveling)
 	// Stretch, when set and not 1, changes the clip's tempo by this factor
 	// with its pitch kept (see Stretch). It is not a request field: the
 	// speech service sets it from `speed` for models that cannot change

@@ -113,7 +113,7 @@ func Process(data []byte, mediaType string, p Params, lim Limits) ([]byte, strin
 		}
 		b, mt, rep, err := EncodeLoudness(c, p.Loudness.Target(), o, lim)
 		if err == nil && p.Measured != nil {
-			p.Measured(rep.InputLufs)
+			p.Measured(rep)
 		}
 		return b, mt, err
 	}

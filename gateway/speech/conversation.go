@@ -483,7 +483,11 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	if loud != nil {
 		// Every turn is at the target; the whole is leveled once more (a
 		// few tenths of a LU at most) and limited for its output format.
-		res.Audio, res.MediaType, _, err = audio.EncodeLoudness(joined, *loud, out, audio.Limits{})
+		var rep audio.LoudnessLeveling
+		res.Audio, res.MediaType, rep, err = audio.EncodeLoudness(joined, *loud, out, audio.Limits{})
+		if err == nil && rep.Missed {
+			res.Warnings = append(res.Warnings, missedLoudnessWarning(*loud))
+		}
 	} else {
 		res.Audio, res.MediaType, err = audio.Encode(joined, out)
 	}

@@ -49,6 +49,9 @@ type Job struct {
 	// conv is what the gateway converts the job's stream from and to
 	// (applyStreamFormat, transcode); nil while it passes through.
 	conv *Conversion
+	// missedLoudness is set by whole-clip processing when the loudness
+	// target was out of reach (audio.LoudnessLeveling.Missed).
+	missedLoudness bool
 	// Warnings say what of the request was dropped or changed (removed
 	// audio tags, options meant for another provider, instructions the
 	// model ignores); the answer carries them.

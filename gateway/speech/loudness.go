@@ -21,7 +21,10 @@ func (s *Service) prepareLoudness(j *Job, r *Request) error {
 		return nil
 	}
 	key := voiceKey(j)
-	j.Params.Measured = func(lufs float64) { s.voices.learn(key, lufs) }
+	j.Params.Measured = func(rep audio.LoudnessLeveling) {
+		s.voices.learn(key, rep.InputLufs)
+		j.missedLoudness = rep.Missed
+	}
 	if j.Delivery != DeliverStream {
 		return nil
 	}
@@ -41,6 +44,12 @@ func (s *Service) prepareLoudness(j *Job, r *Request) error {
 	return nil
 }
 
+// missedLoudnessWarning is the answer's warning when the loudness target
+// was out of reach under its ceiling.
+func missedLoudnessWarning(t audio.LoudnessTarget) string {
+	return fmt.Sprintf("The clip could not reach %g LUFS under a true peak of %g dBTP without more than 30 dB of limiting; it is as loud as that allows, and quieter than asked.", t.Integrated, t.TruePeak)
+}
+
 // levelStream wraps a PCM stream of j in a leveler when j has a loudness
 // target (else returns src): the gain comes from the voice's learned
 // loudness, or, for a voice never measured, from the stream's first
@@ -49,8 +58,9 @@ func (s *Service) levelStream(j *Job, src Source) Source {
 	if j.Params.Loudness == nil {
 		return src
 	}
-	return &levelSource{src: src, target: j.Params.Loudness.Target(), estimate: s.voices.estimate(voiceKey(j)),
-		learn: j.Params.Measured}
+	key := voiceKey(j)
+	return &levelSource{src: src, target: j.Params.Loudness.Target(), estimate: s.voices.estimate(key),
+		learn: func(lufs float64) { s.voices.learn(key, lufs) }}
 }
 
 // levelSource levels a 16-bit PCM stream chunk by chunk

@@ -59,7 +59,7 @@ func testOrgs(t *testing.T, open Opener) {
 	}
 	off := false
 	b := &store.Org{ID: "beta", Name: "Beta team", Budget: 500, BudgetPeriod: "day", RatePerMinute: 30,
-		Loudness: &store.OrgLoudness{Integrated: -16, TruePeak: -1.5},
+		Loudness:  &store.OrgLoudness{Integrated: -16, TruePeak: -1.5},
 		Providers: map[string]store.OrgProvider{"espeak": {Enabled: true}, "openai": {Enabled: true, BYOK: true, Managed: &off}}}
 	mustDo(t, s.CreateOrg(ctx, b))
 	clk.Advance(time.Second)

@@ -105,6 +105,20 @@ func TestClipLoudness(t *testing.T) {
 		t.Fatalf("with-timestamps: %v, %d timestamps", err, len(env.Timestamps))
 	}
 	judge(t, "with-timestamps", b, env.MediaType, -16, -1)
+
+	// Out of reach: -5 LUFS under -20 dBTP. The ceiling holds, the clip is
+	// quieter than asked, and the answer says so.
+	r = tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody(texts["en"], "loudness", loudness(-5, -20), "output", map[string]any{"format": "wav"}))
+	if r.Status != 200 {
+		t.Fatalf("out of reach: %d %s", r.Status, r.Body)
+	}
+	got := testenv.FFmpegLoudness(t, r.Body, "wav")
+	if got.TruePeak > -19.9 || got.Integrated > -5.5 {
+		t.Errorf("out of reach: FFmpeg measures I=%.1f LUFS, peak %.1f dBTP; want the peak at most -19.9 and the clip quieter than asked", got.Integrated, got.TruePeak)
+	}
+	if w := strings.Join(r.Header.Values("X-Voxgate-Warning"), "; "); !strings.Contains(w, "could not reach -5 LUFS") {
+		t.Errorf("out of reach: warnings %q", w)
+	}
 }
 
 // TestShortClipLoudness: a word shorter than the 400 ms gating block is
