@@ -26,7 +26,9 @@ MIN_FREE_KIB := 8000000
 #   libchromaprint-dev           acoustic fingerprints of answers, for provenance identify (cgo)
 #   libopusfile-dev, libmpg123-dev  decoding Ogg Opus and MP3 to fingerprint them (cgo;
 #                                libmpg123 because go-mp3's 22050 Hz output does not fingerprint alike)
+#   libebur128-dev               EBU R128 loudness measurement of the loudness field (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
+#                                (ffmpeg's ebur128 filter judges the loudness field)
 #   curl                         the README's examples, which a test runs as written
 #   festival, festvox-kallpc16k, another speech engine (a diphone voice and an
 #     festvox-us-slt-hts         HTS voice of a person) whose word times are
@@ -47,7 +49,7 @@ MIN_FREE_KIB := 8000000
 #                                dir; the system service is neither used nor needed)
 #   systemd                      systemd-analyze verify checks deploy/voxgate.service
 #                                (deploy/unit_test.go); nothing is started under systemd
-APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev libchromaprint-dev libopusfile-dev libmpg123-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx systemd
+APT_PACKAGES := gcc pkg-config curl libespeak-ng-dev espeak-ng espeak-ng-data libmp3lame-dev libsoxr-dev libopusenc-dev libopus-dev libflac-dev libebur128-dev libchromaprint-dev libopusfile-dev libmpg123-dev sox libsox-fmt-all ffmpeg festival festvox-kallpc16k festvox-us-slt-hts postgresql redis-server protobuf-compiler chromium nginx systemd
 
 PLUGINS := $(patsubst plugins/%/,%,$(sort $(dir $(wildcard plugins/*/main.go))))
 

@@ -30,6 +30,38 @@ type Org struct {
 	// Provenance turns marking off or makes consent for cloned voices
 	// optional (provenance.go).
 	Provenance OrgProvenance `yaml:"provenance"`
+	// Loudness is the org's default EBU R128 target for clips and
+	// conversations that ask for neither volumeDbfs nor loudness (nil:
+	// none; the providers' levels pass through).
+	Loudness *Loudness `yaml:"loudness"`
+}
+
+// Loudness is an EBU R128 loudness target.
+type Loudness struct {
+	// Integrated is the integrated loudness in LUFS, -70 to -5 (e.g. -16
+	// for spoken word, -23 for broadcast).
+	Integrated float64 `yaml:"integrated"`
+	// TruePeak is the true-peak ceiling in dBTP, -20 to 0 (default -1).
+	TruePeak *float64 `yaml:"true_peak"`
+}
+
+// Loudness bounds, the request field's (gateway/audio's; repeated here
+// so that config does not link the audio libraries).
+const (
+	minIntegratedLufs = -70.0
+	maxIntegratedLufs = -5.0
+	minTruePeakDbtp   = -20.0
+	maxTruePeakDbtp   = 0.0
+	// DefaultTruePeakDbtp is the ceiling of a target that names none.
+	DefaultTruePeakDbtp = -1.0
+)
+
+// Ceiling returns l's true-peak ceiling, DefaultTruePeakDbtp when unset.
+func (l *Loudness) Ceiling() float64 {
+	if l.TruePeak == nil {
+		return DefaultTruePeakDbtp
+	}
+	return *l.TruePeak
 }
 
 // Budget is a credit budget: Credits per Period ("day" or "month", UTC).
@@ -91,6 +123,14 @@ func (c *Config) validateOrgs(bad report) {
 		}
 		if o.ReadRateLimit < 0 {
 			bad(key+".read_rate_limit", "must not be negative")
+		}
+		if l := o.Loudness; l != nil {
+			if !(l.Integrated >= minIntegratedLufs && l.Integrated <= maxIntegratedLufs) {
+				bad(key+".loudness.integrated", "must be between %g and %g LUFS, got %g", minIntegratedLufs, maxIntegratedLufs, l.Integrated)
+			}
+			if tp := l.Ceiling(); !(tp >= minTruePeakDbtp && tp <= maxTruePeakDbtp) {
+				bad(key+".loudness.true_peak", "must be between %g and %g dBTP, got %g", minTruePeakDbtp, maxTruePeakDbtp, tp)
+			}
 		}
 		if b := o.Budget; b != nil {
 			if b.Credits < 1 {

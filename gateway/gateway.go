@@ -25,6 +25,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/manage"
 	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/edge"
 	"github.com/voxgate/voxgate/gateway/edge/admin"
 	"github.com/voxgate/voxgate/gateway/edge/ui"
@@ -697,6 +698,16 @@ func (g *Gateway) orgAccess(org, provider string) (credentials.OrgAccess, bool) 
 	}
 	p := o.Stored.Providers[provider]
 	return credentials.OrgAccess{Enabled: p.Enabled, BYOK: p.BYOK, Managed: p.Managed}, true
+}
+
+// orgLoudness is an organization's default loudness target (see
+// speech.Deps.OrgLoudness).
+func (g *Gateway) orgLoudness(org string) (audio.LoudnessTarget, bool) {
+	o, _ := g.orgs.Get(org)
+	if o == nil || o.Loudness == nil {
+		return audio.LoudnessTarget{}, false
+	}
+	return audio.LoudnessTarget{Integrated: o.Loudness.Integrated, TruePeak: o.Loudness.TruePeak}, true
 }
 
 // orgBudget is an organization's credit budget, the file's or the admin

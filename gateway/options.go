@@ -161,7 +161,8 @@ func sharedOptions(cfg *config.Config) shared {
 }
 
 // FileOrgs is what gateway.yaml declares of each organization that the
-// organization directory (admission/orgs) holds: budgets and rate limits.
+// organization directory (admission/orgs) holds: budgets, rate limits
+// and default loudness targets.
 func FileOrgs(cfg *config.Config) []orgs.File {
 	budgets := OrgBudgets(cfg)
 	out := make([]orgs.File, 0, len(cfg.Orgs))
@@ -169,9 +170,13 @@ func FileOrgs(cfg *config.Config) []orgs.File {
 		if o == nil {
 			continue
 		}
-		out = append(out, orgs.File{ID: name, Budget: budgets[name],
+		f := orgs.File{ID: name, Budget: budgets[name],
 			Synthesis: ratelimit.Limit{Rate: o.RateLimit, Burst: o.RateBurst},
-			Reads:     ratelimit.Limit{Rate: o.ReadRateLimit, Burst: o.ReadRateBurst}})
+			Reads:     ratelimit.Limit{Rate: o.ReadRateLimit, Burst: o.ReadRateBurst}}
+		if l := o.Loudness; l != nil {
+			f.Loudness = &orgs.Loudness{Integrated: l.Integrated, TruePeak: l.Ceiling()}
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -132,6 +132,7 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 		Budgets:      g.budgets,
 		OrgBudgets:   OrgBudgets(cfg),
 		OrgBudget:    g.orgBudget,
+		OrgLoudness:  g.orgLoudness,
 		Moderator:    mod,
 		Direct:       g.dispatch,
 		Metrics:      g.metrics,

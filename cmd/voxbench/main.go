@@ -74,7 +74,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime (for profiling; the table then lacks the others)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime, loudness (for profiling; the table then lacks the others)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -215,6 +215,16 @@ func run(ctx context.Context, o options) (*Results, error) {
 		}
 	}
 
+	if o.runs("loudness") {
+		logf("phase: stream loudness leveling (eSpeak)")
+		rounds := 20
+		if o.quick {
+			rounds = 5
+		}
+		if err := loudnessBench(ctx, bin, dir, rounds, res); err != nil {
+			return nil, fmt.Errorf("loudness: %w", err)
+		}
+	}
 	if o.runs("realtime") {
 		logf("phase: realtime WebSocket (eSpeak)")
 		rounds, sockets := 200, 1000

@@ -28,7 +28,9 @@ type Results struct {
 	Logs       logsResult      `json:"request_logs"`
 	Postgres   pgResult        `json:"postgres"`
 	WholeClip  wholeClipResult `json:"whole_clip_memory"`
-	Cache      cacheResult     `json:"cache"`
+	// Loudness is the loudness phase (loudness.go): streams' added TTFB.
+	Loudness loudnessResult `json:"loudness"`
+	Cache    cacheResult    `json:"cache"`
 	// Clients is the clients phase (clients.go): the requests real
 	// clients send, against nginx.
 	Clients clientsResult `json:"clients"`
@@ -536,6 +538,7 @@ func (r *Results) evaluate() {
 		add(figure{Name: fmt.Sprintf("throughput from the response cache (baseline: misses), %d clients", c.Clients), Unit: "req/s",
 			Baseline: fmt.Sprintf("%.0f", c.MissRPS), Gateway: fmt.Sprintf("%.0f", c.HitRPS), Delta: tp, Value: c.TputX})
 	}
+	r.loudnessFigures(add)
 	for _, w := range r.WholeClip.Runs {
 		add(figure{Name: fmt.Sprintf("peak memory per whole-clip request, %s (%d chars, x0.25, WAV 48 kHz)", w.Name, r.WholeClip.Chars), Unit: "MB",
 			Baseline: fmt.Sprintf("%.1f answer", float64(w.AnswerBytes)/1e6), Gateway: fmt.Sprintf("%.1f growth", (float64(w.HWMAfter)-float64(w.RSSBefore))/1e6),

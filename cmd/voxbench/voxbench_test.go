@@ -355,3 +355,15 @@ func TestQuickRunCache(t *testing.T) {
 		t.Errorf("cache phase: %+v", c)
 	}
 }
+
+// TestLoudnessConfigIsValid: the loudness phase's gateway declares its
+// organizations correctly.
+func TestLoudnessConfigIsValid(t *testing.T) {
+	cfg, err := config.Parse([]byte(loudnessConfig("127.0.0.1:9", t.TempDir(), "/bin")), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Orgs) != loudnessOrgs+1 {
+		t.Errorf("%d orgs, want %d", len(cfg.Orgs), loudnessOrgs+1)
+	}
+}

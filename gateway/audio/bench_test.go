@@ -109,3 +109,62 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	reportRealtime(b, benchSeconds)
 }
+
+// BenchmarkNormalizeLoudness measures and levels a 60 s clip to an EBU
+// R128 target (libebur128's gating, the true-peak envelope, the limiter
+// and its gain search), the work the loudness field adds to a speech
+// request before encoding. -23 LUFS needs little limiting on eSpeak
+// speech; -14 LUFS under -1 dBTP limits its loudest peaks by some 10 dB.
+// The target is 500x real time on one core.
+func BenchmarkNormalizeLoudness(b *testing.B) {
+	for _, rate := range []int{22050, 24000, 48000} {
+		src := benchSpeech(b, rate)
+		for _, lufs := range []float64{-23, -16, -14} {
+			b.Run(fmt.Sprintf("%dHz/%gLUFS", rate, lufs), func(b *testing.B) {
+				work := &Clip{Rate: rate, Samples: make([]float32, len(src.Samples))}
+				for b.Loop() {
+					copy(work.Samples, src.Samples)
+					if _, err := NormalizeLoudness(work, LoudnessTarget{Integrated: lufs, TruePeak: -1}, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportRealtime(b, benchSeconds)
+			})
+		}
+	}
+}
+
+// BenchmarkMeasureLoudness is the measuring alone (libebur128's gated
+// integrated loudness and the oversampled true peak).
+func BenchmarkMeasureLoudness(b *testing.B) {
+	src := benchSpeech(b, 24000)
+	for b.Loop() {
+		if _, _, err := MeasureLoudness(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRealtime(b, benchSeconds)
+}
+
+// BenchmarkStreamLeveler levels 60 s of speech in 20 ms chunks as a
+// stream's chunks pass, with the voice's loudness known (the gain and the
+// 5 ms look-ahead limiter, no measuring but the learning meter).
+func BenchmarkStreamLeveler(b *testing.B) {
+	src := benchSpeech(b, 24000)
+	step := 24000 / 50
+	out := make([]float32, 0, step+256)
+	for b.Loop() {
+		l, err := NewStreamLeveler(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, -20, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(src.Samples); i += step {
+			if out, err = l.Write(src.Samples[i:min(i+step, len(src.Samples))], out[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out = l.Flush(out[:0])
+		l.Close()
+	}
+	reportRealtime(b, benchSeconds)
+}

@@ -17,6 +17,13 @@ type ConcatOptions struct {
 	// Normalize) before joining, so turns of different providers and
 	// voices play at one loudness.
 	VolumeDbfs *float64
+	// Loudness, when not nil, levels each clip to this EBU R128 target
+	// (NormalizeLoudness, no encoder headroom: the caller levels the
+	// joined clip once more for its output format).
+	Loudness *LoudnessTarget
+	// Measured, when set with Loudness, is told each clip's loudness
+	// before it was leveled, by the clip's index.
+	Measured func(i int, inputLufs float64)
 }
 
 // Concat joins clips, in order, into one clip at one rate with opt.Gap of
@@ -73,6 +80,15 @@ func Concat(clips []*Clip, opt ConcatOptions) (*Clip, []float64, error) {
 		// even when Resample returned it as is.
 		if opt.VolumeDbfs != nil {
 			Normalize(&Clip{Rate: rate, Samples: seg}, *opt.VolumeDbfs)
+		}
+		if opt.Loudness != nil {
+			rep, err := NormalizeLoudness(&Clip{Rate: rate, Samples: seg}, *opt.Loudness, 0)
+			if err != nil {
+				return nil, nil, fmt.Errorf("clip %d: %w", i, err)
+			}
+			if opt.Measured != nil {
+				opt.Measured(i, rep.InputLufs)
+			}
 		}
 		pos += len(p.Samples)
 	}

@@ -1,6 +1,7 @@
 // Package audio is the gateway's whole-clip audio processing: it decodes a
 // provider's clip (WAV, raw PCM, MP3, G.711), levels it to the request's
-// volumeDbfs, changes its tempo, converts its sample rate, and encodes it
+// volumeDbfs or to an EBU R128 loudness target (loudness.go), changes its
+// tempo, converts its sample rate, and encodes it
 // in the requested output format (WAV, PCM, MP3, Ogg Opus, FLAC, G.711
 // μ-law and A-law); and it joins the turns of a conversation into one clip.
 //
@@ -70,6 +71,13 @@
 //     audio/PCMA (RFC 4856): telephony stacks (RTP, SIP media servers,
 //     phone APIs' media streams) take raw G.711, and a WAV header would
 //     only have to be stripped there; WAV is the format for a playable file.
+//   - Loudness measurement (the loudness field): libebur128 through a
+//     small cgo binding (internal/ebur128), BS.1770-4's K-weighting and
+//     R128's gates as FFmpeg's ebur128 filter applies them. The true-peak
+//     limiter's oversampled envelope is hand-written (loudness.go: the
+//     library reports only a clip's maximum true peak). Opus answers are
+//     decoded with libopus itself (internal/opus/decode.go) to measure
+//     what a listener hears.
 //   - AAC: not produced. Debian's only AAC encoders are libfdk-aac
 //     (non-free, absent from main) and FFmpeg's, which would mean linking
 //     libavcodec and its dependencies into the gateway for one format;
@@ -77,7 +85,8 @@
 //
 // So the gateway binary is built with cgo and needs, at build time, a C
 // compiler, pkg-config, libmp3lame-dev, libsoxr-dev, libopusenc-dev,
-// libopus-dev and libflac-dev, and at run time the shared libraries
-// libmp3lame0, libsoxr0, libopusenc0, libopus0, libogg0 and libflac12
+// libopus-dev, libflac-dev and libebur128-dev, and at run time the shared
+// libraries libmp3lame0, libsoxr0, libopusenc0, libopus0, libogg0,
+// libflac12 and libebur128-1
 // (Debian package names).
 package audio

@@ -168,6 +168,12 @@ func Normalize(c *Clip, targetDbfs float64) Leveling {
 // because limiting only ever lowers the level. If even hi falls short it
 // returns hi, the closest reachable. It returns the gain and f there.
 func solveGain(f func(float64) float64, lo, hi float64) (float64, float64) {
+	return solveGainTol(f, lo, hi, levelTolerance)
+}
+
+// solveGainTol is solveGain to within tol.
+func solveGainTol(f func(float64) float64, lo, hi, tol float64) (float64, float64) {
+	levelTolerance := tol
 	flo := f(lo)
 	if flo >= -levelTolerance {
 		return lo, flo
@@ -221,6 +227,10 @@ type limiter struct {
 	dqIdx   []int
 	dqVal   []float64
 	box     []float64
+	// env, when set, is the true-peak envelope of the input (see
+	// truePeak.envelope): the limiter holds it, not the sample peaks,
+	// under the ceiling.
+	env []float32
 }
 
 func newLimiter(rate int, ceiling float64) *limiter {
@@ -267,7 +277,11 @@ func (l *limiter) run(x []float32, g float64, hot bool, out []float32) float64 {
 		if j < n {
 			// Gain that puts sample j exactly at the ceiling, at most 1.
 			t := 1.0
-			if a := math.Abs(float64(x[j])) * g; a > limit {
+			pk := math.Abs(float64(x[j]))
+			if l.env != nil {
+				pk = float64(l.env[j])
+			}
+			if a := pk * g; a > limit {
 				t = limit / a
 			}
 			for tail > head && l.dqVal[(tail-1)&mask] >= t {
@@ -308,7 +322,12 @@ func (l *limiter) run(x []float32, g float64, hot bool, out []float32) float64 {
 		// Numerical safety net, not a clipper: in exact arithmetic the
 		// averaged gain never lets |y| exceed the ceiling; this only trims
 		// float rounding of the running sum.
-		y = math.Max(math.Min(y, l.ceiling), -l.ceiling)
+		// (Plain comparisons: math.Max and math.Min are not inlined.)
+		if y > l.ceiling {
+			y = l.ceiling
+		} else if y < -l.ceiling {
+			y = -l.ceiling
+		}
 		sumSq += y * y
 		if out != nil {
 			out[k] = float32(y)

@@ -38,8 +38,15 @@ const (
 type Params struct {
 	// VolumeDbfs is the RMS level to normalize the clip to, -60 to 0.
 	VolumeDbfs *float64
+	// Loudness levels the clip to an EBU R128 integrated loudness under a
+	// true-peak ceiling (see NormalizeLoudness); not with VolumeDbfs.
+	Loudness *LoudnessParams
 	// Output is the requested encoding.
 	Output *OutputParams
+	// Measured, when set, is told what Loudness leveling did: the speech
+	// service learns each voice's loudness from it (for streams) and
+	// warns of a target out of reach. Not a request field.
+	Measured func(LoudnessLeveling)
 	// Stretch, when set and not 1, changes the clip's tempo by this factor
 	// with its pitch kept (see Stretch). It is not a request field: the
 	// speech service sets it from `speed` for models that cannot change
@@ -66,13 +73,14 @@ type OutputParams struct {
 // When it does not, the caller sends the provider's bytes and media type
 // through untouched and never decodes them.
 func NeedsProcessing(p Params) bool {
-	return p.VolumeDbfs != nil || p.Output != nil || (p.Stretch != 0 && p.Stretch != 1)
+	return p.VolumeDbfs != nil || p.Loudness != nil || p.Output != nil || (p.Stretch != 0 && p.Stretch != 1)
 }
 
 // Validate checks p against what this package can produce and returns one
 // FieldError per problem (nil when p is valid), with paths from the request
 // body's root: ["volumeDbfs"], ["output", "format"], ["output",
-// "sampleRate"], ["output", "bitrate"].
+// "sampleRate"], ["output", "bitrate"], ["loudness", "integrated"],
+// ["loudness", "truePeak"].
 func (p Params) Validate() []FieldError {
 	var errs []FieldError
 	if v := p.VolumeDbfs; v != nil && !(*v >= MinVolumeDbfs && *v <= MaxVolumeDbfs) {
@@ -80,6 +88,15 @@ func (p Params) Validate() []FieldError {
 			Path:    []string{"volumeDbfs"},
 			Message: fmt.Sprintf("volumeDbfs must be between %g and %g", MinVolumeDbfs, MaxVolumeDbfs),
 		})
+	}
+	if p.Loudness != nil {
+		if p.VolumeDbfs != nil {
+			errs = append(errs, FieldError{
+				Path:    []string{"loudness"},
+				Message: "give volumeDbfs (an RMS level) or loudness (EBU R128 integrated loudness and true peak), not both",
+			})
+		}
+		errs = append(errs, p.Loudness.Validate("loudness")...)
 	}
 	if p.Output != nil {
 		errs = append(errs, p.Output.validate()...)

@@ -40,7 +40,7 @@ type Limits struct {
 // resample through libsoxr's streaming interface, encode into the output
 // buffer, allocated once at its final size for WAV and PCM), so a clip is
 // never held decoded in full, and the output is the only full-length
-// buffer. The exception is volumeDbfs: leveling measures the whole clip,
+// buffer. The exceptions are volumeDbfs and loudness: leveling measures the whole clip,
 // so the resampled clip is held as float samples while it is leveled (and
 // the source is then no longer read).
 //
@@ -72,7 +72,7 @@ func Process(data []byte, mediaType string, p Params, lim Limits) ([]byte, strin
 		out = p.Output.Output()
 	}
 	stretch := p.Stretch != 0 && p.Stretch != 1
-	if p.VolumeDbfs == nil && !stretch && mp3PassThrough(data, src, out) {
+	if p.VolumeDbfs == nil && p.Loudness == nil && !stretch && mp3PassThrough(data, src, out) {
 		return data, MediaType{Format: FormatMP3}.String(), nil
 	}
 	s, err := openSource(data, src)
@@ -105,6 +105,17 @@ func Process(data []byte, mediaType string, p Params, lim Limits) ([]byte, strin
 		}
 		defer rr.close()
 		r = rr
+	}
+	if p.Loudness != nil {
+		c := &Clip{Rate: o.SampleRate, Samples: make([]float32, n)}
+		if _, err := readFull(r, c.Samples); err != nil {
+			return nil, "", err
+		}
+		b, mt, rep, err := EncodeLoudness(c, p.Loudness.Target(), o, lim)
+		if err == nil && p.Measured != nil {
+			p.Measured(rep)
+		}
+		return b, mt, err
 	}
 	if p.VolumeDbfs != nil {
 		buf := make([]float32, inPlaceSlack+n)

@@ -81,6 +81,7 @@ type orgRequestJSON struct {
 	Budget    optional[budgetJSON]                 `json:"budget"`
 	RateLimit optional[rateLimitJSON]              `json:"rate_limit"`
 	Providers optional[map[string]orgProviderJSON] `json:"providers"`
+	Loudness  optional[loudnessJSON]               `json:"loudness"`
 }
 
 func (r *orgRequestJSON) settings() manage.OrgSettings {
@@ -96,6 +97,12 @@ func (r *orgRequestJSON) settings() manage.OrgSettings {
 	}
 	if r.RateLimit.Set {
 		set.RatePerMinute = &r.RateLimit.V.PerMinute
+	}
+	if r.Loudness.Set {
+		set.SetLoudness = true
+		if !r.Loudness.Null {
+			set.Loudness = r.Loudness.V.domain()
+		}
 	}
 	if r.Providers.Set {
 		set.SetProviders = true
@@ -116,6 +123,7 @@ type orgJSON struct {
 	Budget    *budgetJSON                `json:"budget"`
 	RateLimit *rateLimitJSON             `json:"rate_limit"`
 	Providers map[string]orgProviderJSON `json:"providers,omitempty"`
+	Loudness  *loudnessJSON              `json:"loudness,omitempty"`
 	CreatedAt *time.Time                 `json:"created_at,omitempty"`
 	UpdatedAt *time.Time                 `json:"updated_at,omitempty"`
 }
@@ -127,6 +135,9 @@ func orgOut(o *orgs.Org) orgJSON {
 	}
 	if !o.Synthesis.Unlimited() {
 		out.RateLimit = &rateLimitJSON{PerMinute: int(o.Synthesis.Rate*60 + 0.5)}
+	}
+	if l := o.Loudness; l != nil {
+		out.Loudness = &loudnessJSON{Integrated: &l.Integrated, TruePeak: &l.TruePeak}
 	}
 	if o.Stored != nil {
 		out.Providers = make(map[string]orgProviderJSON, len(o.Stored.Providers))

@@ -157,6 +157,7 @@ type speechRequestJSON struct {
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
 	Output              outputField         `json:"output"` // "format" or {format, sampleRate, bitrate}: see decodeOutput
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
+	Loudness            *loudnessJSON       `json:"loudness"`
 	Speed               *float64            `json:"speed"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
@@ -172,10 +173,23 @@ func (r *speechRequestJSON) domain() (*speech.Request, error) {
 	}
 	return &speech.Request{
 		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
-		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs,
+		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs, Loudness: r.Loudness.domain(),
 		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
 		Captions: r.Captions, Instructions: r.Instructions, Timestamps: r.Timestamps,
 	}, nil
+}
+
+// loudnessJSON is the request's loudness object (EBU R128 target).
+type loudnessJSON struct {
+	Integrated *float64 `json:"integrated"`
+	TruePeak   *float64 `json:"truePeak"`
+}
+
+func (l *loudnessJSON) domain() *audio.LoudnessParams {
+	if l == nil {
+		return nil
+	}
+	return &audio.LoudnessParams{Integrated: l.Integrated, TruePeak: l.TruePeak}
 }
 
 // outputJSON is the request's output object.
@@ -222,6 +236,7 @@ type conversationRequestJSON struct {
 	Turns               []turnJSON          `json:"turns"`
 	GapMs               *int                `json:"gapMs"`
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
+	Loudness            *loudnessJSON       `json:"loudness"`
 	Output              outputField         `json:"output"`
 	Speed               *float64            `json:"speed"`
 	Split               bool                `json:"split"`
@@ -252,7 +267,7 @@ func (r *conversationRequestJSON) domain() (*speech.ConversationRequest, error) 
 		return nil, err
 	}
 	out := &speech.ConversationRequest{
-		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Output: output,
+		Mode: r.Mode, Model: r.Model, GapMs: r.GapMs, VolumeDbfs: r.VolumeDbfs, Loudness: r.Loudness.domain(), Output: output,
 		Speed: r.Speed, Split: r.Split, Pronunciations: r.Pronunciations.domain(), ProviderOptions: r.ProviderOptions,
 		ModerationRulesetID: r.ModerationRulesetID, Timestamps: r.Timestamps, NormalizeVolume: r.NormalizeVolume,
 		Instructions: r.Instructions, Turns: make([]speech.Turn, len(r.Turns)), Captions: r.Captions,

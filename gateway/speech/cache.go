@@ -120,6 +120,10 @@ func (c *responseCache) key(j *Job, variant string) string {
 	if p.VolumeDbfs != nil {
 		vol = strconv.FormatFloat(*p.VolumeDbfs, 'g', -1, 64)
 	}
+	if p.Loudness != nil {
+		t := p.Loudness.Target()
+		vol = "lufs" + strconv.FormatFloat(t.Integrated, 'g', -1, 64) + "/" + strconv.FormatFloat(t.TruePeak, 'g', -1, 64)
+	}
 	stream := ""
 	if j.Stream.Format != "" {
 		stream = j.Stream.Format + "@" + strconv.Itoa(j.Stream.SampleRate)

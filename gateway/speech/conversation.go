@@ -134,11 +134,14 @@ func blocked(err error) (*moderation.BlockedError, bool) {
 // ConversationRequest is the body of the conversation endpoints, shaped like
 // the @speech-sdk/core gateway client's generateConversation call.
 type ConversationRequest struct {
-	Mode                string
-	Model               string
-	Turns               []Turn
-	GapMs               *int
-	VolumeDbfs          *float64
+	Mode       string
+	Model      string
+	Turns      []Turn
+	GapMs      *int
+	VolumeDbfs *float64
+	// Loudness levels every turn, then the whole, to an EBU R128 target;
+	// not with VolumeDbfs or normalizeVolume false.
+	Loudness            *audio.LoudnessParams
 	Output              *audio.OutputParams
 	Speed               *float64
 	Split               bool
@@ -265,12 +268,15 @@ func (s *Service) validateConversation(r *ConversationRequest, timestamps bool) 
 		return nil, err
 	}
 	fe = append(fe, validateCaptions(r.Captions, timestamps)...)
-	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
+	params := audio.Params{VolumeDbfs: r.VolumeDbfs, Loudness: r.Loudness, Output: r.Output}
 	for _, e := range params.Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 	}
 	if r.NormalizeVolume != nil && !*r.NormalizeVolume && r.VolumeDbfs != nil {
 		fe = append(fe, problem.Field("volumeDbfs is the level turns are normalized to; it has no effect with normalizeVolume false", "volumeDbfs"))
+	}
+	if r.NormalizeVolume != nil && !*r.NormalizeVolume && r.Loudness != nil {
+		fe = append(fe, problem.Field("loudness is the level turns are normalized to; it has no effect with normalizeVolume false", "loudness"))
 	}
 	fe = append(fe, validateTimestamps(r.Timestamps, timestamps, "timestamps")...)
 	fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
@@ -364,6 +370,9 @@ func turnError(err error, i int) error {
 // fails the whole request, with turn_index: those are the caller's mistakes
 // whatever split says.
 func (s *Service) prepareConversation(ctx context.Context, org string, r *ConversationRequest, timestamps bool) ([]*Job, error) {
+	if r.NormalizeVolume == nil || *r.NormalizeVolume {
+		r.Loudness = s.defaultLoudness(org, r.VolumeDbfs, r.Loudness)
+	}
 	reqs, err := s.validateConversation(r, timestamps)
 	if err != nil {
 		return nil, err
@@ -447,7 +456,11 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	}
 	out := convOutput(r, clips)
 	var vol *float64 // nil: the turns keep the providers' levels
-	if r.NormalizeVolume == nil || *r.NormalizeVolume {
+	var loud *audio.LoudnessTarget
+	if r.Loudness != nil {
+		t := r.Loudness.Target()
+		loud = &t
+	} else if r.NormalizeVolume == nil || *r.NormalizeVolume {
 		v := DefaultConvoVolume
 		if r.VolumeDbfs != nil {
 			v = *r.VolumeDbfs
@@ -461,11 +474,24 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 	if err := s.limits.Output.Check(joinedLen(clips, out, gap), out); err != nil {
 		return res, processError(err, "", jobs[0])
 	}
-	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond, VolumeDbfs: vol})
+	learn := func(i int, lufs float64) { s.voices.learn(voiceKey(rendered[i].Job), lufs) }
+	joined, offsets, err := audio.Concat(clips, audio.ConcatOptions{Rate: out.SampleRate, Gap: time.Duration(gap) * time.Millisecond,
+		VolumeDbfs: vol, Loudness: loud, Measured: learn})
 	if err != nil {
 		return res, fmt.Errorf("join turns: %w", err)
 	}
-	if res.Audio, res.MediaType, err = audio.Encode(joined, out); err != nil {
+	if loud != nil {
+		// Every turn is at the target; the whole is leveled once more (a
+		// few tenths of a LU at most) and limited for its output format.
+		var rep audio.LoudnessLeveling
+		res.Audio, res.MediaType, rep, err = audio.EncodeLoudness(joined, *loud, out, audio.Limits{})
+		if err == nil && rep.Missed {
+			res.Warnings = append(res.Warnings, missedLoudnessWarning(*loud))
+		}
+	} else {
+		res.Audio, res.MediaType, err = audio.Encode(joined, out)
+	}
+	if err != nil {
 		return res, fmt.Errorf("encode conversation: %w", err)
 	}
 	// Turns are always decoded, leveled and joined: the conversation is
@@ -484,7 +510,7 @@ func (s *Service) renderConversation(ctx context.Context, r *ConversationRequest
 			}
 		}
 		if r.Split {
-			seg, err := segment(t, vol, out)
+			seg, err := segment(t, vol, loud, out)
 			if err != nil {
 				return res, err
 			}
@@ -612,7 +638,7 @@ func convOutput(r *ConversationRequest, clips []*audio.Clip) audio.Output {
 
 // segment encodes one rendered turn alone, leveled like in the joined clip
 // (vol nil: as rendered).
-func segment(t *TurnResult, vol *float64, out audio.Output) (Segment, error) {
+func segment(t *TurnResult, vol *float64, loud *audio.LoudnessTarget, out audio.Output) (Segment, error) {
 	c, err := audio.Resample(t.Clip, out.SampleRate)
 	if err != nil {
 		return Segment{}, err
@@ -621,7 +647,13 @@ func segment(t *TurnResult, vol *float64, out audio.Output) (Segment, error) {
 	if vol != nil {
 		audio.Normalize(cp, *vol)
 	}
-	data, mt, err := audio.Encode(cp, out)
+	var data []byte
+	var mt string
+	if loud != nil {
+		data, mt, _, err = audio.EncodeLoudness(cp, *loud, out, audio.Limits{})
+	} else {
+		data, mt, err = audio.Encode(cp, out)
+	}
 	if err != nil {
 		return Segment{}, fmt.Errorf("encode turn %d: %w", t.Index, err)
 	}

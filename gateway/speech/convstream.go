@@ -224,7 +224,14 @@ func (cs *ConversationStream) encode(tr *TurnResult) ([]byte, error) {
 	if c == tr.Clip {
 		c = &audio.Clip{Rate: c.Rate, Samples: append([]float32(nil), c.Samples...)}
 	}
-	if cs.level {
+	switch {
+	case cs.req.Loudness != nil:
+		// Each turn is measured whole before it is sent, so every turn
+		// of a conversation stream lands at the target.
+		if _, err := audio.NormalizeLoudness(c, cs.req.Loudness.Target(), 0); err != nil {
+			return nil, fmt.Errorf("level turn %d: %w", tr.Index, err)
+		}
+	case cs.level:
 		audio.Normalize(c, cs.vol)
 	}
 	data, _, err := audio.Encode(c, audio.Output{Format: audio.FormatPCM, SampleRate: cs.out.SampleRate})

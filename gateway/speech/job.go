@@ -49,6 +49,9 @@ type Job struct {
 	// conv is what the gateway converts the job's stream from and to
 	// (applyStreamFormat, transcode); nil while it passes through.
 	conv *Conversion
+	// missedLoudness is set by whole-clip processing when the loudness
+	// target was out of reach (audio.LoudnessLeveling.Missed).
+	missedLoudness bool
 	// Warnings say what of the request was dropped or changed (removed
 	// audio tags, options meant for another provider, instructions the
 	// model ignores); the answer carries them.
@@ -106,9 +109,9 @@ func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
 }
 
 // processing is the reason j's samples must go through the gateway
-// whatever its model offers (volumeDbfs, a time-stretch), or "".
+// whatever its model offers (volumeDbfs, loudness, a time-stretch), or "".
 func (j *Job) processing() string {
-	if p := j.Params; p.VolumeDbfs != nil || (p.Stretch != 0 && p.Stretch != 1) {
+	if p := j.Params; p.VolumeDbfs != nil || p.Loudness != nil || (p.Stretch != 0 && p.Stretch != 1) {
 		return ReasonProcessing
 	}
 	return ""

@@ -265,6 +265,9 @@ func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error)
 		if res.Audio, res.MediaType, err = processClip(joined, r.out, j.Params); err != nil {
 			return nil, fmt.Errorf("process the joined clip: %w", err)
 		}
+		if j.missedLoudness {
+			res.Warnings = append(res.Warnings, missedLoudnessWarning(j.Params.Loudness.Target()))
+		}
 	}
 	return res, nil
 }
@@ -362,6 +365,13 @@ func processClip(c *audio.Clip, out audio.Output, p audio.Params) ([]byte, strin
 		if c, err = audio.Stretch(c, st); err != nil {
 			return nil, "", err
 		}
+	}
+	if p.Loudness != nil {
+		b, mt, rep, err := audio.EncodeLoudness(c, p.Loudness.Target(), out, audio.Limits{})
+		if err == nil && p.Measured != nil {
+			p.Measured(rep)
+		}
+		return b, mt, err
 	}
 	o, err := out.Resolve(c.Rate)
 	if err != nil {

@@ -84,6 +84,9 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 	if err := j.checkEncodable(); err != nil {
 		return nil, err
 	}
+	if err := s.prepareLoudness(j, r); err != nil {
+		return nil, err
+	}
 	if j.Creds, err = s.creds.For(ctx, org, j.Provider.ID); err != nil {
 		return nil, err
 	}

@@ -127,6 +127,9 @@ func (s *Service) synthesizeOne(ctx context.Context, j *Job) (*Result, error) {
 		return nil, processError(err, mediaType, j)
 	}
 	res.Audio, res.MediaType, res.Conversion = out, mt, r.conv
+	if j.missedLoudness {
+		res.Warnings = append(res.Warnings, missedLoudnessWarning(j.Params.Loudness.Target()))
+	}
 	return res, nil
 }
 

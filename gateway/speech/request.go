@@ -28,14 +28,18 @@ const (
 // Request is the speech request body. Field names and shapes follow the
 // public @speech-sdk/core gateway client.
 type Request struct {
-	Mode                string
-	VoiceID             string
-	Model               string
-	Voice               string
-	Text                *string
-	ProviderOptions     json.RawMessage
-	Output              *audio.OutputParams
-	VolumeDbfs          *float64
+	Mode            string
+	VoiceID         string
+	Model           string
+	Voice           string
+	Text            *string
+	ProviderOptions json.RawMessage
+	Output          *audio.OutputParams
+	VolumeDbfs      *float64
+	// Loudness is the EBU R128 target (integrated LUFS, true-peak dBTP);
+	// not with VolumeDbfs. Without either, the organization's default
+	// target, if it has one, applies (Service.orgLoudness).
+	Loudness            *audio.LoudnessParams
 	Speed               *float64
 	Pronunciations      *Pronunciations
 	ModerationRulesetID string
@@ -121,7 +125,7 @@ const (
 
 // Params returns the whole-clip audio parameters of r.
 func (r *Request) Params() audio.Params {
-	return audio.Params{VolumeDbfs: r.VolumeDbfs, Output: r.Output}
+	return audio.Params{VolumeDbfs: r.VolumeDbfs, Loudness: r.Loudness, Output: r.Output}
 }
 
 // Validate checks everything that needs no catalog or store: required

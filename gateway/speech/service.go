@@ -39,6 +39,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
@@ -107,6 +108,24 @@ type Service struct {
 	refVoices []sdk.Voice
 	// voiceLangs caches the languages of providers' voices.
 	voiceLangs voiceLangs
+	// voices are the voices' learned loudness, for leveling streams.
+	voices *voiceLoudness
+	// orgLoudness is Deps.OrgLoudness.
+	orgLoudness func(org string) (audio.LoudnessTarget, bool)
+}
+
+// defaultLoudness returns the loudness a request of org asking for
+// neither volumeDbfs nor loudness gets: its organization's default
+// target, or nil.
+func (s *Service) defaultLoudness(org string, vol *float64, l *audio.LoudnessParams) *audio.LoudnessParams {
+	if l != nil || vol != nil || s.orgLoudness == nil {
+		return l
+	}
+	t, ok := s.orgLoudness(org)
+	if !ok {
+		return nil
+	}
+	return &audio.LoudnessParams{Integrated: &t.Integrated, TruePeak: &t.TruePeak}
 }
 
 // Deps are the Service's collaborators.
@@ -145,6 +164,10 @@ type Deps struct {
 	Pools map[string]*keypool.Pool
 	// Alignment is how words are timed for models without timestamps.
 	Alignment Alignment
+	// OrgLoudness returns an organization's default loudness target, for
+	// clips and conversations that ask for neither volumeDbfs nor
+	// loudness; nil (or ok false) is none.
+	OrgLoudness func(org string) (t audio.LoudnessTarget, ok bool)
 }
 
 // New returns a Service.
@@ -153,7 +176,7 @@ func New(d Deps) *Service {
 		streams: newStreamSlots(d.Limits.StreamsPerOrg), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
 		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
 		budgets: d.Budgets, orgBudgets: d.OrgBudgets, orgBudget: d.OrgBudget, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
-		align: d.Alignment}
+		align: d.Alignment, orgLoudness: d.OrgLoudness, voices: newVoiceLoudness(maxLearnedVoices)}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

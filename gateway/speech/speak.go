@@ -20,6 +20,9 @@ import (
 // Spoken still carries the log row as far as the request got.
 func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delivery) (*Spoken, error) {
 	out := &Spoken{}
+	if ep != DeliverStream {
+		req.Loudness = s.defaultLoudness(org, req.VolumeDbfs, req.Loudness)
+	}
 	j, err := s.prepare(ctx, org, req, ep)
 	if err != nil {
 		return out, err

@@ -39,13 +39,13 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return transcode(j, s.openPieces(ctx, j, first), true), nil
+		return transcode(j, s.levelStream(j, s.openPieces(ctx, j, first)), true), nil
 	}
 	src, err := s.openOne(ctx, j, j.spokenText(), "")
 	if err != nil {
 		return nil, err
 	}
-	return transcode(j, src, false), nil
+	return transcode(j, s.levelStream(j, src), false), nil
 }
 
 // openOne starts rendering text (all of j's, or its first piece) as a

@@ -156,8 +156,16 @@ type Org struct {
 	// Providers is the organization's access by provider id; a provider
 	// it does not list is not enabled for it. Never nil when read back.
 	Providers map[string]OrgProvider
+	// Loudness is the organization's default EBU R128 target for clips
+	// and conversations that ask for none; nil means none.
+	Loudness *OrgLoudness
 	// CreatedAt and UpdatedAt are the creation and last change.
 	CreatedAt, UpdatedAt time.Time
+}
+
+// OrgLoudness is a loudness target: integrated LUFS, true-peak dBTP.
+type OrgLoudness struct {
+	Integrated, TruePeak float64
 }
 
 // OrgProvider is an organization's access to one provider, as an

@@ -259,5 +259,9 @@ func CloneOrg(o *Org) *Org {
 		}
 		c.Providers[id] = p
 	}
+	if o.Loudness != nil {
+		l := *o.Loudness
+		c.Loudness = &l
+	}
 	return &c
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/orgs"
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -74,6 +75,10 @@ type OrgSettings struct {
 	Providers     map[string]store.OrgProvider
 	// SetProviders says Providers was given (an empty map then clears).
 	SetProviders bool
+	// Loudness is the default loudness target; SetLoudness says it was
+	// given (nil then clears it).
+	Loudness    *audio.LoudnessParams
+	SetLoudness bool
 }
 
 // Budget is a credit budget: Credits per Period ("day" or "month"); 0
@@ -94,6 +99,11 @@ func (s *Service) check(o OrgSettings) error {
 	}
 	if o.RatePerMinute != nil && (*o.RatePerMinute < 0 || *o.RatePerMinute > 1_000_000) {
 		fe = append(fe, problem.Field("0 (no limit) to 1000000 requests a minute", "rate_limit", "per_minute"))
+	}
+	if o.Loudness != nil {
+		for _, e := range o.Loudness.Validate("loudness") {
+			fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
+		}
 	}
 	for id := range o.Providers {
 		if s.providers != nil && !s.providers(id) {
@@ -133,6 +143,13 @@ func (o OrgSettings) apply(r *store.Org) {
 	}
 	if o.RatePerMinute != nil {
 		r.RatePerMinute = *o.RatePerMinute
+	}
+	if o.SetLoudness {
+		r.Loudness = nil
+		if o.Loudness != nil {
+			t := o.Loudness.Target()
+			r.Loudness = &store.OrgLoudness{Integrated: t.Integrated, TruePeak: t.TruePeak}
+		}
 	}
 	if o.SetProviders {
 		r.Providers = map[string]store.OrgProvider{}

@@ -54,6 +54,13 @@ type Org struct {
 	// Stored is the store's record of an organization made through the
 	// admin API (its provider access, its times); nil for the file's.
 	Stored *store.Org
+	// Loudness is the organization's default loudness target; nil: none.
+	Loudness *Loudness
+}
+
+// Loudness is an EBU R128 target: integrated LUFS, true-peak dBTP.
+type Loudness struct {
+	Integrated, TruePeak float64
 }
 
 // File is what gateway.yaml declares of one organization that the
@@ -63,6 +70,8 @@ type File struct {
 	ID               string
 	Budget           budget.Limit
 	Synthesis, Reads ratelimit.Limit
+	// Loudness is the default loudness target (orgs.<id>.loudness).
+	Loudness *Loudness
 }
 
 // Store is the storage the directory reads: the admin API's organizations.
@@ -94,7 +103,7 @@ func New(file []File) *Directory {
 func (d *Directory) SetFile(file []File) {
 	m := make(map[string]*Org, len(file))
 	for _, f := range file {
-		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads,
+		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness,
 			SynthKey: "org:" + f.ID + ":synthesis", ReadKey: "org:" + f.ID + ":reads"}
 	}
 	d.mu.Lock()
@@ -113,6 +122,9 @@ func FromStore(s *store.Org) *Org {
 		o.Budget = budget.Limit{Credits: s.Budget, Period: budget.Period(s.BudgetPeriod)}
 	}
 	o.Synthesis = PerMinute(s.RatePerMinute)
+	if l := s.Loudness; l != nil {
+		o.Loudness = &Loudness{Integrated: l.Integrated, TruePeak: l.TruePeak}
+	}
 	return o
 }
 

@@ -22,8 +22,14 @@ type orgRecord struct {
 	BudgetPeriod  string                       `json:"budget_period,omitempty"`
 	RatePerMinute int                          `json:"rate_per_minute,omitempty"`
 	Providers     map[string]orgProviderRecord `json:"providers,omitempty"`
+	Loudness      *orgLoudnessRecord           `json:"loudness,omitempty"`
 	CreatedAt     time.Time                    `json:"created_at"`
 	UpdatedAt     time.Time                    `json:"updated_at"`
+}
+
+type orgLoudnessRecord struct {
+	Integrated float64 `json:"integrated"`
+	TruePeak   float64 `json:"true_peak"`
 }
 
 type orgProviderRecord struct {
@@ -35,6 +41,9 @@ type orgProviderRecord struct {
 func encodeOrg(o *store.Org) ([]byte, error) {
 	r := orgRecord{ID: o.ID, Name: o.Name, Disabled: o.Disabled, Budget: o.Budget, BudgetPeriod: o.BudgetPeriod,
 		RatePerMinute: o.RatePerMinute, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC()}
+	if l := o.Loudness; l != nil {
+		r.Loudness = &orgLoudnessRecord{Integrated: l.Integrated, TruePeak: l.TruePeak}
+	}
 	if len(o.Providers) > 0 {
 		r.Providers = make(map[string]orgProviderRecord, len(o.Providers))
 		for id, p := range o.Providers {
@@ -53,6 +62,9 @@ func decodeOrg(data []byte) (*store.Org, error) {
 		RatePerMinute: r.RatePerMinute, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Providers: map[string]store.OrgProvider{}}
 	for id, p := range r.Providers {
 		o.Providers[id] = store.OrgProvider(p)
+	}
+	if l := r.Loudness; l != nil {
+		o.Loudness = &store.OrgLoudness{Integrated: l.Integrated, TruePeak: l.TruePeak}
 	}
 	return o, nil
 }

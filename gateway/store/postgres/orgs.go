@@ -14,7 +14,16 @@ import (
 // Organizations made through the admin API (migrations/0009_admin_orgs.sql).
 // A trigger announces every change on the change channel.
 
-const orgColumns = "id, name, disabled, budget, budget_period, rate_per_min, providers, created_ns, updated_ns"
+const orgColumns = "id, name, disabled, budget, budget_period, rate_per_min, providers, created_ns, updated_ns, loudness_integrated, loudness_true_peak"
+
+// loudnessColumns are an organization's default loudness as the two
+// nullable columns hold it (both NULL: none).
+func loudnessColumns(l *store.OrgLoudness) (integrated, truePeak *float64) {
+	if l == nil {
+		return nil, nil
+	}
+	return &l.Integrated, &l.TruePeak
+}
 
 // orgProviderRecord is store.OrgProvider as stored in the providers column.
 type orgProviderRecord struct {
@@ -35,8 +44,12 @@ func scanOrg(row pgx.Row) (*store.Org, error) {
 	var o store.Org
 	var providers []byte
 	var created, updated int64
-	if err := row.Scan(&o.ID, &o.Name, &o.Disabled, &o.Budget, &o.BudgetPeriod, &o.RatePerMinute, &providers, &created, &updated); err != nil {
+	var li, ltp *float64
+	if err := row.Scan(&o.ID, &o.Name, &o.Disabled, &o.Budget, &o.BudgetPeriod, &o.RatePerMinute, &providers, &created, &updated, &li, &ltp); err != nil {
 		return nil, err
+	}
+	if li != nil && ltp != nil {
+		o.Loudness = &store.OrgLoudness{Integrated: *li, TruePeak: *ltp}
 	}
 	var r map[string]orgProviderRecord
 	if err := json.Unmarshal(providers, &r); err != nil {
@@ -73,8 +86,9 @@ func (s *Store) CreateOrg(ctx context.Context, o *store.Org) error {
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err = s.pool.Exec(ctx, `INSERT INTO orgs (`+orgColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.CreatedAt), nanos(o.UpdatedAt))
+	li, ltp := loudnessColumns(o.Loudness)
+	_, err = s.pool.Exec(ctx, `INSERT INTO orgs (`+orgColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.CreatedAt), nanos(o.UpdatedAt), li, ltp)
 	if err != nil {
 		return fmt.Errorf("store: create org %s: %w", o.ID, classify(err))
 	}
@@ -113,9 +127,11 @@ func (s *Store) UpdateOrg(ctx context.Context, o *store.Org) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var created int64
-	err = s.pool.QueryRow(ctx, `UPDATE orgs SET name = $2, disabled = $3, budget = $4, budget_period = $5, rate_per_min = $6, providers = $7, updated_ns = $8
+	li, ltp := loudnessColumns(o.Loudness)
+	err = s.pool.QueryRow(ctx, `UPDATE orgs SET name = $2, disabled = $3, budget = $4, budget_period = $5, rate_per_min = $6, providers = $7, updated_ns = $8,
+		loudness_integrated = $9, loudness_true_peak = $10
 		WHERE id = $1 RETURNING created_ns`,
-		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.UpdatedAt)).Scan(&created)
+		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.UpdatedAt), li, ltp).Scan(&created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: update org %s: %w", o.ID, store.ErrNotFound)
 	}
