@@ -262,6 +262,30 @@ func TestInvalidRequests(t *testing.T) {
 	}
 }
 
+// TestPassThroughModel: through the plugin process, a model OpenAI has
+// and the plugin does not list (a newer one) reaches OpenAI under the
+// id the caller wrote; an id that cannot be OpenAI's is refused without
+// a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "gpt-5-mini-tts-2027-01-01"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Model string }
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"GPT-4o-mini-tts", "tts 1", "-tts", "tts-1/../x", "tts_1", "", strings.Repeat("a", 101)},
+	})
+}
+
 func TestConfigureRejectsBadSettings(t *testing.T) {
 	for _, s := range []map[string]string{
 		{"base_url": "not a url"},
