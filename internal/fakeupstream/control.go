@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,13 @@ type Options struct {
 	// the tone, with the voice's word times as their timings: for tests
 	// of the gateway's aligner, which needs audio that says the text.
 	Voice Voice
+	// NewModels are model ids the provider has beyond those the fake
+	// knows, as a model released after the fake was written would be:
+	// the fakes accept each where the provider's API would, treating it
+	// like the most restrictive model they know. A plugin passes such an
+	// id through (its sdk.AnyModel entry); a test names one here to show
+	// that the id reaches the provider as the caller wrote it.
+	NewModels []string
 }
 
 // Voice renders real speech for a fake (Options.Voice).
@@ -228,6 +236,10 @@ func (c *Control) Keys(def string) []string {
 	}
 	return c.opts.Keys
 }
+
+// NewModel reports whether id is one of Options.NewModels: a model the
+// provider has although the fake does not list it.
+func (c *Control) NewModel(id string) bool { return slices.Contains(c.opts.NewModels, id) }
 
 // ChunkSize returns Options.ChunkSize (4096 if unset).
 func (c *Control) ChunkSize() int { return c.opts.ChunkSize }

@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -195,13 +196,38 @@ func models() []sdk.Model {
 	return []sdk.Model{mk("sonic-2", "Sonic 2"), mk("sonic-turbo", "Sonic Turbo"), mk("sonic-3", "Sonic 3"), mk("sonic-3.5", "Sonic 3.5")}
 }
 
-// findModel returns the model of models with id.
-func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
-	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
-	if i < 0 {
-		return nil, false
+// modelIDPattern is the grammar of a Cartesia TTS model id: sonic and
+// lower-case letters, digits, '-' and '.' (sonic-3.5, sonic-turbo, the
+// dated snapshots sonic-3-2025-10-27). An id the plugin does not list is
+// passed through when it matches, and refused before any call otherwise.
+var modelIDPattern = regexp.MustCompile(`^sonic[-a-z0-9.]{0,60}$`)
+
+// passThrough is a model Cartesia may have that the plugin does not list
+// (a newer one, or a dated snapshot), sent under the caller's id. It
+// claims what every listed model has: every output format, streaming
+// over SSE and the WebSocket, word timestamps; not native speed, which
+// Sonic 2, Sonic Turbo and Sonic 3.5 lack, nor audio tags.
+func passThrough(id string) sdk.Model {
+	return sdk.Model{
+		ID:           id,
+		Name:         "Any other Cartesia Sonic model (passed through)",
+		Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, InputStreaming: true},
+		Encodings:    encodings(),
 	}
-	return &models[i], true
+}
+
+// findModel returns the model of models with id, or a pass-through model
+// for an id that can be Cartesia's; any other id is the caller's mistake.
+func findModel(models []sdk.Model, id string) (*sdk.Model, error) {
+	if i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return &models[i], nil
+	}
+	if !modelIDPattern.MatchString(id) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest,
+			"cartesia: unknown model %q: a Cartesia model id is sonic followed by lower-case letters, digits, '-' and '.', e.g. sonic-3", id)
+	}
+	m := passThrough(id)
+	return &m, nil
 }
 
 // encodingNames lists encodings for an error message.
@@ -213,9 +239,10 @@ func encodingNames(es []sdk.Encoding) string {
 	return strings.Join(names, ", ")
 }
 
-// Describe implements sdk.Provider.
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: models()}, nil
+	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
 }
 
 // parseError reads Cartesia's error bodies: the JSON object {error_code,
@@ -410,9 +437,9 @@ func (c *call) raw() (outputFormat, bool) {
 }
 
 func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	m, ok := findModel(p.models, req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: unknown model %q", req.Model)
+	m, err := findModel(p.models, req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: a voice id is required")
@@ -448,7 +475,7 @@ func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	}
 	c.body.Language, c.body.GenerationConfig = o.Language, o.GenerationConfig
 	if req.Speed != 0 && req.Speed != 1 {
-		if !nativeSpeed(req.Model) {
+		if !m.Capabilities.Speed {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "cartesia: %s has no speed control; use sonic-3", req.Model)
 		}
 		speed := math.Min(math.Max(req.Speed, minSpeed), maxSpeed)

@@ -462,7 +462,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"speed on sonic-2", func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "sonic-9" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Sonic 9" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -480,6 +480,32 @@ func TestInvalidRequests(t *testing.T) {
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model Cartesia has
+// and the plugin does not list (a newer one) reaches Cartesia under the
+// id the caller wrote; an id that cannot be Cartesia's is refused
+// without a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "sonic-4.1-2027-02-01"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct {
+				ModelID string `json:"model_id"`
+			}
+			_ = r.JSON(&b)
+			return b.ModelID
+		},
+		Invalid: []string{"Sonic-4", "sonic_4", "ink-whisper", "sonic 4", "sonic-4/../x", ""},
+	})
 }
 
 func TestSpeedClampedWithWarning(t *testing.T) {

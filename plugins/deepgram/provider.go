@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,13 +167,45 @@ func models() []sdk.Model {
 	return []sdk.Model{mk("aura-2", "Aura-2"), mk("aura", "Aura")}
 }
 
-// Describe implements sdk.Provider.
-func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Deepgram Aura", DefaultModel: defaultModel, Models: models()}, nil
+// modelIDPattern is the grammar of a Deepgram TTS generation: aura-
+// and a version (aura-2), the part of Deepgram's voice model names
+// (aura-2-thalia-en) before the voice. A generation the plugin does not
+// list is passed through when it matches, and refused before any call
+// otherwise.
+var modelIDPattern = regexp.MustCompile(`^aura-[0-9][a-z0-9.]{0,20}$`)
+
+// passThrough is a generation Deepgram may have that the plugin does not
+// list (a newer one), whose voices are sent as {id}-{voice}. It claims
+// what both listed generations have: every encoding, streaming, the text
+// limit; not speed, which Aura lacks.
+func passThrough(id string) sdk.Model {
+	return sdk.Model{
+		ID:           id,
+		Name:         "Any other Deepgram Aura generation (passed through)",
+		Capabilities: sdk.Capabilities{Streaming: true},
+		Encodings:    encodings(),
+		MaxTextChars: maxText,
+	}
 }
 
-func knownModel(id string) bool {
-	return slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == id })
+// findModel returns the listed model id, or a pass-through model for an
+// id that can be a Deepgram generation; any other id is the caller's
+// mistake.
+func findModel(id string) (sdk.Model, error) {
+	if i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return models()[i], nil
+	}
+	if !modelIDPattern.MatchString(id) {
+		return sdk.Model{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"deepgram: unknown model %q: a Deepgram model is an Aura generation, aura- and a version such as aura-2 (the voice goes apart)", id)
+	}
+	return passThrough(id), nil
+}
+
+// Describe implements sdk.Provider: the listed generations and an
+// sdk.AnyModel entry for those it passes through (passThrough).
+func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
+	return &sdk.Description{ID: providerID, Name: "Deepgram Aura", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
 }
 
 // belongs splits a canonical name of Deepgram's list into the voice of
@@ -189,8 +222,8 @@ func belongs(canonical, model string) (voice string, ok bool) {
 // model's generation, each canonical name split into model and voice.
 func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	model := cmp.Or(req.Model, defaultModel)
-	if !knownModel(model) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: unknown model %q", model)
+	if _, err := findModel(model); err != nil {
+		return nil, err
 	}
 	cfg := p.cfg.Load()
 	ctx, cancel := cfg.WithTimeout(ctx)
@@ -295,11 +328,10 @@ type speakBody struct {
 // prepare validates req and builds the query. Failures are the caller's
 // (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
-	if i < 0 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: unknown model %q", req.Model)
+	model, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
-	model := models()[i]
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: nothing to say")
 	}
@@ -333,7 +365,7 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 		c.align = 2
 	}
 	if req.Speed != 0 && req.Speed != 1 {
-		if !nativeSpeed(req.Model) {
+		if !model.Capabilities.Speed {
 			return nil, sdk.Errorf(sdk.KindInvalidRequest, "deepgram: %s has no speed control; use aura-2", req.Model)
 		}
 		if req.Speed < minSpeed || req.Speed > maxSpeed {

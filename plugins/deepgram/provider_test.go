@@ -226,7 +226,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"voice with the model", func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "aura-3" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "aura-3-thalia-en" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -276,6 +276,31 @@ func TestVoices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPassThroughModel: through the plugin process, an Aura generation
+// Deepgram has and the plugin does not list (a newer one) reaches
+// Deepgram as {generation}-{voice}, the generation as the caller wrote
+// it; an id that cannot be a generation is refused without a call.
+func TestPassThroughModel(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{"aura-3-thalia-en"}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = "aura-3"
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			model, ok := strings.CutSuffix(r.Query.Get("model"), "-"+req.Voice)
+			if !ok {
+				return r.Query.Get("model")
+			}
+			return model
+		},
+		Invalid: []string{"aura-3-thalia-en", "Aura-3", "aura-", "aura-x", "nova-3", "aura-3&model=x", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {
@@ -425,6 +450,9 @@ func TestEncodingsPassThrough(t *testing.T) {
 		return q
 	}
 	for _, m := range desc.Models {
+		if m.ID == sdk.AnyModel {
+			continue // the ids the plugin passes through: TestPassThroughModel
+		}
 		voice := map[string]string{"aura-2": "thalia-en", "aura": "asteria-en"}[m.ID]
 		for _, e := range m.Encodings {
 			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {

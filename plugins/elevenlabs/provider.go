@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -188,13 +189,45 @@ func models() []sdk.Model {
 	}
 }
 
-// findModel returns the model of models with id.
-func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
-	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
-	if i < 0 {
-		return nil, false
+// modelIDPattern is the grammar of an ElevenLabs model id: every
+// text-to-speech model is eleven_ and lower-case letters, digits and
+// underscores (eleven_v3, eleven_flash_v2_5; the models page). An id the
+// plugin does not list is passed through when it matches, and refused
+// before any call otherwise.
+var modelIDPattern = regexp.MustCompile(`^eleven_[a-z0-9_]{1,60}$`)
+
+// passThrough is a model ElevenLabs may have that the plugin does not
+// list (one released after it), sent under the caller's id. It claims
+// what every listed model has: every output format, streaming, word
+// timestamps (the with-timestamps endpoints take every model),
+// voice_settings.speed, and the 5,000 characters of Eleven v3, the
+// smallest limit; neither input streaming nor request stitching, which
+// Eleven v3 lacks, nor audio tags, which only Eleven v3 performs.
+func passThrough(id string) sdk.Model {
+	return sdk.Model{
+		ID:           id,
+		Name:         "Any other ElevenLabs model (passed through)",
+		Capabilities: sdk.Capabilities{Streaming: true, Timestamps: true, Cloning: true, Speed: true},
+		Encodings:    encodings(),
+		MaxTextChars: 5000,
+		MinSpeed:     minSpeed,
+		MaxSpeed:     maxSpeed,
 	}
-	return &models[i], true
+}
+
+// findModel returns the model of models with id, or a pass-through model
+// for an id that can be ElevenLabs'; any other id is the caller's
+// mistake.
+func findModel(models []sdk.Model, id string) (*sdk.Model, error) {
+	if i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return &models[i], nil
+	}
+	if !modelIDPattern.MatchString(id) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest,
+			"elevenlabs: unknown model %q: an ElevenLabs model id is eleven_ followed by lower-case letters, digits and '_', e.g. eleven_v3", id)
+	}
+	m := passThrough(id)
+	return &m, nil
 }
 
 // encodingNames lists encodings for an error message.
@@ -206,9 +239,10 @@ func encodingNames(es []sdk.Encoding) string {
 	return strings.Join(names, ", ")
 }
 
-// Describe implements sdk.Provider.
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "ElevenLabs", DefaultModel: defaultModel, Models: models()}, nil
+	return &sdk.Description{ID: providerID, Name: "ElevenLabs", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
 }
 
 // parseError reads ElevenLabs' error bodies: {"detail": {"status" or
@@ -456,9 +490,9 @@ type call struct {
 // upstream request, for a stream when stream is set; failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
 func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	m, ok := findModel(p.models, req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: unknown model %q", req.Model)
+	m, err := findModel(p.models, req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: a voice id is required")

@@ -561,7 +561,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
 		{"ulaw rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatFLAC }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "eleven_v9" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Eleven v9" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
@@ -578,6 +578,32 @@ func TestInvalidRequests(t *testing.T) {
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model ElevenLabs
+// has and the plugin does not list (a newer one) reaches ElevenLabs
+// under the id the caller wrote; an id that cannot be ElevenLabs' is
+// refused without a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "eleven_v4_preview"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct {
+				ModelID string `json:"model_id"`
+			}
+			_ = r.JSON(&b)
+			return b.ModelID
+		},
+		Invalid: []string{"eleven-v4", "Eleven_v4", "eleven_", "v4", "eleven_v4/../x", "eleven_v4 ", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {
@@ -765,7 +791,7 @@ func TestPlanRefuses(t *testing.T) {
 		{"wav stream", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatWAV }, true, sdk.KindUnsupported},
 		{"timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
 		{"clamped speed, whose warning a plan cannot carry", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }, false, sdk.KindUnsupported},
-		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "eleven_v9" }, false, sdk.KindInvalidRequest},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "eleven-v9" }, false, sdk.KindInvalidRequest},
 		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }, true, sdk.KindInvalidRequest},
 		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, false, sdk.KindUnauthorized},
 		{"a stitched piece, whose request-id the plugin reads", func(r *sdk.SynthesizeRequest) { r.Neighbours = &sdk.Neighbours{NextText: "After."} }, false, sdk.KindUnsupported},

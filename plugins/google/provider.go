@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,12 +138,32 @@ func ttsModels() []ttsModel {
 	}
 }
 
-func modelIDs() []string {
-	ids := make([]string, 0, 5)
-	for _, m := range ttsModels() {
-		ids = append(ids, m.id)
+// modelIDPattern is the grammar of a Gemini TTS model id: gemini- and
+// lower-case letters, digits, '.' and '-', with tts in it, as every
+// Gemini TTS model is named (gemini-2.5-flash-preview-tts,
+// gemini-3.8-flash-lite-tts); the length is bounded apart. An id the
+// plugin does not list is passed through when it matches, and refused
+// before any call otherwise: another Gemini model answers text, not
+// speech.
+var modelIDPattern = regexp.MustCompile(`^gemini-[a-z0-9.-]*tts[a-z0-9.-]*$`)
+
+// maxModelID bounds a passed-through model id, far above any Gemini one.
+const maxModelID = 100
+
+// findModel returns the listed model id, or a pass-through model for an
+// id that can be a Gemini TTS model: it claims what every model has
+// (24 kHz PCM and WAV, streaming, the text limit) and no audio tags,
+// which the 2.5 previews do not perform. Any other id is the caller's
+// mistake.
+func findModel(id string) (ttsModel, error) {
+	if i := slices.IndexFunc(ttsModels(), func(m ttsModel) bool { return m.id == id }); i >= 0 {
+		return ttsModels()[i], nil
 	}
-	return ids
+	if len(id) > maxModelID || !modelIDPattern.MatchString(id) {
+		return ttsModel{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"google: unknown model %q: a Gemini TTS model id is gemini- and lower-case letters, digits, '.' and '-', with tts in it, e.g. %s", id, defaultModel)
+	}
+	return ttsModel{id: id, name: "Any other Gemini TTS model (passed through)"}, nil
 }
 
 // encodings are what every model answers: 16-bit mono PCM at 24 kHz
@@ -168,7 +189,8 @@ func (m ttsModel) describe() sdk.Model {
 	return d
 }
 
-// Describe implements sdk.Provider. The models stream (streamGenerateContent);
+// Describe implements sdk.Provider, with an sdk.AnyModel entry for the
+// ids it passes through (findModel). The models stream (streamGenerateContent);
 // they give no word timestamps, take no speed setting (pace is steered in
 // the text, "Say slowly: ..."), and the Gemini API has no voice cloning.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
@@ -176,6 +198,8 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	for _, m := range ttsModels() {
 		d.Models = append(d.Models, m.describe())
 	}
+	pt := ttsModel{id: sdk.AnyModel, name: "Any other Gemini TTS model (passed through)"}
+	d.Models = append(d.Models, pt.describe())
 	return d, nil
 }
 
@@ -183,8 +207,10 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 // takes. The Gemini API documents them but has no endpoint to list them,
 // so no call is made.
 func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
-	if req.Model != "" && !slices.Contains(modelIDs(), req.Model) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: unknown model %q", req.Model)
+	if req.Model != "" {
+		if _, err := findModel(req.Model); err != nil {
+			return nil, err
+		}
 	}
 	return prebuiltVoices(), nil
 }
@@ -328,14 +354,14 @@ type call struct {
 // prepare validates req and builds the upstream body. Failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	i := slices.IndexFunc(ttsModels(), func(m ttsModel) bool { return m.id == req.Model })
-	if i < 0 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: unknown model %q", req.Model)
+	tm, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "google: nothing to say")
 	}
-	m := ttsModels()[i].describe()
+	m := tm.describe()
 	e, err := upstream.ChooseEncoding(providerID, &m, req)
 	if err != nil {
 		return nil, err

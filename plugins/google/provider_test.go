@@ -45,8 +45,8 @@ func TestConformance(t *testing.T) {
 // TestConformanceInProcess runs the kit in process for every model.
 func TestConformanceInProcess(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
-	for _, id := range modelIDs() {
-		t.Run(id, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, id)) })
+	for _, m := range ttsModels() {
+		t.Run(m.id, func(t *testing.T) { sdktest.Run(t, New(), kitConfig(srv, m.id)) })
 	}
 }
 
@@ -306,7 +306,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 1.5 }},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "gemini-2.5-flash" }},
+		{"a model that answers text", func(r *sdk.SynthesizeRequest) { r.Model = "gemini-2.5-flash" }},
 		{"mp3", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }},
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "  " }},
 	}
@@ -349,6 +349,29 @@ func TestVoices(t *testing.T) {
 	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "tts-1"}); asError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("unknown model: %v", err)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a TTS model the
+// Gemini API has and the plugin does not list (a newer one) is called
+// under the id the caller wrote; an id that cannot be a Gemini TTS
+// model is refused without a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "gemini-4-flash-tts-preview"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			model, _, _ := strings.Cut(strings.TrimPrefix(r.Path, fake.APIRoot+"/models/"), ":")
+			return model
+		},
+		Invalid: []string{"gemini-2.5-flash", "Gemini-4-tts", "gemini-4-tts/../x", "gemini-4-tts:generate", "tts-1", "models/gemini-4-tts", ""},
+	})
 }
 
 // answering is a server that answers every request with status and body.
@@ -506,10 +529,14 @@ func TestEncodingsPassThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if desc.DefaultModel != "gemini-3.8-flash-tts" || len(desc.Models) != len(fake.Models()) {
-		t.Errorf("default %s, %d models; want gemini-3.8-flash-tts and the %d the API serves", desc.DefaultModel, len(desc.Models), len(fake.Models()))
+	// The models the API serves, and the sdk.AnyModel entry.
+	if desc.DefaultModel != "gemini-3.8-flash-tts" || len(desc.Models) != len(fake.Models())+1 {
+		t.Errorf("default %s, %d models; want gemini-3.8-flash-tts, the %d the API serves and sdk.AnyModel", desc.DefaultModel, len(desc.Models), len(fake.Models()))
 	}
 	for _, m := range desc.Models {
+		if m.ID == sdk.AnyModel {
+			continue // the ids the plugin passes through: TestPassThroughModel
+		}
 		for _, e := range m.Encodings {
 			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
 				req := request(fake.Key)

@@ -140,13 +140,45 @@ func models() []sdk.Model {
 	return []sdk.Model{mk("octave-2", "Octave 2"), mk("octave-1", "Octave 1")}
 }
 
-func knownModel(id string) bool {
-	return slices.ContainsFunc(models(), func(m sdk.Model) bool { return m.ID == id })
+// modelIDPattern is the grammar of an Octave model id: octave- and the
+// version the body's version field takes (octave-2 asks for "2"). A
+// version the plugin does not list is passed through when it matches,
+// and refused before any call otherwise.
+var modelIDPattern = regexp.MustCompile(`^octave-[1-9][0-9]{0,2}$`)
+
+// passThrough is an Octave version Hume may have that the plugin does
+// not list (a newer one), asked for by its number. It claims what both
+// listed versions have: every format at 48 kHz, streaming, speed, the
+// text limit; not word timestamps, which Octave 1 lacks.
+func passThrough(id string) sdk.Model {
+	return sdk.Model{
+		ID:           id,
+		Name:         "Any other Octave version (passed through)",
+		Capabilities: sdk.Capabilities{Streaming: true, Speed: true},
+		Encodings:    encodings(),
+		MaxTextChars: maxText,
+		MinSpeed:     minSpeed,
+		MaxSpeed:     maxSpeed,
+	}
 }
 
-// Describe implements sdk.Provider.
+// findModel returns the listed model id, or a pass-through model for an
+// id that can be an Octave version; any other id is the caller's
+// mistake.
+func findModel(id string) (sdk.Model, error) {
+	if i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return models()[i], nil
+	}
+	if !modelIDPattern.MatchString(id) {
+		return sdk.Model{}, sdk.Errorf(sdk.KindInvalidRequest, "hume: unknown model %q: a Hume model id is octave- and a version number, e.g. octave-2", id)
+	}
+	return passThrough(id), nil
+}
+
+// Describe implements sdk.Provider: the listed versions and an
+// sdk.AnyModel entry for those it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Hume Octave", DefaultModel: defaultModel, Models: models()}, nil
+	return &sdk.Description{ID: providerID, Name: "Hume Octave", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
 }
 
 // parseError reads Hume's error bodies: the API gateway's {"fault":
@@ -199,8 +231,8 @@ func parseError(body []byte) (code, message string) {
 // the model can speak with.
 func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Voice, error) {
 	model := cmp.Or(req.Model, defaultModel)
-	if !knownModel(model) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: unknown model %q", model)
+	if _, err := findModel(model); err != nil {
+		return nil, err
 	}
 	cfg := p.cfg.Load()
 	ctx, cancel := cfg.WithTimeout(ctx)
@@ -339,9 +371,9 @@ type call struct {
 // prepare validates req and builds the body. Failures are the caller's
 // (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
-	if i < 0 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: unknown model %q", req.Model)
+	m, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: nothing to say")
@@ -350,7 +382,6 @@ func prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if strings.TrimSpace(strings.TrimPrefix(req.Voice, customPrefix)) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "hume: a voice is required (a Voice Library name or id, or custom:<id> for your own)")
 	}
-	m := models()[i]
 	e, err := upstream.ChooseEncoding(providerID, &m, req)
 	if err != nil {
 		return nil, err

@@ -258,7 +258,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"empty custom voice", func(r *sdk.SynthesizeRequest) { r.Voice = "custom:" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "octave-3" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "octave-3.5" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
 		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 	}
@@ -328,6 +328,31 @@ func TestVoicesFollowPages(t *testing.T) {
 	if err != nil || len(voices) != 3 || voices[2].ID != "v2" || pages != 4 {
 		t.Errorf("%v %v in %d calls", voices, err, pages)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, an Octave version
+// Hume has and the plugin does not list (a newer one) is asked for by
+// its number; an id that cannot be an Octave version is refused without
+// a call.
+func TestPassThroughModel(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{"octave-3"}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = "octave-3"
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Version string }
+			if r.JSON(&b) != nil || b.Version == "" {
+				return ""
+			}
+			return "octave-" + b.Version
+		},
+		Invalid: []string{"octave-3.5", "Octave-3", "octave-0", "octave-", "octave", "evi-3", "octave-3 ", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {
@@ -423,6 +448,9 @@ func TestEncodingsPassThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range desc.Models {
+		if m.ID == sdk.AnyModel {
+			continue // the ids the plugin passes through: TestPassThroughModel
+		}
 		for _, e := range m.Encodings {
 			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
 				req := request(fake.Key)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -115,13 +116,32 @@ func streamed(f string) bool {
 	return f == sdk.FormatPCM || f == sdk.FormatWAV || f == sdk.FormatMP3
 }
 
-// findModel returns the model of models with id.
-func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
-	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
-	if i < 0 {
-		return nil, false
+// modelIDPattern is the grammar of a Inworld model id: inworld-tts- and lower-case letters, digits, '.' and '-'. An
+// id the plugin does not list is passed through when it matches, and
+// refused before any call otherwise.
+var modelIDPattern = regexp.MustCompile(`^inworld-tts-[a-z0-9][a-z0-9.-]{0,60}$`)
+
+// passThrough is a model Inworld may have that the plugin does not list
+// (one released after it), sent under the caller's id. Every listed
+// model has the same abilities and limits (models), so it claims those.
+func passThrough(id string) sdk.Model {
+	m := models()[0]
+	m.ID, m.Name = id, "Any other Inworld model (passed through)"
+	return m
+}
+
+// findModel returns the model of models with id, or a pass-through model
+// for an id that can be Inworld's; any other id is the caller's mistake.
+func findModel(models []sdk.Model, id string) (*sdk.Model, error) {
+	if i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return &models[i], nil
 	}
-	return &models[i], true
+	if !modelIDPattern.MatchString(id) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest,
+			"inworld: unknown model %q: a Inworld model id is inworld-tts- and lower-case letters, digits, '.' and '-', e.g. inworld-tts-2", id)
+	}
+	m := passThrough(id)
+	return &m, nil
 }
 
 // encodingNames lists encodings for an error message.
@@ -218,9 +238,10 @@ func models() []sdk.Model {
 	}
 }
 
-// Describe implements sdk.Provider.
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Inworld", DefaultModel: defaultModel, Models: models()}, nil
+	return &sdk.Description{ID: providerID, Name: "Inworld", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
 }
 
 // grpcCodes names the gRPC status codes Inworld's errors carry, by number.
@@ -421,9 +442,9 @@ func (c *call) align() int {
 // prepare validates req and builds the body; failures are the caller's
 // (KindInvalidRequest) and cost no upstream call.
 func (p *Provider) prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	m, ok := findModel(p.models, req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: unknown model %q", req.Model)
+	m, err := findModel(p.models, req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "inworld: a voice id is required (e.g. Dennis)")

@@ -99,7 +99,7 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ID != "inworld" || d.DefaultModel != "inworld-tts-1.5-max" || len(d.Models) != 5 {
+	if d.ID != "inworld" || d.DefaultModel != "inworld-tts-1.5-max" || len(d.Models) != 6 || d.Models[5].ID != sdk.AnyModel {
 		t.Fatalf("%+v", d)
 	}
 	for _, m := range d.Models {
@@ -285,7 +285,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " \n" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
 		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "inworld-tts-9" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "inworld_tts_9" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "aac" }},
 		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 40 }},
 		{"MPEG-2 mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 192 }},
@@ -562,6 +562,32 @@ func TestStreamFormats(t *testing.T) {
 			t.Errorf("%s: called %s", tt.format, got.Path)
 		}
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model Inworld has
+// and the plugin does not list (a newer one) reaches Inworld under the
+// id the caller wrote; an id that cannot be Inworld's is refused without
+// a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "inworld-tts-3-max"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct {
+				ModelID string `json:"modelId"`
+			}
+			_ = r.JSON(&b)
+			return b.ModelID
+		},
+		Invalid: []string{"Inworld-tts-3", "inworld-tts-", "inworld-3", "tts-3", "inworld-tts-3 max", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {

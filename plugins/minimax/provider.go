@@ -84,13 +84,32 @@ func encodings() []sdk.Encoding {
 	return append(out, rates(sdk.FormatFLAC)...)
 }
 
-// findModel returns the model of models with id.
-func findModel(models []sdk.Model, id string) (*sdk.Model, bool) {
-	i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id })
-	if i < 0 {
-		return nil, false
+// modelIDPattern is the grammar of a MiniMax model id: speech- and lower-case letters, digits, '.' and '-'. An
+// id the plugin does not list is passed through when it matches, and
+// refused before any call otherwise.
+var modelIDPattern = regexp.MustCompile(`^speech-[a-z0-9][a-z0-9.-]{0,60}$`)
+
+// passThrough is a model MiniMax may have that the plugin does not list
+// (one released after it), sent under the caller's id. Every listed
+// model has the same abilities and limits (models), so it claims those.
+func passThrough(id string) sdk.Model {
+	m := models()[0]
+	m.ID, m.Name = id, "Any other MiniMax model (passed through)"
+	return m
+}
+
+// findModel returns the model of models with id, or a pass-through model
+// for an id that can be MiniMax's; any other id is the caller's mistake.
+func findModel(models []sdk.Model, id string) (*sdk.Model, error) {
+	if i := slices.IndexFunc(models, func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return &models[i], nil
 	}
-	return &models[i], true
+	if !modelIDPattern.MatchString(id) {
+		return nil, sdk.Errorf(sdk.KindInvalidRequest,
+			"minimax: unknown model %q: a MiniMax model id is speech- and lower-case letters, digits, '.' and '-', e.g. speech-2.8-hd", id)
+	}
+	m := passThrough(id)
+	return &m, nil
 }
 
 // encodingNames lists encodings for an error message.
@@ -205,9 +224,10 @@ func models() []sdk.Model {
 	}
 }
 
-// Describe implements sdk.Provider.
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "MiniMax", DefaultModel: defaultModel, Models: models()}, nil
+	return &sdk.Description{ID: providerID, Name: "MiniMax", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
 }
 
 // voiceEntry is a voice of get_voice.
@@ -408,9 +428,9 @@ type call struct {
 // written by the plugin: MiniMax streams no wav. Failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
 func (p *Provider) prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	m, ok := findModel(p.models, req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: unknown model %q", req.Model)
+	m, err := findModel(p.models, req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "minimax: a voice id is required (e.g. English_expressive_narrator)")

@@ -548,7 +548,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "speech-9" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "speech_9" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatOpus }},
 		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
 		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
@@ -602,6 +602,32 @@ func TestStatusCodes(t *testing.T) {
 			t.Errorf("code %d: %+v; want %s, %d, retryable %v", tt.code, e, tt.kind, tt.status, tt.retryable)
 		}
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model MiniMax has
+// and the plugin does not list (a newer one) reaches MiniMax under the
+// id the caller wrote; an id that cannot be MiniMax's is refused without
+// a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "speech-3.0-hd"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct {
+				Model string `json:"model"`
+			}
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"Speech-3.0-hd", "speech-", "speech_3", "t2a-v2", "speech-3 hd", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,9 +143,41 @@ func models() []sdk.Model {
 	return []sdk.Model{mk("voxtral-mini-tts-3-0", "Voxtral TTS 3"), mk("voxtral-mini-tts-2603", "Voxtral TTS (2603)")}
 }
 
-// Describe implements sdk.Provider.
+// modelIDPattern is the grammar of a Mistral speech model id: voxtral-
+// and lower-case letters, digits, '.' and '-', with tts in it
+// (voxtral-mini-tts-2603, voxtral-mini-tts-latest); the length is bounded
+// apart. An id the plugin does not list is passed through when it
+// matches, and refused before any call otherwise: Mistral's other models
+// do not speak.
+var modelIDPattern = regexp.MustCompile(`^voxtral-[a-z0-9.-]*tts[a-z0-9.-]*$`)
+
+// maxModelID bounds a passed-through model id, far above any Mistral one.
+const maxModelID = 100
+
+// findModel returns the listed model id, or, for an id that can be a
+// Mistral speech model, one passed through under that id: every listed
+// model has the same abilities (models), so it claims those. Any other
+// id is the caller's mistake.
+func findModel(id string) (sdk.Model, error) {
+	ms := models()
+	if i := slices.IndexFunc(ms, func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return ms[i], nil
+	}
+	if len(id) > maxModelID || !modelIDPattern.MatchString(id) {
+		return sdk.Model{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"mistral: unknown model %q: a Mistral speech model id is voxtral- and lower-case letters, digits, '.' and '-', with tts in it, e.g. %s", id, defaultModel)
+	}
+	m := ms[0]
+	m.ID, m.Name = id, "Any other Voxtral TTS model (passed through)"
+	return m, nil
+}
+
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (findModel).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Mistral", DefaultModel: defaultModel, Models: models()}, nil
+	pt := models()[0]
+	pt.ID, pt.Name = sdk.AnyModel, "Any other Voxtral TTS model (passed through)"
+	return &sdk.Description{ID: providerID, Name: "Mistral", DefaultModel: defaultModel, Models: append(models(), pt)}, nil
 }
 
 // parseError reads Mistral's error bodies: {"object": "error", "message",
@@ -308,14 +341,13 @@ type call struct {
 // Mistral does not document the sample format of its wav. Failures are
 // the caller's (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	i := slices.IndexFunc(models(), func(m sdk.Model) bool { return m.ID == req.Model })
-	if i < 0 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: unknown model %q", req.Model)
+	m, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "mistral: nothing to say")
 	}
-	m := models()[i]
 	e, err := upstream.ChooseEncoding(providerID, &m, req)
 	if err != nil {
 		return nil, err

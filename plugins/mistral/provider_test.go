@@ -433,7 +433,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " " }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "voxtral-9" }},
+		{"not a speech model id", func(r *sdk.SynthesizeRequest) { r.Model = "voxtral-9" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "aac" }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
 		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
@@ -458,6 +458,30 @@ func TestInvalidRequests(t *testing.T) {
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a speech model
+// Mistral has and the plugin does not list (a newer one) reaches Mistral
+// under the id the caller wrote; an id that cannot be a Mistral speech
+// model is refused without a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "voxtral-small-tts-2701"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Model string }
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"voxtral-mini-2507", "mistral-large-latest", "Voxtral-mini-tts", "voxtral-mini-tts 2", "voxtral-tts/../x", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {
@@ -509,6 +533,9 @@ func TestEncodingsPassThrough(t *testing.T) {
 		return out
 	}
 	for _, m := range desc.Models {
+		if m.ID == sdk.AnyModel {
+			continue // the ids the plugin passes through: TestPassThroughModel
+		}
 		for _, e := range m.Encodings {
 			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
 				req := request(fake.Key)

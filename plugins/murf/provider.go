@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -175,18 +176,39 @@ func (m model) encodings() []sdk.Encoding {
 // murfFormats are Murf's names of the sdk formats.
 var murfFormats = map[string]string{sdk.FormatPCM: "PCM", sdk.FormatWAV: "WAV", sdk.FormatMP3: "MP3", sdk.FormatFLAC: "FLAC"}
 
-func findModel(id string) (model, bool) {
-	i := slices.IndexFunc(modelList(), func(m model) bool { return m.id == id })
-	if i < 0 {
-		return model{}, false
-	}
-	return modelList()[i], true
+// modelIDPattern is the grammar of a Murf model id: Murf names its
+// models in capitals and digits (GEN2, FALCON). An id the plugin does not
+// list is passed through when it matches, and refused before any call
+// otherwise.
+var modelIDPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{1,30}$`)
+
+// passThrough is a model Murf may have that the plugin does not list (a
+// newer one), sent under the caller's id to /v1/speech/stream, the one
+// endpoint that takes a model by name (/v1/speech/generate's
+// modelVersion takes GEN2 only), as FALCON is: the rates both listed
+// models have, /v1/speech/stream's default first; no word durations,
+// which come from /v1/speech/generate only.
+func passThrough(id string) model {
+	return model{id: id, name: "Any other Murf model (passed through)", rates: []int{8000, 24000, 44100, 48000}, native: 24000}
 }
 
-// Describe implements sdk.Provider.
+// findModel returns the listed model id, or a pass-through model for an
+// id that can be Murf's; any other id is the caller's mistake.
+func findModel(id string) (model, error) {
+	if i := slices.IndexFunc(modelList(), func(m model) bool { return m.id == id }); i >= 0 {
+		return modelList()[i], nil
+	}
+	if !modelIDPattern.MatchString(id) {
+		return model{}, sdk.Errorf(sdk.KindInvalidRequest, "murf: unknown model %q: a Murf model id is capitals, digits and '_', e.g. GEN2", id)
+	}
+	return passThrough(id), nil
+}
+
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	d := &sdk.Description{ID: providerID, Name: "Murf", DefaultModel: defaultModel}
-	for _, m := range modelList() {
+	for _, m := range append(modelList(), passThrough(sdk.AnyModel)) {
 		d.Models = append(d.Models, sdk.Model{
 			ID:           m.id,
 			Name:         m.name,
@@ -248,8 +270,8 @@ func (p *Provider) Voices(ctx context.Context, req *sdk.VoicesRequest) ([]sdk.Vo
 	if id == "" {
 		id = defaultModel
 	}
-	if _, ok := findModel(id); !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: unknown model %q", id)
+	if _, err := findModel(id); err != nil {
+		return nil, err
 	}
 	cfg := p.cfg.Load()
 	ctx, cancel := cfg.WithTimeout(ctx)
@@ -391,9 +413,9 @@ func (c *call) align() int {
 // streams and for FALCON (which speaks only there). Failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	m, ok := findModel(req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: unknown model %q", req.Model)
+	m, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "murf: a voice id is required (e.g. en-US-natalie)")

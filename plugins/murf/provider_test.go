@@ -84,7 +84,7 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ID != "murf" || d.DefaultModel != "GEN2" || len(d.Models) != 2 {
+	if d.ID != "murf" || d.DefaultModel != "GEN2" || len(d.Models) != 3 || d.Models[2].ID != sdk.AnyModel {
 		t.Fatalf("%+v", d)
 	}
 	gen2, falcon := d.Models[0], d.Models[1]
@@ -303,7 +303,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " \t" }},
 		{"GEN2 at 16 kHz", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "GEN1" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "gen1" }},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
 		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
@@ -440,6 +440,30 @@ func TestGenerateAnswers(t *testing.T) {
 	}
 }
 
+// TestPassThroughModel: through the plugin process, a model Murf has and
+// the plugin does not list (a newer one) reaches Murf's stream endpoint
+// under the id the caller wrote; an id that cannot be Murf's is refused
+// without a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "GEN3"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Model string }
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"gen3", "Gen3", "G", "GEN 3", "GEN-3", "3GEN", ""},
+	})
+}
+
 func TestParseError(t *testing.T) {
 	tests := []struct{ body, code, msg string }{
 		{`{"error_message":"Invalid 'api-key' header passed","error_code":403}`, "403", "Invalid 'api-key' header passed"},
@@ -476,8 +500,8 @@ func TestVoices(t *testing.T) {
 	if got, _ := srv.LastRequest(); got.Query.Get("model") != "GEN2" {
 		t.Errorf("default model asked as %q", got.Query.Get("model"))
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "GEN9"}); asError(t, err).Kind != sdk.KindInvalidRequest {
-		t.Errorf("unknown model: %v", err)
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "gen9"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		t.Errorf("not a model id: %v", err)
 	}
 	for in, want := range map[string]string{"Male": "male", "Female": "female", "NonBinary": "neutral", "": ""} {
 		if got := gender(in); got != want {
@@ -609,6 +633,9 @@ func TestEncodings(t *testing.T) {
 		return fmt.Sprintf("%s %d", b.Format, b.SampleRate)
 	}
 	for _, m := range d.Models {
+		if m.ID == sdk.AnyModel {
+			continue // the ids the plugin passes through: TestPassThroughModel
+		}
 		for _, e := range m.Encodings {
 			t.Run(m.ID+"/"+e.String(), func(t *testing.T) {
 				want := fmt.Sprintf("%s %d", names[e.Format], e.SampleRate)
@@ -674,7 +701,7 @@ func TestPlanRefuses(t *testing.T) {
 		{"GEN2 timestamps", func(r *sdk.SynthesizeRequest) { r.Timestamps = true }, false, sdk.KindUnsupported},
 		{"FALCON timestamps", func(r *sdk.SynthesizeRequest) { r.Model, r.Timestamps = "FALCON", true }, false, sdk.KindUnsupported},
 		{"unknown format", func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }, true, sdk.KindInvalidRequest},
-		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "GEN1" }, true, sdk.KindInvalidRequest},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Gen 1" }, true, sdk.KindInvalidRequest},
 		{"no key", func(r *sdk.SynthesizeRequest) { r.Credentials = sdk.Credentials{} }, true, sdk.KindUnauthorized},
 	}
 	for _, tt := range tests {

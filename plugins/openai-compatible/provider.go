@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -201,8 +200,8 @@ func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voic
 		return nil, err
 	}
 	model := cmp.Or(req.Model, cfg.defaultModel)
-	if !slices.Contains(cfg.models, model) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: unknown model %q", cfg.API.Provider, model)
+	if _, err := cfg.lookup(cfg.API.Provider, model); err != nil {
+		return nil, err
 	}
 	ids := cfg.voicesOf(model)
 	voices := make([]sdk.Voice, 0, len(ids))
@@ -229,8 +228,9 @@ type call struct {
 // such as Kokoro-FastAPI's lang_code), except the ones set here.
 func (cfg *config) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	name := cfg.API.Provider
-	if !slices.Contains(cfg.models, req.Model) {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: unknown model %q", name, req.Model)
+	m, err := cfg.lookup(name, req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: nothing to say", name)
@@ -238,7 +238,6 @@ func (cfg *config) prepare(req *sdk.SynthesizeRequest) (*call, error) {
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s: a voice is required", name)
 	}
-	m := cfg.model(req.Model)
 	e, err := upstream.ChooseEncoding(name, &m, req)
 	if err != nil {
 		return nil, err

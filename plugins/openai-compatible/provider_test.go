@@ -93,7 +93,7 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ID != "kokoro" || d.Name != "Kokoro" || d.DefaultModel != "gpt-4o-mini-tts" || len(d.Models) != 2 {
+	if d.ID != "kokoro" || d.Name != "Kokoro" || d.DefaultModel != "gpt-4o-mini-tts" || len(d.Models) != 3 || d.Models[2].ID != sdk.AnyModel {
 		t.Fatalf("description %+v", d)
 	}
 	m := d.Models[0]
@@ -264,7 +264,7 @@ func TestInvalidRequests(t *testing.T) {
 	}{
 		{"options set the model", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "tts-1-hd"}`) }},
 		{"options not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`"x"`) }},
-		{"undeclared model", func(r *sdk.SynthesizeRequest) { r.Model = "tts-1-hd" }},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "tts 1" }},
 		{"undeclared speed", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
@@ -293,6 +293,29 @@ func TestInvalidRequests(t *testing.T) {
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls", n)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model the server
+// hosts and the deployment does not declare (tts-1-hd) reaches the
+// server under the id the caller wrote, with the declaration's
+// abilities; an id that cannot be a model id is refused without a call.
+func TestPassThroughModel(t *testing.T) {
+	srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), settings(srv)); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = "tts-1-hd"
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Model string }
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"tts 1", "-tts", "/tts", "tts-1\n", "tts\u00e9", "tts-1?x", "", strings.Repeat("a", 201)},
+	})
 }
 
 func TestParseError(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,11 +187,36 @@ func (d *deployment) model(id string) sdk.Model {
 	}
 }
 
-// describe is the catalog entry the settings declare.
+// describe is the catalog entry the settings declare, and an
+// sdk.AnyModel entry for the ids the server may host beyond the declared
+// models (lookup): the declaration's formats, rate, speed and limit are
+// the server's, so they hold for those too.
 func (d *deployment) describe() *sdk.Description {
 	desc := &sdk.Description{ID: d.id, Name: d.name, DefaultModel: d.defaultModel}
 	for _, m := range d.models {
 		desc.Models = append(desc.Models, d.model(m))
 	}
+	pt := d.model(sdk.AnyModel)
+	pt.Name = "Any other model of the server (passed through)"
+	desc.Models = append(desc.Models, pt)
 	return desc
+}
+
+// modelIDPattern is the grammar the plugin holds an undeclared model id
+// to. OpenAI-compatible servers name models as they like (kokoro,
+// hexgrad/Kokoro-82M, tts-1, a tag such as orpheus:3b), so it is wide:
+// ASCII letters, digits and . _ - / : @ +, starting with a letter or
+// digit. The id only goes into the JSON body, never a URL.
+var modelIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,199}$`)
+
+// lookup returns the model id as the gateway sees it: a declared model,
+// or an undeclared one the server may host, passed through as it is
+// named with the declaration's abilities (describe). Any other id is the
+// caller's mistake.
+func (d *deployment) lookup(name, id string) (sdk.Model, error) {
+	if !slices.Contains(d.models, id) && !modelIDPattern.MatchString(id) {
+		return sdk.Model{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"%s: unknown model %q: a model id it passes through is ASCII letters, digits and . _ - / : @ +, e.g. %s", name, id, d.defaultModel)
+	}
+	return d.model(id), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"mime/multipart"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -152,21 +153,47 @@ func encodings() []sdk.Encoding {
 	}
 }
 
-func findModel(id string) (model, bool) {
-	for _, m := range models() {
-		if m.id == id {
-			return m, true
-		}
-	}
-	return model{}, false
+// modelIDPattern is the grammar of an OpenAI model id (tts-1,
+// gpt-4o-mini-tts-2025-12-15): lower-case letters, digits, '.' and '-',
+// starting with a letter or digit, and far shorter than 100 characters.
+// An id the plugin does not list is passed through when it matches, and
+// refused before any call otherwise.
+var modelIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,99}$`)
+
+// passThrough is a model OpenAI may have that the plugin does not list
+// (one released after it), sent under the caller's id. It claims what
+// every OpenAI speech model takes: every response_format at 24 kHz,
+// streaming, 4096 characters and the classic voices; neither speed
+// (gpt-4o-mini-tts ignores it) nor instructions (tts-1 refuses them).
+func passThrough(id string) model {
+	return model{id: id, name: id, voices: []string{"alloy", "ash", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer"}}
 }
 
-// Describe implements sdk.Provider.
+// findModel returns the listed model id, or a pass-through model for an
+// id that can be OpenAI's; any other id is the caller's mistake.
+func findModel(id string) (model, error) {
+	for _, m := range models() {
+		if m.id == id {
+			return m, nil
+		}
+	}
+	if !modelIDPattern.MatchString(id) {
+		return model{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"openai: unknown model %q: an OpenAI model id is lower-case letters, digits, '.' and '-', e.g. gpt-4o-mini-tts", id)
+	}
+	return passThrough(id), nil
+}
+
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	d := &sdk.Description{ID: providerID, Name: "OpenAI", DefaultModel: "gpt-4o-mini-tts"}
 	for _, m := range models() {
 		d.Models = append(d.Models, m.describe())
 	}
+	pt := passThrough(sdk.AnyModel)
+	pt.name = "Any other OpenAI speech model (passed through)"
+	d.Models = append(d.Models, pt.describe())
 	return d, nil
 }
 
@@ -193,9 +220,9 @@ func (p *Provider) Voices(_ context.Context, req *sdk.VoicesRequest) ([]sdk.Voic
 	if id == "" {
 		id = "gpt-4o-mini-tts"
 	}
-	m, ok := findModel(id)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: unknown model %q", id)
+	m, err := findModel(id)
+	if err != nil {
+		return nil, err
 	}
 	voices := make([]sdk.Voice, 0, len(m.voices))
 	for _, v := range m.voices {
@@ -230,9 +257,9 @@ type call struct {
 // prepare validates req and builds the upstream body. Failures are the
 // caller's (KindInvalidRequest) and cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest) (*call, error) {
-	m, ok := findModel(req.Model)
-	if !ok {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: unknown model %q", req.Model)
+	m, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "openai: nothing to say")

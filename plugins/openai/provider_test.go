@@ -237,7 +237,7 @@ func TestInvalidRequests(t *testing.T) {
 		}, sdk.KindInvalidRequest},
 		{"speed on gpt-4o-mini-tts", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }, sdk.KindInvalidRequest},
 		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Model, r.Speed = "tts-1", 5 }, sdk.KindInvalidRequest},
-		{"unknown model", func(r *sdk.SynthesizeRequest) { r.Model = "tts-2" }, sdk.KindInvalidRequest},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "TTS 2" }, sdk.KindInvalidRequest},
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, sdk.KindInvalidRequest},
 		{"sample rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }, sdk.KindInvalidRequest},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ulaw" }, sdk.KindInvalidRequest},
@@ -260,6 +260,30 @@ func TestInvalidRequests(t *testing.T) {
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model OpenAI has
+// and the plugin does not list (a newer one) reaches OpenAI under the
+// id the caller wrote; an id that cannot be OpenAI's is refused without
+// a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "gpt-5-mini-tts-2027-01-01"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), map[string]string{"base_url": srv.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Model string }
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"GPT-4o-mini-tts", "tts 1", "-tts", "tts-1/../x", "tts_1", "", strings.Repeat("a", 101)},
+	})
 }
 
 func TestConfigureRejectsBadSettings(t *testing.T) {
@@ -348,6 +372,9 @@ func TestEncodingsPassThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range desc.Models {
+		if m.ID == sdk.AnyModel {
+			continue // the ids the plugin passes through: TestPassThroughModel
+		}
 		if len(m.Encodings) == 0 {
 			t.Fatalf("%s lists no encodings", m.ID)
 		}

@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,9 +183,38 @@ func models() []sdk.Model {
 	return []sdk.Model{mk("chatterbox", "Chatterbox"), mk("chatterbox-turbo", "Chatterbox Turbo")}
 }
 
-// Describe implements sdk.Provider.
+// modelIDPattern is the grammar the plugin holds a Resemble model id to:
+// Resemble documents none, and its models are lower-case words joined by
+// '-' (chatterbox-turbo), so lower-case letters, digits, '.' and '-',
+// starting with a letter. An id the plugin does not list is passed
+// through (as the body's model) when it matches, and refused before any
+// call otherwise.
+var modelIDPattern = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,60}$`)
+
+// findModel returns the listed model id, or, for an id that can be
+// Resemble's, one passed through under that id: both listed models have
+// the same abilities (models), so it claims those. Any other id is the
+// caller's mistake.
+func findModel(id string) (sdk.Model, error) {
+	ms := models()
+	if i := slices.IndexFunc(ms, func(m sdk.Model) bool { return m.ID == id }); i >= 0 {
+		return ms[i], nil
+	}
+	if !modelIDPattern.MatchString(id) {
+		return sdk.Model{}, sdk.Errorf(sdk.KindInvalidRequest,
+			"resemble: unknown model %q: a Resemble model id is lower-case letters, digits, '.' and '-', e.g. chatterbox-turbo", id)
+	}
+	m := ms[0]
+	m.ID, m.Name = id, "Any other Resemble model (passed through)"
+	return m, nil
+}
+
+// Describe implements sdk.Provider: the listed models and an
+// sdk.AnyModel entry for the ids it passes through (findModel).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Resemble AI", DefaultModel: defaultModel, Models: models()}, nil
+	pt := models()[0]
+	pt.ID, pt.Name = sdk.AnyModel, "Any other Resemble model (passed through)"
+	return &sdk.Description{ID: providerID, Name: "Resemble AI", DefaultModel: defaultModel, Models: append(models(), pt)}, nil
 }
 
 // parseError reads Resemble's error body {"success": false, "message",
@@ -298,12 +328,10 @@ func errMP3Stream(kind sdk.ErrorKind) error {
 // stream for /stream. Failures are the caller's (KindInvalidRequest) and
 // cost no upstream call.
 func prepare(req *sdk.SynthesizeRequest, stream bool) (*call, error) {
-	ms := models()
-	i := slices.IndexFunc(ms, func(m sdk.Model) bool { return m.ID == req.Model })
-	if i < 0 {
-		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: unknown model %q", req.Model)
+	m, err := findModel(req.Model)
+	if err != nil {
+		return nil, err
 	}
-	m := ms[i]
 	if req.Voice == "" {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "resemble: a voice uuid is required")
 	}

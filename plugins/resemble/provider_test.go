@@ -93,7 +93,7 @@ func TestDescribeAndConfigure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ID != "resemble" || d.DefaultModel != "chatterbox" || len(d.Models) != 2 {
+	if d.ID != "resemble" || d.DefaultModel != "chatterbox" || len(d.Models) != 3 || d.Models[2].ID != sdk.AnyModel {
 		t.Fatalf("%+v", d)
 	}
 	for _, m := range d.Models {
@@ -374,7 +374,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }, false, sdk.KindInvalidRequest},
 		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }, false, sdk.KindInvalidRequest},
 		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }, false, sdk.KindInvalidRequest},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "chatterbox-9" }, false, sdk.KindInvalidRequest},
+		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Chatterbox 9" }, false, sdk.KindInvalidRequest},
 		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }, false, sdk.KindInvalidRequest},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
@@ -569,6 +569,30 @@ func TestSynthesisAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPassThroughModel: through the plugin process, a model Resemble has
+// and the plugin does not list (a newer one) reaches Resemble under the
+// id the caller wrote; an id that cannot be Resemble's is refused
+// without a call.
+func TestPassThroughModel(t *testing.T) {
+	const newModel = "chatterbox-2-pro"
+	srv := fake.New(t, fakeupstream.Options{NewModels: []string{newModel}})
+	p := sdktest.StartPlugin(t, pluginPath)
+	if err := p.Configure(t.Context(), settings(srv)); err != nil {
+		t.Fatal(err)
+	}
+	req := request(fake.Key)
+	req.Model = newModel
+	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
+		Fake: srv.Control, Request: *req,
+		SentModel: func(r fakeupstream.Request) string {
+			var b struct{ Model string }
+			_ = r.JSON(&b)
+			return b.Model
+		},
+		Invalid: []string{"Chatterbox", "chatterbox_2", "2-chatterbox", "chatterbox 2", "chatterbox/../x", ""},
+	})
 }
 
 func TestParseError(t *testing.T) {

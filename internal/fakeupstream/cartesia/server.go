@@ -345,7 +345,9 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, f *ttsFields, raw
 	switch {
 	case f.ModelID == nil:
 		return bad("model_id is required.")
-	case !slices.Contains(Models(), *f.ModelID):
+	case !slices.Contains(Models(), *f.ModelID) && !s.NewModel(*f.ModelID):
+		// A model of fakeupstream.Options.NewModels is taken like
+		// Sonic 2: every format, no speed.
 		return bad("Unknown model_id %q.", *f.ModelID)
 	case f.Transcript == nil || strings.TrimSpace(*f.Transcript) == "":
 		return bad("transcript is required and must not be empty.")

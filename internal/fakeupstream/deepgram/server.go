@@ -306,12 +306,18 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = DefaultModel
 	}
-	i := slices.IndexFunc(Voices(), func(v Voice) bool { return v.CanonicalName == model })
-	if i < 0 {
+	var voice Voice
+	if i := slices.IndexFunc(Voices(), func(v Voice) bool { return v.CanonicalName == model }); i >= 0 {
+		voice = Voices()[i]
+	} else if s.NewModel(model) {
+		// A voice model Deepgram has beyond those the fake lists
+		// (fakeupstream.Options.NewModels), of a generation the fake
+		// does not know: taken like an Aura one, without speed.
+		voice = Voice{Name: model, CanonicalName: model, Architecture: "new", UUID: "00000000-0000-0000-0000-00000000000a"}
+	} else {
 		bad("INVALID_QUERY_PARAMETER", "No such model: %q. See /v1/models for the available voices.", model)
 		return
 	}
-	voice := Voices()[i]
 	if q.Get("callback") != "" || q.Get("callback_method") != "" {
 		bad("INVALID_QUERY_PARAMETER", "callback is valid but this fake does not call back.")
 		return

@@ -478,6 +478,12 @@ func (s *Server) check(w http.ResponseWriter, voiceID string, b *ttsRequest) (fl
 		model = *b.ModelID
 	}
 	limit := MaxChars(model)
+	if limit == 0 && s.NewModel(model) {
+		// A model ElevenLabs has beyond those the fake knows
+		// (fakeupstream.Options.NewModels): Eleven v3's limit, the
+		// smallest.
+		limit = MaxChars("eleven_v3")
+	}
 	if limit == 0 {
 		detail(w, http.StatusBadRequest, "model_not_found", fmt.Sprintf("A model with model ID %s does not exist.", model))
 		return 0, false

@@ -365,8 +365,10 @@ func knownVoice(name string) bool {
 
 // check validates a speech request for model; it returns the text to
 // speak and whether to go on.
-func check(w http.ResponseWriter, model string, b *generateRequest) (string, bool) {
-	if !slices.Contains(Models(), model) {
+// isNew says model is one of fakeupstream.Options.NewModels, a TTS model
+// the API serves beyond Models, taken like the others.
+func check(w http.ResponseWriter, model string, isNew bool, b *generateRequest) (string, bool) {
+	if !slices.Contains(Models(), model) && !isNew {
 		if slices.Contains(textModels(), model) {
 			invalid(w, "The requested combination of response modalities (AUDIO) is not supported by the model.")
 			return "", false
@@ -514,7 +516,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, req.Body, &body) {
 		return
 	}
-	text, ok := check(w, model, &body)
+	text, ok := check(w, model, s.NewModel(model), &body)
 	if !ok {
 		return
 	}

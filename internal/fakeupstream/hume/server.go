@@ -325,9 +325,19 @@ func (s *Server) check(w http.ResponseWriter, b *body) ([]rendered, string, bool
 		return fail("List should have at least 1 item after validation", "too_short", "utterances")
 	}
 	version := ""
+	// voices is the version whose voices the request may use.
+	voices := ""
 	if b.Version != nil {
-		version = *b.Version
-		if version != "1" && version != "2" {
+		version, voices = *b.Version, *b.Version
+		switch {
+		case version == "1" || version == "2":
+		case s.NewModel("octave-" + version):
+			// A version of fakeupstream.Options.NewModels ("octave-3"),
+			// one Hume added after the fake was written: it takes the
+			// voices of Octave 2 and nothing only Octave 2 does
+			// (timestamps).
+			voices = "2"
+		default:
 			return fail("Input should be '1' or '2'", "enum", "version")
 		}
 	}
@@ -382,7 +392,7 @@ func (s *Server) check(w http.ResponseWriter, b *body) ([]rendered, string, bool
 			return fail("Input should be between 0 and 5", "less_than_equal", "utterances", i, "trailing_silence")
 		}
 		if u.Voice != nil {
-			v, msg := findVoice(u.Voice, version)
+			v, msg := findVoice(u.Voice, voices)
 			if msg != "" {
 				refuse(w, http.StatusBadRequest, "voice_not_found", msg)
 				return nil, "", false, false

@@ -408,7 +408,9 @@ func (s *Server) check(w http.ResponseWriter, b *synthesisRequest) (job, bool) {
 	case b.ModelID == nil || *b.ModelID == "":
 		invalid(w, "modelId is required.")
 		return j, false
-	case !slices.Contains(Models(), *b.ModelID):
+	case !slices.Contains(Models(), *b.ModelID) && !s.NewModel(*b.ModelID):
+		// A model of fakeupstream.Options.NewModels is taken like the
+		// others: they all take the same request.
 		invalid(w, "Unknown model %q.", *b.ModelID)
 		return j, false
 	case b.VoiceID == nil || *b.VoiceID == "":

@@ -361,7 +361,9 @@ func (s *Server) parse(r *http.Request, body []byte) (spec, invalid) {
 	}
 	sp := spec{stream: b.Stream, aggregate: true, format: "mp3", rate: 32000, bitrate: 128000, speed: 1}
 	switch {
-	case b.Model == nil || !slices.Contains(Models(), *b.Model):
+	case b.Model == nil || !slices.Contains(Models(), *b.Model) && !s.NewModel(*b.Model):
+		// A model of fakeupstream.Options.NewModels is taken like the
+		// others: they all take the same request.
 		return spec{}, "invalid params, model is required and must be one of the speech models"
 	case b.Text == nil || strings.TrimSpace(*b.Text) == "":
 		return spec{}, "invalid params, text is required"

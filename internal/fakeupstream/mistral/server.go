@@ -302,7 +302,9 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	case strings.TrimSpace(*b.Input) == "":
 		invalid(w, "string_too_short", "input", "String should have at least 1 character", *b.Input)
 		return
-	case b.Model != nil && !slices.Contains(Models(), *b.Model):
+	case b.Model != nil && !slices.Contains(Models(), *b.Model) && !s.NewModel(*b.Model):
+		// A model of fakeupstream.Options.NewModels is taken like the
+		// others: they all take the same request.
 		fail(w, http.StatusBadRequest, "invalid_model", "1500", fmt.Sprintf("Invalid model: %s", *b.Model))
 		return
 	case !slices.Contains([]string{"pcm", "wav", "mp3", "flac", "opus"}, format):

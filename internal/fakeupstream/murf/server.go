@@ -492,6 +492,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	case "GEN2":
 		defaultRate = 44100
 	default:
+		// A model of fakeupstream.Options.NewModels is taken like FALCON.
+		if s.NewModel(*b.Model) {
+			break
+		}
 		invalid(w, "Invalid model %q. Valid values: FALCON, GEN2", *b.Model)
 		return
 	}

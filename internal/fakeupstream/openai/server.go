@@ -279,7 +279,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		s.invalid(w, "", "", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)")
 		return
 	}
-	format, speed, msg, param, code := validate(&body)
+	format, speed, msg, param, code := validate(&body, s.NewModel)
 	if msg != "" {
 		status := http.StatusBadRequest
 		if code == "model_not_found" {
@@ -313,12 +313,15 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 
 // validate checks a request against the documented rules and returns the
 // format and speed to render with, or an error message, param and code.
-func validate(b *speechRequest) (format string, speed float64, msg, param, code string) {
+// isNew reports the models the provider has beyond Models
+// (fakeupstream.Options.NewModels): each is taken like tts-1, with the
+// classic voices, every format and speed.
+func validate(b *speechRequest, isNew func(string) bool) (format string, speed float64, msg, param, code string) {
 	if b.Model == nil || *b.Model == "" {
 		return "", 0, "you must provide a model parameter", "model", ""
 	}
 	model := *b.Model
-	if !slices.Contains(Models(), model) {
+	if !slices.Contains(Models(), model) && !isNew(model) {
 		return "", 0, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model), "", "model_not_found"
 	}
 	if b.Input == nil {

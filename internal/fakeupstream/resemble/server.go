@@ -344,7 +344,9 @@ func (s *Server) check(w http.ResponseWriter, f *synthesisFields, maxText int, f
 		return j, false
 	}
 	j.text = *f.Data
-	if f.Model != nil && !slices.Contains([]string{"chatterbox", "chatterbox-turbo", "chatterbox-multilingual"}, *f.Model) {
+	// A model of fakeupstream.Options.NewModels is taken like the others:
+	// they all take the same request.
+	if f.Model != nil && !slices.Contains([]string{"chatterbox", "chatterbox-turbo", "chatterbox-multilingual"}, *f.Model) && !s.NewModel(*f.Model) {
 		invalid(w, "Unknown model %q", *f.Model)
 		return j, false
 	}
