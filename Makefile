@@ -24,8 +24,9 @@ MIN_FREE_KIB := 8000000
 #   libopusenc-dev, libopus-dev  Ogg Opus output (cgo; libopusenc writes the Ogg container)
 #   libflac-dev                  FLAC output (cgo)
 #   libchromaprint-dev           acoustic fingerprints of answers, for provenance identify (cgo)
-#   libopusfile-dev, libmpg123-dev  decoding Ogg Opus and MP3 to fingerprint them (cgo;
-#                                libmpg123 because go-mp3's 22050 Hz output does not fingerprint alike)
+#   libopusfile-dev              decoding Ogg Opus to fingerprint it (cgo)
+#   libmpg123-dev                MP3 decoding (cgo; gateway/audio/internal/mpg123 says
+#                                why not a pure-Go decoder)
 #   libebur128-dev               EBU R128 loudness measurement of the loudness field (cgo)
 #   sox, ffmpeg                  tests check our WAV/MP3 output with standard tools
 #                                (ffmpeg's ebur128 filter judges the loudness field)

@@ -1,16 +1,14 @@
 package audio
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
-	"github.com/hajimehoshi/go-mp3"
-
 	"github.com/voxgate/voxgate/gateway/audio/internal/lame"
+	"github.com/voxgate/voxgate/gateway/audio/internal/mpg123"
 )
 
 // DefaultMP3Bitrate is the MP3 bitrate in kbps when the request names none.
@@ -208,75 +206,28 @@ func readXing(s *mp3Stream, frame []byte) {
 	s.padding = int(d[1]&0x0F)<<8 | int(d[2])
 }
 
-// decodeMP3 decodes an MP3 stream with github.com/hajimehoshi/go-mp3 (pure
-// Go) to a mono clip, averaging the channels, and trims it to the encoded
-// audio when a LAME tag gives the encoder delay and padding, so that a clip
-// encoded by Encode decodes to its original length. go-mp3 does not read
-// MPEG-2.5 (8 to 12 kHz); such streams are ErrUnsupportedMediaType.
+// decodeMP3 decodes an MP3 stream to a mono clip with libmpg123 (see
+// internal/mpg123 for why not a pure-Go decoder), the channels averaged,
+// and trimmed to the encoded audio when a LAME/Info tag gives the encoder
+// delay and padding (libmpg123's gapless decoding), so that a clip encoded
+// by Encode decodes to its original length. Every MPEG version's rates
+// decode, MPEG-2.5's 8 to 12 kHz included.
 func decodeMP3(data []byte) (*Clip, error) {
 	info, err := probeMP3(data)
 	if err != nil {
 		return nil, err
 	}
-	if info.first.version == 25 {
-		return nil, fmt.Errorf("%w: MPEG-2.5 audio (%d Hz MP3) is not supported", ErrUnsupportedMediaType, info.first.rate)
+	// The output's length, from the first frame's (a CBR stream's frames
+	// are all alike; a VBR one's first, its tag, is the smallest).
+	hint := 0
+	if f := info.first; f.size > 0 {
+		hint = (len(data)/f.size + 1) * f.samples
 	}
-	d, err := mp3.NewDecoder(bytes.NewReader(data))
+	samples, rate, err := mpg123.DecodeMono(data, min(hint, len(data)*12))
 	if err != nil {
 		return nil, fmt.Errorf("%w: mp3: %v", ErrCorrupt, err)
 	}
-	// go-mp3 always yields 16-bit stereo (mono duplicated), 4 bytes a frame.
-	total := 0
-	if n := d.Length(); n > 0 {
-		total = int(n / 4)
-	}
-	out := make([]float32, 0, total)
-	buf := make([]byte, 16<<10)
-	carry := 0
-	for {
-		n, err := d.Read(buf[carry:])
-		n += carry
-		whole := n - n%4
-		out = appendStereoS16(out, buf[:whole])
-		carry = copy(buf, buf[whole:n])
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: mp3 frame after %d samples: %v", ErrCorrupt, len(out), err)
-		}
-	}
-	return &Clip{Rate: d.SampleRate(), Samples: trimMP3(out, info)}, nil
-}
-
-// appendStereoS16 mixes 16-bit little-endian stereo frames to mono and
-// appends them. Hot path of MP3 decoding: no allocation while out has room.
-func appendStereoS16(out []float32, b []byte) []float32 {
-	const scale = 1.0 / 65536
-	for i := 0; i+4 <= len(b); i += 4 {
-		l := int32(int16(binary.LittleEndian.Uint16(b[i:])))
-		r := int32(int16(binary.LittleEndian.Uint16(b[i+2:])))
-		out = append(out, float32(l+r)*scale)
-	}
-	return out
-}
-
-// trimMP3 cuts the decoder output to the encoded audio: the tag frame's
-// silence, then the encoder and decoder delay at the start and the padding
-// (less the decoder delay) at the end. Without a tag it returns the output
-// unchanged, as any decoder without gapless information plays it.
-func trimMP3(s []float32, info mp3Stream) []float32 {
-	start, end := 0, len(s)
-	if info.tag {
-		start = info.first.samples
-	}
-	if info.delay >= 0 {
-		start += info.delay + mpegDecoderDelay
-		end -= max(info.padding-mpegDecoderDelay, 0)
-	}
-	start = min(start, len(s))
-	end = max(end, start)
-	return s[start:end]
+	return &Clip{Rate: rate, Samples: samples}, nil
 }
 
 // encodeMP3 encodes the n samples r yields as CBR MP3 with LAME, a chunk

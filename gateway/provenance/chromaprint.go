@@ -76,8 +76,8 @@ func copy16(dst []int16, src []float32) int {
 }
 
 // FingerprintAudio decodes a file of mediaType (WAV, MP3, raw PCM,
-// G.711, Ogg Opus) and fingerprints it: MP3 with libmpg123 (mpg123.go),
-// Ogg Opus with libopusfile, the rest with gateway/audio.
+// G.711, Ogg Opus) and fingerprints it: Ogg Opus decoded with
+// libopusfile, the rest with gateway/audio (MP3 with libmpg123).
 func FingerprintAudio(data []byte, mediaType string) ([]uint32, error) {
 	if Container(mediaType) == "opus" || (len(data) >= 4 && string(data[:4]) == "OggS") {
 		samples, err := decodeOpus(data)
@@ -85,13 +85,6 @@ func FingerprintAudio(data []byte, mediaType string) ([]uint32, error) {
 			return nil, err
 		}
 		return Fingerprint(samples, 48000)
-	}
-	if Container(mediaType) == "mp3" {
-		samples, rate, err := decodeMP3(data)
-		if err != nil {
-			return nil, err
-		}
-		return Fingerprint(samples, rate)
 	}
 	c, err := audio.Decode(data, mediaType)
 	if err != nil {
