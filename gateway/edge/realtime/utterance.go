@@ -52,6 +52,10 @@ type utterance struct {
 	firstText time.Time
 
 	firstAudio atomic.Int64 // unix nanos of the first audio written; 0 before
+	// firstQueued is when the first audio frame was queued for the
+	// socket: done uses it when the writer has not written that frame
+	// yet (a busy machine), since the frame still goes out before done.
+	firstQueued atomic.Int64
 	mediaType  string       // of the first audio (worker side)
 }
 
@@ -252,7 +256,11 @@ func (u *utterance) emit(e sdk.StreamEvent) error {
 	} else {
 		f.data = binaryFrame(u.id, e.Audio)
 	}
-	return u.queue1(f)
+	if err := u.queue1(f); err != nil {
+		return err
+	}
+	u.firstQueued.CompareAndSwap(0, time.Now().UnixNano())
+	return nil
 }
 
 func (u *utterance) queue1(f frame) error {
@@ -322,7 +330,11 @@ func (u *utterance) finish(err error) {
 	row.LatencyMS = time.Since(u.started).Milliseconds()
 	done := doneMessage{Type: "done", ContextID: u.id, Reason: reason, Characters: row.CharCount, Credits: row.CreditsUsed,
 		AudioSeconds: round3(u.live.AudioSeconds())}
-	if fa := u.firstAudio.Load(); fa != 0 {
+	fa := u.firstAudio.Load()
+	if fa == 0 {
+		fa = u.firstQueued.Load()
+	}
+	if fa != 0 {
 		first := u.firstText
 		if first.IsZero() {
 			first = u.started
