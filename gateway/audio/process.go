@@ -156,7 +156,9 @@ func encodeS16InPlace(buf []float32, o Output) ([]byte, string, error) {
 		}
 		head = wavHeaderLen
 	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 4*len(buf))[: head+2*n : head+2*n]
+	// The capacity is the array's: its float tail, read already, is the
+	// room a provenance mark is inserted in (MarkRoom) without a copy.
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 4*len(buf))[:head+2*n]
 	putS16LE(b[head:], buf[inPlaceSlack:])
 	if o.Format == FormatWAV {
 		putWAVHeader(b, o.SampleRate, n)
@@ -290,7 +292,7 @@ func encodeStream(r reader, n int, o Output, lim Limits) ([]byte, string, error)
 			}
 			head = wavHeaderLen
 		}
-		b := make([]byte, head+2*n)
+		b := make([]byte, head+2*n, head+2*n+MarkRoom)
 		pos := 0
 		for pos < n {
 			k, err := r.read(buf[:min(len(buf), n-pos)])

@@ -17,6 +17,11 @@ const (
 // descriptor (12), fmt chunk (8+16), data chunk header (8).
 const wavHeaderLen = 44
 
+// MarkRoom is the spare capacity the WAV encoders leave after a clip, so
+// that the gateway can insert its provenance chunks (a few hundred bytes)
+// in the clip's own buffer rather than copy a clip that may be 100 MB.
+const MarkRoom = 4 << 10
+
 // wavFormat is what the fmt chunk says about the samples.
 type wavFormat struct {
 	tag        int // wavePCM or waveFloat (an extensible file's sub-format)
@@ -282,7 +287,7 @@ func WrapPCM(pcm []byte, mediaType string) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("%w: %s is not mono little-endian PCM with a rate", ErrUnsupportedMediaType, mediaType)
 	}
 	n := len(pcm) / 2 // a trailing odd byte is no sample
-	b := make([]byte, wavHeaderLen+2*n)
+	b := make([]byte, wavHeaderLen+2*n, wavHeaderLen+2*n+MarkRoom)
 	putWAVHeader(b, mt.Rate, n)
 	copy(b[wavHeaderLen:], pcm[:2*n])
 	return b, MediaType{Format: FormatWAV}.String(), nil

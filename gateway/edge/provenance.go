@@ -29,8 +29,13 @@ type provState struct {
 	kept []byte
 }
 
-// maxIndexedStream bounds the audio a stream keeps for its fingerprint:
-// a longer stream is not indexed.
+// maxIndexedStream bounds the audio an answer may have to be
+// fingerprinted: a longer clip or stream is not indexed (its record is
+// still signed). A stream keeps its audio until it ends, a clip is
+// copied out of its pooled buffer, and the indexer decodes it to float
+// samples, so without a bound one long answer would cost several times
+// its size in memory (TestWholeClipMemory). 4 MiB is about 87 s of
+// 24 kHz 16-bit PCM and about 17 minutes of 32 kbit/s MP3.
 const maxIndexedStream = 4 << 20
 
 // write adds bytes sent to the record's hash, and to what a stream keeps
@@ -54,7 +59,11 @@ func (p *provState) write(b []byte) {
 // request of out, and says how in the answer's header. It returns the
 // bytes to send in b's place and the state the record is made from; nil
 // state when provenance is off in this gateway.
-func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken, b []byte, mediaType string, whole bool) ([]byte, *provState) {
+//
+// inPlace lets the mark go into b's own array when it has room: only for
+// a buffer the caller owns outright (a clip the gateway encoded), never a
+// pooled one, which may be part of a larger buffer.
+func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken, b []byte, mediaType string, whole, inPlace bool) ([]byte, *provState) {
 	if s.prov == nil {
 		return b, nil
 	}
@@ -76,27 +85,47 @@ func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Sp
 			ps.how = how
 		default:
 			ps.how, ps.mark = how, m
-			marked := make([]byte, 0, len(head)+len(b)-tail)
-			b = append(append(marked, head...), b[tail:]...)
+			b = spliceHead(b, head, tail, inPlace)
 		}
 	}
 	ctx.Response.Header.Set(headerMark, ps.how)
 	return b, ps
 }
 
+// spliceHead returns b with its first tail bytes replaced by head: in
+// b's own array when it has the room (the gateway's WAV encoder leaves
+// audio.MarkRoom spare for this), so a long clip is not held twice in
+// memory while it is sent; else in a new buffer.
+func spliceHead(b, head []byte, tail int, inPlace bool) []byte {
+	n := len(head) + len(b) - tail
+	if inPlace && n <= cap(b) && tail <= len(b) {
+		out := b[:n]
+		copy(out[len(head):], b[tail:]) // memmove: the regions may overlap
+		copy(out, head)
+		return out
+	}
+	marked := make([]byte, 0, n)
+	return append(append(marked, head...), b[tail:]...)
+}
+
 // markClip marks a clip in place (a pooled clip is copied out of its
 // buffer, which goes back) and hashes it.
 func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken) *provState {
 	res := out.Result
-	b, ps := s.markFirst(ctx, c, out, res.Audio, res.MediaType, true)
+	b, ps := s.markFirst(ctx, c, out, res.Audio, res.MediaType, true, !res.Pooled())
 	if ps == nil {
 		return nil
 	}
 	if ps.mark != nil {
-		res.Release()
+		if len(b) > 0 && len(res.Audio) > 0 && &b[0] != &res.Audio[0] {
+			res.Release() // marked in a new buffer: the old one is done
+		}
 		res.Audio = b
 	}
 	ps.hasher.Write(res.Audio)
+	if len(res.Audio) > maxIndexedStream {
+		return ps
+	}
 	indexed := res.Audio
 	if res.Pooled() {
 		// The pooled buffer goes back once written; the indexer reads
