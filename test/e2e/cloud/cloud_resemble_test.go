@@ -47,7 +47,8 @@ func TestResembleCloneFromSeveralUploads(t *testing.T) {
 		ids = append(ids, m.ID)
 	}
 	body := map[string]any{"title": "Rapid", "provider": "resemble", "model": "chatterbox", "mediaIds": ids,
-		"clone_options": map[string]any{"transcripts": []string{"one", "two", "three"}}}
+		"clone_options": map[string]any{"transcripts": []string{"one", "two", "three"}},
+		"consent":       map[string]any{"attested_by": "Test Speaker", "relation": "self", "statement": "I agree to this clone."}}
 	r := tg.Do("POST", "/v1/voices", "acme", body)
 	if r.Status != 201 {
 		t.Fatalf("clone from three uploads: %d %s", r.Status, r.Body)

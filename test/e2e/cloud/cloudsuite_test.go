@@ -93,6 +93,12 @@ providers:
   acme:
     providers:
       %[1]s: {enabled: true}
+  # plain has provenance marks off: its answers are the provider's bytes
+  # exactly, which the native-encodings test compares.
+  plain:
+    provenance: {mark: false}
+    providers:
+      %[1]s: {enabled: true}
 `, c.ID, c.Fake.BaseURL(), c.Key, extra.String())
 	tg := harness.Start(t, cfg)
 	tg.Secrets = append(tg.Secrets, c.Key)
@@ -405,9 +411,12 @@ func runNativeEncodings(t *testing.T, tg *harness.Gateway, c cloudCase, text str
 				out["bitrate"], _ = strconv.Atoi(parts[2])
 			}
 			body := map[string]any{"model": c.ID + "/" + c.Model, "voice": c.Voice, "text": text, "output": out}
-			r := tg.Do("POST", "/v1/audio/speech", "acme", body, "Cache-Control", "no-cache")
+			r := tg.Do("POST", "/v1/audio/speech", "plain", body, "Cache-Control", "no-cache")
 			if r.Status != 200 {
 				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			if h := r.Header.Get("X-Voxgate-Mark"); !strings.HasPrefix(h, "off") && !strings.HasPrefix(h, "none") {
+				t.Errorf("X-Voxgate-Mark %q for an organization with marks off", h)
 			}
 			if h := r.Header.Get("X-Voxgate-Transcoded"); h != "" {
 				t.Errorf("converted (%s), want the provider's bytes", h)

@@ -2,6 +2,8 @@ package providers
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -33,7 +35,7 @@ func TestResponseCache(t *testing.T) {
 	}
 	calls := oai.Calls()
 	// The same request, its options spelled differently: served from the
-	// cache.
+	// cache (the same audio; its provenance mark names its own request).
 	again := `{"text":"Cache me if you can.","voice":"alloy","providerOptions":{ "instructions" :  "Calm." },"model":"openai/gpt-4o-mini-tts"}`
 	var hit *harness.Response
 	for range 50 { // the first answer is written in the background
@@ -41,7 +43,7 @@ func TestResponseCache(t *testing.T) {
 			break
 		}
 	}
-	if hit.Status != 200 || hit.Header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(hit.Body, first.Body) || hit.Header.Get("Content-Type") != first.Header.Get("Content-Type") {
+	if hit.Status != 200 || hit.Header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(harness.Unmarked(hit.Body), harness.Unmarked(first.Body)) || hit.Header.Get("Content-Type") != first.Header.Get("Content-Type") {
 		t.Fatalf("hit: %d %q, %d bytes (first %d)", hit.Status, hit.Header.Get("X-Voxgate-Cache"), len(hit.Body), len(first.Body))
 	}
 	if oai.Calls() != calls {
@@ -92,8 +94,22 @@ func TestResponseCache(t *testing.T) {
 			break
 		}
 	}
-	if firstTS.Status != 200 || hitTS.Header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(firstTS.Body, hitTS.Body) {
-		t.Errorf("with-timestamps: %d then %q, same body %v", firstTS.Status, hitTS.Header.Get("X-Voxgate-Cache"), bytes.Equal(firstTS.Body, hitTS.Body))
+	// The same audio and timestamps; each answer's provenance mark names
+	// its own request.
+	envelope := func(r *harness.Response) (audio []byte, rest string) {
+		var e map[string]any
+		if err := json.Unmarshal(r.Body, &e); err != nil {
+			t.Fatalf("with-timestamps: %v: %s", err, r.Body)
+		}
+		b, _ := base64.StdEncoding.DecodeString(e["audio"].(string))
+		delete(e, "audio")
+		j, _ := json.Marshal(e)
+		return harness.Unmarked(b), string(j)
+	}
+	a1, r1 := envelope(firstTS)
+	a2, r2 := envelope(hitTS)
+	if firstTS.Status != 200 || hitTS.Header.Get("X-Voxgate-Cache") != "hit" || !bytes.Equal(a1, a2) || r1 != r2 {
+		t.Errorf("with-timestamps: %d then %q, same audio %v, same rest %v", firstTS.Status, hitTS.Header.Get("X-Voxgate-Cache"), bytes.Equal(a1, a2), r1 == r2)
 	}
 
 	// Conversations cache per turn.
