@@ -13,6 +13,12 @@ type Provenance struct {
 	// KeyFile is a file holding that seed; created (0600) when missing.
 	// Default: provenance.key beside the database.
 	KeyFile string `yaml:"key_file"`
+	// Fingerprints turns on the acoustic fingerprint index behind POST
+	// /v1/provenance/identify (default off). Off by default for now: under
+	// make bench's throughput load the fingerprint worker's C code
+	// (Chromaprint on libavcodec) corrupted the process's C heap and the
+	// gateway aborted; see docs/provenance.md.
+	Fingerprints bool `yaml:"fingerprints"`
 }
 
 // OrgProvenance is an organization's provenance settings.

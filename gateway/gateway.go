@@ -260,7 +260,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 		Orgs:            g.orgs,
 	}
 	var index *provenance.Index
-	if fs, ok := g.store.(store.FingerprintStore); ok {
+	if fs, ok := g.store.(store.FingerprintStore); ok && cfg.Provenance.Fingerprints {
 		// Fingerprints are computed off the request path, one clip at a
 		// time: the machine's other cores serve requests.
 		index = provenance.NewIndex(fs, log.Named("provenance"), 1)

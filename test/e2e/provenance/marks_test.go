@@ -17,8 +17,10 @@ import (
 )
 
 // config is the speech test config with a third organization that turned
-// marking off.
-var config = strings.Replace(harness.SpeechConfig, "orgs:\n  acme:\n", `orgs:
+// marking off, and the fingerprint index on.
+var config = strings.Replace(harness.SpeechConfig, "orgs:\n  acme:\n", `provenance:
+  fingerprints: true
+orgs:
   initech:
     provenance: {mark: false, consent: optional}
     providers:
