@@ -56,7 +56,7 @@ type utterance struct {
 	// socket: done uses it when the writer has not written that frame
 	// yet (a busy machine), since the frame still goes out before done.
 	firstQueued atomic.Int64
-	mediaType  string       // of the first audio (worker side)
+	mediaType   string // of the first audio (worker side)
 }
 
 func newUtterance(s *session, id, reqID string, live *speech.Live, b64 bool, started time.Time) *utterance {
