@@ -88,3 +88,14 @@ func CheckPassThrough(t *testing.T, p sdk.Provider, c PassThrough) {
 		t.Errorf("%d calls to the fake for model ids that cannot be the provider's", n)
 	}
 }
+
+// BodyField is a PassThrough.SentModel for the providers that name the
+// model in a top-level string field of a JSON body.
+func BodyField(name string) func(Request) string {
+	return func(r Request) string {
+		var b map[string]any
+		_ = r.JSON(&b)
+		s, _ := b[name].(string)
+		return s
+	}
+}

@@ -497,14 +497,8 @@ func TestPassThroughModel(t *testing.T) {
 	req.Model = newModel
 	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
 		Fake: srv.Control, Request: *req,
-		SentModel: func(r fakeupstream.Request) string {
-			var b struct {
-				ModelID string `json:"model_id"`
-			}
-			_ = r.JSON(&b)
-			return b.ModelID
-		},
-		Invalid: []string{"Sonic-4", "sonic_4", "ink-whisper", "sonic 4", "sonic-4/../x", ""},
+		SentModel: fakeupstream.BodyField("model_id"),
+		Invalid:   []string{"Sonic-4", "sonic_4", "ink-whisper", "sonic 4", "sonic-4/../x", ""},
 	})
 }
 

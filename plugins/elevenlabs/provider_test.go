@@ -595,14 +595,8 @@ func TestPassThroughModel(t *testing.T) {
 	req.Model = newModel
 	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
 		Fake: srv.Control, Request: *req,
-		SentModel: func(r fakeupstream.Request) string {
-			var b struct {
-				ModelID string `json:"model_id"`
-			}
-			_ = r.JSON(&b)
-			return b.ModelID
-		},
-		Invalid: []string{"eleven-v4", "Eleven_v4", "eleven_", "v4", "eleven_v4/../x", "eleven_v4 ", ""},
+		SentModel: fakeupstream.BodyField("model_id"),
+		Invalid:   []string{"eleven-v4", "Eleven_v4", "eleven_", "v4", "eleven_v4/../x", "eleven_v4 ", ""},
 	})
 }
 

@@ -579,14 +579,8 @@ func TestPassThroughModel(t *testing.T) {
 	req.Model = newModel
 	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
 		Fake: srv.Control, Request: *req,
-		SentModel: func(r fakeupstream.Request) string {
-			var b struct {
-				ModelID string `json:"modelId"`
-			}
-			_ = r.JSON(&b)
-			return b.ModelID
-		},
-		Invalid: []string{"Inworld-tts-3", "inworld-tts-", "inworld-3", "tts-3", "inworld-tts-3 max", ""},
+		SentModel: fakeupstream.BodyField("modelId"),
+		Invalid:   []string{"Inworld-tts-3", "inworld-tts-", "inworld-3", "tts-3", "inworld-tts-3 max", ""},
 	})
 }
 

@@ -619,14 +619,8 @@ func TestPassThroughModel(t *testing.T) {
 	req.Model = newModel
 	fakeupstream.CheckPassThrough(t, p, fakeupstream.PassThrough{
 		Fake: srv.Control, Request: *req,
-		SentModel: func(r fakeupstream.Request) string {
-			var b struct {
-				Model string `json:"model"`
-			}
-			_ = r.JSON(&b)
-			return b.Model
-		},
-		Invalid: []string{"Speech-3.0-hd", "speech-", "speech_3", "t2a-v2", "speech-3 hd", ""},
+		SentModel: fakeupstream.BodyField("model"),
+		Invalid:   []string{"Speech-3.0-hd", "speech-", "speech_3", "t2a-v2", "speech-3 hd", ""},
 	})
 }
 
