@@ -63,6 +63,13 @@ type Options struct {
 	// ConfigHash is the hash of the file the start's configuration was
 	// read from ("" if unknown), for voxgate_config_info and /readyz.
 	ConfigHash string
+	// FingerprintWorker is the command (a voxgate binary and its
+	// fingerprint-worker subcommand, provenance.SelfCommand) whose child
+	// processes compute audio fingerprints when provenance.fingerprints
+	// is on. Empty fingerprints in this process (a program embedding the
+	// gateway without the binary), with a warning: a fault in the C
+	// libraries then takes the whole process down.
+	FingerprintWorker []string
 }
 
 // Gateway is a running voxgate instance.
@@ -262,9 +269,23 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	var index *provenance.Index
 	if fs, ok := g.store.(store.FingerprintStore); ok && cfg.Provenance.Fingerprints {
 		// Fingerprints are computed off the request path, one clip at a
-		// time: the machine's other cores serve requests.
-		index = provenance.NewIndex(fs, log.Named("provenance"), 1)
-		g.closers = append(g.closers, func(context.Context) error { index.Close(); return nil })
+		// time, in child processes (provenance.Workers says why): the
+		// machine's other cores serve requests.
+		if cmd := opts.FingerprintWorker; len(cmd) > 0 {
+			bg := provenance.NewWorkers(cmd, 1, fingerprintTimeout)
+			fg := provenance.NewWorkers(cmd, 1, fingerprintTimeout)
+			index = provenance.NewIndex(fs, log.Named("provenance"), 1, bg, fg)
+			g.closers = append(g.closers, func(context.Context) error {
+				index.Close()
+				bg.Close()
+				fg.Close()
+				return nil
+			})
+		} else {
+			log.Warn("provenance: fingerprints are computed inside the gateway process (no fingerprint worker command)")
+			index = provenance.NewIndex(fs, log.Named("provenance"), 1, provenance.InProcess{}, provenance.InProcess{})
+			g.closers = append(g.closers, func(context.Context) error { index.Close(); return nil })
+		}
 	}
 	if deps.Provenance, err = openProvenance(cfg, index); err != nil {
 		return nil, err
@@ -812,3 +833,7 @@ func (g *Gateway) releaseStoreMemory() {
 		}
 	}
 }
+
+// fingerprintTimeout bounds one fingerprint in a worker process: the
+// longest file identify takes is fingerprinted in about a second.
+const fingerprintTimeout = 30 * time.Second

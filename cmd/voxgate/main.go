@@ -29,6 +29,7 @@ import (
 	"github.com/voxgate/voxgate/gateway"
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/edge/admin"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
@@ -52,6 +53,9 @@ type commandLine struct {
 	Reload  reloadCmd  `cmd:"" help:"Make the running gateway read its config file again (as SIGHUP does) and print what changed."`
 	Migrate migrateCmd `cmd:"" help:"Copy a bbolt database into PostgreSQL (stop the gateway first)."`
 	Version versionCmd `cmd:"" help:"Print the version."`
+	// FingerprintWorker is the child process a gateway runs for audio
+	// fingerprints (gateway/provenance.Workers); not for people.
+	FingerprintWorker fingerprintWorkerCmd `cmd:"" name:"fingerprint-worker" hidden:"" help:"Serve audio fingerprints on stdin/stdout for a running gateway (internal)."`
 }
 
 const description = `voxgate: a text-to-speech edge gateway.`
@@ -226,8 +230,12 @@ func (c *serveCmd) Run(std *streams) error {
 	for _, w := range cfg.Warnings {
 		log.Warn("config: " + w)
 	}
+	worker, err := provenance.SelfCommand()
+	if err != nil {
+		return err
+	}
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Banner: std.stdout, Version: version,
-		Source: c.source, ConfigHash: gateway.Hash(data)})
+		Source: c.source, ConfigHash: gateway.Hash(data), FingerprintWorker: worker})
 	if err != nil {
 		return err
 	}
@@ -890,6 +898,14 @@ func describeScope(sc *admin.ScopeView) string {
 
 // versionCmd is `voxgate version` (also --version, -v).
 type versionCmd struct{}
+
+// fingerprintWorkerCmd is `voxgate fingerprint-worker`.
+type fingerprintWorkerCmd struct{}
+
+// Run serves fingerprint requests until the gateway closes stdin.
+func (fingerprintWorkerCmd) Run(std *streams) error {
+	return provenance.ServeWorker(std.stdin, std.stdout)
+}
 
 // Run implements `voxgate version`.
 func (versionCmd) Run(std *streams) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -122,6 +123,10 @@ func (s *Server) identifyProvenance(ctx *fasthttp.RequestCtx, c *exchange) error
 	}
 	if errors.Is(err, provenance.ErrNoAudio) || errors.Is(err, audio.ErrCorrupt) {
 		return problem.Validation(problem.Field("is not audio that can be fingerprinted: "+err.Error(), "file"))
+	}
+	if errors.Is(err, provenance.ErrWorker) {
+		s.log.Warn("identify: fingerprint worker failed", zap.String("request_id", c.reqID), zap.Error(err))
+		return problem.New(problem.Unavailable, "the fingerprint worker failed on this file; try again (the gateway's log says why)")
 	}
 	if err != nil {
 		return err

@@ -11,6 +11,22 @@ import (
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
+// Fingerprinter computes the fingerprint of a file of audio. Workers is
+// the gateway's (child processes); tests may fingerprint in-process
+// (InProcess).
+type Fingerprinter interface {
+	Fingerprint(ctx context.Context, data []byte, mediaType string) ([]uint32, error)
+}
+
+// InProcess fingerprints in the calling process (FingerprintAudio): for
+// tests and tools, not for a gateway (see Workers).
+type InProcess struct{}
+
+// Fingerprint implements Fingerprinter.
+func (InProcess) Fingerprint(_ context.Context, data []byte, mediaType string) ([]uint32, error) {
+	return FingerprintAudio(data, mediaType)
+}
+
 // Index fingerprints finished clips off the request path and keeps the
 // fingerprints in the store; Identify finds an organization's clips from
 // audio again. The queue is bounded: under a burst a clip may go
@@ -18,9 +34,12 @@ import (
 type Index struct {
 	store store.FingerprintStore
 	log   *zap.Logger
-	jobs  chan indexJob
-	wg    sync.WaitGroup
-	once  sync.Once
+	// bg fingerprints indexed clips, fg identify's queries: separate
+	// workers, so a query does not wait behind a backlog of clips.
+	bg, fg Fingerprinter
+	jobs   chan indexJob
+	wg     sync.WaitGroup
+	once   sync.Once
 }
 
 type indexJob struct {
@@ -31,9 +50,10 @@ type indexJob struct {
 // indexQueue bounds the clips waiting to be fingerprinted.
 const indexQueue = 256
 
-// NewIndex starts workers goroutines that fingerprint and store clips.
-func NewIndex(st store.FingerprintStore, log *zap.Logger, workers int) *Index {
-	ix := &Index{store: st, log: log, jobs: make(chan indexJob, indexQueue)}
+// NewIndex starts workers goroutines that fingerprint clips with bg and
+// store them; Identify fingerprints queries with fg.
+func NewIndex(st store.FingerprintStore, log *zap.Logger, workers int, bg, fg Fingerprinter) *Index {
+	ix := &Index{store: st, log: log, bg: bg, fg: fg, jobs: make(chan indexJob, indexQueue)}
 	for range max(1, workers) {
 		ix.wg.Add(1)
 		go ix.work()
@@ -60,7 +80,7 @@ func (ix *Index) Close() {
 func (ix *Index) work() {
 	defer ix.wg.Done()
 	for j := range ix.jobs {
-		fp, err := FingerprintAudio(j.audio, j.mediaType)
+		fp, err := ix.bg.Fingerprint(context.Background(), j.audio, j.mediaType)
 		if err != nil {
 			if !errors.Is(err, ErrNoAudio) {
 				ix.log.Warn("provenance: clip not fingerprinted", zap.String("request_id", j.requestID), zap.String("media_type", j.mediaType), zap.Error(err))
@@ -87,7 +107,7 @@ const candidates = 100
 // Identify returns org's clips that sound like data (of mediaType),
 // best first.
 func (ix *Index) Identify(ctx context.Context, org string, data []byte, mediaType string) ([]Match, error) {
-	fp, err := FingerprintAudio(data, mediaType)
+	fp, err := ix.fg.Fingerprint(ctx, data, mediaType)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -66,7 +68,10 @@ func Start(t testing.TB, yaml string) *Gateway {
 	core, logs := observer.New(zap.DebugLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: zap.New(core)})
+	// Fingerprints in child processes of the built binary, as voxgate
+	// serve computes them (this test binary is no voxgate).
+	worker := []string{filepath.Join(BinDir(t), "voxgate"), provenance.WorkerCommand}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: zap.New(core), FingerprintWorker: worker})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

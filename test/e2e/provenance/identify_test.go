@@ -3,6 +3,7 @@ package provenance
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -64,9 +65,10 @@ func identify(t *testing.T, tg *harness.Gateway, org string, data []byte, conten
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
 	var out identified
-	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&out) != nil {
-		t.Fatalf("identify: %d", resp.StatusCode)
+	if resp.StatusCode != 200 || json.Unmarshal(raw, &out) != nil {
+		t.Fatalf("identify: %d %s", resp.StatusCode, raw)
 	}
 	return out
 }
