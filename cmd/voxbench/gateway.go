@@ -55,6 +55,9 @@ type gwOptions struct {
 	// directHTTP false keeps every call inside the plugins (the path of
 	// plugins that do not plan their requests).
 	directHTTP bool
+	// fingerprints turns provenance.fingerprints on (the identify index,
+	// off by default).
+	fingerprints bool
 	// dsn, when set, puts the gateway on PostgreSQL instead of a bbolt
 	// file.
 	dsn string
@@ -92,11 +95,13 @@ secrets:
   key_file: %s
 limits:
   streams_per_org: 100000
+provenance:
+  fingerprints: %t
 aliases:
   models:
     tts-1: %s/tts-1
 providers:
-`, listen, o.accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), provClip)
+`, listen, o.accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), o.fingerprints, provClip)
 		// Provenance marks off, so that every answer can be checked
 		// byte for byte against the provider's (a mark adds the request
 		// id): the record is still hashed, signed and fingerprinted; the

@@ -43,12 +43,14 @@ type options struct {
 	quick      bool
 	accessLog  bool
 	directHTTP bool
-	streams    int
-	keep       bool
-	only       string
-	clip       float64
-	clientSlot time.Duration
-	workloads  string
+	// fingerprints runs the load gateway with the identify index on.
+	fingerprints bool
+	streams      int
+	keep         bool
+	only         string
+	clip         float64
+	clientSlot   time.Duration
+	workloads    string
 	// pgFixtureDiv shrinks the PostgreSQL log fixture (tests only).
 	pgFixtureDiv int
 }
@@ -71,6 +73,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
 	flag.BoolVar(&o.directHTTP, "direct-http", true, "let the gateway send the requests the OpenAI plugin plans (its default); false measures the plugin path")
+	flag.BoolVar(&o.fingerprints, "fingerprints", false, "run the load gateway with provenance.fingerprints on (the identify index), to measure its cost")
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
@@ -156,7 +159,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		defer ng.stop()
 	}
 
-	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP, clients: o.runs("clients")}))
+	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP, clients: o.runs("clients"), fingerprints: o.fingerprints}))
 	if err != nil {
 		return nil, err
 	}
