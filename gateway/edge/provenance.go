@@ -123,7 +123,7 @@ func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spo
 		res.Audio = b
 	}
 	ps.hasher.Write(res.Audio)
-	if len(res.Audio) > maxIndexedStream {
+	if len(res.Audio) > maxIndexedStream || !s.prov.Indexing() {
 		return ps
 	}
 	indexed := res.Audio

@@ -58,6 +58,10 @@ func (s *Service) Identify(ctx context.Context, org string, data []byte, mediaTy
 	return s.index.Identify(ctx, org, data, mediaType)
 }
 
+// Indexing reports whether answers are fingerprinted: callers skip the
+// copy Index needs when they are not.
+func (s *Service) Indexing() bool { return s.index != nil }
+
 // Index hands a finished clip to the indexer, if any.
 func (s *Service) Index(org, requestID, mediaType string, audio []byte) {
 	if s.index != nil {
