@@ -10,7 +10,7 @@ import (
 const benchSeconds = 60
 
 // benchSpeech returns 60 s of real eSpeak speech at rate.
-func benchSpeech(b *testing.B, rate int) *Clip {
+func benchSpeech(b testing.TB, rate int) *Clip {
 	b.Helper()
 	c, err := Resample(speechClip(b, benchSeconds), rate)
 	if err != nil {

@@ -227,10 +227,13 @@ type limiter struct {
 	dqIdx   []int
 	dqVal   []float64
 	box     []float64
-	// env, when set, is the true-peak envelope of the input (see
-	// truePeak.envelope): the limiter holds it, not the sample peaks,
-	// under the ceiling.
-	env []float32
+	// peaks, when set, is the input's true-peak envelope (see
+	// peakEnvelope): the limiter holds it, not the sample peaks.
+	peaks *peakEnvelope
+	// gains, when set, receives each sample's total gain (the static
+	// gain times the limiter's), without the hot saturator: the loudness
+	// search estimates the limited clip's loudness from it.
+	gains []float32
 }
 
 func newLimiter(rate int, ceiling float64) *limiter {
@@ -278,8 +281,8 @@ func (l *limiter) run(x []float32, g float64, hot bool, out []float32) float64 {
 			// Gain that puts sample j exactly at the ceiling, at most 1.
 			t := 1.0
 			pk := math.Abs(float64(x[j]))
-			if l.env != nil {
-				pk = float64(l.env[j])
+			if l.peaks != nil {
+				pk = float64(l.peaks.at(j, float32(limit/g)))
 			}
 			if a := pk * g; a > limit {
 				t = limit / a
@@ -311,7 +314,11 @@ func (l *limiter) run(x []float32, g float64, hot bool, out []float32) float64 {
 		if k < 0 {
 			continue
 		}
-		y := float64(x[k]) * g * boxSum * inv
+		gk := g * boxSum * inv
+		if l.gains != nil {
+			l.gains[k] = float32(gk)
+		}
+		y := float64(x[k]) * gk
 		if hot {
 			// Soft knee: identity up to the knee, then a tanh curve with
 			// slope 1 at the knee that approaches the ceiling.
