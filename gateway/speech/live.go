@@ -199,6 +199,30 @@ func (l *Live) MediaType() string { return l.mediaType }
 // own input stream (OpenInput) rather than one call per segment.
 func (l *Live) InputStreaming() bool { return l.input }
 
+// Timestamps reports whether the client asked for word timings. (An input
+// stream may send timings anyway, OpenInput: they say what was heard.)
+func (l *Live) Timestamps() bool { return l.timestamps }
+
+// BytesPerSecond is how many bytes of the context's audio, of mediaType
+// (its first audio's), make a second: from the rate of PCM and G.711,
+// from the bitrate of MP3 when the context's encoding states one; 0 when
+// unknown.
+func (l *Live) BytesPerSecond(mediaType string) float64 {
+	mt, err := audio.ParseMediaType(mediaType)
+	if err != nil {
+		return 0
+	}
+	switch mt.Format {
+	case audio.FormatPCM:
+		return float64(mt.Rate * 2 * max(1, mt.Channels))
+	case audio.FormatULaw, audio.FormatALaw:
+		return float64(mt.Rate)
+	case audio.FormatMP3:
+		return float64(l.bitrate) * 1000 / 8
+	}
+	return 0
+}
+
 // Moderate runs the context's ruleset over one segment. A blocked segment
 // returns a *moderation.BlockedError and must not be spoken.
 func (l *Live) Moderate(ctx context.Context, text string) error {
@@ -432,7 +456,10 @@ type Input struct {
 func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) *Input {
 	j := l.job
 	req := j.request()
-	req.Text, req.Format, req.SampleRate, req.Bitrate, req.Timestamps = "", l.format, l.rate, l.bitrate, l.timestamps
+	// Word timings are asked for whenever the model has them, requested or
+	// not: they say how much of the text was heard when the context is
+	// cancelled (the realtime layer sends them only when asked).
+	req.Text, req.Format, req.SampleRate, req.Bitrate, req.Timestamps = "", l.format, l.rate, l.bitrate, l.timestamps || j.Model.Capabilities.Timestamps
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	in := &Input{in: make(chan sdk.TextInput), done: make(chan struct{}), cancel: cancel}
@@ -461,6 +488,27 @@ func (in *Input) Send(ctx context.Context, l *Live, text string, flush bool) err
 	// are then of the spoken words; the input stream has no way back.)
 	select {
 	case in.in <- sdk.TextInput{Text: l.segment(text).spokenText() + " ", Flush: flush}:
+		return nil
+	case <-in.done:
+		if in.err != nil {
+			return in.err
+		}
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider's input stream ended before its input"}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SendPartial hands one piece of the immediate aggregation to the
+// provider as it came (an LLM token: spaces are the client's, nothing is
+// added, no audio tag or rule applies across pieces). An empty text with
+// flush asks the provider to speak what it holds.
+func (in *Input) SendPartial(ctx context.Context, l *Live, text string, flush bool) error {
+	if err := l.spend(ctx, text); err != nil {
+		return err
+	}
+	select {
+	case in.in <- sdk.TextInput{Text: text, Flush: flush}:
 		return nil
 	case <-in.done:
 		if in.err != nil {
