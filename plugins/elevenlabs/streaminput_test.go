@@ -130,3 +130,25 @@ func TestCancelClosesTheContext(t *testing.T) {
 		t.Errorf("%d contexts closed at the provider, want %d", n, 3*fake.MaxContextsPerSocket)
 	}
 }
+
+// TestSocketFailureBeforeAudioMovesTheContext: a socket that breaks before
+// a context's first audio costs the context nothing: it is opened again on
+// a new socket with its text so far.
+func TestSocketFailureBeforeAudioMovesTheContext(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 4800})
+	p := configured(t, srv, nil)
+	defer p.pool.Close()
+	srv.DropNextMultiSocket()
+	var wg sync.WaitGroup
+	c := startContext(t.Context(), p, fake.Key, "Said once, heard once. ", &wg)
+	c.in <- sdk.TextInput{Text: "And the rest. "}
+	close(c.in)
+	wg.Wait()
+	want := fakeupstream.Speak("Said once, heard once. ", 1).Seconds + fakeupstream.Speak("And the rest. ", 1).Seconds
+	if got := float64(c.audio/2) / 24000; c.err != nil || got < want-0.01 || got > want+0.01 {
+		t.Errorf("%v after %.3fs of audio, want %.3fs", c.err, got, want)
+	}
+	if _, total := srv.MultiSockets(); total != 2 {
+		t.Errorf("%d sockets opened, want 2 (the broken one and its replacement)", total)
+	}
+}

@@ -65,6 +65,7 @@ type multiAudio struct {
 type MultiStats struct {
 	open, total, contexts atomic.Int64
 	openContexts          atomic.Int64
+	drop                  atomic.Int64
 	maxPerSocket          atomic.Int64
 	refused               atomic.Int64
 	mu                    sync.Mutex
@@ -89,6 +90,11 @@ func (s *Server) MultiSocketsByKey() map[string]int64 {
 	}
 	return out
 }
+
+// DropNextMultiSocket makes the next multi-stream-input socket that gets
+// text break (the connection closed, no close frame) before it answers:
+// a provider failure before a context's first audio.
+func (s *Server) DropNextMultiSocket() { s.multi.drop.Add(1) }
 
 // OpenContexts returns the multi-stream-input contexts open now, on all
 // sockets.
@@ -256,6 +262,13 @@ func (s *Server) multiStreamInput(w http.ResponseWriter, r *http.Request) {
 				c.texts <- c.buf.String()
 			}
 			c.buf.Reset()
+		}
+		if m.Text != nil && strings.TrimSpace(*m.Text) != "" && st.drop.Add(-1) >= 0 {
+			mu.Unlock()
+			conn.NetConn().Close()
+			return
+		} else if m.Text != nil && strings.TrimSpace(*m.Text) != "" {
+			st.drop.Add(1)
 		}
 		if m.Text != nil {
 			s.streams.mu.Lock()
