@@ -293,3 +293,37 @@ func TestRealtimeBridgeCancelSaysWhatWasHeard(t *testing.T) {
 		})
 	}
 }
+
+// TestRealtimeBridgeImmediateAggregation: with immediate, each text message
+// reaches the provider's input stream as it came, spaces included.
+func TestRealtimeBridgeImmediateAggregation(t *testing.T) {
+	t.Parallel()
+	b := startBridge(t)
+	tokens := []string{"Hello", " there", ", my", " friend", ". How", " are", " you?"}
+	for _, p := range b.providers() {
+		t.Run(p.name, func(t *testing.T) {
+			rc := b.DialRealtime("acme")
+			rc.Send(p.start("i", "aggregation", "immediate"))
+			rc.Expect("started", "i")
+			before := len(p.texts())
+			for _, tok := range tokens {
+				rc.Send(harness.TextMsg("i", tok))
+			}
+			rc.Send(harness.ControlMsg("close", "i"))
+			msgs := rc.Until(harness.IsType("done", "i"))
+			done := msgs[len(msgs)-1]
+			if done.Reason != "completed" || len(audioOf(msgs, "i")) == 0 || done.SpokenText != strings.Join(tokens, "") {
+				t.Errorf("done %s", done.Raw)
+			}
+			var got []string
+			for _, s := range p.texts()[before:] {
+				if strings.TrimSpace(s) != "" {
+					got = append(got, s)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tokens, "|") {
+				t.Errorf("the provider got %q, want the tokens as sent %q", got, tokens)
+			}
+		})
+	}
+}
