@@ -51,6 +51,10 @@ type Live struct {
 	mediaType  string
 	timestamps bool
 	input      bool
+	// req is the start's request (text a placeholder), for fallbacks;
+	// next yields the voice's fallback targets in turn (Failover).
+	req  Request
+	next func() *Job
 
 	mu        sync.Mutex
 	chars     int     // characters sent to the provider
@@ -102,7 +106,7 @@ func (s *Service) StartLive(ctx context.Context, org string, r *LiveRequest) (*L
 			Detail:     fmt.Sprintf("model %s/%s cannot speak at speed %g natively; the realtime socket cannot stretch audio it sends as it is made", j.Provider.ID, j.Model.ID, *r.Speed),
 			Validation: []problem.FieldError{problem.Field("not available natively for this model", "speed")}}
 	}
-	l := &Live{s: s, org: org, job: j, timestamps: r.Timestamps}
+	l := &Live{s: s, org: org, job: j, timestamps: r.Timestamps, req: q}
 	if err := l.chooseFormat(r.Output); err != nil {
 		return nil, err
 	}
@@ -221,6 +225,47 @@ func (l *Live) BytesPerSecond(mediaType string) float64 {
 		return float64(l.bitrate) * 1000 / 8
 	}
 	return 0
+}
+
+// Failover moves the context to the next target of its voice's fallback
+// chain after err, when err is one a fallback may not meet (the provider
+// down, timing out, throttling or failing on its side) and a target
+// streams the context's encoding (its audio follows the audio already
+// sent). It reports whether it did; later segments go to the new target
+// through its ordinary calls (Render), and audio tags it cannot perform
+// are removed from them. The caller decides whether the context may
+// still switch voices (the failover window).
+func (l *Live) Failover(ctx context.Context, err error) bool {
+	if !fallbackable(err) {
+		return false
+	}
+	if l.next == nil {
+		q := l.req
+		l.next = l.s.fallbacks(ctx, l.org, &q, l.job)
+	}
+	for {
+		alt := l.next()
+		if alt == nil {
+			return false
+		}
+		if _, ok := alt.Model.FindStreamEncoding(l.format, l.rate, l.bitrate); !ok {
+			continue
+		}
+		l.s.fellBack(l.job, alt, err)
+		l.mu.Lock()
+		l.job, l.input = alt, false
+		l.mu.Unlock()
+		return true
+	}
+}
+
+// Unspend takes a segment that the provider failed before any audio of
+// back out of the context's characters: it is spoken again, and billed,
+// by the fallback (the credits reserved for it stay reserved).
+func (l *Live) Unspend(text string) {
+	l.mu.Lock()
+	l.chars = max(0, l.chars-utf8.RuneCountInString(text))
+	l.mu.Unlock()
 }
 
 // Moderate runs the context's ruleset over one segment. A blocked segment

@@ -54,6 +54,7 @@ type clientMessage struct {
 	Timestamps          *bool           `json:"timestamps"`
 	AudioEncoding       string          `json:"audioEncoding"`
 	Aggregation         string          `json:"aggregation"`
+	FailoverWindowMs    *int            `json:"failoverWindowMs"`
 }
 
 type outputJSON struct {
@@ -70,6 +71,7 @@ func (m *clientMessage) startFields() map[string]bool {
 		"volumeDbfs": m.VolumeDbfs != nil, "pronunciations": m.Pronunciations != nil,
 		"moderation_ruleset_id": m.ModerationRulesetID != "", "timestamps": m.Timestamps != nil,
 		"audioEncoding": m.AudioEncoding != "", "aggregation": m.Aggregation != "",
+		"failoverWindowMs": m.FailoverWindowMs != nil,
 	}
 }
 
@@ -110,6 +112,9 @@ func decodeMessage(data []byte) (*clientMessage, string, error) {
 		case "", "binary", "base64":
 		default:
 			fe = append(fe, problem.Field(`must be "binary" or "base64"`, "audioEncoding"))
+		}
+		if w := m.FailoverWindowMs; w != nil && (*w < 0 || *w > 60000) {
+			fe = append(fe, problem.Field("must be between 0 and 60000 (milliseconds)", "failoverWindowMs"))
 		}
 		switch m.Aggregation {
 		case "", aggSentence, aggClause, aggImmediate:
@@ -278,6 +283,19 @@ type heardJSON struct {
 	SpokenText    string `json:"spokenText"`
 	LastWordIndex int    `json:"lastWordIndex"`
 	AudioMs       int64  `json:"audioMs"`
+}
+
+// failoverMessage tells the client its context moved to the next target
+// of the voice's fallback chain, and which text is spoken again there.
+type failoverMessage struct {
+	Type         string `json:"type"`
+	ContextID    string `json:"contextId"`
+	From         string `json:"from"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	Voice        string `json:"voice"`
+	Reason       string `json:"reason"`
+	ReplayedText string `json:"replayedText"`
 }
 
 // cancelledMessage acknowledges a cancel, after the context's last audio

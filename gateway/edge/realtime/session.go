@@ -327,6 +327,10 @@ func (s *session) start(m *clientMessage, id string) {
 		return
 	}
 	u := newUtterance(s, id, reqID, live, m.AudioEncoding == "base64", started, m.Aggregation)
+	u.failoverWindow = defaultFailoverWindow
+	if m.FailoverWindowMs != nil {
+		u.failoverWindow = time.Duration(*m.FailoverWindowMs) * time.Millisecond
+	}
 	u.release = release
 	s.mu.Lock()
 	s.contexts[id] = u

@@ -81,6 +81,12 @@ type utterance struct {
 	// segments how many were (worker side).
 	firstSent time.Time
 	segments  int
+	// failoverWindow is how much audio a context may have sent and still
+	// move to a fallback; queuedSec the audio queued so far and segAudio
+	// the bytes of the segment being rendered (worker side).
+	failoverWindow time.Duration
+	queuedSec      float64
+	segAudio       int
 
 	firstAudio atomic.Int64 // unix nanos of the first audio written; 0 before
 	// firstQueued is when the first audio frame was queued for the
@@ -290,7 +296,7 @@ func (u *utterance) speak(input *speech.Input) error {
 		case input != nil:
 			err = input.Send(u.ctx, u.live, seg.text, seg.flush)
 		default:
-			err = u.live.Render(u.ctx, seg.text, u.emit)
+			err = u.render(seg)
 			if err == nil {
 				// Every audio frame of the segment is queued: once the
 				// writer reaches this mark, the segment was all sent.
@@ -299,6 +305,37 @@ func (u *utterance) speak(input *speech.Input) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// defaultFailoverWindow is how much audio a context may have sent and
+// still move to a fallback, unless its start says otherwise.
+const defaultFailoverWindow = 3 * time.Second
+
+// render speaks one segment through the provider's ordinary calls. When
+// the provider fails before any audio of the segment and the context has
+// sent less than its failover window of audio, the segment (the text not
+// yet heard: the segments before it were all sent) is spoken again by the
+// next target of the voice's fallback chain, and the client is told;
+// past the window, the failure ends the context: a listener would hear
+// the voice change mid-utterance.
+func (u *utterance) render(seg segment) error {
+	for {
+		u.segAudio = 0
+		err := u.live.Render(u.ctx, seg.text, u.emit)
+		if err == nil || u.segAudio > 0 || u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
+			return err
+		}
+		from := u.live.Provider() + "/" + u.live.Model()
+		if !u.live.Failover(u.ctx, err) {
+			return err
+		}
+		u.live.Unspend(seg.text)
+		_, pe := errorFor(u.id, err, "")
+		if qerr := u.queue1(frame{kind: websocket.TextMessage, data: mustJSON(failoverMessage{Type: "failover", ContextID: u.id, From: from,
+			Provider: u.live.Provider(), Model: u.live.Model(), Voice: u.live.Voice(), Reason: string(pe.Code), ReplayedText: seg.text})}); qerr != nil {
+			return qerr
 		}
 	}
 }
@@ -372,6 +409,8 @@ func (u *utterance) emit(e sdk.StreamEvent) error {
 	if u.bytesPerSec > 0 {
 		f.audioSec = float64(len(e.Audio)) / u.bytesPerSec
 	}
+	u.segAudio += len(e.Audio)
+	u.queuedSec += f.audioSec
 	if u.base64 {
 		f.kind, f.data = websocket.TextMessage, base64Frame(u.id, e.Audio)
 	} else {

@@ -210,6 +210,7 @@ func (s *Server) multiStreamInput(w http.ResponseWriter, r *http.Request) {
 		id := *m.ContextID
 		mu.Lock()
 		c := contexts[id]
+		opening := c == nil
 		if c == nil && m.CloseContext != nil && *m.CloseContext {
 			mu.Unlock()
 			continue // the close of a context that has ended opens nothing
@@ -270,7 +271,9 @@ func (s *Server) multiStreamInput(w http.ResponseWriter, r *http.Request) {
 		} else if m.Text != nil && strings.TrimSpace(*m.Text) != "" {
 			st.drop.Add(1)
 		}
-		if m.Text != nil {
+		if m.Text != nil && !(opening && *m.Text == " ") {
+			// Texts as StreamTexts lists them: the opening " " aside,
+			// as stream-input's.
 			s.streams.mu.Lock()
 			s.streams.texts = append(s.streams.texts, *m.Text)
 			s.streams.mu.Unlock()
