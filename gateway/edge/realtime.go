@@ -45,6 +45,19 @@ func (s *Server) newRealtime() {
 	if s.opts.WriteTimeout > 0 {
 		lim.StallTimeout = min(lim.StallTimeout, s.opts.WriteTimeout)
 	}
+	// Per-turn timing of realtime contexts (the metrics message), by
+	// provider and model: the whole time to first audio, and the text
+	// waited for (the sentence buffer's share of it).
+	turnBuckets := []float64{.005, .01, .025, .05, .1, .15, .2, .3, .5, .75, 1, 1.5, 2.5, 5, 10}
+	turnFirstAudio := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "voxgate_realtime_time_to_first_audio_seconds", Help: "Realtime contexts' time from their first text to their first audio written to the socket, by provider and model.",
+		Buckets: turnBuckets,
+	}, []string{"provider", "model"})
+	turnTextWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "voxgate_realtime_text_wait_seconds", Help: "Realtime contexts' time from their first text until their first segment was complete (the text waited for: the input aggregation's share of the time to first audio), by provider and model.",
+		Buckets: turnBuckets,
+	}, []string{"provider", "model"})
+	s.metrics.Registry.MustRegister(turnFirstAudio, turnTextWait)
 	s.realtime = realtime.NewHub(realtime.Deps{
 		Speech: func() (*speech.Service, func()) {
 			l := s.hold()
@@ -59,6 +72,14 @@ func (s *Server) newRealtime() {
 		},
 		FirstAudio: func(provider, model string, d time.Duration) {
 			s.metrics.TimeToFirstAudio.WithLabelValues(provider, model, "miss").Observe(d.Seconds())
+		},
+		Turn: func(provider, model string, t realtime.TurnTiming) {
+			if t.HasFirstAudio {
+				turnFirstAudio.WithLabelValues(provider, model).Observe(t.FirstAudio.Seconds())
+			}
+			if t.HasTextWait {
+				turnTextWait.WithLabelValues(provider, model).Observe(t.TextWait.Seconds())
+			}
 		},
 		Logger: s.log.Named("realtime"),
 		Limits: lim,

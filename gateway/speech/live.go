@@ -51,6 +51,10 @@ type Live struct {
 	mediaType  string
 	timestamps bool
 	input      bool
+	// req is the start's request (text a placeholder), for fallbacks;
+	// next yields the voice's fallback targets in turn (Failover).
+	req  Request
+	next func() *Job
 
 	mu        sync.Mutex
 	chars     int     // characters sent to the provider
@@ -102,7 +106,7 @@ func (s *Service) StartLive(ctx context.Context, org string, r *LiveRequest) (*L
 			Detail:     fmt.Sprintf("model %s/%s cannot speak at speed %g natively; the realtime socket cannot stretch audio it sends as it is made", j.Provider.ID, j.Model.ID, *r.Speed),
 			Validation: []problem.FieldError{problem.Field("not available natively for this model", "speed")}}
 	}
-	l := &Live{s: s, org: org, job: j, timestamps: r.Timestamps}
+	l := &Live{s: s, org: org, job: j, timestamps: r.Timestamps, req: q}
 	if err := l.chooseFormat(r.Output); err != nil {
 		return nil, err
 	}
@@ -198,6 +202,71 @@ func (l *Live) MediaType() string { return l.mediaType }
 // InputStreaming reports whether the context goes through the provider's
 // own input stream (OpenInput) rather than one call per segment.
 func (l *Live) InputStreaming() bool { return l.input }
+
+// Timestamps reports whether the client asked for word timings. (An input
+// stream may send timings anyway, OpenInput: they say what was heard.)
+func (l *Live) Timestamps() bool { return l.timestamps }
+
+// BytesPerSecond is how many bytes of the context's audio, of mediaType
+// (its first audio's), make a second: from the rate of PCM and G.711,
+// from the bitrate of MP3 when the context's encoding states one; 0 when
+// unknown.
+func (l *Live) BytesPerSecond(mediaType string) float64 {
+	mt, err := audio.ParseMediaType(mediaType)
+	if err != nil {
+		return 0
+	}
+	switch mt.Format {
+	case audio.FormatPCM:
+		return float64(mt.Rate * 2 * max(1, mt.Channels))
+	case audio.FormatULaw, audio.FormatALaw:
+		return float64(mt.Rate)
+	case audio.FormatMP3:
+		return float64(l.bitrate) * 1000 / 8
+	}
+	return 0
+}
+
+// Failover moves the context to the next target of its voice's fallback
+// chain after err, when err is one a fallback may not meet (the provider
+// down, timing out, throttling or failing on its side) and a target
+// streams the context's encoding (its audio follows the audio already
+// sent). It reports whether it did; later segments go to the new target
+// through its ordinary calls (Render), and audio tags it cannot perform
+// are removed from them. The caller decides whether the context may
+// still switch voices (the failover window).
+func (l *Live) Failover(ctx context.Context, err error) bool {
+	if !fallbackable(err) {
+		return false
+	}
+	if l.next == nil {
+		q := l.req
+		l.next = l.s.fallbacks(ctx, l.org, &q, l.job)
+	}
+	for {
+		alt := l.next()
+		if alt == nil {
+			return false
+		}
+		if _, ok := alt.Model.FindStreamEncoding(l.format, l.rate, l.bitrate); !ok {
+			continue
+		}
+		l.s.fellBack(l.job, alt, err)
+		l.mu.Lock()
+		l.job, l.input = alt, false
+		l.mu.Unlock()
+		return true
+	}
+}
+
+// Unspend takes a segment that the provider failed before any audio of
+// back out of the context's characters: it is spoken again, and billed,
+// by the fallback (the credits reserved for it stay reserved).
+func (l *Live) Unspend(text string) {
+	l.mu.Lock()
+	l.chars = max(0, l.chars-utf8.RuneCountInString(text))
+	l.mu.Unlock()
+}
 
 // Moderate runs the context's ruleset over one segment. A blocked segment
 // returns a *moderation.BlockedError and must not be spoken.
@@ -432,7 +501,10 @@ type Input struct {
 func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) *Input {
 	j := l.job
 	req := j.request()
-	req.Text, req.Format, req.SampleRate, req.Bitrate, req.Timestamps = "", l.format, l.rate, l.bitrate, l.timestamps
+	// Word timings are asked for whenever the model has them, requested or
+	// not: they say how much of the text was heard when the context is
+	// cancelled (the realtime layer sends them only when asked).
+	req.Text, req.Format, req.SampleRate, req.Bitrate, req.Timestamps = "", l.format, l.rate, l.bitrate, l.timestamps || j.Model.Capabilities.Timestamps
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	in := &Input{in: make(chan sdk.TextInput), done: make(chan struct{}), cancel: cancel}
@@ -461,6 +533,27 @@ func (in *Input) Send(ctx context.Context, l *Live, text string, flush bool) err
 	// are then of the spoken words; the input stream has no way back.)
 	select {
 	case in.in <- sdk.TextInput{Text: l.segment(text).spokenText() + " ", Flush: flush}:
+		return nil
+	case <-in.done:
+		if in.err != nil {
+			return in.err
+		}
+		return &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider's input stream ended before its input"}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SendPartial hands one piece of the immediate aggregation to the
+// provider as it came (an LLM token: spaces are the client's, nothing is
+// added, no audio tag or rule applies across pieces). An empty text with
+// flush asks the provider to speak what it holds.
+func (in *Input) SendPartial(ctx context.Context, l *Live, text string, flush bool) error {
+	if err := l.spend(ctx, text); err != nil {
+		return err
+	}
+	select {
+	case in.in <- sdk.TextInput{Text: text, Flush: flush}:
 		return nil
 	case <-in.done:
 		if in.err != nil {

@@ -93,6 +93,9 @@ type Provider struct {
 	// models is models(), built once: every request looks its model and
 	// encoding up in it.
 	models []sdk.Model
+	// pool holds the multi-context sockets of StreamInput
+	// (streaminput.go).
+	pool *upstream.MuxPool
 }
 
 // config is one snapshot of the deployment settings.
@@ -117,7 +120,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{models: models()}
+	p := &Provider{models: models(), pool: newPool()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{e})
 	return p

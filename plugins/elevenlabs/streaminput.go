@@ -1,33 +1,77 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/url"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
-// Input streaming through ElevenLabs' stream-input WebSocket
-// (docs/realtime.md): one socket per context. The gateway sends whole,
-// moderated sentences, so the socket is opened with auto_mode=true, which
-// ElevenLabs recommends for exactly that: generation starts on each text
-// at once, without the chunk schedule's buffering.
+// Input streaming through ElevenLabs' multi-context WebSocket
+// (multi-stream-input, docs/realtime.md "Pooled provider sockets"): every
+// context of the process with the same voice, model, format and key shares
+// a few sockets of the pool, at most five contexts on one (ElevenLabs'
+// documented cap), a new socket when all are full, an idle one closed
+// after 15 s (ElevenLabs closes a socket after 20 s without text). The
+// gateway sends whole, moderated sentences, so sockets are opened with
+// auto_mode=true, which ElevenLabs recommends for exactly that: generation
+// starts on each text at once, without the chunk schedule's buffering.
 
 var _ sdk.InputStreamer = (*Provider)(nil)
 
-// streamOpen is the first message of a stream-input socket.
-type streamOpen struct {
+// muxCap is multi-stream-input's documented cap of contexts per socket.
+const muxCap = 5
+
+// newPool is the plugin's pool of multi-context sockets.
+func newPool() *upstream.MuxPool {
+	return &upstream.MuxPool{Cap: muxCap, Idle: 15 * time.Second, CloseWait: 10 * time.Second, Route: routeMulti}
+}
+
+// routeMulti returns the context a server message is for, and whether it
+// is the context's last (isFinal).
+func routeMulti(data []byte) (string, bool) {
+	var m struct {
+		ContextID  string `json:"contextId"`
+		ContextID2 string `json:"context_id"`
+		IsFinal    *bool  `json:"isFinal"`
+		IsFinal2   *bool  `json:"is_final"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return "", false
+	}
+	id := cmp.Or(m.ContextID, m.ContextID2)
+	final := m.IsFinal != nil && *m.IsFinal || m.IsFinal2 != nil && *m.IsFinal2
+	return id, final
+}
+
+// multiOpen is the first message of a context.
+type multiOpen struct {
 	Text          string         `json:"text"`
+	ContextID     string         `json:"context_id"`
 	VoiceSettings *voiceSettings `json:"voice_settings,omitempty"`
 }
 
-// streamText is a text message (an empty text ends the input).
-type streamText struct {
-	Text  string `json:"text"`
-	Flush bool   `json:"flush,omitempty"`
+// multiText is a text or flush message of a context.
+type multiText struct {
+	Text      *string `json:"text,omitempty"`
+	ContextID string  `json:"context_id"`
+	Flush     bool    `json:"flush,omitempty"`
+}
+
+// multiClose closes a context: what was flushed is finished, then isFinal.
+type multiClose struct {
+	ContextID    string `json:"context_id"`
+	CloseContext bool   `json:"close_context"`
 }
 
 // streamAnswer is any server message: audio (with the alignment of its
@@ -46,9 +90,16 @@ type streamAlignment struct {
 	CharsDurationsMs []float64 `json:"charsDurationsMs"`
 }
 
-// StreamInput implements sdk.InputStreamer with stream-input. Only raw PCM
-// streams this way here: pieces of it follow each other, and its length
-// gives the timeline the alignments are placed on.
+// maxReopen is how many times a context that has had no audio yet is moved
+// to a new socket after its socket failed.
+const maxReopen = 2
+
+// StreamInput implements sdk.InputStreamer over a pooled multi-context
+// socket. Only raw PCM streams this way here: pieces of it follow each
+// other, and its length gives the timeline the alignments are placed on.
+// A socket that fails before the context's first audio is replaced, and
+// the context's text so far sent again on the new one; after audio, the
+// failure is the context's.
 func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, in <-chan sdk.TextInput, send func(sdk.StreamEvent) error) error {
 	probe := *req
 	probe.Text = "-" // prepare validates a request with text
@@ -59,32 +110,104 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	if c.enc.Format != sdk.FormatPCM {
 		return sdk.Errorf(sdk.KindInvalidRequest, "elevenlabs: input streaming sends raw PCM; ask for format pcm")
 	}
-	rate := c.enc.SampleRate
 	q := url.Values{"model_id": {req.Model}, "output_format": {c.query.Get("output_format")}, "auto_mode": {"true"}}
 	if v := c.query.Get("enable_logging"); v != "" {
 		q.Set("enable_logging", v)
 	}
+	cfg := p.cfg.Load()
+	path := "/v1/text-to-speech/" + url.PathEscape(req.Voice) + "/multi-stream-input"
+	key := req.Credentials.APIKey
+	// The pool's key: one group of sockets per URL (base, voice, model,
+	// format) and API key. It never leaves the process.
+	poolKey := cfg.BaseURL + path + "?" + q.Encode() + "\x00" + key
+	dial := func(sctx context.Context) (*upstream.Socket, error) {
+		return cfg.DialWebSocket(sctx, path, q, key)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sock, err := p.cfg.Load().DialWebSocket(ctx, "/v1/text-to-speech/"+url.PathEscape(req.Voice)+"/stream-input", q, req.Credentials.APIKey)
-	if err != nil {
-		return err
+	for _, w := range c.warnings {
+		if err := send(sdk.StreamEvent{Warning: w}); err != nil {
+			return err
+		}
 	}
-	defer sock.Close()
-	if err := sock.WriteJSON(streamOpen{Text: " ", VoiceSettings: c.body.VoiceSettings}); err != nil {
-		return sock.ReadError(ctx, err)
+	texts := collectInput(ctx, in)
+	r := &multiReader{req: req, c: c, send: send}
+	for attempt := 0; ; attempt++ {
+		id := newContextID()
+		st, err := p.pool.Open(ctx, poolKey, id, dial)
+		if err != nil {
+			if ctx.Err() != nil || attempt >= maxReopen {
+				return redactErr(err, key)
+			}
+			continue
+		}
+		err = r.run(ctx, st, texts)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || r.audio || attempt >= maxReopen || !reopenable(err) {
+			return redactErr(err, key)
+		}
+		// The socket failed before any audio of this context: the same
+		// text goes again on another socket.
 	}
-	// The writer: text as it comes, then the end of input. Its failures
-	// show on the reading side, which owns the result.
+}
+
+// reopenable reports whether a context failure was its socket's (a
+// transport failure or close), not the provider refusing the context.
+func reopenable(err error) bool {
+	var se *sdk.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.UpstreamCode == "" || strings.HasPrefix(se.UpstreamCode, "websocket_close_1006") || se.Kind == sdk.KindUnavailable
+}
+
+func redactErr(err error, key string) error {
+	var se *sdk.Error
+	if errors.As(err, &se) && key != "" {
+		cp := *se
+		cp.Message = upstream.Redact(cp.Message, key)
+		return &cp
+	}
+	return err
+}
+
+// newContextID returns a context id unique within the process.
+func newContextID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// inputLog is a context's input as it arrived, kept so that a context
+// moved to a new socket can send it again.
+type inputLog struct {
+	mu     sync.Mutex
+	texts  []sdk.TextInput
+	closed bool
+	signal chan struct{}
+}
+
+// collectInput reads in into an inputLog until in is closed or ctx ends.
+func collectInput(ctx context.Context, in <-chan sdk.TextInput) *inputLog {
+	l := &inputLog{signal: make(chan struct{}, 1)}
 	go func() {
 		for {
 			select {
 			case t, ok := <-in:
-				if !ok {
-					_ = sock.WriteJSON(streamText{Text: ""})
-					return
+				l.mu.Lock()
+				if ok {
+					l.texts = append(l.texts, t)
+				} else {
+					l.closed = true
 				}
-				if sock.WriteJSON(streamText{Text: t.Text, Flush: t.Flush}) != nil {
+				l.mu.Unlock()
+				select {
+				case l.signal <- struct{}{}:
+				default:
+				}
+				if !ok {
 					return
 				}
 			case <-ctx.Done():
@@ -92,30 +215,88 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 			}
 		}
 	}()
-	for _, w := range c.warnings {
-		if err := send(sdk.StreamEvent{Warning: w}); err != nil {
-			return err
+	return l
+}
+
+// multiReader turns one context's server messages into events.
+type multiReader struct {
+	req     *sdk.SynthesizeRequest
+	c       *call
+	send    func(sdk.StreamEvent) error
+	samples int64 // audio so far: the alignments' origin
+	audio   bool  // some audio was sent
+	odd     []byte
+}
+
+// run speaks the input on stream st until the context's isFinal; it closes
+// the context on the socket whatever happens.
+func (r *multiReader) run(ctx context.Context, st *upstream.MuxStream, texts *inputLog) (err error) {
+	id := st.ID()
+	closed := false
+	defer func() {
+		if closed || st.Final() {
+			st.Close()
+			return
 		}
+		// Cancelled or failed: the provider stops the context (its slot
+		// is free once its isFinal comes back).
+		_ = st.CloseWith(multiClose{ContextID: id, CloseContext: true})
+	}()
+	if err := st.WriteJSON(multiOpen{Text: " ", ContextID: id, VoiceSettings: r.c.body.VoiceSettings}); err != nil {
+		return err
 	}
-	var (
-		samples int64 // audio so far: the alignments' origin
-		first   = true
-		odd     []byte
-	)
+	wctx, stopWriter := context.WithCancel(ctx)
+	defer stopWriter()
+	ended := make(chan struct{})
+	// The writer: the input from its start (a reopened context sends it
+	// all again), then a flush and the close of the context. Its failures
+	// show on the reading side.
+	go func() {
+		defer close(ended)
+		for i := 0; ; {
+			texts.mu.Lock()
+			n, done := len(texts.texts), texts.closed
+			var t sdk.TextInput
+			if i < n {
+				t = texts.texts[i]
+			}
+			texts.mu.Unlock()
+			switch {
+			case i < n:
+				text := t.Text
+				if st.WriteJSON(multiText{Text: &text, ContextID: id, Flush: t.Flush}) != nil {
+					return
+				}
+				i++
+				continue
+			case done:
+				_ = st.WriteJSON(multiText{ContextID: id, Flush: true})
+				_ = st.WriteJSON(multiClose{ContextID: id, CloseContext: true})
+				return
+			}
+			select {
+			case <-texts.signal:
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
 	for {
-		_, data, err := sock.ReadMessage()
+		data, err := st.Next(ctx)
 		if err != nil {
-			return sock.ReadError(ctx, err)
+			return err
 		}
 		var a streamAnswer
 		if err := json.Unmarshal(data, &a); err != nil {
-			return &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: a stream-input message is not JSON"}
+			return &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: a multi-stream-input message is not JSON"}
 		}
 		switch {
 		case a.Error != "" || a.Message != "" && a.Audio == "":
-			return &sdk.Error{Kind: streamErrorKind(a.Error), Message: "elevenlabs: " + upstream.Redact(a.Message, req.Credentials.APIKey), UpstreamCode: a.Error}
+			return &sdk.Error{Kind: streamErrorKind(a.Error), Message: "elevenlabs: " + upstream.Redact(a.Message, r.req.Credentials.APIKey), UpstreamCode: a.Error}
 		case a.IsFinal != nil && *a.IsFinal:
-			if len(odd) > 0 {
+			closed = true
+			<-ended
+			if len(r.odd) > 0 {
 				return &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: truncated PCM (odd byte count)"}
 			}
 			return nil
@@ -127,22 +308,23 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 			return &sdk.Error{Kind: sdk.KindUpstream, Message: "elevenlabs: audio is not base64"}
 		}
 		ev := sdk.StreamEvent{}
-		if req.Timestamps && a.Alignment != nil {
-			ev.Words = a.Alignment.words(float64(samples) / float64(rate))
+		rate := r.c.enc.SampleRate
+		if r.req.Timestamps && a.Alignment != nil {
+			ev.Words = a.Alignment.words(float64(r.samples) / float64(rate))
 		}
 		// Pieces hold whole samples: an odd byte waits for the next one.
-		pcm = append(odd, pcm...)
+		pcm = append(r.odd, pcm...)
 		whole := len(pcm) &^ 1
-		odd = append([]byte(nil), pcm[whole:]...)
+		r.odd = append([]byte(nil), pcm[whole:]...)
 		ev.Audio = pcm[:whole]
-		samples += int64(whole / 2)
-		if first && len(ev.Audio) > 0 {
-			ev.MediaType, first = c.mediaType, false
+		r.samples += int64(whole / 2)
+		if !r.audio && len(ev.Audio) > 0 {
+			ev.MediaType, r.audio = r.c.mediaType, true
 		}
 		if len(ev.Audio) == 0 && len(ev.Words) == 0 {
 			continue
 		}
-		if err := send(ev); err != nil {
+		if err := r.send(ev); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,8 @@ type clientMessage struct {
 	ModerationRulesetID string          `json:"moderation_ruleset_id"`
 	Timestamps          *bool           `json:"timestamps"`
 	AudioEncoding       string          `json:"audioEncoding"`
+	Aggregation         string          `json:"aggregation"`
+	FailoverWindowMs    *int            `json:"failoverWindowMs"`
 }
 
 type outputJSON struct {
@@ -68,7 +70,8 @@ func (m *clientMessage) startFields() map[string]bool {
 		"providerOptions": m.ProviderOptions != nil, "output": m.Output != nil, "speed": m.Speed != nil,
 		"volumeDbfs": m.VolumeDbfs != nil, "pronunciations": m.Pronunciations != nil,
 		"moderation_ruleset_id": m.ModerationRulesetID != "", "timestamps": m.Timestamps != nil,
-		"audioEncoding": m.AudioEncoding != "",
+		"audioEncoding": m.AudioEncoding != "", "aggregation": m.Aggregation != "",
+		"failoverWindowMs": m.FailoverWindowMs != nil,
 	}
 }
 
@@ -109,6 +112,14 @@ func decodeMessage(data []byte) (*clientMessage, string, error) {
 		case "", "binary", "base64":
 		default:
 			fe = append(fe, problem.Field(`must be "binary" or "base64"`, "audioEncoding"))
+		}
+		if w := m.FailoverWindowMs; w != nil && (*w < 0 || *w > 60000) {
+			fe = append(fe, problem.Field("must be between 0 and 60000 (milliseconds)", "failoverWindowMs"))
+		}
+		switch m.Aggregation {
+		case "", aggSentence, aggClause, aggImmediate:
+		default:
+			fe = append(fe, problem.Field(`must be "sentence", "clause" or "immediate"`, "aggregation"))
 		}
 	case msgText, msgFlush, msgCancel, msgClose:
 		for name, set := range m.startFields() {
@@ -261,6 +272,53 @@ type doneMessage struct {
 	Credits            int     `json:"credits"`
 	AudioSeconds       float64 `json:"audioSeconds"`
 	TimeToFirstAudioMs *int64  `json:"timeToFirstAudioMs"`
+	heardJSON
+}
+
+// heardJSON is what the client was sent of a context when it ended: the
+// text whose audio went out, the index of its last word on the context's
+// word timeline (-1: none) and the audio's length in milliseconds. An
+// agent trims its transcript to spokenText after an interruption.
+type heardJSON struct {
+	SpokenText    string `json:"spokenText"`
+	LastWordIndex int    `json:"lastWordIndex"`
+	AudioMs       int64  `json:"audioMs"`
+}
+
+// failoverMessage tells the client its context moved to the next target
+// of the voice's fallback chain, and which text is spoken again there.
+type failoverMessage struct {
+	Type         string `json:"type"`
+	ContextID    string `json:"contextId"`
+	From         string `json:"from"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	Voice        string `json:"voice"`
+	Reason       string `json:"reason"`
+	ReplayedText string `json:"replayedText"`
+}
+
+// cancelledMessage acknowledges a cancel, after the context's last audio
+// frame and before its done.
+type cancelledMessage struct {
+	Type      string `json:"type"`
+	ContextID string `json:"contextId"`
+	heardJSON
+}
+
+// metricsMessage is a context's turn timing, sent before its done: the
+// time to first audio from the first text, and its parts: the text
+// waited for (from the first text until the sentence buffer cut the
+// first segment) and the rest (moderation, the provider, the gateway)
+// from that cut to the first audio.
+type metricsMessage struct {
+	Type                  string `json:"type"`
+	ContextID             string `json:"contextId"`
+	Aggregation           string `json:"aggregation"`
+	TimeToFirstAudioMs    *int64 `json:"timeToFirstAudioMs"`
+	TextWaitMs            *int64 `json:"textWaitMs"`
+	FirstSegmentToAudioMs *int64 `json:"firstSegmentToAudioMs"`
+	Segments              int    `json:"segments"`
 }
 
 // errorFor renders err as an error message for context id ("" for the

@@ -18,6 +18,25 @@ const (
 	// maxSegment is where a segment is cut at the last space whatever the
 	// punctuation, which also bounds what one segment buffers.
 	maxSegment = 300
+	// clauseModeAfter is the shortest segment a clause boundary cuts in
+	// the clause aggregation: long enough for a provider to give the
+	// clause its own intonation, short enough that an LLM's first clause
+	// is spoken before its sentence ends.
+	clauseModeAfter = 15
+)
+
+// Aggregation modes of a context (the start message's aggregation field,
+// docs/realtime.md "Input aggregation").
+const (
+	// aggSentence cuts at sentence ends, and at clauses of long
+	// sentences: the best prosody of the three, the longest wait.
+	aggSentence = "sentence"
+	// aggClause cuts at every clause boundary past clauseModeAfter.
+	aggClause = "clause"
+	// aggImmediate passes each text message on as it is, for providers
+	// that take partial input (their own buffering decides when to
+	// speak).
+	aggImmediate = "immediate"
 )
 
 // segmenter cuts a context's incoming text into segments to speak:
@@ -30,11 +49,21 @@ type segmenter struct {
 	// emitted counts the segments returned, so the first one can be cut
 	// early.
 	emitted int
+	// clause is the clause aggregation: every clause boundary past
+	// clauseModeAfter cuts.
+	clause bool
+	// consumed is the number of bytes of input taken out of the buffer
+	// so far; ends holds, for each segment the last write or rest
+	// returned, consumed after it: where its text ends in the context's
+	// whole input.
+	consumed int
+	ends     []int
 }
 
 // write appends text and returns the segments it completed, trimmed of
 // surrounding whitespace, in order.
 func (s *segmenter) write(text string, out []string) []string {
+	s.ends = s.ends[:0]
 	s.buf = append(s.buf, text...)
 	for {
 		cut := s.cut()
@@ -48,6 +77,7 @@ func (s *segmenter) write(text string, out []string) []string {
 // rest returns everything buffered as one segment ("" if only whitespace
 // is left) and empties the buffer.
 func (s *segmenter) rest() string {
+	s.ends = s.ends[:0]
 	out := s.emit(len(s.buf), nil)
 	if len(out) == 0 {
 		return ""
@@ -63,10 +93,12 @@ func (s *segmenter) emit(cut int, out []string) []string {
 	// Keep the buffer's memory: the next segment is written into it.
 	n := copy(s.buf, s.buf[cut:])
 	s.buf = s.buf[:n]
+	s.consumed += cut
 	if seg == "" {
 		return out
 	}
 	s.emitted++
+	s.ends = append(s.ends, s.consumed)
 	return append(out, seg)
 }
 
@@ -111,12 +143,17 @@ func (s *segmenter) cut() int {
 		case isClause(r):
 			end := skipClosers(b, next)
 			if end < len(b) && isSpaceAt(b, end) {
+				if s.clause && chars >= clauseModeAfter {
+					// The clause aggregation cuts at the first boundary
+					// past its minimum.
+					return end
+				}
 				lastClause = end
 			}
 		}
 		i = next
 	}
-	if chars >= threshold && lastClause > 0 {
+	if chars >= threshold && lastClause > 0 && !s.clause {
 		return lastClause
 	}
 	if chars >= maxSegment {

@@ -49,6 +49,55 @@ func TestSegmenter(t *testing.T) {
 	}
 }
 
+func TestSegmenterClauseMode(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []string
+		rest   string
+	}{
+		{"short clause waits", []string{"Well, then "}, nil, "Well, then"},
+		{"first clause past the minimum", []string{"When it started, everyone, at last, sat "}, []string{"When it started,", "everyone, at last,"}, "sat"},
+		{"sentences still cut", []string{"Yes. No "}, []string{"Yes."}, "No"},
+		{"tokens", []string{"Thank", " you for", " waiting", ",", " really", "."}, []string{"Thank you for waiting,"}, "really."},
+		{"a short clause is not cut later", strings.SplitAfter("Well, you know, I think that, on balance, it works. ", " "),
+			[]string{"Well, you know,", "I think that, on balance,", "it works."}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := segmenter{clause: true}
+			var got []string
+			for _, c := range tt.chunks {
+				got = s.write(c, got)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("segments %q, want %q", got, tt.want)
+			}
+			if r := s.rest(); r != tt.rest {
+				t.Errorf("rest %q, want %q", r, tt.rest)
+			}
+		})
+	}
+}
+
+// TestSegmenterEnds checks that each segment's end is where its text ends
+// in the whole input, which is what says what was heard.
+func TestSegmenterEnds(t *testing.T) {
+	var s segmenter
+	input := ""
+	for _, c := range []string{"One two. ", "Three", " four! Five"} {
+		input += c
+		for i, seg := range s.write(c, nil) {
+			if end := s.ends[i]; !strings.HasSuffix(strings.TrimSpace(input[:end]), seg) {
+				t.Errorf("segment %q ends at %d: %q", seg, end, input[:end])
+			}
+		}
+	}
+	if r := s.rest(); r != "Five" || s.ends[0] != len(input) {
+		t.Errorf("rest %q ends at %v, want %d", r, s.ends, len(input))
+	}
+}
+
 func TestSegmenterBoundsItsBuffer(t *testing.T) {
 	var s segmenter
 	for range 1000 {

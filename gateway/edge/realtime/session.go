@@ -16,6 +16,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/sdk"
 )
 
 // Path is the realtime route; it is every context's log row path.
@@ -72,8 +73,19 @@ type Deps struct {
 	// FirstAudio observes a context's time to first audio (from its
 	// first text) by provider and metric model; nil observes nothing.
 	FirstAudio func(provider, model string, d time.Duration)
-	Logger     *zap.Logger
-	Limits     Limits
+	// Turn observes a context's turn timing by provider and metric
+	// model when it ends; nil observes nothing.
+	Turn   func(provider, model string, t TurnTiming)
+	Logger *zap.Logger
+	Limits Limits
+}
+
+// TurnTiming is one context's timing (the metrics message): its time to
+// first audio from its first text, and the part of it spent waiting for
+// the text of the first segment (the sentence buffer's share).
+type TurnTiming struct {
+	FirstAudio, TextWait       time.Duration
+	HasFirstAudio, HasTextWait bool
 }
 
 // Hub serves realtime sockets and keeps track of them, so that shutdown
@@ -165,6 +177,14 @@ type frame struct {
 	// cancelled; started, error and done never are.
 	droppable bool
 	audio     bool
+	// What the frame tells the client of u (noteHeard): audio seconds,
+	// word timings, the end of a segment all of whose audio is before it.
+	// A frame of kind 0 is such a note only and is not written.
+	audioSec float64
+	words    []sdk.WordTimestamp
+	textEnd  int
+	// build, when set, makes the frame's data when the writer reaches it.
+	build func() []byte
 }
 
 // session is one realtime socket.
@@ -306,7 +326,11 @@ func (s *session) start(m *clientMessage, id string) {
 		fail(err)
 		return
 	}
-	u := newUtterance(s, id, reqID, live, m.AudioEncoding == "base64", started)
+	u := newUtterance(s, id, reqID, live, m.AudioEncoding == "base64", started, m.Aggregation)
+	u.failoverWindow = defaultFailoverWindow
+	if m.FailoverWindowMs != nil {
+		u.failoverWindow = time.Duration(*m.FailoverWindowMs) * time.Millisecond
+	}
 	u.release = release
 	s.mu.Lock()
 	s.contexts[id] = u
@@ -315,6 +339,10 @@ func (s *session) start(m *clientMessage, id string) {
 		Type: "started", ContextID: id, RequestID: reqID, Provider: live.Provider(), Model: live.Model(),
 		Voice: live.Voice(), MediaType: live.MediaType(), InputStreaming: live.InputStreaming(),
 	})})
+	if m.Aggregation == aggImmediate && !live.InputStreaming() {
+		s.send(frame{kind: websocket.TextMessage, data: mustJSON(warningMessage{Type: "warning", ContextID: id,
+			Message: "model " + live.Provider() + "/" + live.Model() + " takes no partial input: the immediate aggregation is served as clause"})})
+	}
 	s.wg.Add(1)
 	s.h.contexts.Add(1)
 	go u.run()
@@ -364,6 +392,13 @@ func (s *session) writeLoop() {
 			if f.droppable && f.u.dropped() {
 				continue
 			}
+			if f.kind == 0 {
+				f.u.noteHeard(&f)
+				continue
+			}
+			if f.build != nil {
+				f.data = f.build()
+			}
 			_ = s.conn.SetWriteDeadline(time.Now().Add(lim.StallTimeout))
 			if err := s.conn.WriteMessage(f.kind, f.data); err != nil {
 				var ne net.Error
@@ -379,6 +414,9 @@ func (s *session) writeLoop() {
 			}
 			if f.audio {
 				f.u.audioSent()
+			}
+			if f.u != nil {
+				f.u.noteHeard(&f)
 			}
 		case now := <-tick.C:
 			if s.idle(now) {

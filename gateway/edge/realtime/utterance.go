@@ -3,6 +3,7 @@ package realtime
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,18 @@ var errCancelled = errors.New("the client cancelled the context")
 type segment struct {
 	text  string
 	flush bool
+	// end is where the segment ends in the context's whole input (bytes),
+	// for what-was-heard.
+	end int
+	// partial is text of the immediate aggregation, passed on as it came
+	// (spaces included) rather than as a whole segment.
+	partial bool
 }
+
+// maxHeardText bounds the input a context keeps to say what was heard:
+// past it, spokenText stops growing (a context is bounded in time, but a
+// fast provider could take a lot of text within it).
+const maxHeardText = 1 << 20
 
 // utterance is one context of a socket: the reader feeds it text, its
 // worker goroutine moderates and speaks it segment by segment.
@@ -50,6 +62,31 @@ type utterance struct {
 	closed    bool // close received: no more text
 	wake      chan struct{}
 	firstText time.Time
+	firstCut  time.Time // when the first segment was cut
+	// aggregation is the context's input aggregation (aggSentence, ...);
+	// immediate is aggImmediate on a provider input stream.
+	aggregation string
+	immediate   bool
+	// text is the context's input as the client sent it (up to
+	// maxHeardText), to cut spokenText from.
+	text []byte
+
+	// heard is what the socket's writer has sent of the context; only
+	// the writer goroutine touches it.
+	heard heardState
+	// bytesPerSec converts audio bytes to time (worker side; 0 when the
+	// format does not say, e.g. MP3 without a known bitrate).
+	bytesPerSec float64
+	// firstSent is when the first segment was handed to the provider and
+	// segments how many were (worker side).
+	firstSent time.Time
+	segments  int
+	// failoverWindow is how much audio a context may have sent and still
+	// move to a fallback; queuedSec the audio queued so far and segAudio
+	// the bytes of the segment being rendered (worker side).
+	failoverWindow time.Duration
+	queuedSec      float64
+	segAudio       int
 
 	firstAudio atomic.Int64 // unix nanos of the first audio written; 0 before
 	// firstQueued is when the first audio frame was queued for the
@@ -59,11 +96,25 @@ type utterance struct {
 	mediaType   string // of the first audio (worker side)
 }
 
-func newUtterance(s *session, id, reqID string, live *speech.Live, b64 bool, started time.Time) *utterance {
+// heardState is what went out to the client of one context, kept by the
+// socket's writer as it writes (docs/realtime.md, "Interruptions").
+type heardState struct {
+	audioSec float64             // audio written
+	words    []sdk.WordTimestamp // word timings written (or noted), in order
+	textEnd  int                 // input bytes whose whole audio was written (segment ends)
+}
+
+func newUtterance(s *session, id, reqID string, live *speech.Live, b64 bool, started time.Time, aggregation string) *utterance {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	ctx, stop := context.WithTimeout(ctx, s.h.deps.Limits.ContextTimeout)
-	return &utterance{s: s, id: id, reqID: reqID, live: live, base64: b64, started: started,
-		ctx: ctx, cancel: cancel, stop: stop, wake: make(chan struct{}, 1)}
+	if aggregation == "" {
+		aggregation = aggSentence
+	}
+	u := &utterance{s: s, id: id, reqID: reqID, live: live, base64: b64, started: started,
+		ctx: ctx, cancel: cancel, stop: stop, wake: make(chan struct{}, 1), aggregation: aggregation}
+	u.seg.clause = aggregation != aggSentence
+	u.immediate = aggregation == aggImmediate && live.InputStreaming()
+	return u
 }
 
 // The reader's side. Each call happens on the socket's reader goroutine.
@@ -82,12 +133,43 @@ func (u *utterance) write(text string) error {
 		u.firstText = time.Now()
 	}
 	u.pending += len(text)
+	if len(u.text)+len(text) <= maxHeardText {
+		u.text = append(u.text, text...)
+	}
+	if u.immediate {
+		// Passed on as it came: the provider's own buffer joins the
+		// pieces (spaces are the client's).
+		if text != "" {
+			u.seg.consumed += len(text)
+			u.cut(segment{text: text, end: u.seg.consumed, partial: true})
+		}
+		u.signal()
+		return nil
+	}
 	var out [4]string
-	for _, seg := range u.seg.write(text, out[:0]) {
-		u.queue = append(u.queue, segment{text: seg})
+	for i, seg := range u.seg.write(text, out[:0]) {
+		u.cut(segment{text: seg, end: u.seg.ends[i]})
 	}
 	u.signal()
 	return nil
+}
+
+// cut queues a segment for the worker (reader side, u.mu held).
+func (u *utterance) cut(seg segment) {
+	if u.firstCut.IsZero() {
+		u.firstCut = time.Now()
+	}
+	u.queue = append(u.queue, seg)
+}
+
+// restSegment queues what the segmenter holds, flushed (u.mu held).
+func (u *utterance) restSegment() {
+	if rest := u.seg.rest(); rest != "" {
+		u.cut(segment{text: rest, flush: true, end: u.seg.ends[0]})
+	} else if u.immediate {
+		// Nothing held: the flush goes to the provider on its own.
+		u.cut(segment{flush: true, end: u.seg.consumed, partial: true})
+	}
 }
 
 // flush queues what is buffered, even mid-sentence.
@@ -97,9 +179,7 @@ func (u *utterance) flush() error {
 	if u.closed {
 		return problem.New(problem.UnknownContext, "context %q takes no more text: close was sent", u.id)
 	}
-	if rest := u.seg.rest(); rest != "" {
-		u.queue = append(u.queue, segment{text: rest, flush: true})
-	}
+	u.restSegment()
 	u.signal()
 	return nil
 }
@@ -111,8 +191,8 @@ func (u *utterance) closeInput() error {
 	if u.closed {
 		return problem.New(problem.UnknownContext, "context %q was already closed", u.id)
 	}
-	if rest := u.seg.rest(); rest != "" {
-		u.queue = append(u.queue, segment{text: rest, flush: true})
+	if !u.immediate {
+		u.restSegment()
 	}
 	u.closed = true
 	u.signal()
@@ -139,6 +219,27 @@ func (u *utterance) dropped() bool { return u.cancelled.Load() }
 // audioSent notes that an audio frame reached the socket (writer side).
 func (u *utterance) audioSent() {
 	u.firstAudio.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// noteHeard records what frame f told the client (writer side): its
+// audio's length, its word timings, the end of a segment whose audio has
+// all been written.
+func (u *utterance) noteHeard(f *frame) {
+	h := &u.heard
+	h.audioSec += f.audioSec
+	h.words = append(h.words, f.words...)
+	h.textEnd = max(h.textEnd, f.textEnd)
+}
+
+// heardNow says what the client has been sent of the context (writer
+// side, when its cancelled or done message is written: every audio frame
+// of the context queued before it has been written or dropped by then).
+func (u *utterance) heardNow() heardJSON {
+	h := &u.heard
+	u.mu.Lock()
+	text := string(u.text)
+	u.mu.Unlock()
+	return heardOf(text, h.words, h.audioSec, h.textEnd)
 }
 
 // The worker's side.
@@ -180,16 +281,61 @@ func (u *utterance) speak(input *speech.Input) error {
 		if err != nil || !ok {
 			return err
 		}
-		if err := u.live.Moderate(u.ctx, seg.text); err != nil {
-			return err
+		if strings.TrimSpace(seg.text) != "" {
+			if err := u.live.Moderate(u.ctx, seg.text); err != nil {
+				return err
+			}
 		}
-		if input != nil {
+		if u.firstSent.IsZero() {
+			u.firstSent = time.Now()
+		}
+		u.segments++
+		switch {
+		case input != nil && seg.partial:
+			err = input.SendPartial(u.ctx, u.live, seg.text, seg.flush)
+		case input != nil:
 			err = input.Send(u.ctx, u.live, seg.text, seg.flush)
-		} else {
-			err = u.live.Render(u.ctx, seg.text, u.emit)
+		default:
+			err = u.render(seg)
+			if err == nil {
+				// Every audio frame of the segment is queued: once the
+				// writer reaches this mark, the segment was all sent.
+				err = u.queue1(frame{droppable: true, textEnd: seg.end})
+			}
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// defaultFailoverWindow is how much audio a context may have sent and
+// still move to a fallback, unless its start says otherwise.
+const defaultFailoverWindow = 3 * time.Second
+
+// render speaks one segment through the provider's ordinary calls. When
+// the provider fails before any audio of the segment and the context has
+// sent less than its failover window of audio, the segment (the text not
+// yet heard: the segments before it were all sent) is spoken again by the
+// next target of the voice's fallback chain, and the client is told;
+// past the window, the failure ends the context: a listener would hear
+// the voice change mid-utterance.
+func (u *utterance) render(seg segment) error {
+	for {
+		u.segAudio = 0
+		err := u.live.Render(u.ctx, seg.text, u.emit)
+		if err == nil || u.segAudio > 0 || u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
+			return err
+		}
+		from := u.live.Provider() + "/" + u.live.Model()
+		if !u.live.Failover(u.ctx, err) {
+			return err
+		}
+		u.live.Unspend(seg.text)
+		_, pe := errorFor(u.id, err, "")
+		if qerr := u.queue1(frame{kind: websocket.TextMessage, data: mustJSON(failoverMessage{Type: "failover", ContextID: u.id, From: from,
+			Provider: u.live.Provider(), Model: u.live.Model(), Voice: u.live.Voice(), Reason: string(pe.Code), ReplayedText: seg.text})}); qerr != nil {
+			return qerr
 		}
 	}
 }
@@ -229,6 +375,14 @@ func (u *utterance) next(ended <-chan struct{}) (segment, bool, error) {
 // the socket's queue is full (the provider is paused meanwhile) and fails
 // once the context is over.
 func (u *utterance) emit(e sdk.StreamEvent) error {
+	if len(e.Words) > 0 && !u.live.Timestamps() {
+		// Timings the gateway asked for itself, to say what was heard:
+		// noted by the writer, not sent.
+		if err := u.queue1(frame{droppable: true, words: e.Words}); err != nil {
+			return err
+		}
+		e.Words = nil
+	}
 	if e.Warning != "" {
 		if err := u.queue1(frame{kind: websocket.TextMessage, droppable: true,
 			data: mustJSON(warningMessage{Type: "warning", ContextID: u.id, Message: e.Warning})}); err != nil {
@@ -236,7 +390,7 @@ func (u *utterance) emit(e sdk.StreamEvent) error {
 		}
 	}
 	if len(e.Words) > 0 {
-		if err := u.queue1(frame{kind: websocket.TextMessage, droppable: true,
+		if err := u.queue1(frame{kind: websocket.TextMessage, droppable: true, words: e.Words,
 			data: mustJSON(timestampsMessage{Type: "timestamps", ContextID: u.id, Words: wordsJSON(e.Words)})}); err != nil {
 			return err
 		}
@@ -249,8 +403,14 @@ func (u *utterance) emit(e sdk.StreamEvent) error {
 		if want := u.live.MediaType(); want != "" && want != e.MediaType {
 			u.s.log.Warn("realtime audio is not what started announced", zap.String("announced", want), zap.String("got", e.MediaType))
 		}
+		u.bytesPerSec = u.live.BytesPerSecond(e.MediaType)
 	}
 	f := frame{u: u, kind: websocket.BinaryMessage, droppable: true, audio: true}
+	if u.bytesPerSec > 0 {
+		f.audioSec = float64(len(e.Audio)) / u.bytesPerSec
+	}
+	u.segAudio += len(e.Audio)
+	u.queuedSec += f.audioSec
 	if u.base64 {
 		f.kind, f.data = websocket.TextMessage, base64Frame(u.id, e.Audio)
 	} else {
@@ -347,16 +507,69 @@ func (u *utterance) finish(err error) {
 		done.TimeToFirstAudioMs = &ms
 		row.TimeToFirstAudioMS = ms
 	}
+	metrics := u.turnMetrics(fa)
 	// The row is queued before done goes out, so a client that reads
 	// done and then the logs finds it; the id is free again from here.
 	u.s.record(row)
 	u.s.mu.Lock()
 	delete(u.s.contexts, u.id)
 	u.s.mu.Unlock()
+	if reason == reasonCompleted {
+		// Everything was spoken: all of the input was heard once the
+		// writer is past its last audio.
+		u.mu.Lock()
+		end := u.seg.consumed
+		u.mu.Unlock()
+		u.s.send(frame{u: u, textEnd: end})
+	}
+	// Metrics first: the error, when there is one, is just before done.
+	u.s.send(frame{kind: websocket.TextMessage, data: mustJSON(metrics)})
 	if sendErr {
 		u.s.send(frame{kind: websocket.TextMessage, data: mustJSON(msg)})
 	}
-	u.s.send(frame{kind: websocket.TextMessage, data: mustJSON(done)})
+	// What was heard is read by the writer when it reaches these
+	// messages: every audio frame of the context before them has been
+	// written or dropped by then.
+	if reason == reasonCancelled && u.cancelled.Load() {
+		u.s.send(frame{kind: websocket.TextMessage, build: func() []byte {
+			return mustJSON(cancelledMessage{Type: "cancelled", ContextID: u.id, heardJSON: u.heardNow()})
+		}})
+	}
+	u.s.send(frame{kind: websocket.TextMessage, build: func() []byte {
+		done.heardJSON = u.heardNow()
+		return mustJSON(done)
+	}})
+}
+
+// turnMetrics is the context's metrics message, and observes its timings
+// (Deps.Turn). fa is when its first audio was written (unix nanos, 0:
+// none).
+func (u *utterance) turnMetrics(fa int64) metricsMessage {
+	m := metricsMessage{Type: "metrics", ContextID: u.id, Aggregation: u.aggregation, Segments: u.segments}
+	u.mu.Lock()
+	firstText, firstCut := u.firstText, u.firstCut
+	u.mu.Unlock()
+	var t TurnTiming
+	if !firstText.IsZero() && !firstCut.IsZero() {
+		t.TextWait = max(0, firstCut.Sub(firstText))
+		ms := t.TextWait.Milliseconds()
+		m.TextWaitMs = &ms
+	}
+	if fa != 0 && !firstText.IsZero() {
+		t.FirstAudio = max(0, time.Unix(0, fa).Sub(firstText))
+		ms := t.FirstAudio.Milliseconds()
+		m.TimeToFirstAudioMs = &ms
+	}
+	if fa != 0 && !firstCut.IsZero() {
+		d := max(0, time.Unix(0, fa).Sub(firstCut))
+		ms := d.Milliseconds()
+		m.FirstSegmentToAudioMs = &ms
+	}
+	if obs := u.s.h.deps.Turn; obs != nil && (m.TextWaitMs != nil || m.TimeToFirstAudioMs != nil) {
+		t.HasTextWait, t.HasFirstAudio = m.TextWaitMs != nil, m.TimeToFirstAudioMs != nil
+		obs(u.live.Provider(), u.live.MetricModel(), t)
+	}
+	return m
 }
 
 // socketProblem is the log problem of contexts ended with their socket.

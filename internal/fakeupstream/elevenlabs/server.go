@@ -23,6 +23,7 @@
 //	GET  /v1/voices                                     {"voices": [...]}
 //	POST /v1/voices/add                                 multipart: name, files, description, labels, remove_background_noise
 //	GET  /v1/text-to-speech/{voice_id}/stream-input     WebSocket (streaminput.go)
+//	GET  /v1/text-to-speech/{voice_id}/multi-stream-input  WebSocket, up to 5 contexts (multistream.go)
 //
 // The reference gives audio/mpeg as the Content-Type of every answer; the
 // fake names each codec's own: audio/mpeg, audio/pcm, audio/wav,
@@ -178,6 +179,8 @@ type Server struct {
 	ids   []string
 	// streams counts the stream-input sockets (streaminput.go).
 	streams StreamStats
+	// multi counts the multi-stream-input sockets (multistream.go).
+	multi MultiStats
 }
 
 // RequestIDs returns the request-id headers the text-to-speech answers
@@ -201,7 +204,8 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}", s.tts(modeWhole))
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/stream", s.tts(modeStream))
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/with-timestamps", s.tts(modeTimestamps))
-	mux.HandleFunc("GET /v1/text-to-speech/{voice_id}/stream-input", s.streamInput) // streaminput.go
+	mux.HandleFunc("GET /v1/text-to-speech/{voice_id}/stream-input", s.streamInput)            // streaminput.go
+	mux.HandleFunc("GET /v1/text-to-speech/{voice_id}/multi-stream-input", s.multiStreamInput) // multistream.go
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
 	mux.HandleFunc("/", s.notFound)

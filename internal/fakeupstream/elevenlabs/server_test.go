@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	"github.com/voxgate/voxgate/sdk/sdktest"
@@ -287,5 +290,29 @@ func TestVoicesAndCloning(t *testing.T) {
 	}
 	if n := len(s.VoiceIDs()); n != 4 {
 		t.Errorf("%d voices after one clone", n)
+	}
+}
+
+// TestMultiStreamInputRefusesASixthContext: the documented cap of five
+// contexts per multi-context socket is enforced, as ElevenLabs enforces it.
+func TestMultiStreamInputRefusesASixthContext(t *testing.T) {
+	s := New(t, fakeupstream.Options{})
+	u := "ws" + strings.TrimPrefix(s.URL, "http") + MultiStreamInputPath(VoiceRachel) + "?model_id=eleven_flash_v2_5&output_format=pcm_24000"
+	conn, _, err := websocket.DefaultDialer.Dial(u, http.Header{"xi-api-key": {Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range MaxContextsPerSocket + 1 {
+		if err := conn.WriteJSON(map[string]any{"text": " ", "context_id": fmt.Sprint("c", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m struct{ Error, Message string }
+	if err := conn.ReadJSON(&m); err != nil || m.Error != "max_active_conversations" {
+		t.Fatalf("after six contexts: %+v, %v", m, err)
+	}
+	if _, _, refused := s.MultiContexts(); refused != 1 {
+		t.Errorf("%d refused", refused)
 	}
 }

@@ -32,8 +32,14 @@ type RealtimeMsg struct {
 	Problem   json.RawMessage `json:"problem"`
 	Error     json.RawMessage `json:"error"`
 	Message   string          `json:"message"`
-	Raw       []byte
-	at        time.Time
+	// What was heard (cancelled, done) and turn timing (metrics).
+	SpokenText    string `json:"spokenText"`
+	LastWordIndex *int   `json:"lastWordIndex"`
+	AudioMs       int64  `json:"audioMs"`
+	TextWaitMs    *int64 `json:"textWaitMs"`
+	Provider      string `json:"provider"`
+	Raw           []byte
+	at            time.Time
 }
 
 // RealtimeWord is one word of a realtime timestamps message.

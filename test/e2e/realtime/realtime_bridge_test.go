@@ -64,7 +64,7 @@ type bridged struct {
 	name  string
 	start func(id string, extra ...any) map[string]any
 	texts func() []string // what the provider received, in order
-	open  func() int64    // its sockets open now
+	open  func() int64    // its sockets (or, pooled, contexts) open now
 }
 
 func (b *bridge) providers() []bridged {
@@ -79,7 +79,11 @@ func (b *bridge) providers() []bridged {
 				}
 			}
 			return out
-		}, b.el.OpenStreams},
+		}, func() int64 {
+			// ElevenLabs' sockets are pooled and outlive a context: its
+			// open contexts are what a context leaves behind.
+			return b.el.OpenStreams() + b.el.OpenContexts()
+		}},
 		{"cartesia", func(id string, extra ...any) map[string]any {
 			return harness.StartMsg(id, append([]any{"model", "cartesia/sonic-2", "voice", cartesia.VoiceKatie}, extra...)...)
 		}, b.ca.Transcripts, b.ca.OpenSockets},

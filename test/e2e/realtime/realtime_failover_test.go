@@ -1,0 +1,103 @@
+package realtime
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
+	"github.com/voxgate/voxgate/internal/fakeupstream/openai"
+	"github.com/voxgate/voxgate/test/e2e/harness"
+)
+
+// Mid-utterance failover: OpenAI (the sentence path) fails after the
+// context's first sentence; within the failover window the next sentence
+// is spoken by the voice's fallback (ElevenLabs, at the same 24 kHz PCM)
+// and the client is told; past it, the context ends with the error.
+func TestRealtimeFailoverWithinTheWindow(t *testing.T) {
+	t.Parallel()
+	oai := openai.New(t, fakeupstream.Options{})
+	el := elevenlabs.New(t, fakeupstream.Options{})
+	tg := harness.Start(t, `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  openai:
+    plugin: voxgate-openai
+    base_url: `+oai.BaseURL()+`
+    api_key: `+openai.Key+`
+    managed: true
+    timeout: 2s
+    max_attempts: 1
+  elevenlabs:
+    plugin: voxgate-elevenlabs
+    base_url: `+el.BaseURL()+`
+    api_key: `+elevenlabs.Key+`
+    managed: true
+fallbacks:
+  openai/tts-1:
+    - model: elevenlabs/eleven_multilingual_v2
+      voice: `+elevenlabs.VoiceRachel+`
+orgs:
+  acme:
+    providers:
+      openai: {enabled: true}
+      elevenlabs: {enabled: true}
+`)
+	tg.Secrets = append(tg.Secrets, openai.Key, elevenlabs.Key)
+	for _, tt := range []struct {
+		name     string
+		windowMs int
+		failover bool
+	}{
+		{"inside the window", 3000, true},
+		{"past the window", 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			oai.Reset()
+			rc := tg.DialRealtime("acme")
+			rc.Send(harness.StartMsg("f", "model", "openai/tts-1", "voice", "alloy", "output", map[string]any{"format": "pcm"}, "failoverWindowMs", tt.windowMs))
+			if st := rc.Expect("started", "f"); st.MediaType != "audio/pcm;rate=24000" {
+				t.Fatalf("started %s", st.Raw)
+			}
+			rc.Send(harness.TextMsg("f", "The first sentence comes from OpenAI. "))
+			msgs := rc.Until(harness.IsType("audio", "f"))
+			// OpenAI goes down mid-context.
+			oai.FailAlways(fakeupstream.Fault{Status: 503})
+			defer oai.Reset()
+			second := "The second one is spoken [laughs] elsewhere."
+			rc.Send(harness.TextMsg("f", second+" "))
+			rc.Send(harness.ControlMsg("close", "f"))
+			msgs = append(msgs, rc.Until(harness.IsType("done", "f"))...)
+			done := msgs[len(msgs)-1]
+			var failover *harness.RealtimeMsg
+			for i, m := range msgs {
+				if m.Type == "failover" {
+					failover = &msgs[i]
+				}
+			}
+			if !tt.failover {
+				if failover != nil || done.Reason != "error" || msgs[len(msgs)-2].Type != "error" {
+					t.Errorf("past the window: %v", harness.RawOf(msgs))
+				}
+				return
+			}
+			if failover == nil || failover.Provider != "elevenlabs" || !strings.Contains(string(failover.Raw), `"replayedText":"`+second+`"`) {
+				t.Fatalf("no failover to elevenlabs: %v", harness.RawOf(msgs))
+			}
+			if done.Reason != "completed" || !strings.HasSuffix(done.SpokenText, "elsewhere.") {
+				t.Errorf("done %s", done.Raw)
+			}
+			// ElevenLabs got the sentence without the tag it cannot
+			// perform (eleven_multilingual_v2 performs none).
+			req, ok := el.LastRequest()
+			if !ok || strings.Contains(string(req.Body), "[laughs]") || !strings.Contains(string(req.Body), "elsewhere") {
+				t.Errorf("ElevenLabs got %s", req.Body)
+			}
+		})
+	}
+}
