@@ -42,6 +42,38 @@ type DictionarySpec struct {
 type RuleSpec struct {
 	Word, Replacement *string
 	CaseSensitive     *bool
+	// Kind, Alphabet and Phoneme make a phoneme rule (store.RulePhoneme);
+	// a rule created without a kind is an alias.
+	Kind, Alphabet, Phoneme *string
+}
+
+// set applies the spec's non-nil fields to r. Changing a rule's kind to
+// alias drops its alphabet and phoneme unless the spec gives them.
+func (spec RuleSpec) set(r *store.PronunciationRule) {
+	if spec.Word != nil {
+		r.Word = *spec.Word
+	}
+	if spec.Replacement != nil {
+		r.Replacement = *spec.Replacement
+	}
+	if spec.CaseSensitive != nil {
+		r.CaseSensitive = *spec.CaseSensitive
+	}
+	if spec.Kind != nil {
+		r.Kind = *spec.Kind
+		if r.Kind == store.RuleAlias && spec.Alphabet == nil && spec.Phoneme == nil {
+			r.Alphabet, r.Phoneme = "", ""
+		}
+	}
+	if spec.Alphabet != nil {
+		r.Alphabet = *spec.Alphabet
+	}
+	if spec.Phoneme != nil {
+		r.Phoneme = *spec.Phoneme
+	}
+	if r.Kind == "" {
+		r.Kind = store.RuleAlias
+	}
 }
 
 // validateSpec checks a dictionary's fields; creating needs a name.
@@ -200,24 +232,23 @@ func (s *Service) CreateRule(ctx context.Context, org, dictID string, spec RuleS
 	if spec.Word == nil {
 		fe = append(fe, problem.Field("is required", "word"))
 	}
-	if spec.Replacement == nil {
+	phoneme := spec.Kind != nil && *spec.Kind == store.RulePhoneme
+	if spec.Replacement == nil && !phoneme {
 		fe = append(fe, problem.Field("is required", "replacement"))
 	}
 	if len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
-	if fe := s.checkRule(*spec.Word, *spec.Replacement); len(fe) > 0 {
+	r := &store.PronunciationRule{ID: uuid.NewString(), OrgID: org, CreatedAt: now, UpdatedAt: now}
+	spec.set(r)
+	if fe := s.checkRule(r); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
 	d, err := s.Dictionary(ctx, org, dictID)
 	if err != nil {
 		return nil, err
 	}
-	r := &store.PronunciationRule{ID: uuid.NewString(), OrgID: org, DictionaryID: d.ID, Word: *spec.Word, Replacement: *spec.Replacement,
-		CreatedAt: now, UpdatedAt: now}
-	if spec.CaseSensitive != nil {
-		r.CaseSensitive = *spec.CaseSensitive
-	}
+	r.DictionaryID = d.ID
 	if err := s.store.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
 		return nil, ruleErr(err, d.ID, "")
 	}
@@ -240,22 +271,15 @@ func (s *Service) Rule(ctx context.Context, org, dictID, id string) (*store.Pron
 	return r, nil
 }
 
-// UpdateRule changes a rule's word, replacement or case sensitivity.
+// UpdateRule changes a rule's word, replacement, case sensitivity, kind
+// or pronunciation.
 func (s *Service) UpdateRule(ctx context.Context, org, dictID, id string, spec RuleSpec, now time.Time) (*store.PronunciationRule, error) {
 	r, err := s.Rule(ctx, org, dictID, id)
 	if err != nil {
 		return nil, err
 	}
-	if spec.Word != nil {
-		r.Word = *spec.Word
-	}
-	if spec.Replacement != nil {
-		r.Replacement = *spec.Replacement
-	}
-	if spec.CaseSensitive != nil {
-		r.CaseSensitive = *spec.CaseSensitive
-	}
-	if fe := s.checkRule(r.Word, r.Replacement); len(fe) > 0 {
+	spec.set(r)
+	if fe := s.checkRule(r); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
 	r.UpdatedAt = now

@@ -227,8 +227,8 @@ func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciation
 
 func toRules(rs []store.PronunciationRule) []PronunciationRule {
 	out := make([]PronunciationRule, len(rs))
-	for i, r := range rs {
-		out[i] = PronunciationRule{Word: r.Word, Replacement: r.Replacement, CaseSensitive: r.CaseSensitive}
+	for i := range rs {
+		out[i] = fromStored(&rs[i])
 	}
 	return out
 }
