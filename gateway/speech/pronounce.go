@@ -275,7 +275,11 @@ type substitution struct {
 
 // apply substitutes whole words. A rule's word may span several words
 // ("New York"); matching is case-insensitive unless the rule says not.
-func (p *ruleSet) apply(text string) *substitution {
+//
+// A phoneme rule's word is marked for c to render per provider request
+// (compile.go), or replaced by its stand-in where the model cannot take
+// it.
+func (p *ruleSet) apply(text string, c *compiler) *substitution {
 	ow := words(text)
 	s := &substitution{origWords: make([]string, len(ow))}
 	for i, w := range ow {
@@ -297,10 +301,14 @@ func (p *ruleSet) apply(text string) *substitution {
 			i++
 			continue
 		}
-		spans = append(spans, span{b.Len(), b.Len() + len(rule.Replacement), i})
-		b.WriteString(rule.Replacement)
 		// A multi-word match reports as one original word.
 		s.origWords[i] = text[ow[i].start:ow[i+n-1].end]
+		repl := rule.Replacement
+		if rule.isPhoneme() {
+			repl = c.mark(rule, s.origWords[i])
+		}
+		spans = append(spans, span{b.Len(), b.Len() + len(repl), i})
+		b.WriteString(repl)
 		last = ow[i+n-1].end
 		i += n
 	}
