@@ -215,3 +215,13 @@ func normalAlphabet(a string) string {
 	}
 	return ""
 }
+
+// ExportDictionaryPLS is ExportPLS for a stored dictionary's rules.
+func ExportDictionaryPLS(rules []store.PronunciationRule, lang string) []byte {
+	rs := make([]*PronunciationRule, len(rules))
+	for i := range rules {
+		r := fromStored(&rules[i])
+		rs[i] = &r
+	}
+	return ExportPLS(rs, lang)
+}

@@ -178,6 +178,8 @@ type Server struct {
 	ids   []string
 	// streams counts the stream-input sockets (streaminput.go).
 	streams StreamStats
+	// lex holds the uploaded pronunciation dictionaries (lexicons.go).
+	lex lexiconStore
 }
 
 // RequestIDs returns the request-id headers the text-to-speech answers
@@ -196,7 +198,8 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	if err != nil {
 		panic(err) // the embedded tone is broken: a build problem
 	}
-	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, voices: premade()}
+	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, voices: premade(),
+		lex: lexiconStore{byID: map[string]storedLexicon{}, uploads: map[string]int{}}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}", s.tts(modeWhole))
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/stream", s.tts(modeStream))
@@ -204,6 +207,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET /v1/text-to-speech/{voice_id}/stream-input", s.streamInput) // streaminput.go
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
+	mux.HandleFunc("POST "+AddFromFilePath, s.addFromFile) // lexicons.go
 	mux.HandleFunc("/", s.notFound)
 	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
@@ -430,6 +434,9 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 		}
 		speed, ok := s.check(w, r.PathValue("voice_id"), &body)
 		if !ok {
+			return
+		}
+		if !s.checkLocators(w, r.Header.Get("xi-api-key"), body.PronunciationDictionaryLocators) {
 			return
 		}
 		u, err := s.Speak(*body.Text, speed)
