@@ -189,6 +189,16 @@ func (c *compiler) plain(text string) string {
 		out, _, _ := c.render(text)
 		return out
 	}
+	return stripMarks(text)
+}
+
+// stripMarks is text with its phoneme marks taken out, the marked words
+// as written: for what goes to a provider as context rather than as the
+// text to speak (neighbouring pieces), or to the alignment reference.
+func stripMarks(text string) string {
+	if !strings.ContainsRune(text, markOpen) {
+		return text
+	}
 	return strings.Map(func(r rune) rune {
 		if r == markOpen || r == markClose || r >= markIndexBase && r < markIndexBase+maxMarked {
 			return -1

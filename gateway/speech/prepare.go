@@ -250,7 +250,7 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	// Pronunciation rules change what the provider speaks, so the spoken
 	// text is checked too: a rule must not smuggle blocked words past the
 	// check of the written text.
-	if spoken := j.spokenText(); !j.Verdict.Blocked() && j.subst != nil && spoken != j.tagged {
+	if spoken := stripMarks(j.spokenText()); !j.Verdict.Blocked() && j.subst != nil && spoken != j.tagged {
 		v := s.mod.Check(ctx, j.Ruleset, spoken)
 		v.Latency += j.Verdict.Latency
 		if v.Blocked() || j.Verdict.Decision != moderation.DecisionAllowOnError {
