@@ -167,3 +167,21 @@ func wellFormed(doc string) error {
 		}
 	}
 }
+
+// TestMarksStayInside: the texts that go to a provider as context, or to
+// moderation, carry the words as written, never the phoneme marks.
+func TestMarksStayInside(t *testing.T) {
+	j := compileJob(sdk.PhonemeInput{Kind: sdk.PhonemesESpeak}, "Ask Mr Nguyen.", []PronunciationRule{nguyen})
+	j.pieces = []string{j.spokenText(), "Then more."}
+	n := j.neighbours(1, nil)
+	if n.PreviousText != "Ask Mr Nguyen." {
+		t.Errorf("previous text %q", n.PreviousText)
+	}
+	if got := j.inputText(); got != "Ask Mr Nguyen." {
+		t.Errorf("input-stream text %q", got)
+	}
+	c := compileJob(sdk.PhonemeInput{Kind: sdk.PhonemesCartesia}, "Ask Mr Nguyen.", []PronunciationRule{nguyen})
+	if got := c.inputText(); got != "Ask Mr <<ŋ|w|ɪ|n>>." {
+		t.Errorf("Cartesia's input-stream text %q", got)
+	}
+}
