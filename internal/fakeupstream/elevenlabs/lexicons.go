@@ -152,7 +152,8 @@ func CheckPLS(doc []byte) (int, error) {
 }
 
 // checkLocators records the locators of a text-to-speech body and
-// refuses ones that do not name a dictionary of key.
+// refuses ones naming a dictionary the fake made for another key or at
+// another version.
 func (s *Server) checkLocators(w http.ResponseWriter, key string, raw []json.RawMessage) bool {
 	locs := make([]Locator, 0, len(raw))
 	for i, m := range raw {
@@ -171,7 +172,13 @@ func (s *Server) checkLocators(w http.ResponseWriter, key string, raw []json.Raw
 		s.lex.locators = append(s.lex.locators, nil)
 	}
 	for _, l := range locs {
+		// Dictionaries the fake did not make stand for ones made on
+		// ElevenLabs' site (tests and documentation examples name such
+		// ids); those it made must be the key's, at their version.
 		d, ok := s.lex.byID[l.ID]
+		if !ok && !strings.HasPrefix(l.ID, "pdFake") {
+			continue
+		}
 		if !ok || d.key != key || l.VersionID != nil && *l.VersionID != d.version {
 			detail(w, http.StatusNotFound, "pronunciation_dictionary_not_found", fmt.Sprintf("Pronunciation dictionary %s was not found.", l.ID))
 			return false
