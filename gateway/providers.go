@@ -67,7 +67,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 // and logs only.
 func (g *Gateway) noProviders(cfg *config.Config) *edge.Live {
 	return edge.NewLive(edge.LiveDeps{
-		Resources:   resources.New(resources.Deps{Store: g.data, Credentials: g.creds, CheckRule: speech.ValidateRule}),
+		Resources:   resources.New(resources.Deps{Store: g.data, Credentials: g.creds, CheckRule: speech.ValidateStoredRule}),
 		Credentials: g.creds,
 		Aliases:     Aliases(cfg),
 		Provenance:  ProvenancePolicy(cfg),
@@ -148,7 +148,7 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 		Aliases:     Aliases(cfg),
 		Provenance:  ProvenancePolicy(cfg),
 		Resources: resources.New(resources.Deps{Store: g.data, Catalog: cat, Calls: g.calls, Credentials: creds,
-			CheckRule: speech.ValidateRule}),
+			CheckRule: speech.ValidateStoredRule}),
 	}), nil
 }
 

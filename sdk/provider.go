@@ -156,6 +156,60 @@ type Model struct {
 	// tag from the text before calling the plugin, with a warning per
 	// tag, and never reports a tag as a spoken word.
 	AudioTags []string
+	// Phonemes says how the model takes a word's pronunciation, so that
+	// the gateway compiles an organization's phoneme rules into that
+	// form (SSML phoneme tags, PLS lexicons, inline phonemes); the zero
+	// value is a model that takes none, for which the gateway speaks a
+	// rule's stand-in text and warns.
+	Phonemes PhonemeInput
+}
+
+// PhonemeInput is how a model takes pronunciations (Model.Phonemes).
+type PhonemeInput struct {
+	// Kind is one of the Phonemes constants, or "" for none.
+	Kind string
+	// Alphabets the model reads ("ipa", "cmu"); empty means IPA only.
+	// The gateway converts CMU to IPA for a model that reads only IPA.
+	Alphabets []string
+	// MaxLexicons is, for PhonemesPLS, the most lexicons one request may
+	// name; the gateway merges the rules of any beyond into the last.
+	MaxLexicons int
+}
+
+// Phoneme input kinds (PhonemeInput.Kind).
+const (
+	// PhonemesSSML: the model takes SSML; the gateway sends the text as an
+	// SSML document (SynthesizeRequest.Markup MarkupSSML) with
+	// <phoneme alphabet="ipa" ph="..."> around ruled words.
+	PhonemesSSML = "ssml"
+	// PhonemesPLS: the model applies W3C PLS lexicons the plugin uploads
+	// to the provider (SynthesizeRequest.Lexicons).
+	PhonemesPLS = "pls"
+	// PhonemesCartesia: the model reads IPA phonemes inline, as Cartesia
+	// documents: <<p|h|o|n|e|m|e|s>>.
+	PhonemesCartesia = "cartesia"
+	// PhonemesESpeak: the model reads eSpeak phoneme mnemonics in [[...]]
+	// (SynthesizeRequest.Markup MarkupESpeak).
+	PhonemesESpeak = "espeak"
+)
+
+// Markups of SynthesizeRequest.Text.
+const (
+	// MarkupSSML: Text is an SSML document (<speak>...</speak>), every
+	// character of the caller's text escaped.
+	MarkupSSML = "ssml"
+	// MarkupESpeak: Text is plain text with eSpeak phoneme input in
+	// [[...]]; any other "[[" of the caller's text has been broken up.
+	MarkupESpeak = "espeak"
+)
+
+// Lexicon is a W3C PLS document of phoneme rules for a PhonemesPLS model.
+// ID names it across versions (a dictionary) and Version changes with its
+// content, so a plugin uploads a version once per provider key and reuses
+// what the provider returned for it.
+type Lexicon struct {
+	ID, Version string
+	Document    []byte
 }
 
 // AnyAudioTag in Model.AudioTags means the model performs every tag.
@@ -304,6 +358,13 @@ type SynthesizeRequest struct {
 	// provider's own continuity fields, if it has any, so that the
 	// joins sound continuous. nil for a whole text.
 	Neighbours *Neighbours
+	// Markup says how Text is written: "" plain text, MarkupSSML or
+	// MarkupESpeak. The gateway sends markup only to a model whose
+	// Phonemes asks for it.
+	Markup string
+	// Lexicons are PLS lexicons to apply, for a PhonemesPLS model, at
+	// most its MaxLexicons.
+	Lexicons []Lexicon
 }
 
 // Neighbours is the context of one piece of a longer text: the text just

@@ -68,6 +68,7 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			AudioTags:        m.AudioTags,
 			Encodings:        encodingsToProto(m.Encodings),
 			StreamEncodings:  encodingsToProto(m.StreamEncodings),
+			Phonemes:         phonemesToProto(m.Phonemes),
 		}
 	}
 	return out
@@ -129,6 +130,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			AudioTags:        m.GetAudioTags(),
 			Encodings:        encodingsFromProto(m.GetEncodings()),
 			StreamEncodings:  encodingsFromProto(m.GetStreamEncodings()),
+			Phonemes:         phonemesFromProto(m.GetPhonemes()),
 		}
 	}
 	return out
@@ -188,7 +190,42 @@ func synthesizeRequestToProto(r *SynthesizeRequest) *pluginpb.SynthesizeRequest 
 		Options:     r.Options,
 		Credentials: credentialsToProto(r.Credentials),
 		Neighbours:  neighboursToProto(r.Neighbours),
+		Markup:      r.Markup,
+		Lexicons:    lexiconsToProto(r.Lexicons),
 	}
+}
+
+func phonemesToProto(p PhonemeInput) *pluginpb.PhonemeInput {
+	if p.Kind == "" {
+		return nil
+	}
+	return &pluginpb.PhonemeInput{Kind: p.Kind, Alphabets: p.Alphabets, MaxLexicons: int32(p.MaxLexicons)}
+}
+
+func phonemesFromProto(p *pluginpb.PhonemeInput) PhonemeInput {
+	return PhonemeInput{Kind: p.GetKind(), Alphabets: p.GetAlphabets(), MaxLexicons: int(p.GetMaxLexicons())}
+}
+
+func lexiconsToProto(ls []Lexicon) []*pluginpb.Lexicon {
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.Lexicon, len(ls))
+	for i, l := range ls {
+		out[i] = &pluginpb.Lexicon{Id: l.ID, Version: l.Version, Document: l.Document}
+	}
+	return out
+}
+
+func lexiconsFromProto(ls []*pluginpb.Lexicon) []Lexicon {
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]Lexicon, len(ls))
+	for i, l := range ls {
+		out[i] = Lexicon{ID: l.GetId(), Version: l.GetVersion(), Document: l.GetDocument()}
+	}
+	return out
 }
 
 func neighboursToProto(n *Neighbours) *pluginpb.Neighbours {
@@ -218,6 +255,8 @@ func synthesizeRequestFromProto(r *pluginpb.SynthesizeRequest) *SynthesizeReques
 		Options:     r.GetOptions(),
 		Credentials: credentialsFromProto(r.GetCredentials()),
 		Neighbours:  neighboursFromProto(r.GetNeighbours()),
+		Markup:      r.GetMarkup(),
+		Lexicons:    lexiconsFromProto(r.GetLexicons()),
 	}
 }
 

@@ -72,6 +72,7 @@ func TestWireRoundTrip(t *testing.T) {
 			AudioTags:       []string{"laughs", AnyAudioTag},
 			Encodings:       []Encoding{{Format: FormatMP3, SampleRate: 44100, Bitrate: 128}},
 			StreamEncodings: []Encoding{{Format: FormatOpus, SampleRate: 48000, Bitrate: 32}},
+			Phonemes:        PhonemeInput{Kind: PhonemesPLS, Alphabets: []string{"ipa", "cmu"}, MaxLexicons: 3},
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}
@@ -79,6 +80,8 @@ func TestWireRoundTrip(t *testing.T) {
 		Model: "m", Voice: "v", Text: "hello", Speed: 1.5, Format: FormatWAV, SampleRate: 8000, Bitrate: 64,
 		Timestamps: true, Options: []byte(`{"a":1}`), Credentials: cred,
 		Neighbours: &Neighbours{PreviousText: "before", NextText: "after", PreviousIDs: []string{"r1", "r2"}},
+		Markup:     MarkupSSML,
+		Lexicons:   []Lexicon{{ID: "l", Version: "1", Document: []byte("<lexicon/>")}},
 	}
 	synthResp := &SynthesizeResponse{
 		Audio: []byte{1, 2, 3}, MediaType: "audio/wav",

@@ -53,7 +53,7 @@ func benchServerTraced(b *testing.B, tracer *tracing.Tracer) (fasthttp.RequestHa
 		b.Fatal(err)
 	}
 	w := reqlog.New(st, reqlog.Options{Logger: zap.NewNop()})
-	res := resources.New(resources.Deps{Store: st, CheckRule: func(string, string) []problem.FieldError { return nil }})
+	res := resources.New(resources.Deps{Store: st, CheckRule: func(*store.PronunciationRule) []problem.FieldError { return nil }})
 	live := NewLive(LiveDeps{Resources: res})
 	s := New(Deps{Options: opts, Logger: zap.NewNop(), Live: live, Records: records.New(st), CursorSecret: st.Secret(), Auth: a, Logs: w,
 		Metrics: metrics.New(), Tracer: tracer, Orgs: orgs.New([]orgs.File{{ID: "acme"}})})

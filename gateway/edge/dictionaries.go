@@ -29,6 +29,9 @@ func (s *Server) listDictionaries(ctx *fasthttp.RequestCtx, c *exchange) error {
 }
 
 func (s *Server) createDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
+	if isPLSBody(ctx) {
+		return s.importDictionary(ctx, c) // dictionaries_pls.go
+	}
 	var req dictionaryRequest
 	if err := s.decodeJSON(ctx, &req); err != nil {
 		return err
@@ -44,6 +47,9 @@ func (s *Server) createDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 func (s *Server) getDictionary(ctx *fasthttp.RequestCtx, c *exchange) error {
 	if _, err := parseQuery(ctx); err != nil {
 		return err
+	}
+	if wantsPLS(ctx) {
+		return s.exportDictionary(ctx, c) // dictionaries_pls.go
 	}
 	d, err := c.live.Resources.Dictionary(c.ctx, c.p.OrgID, pathParam(ctx, "id"))
 	if err != nil {

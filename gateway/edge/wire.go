@@ -216,6 +216,11 @@ type pronunciationRuleJSON struct {
 	Word          string `json:"word"`
 	Replacement   string `json:"replacement"`
 	CaseSensitive bool   `json:"caseSensitive"`
+	// Kind is "alias" (the default) or "phoneme", with Alphabet ("ipa"
+	// or "cmu") and Phoneme.
+	Kind     string `json:"kind"`
+	Alphabet string `json:"alphabet"`
+	Phoneme  string `json:"phoneme"`
 }
 
 func (p *pronunciationsJSON) domain() *speech.Pronunciations {

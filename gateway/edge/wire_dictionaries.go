@@ -31,13 +31,20 @@ type ruleJSON struct {
 	Word          string    `json:"word"`
 	Replacement   string    `json:"replacement"`
 	CaseSensitive bool      `json:"case_sensitive"`
+	Kind          string    `json:"kind"`
+	Alphabet      string    `json:"alphabet,omitempty"`
+	Phoneme       string    `json:"phoneme,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 func ruleOut(r *store.PronunciationRule) ruleJSON {
+	kind := r.Kind
+	if kind == "" {
+		kind = store.RuleAlias // stored before rules had kinds
+	}
 	return ruleJSON{ID: r.ID, DictionaryID: r.DictionaryID, Word: r.Word, Replacement: r.Replacement,
-		CaseSensitive: r.CaseSensitive, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		CaseSensitive: r.CaseSensitive, Kind: kind, Alphabet: r.Alphabet, Phoneme: r.Phoneme, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // dictionaryRequest is the body of creating or changing a dictionary.
@@ -54,6 +61,9 @@ type ruleRequest struct {
 	Replacement       *string `json:"replacement"`
 	CaseSensitive     *bool   `json:"case_sensitive"`
 	CaseSensitiveAlso *bool   `json:"caseSensitive"`
+	Kind              *string `json:"kind"`
+	Alphabet          *string `json:"alphabet"`
+	Phoneme           *string `json:"phoneme"`
 }
 
 func (r *ruleRequest) spec() (resources.RuleSpec, error) {
@@ -64,5 +74,5 @@ func (r *ruleRequest) spec() (resources.RuleSpec, error) {
 		}
 		cs = r.CaseSensitiveAlso
 	}
-	return resources.RuleSpec{Word: r.Word, Replacement: r.Replacement, CaseSensitive: cs}, nil
+	return resources.RuleSpec{Word: r.Word, Replacement: r.Replacement, CaseSensitive: cs, Kind: r.Kind, Alphabet: r.Alphabet, Phoneme: r.Phoneme}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,6 +43,38 @@ type DictionarySpec struct {
 type RuleSpec struct {
 	Word, Replacement *string
 	CaseSensitive     *bool
+	// Kind, Alphabet and Phoneme make a phoneme rule (store.RulePhoneme);
+	// a rule created without a kind is an alias.
+	Kind, Alphabet, Phoneme *string
+}
+
+// set applies the spec's non-nil fields to r. Changing a rule's kind to
+// alias drops its alphabet and phoneme unless the spec gives them.
+func (spec RuleSpec) set(r *store.PronunciationRule) {
+	if spec.Word != nil {
+		r.Word = *spec.Word
+	}
+	if spec.Replacement != nil {
+		r.Replacement = *spec.Replacement
+	}
+	if spec.CaseSensitive != nil {
+		r.CaseSensitive = *spec.CaseSensitive
+	}
+	if spec.Kind != nil {
+		r.Kind = *spec.Kind
+		if r.Kind == store.RuleAlias && spec.Alphabet == nil && spec.Phoneme == nil {
+			r.Alphabet, r.Phoneme = "", ""
+		}
+	}
+	if spec.Alphabet != nil {
+		r.Alphabet = *spec.Alphabet
+	}
+	if spec.Phoneme != nil {
+		r.Phoneme = *spec.Phoneme
+	}
+	if r.Kind == "" {
+		r.Kind = store.RuleAlias
+	}
 }
 
 // validateSpec checks a dictionary's fields; creating needs a name.
@@ -200,24 +233,23 @@ func (s *Service) CreateRule(ctx context.Context, org, dictID string, spec RuleS
 	if spec.Word == nil {
 		fe = append(fe, problem.Field("is required", "word"))
 	}
-	if spec.Replacement == nil {
+	phoneme := spec.Kind != nil && *spec.Kind == store.RulePhoneme
+	if spec.Replacement == nil && !phoneme {
 		fe = append(fe, problem.Field("is required", "replacement"))
 	}
 	if len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
-	if fe := s.checkRule(*spec.Word, *spec.Replacement); len(fe) > 0 {
+	r := &store.PronunciationRule{ID: uuid.NewString(), OrgID: org, CreatedAt: now, UpdatedAt: now}
+	spec.set(r)
+	if fe := s.checkRule(r); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
 	d, err := s.Dictionary(ctx, org, dictID)
 	if err != nil {
 		return nil, err
 	}
-	r := &store.PronunciationRule{ID: uuid.NewString(), OrgID: org, DictionaryID: d.ID, Word: *spec.Word, Replacement: *spec.Replacement,
-		CreatedAt: now, UpdatedAt: now}
-	if spec.CaseSensitive != nil {
-		r.CaseSensitive = *spec.CaseSensitive
-	}
+	r.DictionaryID = d.ID
 	if err := s.store.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
 		return nil, ruleErr(err, d.ID, "")
 	}
@@ -240,22 +272,15 @@ func (s *Service) Rule(ctx context.Context, org, dictID, id string) (*store.Pron
 	return r, nil
 }
 
-// UpdateRule changes a rule's word, replacement or case sensitivity.
+// UpdateRule changes a rule's word, replacement, case sensitivity, kind
+// or pronunciation.
 func (s *Service) UpdateRule(ctx context.Context, org, dictID, id string, spec RuleSpec, now time.Time) (*store.PronunciationRule, error) {
 	r, err := s.Rule(ctx, org, dictID, id)
 	if err != nil {
 		return nil, err
 	}
-	if spec.Word != nil {
-		r.Word = *spec.Word
-	}
-	if spec.Replacement != nil {
-		r.Replacement = *spec.Replacement
-	}
-	if spec.CaseSensitive != nil {
-		r.CaseSensitive = *spec.CaseSensitive
-	}
-	if fe := s.checkRule(r.Word, r.Replacement); len(fe) > 0 {
+	spec.set(r)
+	if fe := s.checkRule(r); len(fe) > 0 {
 		return nil, problem.Validation(fe...)
 	}
 	r.UpdatedAt = now
@@ -288,4 +313,72 @@ func (s *Service) ListRules(ctx context.Context, org, dictID string, limit int, 
 		return nil, nil, false, ruleErr(err, d.ID, "")
 	}
 	return rules, next, more, err
+}
+
+// ImportDictionary creates a dictionary with rules (an imported PLS
+// document) all at once: every rule is checked, and no two may have the
+// same word, before anything is stored, and a failure while storing the
+// rules deletes the dictionary again, so a refused import leaves nothing
+// behind. Rule errors point at ["rules", i, field].
+func (s *Service) ImportDictionary(ctx context.Context, org string, spec DictionarySpec, rules []RuleSpec, now time.Time) (*store.Dictionary, error) {
+	if len(rules) > MaxRulesPerDictionary {
+		return nil, problem.Validation(problem.Field(fmt.Sprintf("%d rules; a dictionary holds at most %d", len(rules), MaxRulesPerDictionary), "rules"))
+	}
+	made := make([]*store.PronunciationRule, len(rules))
+	seen := make(map[string]int, len(rules))
+	var fe []problem.FieldError
+	for i, spec := range rules {
+		r := &store.PronunciationRule{ID: uuid.NewString(), OrgID: org, CreatedAt: now.Add(time.Duration(i)), UpdatedAt: now}
+		spec.set(r)
+		for _, e := range s.checkRule(r) {
+			fe = append(fe, problem.Field(e.Message, append([]string{"rules", fmt.Sprint(i)}, e.Path...)...))
+		}
+		if j, ok := seen[store.WordKey(r.Word)]; ok {
+			fe = append(fe, problem.Field(fmt.Sprintf("has the word of rule %d (words are compared case-insensitively)", j), "rules", fmt.Sprint(i), "word"))
+		}
+		seen[store.WordKey(r.Word)] = i
+		made[i] = r
+	}
+	if len(fe) > 0 {
+		return nil, problem.Validation(fe...)
+	}
+	d, err := s.CreateDictionary(ctx, org, spec, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range made {
+		r.DictionaryID = d.ID
+		if err := s.store.CreateRule(ctx, r, MaxRulesPerDictionary); err != nil {
+			// Leave no half dictionary: the caller may try again whole.
+			if derr := s.store.DeleteDictionary(context.WithoutCancel(ctx), org, d.ID); derr != nil {
+				return nil, fmt.Errorf("import: %w (and deleting the half-imported dictionary %s: %v)", ruleErr(err, d.ID, ""), d.ID, derr)
+			}
+			return nil, ruleErr(err, d.ID, "")
+		}
+	}
+	d.RuleCount = len(made)
+	return d, nil
+}
+
+// AllRules returns every rule of a dictionary of org, oldest first.
+func (s *Service) AllRules(ctx context.Context, org, dictID string) (*store.Dictionary, []store.PronunciationRule, error) {
+	d, err := s.Dictionary(ctx, org, dictID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []store.PronunciationRule
+	var after store.Position
+	for {
+		page, next, more, err := s.store.ListRules(ctx, org, d.ID, 200, after)
+		if err != nil {
+			return nil, nil, ruleErr(err, d.ID, "")
+		}
+		out = append(out, page...)
+		if !more {
+			break
+		}
+		after = next
+	}
+	slices.Reverse(out) // listed newest first
+	return d, out, nil
 }

@@ -94,6 +94,13 @@ func TestRules(t *testing.T) {
 		{name: "empty replacement", dict: d.ID, spec: RuleSpec{Word: str("k8s"), Replacement: str(" ")}, code: problem.ValidationFailed, field: "replacement"},
 		{name: "same word", dict: d.ID, spec: RuleSpec{Word: str("aws"), Replacement: str("amazon")}, code: problem.Conflict},
 		{name: "another organization's dictionary", dict: "", spec: RuleSpec{Word: str("x"), Replacement: str("y")}, code: problem.DictionaryNotFound},
+		{name: "phoneme ipa", dict: d.ID, spec: RuleSpec{Word: str("Nguyen"), Kind: str("phoneme"), Alphabet: str("ipa"), Phoneme: str("ŋwɪn")}},
+		{name: "phoneme cmu with a stand-in", dict: d.ID, spec: RuleSpec{Word: str("tomato"), Kind: str("phoneme"), Alphabet: str("cmu"), Phoneme: str("T AH0 M EY1 T OW2"), Replacement: str("tomayto")}},
+		{name: "phoneme without alphabet", dict: d.ID, spec: RuleSpec{Word: str("a1"), Kind: str("phoneme"), Phoneme: str("ə")}, code: problem.ValidationFailed, field: "alphabet"},
+		{name: "phoneme not ipa", dict: d.ID, spec: RuleSpec{Word: str("a2"), Kind: str("phoneme"), Alphabet: str("ipa"), Phoneme: str("t@m&")}, code: problem.ValidationFailed, field: "phoneme"},
+		{name: "cmu stress on a consonant", dict: d.ID, spec: RuleSpec{Word: str("a3"), Kind: str("phoneme"), Alphabet: str("cmu"), Phoneme: str("T1 AH0")}, code: problem.ValidationFailed, field: "phoneme"},
+		{name: "unknown kind", dict: d.ID, spec: RuleSpec{Word: str("a4"), Kind: str("respell"), Replacement: str("x")}, code: problem.ValidationFailed, field: "kind"},
+		{name: "alias with a phoneme", dict: d.ID, spec: RuleSpec{Word: str("a5"), Replacement: str("x"), Phoneme: str("ə")}, code: problem.ValidationFailed, field: "kind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +120,16 @@ func TestRules(t *testing.T) {
 	}
 	if got, err := f.s.Rule(ctx, "acme", d.ID, r.ID); err != nil || got.Replacement != "A W S" {
 		t.Errorf("after a refused change: %+v %v", got, err)
+	}
+	// An alias becomes a phoneme rule and back; the way back drops the
+	// pronunciation.
+	ph, err := f.s.UpdateRule(ctx, "acme", d.ID, r.ID, RuleSpec{Kind: str("phoneme"), Alphabet: str("cmu"), Phoneme: str("EY1 D AH1 B AH0 L Y UW0 EH1 S")}, now)
+	if err != nil || ph.Kind != "phoneme" || ph.Replacement != "A W S" {
+		t.Fatalf("to a phoneme rule: %+v %v", ph, err)
+	}
+	back, err := f.s.UpdateRule(ctx, "acme", d.ID, r.ID, RuleSpec{Kind: str("alias")}, now)
+	if err != nil || back.Kind != "alias" || back.Phoneme != "" || back.Alphabet != "" {
+		t.Fatalf("back to an alias: %+v %v", back, err)
 	}
 	wantCode(t, f.s.DeleteRule(ctx, "initech", d.ID, r.ID), problem.DictionaryNotFound)
 	if err := f.s.DeleteDictionary(ctx, "acme", d.ID); err != nil {

@@ -87,7 +87,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	s := New(Deps{Store: st, Catalog: cat, Credentials: credentials.NewResolver(policy(), st, sealer),
-		CheckRule: speech.ValidateRule})
+		CheckRule: speech.ValidateStoredRule})
 	return &fixture{s: s, store: st, calls: calls}
 }
 

@@ -48,12 +48,12 @@ type Deps struct {
 	// Credentials picks the credentials of those calls and seals the
 	// provider keys organizations bring.
 	Credentials *credentials.Resolver
-	// CheckRule checks a pronunciation rule's word and replacement as the
-	// pipeline that applies them reads words (speech.ValidateRule), with
-	// errors at ["word"] and ["replacement"]. It is given rather than
-	// imported so that this package and the pipeline stay apart.
-	// Required.
-	CheckRule func(word, replacement string) []problem.FieldError
+	// CheckRule checks a pronunciation rule as the pipeline that applies
+	// it reads words and phonemes (speech.ValidateStoredRule), with
+	// errors at ["word"], ["replacement"], ["kind"], ["alphabet"] and
+	// ["phoneme"]. It is given rather than imported so that this package
+	// and the pipeline stay apart. Required.
+	CheckRule func(r *store.PronunciationRule) []problem.FieldError
 }
 
 // Service serves the resources of every organization; each method reads
@@ -63,7 +63,7 @@ type Service struct {
 	cat       *catalog.Catalog
 	calls     *catalog.Calls
 	creds     *credentials.Resolver
-	checkRule func(word, replacement string) []problem.FieldError
+	checkRule func(r *store.PronunciationRule) []problem.FieldError
 }
 
 // New returns a Service.

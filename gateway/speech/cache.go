@@ -128,7 +128,7 @@ func (c *responseCache) key(j *Job, variant string) string {
 	if j.Stream.Format != "" {
 		stream = j.Stream.Format + "@" + strconv.Itoa(j.Stream.SampleRate)
 	}
-	return respcache.Key("v3", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.spokenText(),
+	return respcache.Key("v3", scope, variant, j.Provider.ID, j.Model.ID, j.Voice, strconv.Itoa(int(j.Delivery)), j.timing, stream, j.renderedText(),
 		strconv.FormatFloat(j.Speed, 'g', -1, 64), canonicalJSON(j.Options), out, vol, strconv.FormatFloat(p.Stretch, 'g', -1, 64))
 }
 

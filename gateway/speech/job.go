@@ -1,6 +1,8 @@
 package speech
 
 import (
+	"strings"
+
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
@@ -23,6 +25,9 @@ type Job struct {
 	Text   string
 	tagged string
 	subst  *substitution
+	// lex renders the phoneme rules the spoken text marks, for the
+	// model (compile.go); nil when no rule applies.
+	lex *compiler
 	// rules are the pronunciation rule sources the text is spoken with
 	// (the organization's default dictionary, the listed ones, inline).
 	rules [][]PronunciationRule
@@ -62,10 +67,38 @@ type Job struct {
 // perform removed) the job's text to speak, with its pronunciation rules
 // applied.
 func (j *Job) setText(tagged string) {
-	j.tagged, j.subst = tagged, nil
+	j.tagged, j.subst, j.lex = tagged, nil, nil
 	if rules := layerRules(tagged, j.rules...); rules != nil {
-		j.subst = rules.apply(tagged)
+		j.lex = newCompiler(j.Model)
+		j.subst = rules.apply(tagged, j.lex)
+		j.lex.buildLexicons(j.rules)
+		if w := j.lex.warning(j.name()); w != "" {
+			j.Warnings = append(j.Warnings, w)
+		}
 	}
+}
+
+// inputText is a segment's spoken text for a provider's input stream,
+// which carries no markup (compiler.plain).
+func (j *Job) inputText() string { return j.lex.plain(j.spokenText()) }
+
+// renderedText is the whole spoken text as the provider gets it, with
+// the versions of the lexicons that go with it: what a cached answer
+// must match (a changed pronunciation is another answer).
+func (j *Job) renderedText() string {
+	text, markup, marked := j.lex.render(j.spokenText())
+	if !marked {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(markup)
+	b.WriteByte(0)
+	b.WriteString(text)
+	for _, l := range j.lex.lexicons {
+		b.WriteByte(0)
+		b.WriteString(l.Version)
+	}
+	return b.String()
 }
 
 func (j *Job) spokenText() string {
@@ -95,7 +128,14 @@ func (j *Job) requestIn(text, format string) *sdk.SynthesizeRequest {
 
 // requestFor is the provider request for text (the whole or a piece).
 func (j *Job) requestFor(text string) *sdk.SynthesizeRequest {
+	text, markup, marked := j.lex.render(text)
+	var lexicons []sdk.Lexicon
+	if marked {
+		lexicons = j.lex.lexicons
+	}
 	return &sdk.SynthesizeRequest{
+		Markup:      markup,
+		Lexicons:    lexicons,
 		Model:       j.Model.ID,
 		Voice:       j.Voice,
 		Text:        text,

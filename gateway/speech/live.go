@@ -532,7 +532,7 @@ func (in *Input) Send(ctx context.Context, l *Live, text string, flush bool) err
 	// perform removed, the pronunciation rules applied. (Its word timings
 	// are then of the spoken words; the input stream has no way back.)
 	select {
-	case in.in <- sdk.TextInput{Text: l.segment(text).spokenText() + " ", Flush: flush}:
+	case in.in <- sdk.TextInput{Text: l.segment(text).inputText() + " ", Flush: flush}:
 		return nil
 	case <-in.done:
 		if in.err != nil {

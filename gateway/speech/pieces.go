@@ -62,11 +62,13 @@ func (j *Job) neighbours(k int, prev []*piece) *sdk.Neighbours {
 		return nil
 	}
 	n := &sdk.Neighbours{}
+	// Neighbouring texts are context, never markup: phoneme marks are
+	// taken out (the words as written stay).
 	if k > 0 {
-		n.PreviousText = j.pieces[k-1]
+		n.PreviousText = stripMarks(j.pieces[k-1])
 	}
 	if k < len(j.pieces)-1 {
-		n.NextText = j.pieces[k+1]
+		n.NextText = stripMarks(j.pieces[k+1])
 	}
 	for i := max(0, k-sdk.MaxPreviousIDs); i < k && i < len(prev); i++ {
 		if prev[i] != nil && prev[i].contextID != "" {
@@ -162,8 +164,8 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, nb *sdk.Neighb
 	req.Timestamps = j.timing == SourceNative
 	req.Format, req.SampleRate, req.Bitrate = ask.Format, ask.SampleRate, ask.Bitrate
 	var refs *references
-	if j.timing == SourceAligned && strings.TrimSpace(withoutTags(text)) != "" {
-		refs = s.startReferences(ctx, j, withoutTags(text))
+	if j.timing == SourceAligned && strings.TrimSpace(withoutTags(stripMarks(text))) != "" {
+		refs = s.startReferences(ctx, j, withoutTags(stripMarks(text)))
 	}
 	resp, release, err := s.renderPooled(ctx, j, req)
 	if err != nil {
@@ -199,7 +201,7 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, nb *sdk.Neighb
 	case j.timing == SourceAligned:
 		p.timed, err = s.alignPiece(ctx, j, clip, refs)
 	case j.timing == SourceSTT:
-		p.timed, err = s.transcribePiece(ctx, j, clip, withoutTags(text))
+		p.timed, err = s.transcribePiece(ctx, j, clip, withoutTags(stripMarks(text)))
 	}
 	if err != nil {
 		if p.release != nil {

@@ -227,8 +227,8 @@ func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciation
 
 func toRules(rs []store.PronunciationRule) []PronunciationRule {
 	out := make([]PronunciationRule, len(rs))
-	for i, r := range rs {
-		out[i] = PronunciationRule{Word: r.Word, Replacement: r.Replacement, CaseSensitive: r.CaseSensitive}
+	for i := range rs {
+		out[i] = fromStored(&rs[i])
 	}
 	return out
 }
@@ -250,7 +250,7 @@ func (s *Service) moderate(ctx context.Context, j *Job) error {
 	// Pronunciation rules change what the provider speaks, so the spoken
 	// text is checked too: a rule must not smuggle blocked words past the
 	// check of the written text.
-	if spoken := j.spokenText(); !j.Verdict.Blocked() && j.subst != nil && spoken != j.tagged {
+	if spoken := stripMarks(j.spokenText()); !j.Verdict.Blocked() && j.subst != nil && spoken != j.tagged {
 		v := s.mod.Check(ctx, j.Ruleset, spoken)
 		v.Latency += j.Verdict.Latency
 		if v.Blocked() || j.Verdict.Decision != moderation.DecisionAllowOnError {

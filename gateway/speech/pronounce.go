@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/speech/phonetic"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -22,12 +23,23 @@ type Pronunciations struct {
 	DictionaryIDs []string
 }
 
-// PronunciationRule replaces a whole word before synthesis.
+// PronunciationRule says how a whole word is spoken: an alias rule
+// (Kind store.RuleAlias, or empty) replaces it by Replacement before
+// synthesis; a phoneme rule (store.RulePhoneme) gives its pronunciation
+// in Alphabet (phonetic.IPA or phonetic.CMU), compiled per provider
+// (compile.go), with Replacement as an optional stand-in where the
+// provider takes no phonemes.
 type PronunciationRule struct {
 	Word          string
 	Replacement   string
 	CaseSensitive bool
+	Kind          string
+	Alphabet      string
+	Phoneme       string
 }
+
+// isPhoneme reports whether r gives a pronunciation rather than text.
+func (r *PronunciationRule) isPhoneme() bool { return r.Kind == store.RulePhoneme }
 
 // Bounds of a request's pronunciations (the hosted service's documented
 // limits) and of a rule's strings.
@@ -51,7 +63,7 @@ func (p *Pronunciations) Validate(path ...string) []problem.FieldError {
 		fe = append(fe, problem.Field(fmt.Sprintf("at most %d inline rules per request (put more in a dictionary)", MaxInlineRules), at("rules")...))
 	}
 	for i, r := range p.Rules {
-		for _, e := range ValidateRule(r.Word, r.Replacement) {
+		for _, e := range ValidateRule(r) {
 			fe = append(fe, problem.Field(e.Message, at("rules", strconv.Itoa(i), e.Path[0])...))
 		}
 	}
@@ -71,17 +83,52 @@ func (p *Pronunciations) Validate(path ...string) []problem.FieldError {
 	return fe
 }
 
-// ValidateRule checks a rule's word and replacement, with errors at
-// ["word"] and ["replacement"].
-func ValidateRule(word, replacement string) []problem.FieldError {
+// ValidateRule checks a rule, with errors at ["word"], ["replacement"],
+// ["kind"], ["alphabet"] and ["phoneme"]: an alias rule needs a
+// replacement and no phoneme; a phoneme rule an alphabet and a phoneme
+// valid in it (phonetic.Check), and may have a replacement.
+func ValidateRule(r PronunciationRule) []problem.FieldError {
 	var fe []problem.FieldError
-	if strings.TrimSpace(word) == "" || utf8.RuneCountInString(word) > MaxWordChars || len(words(word)) == 0 {
+	if strings.TrimSpace(r.Word) == "" || utf8.RuneCountInString(r.Word) > MaxWordChars || len(words(r.Word)) == 0 {
 		fe = append(fe, problem.Field(fmt.Sprintf("must be 1 to %d characters with at least one letter or digit", MaxWordChars), "word"))
 	}
-	if strings.TrimSpace(replacement) == "" || utf8.RuneCountInString(replacement) > MaxReplacementChars {
-		fe = append(fe, problem.Field(fmt.Sprintf("must be 1 to %d characters", MaxReplacementChars), "replacement"))
+	badReplacement := strings.TrimSpace(r.Replacement) == "" || utf8.RuneCountInString(r.Replacement) > MaxReplacementChars
+	switch r.Kind {
+	case "", store.RuleAlias:
+		if badReplacement {
+			fe = append(fe, problem.Field(fmt.Sprintf("must be 1 to %d characters", MaxReplacementChars), "replacement"))
+		}
+		if r.Alphabet != "" || r.Phoneme != "" {
+			fe = append(fe, problem.Field(`an alias rule has no alphabet or phoneme (use "kind": "phoneme")`, "kind"))
+		}
+	case store.RulePhoneme:
+		if r.Replacement != "" && badReplacement {
+			fe = append(fe, problem.Field(fmt.Sprintf("must be empty or 1 to %d characters (what providers without phonemes speak)", MaxReplacementChars), "replacement"))
+		}
+		switch {
+		case r.Alphabet != phonetic.IPA && r.Alphabet != phonetic.CMU:
+			fe = append(fe, problem.Field(fmt.Sprintf("must be %q or %q", phonetic.IPA, phonetic.CMU), "alphabet"))
+		default:
+			if err := phonetic.Check(r.Alphabet, r.Phoneme); err != nil {
+				fe = append(fe, problem.Field(err.Error(), "phoneme"))
+			}
+		}
+	default:
+		fe = append(fe, problem.Field(fmt.Sprintf("must be %q or %q", store.RuleAlias, store.RulePhoneme), "kind"))
 	}
 	return fe
+}
+
+// ValidateStoredRule is ValidateRule for a dictionary's rule
+// (resources.Deps.CheckRule).
+func ValidateStoredRule(r *store.PronunciationRule) []problem.FieldError {
+	return ValidateRule(fromStored(r))
+}
+
+// fromStored is the pipeline's form of a dictionary's rule.
+func fromStored(r *store.PronunciationRule) PronunciationRule {
+	return PronunciationRule{Word: r.Word, Replacement: r.Replacement, CaseSensitive: r.CaseSensitive,
+		Kind: r.Kind, Alphabet: r.Alphabet, Phoneme: r.Phoneme}
 }
 
 // ruleSet is the rules a request applies, compiled for matching: each
@@ -228,7 +275,11 @@ type substitution struct {
 
 // apply substitutes whole words. A rule's word may span several words
 // ("New York"); matching is case-insensitive unless the rule says not.
-func (p *ruleSet) apply(text string) *substitution {
+//
+// A phoneme rule's word is marked for c to render per provider request
+// (compile.go), or replaced by its stand-in where the model cannot take
+// it.
+func (p *ruleSet) apply(text string, c *compiler) *substitution {
 	ow := words(text)
 	s := &substitution{origWords: make([]string, len(ow))}
 	for i, w := range ow {
@@ -250,10 +301,14 @@ func (p *ruleSet) apply(text string) *substitution {
 			i++
 			continue
 		}
-		spans = append(spans, span{b.Len(), b.Len() + len(rule.Replacement), i})
-		b.WriteString(rule.Replacement)
 		// A multi-word match reports as one original word.
 		s.origWords[i] = text[ow[i].start:ow[i+n-1].end]
+		repl := rule.Replacement
+		if rule.isPhoneme() {
+			repl = c.mark(rule, s.origWords[i])
+		}
+		spans = append(spans, span{b.Len(), b.Len() + len(repl), i})
+		b.WriteString(repl)
 		last = ow[i+n-1].end
 		i += n
 	}

@@ -44,7 +44,7 @@ func TestLayerRules(t *testing.T) {
 			rs := layerRules(tt.text, tt.sources...)
 			got := tt.text
 			if rs != nil {
-				got = rs.apply(tt.text).text
+				got = rs.apply(tt.text, nil).text
 			}
 			if got != tt.want {
 				t.Errorf("%q -> %q, want %q", tt.text, got, tt.want)
@@ -52,7 +52,7 @@ func TestLayerRules(t *testing.T) {
 		})
 	}
 	cs := layerRules("Go go GO", []PronunciationRule{{Word: "Go", Replacement: "golang", CaseSensitive: true}})
-	if got := cs.apply("Go go GO").text; got != "golang go GO" {
+	if got := cs.apply("Go go GO", nil).text; got != "golang go GO" {
 		t.Errorf("case-sensitive: %q", got)
 	}
 }
@@ -85,7 +85,7 @@ func BenchmarkApplyManyRules(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		if rs := layerRules(text, sources...); rs != nil {
-			_ = rs.apply(text)
+			_ = rs.apply(text, nil)
 		}
 	}
 }
@@ -100,7 +100,7 @@ func BenchmarkApplyDefaultRules(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		if rs := layerRules(text, def); rs != nil {
-			_ = rs.apply(text)
+			_ = rs.apply(text, nil)
 		}
 	}
 }

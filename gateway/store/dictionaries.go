@@ -62,15 +62,34 @@ type PronunciationRule struct {
 	// Word is what the rule replaces; unique in its dictionary, compared
 	// case-insensitively (WordKey).
 	Word string
-	// Replacement is what is spoken instead.
+	// Replacement is what is spoken instead: an alias rule's text, and
+	// a phoneme rule's optional stand-in where a provider takes no
+	// phonemes (empty: the word is spoken as written).
 	Replacement string
 	// CaseSensitive makes the rule match Word's exact case only.
 	CaseSensitive bool
+	// Kind is RuleAlias (also when empty: rules stored before kinds
+	// existed) or RulePhoneme.
+	Kind string
+	// Alphabet ("ipa" or "cmu") and Phoneme are a phoneme rule's
+	// pronunciation; empty for an alias rule.
+	Alphabet, Phoneme string
 	// CreatedAt orders the rule list (newest first).
 	CreatedAt time.Time
 	// UpdatedAt is the rule's last change.
 	UpdatedAt time.Time
 }
+
+// Rule kinds (PronunciationRule.Kind).
+const (
+	// RuleAlias replaces the word by other text before synthesis.
+	RuleAlias = "alias"
+	// RulePhoneme gives the word's pronunciation in a phonetic alphabet.
+	RulePhoneme = "phoneme"
+)
+
+// IsPhoneme reports whether r gives a pronunciation rather than text.
+func (r *PronunciationRule) IsPhoneme() bool { return r.Kind == RulePhoneme }
 
 // NameKey is the form a dictionary name is unique in.
 func NameKey(name string) string { return strings.ToLower(name) }

@@ -168,7 +168,8 @@ func (d *Dictionary) CheckText() error {
 // CheckText returns a *TextError naming the first string of r that is not
 // valid text, or nil.
 func (r *PronunciationRule) CheckText() error {
-	return firstInvalid([]namedText{{"id", &r.ID}, {"org_id", &r.OrgID}, {"dictionary_id", &r.DictionaryID}, {"word", &r.Word}, {"replacement", &r.Replacement}})
+	return firstInvalid([]namedText{{"id", &r.ID}, {"org_id", &r.OrgID}, {"dictionary_id", &r.DictionaryID}, {"word", &r.Word}, {"replacement", &r.Replacement},
+		{"kind", &r.Kind}, {"alphabet", &r.Alphabet}, {"phoneme", &r.Phoneme}})
 }
 
 // CheckValueText checks every string in v, a value decoded from JSON

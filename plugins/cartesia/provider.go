@@ -183,6 +183,11 @@ func models() []sdk.Model {
 				InputStreaming: true,
 			},
 			Encodings: encodings(),
+			// Every Sonic model reads custom pronunciations in the
+			// transcript as IPA phonemes between << and >>, separated by
+			// '|' (the custom pronunciations guide); the gateway writes
+			// them from phoneme rules.
+			Phonemes: sdk.PhonemeInput{Kind: sdk.PhonemesCartesia, Alphabets: []string{"ipa"}},
 		}
 		if nativeSpeed(id) {
 			m.MinSpeed, m.MaxSpeed = minSpeed, maxSpeed

@@ -96,6 +96,8 @@ type Provider struct {
 	// pool holds the multi-context sockets of StreamInput
 	// (streaminput.go).
 	pool *upstream.MuxPool
+	// lexicons are the PLS lexicons uploaded so far, per key.
+	lexicons *lexicons
 }
 
 // config is one snapshot of the deployment settings.
@@ -120,7 +122,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{models: models(), pool: newPool()}
+	p := &Provider{models: models(), pool: newPool(), lexicons: newLexicons()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{e})
 	return p
@@ -182,13 +184,20 @@ func models() []sdk.Model {
 	// "[sarcastic]", ...) for Eleven v3 only, as an open set of
 	// directions: every tag passes through to it.
 	v3.AudioTags = []string{sdk.AnyAudioTag}
+	// Phoneme rules of pronunciation dictionaries work with Eleven Flash
+	// v2 and Eleven Turbo v2 (English v1, which the plugin does not list,
+	// too); other models "silently skip" them (the pronunciation
+	// dictionaries guide), so the gateway gives those its stand-in text.
+	phonemes := sdk.PhonemeInput{Kind: sdk.PhonemesPLS, Alphabets: []string{"ipa", "cmu"}, MaxLexicons: maxLocators}
+	flash2, turbo2 := mk("eleven_flash_v2", "Eleven Flash v2", 30000), mk("eleven_turbo_v2", "Eleven Turbo v2", 30000)
+	flash2.Phonemes, turbo2.Phonemes = phonemes, phonemes
 	return []sdk.Model{
 		mk("eleven_multilingual_v2", "Eleven Multilingual v2", 10000),
 		mk("eleven_flash_v2_5", "Eleven Flash v2.5", 40000),
 		mk("eleven_turbo_v2_5", "Eleven Turbo v2.5", 40000),
 		v3,
-		mk("eleven_flash_v2", "Eleven Flash v2", 30000),
-		mk("eleven_turbo_v2", "Eleven Turbo v2", 30000),
+		flash2,
+		turbo2,
 	}
 }
 
@@ -667,6 +676,9 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if err != nil {
 		return nil, err
 	}
+	if err := p.attachLexicons(ctx, c, req); err != nil {
+		return nil, err
+	}
 	cfg := p.cfg.Load()
 	ctx, cancel := cfg.WithTimeout(ctx)
 	defer cancel()
@@ -724,6 +736,9 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
 	c, err := p.prepare(req, true)
 	if err != nil {
+		return err
+	}
+	if err := p.attachLexicons(ctx, c, req); err != nil {
 		return err
 	}
 	cfg := p.cfg.Load()

@@ -424,8 +424,10 @@ type Model struct {
 	Encodings []*Encoding `protobuf:"bytes,11,rep,name=encodings,proto3" json:"encodings,omitempty"`
 	// The encodings Stream produces, when fewer than encodings.
 	StreamEncodings []*Encoding `protobuf:"bytes,12,rep,name=stream_encodings,json=streamEncodings,proto3" json:"stream_encodings,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How the model takes a word's pronunciation (sdk.Model.Phonemes).
+	Phonemes      *PhonemeInput `protobuf:"bytes,120,opt,name=phonemes,proto3" json:"phonemes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -542,6 +544,141 @@ func (x *Model) GetStreamEncodings() []*Encoding {
 	return nil
 }
 
+func (x *Model) GetPhonemes() *PhonemeInput {
+	if x != nil {
+		return x.Phonemes
+	}
+	return nil
+}
+
+// PhonemeInput is how a model takes pronunciations of phoneme rules:
+// kind is "ssml", "pls", "cartesia", "espeak" or empty (none).
+type PhonemeInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The alphabets the model reads ("ipa", "cmu"); empty is IPA only.
+	Alphabets []string `protobuf:"bytes,2,rep,name=alphabets,proto3" json:"alphabets,omitempty"`
+	// For "pls": the most lexicons one request may name.
+	MaxLexicons   int32 `protobuf:"varint,3,opt,name=max_lexicons,json=maxLexicons,proto3" json:"max_lexicons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PhonemeInput) Reset() {
+	*x = PhonemeInput{}
+	mi := &file_voxgate_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PhonemeInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PhonemeInput) ProtoMessage() {}
+
+func (x *PhonemeInput) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PhonemeInput.ProtoReflect.Descriptor instead.
+func (*PhonemeInput) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PhonemeInput) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PhonemeInput) GetAlphabets() []string {
+	if x != nil {
+		return x.Alphabets
+	}
+	return nil
+}
+
+func (x *PhonemeInput) GetMaxLexicons() int32 {
+	if x != nil {
+		return x.MaxLexicons
+	}
+	return 0
+}
+
+// Lexicon is a W3C PLS document the gateway compiled from a dictionary's
+// phoneme rules, for a model whose PhonemeInput kind is "pls".
+type Lexicon struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the lexicon across versions; version changes with its
+	// content, so a plugin uploads each version once per key.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Document      []byte `protobuf:"bytes,3,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lexicon) Reset() {
+	*x = Lexicon{}
+	mi := &file_voxgate_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lexicon) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lexicon) ProtoMessage() {}
+
+func (x *Lexicon) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lexicon.ProtoReflect.Descriptor instead.
+func (*Lexicon) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Lexicon) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Lexicon) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Lexicon) GetDocument() []byte {
+	if x != nil {
+		return x.Document
+	}
+	return nil
+}
+
 // Encoding is a format at a sample rate and, where the caller chooses it,
 // a bitrate (kbit/s); 0 leaves a field to the provider.
 type Encoding struct {
@@ -555,7 +692,7 @@ type Encoding struct {
 
 func (x *Encoding) Reset() {
 	*x = Encoding{}
-	mi := &file_voxgate_proto_msgTypes[7]
+	mi := &file_voxgate_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +704,7 @@ func (x *Encoding) String() string {
 func (*Encoding) ProtoMessage() {}
 
 func (x *Encoding) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[7]
+	mi := &file_voxgate_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +717,7 @@ func (x *Encoding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Encoding.ProtoReflect.Descriptor instead.
 func (*Encoding) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{7}
+	return file_voxgate_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Encoding) GetFormat() string {
@@ -625,7 +762,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_voxgate_proto_msgTypes[8]
+	mi := &file_voxgate_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +774,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[8]
+	mi := &file_voxgate_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +787,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{8}
+	return file_voxgate_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Capabilities) GetStreaming() bool {
@@ -712,7 +849,7 @@ type Credentials struct {
 
 func (x *Credentials) Reset() {
 	*x = Credentials{}
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +861,7 @@ func (x *Credentials) String() string {
 func (*Credentials) ProtoMessage() {}
 
 func (x *Credentials) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +874,7 @@ func (x *Credentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credentials.ProtoReflect.Descriptor instead.
 func (*Credentials) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{9}
+	return file_voxgate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Credentials) GetApiKey() string {
@@ -764,7 +901,7 @@ type VoicesRequest struct {
 
 func (x *VoicesRequest) Reset() {
 	*x = VoicesRequest{}
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +913,7 @@ func (x *VoicesRequest) String() string {
 func (*VoicesRequest) ProtoMessage() {}
 
 func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +926,7 @@ func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesRequest.ProtoReflect.Descriptor instead.
 func (*VoicesRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{10}
+	return file_voxgate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *VoicesRequest) GetModel() string {
@@ -815,7 +952,7 @@ type VoicesResponse struct {
 
 func (x *VoicesResponse) Reset() {
 	*x = VoicesResponse{}
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +964,7 @@ func (x *VoicesResponse) String() string {
 func (*VoicesResponse) ProtoMessage() {}
 
 func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +977,7 @@ func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesResponse.ProtoReflect.Descriptor instead.
 func (*VoicesResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{11}
+	return file_voxgate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VoicesResponse) GetVoices() []*Voice {
@@ -862,7 +999,7 @@ type Voice struct {
 
 func (x *Voice) Reset() {
 	*x = Voice{}
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1011,7 @@ func (x *Voice) String() string {
 func (*Voice) ProtoMessage() {}
 
 func (x *Voice) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1024,7 @@ func (x *Voice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Voice.ProtoReflect.Descriptor instead.
 func (*Voice) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{12}
+	return file_voxgate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Voice) GetId() string {
@@ -933,14 +1070,19 @@ type SynthesizeRequest struct {
 	// bitrate in kbit/s of a compressed format; 0 = the provider's default.
 	Bitrate int32 `protobuf:"varint,10,opt,name=bitrate,proto3" json:"bitrate,omitempty"`
 	// neighbours is set when the text is one piece of a longer one.
-	Neighbours    *Neighbours `protobuf:"bytes,11,opt,name=neighbours,proto3" json:"neighbours,omitempty"`
+	Neighbours *Neighbours `protobuf:"bytes,11,opt,name=neighbours,proto3" json:"neighbours,omitempty"`
+	// markup says how to read text: empty is plain text, "ssml" an SSML
+	// document, "espeak" plain text with eSpeak [[...]] phoneme input.
+	Markup string `protobuf:"bytes,121,opt,name=markup,proto3" json:"markup,omitempty"`
+	// lexicons are PLS lexicons to apply (PhonemeInput kind "pls").
+	Lexicons      []*Lexicon `protobuf:"bytes,122,rep,name=lexicons,proto3" json:"lexicons,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SynthesizeRequest) Reset() {
 	*x = SynthesizeRequest{}
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1094,7 @@ func (x *SynthesizeRequest) String() string {
 func (*SynthesizeRequest) ProtoMessage() {}
 
 func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1107,7 @@ func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeRequest.ProtoReflect.Descriptor instead.
 func (*SynthesizeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{13}
+	return file_voxgate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SynthesizeRequest) GetModel() string {
@@ -1045,6 +1187,20 @@ func (x *SynthesizeRequest) GetNeighbours() *Neighbours {
 	return nil
 }
 
+func (x *SynthesizeRequest) GetMarkup() string {
+	if x != nil {
+		return x.Markup
+	}
+	return ""
+}
+
+func (x *SynthesizeRequest) GetLexicons() []*Lexicon {
+	if x != nil {
+		return x.Lexicons
+	}
+	return nil
+}
+
 // Neighbours is the context of one piece of a longer text that the
 // gateway cut to the model's limit: what comes before and after it, and
 // the provider's ids of the pieces already rendered before it.
@@ -1060,7 +1216,7 @@ type Neighbours struct {
 
 func (x *Neighbours) Reset() {
 	*x = Neighbours{}
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1228,7 @@ func (x *Neighbours) String() string {
 func (*Neighbours) ProtoMessage() {}
 
 func (x *Neighbours) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1241,7 @@ func (x *Neighbours) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Neighbours.ProtoReflect.Descriptor instead.
 func (*Neighbours) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{14}
+	return file_voxgate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Neighbours) GetPreviousText() string {
@@ -1124,7 +1280,7 @@ type SynthesizeResponse struct {
 
 func (x *SynthesizeResponse) Reset() {
 	*x = SynthesizeResponse{}
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1292,7 @@ func (x *SynthesizeResponse) String() string {
 func (*SynthesizeResponse) ProtoMessage() {}
 
 func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1305,7 @@ func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeResponse.ProtoReflect.Descriptor instead.
 func (*SynthesizeResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{15}
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SynthesizeResponse) GetAudio() []byte {
@@ -1198,7 +1354,7 @@ type WordTimestamp struct {
 
 func (x *WordTimestamp) Reset() {
 	*x = WordTimestamp{}
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1366,7 @@ func (x *WordTimestamp) String() string {
 func (*WordTimestamp) ProtoMessage() {}
 
 func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1379,7 @@ func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WordTimestamp.ProtoReflect.Descriptor instead.
 func (*WordTimestamp) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{16}
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WordTimestamp) GetText() string {
@@ -1260,7 +1416,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1428,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1441,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Chunk) GetMediaType() string {
@@ -1316,7 +1472,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1484,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1497,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CloneRequest) GetModel() string {
@@ -1397,7 +1553,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1565,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1578,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Sample) GetFilename() string {
@@ -1455,7 +1611,7 @@ type CloneResponse struct {
 
 func (x *CloneResponse) Reset() {
 	*x = CloneResponse{}
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1623,7 @@ func (x *CloneResponse) String() string {
 func (*CloneResponse) ProtoMessage() {}
 
 func (x *CloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1636,7 @@ func (x *CloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneResponse.ProtoReflect.Descriptor instead.
 func (*CloneResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{20}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CloneResponse) GetVoiceId() string {
@@ -1503,7 +1659,7 @@ type InputMessage struct {
 
 func (x *InputMessage) Reset() {
 	*x = InputMessage{}
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1671,7 @@ func (x *InputMessage) String() string {
 func (*InputMessage) ProtoMessage() {}
 
 func (x *InputMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1684,7 @@ func (x *InputMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputMessage.ProtoReflect.Descriptor instead.
 func (*InputMessage) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{21}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InputMessage) GetRequest() *SynthesizeRequest {
@@ -1568,7 +1724,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1736,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1749,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StreamEvent) GetMediaType() string {
@@ -1636,7 +1792,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1804,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1817,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PlanRequest) GetRequest() *SynthesizeRequest {
@@ -1696,7 +1852,7 @@ type HTTPPlan struct {
 
 func (x *HTTPPlan) Reset() {
 	*x = HTTPPlan{}
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1864,7 @@ func (x *HTTPPlan) String() string {
 func (*HTTPPlan) ProtoMessage() {}
 
 func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1877,7 @@ func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
 func (*HTTPPlan) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{24}
+	return file_voxgate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HTTPPlan) GetMethod() string {
@@ -1799,7 +1955,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1967,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1980,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{25}
+	return file_voxgate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Failure) GetStatus() int32 {
@@ -1863,7 +2019,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2031,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2044,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{26}
+	return file_voxgate_proto_rawDescGZIP(), []int{28}
 }
 
 type TranscribeRequest struct {
@@ -1905,7 +2061,7 @@ type TranscribeRequest struct {
 
 func (x *TranscribeRequest) Reset() {
 	*x = TranscribeRequest{}
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2073,7 @@ func (x *TranscribeRequest) String() string {
 func (*TranscribeRequest) ProtoMessage() {}
 
 func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2086,7 @@ func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
 func (*TranscribeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{27}
+	return file_voxgate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TranscribeRequest) GetModel() string {
@@ -1986,7 +2142,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2154,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2167,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{28}
+	return file_voxgate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Transcript) GetText() string {
@@ -2048,7 +2204,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2216,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2229,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{29}
+	return file_voxgate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -2107,7 +2263,7 @@ type ModerationRule struct {
 
 func (x *ModerationRule) Reset() {
 	*x = ModerationRule{}
-	mi := &file_voxgate_proto_msgTypes[30]
+	mi := &file_voxgate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2275,7 @@ func (x *ModerationRule) String() string {
 func (*ModerationRule) ProtoMessage() {}
 
 func (x *ModerationRule) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[30]
+	mi := &file_voxgate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2288,7 @@ func (x *ModerationRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRule.ProtoReflect.Descriptor instead.
 func (*ModerationRule) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{30}
+	return file_voxgate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ModerationRule) GetName() string {
@@ -2163,7 +2319,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[31]
+	mi := &file_voxgate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2331,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[31]
+	mi := &file_voxgate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2344,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{31}
+	return file_voxgate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -2248,7 +2404,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[32]
+	mi := &file_voxgate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2416,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[32]
+	mi := &file_voxgate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2429,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{32}
+	return file_voxgate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2349,7 +2505,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
 	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\x12\x14\n" +
 	"\x05plans\x18\x05 \x01(\bR\x05plans\x12 \n" +
-	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xea\x03\n" +
+	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xa7\x04\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -2364,7 +2520,16 @@ const file_voxgate_proto_rawDesc = "" +
 	"audio_tags\x18\n" +
 	" \x03(\tR\taudioTags\x129\n" +
 	"\tencodings\x18\v \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\tencodings\x12F\n" +
-	"\x10stream_encodings\x18\f \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\x0fstreamEncodings\"]\n" +
+	"\x10stream_encodings\x18\f \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\x0fstreamEncodings\x12;\n" +
+	"\bphonemes\x18x \x01(\v2\x1f.voxgate.plugin.v1.PhonemeInputR\bphonemes\"c\n" +
+	"\fPhonemeInput\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
+	"\talphabets\x18\x02 \x03(\tR\talphabets\x12!\n" +
+	"\fmax_lexicons\x18\x03 \x01(\x05R\vmaxLexicons\"O\n" +
+	"\aLexicon\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
+	"\bdocument\x18\x03 \x01(\fR\bdocument\"]\n" +
 	"\bEncoding\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1f\n" +
 	"\vsample_rate\x18\x02 \x01(\x05R\n" +
@@ -2392,7 +2557,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
 	"\blanguage\x18\x03 \x01(\tR\blanguage\x12\x16\n" +
-	"\x06gender\x18\x04 \x01(\tR\x06gender\"\xf7\x02\n" +
+	"\x06gender\x18\x04 \x01(\tR\x06gender\"\xc7\x03\n" +
 	"\x11SynthesizeRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
 	"\x05voice\x18\x02 \x01(\tR\x05voice\x12\x12\n" +
@@ -2410,7 +2575,9 @@ const file_voxgate_proto_rawDesc = "" +
 	" \x01(\x05R\abitrate\x12=\n" +
 	"\n" +
 	"neighbours\x18\v \x01(\v2\x1d.voxgate.plugin.v1.NeighboursR\n" +
-	"neighbours\"q\n" +
+	"neighbours\x12\x16\n" +
+	"\x06markup\x18y \x01(\tR\x06markup\x126\n" +
+	"\blexicons\x18z \x03(\v2\x1a.voxgate.plugin.v1.LexiconR\blexicons\"q\n" +
 	"\n" +
 	"Neighbours\x12#\n" +
 	"\rprevious_text\x18\x01 \x01(\tR\fpreviousText\x12\x1b\n" +
@@ -2564,7 +2731,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),                   // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),         // 1: voxgate.plugin.v1.ConfigureRequest
@@ -2574,94 +2741,98 @@ var file_voxgate_proto_goTypes = []any{
 	(*DescribeRequest)(nil),          // 5: voxgate.plugin.v1.DescribeRequest
 	(*Description)(nil),              // 6: voxgate.plugin.v1.Description
 	(*Model)(nil),                    // 7: voxgate.plugin.v1.Model
-	(*Encoding)(nil),                 // 8: voxgate.plugin.v1.Encoding
-	(*Capabilities)(nil),             // 9: voxgate.plugin.v1.Capabilities
-	(*Credentials)(nil),              // 10: voxgate.plugin.v1.Credentials
-	(*VoicesRequest)(nil),            // 11: voxgate.plugin.v1.VoicesRequest
-	(*VoicesResponse)(nil),           // 12: voxgate.plugin.v1.VoicesResponse
-	(*Voice)(nil),                    // 13: voxgate.plugin.v1.Voice
-	(*SynthesizeRequest)(nil),        // 14: voxgate.plugin.v1.SynthesizeRequest
-	(*Neighbours)(nil),               // 15: voxgate.plugin.v1.Neighbours
-	(*SynthesizeResponse)(nil),       // 16: voxgate.plugin.v1.SynthesizeResponse
-	(*WordTimestamp)(nil),            // 17: voxgate.plugin.v1.WordTimestamp
-	(*Chunk)(nil),                    // 18: voxgate.plugin.v1.Chunk
-	(*CloneRequest)(nil),             // 19: voxgate.plugin.v1.CloneRequest
-	(*Sample)(nil),                   // 20: voxgate.plugin.v1.Sample
-	(*CloneResponse)(nil),            // 21: voxgate.plugin.v1.CloneResponse
-	(*InputMessage)(nil),             // 22: voxgate.plugin.v1.InputMessage
-	(*StreamEvent)(nil),              // 23: voxgate.plugin.v1.StreamEvent
-	(*PlanRequest)(nil),              // 24: voxgate.plugin.v1.PlanRequest
-	(*HTTPPlan)(nil),                 // 25: voxgate.plugin.v1.HTTPPlan
-	(*Failure)(nil),                  // 26: voxgate.plugin.v1.Failure
-	(*ExplainResponse)(nil),          // 27: voxgate.plugin.v1.ExplainResponse
-	(*TranscribeRequest)(nil),        // 28: voxgate.plugin.v1.TranscribeRequest
-	(*Transcript)(nil),               // 29: voxgate.plugin.v1.Transcript
-	(*ModerationRequest)(nil),        // 30: voxgate.plugin.v1.ModerationRequest
-	(*ModerationRule)(nil),           // 31: voxgate.plugin.v1.ModerationRule
-	(*ModerationResult)(nil),         // 32: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),                    // 33: voxgate.plugin.v1.Error
-	nil,                              // 34: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                              // 35: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                              // 36: voxgate.plugin.v1.Failure.HeaderEntry
+	(*PhonemeInput)(nil),             // 8: voxgate.plugin.v1.PhonemeInput
+	(*Lexicon)(nil),                  // 9: voxgate.plugin.v1.Lexicon
+	(*Encoding)(nil),                 // 10: voxgate.plugin.v1.Encoding
+	(*Capabilities)(nil),             // 11: voxgate.plugin.v1.Capabilities
+	(*Credentials)(nil),              // 12: voxgate.plugin.v1.Credentials
+	(*VoicesRequest)(nil),            // 13: voxgate.plugin.v1.VoicesRequest
+	(*VoicesResponse)(nil),           // 14: voxgate.plugin.v1.VoicesResponse
+	(*Voice)(nil),                    // 15: voxgate.plugin.v1.Voice
+	(*SynthesizeRequest)(nil),        // 16: voxgate.plugin.v1.SynthesizeRequest
+	(*Neighbours)(nil),               // 17: voxgate.plugin.v1.Neighbours
+	(*SynthesizeResponse)(nil),       // 18: voxgate.plugin.v1.SynthesizeResponse
+	(*WordTimestamp)(nil),            // 19: voxgate.plugin.v1.WordTimestamp
+	(*Chunk)(nil),                    // 20: voxgate.plugin.v1.Chunk
+	(*CloneRequest)(nil),             // 21: voxgate.plugin.v1.CloneRequest
+	(*Sample)(nil),                   // 22: voxgate.plugin.v1.Sample
+	(*CloneResponse)(nil),            // 23: voxgate.plugin.v1.CloneResponse
+	(*InputMessage)(nil),             // 24: voxgate.plugin.v1.InputMessage
+	(*StreamEvent)(nil),              // 25: voxgate.plugin.v1.StreamEvent
+	(*PlanRequest)(nil),              // 26: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),                 // 27: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),                  // 28: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),          // 29: voxgate.plugin.v1.ExplainResponse
+	(*TranscribeRequest)(nil),        // 30: voxgate.plugin.v1.TranscribeRequest
+	(*Transcript)(nil),               // 31: voxgate.plugin.v1.Transcript
+	(*ModerationRequest)(nil),        // 32: voxgate.plugin.v1.ModerationRequest
+	(*ModerationRule)(nil),           // 33: voxgate.plugin.v1.ModerationRule
+	(*ModerationResult)(nil),         // 34: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),                    // 35: voxgate.plugin.v1.Error
+	nil,                              // 36: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                              // 37: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                              // 38: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	34, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	36, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	4,  // 1: voxgate.plugin.v1.ValidateSettingsResponse.problems:type_name -> voxgate.plugin.v1.SettingProblem
 	7,  // 2: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
-	9,  // 3: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
-	8,  // 4: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
-	8,  // 5: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
-	10, // 6: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	13, // 7: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
-	10, // 8: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	15, // 9: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
-	17, // 10: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
-	20, // 11: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	10, // 12: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	14, // 13: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	17, // 14: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	14, // 15: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	35, // 16: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	36, // 17: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	10, // 18: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	10, // 19: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	17, // 20: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	10, // 21: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	31, // 22: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 23: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 24: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	5,  // 25: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	11, // 26: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	14, // 27: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	14, // 28: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	19, // 29: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	24, // 30: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	26, // 31: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	22, // 32: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	28, // 33: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 34: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
-	1,  // 35: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	30, // 36: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	1,  // 37: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
-	2,  // 38: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	6,  // 39: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	12, // 40: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	16, // 41: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	18, // 42: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	21, // 43: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	25, // 44: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	27, // 45: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	23, // 46: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	29, // 47: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	3,  // 48: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	2,  // 49: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	32, // 50: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	3,  // 51: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	38, // [38:52] is the sub-list for method output_type
-	24, // [24:38] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	11, // 3: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
+	10, // 4: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
+	10, // 5: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
+	8,  // 6: voxgate.plugin.v1.Model.phonemes:type_name -> voxgate.plugin.v1.PhonemeInput
+	12, // 7: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	15, // 8: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
+	12, // 9: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	17, // 10: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
+	9,  // 11: voxgate.plugin.v1.SynthesizeRequest.lexicons:type_name -> voxgate.plugin.v1.Lexicon
+	19, // 12: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
+	22, // 13: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	12, // 14: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	16, // 15: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	19, // 16: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	16, // 17: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	37, // 18: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	38, // 19: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	12, // 20: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	12, // 21: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	19, // 22: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	12, // 23: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	33, // 24: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 25: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 26: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	5,  // 27: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	13, // 28: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	16, // 29: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	16, // 30: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	21, // 31: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	26, // 32: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	28, // 33: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	24, // 34: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	30, // 35: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 36: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	1,  // 37: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	32, // 38: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	1,  // 39: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	2,  // 40: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	6,  // 41: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	14, // 42: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	18, // 43: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	20, // 44: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	23, // 45: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	27, // 46: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	29, // 47: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	25, // 48: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	31, // 49: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	3,  // 50: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	2,  // 51: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	34, // 52: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	3,  // 53: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	40, // [40:54] is the sub-list for method output_type
+	26, // [26:40] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -2675,7 +2846,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

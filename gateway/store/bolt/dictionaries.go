@@ -59,6 +59,9 @@ type ruleRecord struct {
 	Word          string    `json:"word"`
 	Replacement   string    `json:"replacement"`
 	CaseSensitive bool      `json:"case_sensitive,omitempty"`
+	Kind          string    `json:"kind,omitempty"`
+	Alphabet      string    `json:"alphabet,omitempty"`
+	Phoneme       string    `json:"phoneme,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
@@ -527,6 +530,7 @@ func (s *Store) UpdateRule(ctx context.Context, r *store.PronunciationRule) erro
 			}
 		}
 		cur.Word, cur.Replacement, cur.CaseSensitive, cur.UpdatedAt = r.Word, r.Replacement, r.CaseSensitive, r.UpdatedAt
+		cur.Kind, cur.Alphabet, cur.Phoneme = r.Kind, r.Alphabet, r.Phoneme
 		*r = *cur
 		if err := d.putRule(key, cur); err != nil {
 			return err

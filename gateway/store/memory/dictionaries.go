@@ -307,6 +307,7 @@ func (s *Store) UpdateRule(ctx context.Context, r *store.PronunciationRule) erro
 		e.words[newWord] = cur.ID
 	}
 	cur.Word, cur.Replacement, cur.CaseSensitive, cur.UpdatedAt = r.Word, r.Replacement, r.CaseSensitive, utc(r.UpdatedAt)
+	cur.Kind, cur.Alphabet, cur.Phoneme = r.Kind, r.Alphabet, r.Phoneme
 	*r = *cur
 	e.d.UpdatedAt = cur.UpdatedAt
 	return nil

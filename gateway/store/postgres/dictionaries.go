@@ -37,12 +37,12 @@ func scanDictionary(row pgx.Row) (*store.Dictionary, error) {
 	return &d, nil
 }
 
-const ruleColumns = "org_id, dictionary_id, id, word, replacement, case_sensitive, created_ns, updated_ns"
+const ruleColumns = "org_id, dictionary_id, id, word, replacement, case_sensitive, kind, alphabet, phoneme, created_ns, updated_ns"
 
 func scanRule(row pgx.Row) (*store.PronunciationRule, error) {
 	var r store.PronunciationRule
 	var created, updated int64
-	if err := row.Scan(&r.OrgID, &r.DictionaryID, &r.ID, &r.Word, &r.Replacement, &r.CaseSensitive, &created, &updated); err != nil {
+	if err := row.Scan(&r.OrgID, &r.DictionaryID, &r.ID, &r.Word, &r.Replacement, &r.CaseSensitive, &r.Kind, &r.Alphabet, &r.Phoneme, &created, &updated); err != nil {
 		return nil, err
 	}
 	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
@@ -294,9 +294,9 @@ func (s *Store) CreateRule(ctx context.Context, r *store.PronunciationRule, max 
 			}
 			return fmt.Errorf("%d rules: %w", max, store.ErrLimit)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO pronunciations (org_id, dictionary_id, id, word, word_key, replacement, case_sensitive, created_ns, updated_ns)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			r.OrgID, r.DictionaryID, r.ID, r.Word, store.WordKey(r.Word), r.Replacement, r.CaseSensitive, nanos(r.CreatedAt), nanos(r.UpdatedAt))
+		_, err = tx.Exec(ctx, `INSERT INTO pronunciations (org_id, dictionary_id, id, word, word_key, replacement, case_sensitive, created_ns, updated_ns, kind, alphabet, phoneme)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			r.OrgID, r.DictionaryID, r.ID, r.Word, store.WordKey(r.Word), r.Replacement, r.CaseSensitive, nanos(r.CreatedAt), nanos(r.UpdatedAt), r.Kind, r.Alphabet, r.Phoneme)
 		return err
 	})
 	if err != nil {
@@ -338,9 +338,9 @@ func (s *Store) UpdateRule(ctx context.Context, r *store.PronunciationRule) erro
 	var out *store.PronunciationRule
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = scanRule(tx.QueryRow(ctx, `UPDATE pronunciations SET word = $4, word_key = $5, replacement = $6, case_sensitive = $7, updated_ns = $8
+		out, err = scanRule(tx.QueryRow(ctx, `UPDATE pronunciations SET word = $4, word_key = $5, replacement = $6, case_sensitive = $7, updated_ns = $8, kind = $9, alphabet = $10, phoneme = $11
 			WHERE org_id = $1 AND dictionary_id = $2 AND id = $3 RETURNING `+ruleColumns,
-			r.OrgID, r.DictionaryID, r.ID, r.Word, store.WordKey(r.Word), r.Replacement, r.CaseSensitive, nanos(r.UpdatedAt)))
+			r.OrgID, r.DictionaryID, r.ID, r.Word, store.WordKey(r.Word), r.Replacement, r.CaseSensitive, nanos(r.UpdatedAt), r.Kind, r.Alphabet, r.Phoneme))
 		if err != nil {
 			return err
 		}
@@ -472,7 +472,7 @@ func (s *Store) DictionaryRules(ctx context.Context, orgID string, ids []string)
 		for i, id := range ids {
 			at[id] = append(at[id], i)
 		}
-		rows, err := tx.Query(ctx, `SELECT d.is_default, p.org_id, p.dictionary_id, p.id, p.word, p.replacement, p.case_sensitive, p.created_ns, p.updated_ns FROM pronunciations p
+		rows, err := tx.Query(ctx, `SELECT d.is_default, p.org_id, p.dictionary_id, p.id, p.word, p.replacement, p.case_sensitive, p.kind, p.alphabet, p.phoneme, p.created_ns, p.updated_ns FROM pronunciations p
 			JOIN pronunciation_dictionaries d ON d.org_id = p.org_id AND d.id = p.dictionary_id
 			WHERE p.org_id = $1 AND (d.is_default OR p.dictionary_id = ANY($2))
 			ORDER BY p.dictionary_id, p.created_ns, p.id`, orgID, ids)
@@ -484,7 +484,7 @@ func (s *Store) DictionaryRules(ctx context.Context, orgID string, ids []string)
 			var isDefault bool
 			var r store.PronunciationRule
 			var created, updated int64
-			if err := rows.Scan(&isDefault, &r.OrgID, &r.DictionaryID, &r.ID, &r.Word, &r.Replacement, &r.CaseSensitive, &created, &updated); err != nil {
+			if err := rows.Scan(&isDefault, &r.OrgID, &r.DictionaryID, &r.ID, &r.Word, &r.Replacement, &r.CaseSensitive, &r.Kind, &r.Alphabet, &r.Phoneme, &created, &updated); err != nil {
 				return err
 			}
 			r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)

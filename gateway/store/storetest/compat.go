@@ -312,6 +312,23 @@ func testRules(t *testing.T, open Opener) {
 	if err != nil || len(rules) != 2 {
 		t.Errorf("the other dictionary's rules: %+v, %v", rules, err)
 	}
+	// A phoneme rule keeps its kind, alphabet and phoneme through a
+	// create, a read, an update and the synthesis read.
+	ph := &store.PronunciationRule{ID: "p1", OrgID: "o", DictionaryID: "e", Word: "Nguyen", Kind: store.RulePhoneme, Alphabet: "ipa", Phoneme: "ŋwɪn", Replacement: "win"}
+	mustDo(t, s.CreateRule(ctx, ph, 10))
+	if got, err := s.GetRule(ctx, "o", "e", "p1"); err != nil || !reflect.DeepEqual(*got, *ph) {
+		t.Errorf("GetRule of a phoneme rule = %+v, %v; want %+v", got, err, *ph)
+	}
+	ph.Alphabet, ph.Phoneme = "cmu", "W IH1 N"
+	want := *ph
+	mustDo(t, s.UpdateRule(ctx, ph))
+	if !reflect.DeepEqual(*ph, want) {
+		t.Errorf("UpdateRule of a phoneme rule left %+v, want %+v", *ph, want)
+	}
+	if _, byID, err := s.DictionaryRules(ctx, "o", []string{"e"}); err != nil || !hasRule(byID[0], want) {
+		t.Errorf("DictionaryRules after a phoneme rule's update = %+v, %v; want it to hold %+v", byID, err, want)
+	}
+	mustDo(t, s.DeleteRule(ctx, "o", "e", "p1"))
 	// A new dictionary of the same id starts empty, with ids free again.
 	mustDo(t, s.CreateDictionary(ctx, &store.Dictionary{ID: "d", OrgID: "o", Name: "D again"}, 10))
 	mustDo(t, s.CreateRule(ctx, &store.PronunciationRule{ID: "r1", OrgID: "o", DictionaryID: "d", Word: "Speechbase", Replacement: "x"}, 2))
@@ -505,4 +522,16 @@ func testDictionaryBoundsConcurrent(t *testing.T, open Opener) {
 	if err != nil || derr != nil || len(rules) != maxRules || d.RuleCount != maxRules {
 		t.Errorf("%d rules, count %d, with max %d (%v %v)", len(rules), d.RuleCount, maxRules, err, derr)
 	}
+}
+
+// hasRule reports whether rs holds r with the same fields (times compared
+// as instants).
+func hasRule(rs []store.PronunciationRule, r store.PronunciationRule) bool {
+	for _, x := range rs {
+		if x.ID == r.ID && x.Word == r.Word && x.Kind == r.Kind && x.Alphabet == r.Alphabet && x.Phoneme == r.Phoneme &&
+			x.Replacement == r.Replacement && x.UpdatedAt.Equal(r.UpdatedAt) {
+			return true
+		}
+	}
+	return false
 }

@@ -181,6 +181,8 @@ type Server struct {
 	streams StreamStats
 	// multi counts the multi-stream-input sockets (multistream.go).
 	multi MultiStats
+	// lex holds the uploaded pronunciation dictionaries (lexicons.go).
+	lex lexiconStore
 }
 
 // RequestIDs returns the request-id headers the text-to-speech answers
@@ -199,7 +201,8 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	if err != nil {
 		panic(err) // the embedded tone is broken: a build problem
 	}
-	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, voices: premade()}
+	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio, voices: premade(),
+		lex: lexiconStore{byID: map[string]storedLexicon{}, uploads: map[string]int{}}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}", s.tts(modeWhole))
 	mux.HandleFunc("POST /v1/text-to-speech/{voice_id}/stream", s.tts(modeStream))
@@ -208,6 +211,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	mux.HandleFunc("GET /v1/text-to-speech/{voice_id}/multi-stream-input", s.multiStreamInput) // multistream.go
 	mux.HandleFunc("GET "+VoicesPath, s.listVoices)
 	mux.HandleFunc("POST "+ClonePath, s.clone)
+	mux.HandleFunc("POST "+AddFromFilePath, s.addFromFile) // lexicons.go
 	mux.HandleFunc("/", s.notFound)
 	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))
 	s.URL = s.srv.URL
@@ -434,6 +438,9 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 		}
 		speed, ok := s.check(w, r.PathValue("voice_id"), &body)
 		if !ok {
+			return
+		}
+		if !s.checkLocators(w, r.Header.Get("xi-api-key"), body.PronunciationDictionaryLocators) {
 			return
 		}
 		u, err := s.Speak(*body.Text, speed)

@@ -103,6 +103,9 @@ type options struct {
 	// rate is the speaking rate in words per minute, within
 	// rateMinimum..rateMaximum.
 	rate int
+	// phonemes reads [[...]] in the text as eSpeak phoneme input
+	// (sdk.MarkupESpeak).
+	phonemes bool
 }
 
 // openLibrary initializes libespeak-ng once per process and lists its

@@ -166,6 +166,9 @@ func (p *Provider) model() sdk.Model {
 		// eSpeak's rate range, 80 to 450 words a minute around 175.
 		MinSpeed: float64(rateMinimum) / float64(rateNormal),
 		MaxSpeed: float64(rateMaximum) / float64(rateNormal),
+		// eSpeak reads its own phoneme mnemonics in [[...]]; the gateway
+		// converts IPA (and CMU, through IPA) to them.
+		Phonemes: sdk.PhonemeInput{Kind: sdk.PhonemesESpeak, Alphabets: []string{"ipa"}},
 	}
 }
 
@@ -302,6 +305,13 @@ func (p *Provider) translate(req *sdk.SynthesizeRequest) (*utterance, error) {
 		return nil, sdk.Errorf(sdk.KindInvalidRequest, "%s is not available; eSpeak produces wav and pcm at %d Hz, with no bitrate", sdk.Encoding{Format: format, SampleRate: req.SampleRate, Bitrate: req.Bitrate}, p.sampleRate)
 	}
 	c := &utterance{format: format}
+	switch req.Markup {
+	case "":
+	case sdk.MarkupESpeak:
+		c.options.phonemes = true
+	default:
+		return nil, sdk.Errorf(sdk.KindInvalidRequest, "espeak: text markup %q is not eSpeak's (it reads plain text with [[...]] phonemes)", req.Markup)
+	}
 
 	voice, err := p.selectVoice(req)
 	if err != nil {

@@ -30,7 +30,8 @@
 //     socket for one synthesis; the template forks a child that owns it.
 //
 // Synthesis socket, Go -> child:
-//   request: u32 magic, u32 rate (words a minute), u32 voice length,
+//   request: u32 magic, u32 rate (words a minute, with
+//     TEMPLATE_RATE_PHONEMES when the text has [[...]] phoneme input), u32 voice length,
 //     u32 text length, then the voice name and the UTF-8 text (no NULs);
 //   then credits: u32 bytes of audio the child may render before it waits
 //     for the next credit (CREDIT_UNLIMITED: no limit).
@@ -196,6 +197,10 @@ static void child_main(int fd) {
 	if (read_full(fd, head, sizeof head) != 0 || get_u32(head) != TEMPLATE_MAGIC)
 		_exit(1);
 	uint32_t rate = get_u32(head + 4), voice_len = get_u32(head + 8), text_len = get_u32(head + 12);
+	unsigned int synth_flags = espeakCHARS_UTF8;
+	if (rate & TEMPLATE_RATE_PHONEMES)
+		synth_flags |= espeakPHONEMES;
+	rate &= 0xFFFFu;
 	if (voice_len == 0 || voice_len > TEMPLATE_MAX_VOICE || text_len > TEMPLATE_MAX_TEXT) {
 		write_end(TEMPLATE_STATUS_BAD_REQUEST);
 		_exit(1);
@@ -228,7 +233,7 @@ static void child_main(int fd) {
 	}
 	if (wait_credit() != 0)
 		_exit(0);
-	espeak_ERROR rc = espeak_Synth(text, (size_t)text_len + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
+	espeak_ERROR rc = espeak_Synth(text, (size_t)text_len + 1, 0, POS_CHARACTER, 0, synth_flags, NULL, NULL);
 	write_end(rc == EE_OK ? TEMPLATE_STATUS_OK : TEMPLATE_STATUS_FAILED);
 	_exit(0);
 }

@@ -226,7 +226,11 @@ func startRendering(ctx context.Context, t *template, text string, opts options)
 
 	req := make([]byte, 16, 16+len(opts.voice)+len(text))
 	binary.LittleEndian.PutUint32(req[0:], templateMagic)
-	binary.LittleEndian.PutUint32(req[4:], uint32(opts.rate))
+	rateWord := uint32(opts.rate)
+	if opts.phonemes {
+		rateWord |= uint32(C.TEMPLATE_RATE_PHONEMES)
+	}
+	binary.LittleEndian.PutUint32(req[4:], rateWord)
 	binary.LittleEndian.PutUint32(req[8:], uint32(len(opts.voice)))
 	binary.LittleEndian.PutUint32(req[12:], uint32(len(text)))
 	req = append(append(req, opts.voice...), text...)

@@ -18,6 +18,9 @@
 
 // Request bounds: the longest voice name and text, in bytes. The text
 // bound is 5,000 code points of at most 4 bytes each.
+// The request's rate word carries this flag when the text holds eSpeak
+// phoneme input in [[...]] (espeakPHONEMES); the rate is the low 16 bits.
+#define TEMPLATE_RATE_PHONEMES 0x10000u
 #define TEMPLATE_MAX_VOICE 64u
 #define TEMPLATE_MAX_TEXT 20000u
 

@@ -744,7 +744,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	br.axeCheck("logs")
-	br.tabOrder("logs", `a.skip`, `nav a[href="#/logs"]`, `nav a[href="#/usage"]`, `nav a[href="#/voices"]`, `nav a[href="#/playground"]`,
+	br.tabOrder("logs", `a.skip`, `nav a[href="#/logs"]`, `nav a[href="#/usage"]`, `nav a[href="#/voices"]`, `nav a[href="#/lexicon"]`, `nav a[href="#/playground"]`,
 		`nav a[href="#/providers"]`, "text=Sign out", "#f-provider", "#f-status", "#f-since", "#f-until", "#f-parent", "text=Apply filters", "text=Reset",
 		`.actions input[type=checkbox]`, `.scroll[role=region]`, `tr[data-request-id] button`, "text=Close", ".turns button", "text=Load more")
 	br.screenshots("logs")

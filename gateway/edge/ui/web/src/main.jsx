@@ -8,6 +8,7 @@ import { Voices } from "./voices.jsx";
 import { Jobs } from "./jobs.jsx";
 import { Playground } from "./playground.jsx";
 import { Providers } from "./providers.jsx";
+import { Lexicon } from "./lexicon.jsx";
 import { Keys, Orgs } from "./admin.jsx";
 
 // adminViews are what an admin key's session shows instead: it calls the
@@ -21,6 +22,7 @@ const orgViews = [
   { id: "logs", title: "Logs", View: Logs },
   { id: "usage", title: "Usage", View: Usage },
   { id: "voices", title: "Voices", View: Voices },
+  { id: "lexicon", title: "Pronunciations", View: Lexicon },
   { id: "jobs", title: "Jobs", View: Jobs },
   { id: "playground", title: "Playground", View: Playground },
   { id: "providers", title: "Providers", View: Providers },

@@ -37,7 +37,7 @@ function whyNotPlayable(f) {
     : `This browser cannot play ${f.name} in the page.`;
 }
 
-function b64ToBlob(b64, type) {
+export function b64ToBlob(b64, type) {
   const bin = atob(b64);
   const bytes = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
