@@ -16,6 +16,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
@@ -110,19 +111,25 @@ type Deps struct {
 	Logger *zap.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Provenance marks finished files and signs their records (nil:
+	// neither); Unmarked says an organization turned marks off.
+	Provenance *provenance.Service
+	Unmarked   func(org string) bool
 }
 
 // Service makes, lists and cancels jobs, and runs this instance's worker.
 type Service struct {
-	opts    Options
-	store   Store
-	speaker func() Speaker
-	record  func(store.LogRow)
-	log     *zap.Logger
-	now     func() time.Time
-	guard   guard
-	client  *http.Client
-	wake    chan struct{}
+	opts     Options
+	store    Store
+	speaker  func() Speaker
+	record   func(store.LogRow)
+	log      *zap.Logger
+	now      func() time.Time
+	guard    guard
+	client   *http.Client
+	wake     chan struct{}
+	prov     *provenance.Service
+	unmarked func(org string) bool
 	// running counts the jobs this instance renders (for metrics and
 	// tests).
 	mu      sync.Mutex
@@ -133,7 +140,7 @@ type Service struct {
 func New(o Options, d Deps) *Service {
 	o.defaults()
 	s := &Service{opts: o, store: d.Store, speaker: d.Speaker, record: d.Record, log: d.Logger, now: d.Now,
-		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1)}
+		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
