@@ -281,6 +281,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 			g.metrics.CountUsage(&row)
 			g.logs.Record(row)
 		}})
+	g.jobs.SetMetrics(g.metrics.Jobs(g.jobs.Running))
 	deps.Jobs = g.jobs
 	g.server = edge.New(deps)
 	return g, nil
