@@ -297,10 +297,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	// providers exist.
 	deps.Admin = manage.New(g.store, g.orgs, g.auth, func(id string) bool { return g.conf.Load().Providers[id] != nil })
 	g.jobs = jobs.New(JobsOptions(cfg), jobs.Deps{Store: g.store, Speaker: g.speaker, Logger: log.Named("jobs"),
+		Provenance: deps.Provenance, Unmarked: g.unmarked,
 		Record: func(row store.LogRow) {
 			g.metrics.CountUsage(&row)
 			g.logs.Record(row)
 		}})
+	g.jobs.SetMetrics(g.metrics.Jobs(g.jobs.Running))
 	deps.Jobs = g.jobs
 	g.server = edge.New(deps)
 	return g, nil
@@ -802,6 +804,16 @@ func (g *Gateway) speaker() jobs.Speaker {
 		return l.Speech
 	}
 	return nil
+}
+
+// unmarked reports whether org turned provenance marks off, in the
+// configuration in use.
+func (g *Gateway) unmarked(org string) bool {
+	if g.server == nil {
+		return false
+	}
+	l := g.server.Live()
+	return l != nil && l.Provenance.For(org).Unmarked
 }
 
 // Jobs returns the long-form job service.

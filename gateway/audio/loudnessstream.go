@@ -163,11 +163,24 @@ func (s *streamLimiter) flush(g float64, out []float32) []float32 {
 	return out
 }
 
+// writePeaks is write with each sample's peak given (peaks[i] for
+// in[i]: its true peak, for a limiter that holds true peaks). Hot path.
+func (s *streamLimiter) writePeaks(in, peaks []float32, g float64, out []float32) []float32 {
+	for i, x := range in {
+		out = s.stepPeak(float64(x), float64(peaks[i]), true, g, out)
+	}
+	return out
+}
+
 func (s *streamLimiter) step(x float64, real bool, g float64, out []float32) []float32 {
+	return s.stepPeak(x, math.Abs(x), real, g, out)
+}
+
+func (s *streamLimiter) stepPeak(x, peak float64, real bool, g float64, out []float32) []float32 {
 	j, la, mask := s.j, s.la, s.mask
 	t := 1.0
 	if real {
-		if a := math.Abs(x) * g; a > s.ceiling {
+		if a := peak * g; a > s.ceiling {
 			t = s.ceiling / a
 		}
 	}

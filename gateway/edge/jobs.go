@@ -37,6 +37,7 @@ type jobRequestJSON struct {
 	Output          outputField             `json:"output"`
 	Captions        bool                    `json:"captions"`
 	Webhook         *jobWebhookJSON         `json:"webhook"`
+	Loudness        *loudnessJSON           `json:"loudness"`
 }
 
 type jobVoiceJSON struct {
@@ -82,6 +83,7 @@ type jobJSON struct {
 	StartedAt            *time.Time       `json:"started_at"`
 	FinishedAt           *time.Time       `json:"finished_at"`
 	Leases               int              `json:"leases"`
+	Loudness             *loudnessJSON    `json:"loudness,omitempty"`
 	Deliveries           []jobDeliveryOut `json:"-"`
 }
 
@@ -116,6 +118,9 @@ func jobOut(j *store.Job) jobJSON {
 		FinishedAt: optTime(j.FinishedAt), Leases: j.Leases, Chapters: []string{}}
 	if spec, err := jobs.SpecOf(j); err == nil {
 		out.Format, out.Captions = spec.Format, spec.Captions
+		if l := spec.Loudness; l != nil {
+			out.Loudness = &loudnessJSON{Integrated: &l.Integrated, TruePeak: &l.TruePeak}
+		}
 		for _, c := range spec.Chapters {
 			out.Chapters = append(out.Chapters, c.Title)
 		}
@@ -176,6 +181,7 @@ func (s *Server) createJob(ctx *fasthttp.RequestCtx, c *exchange) error {
 			nj.Spec.Voices[k] = v.domain()
 		}
 	}
+	nj.Loudness = body.Loudness.domain()
 	if body.Webhook != nil {
 		nj.Spec.Webhook = &jobs.Webhook{URL: body.Webhook.URL, Secret: body.Webhook.Secret}
 	}
@@ -352,3 +358,12 @@ type readCloser struct {
 }
 
 func (r readCloser) Close() error { return r.c.Close() }
+
+// jobProvenance returns the signed provenance record of the caller's
+// finished job id (GET /v1/provenance/{jobId}).
+func (s *Server) jobProvenance(c *exchange, id string) (string, error) {
+	if s.jobs == nil {
+		return "", store.ErrNotFound
+	}
+	return s.jobs.Provenance(c.ctx, c.p.OrgID, id)
+}

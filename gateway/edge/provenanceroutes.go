@@ -60,6 +60,10 @@ func (s *Server) getProvenance(ctx *fasthttp.RequestCtx, c *exchange) error {
 	}
 	row, err := s.records.Log(c.ctx, c.p.OrgID, id)
 	if err != nil {
+		// A long-form job's file has its record under the job's id.
+		if signed, jerr := s.jobProvenance(c, id); jerr == nil {
+			return s.writeJSON(ctx, fasthttp.StatusOK, envelope[json.RawMessage]{json.RawMessage(signed)})
+		}
 		return err
 	}
 	if row.Provenance == "" {

@@ -102,7 +102,7 @@ func wavTrailer(marks []chapterMark) []byte {
 	return b.Bytes()
 }
 
-func writeWAVHeader(w io.Writer, rate int, samples int64, marks []chapterMark) error {
+func writeWAVHeader(w io.Writer, rate int, samples int64, marks []chapterMark, mark func([]byte) ([]byte, error)) error {
 	data := samples * 2
 	if data+int64(len(wavTrailer(marks)))+36 > 0xFFFFFFFF {
 		return fmt.Errorf("the job's audio is longer than a WAV file holds (4 GiB): ask for mp3 or opus")
@@ -119,7 +119,11 @@ func writeWAVHeader(w io.Writer, rate int, samples int64, marks []chapterMark) e
 	}{16, 1, 1, uint32(rate), uint32(rate * 2), 2, 16})
 	h.WriteString("data")
 	_ = binary.Write(&h, binary.LittleEndian, uint32(data))
-	_, err := w.Write(h.Bytes())
+	b, err := mark(h.Bytes())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
 	return err
 }
 

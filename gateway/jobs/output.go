@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -75,17 +78,21 @@ type chapterMark struct {
 
 // layout reads the chunks' lengths (their files' sizes) and places them.
 // It holds a few numbers per chunk, not their audio.
-func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir string) ([]placed, []chapterMark, int64, error) {
+func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir string) ([]placed, []chapterMark, int64, string, error) {
 	var out []placed
+	served := ""
 	for from := 0; from < j.ChunksTotal; from += chunkPage {
 		page, err := s.store.JobChunks(ctx, j.ID, from, chunkPage)
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, "", err
 		}
 		for _, c := range page {
+			if served == "" {
+				served = c.Served
+			}
 			fi, err := os.Stat(chunkPath(dir, c.Index, "pcm"))
 			if err != nil {
-				return nil, nil, 0, problem.Wrap(problem.Internal, err, "a chunk's audio is missing")
+				return nil, nil, 0, "", problem.Wrap(problem.Internal, err, "a chunk's audio is missing")
 			}
 			out = append(out, placed{index: c.Index, chapter: c.Chapter, samples: fi.Size() / 2})
 		}
@@ -119,16 +126,17 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 	if n := len(marks); n > 0 {
 		marks[n-1].end = pos
 	}
-	return out, marks, pos, nil
+	return out, marks, pos, served, nil
 }
 
 // join writes the finished file (and captions) of j from its chunk files
 // and returns the file's size.
 func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string) (int64, error) {
-	chunks, marks, total, err := s.layout(ctx, j, spec, dir)
+	chunks, marks, total, served, err := s.layout(ctx, j, spec, dir)
 	if err != nil {
 		return 0, err
 	}
+	prov := s.newFileProvenance(j, spec, served)
 	path := OutputPath(s.opts.Dir, j.ID, spec.Format)
 	f, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -136,24 +144,28 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	}
 	defer os.Remove(path + ".tmp")
 	defer f.Close()
-	w := bufio.NewWriterSize(f, 256<<10)
+	var out io.Writer = f
+	if prov != nil {
+		out = io.MultiWriter(f, prov)
+	}
+	w := bufio.NewWriterSize(out, 256<<10)
 	var sink func([]byte) error
 	var finish func() error
 	rate := spec.Rate
 	switch spec.Format {
 	case audio.FormatWAV:
-		if err := writeWAVHeader(w, rate, total, marks); err != nil {
+		if err := writeWAVHeader(w, rate, total, marks, prov.riff); err != nil {
 			return 0, err
 		}
 		sink = func(p []byte) error { _, err := w.Write(p); return err }
 		finish = func() error { return writeWAVTrailer(w, rate, total, marks) }
 	default:
 		if spec.Format == audio.FormatMP3 {
-			if _, err := w.Write(id3Chapters(marks, rate)); err != nil {
+			if _, err := w.Write(mergeID3(id3Chapters(marks, rate), prov.id3())); err != nil {
 				return 0, err
 			}
 		}
-		enc, err := audio.NewStreamEncoderComments(rate, audio.Output{Format: spec.Format, Bitrate: spec.Bitrate}, opusChapters(marks, rate))
+		enc, err := audio.NewStreamEncoderComments(rate, audio.Output{Format: spec.Format, Bitrate: spec.Bitrate}, append(opusChapters(marks, rate), prov.comments()...))
 		if err != nil {
 			return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be encoded")
 		}
@@ -178,31 +190,16 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		return 0, err
 	}
 	defer capts.close()
-	var buf []byte
-	silence := make([]byte, 4096)
-	fade := int(int64(rate) * int64(fadeDuration) / int64(time.Second))
-	for _, c := range chunks {
-		if err := ctx.Err(); err != nil {
+	if spec.Loudness != nil {
+		if sink, finish, err = s.leveled(ctx, j, spec, dir, chunks, sink, finish); err != nil {
 			return 0, err
 		}
-		buf, err = readInto(buf, chunkPath(dir, c.index, "pcm"))
-		if err != nil {
-			return 0, problem.Wrap(problem.Internal, err, "a chunk's audio cannot be read")
-		}
-		fadeEdges(buf, fade)
-		if err := sink(buf); err != nil {
-			return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be written")
-		}
-		for left := c.pause * 2; left > 0; {
-			n := min(left, int64(len(silence)))
-			if err := sink(silence[:n]); err != nil {
-				return 0, err
-			}
-			left -= n
-		}
-		if err := capts.chunk(ctx, dir, c, float64(c.start)/float64(rate)); err != nil {
-			return 0, err
-		}
+	}
+	err = walkPCM(ctx, dir, chunks, rate, sink, func(c placed) error {
+		return capts.chunk(ctx, dir, c, float64(c.start)/float64(rate))
+	})
+	if err != nil {
+		return 0, err
 	}
 	if err := finish(); err != nil {
 		return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be written")
@@ -217,10 +214,114 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	if err := capts.commit(); err != nil {
 		return 0, err
 	}
+	if err := s.signFile(prov, j.ID); err != nil {
+		return 0, problem.Wrap(problem.Internal, err, "the file's provenance record cannot be signed")
+	}
 	if err := os.Rename(path+".tmp", path); err != nil {
 		return 0, err
 	}
 	return size, nil
+}
+
+// walkPCM feeds the joined PCM of chunks to sink, one chunk file at a
+// time: each chunk faded at its edges, then the silence after it; after
+// a chunk, done (nil: nothing) is told of it. Every pass over a job's
+// audio (the loudness passes and the encoding one) reads it this way.
+func walkPCM(ctx context.Context, dir string, chunks []placed, rate int, sink func([]byte) error, done func(placed) error) error {
+	var buf []byte
+	var err error
+	silence := make([]byte, 4096)
+	fade := int(int64(rate) * int64(fadeDuration) / int64(time.Second))
+	for _, c := range chunks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		buf, err = readInto(buf, chunkPath(dir, c.index, "pcm"))
+		if err != nil {
+			return problem.Wrap(problem.Internal, err, "a chunk's audio cannot be read")
+		}
+		fadeEdges(buf, fade)
+		if err := sink(buf); err != nil {
+			return problem.Wrap(problem.Internal, err, "the finished file cannot be written")
+		}
+		for left := c.pause * 2; left > 0; {
+			n := min(left, int64(len(silence)))
+			if err := sink(silence[:n]); err != nil {
+				return err
+			}
+			left -= n
+		}
+		if done != nil {
+			if err := done(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// leveled wraps the finished file's sink (and finish) in the job's
+// loudness leveling (audio.LevelLong): the joined PCM is measured first,
+// in a pass over the chunk files, and again at trial gains when the
+// limiter must work, so the whole file is leveled at one gain and never
+// held in memory.
+func (s *Service) leveled(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed, sink func([]byte) error, finish func() error) (func([]byte) error, func() error, error) {
+	rate := spec.Rate
+	var fl []float32
+	replay := func(f func([]float32) error) error {
+		return walkPCM(ctx, dir, chunks, rate, func(p []byte) error {
+			fl = pcmFloats(p, fl[:0])
+			return f(fl)
+		}, nil)
+	}
+	target := spec.Loudness.target()
+	plan, err := audio.LevelLong(rate, target, spec.Format, replay)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
+	}
+	s.log.Info("job leveled", zap.String("job", j.ID), zap.Float64("input_lufs", plan.InputLufs),
+		zap.Float64("output_lufs", plan.OutputLufs), zap.Float64("gain_db", plan.GainDb), zap.Bool("limited", plan.Limited),
+		zap.Bool("missed", plan.Missed), zap.Int("passes", plan.Passes))
+	if plan.Gated {
+		return sink, finish, nil // silence: nothing to level
+	}
+	lev := audio.NewFixedLeveler(rate, plan.GainDb, plan.CeilingDbtp)
+	var in, out []float32
+	var b []byte
+	return func(p []byte) error {
+			in = pcmFloats(p, in[:0])
+			out = lev.Write(in, out[:0])
+			b = floatsPCM(out, b[:0])
+			return sink(b)
+		}, func() error {
+			out = lev.Flush(out[:0])
+			if err := sink(floatsPCM(out, b[:0])); err != nil {
+				return err
+			}
+			return finish()
+		}, nil
+}
+
+// pcmFloats appends 16-bit little-endian PCM p to f as floats in [-1, 1).
+func pcmFloats(p []byte, f []float32) []float32 {
+	for i := 0; i+1 < len(p); i += 2 {
+		f = append(f, float32(int16(binary.LittleEndian.Uint16(p[i:])))/32768)
+	}
+	return f
+}
+
+// floatsPCM appends f to b as 16-bit little-endian PCM, rounded and
+// clamped.
+func floatsPCM(f []float32, b []byte) []byte {
+	for _, x := range f {
+		v := math.Round(float64(x) * 32768)
+		v = math.Max(-32768, math.Min(32767, v))
+		b = binary.LittleEndian.AppendUint16(b, uint16(int16(v)))
+	}
+	return b
 }
 
 // readInto reads path into buf's storage, grown as needed: one chunk's

@@ -46,6 +46,9 @@ type NewJob struct {
 	Text     string
 	Markdown bool
 	Spec     Spec
+	// Loudness is the request's loudness object (nil: none); a valid one
+	// becomes Spec.Loudness.
+	Loudness *audio.LoudnessParams
 }
 
 // Create checks nj for org, cuts its text into chunks within every one of
@@ -138,6 +141,15 @@ func (s *Service) validate(nj *NewJob) error {
 	}
 	if len(fe) == 0 && !bitrateOK(nj.Spec.Format, nj.Spec.Bitrate, nj.Spec.Rate) {
 		fe = append(fe, problem.Field("this bitrate is not one the format takes", "output", "bitrate"))
+	}
+	if l := nj.Loudness; l != nil {
+		for _, e := range l.Validate("loudness") {
+			fe = append(fe, problem.Field(e.Message, e.Path...))
+		}
+		if len(fe) == 0 {
+			t := l.Target()
+			nj.Spec.Loudness = &Loudness{Integrated: t.Integrated, TruePeak: t.TruePeak}
+		}
 	}
 	if w := nj.Spec.Webhook; w != nil {
 		if msg := s.checkWebhookURL(w.URL); msg != "" {

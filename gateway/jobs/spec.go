@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/speech"
 )
 
@@ -28,6 +29,19 @@ type Spec struct {
 	Chapters []Chapter `json:"chapters"`
 	// Webhook, when set, is told when the job ends.
 	Webhook *Webhook `json:"webhook,omitempty"`
+	// Loudness, when set, is the EBU R128 target the whole file is
+	// leveled to at the join (one gain for the file, not one per chunk).
+	Loudness *Loudness `json:"loudness,omitempty"`
+}
+
+// Loudness is a job's loudness target, resolved (audio.LoudnessTarget).
+type Loudness struct {
+	Integrated float64 `json:"integrated"`
+	TruePeak   float64 `json:"true_peak"`
+}
+
+func (l *Loudness) target() audio.LoudnessTarget {
+	return audio.LoudnessTarget{Integrated: l.Integrated, TruePeak: l.TruePeak}
 }
 
 // VoiceSpec is a voice as a speech request names it: a saved voice, or

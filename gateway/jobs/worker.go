@@ -15,7 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
@@ -110,19 +112,26 @@ type Deps struct {
 	Logger *zap.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Provenance marks finished files and signs their records (nil:
+	// neither); Unmarked says an organization turned marks off.
+	Provenance *provenance.Service
+	Unmarked   func(org string) bool
 }
 
 // Service makes, lists and cancels jobs, and runs this instance's worker.
 type Service struct {
-	opts    Options
-	store   Store
-	speaker func() Speaker
-	record  func(store.LogRow)
-	log     *zap.Logger
-	now     func() time.Time
-	guard   guard
-	client  *http.Client
-	wake    chan struct{}
+	opts     Options
+	store    Store
+	speaker  func() Speaker
+	record   func(store.LogRow)
+	log      *zap.Logger
+	now      func() time.Time
+	guard    guard
+	client   *http.Client
+	wake     chan struct{}
+	prov     *provenance.Service
+	unmarked func(org string) bool
+	metrics  *metrics.JobMetrics
 	// running counts the jobs this instance renders (for metrics and
 	// tests).
 	mu      sync.Mutex
@@ -133,7 +142,7 @@ type Service struct {
 func New(o Options, d Deps) *Service {
 	o.defaults()
 	s := &Service{opts: o, store: d.Store, speaker: d.Speaker, record: d.Record, log: d.Logger, now: d.Now,
-		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1)}
+		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -146,6 +155,10 @@ func New(o Options, d Deps) *Service {
 	s.client = s.guard.client(o.WebhookTimeout)
 	return s
 }
+
+// SetMetrics sets the series the service counts into (its Running is
+// one of them, so they are made after it); call before Run.
+func (s *Service) SetMetrics(m *metrics.JobMetrics) { s.metrics = m }
 
 // Options returns the service's options, defaults filled in.
 func (s *Service) Options() Options { return s.opts }
@@ -239,6 +252,7 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 		if cur, gerr := s.store.GetJob(context.WithoutCancel(ctx), j.OrgID, j.ID); gerr == nil && cur.State == store.JobCancelled {
 			_ = removeJobDir(s.opts.Dir, j.ID)
 			log.Info("job cancelled")
+			s.countFinished(j, store.JobCancelled)
 		}
 		return
 	case ctx.Err() != nil:
@@ -265,6 +279,7 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 		log.Warn("jobs: finish", zap.Error(err))
 		return
 	}
+	s.countFinished(j, f.State)
 	if f.State == store.JobSucceeded {
 		removeChunkFiles(s.opts.Dir, j.ID)
 		log.Info("job succeeded", zap.Int64("bytes", f.OutputBytes))
@@ -386,6 +401,9 @@ func (s *Service) renderChunk(ctx context.Context, j *store.Job, spec *Spec, c *
 		if err == nil || try >= s.opts.ChunkRetries || !retryable(err) || ctx.Err() != nil {
 			break
 		}
+		if s.metrics != nil {
+			s.metrics.ChunkRetries.Inc()
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -412,7 +430,26 @@ func (s *Service) renderChunk(ctx context.Context, j *store.Job, spec *Spec, c *
 	done.Characters = int64(out.Row.CharCount)
 	done.Served = out.VoiceTarget()
 	done.Fallback = len(out.Attempts) > 0
-	return s.store.CheckpointJobChunk(ctx, j.ID, s.opts.Owner, &done)
+	if err := s.store.CheckpointJobChunk(ctx, j.ID, s.opts.Owner, &done); err != nil {
+		return err
+	}
+	if s.metrics != nil {
+		s.metrics.ChunksRendered.Inc()
+		if done.Fallback {
+			s.metrics.ChunkFallbacks.Inc()
+		}
+	}
+	return nil
+}
+
+// countFinished counts job j ended in state, and its time since it was
+// made.
+func (s *Service) countFinished(j *store.Job, state string) {
+	if s.metrics == nil {
+		return
+	}
+	s.metrics.Finished.WithLabelValues(state).Inc()
+	s.metrics.Duration.WithLabelValues(state).Observe(s.now().Sub(j.CreatedAt).Seconds())
 }
 
 // retryable reports whether a chunk that failed with err may succeed if

@@ -69,9 +69,13 @@ type job struct {
 	Estimated   *float64 `json:"estimated_seconds_left"`
 	Chapters    []string `json:"chapters"`
 	Leases      int      `json:"leases"`
-	AudioURL    string   `json:"audio_url"`
-	Bytes       int64    `json:"bytes"`
-	Error       *struct {
+	Loudness    *struct {
+		Integrated *float64 `json:"integrated"`
+		TruePeak   *float64 `json:"truePeak"`
+	} `json:"loudness"`
+	AudioURL string `json:"audio_url"`
+	Bytes    int64  `json:"bytes"`
+	Error    *struct {
 		Code   string `json:"code"`
 		Detail string `json:"detail"`
 	} `json:"error"`

@@ -1,0 +1,245 @@
+package audio
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/voxgate/voxgate/gateway/audio/internal/ebur128"
+)
+
+// Long audio (a long-form job's joined file: hours of it, on disk) is
+// leveled in passes over its samples instead of in memory as a clip is
+// (NormalizeLoudness): one pass measures it, a few more (only when the
+// limiter must work) measure it leveled at a trial gain, and the caller's
+// last pass levels it on its way to the encoder. Each pass holds a few
+// milliseconds of samples, so memory does not grow with the length.
+
+// longSearchPasses bounds the trial passes of LevelLong: each reads the
+// whole audio again (from disk), so a target the limiter cannot reach is
+// given up on early and the answer is as loud as those passes got it.
+const longSearchPasses = 6
+
+// LoudnessMeter measures long audio a piece at a time: its gated
+// integrated loudness and its true peak.
+type LoudnessMeter struct {
+	m    *ebur128.Meter
+	tp   *truePeak
+	peak float32
+}
+
+// NewLoudnessMeter returns a meter of audio at rate Hz; Close frees it.
+func NewLoudnessMeter(rate int) (*LoudnessMeter, error) {
+	if rate <= 0 {
+		return nil, fmt.Errorf("%w: sample rate %d", ErrInvalidParams, rate)
+	}
+	m, err := ebur128.NewMeter(rate, 0)
+	if err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	return &LoudnessMeter{m: m, tp: newTruePeak(rate)}, nil
+}
+
+// Add measures the next samples. The true peak between two pieces is
+// interpolated from each side alone, which misreads it only where a
+// piece ends mid-waveform.
+func (lm *LoudnessMeter) Add(s []float32) error {
+	if err := lm.m.Add(s); err != nil {
+		return fmt.Errorf("audio: %w", err)
+	}
+	if lm.tp != nil {
+		for k := range s {
+			lm.peak = max(lm.peak, lm.tp.at(s, k))
+		}
+	}
+	return nil
+}
+
+// Integrated is the gated integrated loudness of what was added, in
+// LUFS (-Inf for silence or less than a gating block).
+func (lm *LoudnessMeter) Integrated() float64 {
+	v, err := lm.m.Integrated()
+	if err != nil {
+		return math.Inf(-1)
+	}
+	return v
+}
+
+// TruePeakDbtp is the largest true peak of what was added.
+func (lm *LoudnessMeter) TruePeakDbtp() float64 { return dbfs(float64(lm.peak)) }
+
+// Close frees the meter.
+func (lm *LoudnessMeter) Close() { lm.m.Close() }
+
+// FixedLeveler levels a stream at a fixed gain with a look-ahead limiter
+// holding its true peaks under a ceiling (StreamLeveler's limiter, with
+// the gain known beforehand and each sample's true peak, from the
+// interpolation filter's reach either side of it, in place of its sample
+// peak). It delays the stream by 5 ms and half the filter; Flush gives
+// back the rest, so the output is exactly as long as the input.
+type FixedLeveler struct {
+	lim  *streamLimiter
+	tp   *truePeak
+	gain float64
+	// win holds the samples not yet limited, after up to tpTaps/2-1
+	// already limited ones kept as the filter's context (ctx of them).
+	win   []float32
+	ctx   int
+	peaks []float32
+}
+
+// NewFixedLeveler returns a leveler of a stream at rate Hz, at gainDb,
+// its true peaks held under ceilingDbtp.
+func NewFixedLeveler(rate int, gainDb, ceilingDbtp float64) *FixedLeveler {
+	return &FixedLeveler{lim: newStreamLimiter(rate, fromDb(ceilingDbtp)), tp: newTruePeak(rate), gain: fromDb(gainDb)}
+}
+
+// Write levels in and appends the result to out. Hot path: nothing is
+// allocated once the buffers have grown to in's length.
+func (l *FixedLeveler) Write(in, out []float32) []float32 {
+	l.win = append(l.win, in...)
+	return l.limit(len(l.win)-tpTaps/2, out)
+}
+
+// Flush appends the last samples held back.
+func (l *FixedLeveler) Flush(out []float32) []float32 {
+	out = l.limit(len(l.win), out) // the filter reads zeros past the end
+	return l.lim.flush(l.gain, out)
+}
+
+// limit passes win's samples from ctx up to n to the limiter with their
+// true peaks, then keeps the filter's context before n.
+func (l *FixedLeveler) limit(n int, out []float32) []float32 {
+	if n <= l.ctx {
+		return out
+	}
+	l.peaks = l.peaks[:0]
+	for k := l.ctx; k < n; k++ {
+		l.peaks = append(l.peaks, l.tp.at(l.win, k))
+	}
+	out = l.lim.writePeaks(l.win[l.ctx:n], l.peaks, l.gain, out)
+	from := max(0, n-(tpTaps/2-1))
+	l.win = l.win[:copy(l.win, l.win[from:])]
+	l.ctx = n - from
+	return out
+}
+
+// LongLeveling is LevelLong's plan: the gain and sample-peak ceiling of
+// the last pass (NewFixedLeveler), and what the output will measure.
+type LongLeveling struct {
+	LoudnessLeveling
+	// CeilingDbtp is the limiter's true-peak ceiling.
+	CeilingDbtp float64
+	// Passes is how many times LevelLong read the audio.
+	Passes int
+}
+
+// LevelLong plans the leveling of long audio at rate Hz to t, to be
+// encoded as format: replay feeds the audio's samples, in order, to its
+// argument, and is called once to measure the audio and, when the gain
+// would lift a peak over the ceiling, up to longSearchPasses more times
+// to measure the audio leveled at a trial gain (limiting lowers the
+// loudness, so the gain is searched for as NormalizeLoudness does). The
+// ceiling leaves format's encoder headroom (EncoderHeadroomDb) as a
+// clip's does (NormalizeLoudness). Silence (under GateLufs) is left alone: the plan is Gated and
+// the caller levels nothing. The plan's gain is the trial's that came
+// nearest the target.
+func LevelLong(rate int, t LoudnessTarget, format string, replay func(func([]float32) error) error) (LongLeveling, error) {
+	ceil := t.TruePeak - EncoderHeadroomDb(format) - truePeakSafetyDb
+	plan := LongLeveling{CeilingDbtp: ceil}
+	in, peak, err := measureLong(rate, replay, nil)
+	plan.Passes++
+	if err != nil {
+		return plan, err
+	}
+	plan.InputLufs, plan.OutputLufs, plan.TruePeakDbtp = in, in, peak
+	if !(in >= GateLufs) {
+		plan.Gated = true
+		return plan, nil
+	}
+	g := t.Integrated - in
+	plan.GainDb, plan.OutputLufs, plan.TruePeakDbtp = g, t.Integrated, peak+g
+	if peak+g <= ceil {
+		return plan, nil
+	}
+	// The limiter will work: measure what it leaves and add the loudness
+	// it took, a little more each time (limiting returns less than a dB
+	// of loudness per dB of gain).
+	plan.Limited, plan.TruePeakDbtp = true, ceil
+	top := g + maxLoudnessMakeupDb
+	// lo and hi bracket the gain once a pass has come out under and one
+	// over the target (hiSet); best is the pass nearest the target.
+	type trial struct{ g, out float64 }
+	var lo, hi, best trial
+	var lastG, lastOut float64
+	hiSet := false
+	for pass := range longSearchPasses {
+		out, _, err := measureLong(rate, replay, NewFixedLeveler(rate, g, ceil))
+		plan.Passes++
+		if err != nil {
+			return plan, err
+		}
+		cur := trial{g, out}
+		if pass == 0 || math.Abs(t.Integrated-out) < math.Abs(t.Integrated-best.out) {
+			best = cur
+		}
+		miss := t.Integrated - out
+		if math.Abs(miss) <= 2*loudnessTolerance || g >= top {
+			break
+		}
+		if miss > 0 {
+			lo = cur
+		} else {
+			hi, hiSet = cur, true
+		}
+		if !hiSet {
+			// Under the target: step by the deficit over the loudness a
+			// dB of gain returned so far (under 1 with limiting, so the
+			// step passes the deficit), a little past it.
+			slope := 1 / 1.5
+			if pass > 0 && g > lastG {
+				slope = math.Max(0.05, (out-lastOut)/(g-lastG))
+			}
+			lastG, lastOut = g, out
+			g = math.Min(top, g+1.1*miss/slope)
+			continue
+		}
+		if pass == 0 { // over at the first trial cannot happen (limiting only lowers), but stay in bounds
+			break
+		}
+		// Between a pass under and one over: the false position.
+		g = lo.g + (t.Integrated-lo.out)*(hi.g-lo.g)/(hi.out-lo.out)
+	}
+	plan.GainDb, plan.OutputLufs = best.g, best.out
+	plan.Missed = plan.OutputLufs < t.Integrated-0.5
+	return plan, nil
+}
+
+// measureLong runs one pass of replay through lev (nil: as it is) into a
+// meter.
+func measureLong(rate int, replay func(func([]float32) error) error, lev *FixedLeveler) (float64, float64, error) {
+	m, err := NewLoudnessMeter(rate)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer m.Close()
+	if lev != nil {
+		m.tp = nil // a trial's peaks are the limiter's: only its loudness is wanted
+	}
+	var buf []float32
+	err = replay(func(s []float32) error {
+		if lev == nil {
+			return m.Add(s)
+		}
+		buf = lev.Write(s, buf[:0])
+		return m.Add(buf)
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if lev != nil {
+		if err := m.Add(lev.Flush(buf[:0])); err != nil {
+			return 0, 0, err
+		}
+	}
+	return m.Integrated(), m.TruePeakDbtp(), nil
+}
