@@ -68,7 +68,32 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			AudioTags:        m.AudioTags,
 			Encodings:        encodingsToProto(m.Encodings),
 			StreamEncodings:  encodingsToProto(m.StreamEncodings),
+			Prices:           pricesToProto(m.Prices),
 		}
+	}
+	return out
+}
+
+func pricesToProto(ps []Price) []*pluginpb.Price {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.Price, len(ps))
+	for i, p := range ps {
+		out[i] = &pluginpb.Price{Unit: p.Unit, Amount: p.Amount, Per: p.Per, Currency: p.Currency, Source: p.Source,
+			Date: p.Date, Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond}
+	}
+	return out
+}
+
+func pricesFromProto(ps []*pluginpb.Price) []Price {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Price, len(ps))
+	for i, p := range ps {
+		out[i] = Price{Unit: p.GetUnit(), Amount: p.GetAmount(), Per: p.GetPer(), Currency: p.GetCurrency(), Source: p.GetSource(),
+			Date: p.GetDate(), Tokenizer: p.GetTokenizer(), TokensPerSecond: p.GetTokensPerSecond()}
 	}
 	return out
 }
@@ -129,6 +154,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			AudioTags:        m.GetAudioTags(),
 			Encodings:        encodingsFromProto(m.GetEncodings()),
 			StreamEncodings:  encodingsFromProto(m.GetStreamEncodings()),
+			Prices:           pricesFromProto(m.GetPrices()),
 		}
 	}
 	return out
@@ -231,6 +257,9 @@ func synthesizeResponseToProto(r *SynthesizeResponse) *pluginpb.SynthesizeRespon
 		Warnings:  r.Warnings,
 		ContextId: r.ContextID,
 	}
+	for _, b := range r.Billed {
+		out.Billed = append(out.Billed, &pluginpb.BilledUsage{Unit: b.Unit, Quantity: b.Quantity})
+	}
 	if r.Timestamps != nil {
 		// One backing array for all entries instead of one allocation each:
 		// a long clip carries thousands of words.
@@ -250,6 +279,9 @@ func synthesizeResponseFromProto(r *pluginpb.SynthesizeResponse) *SynthesizeResp
 		MediaType: r.GetMediaType(),
 		Warnings:  r.GetWarnings(),
 		ContextID: r.GetContextId(),
+	}
+	for _, b := range r.GetBilled() {
+		out.Billed = append(out.Billed, BilledUsage{Unit: b.GetUnit(), Quantity: b.GetQuantity()})
 	}
 	if ts := r.GetTimestamps(); len(ts) > 0 {
 		out.Timestamps = make([]WordTimestamp, len(ts))
