@@ -169,4 +169,3 @@ func TestMoneyBudgets(t *testing.T) {
 		})
 	}
 }
-

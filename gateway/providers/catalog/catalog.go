@@ -16,8 +16,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/pricing"
+	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )
 
