@@ -321,6 +321,17 @@ type LogRow struct {
 	// Provenance is the answer's signed provenance record (JSON of
 	// provenance.Signed); "" for answers without audio.
 	Provenance string
+	// Cost is what the request cost in money, in nano-units of Currency
+	// (see package pricing): the provider calls it made, priced at the
+	// model's prices; 0 for a failure, a cache hit or an unpriced model.
+	Cost int64
+	// Currency is Cost's currency ("USD"); "" in rows written before
+	// costs were logged.
+	Currency string
+	// CostEstimate is what the request was quoted before its calls were
+	// made; Cost differs from it where the answer's length or the
+	// provider's own figure replaced the estimate.
+	CostEstimate int64
 }
 
 // LogFilter selects log rows. Zero fields do not filter.
