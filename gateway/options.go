@@ -36,6 +36,7 @@ import (
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) edge.Options {
 	o := edge.Options{
+		Currency:         cfg.Pricing.Currency,
 		ReadTimeout:      cfg.Server.ReadTimeout.D(),
 		WriteTimeout:     cfg.Server.WriteTimeout.D(),
 		IdleTimeout:      cfg.Server.IdleTimeout.D(),

@@ -528,6 +528,8 @@ func planToProto(p *Plan) *pluginpb.HTTPPlan {
 		MaxAttempts: int32(p.MaxAttempts),
 		TimeoutMs:   p.Timeout.Milliseconds(),
 		ReuseForMs:  p.ReuseFor.Milliseconds(),
+
+		BilledHeaders: p.BilledHeaders,
 	}
 }
 
@@ -542,6 +544,8 @@ func planFromProto(p *pluginpb.HTTPPlan) *Plan {
 		MaxAttempts: int(p.GetMaxAttempts()),
 		Timeout:     time.Duration(p.GetTimeoutMs()) * time.Millisecond,
 		ReuseFor:    time.Duration(p.GetReuseForMs()) * time.Millisecond,
+
+		BilledHeaders: p.GetBilledHeaders(),
 	}
 }
 

@@ -102,6 +102,9 @@ type Deps struct {
 // Options are the typed view of the configuration the edge needs, built
 // once at start: the server never reads *config.Config.
 type Options struct {
+	// Currency is what costs are counted in (pricing.currency): usage
+	// and quotes name it.
+	Currency string
 	// ReadTimeout, WriteTimeout and IdleTimeout bound a connection.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// RequestTimeout bounds a whole synthesis request, streams included.
@@ -657,7 +660,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 	if row.ParentRequestID == "" && c.charge != nil {
 		// The request's own row is final: what it was charged is what
 		// the budgets keep of the reservation.
-		c.charge.Settle(context.Background(), int64(row.CreditsUsed))
+		c.charge.SettleAmount(context.Background(), speech.Amount(&row))
 	}
 	if row.LatencyMS == 0 {
 		row.LatencyMS = time.Since(c.start).Milliseconds()

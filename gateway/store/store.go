@@ -112,6 +112,9 @@ type KeyScope struct {
 	// holds).
 	Budget       int64
 	BudgetPeriod string
+	// BudgetCost caps the money the key may spend per BudgetPeriod, in
+	// nano-units of the gateway's currency; 0 means none of its own.
+	BudgetCost int64
 	// RatePerMinute caps the requests the key makes per minute, beside its
 	// organization's rate limits; 0 means no limit of its own.
 	RatePerMinute int
@@ -150,6 +153,9 @@ type Org struct {
 	// 0 means none.
 	Budget       int64
 	BudgetPeriod string
+	// BudgetCost caps the money spent per BudgetPeriod, in nano-units of
+	// the gateway's currency; 0 means none.
+	BudgetCost int64
 	// RatePerMinute caps the organization's synthesis requests per
 	// minute; 0 means no limit.
 	RatePerMinute int

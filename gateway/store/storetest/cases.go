@@ -667,7 +667,7 @@ func testKeys(t *testing.T, open Opener) {
 
 func sameScope(a, b store.KeyScope) bool {
 	return a.ExpiresAt.Equal(b.ExpiresAt) && equalStrings(a.Providers, b.Providers) && equalStrings(a.Models, b.Models) &&
-		a.Budget == b.Budget && a.BudgetPeriod == b.BudgetPeriod && a.RatePerMinute == b.RatePerMinute
+		a.Budget == b.Budget && a.BudgetPeriod == b.BudgetPeriod && a.RatePerMinute == b.RatePerMinute && a.BudgetCost == b.BudgetCost
 }
 
 // testSealFingerprint: no fingerprint and no secrets in a new store; the
