@@ -53,11 +53,11 @@ type Live struct {
 	timestamps bool
 	input      bool
 
-	mu        sync.Mutex
-	chars     int     // characters sent to the provider
+	mu    sync.Mutex
+	chars int // characters sent to the provider
 	// units are the billing units of the text sent, counted segment by
 	// segment (the context's cost, cost.go).
-	units pricing.Usage
+	units     pricing.Usage
 	produced  bool    // some audio arrived
 	offset    float64 // seconds of audio so far (segments rendered one by one)
 	verdict   moderation.Verdict

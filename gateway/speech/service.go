@@ -140,8 +140,8 @@ type Deps struct {
 	// Currency is what costs and budgets in money are counted in
 	// (pricing.currency).
 	Currency string
-	Catalog *catalog.Catalog
-	Store   Store
+	Catalog  *catalog.Catalog
+	Store    Store
 	// Dictionaries holds the organizations' pronunciation dictionaries;
 	// nil applies inline rules only.
 	Dictionaries Dictionaries
