@@ -310,6 +310,8 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.POST("/v1/audio/conversation/stream", "conversation.stream", s.conversationStream)
+		rt.POST("/v1/audio/speech/quote", "quote.speech", s.quoteSpeech)
+		rt.POST("/v1/audio/conversation/quote", "quote.conversation", s.quoteConversation)
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/audio/providers", "providers.documented", s.listAudioProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
