@@ -36,6 +36,9 @@ type Price struct {
 	Tokenizer string `yaml:"tokenizer"`
 	// TokensPerSecond converts audio to audio_tokens.
 	TokensPerSecond float64 `yaml:"tokens_per_second"`
+	// PerCharacter weighs characters (billed characters per character
+	// sent; 0: one).
+	PerCharacter float64 `yaml:"per_character"`
 }
 
 // DefaultCurrency is the currency when pricing.currency is not set: the
@@ -86,6 +89,8 @@ func (c *Config) validatePricing(bad report) {
 				bad(k+".per", "must be 0 (one unit) or more, got %d", pr.Per)
 			case pr.Unit == sdk.UnitAudioTokens && pr.TokensPerSecond <= 0:
 				bad(k+".tokens_per_second", "an audio_tokens price needs how many tokens a second of audio is")
+			case pr.PerCharacter < 0 || (pr.PerCharacter != 0 && pr.Unit != sdk.UnitCharacters):
+				bad(k+".per_character", "applies to a characters price only and must not be negative")
 			case pr.Tokenizer != "" && (pr.Unit != sdk.UnitTextTokens || pr.Tokenizer != "o200k_base"):
 				bad(k+".tokenizer", "only o200k_base, on a text_tokens price, got %q", pr.Tokenizer)
 			}

@@ -300,7 +300,7 @@ func ConfigPrices(cfg *config.Config, provider string) map[string][]pricing.Pric
 		ps := make([]pricing.Price, 0, len(list))
 		for _, p := range list {
 			ps = append(ps, pricing.Price{Unit: pricing.Unit(p.Unit), Amount: p.Amount, Per: p.Per, Currency: cfg.Pricing.Currency,
-				Source: "config", Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond})
+				Source: "config", Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond, PerCharacter: p.PerCharacter})
 		}
 		if out == nil {
 			out = map[string][]pricing.Price{}

@@ -184,6 +184,10 @@ type Price struct {
 	// TokensPerSecond is how many audio tokens one second of audio is,
 	// as the provider documents it (UnitAudioTokens only).
 	TokensPerSecond float64
+	// PerCharacter is how many billed characters one character sent is,
+	// where a provider weighs characters by model (ElevenLabs: 0.5 for
+	// Flash and Turbo); 0 means 1 (UnitCharacters only).
+	PerCharacter float64
 }
 
 // The billing units a Price may name. Characters are Unicode code points

@@ -81,7 +81,7 @@ func pricesToProto(ps []Price) []*pluginpb.Price {
 	out := make([]*pluginpb.Price, len(ps))
 	for i, p := range ps {
 		out[i] = &pluginpb.Price{Unit: p.Unit, Amount: p.Amount, Per: p.Per, Currency: p.Currency, Source: p.Source,
-			Date: p.Date, Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond}
+			Date: p.Date, Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond, PerCharacter: p.PerCharacter}
 	}
 	return out
 }
@@ -93,7 +93,7 @@ func pricesFromProto(ps []*pluginpb.Price) []Price {
 	out := make([]Price, len(ps))
 	for i, p := range ps {
 		out[i] = Price{Unit: p.GetUnit(), Amount: p.GetAmount(), Per: p.GetPer(), Currency: p.GetCurrency(), Source: p.GetSource(),
-			Date: p.GetDate(), Tokenizer: p.GetTokenizer(), TokensPerSecond: p.GetTokensPerSecond()}
+			Date: p.GetDate(), Tokenizer: p.GetTokenizer(), TokensPerSecond: p.GetTokensPerSecond(), PerCharacter: p.GetPerCharacter()}
 	}
 	return out
 }

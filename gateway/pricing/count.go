@@ -66,6 +66,9 @@ func (c *Counter) Estimate(prices []Price, text string) Usage {
 			// Code points, whitespace included: ElevenLabs, OpenAI and
 			// Cartesia count every character sent, spaces too.
 			u.Characters = int64(utf8.RuneCountInString(text))
+			if p.PerCharacter > 0 && p.PerCharacter != 1 {
+				u.Characters = int64(math.Ceil(float64(u.Characters)*p.PerCharacter - 1e-9))
+			}
 		case UTF8Bytes:
 			u.UTF8Bytes = int64(len(text))
 		case TextTokens:

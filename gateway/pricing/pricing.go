@@ -73,6 +73,10 @@ type Price struct {
 	// TokensPerSecond is how many AudioTokens a second of audio is, as
 	// the provider documents it; 0 for other units.
 	TokensPerSecond float64
+	// PerCharacter is how many billed Characters one character sent is
+	// (ElevenLabs bills its Flash and Turbo models half a credit a
+	// character, and its character-cost header counts those); 0 means 1.
+	PerCharacter float64
 }
 
 // Unpublished is the Source of a price the provider does not publish.
@@ -99,6 +103,8 @@ func (p Price) Check() error {
 		return fmt.Errorf("per must be 0 (one unit) or more, got %d", p.Per)
 	case p.Currency == "":
 		return fmt.Errorf("currency is missing")
+	case p.PerCharacter < 0 || (p.PerCharacter != 0 && p.Unit != Characters):
+		return fmt.Errorf("per_character applies to a characters price only, and must not be negative")
 	case p.Unit == AudioTokens && p.TokensPerSecond <= 0:
 		return fmt.Errorf("an audio_tokens price needs tokens_per_second")
 	case p.Tokenizer != "" && p.Tokenizer != O200K:

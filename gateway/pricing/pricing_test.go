@@ -38,6 +38,7 @@ func TestEstimate(t *testing.T) {
 		want  Usage
 	}{
 		{"characters count code points and spaces", Price{Unit: Characters}, Usage{Characters: 12}},
+		{"half-credit characters", Price{Unit: Characters, PerCharacter: 0.5}, Usage{Characters: 6}},
 		{"bytes count UTF-8", Price{Unit: UTF8Bytes}, Usage{UTF8Bytes: 14}},
 		{"o200k tokens", Price{Unit: TextTokens, Tokenizer: O200K}, Usage{TextTokens: c.tokens(O200K, text)}},
 		{"estimated tokens", Price{Unit: TextTokens}, Usage{TextTokens: 3}},

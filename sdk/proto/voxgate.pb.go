@@ -562,6 +562,7 @@ type Price struct {
 	Date            string                 `protobuf:"bytes,6,opt,name=date,proto3" json:"date,omitempty"`
 	Tokenizer       string                 `protobuf:"bytes,7,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
 	TokensPerSecond float64                `protobuf:"fixed64,8,opt,name=tokens_per_second,json=tokensPerSecond,proto3" json:"tokens_per_second,omitempty"`
+	PerCharacter    float64                `protobuf:"fixed64,9,opt,name=per_character,json=perCharacter,proto3" json:"per_character,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -648,6 +649,13 @@ func (x *Price) GetTokenizer() string {
 func (x *Price) GetTokensPerSecond() float64 {
 	if x != nil {
 		return x.TokensPerSecond
+	}
+	return 0
+}
+
+func (x *Price) GetPerCharacter() float64 {
+	if x != nil {
+		return x.PerCharacter
 	}
 	return 0
 }
@@ -2546,7 +2554,7 @@ const file_voxgate_proto_rawDesc = "" +
 	" \x03(\tR\taudioTags\x129\n" +
 	"\tencodings\x18\v \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\tencodings\x12F\n" +
 	"\x10stream_encodings\x18\f \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\x0fstreamEncodings\x120\n" +
-	"\x06prices\x18d \x03(\v2\x18.voxgate.plugin.v1.PriceR\x06prices\"\xd7\x01\n" +
+	"\x06prices\x18d \x03(\v2\x18.voxgate.plugin.v1.PriceR\x06prices\"\xfc\x01\n" +
 	"\x05Price\x12\x12\n" +
 	"\x04unit\x18\x01 \x01(\tR\x04unit\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\x01R\x06amount\x12\x10\n" +
@@ -2555,7 +2563,8 @@ const file_voxgate_proto_rawDesc = "" +
 	"\x06source\x18\x05 \x01(\tR\x06source\x12\x12\n" +
 	"\x04date\x18\x06 \x01(\tR\x04date\x12\x1c\n" +
 	"\ttokenizer\x18\a \x01(\tR\ttokenizer\x12*\n" +
-	"\x11tokens_per_second\x18\b \x01(\x01R\x0ftokensPerSecond\"=\n" +
+	"\x11tokens_per_second\x18\b \x01(\x01R\x0ftokensPerSecond\x12#\n" +
+	"\rper_character\x18\t \x01(\x01R\fperCharacter\"=\n" +
 	"\vBilledUsage\x12\x12\n" +
 	"\x04unit\x18\x01 \x01(\tR\x04unit\x12\x1a\n" +
 	"\bquantity\x18\x02 \x01(\x03R\bquantity\"]\n" +

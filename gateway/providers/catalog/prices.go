@@ -41,7 +41,7 @@ func listPrices(m *sdk.Model, currency string) []pricing.Price {
 	var out []pricing.Price
 	for _, d := range m.Prices {
 		p := pricing.Price{Unit: pricing.Unit(d.Unit), Amount: d.Amount, Per: d.Per, Currency: d.Currency, Source: d.Source,
-			Date: d.Date, Tokenizer: d.Tokenizer, TokensPerSecond: d.TokensPerSecond}
+			Date: d.Date, Tokenizer: d.Tokenizer, TokensPerSecond: d.TokensPerSecond, PerCharacter: d.PerCharacter}
 		if p.Currency != currency || p.Check() != nil {
 			continue // checked by sdktest; never priced wrongly here
 		}
