@@ -202,20 +202,23 @@ func (c *Charge) Settle(ctx context.Context, spent int64) {
 	if c == nil {
 		return
 	}
-	c.SettleAmount(ctx, Amount{Credits: spent, Cost: c.reserved.Cost})
+	c.SettleAmount(ctx, Amount{Credits: min(spent, c.reserved.Credits), Cost: c.reserved.Cost})
 }
 
 // SettleAmount records that the request spent spent: the rest of each
-// reservation goes back; a spend above the reservation is kept as
-// reserved (the quote is what the budget allowed). Safe on a nil Charge.
+// reservation goes back, and a spend above it (audio longer than the
+// quote estimated) is added, past the limit if need be: the request was
+// admitted on its quote, and the period counts what was spent. Safe on a
+// nil Charge.
 func (c *Charge) SettleAmount(ctx context.Context, spent Amount) {
 	if c == nil {
 		return
 	}
 	release := func(keys []string, reserved *int64, spent int64) {
-		if spent >= *reserved {
+		if spent == *reserved {
 			return
 		}
+		// A negative release adds: both counters' releases add -n.
 		back := *reserved - spent
 		*reserved = spent
 		for _, k := range keys {

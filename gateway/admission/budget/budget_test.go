@@ -169,3 +169,25 @@ func TestMoneyBudgets(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleAboveTheQuoteCounts: a request that cost more than it
+// reserved (audio longer than quoted) adds the rest to the period.
+func TestSettleAboveTheQuoteCounts(t *testing.T) {
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			b := New(c, false)
+			org := Limit{Cost: 1000, Period: Day, Currency: "USD"}
+			ctx := context.Background()
+			ch, err := b.ReserveAmount(ctx, "over-"+name, org, "", Limit{}, Amount{Cost: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch.SettleAmount(ctx, Amount{Cost: 700})
+			_, err = b.ReserveAmount(ctx, "over-"+name, org, "", Limit{}, Amount{Cost: 301})
+			var ex *Exceeded
+			if !errors.As(err, &ex) || ex.Spent != 700 {
+				t.Fatalf("err %v (%+v), want the budget refusing with 700 spent", err, ex)
+			}
+		})
+	}
+}
