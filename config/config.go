@@ -45,6 +45,8 @@ type Config struct {
 	// provenance marks and records.
 	Provenance Provenance `yaml:"provenance"`
 	Jobs       Jobs       `yaml:"jobs"`
+	// Pricing is the currency and the operator's prices (pricing.go).
+	Pricing Pricing `yaml:"pricing"`
 
 	// Dir is the directory of the config file; relative paths in the file
 	// are resolved against it.
@@ -93,6 +95,7 @@ func (c *Config) Validate() error {
 		c.validateOrgs,
 		c.validateProvenance,
 		c.validateJobs,
+		c.validatePricing,
 	} {
 		validate(bad)
 	}
@@ -115,6 +118,7 @@ func (c *Config) applyDefaults() {
 	c.Tracing.defaults()
 	c.Limits.defaults(&c.Server)
 	c.Jobs.defaults()
+	c.Pricing.defaults()
 	c.Alignment.defaults(c.Providers)
 }
 

@@ -1,5 +1,7 @@
 package config
 
+import "math"
+
 // Org configures one organization.
 type Org struct {
 	// Moderation names the org's default moderation ruleset ("" = off).
@@ -64,10 +66,14 @@ func (l *Loudness) Ceiling() float64 {
 	return *l.TruePeak
 }
 
-// Budget is a credit budget: Credits per Period ("day" or "month", UTC).
+// Budget is a budget per Period ("day" or "month", UTC): Credits, Cost
+// (in pricing.currency), or both; zero is none.
 type Budget struct {
-	Credits int64  `yaml:"credits"`
-	Period  string `yaml:"period"`
+	Credits int64 `yaml:"credits"`
+	// Cost caps the money spent per period, in pricing.currency (12.5 is
+	// 12.50 USD).
+	Cost   float64 `yaml:"cost"`
+	Period string  `yaml:"period"`
 }
 
 // OrgProvider holds one org's flags for one provider.
@@ -133,8 +139,13 @@ func (c *Config) validateOrgs(bad report) {
 			}
 		}
 		if b := o.Budget; b != nil {
-			if b.Credits < 1 {
-				bad(key+".budget.credits", "must be at least 1, got %d", b.Credits)
+			switch {
+			case b.Credits < 0:
+				bad(key+".budget.credits", "must not be negative, got %d", b.Credits)
+			case b.Cost < 0 || math.IsNaN(b.Cost) || math.IsInf(b.Cost, 0):
+				bad(key+".budget.cost", "must not be negative, got %v", b.Cost)
+			case b.Credits < 1 && b.Cost <= 0:
+				bad(key+".budget.credits", "give credits (at least 1), cost (more than 0, in %s) or both", c.Pricing.Currency)
 			}
 			if b.Period != "day" && b.Period != "month" {
 				bad(key+".budget.period", "must be day or month, got %q", b.Period)

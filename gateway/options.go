@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/voxgate/voxgate/config"
@@ -14,6 +15,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/jobs"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/keypool"
@@ -34,6 +36,7 @@ import (
 // ServerOptions is the typed view of cfg's edge settings.
 func ServerOptions(cfg *config.Config) edge.Options {
 	o := edge.Options{
+		Currency:         cfg.Pricing.Currency,
 		ReadTimeout:      cfg.Server.ReadTimeout.D(),
 		WriteTimeout:     cfg.Server.WriteTimeout.D(),
 		IdleTimeout:      cfg.Server.IdleTimeout.D(),
@@ -186,7 +189,7 @@ func OrgBudgets(cfg *config.Config) map[string]budget.Limit {
 	out := map[string]budget.Limit{}
 	for name, o := range cfg.Orgs {
 		if o.Budget != nil {
-			out[name] = budget.Limit{Credits: o.Budget.Credits, Period: budget.Period(o.Budget.Period)}
+			out[name] = budget.Limit{Credits: o.Budget.Credits, Cost: pricing.FromFloat(o.Budget.Cost), Period: budget.Period(o.Budget.Period)}
 		}
 	}
 	return out
@@ -277,7 +280,32 @@ func ProviderPolicies(cfg *config.Config) map[string]catalog.Policy {
 			ModelCredits:      p.ModelCredits,
 			Direct:            p.Direct(),
 			Timestamps:        timing(p.Timestamps),
+			Currency:          cfg.Pricing.Currency,
+			Prices:            ConfigPrices(cfg, id),
 		}
+	}
+	return out
+}
+
+// ConfigPrices is the typed view of the operator's prices for provider's
+// models (pricing.prices), by model id ("*" for every model); nil when
+// none are given.
+func ConfigPrices(cfg *config.Config, provider string) map[string][]pricing.Price {
+	var out map[string][]pricing.Price
+	for target, list := range cfg.Pricing.Prices {
+		pid, model, _ := strings.Cut(target, "/")
+		if pid != provider {
+			continue
+		}
+		ps := make([]pricing.Price, 0, len(list))
+		for _, p := range list {
+			ps = append(ps, pricing.Price{Unit: pricing.Unit(p.Unit), Amount: p.Amount, Per: p.Per, Currency: cfg.Pricing.Currency,
+				Source: "config", Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond, PerCharacter: p.PerCharacter})
+		}
+		if out == nil {
+			out = map[string][]pricing.Price{}
+		}
+		out[model] = ps
 	}
 	return out
 }

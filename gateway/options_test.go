@@ -136,8 +136,8 @@ func TestOptions(t *testing.T) {
 			WholeClipConcurrency: 11, WholeClipWait: 12 * time.Second, StreamsPerOrg: 13,
 		}},
 		{"alignment", Alignment(cfg), speech.Alignment{Method: speech.TimingSTT, Reference: "espeak", STTProvider: "openai", STTModel: "m", Concurrency: 14}},
-		{"espeak policy", ProviderPolicies(cfg)["espeak"], catalog.Policy{Timeout: 10 * time.Second, CreditsPer1kChars: 2, Direct: false, Timestamps: speech.TimingNative}},
-		{"openai policy", ProviderPolicies(cfg)["openai"], catalog.Policy{Timeout: 120 * time.Second, ModelCredits: map[string]float64{"tts-1": 5}, Direct: true, Timestamps: speech.TimingAuto}},
+		{"espeak policy", ProviderPolicies(cfg)["espeak"], catalog.Policy{Timeout: 10 * time.Second, CreditsPer1kChars: 2, Direct: false, Timestamps: speech.TimingNative, Currency: "USD"}},
+		{"openai policy", ProviderPolicies(cfg)["openai"], catalog.Policy{Timeout: 120 * time.Second, ModelCredits: map[string]float64{"tts-1": 5}, Direct: true, Timestamps: speech.TimingAuto, Currency: "USD"}},
 		{"server request timeout", ServerOptions(cfg).RequestTimeout, 90 * time.Second},
 	}
 	for _, tt := range tests {

@@ -121,6 +121,7 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 	cacheOpts.Store = g.cacheStore
 	svc := speech.New(speech.Deps{
 		Cache:        cacheOpts,
+		Currency:     cfg.Pricing.Currency,
 		Routes:       Routes(cfg),
 		Pools:        keyPools,
 		Limits:       SpeechLimits(cfg),

@@ -85,6 +85,11 @@ type Plan struct {
 	// ReuseFor is how long the gateway may reuse the plan for requests
 	// that differ from this one only in text; 0 means not at all.
 	ReuseFor time.Duration
+	// BilledHeaders names the answer's headers that say what the call
+	// was billed, each mapped to its unit (ElevenLabs:
+	// "character-cost": UnitCharacters): the gateway reads them as
+	// SynthesizeResponse.Billed when it sends the request itself.
+	BilledHeaders map[string]string
 }
 
 // TextSlot validates p and returns the offset of PlanText in Body; the

@@ -162,6 +162,14 @@ type Model struct {
 	// value is a model that takes none, for which the gateway speaks a
 	// rule's stand-in text and warns.
 	Phonemes PhonemeInput
+	// Prices are the model's list prices, one per billing unit it is
+	// billed by (most bill one: characters; OpenAI's gpt-4o-mini-tts
+	// bills text tokens in and audio tokens out). The gateway counts the
+	// units, prices requests before they run (quotes, budgets in
+	// currency) and logs their cost; operators override them in
+	// gateway.yaml with negotiated rates. A provider that publishes no
+	// price says so: one Price with Source PriceUnpublished and Amount 0.
+	Prices []Price
 }
 
 // PhonemeInput is how a model takes pronunciations (Model.Phonemes).
@@ -210,6 +218,54 @@ const (
 type Lexicon struct {
 	ID, Version string
 	Document    []byte
+}
+
+// Price is a list price for one billing unit: Amount in Currency (ISO
+// 4217, "USD") per Per units (0: one), as Source (a URL or a document's
+// name) listed it on Date (YYYY-MM-DD).
+type Price struct {
+	// Unit is one of the Unit constants.
+	Unit     string
+	Amount   float64
+	Per      int64
+	Currency string
+	Source   string
+	Date     string
+	// Tokenizer names the tokenizer a UnitTextTokens price is counted
+	// with ("o200k_base"); empty means the gateway's estimate of four
+	// characters a token.
+	Tokenizer string
+	// TokensPerSecond is how many audio tokens one second of audio is,
+	// as the provider documents it (UnitAudioTokens only).
+	TokensPerSecond float64
+	// PerCharacter is how many billed characters one character sent is,
+	// where a provider weighs characters by model (ElevenLabs: 0.5 for
+	// Flash and Turbo); 0 means 1 (UnitCharacters only).
+	PerCharacter float64
+}
+
+// The billing units a Price may name. Characters are Unicode code points
+// of the text the plugin is sent, spaces included; UTF-8 bytes its
+// encoded length; text tokens the provider's tokenizer's count; audio
+// tokens and seconds are of the answer's audio; requests one per call.
+const (
+	UnitCharacters   = "characters"
+	UnitUTF8Bytes    = "utf8_bytes"
+	UnitTextTokens   = "text_tokens"
+	UnitAudioTokens  = "audio_tokens"
+	UnitAudioSeconds = "audio_seconds"
+	UnitRequests     = "requests"
+)
+
+// PriceUnpublished is the Source of a price the provider does not
+// publish (its Amount is 0): the table says so rather than invent one.
+const PriceUnpublished = "unpublished"
+
+// BilledUsage is what the provider's answer says a call was billed
+// (ElevenLabs' character-cost header), in one unit.
+type BilledUsage struct {
+	Unit     string
+	Quantity int64
 }
 
 // AnyAudioTag in Model.AudioTags means the model performs every tag.
@@ -404,6 +460,11 @@ type SynthesizeResponse struct {
 	// request-id header), which the gateway passes to the later pieces
 	// of the same text in Neighbours.PreviousIDs; "" when none.
 	ContextID string
+	// Billed is what the provider's answer says the call was billed, in
+	// the units of the model's Prices, when it says (a response header
+	// or a usage field); nil when it does not. It wins over the
+	// gateway's own count, whose error the gateway records.
+	Billed []BilledUsage
 }
 
 // WordTimestamp is the timing of one spoken word.

@@ -69,7 +69,32 @@ func descriptionToProto(d *Description) *pluginpb.Description {
 			Encodings:        encodingsToProto(m.Encodings),
 			StreamEncodings:  encodingsToProto(m.StreamEncodings),
 			Phonemes:         phonemesToProto(m.Phonemes),
+			Prices:           pricesToProto(m.Prices),
 		}
+	}
+	return out
+}
+
+func pricesToProto(ps []Price) []*pluginpb.Price {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.Price, len(ps))
+	for i, p := range ps {
+		out[i] = &pluginpb.Price{Unit: p.Unit, Amount: p.Amount, Per: p.Per, Currency: p.Currency, Source: p.Source,
+			Date: p.Date, Tokenizer: p.Tokenizer, TokensPerSecond: p.TokensPerSecond, PerCharacter: p.PerCharacter}
+	}
+	return out
+}
+
+func pricesFromProto(ps []*pluginpb.Price) []Price {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]Price, len(ps))
+	for i, p := range ps {
+		out[i] = Price{Unit: p.GetUnit(), Amount: p.GetAmount(), Per: p.GetPer(), Currency: p.GetCurrency(), Source: p.GetSource(),
+			Date: p.GetDate(), Tokenizer: p.GetTokenizer(), TokensPerSecond: p.GetTokensPerSecond(), PerCharacter: p.GetPerCharacter()}
 	}
 	return out
 }
@@ -131,6 +156,7 @@ func descriptionFromProto(d *pluginpb.Description) *Description {
 			Encodings:        encodingsFromProto(m.GetEncodings()),
 			StreamEncodings:  encodingsFromProto(m.GetStreamEncodings()),
 			Phonemes:         phonemesFromProto(m.GetPhonemes()),
+			Prices:           pricesFromProto(m.GetPrices()),
 		}
 	}
 	return out
@@ -270,6 +296,9 @@ func synthesizeResponseToProto(r *SynthesizeResponse) *pluginpb.SynthesizeRespon
 		Warnings:  r.Warnings,
 		ContextId: r.ContextID,
 	}
+	for _, b := range r.Billed {
+		out.Billed = append(out.Billed, &pluginpb.BilledUsage{Unit: b.Unit, Quantity: b.Quantity})
+	}
 	if r.Timestamps != nil {
 		// One backing array for all entries instead of one allocation each:
 		// a long clip carries thousands of words.
@@ -289,6 +318,9 @@ func synthesizeResponseFromProto(r *pluginpb.SynthesizeResponse) *SynthesizeResp
 		MediaType: r.GetMediaType(),
 		Warnings:  r.GetWarnings(),
 		ContextID: r.GetContextId(),
+	}
+	for _, b := range r.GetBilled() {
+		out.Billed = append(out.Billed, BilledUsage{Unit: b.GetUnit(), Quantity: b.GetQuantity()})
 	}
 	if ts := r.GetTimestamps(); len(ts) > 0 {
 		out.Timestamps = make([]WordTimestamp, len(ts))
@@ -535,6 +567,8 @@ func planToProto(p *Plan) *pluginpb.HTTPPlan {
 		MaxAttempts: int32(p.MaxAttempts),
 		TimeoutMs:   p.Timeout.Milliseconds(),
 		ReuseForMs:  p.ReuseFor.Milliseconds(),
+
+		BilledHeaders: p.BilledHeaders,
 	}
 }
 
@@ -549,6 +583,8 @@ func planFromProto(p *pluginpb.HTTPPlan) *Plan {
 		MaxAttempts: int(p.GetMaxAttempts()),
 		Timeout:     time.Duration(p.GetTimeoutMs()) * time.Millisecond,
 		ReuseFor:    time.Duration(p.GetReuseForMs()) * time.Millisecond,
+
+		BilledHeaders: p.GetBilledHeaders(),
 	}
 }
 

@@ -73,6 +73,8 @@ func TestWireRoundTrip(t *testing.T) {
 			Encodings:       []Encoding{{Format: FormatMP3, SampleRate: 44100, Bitrate: 128}},
 			StreamEncodings: []Encoding{{Format: FormatOpus, SampleRate: 48000, Bitrate: 32}},
 			Phonemes:        PhonemeInput{Kind: PhonemesPLS, Alphabets: []string{"ipa", "cmu"}, MaxLexicons: 3},
+			Prices: []Price{{Unit: UnitTextTokens, Amount: 0.6, Per: 1_000_000, Currency: "USD", Source: "https://example.com/pricing",
+				Date: "2026-11-28", Tokenizer: "o200k_base", TokensPerSecond: 20.8, PerCharacter: 0.5}},
 		}},
 	}
 	cred := Credentials{APIKey: "sk-test", BYOK: true}
@@ -88,6 +90,7 @@ func TestWireRoundTrip(t *testing.T) {
 		Timestamps: []WordTimestamp{{Text: "hello", Start: 0.25, End: 0.5}},
 		Warnings:   []string{"w"},
 		ContextID:  "r3",
+		Billed:     []BilledUsage{{Unit: UnitCharacters, Quantity: 5}},
 	}
 	cloneReq := &CloneRequest{
 		Model: "m", Name: "n", Description: "d", Options: []byte(`{}`), Credentials: cred,

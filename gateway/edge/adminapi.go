@@ -11,6 +11,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/manage"
 	"github.com/voxgate/voxgate/gateway/admission/orgs"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -56,10 +57,41 @@ func (o *optional[T]) UnmarshalJSON(b []byte) error {
 	return dec.Decode(&o.V)
 }
 
-// budgetJSON is a credit budget on the wire.
+// budgetJSON is a budget on the wire: credits, cost (a decimal amount of
+// the gateway's currency, 12.5 for 12.50 USD), or both.
 type budgetJSON struct {
-	Credits int64  `json:"credits"`
-	Period  string `json:"period"`
+	Credits int64        `json:"credits"`
+	Cost    *json.Number `json:"cost,omitempty"`
+	Period  string       `json:"period"`
+}
+
+// domain is b for package manage: cost in nano-units (an unreadable cost
+// becomes -1, which manage refuses with the field's name).
+func (b budgetJSON) domain() *manage.Budget {
+	out := &manage.Budget{Credits: b.Credits, Period: b.Period}
+	if b.Cost != nil {
+		f, err := b.Cost.Float64()
+		switch {
+		case err != nil || f < 0 || f > 1e9:
+			out.Cost = -1
+		default:
+			out.Cost = pricing.FromFloat(f)
+		}
+	}
+	return out
+}
+
+// budgetOut is a stored budget on the wire; nil when it has none.
+func budgetOut(credits, cost int64, period string) *budgetJSON {
+	if credits <= 0 && cost <= 0 {
+		return nil
+	}
+	out := &budgetJSON{Credits: credits, Period: period}
+	if cost > 0 {
+		c := money(cost)
+		out.Cost = &c
+	}
+	return out
 }
 
 // rateLimitJSON is a rate limit on the wire.
@@ -93,7 +125,7 @@ func (r *orgRequestJSON) settings() manage.OrgSettings {
 		set.Disabled = &r.Disabled.V
 	}
 	if r.Budget.Set {
-		set.Budget = &manage.Budget{Credits: r.Budget.V.Credits, Period: r.Budget.V.Period}
+		set.Budget = r.Budget.V.domain()
 	}
 	if r.RateLimit.Set {
 		set.RatePerMinute = &r.RateLimit.V.PerMinute
@@ -130,9 +162,7 @@ type orgJSON struct {
 
 func orgOut(o *orgs.Org) orgJSON {
 	out := orgJSON{ID: o.ID, Name: o.Name, ManagedBy: o.ManagedBy, Disabled: o.Disabled}
-	if o.Budget.Credits > 0 {
-		out.Budget = &budgetJSON{Credits: o.Budget.Credits, Period: string(o.Budget.Period)}
-	}
+	out.Budget = budgetOut(o.Budget.Credits, o.Budget.Cost, string(o.Budget.Period))
 	if !o.Synthesis.Unlimited() {
 		out.RateLimit = &rateLimitJSON{PerMinute: int(o.Synthesis.Rate*60 + 0.5)}
 	}
@@ -269,7 +299,7 @@ func (r *keyRequestJSON) settings() manage.KeySettings {
 		set.Scope = &manage.Scope{Providers: r.Scope.V.Providers, Models: r.Scope.V.Models}
 	}
 	if r.Budget.Set {
-		set.Budget = &manage.Budget{Credits: r.Budget.V.Credits, Period: r.Budget.V.Period}
+		set.Budget = r.Budget.V.domain()
 	}
 	if r.RateLimit.Set {
 		set.RatePerMinute = &r.RateLimit.V.PerMinute
@@ -309,9 +339,7 @@ func adminKeyOut(k *store.APIKey) adminKeyJSON {
 	default:
 		out.Status = "active"
 	}
-	if k.Scope.Budget > 0 {
-		out.Budget = &budgetJSON{Credits: k.Scope.Budget, Period: k.Scope.BudgetPeriod}
-	}
+	out.Budget = budgetOut(k.Scope.Budget, k.Scope.BudgetCost, k.Scope.BudgetPeriod)
 	if k.Scope.RatePerMinute > 0 {
 		out.RateLimit = &rateLimitJSON{PerMinute: k.Scope.RatePerMinute}
 	}

@@ -85,7 +85,7 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 			s.record(ctx, c, row)
 		}
 		parent := out.Row
-		parent.CreditsUsed = 0
+		parent.CreditsUsed, parent.Cost = 0, 0
 		parent.ErrorCode, parent.ErrorDetail = string(pe.Code), pe.Detail
 		s.record(ctx, c, parent)
 		return nil

@@ -80,6 +80,7 @@ func TestRateLimitClasses(t *testing.T) {
 		"speech": true, "speech.stream": true, "speech.elevenlabs.timestamps": true,
 		"conversation": true, "conversation.stream": true, "apikeys.put": true,
 		"voices.list": false, "voices.create": false, "logs.get": false, "usage": false, "apikeys.delete": false,
+		"quote.speech": false, "quote.conversation": false, // quotes make no audio: reads
 	} {
 		if got := isSynthesis(route); got != synth {
 			t.Errorf("isSynthesis(%q) = %v, want %v", route, got, synth)

@@ -102,6 +102,9 @@ type Deps struct {
 // Options are the typed view of the configuration the edge needs, built
 // once at start: the server never reads *config.Config.
 type Options struct {
+	// Currency is what costs are counted in (pricing.currency): usage
+	// and quotes name it.
+	Currency string
 	// ReadTimeout, WriteTimeout and IdleTimeout bound a connection.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// RequestTimeout bounds a whole synthesis request, streams included.
@@ -307,6 +310,8 @@ func New(d Deps) *Server {
 		rt.POST("/v1/audio/conversation", "conversation", s.conversationHandler(false))
 		rt.POST("/v1/audio/conversation/with-timestamps", "conversation.timestamps", s.conversationHandler(true))
 		rt.POST("/v1/audio/conversation/stream", "conversation.stream", s.conversationStream)
+		rt.POST("/v1/audio/speech/quote", "quote.speech", s.quoteSpeech)
+		rt.POST("/v1/audio/conversation/quote", "quote.conversation", s.quoteConversation)
 		rt.GET("/v1/providers", "providers.list", s.listProviders)
 		rt.GET("/v1/audio/providers", "providers.documented", s.listAudioProviders)
 		rt.GET("/v1/providers/{id}/voices", "providers.voices", s.providerVoices)
@@ -657,7 +662,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 	if row.ParentRequestID == "" && c.charge != nil {
 		// The request's own row is final: what it was charged is what
 		// the budgets keep of the reservation.
-		c.charge.Settle(context.Background(), int64(row.CreditsUsed))
+		c.charge.SettleAmount(context.Background(), speech.Amount(&row))
 	}
 	if row.LatencyMS == 0 {
 		row.LatencyMS = time.Since(c.start).Milliseconds()

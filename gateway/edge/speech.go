@@ -268,6 +268,11 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
 	cs.firstAudio = s.firstAudio(out)
 	cs.prov = ps
+	if out.Cache != "hit" {
+		// A stream's audio units are known at its end: priced then.
+		job, svc := out.Job, c.live.Speech
+		cs.cost = func(audioMS int64) int64 { return svc.StreamCost(job, audioMS) }
+	}
 }
 
 // relay answers 200 and sends src's audio as it comes, first being what
@@ -382,6 +387,9 @@ type chunkStream struct {
 	access   *access
 	finished bool
 	failure  string
+	// cost prices the stream once its audio's length is known; nil for
+	// a conversation (its turns are priced by their rows) or a replay.
+	cost func(audioMS int64) int64
 	// sse frames each piece as an OpenAI speech.audio.delta event and
 	// ends with speech.audio.done (chars is its usage); buf is reused
 	// for the framing.
@@ -572,10 +580,13 @@ func (cs *chunkStream) finish(werr error) {
 			// A stream the provider or the gateway broke off is not billed
 			// (a client that left is: it spent the provider's work); a
 			// conversation is billed for the turns it sent (Rows).
-			row.CreditsUsed = 0
+			row.CreditsUsed, row.Cost = 0, 0
 		}
 		row.LatencyMS = time.Since(cs.c.start).Milliseconds()
 		row.AudioMS = cs.meter.Length().Milliseconds()
+		if cs.cost != nil && row.Cost != 0 {
+			row.Cost = cs.cost(row.AudioMS)
+		}
 		cs.s.signRow(cs.c, row, cs.prov, werr == nil && err == nil)
 		// No ctx: fasthttp may be reusing it by now; the row already has
 		// the path and status record would read from it.

@@ -141,6 +141,7 @@ func (s *Server) usageOf(ctx *fasthttp.RequestCtx, c *exchange, org string) erro
 	out := usageJSON{
 		Since: uq.since.Format(time.DateOnly), Until: uq.until.Format(time.DateOnly),
 		GroupBy: uq.groupBy, Data: make([]usageGroupJSON, 0, len(u.Groups)), Total: figures(&u.Total),
+		Currency: s.opts.Currency,
 	}
 	if out.GroupBy == nil {
 		out.GroupBy = []string{}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -114,6 +115,11 @@ type logRowJSON struct {
 	Cache                  string  `json:"cache"`
 	Transcoded             string  `json:"transcoded"`
 	Sanitized              bool    `json:"sanitized"`
+	// Cost is what the request cost in Currency, as an exact decimal;
+	// CostEstimate what it was quoted before its provider calls.
+	Cost         json.Number `json:"cost"`
+	Currency     string      `json:"currency"`
+	CostEstimate json.Number `json:"cost_estimate"`
 }
 
 // tsLayout renders log timestamps as RFC 3339 in UTC with milliseconds.
@@ -139,8 +145,14 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		Cache:                  r.Cache,
 		Transcoded:             r.Transcoded,
 		Sanitized:              r.Sanitized,
+		Cost:                   money(r.Cost),
+		Currency:               r.Currency,
+		CostEstimate:           money(r.CostEstimate),
 	}
 }
+
+// money is an amount in nano-units as an exact JSON decimal ("0.00045").
+func money(nanos int64) json.Number { return json.Number(pricing.Format(nanos)) }
 
 // Request bodies. Each decodes strictly (unknown fields are a validation
 // error naming the field, see decodeStrict) and converts to the speech

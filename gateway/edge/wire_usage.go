@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"encoding/json"
 	"math"
 
 	"github.com/voxgate/voxgate/gateway/store"
@@ -10,11 +11,13 @@ import (
 
 // usageJSON is the body of GET /v1/usage.
 type usageJSON struct {
-	Since   string           `json:"since"`
-	Until   string           `json:"until"`
-	GroupBy []string         `json:"group_by"`
-	Data    []usageGroupJSON `json:"data"`
-	Total   usageFiguresJSON `json:"total"`
+	Since   string   `json:"since"`
+	Until   string   `json:"until"`
+	GroupBy []string `json:"group_by"`
+	// Currency is what the figures' cost is in (pricing.currency).
+	Currency string           `json:"currency"`
+	Data     []usageGroupJSON `json:"data"`
+	Total    usageFiguresJSON `json:"total"`
 }
 
 // usageGroupJSON is one group: the fields it is grouped by, then its
@@ -38,6 +41,7 @@ type usageFiguresJSON struct {
 	Characters   int64       `json:"characters"`
 	AudioSeconds float64     `json:"audio_seconds"`
 	Credits      int64       `json:"credits"`
+	Cost         json.Number `json:"cost"`
 	CacheHits    int64       `json:"cache_hits"`
 	LatencyMS    latencyJSON `json:"latency_ms"`
 }
@@ -56,7 +60,7 @@ func figures(c *store.UsageCounts) usageFiguresJSON {
 	f := usageFiguresJSON{
 		Requests: c.Requests, Errors: c.Errors, ServerErrors: c.ServerErrors,
 		Characters: c.Characters, AudioSeconds: round3(float64(c.AudioMS) / 1000),
-		Credits: c.Credits, CacheHits: c.CacheHits,
+		Credits: c.Credits, Cost: money(c.Cost), CacheHits: c.CacheHits,
 	}
 	if c.Requests > 0 {
 		f.ErrorRate = round4(float64(c.Errors) / float64(c.Requests))

@@ -488,12 +488,12 @@ func (s *Service) recordRows(j *store.Job, out *speech.Spoken, err error, start 
 	if err != nil {
 		pe := problem.From(err, "")
 		row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
-		row.CreditsUsed = 0
+		row.CreditsUsed, row.Cost = 0, 0
 	} else if out.Result != nil {
 		row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
 	}
 	if out.Charge != nil {
-		out.Charge.Settle(context.Background(), int64(row.CreditsUsed))
+		out.Charge.SettleAmount(context.Background(), speech.Amount(&row))
 	}
 	s.record(row)
 }

@@ -109,7 +109,8 @@ const (
 	// KeyScopeDenied says the API key's scope does not allow the
 	// provider or model asked for.
 	KeyScopeDenied Code = "key_scope_denied"
-	// BudgetExceeded says an organization's or a key's credit budget for
+	// BudgetExceeded says an organization's or a key's budget (credits or
+	// money; the detail and the RateLimit-Policy name which) for
 	// the period is spent; Retry-After says when it resets.
 	BudgetExceeded Code = "budget_exceeded"
 	// BudgetUnavailable says the shared budget counter could not be asked
@@ -193,8 +194,8 @@ var table = map[Code]meta{
 	BadRequest:              {400, "Malformed HTTP request"},
 	Cancelled:               {499, "Cancelled before it finished"},
 	KeyScopeDenied:          {403, "Not allowed for this API key"},
-	BudgetExceeded:          {429, "Credit budget exceeded"},
-	BudgetUnavailable:       {503, "Credit budget unavailable"},
+	BudgetExceeded:          {429, "Budget exceeded"},
+	BudgetUnavailable:       {503, "Budget unavailable"},
 	RangeNotSatisfiable:     {416, "Range not satisfiable"},
 	WebSocketRequired:       {426, "WebSocket upgrade required"},
 	UnknownContext:          {400, "No such open context"},

@@ -15,7 +15,8 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 	// A hit is moderated like any request, and costs nothing.
 	key, hit := s.lookup(ctx, j, "answer")
 	if hit != nil {
-		out.Cache, out.Row.Cache, out.Row.CreditsUsed = "hit", "hit", 0
+		out.Cache, out.Row.Cache = "hit", "hit"
+		unbill(&out.Row)
 		if j.Delivery == DeliverStream {
 			out.Stream, _ = s.replay(hit)
 		} else {
@@ -32,7 +33,7 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 			return err
 		}
 	}
-	if out.Charge, err = s.reserve(ctx, org, int64(out.Row.CreditsUsed)); err != nil {
+	if out.Charge, err = s.reserve(ctx, org, amount(&out.Row)); err != nil {
 		if release != nil {
 			release()
 		}
@@ -44,8 +45,11 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 		} else {
 			release()
 		}
-	} else if out.Result, err = s.synthesize(ctx, j); err == nil && key != "" {
-		s.cache.put(key, out.Result, false)
+	} else if out.Result, err = s.synthesize(ctx, j); err == nil {
+		out.Row.Cost = s.finalCost(j, out.Result)
+		if key != "" {
+			s.cache.put(key, out.Result, false)
+		}
 	}
 	if err != nil {
 		out.Charge.Settle(context.WithoutCancel(ctx), 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/admission/budget"
@@ -45,24 +46,25 @@ func checkScope(ctx context.Context, j *Job) error {
 
 // reserve takes credits from org's budget and the caller's key's before a
 // provider is called. The charge settles once the request's cost is known.
-func (s *Service) reserve(ctx context.Context, org string, credits int64) (*budget.Charge, error) {
+func (s *Service) reserve(ctx context.Context, org string, want budget.Amount) (*budget.Charge, error) {
 	c := callerFrom(ctx)
 	var keyLimit budget.Limit
-	if c.Scope != nil && c.Scope.Budget > 0 {
-		keyLimit = budget.Limit{Credits: c.Scope.Budget, Period: budget.Period(c.Scope.BudgetPeriod)}
+	if c.Scope != nil && (c.Scope.Budget > 0 || c.Scope.BudgetCost > 0) {
+		keyLimit = budget.Limit{Credits: c.Scope.Budget, Cost: c.Scope.BudgetCost, Period: budget.Period(c.Scope.BudgetPeriod), Currency: s.currency}
 	}
 	orgLimit := s.orgBudgets[org]
 	if s.orgBudget != nil {
 		orgLimit = s.orgBudget(org)
 	}
-	ch, err := s.budgets.Reserve(ctx, org, orgLimit, c.KeyID, keyLimit, credits)
+	orgLimit.Currency = s.currency
+	ch, err := s.budgets.ReserveAmount(ctx, org, orgLimit, c.KeyID, keyLimit, want)
 	var ex *budget.Exceeded
 	var un *budget.Unavailable
 	switch {
 	case errors.As(err, &ex):
 		return nil, &problem.Error{Code: problem.BudgetExceeded, Detail: ex.Error(), RetryAfter: time.Until(ex.Reset), Limit: budgetPolicy(ex)}
 	case errors.As(err, &un):
-		return nil, &problem.Error{Code: problem.BudgetUnavailable, Detail: "the credit budget cannot be checked right now and this gateway refuses requests it cannot count", RetryAfter: time.Second, Err: err}
+		return nil, &problem.Error{Code: problem.BudgetUnavailable, Detail: "the budget cannot be checked right now and this gateway refuses requests it cannot count", RetryAfter: time.Second, Err: err}
 	case err != nil:
 		return nil, fmt.Errorf("reserve credits: %w", err)
 	}
@@ -70,11 +72,20 @@ func (s *Service) reserve(ctx context.Context, org string, credits int64) (*budg
 }
 
 // budgetPolicy describes the budget that refused a request as a quota
-// policy for the RateLimit header fields: credits per period.
+// policy for the RateLimit header fields: credits per period, or for a
+// budget in money its nano-units per period (the policy's name says
+// which: org-budget, key-budget, org-cost-budget, key-cost-budget).
 func budgetPolicy(ex *budget.Exceeded) *problem.RateLimit {
 	name, start := "org-budget", ex.Reset.AddDate(0, 0, -1)
 	if ex.Scope != "organization" {
 		name = "key-budget"
+	}
+	if ex.Money() {
+		name = strings.Replace(name, "-budget", "-cost-budget", 1)
+		if ex.Limit.Period == budget.Month {
+			start = ex.Reset.AddDate(0, -1, 0)
+		}
+		return &problem.RateLimit{Policy: name, Quota: ex.Quota(), Unit: "nano-" + ex.Unit, Window: ex.Reset.Sub(start), Remaining: ex.Quota() - ex.Spent}
 	}
 	if ex.Limit.Period == budget.Month {
 		start = ex.Reset.AddDate(0, -1, 0)

@@ -70,8 +70,11 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 			}
 			row := s.logRow(t.Job)
 			row.Cache = t.Cache
+			if t.Result != nil {
+				row.Cost = s.finalCost(t.Job, t.Result)
+			}
 			if t.Cache == "hit" {
-				row.CreditsUsed = 0
+				unbill(&row)
 			}
 			row.LatencyMS = t.Latency.Milliseconds()
 			row.Status = 200
@@ -80,13 +83,16 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 				// Rendered, then discarded with the whole conversation: not
 				// billed, like the conversation, and the row says so.
 				pe := problem.New(problem.Cancelled, "rendered, but the conversation failed and nothing was sent")
-				row.CreditsUsed = 0
+				unbill(&row)
 				row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
 			case t.Err == nil:
 				out.Row.CreditsUsed += row.CreditsUsed
+				out.Row.Cost += row.Cost
+				out.Row.CostEstimate += row.CostEstimate
+				out.Row.Currency = row.Currency
 			default:
 				pe := TurnProblem(t)
-				row.CreditsUsed = 0
+				unbill(&row)
 				row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
 				if be, ok := blocked(t.Err); ok {
 					row.Status = be.Verdict.Status()
@@ -96,17 +102,19 @@ func (s *Service) Converse(ctx context.Context, org string, req *ConversationReq
 		}
 	}
 	if err != nil {
-		out.Row.CreditsUsed = 0
+		unbill(&out.Row)
 	}
 	return out, err
 }
 
 // conversationCredits is what the conversation costs if every turn
-// renders: the most it can be charged.
-func (s *Service) conversationCredits(jobs []*Job) int64 {
-	var n int64
+// renders: the most it can be charged, in credits and in money (the
+// turns' quotes).
+func (s *Service) conversationCredits(jobs []*Job) budget.Amount {
+	var n budget.Amount
 	for _, j := range jobs {
-		n += int64(s.credits(j))
+		n.Credits += int64(s.credits(j))
+		n.Cost += s.estimate(j)
 	}
 	return n
 }

@@ -263,22 +263,28 @@ func (cs *ConversationStream) Rows() (store.LogRow, []store.LogRow) {
 	for _, t := range cs.turns {
 		row := cs.s.logRow(t.Job)
 		row.Cache = t.Cache
+		if t.Result != nil {
+			row.Cost = cs.s.finalCost(t.Job, t.Result)
+		}
 		if t.Cache == "hit" {
-			row.CreditsUsed = 0
+			unbill(&row)
 		}
 		row.LatencyMS = t.Latency.Milliseconds()
 		row.Status = 200
 		switch {
 		case t.Err == nil && t.Index < cs.next:
 			parent.CreditsUsed += row.CreditsUsed
+			parent.Cost += row.Cost
+			parent.CostEstimate += row.CostEstimate
+			parent.Currency = row.Currency
 		case t.Err == nil:
 			// Rendered, but the stream ended before it was sent.
-			row.CreditsUsed = 0
+			unbill(&row)
 			pe := problem.New(problem.Cancelled, "rendered but not sent: the stream ended first")
 			row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
 		default:
 			pe := TurnProblem(t)
-			row.CreditsUsed = 0
+			unbill(&row)
 			row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
 			if be, ok := blocked(t.Err); ok {
 				row.Status = be.Verdict.Status()

@@ -109,7 +109,7 @@ func (s *Service) attemptRow(j *Job, err error, took time.Duration) store.LogRow
 	row := s.logRow(j)
 	pe := problem.From(err, j.Provider.ID)
 	row.Status, row.ErrorCode, row.ErrorDetail = pe.Status(), string(pe.Code), pe.Detail
-	row.CreditsUsed = 0
+	unbill(&row)
 	row.LatencyMS = took.Milliseconds()
 	return row
 }

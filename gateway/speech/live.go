@@ -15,6 +15,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/audio"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
@@ -56,8 +57,11 @@ type Live struct {
 	req  Request
 	next func() *Job
 
-	mu        sync.Mutex
-	chars     int     // characters sent to the provider
+	mu    sync.Mutex
+	chars int // characters sent to the provider
+	// units are the billing units of the text sent, counted segment by
+	// segment (the context's cost, cost.go).
+	units     pricing.Usage
 	produced  bool    // some audio arrived
 	offset    float64 // seconds of audio so far (segments rendered one by one)
 	verdict   moderation.Verdict
@@ -431,13 +435,15 @@ func (l *Live) spend(ctx context.Context, text string) error {
 	var ch *budget.Charge
 	if need > 0 {
 		var err error
-		if ch, err = l.s.reserve(ctx, l.org, need); err != nil {
+		if ch, err = l.s.reserve(ctx, l.org, budget.Amount{Credits: need}); err != nil {
 			return err
 		}
 	}
+	units := l.s.counter.Estimate(l.job.Provider.Prices(l.job.Model.ID), text)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.chars = chars
+	l.units.Add(units)
 	if need > 0 {
 		l.reserved += need
 		if ch != nil {
@@ -601,8 +607,11 @@ func (l *Live) Row(failed bool) store.LogRow {
 	row := l.s.logRow(&j)
 	row.CharCount = l.chars
 	row.CreditsUsed = int(l.creditsFor(l.chars))
+	prices := l.job.Provider.Prices(l.job.Model.ID)
+	row.CostEstimate = pricing.Cost(prices, l.units)
+	row.Cost = pricing.Cost(prices, pricing.Settle(prices, l.units, int64(l.offset*1000), nil))
 	if failed && !l.produced {
-		row.CreditsUsed = 0
+		unbill(&row)
 	}
 	return row
 }

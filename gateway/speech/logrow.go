@@ -16,7 +16,10 @@ func (s *Service) logRow(j *Job) store.LogRow {
 		VoiceRef:    j.VoiceRef,
 		CharCount:   utf8.RuneCountInString(j.Text),
 		CreditsUsed: s.credits(j),
+		Currency:    j.Provider.Policy.Currency,
 	}
+	row.Cost = s.estimate(j)
+	row.CostEstimate = row.Cost
 	if len(j.Options) > 0 {
 		row.ProviderOptions = string(j.Options)
 	}

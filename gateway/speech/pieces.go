@@ -51,6 +51,8 @@ type piece struct {
 	// contextID is the provider's id of the piece
 	// (sdk.SynthesizeResponse.ContextID), for the pieces after it.
 	contextID string
+	// billed is what the provider said the piece was billed.
+	billed []sdk.BilledUsage
 }
 
 // neighbours is the context of piece k of j's pieces, nil when the text
@@ -184,7 +186,7 @@ func (s *Service) renderPiece(ctx context.Context, j *Job, k int, nb *sdk.Neighb
 		}
 		return nil, fmt.Errorf("decode %s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
 	}
-	p := &piece{clip: clip, mediaType: resp.MediaType, warnings: resp.Warnings, contextID: resp.ContextID}
+	p := &piece{clip: clip, mediaType: resp.MediaType, warnings: resp.Warnings, contextID: resp.ContextID, billed: resp.Billed}
 	if keepRaw {
 		p.raw, p.release = resp.Audio, release
 	} else if release != nil {
@@ -244,6 +246,8 @@ func (s *Service) synthesizePieces(ctx context.Context, j *Job) (*Result, error)
 	for k, p := range pieces {
 		clips[k] = p.clip
 		res.Warnings = append(res.Warnings, p.warnings...)
+		res.providerMS += p.clip.Duration().Milliseconds()
+		res.billed = addBilled(res.billed, p.billed)
 	}
 	var joined *audio.Clip
 	offsets := []float64{0}

@@ -42,6 +42,11 @@ type Result struct {
 	// from and to, and why; nil when the bytes passed through untouched.
 	Conversion *Conversion
 	release    func()
+	// providerMS is the length of the provider's audio (before the
+	// gateway stretched it), billed says what the provider reported it
+	// billed: what the call cost (finalCost).
+	providerMS int64
+	billed     []sdk.BilledUsage
 }
 
 // Release hands Audio's buffer back to the pool it came from, if any;
@@ -155,7 +160,8 @@ func (s *Service) fetch(ctx context.Context, j *Job, ask sdk.Encoding) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: append(j.Warnings[:len(j.Warnings):len(j.Warnings)], resp.Warnings...), release: release}
+	res := &Result{Audio: resp.Audio, MediaType: resp.MediaType, Timestamps: resp.Timestamps, Warnings: append(j.Warnings[:len(j.Warnings):len(j.Warnings)], resp.Warnings...), release: release,
+		billed: resp.Billed, providerMS: audio.Length(resp.Audio, resp.MediaType).Milliseconds()}
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
 		res.Release()
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
@@ -198,11 +204,11 @@ func (s *Service) render(ctx context.Context, j *Job, req *sdk.SynthesizeRequest
 		resp, err := j.Provider.Plugin.Synthesize(ctx, req)
 		return resp, nil, err
 	}
-	audio, release, err := s.dispatch.Fetch(ctx, plan, req.Text, explain)
+	audio, billed, release, err := s.dispatch.FetchBilled(ctx, plan, req.Text, explain)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &sdk.SynthesizeResponse{Audio: audio, MediaType: plan.MediaType}, release, nil
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: plan.MediaType, Billed: billed}, release, nil
 }
 
 // planner returns the job's provider as a Planner when the gateway may

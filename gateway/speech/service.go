@@ -42,6 +42,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
@@ -88,6 +89,10 @@ type Service struct {
 	mod      Moderator
 	dispatch *dispatch.Client
 	metrics  *metrics.Metrics
+	// counter counts the billing units of a job's calls (cost.go);
+	// currency names what budgets in money count.
+	counter  *pricing.Counter
+	currency string
 	tracer   *tracing.Tracer
 	log      *zap.Logger
 	budgets  *budget.Budgets
@@ -131,9 +136,12 @@ func (s *Service) defaultLoudness(org string, vol *float64, l *audio.LoudnessPar
 // Deps are the Service's collaborators.
 type Deps struct {
 	// Limits bound what one request may ask for.
-	Limits  Limits
-	Catalog *catalog.Catalog
-	Store   Store
+	Limits Limits
+	// Currency is what costs and budgets in money are counted in
+	// (pricing.currency).
+	Currency string
+	Catalog  *catalog.Catalog
+	Store    Store
 	// Dictionaries holds the organizations' pronunciation dictionaries;
 	// nil applies inline rules only.
 	Dictionaries Dictionaries
@@ -176,7 +184,8 @@ func New(d Deps) *Service {
 		streams: newStreamSlots(d.Limits.StreamsPerOrg), cat: d.Catalog, store: d.Store, dicts: d.Dictionaries,
 		creds: d.Credentials, mod: d.Moderator, dispatch: d.Direct, metrics: d.Metrics, tracer: d.Tracer, log: d.Logger,
 		budgets: d.Budgets, orgBudgets: d.OrgBudgets, orgBudget: d.OrgBudget, cache: newResponseCache(d.Cache, d.Metrics, d.Logger), routes: d.Routes, pools: d.Pools,
-		align: d.Alignment, orgLoudness: d.OrgLoudness, voices: newVoiceLoudness(maxLearnedVoices)}
+		align: d.Alignment, orgLoudness: d.OrgLoudness, voices: newVoiceLoudness(maxLearnedVoices), counter: pricing.NewCounter(),
+		currency: d.Currency}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

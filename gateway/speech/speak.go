@@ -31,7 +31,7 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	err = s.moderate(ctx, j)
 	out.Row = s.logRow(j) // with the verdict, whatever it was
 	if err != nil {
-		out.Row.CreditsUsed = 0
+		unbill(&out.Row)
 		return out, err
 	}
 	// The request's target, then its fallbacks while a target fails in a
@@ -63,7 +63,7 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 		j = alt
 		out.Job, out.Row = j, s.logRow(j)
 	}
-	out.Row.CreditsUsed = 0
+	unbill(&out.Row)
 	return out, err
 }
 

@@ -112,6 +112,9 @@ type KeyScope struct {
 	// holds).
 	Budget       int64
 	BudgetPeriod string
+	// BudgetCost caps the money the key may spend per BudgetPeriod, in
+	// nano-units of the gateway's currency; 0 means none of its own.
+	BudgetCost int64
 	// RatePerMinute caps the requests the key makes per minute, beside its
 	// organization's rate limits; 0 means no limit of its own.
 	RatePerMinute int
@@ -150,6 +153,9 @@ type Org struct {
 	// 0 means none.
 	Budget       int64
 	BudgetPeriod string
+	// BudgetCost caps the money spent per BudgetPeriod, in nano-units of
+	// the gateway's currency; 0 means none.
+	BudgetCost int64
 	// RatePerMinute caps the organization's synthesis requests per
 	// minute; 0 means no limit.
 	RatePerMinute int
@@ -321,6 +327,17 @@ type LogRow struct {
 	// Provenance is the answer's signed provenance record (JSON of
 	// provenance.Signed); "" for answers without audio.
 	Provenance string
+	// Cost is what the request cost in money, in nano-units of Currency
+	// (see package pricing): the provider calls it made, priced at the
+	// model's prices; 0 for a failure, a cache hit or an unpriced model.
+	Cost int64
+	// Currency is Cost's currency ("USD"); "" in rows written before
+	// costs were logged.
+	Currency string
+	// CostEstimate is what the request was quoted before its calls were
+	// made; Cost differs from it where the answer's length or the
+	// provider's own figure replaced the estimate.
+	CostEstimate int64
 }
 
 // LogFilter selects log rows. Zero fields do not filter.

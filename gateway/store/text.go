@@ -81,7 +81,7 @@ type namedText struct {
 // logRowText lists the string fields of r. An array, not a slice, so that
 // checking a row in a batch allocates nothing; a new string field of
 // LogRow belongs here.
-func (r *LogRow) logRowText() [18]namedText {
+func (r *LogRow) logRowText() [19]namedText {
 	return [...]namedText{
 		{"request_id", &r.RequestID}, {"parent_request_id", &r.ParentRequestID}, {"org_id", &r.OrgID},
 		{"path", &r.Path}, {"provider", &r.Provider}, {"model", &r.Model}, {"voice_id", &r.VoiceID},
@@ -89,6 +89,7 @@ func (r *LogRow) logRowText() [18]namedText {
 		{"provider_options", &r.ProviderOptions}, {"moderation_decision", &r.ModerationDecision},
 		{"moderation_reason_type", &r.ModerationReasonType}, {"moderation_reason_detail", &r.ModerationReasonDetail},
 		{"key_id", &r.KeyID}, {"cache", &r.Cache}, {"transcoded", &r.Transcoded}, {"provenance", &r.Provenance},
+		{"currency", &r.Currency},
 	}
 }
 

@@ -64,6 +64,8 @@ type UsageCounts struct {
 	Errors, ServerErrors int64
 	// Characters, Credits and AudioMS are the rows' sums.
 	Characters, Credits, AudioMS int64
+	// Cost is the rows' cost in nano-units of the gateway's currency.
+	Cost int64
 	// CacheHits counts rows answered from the response cache.
 	CacheHits int64
 	// LatencyMSSum is the sum of the rows' latencies, for the mean.
@@ -106,6 +108,7 @@ func (c *UsageCounts) AddRow(r *LogRow) {
 	}
 	c.Characters += int64(r.CharCount)
 	c.Credits += int64(r.CreditsUsed)
+	c.Cost += r.Cost
 	c.AudioMS += r.AudioMS
 	if r.Cache == "hit" {
 		c.CacheHits++
@@ -122,6 +125,7 @@ func (c *UsageCounts) Add(o *UsageCounts) {
 	c.ServerErrors += o.ServerErrors
 	c.Characters += o.Characters
 	c.Credits += o.Credits
+	c.Cost += o.Cost
 	c.AudioMS += o.AudioMS
 	c.CacheHits += o.CacheHits
 	c.LatencyMSSum += o.LatencyMSSum

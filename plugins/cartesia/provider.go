@@ -247,7 +247,7 @@ func encodingNames(es []sdk.Encoding) string {
 // Describe implements sdk.Provider: the listed models and an
 // sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
+	return &sdk.Description{ID: providerID, Name: "Cartesia", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), passThrough(sdk.AnyModel)), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // parseError reads Cartesia's error bodies: the JSON object {error_code,

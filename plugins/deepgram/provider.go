@@ -205,7 +205,7 @@ func findModel(id string) (sdk.Model, error) {
 // Describe implements sdk.Provider: the listed generations and an
 // sdk.AnyModel entry for those it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Deepgram Aura", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
+	return &sdk.Description{ID: providerID, Name: "Deepgram Aura", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), passThrough(sdk.AnyModel)), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // belongs splits a canonical name of Deepgram's list into the voice of

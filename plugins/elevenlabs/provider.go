@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unicode"
@@ -254,7 +255,7 @@ func encodingNames(es []sdk.Encoding) string {
 // Describe implements sdk.Provider: the listed models and an
 // sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "ElevenLabs", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
+	return &sdk.Description{ID: providerID, Name: "ElevenLabs", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), passThrough(sdk.AnyModel)), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // parseError reads ElevenLabs' error bodies: {"detail": {"status" or
@@ -594,6 +595,20 @@ func (c *call) stitch(n *sdk.Neighbours, m *sdk.Model, zeroRetention bool) {
 // previous_request_ids of the ones after it.
 const headerRequestID = "request-id"
 
+// headerCharacterCost is where ElevenLabs says what a call was billed, in
+// credits: a character of Multilingual v2 or v3 is one, of Flash or
+// Turbo half of one (the unit of the plugin's price table).
+const headerCharacterCost = "character-cost"
+
+// billed reads the character-cost header, nil without a usable one.
+func billed(h http.Header) []sdk.BilledUsage {
+	n, err := strconv.ParseInt(h.Get(headerCharacterCost), 10, 64)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: n}}
+}
+
 // Suffixes of the text-to-speech URL, by what the answer carries.
 const (
 	suffixWhole      = ""
@@ -661,6 +676,7 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, err
 	}
 	plan.MediaType, plan.FrameSize = c.mediaType, frameSize(c.enc)
+	plan.BilledHeaders = map[string]string{headerCharacterCost: sdk.UnitCharacters}
 	return plan, nil
 }
 
@@ -699,6 +715,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if c.stitched {
 		out.ContextID = resp.Header.Get(headerRequestID)
 	}
+	out.Billed = billed(resp.Header)
 	if req.Timestamps {
 		var b struct {
 			AudioBase64         string     `json:"audio_base64"`

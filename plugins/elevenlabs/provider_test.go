@@ -962,3 +962,30 @@ func TestStitching(t *testing.T) {
 		})
 	}
 }
+
+// TestBilledFromTheAnswer: what ElevenLabs says it billed (the
+// character-cost header, in credits) comes back with the clip, from the
+// plugin's own call and in the plan the gateway sends itself.
+func TestBilledFromTheAnswer(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv, nil)
+	for model, want := range map[string]int64{"eleven_multilingual_v2": 11, "eleven_flash_v2_5": 6} {
+		req := request(fake.Key)
+		req.Model, req.Text = model, "Hello world"
+		resp, err := p.Synthesize(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(resp.Billed, []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: want}}) {
+			t.Errorf("%s: billed %+v, want %d characters (credits)", model, resp.Billed, want)
+		}
+	}
+	req := request(fake.Key)
+	plan, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.BilledHeaders["character-cost"] != sdk.UnitCharacters {
+		t.Errorf("the plan names no billed header: %v", plan.BilledHeaders)
+	}
+}

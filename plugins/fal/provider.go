@@ -328,6 +328,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	pt := passThroughModel
 	pt.OutputFormats = slices.Clone(pt.OutputFormats) // the caller may keep and change it
 	d.Models = append(d.Models, pt)
+	d.Models = sdk.WithUnpublished(sdk.WithPrices(d.Models, priceTable), sdk.UnitCharacters, priceDate)
 	return d, nil
 }
 

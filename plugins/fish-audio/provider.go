@@ -207,7 +207,7 @@ func models() []sdk.Model {
 
 // Describe implements sdk.Provider.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Fish Audio", DefaultModel: defaultModel, Models: models()}, nil
+	return &sdk.Description{ID: providerID, Name: "Fish Audio", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(models(), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // parseError reads Fish Audio's error bodies: {"status", "message",

@@ -200,6 +200,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	}
 	pt := ttsModel{id: sdk.AnyModel, name: "Any other Gemini TTS model (passed through)"}
 	d.Models = append(d.Models, pt.describe())
+	d.Models = sdk.WithUnpublished(sdk.WithPrices(d.Models, priceTable), sdk.UnitCharacters, priceDate)
 	return d, nil
 }
 

@@ -178,7 +178,7 @@ func findModel(id string) (sdk.Model, error) {
 // Describe implements sdk.Provider: the listed versions and an
 // sdk.AnyModel entry for those it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Hume Octave", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
+	return &sdk.Description{ID: providerID, Name: "Hume Octave", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), passThrough(sdk.AnyModel)), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // parseError reads Hume's error bodies: the API gateway's {"fault":

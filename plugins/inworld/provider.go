@@ -241,7 +241,7 @@ func models() []sdk.Model {
 // Describe implements sdk.Provider: the listed models and an
 // sdk.AnyModel entry for the ids it passes through (passThrough).
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "Inworld", DefaultModel: defaultModel, Models: append(models(), passThrough(sdk.AnyModel))}, nil
+	return &sdk.Description{ID: providerID, Name: "Inworld", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), passThrough(sdk.AnyModel)), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // grpcCodes names the gRPC status codes Inworld's errors carry, by number.

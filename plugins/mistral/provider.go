@@ -177,7 +177,7 @@ func findModel(id string) (sdk.Model, error) {
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	pt := models()[0]
 	pt.ID, pt.Name = sdk.AnyModel, "Any other Voxtral TTS model (passed through)"
-	return &sdk.Description{ID: providerID, Name: "Mistral", DefaultModel: defaultModel, Models: append(models(), pt)}, nil
+	return &sdk.Description{ID: providerID, Name: "Mistral", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), pt), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // parseError reads Mistral's error bodies: {"object": "error", "message",

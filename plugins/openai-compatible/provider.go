@@ -152,7 +152,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cfg.describe(), nil
+	d := cfg.describe()
+	d.Models = sdk.WithUnpublished(sdk.WithPrices(d.Models, priceTable), sdk.UnitCharacters, priceDate)
+	return d, nil
 }
 
 // parseError reads OpenAI's error body and, since servers that copy the

@@ -194,6 +194,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	pt := passThrough(sdk.AnyModel)
 	pt.name = "Any other OpenAI speech model (passed through)"
 	d.Models = append(d.Models, pt.describe())
+	d.Models = sdk.WithUnpublished(sdk.WithPrices(d.Models, priceTable), sdk.UnitCharacters, priceDate)
 	return d, nil
 }
 

@@ -214,7 +214,7 @@ func findModel(id string) (sdk.Model, error) {
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 	pt := models()[0]
 	pt.ID, pt.Name = sdk.AnyModel, "Any other Resemble model (passed through)"
-	return &sdk.Description{ID: providerID, Name: "Resemble AI", DefaultModel: defaultModel, Models: append(models(), pt)}, nil
+	return &sdk.Description{ID: providerID, Name: "Resemble AI", DefaultModel: defaultModel, Models: sdk.WithUnpublished(sdk.WithPrices(append(models(), pt), priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // parseError reads Resemble's error body {"success": false, "message",

@@ -153,6 +153,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 			MaxSpeed:     maxSpeed,
 		})
 	}
+	d.Models = sdk.WithUnpublished(sdk.WithPrices(d.Models, priceTable), sdk.UnitCharacters, priceDate)
 	return d, nil
 }
 

@@ -144,7 +144,7 @@ func (p *Provider) Configure(_ context.Context, settings map[string]string) erro
 // word timestamps or voice creation, so the gateway time-stretches speed
 // itself and the model claims neither timestamps nor cloning.
 func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
-	return &sdk.Description{ID: providerID, Name: "xAI", DefaultModel: modelID, Models: []sdk.Model{describe()}}, nil
+	return &sdk.Description{ID: providerID, Name: "xAI", DefaultModel: modelID, Models: sdk.WithUnpublished(sdk.WithPrices([]sdk.Model{describe()}, priceTable), sdk.UnitCharacters, priceDate)}, nil
 }
 
 // describe is the one model. The endpoint streams every codec (its body

@@ -425,7 +425,9 @@ type Model struct {
 	// The encodings Stream produces, when fewer than encodings.
 	StreamEncodings []*Encoding `protobuf:"bytes,12,rep,name=stream_encodings,json=streamEncodings,proto3" json:"stream_encodings,omitempty"`
 	// How the model takes a word's pronunciation (sdk.Model.Phonemes).
-	Phonemes      *PhonemeInput `protobuf:"bytes,120,opt,name=phonemes,proto3" json:"phonemes,omitempty"`
+	Phonemes *PhonemeInput `protobuf:"bytes,120,opt,name=phonemes,proto3" json:"phonemes,omitempty"`
+	// The model's list prices, one per billing unit (sdk.Model.Prices).
+	Prices        []*Price `protobuf:"bytes,100,rep,name=prices,proto3" json:"prices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +549,13 @@ func (x *Model) GetStreamEncodings() []*Encoding {
 func (x *Model) GetPhonemes() *PhonemeInput {
 	if x != nil {
 		return x.Phonemes
+	}
+	return nil
+}
+
+func (x *Model) GetPrices() []*Price {
+	if x != nil {
+		return x.Prices
 	}
 	return nil
 }
@@ -679,6 +688,168 @@ func (x *Lexicon) GetDocument() []byte {
 	return nil
 }
 
+// Price is a list price for one billing unit (sdk.Price).
+type Price struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Unit            string                 `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
+	Amount          float64                `protobuf:"fixed64,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	Per             int64                  `protobuf:"varint,3,opt,name=per,proto3" json:"per,omitempty"`
+	Currency        string                 `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	Source          string                 `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	Date            string                 `protobuf:"bytes,6,opt,name=date,proto3" json:"date,omitempty"`
+	Tokenizer       string                 `protobuf:"bytes,7,opt,name=tokenizer,proto3" json:"tokenizer,omitempty"`
+	TokensPerSecond float64                `protobuf:"fixed64,8,opt,name=tokens_per_second,json=tokensPerSecond,proto3" json:"tokens_per_second,omitempty"`
+	PerCharacter    float64                `protobuf:"fixed64,9,opt,name=per_character,json=perCharacter,proto3" json:"per_character,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Price) Reset() {
+	*x = Price{}
+	mi := &file_voxgate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Price) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Price) ProtoMessage() {}
+
+func (x *Price) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Price.ProtoReflect.Descriptor instead.
+func (*Price) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Price) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *Price) GetAmount() float64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *Price) GetPer() int64 {
+	if x != nil {
+		return x.Per
+	}
+	return 0
+}
+
+func (x *Price) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Price) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Price) GetDate() string {
+	if x != nil {
+		return x.Date
+	}
+	return ""
+}
+
+func (x *Price) GetTokenizer() string {
+	if x != nil {
+		return x.Tokenizer
+	}
+	return ""
+}
+
+func (x *Price) GetTokensPerSecond() float64 {
+	if x != nil {
+		return x.TokensPerSecond
+	}
+	return 0
+}
+
+func (x *Price) GetPerCharacter() float64 {
+	if x != nil {
+		return x.PerCharacter
+	}
+	return 0
+}
+
+// BilledUsage is what the provider says a call was billed in one unit.
+type BilledUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Unit          string                 `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit,omitempty"`
+	Quantity      int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BilledUsage) Reset() {
+	*x = BilledUsage{}
+	mi := &file_voxgate_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BilledUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BilledUsage) ProtoMessage() {}
+
+func (x *BilledUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_voxgate_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BilledUsage.ProtoReflect.Descriptor instead.
+func (*BilledUsage) Descriptor() ([]byte, []int) {
+	return file_voxgate_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *BilledUsage) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *BilledUsage) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
 // Encoding is a format at a sample rate and, where the caller chooses it,
 // a bitrate (kbit/s); 0 leaves a field to the provider.
 type Encoding struct {
@@ -692,7 +863,7 @@ type Encoding struct {
 
 func (x *Encoding) Reset() {
 	*x = Encoding{}
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +875,7 @@ func (x *Encoding) String() string {
 func (*Encoding) ProtoMessage() {}
 
 func (x *Encoding) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[9]
+	mi := &file_voxgate_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +888,7 @@ func (x *Encoding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Encoding.ProtoReflect.Descriptor instead.
 func (*Encoding) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{9}
+	return file_voxgate_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Encoding) GetFormat() string {
@@ -762,7 +933,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +945,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[10]
+	mi := &file_voxgate_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +958,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{10}
+	return file_voxgate_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Capabilities) GetStreaming() bool {
@@ -849,7 +1020,7 @@ type Credentials struct {
 
 func (x *Credentials) Reset() {
 	*x = Credentials{}
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1032,7 @@ func (x *Credentials) String() string {
 func (*Credentials) ProtoMessage() {}
 
 func (x *Credentials) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[11]
+	mi := &file_voxgate_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1045,7 @@ func (x *Credentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credentials.ProtoReflect.Descriptor instead.
 func (*Credentials) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{11}
+	return file_voxgate_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Credentials) GetApiKey() string {
@@ -901,7 +1072,7 @@ type VoicesRequest struct {
 
 func (x *VoicesRequest) Reset() {
 	*x = VoicesRequest{}
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1084,7 @@ func (x *VoicesRequest) String() string {
 func (*VoicesRequest) ProtoMessage() {}
 
 func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[12]
+	mi := &file_voxgate_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1097,7 @@ func (x *VoicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesRequest.ProtoReflect.Descriptor instead.
 func (*VoicesRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{12}
+	return file_voxgate_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *VoicesRequest) GetModel() string {
@@ -952,7 +1123,7 @@ type VoicesResponse struct {
 
 func (x *VoicesResponse) Reset() {
 	*x = VoicesResponse{}
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1135,7 @@ func (x *VoicesResponse) String() string {
 func (*VoicesResponse) ProtoMessage() {}
 
 func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[13]
+	mi := &file_voxgate_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1148,7 @@ func (x *VoicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoicesResponse.ProtoReflect.Descriptor instead.
 func (*VoicesResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{13}
+	return file_voxgate_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VoicesResponse) GetVoices() []*Voice {
@@ -999,7 +1170,7 @@ type Voice struct {
 
 func (x *Voice) Reset() {
 	*x = Voice{}
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1182,7 @@ func (x *Voice) String() string {
 func (*Voice) ProtoMessage() {}
 
 func (x *Voice) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[14]
+	mi := &file_voxgate_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1195,7 @@ func (x *Voice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Voice.ProtoReflect.Descriptor instead.
 func (*Voice) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{14}
+	return file_voxgate_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Voice) GetId() string {
@@ -1082,7 +1253,7 @@ type SynthesizeRequest struct {
 
 func (x *SynthesizeRequest) Reset() {
 	*x = SynthesizeRequest{}
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1265,7 @@ func (x *SynthesizeRequest) String() string {
 func (*SynthesizeRequest) ProtoMessage() {}
 
 func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[15]
+	mi := &file_voxgate_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1278,7 @@ func (x *SynthesizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeRequest.ProtoReflect.Descriptor instead.
 func (*SynthesizeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{15}
+	return file_voxgate_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SynthesizeRequest) GetModel() string {
@@ -1216,7 +1387,7 @@ type Neighbours struct {
 
 func (x *Neighbours) Reset() {
 	*x = Neighbours{}
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1399,7 @@ func (x *Neighbours) String() string {
 func (*Neighbours) ProtoMessage() {}
 
 func (x *Neighbours) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[16]
+	mi := &file_voxgate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1412,7 @@ func (x *Neighbours) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Neighbours.ProtoReflect.Descriptor instead.
 func (*Neighbours) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{16}
+	return file_voxgate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Neighbours) GetPreviousText() string {
@@ -1273,14 +1444,16 @@ type SynthesizeResponse struct {
 	Warnings   []string               `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// context_id is the provider's id of this render, which a later piece
 	// of the same text names in Neighbours.previous_ids; "" when none.
-	ContextId     string `protobuf:"bytes,5,opt,name=context_id,json=contextId,proto3" json:"context_id,omitempty"`
+	ContextId string `protobuf:"bytes,5,opt,name=context_id,json=contextId,proto3" json:"context_id,omitempty"`
+	// What the provider's answer says the call was billed, when it says.
+	Billed        []*BilledUsage `protobuf:"bytes,100,rep,name=billed,proto3" json:"billed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SynthesizeResponse) Reset() {
 	*x = SynthesizeResponse{}
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1465,7 @@ func (x *SynthesizeResponse) String() string {
 func (*SynthesizeResponse) ProtoMessage() {}
 
 func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[17]
+	mi := &file_voxgate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1478,7 @@ func (x *SynthesizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynthesizeResponse.ProtoReflect.Descriptor instead.
 func (*SynthesizeResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{17}
+	return file_voxgate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SynthesizeResponse) GetAudio() []byte {
@@ -1343,6 +1516,13 @@ func (x *SynthesizeResponse) GetContextId() string {
 	return ""
 }
 
+func (x *SynthesizeResponse) GetBilled() []*BilledUsage {
+	if x != nil {
+		return x.Billed
+	}
+	return nil
+}
+
 type WordTimestamp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -1354,7 +1534,7 @@ type WordTimestamp struct {
 
 func (x *WordTimestamp) Reset() {
 	*x = WordTimestamp{}
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1546,7 @@ func (x *WordTimestamp) String() string {
 func (*WordTimestamp) ProtoMessage() {}
 
 func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[18]
+	mi := &file_voxgate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1559,7 @@ func (x *WordTimestamp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WordTimestamp.ProtoReflect.Descriptor instead.
 func (*WordTimestamp) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{18}
+	return file_voxgate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WordTimestamp) GetText() string {
@@ -1416,7 +1596,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1608,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[19]
+	mi := &file_voxgate_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1621,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{19}
+	return file_voxgate_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Chunk) GetMediaType() string {
@@ -1472,7 +1652,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1664,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[20]
+	mi := &file_voxgate_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1677,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{20}
+	return file_voxgate_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CloneRequest) GetModel() string {
@@ -1553,7 +1733,7 @@ type Sample struct {
 
 func (x *Sample) Reset() {
 	*x = Sample{}
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1745,7 @@ func (x *Sample) String() string {
 func (*Sample) ProtoMessage() {}
 
 func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[21]
+	mi := &file_voxgate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1758,7 @@ func (x *Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sample.ProtoReflect.Descriptor instead.
 func (*Sample) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{21}
+	return file_voxgate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Sample) GetFilename() string {
@@ -1611,7 +1791,7 @@ type CloneResponse struct {
 
 func (x *CloneResponse) Reset() {
 	*x = CloneResponse{}
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1803,7 @@ func (x *CloneResponse) String() string {
 func (*CloneResponse) ProtoMessage() {}
 
 func (x *CloneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[22]
+	mi := &file_voxgate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1816,7 @@ func (x *CloneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneResponse.ProtoReflect.Descriptor instead.
 func (*CloneResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{22}
+	return file_voxgate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CloneResponse) GetVoiceId() string {
@@ -1659,7 +1839,7 @@ type InputMessage struct {
 
 func (x *InputMessage) Reset() {
 	*x = InputMessage{}
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1851,7 @@ func (x *InputMessage) String() string {
 func (*InputMessage) ProtoMessage() {}
 
 func (x *InputMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[23]
+	mi := &file_voxgate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1864,7 @@ func (x *InputMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputMessage.ProtoReflect.Descriptor instead.
 func (*InputMessage) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{23}
+	return file_voxgate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InputMessage) GetRequest() *SynthesizeRequest {
@@ -1724,7 +1904,7 @@ type StreamEvent struct {
 
 func (x *StreamEvent) Reset() {
 	*x = StreamEvent{}
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1916,7 @@ func (x *StreamEvent) String() string {
 func (*StreamEvent) ProtoMessage() {}
 
 func (x *StreamEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[24]
+	mi := &file_voxgate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1929,7 @@ func (x *StreamEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEvent.ProtoReflect.Descriptor instead.
 func (*StreamEvent) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{24}
+	return file_voxgate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StreamEvent) GetMediaType() string {
@@ -1792,7 +1972,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1984,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[25]
+	mi := &file_voxgate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1997,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{25}
+	return file_voxgate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PlanRequest) GetRequest() *SynthesizeRequest {
@@ -1840,19 +2020,21 @@ type HTTPPlan struct {
 	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
 	Header map[string]string      `protobuf:"bytes,3,rep,name=header,proto3" json:"header,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// body holds sdk.PlanText exactly once, inside a JSON string.
-	Body          []byte `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
-	MediaType     string `protobuf:"bytes,5,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
-	FrameSize     int32  `protobuf:"varint,6,opt,name=frame_size,json=frameSize,proto3" json:"frame_size,omitempty"`
-	MaxAttempts   int32  `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
-	TimeoutMs     int64  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	ReuseForMs    int64  `protobuf:"varint,9,opt,name=reuse_for_ms,json=reuseForMs,proto3" json:"reuse_for_ms,omitempty"`
+	Body        []byte `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
+	MediaType   string `protobuf:"bytes,5,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	FrameSize   int32  `protobuf:"varint,6,opt,name=frame_size,json=frameSize,proto3" json:"frame_size,omitempty"`
+	MaxAttempts int32  `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	TimeoutMs   int64  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	ReuseForMs  int64  `protobuf:"varint,9,opt,name=reuse_for_ms,json=reuseForMs,proto3" json:"reuse_for_ms,omitempty"`
+	// Response headers that say what the call was billed: name -> unit.
+	BilledHeaders map[string]string `protobuf:"bytes,100,rep,name=billed_headers,json=billedHeaders,proto3" json:"billed_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HTTPPlan) Reset() {
 	*x = HTTPPlan{}
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +2046,7 @@ func (x *HTTPPlan) String() string {
 func (*HTTPPlan) ProtoMessage() {}
 
 func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[26]
+	mi := &file_voxgate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2059,7 @@ func (x *HTTPPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPPlan.ProtoReflect.Descriptor instead.
 func (*HTTPPlan) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{26}
+	return file_voxgate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HTTPPlan) GetMethod() string {
@@ -1943,6 +2125,13 @@ func (x *HTTPPlan) GetReuseForMs() int64 {
 	return 0
 }
 
+func (x *HTTPPlan) GetBilledHeaders() map[string]string {
+	if x != nil {
+		return x.BilledHeaders
+	}
+	return nil
+}
+
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
@@ -1955,7 +2144,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2156,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[27]
+	mi := &file_voxgate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2169,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{27}
+	return file_voxgate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Failure) GetStatus() int32 {
@@ -2019,7 +2208,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2220,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[28]
+	mi := &file_voxgate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2233,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{28}
+	return file_voxgate_proto_rawDescGZIP(), []int{30}
 }
 
 type TranscribeRequest struct {
@@ -2061,7 +2250,7 @@ type TranscribeRequest struct {
 
 func (x *TranscribeRequest) Reset() {
 	*x = TranscribeRequest{}
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2073,7 +2262,7 @@ func (x *TranscribeRequest) String() string {
 func (*TranscribeRequest) ProtoMessage() {}
 
 func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[29]
+	mi := &file_voxgate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2086,7 +2275,7 @@ func (x *TranscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscribeRequest.ProtoReflect.Descriptor instead.
 func (*TranscribeRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{29}
+	return file_voxgate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TranscribeRequest) GetModel() string {
@@ -2142,7 +2331,7 @@ type Transcript struct {
 
 func (x *Transcript) Reset() {
 	*x = Transcript{}
-	mi := &file_voxgate_proto_msgTypes[30]
+	mi := &file_voxgate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2343,7 @@ func (x *Transcript) String() string {
 func (*Transcript) ProtoMessage() {}
 
 func (x *Transcript) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[30]
+	mi := &file_voxgate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2356,7 @@ func (x *Transcript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transcript.ProtoReflect.Descriptor instead.
 func (*Transcript) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{30}
+	return file_voxgate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Transcript) GetText() string {
@@ -2204,7 +2393,7 @@ type ModerationRequest struct {
 
 func (x *ModerationRequest) Reset() {
 	*x = ModerationRequest{}
-	mi := &file_voxgate_proto_msgTypes[31]
+	mi := &file_voxgate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2405,7 @@ func (x *ModerationRequest) String() string {
 func (*ModerationRequest) ProtoMessage() {}
 
 func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[31]
+	mi := &file_voxgate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2418,7 @@ func (x *ModerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRequest.ProtoReflect.Descriptor instead.
 func (*ModerationRequest) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{31}
+	return file_voxgate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ModerationRequest) GetText() string {
@@ -2263,7 +2452,7 @@ type ModerationRule struct {
 
 func (x *ModerationRule) Reset() {
 	*x = ModerationRule{}
-	mi := &file_voxgate_proto_msgTypes[32]
+	mi := &file_voxgate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2464,7 @@ func (x *ModerationRule) String() string {
 func (*ModerationRule) ProtoMessage() {}
 
 func (x *ModerationRule) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[32]
+	mi := &file_voxgate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2477,7 @@ func (x *ModerationRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationRule.ProtoReflect.Descriptor instead.
 func (*ModerationRule) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{32}
+	return file_voxgate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ModerationRule) GetName() string {
@@ -2319,7 +2508,7 @@ type ModerationResult struct {
 
 func (x *ModerationResult) Reset() {
 	*x = ModerationResult{}
-	mi := &file_voxgate_proto_msgTypes[33]
+	mi := &file_voxgate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2331,7 +2520,7 @@ func (x *ModerationResult) String() string {
 func (*ModerationResult) ProtoMessage() {}
 
 func (x *ModerationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[33]
+	mi := &file_voxgate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2344,7 +2533,7 @@ func (x *ModerationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModerationResult.ProtoReflect.Descriptor instead.
 func (*ModerationResult) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{33}
+	return file_voxgate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ModerationResult) GetDecision() string {
@@ -2404,7 +2593,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_voxgate_proto_msgTypes[34]
+	mi := &file_voxgate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2605,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_voxgate_proto_msgTypes[34]
+	mi := &file_voxgate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2618,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_voxgate_proto_rawDescGZIP(), []int{34}
+	return file_voxgate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2505,7 +2694,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\rdefault_model\x18\x03 \x01(\tR\fdefaultModel\x120\n" +
 	"\x06models\x18\x04 \x03(\v2\x18.voxgate.plugin.v1.ModelR\x06models\x12\x14\n" +
 	"\x05plans\x18\x05 \x01(\bR\x05plans\x12 \n" +
-	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xa7\x04\n" +
+	"\vtranscribes\x18\x06 \x01(\bR\vtranscribes\"\xd9\x04\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12C\n" +
@@ -2521,7 +2710,8 @@ const file_voxgate_proto_rawDesc = "" +
 	" \x03(\tR\taudioTags\x129\n" +
 	"\tencodings\x18\v \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\tencodings\x12F\n" +
 	"\x10stream_encodings\x18\f \x03(\v2\x1b.voxgate.plugin.v1.EncodingR\x0fstreamEncodings\x12;\n" +
-	"\bphonemes\x18x \x01(\v2\x1f.voxgate.plugin.v1.PhonemeInputR\bphonemes\"c\n" +
+	"\bphonemes\x18x \x01(\v2\x1f.voxgate.plugin.v1.PhonemeInputR\bphonemes\x120\n" +
+	"\x06prices\x18d \x03(\v2\x18.voxgate.plugin.v1.PriceR\x06prices\"c\n" +
 	"\fPhonemeInput\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\talphabets\x18\x02 \x03(\tR\talphabets\x12!\n" +
@@ -2529,7 +2719,20 @@ const file_voxgate_proto_rawDesc = "" +
 	"\aLexicon\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
-	"\bdocument\x18\x03 \x01(\fR\bdocument\"]\n" +
+	"\bdocument\x18\x03 \x01(\fR\bdocument\"\xfc\x01\n" +
+	"\x05Price\x12\x12\n" +
+	"\x04unit\x18\x01 \x01(\tR\x04unit\x12\x16\n" +
+	"\x06amount\x18\x02 \x01(\x01R\x06amount\x12\x10\n" +
+	"\x03per\x18\x03 \x01(\x03R\x03per\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\x12\x12\n" +
+	"\x04date\x18\x06 \x01(\tR\x04date\x12\x1c\n" +
+	"\ttokenizer\x18\a \x01(\tR\ttokenizer\x12*\n" +
+	"\x11tokens_per_second\x18\b \x01(\x01R\x0ftokensPerSecond\x12#\n" +
+	"\rper_character\x18\t \x01(\x01R\fperCharacter\"=\n" +
+	"\vBilledUsage\x12\x12\n" +
+	"\x04unit\x18\x01 \x01(\tR\x04unit\x12\x1a\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\"]\n" +
 	"\bEncoding\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1f\n" +
 	"\vsample_rate\x18\x02 \x01(\x05R\n" +
@@ -2582,7 +2785,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"Neighbours\x12#\n" +
 	"\rprevious_text\x18\x01 \x01(\tR\fpreviousText\x12\x1b\n" +
 	"\tnext_text\x18\x02 \x01(\tR\bnextText\x12!\n" +
-	"\fprevious_ids\x18\x03 \x03(\tR\vpreviousIds\"\xc6\x01\n" +
+	"\fprevious_ids\x18\x03 \x03(\tR\vpreviousIds\"\xfe\x01\n" +
 	"\x12SynthesizeResponse\x12\x14\n" +
 	"\x05audio\x18\x01 \x01(\fR\x05audio\x12\x1d\n" +
 	"\n" +
@@ -2592,7 +2795,8 @@ const file_voxgate_proto_rawDesc = "" +
 	"timestamps\x12\x1a\n" +
 	"\bwarnings\x18\x04 \x03(\tR\bwarnings\x12\x1d\n" +
 	"\n" +
-	"context_id\x18\x05 \x01(\tR\tcontextId\"K\n" +
+	"context_id\x18\x05 \x01(\tR\tcontextId\x126\n" +
+	"\x06billed\x18d \x03(\v2\x1e.voxgate.plugin.v1.BilledUsageR\x06billed\"K\n" +
 	"\rWordTimestamp\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x01R\x05start\x12\x10\n" +
@@ -2627,7 +2831,7 @@ const file_voxgate_proto_rawDesc = "" +
 	"\awarning\x18\x04 \x01(\tR\awarning\"e\n" +
 	"\vPlanRequest\x12>\n" +
 	"\arequest\x18\x01 \x01(\v2$.voxgate.plugin.v1.SynthesizeRequestR\arequest\x12\x16\n" +
-	"\x06stream\x18\x02 \x01(\bR\x06stream\"\xe6\x02\n" +
+	"\x06stream\x18\x02 \x01(\bR\x06stream\"\xff\x03\n" +
 	"\bHTTPPlan\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12?\n" +
@@ -2641,8 +2845,12 @@ const file_voxgate_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\x12 \n" +
 	"\freuse_for_ms\x18\t \x01(\x03R\n" +
-	"reuseForMs\x1a9\n" +
+	"reuseForMs\x12U\n" +
+	"\x0ebilled_headers\x18d \x03(\v2..voxgate.plugin.v1.HTTPPlan.BilledHeadersEntryR\rbilledHeaders\x1a9\n" +
 	"\vHeaderEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a@\n" +
+	"\x12BilledHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf2\x01\n" +
 	"\aFailure\x12\x16\n" +
@@ -2731,7 +2939,7 @@ func file_voxgate_proto_rawDescGZIP() []byte {
 }
 
 var file_voxgate_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_voxgate_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_voxgate_proto_goTypes = []any{
 	(ErrorKind)(0),                   // 0: voxgate.plugin.v1.ErrorKind
 	(*ConfigureRequest)(nil),         // 1: voxgate.plugin.v1.ConfigureRequest
@@ -2743,96 +2951,102 @@ var file_voxgate_proto_goTypes = []any{
 	(*Model)(nil),                    // 7: voxgate.plugin.v1.Model
 	(*PhonemeInput)(nil),             // 8: voxgate.plugin.v1.PhonemeInput
 	(*Lexicon)(nil),                  // 9: voxgate.plugin.v1.Lexicon
-	(*Encoding)(nil),                 // 10: voxgate.plugin.v1.Encoding
-	(*Capabilities)(nil),             // 11: voxgate.plugin.v1.Capabilities
-	(*Credentials)(nil),              // 12: voxgate.plugin.v1.Credentials
-	(*VoicesRequest)(nil),            // 13: voxgate.plugin.v1.VoicesRequest
-	(*VoicesResponse)(nil),           // 14: voxgate.plugin.v1.VoicesResponse
-	(*Voice)(nil),                    // 15: voxgate.plugin.v1.Voice
-	(*SynthesizeRequest)(nil),        // 16: voxgate.plugin.v1.SynthesizeRequest
-	(*Neighbours)(nil),               // 17: voxgate.plugin.v1.Neighbours
-	(*SynthesizeResponse)(nil),       // 18: voxgate.plugin.v1.SynthesizeResponse
-	(*WordTimestamp)(nil),            // 19: voxgate.plugin.v1.WordTimestamp
-	(*Chunk)(nil),                    // 20: voxgate.plugin.v1.Chunk
-	(*CloneRequest)(nil),             // 21: voxgate.plugin.v1.CloneRequest
-	(*Sample)(nil),                   // 22: voxgate.plugin.v1.Sample
-	(*CloneResponse)(nil),            // 23: voxgate.plugin.v1.CloneResponse
-	(*InputMessage)(nil),             // 24: voxgate.plugin.v1.InputMessage
-	(*StreamEvent)(nil),              // 25: voxgate.plugin.v1.StreamEvent
-	(*PlanRequest)(nil),              // 26: voxgate.plugin.v1.PlanRequest
-	(*HTTPPlan)(nil),                 // 27: voxgate.plugin.v1.HTTPPlan
-	(*Failure)(nil),                  // 28: voxgate.plugin.v1.Failure
-	(*ExplainResponse)(nil),          // 29: voxgate.plugin.v1.ExplainResponse
-	(*TranscribeRequest)(nil),        // 30: voxgate.plugin.v1.TranscribeRequest
-	(*Transcript)(nil),               // 31: voxgate.plugin.v1.Transcript
-	(*ModerationRequest)(nil),        // 32: voxgate.plugin.v1.ModerationRequest
-	(*ModerationRule)(nil),           // 33: voxgate.plugin.v1.ModerationRule
-	(*ModerationResult)(nil),         // 34: voxgate.plugin.v1.ModerationResult
-	(*Error)(nil),                    // 35: voxgate.plugin.v1.Error
-	nil,                              // 36: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
-	nil,                              // 37: voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	nil,                              // 38: voxgate.plugin.v1.Failure.HeaderEntry
+	(*Price)(nil),                    // 10: voxgate.plugin.v1.Price
+	(*BilledUsage)(nil),              // 11: voxgate.plugin.v1.BilledUsage
+	(*Encoding)(nil),                 // 12: voxgate.plugin.v1.Encoding
+	(*Capabilities)(nil),             // 13: voxgate.plugin.v1.Capabilities
+	(*Credentials)(nil),              // 14: voxgate.plugin.v1.Credentials
+	(*VoicesRequest)(nil),            // 15: voxgate.plugin.v1.VoicesRequest
+	(*VoicesResponse)(nil),           // 16: voxgate.plugin.v1.VoicesResponse
+	(*Voice)(nil),                    // 17: voxgate.plugin.v1.Voice
+	(*SynthesizeRequest)(nil),        // 18: voxgate.plugin.v1.SynthesizeRequest
+	(*Neighbours)(nil),               // 19: voxgate.plugin.v1.Neighbours
+	(*SynthesizeResponse)(nil),       // 20: voxgate.plugin.v1.SynthesizeResponse
+	(*WordTimestamp)(nil),            // 21: voxgate.plugin.v1.WordTimestamp
+	(*Chunk)(nil),                    // 22: voxgate.plugin.v1.Chunk
+	(*CloneRequest)(nil),             // 23: voxgate.plugin.v1.CloneRequest
+	(*Sample)(nil),                   // 24: voxgate.plugin.v1.Sample
+	(*CloneResponse)(nil),            // 25: voxgate.plugin.v1.CloneResponse
+	(*InputMessage)(nil),             // 26: voxgate.plugin.v1.InputMessage
+	(*StreamEvent)(nil),              // 27: voxgate.plugin.v1.StreamEvent
+	(*PlanRequest)(nil),              // 28: voxgate.plugin.v1.PlanRequest
+	(*HTTPPlan)(nil),                 // 29: voxgate.plugin.v1.HTTPPlan
+	(*Failure)(nil),                  // 30: voxgate.plugin.v1.Failure
+	(*ExplainResponse)(nil),          // 31: voxgate.plugin.v1.ExplainResponse
+	(*TranscribeRequest)(nil),        // 32: voxgate.plugin.v1.TranscribeRequest
+	(*Transcript)(nil),               // 33: voxgate.plugin.v1.Transcript
+	(*ModerationRequest)(nil),        // 34: voxgate.plugin.v1.ModerationRequest
+	(*ModerationRule)(nil),           // 35: voxgate.plugin.v1.ModerationRule
+	(*ModerationResult)(nil),         // 36: voxgate.plugin.v1.ModerationResult
+	(*Error)(nil),                    // 37: voxgate.plugin.v1.Error
+	nil,                              // 38: voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	nil,                              // 39: voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	nil,                              // 40: voxgate.plugin.v1.HTTPPlan.BilledHeadersEntry
+	nil,                              // 41: voxgate.plugin.v1.Failure.HeaderEntry
 }
 var file_voxgate_proto_depIdxs = []int32{
-	36, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
+	38, // 0: voxgate.plugin.v1.ConfigureRequest.settings:type_name -> voxgate.plugin.v1.ConfigureRequest.SettingsEntry
 	4,  // 1: voxgate.plugin.v1.ValidateSettingsResponse.problems:type_name -> voxgate.plugin.v1.SettingProblem
 	7,  // 2: voxgate.plugin.v1.Description.models:type_name -> voxgate.plugin.v1.Model
-	11, // 3: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
-	10, // 4: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
-	10, // 5: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
+	13, // 3: voxgate.plugin.v1.Model.capabilities:type_name -> voxgate.plugin.v1.Capabilities
+	12, // 4: voxgate.plugin.v1.Model.encodings:type_name -> voxgate.plugin.v1.Encoding
+	12, // 5: voxgate.plugin.v1.Model.stream_encodings:type_name -> voxgate.plugin.v1.Encoding
 	8,  // 6: voxgate.plugin.v1.Model.phonemes:type_name -> voxgate.plugin.v1.PhonemeInput
-	12, // 7: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	15, // 8: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
-	12, // 9: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	17, // 10: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
-	9,  // 11: voxgate.plugin.v1.SynthesizeRequest.lexicons:type_name -> voxgate.plugin.v1.Lexicon
-	19, // 12: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
-	22, // 13: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	12, // 14: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	16, // 15: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	19, // 16: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	16, // 17: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	37, // 18: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	38, // 19: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	12, // 20: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	12, // 21: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	19, // 22: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	12, // 23: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	33, // 24: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 25: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 26: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	5,  // 27: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	13, // 28: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	16, // 29: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	16, // 30: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	21, // 31: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	26, // 32: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	28, // 33: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	24, // 34: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	30, // 35: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 36: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
-	1,  // 37: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	32, // 38: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	1,  // 39: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
-	2,  // 40: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	6,  // 41: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	14, // 42: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	18, // 43: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	20, // 44: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	23, // 45: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	27, // 46: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	29, // 47: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	25, // 48: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	31, // 49: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	3,  // 50: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	2,  // 51: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	34, // 52: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	3,  // 53: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	40, // [40:54] is the sub-list for method output_type
-	26, // [26:40] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	10, // 7: voxgate.plugin.v1.Model.prices:type_name -> voxgate.plugin.v1.Price
+	14, // 8: voxgate.plugin.v1.VoicesRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	17, // 9: voxgate.plugin.v1.VoicesResponse.voices:type_name -> voxgate.plugin.v1.Voice
+	14, // 10: voxgate.plugin.v1.SynthesizeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	19, // 11: voxgate.plugin.v1.SynthesizeRequest.neighbours:type_name -> voxgate.plugin.v1.Neighbours
+	9,  // 12: voxgate.plugin.v1.SynthesizeRequest.lexicons:type_name -> voxgate.plugin.v1.Lexicon
+	21, // 13: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
+	11, // 14: voxgate.plugin.v1.SynthesizeResponse.billed:type_name -> voxgate.plugin.v1.BilledUsage
+	24, // 15: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	14, // 16: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	18, // 17: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	21, // 18: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	18, // 19: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	39, // 20: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	40, // 21: voxgate.plugin.v1.HTTPPlan.billed_headers:type_name -> voxgate.plugin.v1.HTTPPlan.BilledHeadersEntry
+	41, // 22: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	14, // 23: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 24: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	21, // 25: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	14, // 26: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	35, // 27: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 28: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 29: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	5,  // 30: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	15, // 31: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	18, // 32: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	18, // 33: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	23, // 34: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	28, // 35: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	30, // 36: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	26, // 37: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	32, // 38: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 39: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	1,  // 40: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	34, // 41: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	1,  // 42: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	2,  // 43: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	6,  // 44: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	16, // 45: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	20, // 46: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	22, // 47: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	25, // 48: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	29, // 49: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	31, // 50: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	27, // 51: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	33, // 52: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	3,  // 53: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	2,  // 54: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	36, // 55: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	3,  // 56: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	43, // [43:57] is the sub-list for method output_type
+	29, // [29:43] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }
@@ -2846,7 +3060,7 @@ func file_voxgate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voxgate_proto_rawDesc), len(file_voxgate_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -55,6 +56,7 @@ func ValidateDescription(d *sdk.Description, customFormats []string) error {
 			}
 		}
 		errs = append(errs, validateEncodings(where, m, customFormats)...)
+		errs = append(errs, validatePrices(where, m)...)
 		for _, r := range m.SampleRates {
 			if r <= 0 {
 				errs = append(errs, fmt.Errorf("%s: sample rate %d", where, r))
@@ -170,6 +172,37 @@ func validateEncodings(where string, m sdk.Model, customFormats []string) []erro
 	}
 	if len(m.Encodings) > 0 && len(m.OutputFormats) > 0 && !slices.Equal(formats, m.OutputFormats) {
 		errs = append(errs, fmt.Errorf("%s: OutputFormats %v differ from the formats of Encodings %v (leave OutputFormats empty: Serve derives it)", where, m.OutputFormats, formats))
+	}
+	return errs
+}
+
+// priceUnits are the billing units a price may name.
+var priceUnits = []string{sdk.UnitCharacters, sdk.UnitUTF8Bytes, sdk.UnitTextTokens, sdk.UnitAudioTokens, sdk.UnitAudioSeconds, sdk.UnitRequests}
+
+// validatePrices checks a model's list prices, when it declares them:
+// each in a known unit, not negative, with a currency, a source and the
+// date it was read (YYYY-MM-DD), an audio-token price with its tokens a
+// second. (A model without prices costs nothing counted; the gateway's
+// own plugins all declare theirs, sdk.Unpublished where there is none.)
+func validatePrices(where string, m sdk.Model) []error {
+	var errs []error
+	for i, p := range m.Prices {
+		at := fmt.Sprintf("%s: price %d (%s)", where, i, p.Unit)
+		_, dateErr := time.Parse(time.DateOnly, p.Date)
+		switch {
+		case !slices.Contains(priceUnits, p.Unit):
+			errs = append(errs, fmt.Errorf("%s: unknown unit (known: %v)", at, priceUnits))
+		case p.Amount < 0 || p.Per < 0 || p.PerCharacter < 0:
+			errs = append(errs, fmt.Errorf("%s: negative amount, per or per-character weight", at))
+		case p.Currency == "" || p.Source == "":
+			errs = append(errs, fmt.Errorf("%s: no currency or source", at))
+		case dateErr != nil:
+			errs = append(errs, fmt.Errorf("%s: date %q is not YYYY-MM-DD", at, p.Date))
+		case p.Unit == sdk.UnitAudioTokens && p.TokensPerSecond <= 0:
+			errs = append(errs, fmt.Errorf("%s: audio tokens need TokensPerSecond", at))
+		case p.Source == sdk.PriceUnpublished && p.Amount != 0:
+			errs = append(errs, fmt.Errorf("%s: an unpublished price has amount 0", at))
+		}
 	}
 	return errs
 }

@@ -422,7 +422,9 @@ func ValidateScope(s store.KeyScope) error {
 	switch {
 	case s.Budget < 0:
 		return fmt.Errorf("key budget must be 0 (none) or more credits, got %d", s.Budget)
-	case s.Budget > 0 && !slices.Contains(BudgetPeriods, s.BudgetPeriod):
+	case s.BudgetCost < 0:
+		return fmt.Errorf("key budget must be 0 (none) or more in the gateway's currency, got %d nano-units", s.BudgetCost)
+	case (s.Budget > 0 || s.BudgetCost > 0) && !slices.Contains(BudgetPeriods, s.BudgetPeriod):
 		return fmt.Errorf("key budget period must be day or month, got %q", s.BudgetPeriod)
 	case s.RatePerMinute < 0:
 		return fmt.Errorf("key rate limit must be 0 (none) or more requests a minute, got %d", s.RatePerMinute)

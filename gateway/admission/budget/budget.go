@@ -1,5 +1,6 @@
-// Package budget enforces credit budgets: an organization's (from the
-// config) and an API key's (from its scope), each per UTC day or month.
+// Package budget enforces budgets in credits and in money: an
+// organization's (from the config or the admin API) and an API key's
+// (from its scope), each per UTC day or month.
 //
 // A request reserves the credits it will cost before the provider is
 // called, and settles with what it actually cost once it is done (nothing
@@ -22,6 +23,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/voxgate/voxgate/gateway/pricing"
 )
 
 // Period is what a budget counts over.
@@ -45,10 +48,20 @@ func (p Period) window(now time.Time) (string, time.Time) {
 	return start.Format("20060102"), start.AddDate(0, 0, 1)
 }
 
-// Limit is a budget: Credits per Period. Zero credits means none.
+// Limit is a budget per Period: Credits, Cost (nano-units of the
+// gateway's currency, see package pricing), or both. Zero means none.
 type Limit struct {
 	Credits int64
+	Cost    int64
 	Period  Period
+	// Currency names Cost's currency in messages ("USD").
+	Currency string
+}
+
+// Amount is what a request spends: credits, and cost in nano-units of
+// the gateway's currency.
+type Amount struct {
+	Credits, Cost int64
 }
 
 // Counter keeps spend per key. Reserve adds n to key's count unless that
@@ -64,14 +77,33 @@ type Counter interface {
 type Exceeded struct {
 	// Scope names the budget: "organization" or "API key".
 	Scope string
+	// Unit is what the refusing budget counts: "credits", or the
+	// currency's code for a budget in money.
+	Unit  string
 	Limit Limit
-	// Spent is what the period has spent, Want what the request needed.
+	// Spent is what the period has spent, Want what the request needed,
+	// in Unit (nano-units for money).
 	Spent, Want int64
 	// Reset is when the period ends.
 	Reset time.Time
 }
 
+// Money reports whether the refusing budget is one in currency.
+func (e *Exceeded) Money() bool { return e.Unit != "credits" }
+
+// Quota is the refusing budget's size in its unit.
+func (e *Exceeded) Quota() int64 {
+	if e.Money() {
+		return e.Limit.Cost
+	}
+	return e.Limit.Credits
+}
+
 func (e *Exceeded) Error() string {
+	if e.Money() {
+		return fmt.Sprintf("the %s's budget of %s %s a %s is spent (%s used, this request is quoted at %s); it resets at %s",
+			e.Scope, pricing.Format(e.Limit.Cost), e.Unit, e.Limit.Period, pricing.Format(e.Spent), pricing.Format(e.Want), e.Reset.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("the %s's budget of %d credits a %s is spent (%d used, this request needs %d); it resets at %s",
 		e.Scope, e.Limit.Credits, e.Limit.Period, e.Spent, e.Want, e.Reset.Format(time.RFC3339))
 }
@@ -95,12 +127,13 @@ func New(counter Counter, failOpen bool) *Budgets {
 	return &Budgets{counter: counter, failOpen: failOpen, now: time.Now}
 }
 
-// Charge is the credits one request reserved; Settle releases what it
-// did not spend.
+// Charge is what one request reserved; Settle releases what it did not
+// spend.
 type Charge struct {
 	b        *Budgets
-	reserved int64
-	keys     []string
+	reserved Amount
+	// keys are the counters reserved from, credits' and money's apart.
+	credits, cost []string
 }
 
 // Reserve takes n credits from the organization's budget and the key's,
@@ -108,49 +141,94 @@ type Charge struct {
 // *Unavailable when the counter cannot be asked and the deployment fails
 // closed. A nil Charge settles as a no-op.
 func (b *Budgets) Reserve(ctx context.Context, org string, orgLimit Limit, keyID string, keyLimit Limit, n int64) (*Charge, error) {
-	if b == nil || n <= 0 || (orgLimit.Credits <= 0 && keyLimit.Credits <= 0) {
+	return b.ReserveAmount(ctx, org, orgLimit, keyID, keyLimit, Amount{Credits: n})
+}
+
+// ReserveAmount takes want from the organization's budgets and the
+// key's: credits from credit budgets, cost from budgets in currency,
+// each in one atomic step of its counter (a budget's credits and its
+// money are two counters, so a request refused by the second gives the
+// first back). Errors as Reserve.
+func (b *Budgets) ReserveAmount(ctx context.Context, org string, orgLimit Limit, keyID string, keyLimit Limit, want Amount) (*Charge, error) {
+	if b == nil {
 		return nil, nil
 	}
-	c := &Charge{b: b, reserved: n}
+	c := &Charge{b: b, reserved: want}
 	for _, t := range []struct {
 		scope, id string
 		limit     Limit
 	}{{"organization", "org:" + org, orgLimit}, {"API key", "key:" + keyID, keyLimit}} {
-		if t.limit.Credits <= 0 {
-			continue
-		}
-		name, reset := t.limit.Period.window(b.now())
-		key := t.id + ":" + string(t.limit.Period) + ":" + name
-		ok, spent, err := b.counter.Reserve(ctx, key, n, t.limit.Credits, reset)
-		if err != nil {
-			if b.failOpen {
+		for _, d := range []struct {
+			unit   string
+			n, max int64
+			prefix string
+			keys   *[]string
+		}{{"credits", want.Credits, t.limit.Credits, "", &c.credits}, {t.limit.Currency, want.Cost, t.limit.Cost, "cost:", &c.cost}} {
+			if d.max <= 0 || d.n <= 0 {
 				continue
 			}
-			c.Settle(context.WithoutCancel(ctx), 0)
-			return nil, &Unavailable{Err: err}
+			name, reset := t.limit.Period.window(b.now())
+			key := t.id + ":" + d.prefix + string(t.limit.Period) + ":" + name
+			ok, spent, err := b.counter.Reserve(ctx, key, d.n, d.max, reset)
+			if err != nil {
+				if b.failOpen {
+					continue
+				}
+				c.SettleAmount(context.WithoutCancel(ctx), Amount{})
+				return nil, &Unavailable{Err: err}
+			}
+			if !ok {
+				c.SettleAmount(context.WithoutCancel(ctx), Amount{})
+				unit := d.unit
+				if d.prefix != "" && unit == "" {
+					unit = "USD"
+				}
+				return nil, &Exceeded{Scope: t.scope, Unit: unit, Limit: t.limit, Spent: spent, Want: d.n, Reset: reset}
+			}
+			*d.keys = append(*d.keys, key)
 		}
-		if !ok {
-			c.Settle(context.WithoutCancel(ctx), 0)
-			return nil, &Exceeded{Scope: t.scope, Limit: t.limit, Spent: spent, Want: n, Reset: reset}
-		}
-		c.keys = append(c.keys, key)
+	}
+	if len(c.credits) == 0 && len(c.cost) == 0 {
+		return nil, nil
 	}
 	return c, nil
 }
 
 // Settle records that the request cost spent credits: the rest of the
-// reservation goes back. It is safe to call on a nil Charge, and once.
+// credits reserved go back. Money reserved stays reserved (the safe side
+// of a budget): callers that know the cost call SettleAmount. It is safe
+// to call on a nil Charge, and once.
 func (c *Charge) Settle(ctx context.Context, spent int64) {
-	if c == nil || spent >= c.reserved {
+	if c == nil {
 		return
 	}
-	back := c.reserved - spent
-	c.reserved = spent
-	for _, k := range c.keys {
-		// A failed release overcounts the period, the safe side of a
-		// budget; the next period starts from zero either way.
-		_ = c.b.counter.Release(ctx, k, back)
+	c.SettleAmount(ctx, Amount{Credits: min(spent, c.reserved.Credits), Cost: c.reserved.Cost})
+}
+
+// SettleAmount records that the request spent spent: the rest of each
+// reservation goes back, and a spend above it (audio longer than the
+// quote estimated) is added, past the limit if need be: the request was
+// admitted on its quote, and the period counts what was spent. Safe on a
+// nil Charge.
+func (c *Charge) SettleAmount(ctx context.Context, spent Amount) {
+	if c == nil {
+		return
 	}
+	release := func(keys []string, reserved *int64, spent int64) {
+		if spent == *reserved {
+			return
+		}
+		// A negative release adds: both counters' releases add -n.
+		back := *reserved - spent
+		*reserved = spent
+		for _, k := range keys {
+			// A failed release overcounts the period, the safe side of a
+			// budget; the next period starts from zero either way.
+			_ = c.b.counter.Release(ctx, k, back)
+		}
+	}
+	release(c.credits, &c.reserved.Credits, spent.Credits)
+	release(c.cost, &c.reserved.Cost, spent.Cost)
 }
 
 // Memory is the in-process counter.

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,5 +130,64 @@ func TestPeriodWindows(t *testing.T) {
 	}
 	if name, reset := Month.window(now); name != "202612" || !reset.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("month: %s %s", name, reset)
+	}
+}
+
+// TestMoneyBudgets: a budget in currency is counted apart from credits,
+// refuses with its own unit, and settles to what was spent.
+func TestMoneyBudgets(t *testing.T) {
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			b := New(c, false)
+			org := Limit{Credits: 1000, Cost: 1_000_000, Period: Day, Currency: "EUR"} // 0.001 EUR
+			key := Limit{Cost: 600_000, Period: Month, Currency: "EUR"}
+			ctx := context.Background()
+			ch, err := b.ReserveAmount(ctx, "acme-"+name, org, "k1-"+name, key, Amount{Credits: 10, Cost: 500_000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The key's money budget refuses next, not the credits.
+			_, err = b.ReserveAmount(ctx, "acme-"+name, org, "k1-"+name, key, Amount{Credits: 10, Cost: 200_000})
+			var ex *Exceeded
+			if !errors.As(err, &ex) || ex.Scope != "API key" || ex.Unit != "EUR" || !ex.Money() || ex.Quota() != 600_000 || ex.Spent != 500_000 {
+				t.Fatalf("err %v (%+v), want the key's EUR budget", err, ex)
+			}
+			// The refused request gave back the organization's reservation.
+			ch.SettleAmount(ctx, Amount{Credits: 10, Cost: 100_000})
+			ch2, err := b.ReserveAmount(ctx, "acme-"+name, org, "k1-"+name, key, Amount{Credits: 10, Cost: 500_000})
+			if err != nil {
+				t.Fatalf("after settling at 0.0001 EUR of 0.0005 reserved: %v", err)
+			}
+			ch2.SettleAmount(ctx, Amount{Credits: 10, Cost: 500_000})
+			_, err = b.ReserveAmount(ctx, "acme-"+name, org, "k2-"+name, Limit{}, Amount{Credits: 10, Cost: 400_001})
+			if !errors.As(err, &ex) || ex.Scope != "organization" || ex.Unit != "EUR" || ex.Spent != 600_000 {
+				t.Fatalf("err %v (%+v), want the organization's EUR budget with 0.0006 spent", err, ex)
+			}
+			if got := ex.Error(); got == "" || !strings.Contains(got, "0.001 EUR") {
+				t.Errorf("message %q does not name the budget in EUR", got)
+			}
+		})
+	}
+}
+
+// TestSettleAboveTheQuoteCounts: a request that cost more than it
+// reserved (audio longer than quoted) adds the rest to the period.
+func TestSettleAboveTheQuoteCounts(t *testing.T) {
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			b := New(c, false)
+			org := Limit{Cost: 1000, Period: Day, Currency: "USD"}
+			ctx := context.Background()
+			ch, err := b.ReserveAmount(ctx, "over-"+name, org, "", Limit{}, Amount{Cost: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch.SettleAmount(ctx, Amount{Cost: 700})
+			_, err = b.ReserveAmount(ctx, "over-"+name, org, "", Limit{}, Amount{Cost: 301})
+			var ex *Exceeded
+			if !errors.As(err, &ex) || ex.Spent != 700 {
+				t.Fatalf("err %v (%+v), want the budget refusing with 700 spent", err, ex)
+			}
+		})
 	}
 }

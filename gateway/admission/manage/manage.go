@@ -81,10 +81,11 @@ type OrgSettings struct {
 	SetLoudness bool
 }
 
-// Budget is a credit budget: Credits per Period ("day" or "month"); 0
-// credits is none.
+// Budget is a budget per Period ("day" or "month"): Credits, Cost (in
+// nano-units of the gateway's currency), or both; 0 is none.
 type Budget struct {
 	Credits int64
+	Cost    int64
 	Period  string
 }
 
@@ -121,7 +122,9 @@ func checkBudget(b Budget, field string) []problem.FieldError {
 	switch {
 	case b.Credits < 0:
 		return []problem.FieldError{problem.Field("0 (none) or more credits", field, "credits")}
-	case b.Credits > 0 && !slices.Contains(auth.BudgetPeriods, b.Period):
+	case b.Cost < 0:
+		return []problem.FieldError{problem.Field("0 (none) or more, in the gateway's currency", field, "cost")}
+	case (b.Credits > 0 || b.Cost > 0) && !slices.Contains(auth.BudgetPeriods, b.Period):
 		return []problem.FieldError{problem.Field("day or month", field, "period")}
 	}
 	return nil
@@ -136,8 +139,8 @@ func (o OrgSettings) apply(r *store.Org) {
 		r.Disabled = *o.Disabled
 	}
 	if o.Budget != nil {
-		r.Budget, r.BudgetPeriod = o.Budget.Credits, o.Budget.Period
-		if r.Budget == 0 {
+		r.Budget, r.BudgetCost, r.BudgetPeriod = o.Budget.Credits, o.Budget.Cost, o.Budget.Period
+		if r.Budget == 0 && r.BudgetCost == 0 {
 			r.BudgetPeriod = ""
 		}
 	}
@@ -295,8 +298,8 @@ func (k KeySettings) apply(key *store.APIKey) {
 		key.Scope.Providers, key.Scope.Models = k.Scope.Providers, k.Scope.Models
 	}
 	if k.Budget != nil {
-		key.Scope.Budget, key.Scope.BudgetPeriod = k.Budget.Credits, k.Budget.Period
-		if key.Scope.Budget == 0 {
+		key.Scope.Budget, key.Scope.BudgetCost, key.Scope.BudgetPeriod = k.Budget.Credits, k.Budget.Cost, k.Budget.Period
+		if key.Scope.Budget == 0 && key.Scope.BudgetCost == 0 {
 			key.Scope.BudgetPeriod = ""
 		}
 	}

@@ -44,7 +44,8 @@ type Org struct {
 	ManagedBy string
 	// Disabled refuses the organization's keys.
 	Disabled bool
-	// Budget is the organization's credit budget (zero: none).
+	// Budget is the organization's budget in credits and in money (zero:
+	// none).
 	Budget budget.Limit
 	// Synthesis and Reads are its two rate limits.
 	Synthesis, Reads ratelimit.Limit
@@ -118,8 +119,8 @@ func (d *Directory) SetFile(file []File) {
 func FromStore(s *store.Org) *Org {
 	o := &Org{ID: s.ID, Name: s.Name, ManagedBy: ManagedByAPI, Disabled: s.Disabled, Stored: store.CloneOrg(s),
 		SynthKey: "org:" + s.ID + ":synthesis", ReadKey: "org:" + s.ID + ":reads"}
-	if s.Budget > 0 {
-		o.Budget = budget.Limit{Credits: s.Budget, Period: budget.Period(s.BudgetPeriod)}
+	if s.Budget > 0 || s.BudgetCost > 0 {
+		o.Budget = budget.Limit{Credits: s.Budget, Cost: s.BudgetCost, Period: budget.Period(s.BudgetPeriod)}
 	}
 	o.Synthesis = PerMinute(s.RatePerMinute)
 	if l := s.Loudness; l != nil {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,12 @@ import (
 // come from the config, so the org label's values are bounded.
 type usage struct {
 	requests, characters, audioSeconds, credits *prometheus.CounterVec
+	// cost counts money spent by organization, in the gateway's
+	// currency; estimateError is how far each call's quote was from
+	// what it cost ((cost - quote) / quote), by provider: where the
+	// answer's audio or the provider's own figure replaced the count.
+	cost          *prometheus.CounterVec
+	estimateError *prometheus.HistogramVec
 
 	// orgs caches each organization's counters, so a request costs no
 	// label hashing.
@@ -21,7 +28,7 @@ type usage struct {
 }
 
 type orgUsage struct {
-	requests, characters, audioSeconds, credits prometheus.Counter
+	requests, characters, audioSeconds, credits, cost prometheus.Counter
 }
 
 func newUsage() *usage {
@@ -33,11 +40,15 @@ func newUsage() *usage {
 		characters:   vec("voxgate_usage_characters_total", "Characters synthesized, by organization."),
 		audioSeconds: vec("voxgate_usage_audio_seconds_total", "Seconds of audio sent, by organization."),
 		credits:      vec("voxgate_usage_credits_total", "Credits charged, by organization."),
+		cost:         vec("voxgate_usage_cost_total", "Money spent, in the gateway's currency (pricing.currency), by organization."),
+		estimateError: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "voxgate_cost_estimate_error_ratio",
+			Help:    "How far a call's quoted cost was from what it cost, as (cost - quote) / quote, by provider: 0 where the count was exact.",
+			Buckets: []float64{-0.5, -0.2, -0.1, -0.05, -0.01, 0, 0.01, 0.05, 0.1, 0.2, 0.5, 1}}, []string{"provider"}),
 	}
 }
 
 func (u *usage) collectors() []prometheus.Collector {
-	return []prometheus.Collector{u.requests, u.characters, u.audioSeconds, u.credits}
+	return []prometheus.Collector{u.requests, u.characters, u.audioSeconds, u.credits, u.cost, u.estimateError}
 }
 
 func (u *usage) org(id string) *orgUsage {
@@ -49,6 +60,7 @@ func (u *usage) org(id string) *orgUsage {
 		characters:   u.characters.WithLabelValues(id),
 		audioSeconds: u.audioSeconds.WithLabelValues(id),
 		credits:      u.credits.WithLabelValues(id),
+		cost:         u.cost.WithLabelValues(id),
 	}
 	actual, _ := u.orgs.LoadOrStore(id, o)
 	return actual.(*orgUsage)
@@ -70,7 +82,15 @@ func (m *Metrics) Orgs(ids ...string) {
 // when it counts towards usage. Hot path (every request): a map load and
 // four atomic adds.
 func (m *Metrics) CountUsage(r *store.LogRow) {
-	if m == nil || r.OrgID == "" || !store.Counted(r) {
+	if m == nil {
+		return
+	}
+	if r.Cost > 0 && r.CostEstimate > 0 && r.Provider != "" && (r.ParentRequestID != "" || !strings.Contains(r.Path, "/conversation")) {
+		// Each provider call's row once: a conversation's own row sums
+		// its turns', which are observed themselves.
+		m.usage.estimateError.WithLabelValues(r.Provider).Observe(float64(r.Cost-r.CostEstimate) / float64(r.CostEstimate))
+	}
+	if r.OrgID == "" || !store.Counted(r) {
 		return
 	}
 	o := m.usage.org(r.OrgID)
@@ -83,5 +103,8 @@ func (m *Metrics) CountUsage(r *store.LogRow) {
 	}
 	if r.CreditsUsed > 0 {
 		o.credits.Add(float64(r.CreditsUsed))
+	}
+	if r.Cost > 0 {
+		o.cost.Add(float64(r.Cost) * 1e-9)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -37,6 +38,9 @@ type Provider struct {
 	Healthy  func() bool
 	models   map[string]*sdk.Model
 	wildcard *sdk.Model
+	// listPrices are the models' declared prices in Policy.Currency, by
+	// model id (sdk.AnyModel: the pass-through entry's).
+	listPrices map[string][]pricing.Price
 }
 
 // Model returns the listed model with id, or nil. Resolve also resolves
@@ -96,8 +100,13 @@ func New(ctx context.Context, policies map[string]Policy, plugins map[string]sdk
 		desc.Models = listed
 		p := &Provider{ID: id, Name: d.Name, Plugin: pl, Desc: &desc, Policy: policies[id], models: map[string]*sdk.Model{},
 			wildcard: wildcard, Healthy: func() bool { return healthy(id) }}
+		p.listPrices = map[string][]pricing.Price{}
 		for i := range listed {
 			p.models[listed[i].ID] = &listed[i]
+			p.listPrices[listed[i].ID] = listPrices(&listed[i], p.Policy.Currency)
+		}
+		if wildcard != nil {
+			p.listPrices[sdk.AnyModel] = listPrices(wildcard, p.Policy.Currency)
 		}
 		c.providers[id] = p
 		c.order = append(c.order, id)

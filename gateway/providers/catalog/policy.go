@@ -1,6 +1,10 @@
 package catalog
 
-import "time"
+import (
+	"time"
+
+	"github.com/voxgate/voxgate/gateway/pricing"
+)
 
 // Policy is how the gateway treats one provider: the typed view of its
 // configuration that the pipeline and the resources decide by. Neither
@@ -12,6 +16,11 @@ type Policy struct {
 	// overrides.
 	CreditsPer1kChars float64
 	ModelCredits      map[string]float64
+	// Currency is what the gateway counts money in (pricing.currency);
+	// Prices the operator's prices by model id (sdk.AnyModel: every
+	// model of the provider), which replace the plugin's list prices.
+	Currency string
+	Prices   map[string][]pricing.Price
 	// Direct lets the gateway send the requests the plugin plans.
 	Direct bool
 	// Timestamps is where the provider's word timestamps come from:

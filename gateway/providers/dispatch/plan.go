@@ -29,6 +29,9 @@ type Planned struct {
 	frame     int
 	attempts  int
 	timeout   time.Duration
+	// billed are the answer's headers that say what the call was billed:
+	// name, unit (sdk.Plan.BilledHeaders).
+	billed [][2]string
 }
 
 // compile validates p and splits its body around the text.
@@ -52,6 +55,10 @@ func compile(provider string, p *sdk.Plan) (*Planned, error) {
 		pl.header = append(pl.header, [2]string{k, v})
 	}
 	sort.Slice(pl.header, func(i, j int) bool { return pl.header[i][0] < pl.header[j][0] })
+	for k, unit := range p.BilledHeaders {
+		pl.billed = append(pl.billed, [2]string{k, unit})
+	}
+	sort.Slice(pl.billed, func(i, j int) bool { return pl.billed[i][0] < pl.billed[j][0] })
 	return pl, nil
 }
 

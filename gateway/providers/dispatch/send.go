@@ -36,17 +36,31 @@ type Explainer func(ctx context.Context, f *sdk.Failure) error
 // explain maps error answers, and network failures are KindUnavailable or
 // KindTimeout.
 func (c *Client) Fetch(ctx context.Context, p *Planned, text string, explain Explainer) (body []byte, release func(), err error) {
+	body, _, release, err = c.FetchBilled(ctx, p, text, explain)
+	return body, release, err
+}
+
+// FetchBilled is Fetch that also reads what the answer's headers say the
+// call was billed (the plan's BilledHeaders; nil when none says).
+func (c *Client) FetchBilled(ctx context.Context, p *Planned, text string, explain Explainer) (body []byte, billed []sdk.BilledUsage, release func(), err error) {
 	resp, err := c.send(ctx, p, text, false, explain)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	for _, h := range p.billed {
+		if v := resp.Header.Peek(h[0]); len(v) > 0 {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+				billed = append(billed, sdk.BilledUsage{Unit: h[1], Quantity: n})
+			}
+		}
 	}
 	body = resp.Body()
 	if len(body)%p.frame != 0 {
 		fasthttp.ReleaseResponse(resp)
-		return nil, nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("%s: truncated audio (%d bytes is not a whole number of %d-byte frames)", p.provider, len(body), p.frame)}
+		return nil, nil, nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("%s: truncated audio (%d bytes is not a whole number of %d-byte frames)", p.provider, len(body), p.frame)}
 	}
 	var once sync.Once
-	return body, func() { once.Do(func() { fasthttp.ReleaseResponse(resp) }) }, nil
+	return body, billed, func() { once.Do(func() { fasthttp.ReleaseResponse(resp) }) }, nil
 }
 
 // Open sends plan with text and returns the answer's body to read as it

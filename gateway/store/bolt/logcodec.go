@@ -50,6 +50,9 @@ const (
 	fieldTranscoded             protowire.Number = 24
 	fieldSanitized              protowire.Number = 25
 	fieldProvenance             protowire.Number = 26
+	fieldCost                   protowire.Number = 27
+	fieldCurrency               protowire.Number = 28
+	fieldCostEstimate           protowire.Number = 29
 )
 
 // logKeyLen is the length of a log primary key: 8 bytes of big-endian
@@ -112,6 +115,9 @@ func encodeLogRow(b []byte, r *store.LogRow) []byte {
 	num(fieldTimeToFirstAudioMS, r.TimeToFirstAudioMS)
 	str(fieldTranscoded, r.Transcoded)
 	str(fieldProvenance, r.Provenance)
+	num(fieldCost, r.Cost)
+	str(fieldCurrency, r.Currency)
+	num(fieldCostEstimate, r.CostEstimate)
 	if r.Sanitized {
 		num(fieldSanitized, 1)
 	}
@@ -180,6 +186,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.Transcoded = s
 			case fieldProvenance:
 				r.Provenance = s
+			case fieldCurrency:
+				r.Currency = s
 			}
 			b = b[n:]
 		case protowire.VarintType:
@@ -205,6 +213,10 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.TimeToFirstAudioMS = v
 			case fieldSanitized:
 				r.Sanitized = v != 0
+			case fieldCost:
+				r.Cost = v
+			case fieldCostEstimate:
+				r.CostEstimate = v
 			}
 			b = b[n:]
 		case protowire.Fixed64Type:

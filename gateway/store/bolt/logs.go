@@ -210,8 +210,8 @@ func encodedLogRowSize(r *store.LogRow) int {
 		len(r.Model) + len(r.VoiceID) + len(r.VoiceRef) + len(r.ErrorCode) +
 		len(r.ErrorDetail) + len(r.ProviderOptions) + len(r.ModerationDecision) +
 		len(r.ModerationReasonType) + len(r.ModerationReasonDetail) + len(r.KeyID) + len(r.Cache) +
-		len(r.Transcoded) + len(r.Provenance)
-	return n + 26*(2+10)
+		len(r.Transcoded) + len(r.Provenance) + len(r.Currency)
+	return n + 29*(2+10)
 }
 
 // ListLogs returns up to limit rows of orgID matching f, newest TS first,

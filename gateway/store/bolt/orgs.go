@@ -20,6 +20,7 @@ type orgRecord struct {
 	Disabled      bool                         `json:"disabled,omitempty"`
 	Budget        int64                        `json:"budget,omitempty"`
 	BudgetPeriod  string                       `json:"budget_period,omitempty"`
+	BudgetCost    int64                        `json:"budget_cost,omitempty"`
 	RatePerMinute int                          `json:"rate_per_minute,omitempty"`
 	Providers     map[string]orgProviderRecord `json:"providers,omitempty"`
 	Loudness      *orgLoudnessRecord           `json:"loudness,omitempty"`
@@ -39,7 +40,7 @@ type orgProviderRecord struct {
 }
 
 func encodeOrg(o *store.Org) ([]byte, error) {
-	r := orgRecord{ID: o.ID, Name: o.Name, Disabled: o.Disabled, Budget: o.Budget, BudgetPeriod: o.BudgetPeriod,
+	r := orgRecord{ID: o.ID, Name: o.Name, Disabled: o.Disabled, Budget: o.Budget, BudgetPeriod: o.BudgetPeriod, BudgetCost: o.BudgetCost,
 		RatePerMinute: o.RatePerMinute, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC()}
 	if l := o.Loudness; l != nil {
 		r.Loudness = &orgLoudnessRecord{Integrated: l.Integrated, TruePeak: l.TruePeak}
@@ -58,7 +59,7 @@ func decodeOrg(data []byte) (*store.Org, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
-	o := &store.Org{ID: r.ID, Name: r.Name, Disabled: r.Disabled, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod,
+	o := &store.Org{ID: r.ID, Name: r.Name, Disabled: r.Disabled, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod, BudgetCost: r.BudgetCost,
 		RatePerMinute: r.RatePerMinute, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Providers: map[string]store.OrgProvider{}}
 	for id, p := range r.Providers {
 		o.Providers[id] = store.OrgProvider(p)

@@ -31,6 +31,7 @@ const (
 	usageCacheHits    protowire.Number = 7
 	usageLatencySum   protowire.Number = 8
 	usageLatency      protowire.Number = 9
+	usageCost         protowire.Number = 10
 )
 
 func usageKey(k *store.UsageKey) []byte {
@@ -83,6 +84,7 @@ func encodeUsage(c *store.UsageCounts) []byte {
 	num(usageAudioMS, c.AudioMS)
 	num(usageCacheHits, c.CacheHits)
 	num(usageLatencySum, c.LatencyMSSum)
+	num(usageCost, c.Cost)
 	var packed []byte
 	for _, n := range c.Latency {
 		packed = protowire.AppendVarint(packed, uint64(n))
@@ -124,6 +126,8 @@ func decodeUsage(c *store.UsageCounts, b []byte) error {
 				c.CacheHits = v
 			case usageLatencySum:
 				c.LatencyMSSum = v
+			case usageCost:
+				c.Cost = v
 			}
 		case typ == protowire.BytesType && num == usageLatency:
 			p, n := protowire.ConsumeBytes(b)

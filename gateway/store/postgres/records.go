@@ -69,10 +69,11 @@ type scopeRecord struct {
 	Budget       int64    `json:"budget,omitempty"`
 	BudgetPeriod string   `json:"budget_period,omitempty"`
 	PerMinute    int      `json:"per_minute,omitempty"`
+	BudgetCost   int64    `json:"budget_cost,omitempty"`
 }
 
 func encodeScope(sc store.KeyScope) ([]byte, error) {
-	r := scopeRecord{Providers: sc.Providers, Models: sc.Models, Budget: sc.Budget, BudgetPeriod: sc.BudgetPeriod, PerMinute: sc.RatePerMinute}
+	r := scopeRecord{Providers: sc.Providers, Models: sc.Models, Budget: sc.Budget, BudgetPeriod: sc.BudgetPeriod, PerMinute: sc.RatePerMinute, BudgetCost: sc.BudgetCost}
 	if !sc.ExpiresAt.IsZero() {
 		r.ExpiresNS = nanos(sc.ExpiresAt)
 	}
@@ -84,7 +85,7 @@ func decodeScope(b []byte) (store.KeyScope, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return store.KeyScope{}, err
 	}
-	sc := store.KeyScope{Providers: r.Providers, Models: r.Models, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod, RatePerMinute: r.PerMinute}
+	sc := store.KeyScope{Providers: r.Providers, Models: r.Models, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod, RatePerMinute: r.PerMinute, BudgetCost: r.BudgetCost}
 	if r.ExpiresNS != 0 {
 		sc.ExpiresAt = fromNanos(r.ExpiresNS)
 	}

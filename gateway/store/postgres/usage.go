@@ -12,8 +12,8 @@ import (
 
 // usageUpsert adds one rolled-up group to usage_daily.
 const usageUpsert = `INSERT INTO usage_daily AS u (org_id, day, provider, model, key_id, requests, errors,
-	server_errors, characters, credits, audio_ms, cache_hits, latency_sum, latency_hist)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+	server_errors, characters, credits, audio_ms, cache_hits, latency_sum, latency_hist, cost)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ON CONFLICT (org_id, day, provider, model, key_id) DO UPDATE SET
 	requests = u.requests + excluded.requests,
 	errors = u.errors + excluded.errors,
@@ -23,7 +23,8 @@ ON CONFLICT (org_id, day, provider, model, key_id) DO UPDATE SET
 	audio_ms = u.audio_ms + excluded.audio_ms,
 	cache_hits = u.cache_hits + excluded.cache_hits,
 	latency_sum = u.latency_sum + excluded.latency_sum,
-	latency_hist = voxgate_hist_add(u.latency_hist, excluded.latency_hist)`
+	latency_hist = voxgate_hist_add(u.latency_hist, excluded.latency_hist),
+	cost = u.cost + excluded.cost`
 
 // addUsage upserts a batch's rollup in tx, one round trip for the batch.
 // The groups come sorted (store.RollUp), so every instance locks rollup
@@ -38,7 +39,7 @@ func addUsage(ctx context.Context, tx pgx.Tx, rows []store.OrgUsage) error {
 		c := &u.Row.UsageCounts
 		b.Queue(usageUpsert, u.OrgID, dayNumber(u.Row.Day), u.Row.Provider, u.Row.Model, u.Row.KeyID,
 			c.Requests, c.Errors, c.ServerErrors, c.Characters, c.Credits, c.AudioMS, c.CacheHits,
-			c.LatencyMSSum, c.Latency[:])
+			c.LatencyMSSum, c.Latency[:], c.Cost)
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("usage rollup: %w", err)
@@ -58,7 +59,7 @@ func (s *Store) Usage(ctx context.Context, orgID string, since, until time.Time)
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rs, err := s.pool.Query(ctx, `SELECT day, provider, model, key_id, requests, errors, server_errors,
-		characters, credits, audio_ms, cache_hits, latency_sum, latency_hist
+		characters, credits, audio_ms, cache_hits, latency_sum, latency_hist, cost
 		FROM usage_daily WHERE org_id = $1 AND day >= $2 AND day < $3
 		ORDER BY day, provider, model, key_id`, orgID, dayNumber(since), dayNumber(until))
 	if err != nil {
@@ -72,7 +73,7 @@ func (s *Store) Usage(ctx context.Context, orgID string, since, until time.Time)
 		var hist []int64
 		c := &r.UsageCounts
 		if err := rs.Scan(&day, &r.Provider, &r.Model, &r.KeyID, &c.Requests, &c.Errors, &c.ServerErrors,
-			&c.Characters, &c.Credits, &c.AudioMS, &c.CacheHits, &c.LatencyMSSum, &hist); err != nil {
+			&c.Characters, &c.Credits, &c.AudioMS, &c.CacheHits, &c.LatencyMSSum, &hist, &c.Cost); err != nil {
 			return nil, fmt.Errorf("store: usage: %w", classify(err))
 		}
 		r.Day = time.Unix(int64(day)*86400, 0).UTC()

@@ -25,7 +25,7 @@ func testKeyUpdateAndAdmin(t *testing.T, open Opener) {
 		t.Errorf("ListKeys(o1) = %+v, %v; want one key, not admin", ks, err)
 	}
 
-	scope := store.KeyScope{ExpiresAt: clk.Now().Add(time.Hour), Budget: 70, BudgetPeriod: "month", RatePerMinute: 12}
+	scope := store.KeyScope{ExpiresAt: clk.Now().Add(time.Hour), Budget: 70, BudgetPeriod: "month", RatePerMinute: 12, BudgetCost: 2_500_000_000}
 	got, err := s.UpdateKey(ctx, &store.APIKey{ID: "k1", OrgID: "other", Name: "renamed", Prefix: "x", Hash: []byte("x"), Scope: scope, Admin: true})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func testOrgs(t *testing.T, open Opener) {
 		t.Fatalf("ListOrgs of an empty store = %+v, %v", got, err)
 	}
 	off := false
-	b := &store.Org{ID: "beta", Name: "Beta team", Budget: 500, BudgetPeriod: "day", RatePerMinute: 30,
+	b := &store.Org{ID: "beta", Name: "Beta team", Budget: 500, BudgetPeriod: "day", RatePerMinute: 30, BudgetCost: 7_000_000_000,
 		Loudness:  &store.OrgLoudness{Integrated: -16, TruePeak: -1.5},
 		Providers: map[string]store.OrgProvider{"espeak": {Enabled: true}, "openai": {Enabled: true, BYOK: true, Managed: &off}}}
 	mustDo(t, s.CreateOrg(ctx, b))
@@ -78,7 +78,7 @@ func testOrgs(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Name != "Beta team" || got.Budget != 500 || got.BudgetPeriod != "day" || got.RatePerMinute != 30 || got.Disabled ||
+	if got.Name != "Beta team" || got.Budget != 500 || got.BudgetPeriod != "day" || got.BudgetCost != 7_000_000_000 || got.RatePerMinute != 30 || got.Disabled ||
 		!got.CreatedAt.Equal(newClock().Now()) || !got.UpdatedAt.Equal(got.CreatedAt) ||
 		!reflect.DeepEqual(got.Providers, b.Providers) || !reflect.DeepEqual(got.Loudness, b.Loudness) {
 		t.Errorf("GetOrg = %+v, want %+v", got, b)

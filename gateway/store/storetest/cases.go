@@ -267,6 +267,7 @@ func testLogRowRoundTrip(t *testing.T, open Opener) {
 		TimeToFirstAudioMS: 42, KeyID: "key-1", AudioMS: 2500, Cache: "hit",
 		Transcoded: "pcm_24000->mp3_24000_96", Sanitized: true,
 		Provenance: `{"record":{"request_id":"r1"},"signature":"c2ln"}`,
+		Cost:       1_234_567_890_123, Currency: "USD", CostEstimate: 1_234_000_000_000,
 	}
 	negative := store.LogRow{RequestID: "r2", OrgID: "o", TS: clk.Now(), Status: -1, LatencyMS: -5, ModerationConfidence: -0.5}
 	defaulted := store.LogRow{RequestID: "r3", OrgID: "o"} // zero TS: "now"
@@ -666,7 +667,7 @@ func testKeys(t *testing.T, open Opener) {
 
 func sameScope(a, b store.KeyScope) bool {
 	return a.ExpiresAt.Equal(b.ExpiresAt) && equalStrings(a.Providers, b.Providers) && equalStrings(a.Models, b.Models) &&
-		a.Budget == b.Budget && a.BudgetPeriod == b.BudgetPeriod && a.RatePerMinute == b.RatePerMinute
+		a.Budget == b.Budget && a.BudgetPeriod == b.BudgetPeriod && a.RatePerMinute == b.RatePerMinute && a.BudgetCost == b.BudgetCost
 }
 
 // testSealFingerprint: no fingerprint and no secrets in a new store; the

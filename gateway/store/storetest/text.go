@@ -65,6 +65,7 @@ func testLogRowInvalidText(t *testing.T, open Opener) {
 		"cache":                    func(r *store.LogRow, v string) { r.Cache = v },
 		"transcoded":               func(r *store.LogRow, v string) { r.Transcoded = v },
 		"provenance":               func(r *store.LogRow, v string) { r.Provenance = v },
+		"currency":                 func(r *store.LogRow, v string) { r.Currency = v },
 	}
 	for field, set := range fields {
 		for kind, v := range unstorable {
@@ -223,7 +224,7 @@ func testUnusualTextRoundTrips(t *testing.T, open Opener) {
 	row := store.LogRow{RequestID: "r1", OrgID: "o", TS: clk.Now(), Path: unusual, Status: 200, Provider: unusual, Model: unusual,
 		VoiceID: unusual, VoiceRef: unusual, ErrorCode: unusual, ErrorDetail: unusual, ProviderOptions: unusual,
 		ModerationDecision: unusual, ModerationReasonType: unusual, ModerationReasonDetail: unusual, KeyID: unusual,
-		Cache: unusual, Transcoded: unusual, Provenance: unusual}
+		Cache: unusual, Transcoded: unusual, Provenance: unusual, Currency: unusual}
 	mustDo(t, s.AppendLogs(ctx, []store.LogRow{row}))
 	if got, err := s.GetLog(ctx, "o", "r1"); err != nil || !reflect.DeepEqual(*got, row) {
 		t.Errorf("log row:\n got %+v, %v\nwant %+v", got, err, row)

@@ -39,6 +39,7 @@ func usageModel(rows []store.LogRow, org string, since, until time.Time) []store
 		}
 		c.Characters += int64(r.CharCount)
 		c.Credits += int64(r.CreditsUsed)
+		c.Cost += r.Cost
 		c.AudioMS += r.AudioMS
 		if r.Cache == "hit" {
 			c.CacheHits++
@@ -81,6 +82,8 @@ func usageRows(rng *rand.Rand, now time.Time, n int) []store.LogRow {
 			KeyID:       keys[rng.IntN(len(keys))],
 			CharCount:   rng.IntN(900),
 			CreditsUsed: rng.IntN(5),
+			Cost:        rng.Int64N(2_000_000_000),
+			Currency:    "USD",
 			AudioMS:     int64(rng.IntN(30000)),
 			Cache:       caches[rng.IntN(len(caches))],
 			LatencyMS:   latencies[rng.IntN(len(latencies))],

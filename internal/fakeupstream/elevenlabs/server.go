@@ -462,6 +462,9 @@ func (s *Server) tts(m mode) http.HandlerFunc {
 		s.ids = append(s.ids, rid)
 		s.idsMu.Unlock()
 		w.Header().Set("request-id", rid)
+		// What the call was billed, in credits, as ElevenLabs answers it:
+		// a character of Flash and Turbo is half a credit, rounded up.
+		w.Header().Set("character-cost", strconv.Itoa(characterCost(*body.Text, body.ModelID)))
 		if m == modeTimestamps {
 			align := alignment(u)
 			fakeupstream.WriteJSON(w, http.StatusOK, map[string]any{
@@ -647,4 +650,14 @@ func first(v []string) string {
 		return ""
 	}
 	return v[0]
+}
+
+// characterCost is what ElevenLabs bills text on model, in credits: one a
+// character, half of one on the Flash and Turbo models.
+func characterCost(text string, model *string) int {
+	n := utf8.RuneCountInString(text)
+	if model != nil && (strings.Contains(*model, "flash") || strings.Contains(*model, "turbo")) {
+		return (n + 1) / 2
+	}
+	return n
 }

@@ -138,7 +138,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Description, error) {
 		ID:           ProviderID,
 		Name:         "eSpeak NG",
 		DefaultModel: ModelID,
-		Models:       []sdk.Model{p.model()},
+		Models:       sdk.WithPrices([]sdk.Model{p.model()}, map[string][]sdk.Price{ModelID: localPrice}),
 	}, nil
 }
 

@@ -191,6 +191,36 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		}
 	})
 
+	t.Run("quote equals billed", func(t *testing.T) {
+		// What the quote says a request costs is what its log row is
+		// billed for the fake's answer: exactly, for a model priced by
+		// its text (characters, bytes, tokens, requests); for one priced
+		// by its audio, the row keeps the quote as its estimate and bills
+		// the answer's length.
+		var q harness.Quote
+		qr := tg.Do("POST", "/v1/audio/speech/quote", "acme", body)
+		qr.JSON(t, &q)
+		if qr.Status != 200 || q.Data.Currency != "USD" || len(q.Data.Calls) != 1 || q.Data.Calls[0].Provider != c.ID || q.Data.Calls[0].Model != c.Model {
+			t.Fatalf("quote: %d %s", qr.Status, qr.Body)
+		}
+		calls := c.Fake.Calls()
+		if r := tg.Do("POST", "/v1/audio/speech", "acme", body); r.Status != 200 {
+			t.Fatalf("speech: %d %s", r.Status, r.Body)
+		}
+		if c.Fake.Calls() != calls+1 {
+			t.Errorf("the quote called the provider (%d calls for one request)", c.Fake.Calls()-calls)
+		}
+		row := lastLogRow(t, tg, "acme")
+		_, bySeconds := q.Data.Calls[0].Units["audio_seconds"]
+		_, byTokens := q.Data.Calls[0].Units["audio_tokens"]
+		if row.Currency != "USD" || row.CostEstimate != q.Data.Cost {
+			t.Errorf("row cost %s (estimate %s %s), quote %s", row.Cost, row.CostEstimate, row.Currency, q.Data.Cost)
+		}
+		if !bySeconds && !byTokens && row.Cost != q.Data.Cost {
+			t.Errorf("billed %s, quoted %s (units %v)", row.Cost, q.Data.Cost, q.Data.Calls[0].Units)
+		}
+	})
+
 	t.Run("native encodings", func(t *testing.T) { runNativeEncodings(t, tg, c, text) })
 
 	t.Run("timestamps", func(t *testing.T) {

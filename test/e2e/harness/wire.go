@@ -1,6 +1,9 @@
 package harness
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Problem is the problem+json shape.
 type Problem struct {
@@ -62,6 +65,24 @@ type LogRow struct {
 	Cache                  string    `json:"cache"`
 	Transcoded             string    `json:"transcoded"`
 	Sanitized              bool      `json:"sanitized"`
+	// Cost and CostEstimate are exact decimals of Currency.
+	Cost         json.Number `json:"cost"`
+	Currency     string      `json:"currency"`
+	CostEstimate json.Number `json:"cost_estimate"`
+}
+
+// Quote is the answer of a quote route (POST /v1/audio/speech/quote).
+type Quote struct {
+	Data struct {
+		Cost     json.Number `json:"cost"`
+		Currency string      `json:"currency"`
+		Calls    []struct {
+			Provider string           `json:"provider"`
+			Model    string           `json:"model"`
+			Units    map[string]int64 `json:"units"`
+			Cost     json.Number      `json:"cost"`
+		} `json:"calls"`
+	} `json:"data"`
 }
 
 // Media is the media object as the API renders it.

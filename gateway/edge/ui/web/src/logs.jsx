@@ -169,7 +169,7 @@ function LogTable({ rows, selected, onSelect }) {
       <thead>
         <tr>
           <th scope="col">Request</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Provider</th><th scope="col">Model</th>
-          <th scope="col" class="num">Chars</th><th scope="col" class="num">Credits</th><th scope="col" class="num">Latency</th>
+          <th scope="col" class="num">Chars</th><th scope="col" class="num">Credits</th><th scope="col" class="num">Cost</th><th scope="col" class="num">Latency</th>
           <th scope="col">Path</th>
         </tr>
       </thead>
@@ -187,6 +187,7 @@ function LogTable({ rows, selected, onSelect }) {
             <td class="nowrap">{r.model || "—"}</td>
             <td class="num">{fmtNum(r.char_count)}</td>
             <td class="num">{fmtNum(r.credits_used)}</td>
+            <td class="num nowrap">{r.currency ? `${r.cost} ${r.currency}` : "—"}</td>
             <td class="num nowrap">{fmtNum(r.latency_ms)} ms</td>
             <td class="path">{r.path.replace(/^\/ui\/api/, "")}{r.parent_request_id ? " (turn)" : ""}</td>
           </tr>
@@ -200,7 +201,7 @@ const detailFields = [
   ["request_id", "Request id"], ["parent_request_id", "Parent request"], ["ts", "Time"], ["path", "Path"],
   ["status", "Status"], ["error_code", "Error code"], ["error_detail", "Error detail"], ["provider", "Provider"],
   ["model", "Model"], ["voice_id", "Provider voice"], ["voice_ref", "Saved voice"], ["char_count", "Characters"],
-  ["credits_used", "Credits"], ["latency_ms", "Latency (ms)"], ["audio_seconds", "Audio (s)"], ["key_id", "API key id"],
+  ["credits_used", "Credits"], ["cost", "Cost"], ["cost_estimate", "Quoted cost"], ["currency", "Currency"], ["latency_ms", "Latency (ms)"], ["audio_seconds", "Audio (s)"], ["key_id", "API key id"],
   ["cache", "Cache"], ["provider_options", "Provider options"],
 ];
 const moderationFields = [

@@ -90,6 +90,7 @@ function UsageCharts({ data }) {
         <li><span class="kpi-label">Characters</span><span class="kpi">{fmtNum(t.characters)}</span></li>
         <li><span class="kpi-label">Audio</span><span class="kpi">{fmtNum(t.audio_seconds / 60, 1)} min</span></li>
         <li><span class="kpi-label">Credits</span><span class="kpi">{fmtNum(t.credits)}</span></li>
+        <li><span class="kpi-label">Spend</span><span class="kpi">{fmtNum(t.cost || 0, 2)} {data.byProvider.currency || ""}</span></li>
         <li><span class="kpi-label">Error rate</span><span class="kpi">{fmtNum(t.error_rate * 100, 1)} %</span></li>
         <li><span class="kpi-label">Latency p50 / p95</span><span class="kpi">{fmtNum(t.latency_ms.p50)} / {fmtNum(t.latency_ms.p95)} ms</span></li>
       </ul>
@@ -98,6 +99,7 @@ function UsageCharts({ data }) {
         <BarChart id="requests" title="Requests per day, by provider" series={stacked("requests")} providers={providers} colour={colour} />
         <BarChart id="characters" title="Characters per day, by provider" series={stacked("characters")} providers={providers} colour={colour} />
         <BarChart id="credits" title="Credits per day, by provider" series={stacked("credits")} providers={providers} colour={colour} />
+        <BarChart id="cost" title={`Spend per day, by provider (${data.byProvider.currency || ""})`} series={stacked("cost")} providers={providers} colour={colour} />
         <LineChart id="latency-p50" title="Latency p50 per day, by provider (ms)" format={fmtMS} lines={perProvider((g) => g.latency_ms.p50)} />
         <LineChart id="latency-p95" title="Latency p95 per day, by provider (ms)" format={fmtMS} lines={perProvider((g) => g.latency_ms.p95)} />
         <LineChart id="error-rate" title="Error rate per day, by provider (%)" format={fmtPct} lines={perProvider((g) => g.error_rate * 100)} />
@@ -109,7 +111,7 @@ function UsageCharts({ data }) {
             <tr>
               <th scope="col">Provider</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Errors</th>
               <th scope="col" class="num">Characters</th><th scope="col" class="num">Audio (s)</th><th scope="col" class="num">Credits</th>
-              <th scope="col" class="num">Cache hits</th><th scope="col" class="num">p50 ms</th><th scope="col" class="num">p95 ms</th>
+              <th scope="col" class="num">Spend</th><th scope="col" class="num">Cache hits</th><th scope="col" class="num">p50 ms</th><th scope="col" class="num">p95 ms</th>
             </tr>
           </thead>
           <tbody>
@@ -117,7 +119,7 @@ function UsageCharts({ data }) {
               <tr key={g.provider}>
                 <th scope="row">{g.provider || "(none)"}</th><td class="num">{fmtNum(g.requests)}</td>
                 <td class="num">{fmtNum(g.errors)} ({fmtNum(g.error_rate * 100, 1)} %)</td><td class="num">{fmtNum(g.characters)}</td>
-                <td class="num">{fmtNum(g.audio_seconds, 1)}</td><td class="num">{fmtNum(g.credits)}</td><td class="num">{fmtNum(g.cache_hits)}</td>
+                <td class="num">{fmtNum(g.audio_seconds, 1)}</td><td class="num">{fmtNum(g.credits)}</td><td class="num">{fmtNum(g.cost || 0, 4)}</td><td class="num">{fmtNum(g.cache_hits)}</td>
                 <td class="num">{fmtNum(g.latency_ms.p50)}</td><td class="num">{fmtNum(g.latency_ms.p95)}</td>
               </tr>
             ))}

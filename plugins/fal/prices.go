@@ -1,0 +1,10 @@
+package main
+
+import "github.com/voxgate/voxgate/sdk"
+
+// priceDate is when the prices below were read from their sources.
+const priceDate = "2026-11-28"
+
+// priceTable is empty: fal prices every hosted app on its own page; the plugin passes any app through, so it carries none: set them in pricing.prices.
+// Every model is priced as unpublished (zero, said so).
+var priceTable = map[string][]sdk.Price{}
