@@ -217,11 +217,15 @@ func (c *compiler) literal(b *strings.Builder, text string) {
 	case sdk.PhonemesESpeak:
 		b.WriteString(strings.ReplaceAll(text, "[[", "[ ["))
 	case sdk.PhonemesCartesia:
-		b.WriteString(strings.ReplaceAll(text, "<<", "< <"))
+		b.WriteString(cartesiaLiteral.Replace(text))
 	default:
 		b.WriteString(text)
 	}
 }
+
+// cartesiaLiteral breaks up the caller's own "<<" and ">>", so that only
+// the rules' groups read as pronunciations.
+var cartesiaLiteral = strings.NewReplacer("<<", "< <", ">>", "> >")
 
 // phoneme writes a rule's pronunciation of word in the model's form.
 func (c *compiler) phoneme(b *strings.Builder, r *PronunciationRule, word string) {

@@ -351,6 +351,8 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, f *ttsFields, raw
 		return bad("Unknown model_id %q.", *f.ModelID)
 	case f.Transcript == nil || strings.TrimSpace(*f.Transcript) == "":
 		return bad("transcript is required and must not be empty.")
+	case checkPhonemes(*f.Transcript) != "":
+		return bad("%s", checkPhonemes(*f.Transcript))
 	case f.Voice == nil:
 		return bad("voice is required.")
 	case f.Voice.Mode == "embedding":
@@ -688,4 +690,35 @@ func (s *Server) clone(w http.ResponseWriter, r *http.Request) {
 		"id": v.ID, "user_id": "user_fake", "is_public": false, "name": v.Name,
 		"description": v.Description, "created_at": v.CreatedAt, "language": v.Language,
 	})
+}
+
+// checkPhonemes holds a transcript's custom pronunciations to the form
+// Cartesia's guide documents: each word's IPA phonemes between "<<" and
+// ">>", separated by "|", no whitespace inside (a trailing "|" appears in
+// the guide's own example). It returns what is wrong, or "". Cartesia
+// would speak a malformed group as text; the fake refuses it, so a test
+// sees the gateway send a wrong form.
+func checkPhonemes(t string) string {
+	for {
+		i := strings.Index(t, "<<")
+		if i < 0 {
+			return "" // a ">>" of its own is text
+		}
+		t = t[i+2:]
+		j := strings.Index(t, ">>")
+		if j < 0 {
+			return "custom pronunciation: \"<<\" without \">>\"."
+		}
+		group := t[:j]
+		t = t[j+2:]
+		if strings.ContainsAny(group, " \t\n<>") {
+			return fmt.Sprintf("custom pronunciation <<%s>>: no whitespace or angle brackets inside.", group)
+		}
+		parts := strings.Split(strings.TrimSuffix(group, "|"), "|")
+		for _, p := range parts {
+			if p == "" {
+				return fmt.Sprintf("custom pronunciation <<%s>>: an empty phoneme between bars.", group)
+			}
+		}
+	}
 }

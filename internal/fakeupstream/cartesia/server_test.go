@@ -294,3 +294,26 @@ func TestVoicesAndCloning(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomPronunciations: the fake takes the documented <<p|h|o|n>>
+// form and refuses malformed groups, as a test of what the gateway sends.
+func TestCustomPronunciations(t *testing.T) {
+	for _, tc := range []struct {
+		text, wrong string
+	}{
+		{"Can I get <<x|a|l|a|p|e|ɲ|o>> on that?", ""},
+		{"Can I get <<h|ɑː|l|ˈə|p|eɪ|n|y|ˌoʊ|>> on that?", ""},
+		{"Two <<w|ˈɪ|n>> and <<k|ɑ|ɹ>> words.", ""},
+		{"No phonemes at all.", ""},
+		{"Spaces <<w | ɪ | n>> inside.", "whitespace"},
+		{"Empty <<>> group.", "empty phoneme"},
+		{"Double bar <<w||n>>.", "empty phoneme"},
+		{"Unclosed <<w|ɪ|n here.", "without"},
+		{"Stray >> close.", ""},
+	} {
+		got := checkPhonemes(tc.text)
+		if (tc.wrong == "") != (got == "") || !strings.Contains(got, tc.wrong) {
+			t.Errorf("%q: %q, want %q", tc.text, got, tc.wrong)
+		}
+	}
+}

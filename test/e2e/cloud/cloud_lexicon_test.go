@@ -1,9 +1,12 @@
 package cloud
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/voxgate/voxgate/internal/fakeupstream"
+	"github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
 	"github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/test/e2e/harness"
 )
@@ -80,5 +83,52 @@ func TestCloudPhonemeRules(t *testing.T) {
 	last, _ = c.ElevenLabs.LastRequest()
 	if !strings.Contains(string(last.Body), `"text":"Mister win."`) || strings.Contains(string(last.Body), "pronunciation_dictionary_locators") {
 		t.Errorf("multilingual v2 got %s", last.Body)
+	}
+}
+
+// TestCartesiaPhonemeRules: through the gateway, a Sonic model gets a
+// phoneme rule as Cartesia's inline custom pronunciation, which its fake
+// holds to the documented <<p|h|o|n>> form (it refuses anything else),
+// and the rest of the text as written.
+func TestCartesiaPhonemeRules(t *testing.T) {
+	t.Parallel()
+	ca := cartesia.New(t, fakeupstream.Options{})
+	tg := harness.Start(t, `
+server:
+  listen: 127.0.0.1:0
+storage:
+  path: %DIR%/voxgate.db
+plugins:
+  dir: %BIN%/plugins
+providers:
+  cartesia:
+    plugin: voxgate-cartesia
+    base_url: `+ca.BaseURL()+`
+    api_key: `+cartesia.Key+`
+    managed: true
+orgs:
+  acme:
+    providers:
+      cartesia: {enabled: true}
+`)
+	tg.Secrets = append(tg.Secrets, cartesia.Key)
+	if r := tg.Do("POST", "/v1/pronunciation-dictionaries/default/rules", "acme", map[string]any{"word": "Nguyen", "kind": "phoneme", "alphabet": "cmu", "phoneme": "W IH1 N"}); r.Status != 201 {
+		t.Fatalf("rule: %d %s", r.Status, r.Body)
+	}
+	r := tg.Do("POST", "/v1/audio/speech", "acme", map[string]any{"model": "cartesia/sonic-2", "voice": cartesia.VoiceKatie, "text": "Mister Nguyen <<is>> here."})
+	if r.Status != 200 {
+		t.Fatalf("speech: %d %s", r.Status, r.Body)
+	}
+	last, _ := ca.LastRequest()
+	var body struct {
+		Transcript string `json:"transcript"`
+	}
+	if err := json.Unmarshal(last.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	// The caller's own "<<" is broken up, so only the rule's group is a
+	// pronunciation.
+	if !strings.Contains(body.Transcript, "Mister <<w|ˈ|ɪ|n>> ") || strings.Count(body.Transcript, "<<") != 1 {
+		t.Errorf("Cartesia got transcript %q", body.Transcript)
 	}
 }
