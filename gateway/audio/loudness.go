@@ -398,9 +398,13 @@ func (tp *truePeak) at(x []float32, k int) float32 {
 	best := max(x[k], -x[k])
 	lo := k - tpTaps/2 + 1
 	if lo >= 0 && lo+tpTaps <= len(x) {
-		win := (*[tpTaps]float32)(x[lo : lo+tpTaps])
+		win := x[lo : lo+tpTaps]
 		for p := 0; p < tp.phases-1; p++ {
-			y := dotTaps((*[tpTaps]float32)(tp.coef[p*tpTaps:(p+1)*tpTaps]), win)
+			row := tp.coef[p*tpTaps : (p+1)*tpTaps]
+			var y float32
+			for i, c := range row {
+				y += c * win[i]
+			}
 			best = max(best, y, -y)
 		}
 		return best
@@ -416,23 +420,6 @@ func (tp *truePeak) at(x []float32, k int) float32 {
 		best = max(best, y, -y)
 	}
 	return best
-}
-
-// dotTaps is one interpolated point: the filter phase c applied to the
-// window w. Hot path (phases-1 calls per sample of every leveled clip):
-// fixed-size arrays let the compiler drop every bounds check, and four
-// running sums let the additions overlap instead of waiting on one
-// another, about three times the speed of the plain loop (the order of
-// the additions changes the result in its last bits only).
-func dotTaps(c, w *[tpTaps]float32) float32 {
-	var a0, a1, a2, a3 float32
-	for i := 0; i < tpTaps; i += 4 {
-		a0 += c[i] * w[i]
-		a1 += c[i+1] * w[i+1]
-		a2 += c[i+2] * w[i+2]
-		a3 += c[i+3] * w[i+3]
-	}
-	return (a0 + a1) + (a2 + a3)
 }
 
 // loudnessChecks bounds libebur128's checks of a leveled clip (each
