@@ -853,11 +853,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	br.noProblems("voices")
 
-	// Usage: requests, characters and credits, latency p50 and p95 and
-	// the error rate, each per provider and day, with a table for each
+	// Usage: requests, characters, credits and spend, latency p50 and
+	// p95 and the error rate, each per provider and day, with a table for each
 	// chart that says what the API says.
 	br.navigate("usage")
-	br.wait("usage charts", `document.querySelectorAll("figure.chart svg[role=img]").length === 6 && document.querySelector(".kpi") !== null`)
+	br.wait("usage charts", `document.querySelectorAll("figure.chart svg[role=img]").length === 7 && document.querySelector(".kpi") !== null`)
 	foreign("usage")
 	checkUsageCharts(t, tg, br)
 	br.tabTo(`figure[data-chart="error-rate"] summary`, false)
