@@ -1,6 +1,8 @@
 package bolt_test
 
 import (
+	"unsafe"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -81,5 +85,91 @@ func TestReleaseMemory(t *testing.T) {
 	}
 	if err := s.AppendLogs(ctx, []store.LogRow{{OrgID: "acme", RequestID: "after", TS: clk.Advance(1e6), Status: 200}}); err != nil {
 		t.Errorf("a write after the release: %v", err)
+	}
+}
+
+// mapOf is the address range [start, end) of this process's map of file
+// path, from /proc/self/maps.
+func mapOf(t *testing.T, path string) (start, end uintptr) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 6 || fields[5] != path {
+			continue
+		}
+		lo, hi, _ := strings.Cut(fields[0], "-")
+		s, err1 := strconv.ParseUint(lo, 16, 64)
+		e, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("unreadable map line %q", line)
+		}
+		return uintptr(s), uintptr(e)
+	}
+	t.Fatalf("no map of %s in /proc/self/maps", path)
+	return 0, 0
+}
+
+// TestReleaseMemoryStaysInsideTheMap: once bbolt has grown the file past
+// its map (it grows the file in 16 MiB steps past 16 MiB, the map in
+// powers of two), the release must not advise memory past the map's end.
+// The test maps a page of its own right after bbolt's map, as C malloc's
+// arena once was, and checks it still holds what was written there.
+func TestReleaseMemoryStaysInsideTheMap(t *testing.T) {
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "voxgate.db")
+	s := openAt(t, path, clk)
+	ctx := context.Background()
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail := strings.Repeat("x", 2000)
+	var start, end uintptr
+	for i := 0; ; i++ {
+		rows := make([]store.LogRow, 500)
+		for j := range rows {
+			rows[j] = store.LogRow{OrgID: "acme", RequestID: fmt.Sprintf("req-%04d-%03d", i, j), TS: clk.Advance(1e6), Status: 200, ErrorDetail: detail}
+		}
+		if err := s.AppendLogs(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(resolved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, end = mapOf(t, resolved)
+		if fi.Size() > int64(end-start) {
+			break // the file is longer than the map
+		}
+		if i == 200 {
+			t.Fatalf("the file (%d bytes) never outgrew the map (%d bytes)", fi.Size(), end-start)
+		}
+	}
+
+	page := os.Getpagesize()
+	sentinel, err := unix.MmapPtr(-1, 0, unsafe.Add(nil, end), uintptr(page), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
+	if err != nil {
+		t.Skipf("cannot map a page right after bbolt's map at %#x: %v", end, err)
+	}
+	defer unix.MunmapPtr(sentinel, uintptr(page))
+	if uintptr(sentinel) != end {
+		t.Skipf("the kernel placed the page at %p, not at %#x", sentinel, end)
+	}
+	mem := unsafe.Slice((*byte)(sentinel), page)
+	for i := range mem {
+		mem[i] = 0xA5
+	}
+	err = s.ReleaseMemory()
+	for i, b := range mem {
+		if b != 0xA5 {
+			t.Fatalf("byte %d of the page after bbolt's map is %#x after the release: the advice ran past the map", i, b)
+		}
+	}
+	if err != nil {
+		t.Fatalf("the release: %v", err)
 	}
 }
