@@ -17,11 +17,10 @@ import (
 // Fingerprints are computed in a child process, never in the gateway's
 // own. Chromaprint (1.5.1 in Debian 12) and the decoders behind it
 // (libopusfile, libmpg123) are C; identify feeds them files uploaded by
-// clients, and under make bench's load the gateway aborted with a
-// corrupted C heap inside chromaprint_new/chromaprint_free, something
-// neither valgrind nor ASan showed in the library alone (Chromaprint's
-// later releases list heap-overflow fixes). A crash in the child costs
-// one fingerprint; the gateway keeps serving and starts another child.
+// clients. A crash in the child costs one fingerprint; the gateway keeps
+// serving and starts another child. (The C heap corruption that first
+// showed inside Chromaprint under make bench was the gateway's own bbolt
+// memory release zeroing the malloc arena; see bolt.Store.ReleaseMemory.)
 // Mozilla, Chromium and most media servers isolate decoders of untrusted
 // media the same way.
 //
