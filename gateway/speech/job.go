@@ -65,8 +65,11 @@ type Job struct {
 
 // setText makes tagged (the text with the audio tags the model does not
 // perform removed) the job's text to speak, with its pronunciation rules
-// applied.
+// applied. The private-use runes the rules mark words with (compile.go)
+// are taken out of the caller's text first, so a caller cannot write a
+// mark of its own and have a word spoken by another word's rule.
 func (j *Job) setText(tagged string) {
+	tagged = stripMarks(tagged)
 	j.tagged, j.subst, j.lex = tagged, nil, nil
 	if rules := layerRules(tagged, j.rules...); rules != nil {
 		j.lex = newCompiler(j.Model)

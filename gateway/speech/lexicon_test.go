@@ -170,6 +170,16 @@ func wellFormed(doc string) error {
 
 // TestMarksStayInside: the texts that go to a provider as context, or to
 // moderation, carry the words as written, never the phoneme marks.
+// TestCallerMarksIgnored: a caller who writes the private-use marks the
+// rules use gets no rule's pronunciation for its own word.
+func TestCallerMarksIgnored(t *testing.T) {
+	text := "Ask Mr Nguyen about \uE000tomato\U000F0000\uE001."
+	j := compileJob(sdk.PhonemeInput{Kind: sdk.PhonemesESpeak}, text, []PronunciationRule{nguyen})
+	if got, want := j.request().Text, "Ask Mr [[NwIn]] about tomato."; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+}
+
 func TestMarksStayInside(t *testing.T) {
 	j := compileJob(sdk.PhonemeInput{Kind: sdk.PhonemesESpeak}, "Ask Mr Nguyen.", []PronunciationRule{nguyen})
 	j.pieces = []string{j.spokenText(), "Then more."}
