@@ -1,17 +1,14 @@
 package harness
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,11 +23,7 @@ type Process struct {
 	Addr string
 	// Keys are the development keys the first start printed, by org.
 	Keys map[string]string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-	out  bytes.Buffer
-	done chan struct{}
+	*Child
 }
 
 // FreeAddr returns a loopback address with a port nobody listens on now.
@@ -53,52 +46,15 @@ func FreeAddr(t testing.TB) string {
 func StartProcess(t testing.TB, dir, yaml string, keys map[string]string) *Process {
 	t.Helper()
 	bin := BinDir(t)
-	p := &Process{t: t, Dir: dir, Cfg: filepath.Join(dir, "gateway.yaml"), Addr: FreeAddr(t), Keys: map[string]string{}, done: make(chan struct{})}
+	p := &Process{t: t, Dir: dir, Cfg: filepath.Join(dir, "gateway.yaml"), Addr: FreeAddr(t), Keys: map[string]string{}}
 	yaml = strings.NewReplacer("%DIR%", dir, "%BIN%", bin, "%ADDR%", p.Addr).Replace(yaml)
 	if err := os.WriteFile(p.Cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(filepath.Join(bin, "voxgate"), "serve", "--config", p.Cfg)
-	stdout, _ := p.cmd.StdoutPipe()
-	stderr, _ := p.cmd.StderrPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	pipe := func(r io.Reader, into *bytes.Buffer) {
-		defer copies.Done()
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			into.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-	}
-	go pipe(stdout, &p.out)
-	go pipe(stderr, &p.logs)
-	go func() {
-		copies.Wait()
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("gateway %s log (tail):\n%s", p.Addr, tailOf(p.Log(), 6000))
-		}
-	})
+	p.Child = Spawn(t, p.Cfg)
 	waitTB(t, "the gateway to be ready", func() bool {
-		select {
-		case <-p.done:
+		if p.Exited() {
 			t.Fatalf("the gateway exited:\n%s", p.Log())
-		default:
 		}
 		resp, err := http.Get("http://" + p.Addr + "/readyz")
 		if err != nil {
@@ -113,9 +69,7 @@ func StartProcess(t testing.TB, dir, yaml string, keys map[string]string) *Proce
 	}
 	keyRE := regexp.MustCompile(`org "([a-z]+)" \(shown once[^\n]*\n\n\s+(vxk_\S+)`)
 	waitTB(t, "the development keys", func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, m := range keyRE.FindAllStringSubmatch(p.out.String(), -1) {
+		for _, m := range keyRE.FindAllStringSubmatch(p.Stdout(), -1) {
 			p.Keys[m[1]] = m[2]
 		}
 		return len(p.Keys) > 0
@@ -123,22 +77,12 @@ func StartProcess(t testing.TB, dir, yaml string, keys map[string]string) *Proce
 	return p
 }
 
-// Log returns what the process has logged so far.
-func (p *Process) Log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
-}
-
-// PID is the gateway process's id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
 // Kill kills the process with SIGKILL (kill -9) and waits for it to end.
 func (p *Process) Kill() {
 	p.t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.Signal(syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		p.t.Fatal("the killed gateway did not exit")
 	}

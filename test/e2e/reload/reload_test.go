@@ -4,7 +4,6 @@
 package reload
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -105,13 +104,10 @@ orgs:
 
 // gw is a running `voxgate serve`.
 type gw struct {
-	t              *testing.T
-	dir, bin, cfg  string
-	addr, metrics  string
-	cmd            *exec.Cmd
-	mu             sync.Mutex
-	logs, stdout   bytes.Buffer
-	done           chan struct{}
+	t             *testing.T
+	dir, bin, cfg string
+	addr, metrics string
+	*harness.Child
 	keys           map[string]string
 	client         *http.Client
 	stoppedCleanly bool
@@ -136,54 +132,12 @@ func (g *gw) write(s settings) {
 
 func start(t *testing.T, s settings, env ...string) *gw {
 	t.Helper()
-	g := &gw{t: t, dir: t.TempDir(), bin: harness.BinDir(t), done: make(chan struct{}), keys: map[string]string{},
+	g := &gw{t: t, dir: t.TempDir(), bin: harness.BinDir(t), keys: map[string]string{},
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	g.cfg = filepath.Join(g.dir, "gateway.yaml")
 	g.addr, g.metrics = s.listen, s.metrics
 	g.write(s)
-	g.cmd = exec.Command(filepath.Join(g.bin, "voxgate"), "serve", "--config", g.cfg)
-	g.cmd.Env = append(os.Environ(), env...)
-	stdout, _ := g.cmd.StdoutPipe()
-	stderr, _ := g.cmd.StderrPipe()
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	pipe := func(r io.Reader, into *bytes.Buffer) {
-		defer copies.Done()
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			g.mu.Lock()
-			into.WriteString(sc.Text() + "\n")
-			g.mu.Unlock()
-		}
-	}
-	go pipe(stdout, &g.stdout)
-	go pipe(stderr, &g.logs)
-	go func() {
-		copies.Wait()
-		_ = g.cmd.Wait()
-		close(g.done)
-	}()
-	t.Cleanup(func() {
-		_ = g.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-g.done:
-		case <-time.After(30 * time.Second):
-			_ = g.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			var kept []string // the access log's lines left out
-			for _, line := range strings.Split(g.log(), "\n") {
-				if !strings.Contains(line, `"msg":"request"`) {
-					kept = append(kept, line)
-				}
-			}
-			t.Logf("gateway log (tail, without access lines):\n%s", tail(strings.Join(kept, "\n"), 8000))
-		}
-	})
+	g.Child = harness.Spawn(t, g.cfg, env...)
 	harness.WaitFor(t, "the gateway to be ready", func() bool {
 		resp, err := http.Get("http://" + g.addr + "/readyz")
 		if err != nil {
@@ -194,9 +148,7 @@ func start(t *testing.T, s settings, env ...string) *gw {
 	})
 	keyRE := regexp.MustCompile(`org "([a-z]+)" \(shown once[^\n]*\n\n\s+(vxk_\S+)`)
 	harness.WaitFor(t, "both development keys", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		for _, m := range keyRE.FindAllStringSubmatch(g.stdout.String(), -1) {
+		for _, m := range keyRE.FindAllStringSubmatch(g.Stdout(), -1) {
 			g.keys[m[1]] = m[2]
 		}
 		return len(g.keys) == 2
@@ -204,18 +156,8 @@ func start(t *testing.T, s settings, env ...string) *gw {
 	return g
 }
 
-func (g *gw) log() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.logs.String()
-}
+func (g *gw) log() string { return g.Log() }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
 
 // waitLog waits for the n-th log line containing sub.
 func (g *gw) waitLog(sub string, n int) {
@@ -241,7 +183,7 @@ func (g *gw) reloadCLI() (stdout, stderr string, code int) {
 
 func (g *gw) hup() {
 	g.t.Helper()
-	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := g.Signal(syscall.SIGHUP); err != nil {
 		g.t.Fatal(err)
 	}
 }
@@ -497,9 +439,9 @@ func TestReloadUnderLoad(t *testing.T) {
 
 	// Every answered request has its row: stop (which drains the log
 	// queue), then read the file.
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	_ = g.Signal(syscall.SIGTERM)
 	select {
-	case <-g.done:
+	case <-g.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the gateway did not stop")
 	}
@@ -534,7 +476,7 @@ func TestSIGHUPWithABrokenFileKeepsServing(t *testing.T) {
 	g.hup()
 	g.waitLog(`"msg":"reload refused: the gateway runs as it was"`, 1)
 	select {
-	case <-g.done:
+	case <-g.Done():
 		t.Fatal("the gateway exited on SIGHUP")
 	default:
 	}
@@ -591,6 +533,6 @@ func TestSystemdNotifications(t *testing.T) {
 	if m := next("READY=1"); !strings.Contains(m, "last reload ok") {
 		t.Errorf("the READY=1 after the reload: %q", m)
 	}
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	_ = g.Signal(syscall.SIGTERM)
 	next("STOPPING=1")
 }
