@@ -268,14 +268,16 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 	aim := t.Integrated
 	var g, miss float64
 	for pass := range loudnessChecks {
-		l.gains = gains
 		level := func(gDb float64) float64 {
-			l.run(c.Samples, fromDb(gDb), false, nil)
+			gl := fromDb(gDb)
+			l.trace(c.Samples, gl)
+			l.fillGains(gl, gains)
 			return kw.loudness(gains, cum) + bias - aim
 		}
 		g, _ = searchLoudness(level, aim-in, g0+maxLoudnessMakeupDb)
-		l.gains = nil
-		l.run(c.Samples, fromDb(g), false, scratch)
+		gl := fromDb(g)
+		l.trace(c.Samples, gl)
+		l.apply(c.Samples, scratch, gl)
 		v, err := lm.measure(scratch)
 		if err != nil {
 			return rep, err

@@ -41,7 +41,7 @@ func newPeakEnvelope(tp *truePeak, x []float32) *peakEnvelope {
 	g := tp.gain()
 	// env[k] reads x over [k-tpTaps+1, k+tpTaps]: the interpolated points
 	// of samples j within tpTaps/2 of k, each reading tpTaps samples.
-	slidingMaxAbs(x, e.bound, tpTaps-1, tpTaps)
+	slidingMaxAbs(x, e.bound, tpTaps-1, tpTaps, e.env) // env is free until compute
 	for k, v := range e.bound {
 		b := v * g
 		e.bound[k] = b
@@ -72,16 +72,14 @@ func (e *peakEnvelope) compute(i int) {
 	from, to := i*envBlock, min((i+1)*envBlock, n)
 	h := tpTaps / 2
 	lo, hi := max(0, from-h), min(n, to+h)
-	if cap(e.pts) < 2*(hi-lo) {
-		e.pts = make([]float32, 2*(hi-lo))
+	if cap(e.pts) < 3*(hi-lo) {
+		e.pts = make([]float32, 3*(hi-lo))
 	}
-	pts, win := e.pts[:hi-lo], e.pts[hi-lo:2*(hi-lo)]
-	for j := lo; j < hi; j++ {
-		pts[j-lo] = e.tp.at(e.x, j)
-	}
+	pts, win, suf := e.pts[:hi-lo], e.pts[hi-lo:2*(hi-lo)], e.pts[2*(hi-lo):3*(hi-lo)]
+	e.tp.points(e.x, lo, hi, pts)
 	// The points are magnitudes already: the largest within h either
 	// side, as truePeak's envelope takes it.
-	slidingMaxAbs(pts, win, h, h)
+	slidingMaxAbs(pts, win, h, h, suf)
 	copy(e.env[from:to], win[from-lo:to-lo])
 	e.done[i] = true
 }
@@ -136,34 +134,125 @@ func (tp *truePeak) gain() float32 {
 }
 
 // slidingMaxAbs writes to out[k] the largest |x[j]| for j in
-// [k-before, k+after] (clipped to x), with a monotonic deque.
-func slidingMaxAbs(x, out []float32, before, after int) {
+// [k-before, k+after] (clipped to x), by van Herk and Gil-Werman's
+// method: running maxima forwards and backwards within blocks as long as
+// the window, two of which cover any window, so each sample costs three
+// comparisons whatever the window's length (a monotonic deque's pops and
+// ring indexing cost more on speech). suf is scratch of len(x) (it may
+// not be out; out may not be x).
+func slidingMaxAbs(x, out []float32, before, after int, suf []float32) {
 	n := len(x)
-	w := before + after + 1
-	size := 1
-	for size < w+1 {
-		size <<= 1
+	if n == 0 {
+		return
 	}
-	mask := size - 1
-	dqIdx := make([]int, size)
-	dqVal := make([]float32, size)
-	head, tail := 0, 0
-	for j := 0; j < n+after; j++ {
-		if j < n {
-			v := max(x[j], -x[j])
-			for tail > head && dqVal[(tail-1)&mask] <= v {
-				tail--
+	w := before + after + 1
+	out, suf = out[:n], suf[:n]
+	// out holds the forward maxima (pre) until each is last read: out[k]
+	// reads pre at k+after ≥ k, and no later k reads pre at k or before.
+	for b := 0; b < n; b += w {
+		e := min(b+w, n)
+		m := absf(x[b])
+		out[b] = m
+		for j := b + 1; j < e; j++ {
+			if a := absf(x[j]); a > m {
+				m = a
 			}
-			dqIdx[tail&mask], dqVal[tail&mask] = j, v
-			tail++
+			out[j] = m
 		}
-		k := j - after
-		if k < 0 {
-			continue
+		m = absf(x[e-1])
+		suf[e-1] = m
+		for j := e - 2; j >= b; j-- {
+			if a := absf(x[j]); a > m {
+				m = a
+			}
+			suf[j] = m
 		}
-		for dqIdx[head&mask] < k-before {
-			head++
+	}
+	for k := 0; k < n; k++ {
+		s, e := max(k-before, 0), min(k+after, n-1)
+		switch {
+		case s/w != e/w:
+			m := suf[s]
+			if v := out[e]; v > m {
+				m = v
+			}
+			out[k] = m
+		case s%w == 0:
+			out[k] = out[e]
+		default:
+			out[k] = suf[s]
 		}
-		out[k] = dqVal[head&mask]
 	}
 }
+
+// points writes tp.at(x, j) for j in [lo, hi) to out[j-lo], bit for bit:
+// each phase's dot product adds its taps in at's order, but four phases
+// run side by side, so that the adds of one phase do not wait on one
+// another's (a phase alone is a chain of tpTaps dependent adds). Summing
+// a phase in another order (several accumulators) would change points
+// by a float32 rounding, which long-file leveling was seen to amplify
+// (see LevelLong). Hot path: the envelope of every loud block.
+func (tp *truePeak) points(x []float32, lo, hi int, out []float32) {
+	for j := lo; j < hi; j++ {
+		from := j - tpTaps/2 + 1
+		if from < 0 || from+tpTaps > len(x) {
+			out[j-lo] = tp.at(x, j)
+			continue
+		}
+		win := x[from : from+tpTaps : from+tpTaps]
+		best := max(x[j], -x[j])
+		p := 0
+		np := tp.phases - 1
+		for ; p+4 <= np; p += 4 {
+			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
+			r1 := tp.coef[(p+1)*tpTaps : (p+2)*tpTaps : (p+2)*tpTaps]
+			r2 := tp.coef[(p+2)*tpTaps : (p+3)*tpTaps : (p+3)*tpTaps]
+			r3 := tp.coef[(p+3)*tpTaps : (p+4)*tpTaps : (p+4)*tpTaps]
+			var y0, y1, y2, y3 float32
+			for i := range tpTaps {
+				v := win[i]
+				y0 += r0[i] * v
+				y1 += r1[i] * v
+				y2 += r2[i] * v
+				y3 += r3[i] * v
+			}
+			best = max(best, y0, -y0, y1, -y1, y2, -y2, y3, -y3)
+		}
+		switch np - p {
+		case 3:
+			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
+			r1 := tp.coef[(p+1)*tpTaps : (p+2)*tpTaps : (p+2)*tpTaps]
+			r2 := tp.coef[(p+2)*tpTaps : (p+3)*tpTaps : (p+3)*tpTaps]
+			var y0, y1, y2 float32
+			for i := range tpTaps {
+				v := win[i]
+				y0 += r0[i] * v
+				y1 += r1[i] * v
+				y2 += r2[i] * v
+			}
+			best = max(best, y0, -y0, y1, -y1, y2, -y2)
+		case 2:
+			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
+			r1 := tp.coef[(p+1)*tpTaps : (p+2)*tpTaps : (p+2)*tpTaps]
+			var y0, y1 float32
+			for i := range tpTaps {
+				v := win[i]
+				y0 += r0[i] * v
+				y1 += r1[i] * v
+			}
+			best = max(best, y0, -y0, y1, -y1)
+		case 1:
+			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
+			var y0 float32
+			for i := range tpTaps {
+				y0 += r0[i] * win[i]
+			}
+			best = max(best, y0, -y0)
+		}
+		out[j-lo] = best
+	}
+}
+
+// absf is |v| by its sign bit: the max builtin orders NaNs and signed
+// zeros, which costs branches on every sample of a hot loop.
+func absf(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
