@@ -236,7 +236,6 @@ type limiter struct {
 	gains []float32
 	// trace's scratch and result (see limitsparse.go).
 	pieces []limPiece
-	tgain  []float64
 	lidx   []int
 	lt     []float64
 	rbuf   []float64

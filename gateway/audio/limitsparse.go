@@ -20,26 +20,25 @@ import "math"
 // limiter.run's to float rounding (TestLimiterTraceMatchesRun).
 
 // limPiece is one stretch of output samples [from, to) of a trace: either
-// limited exactly (gains in limiter.tgain from off) or releasing in
-// closed form (the release's 1-r is d0 at sample j0, and q per sample).
+// limited exactly (its gains written by trace) or releasing in closed
+// form (the release's 1-r is d0 at sample j0, and q per sample).
 type limPiece struct {
 	from, to int
 	exact    bool
-	off      int
 	d0       float64
 	j0       int
 }
 
 // trace computes the limiter's gain curve for x at static gain g (no hot
-// chain) into l.pieces and l.tgain; apply and fillGains read it. l.peaks
-// must be set. Hot path of the loudness search: no allocation once the
-// scratch has grown.
-func (l *limiter) trace(x []float32, g float64) {
+// chain) into l.pieces, and writes the gains of its exact pieces to gains
+// (fillGains writes the others; apply reads both). l.peaks must be set.
+// Hot path of the loudness search: no allocation once the scratch has
+// grown.
+func (l *limiter) trace(x []float32, g float64, gains []float32) {
 	n, la := len(x), l.la
 	limit := l.ceiling
 	e := l.peaks
 	l.pieces = l.pieces[:0]
-	l.tgain = l.tgain[:0]
 	l.lidx, l.lt = l.lidx[:0], l.lt[:0]
 	thr := float32(limit / g)
 	// The samples the gain lifts over the ceiling, with the limiter's
@@ -50,10 +49,20 @@ func (l *limiter) trace(x []float32, g float64) {
 		if float64(bm)*g <= limit {
 			continue
 		}
-		for j := i * envBlock; j < min((i+1)*envBlock, n); j++ {
-			pk := float64(e.at(j, thr))
-			if a := pk * g; a > limit {
-				l.lidx = append(l.lidx, j)
+		from, to := i*envBlock, min((i+1)*envBlock, n)
+		for j, b := range e.bound[from:to] {
+			if b <= thr { // e.at's answer, inlined
+				if a := float64(b) * g; a > limit {
+					l.lidx = append(l.lidx, from+j)
+					l.lt = append(l.lt, limit/a)
+				}
+				continue
+			}
+			if !e.done[i] {
+				e.compute(i)
+			}
+			if a := float64(e.env[from+j]) * g; a > limit {
+				l.lidx = append(l.lidx, from+j)
 				l.lt = append(l.lt, limit/a)
 			}
 		}
@@ -127,14 +136,14 @@ func (l *limiter) trace(x []float32, g float64) {
 		}
 		// The outputs whose averages reach into [A, B).
 		from, to := max(0, A-la), min(n, B)
-		piece := limPiece{from: from, to: to, exact: true, off: len(l.tgain)}
+		piece := limPiece{from: from, to: to, exact: true}
 		var sum float64
 		for j := from; j < from+w; j++ {
 			sum += rb[j-base]
 		}
 		inv := 1 / float64(w)
 		for k := from; k < to; k++ {
-			l.tgain = append(l.tgain, g*sum*inv)
+			gains[k] = float32(g * sum * inv)
 			if k+1 < to {
 				sum += rb[k+w-base] - rb[k-base]
 			}
@@ -154,15 +163,13 @@ func (l *limiter) releaseAvg() float64 {
 	return (1 - math.Pow(q, w)) / (l.relCoef * w)
 }
 
-// fillGains writes the trace's gain per sample to gains.
+// fillGains writes the gains of the trace's releasing pieces to gains
+// (trace wrote the exact ones).
 func (l *limiter) fillGains(g float64, gains []float32) {
 	q := 1 - l.relCoef
 	avg := l.releaseAvg()
 	for _, pc := range l.pieces {
 		if pc.exact {
-			for k := pc.from; k < pc.to; k++ {
-				gains[k] = float32(l.tgain[pc.off+k-pc.from])
-			}
 			continue
 		}
 		d := pc.d0 * math.Pow(q, float64(pc.from-pc.j0))
@@ -179,8 +186,10 @@ func (l *limiter) fillGains(g float64, gains []float32) {
 	}
 }
 
-// apply writes x at the trace's gains to out (out may be x).
-func (l *limiter) apply(x, out []float32, g float64) {
+// apply writes x at the trace's gains to out (out may be x): the exact
+// pieces' from gains (as trace wrote them), the others' from the closed
+// form.
+func (l *limiter) apply(x, out []float32, g float64, gains []float32) {
 	q := 1 - l.relCoef
 	avg := l.releaseAvg()
 	ceil := l.ceiling
@@ -196,7 +205,7 @@ func (l *limiter) apply(x, out []float32, g float64) {
 	for _, pc := range l.pieces {
 		if pc.exact {
 			for k := pc.from; k < pc.to; k++ {
-				put(k, l.tgain[pc.off+k-pc.from])
+				put(k, float64(gains[k]))
 			}
 			continue
 		}

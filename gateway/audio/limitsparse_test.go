@@ -44,9 +44,9 @@ func TestLimiterTraceMatchesRun(t *testing.T) {
 				l.run(tc.c.Samples, g, false, wantOut)
 				l.gains = nil
 				got, gotOut := make([]float32, n), make([]float32, n)
-				l.trace(tc.c.Samples, g)
+				l.trace(tc.c.Samples, g, got)
 				l.fillGains(g, got)
-				l.apply(tc.c.Samples, gotOut, g)
+				l.apply(tc.c.Samples, gotOut, g, got)
 				var worstG, worstY float64
 				at := 0
 				for k := range n {

@@ -261,8 +261,8 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 	// result is measured by libebur128 once, and the aim corrected by
 	// what it finds when the two disagree.
 	kw := newKWeighted(c.Samples, c.Rate)
-	cum := make([]float64, len(c.Samples)+1)
-	bias := in - kw.loudness(nil, cum)
+	var edges []float64
+	bias := in - kw.loudness(nil, &edges)
 	gains := make([]float32, len(c.Samples))
 	scratch := make([]float32, len(c.Samples))
 	aim := t.Integrated
@@ -270,14 +270,14 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 	for pass := range loudnessChecks {
 		level := func(gDb float64) float64 {
 			gl := fromDb(gDb)
-			l.trace(c.Samples, gl)
+			l.trace(c.Samples, gl, gains)
 			l.fillGains(gl, gains)
-			return kw.loudness(gains, cum) + bias - aim
+			return kw.loudness(gains, &edges) + bias - aim
 		}
 		g, _ = searchLoudness(level, aim-in, g0+maxLoudnessMakeupDb)
 		gl := fromDb(g)
-		l.trace(c.Samples, gl)
-		l.apply(c.Samples, scratch, gl)
+		l.trace(c.Samples, gl, gains)
+		l.apply(c.Samples, scratch, gl, gains)
 		v, err := lm.measure(scratch)
 		if err != nil {
 			return rep, err

@@ -168,89 +168,128 @@ func slidingMaxAbs(x, out []float32, before, after int, suf []float32) {
 			suf[j] = m
 		}
 	}
-	for k := 0; k < n; k++ {
+	// An inner window [s, e] spans w samples: it is one whole block or
+	// the end of one and the start of the next, max(suf[s], pre[e])
+	// either way. A clipped one at the edges is read as the definition says.
+	edge := func(k int) float32 {
 		s, e := max(k-before, 0), min(k+after, n-1)
 		switch {
 		case s/w != e/w:
-			m := suf[s]
-			if v := out[e]; v > m {
-				m = v
-			}
-			out[k] = m
+			return max(suf[s], out[e])
 		case s%w == 0:
-			out[k] = out[e]
-		default:
-			out[k] = suf[s]
+			return out[e]
 		}
+		return suf[s]
+	}
+	k := 0
+	for ; k < min(before, n); k++ {
+		out[k] = edge(k)
+	}
+	for ; k+after < n; k++ {
+		m := suf[k-before]
+		if v := out[k+after]; v > m {
+			m = v
+		}
+		out[k] = m
+	}
+	for ; k < n; k++ {
+		out[k] = edge(k)
 	}
 }
 
 // points writes tp.at(x, j) for j in [lo, hi) to out[j-lo], bit for bit:
-// each phase's dot product adds its taps in at's order, but four phases
-// run side by side, so that the adds of one phase do not wait on one
-// another's (a phase alone is a chain of tpTaps dependent adds). Summing
-// a phase in another order (several accumulators) would change points
-// by a float32 rounding, which long-file leveling was seen to amplify
-// (see LevelLong). Hot path: the envelope of every loud block.
+// each phase's dot product adds its taps in at's order, but two samples'
+// phases run side by side, three at a time, so that the adds of one dot
+// product do not wait on one another's (each alone is a chain of tpTaps
+// dependent adds). Summing a phase in another order (several
+// accumulators) would change points by a float32 rounding, which
+// long-file leveling was seen to amplify (see LevelLong). Hot path: the
+// envelope of every loud block.
 func (tp *truePeak) points(x []float32, lo, hi int, out []float32) {
-	for j := lo; j < hi; j++ {
+	np := tp.phases - 1
+	row := func(p int) []float32 { return tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps] }
+	j := lo
+	for ; j < hi; j++ {
 		from := j - tpTaps/2 + 1
-		if from < 0 || from+tpTaps > len(x) {
+		if from < 0 || from+tpTaps+1 > len(x) || j+1 >= hi {
 			out[j-lo] = tp.at(x, j)
 			continue
 		}
-		win := x[from : from+tpTaps : from+tpTaps]
-		best := max(x[j], -x[j])
+		win := x[from : from+tpTaps+1 : from+tpTaps+1]
+		a, b := absf(x[j]), absf(x[j+1])
 		p := 0
-		np := tp.phases - 1
-		for ; p+4 <= np; p += 4 {
-			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
-			r1 := tp.coef[(p+1)*tpTaps : (p+2)*tpTaps : (p+2)*tpTaps]
-			r2 := tp.coef[(p+2)*tpTaps : (p+3)*tpTaps : (p+3)*tpTaps]
-			r3 := tp.coef[(p+3)*tpTaps : (p+4)*tpTaps : (p+4)*tpTaps]
-			var y0, y1, y2, y3 float32
-			for i := range tpTaps {
-				v := win[i]
-				y0 += r0[i] * v
-				y1 += r1[i] * v
-				y2 += r2[i] * v
-				y3 += r3[i] * v
-			}
-			best = max(best, y0, -y0, y1, -y1, y2, -y2, y3, -y3)
+		for ; p+3 <= np; p += 3 {
+			a0, a1, a2, b0, b1, b2 := dot3x2(row(p), row(p+1), row(p+2), win)
+			a = max32(a, a0, a1, a2)
+			b = max32(b, b0, b1, b2)
 		}
 		switch np - p {
-		case 3:
-			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
-			r1 := tp.coef[(p+1)*tpTaps : (p+2)*tpTaps : (p+2)*tpTaps]
-			r2 := tp.coef[(p+2)*tpTaps : (p+3)*tpTaps : (p+3)*tpTaps]
-			var y0, y1, y2 float32
-			for i := range tpTaps {
-				v := win[i]
-				y0 += r0[i] * v
-				y1 += r1[i] * v
-				y2 += r2[i] * v
-			}
-			best = max(best, y0, -y0, y1, -y1, y2, -y2)
 		case 2:
-			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
-			r1 := tp.coef[(p+1)*tpTaps : (p+2)*tpTaps : (p+2)*tpTaps]
-			var y0, y1 float32
-			for i := range tpTaps {
-				v := win[i]
-				y0 += r0[i] * v
-				y1 += r1[i] * v
-			}
-			best = max(best, y0, -y0, y1, -y1)
+			a0, a1, b0, b1 := dot2x2(row(p), row(p+1), win)
+			a = max32(a, a0, a1, 0)
+			b = max32(b, b0, b1, 0)
 		case 1:
-			r0 := tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps]
-			var y0 float32
-			for i := range tpTaps {
-				y0 += r0[i] * win[i]
-			}
-			best = max(best, y0, -y0)
+			a0, b0 := dot1x2(row(p), win)
+			a = max32(a, a0, 0, 0)
+			b = max32(b, b0, 0, 0)
 		}
-		out[j-lo] = best
+		out[j-lo], out[j+1-lo] = a, b
+		j++
 	}
+}
+
+// dot3x2 is three phases' dot products at two neighbouring samples (win
+// holds tpTaps+1 samples: the first's taps, then one more).
+func dot3x2(r0, r1, r2, win []float32) (a0, a1, a2, b0, b1, b2 float32) {
+	r0, r1, r2 = r0[:tpTaps], r1[:tpTaps], r2[:tpTaps]
+	win = win[:tpTaps+1]
+	for i := range tpTaps {
+		v, u := win[i], win[i+1]
+		a0 += r0[i] * v
+		a1 += r1[i] * v
+		a2 += r2[i] * v
+		b0 += r0[i] * u
+		b1 += r1[i] * u
+		b2 += r2[i] * u
+	}
+	return
+}
+
+func dot2x2(r0, r1, win []float32) (a0, a1, b0, b1 float32) {
+	r0, r1 = r0[:tpTaps], r1[:tpTaps]
+	win = win[:tpTaps+1]
+	for i := range tpTaps {
+		v, u := win[i], win[i+1]
+		a0 += r0[i] * v
+		a1 += r1[i] * v
+		b0 += r0[i] * u
+		b1 += r1[i] * u
+	}
+	return
+}
+
+func dot1x2(r0, win []float32) (a0, b0 float32) {
+	r0 = r0[:tpTaps]
+	win = win[:tpTaps+1]
+	for i := range tpTaps {
+		a0 += r0[i] * win[i]
+		b0 += r0[i] * win[i+1]
+	}
+	return
+}
+
+// max32 is the largest of m and the magnitudes of a, b and c.
+func max32(m, a, b, c float32) float32 {
+	if a = absf(a); a > m {
+		m = a
+	}
+	if b = absf(b); b > m {
+		m = b
+	}
+	if c = absf(c); c > m {
+		m = c
+	}
+	return m
 }
 
 // absf is |v| by its sign bit: the max builtin orders NaNs and signed
