@@ -46,7 +46,7 @@ func (l *limiter) trace(x []float32, g float64, gains []float32) {
 	// whose largest bound stays under the ceiling has none (every point
 	// is at most its bound).
 	for i, bm := range e.blockMax {
-		if float64(bm)*g <= limit {
+		if float64(bm)*g <= limit || e.done[i] && float64(e.envMax[i])*g <= limit {
 			continue
 		}
 		from, to := i*envBlock, min((i+1)*envBlock, n)

@@ -267,16 +267,20 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 	scratch := make([]float32, len(c.Samples))
 	aim := t.Integrated
 	var g, miss float64
+	traced := math.NaN() // the gain of l's trace
 	for pass := range loudnessChecks {
 		level := func(gDb float64) float64 {
 			gl := fromDb(gDb)
 			l.trace(c.Samples, gl, gains)
+			traced = gDb
 			l.fillGains(gl, gains)
 			return kw.loudness(gains, &edges) + bias - aim
 		}
 		g, _ = searchLoudness(level, aim-in, g0+maxLoudnessMakeupDb)
 		gl := fromDb(g)
-		l.trace(c.Samples, gl, gains)
+		if g != traced { // the search's answer is mostly its last step
+			l.trace(c.Samples, gl, gains)
+		}
 		l.apply(c.Samples, scratch, gl, gains)
 		v, err := lm.measure(scratch)
 		if err != nil {

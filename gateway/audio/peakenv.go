@@ -23,8 +23,10 @@ type peakEnvelope struct {
 	bound []float32 // upper bound of env[k]
 	env   []float32 // exact where done[k/envBlock]
 	done  []bool
-	// blockMax is each block's largest bound, for truePeak.
+	// blockMax is each block's largest bound, for truePeak; envMax its
+	// largest exact point once done.
 	blockMax []float32
+	envMax   []float32
 	// pts is compute's scratch.
 	pts []float32
 }
@@ -37,7 +39,8 @@ const envBlock = 512
 func newPeakEnvelope(tp *truePeak, x []float32) *peakEnvelope {
 	n := len(x)
 	e := &peakEnvelope{tp: tp, x: x, bound: make([]float32, n), env: make([]float32, n),
-		done: make([]bool, (n+envBlock-1)/envBlock), blockMax: make([]float32, (n+envBlock-1)/envBlock)}
+		done: make([]bool, (n+envBlock-1)/envBlock), blockMax: make([]float32, (n+envBlock-1)/envBlock),
+		envMax: make([]float32, (n+envBlock-1)/envBlock)}
 	g := tp.gain()
 	// env[k] reads x over [k-tpTaps+1, k+tpTaps]: the interpolated points
 	// of samples j within tpTaps/2 of k, each reading tpTaps samples.
@@ -81,6 +84,7 @@ func (e *peakEnvelope) compute(i int) {
 	// side, as truePeak's envelope takes it.
 	slidingMaxAbs(pts, win, h, h, suf)
 	copy(e.env[from:to], win[from-lo:to-lo])
+	e.envMax[i] = slices.Max(e.env[from:to])
 	e.done[i] = true
 }
 
@@ -101,8 +105,7 @@ func (e *peakEnvelope) truePeak() float64 {
 		if !e.done[i] {
 			e.compute(i)
 		}
-		from, to := i*envBlock, min((i+1)*envBlock, len(e.x))
-		best = max(best, slices.Max(e.env[from:to]))
+		best = max(best, e.envMax[i])
 	}
 	return float64(best)
 }
