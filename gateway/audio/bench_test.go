@@ -175,7 +175,7 @@ func BenchmarkStreamLeveler(b *testing.B) {
 	step := 24000 / 50
 	out := make([]float32, 0, step+256)
 	for b.Loop() {
-		l, err := NewStreamLeveler(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, -20, 0)
+		l, err := NewStreamLeveler(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, -20, 0, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
