@@ -189,3 +189,24 @@ func BenchmarkStreamLeveler(b *testing.B) {
 	}
 	reportRealtime(b, benchSeconds)
 }
+
+// BenchmarkEncodeLoudness levels 60 s of speech to -16 LUFS and encodes
+// it as a lossy answer: MP3 and Opus are measured after encoding (decoded
+// again by the gateway) and leveled again when off the target.
+func BenchmarkEncodeLoudness(b *testing.B) {
+	src := benchSpeech(b, 24000)
+	for _, f := range []string{FormatMP3, FormatOpus} {
+		b.Run(f, func(b *testing.B) {
+			work := &Clip{Rate: src.Rate, Samples: make([]float32, len(src.Samples))}
+			cpu := cpuTime(b)
+			for b.Loop() {
+				copy(work.Samples, src.Samples)
+				if _, _, _, err := EncodeLoudness(work, LoudnessTarget{Integrated: -16, TruePeak: -1}, Output{Format: f}, Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRealtime(b, benchSeconds)
+			reportRealtimeCPU(b, cpu, benchSeconds)
+		})
+	}
+}

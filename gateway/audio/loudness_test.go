@@ -90,6 +90,7 @@ func TestNormalizeLoudnessFFmpeg(t *testing.T) {
 					}
 					ext, in := encodeExt(f)
 					got := testenv.FFmpegLoudness(t, b, ext, in...)
+					t.Logf("ffmpeg: I=%+.2f LU off the target, peak %.2f dBTP", got.Integrated-tg.Integrated, got.TruePeak)
 					if rep.Missed {
 						// Out of reach under the ceiling (eSpeak at -14 LUFS in
 						// 32 kbps Opus): the ceiling still holds, the answer is
@@ -100,8 +101,12 @@ func TestNormalizeLoudnessFFmpeg(t *testing.T) {
 						t.Logf("target out of reach: ffmpeg measures I=%.2f LUFS, peak %.2f dBTP", got.Integrated, got.TruePeak)
 						return
 					}
-					if math.Abs(got.Integrated-tg.Integrated) > 0.5 || got.TruePeak > tg.TruePeak+0.1 {
-						t.Errorf("ffmpeg measures I=%.2f LUFS, peak %.2f dBTP; want %.1f ±0.5 LUFS, peak ≤ %.1f (ours: %+v)",
+					// ±0.5 LU is the bound; every answer is measured
+					// after its encoder (lossless ones need none), so each
+					// lands within ±0.2 (MP3 on a fixed headroom, unmeasured,
+					// came out 0.4 to 0.5 LU low).
+					if math.Abs(got.Integrated-tg.Integrated) > 0.2 || got.TruePeak > tg.TruePeak+0.1 {
+						t.Errorf("ffmpeg measures I=%.2f LUFS, peak %.2f dBTP; want %.1f ±0.2 LUFS, peak ≤ %.1f (ours: %+v)",
 							got.Integrated, got.TruePeak, tg.Integrated, tg.TruePeak+0.1, rep)
 					}
 				})
