@@ -159,21 +159,25 @@ func BenchmarkNormalizeLoudness(b *testing.B) {
 // integrated loudness and the oversampled true peak).
 func BenchmarkMeasureLoudness(b *testing.B) {
 	src := benchSpeech(b, 24000)
+	cpu := cpuTime(b)
 	for b.Loop() {
 		if _, _, err := MeasureLoudness(src); err != nil {
 			b.Fatal(err)
 		}
 	}
 	reportRealtime(b, benchSeconds)
+	reportRealtimeCPU(b, cpu, benchSeconds)
 }
 
 // BenchmarkStreamLeveler levels 60 s of speech in 20 ms chunks as a
-// stream's chunks pass, with the voice's loudness known (the gain and the
-// 5 ms look-ahead limiter, no measuring but the learning meter).
+// stream's chunks pass, with the voice's loudness known: the true-peak
+// points, the 5 ms look-ahead limiter, the meters of what comes in (to
+// learn) and of what is sent (the running correction).
 func BenchmarkStreamLeveler(b *testing.B) {
 	src := benchSpeech(b, 24000)
 	step := 24000 / 50
 	out := make([]float32, 0, step+256)
+	cpu := cpuTime(b)
 	for b.Loop() {
 		l, err := NewStreamLeveler(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, -20, 0, 0)
 		if err != nil {
@@ -188,6 +192,7 @@ func BenchmarkStreamLeveler(b *testing.B) {
 		l.Close()
 	}
 	reportRealtime(b, benchSeconds)
+	reportRealtimeCPU(b, cpu, benchSeconds)
 }
 
 // BenchmarkEncodeLoudness levels 60 s of speech to -16 LUFS and encodes

@@ -3,6 +3,7 @@ package audio
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/audio/internal/ebur128"
@@ -154,9 +155,10 @@ func (l *StreamLeveler) limit(n int, out []float32) ([]float32, error) {
 	if n <= l.ctx {
 		return out, nil
 	}
-	l.peaks, l.gains = l.peaks[:0], l.gains[:0]
+	l.peaks = slices.Grow(l.peaks[:0], n-l.ctx)[:n-l.ctx]
+	l.tp.points(l.win, l.ctx, n, l.peaks)
+	l.gains = l.gains[:0]
 	for k := l.ctx; k < n; k++ {
-		l.peaks = append(l.peaks, l.tp.at(l.win, k))
 		l.gains = append(l.gains, float32(l.lin))
 		if l.corr != l.want {
 			l.step()
