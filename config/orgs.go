@@ -32,9 +32,10 @@ type Org struct {
 	// Provenance turns marking off or makes consent for cloned voices
 	// optional (provenance.go).
 	Provenance OrgProvenance `yaml:"provenance"`
-	// Loudness is the org's default EBU R128 target for clips and
-	// conversations that ask for neither volumeDbfs nor loudness (nil:
-	// none; the providers' levels pass through).
+	// Loudness is the org's default EBU R128 target for clips,
+	// conversations and streams that ask for neither volumeDbfs nor
+	// loudness, nor opt out with {"off": true} (nil: none; the providers'
+	// levels pass through).
 	Loudness *Loudness `yaml:"loudness"`
 }
 

@@ -59,24 +59,52 @@ func kCoefficients(rate int) (pb, pa, rb, ra [3]float64) {
 // with each sample scaled by gains[k] (nil: unscaled): 400 ms blocks
 // every 100 ms, the absolute gate at -70 LUFS and the relative gate 10 LU
 // under the mean of the blocks that pass it, as BS.1770-4 gates. For a
-// clip shorter than a block, the ungated mean over all of it. scratch
-// holds the running sums (len(power)+1).
-func (kw *kWeighted) loudness(gains []float32, scratch []float64) float64 {
+// clip shorter than a block, the ungated mean over all of it. Hot path
+// (every step of the loudness search): one running sum over the samples,
+// read at the blocks' edges only; edges is scratch the estimate grows.
+func (kw *kWeighted) loudness(gains []float32, edges *[]float64) float64 {
 	n := len(kw.power)
-	cum := scratch[:n+1]
-	cum[0] = 0
-	var acc float64
-	for i, p := range kw.power {
-		v := float64(p)
-		if gains != nil {
-			gk := float64(gains[i])
-			v *= gk * gk
-		}
-		acc += v
-		cum[i+1] = acc
-	}
 	block, hop := int(0.4*float64(kw.rate)+0.5), int(0.1*float64(kw.rate)+0.5)
 	lufs := func(z float64) float64 { return -0.691 + 10*math.Log10(z) }
+	// The running sum at every block's start (s = m·hop) and end (s+block):
+	// starts[m] and ends[m]; both sequences rise, so one pass records them.
+	nb := 0
+	if n >= block {
+		nb = (n-block)/hop + 1
+	}
+	if cap(*edges) < 2*nb {
+		*edges = make([]float64, 2*nb)
+	}
+	starts, ends := (*edges)[:nb], (*edges)[nb:2*nb]
+	var acc float64
+	ns, ne := 0, 0
+	at := func(i int) { // records the sum of the samples before i
+		for ns < nb && ns*hop == i {
+			starts[ns] = acc
+			ns++
+		}
+		for ne < nb && ne*hop+block == i {
+			ends[ne] = acc
+			ne++
+		}
+	}
+	i := 0
+	for i < n {
+		at(i)
+		next := n
+		if ns < nb {
+			next = min(next, ns*hop)
+		}
+		if ne < nb {
+			next = min(next, ne*hop+block)
+		}
+		if next == i {
+			next = i + 1
+		}
+		acc += sumPower(kw.power[i:next], gains, i)
+		i = next
+	}
+	at(n)
 	if n < block {
 		if n == 0 || acc == 0 {
 			return math.Inf(-1)
@@ -86,8 +114,8 @@ func (kw *kWeighted) loudness(gains []float32, scratch []float64) float64 {
 	absGate := math.Pow(10, (GateLufs+0.691)/10)
 	var sum float64
 	var cnt int
-	for s := 0; s+block <= n; s += hop {
-		if z := (cum[s+block] - cum[s]) / float64(block); z >= absGate {
+	for m := range nb {
+		if z := (ends[m] - starts[m]) / float64(block); z >= absGate {
 			sum += z
 			cnt++
 		}
@@ -97,8 +125,8 @@ func (kw *kWeighted) loudness(gains []float32, scratch []float64) float64 {
 	}
 	relGate := sum / float64(cnt) * math.Pow(10, -10.0/10)
 	sum, cnt = 0, 0
-	for s := 0; s+block <= n; s += hop {
-		if z := (cum[s+block] - cum[s]) / float64(block); z >= absGate && z >= relGate {
+	for m := range nb {
+		if z := (ends[m] - starts[m]) / float64(block); z >= absGate && z >= relGate {
 			sum += z
 			cnt++
 		}
@@ -107,4 +135,38 @@ func (kw *kWeighted) loudness(gains []float32, scratch []float64) float64 {
 		return math.Inf(-1)
 	}
 	return lufs(sum / float64(cnt))
+}
+
+// sumPower is the sum of power[j]·gains[from+j]² (gains nil: of power),
+// in four running sums: one would be a chain of dependent adds, four
+// times as slow. Hot path (every step of the loudness search).
+func sumPower(power, gains []float32, from int) float64 {
+	var a0, a1, a2, a3 float64
+	n := len(power)
+	j := 0
+	if gains == nil {
+		for ; j+4 <= n; j += 4 {
+			a0 += float64(power[j])
+			a1 += float64(power[j+1])
+			a2 += float64(power[j+2])
+			a3 += float64(power[j+3])
+		}
+		for ; j < n; j++ {
+			a0 += float64(power[j])
+		}
+		return (a0 + a1) + (a2 + a3)
+	}
+	g := gains[from : from+n]
+	for ; j+4 <= n; j += 4 {
+		g0, g1, g2, g3 := float64(g[j]), float64(g[j+1]), float64(g[j+2]), float64(g[j+3])
+		a0 += float64(power[j]) * g0 * g0
+		a1 += float64(power[j+1]) * g1 * g1
+		a2 += float64(power[j+2]) * g2 * g2
+		a3 += float64(power[j+3]) * g3 * g3
+	}
+	for ; j < n; j++ {
+		gj := float64(g[j])
+		a0 += float64(power[j]) * gj * gj
+	}
+	return (a0 + a1) + (a2 + a3)
 }

@@ -234,6 +234,11 @@ type limiter struct {
 	// gain times the limiter's), without the hot saturator: the loudness
 	// search estimates the limited clip's loudness from it.
 	gains []float32
+	// trace's scratch and result (see limitsparse.go).
+	pieces []limPiece
+	lidx   []int
+	lt     []float64
+	rbuf   []float64
 }
 
 func newLimiter(rate int, ceiling float64) *limiter {

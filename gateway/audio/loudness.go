@@ -58,9 +58,23 @@ const (
 	// 17 dB of limiting on its loudest peaks.
 	maxLoudnessMakeupDb = 30.0
 	// lossyPeakMarginDb is how far under the ceiling a lossy answer's
-	// decoded true peak must be, as the gateway measures it.
+	// decoded true peak must be, as the gateway measures it: decoders
+	// differ by tenths of a dB on a lossy stream's peaks (FFmpeg's own
+	// Opus decoder against libopus).
 	lossyPeakMarginDb = 0.3
+	// mp3PeakMarginDb is lossyPeakMarginDb for MP3, which libmpg123 and
+	// FFmpeg decode alike to a hundredth of a dB: what is left is the
+	// true-peak meters' own difference (see truePeakSafetyDb).
+	mp3PeakMarginDb = 0.15
 )
+
+// lossyPeakMargin is the peak margin of a lossy format's decoded answer.
+func lossyPeakMargin(format string) float64 {
+	if format == FormatMP3 {
+		return mp3PeakMarginDb
+	}
+	return lossyPeakMarginDb
+}
 
 // LoudnessParams is the request's loudness object: nil fields were absent.
 type LoudnessParams struct {
@@ -111,9 +125,9 @@ func (p *LoudnessParams) Validate(root ...string) []FieldError {
 // answer's true peak stays under the ceiling: lossy coders change the
 // waveform (MP3's and Opus's quantisation noise and band-limiting add
 // up to several tenths of a dB to speech peaks; μ-law and A-law round
-// coarsely near full scale). Chosen over measuring after encoding and
-// re-encoding because no Opus decoder is linked into the gateway and a
-// second encode would double the cost of every lossy answer; the tests
+// coarsely near full scale). A clip's answer starts from it and is
+// measured after encoding (EncodeLoudness), which corrects it; a stream,
+// which cannot be encoded twice, keeps it (StreamLeveler). The tests
 // measure every format's answer with FFmpeg to hold these figures.
 func EncoderHeadroomDb(format string) float64 {
 	switch format {
@@ -261,21 +275,27 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 	// result is measured by libebur128 once, and the aim corrected by
 	// what it finds when the two disagree.
 	kw := newKWeighted(c.Samples, c.Rate)
-	cum := make([]float64, len(c.Samples)+1)
-	bias := in - kw.loudness(nil, cum)
+	var edges []float64
+	bias := in - kw.loudness(nil, &edges)
 	gains := make([]float32, len(c.Samples))
 	scratch := make([]float32, len(c.Samples))
 	aim := t.Integrated
 	var g, miss float64
+	traced := math.NaN() // the gain of l's trace
 	for pass := range loudnessChecks {
-		l.gains = gains
 		level := func(gDb float64) float64 {
-			l.run(c.Samples, fromDb(gDb), false, nil)
-			return kw.loudness(gains, cum) + bias - aim
+			gl := fromDb(gDb)
+			l.trace(c.Samples, gl, gains)
+			traced = gDb
+			l.fillGains(gl, gains)
+			return kw.loudness(gains, &edges) + bias - aim
 		}
 		g, _ = searchLoudness(level, aim-in, g0+maxLoudnessMakeupDb)
-		l.gains = nil
-		l.run(c.Samples, fromDb(g), false, scratch)
+		gl := fromDb(g)
+		if g != traced { // the search's answer is mostly its last step
+			l.trace(c.Samples, gl, gains)
+		}
+		l.apply(c.Samples, scratch, gl, gains)
 		v, err := lm.measure(scratch)
 		if err != nil {
 			return rep, err
@@ -434,12 +454,12 @@ const lossyPasses = 3
 // limiter's ceiling holds on the samples that are encoded). c's samples
 // are changed.
 //
-// A lossless answer (WAV, PCM, FLAC) is leveled once; an MP3 one once,
-// with EncoderHeadroomDb under the ceiling (the gateway's MP3 decoder,
-// go-mp3, misreads MPEG-2 at 22.05 kHz by a dB or two, so it cannot judge
-// the answer; FFmpeg's measurements in the tests hold the headroom). An
-// Opus, μ-law or A-law one is leveled with EncoderHeadroomDb under the
-// ceiling, encoded, decoded again by the gateway itself and measured:
+// A lossless answer (WAV, PCM, FLAC) is leveled once. An MP3, Opus, μ-law
+// or A-law one is leveled with EncoderHeadroomDb under the ceiling,
+// encoded, decoded again by the gateway itself (MP3 by libmpg123, whose
+// decoding matches FFmpeg's to a hundredth of a dB, unlike go-mp3's that
+// misread MPEG-2 at 22.05 kHz and kept MP3 on a fixed headroom before)
+// and measured:
 // lossy coders move both figures (Opus at speech bitrates drops the top
 // of the band, which K-weighting counts, so a clip can lose half a LU;
 // heavily limited peaks overshoot by up to a dB and a half). When the
@@ -464,7 +484,7 @@ func EncodeLoudness(c *Clip, t LoudnessTarget, out Output, lim Limits) ([]byte, 
 	encode := func() ([]byte, string, error) {
 		return encodeStream(&seqReader{src: clipSource{c}}, len(c.Samples), o, lim)
 	}
-	if headroom == 0 || o.Format == FormatMP3 {
+	if headroom == 0 {
 		rep, err := NormalizeLoudness(c, t, headroom)
 		if err != nil {
 			return nil, "", rep, err
@@ -501,9 +521,7 @@ func EncodeLoudness(c *Clip, t LoudnessTarget, out Output, lim Limits) ([]byte, 
 		if err != nil {
 			return nil, "", rep, err
 		}
-		// Decoders differ by tenths of a dB on a lossy stream's peaks
-		// (FFmpeg's own Opus decoder against libopus), hence the margin.
-		over := gotTP - (t.TruePeak - lossyPeakMarginDb)
+		over := gotTP - (t.TruePeak - lossyPeakMargin(o.Format))
 		off := gotI - t.Integrated
 		rep.OutputLufs, rep.TruePeakDbtp = gotI, gotTP
 		if math.Abs(off) <= 2*loudnessTolerance && over <= 0 {
@@ -515,7 +533,7 @@ func EncodeLoudness(c *Clip, t LoudnessTarget, out Output, lim Limits) ([]byte, 
 	return b, mt, rep, nil
 }
 
-// decodeOwn decodes an Opus or G.711 answer this package encoded as o.
+// decodeOwn decodes an Opus, MP3 or G.711 answer this package encoded as o.
 func decodeOwn(b []byte, o Output) (*Clip, error) {
 	switch o.Format {
 	case FormatOpus:
@@ -526,6 +544,12 @@ func decodeOwn(b []byte, o Output) (*Clip, error) {
 		return &Clip{Rate: opus.Rate, Samples: s}, nil
 	case FormatULaw, FormatALaw:
 		return decodeG711(b, MediaType{Format: o.Format, Rate: o.SampleRate}), nil
+	case FormatMP3:
+		c, err := decodeMP3(b)
+		if err != nil {
+			return nil, fmt.Errorf("audio: measure the MP3 answer: %w", err)
+		}
+		return c, nil
 	}
 	return nil, fmt.Errorf("%w: no measuring decoder for %s", ErrInvalidParams, o.Format)
 }

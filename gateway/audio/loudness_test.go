@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -89,6 +90,7 @@ func TestNormalizeLoudnessFFmpeg(t *testing.T) {
 					}
 					ext, in := encodeExt(f)
 					got := testenv.FFmpegLoudness(t, b, ext, in...)
+					t.Logf("ffmpeg: I=%+.2f LU off the target, peak %.2f dBTP", got.Integrated-tg.Integrated, got.TruePeak)
 					if rep.Missed {
 						// Out of reach under the ceiling (eSpeak at -14 LUFS in
 						// 32 kbps Opus): the ceiling still holds, the answer is
@@ -99,8 +101,12 @@ func TestNormalizeLoudnessFFmpeg(t *testing.T) {
 						t.Logf("target out of reach: ffmpeg measures I=%.2f LUFS, peak %.2f dBTP", got.Integrated, got.TruePeak)
 						return
 					}
-					if math.Abs(got.Integrated-tg.Integrated) > 0.5 || got.TruePeak > tg.TruePeak+0.1 {
-						t.Errorf("ffmpeg measures I=%.2f LUFS, peak %.2f dBTP; want %.1f ±0.5 LUFS, peak ≤ %.1f (ours: %+v)",
+					// ±0.5 LU is the bound; every answer is measured
+					// after its encoder (lossless ones need none), so each
+					// lands within ±0.2 (MP3 on a fixed headroom, unmeasured,
+					// came out 0.4 to 0.5 LU low).
+					if math.Abs(got.Integrated-tg.Integrated) > 0.2 || got.TruePeak > tg.TruePeak+0.1 {
+						t.Errorf("ffmpeg measures I=%.2f LUFS, peak %.2f dBTP; want %.1f ±0.2 LUFS, peak ≤ %.1f (ours: %+v)",
 							got.Integrated, got.TruePeak, tg.Integrated, tg.TruePeak+0.1, rep)
 					}
 				})
@@ -175,26 +181,38 @@ func TestLoudnessParamsValidate(t *testing.T) {
 	}
 }
 
-// TestStreamLeveler levels eSpeak speech written in 20 ms chunks, once
-// with the voice's loudness known (audio leaves from the first chunk on,
-// 5 ms late) and once unknown (the first two seconds are held back, then
-// measured), and has FFmpeg judge both: within ±1 LU, peak under the
-// ceiling.
+// TestStreamLeveler levels eSpeak speech written in 20 ms chunks, with
+// the voice's loudness known (audio leaves from the first chunk on,
+// 5.5 ms late), known 4 LU wrong, and unknown (the first two seconds are
+// held back, then measured), at a moderate and at two loud targets whose
+// peaks need much limiting, and has FFmpeg judge each: within ±1 LU, true
+// peak under the ceiling. The learned voice at -16 and -14 LUFS, and the
+// wrong estimate, land there only through the running correction of what
+// was sent (without it, 1.5 to 3 LU low).
 func TestStreamLeveler(t *testing.T) {
-	src := espeakVoice(t, "en-us", 175, loudnessVoices[0].text)
-	in, _, err := MeasureLoudness(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// -18 LUFS: a stream's gain is fixed and its limiter does not make up
-	// what it takes (eSpeak at -14 LUFS under -1 dBTP would lose 2 LU).
-	tg := LoudnessTarget{Integrated: -18, TruePeak: -1}
+	one := espeakVoice(t, "en-us", 175, loudnessVoices[0].text)
+	// 5.6 s and 22 s of speech: a sentence, and a paragraph.
+	long := &Clip{Rate: one.Rate, Samples: slices.Concat(one.Samples, one.Samples, one.Samples, one.Samples)}
 	for _, tc := range []struct {
 		name     string
-		estimate float64
-	}{{"learned", in}, {"unknown", math.NaN()}} {
+		src      *Clip
+		estimate float64 // LU from the clip's own loudness; NaN: unknown
+		target   float64
+	}{
+		{"learned/-16", one, 0, -16}, {"learned/-14", one, 0, -14}, {"learned/-23", one, 0, -23},
+		{"wrong/-16", one, -4, -16}, {"unknown/-16", one, math.NaN(), -16},
+		{"long/learned/-16", long, 0, -16}, {"long/learned/-14", long, 0, -14}, {"long/learned/-23", long, 0, -23},
+		{"long/wrong/-16", long, 4, -16},
+	} {
+		src := tc.src
+		in, _, err := MeasureLoudness(src)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := NewStreamLeveler(src.Rate, tg, tc.estimate, 2*time.Second)
+			tc.estimate += in
+			tg := LoudnessTarget{Integrated: tc.target, TruePeak: -1}
+			l, err := NewStreamLeveler(src.Rate, tg, tc.estimate, 2*time.Second, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,6 +241,7 @@ func TestStreamLeveler(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := testenv.FFmpegLoudness(t, b, "wav")
+			t.Logf("%.1f s: ffmpeg I=%.2f LUFS, peak %.2f dBTP; correction at the end %+.1f dB", src.Seconds(), got.Integrated, got.TruePeak, l.CorrectionDb())
 			if math.Abs(got.Integrated-tg.Integrated) > 1 || got.TruePeak > tg.TruePeak+0.1 {
 				t.Errorf("ffmpeg measures I=%.2f LUFS, peak %.2f dBTP; want %g ±1, peak ≤ %g", got.Integrated, got.TruePeak, tg.Integrated, tg.TruePeak+0.1)
 			}

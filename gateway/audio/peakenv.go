@@ -23,8 +23,10 @@ type peakEnvelope struct {
 	bound []float32 // upper bound of env[k]
 	env   []float32 // exact where done[k/envBlock]
 	done  []bool
-	// blockMax is each block's largest bound, for truePeak.
+	// blockMax is each block's largest bound, for truePeak; envMax its
+	// largest exact point once done.
 	blockMax []float32
+	envMax   []float32
 	// pts is compute's scratch.
 	pts []float32
 }
@@ -37,11 +39,12 @@ const envBlock = 512
 func newPeakEnvelope(tp *truePeak, x []float32) *peakEnvelope {
 	n := len(x)
 	e := &peakEnvelope{tp: tp, x: x, bound: make([]float32, n), env: make([]float32, n),
-		done: make([]bool, (n+envBlock-1)/envBlock), blockMax: make([]float32, (n+envBlock-1)/envBlock)}
+		done: make([]bool, (n+envBlock-1)/envBlock), blockMax: make([]float32, (n+envBlock-1)/envBlock),
+		envMax: make([]float32, (n+envBlock-1)/envBlock)}
 	g := tp.gain()
 	// env[k] reads x over [k-tpTaps+1, k+tpTaps]: the interpolated points
 	// of samples j within tpTaps/2 of k, each reading tpTaps samples.
-	slidingMaxAbs(x, e.bound, tpTaps-1, tpTaps)
+	slidingMaxAbs(x, e.bound, tpTaps-1, tpTaps, e.env) // env is free until compute
 	for k, v := range e.bound {
 		b := v * g
 		e.bound[k] = b
@@ -72,17 +75,16 @@ func (e *peakEnvelope) compute(i int) {
 	from, to := i*envBlock, min((i+1)*envBlock, n)
 	h := tpTaps / 2
 	lo, hi := max(0, from-h), min(n, to+h)
-	if cap(e.pts) < 2*(hi-lo) {
-		e.pts = make([]float32, 2*(hi-lo))
+	if cap(e.pts) < 3*(hi-lo) {
+		e.pts = make([]float32, 3*(hi-lo))
 	}
-	pts, win := e.pts[:hi-lo], e.pts[hi-lo:2*(hi-lo)]
-	for j := lo; j < hi; j++ {
-		pts[j-lo] = e.tp.at(e.x, j)
-	}
+	pts, win, suf := e.pts[:hi-lo], e.pts[hi-lo:2*(hi-lo)], e.pts[2*(hi-lo):3*(hi-lo)]
+	e.tp.points(e.x, lo, hi, pts)
 	// The points are magnitudes already: the largest within h either
 	// side, as truePeak's envelope takes it.
-	slidingMaxAbs(pts, win, h, h)
+	slidingMaxAbs(pts, win, h, h, suf)
 	copy(e.env[from:to], win[from-lo:to-lo])
+	e.envMax[i] = slices.Max(e.env[from:to])
 	e.done[i] = true
 }
 
@@ -103,8 +105,7 @@ func (e *peakEnvelope) truePeak() float64 {
 		if !e.done[i] {
 			e.compute(i)
 		}
-		from, to := i*envBlock, min((i+1)*envBlock, len(e.x))
-		best = max(best, slices.Max(e.env[from:to]))
+		best = max(best, e.envMax[i])
 	}
 	return float64(best)
 }
@@ -136,34 +137,164 @@ func (tp *truePeak) gain() float32 {
 }
 
 // slidingMaxAbs writes to out[k] the largest |x[j]| for j in
-// [k-before, k+after] (clipped to x), with a monotonic deque.
-func slidingMaxAbs(x, out []float32, before, after int) {
+// [k-before, k+after] (clipped to x), by van Herk and Gil-Werman's
+// method: running maxima forwards and backwards within blocks as long as
+// the window, two of which cover any window, so each sample costs three
+// comparisons whatever the window's length (a monotonic deque's pops and
+// ring indexing cost more on speech). suf is scratch of len(x) (it may
+// not be out; out may not be x).
+func slidingMaxAbs(x, out []float32, before, after int, suf []float32) {
 	n := len(x)
-	w := before + after + 1
-	size := 1
-	for size < w+1 {
-		size <<= 1
+	if n == 0 {
+		return
 	}
-	mask := size - 1
-	dqIdx := make([]int, size)
-	dqVal := make([]float32, size)
-	head, tail := 0, 0
-	for j := 0; j < n+after; j++ {
-		if j < n {
-			v := max(x[j], -x[j])
-			for tail > head && dqVal[(tail-1)&mask] <= v {
-				tail--
+	w := before + after + 1
+	out, suf = out[:n], suf[:n]
+	// out holds the forward maxima (pre) until each is last read: out[k]
+	// reads pre at k+after ≥ k, and no later k reads pre at k or before.
+	for b := 0; b < n; b += w {
+		e := min(b+w, n)
+		m := absf(x[b])
+		out[b] = m
+		for j := b + 1; j < e; j++ {
+			if a := absf(x[j]); a > m {
+				m = a
 			}
-			dqIdx[tail&mask], dqVal[tail&mask] = j, v
-			tail++
+			out[j] = m
 		}
-		k := j - after
-		if k < 0 {
-			continue
+		m = absf(x[e-1])
+		suf[e-1] = m
+		for j := e - 2; j >= b; j-- {
+			if a := absf(x[j]); a > m {
+				m = a
+			}
+			suf[j] = m
 		}
-		for dqIdx[head&mask] < k-before {
-			head++
+	}
+	// An inner window [s, e] spans w samples: it is one whole block or
+	// the end of one and the start of the next, max(suf[s], pre[e])
+	// either way. A clipped one at the edges is read as the definition says.
+	edge := func(k int) float32 {
+		s, e := max(k-before, 0), min(k+after, n-1)
+		switch {
+		case s/w != e/w:
+			return max(suf[s], out[e])
+		case s%w == 0:
+			return out[e]
 		}
-		out[k] = dqVal[head&mask]
+		return suf[s]
+	}
+	k := 0
+	for ; k < min(before, n); k++ {
+		out[k] = edge(k)
+	}
+	for ; k+after < n; k++ {
+		m := suf[k-before]
+		if v := out[k+after]; v > m {
+			m = v
+		}
+		out[k] = m
+	}
+	for ; k < n; k++ {
+		out[k] = edge(k)
 	}
 }
+
+// points writes tp.at(x, j) for j in [lo, hi) to out[j-lo], bit for bit:
+// each phase's dot product adds its taps in at's order, but two samples'
+// phases run side by side, three at a time, so that the adds of one dot
+// product do not wait on one another's (each alone is a chain of tpTaps
+// dependent adds). Summing a phase in another order (several
+// accumulators) would change points by a float32 rounding, which
+// long-file leveling was seen to amplify (see LevelLong). Hot path: the
+// envelope of every loud block.
+func (tp *truePeak) points(x []float32, lo, hi int, out []float32) {
+	np := tp.phases - 1
+	row := func(p int) []float32 { return tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps] }
+	j := lo
+	for ; j < hi; j++ {
+		from := j - tpTaps/2 + 1
+		if from < 0 || from+tpTaps+1 > len(x) || j+1 >= hi {
+			out[j-lo] = tp.at(x, j)
+			continue
+		}
+		win := x[from : from+tpTaps+1 : from+tpTaps+1]
+		a, b := absf(x[j]), absf(x[j+1])
+		p := 0
+		for ; p+3 <= np; p += 3 {
+			a0, a1, a2, b0, b1, b2 := dot3x2(row(p), row(p+1), row(p+2), win)
+			a = max32(a, a0, a1, a2)
+			b = max32(b, b0, b1, b2)
+		}
+		switch np - p {
+		case 2:
+			a0, a1, b0, b1 := dot2x2(row(p), row(p+1), win)
+			a = max32(a, a0, a1, 0)
+			b = max32(b, b0, b1, 0)
+		case 1:
+			a0, b0 := dot1x2(row(p), win)
+			a = max32(a, a0, 0, 0)
+			b = max32(b, b0, 0, 0)
+		}
+		out[j-lo], out[j+1-lo] = a, b
+		j++
+	}
+}
+
+// dot3x2 is three phases' dot products at two neighbouring samples (win
+// holds tpTaps+1 samples: the first's taps, then one more).
+func dot3x2(r0, r1, r2, win []float32) (a0, a1, a2, b0, b1, b2 float32) {
+	r0, r1, r2 = r0[:tpTaps], r1[:tpTaps], r2[:tpTaps]
+	win = win[:tpTaps+1]
+	for i := range tpTaps {
+		v, u := win[i], win[i+1]
+		a0 += r0[i] * v
+		a1 += r1[i] * v
+		a2 += r2[i] * v
+		b0 += r0[i] * u
+		b1 += r1[i] * u
+		b2 += r2[i] * u
+	}
+	return
+}
+
+func dot2x2(r0, r1, win []float32) (a0, a1, b0, b1 float32) {
+	r0, r1 = r0[:tpTaps], r1[:tpTaps]
+	win = win[:tpTaps+1]
+	for i := range tpTaps {
+		v, u := win[i], win[i+1]
+		a0 += r0[i] * v
+		a1 += r1[i] * v
+		b0 += r0[i] * u
+		b1 += r1[i] * u
+	}
+	return
+}
+
+func dot1x2(r0, win []float32) (a0, b0 float32) {
+	r0 = r0[:tpTaps]
+	win = win[:tpTaps+1]
+	for i := range tpTaps {
+		a0 += r0[i] * win[i]
+		b0 += r0[i] * win[i+1]
+	}
+	return
+}
+
+// max32 is the largest of m and the magnitudes of a, b and c.
+func max32(m, a, b, c float32) float32 {
+	if a = absf(a); a > m {
+		m = a
+	}
+	if b = absf(b); b > m {
+		m = b
+	}
+	if c = absf(c); c > m {
+		m = c
+	}
+	return m
+}
+
+// absf is |v| by its sign bit: the max builtin orders NaNs and signed
+// zeros, which costs branches on every sample of a hot loop.
+func absf(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/pricing"
+	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -169,7 +170,7 @@ type speechRequestJSON struct {
 	ProviderOptions     json.RawMessage     `json:"providerOptions"`
 	Output              outputField         `json:"output"` // "format" or {format, sampleRate, bitrate}: see decodeOutput
 	VolumeDbfs          *float64            `json:"volumeDbfs"`
-	Loudness            *loudnessJSON       `json:"loudness"`
+	Loudness            *speechLoudnessJSON `json:"loudness"`
 	Speed               *float64            `json:"speed"`
 	Pronunciations      *pronunciationsJSON `json:"pronunciations"`
 	ModerationRulesetID string              `json:"moderation_ruleset_id"`
@@ -183,9 +184,13 @@ func (r *speechRequestJSON) domain() (*speech.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	loud, off, err := r.Loudness.domain()
+	if err != nil {
+		return nil, err
+	}
 	return &speech.Request{
 		Mode: r.Mode, VoiceID: r.VoiceID, Model: r.Model, Voice: r.Voice, Text: r.Text,
-		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs, Loudness: r.Loudness.domain(),
+		ProviderOptions: r.ProviderOptions, Output: out, VolumeDbfs: r.VolumeDbfs, Loudness: loud, LoudnessOff: off,
 		Speed: r.Speed, Pronunciations: r.Pronunciations.domain(), ModerationRulesetID: r.ModerationRulesetID,
 		Captions: r.Captions, Instructions: r.Instructions, Timestamps: r.Timestamps,
 	}, nil
@@ -202,6 +207,27 @@ func (l *loudnessJSON) domain() *audio.LoudnessParams {
 		return nil
 	}
 	return &audio.LoudnessParams{Integrated: l.Integrated, TruePeak: l.TruePeak}
+}
+
+// speechLoudnessJSON is a speech request's loudness object: a target, or
+// {"off": true}, which opts the request out of its organization's
+// default target (the only way for a stream, which takes no volumeDbfs).
+type speechLoudnessJSON struct {
+	Integrated *float64 `json:"integrated"`
+	TruePeak   *float64 `json:"truePeak"`
+	Off        bool     `json:"off"`
+}
+
+func (l *speechLoudnessJSON) domain() (*audio.LoudnessParams, bool, error) {
+	switch {
+	case l == nil:
+		return nil, false, nil
+	case l.Off && (l.Integrated != nil || l.TruePeak != nil):
+		return nil, false, problem.Validation(problem.Field("off opts out of the organization's default target; give it alone", "loudness", "off"))
+	case l.Off:
+		return nil, true, nil
+	}
+	return &audio.LoudnessParams{Integrated: l.Integrated, TruePeak: l.TruePeak}, false, nil
 }
 
 // outputJSON is the request's output object.

@@ -39,7 +39,10 @@ type Request struct {
 	// Loudness is the EBU R128 target (integrated LUFS, true-peak dBTP);
 	// not with VolumeDbfs. Without either, the organization's default
 	// target, if it has one, applies (Service.orgLoudness).
-	Loudness            *audio.LoudnessParams
+	Loudness *audio.LoudnessParams
+	// LoudnessOff opts the request out of the organization's default
+	// target (wire: "loudness": "off"); not with Loudness.
+	LoudnessOff         bool
 	Speed               *float64
 	Pronunciations      *Pronunciations
 	ModerationRulesetID string
@@ -70,6 +73,9 @@ type Request struct {
 	// without them, or skips them.
 	Timestamps string
 
+	// loudnessByDefault says Loudness is the organization's default, not
+	// the request's: a stream that cannot be leveled passes unleveled.
+	loudnessByDefault bool
 	// rules, when set, are the resolved pronunciation rule sources (a
 	// conversation resolves them once for all its turns).
 	rules [][]PronunciationRule

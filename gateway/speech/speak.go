@@ -20,8 +20,11 @@ import (
 // Spoken still carries the log row as far as the request got.
 func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delivery) (*Spoken, error) {
 	out := &Spoken{}
-	if ep != DeliverStream {
+	if req.Loudness == nil && !req.LoudnessOff {
+		// Streams too: leveled, then encoded as they would have been
+		// (prepareLoudness); one the gateway cannot level passes as it is.
 		req.Loudness = s.defaultLoudness(org, req.VolumeDbfs, req.Loudness)
+		req.loudnessByDefault = req.Loudness != nil
 	}
 	j, err := s.prepare(ctx, org, req, ep)
 	if err != nil {

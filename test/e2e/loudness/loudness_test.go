@@ -267,8 +267,12 @@ func TestLoudnessValidation(t *testing.T) {
 }
 
 // TestStreamLoudness: a stream of a voice the gateway has leveled clips
-// of takes the gain from the learned estimate and lands within ±1 LU; a
-// voice never measured is leveled from its first seconds.
+// of takes the gain from the learned estimate, corrected as it goes by
+// what it has sent, and lands within ±1 LU at -16 LUFS (a fixed gain
+// landed 1 to 2 LU low there); a voice never measured is leveled from
+// its first seconds. The true peak, judged by FFmpeg, stays under the
+// ceiling (the limiter holds oversampled peaks). eSpeak streams WAV by
+// default, and so does its leveled stream.
 func TestStreamLoudness(t *testing.T) {
 	t.Parallel()
 	tg := harness.Start(t, harness.ESpeakConfig)
@@ -280,8 +284,12 @@ func TestStreamLoudness(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("stream %s: %d %s", voice, r.Status, r.Body)
 		}
+		if ct := r.Header.Get("Content-Type"); ct != "audio/wav" {
+			t.Errorf("stream %s: Content-Type %q, want eSpeak's default audio/wav", voice, ct)
+		}
 		e, in := ext(t, r.Header.Get("Content-Type"))
 		got := testenv.FFmpegLoudness(t, r.Body, e, in...)
+		t.Logf("stream of %s at %g LUFS: FFmpeg measures I=%.2f LUFS, true peak %.2f dBTP", voice, lufs, got.Integrated, got.TruePeak)
 		if math.Abs(got.Integrated-lufs) > 1 || got.TruePeak > -1+0.1 {
 			t.Errorf("stream of %s: FFmpeg measures I=%.1f LUFS, true peak %.1f dBTP; want %g ±1 LUFS, at most -0.9 dBTP", voice, got.Integrated, got.TruePeak, lufs)
 		}
@@ -292,11 +300,68 @@ func TestStreamLoudness(t *testing.T) {
 			t.Fatalf("clip: %d %s", r.Status, r.Body)
 		}
 	}
-	stream("en", -18)
+	stream("en", -16)
+	stream("en", -14)
+	stream("en", -20)
 	// Never measured: leveled from its first seconds.
 	stream("de", -23)
-	// A model that does not stream PCM cannot be leveled on a stream;
-	// a dialect's stream format other than PCM neither (unit-tested).
+}
+
+// TestStreamLoudnessFormats: an organization's default target applies to
+// streams, which are leveled and then encoded as asked: MP3, Opus and
+// raw PCM streams of the ElevenLabs dialect (whose body has no loudness
+// field) and voxgate's own stream (eSpeak's WAV) land within ±1 LU, true
+// peak under the ceiling as FFmpeg decodes them; {"off": true} opts a
+// request out.
+func TestStreamLoudnessFormats(t *testing.T) {
+	t.Parallel()
+	cfg := strings.Replace(harness.ESpeakConfig, "  acme:\n    providers: {espeak: {enabled: true}}\n",
+		"  acme:\n    providers: {espeak: {enabled: true}}\n    loudness: {integrated: -16, true_peak: -1}\n"+
+			"    aliases:\n      voices:\n        narrator: {model: espeak/espeak-ng, voice: en}\n", 1)
+	if cfg == harness.ESpeakConfig {
+		t.Fatal("the config's acme block moved")
+	}
+	tg := harness.Start(t, cfg)
+	text := "The organization levels every answer, streams included, so a listener never reaches for the volume between two voices. " +
+		"Each stream is encoded after it is leveled, in the format its client asked for."
+	// The voice is learned from a clip at the default first.
+	if r := tg.Do("POST", "/v1/audio/speech", "acme", harness.SpeechBody("Learning the voice from a clip, at the organization's default.")); r.Status != 200 {
+		t.Fatalf("clip: %d %s", r.Status, r.Body)
+	}
+	check := func(what string, r *harness.Response, wantType string) {
+		t.Helper()
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", what, r.Status, r.Body)
+		}
+		ct := r.Header.Get("Content-Type")
+		if !strings.HasPrefix(ct, wantType) {
+			t.Errorf("%s: Content-Type %q, want %s", what, ct, wantType)
+		}
+		e, in := ext(t, ct)
+		got := testenv.FFmpegLoudness(t, r.Body, e, in...)
+		t.Logf("%s: FFmpeg measures I=%.2f LUFS, true peak %.2f dBTP", what, got.Integrated, got.TruePeak)
+		if math.Abs(got.Integrated+16) > 1 || got.TruePeak > -1+0.1 {
+			t.Errorf("%s: FFmpeg measures I=%.1f LUFS, true peak %.1f dBTP; want -16 ±1 LUFS, at most -0.9 dBTP", what, got.Integrated, got.TruePeak)
+		}
+	}
+	xi := func(format string) *harness.Response {
+		return tg.Do("POST", "/elevenlabs/v1/text-to-speech/narrator/stream?output_format="+format, "", map[string]any{"text": text},
+			"xi-api-key", tg.Keys["acme"])
+	}
+	check("mp3 stream", xi("mp3_44100_128"), "audio/mpeg")
+	check("opus stream", xi("opus_48000_64"), "audio/ogg")
+	check("pcm stream", xi("pcm_24000"), "audio/pcm;rate=24000")
+	check("voxgate stream", tg.Do("POST", "/v1/audio/speech/stream", "acme", harness.SpeechBody(text)), "audio/wav")
+	// Opted out: eSpeak's own level, some 4 LU under the default.
+	r := tg.Do("POST", "/v1/audio/speech/stream", "acme", harness.SpeechBody(text, "loudness", map[string]any{"off": true}))
+	if r.Status != 200 {
+		t.Fatalf("opted out: %d %s", r.Status, r.Body)
+	}
+	e, in := ext(t, r.Header.Get("Content-Type"))
+	if got := testenv.FFmpegLoudness(t, r.Body, e, in...); math.Abs(got.Integrated+16) < 1 {
+		t.Errorf("a stream that opted out is at the default (%.1f LUFS)", got.Integrated)
+	}
+	tg.Do("POST", "/v1/audio/speech/stream", "acme", harness.SpeechBody(text, "loudness", map[string]any{"off": true, "integrated": -16})).Problem(t, 400, "validation_failed")
 }
 
 // TestAdminOrgLoudness: an organization made through the admin API gets
