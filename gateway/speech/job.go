@@ -61,6 +61,9 @@ type Job struct {
 	// audio tags, options meant for another provider, instructions the
 	// model ignores); the answer carries them.
 	Warnings []string
+	// cost is the job's calls priced (Service.price), counted once for
+	// the row, the reservation and the settlement; setText resets it.
+	cost jobCost
 }
 
 // setText makes tagged (the text with the audio tags the model does not
@@ -68,6 +71,7 @@ type Job struct {
 // applied.
 func (j *Job) setText(tagged string) {
 	j.tagged, j.subst, j.lex = tagged, nil, nil
+	j.cost = jobCost{}
 	if rules := layerRules(tagged, j.rules...); rules != nil {
 		j.lex = newCompiler(j.Model)
 		j.subst = rules.apply(tagged, j.lex)

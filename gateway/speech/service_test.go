@@ -28,6 +28,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
@@ -76,6 +77,9 @@ type setup struct {
 	limits func(*speech.Limits)
 	// timeout bounds each provider call (0: 10 s).
 	timeout time.Duration
+	// prices, when set, price every model of every provider (as
+	// pricing.prices does), in USD.
+	prices []pricing.Price
 }
 
 // pipeline is a speech.Service with the parts a test looks at.
@@ -96,7 +100,7 @@ type pipeline struct {
 
 // newPipeline builds a Service over the in-memory store and three
 // in-process test kits, as gateway.attachProviders wires it.
-func newPipeline(t *testing.T, su setup) *pipeline {
+func newPipeline(t testing.TB, su setup) *pipeline {
 	t.Helper()
 	ctx := t.Context()
 	st := memory.New(store.Options{})
@@ -127,6 +131,12 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 		"spare":   {Timeout: timeout, CreditsPer1kChars: 2000},
 		"closed":  {Timeout: timeout},
 	}
+	if su.prices != nil {
+		for id, pol := range policies {
+			pol.Currency, pol.Prices = "USD", map[string][]pricing.Price{sdk.AnyModel: su.prices}
+			policies[id] = pol
+		}
+	}
 	cat, err := catalog.New(ctx, policies, plugins, func(string) bool { return true })
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +161,9 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 		Routes:       su.routes,
 		Metrics:      p.metrics,
 		Logger:       zap.New(core),
+	}
+	if su.prices != nil {
+		deps.Currency = "USD"
 	}
 	if su.limits != nil {
 		su.limits(&deps.Limits)
