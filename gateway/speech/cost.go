@@ -110,7 +110,11 @@ func (s *Service) finalCost(j *Job, res *Result) int64 {
 }
 
 // StreamCost is what j's stream cost once it ended after audioMS of the
-// provider's audio (before any time-stretch the gateway applied).
+// provider's audio (before any time-stretch the gateway applied), and
+// what the provider said it billed where its answer said (a header with
+// the stream's first bytes, a final message), which wins as a clip's
+// does. Call it once the stream is closed, from the goroutine that read
+// it.
 func (s *Service) StreamCost(j *Job, audioMS int64) int64 {
 	c := s.price(j)
 	if len(c.prices) == 0 {
@@ -119,7 +123,7 @@ func (s *Service) StreamCost(j *Job, audioMS int64) int64 {
 	if st := j.Params.Stretch; st > 0 && st != 1 {
 		audioMS = int64(float64(audioMS) * st)
 	}
-	return pricing.Cost(c.prices, pricing.Settle(c.prices, c.units, audioMS, nil))
+	return pricing.Cost(c.prices, pricing.Settle(c.prices, c.units, audioMS, billedUnits(j.streamBilled)))
 }
 
 func billedUnits(b []sdk.BilledUsage) []pricing.Billed {

@@ -64,6 +64,10 @@ type Job struct {
 	// cost is the job's calls priced (Service.price), counted once for
 	// the row, the reservation and the settlement; setText resets it.
 	cost jobCost
+	// streamBilled is what the providers' answers said the job's stream
+	// was billed (headers, chunks, its later pieces), for StreamCost.
+	// Written by the goroutine reading the stream, which also settles it.
+	streamBilled []sdk.BilledUsage
 }
 
 // setText makes tagged (the text with the audio tags the model does not

@@ -243,6 +243,19 @@ type provider struct {
 	// streamed are the texts of the calls that were streams.
 	streamed []string
 	fail     error
+	// billed, when set, is what each answer says its call was billed:
+	// a clip's (SynthesizeResponse.Billed), a stream's on its first
+	// chunk (a header) or, with billedLast, its last (a final message).
+	billed     []sdk.BilledUsage
+	billedLast bool
+}
+
+// reportBilled makes every later answer say it was billed b, a stream's
+// on its last chunk when last is set, else its first.
+func (pr *provider) reportBilled(b []sdk.BilledUsage, last bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.billed, pr.billedLast = b, last
 }
 
 // failWith makes every later call fail with err (nil: succeed again).
@@ -271,14 +284,38 @@ func (pr *provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) 
 	if err := pr.record(req, false); err != nil {
 		return nil, err
 	}
-	return pr.Provider.Synthesize(ctx, req)
+	resp, err := pr.Provider.Synthesize(ctx, req)
+	if err == nil {
+		pr.mu.Lock()
+		resp.Billed = pr.billed
+		pr.mu.Unlock()
+	}
+	return resp, err
 }
 
 func (pr *provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
 	if err := pr.record(req, true); err != nil {
 		return err
 	}
-	return pr.Provider.Stream(ctx, req, send)
+	pr.mu.Lock()
+	billed, last := pr.billed, pr.billedLast
+	pr.mu.Unlock()
+	if billed == nil {
+		return pr.Provider.Stream(ctx, req, send)
+	}
+	if !last {
+		first := true
+		return pr.Provider.Stream(ctx, req, func(ch sdk.Chunk) error {
+			if first {
+				ch.Billed, first = billed, false
+			}
+			return send(ch)
+		})
+	}
+	if err := pr.Provider.Stream(ctx, req, send); err != nil {
+		return err
+	}
+	return send(sdk.Chunk{Billed: billed}) // a final message, no audio
 }
 
 // record keeps a copy of req (a stream's or not) and returns the failure
