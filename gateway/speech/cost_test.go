@@ -8,13 +8,25 @@ import (
 	"github.com/voxgate/voxgate/sdk"
 )
 
+// charsAndSeconds prices a model by characters in and audio seconds out.
+var charsAndSeconds = []pricing.Price{
+	{Unit: pricing.Characters, Amount: 15, Per: 1_000_000, Currency: "USD", Source: "test"},
+	{Unit: pricing.AudioSeconds, Amount: 0.015, Per: 60, Currency: "USD", Source: "test"},
+}
+
+// o200kTokens prices a model as gpt-4o-mini-tts is priced: o200k text
+// tokens in, audio tokens out.
+var o200kTokens = []pricing.Price{
+	{Unit: pricing.TextTokens, Amount: 0.6, Per: 1_000_000, Currency: "USD", Source: "test", Tokenizer: pricing.O200K},
+	{Unit: pricing.AudioTokens, Amount: 12, Per: 1_000_000, Currency: "USD", Source: "test", TokensPerSecond: 1250.0 / 60},
+}
+
 // pricedJob is a prepared clip job of text on a model priced by
 // characters in and audio seconds out.
-func pricedJob(text string, pieces ...string) *Job {
-	prices := []pricing.Price{
-		{Unit: pricing.Characters, Amount: 15, Per: 1_000_000, Currency: "USD", Source: "test"},
-		{Unit: pricing.AudioSeconds, Amount: 0.015, Per: 60, Currency: "USD", Source: "test"},
-	}
+func pricedJob(text string, pieces ...string) *Job { return pricedJobAt(charsAndSeconds, text, pieces...) }
+
+// pricedJobAt is a prepared clip job of text on a model priced at prices.
+func pricedJobAt(prices []pricing.Price, text string, pieces ...string) *Job {
 	p := &catalog.Provider{ID: "p", Policy: catalog.Policy{Currency: "USD", Prices: map[string][]pricing.Price{sdk.AnyModel: prices}}}
 	return &Job{Provider: p, Model: &sdk.Model{ID: "m"}, Text: text, tagged: text, pieces: pieces}
 }
@@ -24,20 +36,27 @@ func pricedJob(text string, pieces ...string) *Job {
 // reservation) and the cost settled on the answer. Each round is a new
 // job, as each request is.
 func BenchmarkPricingPerRequest(b *testing.B) {
-	s := &Service{counter: pricing.NewCounter()}
 	const text = "Thanks for calling. Your order shipped this morning and should arrive on Thursday. " +
 		"If you need to change the delivery address, say 'address'; to speak with someone, say 'agent'. " +
 		"You can also track the parcel on our website at any time with the number in your confirmation email."
-	tmpl := pricedJob(text, text)
-	res := &Result{providerMS: 18_700, billed: []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: 281}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		j := *tmpl
-		row := s.logRow(&j)
-		row.Cost = s.finalCost(&j, res)
-		if row.Cost == 0 || row.CostEstimate == 0 {
-			b.Fatal("not priced")
-		}
+	for _, bc := range []struct {
+		name   string
+		prices []pricing.Price
+	}{{"characters and seconds", charsAndSeconds}, {"o200k and audio tokens", o200kTokens}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := &Service{counter: pricing.NewCounter()}
+			tmpl := pricedJobAt(bc.prices, text, text)
+			res := &Result{providerMS: 18_700, billed: []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: 281}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				j := *tmpl
+				row := s.logRow(&j)
+				row.Cost = s.finalCost(&j, res)
+				if row.Cost == 0 || row.CostEstimate == 0 {
+					b.Fatal("not priced")
+				}
+			}
+		})
 	}
 }
 
