@@ -23,7 +23,9 @@ var o200kTokens = []pricing.Price{
 
 // pricedJob is a prepared clip job of text on a model priced by
 // characters in and audio seconds out.
-func pricedJob(text string, pieces ...string) *Job { return pricedJobAt(charsAndSeconds, text, pieces...) }
+func pricedJob(text string, pieces ...string) *Job {
+	return pricedJobAt(charsAndSeconds, text, pieces...)
+}
 
 // pricedJobAt is a prepared clip job of text on a model priced at prices.
 func pricedJobAt(prices []pricing.Price, text string, pieces ...string) *Job {
