@@ -83,7 +83,11 @@ func (c *grpcProviderClient) Stream(ctx context.Context, req *SynthesizeRequest,
 			}
 			return errorFromRPC(ctx, "Stream", err)
 		}
-		if err := send(Chunk{MediaType: msg.MediaType, Data: msg.Data}); err != nil {
+		ch := Chunk{MediaType: msg.MediaType, Data: msg.Data}
+		if len(msg.Billed) > 0 { // rare: once a stream, if the provider says
+			ch.Billed = billedFromProto(msg.Billed)
+		}
+		if err := send(ch); err != nil {
 			return err
 		}
 	}
@@ -213,7 +217,7 @@ func (s *grpcProviderServer) Stream(req *pluginpb.SynthesizeRequest, stream plug
 	send := func(c Chunk) error {
 		// A fresh message per send: gRPC may hold on to a sent message
 		// (stats handlers), so reusing one is not allowed.
-		return stream.Send(&pluginpb.Chunk{MediaType: c.MediaType, Data: c.Data})
+		return stream.Send(&pluginpb.Chunk{MediaType: c.MediaType, Data: c.Data, Billed: billedToProto(c.Billed)})
 	}
 	return errorToStatus(s.impl.Stream(stream.Context(), synthesizeRequestFromProto(req), send))
 }

@@ -481,6 +481,15 @@ type Chunk struct {
 	// Data is the audio bytes. The receiver may keep the slice; senders
 	// must not reuse it after send returns.
 	Data []byte
+	// Billed is what the provider's answer says the stream was billed,
+	// in the units of the model's Prices, on the chunk sent once the
+	// plugin learned it: with the first audio for a response header
+	// (ElevenLabs' character-cost), on the last chunk for a final
+	// message (Gemini's usageMetadata), on a chunk of its own without
+	// Data if the audio already went; nil on the others. The gateway
+	// adds up every chunk's figures, and they win over its own count as
+	// SynthesizeResponse.Billed does for a clip.
+	Billed []BilledUsage
 }
 
 // CloneRequest asks a provider to create a voice from audio samples.

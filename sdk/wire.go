@@ -296,9 +296,7 @@ func synthesizeResponseToProto(r *SynthesizeResponse) *pluginpb.SynthesizeRespon
 		Warnings:  r.Warnings,
 		ContextId: r.ContextID,
 	}
-	for _, b := range r.Billed {
-		out.Billed = append(out.Billed, &pluginpb.BilledUsage{Unit: b.Unit, Quantity: b.Quantity})
-	}
+	out.Billed = billedToProto(r.Billed)
 	if r.Timestamps != nil {
 		// One backing array for all entries instead of one allocation each:
 		// a long clip carries thousands of words.
@@ -319,9 +317,7 @@ func synthesizeResponseFromProto(r *pluginpb.SynthesizeResponse) *SynthesizeResp
 		Warnings:  r.GetWarnings(),
 		ContextID: r.GetContextId(),
 	}
-	for _, b := range r.GetBilled() {
-		out.Billed = append(out.Billed, BilledUsage{Unit: b.GetUnit(), Quantity: b.GetQuantity()})
-	}
+	out.Billed = billedFromProto(r.GetBilled())
 	if ts := r.GetTimestamps(); len(ts) > 0 {
 		out.Timestamps = make([]WordTimestamp, len(ts))
 		for i, w := range ts {
@@ -670,6 +666,30 @@ func transcriptFromProto(t *pluginpb.Transcript) *Transcript {
 	out := &Transcript{Text: t.GetText(), Language: t.GetLanguage(), Words: make([]WordTimestamp, len(t.GetWords()))}
 	for i, w := range t.GetWords() {
 		out.Words[i] = WordTimestamp{Text: w.GetText(), Start: w.GetStart(), End: w.GetEnd()}
+	}
+	return out
+}
+
+// billedToProto converts what a call was billed; nil for none.
+func billedToProto(b []BilledUsage) []*pluginpb.BilledUsage {
+	if len(b) == 0 {
+		return nil
+	}
+	out := make([]*pluginpb.BilledUsage, len(b))
+	for i, u := range b {
+		out[i] = &pluginpb.BilledUsage{Unit: u.Unit, Quantity: u.Quantity}
+	}
+	return out
+}
+
+// billedFromProto converts what a call was billed; nil for none.
+func billedFromProto(b []*pluginpb.BilledUsage) []BilledUsage {
+	if len(b) == 0 {
+		return nil
+	}
+	out := make([]BilledUsage, len(b))
+	for i, u := range b {
+		out[i] = BilledUsage{Unit: u.GetUnit(), Quantity: u.GetQuantity()}
 	}
 	return out
 }

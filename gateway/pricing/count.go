@@ -36,8 +36,9 @@ type Counter struct {
 // NewCounter returns a Counter.
 func NewCounter() *Counter { return &Counter{} }
 
-// tokens counts text's tokens with tokenizer, or estimates them.
-func (c *Counter) tokens(tokenizer, text string) int64 {
+// tokens counts text's tokens with tokenizer, or estimates them from its
+// characters (chars counts them).
+func (c *Counter) tokens(tokenizer, text string, chars func() int64) int64 {
 	if tokenizer == O200K {
 		c.once.Do(func() {
 			// The library's loader is package state of its own; the
@@ -50,7 +51,7 @@ func (c *Counter) tokens(tokenizer, text string) int64 {
 			return int64(len(c.enc.EncodeOrdinary(text)))
 		}
 	}
-	return int64(math.Ceil(float64(utf8.RuneCountInString(text)) / CharsPerToken))
+	return int64(math.Ceil(float64(chars()) / CharsPerToken))
 }
 
 // Estimate counts what sending text costs in the units prices bill,
@@ -60,21 +61,28 @@ func (c *Counter) tokens(tokenizer, text string) int64 {
 // zero, so an unpriced model costs no counting.
 func (c *Counter) Estimate(prices []Price, text string) Usage {
 	var u Usage
+	runes := int64(-1) // counted once, when a price needs it
+	chars := func() int64 {
+		if runes < 0 {
+			runes = int64(utf8.RuneCountInString(text))
+		}
+		return runes
+	}
 	for _, p := range prices {
 		switch p.Unit {
 		case Characters:
 			// Code points, whitespace included: ElevenLabs, OpenAI and
 			// Cartesia count every character sent, spaces too.
-			u.Characters = int64(utf8.RuneCountInString(text))
+			u.Characters = chars()
 			if p.PerCharacter > 0 && p.PerCharacter != 1 {
 				u.Characters = int64(math.Ceil(float64(u.Characters)*p.PerCharacter - 1e-9))
 			}
 		case UTF8Bytes:
 			u.UTF8Bytes = int64(len(text))
 		case TextTokens:
-			u.TextTokens = c.tokens(p.Tokenizer, text)
+			u.TextTokens = c.tokens(p.Tokenizer, text, chars)
 		case AudioSeconds, AudioTokens:
-			ms := int64(math.Ceil(float64(utf8.RuneCountInString(text)) * 1000 / CharsPerSecond))
+			ms := int64(math.Ceil(float64(chars()) * 1000 / CharsPerSecond))
 			u.AudioMS = ms
 			if p.Unit == AudioTokens {
 				u.AudioTokens = audioTokens(p, ms)

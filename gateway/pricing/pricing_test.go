@@ -40,7 +40,7 @@ func TestEstimate(t *testing.T) {
 		{"characters count code points and spaces", Price{Unit: Characters}, Usage{Characters: 12}},
 		{"half-credit characters", Price{Unit: Characters, PerCharacter: 0.5}, Usage{Characters: 6}},
 		{"bytes count UTF-8", Price{Unit: UTF8Bytes}, Usage{UTF8Bytes: 14}},
-		{"o200k tokens", Price{Unit: TextTokens, Tokenizer: O200K}, Usage{TextTokens: c.tokens(O200K, text)}},
+		{"o200k tokens", Price{Unit: TextTokens, Tokenizer: O200K}, Usage{TextTokens: c.tokens(O200K, text, nil)}},
 		{"estimated tokens", Price{Unit: TextTokens}, Usage{TextTokens: 3}},
 		{"audio seconds from the text", Price{Unit: AudioSeconds}, Usage{AudioMS: 800}},
 		{"audio tokens from the text", Price{Unit: AudioTokens, TokensPerSecond: 25}, Usage{AudioMS: 800, AudioTokens: 20}},
@@ -58,7 +58,7 @@ func TestEstimate(t *testing.T) {
 func TestO200K(t *testing.T) {
 	c := NewCounter()
 	for text, want := range map[string]int64{"hello world": 2, "": 0, "The quick brown fox jumps over the lazy dog.": 10} {
-		if got := c.tokens(O200K, text); got != want {
+		if got := c.tokens(O200K, text, nil); got != want {
 			t.Errorf("tokens(%q) = %d, want %d", text, got, want)
 		}
 	}

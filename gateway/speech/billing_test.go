@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -224,5 +225,40 @@ func TestConversationCacheHits(t *testing.T) {
 	}
 	if n := len(p.calls("testkit")) + len(p.calls("spare")); n != 3 {
 		t.Errorf("%d provider calls for two conversations of three turns, want 3", n)
+	}
+}
+
+// TestStreamBilledReadBack: what a provider's streamed answer says it
+// billed (on its first chunk, as a header comes, or on its last, as a
+// final message does) wins over the count in the stream's cost, as it
+// does for a clip; a stream whose provider says nothing costs the count.
+// A long text's stream adds up its pieces' figures.
+func TestStreamBilledReadBack(t *testing.T) {
+	const text = "Twenty one characters"
+	charPrice := []pricing.Price{{Unit: pricing.Characters, Amount: 1, Per: 1000, Currency: "USD", Source: "test"}} // 1e6 nanos a character
+	for _, tc := range []struct {
+		name     string
+		billed   []sdk.BilledUsage
+		last     bool
+		text     string
+		maxChars int
+		want     int64
+	}{
+		{"nothing said: the count", nil, false, text, 0, 21_000_000},
+		{"with the first audio", []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: 30}}, false, text, 0, 30_000_000},
+		{"in a final message", []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: 25}}, true, text, 0, 25_000_000},
+		{"a unit the model is not priced in", []sdk.BilledUsage{{Unit: sdk.UnitUTF8Bytes, Quantity: 99}}, false, text, 0, 21_000_000},
+		{"pieces add up", []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: 10}}, false, "First piece here. Second piece here. Third one.", 20, 30_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipeline(t, setup{prices: charPrice, maxTextChars: tc.maxChars})
+			p.providers["testkit"].reportBilled(tc.billed, tc.last)
+			out, err := p.svc.Speak(t.Context(), "acme", req("testkit/test", "alpha", tc.text), speech.DeliverStream)
+			wantCode(t, err, "")
+			audio := drain(t, out.Stream)
+			if got := p.svc.StreamCost(out.Job, int64(len(audio))); got != tc.want {
+				t.Errorf("the stream cost %d nanos, want %d (estimate %d)", got, tc.want, out.Row.CostEstimate)
+			}
+		})
 	}
 }

@@ -34,10 +34,55 @@ type Quoted struct {
 	Calls    []Call
 }
 
-// priceCalls prices j's provider calls: one per piece of its text (a text the
-// model takes whole is one piece).
+// jobCost is a job's calls priced once (Service.price): the count of
+// every piece summed, and the estimate the quote, the reservation and the
+// log row share. A request reads it three times or more (the log row,
+// the budget reservation, the settlement, a conversation's totals); it
+// is counted on the first and kept on the job, which allocates nothing.
+type jobCost struct {
+	// priced says the fields below are j's.
+	priced bool
+	// prices are the model's (the catalog's slice; read only).
+	prices []pricing.Price
+	// units are the estimated units of all the job's calls together.
+	units pricing.Usage
+	// estimate is the calls' costs summed (each rounded up on its own,
+	// as the provider bills each call), in nano-units of the currency.
+	estimate int64
+}
+
+// price returns j's calls priced, counting them on the first call. The
+// count follows j's text: setText resets it. A job is priced from the
+// goroutine that prepared it before any other goroutine reads it (the
+// log row is made before the provider is called).
+func (s *Service) price(j *Job) *jobCost {
+	c := &j.cost
+	if c.priced {
+		return c
+	}
+	c.priced, c.prices = true, j.Provider.Prices(j.Model.ID)
+	c.units, c.estimate = pricing.Usage{}, 0
+	if len(c.prices) == 0 {
+		return c
+	}
+	if len(j.pieces) == 0 {
+		c.units = s.counter.Estimate(c.prices, j.spokenText())
+		c.estimate = pricing.Cost(c.prices, c.units)
+		return c
+	}
+	for _, text := range j.pieces {
+		u := s.counter.Estimate(c.prices, text)
+		c.units.Add(u)
+		c.estimate += pricing.Cost(c.prices, u)
+	}
+	return c
+}
+
+// priceCalls prices j's provider calls one by one, for a quote: one per
+// piece of its text (a text the model takes whole is one piece). The
+// request path reads the sum instead (price), which allocates nothing.
 func (s *Service) priceCalls(j *Job) []Call {
-	prices := j.Provider.Prices(j.Model.ID)
+	prices := s.price(j).prices
 	pieces := j.pieces
 	if len(pieces) == 0 {
 		pieces = []string{j.spokenText()}
@@ -51,50 +96,34 @@ func (s *Service) priceCalls(j *Job) []Call {
 }
 
 // estimate is j's cost before its calls, in nano-units of the currency.
-func (s *Service) estimate(j *Job) int64 {
-	prices := j.Provider.Prices(j.Model.ID)
-	if len(prices) == 0 {
-		return 0
-	}
-	var n int64
-	for _, c := range s.priceCalls(j) {
-		n += c.Cost
-	}
-	return n
-}
-
-// usage is j's estimated units over all its calls.
-func (s *Service) usage(j *Job) pricing.Usage {
-	var u pricing.Usage
-	for _, c := range s.priceCalls(j) {
-		u.Add(c.Units)
-	}
-	return u
-}
+func (s *Service) estimate(j *Job) int64 { return s.price(j).estimate }
 
 // finalCost is what rendering j into res cost: the estimate's text units,
 // the provider's audio's length for audio units, and the provider's own
 // figures where its answer gave them.
 func (s *Service) finalCost(j *Job, res *Result) int64 {
-	prices := j.Provider.Prices(j.Model.ID)
-	if len(prices) == 0 || res == nil {
+	c := s.price(j)
+	if len(c.prices) == 0 || res == nil {
 		return 0
 	}
-	u := pricing.Settle(prices, s.usage(j), res.providerMS, billedUnits(res.billed))
-	return pricing.Cost(prices, u)
+	return pricing.Cost(c.prices, pricing.Settle(c.prices, c.units, res.providerMS, billedUnits(res.billed)))
 }
 
 // StreamCost is what j's stream cost once it ended after audioMS of the
-// provider's audio (before any time-stretch the gateway applied).
+// provider's audio (before any time-stretch the gateway applied), and
+// what the provider said it billed where its answer said (a header with
+// the stream's first bytes, a final message), which wins as a clip's
+// does. Call it once the stream is closed, from the goroutine that read
+// it.
 func (s *Service) StreamCost(j *Job, audioMS int64) int64 {
-	prices := j.Provider.Prices(j.Model.ID)
-	if len(prices) == 0 {
+	c := s.price(j)
+	if len(c.prices) == 0 {
 		return 0
 	}
 	if st := j.Params.Stretch; st > 0 && st != 1 {
 		audioMS = int64(float64(audioMS) * st)
 	}
-	return pricing.Cost(prices, pricing.Settle(prices, s.usage(j), audioMS, nil))
+	return pricing.Cost(c.prices, pricing.Settle(c.prices, c.units, audioMS, billedUnits(j.streamBilled)))
 }
 
 func billedUnits(b []sdk.BilledUsage) []pricing.Billed {

@@ -61,6 +61,13 @@ type Job struct {
 	// audio tags, options meant for another provider, instructions the
 	// model ignores); the answer carries them.
 	Warnings []string
+	// cost is the job's calls priced (Service.price), counted once for
+	// the row, the reservation and the settlement; setText resets it.
+	cost jobCost
+	// streamBilled is what the providers' answers said the job's stream
+	// was billed (headers, chunks, its later pieces), for StreamCost.
+	// Written by the goroutine reading the stream, which also settles it.
+	streamBilled []sdk.BilledUsage
 }
 
 // setText makes tagged (the text with the audio tags the model does not
@@ -71,6 +78,7 @@ type Job struct {
 func (j *Job) setText(tagged string) {
 	tagged = stripMarks(tagged)
 	j.tagged, j.subst, j.lex = tagged, nil, nil
+	j.cost = jobCost{}
 	if rules := layerRules(tagged, j.rules...); rules != nil {
 		j.lex = newCompiler(j.Model)
 		j.subst = rules.apply(tagged, j.lex)

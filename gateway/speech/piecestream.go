@@ -34,6 +34,8 @@ func streamFormat(m *sdk.Model) string {
 // play in order. PCM joins are faded like joinPieces does; a WAV piece
 // loses its header after the first.
 type pieceSource struct {
+	// job is the stream's; the pieces' billed figures go to it.
+	job    *Job
 	first  Source
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,13 +54,15 @@ type pieceSource struct {
 // pieceBytes is one later piece, ready to send.
 type pieceBytes struct {
 	data []byte
-	err  error
+	// billed is what the provider said the piece was billed.
+	billed []sdk.BilledUsage
+	err    error
 }
 
 // openPieces starts streaming j's pieces; j has more than one.
 func (s *Service) openPieces(ctx context.Context, j *Job, first Source) *pieceSource {
 	ctx, cancel := context.WithCancel(ctx)
-	ps := &pieceSource{first: first, ctx: ctx, cancel: cancel, format: streamFormat(j.Model), next: 1,
+	ps := &pieceSource{job: j, first: first, ctx: ctx, cancel: cancel, format: streamFormat(j.Model), next: 1,
 		results: make([]chan pieceBytes, len(j.pieces)), slots: make(chan struct{}, s.limits.PieceConcurrency)}
 	for k := 1; k < len(j.pieces); k++ {
 		ps.results[k] = make(chan pieceBytes, 1)
@@ -71,8 +75,8 @@ func (s *Service) openPieces(ctx context.Context, j *Job, first Source) *pieceSo
 				return
 			}
 			go func() {
-				data, err := s.renderStreamPiece(ctx, j, k, ps.format)
-				ps.results[k] <- pieceBytes{data: data, err: err}
+				data, billed, err := s.renderStreamPiece(ctx, j, k, ps.format)
+				ps.results[k] <- pieceBytes{data: data, billed: billed, err: err}
 			}()
 		}
 	}()
@@ -80,8 +84,8 @@ func (s *Service) openPieces(ctx context.Context, j *Job, first Source) *pieceSo
 }
 
 // renderStreamPiece renders piece k of j whole, in format, ready to be
-// appended to the stream.
-func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format string) ([]byte, error) {
+// appended to the stream, with what the provider said it billed.
+func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format string) (data []byte, billed []sdk.BilledUsage, err error) {
 	// The pieces of a stream render concurrently, the first as a
 	// stream whose provider id is not known: they get the texts around
 	// them, never ids (see Job.neighbours).
@@ -89,19 +93,19 @@ func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format s
 	req.Neighbours = j.neighbours(k, nil)
 	resp, release, err := s.renderPooled(ctx, j, req)
 	if err != nil {
-		return nil, fmt.Errorf("piece %d of %d: %w", k+1, len(j.pieces), err)
+		return nil, nil, fmt.Errorf("piece %d of %d: %w", k+1, len(j.pieces), err)
 	}
 	// The clip outlives the call: copy it out of a pooled buffer.
-	data := slices.Clone(resp.Audio)
+	data = slices.Clone(resp.Audio)
 	if release != nil {
 		release()
 	}
 	if len(data) == 0 {
-		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("piece %d of %d: the provider returned no audio", k+1, len(j.pieces))}
+		return nil, nil, &sdk.Error{Kind: sdk.KindUpstream, Message: fmt.Sprintf("piece %d of %d: the provider returned no audio", k+1, len(j.pieces))}
 	}
 	mt, err := audio.ParseMediaType(resp.MediaType)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch mt.Format {
 	case audio.FormatWAV:
@@ -113,7 +117,7 @@ func (s *Service) renderStreamPiece(ctx context.Context, j *Job, k int, format s
 			fadePCM(data, n, false)
 		}
 	}
-	return data, nil
+	return data, resp.Billed, nil
 }
 
 func (ps *pieceSource) MediaType() string { return ps.first.MediaType() }
@@ -151,6 +155,7 @@ func (ps *pieceSource) Next() ([]byte, error) {
 	}
 	<-ps.slots
 	ps.next++
+	ps.job.streamBilled = addBilled(ps.job.streamBilled, r.billed)
 	if r.err != nil {
 		ps.err = r.err
 		return nil, r.err
@@ -195,6 +200,14 @@ func (ps *pieceSource) nextFirst() ([]byte, error) {
 func (ps *pieceSource) Close() error {
 	ps.cancel()
 	err := ps.first.Close()
+	// Pieces rendered but never sent (the client left) were billed too.
+	for k := ps.next; k < len(ps.results); k++ {
+		select {
+		case r := <-ps.results[k]:
+			ps.job.streamBilled = addBilled(ps.job.streamBilled, r.billed)
+		default:
+		}
+	}
 	if ps.err != nil && !errors.Is(ps.err, io.EOF) {
 		return ps.err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/observe/metrics"
+	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
@@ -76,6 +77,9 @@ type setup struct {
 	limits func(*speech.Limits)
 	// timeout bounds each provider call (0: 10 s).
 	timeout time.Duration
+	// prices, when set, price every model of every provider (as
+	// pricing.prices does), in USD.
+	prices []pricing.Price
 }
 
 // pipeline is a speech.Service with the parts a test looks at.
@@ -96,7 +100,7 @@ type pipeline struct {
 
 // newPipeline builds a Service over the in-memory store and three
 // in-process test kits, as gateway.attachProviders wires it.
-func newPipeline(t *testing.T, su setup) *pipeline {
+func newPipeline(t testing.TB, su setup) *pipeline {
 	t.Helper()
 	ctx := t.Context()
 	st := memory.New(store.Options{})
@@ -127,6 +131,12 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 		"spare":   {Timeout: timeout, CreditsPer1kChars: 2000},
 		"closed":  {Timeout: timeout},
 	}
+	if su.prices != nil {
+		for id, pol := range policies {
+			pol.Currency, pol.Prices = "USD", map[string][]pricing.Price{sdk.AnyModel: su.prices}
+			policies[id] = pol
+		}
+	}
 	cat, err := catalog.New(ctx, policies, plugins, func(string) bool { return true })
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +161,9 @@ func newPipeline(t *testing.T, su setup) *pipeline {
 		Routes:       su.routes,
 		Metrics:      p.metrics,
 		Logger:       zap.New(core),
+	}
+	if su.prices != nil {
+		deps.Currency = "USD"
 	}
 	if su.limits != nil {
 		su.limits(&deps.Limits)
@@ -230,6 +243,19 @@ type provider struct {
 	// streamed are the texts of the calls that were streams.
 	streamed []string
 	fail     error
+	// billed, when set, is what each answer says its call was billed:
+	// a clip's (SynthesizeResponse.Billed), a stream's on its first
+	// chunk (a header) or, with billedLast, its last (a final message).
+	billed     []sdk.BilledUsage
+	billedLast bool
+}
+
+// reportBilled makes every later answer say it was billed b, a stream's
+// on its last chunk when last is set, else its first.
+func (pr *provider) reportBilled(b []sdk.BilledUsage, last bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.billed, pr.billedLast = b, last
 }
 
 // failWith makes every later call fail with err (nil: succeed again).
@@ -258,14 +284,38 @@ func (pr *provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) 
 	if err := pr.record(req, false); err != nil {
 		return nil, err
 	}
-	return pr.Provider.Synthesize(ctx, req)
+	resp, err := pr.Provider.Synthesize(ctx, req)
+	if err == nil {
+		pr.mu.Lock()
+		resp.Billed = pr.billed
+		pr.mu.Unlock()
+	}
+	return resp, err
 }
 
 func (pr *provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send func(sdk.Chunk) error) error {
 	if err := pr.record(req, true); err != nil {
 		return err
 	}
-	return pr.Provider.Stream(ctx, req, send)
+	pr.mu.Lock()
+	billed, last := pr.billed, pr.billedLast
+	pr.mu.Unlock()
+	if billed == nil {
+		return pr.Provider.Stream(ctx, req, send)
+	}
+	if !last {
+		first := true
+		return pr.Provider.Stream(ctx, req, func(ch sdk.Chunk) error {
+			if first {
+				ch.Billed, first = billed, false
+			}
+			return send(ch)
+		})
+	}
+	if err := pr.Provider.Stream(ctx, req, send); err != nil {
+		return err
+	}
+	return send(sdk.Chunk{Billed: billed}) // a final message, no audio
 }
 
 // record keeps a copy of req (a stream's or not) and returns the failure

@@ -32,6 +32,7 @@ type Source interface {
 // it before any audio (always, for planned requests: the answer's status
 // is known first).
 func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
+	j.streamBilled = nil // a retry's (another key) start again
 	if len(j.pieces) > 1 {
 		req := j.requestIn(j.pieces[0], streamFormat(j.Model))
 		req.Neighbours = j.neighbours(0, nil)
@@ -65,6 +66,7 @@ func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.Synthe
 	if err == nil && plan != nil {
 		var body *dispatch.Body
 		if body, err = s.dispatch.Open(ctx, plan, req.Text, explain); err == nil {
+			j.streamBilled = addBilled(j.streamBilled, body.Billed())
 			return &directSource{Body: body, done: s.ender(parent, ctx, cancel, j, start)}, nil
 		}
 	}
@@ -72,7 +74,7 @@ func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.Synthe
 		err = s.ender(parent, ctx, cancel, j, start)(err)
 		return nil, err
 	}
-	ps := &pluginSource{chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(parent, ctx, cancel, j, start)}
+	ps := &pluginSource{job: j, chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(parent, ctx, cancel, j, start)}
 	go func() {
 		defer close(ps.chunks)
 		ps.errc <- j.Provider.Plugin.Stream(ctx, req, func(ch sdk.Chunk) error {
@@ -121,6 +123,8 @@ func (d *directSource) Close() error {
 // pluginSource is a stream the plugin renders, relayed through a channel:
 // the plugin's Stream pushes and Next pulls.
 type pluginSource struct {
+	// job is the stream's: the chunks' billed figures go to it.
+	job       *Job
 	chunks    chan sdk.Chunk
 	errc      chan error
 	cancel    context.CancelFunc
@@ -143,6 +147,9 @@ func (p *pluginSource) Next() ([]byte, error) {
 		if p.mediaType == "" {
 			p.mediaType = ch.MediaType
 		}
+		if ch.Billed != nil {
+			p.job.streamBilled = addBilled(p.job.streamBilled, ch.Billed)
+		}
 		if len(ch.Data) > 0 {
 			return ch.Data, nil
 		}
@@ -156,7 +163,10 @@ func (p *pluginSource) Next() ([]byte, error) {
 func (p *pluginSource) Close() error {
 	if !p.ended {
 		p.cancel() // stop the plugin, then let its Stream return
-		for range p.chunks {
+		for ch := range p.chunks {
+			if ch.Billed != nil { // a final message the client did not wait for
+				p.job.streamBilled = addBilled(p.job.streamBilled, ch.Billed)
+			}
 		}
 		p.ended, p.err = true, <-p.errc
 	}

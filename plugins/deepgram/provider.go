@@ -414,7 +414,23 @@ func (p *Provider) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.Plan, err
 		return nil, err
 	}
 	plan.MediaType, plan.FrameSize = c.mediaType, c.align
+	plan.BilledHeaders = map[string]string{headerCharCount: sdk.UnitCharacters}
 	return plan, nil
+}
+
+// headerCharCount is the header of a /speak answer that counts the
+// characters Deepgram processed, which it bills by. Deepgram's pages do
+// not list the answer's headers; the API sends it with every answer, a
+// stream's before its audio.
+const headerCharCount = "dg-char-count"
+
+// billed reads the dg-char-count header, nil without a usable one.
+func billed(h http.Header) []sdk.BilledUsage {
+	n, err := strconv.ParseInt(h.Get(headerCharCount), 10, 64)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: n}}
 }
 
 // Explain implements sdk.Planner with the mapping Synthesize uses.
@@ -446,7 +462,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if len(audio)%c.align != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "deepgram: truncated PCM (odd byte count)"}
 	}
-	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}, nil
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType, Billed: billed(resp.Header)}, nil
 }
 
 // Stream implements sdk.Provider: the same request, its body forwarded as
@@ -463,6 +479,15 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	defer resp.Body.Close()
+	if b := billed(resp.Header); b != nil { // with the first audio
+		next := send
+		send = func(ch sdk.Chunk) error {
+			if b != nil {
+				ch.Billed, b = b, nil
+			}
+			return next(ch)
+		}
+	}
 	_, err = upstream.Forward(ctx, resp.Body, send, upstream.ForwardOptions{MediaType: c.mediaType, Align: c.align, Provider: providerID})
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -490,5 +491,39 @@ func TestEncodingsPassThrough(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUsageReadBack: the characters Deepgram says it processed (its
+// dg-char-count header) come back as the call's billed characters: a
+// clip's on the response, a stream's on its first chunk alone, and the
+// plan names the header for the gateway's own sends.
+func TestUsageReadBack(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2000})
+	p := configured(t, srv, nil)
+	req := request(fake.Key)
+	want := []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: int64(len([]rune(req.Text)))}}
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(resp.Billed, want) {
+		t.Errorf("clip billed %+v, want %+v", resp.Billed, want)
+	}
+	var chunks []sdk.Chunk
+	if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { chunks = append(chunks, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range chunks {
+		if (i == 0 && !reflect.DeepEqual(c.Billed, want)) || (i > 0 && c.Billed != nil) {
+			t.Errorf("chunk %d of %d: billed %+v; want %+v on the first alone", i, len(chunks), c.Billed, want)
+		}
+	}
+	plan, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.BilledHeaders["dg-char-count"] != sdk.UnitCharacters {
+		t.Errorf("the plan names no billed header: %v", plan.BilledHeaders)
 	}
 }

@@ -768,6 +768,17 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 		return err
 	}
 	defer resp.Body.Close()
+	// The character-cost header comes with the stream's headers: it
+	// rides on the first chunk.
+	if b := billed(resp.Header); b != nil {
+		next := send
+		send = func(ch sdk.Chunk) error {
+			if b != nil {
+				ch.Billed, b = b, nil
+			}
+			return next(ch)
+		}
+	}
 	fo := upstream.ForwardOptions{MediaType: c.mediaType, Align: frameSize(c.enc), Provider: providerID}
 	if c.enc.Format == sdk.FormatWAV {
 		if err := send(sdk.Chunk{MediaType: c.mediaType, Data: upstream.WAVHeader(c.enc.SampleRate, upstream.StreamingWAV)}); err != nil {

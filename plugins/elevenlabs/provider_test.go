@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -978,6 +979,14 @@ func TestBilledFromTheAnswer(t *testing.T) {
 		}
 		if !reflect.DeepEqual(resp.Billed, []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: want}}) {
 			t.Errorf("%s: billed %+v, want %d characters (credits)", model, resp.Billed, want)
+		}
+		// A stream's header rides on its first chunk, and only there.
+		var billed [][]sdk.BilledUsage
+		if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { billed = append(billed, c.Billed); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(billed) == 0 || !reflect.DeepEqual(billed[0], []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: want}}) || slices.ContainsFunc(billed[1:], func(b []sdk.BilledUsage) bool { return b != nil }) {
+			t.Errorf("%s: the stream's chunks say billed %+v, want %d characters on the first alone", model, billed, want)
 		}
 	}
 	req := request(fake.Key)

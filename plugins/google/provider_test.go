@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -580,5 +581,55 @@ func TestEncodingsPassThrough(t *testing.T) {
 	}
 	if srv.Calls() != calls {
 		t.Errorf("%d upstream calls for unlisted encodings", srv.Calls()-calls)
+	}
+}
+
+// TestUsageReadBack: what Google's answer says the call used
+// (usageMetadata: the prompt's text tokens, the answer's audio tokens)
+// comes back as the call's billed units, a clip's on the response and a
+// stream's on a last chunk of its own, after the audio; an answer
+// without usage says nothing.
+func TestUsageReadBack(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{ChunkSize: 4000})
+	p := configured(t, srv.BaseURL(), nil)
+	req := request(fake.Key)
+	// The fake's usage: about four bytes of text a token, 32 tokens a
+	// second of audio.
+	want := []sdk.BilledUsage{
+		{Unit: sdk.UnitTextTokens, Quantity: int64(max(len(req.Text)/4, 1))},
+		{Unit: sdk.UnitAudioTokens, Quantity: int64(math.Ceil(fakeupstream.Speak(req.Text, 1).Seconds * 32))},
+	}
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(resp.Billed, want) {
+		t.Errorf("clip billed %+v, want %+v", resp.Billed, want)
+	}
+	var chunks []sdk.Chunk
+	if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { chunks = append(chunks, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range chunks {
+		last := i == len(chunks)-1
+		if last && (!reflect.DeepEqual(c.Billed, want) || len(c.Data) != 0) {
+			t.Errorf("the stream's last chunk: billed %+v with %d bytes, want %+v alone", c.Billed, len(c.Data), want)
+		}
+		if !last && c.Billed != nil {
+			t.Errorf("chunk %d of %d says billed %+v before the end", i, len(chunks), c.Billed)
+		}
+	}
+
+	// Details missing: the totals; no usage at all: nothing.
+	u := &usageMetadata{PromptTokenCount: 7, CandidatesTokenCount: 50}
+	if got := u.billed(); !reflect.DeepEqual(got, []sdk.BilledUsage{{Unit: sdk.UnitTextTokens, Quantity: 7}, {Unit: sdk.UnitAudioTokens, Quantity: 50}}) {
+		t.Errorf("totals: %+v", got)
+	}
+	if got := (*usageMetadata)(nil).billed(); got != nil {
+		t.Errorf("no usage: %+v", got)
+	}
+	noUsage := answering(t, 200, "application/json", `{"candidates": [{"content": {"parts": [{"inlineData": {"mimeType": "audio/L16;codec=pcm;rate=24000", "data": "AQI="}}]}}]}`)
+	if resp, err := noUsage.Synthesize(t.Context(), request(fake.Key)); err != nil || resp.Billed != nil {
+		t.Errorf("an answer without usage: billed %+v, %v", resp.Billed, err)
 	}
 }

@@ -28,8 +28,10 @@ type streamLine struct {
 // ends the stream with its *sdk.Error, mapped by its gRPC code as the
 // gateway would have mapped it to an HTTP status; so does an error from
 // fn (a failed send: the listener went away). key is redacted from
-// upstream messages, as Endpoint does for error answers.
-func readLines(ctx context.Context, r io.Reader, key string, fn func(audio []byte) error) error {
+// upstream messages, as Endpoint does for error answers. It returns the
+// last usage a line reported (every line repeats the call's whole count).
+func readLines(ctx context.Context, r io.Reader, key string, fn func(audio []byte) error) (*usage, error) {
+	var used *usage
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	for sc.Scan() {
@@ -39,30 +41,33 @@ func readLines(ctx context.Context, r io.Reader, key string, fn func(audio []byt
 		}
 		var l streamLine
 		if err := json.Unmarshal(line, &l); err != nil {
-			return &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: a stream line is not JSON"}
+			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: a stream line is not JSON"}
 		}
 		if l.Error != nil {
 			name, code := l.Error.name()
 			e := upstream.ErrorFromStatus(httpStatus(code), providerID, name, l.Error.Message, 0)
 			e.Message = upstream.Redact(e.Message, key)
-			return e
+			return nil, e
+		}
+		if l.Result != nil && l.Result.Usage != nil {
+			used = l.Result.Usage
 		}
 		if l.Result == nil || l.Result.AudioContent == "" {
 			continue // a line of timestamps or usage only
 		}
 		audio, err := base64.StdEncoding.DecodeString(l.Result.AudioContent)
 		if err != nil {
-			return &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: a stream line's audioContent is not base64"}
+			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: a stream line's audioContent is not base64"}
 		}
 		if err := fn(audio); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: a stream line exceeds 16 MiB"}
+			return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: a stream line exceeds 16 MiB"}
 		}
-		return upstream.TransportError(ctx, providerID, err)
+		return nil, upstream.TransportError(ctx, providerID, err)
 	}
-	return nil
+	return used, nil
 }

@@ -518,6 +518,21 @@ type synthesisAnswer struct {
 	TimestampInfo *struct {
 		WordAlignment *alignment `json:"wordAlignment"`
 	} `json:"timestampInfo"`
+	Usage *usage `json:"usage"`
+}
+
+// usage is what Inworld says a call used: the characters it processed,
+// which it bills by.
+type usage struct {
+	ProcessedCharactersCount int64 `json:"processedCharactersCount"`
+}
+
+// billed is u as the call's billed characters; nil without a count.
+func (u *usage) billed() []sdk.BilledUsage {
+	if u == nil || u.ProcessedCharactersCount <= 0 {
+		return nil
+	}
+	return []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: u.ProcessedCharactersCount}}
 }
 
 // Synthesize implements sdk.Provider with POST /tts/v1/voice, whose JSON
@@ -553,7 +568,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if len(audio)%c.align() != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "inworld: truncated PCM (odd byte count)"}
 	}
-	out := &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}
+	out := &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType, Billed: a.Usage.billed()}
 	if req.Timestamps && a.TimestampInfo != nil && a.TimestampInfo.WordAlignment != nil {
 		out.Timestamps = a.TimestampInfo.WordAlignment.words()
 	}
@@ -634,7 +649,7 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	defer resp.Body.Close()
 	var pending []byte // bytes of a split PCM frame, held for the next line
 	first := true
-	err = readLines(ctx, resp.Body, req.Credentials.APIKey, func(audio []byte) error {
+	used, err := readLines(ctx, resp.Body, req.Credentials.APIKey, func(audio []byte) error {
 		data := audio
 		if align := c.align(); align > 1 {
 			data = append(pending, audio...)
@@ -659,7 +674,12 @@ func (p *Provider) Stream(ctx context.Context, req *sdk.SynthesizeRequest, send 
 	}
 	if first {
 		// An empty stream still tells the receiver what it would have been.
-		return send(sdk.Chunk{MediaType: c.mediaType})
+		return send(sdk.Chunk{MediaType: c.mediaType, Billed: used.billed()})
+	}
+	if b := used.billed(); b != nil {
+		// The count comes with the lines, after the audio went: a chunk
+		// of its own, with no audio.
+		return send(sdk.Chunk{Billed: b})
 	}
 	return nil
 }

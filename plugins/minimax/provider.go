@@ -506,7 +506,23 @@ type t2aAnswer struct {
 		Audio  string `json:"audio"`
 		Status int    `json:"status"`
 	} `json:"data"`
-	BaseResp baseResp `json:"base_resp"`
+	ExtraInfo *extraInfo `json:"extra_info"`
+	BaseResp  baseResp   `json:"base_resp"`
+}
+
+// extraInfo is the part of a T2A answer's extra_info the plugin reads:
+// usage_characters, the characters MiniMax billed the call (a whole
+// answer's, and a stream's last event's).
+type extraInfo struct {
+	UsageCharacters int64 `json:"usage_characters"`
+}
+
+// billed is e as the call's billed characters; nil without a count.
+func (e *extraInfo) billed() []sdk.BilledUsage {
+	if e == nil || e.UsageCharacters <= 0 {
+		return nil
+	}
+	return []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: e.UsageCharacters}}
 }
 
 // Synthesize implements sdk.Provider: POST /t2a_v2 with stream false; the
@@ -540,7 +556,7 @@ func (p *Provider) Synthesize(ctx context.Context, req *sdk.SynthesizeRequest) (
 	if c.body.AudioSetting.Format == sdk.FormatPCM && len(audio)%2 != 0 {
 		return nil, &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: truncated PCM (odd byte count)"}
 	}
-	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType}, nil
+	return &sdk.SynthesizeResponse{Audio: audio, MediaType: c.mediaType, Billed: ans.ExtraInfo.billed()}, nil
 }
 
 // Stream implements sdk.Provider: POST /t2a_v2 with stream true, whose
@@ -597,15 +613,19 @@ type chunker struct {
 	mediaType string
 	header    []byte // sent first, for a wav stream
 	frame     int
-	pending   []byte // bytes of an unfinished sample
-	started   bool   // something was sent: the stream cannot be retried
-	audio     bool   // audio arrived in progress events
+	pending   []byte            // bytes of an unfinished sample
+	started   bool              // something was sent: the stream cannot be retried
+	audio     bool              // audio arrived in progress events
+	billed    []sdk.BilledUsage // the last event's extra_info, sent at the end
 }
 
 // event handles one event of the stream.
 func (c *chunker) event(ev *t2aAnswer, retryAfter time.Duration) error {
 	if ev.BaseResp.StatusCode != 0 {
 		return respError(ev.BaseResp, retryAfter)
+	}
+	if b := ev.ExtraInfo.billed(); b != nil {
+		c.billed = b
 	}
 	if ev.Data == nil || ev.Data.Audio == "" {
 		return nil
@@ -658,7 +678,14 @@ func (c *chunker) finish() error {
 		return &sdk.Error{Kind: sdk.KindUpstream, Message: "minimax: truncated PCM (odd byte count)"}
 	}
 	if !c.started {
-		return c.emit(nil)
+		if err := c.emit(nil); err != nil {
+			return err
+		}
+	}
+	if c.billed != nil {
+		// The count comes with the last event, after its audio went: a
+		// chunk of its own, with no audio.
+		return c.send(sdk.Chunk{Billed: c.billed})
 	}
 	return nil
 }

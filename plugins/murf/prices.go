@@ -5,6 +5,13 @@ import "github.com/voxgate/voxgate/sdk"
 // priceDate is when the prices below were read from their sources.
 const priceDate = "2026-11-28"
 
-// priceTable is empty: Murf publishes API prices by plan; none was confirmed from its own page in this round: set them in pricing.prices.
-// Every model is priced as unpublished (zero, said so).
-var priceTable = map[string][]sdk.Price{}
+// priceTable is the list price of each model, by id; a model it does not
+// list (one passed through) is priced as unpublished.
+var priceTable = map[string][]sdk.Price{
+	// Murf's help centre, "Plans and Limits" of the API: pay as you go,
+	// 1,000 characters for $0.03. The article names no model and
+	// predates Falcon, so it prices GEN2 only; Falcon is billed by
+	// another measure on Murf's own pages that could not be read, and
+	// stays unpublished until it is confirmed.
+	"GEN2": {sdk.USDPer(sdk.UnitCharacters, 0.03, 1000, "https://help.murf.ai/murf-api-plans-and-limits", priceDate)},
+}

@@ -523,6 +523,8 @@ type generateAnswer struct {
 		EndMs   float64 `json:"endMs"`
 	} `json:"wordDurations"`
 	Warning string `json:"warning"`
+	// ConsumedCharacterCount is the characters Murf charged the call.
+	ConsumedCharacterCount int64 `json:"consumedCharacterCount"`
 }
 
 // Synthesize implements sdk.Provider: GEN2 from /v1/speech/generate (base64
@@ -576,6 +578,9 @@ func (cfg *config) generate(ctx context.Context, body *generateBody, key string,
 	var a generateAnswer
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&a); err != nil {
 		return nil, upstream.BodyError(ctx, providerID, "synthesis answer", err)
+	}
+	if a.ConsumedCharacterCount > 0 {
+		out.Billed = []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: a.ConsumedCharacterCount}}
 	}
 	if a.Warning != "" {
 		out.Warnings = append(out.Warnings, "murf: "+a.Warning)

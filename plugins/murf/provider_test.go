@@ -774,3 +774,19 @@ func TestExplainMatchesPlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageReadBack: the characters Murf says a GEN2 clip consumed
+// (consumedCharacterCount) come back as the call's billed characters.
+func TestUsageReadBack(t *testing.T) {
+	srv := fake.New(t, fakeupstream.Options{})
+	p := configured(t, srv.BaseURL(), nil)
+	req := request(fake.Key)
+	req.Model = "GEN2"
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: int64(len([]rune(req.Text)))}}; !reflect.DeepEqual(resp.Billed, want) {
+		t.Errorf("clip billed %+v, want %+v", resp.Billed, want)
+	}
+}

@@ -1588,8 +1588,12 @@ func (x *WordTimestamp) GetEnd() float64 {
 type Chunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// media_type is set on the first chunk only.
-	MediaType     string `protobuf:"bytes,1,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
-	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	MediaType string `protobuf:"bytes,1,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	Data      []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// What the provider's answer says the stream was billed, on the chunk
+	// sent once the plugin learned it (a response header: the first; a
+	// final message: the last); the gateway adds up every chunk's.
+	Billed        []*BilledUsage `protobuf:"bytes,240,rep,name=billed,proto3" json:"billed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1634,6 +1638,13 @@ func (x *Chunk) GetMediaType() string {
 func (x *Chunk) GetData() []byte {
 	if x != nil {
 		return x.Data
+	}
+	return nil
+}
+
+func (x *Chunk) GetBilled() []*BilledUsage {
+	if x != nil {
+		return x.Billed
 	}
 	return nil
 }
@@ -2800,11 +2811,12 @@ const file_voxgate_proto_rawDesc = "" +
 	"\rWordTimestamp\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x01R\x05start\x12\x10\n" +
-	"\x03end\x18\x03 \x01(\x01R\x03end\":\n" +
+	"\x03end\x18\x03 \x01(\x01R\x03end\"s\n" +
 	"\x05Chunk\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\xeb\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x127\n" +
+	"\x06billed\x18\xf0\x01 \x03(\v2\x1e.voxgate.plugin.v1.BilledUsageR\x06billed\"\xeb\x01\n" +
 	"\fCloneRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -3000,53 +3012,54 @@ var file_voxgate_proto_depIdxs = []int32{
 	9,  // 12: voxgate.plugin.v1.SynthesizeRequest.lexicons:type_name -> voxgate.plugin.v1.Lexicon
 	21, // 13: voxgate.plugin.v1.SynthesizeResponse.timestamps:type_name -> voxgate.plugin.v1.WordTimestamp
 	11, // 14: voxgate.plugin.v1.SynthesizeResponse.billed:type_name -> voxgate.plugin.v1.BilledUsage
-	24, // 15: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
-	14, // 16: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	18, // 17: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	21, // 18: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	18, // 19: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
-	39, // 20: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
-	40, // 21: voxgate.plugin.v1.HTTPPlan.billed_headers:type_name -> voxgate.plugin.v1.HTTPPlan.BilledHeadersEntry
-	41, // 22: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
-	14, // 23: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
-	14, // 24: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	21, // 25: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
-	14, // 26: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
-	35, // 27: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
-	0,  // 28: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
-	1,  // 29: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	5,  // 30: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
-	15, // 31: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
-	18, // 32: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	18, // 33: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
-	23, // 34: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
-	28, // 35: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
-	30, // 36: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
-	26, // 37: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
-	32, // 38: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
-	1,  // 39: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
-	1,  // 40: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
-	34, // 41: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
-	1,  // 42: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
-	2,  // 43: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	6,  // 44: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
-	16, // 45: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
-	20, // 46: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
-	22, // 47: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
-	25, // 48: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
-	29, // 49: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
-	31, // 50: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
-	27, // 51: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
-	33, // 52: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
-	3,  // 53: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	2,  // 54: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
-	36, // 55: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
-	3,  // 56: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
-	43, // [43:57] is the sub-list for method output_type
-	29, // [29:43] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	11, // 15: voxgate.plugin.v1.Chunk.billed:type_name -> voxgate.plugin.v1.BilledUsage
+	24, // 16: voxgate.plugin.v1.CloneRequest.samples:type_name -> voxgate.plugin.v1.Sample
+	14, // 17: voxgate.plugin.v1.CloneRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	18, // 18: voxgate.plugin.v1.InputMessage.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	21, // 19: voxgate.plugin.v1.StreamEvent.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	18, // 20: voxgate.plugin.v1.PlanRequest.request:type_name -> voxgate.plugin.v1.SynthesizeRequest
+	39, // 21: voxgate.plugin.v1.HTTPPlan.header:type_name -> voxgate.plugin.v1.HTTPPlan.HeaderEntry
+	40, // 22: voxgate.plugin.v1.HTTPPlan.billed_headers:type_name -> voxgate.plugin.v1.HTTPPlan.BilledHeadersEntry
+	41, // 23: voxgate.plugin.v1.Failure.header:type_name -> voxgate.plugin.v1.Failure.HeaderEntry
+	14, // 24: voxgate.plugin.v1.Failure.credentials:type_name -> voxgate.plugin.v1.Credentials
+	14, // 25: voxgate.plugin.v1.TranscribeRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	21, // 26: voxgate.plugin.v1.Transcript.words:type_name -> voxgate.plugin.v1.WordTimestamp
+	14, // 27: voxgate.plugin.v1.ModerationRequest.credentials:type_name -> voxgate.plugin.v1.Credentials
+	35, // 28: voxgate.plugin.v1.ModerationRequest.rules:type_name -> voxgate.plugin.v1.ModerationRule
+	0,  // 29: voxgate.plugin.v1.Error.kind:type_name -> voxgate.plugin.v1.ErrorKind
+	1,  // 30: voxgate.plugin.v1.Provider.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	5,  // 31: voxgate.plugin.v1.Provider.Describe:input_type -> voxgate.plugin.v1.DescribeRequest
+	15, // 32: voxgate.plugin.v1.Provider.Voices:input_type -> voxgate.plugin.v1.VoicesRequest
+	18, // 33: voxgate.plugin.v1.Provider.Synthesize:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	18, // 34: voxgate.plugin.v1.Provider.Stream:input_type -> voxgate.plugin.v1.SynthesizeRequest
+	23, // 35: voxgate.plugin.v1.Provider.Clone:input_type -> voxgate.plugin.v1.CloneRequest
+	28, // 36: voxgate.plugin.v1.Provider.Plan:input_type -> voxgate.plugin.v1.PlanRequest
+	30, // 37: voxgate.plugin.v1.Provider.Explain:input_type -> voxgate.plugin.v1.Failure
+	26, // 38: voxgate.plugin.v1.Provider.StreamInput:input_type -> voxgate.plugin.v1.InputMessage
+	32, // 39: voxgate.plugin.v1.Provider.Transcribe:input_type -> voxgate.plugin.v1.TranscribeRequest
+	1,  // 40: voxgate.plugin.v1.Provider.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	1,  // 41: voxgate.plugin.v1.Moderator.Configure:input_type -> voxgate.plugin.v1.ConfigureRequest
+	34, // 42: voxgate.plugin.v1.Moderator.Moderate:input_type -> voxgate.plugin.v1.ModerationRequest
+	1,  // 43: voxgate.plugin.v1.Moderator.ValidateSettings:input_type -> voxgate.plugin.v1.ConfigureRequest
+	2,  // 44: voxgate.plugin.v1.Provider.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	6,  // 45: voxgate.plugin.v1.Provider.Describe:output_type -> voxgate.plugin.v1.Description
+	16, // 46: voxgate.plugin.v1.Provider.Voices:output_type -> voxgate.plugin.v1.VoicesResponse
+	20, // 47: voxgate.plugin.v1.Provider.Synthesize:output_type -> voxgate.plugin.v1.SynthesizeResponse
+	22, // 48: voxgate.plugin.v1.Provider.Stream:output_type -> voxgate.plugin.v1.Chunk
+	25, // 49: voxgate.plugin.v1.Provider.Clone:output_type -> voxgate.plugin.v1.CloneResponse
+	29, // 50: voxgate.plugin.v1.Provider.Plan:output_type -> voxgate.plugin.v1.HTTPPlan
+	31, // 51: voxgate.plugin.v1.Provider.Explain:output_type -> voxgate.plugin.v1.ExplainResponse
+	27, // 52: voxgate.plugin.v1.Provider.StreamInput:output_type -> voxgate.plugin.v1.StreamEvent
+	33, // 53: voxgate.plugin.v1.Provider.Transcribe:output_type -> voxgate.plugin.v1.Transcript
+	3,  // 54: voxgate.plugin.v1.Provider.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	2,  // 55: voxgate.plugin.v1.Moderator.Configure:output_type -> voxgate.plugin.v1.ConfigureResponse
+	36, // 56: voxgate.plugin.v1.Moderator.Moderate:output_type -> voxgate.plugin.v1.ModerationResult
+	3,  // 57: voxgate.plugin.v1.Moderator.ValidateSettings:output_type -> voxgate.plugin.v1.ValidateSettingsResponse
+	44, // [44:58] is the sub-list for method output_type
+	30, // [30:44] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_voxgate_proto_init() }

@@ -47,13 +47,7 @@ func (c *Client) FetchBilled(ctx context.Context, p *Planned, text string, expla
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, h := range p.billed {
-		if v := resp.Header.Peek(h[0]); len(v) > 0 {
-			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
-				billed = append(billed, sdk.BilledUsage{Unit: h[1], Quantity: n})
-			}
-		}
-	}
+	billed = billedOf(&resp.Header, p)
 	body = resp.Body()
 	if len(body)%p.frame != 0 {
 		fasthttp.ReleaseResponse(resp)
@@ -61,6 +55,20 @@ func (c *Client) FetchBilled(ctx context.Context, p *Planned, text string, expla
 	}
 	var once sync.Once
 	return body, billed, func() { once.Do(func() { fasthttp.ReleaseResponse(resp) }) }, nil
+}
+
+// billedOf reads what h says the call was billed, by the plan's
+// BilledHeaders; nil when none says.
+func billedOf(h *fasthttp.ResponseHeader, p *Planned) []sdk.BilledUsage {
+	var billed []sdk.BilledUsage
+	for _, bh := range p.billed {
+		if v := h.Peek(bh[0]); len(v) > 0 {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+				billed = append(billed, sdk.BilledUsage{Unit: bh[1], Quantity: n})
+			}
+		}
+	}
+	return billed
 }
 
 // Open sends plan with text and returns the answer's body to read as it
@@ -275,6 +283,11 @@ type Body struct {
 
 // MediaType is the media type of the stream.
 func (b *Body) MediaType() string { return b.plan.MediaType }
+
+// Billed is what the answer's headers say the call was billed (the
+// plan's BilledHeaders: ElevenLabs' character-cost comes with a stream's
+// headers, before its audio); nil when none says. Read it before Close.
+func (b *Body) Billed() []sdk.BilledUsage { return billedOf(&b.resp.Header, b.plan) }
 
 // Next returns the next piece of audio as soon as it arrives, a whole
 // number of frames long. The slice is valid until the next call. At the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,6 +298,47 @@ func TestOpenMediaType(t *testing.T) {
 	defer b.Close()
 	if b.MediaType() != "audio/mpeg" {
 		t.Errorf("MediaType %q", b.MediaType())
+	}
+}
+
+// TestBilledHeaders: what the answer's headers the plan names say the
+// call was billed comes back, from a clip (FetchBilled) and from a
+// stream before its audio is read (Body.Billed); a missing or malformed
+// header says nothing.
+func TestBilledHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   []sdk.BilledUsage
+	}{
+		{"said", map[string]string{"character-cost": "42"}, []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: 42}}},
+		{"not said", nil, nil},
+		{"not a count", map[string]string{"character-cost": "lots"}, nil},
+		{"negative", map[string]string{"character-cost": "-1"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, &script{replies: []reply{{status: 200, header: tc.header, body: audio(10)}}})
+			c := newTestClient(t, Options{})
+			sp := testPlan(srv.URL)
+			sp.BilledHeaders = map[string]string{"character-cost": sdk.UnitCharacters}
+			p := planFor(t, c, sp)
+			_, billed, release, err := c.FetchBilled(callCtx(t), p, "hi", (&explainer{}).explain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release()
+			if !reflect.DeepEqual(billed, tc.want) {
+				t.Errorf("clip billed %+v, want %+v", billed, tc.want)
+			}
+			b, err := c.Open(callCtx(t), p, "hi", (&explainer{}).explain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.Billed(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("stream billed %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 

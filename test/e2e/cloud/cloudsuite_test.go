@@ -219,6 +219,23 @@ func runCloudSuite(t *testing.T, c cloudCase) {
 		if !bySeconds && !byTokens && row.Cost != q.Data.Cost {
 			t.Errorf("billed %s, quoted %s (units %v)", row.Cost, q.Data.Cost, q.Data.Calls[0].Units)
 		}
+		// A stream is billed at its end the same way, from what the
+		// provider said with it where it said (a header, a last message).
+		if !c.Streams {
+			return
+		}
+		if r := tg.Do("POST", "/v1/audio/speech/stream", "acme", body); r.Status != 200 {
+			t.Fatalf("stream: %d %s", r.Status, r.Body)
+		}
+		for range 100 { // its row is recorded as its last bytes go
+			if row = lastLogRow(t, tg, "acme"); row.Path == "/v1/audio/speech/stream" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if row.Path != "/v1/audio/speech/stream" || row.CostEstimate != q.Data.Cost || (!bySeconds && !byTokens && row.Cost != q.Data.Cost) {
+			t.Errorf("stream row %s billed %s (estimate %s), quoted %s", row.Path, row.Cost, row.CostEstimate, q.Data.Cost)
+		}
 	})
 
 	t.Run("native encodings", func(t *testing.T) { runNativeEncodings(t, tg, c, text) })
