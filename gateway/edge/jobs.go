@@ -261,6 +261,23 @@ func (s *Server) cancelJob(ctx *fasthttp.RequestCtx, c *exchange) error {
 	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[jobJSON]{jobOut(j)})
 }
 
+// deleteJob deletes a finished job, its record and files: 204. A queued
+// or running job is 409 (cancel it first), another organization's 404.
+func (s *Server) deleteJob(ctx *fasthttp.RequestCtx, c *exchange) error {
+	if _, err := parseQuery(ctx); err != nil {
+		return err
+	}
+	id := pathID(ctx)
+	if _, err := s.jobs.Delete(c.ctx, c.p.OrgID, id); err != nil {
+		if errors.Is(err, store.ErrJobLive) {
+			return problem.New(problem.Conflict, "job %s is queued or running: cancel it first (POST /v1/audio/jobs/%s/cancel), then delete it", id, id)
+		}
+		return jobProblem(id, err)
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
 // finishedJob returns org's job id when it succeeded, else the problem.
 func (s *Server) finishedJob(c *exchange, id string) (*store.Job, *jobs.Spec, error) {
 	j, err := s.jobs.Get(c.ctx, c.p.OrgID, id)
