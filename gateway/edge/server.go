@@ -351,6 +351,7 @@ func New(d Deps) *Server {
 		rt.DELETE("/v1/api-keys/{providerId}", "apikeys.delete", s.deleteProviderKey)
 		if s.jobs != nil {
 			rt.POST("/v1/audio/jobs", "jobs.create", s.createJob)
+			rt.POST("/v1/audio/jobs/quote", "quote.job", s.quoteJob)
 			rt.GET("/v1/audio/jobs", "jobs.list", s.listJobs)
 			rt.GET("/v1/audio/jobs/{id}", "jobs.get", s.getJob)
 			rt.DELETE("/v1/audio/jobs/{id}", "jobs.delete", s.deleteJob)
