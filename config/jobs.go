@@ -1,6 +1,12 @@
 package config
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
 
 // Jobs configures long-form jobs (POST /v1/audio/jobs) and this
 // instance's worker; limits.max_job_chars bounds a job's text.
@@ -44,7 +50,46 @@ type Jobs struct {
 	// deployment); WebhookAllowHTTP plain http (off: https only).
 	WebhookAllowPrivate bool `yaml:"webhook_allow_private"`
 	WebhookAllowHTTP    bool `yaml:"webhook_allow_http"`
+	// Retention is how long a finished job (succeeded, failed or
+	// cancelled) is kept, its record and its files, before a sweeper
+	// deletes it (default 30d; "off" keeps jobs until they are deleted
+	// with DELETE /v1/audio/jobs/{id}).
+	Retention Age `yaml:"retention"`
 }
+
+// Age is a duration that may also be given in days ("30d"), or "off"
+// (kept for ever: -1).
+type Age time.Duration
+
+// UnmarshalYAML parses "off", a number of days ("30d") or a Go duration.
+func (a *Age) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	s = strings.TrimSpace(s)
+	if s == "off" {
+		*a = -1
+		return nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		d, err := strconv.ParseFloat(days, 64)
+		if err != nil || d <= 0 || d > 36500 {
+			return typeError("line %d: %q is not a number of days like 30d", n.Line, s)
+		}
+		*a = Age(d * float64(24*time.Hour))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return typeError("line %d: %q is not a positive duration like 30d, 12h or 90s, or off", n.Line, s)
+	}
+	*a = Age(v)
+	return nil
+}
+
+// D returns the age as a time.Duration; 0 for off.
+func (a Age) D() time.Duration { return max(time.Duration(a), 0) }
 
 func (j *Jobs) defaults() {
 	if j.PerInstance == 0 {
@@ -78,6 +123,9 @@ func (j *Jobs) defaults() {
 	if j.WebhookRetryFor == 0 {
 		j.WebhookRetryFor = Duration(24 * time.Hour)
 	}
+	if j.Retention == 0 {
+		j.Retention = Age(30 * 24 * time.Hour)
+	}
 }
 
 // validateJobs checks the jobs section and limits.max_job_chars.
@@ -100,6 +148,9 @@ func (c *Config) validateJobs(bad report) {
 	}
 	if *j.ChunkRetries < 0 || *j.ChunkRetries > 20 {
 		bad("jobs.chunk_retries", "must be from 0 to 20, got %d", *j.ChunkRetries)
+	}
+	if r := j.Retention; r > 0 && r.D() < time.Second {
+		bad("jobs.retention", "must be at least 1s (or off), got %s", r.D())
 	}
 	if n := c.Limits.MaxJobChars; n < 1 || n > 50_000_000 {
 		bad("limits.max_job_chars", "must be from 1 to 50000000, got %d", n)

@@ -39,6 +39,8 @@ type Results struct {
 	AfterLoad afterLoad `json:"after_load"`
 	// Realtime is the realtime WebSocket phase (realtime.go).
 	Realtime realtimeResult `json:"realtime"`
+	// Jobs is the long-form jobs phase (jobs.go).
+	Jobs jobsResult `json:"jobs"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
@@ -539,6 +541,7 @@ func (r *Results) evaluate() {
 			Baseline: fmt.Sprintf("%.0f", c.MissRPS), Gateway: fmt.Sprintf("%.0f", c.HitRPS), Delta: tp, Value: c.TputX})
 	}
 	r.loudnessFigures(add)
+	r.jobsFigures(add)
 	for _, w := range r.WholeClip.Runs {
 		add(figure{Name: fmt.Sprintf("peak memory per whole-clip request, %s (%d chars, x0.25, WAV 48 kHz)", w.Name, r.WholeClip.Chars), Unit: "MB",
 			Baseline: fmt.Sprintf("%.1f answer", float64(w.AnswerBytes)/1e6), Gateway: fmt.Sprintf("%.1f growth", (float64(w.HWMAfter)-float64(w.RSSBefore))/1e6),

@@ -156,13 +156,73 @@ func jobProblem(id string, err error) error {
 }
 
 func (s *Server) createJob(ctx *fasthttp.RequestCtx, c *exchange) error {
+	nj, err := s.decodeJob(ctx, c)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
+	defer cancel()
+	j, err := s.jobs.Create(cctx, c.p.OrgID, c.p.KeyID, jobSpeaker(c), nj)
+	if err != nil {
+		return err
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/audio/jobs/"+j.ID)
+	return s.writeJSON(ctx, fasthttp.StatusAccepted, envelope[jobJSON]{jobOut(j)})
+}
+
+// jobSpeaker is the speech service a job is checked and quoted with.
+func jobSpeaker(c *exchange) jobs.Speaker {
+	if c.live.Speech != nil {
+		return c.live.Speech
+	}
+	return nil
+}
+
+// jobQuoteJSON is the answer of POST /v1/audio/jobs/quote: a speech
+// quote's, the calls grouped per provider and model (count: how many),
+// with the job's number of chunks.
+type jobQuoteJSON struct {
+	Cost     json.Number        `json:"cost"`
+	Currency string             `json:"currency"`
+	Chunks   int                `json:"chunks"`
+	Calls    []jobQuoteCallJSON `json:"calls"`
+}
+
+type jobQuoteCallJSON struct {
+	quoteCallJSON
+	Count int `json:"count"`
+}
+
+// quoteJob serves POST /v1/audio/jobs/quote: the body of POST
+// /v1/audio/jobs, priced chunk by chunk without making the job.
+func (s *Server) quoteJob(ctx *fasthttp.RequestCtx, c *exchange) error {
+	nj, err := s.decodeJob(ctx, c)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
+	defer cancel()
+	q, err := s.jobs.Quote(cctx, c.p.OrgID, jobSpeaker(c), nj)
+	if err != nil {
+		return err
+	}
+	out := jobQuoteJSON{Cost: money(q.Cost), Currency: q.Currency, Chunks: q.Chunks, Calls: make([]jobQuoteCallJSON, len(q.Calls))}
+	for i, call := range q.Calls {
+		sq := quoteOut(&speech.Quoted{Calls: []speech.Call{call.Call}})
+		out.Calls[i] = jobQuoteCallJSON{quoteCallJSON: sq.Calls[0], Count: call.Count}
+	}
+	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[jobQuoteJSON]{out})
+}
+
+// decodeJob reads the body of POST /v1/audio/jobs (and its quote).
+func (s *Server) decodeJob(ctx *fasthttp.RequestCtx, c *exchange) (*jobs.NewJob, error) {
 	var body jobRequestJSON
 	if err := s.decodeJSON(ctx, &body); err != nil {
-		return err
+		return nil, err
 	}
 	out, err := decodeOutput(body.Output)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nj := &jobs.NewJob{Spec: jobs.Spec{Captions: body.Captions,
 		Voice: jobVoiceJSON{VoiceID: body.VoiceID, Model: body.Model, Voice: body.Voice, ProviderOptions: body.ProviderOptions, Speed: body.Speed}.domain()}}
@@ -190,32 +250,21 @@ func (s *Server) createJob(ctx *fasthttp.RequestCtx, c *exchange) error {
 	case "markdown":
 		nj.Markdown = true
 	default:
-		return problem.Validation(problem.Field(`must be "plain" or "markdown"`, "textFormat"))
+		return nil, problem.Validation(problem.Field(`must be "plain" or "markdown"`, "textFormat"))
 	}
 	switch {
 	case body.Text != nil && body.MediaID != "":
-		return problem.Validation(problem.Field("give text or mediaId, not both", "mediaId"))
+		return nil, problem.Validation(problem.Field("give text or mediaId, not both", "mediaId"))
 	case body.MediaID != "":
 		text, md, err := s.jobText(c, body.MediaID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		nj.Text, nj.Markdown = text, nj.Markdown || md
 	case body.Text != nil:
 		nj.Text = *body.Text
 	}
-	var sp jobs.Speaker
-	if c.live.Speech != nil {
-		sp = c.live.Speech
-	}
-	cctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
-	defer cancel()
-	j, err := s.jobs.Create(cctx, c.p.OrgID, c.p.KeyID, sp, nj)
-	if err != nil {
-		return err
-	}
-	ctx.Response.Header.Set(fasthttp.HeaderLocation, "/v1/audio/jobs/"+j.ID)
-	return s.writeJSON(ctx, fasthttp.StatusAccepted, envelope[jobJSON]{jobOut(j)})
+	return nj, nil
 }
 
 // jobText reads a job's text from an uploaded text/plain or
@@ -259,6 +308,23 @@ func (s *Server) cancelJob(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return jobProblem(pathID(ctx), err)
 	}
 	return s.writeJSON(ctx, fasthttp.StatusOK, envelope[jobJSON]{jobOut(j)})
+}
+
+// deleteJob deletes a finished job, its record and files: 204. A queued
+// or running job is 409 (cancel it first), another organization's 404.
+func (s *Server) deleteJob(ctx *fasthttp.RequestCtx, c *exchange) error {
+	if _, err := parseQuery(ctx); err != nil {
+		return err
+	}
+	id := pathID(ctx)
+	if _, err := s.jobs.Delete(c.ctx, c.p.OrgID, id); err != nil {
+		if errors.Is(err, store.ErrJobLive) {
+			return problem.New(problem.Conflict, "job %s is queued or running: cancel it first (POST /v1/audio/jobs/%s/cancel), then delete it", id, id)
+		}
+		return jobProblem(id, err)
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
 }
 
 // finishedJob returns org's job id when it succeeded, else the problem.

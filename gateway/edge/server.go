@@ -351,8 +351,10 @@ func New(d Deps) *Server {
 		rt.DELETE("/v1/api-keys/{providerId}", "apikeys.delete", s.deleteProviderKey)
 		if s.jobs != nil {
 			rt.POST("/v1/audio/jobs", "jobs.create", s.createJob)
+			rt.POST("/v1/audio/jobs/quote", "quote.job", s.quoteJob)
 			rt.GET("/v1/audio/jobs", "jobs.list", s.listJobs)
 			rt.GET("/v1/audio/jobs/{id}", "jobs.get", s.getJob)
+			rt.DELETE("/v1/audio/jobs/{id}", "jobs.delete", s.deleteJob)
 			rt.POST("/v1/audio/jobs/{id}/cancel", "jobs.cancel", s.cancelJob)
 			rt.GET("/v1/audio/jobs/{id}/audio", "jobs.audio", s.jobAudio)
 			rt.GET("/v1/audio/jobs/{id}/captions", "jobs.captions", s.jobCaptions)

@@ -131,18 +131,185 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 
 // join writes the finished file (and captions) of j from its chunk files
 // and returns the file's size.
+//
+// A lossy file (MP3, Opus) with a loudness target is measured after it
+// is encoded, as a clip's answer is (audio.EncodeLoudness): the encoder
+// moves the true peak (Opus by a dB or more after heavy limiting) and
+// the loudness. The file is decoded as it is read from disk
+// (audio.MeasureEncoded, libmpg123 and libopus), never held; when its
+// true peak is over the target's, or its loudness off by more than
+// lossyJobToleranceLU, the
+// chunks are encoded again through the same leveling with the gain
+// corrected by what was measured (a trim after the limiter: a gain that
+// moved the limiter's work would move the encoder's overshoot with it),
+// at most lossyJobPasses times in all. Each pass reads and encodes the
+// whole job again, so only a file that missed pays for it; the true
+// peak wins over the loudness (a file that overshoots is made quieter).
 func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string) (int64, error) {
 	chunks, marks, total, served, err := s.layout(ctx, j, spec, dir)
 	if err != nil {
 		return 0, err
 	}
-	prov := s.newFileProvenance(j, spec, served)
 	path := OutputPath(s.opts.Dir, j.ID, spec.Format)
-	f, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	capts, err := s.newCaptions(j, spec)
 	if err != nil {
-		return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be written")
+		return 0, err
 	}
-	defer os.Remove(path + ".tmp")
+	defer capts.close()
+	var lev *leveling
+	if spec.Loudness != nil {
+		if lev, err = s.planLeveling(ctx, j, spec, dir, chunks); err != nil {
+			return 0, err
+		}
+	}
+	measure := lev != nil && (spec.Format == audio.FormatMP3 || spec.Format == audio.FormatOpus)
+	// Each pass writes a file of its own; the best so far is kept (the
+	// encoder's overshoot does not move smoothly with the gain, so a
+	// later pass may come out worse).
+	var best *encodedPass
+	defer func() {
+		if best != nil {
+			os.Remove(best.path)
+		}
+	}()
+	for pass := 1; ; pass++ {
+		var c *captionFiles
+		if pass == 1 {
+			c = capts // the captions do not change with the leveling: written once
+		}
+		cur := &encodedPass{path: fmt.Sprintf("%s.%d.tmp", path, pass)}
+		cur.size, cur.prov, err = s.encodeFile(ctx, j, spec, dir, cur.path, chunks, marks, total, served, lev, c)
+		if err != nil {
+			os.Remove(cur.path)
+			return 0, err
+		}
+		if !measure {
+			best = cur
+			break
+		}
+		again, err := s.checkEncoded(j, spec, cur, lev, pass)
+		if err != nil {
+			os.Remove(cur.path)
+			return 0, err
+		}
+		if best == nil || cur.better(best) {
+			if best != nil {
+				os.Remove(best.path)
+			}
+			best = cur
+		} else {
+			os.Remove(cur.path)
+		}
+		if !again || pass >= lossyJobPasses {
+			break
+		}
+	}
+	if err := capts.commit(); err != nil {
+		return 0, err
+	}
+	if err := s.signFile(best.prov, j.ID); err != nil {
+		return 0, problem.Wrap(problem.Internal, err, "the file's provenance record cannot be signed")
+	}
+	if err := os.Rename(best.path, path); err != nil {
+		return 0, err
+	}
+	size := best.size
+	best = nil
+	return size, nil
+}
+
+// encodedPass is one encoding of a job's file, and what it measured
+// (lossy files with a loudness target).
+type encodedPass struct {
+	path string
+	size int64
+	prov *fileProvenance
+	// peakOver is how far its true peak is over the target's (0: under);
+	// off how far its loudness is from the target's, in LU.
+	peakOver, off float64
+}
+
+// better reports whether p is a better file than q: a lower overshoot,
+// else a loudness nearer the target.
+func (p *encodedPass) better(q *encodedPass) bool {
+	if p.peakOver != q.peakOver {
+		return p.peakOver < q.peakOver
+	}
+	return math.Abs(p.off) < math.Abs(q.off)
+}
+
+const (
+	// lossyJobPasses bounds the encode-measure passes of a lossy job
+	// file with a loudness target (as lossyPasses does a clip's).
+	lossyJobPasses = 3
+	// lossyJobToleranceLU is how far from its target a lossy job file's
+	// loudness may measure without another pass (a clip is held to 0.1
+	// LU; a job's pass costs the whole file again).
+	lossyJobToleranceLU = 1.0
+	// peakStepFactor scales the trim that corrects an overshoot, and
+	// divides the one that spends the peak's headroom: after heavy
+	// limiting the encoder's overshoot does not scale with the signal
+	// (measured on eSpeak in Opus: 1.2 dB less gain, 0.4 dB lower peaks;
+	// 0.7 dB more, 3 dB higher), so a trim of the overshoot alone falls
+	// short and one of the whole headroom goes over.
+	peakStepFactor = 2
+	// minTrimStepDb is the smallest correction worth another pass.
+	minTrimStepDb = 0.05
+)
+
+// leveling is how a job's file is leveled: LevelLong's plan, and the
+// trim after the limiter that measuring the encoded file called for.
+type leveling struct {
+	plan   audio.LongLeveling
+	trimDb float64
+}
+
+// checkEncoded measures the encoded file of pass p against spec's
+// target, notes how far it missed, and when it missed corrects lev's
+// trim and returns true (encode again).
+func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *leveling, pass int) (bool, error) {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return false, problem.Wrap(problem.Internal, err, "the finished file cannot be read")
+	}
+	defer f.Close()
+	gotI, gotTP, err := audio.MeasureEncoded(bufio.NewReaderSize(f, 256<<10), spec.Format)
+	if err != nil {
+		return false, problem.Wrap(problem.Internal, err, "the finished file cannot be measured")
+	}
+	t := spec.Loudness.target()
+	over := gotTP - t.TruePeak
+	off := gotI - t.Integrated
+	p.peakOver, p.off = max(over, 0), off
+	// The trim moves loudness and peaks together: down past the
+	// overshoot, or toward the loudness target by no more than the
+	// peak's headroom.
+	step := 0.0
+	switch {
+	case over > 0:
+		step = math.Min(-off, -peakStepFactor*over)
+	case math.Abs(off) > lossyJobToleranceLU:
+		step = math.Min(-off, -over/peakStepFactor)
+	}
+	again := !math.IsInf(gotI, -1) && math.Abs(step) >= minTrimStepDb
+	s.log.Info("job file measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Float64("lufs", gotI),
+		zap.Float64("true_peak_dbtp", gotTP), zap.Float64("trim_db", lev.trimDb), zap.Bool("again", again))
+	if again {
+		lev.trimDb += step
+	}
+	return again, nil
+}
+
+// encodeFile writes j's file to path from its chunk files, leveled to
+// lev (nil: not leveled), with captions (nil: none written in this
+// pass), and returns its size and provenance (its hash and mark).
+func (s *Service) encodeFile(ctx context.Context, j *store.Job, spec *Spec, dir, path string, chunks []placed, marks []chapterMark,
+	total int64, served string, lev *leveling, capts *captionFiles) (int64, *fileProvenance, error) {
+	prov := s.newFileProvenance(j, spec, served)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, nil, problem.Wrap(problem.Internal, err, "the finished file cannot be written")
+	}
 	defer f.Close()
 	var out io.Writer = f
 	if prov != nil {
@@ -155,19 +322,19 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	switch spec.Format {
 	case audio.FormatWAV:
 		if err := writeWAVHeader(w, rate, total, marks, prov.riff); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		sink = func(p []byte) error { _, err := w.Write(p); return err }
 		finish = func() error { return writeWAVTrailer(w, rate, total, marks) }
 	default:
 		if spec.Format == audio.FormatMP3 {
 			if _, err := w.Write(mergeID3(id3Chapters(marks, rate), prov.id3())); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
 		enc, err := audio.NewStreamEncoderComments(rate, audio.Output{Format: spec.Format, Bitrate: spec.Bitrate}, append(opusChapters(marks, rate), prov.comments()...))
 		if err != nil {
-			return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be encoded")
+			return 0, nil, problem.Wrap(problem.Internal, err, "the finished file cannot be encoded")
 		}
 		defer enc.Close()
 		sink = func(p []byte) error {
@@ -185,42 +352,27 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 			return err
 		}
 	}
-	capts, err := s.newCaptions(j, spec)
-	if err != nil {
-		return 0, err
+	if lev != nil && !lev.plan.Gated {
+		sink, finish = leveled(spec.Rate, lev, sink, finish)
 	}
-	defer capts.close()
-	if spec.Loudness != nil {
-		if sink, finish, err = s.leveled(ctx, j, spec, dir, chunks, sink, finish); err != nil {
-			return 0, err
-		}
+	var done func(placed) error
+	if capts != nil {
+		done = func(c placed) error { return capts.chunk(ctx, dir, c, float64(c.start)/float64(rate)) }
 	}
-	err = walkPCM(ctx, dir, chunks, rate, sink, func(c placed) error {
-		return capts.chunk(ctx, dir, c, float64(c.start)/float64(rate))
-	})
-	if err != nil {
-		return 0, err
+	if err := walkPCM(ctx, dir, chunks, rate, sink, done); err != nil {
+		return 0, nil, err
 	}
 	if err := finish(); err != nil {
-		return 0, problem.Wrap(problem.Internal, err, "the finished file cannot be written")
+		return 0, nil, problem.Wrap(problem.Internal, err, "the finished file cannot be written")
 	}
 	if err := w.Flush(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := f.Sync(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	size, _ := f.Seek(0, io.SeekCurrent)
-	if err := capts.commit(); err != nil {
-		return 0, err
-	}
-	if err := s.signFile(prov, j.ID); err != nil {
-		return 0, problem.Wrap(problem.Internal, err, "the file's provenance record cannot be signed")
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return 0, err
-	}
-	return size, nil
+	size, err := f.Seek(0, io.SeekCurrent)
+	return size, prov, err
 }
 
 // walkPCM feeds the joined PCM of chunks to sink, one chunk file at a
@@ -260,12 +412,11 @@ func walkPCM(ctx context.Context, dir string, chunks []placed, rate int, sink fu
 	return nil
 }
 
-// leveled wraps the finished file's sink (and finish) in the job's
-// loudness leveling (audio.LevelLong): the joined PCM is measured first,
-// in a pass over the chunk files, and again at trial gains when the
-// limiter must work, so the whole file is leveled at one gain and never
-// held in memory.
-func (s *Service) leveled(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed, sink func([]byte) error, finish func() error) (func([]byte) error, func() error, error) {
+// planLeveling plans the leveling of j's joined audio to its loudness
+// target (audio.LevelLong): the joined PCM is measured in a pass over the
+// chunk files, and again at trial gains when the limiter must work, so
+// the whole file is leveled at one gain and never held in memory.
+func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed) (*leveling, error) {
 	rate := spec.Rate
 	var fl []float32
 	replay := func(f func([]float32) error) error {
@@ -274,35 +425,46 @@ func (s *Service) leveled(ctx context.Context, j *store.Job, spec *Spec, dir str
 			return f(fl)
 		}, nil)
 	}
-	target := spec.Loudness.target()
-	plan, err := audio.LevelLong(rate, target, spec.Format, replay)
+	plan, err := audio.LevelLong(rate, spec.Loudness.target(), spec.Format, replay)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
-		return nil, nil, problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
+		return nil, problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
 	}
 	s.log.Info("job leveled", zap.String("job", j.ID), zap.Float64("input_lufs", plan.InputLufs),
 		zap.Float64("output_lufs", plan.OutputLufs), zap.Float64("gain_db", plan.GainDb), zap.Bool("limited", plan.Limited),
 		zap.Bool("missed", plan.Missed), zap.Int("passes", plan.Passes))
-	if plan.Gated {
-		return sink, finish, nil // silence: nothing to level
-	}
-	lev := audio.NewFixedLeveler(rate, plan.GainDb, plan.CeilingDbtp)
+	return &leveling{plan: plan}, nil
+}
+
+// leveled wraps the finished file's sink (and finish) in lev: the
+// plan's gain and limiter, then its trim.
+func leveled(rate int, lev *leveling, sink func([]byte) error, finish func() error) (func([]byte) error, func() error) {
+	l := audio.NewFixedLeveler(rate, lev.plan.GainDb, lev.plan.CeilingDbtp)
+	trim := float32(math.Pow(10, lev.trimDb/20))
 	var in, out []float32
 	var b []byte
+	emit := func(out []float32) error {
+		if trim != 1 {
+			for i := range out {
+				out[i] *= trim
+			}
+		}
+		b = floatsPCM(out, b[:0])
+		return sink(b)
+	}
 	return func(p []byte) error {
 			in = pcmFloats(p, in[:0])
-			out = lev.Write(in, out[:0])
-			b = floatsPCM(out, b[:0])
-			return sink(b)
+			out = l.Write(in, out[:0])
+			return emit(out)
 		}, func() error {
-			out = lev.Flush(out[:0])
-			if err := sink(floatsPCM(out, b[:0])); err != nil {
+			out = l.Flush(out[:0])
+			if err := emit(out); err != nil {
 				return err
 			}
 			return finish()
-		}, nil
+		}
 }
 
 // pcmFloats appends 16-bit little-endian PCM p to f as floats in [-1, 1).

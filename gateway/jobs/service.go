@@ -33,6 +33,9 @@ type Store interface {
 type Speaker interface {
 	Speak(ctx context.Context, org string, req *speech.Request, ep speech.Delivery) (*speech.Spoken, error)
 	CheckVoice(ctx context.Context, org string, req *speech.Request) (int, error)
+	// Quote prices a request without running it (POST
+	// /v1/audio/jobs/quote prices each chunk with it).
+	Quote(ctx context.Context, org string, req *speech.Request, ep speech.Delivery) (*speech.Quoted, error)
 }
 
 // Formats are the formats a job's file may have: those the gateway
@@ -56,6 +59,26 @@ type NewJob struct {
 // that asked (its scope and budget apply to every chunk). Failures are
 // *problem.Error values.
 func (s *Service) Create(ctx context.Context, org, keyID string, sp Speaker, nj *NewJob) (*store.Job, error) {
+	chunks, err := s.plan(ctx, org, sp, nj)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := json.Marshal(nj.Spec)
+	if err != nil {
+		return nil, err
+	}
+	j := &store.Job{ID: uuid.NewString(), OrgID: org, KeyID: keyID, Spec: spec, Characters: int64(utf8.RuneCountInString(nj.Text))}
+	if err := s.store.CreateJob(ctx, j, chunks); err != nil {
+		return nil, fmt.Errorf("create job: %w", err)
+	}
+	s.Wake()
+	return j, nil
+}
+
+// plan checks nj for org and cuts its text into chunks within every one
+// of its voices' limits (setting nj.Spec.Chapters): what Create stores
+// and Quote prices.
+func (s *Service) plan(ctx context.Context, org string, sp Speaker, nj *NewJob) ([]store.JobChunk, error) {
 	if err := s.validate(nj); err != nil {
 		return nil, err
 	}
@@ -92,16 +115,73 @@ func (s *Service) Create(ctx context.Context, org, keyID string, sp Speaker, nj 
 		return nil, problem.Validation(problem.Field("has nothing to say", "text"))
 	}
 	nj.Spec.Chapters = chapters
-	spec, err := json.Marshal(nj.Spec)
+	return chunks, nil
+}
+
+// Quote is what a job will cost before it is made (POST
+// /v1/audio/jobs/quote).
+type Quote struct {
+	// Cost is the calls' sum, in nano-units of Currency.
+	Cost     int64
+	Currency string
+	// Chunks is how many chunks the job's text is cut into.
+	Chunks int
+	// Calls are the provider calls of the chunks grouped per provider
+	// and model, in the order the job first makes them: units and cost
+	// summed, Count the calls.
+	Calls []QuoteCall
+}
+
+// QuoteCall is the calls to one provider and model a job would make.
+type QuoteCall struct {
+	speech.Call
+	Count int
+}
+
+// Quote prices nj for org without making it: its text is cut into the
+// chunks Create would store, and each chunk is priced as the worker will
+// render it (Speaker.Quote: the voice's first choice, as a speech quote
+// does), with nothing stored, reserved or rendered. The sum is what the
+// job's chunks reserve from budgets in money, one chunk at a time.
+func (s *Service) Quote(ctx context.Context, org string, sp Speaker, nj *NewJob) (*Quote, error) {
+	chunks, err := s.plan(ctx, org, sp, nj)
 	if err != nil {
 		return nil, err
 	}
-	j := &store.Job{ID: uuid.NewString(), OrgID: org, KeyID: keyID, Spec: spec, Characters: int64(utf8.RuneCountInString(nj.Text))}
-	if err := s.store.CreateJob(ctx, j, chunks); err != nil {
-		return nil, fmt.Errorf("create job: %w", err)
+	ep := speech.DeliverClip
+	if nj.Spec.Captions {
+		ep = speech.DeliverTimestamps
 	}
-	s.Wake()
-	return j, nil
+	q := &Quote{Chunks: len(chunks), Calls: []QuoteCall{}}
+	at := map[string]int{}
+	for i := range chunks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		v, err := nj.Spec.voice(chunks[i].Voice)
+		if err != nil {
+			return nil, problem.Wrap(problem.Internal, err, "a chunk names a voice the job lacks")
+		}
+		cq, err := sp.Quote(ctx, org, v.request(chunks[i].Text, nj.Spec.Rate, nj.Spec.Captions), ep)
+		if err != nil {
+			return nil, err
+		}
+		q.Currency = cq.Currency
+		for _, c := range cq.Calls {
+			k := c.Provider + "/" + c.Model
+			n, ok := at[k]
+			if !ok {
+				n, at[k] = len(q.Calls), len(q.Calls)
+				q.Calls = append(q.Calls, QuoteCall{Call: speech.Call{Provider: c.Provider, Model: c.Model, Prices: c.Prices}})
+			}
+			g := &q.Calls[n]
+			g.Units.Add(c.Units)
+			g.Cost += c.Cost
+			g.Count++
+			q.Cost += c.Cost
+		}
+	}
+	return q, nil
 }
 
 // validate checks what needs no catalog: text, format, voices' shape,

@@ -60,6 +60,10 @@ type Options struct {
 	WebhookAllowPrivate, WebhookAllowHTTP bool
 	// WebhookTimeout bounds one delivery.
 	WebhookTimeout time.Duration
+	// Retention is how long a finished job (its record and files) is
+	// kept before the sweeper deletes it; 0 keeps jobs until they are
+	// deleted (DELETE /v1/audio/jobs/{id}).
+	Retention time.Duration
 }
 
 func (o *Options) defaults() {
@@ -186,6 +190,13 @@ func (s *Service) Run(ctx context.Context) {
 	slots := make(chan struct{}, s.opts.PerInstance)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if s.opts.Retention > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runSweeper(ctx)
+		}()
+	}
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
 	for {

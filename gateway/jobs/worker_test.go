@@ -35,6 +35,10 @@ func (f *fakeSpeaker) CheckVoice(context.Context, string, *speech.Request) (int,
 	return 60, nil
 }
 
+func (f *fakeSpeaker) Quote(context.Context, string, *speech.Request, speech.Delivery) (*speech.Quoted, error) {
+	return &speech.Quoted{}, nil
+}
+
 func (f *fakeSpeaker) Speak(_ context.Context, _ string, req *speech.Request, _ speech.Delivery) (*speech.Spoken, error) {
 	f.mu.Lock()
 	n := f.calls[*req.Text]

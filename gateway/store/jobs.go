@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,6 +39,10 @@ const (
 // the caller no longer holds: another instance took it over after the
 // lease ran out, or the job was cancelled or finished meanwhile.
 var ErrLeaseLost = errors.New("job lease lost")
+
+// ErrJobLive is returned by DeleteJob for a job that is queued or
+// running: it is cancelled first (a worker may be writing its files).
+var ErrJobLive = errors.New("job is queued or running")
 
 // JobTerminal reports whether state is final (succeeded, failed,
 // cancelled).
@@ -178,6 +183,22 @@ type JobStore interface {
 	// whose lease owner holds, sets its next due time (zero: no more) and
 	// releases the lease; else ErrLeaseLost.
 	RecordJobDelivery(ctx context.Context, id, owner string, d JobDelivery, next time.Time) error
+
+	// DeleteJob deletes job id of orgID and its chunks, atomically, and
+	// returns the job as it was (its caller removes its files). Only a
+	// job in a final state is deleted: a queued or running one fails
+	// with ErrJobLive and is left as it was. An unknown id, or another
+	// organization's, is ErrNotFound.
+	DeleteJob(ctx context.Context, orgID, id string) (*Job, error)
+	// ExpiredJobs returns up to limit jobs of every organization that
+	// reached a final state before before, the longest finished first
+	// (the retention sweeper deletes them).
+	ExpiredJobs(ctx context.Context, before time.Time, limit int) ([]Job, error)
+	// LeaseJobSweep gives the deployment's one job-sweeper lease to
+	// owner until now+d when no other owner holds it live, and reports
+	// whether owner holds it, so that instances sharing a store do not
+	// sweep at once. Its holder renews it by leasing again.
+	LeaseJobSweep(ctx context.Context, owner string, d time.Duration) (bool, error)
 }
 
 // CheckText returns a *TextError naming the first string of j that is not
@@ -309,6 +330,40 @@ func CancelJobRecord(j *Job, now time.Time) bool {
 	}
 	j.State, j.FinishedAt, j.UpdatedAt = JobCancelled, now, now
 	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+	return true
+}
+
+// JobExpired reports whether j reached a final state before before
+// (ExpiredJobs).
+func JobExpired(j *Job, before time.Time) bool {
+	return JobTerminal(j.State) && !j.FinishedAt.IsZero() && j.FinishedAt.Before(before)
+}
+
+// SortExpiredJobs sorts jobs by finish time, then id (ExpiredJobs'
+// order), for the backends that collect them unordered.
+func SortExpiredJobs(jobs []Job) {
+	slices.SortFunc(jobs, func(a, b Job) int {
+		if c := a.FinishedAt.Compare(b.FinishedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// SweepLease is the job sweeper's lease (LeaseJobSweep) as the backends
+// that keep it as a record hold it.
+type SweepLease struct {
+	Owner string
+	Until time.Time
+}
+
+// Take gives l to owner until now+d unless another owner holds it live,
+// and reports whether owner holds it.
+func (l *SweepLease) Take(owner string, now time.Time, d time.Duration) bool {
+	if l.Owner != owner && !l.Until.Before(now) {
+		return false
+	}
+	l.Owner, l.Until = owner, now.Add(d)
 	return true
 }
 

@@ -6,7 +6,8 @@
 //
 // Top-level buckets:
 //
-//	meta         "schema" -> uint64 layout version; "secret" -> 32 random bytes
+//	meta         "schema" -> uint64 layout version; "secret" -> 32 random bytes;
+//	             "job_sweep" -> the job sweeper's lease (see jobs.go)
 //	keys         key id -> APIKey JSON
 //	key_hashes   sha256(key) -> key id           (authentication lookup)
 //	orgs         org id -> nested bucket per organization (below)

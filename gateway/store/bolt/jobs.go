@@ -470,3 +470,93 @@ func (s *Store) RecordJobDelivery(ctx context.Context, id, owner string, d store
 	}
 	return nil
 }
+
+// DeleteJob implements store.JobStore: the record, its index entries and
+// its chunks in one transaction.
+func (s *Store) DeleteJob(ctx context.Context, orgID, id string) (*store.Job, error) {
+	var j *store.Job
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		if j, err = getJob(tx, id); err != nil {
+			return err
+		}
+		if j == nil || j.OrgID != orgID {
+			return store.ErrNotFound
+		}
+		if !store.JobTerminal(j.State) {
+			return store.ErrJobLive
+		}
+		if err := tx.Bucket([]byte(bucketJobs)).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte(bucketJobsActive)).Delete(activeKey(j)); err != nil {
+			return err
+		}
+		if b := tx.Bucket([]byte(bucketJobsByOrg)).Bucket([]byte(orgID)); b != nil {
+			if err := b.Delete(store.JobPosition(j)); err != nil {
+				return err
+			}
+		}
+		chunks := tx.Bucket([]byte(bucketJobChunks))
+		if chunks.Bucket([]byte(id)) != nil {
+			return chunks.DeleteBucket([]byte(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: delete job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// ExpiredJobs implements store.JobStore. It reads every job record: the
+// jobs kept are those of the retention period, and the sweeper asks
+// seldom (a finish-time index would cost every FinishJob a write).
+func (s *Store) ExpiredJobs(ctx context.Context, before time.Time, limit int) ([]store.Job, error) {
+	out := []store.Job{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte(bucketJobs)).ForEach(func(_, v []byte) error {
+			j, err := decodeJob(v)
+			if err != nil {
+				return err
+			}
+			if store.JobExpired(j, before) {
+				out = append(out, *j)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: expired jobs: %w", err)
+	}
+	store.SortExpiredJobs(out)
+	return out[:min(len(out), max(limit, 0))], nil
+}
+
+// metaJobSweep is the meta key of the job sweeper's lease: until (8
+// bytes, ns) and owner. One process opens a bbolt file, so its sweeper
+// always gets it; the record keeps the contract the same as PostgreSQL's.
+const metaJobSweep = "job_sweep"
+
+// LeaseJobSweep implements store.JobStore.
+func (s *Store) LeaseJobSweep(ctx context.Context, owner string, d time.Duration) (bool, error) {
+	if owner == "" {
+		return false, fmt.Errorf("store: lease job sweep: owner is required")
+	}
+	held := false
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		meta := tx.Bucket([]byte(bucketMeta))
+		var l store.SweepLease
+		if v := meta.Get([]byte(metaJobSweep)); len(v) >= 8 {
+			l = store.SweepLease{Owner: string(v[8:]), Until: time.Unix(0, int64(binary.BigEndian.Uint64(v)))}
+		}
+		if held = l.Take(owner, s.now().UTC(), d); !held {
+			return nil
+		}
+		return meta.Put([]byte(metaJobSweep), append(binary.BigEndian.AppendUint64(nil, unixNanos(l.Until)), owner...))
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: lease job sweep: %w", err)
+	}
+	return held, nil
+}

@@ -66,6 +66,9 @@ const (
 	mCheckpointJobChunk
 	mFinishJob
 	mRecordJobDelivery
+	mDeleteJob
+	mExpiredJobs
+	mLeaseJobSweep
 	numMethods
 )
 
@@ -80,6 +83,7 @@ var methodNames = [numMethods]string{
 	"CreateRule", "GetRule", "UpdateRule", "DeleteRule", "ListRules", "DictionaryRules",
 	"UpdateKey", "CreateOrg", "GetOrg", "UpdateOrg", "ListOrgs",
 	"CreateJob", "GetJob", "ListJobs", "CancelJob", "LeaseJob", "RenewJobLease", "JobChunks", "CheckpointJobChunk", "FinishJob", "RecordJobDelivery",
+	"DeleteJob", "ExpiredJobs", "LeaseJobSweep",
 }
 
 func (m method) String() string { return methodNames[m] }

@@ -257,3 +257,51 @@ func (s *Store) RecordJobDelivery(ctx context.Context, id, owner string, d store
 	store.RecordJobDeliveryRecord(e.job, d, next, s.utcNow())
 	return nil
 }
+
+// DeleteJob implements store.JobStore.
+func (s *Store) DeleteJob(ctx context.Context, orgID, id string) (*store.Job, error) {
+	if err := s.enter(ctx, mDeleteJob); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.jobOf(orgID, id)
+	if e == nil {
+		return nil, fmt.Errorf("memory store: delete job %s: %w", id, store.ErrNotFound)
+	}
+	if !store.JobTerminal(e.job.State) {
+		return nil, fmt.Errorf("memory store: delete job %s: %w", id, store.ErrJobLive)
+	}
+	delete(s.jobs, id)
+	return e.job, nil
+}
+
+// ExpiredJobs implements store.JobStore.
+func (s *Store) ExpiredJobs(ctx context.Context, before time.Time, limit int) ([]store.Job, error) {
+	if err := s.enter(ctx, mExpiredJobs); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	var out []store.Job
+	for _, e := range s.jobs {
+		if store.JobExpired(e.job, before) {
+			out = append(out, *store.CloneJob(e.job))
+		}
+	}
+	s.mu.RUnlock()
+	store.SortExpiredJobs(out)
+	return out[:min(len(out), max(limit, 0))], nil
+}
+
+// LeaseJobSweep implements store.JobStore.
+func (s *Store) LeaseJobSweep(ctx context.Context, owner string, d time.Duration) (bool, error) {
+	if err := s.enter(ctx, mLeaseJobSweep); err != nil {
+		return false, err
+	}
+	if owner == "" {
+		return false, fmt.Errorf("memory store: lease job sweep: owner is required")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sweep.Take(owner, s.utcNow(), d), nil
+}

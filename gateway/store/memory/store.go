@@ -44,6 +44,8 @@ type Store struct {
 	fps  map[string]*fingerprints
 	// jobs are every organization's long-form jobs, by id.
 	jobs map[string]*jobEntry
+	// sweep is the job sweeper's lease.
+	sweep store.SweepLease
 }
 
 // org is one organization's records. It is created by its first write;

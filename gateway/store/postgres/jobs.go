@@ -374,3 +374,68 @@ func (s *Store) RecordJobDelivery(ctx context.Context, id, owner string, d store
 	}
 	return nil
 }
+
+// DeleteJob implements store.JobStore: one statement, so a job that
+// another instance finishes or leases meanwhile is seen as it is; its
+// chunks go with it (ON DELETE CASCADE).
+func (s *Store) DeleteJob(ctx context.Context, orgID, id string) (*store.Job, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	j, err := scanJob(s.pool.QueryRow(ctx, `DELETE FROM jobs WHERE org_id = $1 AND id = $2
+		AND state IN ('succeeded', 'failed', 'cancelled') RETURNING `+jobColumns, orgID, id))
+	if err == nil {
+		return j, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("store: delete job %s: %w", id, classify(err))
+	}
+	// Nothing deleted: no such job, or it is live.
+	if _, gerr := s.GetJob(ctx, orgID, id); gerr != nil {
+		return nil, fmt.Errorf("store: delete job %s: %w", id, store.ErrNotFound)
+	}
+	return nil, fmt.Errorf("store: delete job %s: %w", id, store.ErrJobLive)
+}
+
+// ExpiredJobs implements store.JobStore (index jobs_finished).
+func (s *Store) ExpiredJobs(ctx context.Context, before time.Time, limit int) ([]store.Job, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE finished_ns > 0 AND finished_ns < $1
+		AND state IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_ns, id LIMIT $2`, nanos(before), max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("store: expired jobs: %w", classify(err))
+	}
+	defer rows.Close()
+	out := []store.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: expired jobs: %w", classify(err))
+		}
+		out = append(out, *j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: expired jobs: %w", classify(err))
+	}
+	return out, nil
+}
+
+// LeaseJobSweep implements store.JobStore: one upsert of the lease row
+// (migrations/0018_job_retention.sql), which takes it only when it is
+// owner's or has run out; the row lock makes two instances' upserts
+// one after the other.
+func (s *Store) LeaseJobSweep(ctx context.Context, owner string, d time.Duration) (bool, error) {
+	if owner == "" {
+		return false, errors.New("store: lease job sweep: owner is required")
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	now := nanos(s.now())
+	tag, err := s.pool.Exec(ctx, `INSERT INTO job_sweeper (id, owner, until_ns) VALUES (1, $1, $2::bigint + $3::bigint)
+		ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, until_ns = excluded.until_ns
+		WHERE job_sweeper.owner = excluded.owner OR job_sweeper.until_ns < $2`, owner, now, int64(d))
+	if err != nil {
+		return false, fmt.Errorf("store: lease job sweep: %w", classify(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}

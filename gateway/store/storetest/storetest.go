@@ -94,6 +94,8 @@ var cases = []struct {
 	{"JobRecords", testJobRecords},
 	{"JobLeases", testJobLeases},
 	{"JobLeasesConcurrent", testJobLeasesConcurrent},
+	{"JobDelete", testJobDelete},
+	{"JobRetention", testJobRetention},
 }
 
 // clock is a settable time source for Options.Now.

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -20,18 +21,23 @@ func TestLoudness(t *testing.T) {
 		format, ext          string
 		integrated, truePeak float64
 		// tolerance is ±0.5 LU for a lossless file, as for clips; ±1 LU
-		// for a lossy one, as for streams: the file is leveled before its
-		// encoder and not measured again after it (hours of audio are
-		// not encoded twice), and heavy limiting (eSpeak at -14 LUFS
-		// under -2 dBTP) leaves the encoder's band-limiting to shift the
-		// loudness by a few tenths.
+		// for a lossy one, as for streams: the file is measured after its
+		// encoder and encoded again only when it is over the true peak or
+		// more than 1 LU off (each pass costs the whole file), and heavy
+		// limiting (eSpeak at -14 LUFS under -2 dBTP) leaves the
+		// encoder's band-limiting to shift the loudness by a few tenths.
 		tolerance float64
 	}{
 		{"wav", "wav", -23, -1, 0.5},
 		{"mp3", "mp3", -14, -2, 1},
 		{"opus", "ogg", -16, -1, 1},
+		// Opus overshoots this ceiling by a dB after the limiter's work
+		// (0.1 dBTP when the file was not measured after encoding): the
+		// file is encoded again, quieter, as the true peak is a ceiling
+		// and the loudness a target.
+		{"opus", "ogg", -14, -1, 3},
 	} {
-		t.Run(tc.format, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %g LUFS %g dBTP", tc.format, tc.integrated, tc.truePeak), func(t *testing.T) {
 			t.Parallel()
 			j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{
 				"text": text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en", "speed": 2,

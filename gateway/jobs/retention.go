@@ -1,0 +1,142 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/store"
+)
+
+// Deleting jobs. A finished job (succeeded, failed or cancelled) is
+// deleted by its organization (DELETE /v1/audio/jobs/{id}) or, once it
+// has been finished for longer than jobs.retention, by the sweeper: the
+// record and its chunks go from the store first, in one transaction,
+// then its folder (chunk files, finished file, captions, provenance
+// record). A queued or running job is refused (409): it is cancelled
+// first, since a worker may be writing its files.
+//
+// One instance sweeps at a time: the sweeper holds the store's sweep
+// lease (on PostgreSQL a row every instance competes for), renewed each
+// round, so two instances never delete the same jobs at once. Every
+// instance also removes, from its own jobs.dir, the folders whose
+// finished file is older than the retention: where instances do not
+// share jobs.dir, the instance that finished a job holds its file, and
+// the sweeping one cannot reach it.
+
+// Delete deletes org's finished job id, its record and files, and
+// returns it as it was. A queued or running job fails with
+// store.ErrJobLive, another organization's with store.ErrNotFound.
+func (s *Service) Delete(ctx context.Context, org, id string) (*store.Job, error) {
+	j, err := s.store.DeleteJob(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	s.removeFiles(j)
+	return j, nil
+}
+
+// removeFiles removes deleted job j's folder. A failure leaves files
+// behind, not a record: it is logged, and the folder goes at the next
+// sweep once its finished file is older than the retention.
+//
+// Job files have no acoustic fingerprints in the store today
+// (store.FingerprintStore has no delete, and finished job files are not
+// fingerprinted); when they do, they go here too.
+func (s *Service) removeFiles(j *store.Job) {
+	if err := removeJobDir(s.opts.Dir, j.ID); err != nil {
+		s.log.Warn("jobs: remove a deleted job's files", zap.String("job", j.ID), zap.Error(err))
+	}
+}
+
+// sweepInterval is how often the sweeper runs: a tenth of the retention,
+// from 100ms (tests) to 10 minutes.
+func (s *Service) sweepInterval() time.Duration {
+	return min(max(s.opts.Retention/10, 100*time.Millisecond), 10*time.Minute)
+}
+
+// sweepPage is how many expired jobs one store call returns.
+const sweepPage = 100
+
+// runSweeper deletes expired jobs until ctx ends (Retention > 0).
+func (s *Service) runSweeper(ctx context.Context) {
+	every := s.sweepInterval()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := s.Sweep(ctx, 3*every); err != nil && ctx.Err() == nil {
+			s.log.Warn("jobs: retention sweep", zap.Error(err), zap.Int("deleted", n))
+		} else if n > 0 {
+			s.log.Info("jobs: retention sweep", zap.Int("deleted", n))
+		}
+		s.sweepLocal()
+	}
+}
+
+// Sweep deletes the jobs finished longer than Retention ago, when this
+// instance gets the sweep lease (held for lease); it returns how many it
+// deleted.
+func (s *Service) Sweep(ctx context.Context, lease time.Duration) (int, error) {
+	if s.opts.Retention <= 0 {
+		return 0, nil
+	}
+	held, err := s.store.LeaseJobSweep(ctx, s.opts.Owner, lease)
+	if err != nil || !held {
+		return 0, err
+	}
+	deleted := 0
+	for {
+		page, err := s.store.ExpiredJobs(ctx, s.now().Add(-s.opts.Retention), sweepPage)
+		if err != nil {
+			return deleted, err
+		}
+		for i := range page {
+			j, err := s.store.DeleteJob(ctx, page[i].OrgID, page[i].ID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // its organization deleted it meanwhile
+			}
+			if err != nil {
+				return deleted, err
+			}
+			s.removeFiles(j)
+			deleted++
+		}
+		if len(page) < sweepPage {
+			return deleted, nil
+		}
+	}
+}
+
+// sweepLocal removes the folders of this instance's jobs.dir whose
+// finished file is older than the retention (the record is the sweeper's
+// to delete; see above).
+func (s *Service) sweepLocal() {
+	entries, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return
+	}
+	cut := s.now().Add(-s.opts.Retention)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		for _, f := range Formats {
+			fi, err := os.Stat(OutputPath(s.opts.Dir, e.Name(), f))
+			if err == nil && fi.ModTime().Before(cut) {
+				if err := os.RemoveAll(filepath.Join(s.opts.Dir, e.Name())); err != nil {
+					s.log.Warn("jobs: remove an expired job's files", zap.String("job", e.Name()), zap.Error(err))
+				}
+				break
+			}
+		}
+	}
+}
