@@ -82,7 +82,7 @@ func (s *Service) price(j *Job) *jobCost {
 // piece of its text (a text the model takes whole is one piece). The
 // request path reads the sum instead (price), which allocates nothing.
 func (s *Service) priceCalls(j *Job) []Call {
-	prices := s.price(j).prices
+	prices := j.Provider.Prices(j.Model.ID) // not price(j): that would count the text twice
 	pieces := j.pieces
 	if len(pieces) == 0 {
 		pieces = []string{j.spokenText()}
