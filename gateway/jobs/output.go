@@ -266,7 +266,8 @@ type leveling struct {
 
 // checkEncoded measures the encoded file of pass p against spec's
 // target, notes how far it missed, and when it missed corrects lev's
-// trim and returns true (encode again).
+// trim and returns true (encode again). A file that cannot be read back
+// or decoded is kept as it is (logged).
 func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *leveling, pass int) (bool, error) {
 	f, err := os.Open(p.path)
 	if err != nil {
@@ -275,7 +276,10 @@ func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *le
 	defer f.Close()
 	gotI, gotTP, err := audio.MeasureEncoded(bufio.NewReaderSize(f, 256<<10), spec.Format)
 	if err != nil {
-		return false, problem.Wrap(problem.Internal, err, "the finished file cannot be measured")
+		// The file is whole (the encoder wrote it); failing the job for
+		// a measurement would throw its hours of rendering away.
+		s.log.Warn("job file not measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Error(err))
+		return false, nil
 	}
 	t := spec.Loudness.target()
 	over := gotTP - t.TruePeak
