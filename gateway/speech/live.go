@@ -306,6 +306,13 @@ func (l *Live) segment(text string) *Job {
 	return &j
 }
 
+// InputWords is how many words of text the provider's input stream gets
+// (after audio tags and pronunciation rules): what its word timings count
+// up to once the segment is spoken, for the input-stream failover.
+func (l *Live) InputWords(text string) int {
+	return len(strings.Fields(l.segment(text).inputText()))
+}
+
 // Render speaks one segment through the provider's ordinary calls: its
 // stream (audio as it renders), or its whole clip with word timings when
 // the context asked for timestamps or the model cannot stream. Timings

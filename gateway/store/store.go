@@ -165,6 +165,9 @@ type Org struct {
 	// Loudness is the organization's default EBU R128 target for clips
 	// and conversations that ask for none; nil means none.
 	Loudness *OrgLoudness
+	// FailoverWindowMs is how much audio (ms) a realtime context may have
+	// sent and still move to a fallback; nil means the gateway's default.
+	FailoverWindowMs *int
 	// CreatedAt and UpdatedAt are the creation and last change.
 	CreatedAt, UpdatedAt time.Time
 }
