@@ -625,7 +625,7 @@ func (u *utterance) finish(err error) {
 	}
 	// What was reserved from the budgets for this context and not spent
 	// goes back (a provider failure before any audio costs nothing).
-	u.live.Settle(context.WithoutCancel(u.s.ctx), row.CreditsUsed)
+	u.live.Settle(context.WithoutCancel(u.s.ctx), speech.Amount(&row))
 	row.LatencyMS = time.Since(u.started).Milliseconds()
 	done := doneMessage{Type: "done", ContextID: u.id, Reason: reason, Characters: row.CharCount, Credits: row.CreditsUsed,
 		AudioSeconds: round3(u.live.AudioSeconds())}

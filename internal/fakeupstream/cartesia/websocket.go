@@ -243,17 +243,24 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 			cctx, cancel := context.WithCancel(ctx)
 			c = &wsContext{texts: make(chan wsRequest, 64), cancel: cancel}
 			contexts[id] = c
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
+			// A context stops counting when it ends: done, cancelled, or
+			// an error (done: true), even while its later messages are
+			// still drained.
+			var once sync.Once
+			ended := func() {
+				once.Do(func() {
 					here.Add(-1)
 					s.ws.active.Add(-1)
 					s.ws.mu.Lock()
 					s.ws.activePer[key]--
 					s.ws.mu.Unlock()
-				}()
-				s.speakContext(cctx, r, id, c.texts, write)
+				})
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer ended()
+				s.speakContext(cctx, r, id, c.texts, write, ended)
 			}()
 		}
 		if m.Transcript != nil && *m.Transcript != "" {
@@ -275,7 +282,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 
 // speakContext speaks the requests of one context in order, then sends
 // done; a failed request sends an error and ends the context.
-func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, texts <-chan wsRequest, write func(map[string]any) bool) {
+func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, texts <-chan wsRequest, write func(map[string]any) bool, ended func()) {
 	var offset float64 // seconds of the context's audio so far
 	for m := range texts {
 		last := m.Continue == nil || !*m.Continue
@@ -288,6 +295,7 @@ func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, t
 		speed, ok := s.check(rec, r, &m.ttsFields, true)
 		if !ok {
 			write(map[string]any{"type": "error", "context_id": id, "status_code": rec.Code, "done": true, "error": strings.TrimSpace(rec.Body.String())})
+			ended()
 			for {
 				select {
 				case _, ok := <-texts:
