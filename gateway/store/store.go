@@ -309,6 +309,10 @@ type LogRow struct {
 	// TimeToFirstAudioMS is, for a realtime context, the time from its
 	// first text to its first audio on the socket; 0 elsewhere.
 	TimeToFirstAudioMS int64
+	// TextWaitMS is, for a realtime context, the time from its first
+	// text until its input aggregation cut the first segment: the
+	// sentence buffer's share of TimeToFirstAudioMS; 0 elsewhere.
+	TextWaitMS int64
 	// KeyID is the id of the API key that made the request ("" in rows
 	// written before keys were logged).
 	KeyID string

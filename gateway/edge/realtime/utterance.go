@@ -647,6 +647,9 @@ func (u *utterance) finish(err error) {
 		row.TimeToFirstAudioMS = ms
 	}
 	metrics := u.turnMetrics(fa)
+	if metrics.TextWaitMs != nil {
+		row.TextWaitMS = *metrics.TextWaitMs
+	}
 	// The row is queued before done goes out, so a client that reads
 	// done and then the logs finds it; the id is free again from here.
 	u.s.record(row)
