@@ -37,6 +37,11 @@ type Org struct {
 	// loudness, nor opt out with {"off": true} (nil: none; the providers'
 	// levels pass through).
 	Loudness *Loudness `yaml:"loudness"`
+	// FailoverWindowMs is how much audio (ms) a realtime context of the
+	// org may have sent and still move to a fallback provider mid-utterance
+	// (docs/realtime.md; nil: the gateway's 3000; 0: never). A context's
+	// own failoverWindowMs overrides it.
+	FailoverWindowMs *int `yaml:"failover_window_ms"`
 }
 
 // Loudness is an EBU R128 loudness target.
@@ -139,6 +144,9 @@ func (c *Config) validateOrgs(bad report) {
 				bad(key+".loudness.true_peak", "must be between %g and %g dBTP, got %g", minTruePeakDbtp, maxTruePeakDbtp, tp)
 			}
 		}
+		if w := o.FailoverWindowMs; w != nil && (*w < 0 || *w > MaxFailoverWindowMs) {
+			bad(key+".failover_window_ms", "must be between 0 and %d (milliseconds), got %d", MaxFailoverWindowMs, *w)
+		}
 		if b := o.Budget; b != nil {
 			switch {
 			case b.Credits < 0:
@@ -154,3 +162,8 @@ func (c *Config) validateOrgs(bad report) {
 		}
 	}
 }
+
+// MaxFailoverWindowMs bounds a failover window (the realtime start
+// message's failoverWindowMs has the same bound): past a minute of audio,
+// a switch of voice is never what a listener wants.
+const MaxFailoverWindowMs = 60000

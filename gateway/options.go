@@ -179,6 +179,10 @@ func FileOrgs(cfg *config.Config) []orgs.File {
 		if l := o.Loudness; l != nil {
 			f.Loudness = &orgs.Loudness{Integrated: l.Integrated, TruePeak: l.Ceiling()}
 		}
+		if w := o.FailoverWindowMs; w != nil {
+			d := time.Duration(*w) * time.Millisecond
+			f.FailoverWindow = &d
+		}
 		out = append(out, f)
 	}
 	return out

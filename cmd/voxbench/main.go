@@ -77,7 +77,7 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime, loudness, jobs (for profiling; the table then lacks the others)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime, loudness, jobs, agents (for profiling; the table then lacks the others)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -246,6 +246,16 @@ func run(ctx context.Context, o options) (*Results, error) {
 		}
 		if err := jobsBench(ctx, bin, dir, chars, res); err != nil {
 			return nil, fmt.Errorf("jobs: %w", err)
+		}
+	}
+	if o.runs("agents") {
+		logf("phase: voice agents (pooled ElevenLabs and Cartesia sockets)")
+		sockets, perSocket, rounds, turns := 200, 5, 100, 10
+		if o.quick {
+			sockets, rounds, turns = 40, 20, 3
+		}
+		if err := agentsBench(ctx, bin, dir, sockets, perSocket, rounds, turns, res); err != nil {
+			return nil, fmt.Errorf("agents: %w", err)
 		}
 	}
 	if o.runs("logs") {

@@ -41,6 +41,9 @@ type Results struct {
 	Realtime realtimeResult `json:"realtime"`
 	// Jobs is the long-form jobs phase (jobs.go).
 	Jobs jobsResult `json:"jobs"`
+	// Agents is the voice-agent phase (agents.go): pooled provider
+	// sockets, added time to first audio, aggregation modes.
+	Agents agentsResult `json:"agents"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
@@ -475,6 +478,22 @@ func (r *Results) evaluate() {
 	if rt := r.Realtime; rt.IdleSockets > 0 {
 		add(figure{Name: fmt.Sprintf("gateway RSS, %s idle realtime sockets", count(rt.IdleSockets)), Unit: "MiB",
 			Baseline: mib(rt.RSSBefore), Gateway: mib(rt.RSSWith), Delta: fmt.Sprintf("%.1f KiB/socket", rt.BytesPerSocket/1024), Value: rt.BytesPerSocket})
+	}
+	if ag := r.Agents; ag.Rounds > 0 {
+		add(figure{Name: "realtime time to first audio, ElevenLabs bridged, p50", Unit: "ms",
+			Baseline: f3(ag.Direct.P50), Gateway: f3(ag.Gateway.P50), Delta: signed(ag.AddedP50),
+			Target: "≤ +" + f3(targetAgentsAdded), Pass: pass(ag.AddedP50 <= targetAgentsAdded), Value: ag.AddedP50})
+		add(figure{Name: "realtime time to first audio, ElevenLabs bridged, p99", Unit: "ms",
+			Baseline: f3(ag.Direct.P99), Gateway: f3(ag.Gateway.P99), Delta: signed(ag.AddedP99), Value: ag.AddedP99})
+		for _, p := range ag.Providers {
+			add(figure{Name: fmt.Sprintf("%s upstream sockets, %s contexts at once", p.Provider, count(p.Contexts)), Unit: "sockets",
+				Baseline: fmt.Sprint(p.Bound), Gateway: fmt.Sprint(p.Sockets), Delta: fmt.Sprintf("ttfa p50 %s ms, p99 %s ms", f3(p.TTFA.P50), f3(p.TTFA.P99)),
+				Target: "≤ " + fmt.Sprint(p.Bound), Pass: pass(p.Sockets <= int64(p.Bound)), Value: float64(p.Sockets)})
+		}
+		for _, a := range ag.Aggregation {
+			add(figure{Name: "realtime aggregation " + a.Mode + ", time to first audio p50", Unit: "ms",
+				Gateway: f3(a.TTFA.P50), Delta: fmt.Sprintf("%.1f segments/turn", a.Segments), Value: a.TTFA.P50})
+		}
 	}
 	if t := r.TTFB; t.Direct.N > 0 {
 		add(figure{Name: "stream time to first byte, p50", Unit: "ms",

@@ -114,6 +114,9 @@ type orgRequestJSON struct {
 	RateLimit optional[rateLimitJSON]              `json:"rate_limit"`
 	Providers optional[map[string]orgProviderJSON] `json:"providers"`
 	Loudness  optional[loudnessJSON]               `json:"loudness"`
+	// FailoverWindowMs is the realtime failover window (null: the
+	// gateway's default).
+	FailoverWindowMs optional[int] `json:"failover_window_ms"`
 }
 
 func (r *orgRequestJSON) settings() manage.OrgSettings {
@@ -129,6 +132,13 @@ func (r *orgRequestJSON) settings() manage.OrgSettings {
 	}
 	if r.RateLimit.Set {
 		set.RatePerMinute = &r.RateLimit.V.PerMinute
+	}
+	if r.FailoverWindowMs.Set {
+		set.SetFailoverWindow = true
+		if !r.FailoverWindowMs.Null {
+			w := r.FailoverWindowMs.V
+			set.FailoverWindowMs = &w
+		}
 	}
 	if r.Loudness.Set {
 		set.SetLoudness = true
@@ -156,8 +166,11 @@ type orgJSON struct {
 	RateLimit *rateLimitJSON             `json:"rate_limit"`
 	Providers map[string]orgProviderJSON `json:"providers,omitempty"`
 	Loudness  *loudnessJSON              `json:"loudness,omitempty"`
-	CreatedAt *time.Time                 `json:"created_at,omitempty"`
-	UpdatedAt *time.Time                 `json:"updated_at,omitempty"`
+	// FailoverWindowMs is the realtime failover window; absent: the
+	// gateway's default.
+	FailoverWindowMs *int       `json:"failover_window_ms,omitempty"`
+	CreatedAt        *time.Time `json:"created_at,omitempty"`
+	UpdatedAt        *time.Time `json:"updated_at,omitempty"`
 }
 
 func orgOut(o *orgs.Org) orgJSON {
@@ -165,6 +178,10 @@ func orgOut(o *orgs.Org) orgJSON {
 	out.Budget = budgetOut(o.Budget.Credits, o.Budget.Cost, string(o.Budget.Period))
 	if !o.Synthesis.Unlimited() {
 		out.RateLimit = &rateLimitJSON{PerMinute: int(o.Synthesis.Rate*60 + 0.5)}
+	}
+	if w := o.FailoverWindow; w != nil {
+		ms := int(w.Milliseconds())
+		out.FailoverWindowMs = &ms
 	}
 	if l := o.Loudness; l != nil {
 		out.Loudness = &loudnessJSON{Integrated: &l.Integrated, TruePeak: &l.TruePeak}

@@ -70,6 +70,12 @@ func (s *Server) newRealtime() {
 			}
 			return nil
 		},
+		FailoverWindow: func(org string) (time.Duration, bool) {
+			if o, ok := s.orgs.Get(org); ok && o.FailoverWindow != nil {
+				return *o.FailoverWindow, true
+			}
+			return 0, false
+		},
 		FirstAudio: func(provider, model string, d time.Duration) {
 			s.metrics.TimeToFirstAudio.WithLabelValues(provider, model, "miss").Observe(d.Seconds())
 		},

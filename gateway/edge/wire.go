@@ -111,6 +111,7 @@ type logRowJSON struct {
 	ModerationConfidence   float64 `json:"moderation_confidence"`
 	ModerationLatencyMS    int64   `json:"moderation_latency_ms"`
 	TimeToFirstAudioMS     int64   `json:"time_to_first_audio_ms"`
+	TextWaitMS             int64   `json:"text_wait_ms"`
 	KeyID                  string  `json:"key_id"`
 	AudioSeconds           float64 `json:"audio_seconds"`
 	Cache                  string  `json:"cache"`
@@ -141,6 +142,7 @@ func logRowOut(r *store.LogRow) logRowJSON {
 		ModerationConfidence:   r.ModerationConfidence,
 		ModerationLatencyMS:    r.ModerationLatencyMS,
 		TimeToFirstAudioMS:     r.TimeToFirstAudioMS,
+		TextWaitMS:             r.TextWaitMS,
 		KeyID:                  r.KeyID,
 		AudioSeconds:           round3(float64(r.AudioMS) / 1000),
 		Cache:                  r.Cache,

@@ -67,12 +67,12 @@ type Live struct {
 	verdict   moderation.Verdict
 	moderated bool
 	modTime   time.Duration
-	// charges are the credits reserved from the organization's and the
-	// key's budgets, one charge per segment that needed more (spend);
-	// Settle gives back what was not spent.
+	// charges are the credits and money reserved from the organization's
+	// and the key's budgets, one charge per segment that needed more
+	// (spend); Settle gives back what was not spent.
 	charges  []*budget.Charge
-	amounts  []int64
-	reserved int64
+	amounts  []budget.Amount
+	reserved budget.Amount
 }
 
 // liveFormats are the output formats a realtime context may ask for: the
@@ -306,6 +306,13 @@ func (l *Live) segment(text string) *Job {
 	return &j
 }
 
+// InputWords is how many words of text the provider's input stream gets
+// (after audio tags and pronunciation rules): what its word timings count
+// up to once the segment is spoken, for the input-stream failover.
+func (l *Live) InputWords(text string) int {
+	return len(strings.Fields(l.segment(text).inputText()))
+}
+
 // Render speaks one segment through the provider's ordinary calls: its
 // stream (audio as it renders), or its whole clip with word timings when
 // the context asked for timestamps or the model cannot stream. Timings
@@ -423,32 +430,36 @@ func (l *Live) markProduced() {
 }
 
 // spend counts a segment's characters in before it reaches the provider,
-// reserving from the organization's and the key's credit budgets what
-// they add to the context's cost, as a speech request reserves its whole
-// text: a segment past a budget is refused (budget_exceeded) and never
-// spoken, and instances sharing the budget never spend past it together.
+// reserving from the organization's and the key's budgets what the
+// segment adds to the context's cost, in credits and in money (the
+// segment's quote: its units at the model's prices, as a speech request
+// reserves its whole text's quote): a segment past a budget is refused
+// (budget_exceeded) and never spoken, and instances sharing the budget
+// never spend past it together.
 func (l *Live) spend(ctx context.Context, text string) error {
+	prices := l.job.Provider.Prices(l.job.Model.ID)
+	units := l.s.counter.Estimate(prices, text)
 	l.mu.Lock()
 	chars := l.chars + utf8.RuneCountInString(text)
-	need := l.creditsFor(chars) - l.reserved
+	all := l.units
+	all.Add(units)
+	need := budget.Amount{Credits: max(0, l.creditsFor(chars)-l.reserved.Credits), Cost: max(0, pricing.Cost(prices, all)-l.reserved.Cost)}
 	l.mu.Unlock()
 	var ch *budget.Charge
-	if need > 0 {
+	if need.Credits > 0 || need.Cost > 0 {
 		var err error
-		if ch, err = l.s.reserve(ctx, l.org, budget.Amount{Credits: need}); err != nil {
+		if ch, err = l.s.reserve(ctx, l.org, need); err != nil {
 			return err
 		}
 	}
-	units := l.s.counter.Estimate(l.job.Provider.Prices(l.job.Model.ID), text)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.chars = chars
 	l.units.Add(units)
-	if need > 0 {
-		l.reserved += need
-		if ch != nil {
-			l.charges, l.amounts = append(l.charges, ch), append(l.amounts, need)
-		}
+	l.reserved.Credits += need.Credits
+	l.reserved.Cost += need.Cost
+	if ch != nil {
+		l.charges, l.amounts = append(l.charges, ch), append(l.amounts, need)
 	}
 	return nil
 }
@@ -463,19 +474,24 @@ func (l *Live) creditsFor(chars int) int64 {
 	return int64(math.Ceil(float64(chars) * rate / 1000))
 }
 
-// Settle ends the context's budget charges: spent credits (its row's) stay
-// spent, the rest of what was reserved goes back. Call it once, when the
-// context has ended.
-func (l *Live) Settle(ctx context.Context, spent int) {
+// Settle ends the context's budget charges: what it spent (its row's
+// credits and cost, Amount) stays spent, the rest of what was reserved
+// goes back; a spend above the reservations (audio longer than quoted)
+// is added to the last charge. Call it once, when the context has ended.
+func (l *Live) Settle(ctx context.Context, spent budget.Amount) {
 	l.mu.Lock()
 	charges, amounts := l.charges, l.amounts
 	l.charges, l.amounts = nil, nil
 	l.mu.Unlock()
-	left := int64(spent)
+	left := spent
 	for i, ch := range charges {
-		keep := min(left, amounts[i])
-		left -= keep
-		ch.Settle(ctx, keep)
+		keep := budget.Amount{Credits: min(left.Credits, amounts[i].Credits), Cost: min(left.Cost, amounts[i].Cost)}
+		if i == len(charges)-1 {
+			keep = left // the rest, above the reservations too
+		}
+		left.Credits -= keep.Credits
+		left.Cost -= keep.Cost
+		ch.SettleAmount(ctx, keep)
 	}
 }
 

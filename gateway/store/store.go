@@ -165,6 +165,9 @@ type Org struct {
 	// Loudness is the organization's default EBU R128 target for clips
 	// and conversations that ask for none; nil means none.
 	Loudness *OrgLoudness
+	// FailoverWindowMs is how much audio (ms) a realtime context may have
+	// sent and still move to a fallback; nil means the gateway's default.
+	FailoverWindowMs *int
 	// CreatedAt and UpdatedAt are the creation and last change.
 	CreatedAt, UpdatedAt time.Time
 }
@@ -306,6 +309,10 @@ type LogRow struct {
 	// TimeToFirstAudioMS is, for a realtime context, the time from its
 	// first text to its first audio on the socket; 0 elsewhere.
 	TimeToFirstAudioMS int64
+	// TextWaitMS is, for a realtime context, the time from its first
+	// text until its input aggregation cut the first segment: the
+	// sentence buffer's share of TimeToFirstAudioMS; 0 elsewhere.
+	TextWaitMS int64
 	// KeyID is the id of the API key that made the request ("" in rows
 	// written before keys were logged).
 	KeyID string

@@ -265,5 +265,9 @@ func CloneOrg(o *Org) *Org {
 		l := *o.Loudness
 		c.Loudness = &l
 	}
+	if o.FailoverWindowMs != nil {
+		w := *o.FailoverWindowMs
+		c.FailoverWindowMs = &w
+	}
 	return &c
 }

@@ -95,6 +95,9 @@ type Provider struct {
 	// models is models(), built once: every request looks its model and
 	// encoding up in it.
 	models []sdk.Model
+	// pool holds the TTS WebSockets of StreamInput (websocket.go),
+	// shared by contexts.
+	pool *upstream.MuxPool
 }
 
 // config is one snapshot of the deployment settings.
@@ -115,7 +118,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{models: models()}
+	p := &Provider{models: models(), pool: newPool()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	e.Header = map[string]string{"Cartesia-Version": apiVersion}
 	p.cfg.Store(&config{Endpoint: e})

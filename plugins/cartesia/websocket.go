@@ -6,20 +6,61 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
 )
 
-// Input streaming through Cartesia's TTS WebSocket (docs/realtime.md): one
-// socket and one context per gateway context. Every segment is a
-// continuation of the context (continue: true), which keeps prosody and
-// one timeline across sentences; max_buffer_delay_ms 0 because the gateway
-// sends whole sentences, so generation need not wait for more text.
+// Input streaming through Cartesia's TTS WebSocket (docs/realtime.md,
+// "Pooled provider sockets"). Every segment is a continuation of the
+// context (continue: true), which keeps prosody and one timeline across
+// sentences; max_buffer_delay_ms 0 because the gateway sends whole
+// sentences, so generation need not wait for more text.
+//
+// The socket multiplexes contexts by context_id, so contexts share pooled
+// sockets (sdk/upstream.MuxPool), one group per URL and API key, across
+// every client socket of every organization using the key. Cartesia
+// documents no cap of contexts per socket; its limits are the account's
+// (docs.cartesia.ai, "Concurrency and WebSocket Limits", read
+// 2026-11-28): contexts active at once (unique context_ids) up to the
+// plan's TTS concurrency (2 to 15, custom above), a 429 past it; WebSocket
+// connections up to 10x that concurrency; idle connections closed after 5
+// minutes. The pool's cap of 16 contexts a socket is ours: it keeps a
+// burst from sharing one TCP connection's head-of-line blocking, and
+// ⌈contexts ÷ 16⌉ sockets is far inside 10x the concurrency that lets
+// those contexts run. Idle sockets close after 60 s, inside Cartesia's 5
+// minutes.
 
 var _ sdk.InputStreamer = (*Provider)(nil)
 
 const wsPath = "/tts/websocket"
+
+// muxCap is the pool's cap of contexts per socket (see above: ours, not
+// Cartesia's).
+const muxCap = 16
+
+// newPool is the plugin's pool of TTS WebSockets.
+func newPool() *upstream.MuxPool {
+	return &upstream.MuxPool{Cap: muxCap, Idle: 60 * time.Second, CloseWait: 10 * time.Second, Route: routeContext}
+}
+
+// routeContext returns the context a server message is for, and whether
+// it is the context's last (done, or an error, which ends it).
+func routeContext(data []byte) (string, bool) {
+	var m struct {
+		Type      string `json:"type"`
+		ContextID string `json:"context_id"`
+		Done      bool   `json:"done"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return "", false
+	}
+	return m.ContextID, m.Type == "done" || m.Type == "error"
+}
 
 // wsRequest is a generation request of the WebSocket.
 type wsRequest struct {
@@ -35,8 +76,15 @@ type wsCancel struct {
 	Cancel    bool   `json:"cancel"`
 }
 
-// StreamInput implements sdk.InputStreamer. The socket speaks raw PCM
-// only, like /tts/sse.
+// maxReopen is how many times a context that has had no audio yet is moved
+// to a new socket after its socket failed.
+const maxReopen = 2
+
+// StreamInput implements sdk.InputStreamer on a pooled socket. The socket
+// speaks raw PCM only, like /tts/sse. A socket that fails before the
+// context's first audio is replaced and the context's text so far sent
+// again on the new one (twice at most); after audio, the failure is the
+// context's.
 func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, in <-chan sdk.TextInput, send func(sdk.StreamEvent) error) error {
 	probe := *req
 	probe.Text = "-" // prepare validates a request with text
@@ -47,70 +95,175 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	if c.enc.Format != sdk.FormatPCM {
 		return sdk.Errorf(sdk.KindInvalidRequest, "cartesia: input streaming sends raw PCM; ask for format pcm")
 	}
-	var id [12]byte
-	_, _ = rand.Read(id[:])
-	contextID := "voxgate-" + hex.EncodeToString(id[:])
-	sockCtx, closeSock := context.WithCancel(context.Background())
-	defer closeSock()
-	sock, err := p.cfg.Load().DialWebSocket(sockCtx, wsPath, nil, req.Credentials.APIKey)
-	if err != nil {
-		return err
+	cfg := p.cfg.Load()
+	key := req.Credentials.APIKey
+	// One group of sockets per base URL, API version and key: the
+	// context's voice, model and format travel in its messages.
+	poolKey := cfg.BaseURL + wsPath + "\x00" + cfg.Header["Cartesia-Version"] + "\x00" + key
+	dial := func(sctx context.Context) (*upstream.Socket, error) {
+		return cfg.DialWebSocket(sctx, wsPath, nil, key)
 	}
-	base := wsRequest{ttsBody: c.body, ContextID: contextID, Continue: true}
-	base.AddTimestamps = req.Timestamps
-	// The writer: each segment as a continuation, then the end of the
-	// context; on cancel, Cartesia's cancel message before the socket goes.
-	writerDone, quit := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		for {
-			select {
-			case t, ok := <-in:
-				m := base
-				if !ok {
-					m.Transcript, m.Continue = "", false
-					_ = sock.WriteJSON(m)
-					return
-				}
-				m.Transcript = t.Text
-				if sock.WriteJSON(m) != nil {
-					return
-				}
-			case <-ctx.Done():
-				return
-			case <-quit:
-				return
-			}
-		}
-	}()
-	defer func() { <-writerDone }()
-	defer close(quit)
-	// A context cancelled before Cartesia said done (whether or not all
-	// text was sent) is cancelled upstream too, then the socket closes.
-	// The writer has stopped first: one writer at a time.
-	go func() {
-		select {
-		case <-ctx.Done():
-			<-writerDone
-			_ = sock.WriteJSON(wsCancel{ContextID: contextID, Cancel: true})
-			closeSock()
-		case <-sockCtx.Done():
-		}
-	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for _, w := range c.warnings {
 		if err := send(sdk.StreamEvent{Warning: w}); err != nil {
 			return err
 		}
 	}
-	first := true
-	var odd []byte
-	for {
-		_, data, err := sock.ReadMessage()
+	texts := collectInput(ctx, in)
+	r := &wsReader{req: req, c: c, send: send}
+	for attempt := 0; ; attempt++ {
+		st, err := p.pool.Open(ctx, poolKey, newContextID(), dial)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if ctx.Err() != nil || attempt >= maxReopen {
+				return redactErr(err, key)
 			}
-			return sock.ReadError(ctx, err)
+			continue
+		}
+		err = r.run(ctx, st, texts)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || r.audio || attempt >= maxReopen || !reopenable(err) {
+			return redactErr(err, key)
+		}
+	}
+}
+
+// reopenable reports whether a context failure was its socket's (a
+// transport failure or close), not Cartesia refusing the context.
+func reopenable(err error) bool {
+	var se *sdk.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.UpstreamCode == "" || strings.HasPrefix(se.UpstreamCode, "websocket_close_1006") || se.Kind == sdk.KindUnavailable
+}
+
+func redactErr(err error, key string) error {
+	var se *sdk.Error
+	if errors.As(err, &se) && key != "" {
+		cp := *se
+		cp.Message = upstream.Redact(cp.Message, key)
+		return &cp
+	}
+	return err
+}
+
+// newContextID returns a context id unique within the process.
+func newContextID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "voxgate-" + hex.EncodeToString(b[:])
+}
+
+// inputLog is a context's input as it arrived, kept so that a context
+// moved to a new socket can send it again.
+type inputLog struct {
+	mu     sync.Mutex
+	texts  []sdk.TextInput
+	closed bool
+	signal chan struct{}
+}
+
+// collectInput reads in into an inputLog until in is closed or ctx ends.
+func collectInput(ctx context.Context, in <-chan sdk.TextInput) *inputLog {
+	l := &inputLog{signal: make(chan struct{}, 1)}
+	go func() {
+		for {
+			select {
+			case t, ok := <-in:
+				l.mu.Lock()
+				if ok {
+					l.texts = append(l.texts, t)
+				} else {
+					l.closed = true
+				}
+				l.mu.Unlock()
+				select {
+				case l.signal <- struct{}{}:
+				default:
+				}
+				if !ok {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return l
+}
+
+// wsReader turns one context's messages into events.
+type wsReader struct {
+	req   *sdk.SynthesizeRequest
+	c     *call
+	send  func(sdk.StreamEvent) error
+	audio bool // some audio was sent
+	odd   []byte
+}
+
+// run speaks the input as context st until its done. A context that ends
+// otherwise (cancelled, failed) is cancelled at Cartesia, which then
+// sends nothing more for it: its slot is free at once.
+func (r *wsReader) run(ctx context.Context, st *upstream.MuxStream, texts *inputLog) error {
+	id := st.ID()
+	finished := false
+	wctx, stopWriter := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	defer func() {
+		stopWriter()
+		<-ended // one writer at a time: the cancel comes after its last
+		if finished || st.Final() {
+			st.Close()
+			return
+		}
+		_ = st.WriteJSON(wsCancel{ContextID: id, Cancel: true})
+		st.MarkFinal()
+		st.Close()
+	}()
+	base := wsRequest{ttsBody: r.c.body, ContextID: id, Continue: true}
+	base.AddTimestamps = r.req.Timestamps
+	// The writer: the input from its start (a reopened context sends it
+	// all again) as continuations, then the end of the context. Its
+	// failures show on the reading side.
+	go func() {
+		defer close(ended)
+		for i := 0; ; {
+			texts.mu.Lock()
+			n, done := len(texts.texts), texts.closed
+			var t sdk.TextInput
+			if i < n {
+				t = texts.texts[i]
+			}
+			texts.mu.Unlock()
+			switch {
+			case i < n:
+				m := base
+				m.Transcript = t.Text
+				if st.WriteJSON(m) != nil {
+					return
+				}
+				i++
+				continue
+			case done:
+				m := base
+				m.Transcript, m.Continue = "", false
+				_ = st.WriteJSON(m)
+				return
+			}
+			select {
+			case <-texts.signal:
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		data, err := st.Next(ctx)
+		if err != nil {
+			return err
 		}
 		var ev event
 		if err := json.Unmarshal(data, &ev); err != nil {
@@ -119,16 +272,17 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 		switch ev.Type {
 		case "error":
 			e := eventError(&ev)
-			e.Message = upstream.Redact(e.Message, req.Credentials.APIKey)
+			e.Message = upstream.Redact(e.Message, r.req.Credentials.APIKey)
 			return e
 		case "done":
-			if len(odd) > 0 {
+			finished = true
+			if len(r.odd) > 0 {
 				return &sdk.Error{Kind: sdk.KindUpstream, Message: "cartesia: truncated PCM (odd byte count)"}
 			}
 			return nil
 		case "timestamps":
 			wt := ev.WordTimestamps
-			if wt == nil || !req.Timestamps {
+			if wt == nil || !r.req.Timestamps {
 				continue
 			}
 			// Cartesia times a context's words on the context's own
@@ -138,25 +292,25 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 			for i := range n {
 				words[i] = sdk.WordTimestamp{Text: wt.Words[i], Start: wt.Start[i], End: wt.End[i]}
 			}
-			if err := send(sdk.StreamEvent{Words: words}); err != nil {
+			if err := r.send(sdk.StreamEvent{Words: words}); err != nil {
 				return err
 			}
 		case "chunk":
-			buf := bytes.NewBuffer(odd)
+			buf := bytes.NewBuffer(r.odd)
 			if err := decodeChunk(ev.Data, buf); err != nil {
 				return err
 			}
 			pcm := buf.Bytes()
 			whole := len(pcm) &^ 1
-			odd = bytes.Clone(pcm[whole:])
+			r.odd = bytes.Clone(pcm[whole:])
 			if whole == 0 {
 				continue
 			}
 			e := sdk.StreamEvent{Audio: pcm[:whole]}
-			if first {
-				e.MediaType, first = c.mediaType, false
+			if !r.audio {
+				e.MediaType, r.audio = r.c.mediaType, true
 			}
-			if err := send(e); err != nil {
+			if err := r.send(e); err != nil {
 				return err
 			}
 		}

@@ -88,6 +88,9 @@ var wire = map[string]struct{ encoding, container string }{
 // settings, which Configure swaps atomically.
 type Provider struct {
 	cfg atomic.Pointer[config]
+	// pool holds the speak sockets of StreamInput (streaminput.go),
+	// reused from context to context.
+	pool *upstream.MuxPool
 }
 
 // config is one snapshot of the deployment settings.
@@ -114,7 +117,7 @@ var api = &upstream.API{
 
 // New returns a Provider with the default settings (the public API).
 func New() *Provider {
-	p := &Provider{}
+	p := &Provider{pool: newPool()}
 	e, _ := upstream.NewEndpoint(api, nil)
 	p.cfg.Store(&config{Endpoint: e})
 	return p
@@ -151,11 +154,12 @@ func nativeSpeed(model string) bool { return model == "aura-2" }
 
 func models() []sdk.Model {
 	mk := func(id, name string) sdk.Model {
-		// /v1/speak streams its body as it renders, in every encoding.
+		// /v1/speak streams its body as it renders, in every encoding;
+		// the speak WebSocket takes text as it comes (streaminput.go).
 		m := sdk.Model{
 			ID:           id,
 			Name:         name,
-			Capabilities: sdk.Capabilities{Streaming: true, Speed: nativeSpeed(id)},
+			Capabilities: sdk.Capabilities{Streaming: true, Speed: nativeSpeed(id), InputStreaming: true},
 			Encodings:    encodings(),
 			MaxTextChars: maxText,
 		}

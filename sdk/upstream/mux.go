@@ -12,9 +12,11 @@ import (
 // sockets"): providers whose input-streaming WebSocket carries several
 // contexts (ElevenLabs' multi-stream-input, Cartesia's contexts) are
 // reached through a few shared sockets per URL and key instead of one
-// socket per context. A MuxPool lives in the plugin process, which owns
-// the sockets and the keys; every StreamInput call of the process takes a
-// context on it.
+// socket per context; providers whose socket carries one stream at a time
+// (Deepgram's speak WebSocket: Cap 1) reuse an idle socket for the next
+// context instead of dialling one. A MuxPool lives in the plugin process,
+// which owns the sockets and the keys; every StreamInput call of the
+// process takes a context on it.
 //
 // Hand-written rather than a library: no Go library pools WebSocket
 // sub-streams keyed by a provider's own context ids; the rules here
@@ -35,8 +37,20 @@ type MuxPool struct {
 	// Route returns the context id a server message is for; "" for a
 	// message of the whole socket (an error), which goes to every context
 	// on it. final says the message is the context's last: the provider
-	// has let go of the context, and its slot is free.
+	// has let go of the context, and its slot is free. A final message of
+	// the whole socket ends the context of a socket that carries one.
 	Route func(data []byte) (id string, final bool)
+	// RouteFrame, when set, is used instead of Route: it also gets the
+	// message's type (websocket.TextMessage or BinaryMessage), for a
+	// provider that sends audio as binary frames (Deepgram).
+	RouteFrame func(messageType int, data []byte) (id string, final bool)
+	// Budget, when above 0, is how many budgeted actions (Spend) one
+	// socket may take within BudgetWindow: a provider's limit per
+	// connection (Deepgram: 20 Flush messages a minute). A socket whose
+	// budget is spent takes no new context until its window moves on, so
+	// a reused socket never has a context that cannot finish.
+	Budget       int
+	BudgetWindow time.Duration
 	// CloseWait is how long a closed context's slot stays taken waiting
 	// for the provider's final message; past it, the socket takes no new
 	// context (the provider may still count it) and closes when its
@@ -66,6 +80,7 @@ type MuxSocket struct {
 	streams map[string]*MuxStream // contexts reading
 	dead    bool                  // failed or closed: takes no context
 	idle    *time.Timer
+	spent   []time.Time // budgeted actions within the window, oldest first
 }
 
 // MuxStream is one context on a pooled socket: its messages arrive on
@@ -75,7 +90,7 @@ type MuxStream struct {
 	id string
 
 	mu     sync.Mutex
-	queue  [][]byte
+	queue  []muxMessage
 	err    error // the socket's end, after the queued messages
 	signal chan struct{}
 
@@ -83,6 +98,12 @@ type MuxStream struct {
 	closed  bool // the caller is done with it
 	started bool // a message of it was written: the provider knows it
 	final   bool // the provider's final message for it arrived
+}
+
+// muxMessage is one queued server message of a context.
+type muxMessage struct {
+	kind int // websocket.TextMessage or BinaryMessage
+	data []byte
 }
 
 // Opened returns how many sockets the pool has opened (dialled) so far.
@@ -103,6 +124,20 @@ func (p *MuxPool) OpenSockets() map[string]int {
 	return out
 }
 
+// Contexts returns the slots held now on all sockets: contexts open, and
+// closed ones the provider has not let go of yet.
+func (p *MuxPool) Contexts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, g := range p.groups {
+		for _, s := range g {
+			n += s.slots
+		}
+	}
+	return n
+}
+
 // Open takes a slot for context id on a socket of key, dialling one with
 // dial when every socket of key is full, and returns the context's
 // stream once that socket is open. dial gets a context that lives as
@@ -114,8 +149,9 @@ func (p *MuxPool) Open(ctx context.Context, key, id string, dial func(context.Co
 		p.groups = map[string][]*MuxSocket{}
 	}
 	var s *MuxSocket
+	now := time.Now()
 	for _, c := range p.groups[key] {
-		if !c.dead && c.slots < p.Cap {
+		if !c.dead && c.slots < p.Cap && c.budgetLeft(now) > 0 {
 			if _, taken := c.streams[id]; !taken {
 				s = c
 				break
@@ -165,17 +201,30 @@ func (s *MuxSocket) dial(dial func(context.Context) (*Socket, error)) {
 // read hands each server message to its context until the socket ends.
 func (s *MuxSocket) read() {
 	for {
-		_, data, err := s.sock.ReadMessage()
+		kind, data, err := s.sock.ReadMessage()
 		if err != nil {
 			s.fail(s.sock.ReadError(s.ctx, err))
 			return
 		}
-		id, final := s.pool.Route(data)
+		var id string
+		var final bool
+		if s.pool.RouteFrame != nil {
+			id, final = s.pool.RouteFrame(kind, data)
+		} else {
+			id, final = s.pool.Route(data)
+		}
+		m := muxMessage{kind: kind, data: data}
 		s.pool.mu.Lock()
+		if id == "" && final && len(s.streams) == 1 {
+			// The last message of a socket's only context.
+			for _, st := range s.streams {
+				id = st.id
+			}
+		}
 		if id == "" {
 			for _, st := range s.streams {
 				if !st.closed {
-					st.push(data)
+					st.push(m)
 				}
 			}
 		} else if st := s.streams[id]; st != nil {
@@ -183,7 +232,7 @@ func (s *MuxSocket) read() {
 				st.final = true
 			}
 			if !st.closed {
-				st.push(data)
+				st.push(m)
 			} else if final {
 				// A closed context's last message: its slot is free.
 				s.free(st)
@@ -248,6 +297,53 @@ func (st *MuxStream) Final() bool {
 	return st.final
 }
 
+// MarkFinal says the provider has let go of the context, for a provider
+// whose last message of a context is known only to the context's reader
+// (Deepgram's Flushed for the last Flush sent) or that sends none
+// (Cartesia after a cancel): its slot is free as soon as it is closed.
+func (st *MuxStream) MarkFinal() {
+	st.s.pool.mu.Lock()
+	st.final = true
+	st.s.pool.mu.Unlock()
+}
+
+// Spend takes one budgeted action of the stream's socket (Budget) if the
+// window then still leaves keep more for the stream, and reports whether
+// it did: a context keeps what it needs to finish (Deepgram: its last
+// Flush) and skips an optional action when the budget is short. Without
+// a Budget it always does.
+func (st *MuxStream) Spend(keep int) bool {
+	s := st.s
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	if s.pool.Budget <= 0 {
+		return true
+	}
+	now := time.Now()
+	if s.budgetLeft(now) < 1+keep {
+		return false
+	}
+	s.spent = append(s.spent, now)
+	return true
+}
+
+// budgetLeft is how many budgeted actions the socket may still take in
+// the window ending at now (pool.mu held); it forgets older ones.
+func (s *MuxSocket) budgetLeft(now time.Time) int {
+	p := s.pool
+	if p.Budget <= 0 {
+		return 1
+	}
+	i := 0
+	for i < len(s.spent) && now.Sub(s.spent[i]) >= p.BudgetWindow {
+		i++
+	}
+	if i > 0 {
+		s.spent = append(s.spent[:0], s.spent[i:]...)
+	}
+	return p.Budget - len(s.spent)
+}
+
 // ID is the stream's context id.
 func (st *MuxStream) ID() string { return st.id }
 
@@ -264,24 +360,31 @@ func (st *MuxStream) WriteJSON(v any) error {
 // Next returns the context's next message, or the socket's error once the
 // socket has ended and its messages are read, or ctx's.
 func (st *MuxStream) Next(ctx context.Context) ([]byte, error) {
+	_, data, err := st.NextFrame(ctx)
+	return data, err
+}
+
+// NextFrame is Next with the message's type (websocket.TextMessage or
+// BinaryMessage).
+func (st *MuxStream) NextFrame(ctx context.Context) (int, []byte, error) {
 	for {
 		st.mu.Lock()
 		if len(st.queue) > 0 {
 			m := st.queue[0]
-			st.queue[0] = nil
+			st.queue[0] = muxMessage{}
 			st.queue = st.queue[1:]
 			st.mu.Unlock()
-			return m, nil
+			return m.kind, m.data, nil
 		}
 		err := st.err
 		st.mu.Unlock()
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		select {
 		case <-st.signal:
 		case <-ctx.Done():
-			return nil, TransportError(ctx, "", ctx.Err())
+			return 0, nil, TransportError(ctx, "", ctx.Err())
 		}
 	}
 }
@@ -290,9 +393,9 @@ func (st *MuxStream) Next(ctx context.Context) ([]byte, error) {
 // bounded: one socket carries several contexts, so a context whose reader
 // is slow must not stop the others'; a context's audio is bounded by its
 // text.
-func (st *MuxStream) push(data []byte) {
+func (st *MuxStream) push(m muxMessage) {
 	st.mu.Lock()
-	st.queue = append(st.queue, data)
+	st.queue = append(st.queue, m)
 	st.mu.Unlock()
 	select {
 	case st.signal <- struct{}{}:

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/admission/auth"
 	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -79,6 +80,11 @@ type OrgSettings struct {
 	// given (nil then clears it).
 	Loudness    *audio.LoudnessParams
 	SetLoudness bool
+	// FailoverWindowMs is the realtime failover window in milliseconds;
+	// SetFailoverWindow says it was given (nil then clears it: the
+	// gateway's default).
+	FailoverWindowMs  *int
+	SetFailoverWindow bool
 }
 
 // Budget is a budget per Period ("day" or "month"): Credits, Cost (in
@@ -105,6 +111,9 @@ func (s *Service) check(o OrgSettings) error {
 		for _, e := range o.Loudness.Validate("loudness") {
 			fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 		}
+	}
+	if w := o.FailoverWindowMs; w != nil && (*w < 0 || *w > config.MaxFailoverWindowMs) {
+		fe = append(fe, problem.Field(fmt.Sprintf("0 to %d milliseconds", config.MaxFailoverWindowMs), "failover_window_ms"))
 	}
 	for id := range o.Providers {
 		if s.providers != nil && !s.providers(id) {
@@ -152,6 +161,13 @@ func (o OrgSettings) apply(r *store.Org) {
 		if o.Loudness != nil {
 			t := o.Loudness.Target()
 			r.Loudness = &store.OrgLoudness{Integrated: t.Integrated, TruePeak: t.TruePeak}
+		}
+	}
+	if o.SetFailoverWindow {
+		r.FailoverWindowMs = nil
+		if o.FailoverWindowMs != nil {
+			w := *o.FailoverWindowMs
+			r.FailoverWindowMs = &w
 		}
 	}
 	if o.SetProviders {

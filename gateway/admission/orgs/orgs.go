@@ -57,6 +57,10 @@ type Org struct {
 	Stored *store.Org
 	// Loudness is the organization's default loudness target; nil: none.
 	Loudness *Loudness
+	// FailoverWindow is how much audio a realtime context may have sent
+	// and still move to a fallback (docs/realtime.md); nil: the gateway's
+	// default.
+	FailoverWindow *time.Duration
 }
 
 // Loudness is an EBU R128 target: integrated LUFS, true-peak dBTP.
@@ -73,6 +77,8 @@ type File struct {
 	Synthesis, Reads ratelimit.Limit
 	// Loudness is the default loudness target (orgs.<id>.loudness).
 	Loudness *Loudness
+	// FailoverWindow is orgs.<id>.failover_window_ms; nil: none set.
+	FailoverWindow *time.Duration
 }
 
 // Store is the storage the directory reads: the admin API's organizations.
@@ -104,7 +110,7 @@ func New(file []File) *Directory {
 func (d *Directory) SetFile(file []File) {
 	m := make(map[string]*Org, len(file))
 	for _, f := range file {
-		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness,
+		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness, FailoverWindow: f.FailoverWindow,
 			SynthKey: "org:" + f.ID + ":synthesis", ReadKey: "org:" + f.ID + ":reads"}
 	}
 	d.mu.Lock()
@@ -125,6 +131,10 @@ func FromStore(s *store.Org) *Org {
 	o.Synthesis = PerMinute(s.RatePerMinute)
 	if l := s.Loudness; l != nil {
 		o.Loudness = &Loudness{Integrated: l.Integrated, TruePeak: l.TruePeak}
+	}
+	if w := s.FailoverWindowMs; w != nil {
+		d := time.Duration(*w) * time.Millisecond
+		o.FailoverWindow = &d
 	}
 	return o
 }

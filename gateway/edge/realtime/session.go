@@ -70,6 +70,10 @@ type Deps struct {
 	// Allow spends one request of org's synthesis budget, for every
 	// context start; nil means no limit.
 	Allow func(org string) error
+	// FailoverWindow returns org's own failover window
+	// (orgs.<id>.failover_window_ms, or the admin API's), if it has one;
+	// a context's failoverWindowMs wins over it. nil: none has.
+	FailoverWindow func(org string) (time.Duration, bool)
 	// FirstAudio observes a context's time to first audio (from its
 	// first text) by provider and metric model; nil observes nothing.
 	FirstAudio func(provider, model string, d time.Duration)
@@ -328,6 +332,11 @@ func (s *session) start(m *clientMessage, id string) {
 	}
 	u := newUtterance(s, id, reqID, live, m.AudioEncoding == "base64", started, m.Aggregation)
 	u.failoverWindow = defaultFailoverWindow
+	if f := s.h.deps.FailoverWindow; f != nil {
+		if w, ok := f(s.org); ok {
+			u.failoverWindow = w
+		}
+	}
 	if m.FailoverWindowMs != nil {
 		u.failoverWindow = time.Duration(*m.FailoverWindowMs) * time.Millisecond
 	}

@@ -87,6 +87,12 @@ type utterance struct {
 	failoverWindow time.Duration
 	queuedSec      float64
 	segAudio       int
+	// sent are the segments handed to the provider's input stream, and
+	// streamWords the words its timings have reported (emit's side; read
+	// by the worker once the stream has ended): where a failed stream
+	// stopped, for the input-stream failover.
+	sent        []sentSegment
+	streamWords atomic.Int64
 
 	firstAudio atomic.Int64 // unix nanos of the first audio written; 0 before
 	// firstQueued is when the first audio frame was queued for the
@@ -94,6 +100,12 @@ type utterance struct {
 	// yet (a busy machine), since the frame still goes out before done.
 	firstQueued atomic.Int64
 	mediaType   string // of the first audio (worker side)
+}
+
+// sentSegment is a segment handed to a provider's input stream.
+type sentSegment struct {
+	seg   segment
+	words int // the words the provider got (Live.InputWords)
 }
 
 // heardState is what went out to the client of one context, kept by the
@@ -257,11 +269,19 @@ func (u *utterance) run() {
 	if u.live.InputStreaming() {
 		input = u.live.OpenInput(u.ctx, u.emit)
 	}
-	err := u.speak(input)
+	err := u.speak(&input)
 	if input != nil {
 		if err == nil {
 			input.Close()
-			err = input.Wait()
+			if err = input.Wait(); err != nil {
+				// The stream failed with all the input sent: what was
+				// not heard may still go to a fallback.
+				var moved bool
+				if moved, err = u.inputFailover(err); moved && err == nil {
+					input = nil // spoken through the fallback's calls from here
+					err = u.speak(&input)
+				}
+			}
 		} else {
 			input.Cancel()
 			_ = input.Wait()
@@ -270,14 +290,32 @@ func (u *utterance) run() {
 	u.finish(err)
 }
 
-// speak hands each segment, moderated, to the provider.
-func (u *utterance) speak(input *speech.Input) error {
+// speak hands each segment, moderated, to the provider: to its input
+// stream while *input is set, else through its ordinary calls. A failed
+// input stream moves the context to a fallback when it may
+// (inputFailover): *input is then nil.
+func (u *utterance) speak(input **speech.Input) error {
 	var ended <-chan struct{}
-	if input != nil {
-		ended = input.Done()
+	in := *input
+	if in != nil {
+		ended = in.Done()
 	}
 	for {
 		seg, ok, err := u.next(ended)
+		if err == nil && !ok && in != nil && isClosed(ended) {
+			// The stream ended before its input did: its error decides.
+			if werr := in.Wait(); werr != nil {
+				moved, ferr := u.inputFailover(werr)
+				if !moved {
+					return ferr
+				}
+				*input, in, ended = nil, nil, nil
+				if ferr != nil {
+					return ferr
+				}
+				continue
+			}
+		}
 		if err != nil || !ok {
 			return err
 		}
@@ -291,10 +329,12 @@ func (u *utterance) speak(input *speech.Input) error {
 		}
 		u.segments++
 		switch {
-		case input != nil && seg.partial:
-			err = input.SendPartial(u.ctx, u.live, seg.text, seg.flush)
-		case input != nil:
-			err = input.Send(u.ctx, u.live, seg.text, seg.flush)
+		case in != nil && seg.partial:
+			u.sent = append(u.sent, sentSegment{seg: seg})
+			err = in.SendPartial(u.ctx, u.live, seg.text, seg.flush)
+		case in != nil:
+			u.sent = append(u.sent, sentSegment{seg: seg, words: u.live.InputWords(seg.text)})
+			err = in.Send(u.ctx, u.live, seg.text, seg.flush)
 		default:
 			err = u.render(seg)
 			if err == nil {
@@ -303,10 +343,108 @@ func (u *utterance) speak(input *speech.Input) error {
 				err = u.queue1(frame{droppable: true, textEnd: seg.end})
 			}
 		}
+		if err != nil && in != nil && u.ctx.Err() == nil && isClosed(ended) {
+			// The stream failed under this segment (Send returns the
+			// stream's error): the segment was not handed over.
+			u.sent = u.sent[:len(u.sent)-1]
+			u.live.Unspend(seg.text)
+			u.sent = append(u.sent, sentSegment{seg: seg, words: -1})
+			moved, ferr := u.inputFailover(err)
+			if !moved {
+				return ferr
+			}
+			*input, in, ended = nil, nil, nil
+			if ferr != nil {
+				return ferr
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
 	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// inputFailover moves a context whose input stream failed with err to
+// the next target of the voice's fallback chain, as render does for a
+// segment: when the failure is one a fallback may meet, the context has
+// sent less than its failover window of audio, and the stream stopped at
+// a segment's end (the words its timings reported are exactly those of
+// the segments before; with no audio at all, nothing was heard). The
+// segments not heard are spoken again by the fallback, after a failover
+// message, and later ones go to it too (moved true, *input nil for the
+// caller). Otherwise the context ends with err: repeating a segment
+// partly heard, or guessing without timings, would repeat words.
+func (u *utterance) inputFailover(err error) (moved bool, _ error) {
+	if u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
+		return false, err
+	}
+	heard := int(u.streamWords.Load())
+	from := len(u.sent) // the first segment not heard
+	if u.segAudio > 0 || heard > 0 {
+		words := 0
+		from = -1
+		for i, s := range u.sent {
+			if words == heard {
+				from = i
+				break
+			}
+			if s.words <= 0 || s.seg.partial {
+				break // not counted: the boundary cannot be told
+			}
+			words += s.words
+		}
+		if from < 0 && words == heard {
+			from = len(u.sent)
+		}
+		if from < 0 || heard == 0 {
+			return false, err // inside a segment, or audio without timings
+		}
+	} else {
+		from = 0
+	}
+	name := u.live.Provider() + "/" + u.live.Model()
+	if !u.live.Failover(u.ctx, err) {
+		return false, err
+	}
+	replay := u.sent[from:]
+	u.sent = nil
+	var text strings.Builder
+	for _, s := range replay {
+		if s.words >= 0 {
+			u.live.Unspend(s.seg.text) // spoken again, and billed, by the fallback
+		}
+		text.WriteString(s.seg.text)
+	}
+	_, pe := errorFor(u.id, err, "")
+	if qerr := u.queue1(frame{kind: websocket.TextMessage, data: mustJSON(failoverMessage{Type: "failover", ContextID: u.id, From: name,
+		Provider: u.live.Provider(), Model: u.live.Model(), Voice: u.live.Voice(), Reason: string(pe.Code), ReplayedText: strings.TrimSpace(text.String())})}); qerr != nil {
+		return true, qerr
+	}
+	for _, s := range replay {
+		if strings.TrimSpace(s.seg.text) == "" {
+			continue
+		}
+		if rerr := u.render(s.seg); rerr != nil {
+			return true, rerr
+		}
+		if qerr := u.queue1(frame{droppable: true, textEnd: s.seg.end}); qerr != nil {
+			return true, qerr
+		}
+	}
+	return true, nil
 }
 
 // defaultFailoverWindow is how much audio a context may have sent and
@@ -375,6 +513,7 @@ func (u *utterance) next(ended <-chan struct{}) (segment, bool, error) {
 // the socket's queue is full (the provider is paused meanwhile) and fails
 // once the context is over.
 func (u *utterance) emit(e sdk.StreamEvent) error {
+	u.streamWords.Add(int64(len(e.Words)))
 	if len(e.Words) > 0 && !u.live.Timestamps() {
 		// Timings the gateway asked for itself, to say what was heard:
 		// noted by the writer, not sent.
@@ -486,7 +625,7 @@ func (u *utterance) finish(err error) {
 	}
 	// What was reserved from the budgets for this context and not spent
 	// goes back (a provider failure before any audio costs nothing).
-	u.live.Settle(context.WithoutCancel(u.s.ctx), row.CreditsUsed)
+	u.live.Settle(context.WithoutCancel(u.s.ctx), speech.Amount(&row))
 	row.LatencyMS = time.Since(u.started).Milliseconds()
 	done := doneMessage{Type: "done", ContextID: u.id, Reason: reason, Characters: row.CharCount, Credits: row.CreditsUsed,
 		AudioSeconds: round3(u.live.AudioSeconds())}
@@ -508,6 +647,9 @@ func (u *utterance) finish(err error) {
 		row.TimeToFirstAudioMS = ms
 	}
 	metrics := u.turnMetrics(fa)
+	if metrics.TextWaitMs != nil {
+		row.TextWaitMS = *metrics.TextWaitMs
+	}
 	// The row is queued before done goes out, so a client that reads
 	// done and then the logs finds it; the id is free again from here.
 	u.s.record(row)

@@ -53,6 +53,7 @@ const (
 	fieldCost                   protowire.Number = 27
 	fieldCurrency               protowire.Number = 28
 	fieldCostEstimate           protowire.Number = 29
+	fieldTextWaitMS             protowire.Number = 34
 )
 
 // logKeyLen is the length of a log primary key: 8 bytes of big-endian
@@ -113,6 +114,7 @@ func encodeLogRow(b []byte, r *store.LogRow) []byte {
 	num(fieldAudioMS, r.AudioMS)
 	str(fieldCache, r.Cache)
 	num(fieldTimeToFirstAudioMS, r.TimeToFirstAudioMS)
+	num(fieldTextWaitMS, r.TextWaitMS)
 	str(fieldTranscoded, r.Transcoded)
 	str(fieldProvenance, r.Provenance)
 	num(fieldCost, r.Cost)
@@ -211,6 +213,8 @@ func decodeLogRow(r *store.LogRow, orgID string, pk, val []byte) error {
 				r.AudioMS = v
 			case fieldTimeToFirstAudioMS:
 				r.TimeToFirstAudioMS = v
+			case fieldTextWaitMS:
+				r.TextWaitMS = v
 			case fieldSanitized:
 				r.Sanitized = v != 0
 			case fieldCost:

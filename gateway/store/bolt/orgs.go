@@ -24,6 +24,7 @@ type orgRecord struct {
 	RatePerMinute int                          `json:"rate_per_minute,omitempty"`
 	Providers     map[string]orgProviderRecord `json:"providers,omitempty"`
 	Loudness      *orgLoudnessRecord           `json:"loudness,omitempty"`
+	FailoverMs    *int                         `json:"failover_window_ms,omitempty"`
 	CreatedAt     time.Time                    `json:"created_at"`
 	UpdatedAt     time.Time                    `json:"updated_at"`
 }
@@ -41,7 +42,7 @@ type orgProviderRecord struct {
 
 func encodeOrg(o *store.Org) ([]byte, error) {
 	r := orgRecord{ID: o.ID, Name: o.Name, Disabled: o.Disabled, Budget: o.Budget, BudgetPeriod: o.BudgetPeriod, BudgetCost: o.BudgetCost,
-		RatePerMinute: o.RatePerMinute, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC()}
+		RatePerMinute: o.RatePerMinute, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(), FailoverMs: o.FailoverWindowMs}
 	if l := o.Loudness; l != nil {
 		r.Loudness = &orgLoudnessRecord{Integrated: l.Integrated, TruePeak: l.TruePeak}
 	}
@@ -60,7 +61,8 @@ func decodeOrg(data []byte) (*store.Org, error) {
 		return nil, err
 	}
 	o := &store.Org{ID: r.ID, Name: r.Name, Disabled: r.Disabled, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod, BudgetCost: r.BudgetCost,
-		RatePerMinute: r.RatePerMinute, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Providers: map[string]store.OrgProvider{}}
+		RatePerMinute: r.RatePerMinute, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Providers: map[string]store.OrgProvider{},
+		FailoverWindowMs: r.FailoverMs}
 	for id, p := range r.Providers {
 		o.Providers[id] = store.OrgProvider(p)
 	}

@@ -23,14 +23,14 @@ var logColumns = []string{
 	"error_detail", "provider_options", "moderation_decision", "moderation_reason_type",
 	"moderation_reason_detail", "moderation_confidence", "moderation_latency_ms", "time_to_first_audio_ms",
 	"key_id", "audio_ms", "cache", "transcoded", "sanitized", "provenance",
-	"cost", "currency", "cost_estimate",
+	"cost", "currency", "cost_estimate", "text_wait_ms",
 }
 
 const logSelect = `SELECT ts, seq, request_id, parent_request_id, path, status, provider, model,
 	voice_id, voice_ref, char_count, credits_used, latency_ms, error_code, error_detail,
 	provider_options, moderation_decision, moderation_reason_type, moderation_reason_detail,
 	moderation_confidence, moderation_latency_ms, time_to_first_audio_ms, key_id, audio_ms, cache,
-	transcoded, sanitized, provenance, cost, currency, cost_estimate FROM request_logs`
+	transcoded, sanitized, provenance, cost, currency, cost_estimate, text_wait_ms FROM request_logs`
 
 // scanLogRow reads one row of logSelect into r, of organization orgID,
 // and returns its ts and seq (the row's position, for cursors).
@@ -40,7 +40,7 @@ func scanLogRow(row pgx.Row, r *store.LogRow, orgID string) (ts, seq int64, err 
 		&r.VoiceID, &r.VoiceRef, &chars, &credits, &r.LatencyMS, &r.ErrorCode, &r.ErrorDetail,
 		&r.ProviderOptions, &r.ModerationDecision, &r.ModerationReasonType, &r.ModerationReasonDetail,
 		&r.ModerationConfidence, &r.ModerationLatencyMS, &r.TimeToFirstAudioMS, &r.KeyID, &r.AudioMS, &r.Cache,
-		&r.Transcoded, &r.Sanitized, &r.Provenance, &r.Cost, &r.Currency, &r.CostEstimate); err != nil {
+		&r.Transcoded, &r.Sanitized, &r.Provenance, &r.Cost, &r.Currency, &r.CostEstimate, &r.TextWaitMS); err != nil {
 		return 0, 0, err
 	}
 	r.OrgID, r.TS = orgID, fromNanos(ts)
@@ -160,7 +160,7 @@ type logSource struct {
 	rows []store.LogRow
 	now  int64
 	i    int
-	vals [31]any
+	vals [32]any
 }
 
 func (l *logSource) Next() bool { l.i++; return l.i < len(l.rows) }
@@ -171,13 +171,13 @@ func (l *logSource) Values() ([]any, error) {
 	if !r.TS.IsZero() {
 		ts = nanos(r.TS)
 	}
-	l.vals = [31]any{
+	l.vals = [32]any{
 		r.OrgID, ts, r.RequestID, r.ParentRequestID, r.Path, int32(r.Status), r.Provider, r.Model,
 		r.VoiceID, r.VoiceRef, int32(r.CharCount), int32(r.CreditsUsed), r.LatencyMS, r.ErrorCode,
 		r.ErrorDetail, r.ProviderOptions, r.ModerationDecision, r.ModerationReasonType,
 		r.ModerationReasonDetail, r.ModerationConfidence, r.ModerationLatencyMS, r.TimeToFirstAudioMS,
 		r.KeyID, r.AudioMS, r.Cache, r.Transcoded, r.Sanitized, r.Provenance,
-		r.Cost, r.Currency, r.CostEstimate,
+		r.Cost, r.Currency, r.CostEstimate, r.TextWaitMS,
 	}
 	return l.vals[:], nil
 }

@@ -264,7 +264,7 @@ func testLogRowRoundTrip(t *testing.T, open Opener) {
 		VoiceRef: "6f1c", CharCount: 1234, CreditsUsed: 7, LatencyMS: 321, ErrorCode: "text_too_long",
 		ErrorDetail: "ünïcode ✓ detail", ProviderOptions: `{"a":1}`, ModerationDecision: "block",
 		ModerationReasonType: "rule", ModerationReasonDetail: "slur", ModerationConfidence: 0.875, ModerationLatencyMS: 3,
-		TimeToFirstAudioMS: 42, KeyID: "key-1", AudioMS: 2500, Cache: "hit",
+		TimeToFirstAudioMS: 42, TextWaitMS: 17, KeyID: "key-1", AudioMS: 2500, Cache: "hit",
 		Transcoded: "pcm_24000->mp3_24000_96", Sanitized: true,
 		Provenance: `{"record":{"request_id":"r1"},"signature":"c2ln"}`,
 		Cost:       1_234_567_890_123, Currency: "USD", CostEstimate: 1_234_000_000_000,

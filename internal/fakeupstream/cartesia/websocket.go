@@ -31,6 +31,15 @@ import (
 // {"type": "done", "done": true} at a context's end, and {"type": "error",
 // "status_code", "done": true, "error"} for a failed request, which ends its
 // context. A cancelled context gets no further messages.
+//
+// Cartesia documents no limit of contexts per socket ("the connection
+// supports multiplexing"); its limits are the account's (docs.cartesia.ai,
+// "Concurrency and WebSocket Limits"): concurrent TTS contexts, counted by
+// unique context_id while active, refused past the plan's limit with 429;
+// WebSocket connections at most 10x that limit, a new one refused with
+// 429; idle connections closed after 5 minutes. SetConcurrencyLimit
+// enforces the first two per API key (a test that passes them fails);
+// the idle close is not simulated.
 
 // WebSocketPath is the TTS WebSocket's path.
 const WebSocketPath = "/tts/websocket"
@@ -50,10 +59,52 @@ type wsRequest struct {
 // wsStats counts the fake's WebSockets.
 type wsStats struct {
 	open        atomic.Int64
+	total       atomic.Int64
+	contexts    atomic.Int64 // contexts opened in all
+	active      atomic.Int64 // contexts active now, on all sockets
+	most        atomic.Int64 // the most contexts one socket had at once
+	refused     atomic.Int64 // contexts refused past the concurrency limit
 	mu          sync.Mutex
 	transcripts []string
 	cancels     int
+	limit       int              // concurrent contexts per key; 0: none
+	perKey      map[string]int64 // sockets opened per key
+	openPerKey  map[string]int64 // sockets open now per key
+	activePer   map[string]int64 // contexts active now per key
 }
+
+// SetConcurrencyLimit enforces the account limits of an API key with a
+// TTS concurrency limit of n: at most n contexts active at once (a
+// context past it gets a 429 error message) and 10n sockets open (a
+// handshake past it gets 429). 0 lifts them.
+func (s *Server) SetConcurrencyLimit(n int) {
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	s.ws.limit = n
+}
+
+// SocketsByKey returns how many TTS WebSockets each API key opened.
+func (s *Server) SocketsByKey() map[string]int64 {
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range s.ws.perKey {
+		out[k] = v
+	}
+	return out
+}
+
+// Contexts returns the contexts opened in all, the most one socket had at
+// once, and how many were refused past the concurrency limit.
+func (s *Server) Contexts() (total, mostPerSocket, refused int64) {
+	return s.ws.contexts.Load(), s.ws.most.Load(), s.ws.refused.Load()
+}
+
+// OpenContexts returns the contexts active now, on all sockets.
+func (s *Server) OpenContexts() int64 { return s.ws.active.Load() }
+
+// Sockets returns the TTS WebSockets opened in all.
+func (s *Server) Sockets() int64 { return s.ws.total.Load() }
 
 // OpenSockets returns the TTS WebSockets open now.
 func (s *Server) OpenSockets() int64 { return s.ws.open.Load() }
@@ -95,13 +146,39 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.begin(w, r); !ok {
 		return
 	}
+	key := r.Header.Get("X-API-Key")
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && key == "" {
+		key = bearer
+	}
+	s.ws.mu.Lock()
+	if s.ws.perKey == nil {
+		s.ws.perKey, s.ws.openPerKey, s.ws.activePer = map[string]int64{}, map[string]int64{}, map[string]int64{}
+	}
+	if s.ws.limit > 0 && s.ws.openPerKey[key] >= 10*int64(s.ws.limit) {
+		s.ws.mu.Unlock()
+		s.fail(w, r, http.StatusTooManyRequests, "concurrency_limited", "Too many WebSocket connections",
+			"You have exceeded your plan's WebSocket connection limit (10x your concurrency limit).")
+		return
+	}
+	s.ws.perKey[key]++
+	s.ws.openPerKey[key]++
+	s.ws.mu.Unlock()
+	defer func() {
+		s.ws.mu.Lock()
+		s.ws.openPerKey[key]--
+		s.ws.mu.Unlock()
+	}()
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
 	s.ws.open.Add(1)
+	s.ws.total.Add(1)
 	defer s.ws.open.Add(-1)
 	defer conn.Close()
+	// here counts the socket's active contexts (its goroutines' ends
+	// give theirs back).
+	var here atomic.Int64
 	ctx, cancelAll := context.WithCancel(r.Context())
 	defer cancelAll()
 	var wmu sync.Mutex
@@ -143,13 +220,47 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if c == nil || c.closed {
+			s.ws.mu.Lock()
+			over := s.ws.limit > 0 && s.ws.activePer[key] >= int64(s.ws.limit)
+			if !over {
+				s.ws.activePer[key]++
+			}
+			s.ws.mu.Unlock()
+			if over {
+				s.ws.refused.Add(1)
+				write(map[string]any{"type": "error", "context_id": id, "status_code": http.StatusTooManyRequests, "done": true,
+					"error": "You have exceeded your plan's concurrency limit."})
+				continue
+			}
+			s.ws.contexts.Add(1)
+			s.ws.active.Add(1)
+			for n := here.Add(1); ; {
+				most := s.ws.most.Load()
+				if n <= most || s.ws.most.CompareAndSwap(most, n) {
+					break
+				}
+			}
 			cctx, cancel := context.WithCancel(ctx)
 			c = &wsContext{texts: make(chan wsRequest, 64), cancel: cancel}
 			contexts[id] = c
+			// A context stops counting when it ends: done, cancelled, or
+			// an error (done: true), even while its later messages are
+			// still drained.
+			var once sync.Once
+			ended := func() {
+				once.Do(func() {
+					here.Add(-1)
+					s.ws.active.Add(-1)
+					s.ws.mu.Lock()
+					s.ws.activePer[key]--
+					s.ws.mu.Unlock()
+				})
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.speakContext(cctx, r, id, c.texts, write)
+				defer ended()
+				s.speakContext(cctx, r, id, c.texts, write, ended)
 			}()
 		}
 		if m.Transcript != nil && *m.Transcript != "" {
@@ -171,7 +282,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 
 // speakContext speaks the requests of one context in order, then sends
 // done; a failed request sends an error and ends the context.
-func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, texts <-chan wsRequest, write func(map[string]any) bool) {
+func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, texts <-chan wsRequest, write func(map[string]any) bool, ended func()) {
 	var offset float64 // seconds of the context's audio so far
 	for m := range texts {
 		last := m.Continue == nil || !*m.Continue
@@ -184,6 +295,7 @@ func (s *Server) speakContext(ctx context.Context, r *http.Request, id string, t
 		speed, ok := s.check(rec, r, &m.ttsFields, true)
 		if !ok {
 			write(map[string]any{"type": "error", "context_id": id, "status_code": rec.Code, "done": true, "error": strings.TrimSpace(rec.Body.String())})
+			ended()
 			for {
 				select {
 				case _, ok := <-texts:

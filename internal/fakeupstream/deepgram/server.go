@@ -1,7 +1,7 @@
 // Package deepgram is a fake of Deepgram's Aura text-to-speech REST API
 // for tests and benchmarks: POST /v1/speak, whose answer body is the
-// audio, streamed as it is rendered, and GET /v1/models, the model (voice)
-// list.
+// audio, streamed as it is rendered, GET /v1/speak, the speak WebSocket
+// (websocket.go), and GET /v1/models, the model (voice) list.
 //
 // It follows the API reference: the key comes as "Authorization: Token
 // <key>"; the body is exactly {"text": ...} (any other field is a 400
@@ -159,6 +159,7 @@ type Server struct {
 	srv    *httptest.Server
 	studio *fakeupstream.Studio
 	reqID  atomic.Int64
+	ws     wsStats // the speak WebSocket (websocket.go)
 }
 
 // New starts a fake. With tb set it is closed at tb.Cleanup; otherwise
@@ -171,6 +172,7 @@ func New(tb testing.TB, opts fakeupstream.Options) *Server {
 	s := &Server{Control: fakeupstream.NewControl(opts), studio: studio}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+SpeakPath, s.speak)
+	mux.HandleFunc("GET "+SpeakPath, s.speakSocket) // websocket.go
 	mux.HandleFunc("GET "+ModelsPath, s.models)
 	mux.HandleFunc("/", s.notFound)
 	s.srv = httptest.NewServer(s.Judge(tb, Document(), mux))

@@ -349,3 +349,31 @@ func TestNestedFieldsAreStrict(t *testing.T) {
 		t.Errorf("unknown scope member: %+v", p)
 	}
 }
+
+// TestOrgFailoverWindow: an organization's realtime failover window is
+// set, read back, cleared with null and bounded through the admin API.
+func TestOrgFailoverWindow(t *testing.T) {
+	t.Parallel()
+	tg := start(t)
+	r := tg.Do("POST", "/v1/admin/orgs", "admin", map[string]any{"id": "agents", "name": "Agents", "failover_window_ms": 1500})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var got struct {
+		Data struct {
+			FailoverWindowMs *int `json:"failover_window_ms"`
+		}
+	}
+	tg.Do("GET", "/v1/admin/orgs/agents", "admin", nil).JSON(t, &got)
+	if got.Data.FailoverWindowMs == nil || *got.Data.FailoverWindowMs != 1500 {
+		t.Errorf("read back %v", got.Data.FailoverWindowMs)
+	}
+	p := tg.Do("PATCH", "/v1/admin/orgs/agents", "admin", map[string]any{"failover_window_ms": 60001}).Problem(t, 400, "validation_failed")
+	harness.AssertPaths(t, p, "failover_window_ms")
+	tg.Do("PATCH", "/v1/admin/orgs/agents", "admin", map[string]any{"failover_window_ms": nil})
+	got.Data.FailoverWindowMs = nil
+	tg.Do("GET", "/v1/admin/orgs/agents", "admin", nil).JSON(t, &got)
+	if got.Data.FailoverWindowMs != nil {
+		t.Errorf("after null: %v", *got.Data.FailoverWindowMs)
+	}
+}

@@ -86,7 +86,7 @@ func (b *bridge) providers() []bridged {
 		}},
 		{"cartesia", func(id string, extra ...any) map[string]any {
 			return harness.StartMsg(id, append([]any{"model", "cartesia/sonic-2", "voice", cartesia.VoiceKatie}, extra...)...)
-		}, b.ca.Transcripts, b.ca.OpenSockets},
+		}, b.ca.Transcripts, b.ca.OpenContexts}, // pooled too: its active contexts
 	}
 }
 

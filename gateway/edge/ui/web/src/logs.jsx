@@ -214,6 +214,9 @@ function LogDetail({ row, onClose, onOpen }) {
   const [error, setError] = useState("");
   const heading = useRef(null);
   const isConversation = row.path.includes("/conversation") && !row.parent_request_id;
+  // A realtime context's row: its turn timing, from the row itself (time
+  // to first audio and the text wait the aggregation cost).
+  const isRealtime = row.path.includes("/realtime");
   useEffect(() => {
     heading.current && heading.current.focus();
     setChildren(null);
@@ -235,6 +238,16 @@ function LogDetail({ row, onClose, onOpen }) {
           <div key={k}><dt>{label}</dt><dd>{k === "ts" ? fmtTime(row[k]) : show(row[k])}</dd></div>
         ))}
       </dl>
+      {isRealtime && (
+        <>
+          <h3>Turn timing</h3>
+          <dl aria-label="Turn timing">
+            <div><dt>Time to first audio (ms)</dt><dd data-field="time_to_first_audio_ms">{show(row.time_to_first_audio_ms)}</dd></div>
+            <div><dt>Text wait (ms)</dt><dd data-field="text_wait_ms">{show(row.text_wait_ms)}</dd></div>
+            <div><dt>Provider and gateway (ms)</dt><dd data-field="first_segment_to_audio_ms">{show(Math.max(0, (row.time_to_first_audio_ms || 0) - (row.text_wait_ms || 0)))}</dd></div>
+          </dl>
+        </>
+      )}
       <h3>Moderation</h3>
       <dl>
         {moderationFields.map(([k, label]) => <div key={k}><dt>{label}</dt><dd>{show(row[k])}</dd></div>)}
