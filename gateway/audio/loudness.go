@@ -278,7 +278,10 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 	var edges []float64
 	bias := in - kw.loudness(nil, &edges)
 	gains := make([]float32, len(c.Samples))
-	scratch := make([]float32, len(c.Samples))
+	// The leveled clip is written over the gains (apply reads each gain
+	// before it writes that sample; the next search step writes them all
+	// again): one clip-sized array less to allocate and fault in.
+	scratch := gains
 	aim := t.Integrated
 	var g, miss float64
 	traced := math.NaN() // the gain of l's trace
@@ -296,6 +299,7 @@ func NormalizeLoudness(c *Clip, t LoudnessTarget, headroomDb float64) (LoudnessL
 			l.trace(c.Samples, gl, gains)
 		}
 		l.apply(c.Samples, scratch, gl, gains)
+		traced = math.NaN()
 		v, err := lm.measure(scratch)
 		if err != nil {
 			return rep, err
