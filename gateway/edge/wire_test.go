@@ -23,14 +23,14 @@ func TestLogRowJSON(t *testing.T) {
 	if m["ts"] != "2026-03-01T12:04:05.678Z" {
 		t.Errorf("ts = %v", m["ts"])
 	}
-	if strings.Contains(string(b), "secret-org") || len(m) != 29 {
-		t.Errorf("fields = %v (%d), want the spec's 20 and time_to_first_audio_ms, key_id, audio_seconds, cache, transcoded, sanitized, cost, currency, cost_estimate, without the org", m, len(m))
+	if strings.Contains(string(b), "secret-org") || len(m) != 30 {
+		t.Errorf("fields = %v (%d), want the spec's 20 and time_to_first_audio_ms, key_id, audio_seconds, cache, transcoded, sanitized, cost, currency, cost_estimate, text_wait_ms, without the org", m, len(m))
 	}
 	for _, k := range []string{"request_id", "parent_request_id", "path", "status", "provider", "model", "voice_id",
 		"voice_ref", "char_count", "credits_used", "latency_ms", "error_code", "error_detail", "provider_options",
 		"moderation_decision", "moderation_reason_type", "moderation_reason_detail", "moderation_confidence",
 		"moderation_latency_ms", "time_to_first_audio_ms", "key_id", "audio_seconds", "cache", "transcoded", "sanitized",
-		"cost", "currency", "cost_estimate"} {
+		"cost", "currency", "cost_estimate", "text_wait_ms"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("field %s missing", k)
 		}
