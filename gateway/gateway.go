@@ -807,13 +807,10 @@ func (g *Gateway) speaker() jobs.Speaker {
 }
 
 // unmarked reports whether org turned provenance marks off, in the
-// configuration in use.
+// organization directory (gateway.yaml's or the admin API's).
 func (g *Gateway) unmarked(org string) bool {
-	if g.server == nil {
-		return false
-	}
-	l := g.server.Live()
-	return l != nil && l.Provenance.For(org).Unmarked
+	o, ok := g.orgs.Get(org)
+	return ok && o.Provenance.Unmarked
 }
 
 // Jobs returns the long-form job service.

@@ -21,6 +21,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/providers/keypool"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
 	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/sdk"
@@ -179,6 +180,8 @@ func FileOrgs(cfg *config.Config) []orgs.File {
 		if l := o.Loudness; l != nil {
 			f.Loudness = &orgs.Loudness{Integrated: l.Integrated, TruePeak: l.Ceiling()}
 		}
+		f.Provenance = store.OrgProvenance{Unmarked: !o.Provenance.MarkOn(), ConsentOptional: !o.Provenance.ConsentRequiredOn(),
+			NoRecords: !o.Provenance.RecordsOn()}
 		out = append(out, f)
 	}
 	return out

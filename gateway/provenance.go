@@ -31,18 +31,6 @@ func ProvenanceGateway(cfg *config.Config) string {
 	return "voxgate"
 }
 
-// ProvenancePolicy is each organization's provenance settings from
-// gateway.yaml.
-func ProvenancePolicy(cfg *config.Config) provenance.Policy {
-	p := provenance.Policy{}
-	for id, o := range cfg.Orgs {
-		if o != nil {
-			p[id] = provenance.OrgSettings{Unmarked: !o.Provenance.MarkOn(), ConsentOptional: !o.Provenance.ConsentRequiredOn()}
-		}
-	}
-	return p
-}
-
 // openProvenance loads the signing key and returns the service that
 // marks, signs and indexes answers.
 func openProvenance(cfg *config.Config, index *provenance.Index) (*provenance.Service, error) {

@@ -114,6 +114,32 @@ type orgRequestJSON struct {
 	RateLimit optional[rateLimitJSON]              `json:"rate_limit"`
 	Providers optional[map[string]orgProviderJSON] `json:"providers"`
 	Loudness  optional[loudnessJSON]               `json:"loudness"`
+	// Provenance is a plain pointer, not optional: its members' type
+	// errors then name their whole path (provenance.mark).
+	Provenance *provenanceRequestJSON `json:"provenance"`
+}
+
+// provenanceRequestJSON is an organization's provenance settings as a
+// request gives them; a member left out is left as it is.
+type provenanceRequestJSON struct {
+	Mark    *bool   `json:"mark"`
+	Consent *string `json:"consent"`
+	Records *bool   `json:"records"`
+}
+
+// provenanceJSON is an organization's provenance settings on the wire.
+type provenanceJSON struct {
+	Mark    bool   `json:"mark"`
+	Consent string `json:"consent"`
+	Records bool   `json:"records"`
+}
+
+func provenanceOut(p store.OrgProvenance) *provenanceJSON {
+	out := &provenanceJSON{Mark: !p.Unmarked, Consent: manage.ConsentRequired, Records: !p.NoRecords}
+	if p.ConsentOptional {
+		out.Consent = manage.ConsentOptional
+	}
+	return out
 }
 
 func (r *orgRequestJSON) settings() manage.OrgSettings {
@@ -136,6 +162,9 @@ func (r *orgRequestJSON) settings() manage.OrgSettings {
 			set.Loudness = r.Loudness.V.domain()
 		}
 	}
+	if p := r.Provenance; p != nil {
+		set.Provenance = &manage.Provenance{Mark: p.Mark, Consent: p.Consent, Records: p.Records}
+	}
 	if r.Providers.Set {
 		set.SetProviders = true
 		set.Providers = make(map[string]store.OrgProvider, len(r.Providers.V))
@@ -156,12 +185,15 @@ type orgJSON struct {
 	RateLimit *rateLimitJSON             `json:"rate_limit"`
 	Providers map[string]orgProviderJSON `json:"providers,omitempty"`
 	Loudness  *loudnessJSON              `json:"loudness,omitempty"`
-	CreatedAt *time.Time                 `json:"created_at,omitempty"`
-	UpdatedAt *time.Time                 `json:"updated_at,omitempty"`
+	// Provenance is always given: the file's organizations have theirs
+	// too (orgs.<id>.provenance).
+	Provenance *provenanceJSON `json:"provenance"`
+	CreatedAt  *time.Time      `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time      `json:"updated_at,omitempty"`
 }
 
 func orgOut(o *orgs.Org) orgJSON {
-	out := orgJSON{ID: o.ID, Name: o.Name, ManagedBy: o.ManagedBy, Disabled: o.Disabled}
+	out := orgJSON{ID: o.ID, Name: o.Name, ManagedBy: o.ManagedBy, Disabled: o.Disabled, Provenance: provenanceOut(o.Provenance)}
 	out.Budget = budgetOut(o.Budget.Credits, o.Budget.Cost, string(o.Budget.Period))
 	if !o.Synthesis.Unlimited() {
 		out.RateLimit = &rateLimitJSON{PerMinute: int(o.Synthesis.Rate*60 + 0.5)}

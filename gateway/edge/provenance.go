@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -23,7 +22,9 @@ type provState struct {
 	mark      *provenance.Mark
 	how       string
 	mediaType string
-	hasher    *provenance.Hasher
+	// hasher hashes the bytes sent; nil when the organization turned
+	// records off (then nothing is hashed, signed or fingerprinted).
+	hasher *provenance.Hasher
 	// kept is a stream's audio as sent, for its fingerprint once it
 	// ended; nil once it outgrew maxIndexedStream (or for a clip).
 	kept []byte
@@ -42,7 +43,7 @@ const maxIndexedStream = 4 << 20
 // for its fingerprint; a nil state does nothing. Hot path (every
 // streamed piece): a hash and an append.
 func (p *provState) write(b []byte) {
-	if p == nil {
+	if p == nil || p.hasher == nil {
 		return
 	}
 	p.hasher.Write(b)
@@ -67,10 +68,14 @@ func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Sp
 	if s.prov == nil {
 		return b, nil
 	}
-	ps := &provState{mediaType: mediaType, hasher: provenance.NewHasher()}
+	set := s.orgProvenance(c.p.OrgID)
+	ps := &provState{mediaType: mediaType}
+	if !set.NoRecords {
+		ps.hasher = provenance.NewHasher()
+	}
 	format := provenance.Container(mediaType)
 	switch {
-	case c.live.Provenance.For(c.p.OrgID).Unmarked:
+	case set.Unmarked:
 		ps.how = provenance.UnmarkedOff
 	case format == "":
 		ps.how = provenance.UnmarkedRaw
@@ -109,7 +114,8 @@ func spliceHead(b, head []byte, tail int, inPlace bool) []byte {
 }
 
 // markClip marks a clip in place (a pooled clip is copied out of its
-// buffer, which goes back) and hashes it.
+// buffer, which goes back). Its hash and fingerprint are left to its
+// seal (sealClip), off the request path.
 func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken) *provState {
 	res := out.Result
 	b, ps := s.markFirst(ctx, c, out, res.Audio, res.MediaType, true, !res.Pooled())
@@ -122,24 +128,13 @@ func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spo
 		}
 		res.Audio = b
 	}
-	ps.hasher.Write(res.Audio)
-	if len(res.Audio) > maxIndexedStream || !s.prov.Indexing() {
-		return ps
-	}
-	indexed := res.Audio
-	if res.Pooled() {
-		// The pooled buffer goes back once written; the indexer reads
-		// later.
-		indexed = bytes.Clone(indexed)
-	}
-	s.prov.Index(c.p.OrgID, c.reqID, res.MediaType, indexed)
 	return ps
 }
 
 // signRow puts the answer's signed provenance record on its log row.
 // complete is false for a stream that broke off.
 func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete bool) {
-	if ps == nil {
+	if ps == nil || ps.hasher == nil {
 		return
 	}
 	sum, n := ps.hasher.Sum()
@@ -164,4 +159,18 @@ func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete
 		return
 	}
 	row.Provenance = signed
+}
+
+// orgProvenance is org's provenance settings from the organization
+// directory (gateway.yaml's or the admin API's); the defaults for an
+// organization it does not hold.
+func (s *Server) orgProvenance(org string) store.OrgProvenance {
+	if s.orgs == nil {
+		return store.OrgProvenance{}
+	}
+	o, _ := s.orgs.Get(org)
+	if o == nil {
+		return store.OrgProvenance{}
+	}
+	return o.Provenance
 }

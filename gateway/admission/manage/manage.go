@@ -79,7 +79,27 @@ type OrgSettings struct {
 	// given (nil then clears it).
 	Loudness    *audio.LoudnessParams
 	SetLoudness bool
+	// Provenance changes the provenance settings it gives; nil leaves
+	// them (on create: marked, consent required, records signed).
+	Provenance *Provenance
 }
+
+// Provenance is the provenance settings a request gives; nil fields are
+// left as they are.
+type Provenance struct {
+	// Mark turns the in-file mark on or off.
+	Mark *bool
+	// Consent is "required" or "optional" (for cloning a voice).
+	Consent *string
+	// Records turns the signed record on or off.
+	Records *bool
+}
+
+// Consent values of Provenance.
+const (
+	ConsentRequired = "required"
+	ConsentOptional = "optional"
+)
 
 // Budget is a budget per Period ("day" or "month"): Credits, Cost (in
 // nano-units of the gateway's currency), or both; 0 is none.
@@ -105,6 +125,9 @@ func (s *Service) check(o OrgSettings) error {
 		for _, e := range o.Loudness.Validate("loudness") {
 			fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 		}
+	}
+	if p := o.Provenance; p != nil && p.Consent != nil && *p.Consent != ConsentRequired && *p.Consent != ConsentOptional {
+		fe = append(fe, problem.Field(fmt.Sprintf("%q or %q", ConsentRequired, ConsentOptional), "provenance", "consent"))
 	}
 	for id := range o.Providers {
 		if s.providers != nil && !s.providers(id) {
@@ -152,6 +175,17 @@ func (o OrgSettings) apply(r *store.Org) {
 		if o.Loudness != nil {
 			t := o.Loudness.Target()
 			r.Loudness = &store.OrgLoudness{Integrated: t.Integrated, TruePeak: t.TruePeak}
+		}
+	}
+	if p := o.Provenance; p != nil {
+		if p.Mark != nil {
+			r.Provenance.Unmarked = !*p.Mark
+		}
+		if p.Consent != nil {
+			r.Provenance.ConsentOptional = *p.Consent == ConsentOptional
+		}
+		if p.Records != nil {
+			r.Provenance.NoRecords = !*p.Records
 		}
 	}
 	if o.SetProviders {

@@ -57,6 +57,9 @@ type Org struct {
 	Stored *store.Org
 	// Loudness is the organization's default loudness target; nil: none.
 	Loudness *Loudness
+	// Provenance is the organization's provenance settings (zero: marked,
+	// consent required, records signed).
+	Provenance store.OrgProvenance
 }
 
 // Loudness is an EBU R128 target: integrated LUFS, true-peak dBTP.
@@ -73,6 +76,8 @@ type File struct {
 	Synthesis, Reads ratelimit.Limit
 	// Loudness is the default loudness target (orgs.<id>.loudness).
 	Loudness *Loudness
+	// Provenance is orgs.<id>.provenance.
+	Provenance store.OrgProvenance
 }
 
 // Store is the storage the directory reads: the admin API's organizations.
@@ -104,7 +109,7 @@ func New(file []File) *Directory {
 func (d *Directory) SetFile(file []File) {
 	m := make(map[string]*Org, len(file))
 	for _, f := range file {
-		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness,
+		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness, Provenance: f.Provenance,
 			SynthKey: "org:" + f.ID + ":synthesis", ReadKey: "org:" + f.ID + ":reads"}
 	}
 	d.mu.Lock()
@@ -117,7 +122,7 @@ func (d *Directory) SetFile(file []File) {
 // defaults for everything the file could say and the API does not (no
 // moderation, no aliases, no read rate limit).
 func FromStore(s *store.Org) *Org {
-	o := &Org{ID: s.ID, Name: s.Name, ManagedBy: ManagedByAPI, Disabled: s.Disabled, Stored: store.CloneOrg(s),
+	o := &Org{ID: s.ID, Name: s.Name, ManagedBy: ManagedByAPI, Disabled: s.Disabled, Stored: store.CloneOrg(s), Provenance: s.Provenance,
 		SynthKey: "org:" + s.ID + ":synthesis", ReadKey: "org:" + s.ID + ":reads"}
 	if s.Budget > 0 || s.BudgetCost > 0 {
 		o.Budget = budget.Limit{Credits: s.Budget, Cost: s.BudgetCost, Period: budget.Period(s.BudgetPeriod)}
