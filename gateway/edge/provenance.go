@@ -64,28 +64,44 @@ func (p *provState) write(b []byte) {
 // inPlace lets the mark go into b's own array when it has room: only for
 // a buffer the caller owns outright (a clip the gateway encoded), never a
 // pooled one, which may be part of a larger buffer.
-func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken, b []byte, mediaType string, whole, inPlace bool) ([]byte, *provState) {
-	if s.prov == nil {
+func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, provider, model string, b []byte, mediaType string, whole, inPlace bool) ([]byte, *provState) {
+	ps := s.newProvState(c, mediaType)
+	if ps == nil {
 		return b, nil
 	}
-	set := s.orgProvenance(c.p.OrgID)
+	b = s.markInto(c, ps, provider, model, b, whole, inPlace)
+	ctx.Response.Header.Set(headerMark, ps.how)
+	return b, ps
+}
+
+// newProvState is the provenance state of an answer of c in mediaType
+// under its organization's settings; nil when provenance is off here.
+func (s *Server) newProvState(c *exchange, mediaType string) *provState {
+	if s.prov == nil {
+		return nil
+	}
 	ps := &provState{mediaType: mediaType}
-	if !set.NoRecords {
+	if !s.orgProvenance(c.p.OrgID).NoRecords {
 		ps.hasher = provenance.NewHasher()
 	}
-	format := provenance.Container(mediaType)
+	return ps
+}
+
+// markInto marks b (see markFirst) and notes in ps how.
+func (s *Server) markInto(c *exchange, ps *provState, provider, model string, b []byte, whole, inPlace bool) []byte {
+	format := provenance.Container(ps.mediaType)
 	switch {
-	case set.Unmarked:
+	case s.orgProvenance(c.p.OrgID).Unmarked:
 		ps.how = provenance.UnmarkedOff
 	case format == "":
 		ps.how = provenance.UnmarkedRaw
 	default:
-		m := s.prov.NewMark(c.reqID, out.Job.Provider.ID, out.Job.Model.ID, time.Now())
+		m := s.prov.NewMark(c.reqID, provider, model, time.Now())
 		head, tail, how, err := provenance.Insert(b, format, m, whole)
 		switch {
 		case err != nil:
 			ps.how = provenance.UnmarkedHeader
-			s.log.Warn("audio left unmarked", zap.String("request_id", c.reqID), zap.String("media_type", mediaType), zap.Error(err))
+			s.log.Warn("audio left unmarked", zap.String("request_id", c.reqID), zap.String("media_type", ps.mediaType), zap.Error(err))
 		case head == nil:
 			ps.how = how
 		default:
@@ -93,8 +109,7 @@ func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Sp
 			b = spliceHead(b, head, tail, inPlace)
 		}
 	}
-	ctx.Response.Header.Set(headerMark, ps.how)
-	return b, ps
+	return b
 }
 
 // spliceHead returns b with its first tail bytes replaced by head: in
@@ -118,7 +133,7 @@ func spliceHead(b, head []byte, tail int, inPlace bool) []byte {
 // seal (sealClip), off the request path.
 func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken) *provState {
 	res := out.Result
-	b, ps := s.markFirst(ctx, c, out, res.Audio, res.MediaType, true, !res.Pooled())
+	b, ps := s.markFirst(ctx, c, out.Job.Provider.ID, out.Job.Model.ID, res.Audio, res.MediaType, true, !res.Pooled())
 	if ps == nil {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/voxgate/voxgate/gateway/admission/auth"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -37,6 +39,8 @@ type seal struct {
 	release func()
 	// parties counts who must finish before the seal is made.
 	parties atomic.Int32
+	// commit records the sealed row (nil: Server.commitRow).
+	commit func(store.LogRow)
 }
 
 // maxSealers bounds the sealers running at once; a seal that finds them
@@ -163,5 +167,30 @@ func (sl *seal) make() {
 		sl.release = nil
 	}
 	s.signRow(sl.c, &sl.row, ps, sl.complete)
+	if sl.commit != nil {
+		sl.commit(sl.row)
+		return
+	}
 	s.commitRow(sl.row)
+}
+
+// realtimeProvenance is the realtime hub's Provenance hook: a context's
+// signed record (unmarked: its audio goes out in pieces without a file
+// header), made by a sealer like an answer's; nil when provenance is off.
+func (s *Server) realtimeProvenance() func(store.LogRow, *provenance.Hasher, string, bool) {
+	if s.prov == nil {
+		return nil
+	}
+	return func(row store.LogRow, h *provenance.Hasher, mediaType string, complete bool) {
+		if s.orgProvenance(row.OrgID).NoRecords {
+			s.logs.Record(row)
+			return
+		}
+		c := &exchange{ctx: context.Background(), p: auth.Principal{OrgID: row.OrgID, KeyID: row.KeyID}, reqID: row.RequestID,
+			start: row.TS, live: s.Live()}
+		sl := &seal{s: s, c: c, complete: complete, row: row, commit: func(r store.LogRow) { s.logs.Record(r) },
+			ps: &provState{how: provenance.UnmarkedRealtime, mediaType: mediaType, hasher: h}}
+		sl.parties.Store(1)
+		sl.done()
+	}
 }

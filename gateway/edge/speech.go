@@ -270,7 +270,7 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	st := out.Stream
 	setWarnings(ctx, st.Warnings)
 	var ps *provState
-	st.First, ps = s.markFirst(ctx, c, out, st.First, st.MediaType(), false, false)
+	st.First, ps = s.markFirst(ctx, c, out.Job.Provider.ID, out.Job.Model.ID, st.First, st.MediaType(), false, false)
 	if ps != nil && s.prov.Indexing() {
 		ps.kept = make([]byte, 0, 64<<10) // the stream is fingerprinted when it ends
 	}
