@@ -139,7 +139,11 @@ func (s *Server) identifyProvenance(ctx *fasthttp.RequestCtx, c *exchange) error
 	for _, m := range matches {
 		row, err := s.records.Log(c.ctx, c.p.OrgID, m.RequestID)
 		if err != nil || row.Provenance == "" {
-			continue // its log row is past the retention
+			// A long-form job's file is indexed under the job's id.
+			if signed, jerr := s.jobProvenance(c, m.RequestID); jerr == nil {
+				out = append(out, identifiedJSON{json.RawMessage(signed), m.Score})
+			}
+			continue // else its log row is past the retention
 		}
 		out = append(out, identifiedJSON{json.RawMessage(row.Provenance), m.Score})
 	}

@@ -220,6 +220,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	if err := os.Rename(path+".tmp", path); err != nil {
 		return 0, err
 	}
+	s.indexFile(prov, j, spec, path, size)
 	return size, nil
 }
 
