@@ -116,6 +116,107 @@ func (s *Store) MatchFingerprints(ctx context.Context, orgID string, keys []uint
 	return out, nil
 }
 
+// DeleteFingerprint implements store.FingerprintStore.
+func (s *Store) DeleteFingerprint(ctx context.Context, orgID, requestID string) error {
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		kb, fb := orgBucket(tx, orgID, bucketFingerprintKeys), orgBucket(tx, orgID, bucketFingerprints)
+		if kb == nil || fb == nil {
+			return nil
+		}
+		return deleteFingerprint(fb, kb, requestID)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete fingerprint %s: %w", requestID, err)
+	}
+	return nil
+}
+
+// deleteFingerprint drops one fingerprint and its key entries.
+func deleteFingerprint(fb, kb *bbolt.Bucket, requestID string) error {
+	old := fb.Get([]byte(requestID))
+	if old == nil {
+		return nil
+	}
+	if _, _, keys, err := decodeFingerprint(old); err == nil {
+		for _, k := range keys {
+			if err := kb.Delete(fingerprintKey(k, requestID)); err != nil {
+				return err
+			}
+		}
+	}
+	return fb.Delete([]byte(requestID))
+}
+
+// purgeFingerprints deletes orgID's fingerprints made before cutoff (unix
+// ns), up to purgeBatch in one transaction; it returns how many. The
+// fingerprints are keyed by request, so this reads each one's time (its
+// first 8 bytes): a scan of the bucket, once per purge.
+func (s *Store) purgeFingerprints(ctx context.Context, orgID string, cutoff uint64) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		kb, fb := orgBucket(tx, orgID, bucketFingerprintKeys), orgBucket(tx, orgID, bucketFingerprints)
+		if kb == nil || fb == nil {
+			return nil
+		}
+		var old []string
+		c := fb.Cursor()
+		for k, v := c.First(); k != nil && len(old) < purgeBatch; k, v = c.Next() {
+			if len(v) >= 8 && binary.BigEndian.Uint64(v) < cutoff {
+				old = append(old, string(k))
+			}
+		}
+		for _, id := range old {
+			if err := deleteFingerprint(fb, kb, id); err != nil {
+				return err
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	return n, err
+}
+
+// ForEachFingerprint implements store.FingerprintStore: one read
+// transaction per organization.
+func (s *Store) ForEachFingerprint(ctx context.Context, fn func(*store.Fingerprint) error) error {
+	var orgIDs []string
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte(bucketOrgs)).ForEachBucket(func(k []byte) error {
+			orgIDs = append(orgIDs, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("store: list fingerprints: %w", err)
+	}
+	for _, org := range orgIDs {
+		var list []store.Fingerprint
+		err := s.view(ctx, func(tx *bbolt.Tx) error {
+			fb := orgBucket(tx, org, bucketFingerprints)
+			if fb == nil {
+				return nil
+			}
+			return fb.ForEach(func(k, v []byte) error {
+				ts, values, keys, err := decodeFingerprint(v)
+				if err != nil {
+					return fmt.Errorf("fingerprint %s: %w", k, err)
+				}
+				list = append(list, store.Fingerprint{OrgID: org, RequestID: string(k), TS: ts, Values: values, Keys: keys})
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("store: list fingerprints: %w", err)
+		}
+		for i := range list {
+			if err := fn(&list[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func fingerprintKey(k uint32, requestID string) []byte {
 	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(requestID)), k)
 	return append(b, requestID...)

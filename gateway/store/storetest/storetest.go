@@ -68,6 +68,7 @@ var cases = []struct {
 	{"ListLogsConfiguredRetention", testListLogsConfiguredRetention},
 	{"VoiceConsentRoundTrip", testVoiceConsentRoundTrip},
 	{"Fingerprints", testFingerprints},
+	{"FingerprintsPurged", testFingerprintsPurged},
 	{"LogRowRoundTrip", testLogRowRoundTrip},
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},

@@ -7,3 +7,7 @@
 ALTER TABLE orgs ADD COLUMN prov_unmarked boolean NOT NULL DEFAULT false;
 ALTER TABLE orgs ADD COLUMN prov_consent_optional boolean NOT NULL DEFAULT false;
 ALTER TABLE orgs ADD COLUMN prov_no_records boolean NOT NULL DEFAULT false;
+
+-- Fingerprints are purged with the log rows (by their time): the index
+-- that finds the old ones.
+CREATE INDEX fingerprints_ts ON fingerprints (ts);
