@@ -19,6 +19,10 @@ type Provenance struct {
 	// (Chromaprint on libavcodec) corrupted the process's C heap and the
 	// gateway aborted; see docs/provenance.md.
 	Fingerprints bool `yaml:"fingerprints"`
+	// RotateKey accepts a signing key other than the one the store
+	// records (which a start otherwise refuses) and records it: set it
+	// for the one start that changes the key.
+	RotateKey bool `yaml:"rotate_key"`
 }
 
 // OrgProvenance is an organization's provenance settings.

@@ -150,3 +150,26 @@ func testFingerprintsPurged(t *testing.T, open Opener) {
 		t.Errorf("ForEachFingerprint after the purge:\n got %+v\nwant %+v", listed, want)
 	}
 }
+
+// testSigningKey checks the signing key's fingerprint: the first recorded
+// stays against another, replace swaps it.
+func testSigningKey(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := openWith(t, open, newClock())
+	ks, ok := s.(store.SigningKeyStore)
+	if !ok {
+		t.Fatalf("%T does not implement store.SigningKeyStore", s)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-one"), false); err != nil || string(got) != "key-one" {
+		t.Fatalf("first RecordSigningKey = %q, %v", got, err)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-two"), false); err != nil || string(got) != "key-one" {
+		t.Errorf("second RecordSigningKey = %q, %v: the first must stay", got, err)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-two"), true); err != nil || string(got) != "key-two" {
+		t.Errorf("RecordSigningKey(replace) = %q, %v", got, err)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-three"), false); err != nil || string(got) != "key-two" {
+		t.Errorf("after the rotation RecordSigningKey = %q, %v", got, err)
+	}
+}

@@ -69,6 +69,7 @@ var cases = []struct {
 	{"VoiceConsentRoundTrip", testVoiceConsentRoundTrip},
 	{"Fingerprints", testFingerprints},
 	{"FingerprintsPurged", testFingerprintsPurged},
+	{"SigningKey", testSigningKey},
 	{"LogRowRoundTrip", testLogRowRoundTrip},
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},
