@@ -39,6 +39,9 @@ type Results struct {
 	AfterLoad afterLoad `json:"after_load"`
 	// Realtime is the realtime WebSocket phase (realtime.go).
 	Realtime realtimeResult `json:"realtime"`
+	// Identify is the identify phase (identify.go): identify against a
+	// large fingerprint index.
+	Identify identifyResult `json:"identify"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`
