@@ -18,19 +18,19 @@ import (
 )
 
 // identifyResult is the identify phase: POST /v1/provenance/identify's
-// work (fingerprint the query, find candidates in the index, compare
+// work (fingerprint the 6 s query, find candidates in the index, compare
 // them) against a bbolt index of Size fingerprints, for a clip that is in
-// it and one that is not.
+// it (the very audio indexed) and one that is not.
 type identifyResult struct {
 	// Size is the fingerprints indexed; Build how long filling took;
 	// FileBytes the bbolt file's size.
 	Size      int     `json:"size"`
 	BuildSecs float64 `json:"build_seconds"`
 	FileBytes int64   `json:"file_bytes"`
-	// Growth is the lookup's median time at each size reached while
-	// filling, for when the whole size was not reached.
+	// Growth is the store lookup's median (the clip not in the index)
+	// at each size measured: a tenth, a third and all of Size.
 	Growth []identifyStep `json:"growth"`
-	// In and Out are whole identifies (fingerprinting the 3 s query
+	// In and Out are whole identifies (fingerprinting the 6 s query
 	// included); InLookup and OutLookup the store's candidate lookup
 	// alone (MatchFingerprints).
 	In        latency `json:"in_index"`

@@ -75,54 +75,14 @@ func (s *Store) PutFingerprint(ctx context.Context, f *store.Fingerprint) error 
 	return nil
 }
 
-// PutFingerprints stores new fingerprints in one write transaction: what
-// `voxbench -only identify` fills its index with (a million one at a
-// time would be a million fsyncs). Unlike PutFingerprint it does not look
-// for an older fingerprint of the same request: the requests must be new.
-func (s *Store) PutFingerprints(ctx context.Context, fs []store.Fingerprint) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		for i := range fs {
-			f := &fs[i]
-			if err := requireIDs("org id", f.OrgID, "request id", f.RequestID); err != nil {
-				return err
-			}
-			fb, err := orgBucketCreate(tx, f.OrgID, bucketFingerprints)
-			if err != nil {
-				return err
-			}
-			kb, err := orgBucketCreate(tx, f.OrgID, bucketFingerprintKeys)
-			if err != nil {
-				return err
-			}
-			ts := f.TS
-			if ts.IsZero() {
-				ts = s.now()
-			}
-			if err := fb.Put([]byte(f.RequestID), encodeFingerprint(ts, f.Values, f.Keys)); err != nil {
-				return err
-			}
-			for _, k := range f.Keys {
-				if err := kb.Put(fingerprintKey(k, f.RequestID), []byte{}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: put fingerprints: %w", err)
-	}
-	return nil
-}
-
 // LoadFingerprints fills orgID's empty index with n fingerprints,
 // fingerprint(i) for i from 0, for benchmarks (`voxbench -only
 // identify`). fingerprint must be deterministic (it is called twice per
 // i) and give request ids in increasing byte order. Each bucket is then
 // written in key order, which bbolt appends to full pages: a million
-// fingerprints (24 million key entries) in minutes, where
-// PutFingerprints's random inserts took nine minutes for twenty
-// thousand on a busy machine.
+// fingerprints (24 million key entries) in minutes, where random
+// inserts (20,000 fingerprints to a transaction) took nine minutes for
+// the first twenty thousand on a busy machine.
 func (s *Store) LoadFingerprints(ctx context.Context, orgID string, n int, fingerprint func(i int) store.Fingerprint) error {
 	byKey := map[uint32][]int32{}
 	idOf := make([]string, n)
