@@ -123,7 +123,7 @@ func (s *Server) identifyProvenance(ctx *fasthttp.RequestCtx, c *exchange) error
 	}
 	matches, err := s.prov.Identify(c.ctx, c.p.OrgID, data, declared)
 	if errors.Is(err, audio.ErrUnsupportedMediaType) {
-		return problem.New(problem.UnsupportedMediaType, "%s cannot be decoded here: send WAV, MP3, Ogg Opus, raw PCM (audio/pcm;rate=N) or G.711", declared)
+		return problem.New(problem.UnsupportedMediaType, "%s cannot be decoded here: send WAV, MP3, Ogg Opus, FLAC, raw PCM (audio/pcm;rate=N) or G.711", declared)
 	}
 	if errors.Is(err, provenance.ErrNoAudio) || errors.Is(err, audio.ErrCorrupt) {
 		return problem.Validation(problem.Field("is not audio that can be fingerprinted: "+err.Error(), "file"))
