@@ -41,6 +41,8 @@ type seal struct {
 	parties atomic.Int32
 	// commit records the sealed row (nil: Server.commitRow).
 	commit func(store.LogRow)
+	// held lets the request log's Flush go once the row is recorded.
+	held func()
 }
 
 // maxSealers bounds the sealers running at once; a seal that finds them
@@ -93,7 +95,7 @@ func (s *Server) newSeal(c *exchange, ps *provState, complete bool) *seal {
 	if ps == nil || ps.hasher == nil {
 		return nil
 	}
-	sl := &seal{s: s, c: c, ps: ps, complete: complete}
+	sl := &seal{s: s, c: c, ps: ps, complete: complete, held: s.logs.Hold()}
 	sl.parties.Store(1)
 	return sl
 }
@@ -167,6 +169,7 @@ func (sl *seal) make() {
 		sl.release = nil
 	}
 	s.signRow(sl.c, &sl.row, ps, sl.complete)
+	defer sl.held()
 	if sl.commit != nil {
 		sl.commit(sl.row)
 		return
@@ -188,7 +191,7 @@ func (s *Server) realtimeProvenance() func(store.LogRow, *provenance.Hasher, str
 		}
 		c := &exchange{ctx: context.Background(), p: auth.Principal{OrgID: row.OrgID, KeyID: row.KeyID}, reqID: row.RequestID,
 			start: row.TS, live: s.Live()}
-		sl := &seal{s: s, c: c, complete: complete, row: row, commit: func(r store.LogRow) { s.logs.Record(r) },
+		sl := &seal{s: s, c: c, complete: complete, row: row, commit: func(r store.LogRow) { s.logs.Record(r) }, held: s.logs.Hold(),
 			ps: &provState{how: provenance.UnmarkedRealtime, mediaType: mediaType, hasher: h}}
 		sl.parties.Store(1)
 		sl.done()

@@ -409,8 +409,8 @@ type chunkStream struct {
 	doneSent bool
 	// meter measures the audio relayed, for the row's audio_ms.
 	meter audio.Meter
-	// prov hashes the audio relayed for the provenance record (nil: a
-	// conversation, or provenance off).
+	// prov hashes the audio relayed for the provenance record (nil:
+	// provenance off).
 	prov *provState
 }
 
