@@ -39,7 +39,7 @@ type seal struct {
 	release func()
 	// parties counts who must finish before the seal is made.
 	parties atomic.Int32
-	// commit records the sealed row (nil: Server.commitRow).
+	// commit records the sealed row (nil: the request log's Record).
 	commit func(store.LogRow)
 	// held lets the request log's Flush go once the row is recorded.
 	held func()
@@ -138,6 +138,9 @@ func (s *Server) recordSealed(ctx *fasthttp.RequestCtx, c *exchange, row store.L
 		return
 	}
 	sl.row = s.finishRow(ctx, c, row)
+	// Usage is counted now, as for a row without a seal: metrics read
+	// right after the answer include it.
+	s.metrics.CountUsage(&sl.row)
 	sl.done()
 }
 
@@ -174,7 +177,7 @@ func (sl *seal) make() {
 		sl.commit(sl.row)
 		return
 	}
-	s.commitRow(sl.row)
+	s.logs.Record(sl.row)
 }
 
 // realtimeProvenance is the realtime hub's Provenance hook: a context's
