@@ -18,6 +18,10 @@ type Provenance struct {
 	// 1.75 ms of CPU per second of audio, some eight times what relaying
 	// the clip costs (docs/provenance.md).
 	Fingerprints bool `yaml:"fingerprints"`
+	// RotateKey accepts a signing key other than the one the store
+	// records (which a start otherwise refuses) and records it: set it
+	// for the one start that changes the key.
+	RotateKey bool `yaml:"rotate_key"`
 }
 
 // OrgProvenance is an organization's provenance settings.
@@ -30,6 +34,11 @@ type OrgProvenance struct {
 	// Consent says whether a voice made from uploaded media needs a
 	// consent attestation: "required" (default) or "optional".
 	Consent string `yaml:"consent"`
+	// Records signs a provenance record of each answer (default true).
+	// Off, the organization's answers are neither hashed nor signed (the
+	// mark stays, as Article 50(2) asks): the SHA-256 and Ed25519
+	// signature are about a third of the relay's CPU on a short clip.
+	Records *bool `yaml:"records"`
 }
 
 // Consent settings of OrgProvenance.
@@ -40,6 +49,9 @@ const (
 
 // MarkOn reports whether marking is on (the default).
 func (p *OrgProvenance) MarkOn() bool { return p.Mark == nil || *p.Mark }
+
+// RecordsOn reports whether answers get a signed record (the default).
+func (p *OrgProvenance) RecordsOn() bool { return p.Records == nil || *p.Records }
 
 // ConsentRequiredOn reports whether a cloned voice needs consent.
 func (p *OrgProvenance) ConsentRequiredOn() bool { return p.Consent != ConsentOptional }

@@ -287,7 +287,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 			g.closers = append(g.closers, func(context.Context) error { index.Close(); return nil })
 		}
 	}
-	if deps.Provenance, err = openProvenance(cfg, index); err != nil {
+	keys, ok := g.store.(store.SigningKeyStore)
+	if !ok {
+		return nil, fmt.Errorf("provenance: the %T store cannot record the signing key", g.store)
+	}
+	if deps.Provenance, err = openProvenance(ctx, cfg, keys, index); err != nil {
 		return nil, err
 	}
 	if err := g.attachProviders(ctx, &deps); err != nil {
@@ -807,13 +811,10 @@ func (g *Gateway) speaker() jobs.Speaker {
 }
 
 // unmarked reports whether org turned provenance marks off, in the
-// configuration in use.
+// organization directory (gateway.yaml's or the admin API's).
 func (g *Gateway) unmarked(org string) bool {
-	if g.server == nil {
-		return false
-	}
-	l := g.server.Live()
-	return l != nil && l.Provenance.For(org).Unmarked
+	o, ok := g.orgs.Get(org)
+	return ok && o.Provenance.Unmarked
 }
 
 // Jobs returns the long-form job service.

@@ -21,6 +21,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/providers/keypool"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/driver"
 	"github.com/voxgate/voxgate/gateway/store/reqlog"
 	"github.com/voxgate/voxgate/sdk"
@@ -183,6 +184,8 @@ func FileOrgs(cfg *config.Config) []orgs.File {
 			d := time.Duration(*w) * time.Millisecond
 			f.FailoverWindow = &d
 		}
+		f.Provenance = store.OrgProvenance{Unmarked: !o.Provenance.MarkOn(), ConsentOptional: !o.Provenance.ConsentRequiredOn(),
+			NoRecords: !o.Provenance.RecordsOn()}
 		out = append(out, f)
 	}
 	return out

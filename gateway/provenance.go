@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/voxgate/voxgate/config"
 	"github.com/voxgate/voxgate/gateway/provenance"
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // ProvenanceKeyFile is the file of the Ed25519 key that signs provenance
@@ -31,21 +33,9 @@ func ProvenanceGateway(cfg *config.Config) string {
 	return "voxgate"
 }
 
-// ProvenancePolicy is each organization's provenance settings from
-// gateway.yaml.
-func ProvenancePolicy(cfg *config.Config) provenance.Policy {
-	p := provenance.Policy{}
-	for id, o := range cfg.Orgs {
-		if o != nil {
-			p[id] = provenance.OrgSettings{Unmarked: !o.Provenance.MarkOn(), ConsentOptional: !o.Provenance.ConsentRequiredOn()}
-		}
-	}
-	return p
-}
-
 // openProvenance loads the signing key and returns the service that
 // marks, signs and indexes answers.
-func openProvenance(cfg *config.Config, index *provenance.Index) (*provenance.Service, error) {
+func openProvenance(ctx context.Context, cfg *config.Config, st store.SigningKeyStore, index *provenance.Index) (*provenance.Service, error) {
 	seed, source, err := provenance.LoadSeed(cfg.Provenance.KeyEnv, ProvenanceKeyFile(cfg))
 	if err != nil {
 		return nil, err
@@ -53,6 +43,9 @@ func openProvenance(cfg *config.Config, index *provenance.Index) (*provenance.Se
 	signer, err := provenance.NewSigner(seed)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if err := signer.CheckKey(ctx, st, source, cfg.Provenance.RotateKey); err != nil {
+		return nil, err
 	}
 	return provenance.NewService(signer, ProvenanceGateway(cfg), index), nil
 }

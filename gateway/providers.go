@@ -70,7 +70,6 @@ func (g *Gateway) noProviders(cfg *config.Config) *edge.Live {
 		Resources:   resources.New(resources.Deps{Store: g.data, Credentials: g.creds, CheckRule: speech.ValidateStoredRule}),
 		Credentials: g.creds,
 		Aliases:     Aliases(cfg),
-		Provenance:  ProvenancePolicy(cfg),
 	})
 }
 
@@ -147,7 +146,6 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 		Catalog:     cat,
 		Credentials: creds,
 		Aliases:     Aliases(cfg),
-		Provenance:  ProvenancePolicy(cfg),
 		Resources: resources.New(resources.Deps{Store: g.data, Catalog: cat, Calls: g.calls, Credentials: creds,
 			CheckRule: speech.ValidateStoredRule}),
 	}), nil

@@ -48,6 +48,7 @@ type options struct {
 	streams      int
 	keep         bool
 	only         string
+	identifySize int
 	clip         float64
 	clientSlot   time.Duration
 	workloads    string
@@ -77,7 +78,8 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
 	flag.Float64Var(&o.clip, "clip-seconds", 3, "length of the whole clip the fake returns (24 kHz PCM, 48 KB a second)")
-	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime, loudness, jobs, agents (for profiling; the table then lacks the others)")
+	flag.IntVar(&o.identifySize, "identify-size", 1_000_000, "fingerprints the identify phase indexes (-only identify)")
+	flag.StringVar(&o.only, "only", "", "run only these phases, comma-separated: seq, tput, ttfb, clients, streams, logs, pg, clipmem, cache, realtime, loudness, jobs, agents, identify (for profiling; the table then lacks the others)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -226,6 +228,16 @@ func run(ctx context.Context, o options) (*Results, error) {
 		}
 		if err := loudnessBench(ctx, bin, dir, rounds, res); err != nil {
 			return nil, fmt.Errorf("loudness: %w", err)
+		}
+	}
+	if o.only != "" && o.runs("identify") { // only when asked: it writes a ~1 GB index
+		logf("phase: identify against %d indexed fingerprints", o.identifySize)
+		rounds, deadline := 200, 20*time.Minute
+		if o.quick {
+			rounds, deadline = 40, 2*time.Minute
+		}
+		if err := identifyBench(ctx, dir, o.identifySize, rounds, deadline, res); err != nil {
+			return nil, fmt.Errorf("identify: %w", err)
 		}
 	}
 	if o.runs("realtime") {

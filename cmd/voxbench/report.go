@@ -44,6 +44,9 @@ type Results struct {
 	// Agents is the voice-agent phase (agents.go): pooled provider
 	// sockets, added time to first audio, aggregation modes.
 	Agents agentsResult `json:"agents"`
+	// Identify is the identify phase (identify.go): identify against a
+	// large fingerprint index.
+	Identify identifyResult `json:"identify"`
 	// PluginHWM is the peak resident memory (VmHWM) of each plugin process
 	// of the load gateway at the end of the load phases, largest first.
 	PluginHWM []uint64 `json:"plugin_hwm_bytes"`

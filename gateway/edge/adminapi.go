@@ -117,6 +117,32 @@ type orgRequestJSON struct {
 	// FailoverWindowMs is the realtime failover window (null: the
 	// gateway's default).
 	FailoverWindowMs optional[int] `json:"failover_window_ms"`
+	// Provenance is a plain pointer, not optional: its members' type
+	// errors then name their whole path (provenance.mark).
+	Provenance *provenanceRequestJSON `json:"provenance"`
+}
+
+// provenanceRequestJSON is an organization's provenance settings as a
+// request gives them; a member left out is left as it is.
+type provenanceRequestJSON struct {
+	Mark    *bool   `json:"mark"`
+	Consent *string `json:"consent"`
+	Records *bool   `json:"records"`
+}
+
+// provenanceJSON is an organization's provenance settings on the wire.
+type provenanceJSON struct {
+	Mark    bool   `json:"mark"`
+	Consent string `json:"consent"`
+	Records bool   `json:"records"`
+}
+
+func provenanceOut(p store.OrgProvenance) *provenanceJSON {
+	out := &provenanceJSON{Mark: !p.Unmarked, Consent: manage.ConsentRequired, Records: !p.NoRecords}
+	if p.ConsentOptional {
+		out.Consent = manage.ConsentOptional
+	}
+	return out
 }
 
 func (r *orgRequestJSON) settings() manage.OrgSettings {
@@ -146,6 +172,9 @@ func (r *orgRequestJSON) settings() manage.OrgSettings {
 			set.Loudness = r.Loudness.V.domain()
 		}
 	}
+	if p := r.Provenance; p != nil {
+		set.Provenance = &manage.Provenance{Mark: p.Mark, Consent: p.Consent, Records: p.Records}
+	}
 	if r.Providers.Set {
 		set.SetProviders = true
 		set.Providers = make(map[string]store.OrgProvider, len(r.Providers.V))
@@ -168,13 +197,16 @@ type orgJSON struct {
 	Loudness  *loudnessJSON              `json:"loudness,omitempty"`
 	// FailoverWindowMs is the realtime failover window; absent: the
 	// gateway's default.
-	FailoverWindowMs *int       `json:"failover_window_ms,omitempty"`
-	CreatedAt        *time.Time `json:"created_at,omitempty"`
-	UpdatedAt        *time.Time `json:"updated_at,omitempty"`
+	FailoverWindowMs *int `json:"failover_window_ms,omitempty"`
+	// Provenance is always given: the file's organizations have theirs
+	// too (orgs.<id>.provenance).
+	Provenance *provenanceJSON `json:"provenance"`
+	CreatedAt  *time.Time      `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time      `json:"updated_at,omitempty"`
 }
 
 func orgOut(o *orgs.Org) orgJSON {
-	out := orgJSON{ID: o.ID, Name: o.Name, ManagedBy: o.ManagedBy, Disabled: o.Disabled}
+	out := orgJSON{ID: o.ID, Name: o.Name, ManagedBy: o.ManagedBy, Disabled: o.Disabled, Provenance: provenanceOut(o.Provenance)}
 	out.Budget = budgetOut(o.Budget.Credits, o.Budget.Cost, string(o.Budget.Period))
 	if !o.Synthesis.Unlimited() {
 		out.RateLimit = &rateLimitJSON{PerMinute: int(o.Synthesis.Rate*60 + 0.5)}

@@ -36,6 +36,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 			parent.ErrorCode, parent.ErrorDetail = string(pe.Code), pe.Detail
 		} else {
 			parent.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
+			c.seal = s.markConversation(ctx, c, &parent, out.Result, req.Split && !timestamps)
 			s.writeConversation(ctx, req, out.Result, timestamps)
 		}
 		for _, row := range out.Turns {
@@ -43,7 +44,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 			row.ParentRequestID = c.reqID
 			s.record(ctx, c, row)
 		}
-		s.record(ctx, c, parent)
+		s.recordSealed(ctx, c, parent, c.seal)
 		return nil
 	}
 }
@@ -90,7 +91,9 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		s.record(ctx, c, parent)
 		return nil
 	}
-	s.relay(ctx, c, cancel, "", out.Row, out.Stream, first, false, -1)
+	first, ps := s.markFirst(ctx, c, out.Row.Provider, out.Row.Model, first, out.Stream.MediaType(), false, false)
+	ps.write(first)
+	s.relay(ctx, c, cancel, "", out.Row, out.Stream, first, false, -1).prov = ps
 	return nil
 }
 
@@ -182,4 +185,34 @@ func metadata(res *speech.ConversationResult) map[string]any {
 		meta["timestamps_source"] = "mixed"
 	}
 	return map[string]any{"voxgate": meta}
+}
+
+// markConversation marks a conversation's audio where its format allows
+// (the whole clip; with split, each segment) and returns the seal of its
+// signed record, the parent row's: its hash is of the audio the answer
+// carries (split: the segments' bytes one after another, in order).
+func (s *Server) markConversation(ctx *fasthttp.RequestCtx, c *exchange, parent *store.LogRow, res *speech.ConversationResult, split bool) *seal {
+	ps := s.newProvState(c, res.MediaType)
+	if ps == nil {
+		return nil
+	}
+	if split {
+		for i := range res.Segments {
+			seg := &res.Segments[i]
+			if seg.MediaType != "" {
+				ps.mediaType = seg.MediaType
+			}
+			seg.Audio = s.markInto(c, ps, parent.Provider, parent.Model, seg.Audio, true, false)
+			ps.write(seg.Audio)
+		}
+		ctx.Response.Header.Set(headerMark, ps.how)
+		return s.newSeal(c, ps, true)
+	}
+	res.Audio = s.markInto(c, ps, parent.Provider, parent.Model, res.Audio, true, false)
+	ctx.Response.Header.Set(headerMark, ps.how)
+	sl := s.newSeal(c, ps, true)
+	if sl != nil {
+		sl.audio = res.Audio // hashed by the seal, off the request path
+	}
+	return sl
 }

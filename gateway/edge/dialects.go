@@ -178,7 +178,7 @@ func (s *Server) openAISpeech(ctx *fasthttp.RequestCtx, c *exchange) {
 		s.failSpeech(ctx, c, err, &speech.Spoken{})
 		return
 	}
-	s.speak(ctx, c, req, ep, func(res *speech.Result) { s.writeClip(ctx, speech.DeliverClip, res) }, true)
+	s.speak(ctx, c, req, ep, func(res *speech.Result) { s.writeClip(ctx, c, speech.DeliverClip, res) }, true)
 }
 
 // openAIModels are the models of GET /v1/models for org under live:
@@ -271,7 +271,7 @@ func (s *Server) elevenLabsSpeech(ep speech.Delivery, lines bool) handlerFunc {
 		}
 		s.speak(ctx, c, req, ep, func(res *speech.Result) {
 			if ep != speech.DeliverTimestamps {
-				s.writeClip(ctx, ep, res)
+				s.writeClip(ctx, c, ep, res)
 				return
 			}
 			defer res.Release()

@@ -57,6 +57,8 @@ type exchange struct {
 	// live is the configuration the request is served with, taken once
 	// as it arrived (see Live).
 	live *Live
+	// seal is a clip's record still to sign (seal.go); nil otherwise.
+	seal *seal
 }
 
 // handlerFunc is an authenticated API handler. It writes the success

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
-	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/providers/catalog"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/resources"
@@ -40,8 +39,6 @@ type Live struct {
 	// Resources serves the resource routes: voices, media, pronunciation
 	// dictionaries and provider keys.
 	Resources *resources.Service
-	// Provenance is each organization's provenance settings.
-	Provenance provenance.Policy
 
 	// refs counts the requests (and realtime contexts) holding this Live.
 	refs atomic.Int64
@@ -54,12 +51,11 @@ type LiveDeps struct {
 	Credentials *credentials.Resolver
 	Aliases     *dialect.Aliases
 	Resources   *resources.Service
-	Provenance  provenance.Policy
 }
 
 // NewLive builds a Live.
 func NewLive(d LiveDeps) *Live {
-	return &Live{Speech: d.Speech, Catalog: d.Catalog, Credentials: d.Credentials, Aliases: d.Aliases, Resources: d.Resources, Provenance: d.Provenance}
+	return &Live{Speech: d.Speech, Catalog: d.Catalog, Credentials: d.Credentials, Aliases: d.Aliases, Resources: d.Resources}
 }
 
 // isProvider reports whether name is a configured provider.

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -23,7 +22,9 @@ type provState struct {
 	mark      *provenance.Mark
 	how       string
 	mediaType string
-	hasher    *provenance.Hasher
+	// hasher hashes the bytes sent; nil when the organization turned
+	// records off (then nothing is hashed, signed or fingerprinted).
+	hasher *provenance.Hasher
 	// kept is a stream's audio as sent, for its fingerprint once it
 	// ended; nil once it outgrew maxIndexedStream (or for a clip).
 	kept []byte
@@ -42,7 +43,7 @@ const maxIndexedStream = 4 << 20
 // for its fingerprint; a nil state does nothing. Hot path (every
 // streamed piece): a hash and an append.
 func (p *provState) write(b []byte) {
-	if p == nil {
+	if p == nil || p.hasher == nil {
 		return
 	}
 	p.hasher.Write(b)
@@ -63,24 +64,44 @@ func (p *provState) write(b []byte) {
 // inPlace lets the mark go into b's own array when it has room: only for
 // a buffer the caller owns outright (a clip the gateway encoded), never a
 // pooled one, which may be part of a larger buffer.
-func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken, b []byte, mediaType string, whole, inPlace bool) ([]byte, *provState) {
-	if s.prov == nil {
+func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, provider, model string, b []byte, mediaType string, whole, inPlace bool) ([]byte, *provState) {
+	ps := s.newProvState(c, mediaType)
+	if ps == nil {
 		return b, nil
 	}
-	ps := &provState{mediaType: mediaType, hasher: provenance.NewHasher()}
-	format := provenance.Container(mediaType)
+	b = s.markInto(c, ps, provider, model, b, whole, inPlace)
+	ctx.Response.Header.Set(headerMark, ps.how)
+	return b, ps
+}
+
+// newProvState is the provenance state of an answer of c in mediaType
+// under its organization's settings; nil when provenance is off here.
+func (s *Server) newProvState(c *exchange, mediaType string) *provState {
+	if s.prov == nil {
+		return nil
+	}
+	ps := &provState{mediaType: mediaType}
+	if !s.orgProvenance(c.p.OrgID).NoRecords {
+		ps.hasher = provenance.NewHasher()
+	}
+	return ps
+}
+
+// markInto marks b (see markFirst) and notes in ps how.
+func (s *Server) markInto(c *exchange, ps *provState, provider, model string, b []byte, whole, inPlace bool) []byte {
+	format := provenance.Container(ps.mediaType)
 	switch {
-	case c.live.Provenance.For(c.p.OrgID).Unmarked:
+	case s.orgProvenance(c.p.OrgID).Unmarked:
 		ps.how = provenance.UnmarkedOff
 	case format == "":
 		ps.how = provenance.UnmarkedRaw
 	default:
-		m := s.prov.NewMark(c.reqID, out.Job.Provider.ID, out.Job.Model.ID, time.Now())
+		m := s.prov.NewMark(c.reqID, provider, model, time.Now())
 		head, tail, how, err := provenance.Insert(b, format, m, whole)
 		switch {
 		case err != nil:
 			ps.how = provenance.UnmarkedHeader
-			s.log.Warn("audio left unmarked", zap.String("request_id", c.reqID), zap.String("media_type", mediaType), zap.Error(err))
+			s.log.Warn("audio left unmarked", zap.String("request_id", c.reqID), zap.String("media_type", ps.mediaType), zap.Error(err))
 		case head == nil:
 			ps.how = how
 		default:
@@ -88,8 +109,7 @@ func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Sp
 			b = spliceHead(b, head, tail, inPlace)
 		}
 	}
-	ctx.Response.Header.Set(headerMark, ps.how)
-	return b, ps
+	return b
 }
 
 // spliceHead returns b with its first tail bytes replaced by head: in
@@ -109,10 +129,11 @@ func spliceHead(b, head []byte, tail int, inPlace bool) []byte {
 }
 
 // markClip marks a clip in place (a pooled clip is copied out of its
-// buffer, which goes back) and hashes it.
+// buffer, which goes back). Its hash and fingerprint are left to its
+// seal (sealClip), off the request path.
 func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken) *provState {
 	res := out.Result
-	b, ps := s.markFirst(ctx, c, out, res.Audio, res.MediaType, true, !res.Pooled())
+	b, ps := s.markFirst(ctx, c, out.Job.Provider.ID, out.Job.Model.ID, res.Audio, res.MediaType, true, !res.Pooled())
 	if ps == nil {
 		return nil
 	}
@@ -122,24 +143,13 @@ func (s *Server) markClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spo
 		}
 		res.Audio = b
 	}
-	ps.hasher.Write(res.Audio)
-	if len(res.Audio) > maxIndexedStream || !s.prov.Indexing() {
-		return ps
-	}
-	indexed := res.Audio
-	if res.Pooled() {
-		// The pooled buffer goes back once written; the indexer reads
-		// later.
-		indexed = bytes.Clone(indexed)
-	}
-	s.prov.Index(c.p.OrgID, c.reqID, res.MediaType, indexed)
 	return ps
 }
 
 // signRow puts the answer's signed provenance record on its log row.
 // complete is false for a stream that broke off.
 func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete bool) {
-	if ps == nil {
+	if ps == nil || ps.hasher == nil {
 		return
 	}
 	sum, n := ps.hasher.Sum()
@@ -164,4 +174,18 @@ func (s *Server) signRow(c *exchange, row *store.LogRow, ps *provState, complete
 		return
 	}
 	row.Provenance = signed
+}
+
+// orgProvenance is org's provenance settings from the organization
+// directory (gateway.yaml's or the admin API's); the defaults for an
+// organization it does not hold.
+func (s *Server) orgProvenance(org string) store.OrgProvenance {
+	if s.orgs == nil {
+		return store.OrgProvenance{}
+	}
+	o, _ := s.orgs.Get(org)
+	if o == nil {
+		return store.OrgProvenance{}
+	}
+	return o.Provenance
 }

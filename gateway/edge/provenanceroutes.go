@@ -123,7 +123,7 @@ func (s *Server) identifyProvenance(ctx *fasthttp.RequestCtx, c *exchange) error
 	}
 	matches, err := s.prov.Identify(c.ctx, c.p.OrgID, data, declared)
 	if errors.Is(err, audio.ErrUnsupportedMediaType) {
-		return problem.New(problem.UnsupportedMediaType, "%s cannot be decoded here: send WAV, MP3, Ogg Opus, raw PCM (audio/pcm;rate=N) or G.711", declared)
+		return problem.New(problem.UnsupportedMediaType, "%s cannot be decoded here: send WAV, MP3, Ogg Opus, FLAC, raw PCM (audio/pcm;rate=N) or G.711", declared)
 	}
 	if errors.Is(err, provenance.ErrNoAudio) || errors.Is(err, audio.ErrCorrupt) {
 		return problem.Validation(problem.Field("is not audio that can be fingerprinted: "+err.Error(), "file"))
@@ -139,7 +139,11 @@ func (s *Server) identifyProvenance(ctx *fasthttp.RequestCtx, c *exchange) error
 	for _, m := range matches {
 		row, err := s.records.Log(c.ctx, c.p.OrgID, m.RequestID)
 		if err != nil || row.Provenance == "" {
-			continue // its log row is past the retention
+			// A long-form job's file is indexed under the job's id.
+			if signed, jerr := s.jobProvenance(c, m.RequestID); jerr == nil {
+				out = append(out, identifiedJSON{json.RawMessage(signed), m.Score})
+			}
+			continue // else its log row is past the retention
 		}
 		out = append(out, identifiedJSON{json.RawMessage(row.Provenance), m.Score})
 	}

@@ -63,7 +63,8 @@ func (s *Server) newRealtime() {
 			l := s.hold()
 			return l.Speech, l.release
 		},
-		Record: func(row store.LogRow) { s.logs.Record(row) },
+		Record:     func(row store.LogRow) { s.logs.Record(row) },
+		Provenance: s.realtimeProvenance(),
 		Allow: func(org string) error {
 			if pe := s.rateLimit(org, realtimeRoute); pe != nil {
 				return pe

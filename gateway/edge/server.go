@@ -157,6 +157,8 @@ type Server struct {
 	failOpen    bool
 	// prov marks, signs and indexes answers (nil: off).
 	prov *provenance.Service
+	// sealers sign answers' records off the request path (seal.go).
+	sealers *sealers
 	// orgs holds each organization's rate limits (and their limiter
 	// keys), from the file and the admin API.
 	orgs  *orgs.Directory
@@ -218,6 +220,7 @@ func New(d Deps) *Server {
 		orgs:        d.Orgs,
 		admin:       d.Admin,
 		prov:        d.Provenance,
+		sealers:     newSealers(maxSealers),
 		jobs:        d.Jobs,
 	}
 	s.mem, s.memStop = newMemoryRelease(), make(chan struct{})
@@ -576,6 +579,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// realtime sockets are closed (1001) and waited for here.
 		err = errors.Join(err, s.realtime.Shutdown(ctx))
 	}
+	// The seals still running hold rows the request log must get.
+	err = errors.Join(err, s.sealers.wait(ctx))
 	return err
 }
 
@@ -647,6 +652,12 @@ func (s *Server) pooledKeys() map[string]map[string]time.Time {
 // complete (a stream ending after fasthttp took ctx back). It never blocks
 // (see reqlog.Writer.Record).
 func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow) {
+	s.commitRow(s.finishRow(ctx, c, row))
+}
+
+// finishRow fills in what row takes from the request (ctx may be nil)
+// and settles its charge.
+func (s *Server) finishRow(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow) store.LogRow {
 	if row.RequestID == "" {
 		row.RequestID = c.reqID
 	}
@@ -674,6 +685,11 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, c *exchange, row store.LogRow)
 		// rendered fine.
 		row.ErrorCode = string(c.errCode)
 	}
+	return row
+}
+
+// commitRow counts a finished row's usage and queues it for the store.
+func (s *Server) commitRow(row store.LogRow) {
 	s.metrics.CountUsage(&row)
 	s.logs.Record(row)
 }

@@ -60,7 +60,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
 		}
-		s.speak(ctx, c, req, ep, func(res *speech.Result) { s.writeClip(ctx, ep, res) }, false)
+		s.speak(ctx, c, req, ep, func(res *speech.Result) { s.writeClip(ctx, c, ep, res) }, false)
 		return nil
 	}
 }
@@ -105,14 +105,20 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 		s.stream(ctx, c, cancel, out, sseChars) // the stream records its row when it ends
 	default:
 		defer cancel()
-		ps := s.markClip(ctx, c, out)
-		out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
-		// A clip's first audio is all of it, ready to be written now.
-		s.firstAudio(out).Observe(time.Since(c.start).Seconds())
-		writeClip(out.Result)
-		s.signRow(c, &out.Row, ps, true)
-		s.record(ctx, c, out.Row)
+		s.answerClip(ctx, c, out, ep, writeClip)
 	}
+}
+
+// answerClip answers a whole clip: marked, written, and its row recorded
+// once its provenance record is signed (off the request path: seal.go).
+func (s *Server) answerClip(ctx *fasthttp.RequestCtx, c *exchange, out *speech.Spoken, ep speech.Delivery, writeClip func(*speech.Result)) {
+	ps := s.markClip(ctx, c, out)
+	out.Row.AudioMS = audio.Length(out.Result.Audio, out.Result.MediaType).Milliseconds()
+	// A clip's first audio is all of it, ready to be written now.
+	s.firstAudio(out).Observe(time.Since(c.start).Seconds())
+	c.seal = s.sealClip(c, ps, out.Result, ep)
+	writeClip(out.Result)
+	s.recordSealed(ctx, c, out.Row, c.seal)
 }
 
 // headerCache says what the response cache did: hit, miss or bypass;
@@ -163,7 +169,7 @@ func (s *Server) failSpeech(ctx *fasthttp.RequestCtx, c *exchange, err error, ou
 
 // writeClip encodes a whole clip: raw audio, or the with-timestamps JSON
 // envelope.
-func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *speech.Result) {
+func (s *Server) writeClip(ctx *fasthttp.RequestCtx, c *exchange, ep speech.Delivery, res *speech.Result) {
 	if ep == speech.DeliverTimestamps {
 		defer res.Release()
 		_ = s.writeJSON(ctx, fasthttp.StatusOK, timestampsEnvelope{
@@ -182,7 +188,11 @@ func (s *Server) writeClip(ctx *fasthttp.RequestCtx, ep speech.Delivery, res *sp
 	if res.Pooled() {
 		// The clip is still in the upstream answer's pooled buffer: it is
 		// written from there, and the buffer goes back once written.
-		ctx.SetBodyStream(&clipBody{b: res.Audio, release: res.Release}, len(res.Audio))
+		release := res.Release
+		if c.seal != nil {
+			release = c.seal.takeBody(release) // the seal hashes it first
+		}
+		ctx.SetBodyStream(&clipBody{b: res.Audio, release: release}, len(res.Audio))
 	} else {
 		ctx.Response.SetBodyRaw(res.Audio) // the clip is ours; no copy
 	}
@@ -260,7 +270,7 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	st := out.Stream
 	setWarnings(ctx, st.Warnings)
 	var ps *provState
-	st.First, ps = s.markFirst(ctx, c, out, st.First, st.MediaType(), false, false)
+	st.First, ps = s.markFirst(ctx, c, out.Job.Provider.ID, out.Job.Model.ID, st.First, st.MediaType(), false, false)
 	if ps != nil && s.prov.Indexing() {
 		ps.kept = make([]byte, 0, 64<<10) // the stream is fingerprinted when it ends
 	}
@@ -399,8 +409,8 @@ type chunkStream struct {
 	doneSent bool
 	// meter measures the audio relayed, for the row's audio_ms.
 	meter audio.Meter
-	// prov hashes the audio relayed for the provenance record (nil: a
-	// conversation, or provenance off).
+	// prov hashes the audio relayed for the provenance record (nil:
+	// provenance off).
 	prov *provState
 }
 
@@ -587,10 +597,10 @@ func (cs *chunkStream) finish(werr error) {
 		if cs.cost != nil && row.Cost != 0 {
 			row.Cost = cs.cost(row.AudioMS)
 		}
-		cs.s.signRow(cs.c, row, cs.prov, werr == nil && err == nil)
 		// No ctx: fasthttp may be reusing it by now; the row already has
-		// the path and status record would read from it.
-		cs.s.record(nil, cs.c, *row)
+		// the path and status record would read from it. The record is
+		// signed off the stream's path (seal.go).
+		cs.s.recordSealed(nil, cs.c, *row, cs.s.newSeal(cs.c, cs.prov, werr == nil && err == nil))
 		cs.mu.Lock()
 		cs.finished = true
 		cs.failure = row.ErrorCode

@@ -111,7 +111,7 @@ func (s *Server) createVoice(ctx *fasthttp.RequestCtx, c *exchange) error {
 		return err
 	}
 	fe := req.validate()
-	fe = append(fe, req.validateConsent(!c.live.Provenance.For(c.p.OrgID).ConsentOptional)...)
+	fe = append(fe, req.validateConsent(!s.orgProvenance(c.p.OrgID).ConsentOptional)...)
 	if len(fe) > 0 {
 		return problem.Validation(fe...)
 	}

@@ -214,6 +214,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		return 0, err
 	}
 	size := best.size
+	s.indexFile(best.prov, j, spec, path, size)
 	best = nil
 	return size, nil
 }

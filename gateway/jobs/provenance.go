@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/store"
 )
@@ -53,8 +55,51 @@ func (s *Service) newFileProvenance(j *store.Job, spec *Spec, served string) *fi
 		VoiceID: spec.Voice.VoiceID, Time: now.UTC(), MediaType: MediaType(spec.Format), Marked: fp.how, Mark: fp.mark}
 	if spec.Voice.VoiceID == "" {
 		fp.record.VoiceRef = spec.Voice.Model + ":" + spec.Voice.Voice
+	} else {
+		fp.record.Consent = s.voiceConsent(j.OrgID, spec.Voice.VoiceID)
 	}
 	return fp
+}
+
+// voiceGetter is the store's saved voices, for a cloned voice's consent.
+type voiceGetter interface {
+	GetVoice(ctx context.Context, orgID, id string) (*store.Voice, error)
+}
+
+// voiceConsent is the consent attestation of org's saved voice id, as a
+// clip's record carries it; nil for a voice without one (or when the
+// store cannot say: the record is still signed, without it).
+func (s *Service) voiceConsent(org, id string) *provenance.Consent {
+	vs, ok := s.store.(voiceGetter)
+	if !ok {
+		return nil
+	}
+	v, err := vs.GetVoice(context.Background(), org, id)
+	if err != nil || v.Consent == nil {
+		return nil
+	}
+	c := v.Consent
+	return &provenance.Consent{AttestedBy: c.AttestedBy, Relation: c.Relation, Statement: c.Statement, Time: c.Time.UTC()}
+}
+
+// maxIndexedFile bounds the finished files fingerprinted for identify:
+// the fingerprint worker holds and decodes the whole file (about 35
+// minutes of 64 kbit/s MP3); a longer file is not indexed, its record
+// is still signed.
+const maxIndexedFile = 16 << 20
+
+// indexFile hands the finished file at path to the fingerprint index,
+// under the job's id, so that identify finds the job as it finds a clip.
+func (s *Service) indexFile(fp *fileProvenance, j *store.Job, spec *Spec, path string, size int64) {
+	if fp == nil || !s.prov.Indexing() || size > maxIndexedFile {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		s.log.Warn("job file not fingerprinted", zap.String("job_id", j.ID), zap.Error(err))
+		return
+	}
+	s.prov.Index(j.OrgID, j.ID, MediaType(spec.Format), data)
 }
 
 // Write hashes the file's bytes as they are written.

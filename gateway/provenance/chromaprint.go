@@ -76,8 +76,9 @@ func copy16(dst []int16, src []float32) int {
 }
 
 // FingerprintAudio decodes a file of mediaType (WAV, MP3, raw PCM,
-// G.711, Ogg Opus) and fingerprints it: Ogg Opus decoded with
-// libopusfile, the rest with gateway/audio (MP3 with libmpg123).
+// G.711, Ogg Opus, FLAC) and fingerprints it: Ogg Opus decoded with
+// libopusfile, FLAC with libFLAC (flac.go), the rest with gateway/audio
+// (MP3 with libmpg123).
 func FingerprintAudio(data []byte, mediaType string) ([]uint32, error) {
 	if Container(mediaType) == "opus" || (len(data) >= 4 && string(data[:4]) == "OggS") {
 		samples, err := decodeOpus(data)
@@ -85,6 +86,13 @@ func FingerprintAudio(data []byte, mediaType string) ([]uint32, error) {
 			return nil, err
 		}
 		return Fingerprint(samples, 48000)
+	}
+	if Container(mediaType) == audio.FormatFLAC || (len(data) >= 4 && string(data[:4]) == "fLaC") {
+		samples, rate, err := decodeFLAC(data)
+		if err != nil {
+			return nil, err
+		}
+		return Fingerprint(samples, rate)
 	}
 	c, err := audio.Decode(data, mediaType)
 	if err != nil {

@@ -1,10 +1,13 @@
 package provenance
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/voxgate/voxgate/gateway/audio"
 )
 
 // speech renders text with espeak-ng as WAV.
@@ -40,7 +43,8 @@ func reencode(t *testing.T, in, ext string, args ...string) []byte {
 
 // TestFingerprintSurvivesReencoding fingerprints eSpeak speech, then the
 // same speech re-encoded by ffmpeg (Opus at 24 kbit/s, MP3 at another
-// rate, both trimmed by 0.5 s): they score above MatchThreshold and share
+// rate, both trimmed by 0.5 s; FLAC, as it is and at 48 kHz in stereo,
+// trimmed): they score above MatchThreshold and share
 // index keys; other speech scores below it.
 func TestFingerprintSurvivesReencoding(t *testing.T) {
 	orig := speech(t, "The quick brown fox jumps over the lazy dog, and then it runs far away into the forest.")
@@ -61,6 +65,8 @@ func TestFingerprintSurvivesReencoding(t *testing.T) {
 	}{
 		{"opus 24k trimmed", "opus", "audio/ogg", []string{"-ss", "0.5", "-c:a", "libopus", "-b:a", "24k"}},
 		{"mp3 16k trimmed", "mp3", "audio/mpeg", []string{"-ss", "0.5", "-ar", "16000", "-c:a", "libmp3lame", "-b:a", "48k"}},
+		{"flac", "flac", "audio/flac", []string{"-c:a", "flac"}},
+		{"flac 48k stereo 24-bit trimmed", "flac", "audio/flac", []string{"-ss", "0.5", "-ar", "48000", "-ac", "2", "-sample_fmt", "s32", "-c:a", "flac"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fp, err := FingerprintAudio(reencode(t, orig, tc.ext, tc.args...), tc.mediaType)
@@ -117,5 +123,15 @@ func TestMP3DecoderAgreesWithFFmpeg(t *testing.T) {
 	}
 	if s := Score(ours, theirs); s < 0.9 {
 		t.Errorf("libmpg123 and ffmpeg decodes score %.3f", s)
+	}
+}
+
+// TestCorruptFLAC: bytes that start like FLAC but are not are refused as
+// corrupt audio (identify answers 400), without a crash.
+func TestCorruptFLAC(t *testing.T) {
+	for _, data := range [][]byte{[]byte("fLaC"), append([]byte("fLaC\x00\x00\x00\x22"), make([]byte, 200)...), []byte("fLaC not flac at all, just text")} {
+		if _, err := FingerprintAudio(data, "audio/flac"); !errors.Is(err, audio.ErrCorrupt) {
+			t.Errorf("FingerprintAudio(%q) = %v, want ErrCorrupt", data[:min(len(data), 12)], err)
+		}
 	}
 }

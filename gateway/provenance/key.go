@@ -1,6 +1,8 @@
 package provenance
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // Signer signs provenance records with the gateway's Ed25519 key.
@@ -37,6 +41,41 @@ func NewSigner(seed []byte) (*Signer, error) {
 // key, in hex. Every signed record names the key that signed it, so
 // records signed before a key change are still checked with the old one.
 func (s *Signer) KeyID() string { return s.id }
+
+// Fingerprint is the SHA-256 of the raw public key: what the store
+// records of the key (store.SigningKeyStore), public like the key.
+func (s *Signer) Fingerprint() []byte {
+	sum := sha256.Sum256(s.pub)
+	return sum[:]
+}
+
+// ErrWrongKey is what a start with another signing key than the store's
+// wraps.
+var ErrWrongKey = errors.New("wrong provenance signing key")
+
+// CheckKey records s's fingerprint in st, or compares it with the one
+// recorded: another key is refused (ErrWrongKey, naming source, the key
+// file's path or "$ENV_VAR", and what to do) unless rotate, which
+// records s's in its place. Without the check an instance given a new
+// key would sign its records with a key that GET /v1/provenance/keys of
+// the others does not publish.
+func (s *Signer) CheckKey(ctx context.Context, st store.SigningKeyStore, source string, rotate bool) error {
+	recorded, err := st.RecordSigningKey(ctx, s.Fingerprint(), rotate)
+	if err != nil {
+		return fmt.Errorf("provenance key: record the key's fingerprint: %w", err)
+	}
+	if bytes.Equal(recorded, s.Fingerprint()) {
+		return nil
+	}
+	old := hex.EncodeToString(recorded)
+	if len(old) > 16 {
+		old = old[:16]
+	}
+	return fmt.Errorf("%w: the provenance signing key from %s (key id %s) is not the key that signed this store's records (key id %s); "+
+		"give every instance the same key (provenance.key_env or provenance.key_file), the one with key id %s; "+
+		"to change the key on purpose, start once with provenance.rotate_key: true and keep the old public key to check the old records",
+		ErrWrongKey, source, s.id, old, old)
+}
 
 // Public is the raw 32-byte public key.
 func (s *Signer) Public() ed25519.PublicKey { return s.pub }

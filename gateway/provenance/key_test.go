@@ -1,13 +1,18 @@
 package provenance
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
 
 func TestLoadSeed(t *testing.T) {
@@ -80,5 +85,55 @@ func TestSignedRecordVerifies(t *testing.T) {
 	tampered := strings.Replace(stored, `"signature":"`, `"signature":"A`, 1)
 	if _, _, err := s.VerifyStored(tampered); err == nil {
 		t.Error("a changed signature verified")
+	}
+}
+
+// TestCheckKey: the first key a store sees is recorded; the same key
+// passes again (after a reopen); another is refused with what to do,
+// unless rotate, which records it in the old one's place.
+func TestCheckKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v.db")
+	open := func() *bolt.Store {
+		st, err := bolt.Open(path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	signer := func(b byte) *Signer {
+		seed := make([]byte, 32)
+		seed[0] = b
+		s, err := NewSigner(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first, second := signer(1), signer(2)
+	st := open()
+	if err := first.CheckKey(ctx, st, "$KEY", false); err != nil {
+		t.Fatalf("first key: %v", err)
+	}
+	st.Close()
+	st = open()
+	defer func() { st.Close() }()
+	if err := first.CheckKey(ctx, st, "$KEY", false); err != nil {
+		t.Fatalf("the same key after a reopen: %v", err)
+	}
+	err := second.CheckKey(ctx, st, "/etc/voxgate/provenance.key", false)
+	if !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("another key: %v, want ErrWrongKey", err)
+	}
+	for _, want := range []string{"/etc/voxgate/provenance.key", first.KeyID(), second.KeyID(), "provenance.rotate_key: true"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if err := second.CheckKey(ctx, st, "$KEY", true); err != nil {
+		t.Fatalf("rotate: %v", err)
+	}
+	if err := first.CheckKey(ctx, st, "$KEY", false); !errors.Is(err, ErrWrongKey) {
+		t.Errorf("the old key after the rotation: %v, want ErrWrongKey", err)
 	}
 }

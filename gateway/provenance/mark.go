@@ -117,6 +117,10 @@ const (
 	// UnmarkedHeader says a stream's first piece did not hold the whole
 	// header the mark goes into, so the stream went out unmarked.
 	UnmarkedHeader = "none; the stream's header did not arrive whole"
+	// UnmarkedRealtime says a realtime context's audio went out as
+	// pieces of raw audio in WebSocket messages, with no file header a
+	// mark could go into.
+	UnmarkedRealtime = "none; realtime audio is sent in pieces without a file header"
 )
 
 // errNoRoom is returned when the bytes do not hold a complete header of

@@ -5,24 +5,6 @@ import (
 	"time"
 )
 
-// OrgSettings are one organization's provenance settings.
-type OrgSettings struct {
-	// Unmarked turns marks off (they are on by default).
-	Unmarked bool
-	// ConsentOptional lets a voice be made from uploaded media without a
-	// consent attestation (one is required by default).
-	ConsentOptional bool
-}
-
-// Policy holds every organization's settings, from gateway.yaml; an
-// organization it does not list (made through the admin API) has the
-// defaults: marked, consent required. Immutable once built: a reload
-// builds a new one.
-type Policy map[string]OrgSettings
-
-// For returns org's settings.
-func (p Policy) For(org string) OrgSettings { return p[org] }
-
 // Service is what the edge needs to mark, sign and index answers.
 type Service struct {
 	signer  *Signer

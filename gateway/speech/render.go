@@ -62,6 +62,13 @@ func (r *Result) Release() {
 // Pooled reports whether Audio's buffer goes back to a pool on Release.
 func (r *Result) Pooled() bool { return r.release != nil }
 
+// NewPooledResult returns a clip whose Audio lives in a pooled buffer
+// that release hands back: what a provider's pooled answer is, for tests
+// of what the edge does with one.
+func NewPooledResult(audio []byte, mediaType string, release func()) *Result {
+	return &Result{Audio: audio, MediaType: mediaType, release: release}
+}
+
 // synthesize renders the job's whole clip: in one provider call when the
 // text fits the model and any timestamps are the model's own (the
 // provider's bytes then pass through untouched unless whole-clip

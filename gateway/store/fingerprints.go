@@ -30,4 +30,14 @@ type FingerprintStore interface {
 	// share at least one key with keys, those sharing the most first
 	// (ties newest first). Another organization's are never returned.
 	MatchFingerprints(ctx context.Context, orgID string, keys []uint32, limit int) ([]Fingerprint, error)
+	// DeleteFingerprint removes orgID's fingerprint of requestID (a job's
+	// id for a job's file), if any: nil when there is none.
+	DeleteFingerprint(ctx context.Context, orgID, requestID string) error
+	// ForEachFingerprint calls fn with every fingerprint, organization
+	// by organization (for voxgate migrate); fn's error stops it.
+	ForEachFingerprint(ctx context.Context, fn func(*Fingerprint) error) error
 }
+
+// Fingerprints are purged with the log rows: every driver's PurgeLogs
+// deletes the fingerprints older than its cutoff too, so that identify
+// never finds an answer whose record is gone.

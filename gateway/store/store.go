@@ -168,8 +168,22 @@ type Org struct {
 	// FailoverWindowMs is how much audio (ms) a realtime context may have
 	// sent and still move to a fallback; nil means the gateway's default.
 	FailoverWindowMs *int
+	// Provenance is the organization's provenance settings; the zero
+	// value is the default (marked, consent required, records signed).
+	Provenance OrgProvenance
 	// CreatedAt and UpdatedAt are the creation and last change.
 	CreatedAt, UpdatedAt time.Time
+}
+
+// OrgProvenance is an organization's provenance settings, each named so
+// that false is the default (docs/provenance.md).
+type OrgProvenance struct {
+	// Unmarked turns the in-file mark off.
+	Unmarked bool
+	// ConsentOptional lets a voice be cloned without a consent attestation.
+	ConsentOptional bool
+	// NoRecords turns the signed record off (no SHA-256, no signature).
+	NoRecords bool
 }
 
 // OrgLoudness is a loudness target: integrated LUFS, true-peak dBTP.

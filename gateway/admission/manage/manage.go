@@ -85,7 +85,27 @@ type OrgSettings struct {
 	// gateway's default).
 	FailoverWindowMs  *int
 	SetFailoverWindow bool
+	// Provenance changes the provenance settings it gives; nil leaves
+	// them (on create: marked, consent required, records signed).
+	Provenance *Provenance
 }
+
+// Provenance is the provenance settings a request gives; nil fields are
+// left as they are.
+type Provenance struct {
+	// Mark turns the in-file mark on or off.
+	Mark *bool
+	// Consent is "required" or "optional" (for cloning a voice).
+	Consent *string
+	// Records turns the signed record on or off.
+	Records *bool
+}
+
+// Consent values of Provenance.
+const (
+	ConsentRequired = "required"
+	ConsentOptional = "optional"
+)
 
 // Budget is a budget per Period ("day" or "month"): Credits, Cost (in
 // nano-units of the gateway's currency), or both; 0 is none.
@@ -114,6 +134,9 @@ func (s *Service) check(o OrgSettings) error {
 	}
 	if w := o.FailoverWindowMs; w != nil && (*w < 0 || *w > config.MaxFailoverWindowMs) {
 		fe = append(fe, problem.Field(fmt.Sprintf("0 to %d milliseconds", config.MaxFailoverWindowMs), "failover_window_ms"))
+	}
+	if p := o.Provenance; p != nil && p.Consent != nil && *p.Consent != ConsentRequired && *p.Consent != ConsentOptional {
+		fe = append(fe, problem.Field(fmt.Sprintf("%q or %q", ConsentRequired, ConsentOptional), "provenance", "consent"))
 	}
 	for id := range o.Providers {
 		if s.providers != nil && !s.providers(id) {
@@ -168,6 +191,17 @@ func (o OrgSettings) apply(r *store.Org) {
 		if o.FailoverWindowMs != nil {
 			w := *o.FailoverWindowMs
 			r.FailoverWindowMs = &w
+		}
+	}
+	if p := o.Provenance; p != nil {
+		if p.Mark != nil {
+			r.Provenance.Unmarked = !*p.Mark
+		}
+		if p.Consent != nil {
+			r.Provenance.ConsentOptional = *p.Consent == ConsentOptional
+		}
+		if p.Records != nil {
+			r.Provenance.NoRecords = !*p.Records
 		}
 	}
 	if o.SetProviders {

@@ -61,6 +61,9 @@ type Org struct {
 	// and still move to a fallback (docs/realtime.md); nil: the gateway's
 	// default.
 	FailoverWindow *time.Duration
+	// Provenance is the organization's provenance settings (zero: marked,
+	// consent required, records signed).
+	Provenance store.OrgProvenance
 }
 
 // Loudness is an EBU R128 target: integrated LUFS, true-peak dBTP.
@@ -79,6 +82,8 @@ type File struct {
 	Loudness *Loudness
 	// FailoverWindow is orgs.<id>.failover_window_ms; nil: none set.
 	FailoverWindow *time.Duration
+	// Provenance is orgs.<id>.provenance.
+	Provenance store.OrgProvenance
 }
 
 // Store is the storage the directory reads: the admin API's organizations.
@@ -110,7 +115,7 @@ func New(file []File) *Directory {
 func (d *Directory) SetFile(file []File) {
 	m := make(map[string]*Org, len(file))
 	for _, f := range file {
-		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness, FailoverWindow: f.FailoverWindow,
+		m[f.ID] = &Org{ID: f.ID, Name: f.ID, ManagedBy: ManagedByFile, Budget: f.Budget, Synthesis: f.Synthesis, Reads: f.Reads, Loudness: f.Loudness, FailoverWindow: f.FailoverWindow, Provenance: f.Provenance,
 			SynthKey: "org:" + f.ID + ":synthesis", ReadKey: "org:" + f.ID + ":reads"}
 	}
 	d.mu.Lock()
@@ -123,7 +128,7 @@ func (d *Directory) SetFile(file []File) {
 // defaults for everything the file could say and the API does not (no
 // moderation, no aliases, no read rate limit).
 func FromStore(s *store.Org) *Org {
-	o := &Org{ID: s.ID, Name: s.Name, ManagedBy: ManagedByAPI, Disabled: s.Disabled, Stored: store.CloneOrg(s),
+	o := &Org{ID: s.ID, Name: s.Name, ManagedBy: ManagedByAPI, Disabled: s.Disabled, Stored: store.CloneOrg(s), Provenance: s.Provenance,
 		SynthKey: "org:" + s.ID + ":synthesis", ReadKey: "org:" + s.ID + ":reads"}
 	if s.Budget > 0 || s.BudgetCost > 0 {
 		o.Budget = budget.Limit{Credits: s.Budget, Cost: s.BudgetCost, Period: budget.Period(s.BudgetPeriod)}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/sdk"
@@ -67,6 +68,11 @@ type Deps struct {
 	Speech func() (svc *speech.Service, release func())
 	// Record enqueues a finished request-log row; it must not block.
 	Record func(store.LogRow)
+	// Provenance, when not nil, takes a finished context's row (complete,
+	// as Record would get it) instead of Record, with the hash of the
+	// audio queued for the client: the edge signs the context's record
+	// and records the row with it. It must not block.
+	Provenance func(row store.LogRow, audio *provenance.Hasher, mediaType string, complete bool)
 	// Allow spends one request of org's synthesis budget, for every
 	// context start; nil means no limit.
 	Allow func(org string) error

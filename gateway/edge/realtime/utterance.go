@@ -13,6 +13,7 @@ import (
 
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/problem"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -100,6 +101,9 @@ type utterance struct {
 	// yet (a busy machine), since the frame still goes out before done.
 	firstQueued atomic.Int64
 	mediaType   string // of the first audio (worker side)
+	// hash hashes the audio queued for the client, for the context's
+	// provenance record (worker side); nil without Deps.Provenance.
+	hash *provenance.Hasher
 }
 
 // sentSegment is a segment handed to a provider's input stream.
@@ -124,6 +128,9 @@ func newUtterance(s *session, id, reqID string, live *speech.Live, b64 bool, sta
 	}
 	u := &utterance{s: s, id: id, reqID: reqID, live: live, base64: b64, started: started,
 		ctx: ctx, cancel: cancel, stop: stop, wake: make(chan struct{}, 1), aggregation: aggregation}
+	if s.h.deps.Provenance != nil {
+		u.hash = provenance.NewHasher()
+	}
 	u.seg.clause = aggregation != aggSentence
 	u.immediate = aggregation == aggImmediate && live.InputStreaming()
 	return u
@@ -550,6 +557,9 @@ func (u *utterance) emit(e sdk.StreamEvent) error {
 	}
 	u.segAudio += len(e.Audio)
 	u.queuedSec += f.audioSec
+	if u.hash != nil {
+		u.hash.Write(e.Audio)
+	}
 	if u.base64 {
 		f.kind, f.data = websocket.TextMessage, base64Frame(u.id, e.Audio)
 	} else {
@@ -652,7 +662,12 @@ func (u *utterance) finish(err error) {
 	}
 	// The row is queued before done goes out, so a client that reads
 	// done and then the logs finds it; the id is free again from here.
-	u.s.record(row)
+	if p := u.s.h.deps.Provenance; p != nil && u.hash != nil {
+		row.OrgID, row.KeyID, row.ParentRequestID, row.Path = u.s.org, u.s.keyID, u.s.id, Path
+		p(row, u.hash, u.mediaType, reason == reasonCompleted)
+	} else {
+		u.s.record(row)
+	}
 	u.s.mu.Lock()
 	delete(u.s.contexts, u.id)
 	u.s.mu.Unlock()

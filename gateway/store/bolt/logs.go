@@ -323,6 +323,15 @@ func (s *Store) PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)
 	total := 0
 	for _, orgID := range orgIDs {
 		for {
+			n, err := s.purgeFingerprints(ctx, orgID, cutoff)
+			if err != nil {
+				return total, fmt.Errorf("store: purge fingerprints of org %q: %w", orgID, err)
+			}
+			if n < purgeBatch {
+				break
+			}
+		}
+		for {
 			n, err := s.purgeOrgLogs(ctx, orgID, cutoff)
 			total += n
 			if err != nil {

@@ -25,8 +25,12 @@ type orgRecord struct {
 	Providers     map[string]orgProviderRecord `json:"providers,omitempty"`
 	Loudness      *orgLoudnessRecord           `json:"loudness,omitempty"`
 	FailoverMs    *int                         `json:"failover_window_ms,omitempty"`
-	CreatedAt     time.Time                    `json:"created_at"`
-	UpdatedAt     time.Time                    `json:"updated_at"`
+	// The provenance settings, each false by default (store.OrgProvenance).
+	Unmarked        bool      `json:"unmarked,omitempty"`
+	ConsentOptional bool      `json:"consent_optional,omitempty"`
+	NoRecords       bool      `json:"no_records,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 type orgLoudnessRecord struct {
@@ -42,7 +46,8 @@ type orgProviderRecord struct {
 
 func encodeOrg(o *store.Org) ([]byte, error) {
 	r := orgRecord{ID: o.ID, Name: o.Name, Disabled: o.Disabled, Budget: o.Budget, BudgetPeriod: o.BudgetPeriod, BudgetCost: o.BudgetCost,
-		RatePerMinute: o.RatePerMinute, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(), FailoverMs: o.FailoverWindowMs}
+		RatePerMinute: o.RatePerMinute, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(), FailoverMs: o.FailoverWindowMs,
+		Unmarked: o.Provenance.Unmarked, ConsentOptional: o.Provenance.ConsentOptional, NoRecords: o.Provenance.NoRecords}
 	if l := o.Loudness; l != nil {
 		r.Loudness = &orgLoudnessRecord{Integrated: l.Integrated, TruePeak: l.TruePeak}
 	}
@@ -62,7 +67,9 @@ func decodeOrg(data []byte) (*store.Org, error) {
 	}
 	o := &store.Org{ID: r.ID, Name: r.Name, Disabled: r.Disabled, Budget: r.Budget, BudgetPeriod: r.BudgetPeriod, BudgetCost: r.BudgetCost,
 		RatePerMinute: r.RatePerMinute, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Providers: map[string]store.OrgProvider{},
-		FailoverWindowMs: r.FailoverMs}
+		FailoverWindowMs: r.FailoverMs,
+		Provenance:       store.OrgProvenance{Unmarked: r.Unmarked, ConsentOptional: r.ConsentOptional, NoRecords: r.NoRecords}}
+
 	for id, p := range r.Providers {
 		o.Providers[id] = store.OrgProvider(p)
 	}

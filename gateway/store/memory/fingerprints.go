@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/voxgate/voxgate/gateway/store"
@@ -49,6 +50,65 @@ func (s *Store) PutFingerprint(ctx context.Context, f *store.Fingerprint) error 
 			o.byKey[k] = map[string]struct{}{}
 		}
 		o.byKey[k][c.RequestID] = struct{}{}
+	}
+	return nil
+}
+
+// DeleteFingerprint implements store.FingerprintStore.
+func (s *Store) DeleteFingerprint(ctx context.Context, orgID, requestID string) error {
+	s.fpMu.Lock()
+	defer s.fpMu.Unlock()
+	if o := s.fps[orgID]; o != nil {
+		o.remove(requestID)
+	}
+	return nil
+}
+
+// remove drops one fingerprint and its keys; the caller holds fpMu.
+func (o *fingerprints) remove(id string) {
+	old := o.byID[id]
+	if old == nil {
+		return
+	}
+	for _, k := range old.Keys {
+		delete(o.byKey[k], id)
+		if len(o.byKey[k]) == 0 {
+			delete(o.byKey, k)
+		}
+	}
+	delete(o.byID, id)
+}
+
+// purgeFingerprints drops the fingerprints older than cutoff (unix ns).
+func (s *Store) purgeFingerprints(cutoff int64) {
+	s.fpMu.Lock()
+	defer s.fpMu.Unlock()
+	for _, o := range s.fps {
+		for id, f := range o.byID {
+			if unixNanos(f.TS) < cutoff {
+				o.remove(id)
+			}
+		}
+	}
+}
+
+// ForEachFingerprint implements store.FingerprintStore.
+func (s *Store) ForEachFingerprint(ctx context.Context, fn func(*store.Fingerprint) error) error {
+	s.fpMu.Lock()
+	var all []store.Fingerprint
+	for _, org := range slices.Sorted(maps.Keys(s.fps)) {
+		o := s.fps[org]
+		for _, id := range slices.Sorted(maps.Keys(o.byID)) {
+			f := *o.byID[id]
+			f.Values, f.Keys = slices.Clone(f.Values), slices.Clone(f.Keys)
+			all = append(all, f)
+		}
+	}
+	s.fpMu.Unlock()
+	for i := range all {
+		if err := fn(&all[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

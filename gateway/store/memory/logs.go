@@ -304,6 +304,7 @@ func (s *Store) PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)
 	}
 	cutoff := unixNanos(olderThan)
 	usageCutoff := unixNanos(store.UsageDayOf(s.now().Add(-store.UsageRetention)))
+	s.purgeFingerprints(cutoff)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

@@ -36,6 +36,8 @@ type Store struct {
 	orgRecords map[string]*store.Org
 	// sealFingerprint is store.SecretStore's SealFingerprint.
 	sealFingerprint []byte
+	// signingKey is store.SigningKeyStore's fingerprint.
+	signingKey []byte
 
 	// fpMu guards fps, the acoustic fingerprints by organization
 	// (fingerprints.go), apart from mu: they are written off the

@@ -1,6 +1,6 @@
 // Package migrate copies a bbolt file into PostgreSQL (voxgate migrate):
 // keys, voices, media, encrypted secrets, pronunciation dictionaries with
-// their rules, and request logs.
+// their rules, request logs and the provenance fingerprint index.
 //
 // It is resumable: records that are already in PostgreSQL are skipped
 // (their ids are unique there), and log rows go in batches that commit
@@ -95,9 +95,12 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 			}
 		}
 	}
+	if err := m.fingerprints(ctx); err != nil {
+		return nil, err
+	}
 	r := &Report{}
 	var short []string
-	for _, kind := range []string{"orgs", "keys", "voices", "media", "secrets", "dictionaries", "rules", "logs"} {
+	for _, kind := range []string{"orgs", "keys", "voices", "media", "secrets", "dictionaries", "rules", "logs", "fingerprints"} {
 		c := m.count(kind)
 		r.Counts = append(r.Counts, *c)
 		if c.Verified < c.Source {
@@ -263,6 +266,37 @@ func (m *migration) secrets(ctx context.Context, org string) error {
 		}
 	}
 	m.say(fmt.Sprintf("org %s: %d secrets done", org, len(names)))
+	return nil
+}
+
+// fingerprints copies the acoustic fingerprints behind POST
+// /v1/provenance/identify (PutFingerprint replaces, so a second run
+// rewrites what the first copied), then counts those PostgreSQL has
+// with the same values.
+func (m *migration) fingerprints(ctx context.Context) error {
+	c := m.count("fingerprints")
+	src := map[[2]string]int{}
+	err := m.src.ForEachFingerprint(ctx, func(f *store.Fingerprint) error {
+		if err := m.dst.PutFingerprint(ctx, f); err != nil {
+			return fmt.Errorf("fingerprint of %s: %w", f.RequestID, err)
+		}
+		src[[2]string{f.OrgID, f.RequestID}] = len(f.Values)
+		c.Source++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = m.dst.ForEachFingerprint(ctx, func(f *store.Fingerprint) error {
+		if n, ok := src[[2]string{f.OrgID, f.RequestID}]; ok && n == len(f.Values) {
+			c.Verified++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m.say(fmt.Sprintf("%d fingerprints done", c.Source))
 	return nil
 }
 

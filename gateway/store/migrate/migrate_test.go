@@ -168,9 +168,12 @@ func newSource(t *testing.T) *source {
 	}
 	rows[1].ParentRequestID = "a-now" // a conversation's child row
 	must(s.AppendLogs(ctx, rows))
+	// The identify index: an answer's fingerprint in each organization.
+	must(s.PutFingerprint(ctx, &store.Fingerprint{OrgID: acme, RequestID: "a-now", TS: now, Values: []uint32{1, 2, 3}, Keys: []uint32{1}}))
+	must(s.PutFingerprint(ctx, &store.Fingerprint{OrgID: beta, RequestID: "b-1d", TS: now.Add(-day), Values: []uint32{4}, Keys: []uint32{4, 5}}))
 
 	src.want = take(t, s, src.mediaIDs)
-	src.counts = map[string]int{"orgs": 1, "keys": 4, "voices": 4, "media": 3, "secrets": 3, "dictionaries": 2, "rules": 3, "logs": len(rows)}
+	src.counts = map[string]int{"orgs": 1, "keys": 4, "voices": 4, "media": 3, "secrets": 3, "dictionaries": 2, "rules": 3, "logs": len(rows), "fingerprints": 2}
 	if n := len(src.want.Logs[acme]) + len(src.want.Logs[beta]); n != len(rows) {
 		t.Fatalf("the fixture lists %d of its %d log rows", n, len(rows))
 	}
@@ -498,6 +501,7 @@ func TestMigrateVerification(t *testing.T) {
 		{"a deleted recent log row", `DELETE FROM request_logs WHERE request_id = 'a-1h'`, "logs"},
 		{"a deleted log row older than the retention", `DELETE FROM request_logs WHERE request_id = 'a-400d'`, "logs"},
 		{"changed media", `UPDATE media SET sha256 = repeat('0', 64) WHERE id = '22222222-0000-4000-8000-000000000003'`, "media"},
+		{"a deleted fingerprint is copied again", `DELETE FROM fingerprints WHERE request_id = 'b-1d'`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

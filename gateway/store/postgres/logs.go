@@ -267,6 +267,9 @@ func (s *Store) PurgeLogs(ctx context.Context, olderThan time.Time) (int, error)
 		return 0, err
 	}
 	cut := nanos(olderThan)
+	if err := s.purgeFingerprints(ctx, cut); err != nil {
+		return 0, err
+	}
 	cutDay := dayOf(cut)
 	rows, err := s.pool.Query(ctx, `SELECT c.relname FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid

@@ -14,7 +14,7 @@ import (
 // Organizations made through the admin API (migrations/0009_admin_orgs.sql).
 // A trigger announces every change on the change channel.
 
-const orgColumns = "id, name, disabled, budget, budget_period, rate_per_min, providers, created_ns, updated_ns, loudness_integrated, loudness_true_peak, budget_cost, failover_window_ms"
+const orgColumns = "id, name, disabled, budget, budget_period, rate_per_min, providers, created_ns, updated_ns, loudness_integrated, loudness_true_peak, budget_cost, failover_window_ms, prov_unmarked, prov_consent_optional, prov_no_records"
 
 // loudnessColumns are an organization's default loudness as the two
 // nullable columns hold it (both NULL: none).
@@ -45,7 +45,8 @@ func scanOrg(row pgx.Row) (*store.Org, error) {
 	var providers []byte
 	var created, updated int64
 	var li, ltp *float64
-	if err := row.Scan(&o.ID, &o.Name, &o.Disabled, &o.Budget, &o.BudgetPeriod, &o.RatePerMinute, &providers, &created, &updated, &li, &ltp, &o.BudgetCost, &o.FailoverWindowMs); err != nil {
+	if err := row.Scan(&o.ID, &o.Name, &o.Disabled, &o.Budget, &o.BudgetPeriod, &o.RatePerMinute, &providers, &created, &updated, &li, &ltp, &o.BudgetCost, &o.FailoverWindowMs,
+		&o.Provenance.Unmarked, &o.Provenance.ConsentOptional, &o.Provenance.NoRecords); err != nil {
 		return nil, err
 	}
 	if li != nil && ltp != nil {
@@ -87,8 +88,9 @@ func (s *Store) CreateOrg(ctx context.Context, o *store.Org) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	li, ltp := loudnessColumns(o.Loudness)
-	_, err = s.pool.Exec(ctx, `INSERT INTO orgs (`+orgColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.CreatedAt), nanos(o.UpdatedAt), li, ltp, o.BudgetCost, o.FailoverWindowMs)
+	_, err = s.pool.Exec(ctx, `INSERT INTO orgs (`+orgColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.CreatedAt), nanos(o.UpdatedAt), li, ltp, o.BudgetCost, o.FailoverWindowMs,
+		o.Provenance.Unmarked, o.Provenance.ConsentOptional, o.Provenance.NoRecords)
 	if err != nil {
 		return fmt.Errorf("store: create org %s: %w", o.ID, classify(err))
 	}
@@ -129,9 +131,11 @@ func (s *Store) UpdateOrg(ctx context.Context, o *store.Org) error {
 	var created int64
 	li, ltp := loudnessColumns(o.Loudness)
 	err = s.pool.QueryRow(ctx, `UPDATE orgs SET name = $2, disabled = $3, budget = $4, budget_period = $5, rate_per_min = $6, providers = $7, updated_ns = $8,
-		loudness_integrated = $9, loudness_true_peak = $10, budget_cost = $11, failover_window_ms = $12
+		loudness_integrated = $9, loudness_true_peak = $10, budget_cost = $11, failover_window_ms = $12,
+		prov_unmarked = $13, prov_consent_optional = $14, prov_no_records = $15
 		WHERE id = $1 RETURNING created_ns`,
-		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.UpdatedAt), li, ltp, o.BudgetCost, o.FailoverWindowMs).Scan(&created)
+		o.ID, o.Name, o.Disabled, o.Budget, o.BudgetPeriod, o.RatePerMinute, pj, nanos(o.UpdatedAt), li, ltp, o.BudgetCost, o.FailoverWindowMs,
+		o.Provenance.Unmarked, o.Provenance.ConsentOptional, o.Provenance.NoRecords).Scan(&created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("store: update org %s: %w", o.ID, store.ErrNotFound)
 	}

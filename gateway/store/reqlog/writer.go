@@ -89,6 +89,8 @@ type Writer struct {
 	lifeMu           sync.Mutex
 	started, closing bool // guarded by lifeMu
 	closeOnce        sync.Once
+	// held counts rows on their way (Hold): Flush waits for them.
+	held atomic.Int64
 }
 
 // New returns a Writer for st. Rows recorded before Start wait in the queue.
@@ -219,10 +221,33 @@ func (w *Writer) Written() uint64 { return w.written.Load() }
 // text replaced (store.LogRow.Sanitized), a subset of Written.
 func (w *Writer) Sanitized() uint64 { return w.sanitized.Load() }
 
-// Flush waits until every row Recorded before the call is committed (or
-// ctx ends) and returns the error of the write it forced, if any. After
-// Close it waits for the drain instead.
+// Hold says a row is on its way: one the edge records once its signed
+// provenance record is made, off the request path (gateway/edge's seals).
+// Flush waits for it as for a row already recorded, so that a flush after
+// an answer finds the answer's row. The returned release, called once
+// the row is recorded (or given up), lets it go.
+func (w *Writer) Hold() (release func()) {
+	w.held.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { w.held.Add(-1) }) }
+}
+
+// holdPoll is how often Flush looks whether held rows arrived. Polled
+// rather than signalled: Flush is for tests, the admin socket and
+// shutdown, and a held row is recorded within a signature's time.
+const holdPoll = time.Millisecond
+
+// Flush waits until every row Recorded before the call (and every row
+// Held then) is committed (or ctx ends) and returns the error of the
+// write it forced, if any. After Close it waits for the drain instead.
 func (w *Writer) Flush(ctx context.Context) error {
+	for w.held.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(holdPoll):
+		}
+	}
 	w.lifeMu.Lock()
 	started, closing := w.started, w.closing
 	w.lifeMu.Unlock()

@@ -426,3 +426,35 @@ func TestRowRefusedAloneIsDropped(t *testing.T) {
 		t.Errorf("logged %v, want one error about the dropped row", logs.All())
 	}
 }
+
+// TestFlushWaitsForHeldRows: a row held (on its way, its provenance
+// record being signed) is waited for by Flush, and is on disk when Flush
+// returns; a Flush whose context ends first says so.
+func TestFlushWaitsForHeldRows(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	defer s.Close()
+	w := reqlog.New(s, reqlog.Options{FlushInterval: time.Hour, PurgeInterval: -1})
+	w.Start()
+	defer w.Close(ctx)
+	release := w.Hold()
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := w.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Flush with a held row and a short context = %v, want DeadlineExceeded", err)
+	}
+	go func() {
+		w.Record(row("o", 1))
+		release()
+		release() // a second call does nothing
+	}()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(allIDs(t, s, "o")); got != 1 {
+		t.Errorf("%d rows on disk after Flush, want the held one", got)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Errorf("Flush after the release: %v", err)
+	}
+}

@@ -61,7 +61,8 @@ func testOrgs(t *testing.T, open Opener) {
 	window := 1500 // a realtime failover window (ms)
 	b := &store.Org{ID: "beta", Name: "Beta team", Budget: 500, BudgetPeriod: "day", RatePerMinute: 30, BudgetCost: 7_000_000_000,
 		Loudness: &store.OrgLoudness{Integrated: -16, TruePeak: -1.5}, FailoverWindowMs: &window,
-		Providers: map[string]store.OrgProvider{"espeak": {Enabled: true}, "openai": {Enabled: true, BYOK: true, Managed: &off}}}
+		Provenance: store.OrgProvenance{Unmarked: true, NoRecords: true},
+		Providers:  map[string]store.OrgProvider{"espeak": {Enabled: true}, "openai": {Enabled: true, BYOK: true, Managed: &off}}}
 	mustDo(t, s.CreateOrg(ctx, b))
 	clk.Advance(time.Second)
 	mustDo(t, s.CreateOrg(ctx, &store.Org{ID: "alpha", Name: "Alpha"}))
@@ -82,10 +83,10 @@ func testOrgs(t *testing.T, open Opener) {
 	if got.Name != "Beta team" || got.Budget != 500 || got.BudgetPeriod != "day" || got.BudgetCost != 7_000_000_000 || got.RatePerMinute != 30 || got.Disabled ||
 		!got.CreatedAt.Equal(newClock().Now()) || !got.UpdatedAt.Equal(got.CreatedAt) ||
 		!reflect.DeepEqual(got.Providers, b.Providers) || !reflect.DeepEqual(got.Loudness, b.Loudness) ||
-		!reflect.DeepEqual(got.FailoverWindowMs, b.FailoverWindowMs) {
+		!reflect.DeepEqual(got.FailoverWindowMs, b.FailoverWindowMs) || got.Provenance != b.Provenance {
 		t.Errorf("GetOrg = %+v, want %+v", got, b)
 	}
-	if a, err := s.GetOrg(ctx, "alpha"); err != nil || a.Providers == nil || len(a.Providers) != 0 || a.Loudness != nil || a.FailoverWindowMs != nil {
+	if a, err := s.GetOrg(ctx, "alpha"); err != nil || a.Providers == nil || len(a.Providers) != 0 || a.Loudness != nil || a.FailoverWindowMs != nil || a.Provenance != (store.OrgProvenance{}) {
 		t.Errorf("GetOrg(alpha) = %+v, %v; want empty, non-nil providers", a, err)
 	}
 	if _, err := s.GetOrg(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
@@ -96,10 +97,12 @@ func testOrgs(t *testing.T, open Opener) {
 	upd := store.CloneOrg(got)
 	upd.Name, upd.Disabled, upd.Budget, upd.Providers, upd.Loudness = "Beta", true, 0, map[string]store.OrgProvider{}, nil
 	upd.FailoverWindowMs = nil
+	upd.Provenance = store.OrgProvenance{ConsentOptional: true}
 	upd.CreatedAt, upd.UpdatedAt = time.Time{}, time.Time{}
 	mustDo(t, s.UpdateOrg(ctx, upd))
 	after, err := s.GetOrg(ctx, "beta")
 	if err != nil || after.Name != "Beta" || !after.Disabled || after.Budget != 0 || len(after.Providers) != 0 || after.Loudness != nil || after.FailoverWindowMs != nil ||
+		after.Provenance != (store.OrgProvenance{ConsentOptional: true}) ||
 		!after.CreatedAt.Equal(got.CreatedAt) || !after.UpdatedAt.Equal(clk.Now()) {
 		t.Errorf("after UpdateOrg, GetOrg = %+v, %v", after, err)
 	}

@@ -105,3 +105,71 @@ func testFingerprints(t *testing.T, open Opener) {
 		t.Errorf("replaced: %+v, %v", got, err)
 	}
 }
+
+// testFingerprintsPurged checks fingerprints go with the log rows: a
+// purge deletes those older than its cutoff (keys included, in every
+// organization), ForEachFingerprint lists the rest whole, and
+// DeleteFingerprint drops one (a deleted job's file).
+func testFingerprintsPurged(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := newClock()
+	s := openWith(t, open, clk)
+	fs := s.(store.FingerprintStore)
+	now := clk.Now()
+	for _, f := range []store.Fingerprint{
+		{OrgID: "o", RequestID: "old", TS: now.Add(-48 * time.Hour), Values: []uint32{1}, Keys: []uint32{1, 2}},
+		{OrgID: "p", RequestID: "old-p", TS: now.Add(-48 * time.Hour), Values: []uint32{1}, Keys: []uint32{1}},
+		{OrgID: "o", RequestID: "new", TS: now.Add(-time.Hour), Values: []uint32{2, 3}, Keys: []uint32{2}},
+		{OrgID: "o", RequestID: "job", TS: now.Add(-time.Hour), Values: []uint32{4}, Keys: []uint32{4}},
+	} {
+		mustDo(t, fs.PutFingerprint(ctx, &f))
+	}
+	if _, err := s.PurgeLogs(ctx, now.Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for org, keys := range map[string][]uint32{"o": {1, 2}, "p": {1}} {
+		got, err := fs.MatchFingerprints(ctx, org, keys, 10)
+		for _, f := range got {
+			if f.RequestID == "old" || f.RequestID == "old-p" {
+				t.Errorf("%s's purged fingerprint %s still matches (%v)", org, f.RequestID, err)
+			}
+		}
+	}
+	mustDo(t, fs.DeleteFingerprint(ctx, "o", "job"))
+	mustDo(t, fs.DeleteFingerprint(ctx, "o", "never-was"))
+	if got, err := fs.MatchFingerprints(ctx, "o", []uint32{4}, 10); err != nil || len(got) != 0 {
+		t.Errorf("deleted fingerprint matches: %+v, %v", got, err)
+	}
+	var listed []store.Fingerprint
+	mustDo(t, fs.ForEachFingerprint(ctx, func(f *store.Fingerprint) error {
+		listed = append(listed, *f)
+		return nil
+	}))
+	want := []store.Fingerprint{{OrgID: "o", RequestID: "new", TS: now.Add(-time.Hour).UTC(), Values: []uint32{2, 3}, Keys: []uint32{2}}}
+	if !reflect.DeepEqual(listed, want) {
+		t.Errorf("ForEachFingerprint after the purge:\n got %+v\nwant %+v", listed, want)
+	}
+}
+
+// testSigningKey checks the signing key's fingerprint: the first recorded
+// stays against another, replace swaps it.
+func testSigningKey(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := openWith(t, open, newClock())
+	ks, ok := s.(store.SigningKeyStore)
+	if !ok {
+		t.Fatalf("%T does not implement store.SigningKeyStore", s)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-one"), false); err != nil || string(got) != "key-one" {
+		t.Fatalf("first RecordSigningKey = %q, %v", got, err)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-two"), false); err != nil || string(got) != "key-one" {
+		t.Errorf("second RecordSigningKey = %q, %v: the first must stay", got, err)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-two"), true); err != nil || string(got) != "key-two" {
+		t.Errorf("RecordSigningKey(replace) = %q, %v", got, err)
+	}
+	if got, err := ks.RecordSigningKey(ctx, []byte("key-three"), false); err != nil || string(got) != "key-two" {
+		t.Errorf("after the rotation RecordSigningKey = %q, %v", got, err)
+	}
+}

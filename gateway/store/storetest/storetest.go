@@ -68,6 +68,8 @@ var cases = []struct {
 	{"ListLogsConfiguredRetention", testListLogsConfiguredRetention},
 	{"VoiceConsentRoundTrip", testVoiceConsentRoundTrip},
 	{"Fingerprints", testFingerprints},
+	{"FingerprintsPurged", testFingerprintsPurged},
+	{"SigningKey", testSigningKey},
 	{"LogRowRoundTrip", testLogRowRoundTrip},
 	{"AppendLogsValidation", testAppendLogsValidation},
 	{"PurgeLogs", testPurgeLogs},

@@ -52,6 +52,7 @@ func TestAcrossInstances(t *testing.T) {
 	t.Parallel()
 	pg, rd := pgtest.StartT(t), redistest.StartT(t)
 	cfg := strings.NewReplacer("%DSN%", pg.NewDatabaseT(t), "%REDIS%", rd.URL()).Replace(clusterConfig)
+	cfg = harness.ShareProvenanceKey(t, cfg)
 	a, b := harness.Start(t, cfg), harness.Start(t, cfg)
 	adm, _, err := a.Core.CreateAdminKey(t.Context(), "ops")
 	if err != nil {

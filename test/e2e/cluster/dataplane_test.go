@@ -70,6 +70,7 @@ func startDataPlane(t *testing.T) *dataPlane {
 	d := &dataPlane{pg: pgtest.StartT(t), rd: redistest.StartT(t)} // their own: the tests stop them
 	d.dsn = d.pg.NewDatabaseT(t)
 	cfg := strings.NewReplacer("%DSN%", d.dsn, "%REDIS%", d.rd.URL()).Replace(dataPlaneConfig)
+	cfg = harness.ShareProvenanceKey(t, cfg)
 	d.a, d.b = harness.Start(t, cfg), harness.Start(t, cfg)
 	return d
 }

@@ -130,6 +130,7 @@ func TestDashboardSessionAcrossInstances(t *testing.T) {
 	}
 	dsn := pgtest.StartT(t).NewDatabaseT(t)
 	cfg := strings.Replace(harness.ESpeakConfig, "  path: %DIR%/voxgate.db\n", "  driver: postgres\n  dsn: "+dsn+"\n  path: %DIR%/voxgate.db\n", 1)
+	cfg = harness.ShareProvenanceKey(t, cfg)
 	a, b := harness.Start(t, cfg), harness.Start(t, cfg)
 	ctx := context.Background()
 	key, k, err := a.Core.CreateKey(ctx, "acme", "dashboard", store.KeyScope{})

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"encoding/binary"
+	"path/filepath"
+	"testing"
 )
 
 // Unmarked returns a clip without the provenance mark the gateway wrote
@@ -36,4 +38,13 @@ func Unmarked(data []byte) []byte {
 		}
 	}
 	return data
+}
+
+// ShareProvenanceKey returns cfg (which must not have a provenance
+// section) with a provenance signing key file shared by every gateway
+// started from it: instances on one store must sign with one key (the
+// store records it and refuses another, docs/provenance.md), and each
+// would otherwise make its own beside its own %DIR%.
+func ShareProvenanceKey(t testing.TB, cfg string) string {
+	return "provenance:\n  key_file: " + filepath.Join(t.TempDir(), "provenance.key") + "\n" + cfg
 }

@@ -161,7 +161,7 @@ func TestSharedQueueOnPostgres(t *testing.T) {
 	pg := pgtest.StartT(t)
 	dsn := pg.NewDatabaseT(t)
 	jobsDir := t.TempDir()
-	yaml := processYAML("  driver: postgres\n  dsn: "+dsn+"\n  path: %DIR%/voxgate.db", jobsDir)
+	yaml := harness.ShareProvenanceKey(t, processYAML("  driver: postgres\n  dsn: "+dsn+"\n  path: %DIR%/voxgate.db", jobsDir))
 	a := harness.StartProcess(t, t.TempDir(), yaml, nil)
 	b := harness.StartProcess(t, t.TempDir(), yaml, a.Keys)
 	j := createBook(t, a, 30_000)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/testenv"
@@ -133,4 +134,46 @@ func TestIdentifyAfterReencoding(t *testing.T) {
 	}
 	// Bad input has a problem answer.
 	tg.Do("POST", "/v1/provenance/identify", "acme", map[string]any{"a": 1}).Problem(t, 415, "unsupported_media_type")
+}
+
+// TestIdentifyJobFile makes a long-form job's file and identifies a
+// re-encoded copy of it: the job's signed record comes back (the file is
+// fingerprinted under the job's id when it is finished).
+func TestIdentifyJobFile(t *testing.T) {
+	t.Parallel()
+	tg := harness.Start(t, strings.Replace(config, "orgs:\n", "jobs: {poll: 100ms, lease: 3s}\norgs:\n", 1))
+	r := tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{"model": "espeak/espeak-ng", "voice": "en", "output": "mp3",
+		"text": "A long-form job is a book read aloud. Its finished file is marked, signed and fingerprinted, so that a copy of it is recognized."})
+	var j struct {
+		Data struct {
+			ID    string `json:"id"`
+			State string `json:"state"`
+			URL   string `json:"audio_url"`
+		} `json:"data"`
+	}
+	r.JSON(t, &j)
+	if r.Status != 202 || j.Data.ID == "" {
+		t.Fatalf("job: %d %s", r.Status, r.Body)
+	}
+	id := j.Data.ID
+	harness.WaitFor(t, "the job to finish", func() bool {
+		tg.Do("GET", "/v1/audio/jobs/"+id, "acme", nil).JSON(t, &j)
+		return j.Data.State == "succeeded" || j.Data.State == "failed"
+	})
+	if j.Data.State != "succeeded" {
+		t.Fatalf("job %s", j.Data.State)
+	}
+	file := tg.Do("GET", j.Data.URL, "acme", nil).Body
+	copyOf := ffmpegFile(t, file, "mp3", "ogg", "-c:a", "libopus", "-b:a", "24k")
+	var got identified
+	harness.WaitFor(t, "the job's file to be identified", func() bool {
+		got = identify(t, tg, "acme", copyOf, "audio/ogg", false)
+		return len(got.Data) > 0
+	})
+	if rec, _ := got.Data[0].Record["request_id"].(string); rec != id {
+		t.Errorf("identified %v, want the job %s", got.Data[0].Record, id)
+	}
+	if other := identify(t, tg, "globex", copyOf, "audio/ogg", false); len(other.Data) != 0 {
+		t.Errorf("another organization identified the job: %v", other.Data)
+	}
 }
