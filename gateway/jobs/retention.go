@@ -36,20 +36,24 @@ func (s *Service) Delete(ctx context.Context, org, id string) (*store.Job, error
 	if err != nil {
 		return nil, err
 	}
-	s.removeFiles(j)
+	s.removeFiles(ctx, j)
 	return j, nil
 }
 
-// removeFiles removes deleted job j's folder. A failure leaves files
-// behind, not a record: it is logged, and the folder goes at the next
-// sweep once its finished file is older than the retention.
-//
-// Job files have no acoustic fingerprints in the store today
-// (store.FingerprintStore has no delete, and finished job files are not
-// fingerprinted); when they do, they go here too.
-func (s *Service) removeFiles(j *store.Job) {
+// removeFiles removes deleted job j's folder (its file, captions and
+// signed provenance record) and its file's acoustic fingerprint, so
+// identify no longer answers a deleted job. A failure leaves files or a
+// fingerprint behind, not a record: it is logged; the folder goes at the
+// next sweep once its finished file is older than the retention, the
+// fingerprint with the request log's retention.
+func (s *Service) removeFiles(ctx context.Context, j *store.Job) {
 	if err := removeJobDir(s.opts.Dir, j.ID); err != nil {
 		s.log.Warn("jobs: remove a deleted job's files", zap.String("job", j.ID), zap.Error(err))
+	}
+	if fs, ok := s.store.(store.FingerprintStore); ok {
+		if err := fs.DeleteFingerprint(ctx, j.OrgID, j.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.log.Warn("jobs: remove a deleted job's fingerprint", zap.String("job", j.ID), zap.Error(err))
+		}
 	}
 }
 
@@ -107,7 +111,7 @@ func (s *Service) Sweep(ctx context.Context, lease time.Duration) (int, error) {
 			if err != nil {
 				return deleted, err
 			}
-			s.removeFiles(j)
+			s.removeFiles(ctx, j)
 			deleted++
 		}
 		if len(page) < sweepPage {

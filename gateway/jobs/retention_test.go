@@ -68,3 +68,41 @@ func TestSweepHoldsTheLease(t *testing.T) {
 		t.Errorf("the live job: %v", err)
 	}
 }
+
+// TestDeleteDropsTheFingerprint: a deleted job's file leaves the
+// identify index with it, whether its organization or the sweeper
+// deletes it.
+func TestDeleteDropsTheFingerprint(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st := memory.New(store.Options{Now: clock})
+	svc := New(Options{Dir: t.TempDir(), Owner: "a", Retention: time.Hour}, Deps{Store: st, Now: clock})
+	ctx := context.Background()
+	for _, id := range []string{"deleted", "swept", "kept"} {
+		if err := st.CreateJob(ctx, &store.Job{ID: id, OrgID: "o"}, []store.JobChunk{{Text: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CancelJob(ctx, "o", id); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutFingerprint(ctx, &store.Fingerprint{OrgID: "o", RequestID: id, Values: []uint32{1, 2, 3}, Keys: []uint32{1}}); err != nil {
+			t.Fatal(err)
+		}
+		if id == "swept" {
+			now = now.Add(2 * time.Hour)
+		}
+	}
+	if _, err := svc.Delete(ctx, "o", "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := svc.Sweep(ctx, time.Minute); err != nil || n != 1 {
+		t.Fatalf("sweep: %d deleted, %v; want 1 (swept)", n, err)
+	}
+	var left []string
+	if err := st.ForEachFingerprint(ctx, func(f *store.Fingerprint) error { left = append(left, f.RequestID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0] != "kept" {
+		t.Errorf("fingerprints left %v, want only the kept job's", left)
+	}
+}
