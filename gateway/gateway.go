@@ -301,7 +301,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	// providers exist.
 	deps.Admin = manage.New(g.store, g.orgs, g.auth, func(id string) bool { return g.conf.Load().Providers[id] != nil })
 	g.jobs = jobs.New(JobsOptions(cfg), jobs.Deps{Store: g.store, Speaker: g.speaker, Logger: log.Named("jobs"),
-		Provenance: deps.Provenance, Unmarked: g.unmarked,
+		Provenance: deps.Provenance, Unmarked: g.unmarked, NoRecords: g.noRecords,
 		Record: func(row store.LogRow) {
 			g.metrics.CountUsage(&row)
 			g.logs.Record(row)
@@ -815,6 +815,12 @@ func (g *Gateway) speaker() jobs.Speaker {
 func (g *Gateway) unmarked(org string) bool {
 	o, ok := g.orgs.Get(org)
 	return ok && o.Provenance.Unmarked
+}
+
+// noRecords reports whether org turned signed provenance records off.
+func (g *Gateway) noRecords(org string) bool {
+	o, ok := g.orgs.Get(org)
+	return ok && o.Provenance.NoRecords
 }
 
 // Jobs returns the long-form job service.

@@ -35,6 +35,9 @@ type fileProvenance struct {
 	how    string
 	hasher *provenance.Hasher
 	record provenance.Record
+	// noRecord: the organization turned records off; the file keeps its
+	// mark, and gets no signed record and no fingerprint.
+	noRecord bool
 }
 
 // newFileProvenance returns the mark of job j's file (none when its
@@ -45,7 +48,8 @@ func (s *Service) newFileProvenance(j *store.Job, spec *Spec, served string) *fi
 		return nil
 	}
 	provider, model, _ := strings.Cut(served, "/")
-	fp := &fileProvenance{hasher: provenance.NewHasher(), how: provenance.UnmarkedOff}
+	fp := &fileProvenance{hasher: provenance.NewHasher(), how: provenance.UnmarkedOff,
+		noRecord: s.noRecords != nil && s.noRecords(j.OrgID)}
 	now := s.now()
 	if s.unmarked == nil || !s.unmarked(j.OrgID) {
 		fp.mark = s.prov.NewMark(j.ID, provider, model, now)
@@ -91,7 +95,7 @@ const maxIndexedFile = 16 << 20
 // indexFile hands the finished file at path to the fingerprint index,
 // under the job's id, so that identify finds the job as it finds a clip.
 func (s *Service) indexFile(fp *fileProvenance, j *store.Job, spec *Spec, path string, size int64) {
-	if fp == nil || !s.prov.Indexing() || size > maxIndexedFile {
+	if fp == nil || fp.noRecord || !s.prov.Indexing() || size > maxIndexedFile {
 		return
 	}
 	data, err := os.ReadFile(path)
@@ -144,7 +148,7 @@ func (fp *fileProvenance) riff(header []byte) ([]byte, error) {
 // signFile signs the record of the file written and keeps it in the job's
 // folder.
 func (s *Service) signFile(fp *fileProvenance, id string) error {
-	if fp == nil {
+	if fp == nil || fp.noRecord {
 		return nil
 	}
 	fp.record.SHA256, fp.record.Bytes = fp.hasher.Sum()

@@ -120,6 +120,10 @@ type Deps struct {
 	// neither); Unmarked says an organization turned marks off.
 	Provenance *provenance.Service
 	Unmarked   func(org string) bool
+	// NoRecords says an organization turned signed records off
+	// (orgs.<id>.provenance.records): its files keep their mark but get
+	// no record and no fingerprint.
+	NoRecords func(org string) bool
 }
 
 // Service makes, lists and cancels jobs, and runs this instance's worker.
@@ -135,7 +139,9 @@ type Service struct {
 	wake     chan struct{}
 	prov     *provenance.Service
 	unmarked func(org string) bool
-	metrics  *metrics.JobMetrics
+	// noRecords is Deps.NoRecords.
+	noRecords func(org string) bool
+	metrics   *metrics.JobMetrics
 	// running counts the jobs this instance renders (for metrics and
 	// tests).
 	mu      sync.Mutex
@@ -146,7 +152,7 @@ type Service struct {
 func New(o Options, d Deps) *Service {
 	o.defaults()
 	s := &Service{opts: o, store: d.Store, speaker: d.Speaker, record: d.Record, log: d.Logger, now: d.Now,
-		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked}
+		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked, noRecords: d.NoRecords}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

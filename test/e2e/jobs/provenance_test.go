@@ -121,3 +121,25 @@ func TestFilesMarkedAndSigned(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordsOffKeepsTheMark: an organization with records off gets its
+// job files marked, and no signed record.
+func TestRecordsOffKeepsTheMark(t *testing.T) {
+	t.Parallel()
+	tg := harness.Start(t, strings.Replace(jobsConfig, "  globex:\n", "  globex:\n    provenance: {records: false}\n", 1))
+	text, _ := book(600, 1)
+	j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "globex", map[string]any{
+		"text": text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en", "speed": 2.5, "output": "mp3",
+	}), 202)
+	j = waitJob(t, func() job { return decodeJob(t, tg.Do("GET", "/v1/audio/jobs/"+j.ID, "globex", nil), 200) }, finished)
+	if j.State != "succeeded" {
+		t.Fatalf("finished %+v", j)
+	}
+	tags, _ := fileTags(t, tg.Do("GET", j.AudioURL, "globex", nil).Body, "mp3")
+	if tags["VOXGATE_REQUEST_ID"] != j.ID || tags["DIGITAL_SOURCE_TYPE"] == "" {
+		t.Errorf("the file lost its mark with records off: tags %v", tags)
+	}
+	if r := tg.Do("GET", "/v1/provenance/"+j.ID, "globex", nil); r.Status != 404 {
+		t.Errorf("a record of the job with records off: %d %s", r.Status, r.Body)
+	}
+}
