@@ -158,7 +158,6 @@ func start(t *testing.T, s settings, env ...string) *gw {
 
 func (g *gw) log() string { return g.Log() }
 
-
 // waitLog waits for the n-th log line containing sub.
 func (g *gw) waitLog(sub string, n int) {
 	g.t.Helper()
