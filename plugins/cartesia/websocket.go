@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -110,7 +109,7 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 			return err
 		}
 	}
-	texts := collectInput(ctx, in)
+	texts := upstream.CollectInput(ctx, in)
 	r := &wsReader{req: req, c: c, send: send}
 	for attempt := 0; ; attempt++ {
 		st, err := p.pool.Open(ctx, poolKey, newContextID(), dial)
@@ -157,44 +156,6 @@ func newContextID() string {
 	return "voxgate-" + hex.EncodeToString(b[:])
 }
 
-// inputLog is a context's input as it arrived, kept so that a context
-// moved to a new socket can send it again.
-type inputLog struct {
-	mu     sync.Mutex
-	texts  []sdk.TextInput
-	closed bool
-	signal chan struct{}
-}
-
-// collectInput reads in into an inputLog until in is closed or ctx ends.
-func collectInput(ctx context.Context, in <-chan sdk.TextInput) *inputLog {
-	l := &inputLog{signal: make(chan struct{}, 1)}
-	go func() {
-		for {
-			select {
-			case t, ok := <-in:
-				l.mu.Lock()
-				if ok {
-					l.texts = append(l.texts, t)
-				} else {
-					l.closed = true
-				}
-				l.mu.Unlock()
-				select {
-				case l.signal <- struct{}{}:
-				default:
-				}
-				if !ok {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return l
-}
-
 // wsReader turns one context's messages into events.
 type wsReader struct {
 	req   *sdk.SynthesizeRequest
@@ -207,7 +168,7 @@ type wsReader struct {
 // run speaks the input as context st until its done. A context that ends
 // otherwise (cancelled, failed) is cancelled at Cartesia, which then
 // sends nothing more for it: its slot is free at once.
-func (r *wsReader) run(ctx context.Context, st *upstream.MuxStream, texts *inputLog) error {
+func (r *wsReader) run(ctx context.Context, st *upstream.MuxStream, texts *upstream.InputLog) error {
 	id := st.ID()
 	finished := false
 	wctx, stopWriter := context.WithCancel(ctx)
@@ -231,15 +192,9 @@ func (r *wsReader) run(ctx context.Context, st *upstream.MuxStream, texts *input
 	go func() {
 		defer close(ended)
 		for i := 0; ; {
-			texts.mu.Lock()
-			n, done := len(texts.texts), texts.closed
-			var t sdk.TextInput
-			if i < n {
-				t = texts.texts[i]
-			}
-			texts.mu.Unlock()
+			t, have, done := texts.At(i)
 			switch {
-			case i < n:
+			case have:
 				m := base
 				m.Transcript = t.Text
 				if st.WriteJSON(m) != nil {
@@ -254,7 +209,7 @@ func (r *wsReader) run(ctx context.Context, st *upstream.MuxStream, texts *input
 				return
 			}
 			select {
-			case <-texts.signal:
+			case <-texts.Arrived():
 			case <-wctx.Done():
 				return
 			}

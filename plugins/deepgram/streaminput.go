@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -122,7 +121,7 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	texts := collectInput(ctx, in)
+	texts := upstream.CollectInput(ctx, in)
 	r := &speakReader{c: c, send: send}
 	for attempt := 0; ; attempt++ {
 		st, err := p.pool.Open(ctx, poolKey, newStreamID(), dial)
@@ -184,7 +183,7 @@ type speakReader struct {
 // run speaks the input on st: each text as a Speak, a Flush after each
 // (budget permitting) and at the end; done at the Flushed of the last
 // Flush. A cancelled or failed context is cleared at Deepgram.
-func (r *speakReader) run(ctx context.Context, st *upstream.MuxStream, texts *inputLog) (err error) {
+func (r *speakReader) run(ctx context.Context, st *upstream.MuxStream, texts *upstream.InputLog) (err error) {
 	finished := false
 	defer func() {
 		if finished {
@@ -232,15 +231,9 @@ func (r *speakReader) run(ctx context.Context, st *upstream.MuxStream, texts *in
 			return true
 		}
 		for i := 0; ; {
-			texts.mu.Lock()
-			n, done := len(texts.texts), texts.closed
-			var t sdk.TextInput
-			if i < n {
-				t = texts.texts[i]
-			}
-			texts.mu.Unlock()
+			t, have, done := texts.At(i)
 			switch {
-			case i < n:
+			case have:
 				i++
 				if t.Text != "" {
 					if st.WriteJSON(speakText{Type: "Speak", Text: t.Text}) != nil {
@@ -261,7 +254,7 @@ func (r *speakReader) run(ctx context.Context, st *upstream.MuxStream, texts *in
 				return
 			}
 			select {
-			case <-texts.signal:
+			case <-texts.Arrived():
 			case <-wctx.Done():
 				return
 			}
@@ -327,42 +320,4 @@ func (r *speakReader) audioFrame(data []byte) error {
 		ev.MediaType, r.audio = r.c.mediaType, true
 	}
 	return r.send(ev)
-}
-
-// inputLog is a context's input as it arrived, kept so that a context
-// moved to a new socket can send it again.
-type inputLog struct {
-	mu     sync.Mutex
-	texts  []sdk.TextInput
-	closed bool
-	signal chan struct{}
-}
-
-// collectInput reads in into an inputLog until in is closed or ctx ends.
-func collectInput(ctx context.Context, in <-chan sdk.TextInput) *inputLog {
-	l := &inputLog{signal: make(chan struct{}, 1)}
-	go func() {
-		for {
-			select {
-			case t, ok := <-in:
-				l.mu.Lock()
-				if ok {
-					l.texts = append(l.texts, t)
-				} else {
-					l.closed = true
-				}
-				l.mu.Unlock()
-				select {
-				case l.signal <- struct{}{}:
-				default:
-				}
-				if !ok {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return l
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -130,7 +129,7 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 			return err
 		}
 	}
-	texts := collectInput(ctx, in)
+	texts := upstream.CollectInput(ctx, in)
 	r := &multiReader{req: req, c: c, send: send}
 	for attempt := 0; ; attempt++ {
 		id := newContextID()
@@ -180,44 +179,6 @@ func newContextID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// inputLog is a context's input as it arrived, kept so that a context
-// moved to a new socket can send it again.
-type inputLog struct {
-	mu     sync.Mutex
-	texts  []sdk.TextInput
-	closed bool
-	signal chan struct{}
-}
-
-// collectInput reads in into an inputLog until in is closed or ctx ends.
-func collectInput(ctx context.Context, in <-chan sdk.TextInput) *inputLog {
-	l := &inputLog{signal: make(chan struct{}, 1)}
-	go func() {
-		for {
-			select {
-			case t, ok := <-in:
-				l.mu.Lock()
-				if ok {
-					l.texts = append(l.texts, t)
-				} else {
-					l.closed = true
-				}
-				l.mu.Unlock()
-				select {
-				case l.signal <- struct{}{}:
-				default:
-				}
-				if !ok {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return l
-}
-
 // multiReader turns one context's server messages into events.
 type multiReader struct {
 	req     *sdk.SynthesizeRequest
@@ -230,7 +191,7 @@ type multiReader struct {
 
 // run speaks the input on stream st until the context's isFinal; it closes
 // the context on the socket whatever happens.
-func (r *multiReader) run(ctx context.Context, st *upstream.MuxStream, texts *inputLog) (err error) {
+func (r *multiReader) run(ctx context.Context, st *upstream.MuxStream, texts *upstream.InputLog) (err error) {
 	id := st.ID()
 	closed := false
 	defer func() {
@@ -254,15 +215,9 @@ func (r *multiReader) run(ctx context.Context, st *upstream.MuxStream, texts *in
 	go func() {
 		defer close(ended)
 		for i := 0; ; {
-			texts.mu.Lock()
-			n, done := len(texts.texts), texts.closed
-			var t sdk.TextInput
-			if i < n {
-				t = texts.texts[i]
-			}
-			texts.mu.Unlock()
+			t, have, done := texts.At(i)
 			switch {
-			case i < n:
+			case have:
 				text := t.Text
 				if st.WriteJSON(multiText{Text: &text, ContextID: id, Flush: t.Flush}) != nil {
 					return
@@ -275,7 +230,7 @@ func (r *multiReader) run(ctx context.Context, st *upstream.MuxStream, texts *in
 				return
 			}
 			select {
-			case <-texts.signal:
+			case <-texts.Arrived():
 			case <-wctx.Done():
 				return
 			}
