@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"strings"
 	"time"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -75,10 +73,6 @@ type wsCancel struct {
 	Cancel    bool   `json:"cancel"`
 }
 
-// maxReopen is how many times a context that has had no audio yet is moved
-// to a new socket after its socket failed.
-const maxReopen = 2
-
 // StreamInput implements sdk.InputStreamer on a pooled socket. The socket
 // speaks raw PCM only, like /tts/sse. A socket that fails before the
 // context's first audio is replaced and the context's text so far sent
@@ -111,42 +105,9 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	}
 	texts := upstream.CollectInput(ctx, in)
 	r := &wsReader{req: req, c: c, send: send}
-	for attempt := 0; ; attempt++ {
-		st, err := p.pool.Open(ctx, poolKey, newContextID(), dial)
-		if err != nil {
-			if ctx.Err() != nil || attempt >= maxReopen {
-				return redactErr(err, key)
-			}
-			continue
-		}
-		err = r.run(ctx, st, texts)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || r.audio || attempt >= maxReopen || !reopenable(err) {
-			return redactErr(err, key)
-		}
-	}
-}
-
-// reopenable reports whether a context failure was its socket's (a
-// transport failure or close), not Cartesia refusing the context.
-func reopenable(err error) bool {
-	var se *sdk.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.UpstreamCode == "" || strings.HasPrefix(se.UpstreamCode, "websocket_close_1006") || se.Kind == sdk.KindUnavailable
-}
-
-func redactErr(err error, key string) error {
-	var se *sdk.Error
-	if errors.As(err, &se) && key != "" {
-		cp := *se
-		cp.Message = upstream.Redact(cp.Message, key)
-		return &cp
-	}
-	return err
+	return upstream.RunPooled(ctx, p.pool, poolKey, key, newContextID, dial,
+		func(st *upstream.MuxStream) error { return r.run(ctx, st, texts) },
+		func() bool { return r.audio })
 }
 
 // newContextID returns a context id unique within the process.

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/url"
 	"strings"
 	"time"
@@ -123,46 +122,9 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	defer cancel()
 	texts := upstream.CollectInput(ctx, in)
 	r := &speakReader{c: c, send: send}
-	for attempt := 0; ; attempt++ {
-		st, err := p.pool.Open(ctx, poolKey, newStreamID(), dial)
-		if err != nil {
-			if ctx.Err() != nil || attempt >= maxReopen {
-				return redactErr(err, key)
-			}
-			continue
-		}
-		err = r.run(ctx, st, texts)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || r.audio || attempt >= maxReopen || !reopenable(err) {
-			return redactErr(err, key)
-		}
-	}
-}
-
-// maxReopen is how many times a context that has had no audio yet is moved
-// to a new socket after its socket failed.
-const maxReopen = 2
-
-// reopenable reports whether a failure was the socket's (transport or
-// close), not Deepgram refusing the context.
-func reopenable(err error) bool {
-	var se *sdk.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.UpstreamCode == "" || strings.HasPrefix(se.UpstreamCode, "websocket_close_1006") || se.Kind == sdk.KindUnavailable
-}
-
-func redactErr(err error, key string) error {
-	var se *sdk.Error
-	if errors.As(err, &se) && key != "" {
-		cp := *se
-		cp.Message = upstream.Redact(cp.Message, key)
-		return &cp
-	}
-	return err
+	return upstream.RunPooled(ctx, p.pool, poolKey, key, newStreamID, dial,
+		func(st *upstream.MuxStream) error { return r.run(ctx, st, texts) },
+		func() bool { return r.audio })
 }
 
 // newStreamID names a context in the pool (Deepgram never sees it).

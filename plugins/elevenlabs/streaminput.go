@@ -7,9 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -89,10 +87,6 @@ type streamAlignment struct {
 	CharsDurationsMs []float64 `json:"charsDurationsMs"`
 }
 
-// maxReopen is how many times a context that has had no audio yet is moved
-// to a new socket after its socket failed.
-const maxReopen = 2
-
 // StreamInput implements sdk.InputStreamer over a pooled multi-context
 // socket. Only raw PCM streams this way here: pieces of it follow each
 // other, and its length gives the timeline the alignments are placed on.
@@ -131,45 +125,9 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	}
 	texts := upstream.CollectInput(ctx, in)
 	r := &multiReader{req: req, c: c, send: send}
-	for attempt := 0; ; attempt++ {
-		id := newContextID()
-		st, err := p.pool.Open(ctx, poolKey, id, dial)
-		if err != nil {
-			if ctx.Err() != nil || attempt >= maxReopen {
-				return redactErr(err, key)
-			}
-			continue
-		}
-		err = r.run(ctx, st, texts)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || r.audio || attempt >= maxReopen || !reopenable(err) {
-			return redactErr(err, key)
-		}
-		// The socket failed before any audio of this context: the same
-		// text goes again on another socket.
-	}
-}
-
-// reopenable reports whether a context failure was its socket's (a
-// transport failure or close), not the provider refusing the context.
-func reopenable(err error) bool {
-	var se *sdk.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.UpstreamCode == "" || strings.HasPrefix(se.UpstreamCode, "websocket_close_1006") || se.Kind == sdk.KindUnavailable
-}
-
-func redactErr(err error, key string) error {
-	var se *sdk.Error
-	if errors.As(err, &se) && key != "" {
-		cp := *se
-		cp.Message = upstream.Redact(cp.Message, key)
-		return &cp
-	}
-	return err
+	return upstream.RunPooled(ctx, p.pool, poolKey, key, newContextID, dial,
+		func(st *upstream.MuxStream) error { return r.run(ctx, st, texts) },
+		func() bool { return r.audio })
 }
 
 // newContextID returns a context id unique within the process.

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -62,3 +64,56 @@ func (l *InputLog) At(i int) (t sdk.TextInput, ok, done bool) {
 // Arrived is signalled when input arrives or ends; wait on it after At
 // found nothing new.
 func (l *InputLog) Arrived() <-chan struct{} { return l.signal }
+
+// maxReopen is how many times RunPooled moves a context that has had no
+// audio yet to a new socket after its socket failed.
+const maxReopen = 2
+
+// RunPooled runs one realtime context on a socket of pool (key groups
+// the sockets it may share; newID names the context; dial opens a new
+// socket): run speaks the context on the stream it is given, and audio
+// reports whether any of its audio has come. A socket that fails before
+// the context's first audio is replaced and run called again on the new
+// one (the InputLog it reads sends the text again from its start), at
+// most maxReopen times; after audio, the failure is the context's.
+// Errors come back with apiKey redacted.
+func RunPooled(ctx context.Context, pool *MuxPool, key, apiKey string, newID func() string,
+	dial func(context.Context) (*Socket, error), run func(*MuxStream) error, audio func() bool) error {
+	for attempt := 0; ; attempt++ {
+		st, err := pool.Open(ctx, key, newID(), dial)
+		if err != nil {
+			if ctx.Err() != nil || attempt >= maxReopen {
+				return redactError(err, apiKey)
+			}
+			continue
+		}
+		err = run(st)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || audio() || attempt >= maxReopen || !reopenable(err) {
+			return redactError(err, apiKey)
+		}
+	}
+}
+
+// reopenable reports whether a context's failure was its socket's (a
+// transport failure or close), not the provider refusing the context.
+func reopenable(err error) bool {
+	var se *sdk.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.UpstreamCode == "" || strings.HasPrefix(se.UpstreamCode, "websocket_close_1006") || se.Kind == sdk.KindUnavailable
+}
+
+// redactError is err with apiKey taken out of its message.
+func redactError(err error, apiKey string) error {
+	var se *sdk.Error
+	if errors.As(err, &se) && apiKey != "" {
+		cp := *se
+		cp.Message = Redact(cp.Message, apiKey)
+		return &cp
+	}
+	return err
+}
