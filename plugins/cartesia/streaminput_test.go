@@ -11,6 +11,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/cartesia"
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
 )
 
 // inputRequest is a StreamInput request of key.
@@ -19,32 +20,9 @@ func inputRequest(key string) *sdk.SynthesizeRequest {
 		Credentials: sdk.Credentials{APIKey: key}}
 }
 
-// context1 runs one context: it sends text, waits until told to close,
-// and returns the audio it got.
-type context1 struct {
-	in    chan sdk.TextInput
-	audio int
-	first chan struct{}
-	err   error
-}
-
-func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.WaitGroup) *context1 {
-	c := &context1{in: make(chan sdk.TextInput, 8), first: make(chan struct{})}
-	c.in <- sdk.TextInput{Text: text}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var once sync.Once
-		c.err = p.StreamInput(ctx, inputRequest(key), c.in, func(e sdk.StreamEvent) error {
-			c.audio += len(e.Audio)
-			if len(e.Audio) > 0 {
-				once.Do(func() { close(c.first) })
-			}
-			return nil
-		})
-		once.Do(func() { close(c.first) })
-	}()
-	return c
+// startContext starts a context of key saying text.
+func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.WaitGroup) *sdktest.InputContext {
+	return sdktest.StartInput(ctx, p, inputRequest(key), sdk.TextInput{Text: text}, wg)
 }
 
 // TestPooledSocketsShareContexts opens 320 contexts at once over two
@@ -63,21 +41,21 @@ func TestPooledSocketsShareContexts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
-	all := make([]*context1, contexts)
+	all := make([]*sdktest.InputContext, contexts)
 	for i := range all {
 		all[i] = startContext(ctx, p, keys[i%len(keys)], fmt.Sprintf("Context number %d says hello. ", i), &wg)
 	}
 	for _, c := range all {
-		<-c.first
+		<-c.First
 	}
 	for _, c := range all {
-		close(c.in)
+		close(c.In)
 	}
 	wg.Wait()
 	want := fakeupstream.Speak("Context number 0 says hello. ", 1).Seconds
 	for i, c := range all {
-		if got := float64(c.audio/2) / 24000; c.err != nil || got < want-0.2 {
-			t.Fatalf("context %d: %v after %.3fs of audio", i, c.err, got)
+		if got := float64(c.Audio/2) / 24000; c.Err != nil || got < want-0.2 {
+			t.Fatalf("context %d: %v after %.3fs of audio", i, c.Err, got)
 		}
 	}
 	total, most, refused := srv.Contexts()
@@ -95,10 +73,10 @@ func TestPooledSocketsShareContexts(t *testing.T) {
 	before := srv.Sockets()
 	var wg2 sync.WaitGroup
 	c := startContext(ctx, p, keys[0], "Again. ", &wg2)
-	close(c.in)
+	close(c.In)
 	wg2.Wait()
-	if after := srv.Sockets(); c.err != nil || after != before {
-		t.Errorf("a context after the others: %v, %d sockets opened (was %d)", c.err, after, before)
+	if after := srv.Sockets(); c.Err != nil || after != before {
+		t.Errorf("a context after the others: %v, %d sockets opened (was %d)", c.Err, after, before)
 	}
 }
 
@@ -113,21 +91,21 @@ func TestConcurrencyLimitIsTheAccounts(t *testing.T) {
 	var wg sync.WaitGroup
 	a := startContext(t.Context(), p, fake.Key, "The first of two allowed. ", &wg)
 	b := startContext(t.Context(), p, fake.Key, "The second of two allowed. ", &wg)
-	<-a.first
-	<-b.first
+	<-a.First
+	<-b.First
 	var wg3 sync.WaitGroup
 	c := startContext(t.Context(), p, fake.Key, "One too many. ", &wg3)
-	close(c.in)
+	close(c.In)
 	wg3.Wait()
 	var se *sdk.Error
-	if !errors.As(c.err, &se) || se.Kind != sdk.KindRateLimited {
-		t.Errorf("a third context: %v, want rate limited", c.err)
+	if !errors.As(c.Err, &se) || se.Kind != sdk.KindRateLimited {
+		t.Errorf("a third context: %v, want rate limited", c.Err)
 	}
-	close(a.in)
-	close(b.in)
+	close(a.In)
+	close(b.In)
 	wg.Wait()
-	if a.err != nil || b.err != nil {
-		t.Errorf("the allowed contexts: %v, %v", a.err, b.err)
+	if a.Err != nil || b.Err != nil {
+		t.Errorf("the allowed contexts: %v, %v", a.Err, b.Err)
 	}
 }
 
@@ -142,10 +120,10 @@ func TestCancelFreesTheSlot(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		c := startContext(ctx, p, fake.Key, "A long answer that the user interrupts before it ends, as users do. ", &wg)
-		<-c.first
+		<-c.First
 		cancel()
 		wg.Wait()
-		if c.err == nil {
+		if c.Err == nil {
 			t.Fatalf("context %d: cancelled without an error", i)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/deepgram"
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
 )
 
 // inputRequest is a StreamInput request of key.
@@ -19,32 +20,9 @@ func inputRequest(key string) *sdk.SynthesizeRequest {
 		Credentials: sdk.Credentials{APIKey: key}}
 }
 
-// context1 runs one context: it sends text, waits until told to close,
-// and returns the audio it got.
-type context1 struct {
-	in    chan sdk.TextInput
-	audio int
-	first chan struct{}
-	err   error
-}
-
-func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.WaitGroup) *context1 {
-	c := &context1{in: make(chan sdk.TextInput, 64), first: make(chan struct{})}
-	c.in <- sdk.TextInput{Text: text}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var once sync.Once
-		c.err = p.StreamInput(ctx, inputRequest(key), c.in, func(e sdk.StreamEvent) error {
-			c.audio += len(e.Audio)
-			if len(e.Audio) > 0 {
-				once.Do(func() { close(c.first) })
-			}
-			return nil
-		})
-		once.Do(func() { close(c.first) })
-	}()
-	return c
+// startContext starts a context of key saying text.
+func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.WaitGroup) *sdktest.InputContext {
+	return sdktest.StartInput(ctx, p, inputRequest(key), sdk.TextInput{Text: text}, wg)
 }
 
 func seconds(texts ...string) float64 {
@@ -63,13 +41,13 @@ func TestStreamInputSpeaksEachSegment(t *testing.T) {
 	defer p.pool.Close()
 	var wg sync.WaitGroup
 	c := startContext(t.Context(), p, fake.Key, "The first sentence. ", &wg)
-	<-c.first // spoken before the second arrives
-	c.in <- sdk.TextInput{Text: "And the second one. "}
-	close(c.in)
+	<-c.First // spoken before the second arrives
+	c.In <- sdk.TextInput{Text: "And the second one. "}
+	close(c.In)
 	wg.Wait()
 	want := seconds("The first sentence. ", "And the second one. ")
-	if got := float64(c.audio/2) / 24000; c.err != nil || got < want-0.01 || got > want+0.01 {
-		t.Errorf("%v after %.3fs of audio, want %.3fs", c.err, got, want)
+	if got := float64(c.Audio/2) / 24000; c.Err != nil || got < want-0.01 || got > want+0.01 {
+		t.Errorf("%v after %.3fs of audio, want %.3fs", c.Err, got, want)
 	}
 }
 
@@ -87,20 +65,20 @@ func TestPooledSpeakSocketsAreReused(t *testing.T) {
 	defer cancel()
 	round := func() {
 		var wg sync.WaitGroup
-		all := make([]*context1, contexts)
+		all := make([]*sdktest.InputContext, contexts)
 		for i := range all {
 			all[i] = startContext(ctx, p, keys[i%len(keys)], fmt.Sprintf("Context number %d says hello. ", i), &wg)
 		}
 		for _, c := range all {
-			<-c.first
+			<-c.First
 		}
 		for _, c := range all {
-			close(c.in)
+			close(c.In)
 		}
 		wg.Wait()
 		for i, c := range all {
-			if c.err != nil || c.audio == 0 {
-				t.Fatalf("context %d: %v after %d bytes", i, c.err, c.audio)
+			if c.Err != nil || c.Audio == 0 {
+				t.Fatalf("context %d: %v after %d bytes", i, c.Err, c.Audio)
 			}
 		}
 	}
@@ -130,11 +108,11 @@ func TestFlushLimitRotatesSockets(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		var wg sync.WaitGroup
 		c := startContext(ctx, p, fake.Key, fmt.Sprintf("Turn %d. ", i), &wg)
-		close(c.in)
+		close(c.In)
 		wg.Wait()
 		cancel()
-		if c.err != nil || c.audio == 0 {
-			t.Fatalf("context %d: %v after %d bytes", i, c.err, c.audio)
+		if c.Err != nil || c.Audio == 0 {
+			t.Fatalf("context %d: %v after %d bytes", i, c.Err, c.Audio)
 		}
 	}
 	taken, refused, most := srv.Flushes()
@@ -159,10 +137,10 @@ func TestCancelClearsTheStream(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		c := startContext(ctx, p, fake.Key, "A long answer that the user interrupts before it ends, as users do. ", &wg)
-		<-c.first
+		<-c.First
 		cancel()
 		wg.Wait()
-		if c.err == nil {
+		if c.Err == nil {
 			t.Fatalf("context %d: cancelled without an error", i)
 		}
 	}
@@ -176,10 +154,10 @@ func TestCancelClearsTheStream(t *testing.T) {
 	_, before := srv.SpeakSockets()
 	var wg sync.WaitGroup
 	c := startContext(t.Context(), p, fake.Key, "After the interruptions. ", &wg)
-	close(c.in)
+	close(c.In)
 	wg.Wait()
-	if got, want := float64(c.audio/2)/24000, seconds("After the interruptions. "); c.err != nil || got < want-0.01 || got > want+0.01 {
-		t.Errorf("a context after the cleared ones: %v after %.3fs of audio, want %.3fs (audio of a cleared one leaked in?)", c.err, got, want)
+	if got, want := float64(c.Audio/2)/24000, seconds("After the interruptions. "); c.Err != nil || got < want-0.01 || got > want+0.01 {
+		t.Errorf("a context after the cleared ones: %v after %.3fs of audio, want %.3fs (audio of a cleared one leaked in?)", c.Err, got, want)
 	}
 	if _, total := srv.SpeakSockets(); total != before {
 		t.Errorf("the context after the cleared ones dialled: %d sockets opened, was %d", total, before)

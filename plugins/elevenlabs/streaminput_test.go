@@ -10,6 +10,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/elevenlabs"
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
 )
 
 // inputRequest is a StreamInput request of key.
@@ -18,32 +19,9 @@ func inputRequest(key string) *sdk.SynthesizeRequest {
 		Credentials: sdk.Credentials{APIKey: key}}
 }
 
-// context1 runs one context: it sends text, waits until told to close,
-// and returns the audio it got.
-type context1 struct {
-	in    chan sdk.TextInput
-	audio int
-	first chan struct{}
-	err   error
-}
-
-func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.WaitGroup) *context1 {
-	c := &context1{in: make(chan sdk.TextInput, 4), first: make(chan struct{})}
-	c.in <- sdk.TextInput{Text: text, Flush: true}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var once sync.Once
-		c.err = p.StreamInput(ctx, inputRequest(key), c.in, func(e sdk.StreamEvent) error {
-			c.audio += len(e.Audio)
-			if len(e.Audio) > 0 {
-				once.Do(func() { close(c.first) })
-			}
-			return nil
-		})
-		once.Do(func() { close(c.first) })
-	}()
-	return c
+// startContext starts a context of key saying text.
+func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.WaitGroup) *sdktest.InputContext {
+	return sdktest.StartInput(ctx, p, inputRequest(key), sdk.TextInput{Text: text, Flush: true}, wg)
 }
 
 // TestPooledSocketsKeepTheCap opens 1,000 contexts at once, over two API
@@ -60,22 +38,22 @@ func TestPooledSocketsKeepTheCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
-	all := make([]*context1, contexts)
+	all := make([]*sdktest.InputContext, contexts)
 	for i := range all {
 		all[i] = startContext(ctx, p, keys[i%len(keys)], fmt.Sprintf("Context number %d says hello. ", i), &wg)
 	}
 	// All of them are open at once: each has had audio and none has
 	// closed its input.
 	for _, c := range all {
-		<-c.first
+		<-c.First
 	}
 	for _, c := range all {
-		close(c.in)
+		close(c.In)
 	}
 	wg.Wait()
 	for i, c := range all {
-		if c.err != nil || c.audio == 0 {
-			t.Fatalf("context %d: %v after %d bytes", i, c.err, c.audio)
+		if c.Err != nil || c.Audio == 0 {
+			t.Fatalf("context %d: %v after %d bytes", i, c.Err, c.Audio)
 		}
 	}
 	total, most, refused := srv.MultiContexts()
@@ -94,10 +72,10 @@ func TestPooledSocketsKeepTheCap(t *testing.T) {
 	_, before := srv.MultiSockets()
 	var wg2 sync.WaitGroup
 	c := startContext(ctx, p, keys[0], "Again. ", &wg2)
-	close(c.in)
+	close(c.In)
 	wg2.Wait()
-	if _, after := srv.MultiSockets(); c.err != nil || after != before {
-		t.Errorf("a context after the others: %v, %d sockets opened (was %d)", c.err, after, before)
+	if _, after := srv.MultiSockets(); c.Err != nil || after != before {
+		t.Errorf("a context after the others: %v, %d sockets opened (was %d)", c.Err, after, before)
 	}
 }
 
@@ -112,10 +90,10 @@ func TestCancelClosesTheContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		c := startContext(ctx, p, fake.Key, "A long answer that the user interrupts before it ends, as users do. ", &wg)
-		<-c.first
+		<-c.First
 		cancel()
 		wg.Wait()
-		if c.err == nil {
+		if c.Err == nil {
 			t.Fatalf("context %d: cancelled without an error", i)
 		}
 	}
@@ -141,12 +119,12 @@ func TestSocketFailureBeforeAudioMovesTheContext(t *testing.T) {
 	srv.DropNextMultiSocket()
 	var wg sync.WaitGroup
 	c := startContext(t.Context(), p, fake.Key, "Said once, heard once. ", &wg)
-	c.in <- sdk.TextInput{Text: "And the rest. "}
-	close(c.in)
+	c.In <- sdk.TextInput{Text: "And the rest. "}
+	close(c.In)
 	wg.Wait()
 	want := fakeupstream.Speak("Said once, heard once. ", 1).Seconds + fakeupstream.Speak("And the rest. ", 1).Seconds
-	if got := float64(c.audio/2) / 24000; c.err != nil || got < want-0.01 || got > want+0.01 {
-		t.Errorf("%v after %.3fs of audio, want %.3fs", c.err, got, want)
+	if got := float64(c.Audio/2) / 24000; c.Err != nil || got < want-0.01 || got > want+0.01 {
+		t.Errorf("%v after %.3fs of audio, want %.3fs", c.Err, got, want)
 	}
 	if _, total := srv.MultiSockets(); total != 2 {
 		t.Errorf("%d sockets opened, want 2 (the broken one and its replacement)", total)
