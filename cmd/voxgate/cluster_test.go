@@ -28,8 +28,13 @@ import (
 
 // clusterConfig writes a config for one instance of a cluster in its own
 // directory (its own admin socket), sharing dsn.
+//
+// The instances share one provenance signing key (the store refuses a
+// second key): every test of a cluster runs alone (t.Setenv), so the key
+// comes from the environment like the secrets key.
 func clusterConfig(t *testing.T, name, dsn string, extra ...string) string {
 	t.Helper()
+	t.Setenv("VOXGATE_TEST_PROVENANCE_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -48,6 +53,8 @@ providers:
   espeak: {plugin: voxgate-espeak, managed: true}
 secrets:
   key_env: VOXGATE_TEST_SECRETS_KEY
+provenance:
+  key_env: VOXGATE_TEST_PROVENANCE_KEY
 orgs:
   acme:
     providers:

@@ -127,8 +127,8 @@ func TestResponseCache(t *testing.T) {
 		}
 		before = oai.Calls() + el.Calls()
 	}
-	if c1.Status != 200 || c2.Status != 200 || !bytes.Equal(c1.Body, c2.Body) || oai.Calls()+el.Calls() != before {
-		t.Errorf("conversation again: %d, same bytes %v, %d more upstream calls", c2.Status, bytes.Equal(c1.Body, c2.Body), oai.Calls()+el.Calls()-before)
+	if c1.Status != 200 || c2.Status != 200 || !bytes.Equal(harness.Unmarked(c1.Body), harness.Unmarked(c2.Body)) || oai.Calls()+el.Calls() != before {
+		t.Errorf("conversation again: %d, same bytes %v, %d more upstream calls", c2.Status, bytes.Equal(harness.Unmarked(c1.Body), harness.Unmarked(c2.Body)), oai.Calls()+el.Calls()-before)
 	}
 	if row := tg.LastLog("acme"); row.CreditsUsed != 0 {
 		t.Errorf("a conversation of cached turns was billed %d", row.CreditsUsed)
