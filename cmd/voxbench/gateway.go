@@ -58,6 +58,8 @@ type gwOptions struct {
 	// fingerprints turns provenance.fingerprints on (the identify index,
 	// off by default).
 	fingerprints bool
+	// noRecords turns the bench organization's signed records off.
+	noRecords bool
 	// dsn, when set, puts the gateway on PostgreSQL instead of a bbolt
 	// file.
 	dsn string
@@ -104,10 +106,11 @@ providers:
 `, listen, o.accessLog, filepath.Join(dir, "voxgate.db"), storage, filepath.Join(bin, "plugins"), filepath.Join(dir, "secrets.key"), o.fingerprints, provClip)
 		// Provenance marks off, so that every answer can be checked
 		// byte for byte against the provider's (a mark adds the request
-		// id): the record is still hashed, signed and fingerprinted; the
+		// id): the record is still hashed, signed and fingerprinted (unless
+		// -no-records turns records off); the
 		// mark itself costs about 6 µs for an MP3
 		// (gateway/provenance BenchmarkInsert).
-		orgs := fmt.Sprintf("orgs:\n  %s:\n    provenance: {mark: false}\n    providers:\n", benchOrg)
+		orgs := fmt.Sprintf("orgs:\n  %s:\n    provenance: {mark: false, records: %t}\n    providers:\n", benchOrg, !o.noRecords)
 		common := fmt.Sprintf("    managed: true\n    timeout: 30s\n    direct_http: %t\n", o.directHTTP)
 		openAI := []struct{ id, root string }{{provClip, u.Clip}, {provStream, u.Stream}, {provLive, u.Live}}
 		if o.clients {

@@ -45,6 +45,9 @@ type options struct {
 	directHTTP bool
 	// fingerprints runs the load gateway with the identify index on.
 	fingerprints bool
+	// noRecords runs the load gateway's organization with signed
+	// provenance records off.
+	noRecords bool
 	streams      int
 	keep         bool
 	only         string
@@ -74,6 +77,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
 	flag.BoolVar(&o.directHTTP, "direct-http", true, "let the gateway send the requests the OpenAI plugin plans (its default); false measures the plugin path")
+	flag.BoolVar(&o.noRecords, "no-records", false, "run the load gateway's organization with provenance records off (orgs.<id>.provenance.records: false: no SHA-256 of the answer, no signature), to measure what records cost the relay")
 	flag.BoolVar(&o.fingerprints, "fingerprints", false, "run the load gateway with provenance.fingerprints on (the identify index), to measure its cost")
 	flag.IntVar(&o.streams, "streams", 1000, "concurrent streams in the memory phase")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (gateway config and logs)")
@@ -161,7 +165,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		defer ng.stop()
 	}
 
-	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP, clients: o.runs("clients"), fingerprints: o.fingerprints}))
+	gw, err := startGateway(ctx, bin, dir, "load", loadConfig(ups, gwOptions{accessLog: o.accessLog, directHTTP: o.directHTTP, clients: o.runs("clients"), fingerprints: o.fingerprints, noRecords: o.noRecords}))
 	if err != nil {
 		return nil, err
 	}
