@@ -47,7 +47,7 @@ type options struct {
 	fingerprints bool
 	// noRecords runs the load gateway's organization with signed
 	// provenance records off.
-	noRecords bool
+	noRecords    bool
 	streams      int
 	keep         bool
 	only         string
