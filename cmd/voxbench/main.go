@@ -234,7 +234,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 			return nil, fmt.Errorf("loudness: %w", err)
 		}
 	}
-	if o.only != "" && o.runs("identify") { // only when asked: it writes a ~1 GB index
+	if o.runs("identify") { // writes a ~1 GB index for a minute or two, removed after
 		logf("phase: identify against %d indexed fingerprints", o.identifySize)
 		rounds, deadline := 200, 20*time.Minute
 		if o.quick {

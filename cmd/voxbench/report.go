@@ -564,6 +564,7 @@ func (r *Results) evaluate() {
 	}
 	r.loudnessFigures(add)
 	r.jobsFigures(add)
+	r.identifyFigures(add)
 	for _, w := range r.WholeClip.Runs {
 		add(figure{Name: fmt.Sprintf("peak memory per whole-clip request, %s (%d chars, x0.25, WAV 48 kHz)", w.Name, r.WholeClip.Chars), Unit: "MB",
 			Baseline: fmt.Sprintf("%.1f answer", float64(w.AnswerBytes)/1e6), Gateway: fmt.Sprintf("%.1f growth", (float64(w.HWMAfter)-float64(w.RSSBefore))/1e6),
