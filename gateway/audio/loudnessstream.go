@@ -300,6 +300,20 @@ func (s *streamLimiter) step(x float64, real bool, g float64, out []float32) []f
 }
 
 func (s *streamLimiter) stepPeak(x, peak float64, real bool, g float64, out []float32) []float32 {
+	k, sum, w := s.advance(x, peak, real, g)
+	if k < 0 {
+		return out
+	}
+	return append(out, s.clamp(float64(s.delay[k&s.dmask])*g*sum/float64(w)))
+}
+
+// advance takes sample j = s.j (x, its peak, at gain g) into the look-ahead:
+// the gain it needs to stay under the ceiling joins the window's minimum,
+// the release and the box average move on. It returns the index of the
+// sample leaving the delay line (negative while the line fills) and the
+// box average as its sum over w, which the caller multiplies in that
+// order (the figures stay bit for bit what they were).
+func (s *streamLimiter) advance(x, peak float64, real bool, g float64) (k int, sum float64, w int) {
 	j, la, mask := s.j, s.la, s.mask
 	t := 1.0
 	if real {
@@ -313,7 +327,7 @@ func (s *streamLimiter) stepPeak(x, peak float64, real bool, g float64, out []fl
 	s.dqIdx[s.tail&mask], s.dqVal[s.tail&mask] = j, t
 	s.tail++
 	s.delay[j&s.dmask] = float32(x)
-	k := j - la
+	k = j - la
 	for s.dqIdx[s.head&mask] < k {
 		s.head++
 	}
@@ -323,23 +337,24 @@ func (s *streamLimiter) stepPeak(x, peak float64, real bool, g float64, out []fl
 	} else {
 		s.r += (m - s.r) * s.relCoef
 	}
-	w := la + 1
+	w = la + 1
 	s.boxSum += s.r - s.box[s.boxPos]
 	s.box[s.boxPos] = s.r
 	if s.boxPos++; s.boxPos == w {
 		s.boxPos = 0
 	}
 	s.j++
-	if k < 0 {
-		return out
-	}
-	y := float64(s.delay[k&s.dmask]) * g * s.boxSum / float64(w)
+	return k, s.boxSum, w
+}
+
+// clamp holds y within the ceiling.
+func (s *streamLimiter) clamp(y float64) float32 {
 	if y > s.ceiling {
 		y = s.ceiling
 	} else if y < -s.ceiling {
 		y = -s.ceiling
 	}
-	return append(out, float32(y))
+	return float32(y)
 }
 
 // writePeaksGains is writePeaks with each sample's gain given too
@@ -369,45 +384,10 @@ func (s *streamLimiter) flushGains(g float64, out []float32) []float32 {
 
 // stepGain is stepPeak with sample j's own gain g, kept with it.
 func (s *streamLimiter) stepGain(x, peak float64, real bool, g float64, out []float32) []float32 {
-	j, la, mask := s.j, s.la, s.mask
-	t := 1.0
-	if real {
-		if a := peak * g; a > s.ceiling {
-			t = s.ceiling / a
-		}
-	}
-	for s.tail > s.head && s.dqVal[(s.tail-1)&mask] >= t {
-		s.tail--
-	}
-	s.dqIdx[s.tail&mask], s.dqVal[s.tail&mask] = j, t
-	s.tail++
-	s.delay[j&s.dmask] = float32(x)
-	s.dgain[j&s.dmask] = g
-	k := j - la
-	for s.dqIdx[s.head&mask] < k {
-		s.head++
-	}
-	m := s.dqVal[s.head&mask]
-	if j == 0 || m < s.r {
-		s.r = m
-	} else {
-		s.r += (m - s.r) * s.relCoef
-	}
-	w := la + 1
-	s.boxSum += s.r - s.box[s.boxPos]
-	s.box[s.boxPos] = s.r
-	if s.boxPos++; s.boxPos == w {
-		s.boxPos = 0
-	}
-	s.j++
+	s.dgain[s.j&s.dmask] = g
+	k, sum, w := s.advance(x, peak, real, g)
 	if k < 0 {
 		return out
 	}
-	y := float64(s.delay[k&s.dmask]) * s.dgain[k&s.dmask] * s.boxSum / float64(w)
-	if y > s.ceiling {
-		y = s.ceiling
-	} else if y < -s.ceiling {
-		y = -s.ceiling
-	}
-	return append(out, float32(y))
+	return append(out, s.clamp(float64(s.delay[k&s.dmask])*s.dgain[k&s.dmask]*sum/float64(w)))
 }
