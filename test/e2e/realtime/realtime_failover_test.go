@@ -71,20 +71,8 @@ orgs:
 			oai.FailAlways(fakeupstream.Fault{Status: 503})
 			defer oai.Reset()
 			second := "The second one is spoken [laughs] elsewhere."
-			rc.Send(harness.TextMsg("f", second+" "))
-			rc.Send(harness.ControlMsg("close", "f"))
-			msgs = append(msgs, rc.Until(harness.IsType("done", "f"))...)
-			done := msgs[len(msgs)-1]
-			var failover *harness.RealtimeMsg
-			for i, m := range msgs {
-				if m.Type == "failover" {
-					failover = &msgs[i]
-				}
-			}
+			msgs, failover, done := finishContext(t, rc, msgs, second, tt.failover)
 			if !tt.failover {
-				if failover != nil || done.Reason != "error" || msgs[len(msgs)-2].Type != "error" {
-					t.Errorf("past the window: %v", harness.RawOf(msgs))
-				}
 				return
 			}
 			if failover == nil || failover.Provider != "elevenlabs" || !strings.Contains(string(failover.Raw), `"replayedText":"`+second+`"`) {
@@ -188,20 +176,8 @@ orgs:
 			el.DropNextMultiSocket()
 			el.FailAlways(fakeupstream.Fault{Status: 503})
 			defer el.Reset()
-			rc.Send(harness.TextMsg("f", second+" "))
-			rc.Send(harness.ControlMsg("close", "f"))
-			msgs = append(msgs, rc.Until(harness.IsType("done", "f"))...)
-			done := msgs[len(msgs)-1]
-			var failover *harness.RealtimeMsg
-			for i, m := range msgs {
-				if m.Type == "failover" {
-					failover = &msgs[i]
-				}
-			}
+			msgs, failover, done := finishContext(t, rc, msgs, second, tt.failover)
 			if !tt.failover {
-				if failover != nil || done.Reason != "error" || msgs[len(msgs)-2].Type != "error" {
-					t.Errorf("past the window: %v", harness.RawOf(msgs))
-				}
 				return
 			}
 			if failover == nil || failover.Provider != "openai" || !strings.Contains(string(failover.Raw), `"replayedText":"`+second+`"`) {
@@ -217,4 +193,26 @@ orgs:
 			}
 		})
 	}
+}
+
+// finishContext sends the context "f" its last text and closes it, and
+// returns every message with its failover (nil: none) and its done. A
+// context past its window (wantFailover false) must end in an error
+// without a failover.
+func finishContext(t *testing.T, rc *harness.RealtimeClient, msgs []harness.RealtimeMsg, last string, wantFailover bool) ([]harness.RealtimeMsg, *harness.RealtimeMsg, harness.RealtimeMsg) {
+	t.Helper()
+	rc.Send(harness.TextMsg("f", last+" "))
+	rc.Send(harness.ControlMsg("close", "f"))
+	msgs = append(msgs, rc.Until(harness.IsType("done", "f"))...)
+	done := msgs[len(msgs)-1]
+	var failover *harness.RealtimeMsg
+	for i, m := range msgs {
+		if m.Type == "failover" {
+			failover = &msgs[i]
+		}
+	}
+	if !wantFailover && (failover != nil || done.Reason != "error" || msgs[len(msgs)-2].Type != "error") {
+		t.Errorf("past the window: %v", harness.RawOf(msgs))
+	}
+	return msgs, failover, done
 }
