@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 
-	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/gateway/audio"
@@ -40,7 +39,7 @@ func (s *Server) conversationHandler(timestamps bool) handlerFunc {
 			s.writeConversation(ctx, req, out.Result, timestamps)
 		}
 		for _, row := range out.Turns {
-			row.RequestID = uuid.NewString()
+			row.RequestID = store.NewRequestID()
 			row.ParentRequestID = c.reqID
 			s.record(ctx, c, row)
 		}
@@ -81,7 +80,7 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		cancel()
 		pe := s.writeError(ctx, c, err, "")
 		for _, row := range out.Turns {
-			row.RequestID = uuid.NewString()
+			row.RequestID = store.NewRequestID()
 			row.ParentRequestID = c.reqID
 			s.record(ctx, c, row)
 		}

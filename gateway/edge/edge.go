@@ -17,7 +17,6 @@ import (
 
 	"github.com/fasthttp/router"
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -32,6 +31,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
+	"github.com/voxgate/voxgate/gateway/store"
 )
 
 // exchange is the per-request state the api wrapper hands to handlers: one
@@ -371,7 +371,7 @@ func requestID(ctx *fasthttp.RequestCtx) string {
 	if v := ctx.Request.Header.PeekBytes(headerRequestID); validRequestID(v) {
 		return string(v)
 	}
-	return uuid.NewString()
+	return store.NewRequestID()
 }
 
 // maxRequestIDLen bounds a client's X-Request-Id.

@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -89,7 +88,7 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 		ctx.Response.Header.Set(headerWarnings, strings.Join(out.Job.Warnings, "; "))
 	}
 	for _, row := range out.Attempts {
-		row.RequestID = uuid.NewString()
+		row.RequestID = store.NewRequestID()
 		row.ParentRequestID = c.reqID
 		s.record(ctx, c, row)
 	}
@@ -565,7 +564,7 @@ func (cs *chunkStream) finish(werr error) {
 			parent.Status, parent.Path = row.Status, row.Path
 			*row = parent
 			for _, t := range turns {
-				t.RequestID = uuid.NewString()
+				t.RequestID = store.NewRequestID()
 				t.ParentRequestID = cs.c.reqID
 				t.Path = row.Path
 				cs.s.record(nil, cs.c, t)

@@ -495,11 +495,11 @@ func (s *Service) recordRows(j *store.Job, out *speech.Spoken, err error, start 
 	}
 	path := "/v1/audio/jobs/" + j.ID
 	for _, row := range out.Attempts {
-		row.RequestID, row.OrgID, row.KeyID, row.Path, row.TS = uuid.NewString(), j.OrgID, j.KeyID, path, start.UTC()
+		row.RequestID, row.OrgID, row.KeyID, row.Path, row.TS = store.NewRequestID(), j.OrgID, j.KeyID, path, start.UTC()
 		s.record(row)
 	}
 	row := out.Row
-	row.RequestID, row.OrgID, row.KeyID, row.Path, row.TS = uuid.NewString(), j.OrgID, j.KeyID, path, start.UTC()
+	row.RequestID, row.OrgID, row.KeyID, row.Path, row.TS = store.NewRequestID(), j.OrgID, j.KeyID, path, start.UTC()
 	row.LatencyMS = s.now().Sub(start).Milliseconds()
 	row.Status = 200
 	if err != nil {

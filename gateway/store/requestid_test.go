@@ -1,0 +1,24 @@
+package store
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// The request-id indexes grow at their end only if ids made later sort
+// later (as strings: that is how every driver keys them).
+func TestNewRequestIDIsTimeOrdered(t *testing.T) {
+	ids := make([]string, 2000)
+	for i := range ids {
+		ids[i] = NewRequestID()
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("request ids made one after another do not sort in order")
+	}
+	u, err := uuid.Parse(ids[0])
+	if err != nil || u.Version() != 7 {
+		t.Fatalf("request id %q: version %v, err %v; want a UUIDv7", ids[0], u.Version(), err)
+	}
+}
