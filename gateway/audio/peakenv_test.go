@@ -12,8 +12,8 @@ import (
 // true peak exactly, on speech, a tone and noise at several rates.
 // Six seconds of speech (as TestLimiterTraceMatchesRun has), not the
 // benchmarks' minute: every sample is checked against the full envelope,
-// which under the race detector made this test cost 18 s for the same
-// words and rates ten times over.
+// and the minute, the same sentences ten times over, cost this test 18 s
+// under the race detector.
 func TestPeakEnvelopeMatchesTheFullEnvelope(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	speech := speechClip(t, 6)
