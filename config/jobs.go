@@ -53,7 +53,8 @@ type Jobs struct {
 	// Retention is how long a finished job (succeeded, failed or
 	// cancelled) is kept, its record and its files, before a sweeper
 	// deletes it (default 30d; "off" keeps jobs until they are deleted
-	// with DELETE /v1/audio/jobs/{id}).
+	// with DELETE /v1/audio/jobs/{id}). It may not be shorter than
+	// WebhookRetryFor: a job is kept while its webhook is retried.
 	Retention Age `yaml:"retention"`
 }
 
@@ -151,6 +152,13 @@ func (c *Config) validateJobs(bad report) {
 	}
 	if r := j.Retention; r > 0 && r.D() < time.Second {
 		bad("jobs.retention", "must be at least 1s (or off), got %s", r.D())
+	} else if r > 0 && j.WebhookRetryFor > 0 && r.D() < j.WebhookRetryFor.D() {
+		// The sweeper would delete a finished job, record and files,
+		// while its webhook is still being retried; the retries live on
+		// the record, so they would stop and a receiver that was down
+		// would never be told.
+		bad("jobs.retention", "%s is shorter than jobs.webhook_retry_for (%s): a finished job would be deleted, its files swept, while its webhook is still retried; "+
+			"keep jobs.retention at least as long as jobs.webhook_retry_for (or off), or shorten jobs.webhook_retry_for", r.D(), j.WebhookRetryFor.D())
 	}
 	if n := c.Limits.MaxJobChars; n < 1 || n > 50_000_000 {
 		bad("limits.max_job_chars", "must be from 1 to 50000000, got %d", n)

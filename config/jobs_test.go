@@ -10,24 +10,37 @@ import (
 // and defaults to 30 days.
 func TestJobsRetention(t *testing.T) {
 	tests := []struct {
-		value string
-		want  time.Duration
-		err   string
+		value    string
+		retryFor string // jobs.webhook_retry_for, when set
+		want     time.Duration
+		err      string
 	}{
-		{"", 30 * 24 * time.Hour, ""},
-		{"7d", 7 * 24 * time.Hour, ""},
-		{"0.5d", 12 * time.Hour, ""},
-		{"90s", 90 * time.Second, ""},
-		{"off", 0, ""},
-		{"0d", 0, "is not a number of days"},
-		{"week", 0, "is not a positive duration"},
-		{"500ms", 0, "jobs.retention: must be at least 1s"},
+		{"", "", 30 * 24 * time.Hour, ""},
+		{"7d", "", 7 * 24 * time.Hour, ""},
+		{"0.5d", "12h", 12 * time.Hour, ""},
+		{"90s", "1m", 90 * time.Second, ""},
+		{"off", "", 0, ""},
+		{"off", "720h", 0, ""},
+		{"1d", "", 24 * time.Hour, ""}, // as long as the default webhook_retry_for
+		{"0d", "", 0, "is not a number of days"},
+		{"week", "", 0, "is not a positive duration"},
+		{"500ms", "", 0, "jobs.retention: must be at least 1s"},
+		// Shorter than the webhook's retries: the job would be swept
+		// while its webhook is still retried.
+		{"12h", "", 0, "jobs.retention: 12h0m0s is shorter than jobs.webhook_retry_for (24h0m0s)"},
+		{"90s", "2m", 0, "jobs.retention: 1m30s is shorter than jobs.webhook_retry_for (2m0s)"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
+		t.Run(tt.value+"/"+tt.retryFor, func(t *testing.T) {
 			y := minimal
+			if tt.value != "" || tt.retryFor != "" {
+				y += "jobs:\n"
+			}
 			if tt.value != "" {
-				y += "jobs:\n  retention: " + tt.value + "\n"
+				y += "  retention: " + tt.value + "\n"
+			}
+			if tt.retryFor != "" {
+				y += "  webhook_retry_for: " + tt.retryFor + "\n"
 			}
 			cfg, err := Parse([]byte(y), env(nil))
 			if tt.err != "" {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/config"
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/providers/credentials"
 	"github.com/voxgate/voxgate/gateway/providers/pluginhost"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
@@ -25,7 +26,8 @@ import (
 // (what the machine must offer), then every provider block's settings as
 // its plugin judges them (CheckProviderSettings), then the secrets key
 // against the store's fingerprint when the store can be reached
-// (CheckSecretsKey). It returns every mistake (errors.Join, each naming
+// (CheckSecretsKey), and the provenance signing key against the one the
+// store records (CheckSigningKey). It returns every mistake (errors.Join, each naming
 // the config key and, for settings, its line) and warnings (plugins that
 // cannot check their settings). log may be nil.
 func Check(ctx context.Context, cfg *config.Config, log *zap.Logger) (warnings []string, err error) {
@@ -37,6 +39,9 @@ func Check(ctx context.Context, cfg *config.Config, log *zap.Logger) (warnings [
 	warnings = append(warnings, w...)
 	errs = append(errs, settingsErrs...)
 	if err := CheckSecretsKey(ctx, cfg); err != nil {
+		errs = append(errs, err)
+	}
+	if err := CheckSigningKey(ctx, cfg); err != nil {
 		errs = append(errs, err)
 	}
 	return warnings, errors.Join(errs...)
@@ -241,6 +246,70 @@ func CheckSecretsKey(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("secrets: %w", err)
 	}
 	return nil
+}
+
+// CheckSigningKey is the provenance signing key guard a start meets
+// (Signer.CheckKey in openProvenance), checked without making a key file
+// or recording anything: the key `serve` would load must be the one whose
+// fingerprint the store records, unless provenance.rotate_key is set, and
+// a missing key file (which a start would make anew, with a new key) is
+// an error once the store records a key. An unset provenance.key_env or a
+// malformed key is refused as a start refuses it. A store that cannot be
+// read without disturbing it (a bbolt file a gateway holds, a PostgreSQL
+// server that does not answer within a few seconds) is not an error here.
+func CheckSigningKey(ctx context.Context, cfg *config.Config) error {
+	keyFile := ProvenanceKeyFile(cfg)
+	if cfg.Provenance.KeyEnv == "" {
+		if _, err := os.Stat(keyFile); errors.Is(err, fs.ErrNotExist) {
+			recorded, err := peekSigningKey(ctx, cfg)
+			if err != nil || recorded == nil || cfg.Provenance.RotateKey {
+				return nil // the key file is made at start, and recorded
+			}
+			return fmt.Errorf("provenance.key_file: %s does not exist, but the store records the key that signed its records (key id %s): "+
+				"a start would make a new key and refuse it; restore that key file (or give the key with provenance.key_env); "+
+				"to change the key on purpose, start once with provenance.rotate_key: true and keep the old public key to check the old records",
+				keyFile, provenance.FingerprintKeyID(recorded))
+		}
+	}
+	seed, source, err := provenance.LoadSeed(cfg.Provenance.KeyEnv, keyFile)
+	if err != nil {
+		return err // what a start says: the variable is not set, or the key is malformed
+	}
+	signer, err := provenance.NewSigner(seed)
+	if err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	recorded, err := peekSigningKey(ctx, cfg)
+	if err != nil {
+		return nil // not reachable: nothing to compare with
+	}
+	return signer.CheckKey(ctx, staticSigningKey(recorded), source, cfg.Provenance.RotateKey)
+}
+
+// peekSigningKey reads the signing key fingerprint the store records
+// without changing the store; memory stores record none.
+func peekSigningKey(ctx context.Context, cfg *config.Config) ([]byte, error) {
+	switch cfg.Storage.Driver {
+	case config.DriverBolt:
+		return bolt.PeekSigningKey(cfg.Resolve(cfg.Storage.Path))
+	case config.DriverPostgres:
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return postgres.PeekSigningKey(pctx, cfg.Storage.DSN.Value())
+	}
+	return nil, nil // memory: nothing outlives the process
+}
+
+// staticSigningKey is a SigningKeyStore that answers what was read and
+// records nothing: with no fingerprint recorded, or with replace, the
+// offered one is what a start would record.
+type staticSigningKey []byte
+
+func (s staticSigningKey) RecordSigningKey(_ context.Context, fingerprint []byte, replace bool) ([]byte, error) {
+	if s == nil || replace {
+		return fingerprint, nil
+	}
+	return s, nil
 }
 
 // staticSeal is a SealStore that answers what was read.

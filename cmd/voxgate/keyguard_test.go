@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/provenance"
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/bolt"
 )
@@ -155,4 +156,108 @@ func TestSecretsCommandsFollowTheAPI(t *testing.T) {
 			t.Errorf("%s's secrets after delete: %v, %v", org, names, err)
 		}
 	}
+}
+
+// TestProvenanceKeyGuardInConfigCheck: `config check` meets the
+// provenance signing key guard as a start does, with the start's message
+// (another key, a missing key file a start would replace with a new key,
+// an unset key_env), lets provenance.rotate_key through, and records or
+// makes nothing itself.
+func TestProvenanceKeyGuardInConfigCheck(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := guardConfig(t, dir, "")
+	dbPath := filepath.Join(dir, "data", "voxgate.db")
+	keyFile := filepath.Join(dir, "data", "provenance.key")
+	seed := func(b byte) (string, *provenance.Signer) {
+		s, err := provenance.NewSigner(bytes.Repeat([]byte{b}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) + "\n", s
+	}
+	firstText, first := seed(1)
+	strayText, stray := seed(2)
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(firstText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The store records the first key, as the first start does.
+	db, err := bolt.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.CheckKey(ctx, db, keyFile, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recorded := func() {
+		t.Helper()
+		if fp, err := bolt.PeekSigningKey(dbPath); err != nil || !bytes.Equal(fp, first.Fingerprint()) {
+			t.Errorf("the store's signing key after config check: %x (%v), want the first key's %x", fp, err, first.Fingerprint())
+		}
+	}
+	if out, stderr, code := cliIn(t, "", nil, "config", "check", "--config", cfg); code != 0 {
+		t.Fatalf("config check with the recorded key: %d %s %s", code, out, stderr)
+	}
+
+	// Another key: config check refuses it with the message serve stops with.
+	if err := os.WriteFile(keyFile, []byte(strayText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config", "check", "--config", cfg}, {"serve", "--config", cfg}} {
+		out, stderr, code := cliIn(t, "", nil, args...)
+		if code != 1 {
+			t.Errorf("%s with another provenance key: code %d, %s %s", args[0], code, out, stderr)
+		}
+		for _, want := range []string{"wrong provenance signing key", keyFile, stray.KeyID(), first.KeyID(), "provenance.rotate_key: true"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s with another provenance key does not say %q: %s", args[0], want, stderr)
+			}
+		}
+	}
+	recorded()
+
+	// rotate_key lets the new key through, as a start records it; the
+	// check itself records nothing.
+	const rotate = "provenance:\n  rotate_key: true\n" // guardConfig rewrites the one file
+	if out, stderr, code := cliIn(t, "", nil, "config", "check", "--config", guardConfig(t, dir, rotate)); code != 0 {
+		t.Errorf("config check with rotate_key: %d %s %s", code, out, stderr)
+	}
+	recorded()
+
+	// A lost key file: a start would make a new key and be refused.
+	_ = os.Remove(keyFile)
+	cfg = guardConfig(t, dir, "")
+	out, stderr, code := cliIn(t, "", nil, "config", "check", "--config", cfg)
+	if code != 1 || !strings.Contains(stderr, "provenance.key_file: "+keyFile+" does not exist") || !strings.Contains(stderr, first.KeyID()) || !strings.Contains(stderr, "provenance.rotate_key: true") {
+		t.Errorf("config check without the key file: code %d, %s %s", code, out, stderr)
+	}
+	if _, err := os.Stat(keyFile); !os.IsNotExist(err) {
+		t.Errorf("config check made a key file (%v)", err)
+	}
+	if out, stderr, code := cliIn(t, "", nil, "config", "check", "--config", guardConfig(t, dir, rotate)); code != 0 {
+		t.Errorf("config check without the key file, with rotate_key: %d %s %s", code, out, stderr)
+	}
+	if _, err := os.Stat(keyFile); !os.IsNotExist(err) {
+		t.Errorf("config check with rotate_key made a key file (%v)", err)
+	}
+
+	// A named key_env that is not set stops a start: config check says so.
+	unset := guardConfig(t, dir, "provenance:\n  key_env: VOXGATE_TEST_UNSET_PROVENANCE_KEY\n")
+	out, stderr, code = cliIn(t, "", nil, "config", "check", "--config", unset)
+	if code != 1 || !strings.Contains(stderr, "$VOXGATE_TEST_UNSET_PROVENANCE_KEY, which is not set") {
+		t.Errorf("config check with an unset provenance.key_env: code %d, %s %s", code, out, stderr)
+	}
+	// And the right key from the environment passes.
+	env := []string{"VOXGATE_TEST_PROVENANCE_KEY=" + strings.TrimSpace(firstText)}
+	fromEnv := guardConfig(t, dir, "provenance:\n  key_env: VOXGATE_TEST_PROVENANCE_KEY\n")
+	if out, stderr, code := cliIn(t, "", env, "config", "check", "--config", fromEnv); code != 0 {
+		t.Errorf("config check with the recorded key from the environment: %d %s %s", code, out, stderr)
+	}
+	recorded()
 }

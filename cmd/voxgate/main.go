@@ -772,7 +772,8 @@ is applied), and what a start would find missing on this machine (plugin
 binaries, a writable storage path, the secrets key, a short enough admin
 socket path); when the store can be read without disturbing a running
 gateway, the secrets key is checked against the key that sealed the store's
-provider keys. ${VAR} references to unset variables are warnings. Exit
+provider keys, and the provenance signing key against the one the store
+records (refused as a start refuses it, unless provenance.rotate_key). ${VAR} references to unset variables are warnings. Exit
 status 1 when there is a mistake.`
 }
 

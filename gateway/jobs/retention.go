@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/voxgate/voxgate/gateway/store"
@@ -23,10 +24,15 @@ import (
 // One instance sweeps at a time: the sweeper holds the store's sweep
 // lease (on PostgreSQL a row every instance competes for), renewed each
 // round, so two instances never delete the same jobs at once. Every
-// instance also removes, from its own jobs.dir, the folders whose
-// finished file is older than the retention: where instances do not
-// share jobs.dir, the instance that finished a job holds its file, and
-// the sweeping one cannot reach it.
+// instance also removes, from its own jobs.dir, what the sweeping one
+// cannot reach where instances do not share jobs.dir: the folders whose
+// finished file is older than the retention (the instance that finished
+// a job holds its file), and the folders without a finished file whose
+// job the store no longer holds (a failed job's chunks, once the sweeper
+// or its organization deleted it; the chunks an instance rendered of a
+// job that another took over and finished). A job's record outlives its
+// files, and a queued or running job's record cannot be deleted, so no
+// folder a worker may still use is removed.
 
 // Delete deletes org's finished job id, its record and files, and
 // returns it as it was. A queued or running job fails with
@@ -82,7 +88,7 @@ func (s *Service) runSweeper(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("jobs: retention sweep", zap.Int("deleted", n))
 		}
-		s.sweepLocal()
+		s.sweepLocal(ctx)
 	}
 }
 
@@ -120,27 +126,56 @@ func (s *Service) Sweep(ctx context.Context, lease time.Duration) (int, error) {
 	}
 }
 
-// sweepLocal removes the folders of this instance's jobs.dir whose
-// finished file is older than the retention (the record is the sweeper's
-// to delete; see above).
-func (s *Service) sweepLocal() {
+// sweepLocal removes from this instance's jobs.dir the folders of jobs
+// that have expired or are gone (the sweeper deletes their records; see
+// above): those whose finished file is older than the retention, and
+// those with none whose job the store does not hold. A folder not named
+// by a job id (a file system's lost+found) is left alone, and so is one
+// whose job the store cannot be asked about now (the next round asks
+// again).
+func (s *Service) sweepLocal(ctx context.Context) {
 	entries, err := os.ReadDir(s.opts.Dir)
 	if err != nil {
 		return
 	}
 	cut := s.now().Add(-s.opts.Retention)
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || ctx.Err() != nil {
 			continue
 		}
-		for _, f := range Formats {
-			fi, err := os.Stat(OutputPath(s.opts.Dir, e.Name(), f))
-			if err == nil && fi.ModTime().Before(cut) {
-				if err := os.RemoveAll(filepath.Join(s.opts.Dir, e.Name())); err != nil {
-					s.log.Warn("jobs: remove an expired job's files", zap.String("job", e.Name()), zap.Error(err))
-				}
-				break
+		id := e.Name()
+		expired, finished := finishedBefore(s.opts.Dir, id, cut)
+		if !finished {
+			if uuid.Validate(id) != nil {
+				continue // not a job's folder
 			}
+			// One id lookup per unfinished folder: failed jobs and
+			// leftovers are few, and ExpiredJobs does not reach them
+			// once their records are gone.
+			if _, err := s.store.JobChunks(ctx, id, 0, 1); !errors.Is(err, store.ErrNotFound) {
+				continue // its job is still held (or the store did not answer)
+			}
+		} else if !expired {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.opts.Dir, id)); err != nil {
+			s.log.Warn("jobs: remove an expired job's files", zap.String("job", id), zap.Error(err))
 		}
 	}
+}
+
+// finishedBefore reports whether job id's folder under root holds a
+// finished file, and whether one is older than cut.
+func finishedBefore(root, id string, cut time.Time) (expired, finished bool) {
+	for _, f := range Formats {
+		fi, err := os.Stat(OutputPath(root, id, f))
+		if err != nil {
+			continue
+		}
+		finished = true
+		if fi.ModTime().Before(cut) {
+			return true, true
+		}
+	}
+	return false, finished
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/voxgate/voxgate/gateway/store"
 	"github.com/voxgate/voxgate/gateway/store/memory"
 )
@@ -104,5 +106,90 @@ func TestDeleteDropsTheFingerprint(t *testing.T) {
 	}
 	if len(left) != 1 || left[0] != "kept" {
 		t.Errorf("fingerprints left %v, want only the kept job's", left)
+	}
+}
+
+// TestSweepLocalRemovesGoneJobsChunks: where instances do not share
+// jobs.dir, a failed job's chunk files stay on the instance that
+// rendered it (a failed job has no finished file); they go from there
+// once its record is gone (the other instance's sweep deleted it), as
+// do the chunks of a job another instance took over and finished. A live
+// job's folder, a failed job's within the retention, and a folder not
+// named by a job id stay.
+func TestSweepLocalRemovesGoneJobsChunks(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st := memory.New(store.Options{Now: clock})
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := New(Options{Dir: dirA, Owner: "a", Retention: time.Hour}, Deps{Store: st, Now: clock})
+	b := New(Options{Dir: dirB, Owner: "b", Retention: time.Hour}, Deps{Store: st, Now: clock})
+	ctx := context.Background()
+	chunkFiles := func(dir, id string) {
+		t.Helper()
+		if err := os.MkdirAll(jobDir(dir, id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"c000000.pcm", "c000000.json"} {
+			if err := os.WriteFile(filepath.Join(jobDir(dir, id), f), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// fail makes job id and has a render it and fail it, its chunk
+	// files on a's disk.
+	fail := func(id string) {
+		t.Helper()
+		if err := st.CreateJob(ctx, &store.Job{ID: id, OrgID: "o"}, []store.JobChunk{{Text: "x"}, {Index: 1, Text: "y"}}); err != nil {
+			t.Fatal(err)
+		}
+		if j, err := st.LeaseJob(ctx, "a", time.Minute, 0); err != nil || j.ID != id {
+			t.Fatalf("lease %s: %+v, %v", id, j, err)
+		}
+		chunkFiles(dirA, id)
+		if err := st.FinishJob(ctx, id, "a", store.JobFinish{State: store.JobFailed, ErrorCode: "provider_error"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failedOld, failedNew, takenOver, live := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	fail(failedOld)
+	// a renders a chunk of takenOver, dies; b takes it over and finishes it.
+	if err := st.CreateJob(ctx, &store.Job{ID: takenOver, OrgID: "o"}, []store.JobChunk{{Text: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LeaseJob(ctx, "a", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	chunkFiles(dirA, takenOver)
+	now = now.Add(2 * time.Minute)
+	if j, err := st.LeaseJob(ctx, "b", time.Minute, 0); err != nil || j.ID != takenOver {
+		t.Fatalf("b's takeover: %+v, %v", j, err)
+	}
+	if err := st.FinishJob(ctx, takenOver, "b", store.JobFinish{State: store.JobSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(90 * time.Minute)
+	fail(failedNew)
+	if err := st.CreateJob(ctx, &store.Job{ID: live, OrgID: "o"}, []store.JobChunk{{Text: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	chunkFiles(dirA, live)
+	if err := os.MkdirAll(filepath.Join(dirA, "lost+found"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	// b holds the sweep lease: it deletes the expired records, but its
+	// own jobs.dir has none of their files.
+	if n, err := b.Sweep(ctx, time.Minute); err != nil || n != 2 {
+		t.Fatalf("b's sweep: %d deleted, %v; want 2 (%s, %s)", n, err, failedOld, takenOver)
+	}
+	a.sweepLocal(ctx)
+	for id, kept := range map[string]bool{failedOld: false, takenOver: false, failedNew: true, live: true, "lost+found": true} {
+		_, err := os.Stat(filepath.Join(dirA, id))
+		if kept && err != nil {
+			t.Errorf("%s's folder on a: %v, want kept", id, err)
+		}
+		if !kept && !os.IsNotExist(err) {
+			t.Errorf("%s's folder on a after its record was deleted: %v, want removed", id, err)
+		}
 	}
 }

@@ -67,14 +67,21 @@ func (s *Signer) CheckKey(ctx context.Context, st store.SigningKeyStore, source 
 	if bytes.Equal(recorded, s.Fingerprint()) {
 		return nil
 	}
-	old := hex.EncodeToString(recorded)
-	if len(old) > 16 {
-		old = old[:16]
-	}
+	old := FingerprintKeyID(recorded)
 	return fmt.Errorf("%w: the provenance signing key from %s (key id %s) is not the key that signed this store's records (key id %s); "+
 		"give every instance the same key (provenance.key_env or provenance.key_file), the one with key id %s; "+
 		"to change the key on purpose, start once with provenance.rotate_key: true and keep the old public key to check the old records",
 		ErrWrongKey, source, s.id, old, old)
+}
+
+// FingerprintKeyID is the key id (KeyID) of the key whose Fingerprint is
+// fp: its first 8 bytes in hex.
+func FingerprintKeyID(fp []byte) string {
+	id := hex.EncodeToString(fp)
+	if len(id) > 16 {
+		id = id[:16]
+	}
+	return id
 }
 
 // Public is the raw 32-byte public key.

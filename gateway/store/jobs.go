@@ -170,6 +170,8 @@ type JobStore interface {
 	RenewJobLease(ctx context.Context, id, owner string, d time.Duration) (*Job, error)
 	// JobChunks returns up to limit chunks of job id from index from, in
 	// order (the worker reads them a page at a time, never all at once).
+	// An unknown id is ErrNotFound (the sweep of an instance's own
+	// jobs.dir asks it whether a folder's job still exists).
 	JobChunks(ctx context.Context, id string, from, limit int) ([]JobChunk, error)
 	// CheckpointJobChunk records chunk c.Index of job id done with c's
 	// results and adds them to the job's counters, if owner holds the

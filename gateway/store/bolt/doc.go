@@ -14,9 +14,10 @@
 //	org_records  org id -> Org JSON, the organizations made through the
 //	             admin API (created when a file is opened; older files
 //	             read as having none)
-//	jobs, jobs_by_org, jobs_active, job_chunks
-//	             long-form jobs and their chunks (see jobs.go; created
-//	             when a file is opened)
+//	jobs, jobs_by_org, jobs_active, job_chunks, jobs_finished
+//	             long-form jobs, their chunks and indexes (see jobs.go;
+//	             created when a file is opened; jobs_finished filled by the
+//	             schema-4 upgrade)
 //
 // Each organization's bucket holds only that organization's data, so an id
 // of another organization is simply absent (ErrNotFound), and no read can

@@ -20,6 +20,14 @@ import (
 //	              not final or have a webhook due, the only ones LeaseJob
 //	              reads, so leasing costs the few live jobs, not the history
 //	job_chunks    job id -> bucket of index (4 bytes, big-endian) -> chunkRecord
+//	jobs_finished finished ns (8 bytes) + job id -> nothing: the final jobs in
+//	              the order they finished, so the retention sweeper
+//	              (ExpiredJobs) reads only the expired ones (schema 4)
+//
+// A job's FinishedAt is set once, when it reaches a final state (a final
+// state is never left: FinishJob needs a running job, CancelJob refuses a
+// final one), so putJob can key jobs_finished by it without reading the
+// record it replaces; DeleteJob removes the entry with the record.
 //
 // A job's organization is in its record: every org-scoped read checks it,
 // so another organization's id is ErrNotFound.
@@ -28,6 +36,7 @@ const (
 	bucketJobsByOrg  = "jobs_by_org"
 	bucketJobsActive = "jobs_active"
 	bucketJobChunks  = "job_chunks"
+	bucketJobsDone   = "jobs_finished"
 )
 
 // jobRecord is the on-disk JSON form of a job; part of the file format.
@@ -133,9 +142,19 @@ func activeKey(j *store.Job) []byte {
 	return append(binary.BigEndian.AppendUint64(nil, unixNanos(j.CreatedAt)), j.ID...)
 }
 
-// jobBuckets creates the job buckets (older files lack them).
+// finishedKey is a final job's key in jobs_finished: first finished
+// first, then by id (ExpiredJobs' order).
+func finishedKey(j *store.Job) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, unixNanos(j.FinishedAt)), j.ID...)
+}
+
+// jobFinished reports whether j has its entry in jobs_finished.
+func jobFinished(j *store.Job) bool { return store.JobTerminal(j.State) && !j.FinishedAt.IsZero() }
+
+// jobBuckets creates the job buckets (older files lack them; schema 4
+// fills jobs_finished: upgrade.go).
 func jobBuckets(tx *bbolt.Tx) error {
-	for _, name := range []string{bucketJobs, bucketJobsByOrg, bucketJobsActive, bucketJobChunks} {
+	for _, name := range []string{bucketJobs, bucketJobsByOrg, bucketJobsActive, bucketJobChunks, bucketJobsDone} {
 		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -143,7 +162,8 @@ func jobBuckets(tx *bbolt.Tx) error {
 	return nil
 }
 
-// putJob writes j and keeps jobs_active in step with it.
+// putJob writes j and keeps jobs_active and jobs_finished in step with
+// it.
 func putJob(tx *bbolt.Tx, j *store.Job) error {
 	data, err := encodeJob(j)
 	if err != nil {
@@ -151,6 +171,11 @@ func putJob(tx *bbolt.Tx, j *store.Job) error {
 	}
 	if err := tx.Bucket([]byte(bucketJobs)).Put([]byte(j.ID), data); err != nil {
 		return err
+	}
+	if jobFinished(j) {
+		if err := tx.Bucket([]byte(bucketJobsDone)).Put(finishedKey(j), nil); err != nil {
+			return err
+		}
 	}
 	active := tx.Bucket([]byte(bucketJobsActive))
 	if store.JobTerminal(j.State) && j.WebhookDue.IsZero() {
@@ -492,6 +517,9 @@ func (s *Store) DeleteJob(ctx context.Context, orgID, id string) (*store.Job, er
 		if err := tx.Bucket([]byte(bucketJobsActive)).Delete(activeKey(j)); err != nil {
 			return err
 		}
+		if err := tx.Bucket([]byte(bucketJobsDone)).Delete(finishedKey(j)); err != nil {
+			return err
+		}
 		if b := tx.Bucket([]byte(bucketJobsByOrg)).Bucket([]byte(orgID)); b != nil {
 			if err := b.Delete(store.JobPosition(j)); err != nil {
 				return err
@@ -509,28 +537,35 @@ func (s *Store) DeleteJob(ctx context.Context, orgID, id string) (*store.Job, er
 	return j, nil
 }
 
-// ExpiredJobs implements store.JobStore. It reads every job record: the
-// jobs kept are those of the retention period, and the sweeper asks
-// seldom (a finish-time index would cost every FinishJob a write).
+// ExpiredJobs implements store.JobStore: a walk of jobs_finished from
+// its start to the cut, so the sweeper reads the expired jobs and one key
+// past them, however many jobs the retention keeps.
 func (s *Store) ExpiredJobs(ctx context.Context, before time.Time, limit int) ([]store.Job, error) {
 	out := []store.Job{}
+	if limit <= 0 {
+		return out, nil
+	}
+	cut := unixNanos(before)
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte(bucketJobs)).ForEach(func(_, v []byte) error {
-			j, err := decodeJob(v)
+		c := tx.Bucket([]byte(bucketJobsDone)).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			if len(k) < 8 || binary.BigEndian.Uint64(k) >= cut {
+				return nil
+			}
+			j, err := getJob(tx, string(k[8:]))
 			if err != nil {
 				return err
 			}
-			if store.JobExpired(j, before) {
+			if j != nil && store.JobExpired(j, before) {
 				out = append(out, *j)
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: expired jobs: %w", err)
 	}
-	store.SortExpiredJobs(out)
-	return out[:min(len(out), max(limit, 0))], nil
+	return out, nil
 }
 
 // metaJobSweep is the meta key of the job sweeper's lease: until (8

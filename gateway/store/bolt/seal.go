@@ -64,18 +64,30 @@ func (s *Store) RecordSealFingerprint(ctx context.Context, fingerprint []byte) (
 // file that does not exist has neither; a file held by a running gateway
 // fails with store.ErrLocked after a short wait.
 func PeekSealFingerprint(path string) (fingerprint []byte, hasSecrets bool, err error) {
+	err = peek(path, func(s *Store) error {
+		fingerprint, hasSecrets, err = s.SealFingerprint(context.Background())
+		return err
+	})
+	return fingerprint, hasSecrets, err
+}
+
+// peek runs fn on the file at path opened read-only (a shared lock, so
+// nothing a running gateway holds is disturbed), unless the file does
+// not exist or holds no voxgate data: then fn is not run and peek
+// returns nil. A file held by a running gateway fails with
+// store.ErrLocked after a short wait.
+func peek(path string, fn func(*Store) error) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil
 	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, false, fmt.Errorf("store: open %s: %w", path, store.ErrLocked)
+			return fmt.Errorf("store: open %s: %w", path, store.ErrLocked)
 		}
-		return nil, false, fmt.Errorf("store: open %s: %w", path, err)
+		return fmt.Errorf("store: open %s: %w", path, err)
 	}
 	defer db.Close()
-	s := &Store{db: db, path: path}
 	err = db.View(func(tx *bbolt.Tx) error {
 		if tx.Bucket([]byte(bucketMeta)) == nil || tx.Bucket([]byte(bucketOrgs)) == nil {
 			return errEmptyFile
@@ -83,12 +95,12 @@ func PeekSealFingerprint(path string) (fingerprint []byte, hasSecrets bool, err 
 		return nil
 	})
 	if errors.Is(err, errEmptyFile) {
-		return nil, false, nil
+		return nil
 	}
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	return s.SealFingerprint(context.Background())
+	return fn(&Store{db: db, path: path})
 }
 
 var errEmptyFile = errors.New("no voxgate data")

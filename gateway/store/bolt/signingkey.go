@@ -30,3 +30,20 @@ func (s *Store) RecordSigningKey(ctx context.Context, fingerprint []byte, replac
 	}
 	return out, nil
 }
+
+// PeekSigningKey reads the recorded signing key fingerprint from the file
+// at path without changing it, for `voxgate config check` (nil when none
+// is recorded or the file does not exist); a file held by a running
+// gateway fails with store.ErrLocked after a short wait.
+func PeekSigningKey(path string) (fingerprint []byte, err error) {
+	err = peek(path, func(s *Store) error {
+		return s.view(context.Background(), func(tx *bbolt.Tx) error {
+			fingerprint = bytes.Clone(tx.Bucket([]byte(bucketMeta)).Get([]byte(metaSigningKey)))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: signing key: %w", err)
+	}
+	return fingerprint, nil
+}

@@ -21,8 +21,8 @@ import (
 // schemaVersion is the on-disk layout version written into the meta bucket.
 // Open refuses a file with a newer version instead of misreading it, and
 // upgrades an older one (upgrade.go): version 2 added the usage rollup,
-// version 3 the logs_by_request index.
-const schemaVersion = 3
+// version 3 the logs_by_request index, version 4 the jobs_finished index.
+const schemaVersion = 4
 
 // lockTimeout bounds how long Open waits for the file lock, so a second
 // gateway started on the same file fails fast with store.ErrLocked instead of

@@ -22,7 +22,10 @@ const upgradeBatch = 5000
 //
 // Version 2 adds the usage rollup, built from the existing log rows in one
 // transaction (backfillUsage). Version 3 adds the logs_by_request index
-// (GET /v1/logs/{requestId}), upgradeBatch rows per transaction.
+// (GET /v1/logs/{requestId}), upgradeBatch rows per transaction. Version 4
+// adds the jobs_finished index (the retention sweeper's ExpiredJobs),
+// upgradeBatch jobs per transaction; an older binary refuses a version-4
+// file, so no job finishes without its entry.
 func (s *Store) upgrade() error {
 	if s.upgradeFrom == 0 {
 		return nil
@@ -43,6 +46,11 @@ func (s *Store) upgrade() error {
 	if s.upgradeFrom < 3 {
 		if err := s.indexRequestIDs(); err != nil {
 			return fmt.Errorf("index request ids: %w", err)
+		}
+	}
+	if s.upgradeFrom < 4 {
+		if err := s.indexFinishedJobs(); err != nil {
+			return fmt.Errorf("index finished jobs: %w", err)
 		}
 	}
 	return s.db.Update(func(tx *bbolt.Tx) error { return setVersion(tx, schemaVersion) })
@@ -120,4 +128,43 @@ func (s *Store) indexRequestIDBatch(org string, after []byte) (last []byte, err 
 		return nil
 	})
 	return last, err
+}
+
+// indexFinishedJobs adds every final job to jobs_finished, upgradeBatch
+// jobs per transaction (a put of an entry already there changes nothing).
+func (s *Store) indexFinishedJobs() error {
+	var after []byte
+	for {
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			done := tx.Bucket([]byte(bucketJobsDone))
+			c := tx.Bucket([]byte(bucketJobs)).Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for n := 0; k != nil; k, v = c.Next() {
+				if n == upgradeBatch {
+					return nil
+				}
+				j, err := decodeJob(v)
+				if err != nil {
+					return fmt.Errorf("job %q: %w", k, err)
+				}
+				if jobFinished(j) {
+					if err := done.Put(finishedKey(j), nil); err != nil {
+						return err
+					}
+				}
+				after = bytes.Clone(k)
+				n++
+			}
+			after = nil // the walk reached the end
+			return nil
+		})
+		if err != nil || after == nil {
+			return err
+		}
+	}
 }

@@ -257,3 +257,34 @@ func TestServerGoingAwayIsUnavailableAndRecovers(t *testing.T) {
 		t.Fatal("the key watch did not reconnect")
 	}
 }
+
+// TestPeekSigningKey: what `config check` reads of the provenance
+// signing key, from a database voxgate never used (nothing, and nothing
+// made) and from one that records a key, without changing either.
+func TestPeekSigningKey(t *testing.T) {
+	ctx := context.Background()
+	dsn := server.NewDatabaseT(t)
+	if fp, err := postgres.PeekSigningKey(ctx, dsn); err != nil || fp != nil {
+		t.Fatalf("a new database: %x, %v; want none", fp, err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var made bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('voxgate_meta') IS NOT NULL").Scan(&made); err != nil || made {
+		t.Fatalf("peeking made voxgate_meta (%v)", err)
+	}
+	s := open(t, dsn, store.Options{})
+	if fp, err := postgres.PeekSigningKey(ctx, dsn); err != nil || fp != nil {
+		t.Fatalf("a database with no key recorded: %x, %v; want none", fp, err)
+	}
+	want := []byte("0123456789abcdef0123456789abcdef")
+	if _, err := s.RecordSigningKey(ctx, want, false); err != nil {
+		t.Fatal(err)
+	}
+	if fp, err := postgres.PeekSigningKey(ctx, dsn); err != nil || string(fp) != string(want) {
+		t.Fatalf("the recorded key: %x, %v; want %x", fp, err, want)
+	}
+}

@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // RecordSigningKey implements store.SigningKeyStore: a row of
@@ -21,6 +24,30 @@ func (s *Store) RecordSigningKey(ctx context.Context, fingerprint []byte, replac
 	var fp []byte
 	if err := s.pool.QueryRow(ctx, "SELECT value FROM voxgate_meta WHERE name = 'signing_key_fingerprint'").Scan(&fp); err != nil {
 		return nil, fmt.Errorf("store: record signing key: %w", classify(err))
+	}
+	return fp, nil
+}
+
+// PeekSigningKey reads the recorded signing key fingerprint over one
+// connection to dsn without migrating or changing anything, for `voxgate
+// config check`; a database voxgate never used records none (nil).
+func PeekSigningKey(ctx context.Context, dsn string) ([]byte, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", classify(err))
+	}
+	defer conn.Close(context.Background())
+	var meta bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('voxgate_meta') IS NOT NULL").Scan(&meta); err != nil {
+		return nil, fmt.Errorf("store: signing key: %w", classify(err))
+	}
+	if !meta {
+		return nil, nil
+	}
+	var fp []byte
+	err = conn.QueryRow(ctx, "SELECT value FROM voxgate_meta WHERE name = 'signing_key_fingerprint'").Scan(&fp)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("store: signing key: %w", classify(err))
 	}
 	return fp, nil
 }

@@ -163,6 +163,20 @@ func testJobRetention(t *testing.T, open Opener) {
 	if got, _ := s.ExpiredJobs(ctx, clk.Now().Add(time.Hour), 10); fmt.Sprint(ids(got)) != "[old0 old1 old2 new]" {
 		t.Errorf("expired an hour on: %v, want the four finished jobs and not the live one", ids(got))
 	}
+	// A deleted job is not expired any more (an index of finish times
+	// loses its entry with the record), and jobs that finished at the
+	// same instant come in id order.
+	if _, err := s.DeleteJob(ctx, "org1", "old1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ExpiredJobs(ctx, cut, 10); fmt.Sprint(ids(got)) != "[old0 old2]" {
+		t.Errorf("expired after old1 was deleted: %v, want old0 old2", ids(got))
+	}
+	finishJob(t, s, "org2", "tie-b", store.JobCancelled)
+	finishJob(t, s, "org1", "tie-a", store.JobCancelled)
+	if got, _ := s.ExpiredJobs(ctx, clk.Now().Add(time.Hour), 10); fmt.Sprint(ids(got)) != "[old0 old2 new tie-a tie-b]" {
+		t.Errorf("expired with two jobs finished at once: %v, want old0 old2 new tie-a tie-b", ids(got))
+	}
 
 	// The sweeper's lease: one owner at a time, renewed by its owner,
 	// taken over once it has run out.

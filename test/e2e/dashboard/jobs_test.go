@@ -12,7 +12,9 @@ import (
 
 // TestDashboardJobs: the Jobs view lists the organization's long-form
 // jobs with their state and progress, and links a finished one's file,
-// which the session downloads.
+// which the session downloads; its Delete button deletes the finished
+// job, record and file (DELETE /v1/audio/jobs/{id}, 204), and the
+// keyboard focus lands on the note that the list is now empty.
 func TestDashboardJobs(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -59,4 +61,17 @@ func TestDashboardJobs(t *testing.T) {
 	if got := u.Do("GET", "/ui/api/v1/audio/jobs/"+id+"/audio", ""); got.Status != 200 || got.Header.Get("Content-Type") != "audio/mpeg" || len(got.Body) < 1000 {
 		t.Errorf("download through the session: %d %s, %d bytes", got.Status, got.Header.Get("Content-Type"), len(got.Body))
 	}
+
+	// Delete: confirmed, the row goes, the API no longer has the job.
+	br.js(`window.confirm = () => true; true`, nil)
+	br.click(`tr[data-job-id='` + id + `'] button.danger[aria-label^="Delete the succeeded job"]`)
+	br.wait("the job deleted", `document.querySelector("tr[data-job-id='`+id+`']") === null && document.body.innerText.includes("Deleted the job.")`)
+	br.wait("the focus after the delete", `document.activeElement === document.querySelector("#jobs-empty")`)
+	if got := tg.Do("GET", "/v1/audio/jobs/"+id, "acme", nil); got.Status != 404 {
+		t.Errorf("the deleted job: %d %s, want 404", got.Status, got.Body)
+	}
+	if got := u.Do("GET", "/ui/api/v1/audio/jobs/"+id+"/audio", ""); got.Status != 404 {
+		t.Errorf("the deleted job's file: %d, want 404", got.Status)
+	}
+	br.noProblems("jobs")
 }

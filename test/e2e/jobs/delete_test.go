@@ -78,11 +78,12 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-// TestRetention: with a short jobs.retention, a finished job is deleted,
+// TestRetention: with a short jobs.retention (and webhook retries no
+// longer, which the config asks), a finished job is deleted,
 // record and files, by the sweeper; one finished later is still there.
 func TestRetention(t *testing.T) {
 	t.Parallel()
-	tg := harness.Start(t, strings.Replace(jobsConfig, "jobs:\n", "jobs:\n  retention: 3s\n", 1))
+	tg := harness.Start(t, strings.Replace(jobsConfig, "jobs:\n", "jobs:\n  retention: 3s\n  webhook_retry_for: 3s\n", 1))
 	get := func(id string) *harness.Response { return tg.Do("GET", "/v1/audio/jobs/"+id, "acme", nil) }
 	text, _ := book(1_500, 2)
 	finish := func() job {

@@ -1,15 +1,29 @@
-import { useEffect, useState } from "preact/hooks";
-import { getJSON, query, sendJSON } from "./api.js";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { getJSON, query, request, sendJSON } from "./api.js";
 import { ErrorText, ScrollTable, fmtNum, fmtTime } from "./shared.jsx";
 
 // Jobs lists the organization's long-form jobs (POST /v1/audio/jobs) with
 // their progress, refreshed every few seconds while one runs, and links to
-// the finished files.
+// the finished files; a queued or running job can be cancelled, a finished
+// one deleted with its file (DELETE /v1/audio/jobs/{id}).
 export function Jobs() {
   const [jobs, setJobs] = useState(null);
   const [cursor, setCursor] = useState("");
   const [error, setError] = useState("");
   const [notice, setNotice] = useState("");
+  // After a delete, the keyboard focus goes to the action button of the
+  // row that took the deleted one's place (or the one above it), else to
+  // the note that the list is empty, instead of being lost with the
+  // removed button.
+  const focusNext = useRef(null);
+  useEffect(() => {
+    if (!focusNext.current) return;
+    const id = focusNext.current;
+    focusNext.current = null;
+    const row = [...document.querySelectorAll("tr[data-job-id]")].find((tr) => tr.dataset.jobId === id);
+    const target = row ? row.querySelector("button") : document.getElementById("jobs-empty");
+    if (target) target.focus();
+  });
 
   async function load(after) {
     try {
@@ -41,11 +55,28 @@ export function Jobs() {
     }
   }
 
+  // remove deletes finished job j, its record and its file. The server
+  // refuses a queued or running job (409): its message is shown.
+  async function remove(j) {
+    if (!confirm("Delete this job and its file? This cannot be undone.")) return;
+    setError("");
+    try {
+      await request("DELETE", "/v1/audio/jobs/" + encodeURIComponent(j.id));
+      const i = jobs.findIndex((x) => x.id === j.id);
+      const next = jobs[i + 1] || jobs[i - 1];
+      focusNext.current = next ? next.id : "-";
+      setJobs((old) => old.filter((x) => x.id !== j.id));
+      setNotice("Deleted the job.");
+    } catch (e) {
+      setError(e.message);
+    }
+  }
+
   return (
     <div class="jobs">
       <p class="meta" role="status" aria-live="polite">{notice}</p>
       <ErrorText>{error}</ErrorText>
-      {jobs === null ? <p>Loading…</p> : jobs.length === 0 ? <p class="empty">No jobs yet: POST /v1/audio/jobs makes one (docs/jobs.md).</p> : (
+      {jobs === null ? <p>Loading…</p> : jobs.length === 0 ? <p class="empty" id="jobs-empty" tabIndex={-1}>No jobs yet: POST /v1/audio/jobs makes one (docs/jobs.md).</p> : (
         <ScrollTable label="Long-form jobs">
           <thead>
             <tr><th scope="col">Created</th><th scope="col">State</th><th scope="col">Progress</th><th scope="col" class="num">Characters</th><th scope="col" class="num">Credits</th><th scope="col">File</th><th scope="col"><span class="sr-only">Actions</span></th></tr>
@@ -66,7 +97,9 @@ export function Jobs() {
                   {j.audio_url ? <a href={"/ui/api" + j.audio_url} download>{j.format} ({fmtNum(j.bytes / 1048576, 1)} MiB)</a> : "—"}
                   {j.audio_url && j.captions ? <> · <a href={`/ui/api/v1/audio/jobs/${j.id}/captions?format=vtt`} download>captions</a></> : null}
                 </td>
-                <td>{j.state === "queued" || j.state === "running" ? <button type="button" class="danger" onClick={() => cancel(j)}>Cancel</button> : null}</td>
+                <td>{j.state === "queued" || j.state === "running"
+                  ? <button type="button" class="danger" onClick={() => cancel(j)}>Cancel</button>
+                  : <button type="button" class="danger" onClick={() => remove(j)} aria-label={`Delete the ${j.state} job created ${fmtTime(j.created_at)}`}>Delete</button>}</td>
               </tr>
             ))}
           </tbody>
