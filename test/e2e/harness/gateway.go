@@ -132,6 +132,14 @@ func toString(v any) string {
 // Do sends a request as org ("" = no Authorization header).
 func (tg *Gateway) Do(method, path, org string, body any, hdr ...string) *Response {
 	tg.t.Helper()
+	return do(tg.t, tg.Client, tg.Base+path, method, tg.Keys[org], org != "", body, hdr...)
+}
+
+// do sends a request to url with key (when auth) and body: nil for none,
+// []byte or string sent as they are, anything else as its JSON; hdr are
+// header name, value pairs (an empty value removes the header).
+func do(t testing.TB, c *http.Client, url, method, key string, auth bool, body any, hdr ...string) *Response {
+	t.Helper()
 	var rd io.Reader
 	ct := ""
 	switch b := body.(type) {
@@ -145,20 +153,20 @@ func (tg *Gateway) Do(method, path, org string, body any, hdr ...string) *Respon
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
-			tg.t.Fatal(err)
+			t.Fatal(err)
 		}
 		rd = bytes.NewReader(data)
 		ct = "application/json"
 	}
-	req, err := http.NewRequest(method, tg.Base+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		tg.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
-	if org != "" {
-		req.Header.Set("Authorization", "Bearer "+tg.Keys[org])
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		if hdr[i+1] == "" {
@@ -167,14 +175,14 @@ func (tg *Gateway) Do(method, path, org string, body any, hdr ...string) *Respon
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 	}
-	resp, err := tg.Client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		tg.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tg.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }

@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"bytes"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +22,7 @@ type Process struct {
 	// Keys are the development keys the first start printed, by org.
 	Keys map[string]string
 	*Child
+	client *http.Client
 }
 
 // FreeAddr returns a loopback address with a port nobody listens on now.
@@ -46,7 +45,8 @@ func FreeAddr(t testing.TB) string {
 func StartProcess(t testing.TB, dir, yaml string, keys map[string]string) *Process {
 	t.Helper()
 	bin := BinDir(t)
-	p := &Process{t: t, Dir: dir, Cfg: filepath.Join(dir, "gateway.yaml"), Addr: FreeAddr(t), Keys: map[string]string{}}
+	p := &Process{t: t, Dir: dir, Cfg: filepath.Join(dir, "gateway.yaml"), Addr: FreeAddr(t), Keys: map[string]string{},
+		client: &http.Client{Timeout: time.Minute}}
 	yaml = strings.NewReplacer("%DIR%", dir, "%BIN%", bin, "%ADDR%", p.Addr).Replace(yaml)
 	if err := os.WriteFile(p.Cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -88,34 +88,11 @@ func (p *Process) Kill() {
 	}
 }
 
-// Do sends a request as org ("" = no Authorization header) with a JSON
-// body (nil: none).
-func (p *Process) Do(method, path, org string, body []byte) *Response {
+// Do sends a request as org ("" = no Authorization header), with body
+// and headers as Gateway.Do takes them.
+func (p *Process) Do(method, path, org string, body any, hdr ...string) *Response {
 	p.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, "http://"+p.Addr+path, rd)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if org != "" {
-		req.Header.Set("Authorization", "Bearer "+p.Keys[org])
-	}
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
-	if err != nil {
-		p.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return do(p.t, p.client, "http://"+p.Addr+path, method, p.Keys[org], org != "", body, hdr...)
 }
 
 // waitTB polls cond for up to a minute, as WaitFor, for tests and

@@ -15,7 +15,7 @@ import (
 // and a target out of bounds is refused.
 func TestLoudness(t *testing.T) {
 	t.Parallel()
-	tg := harness.Start(t, jobsConfig)
+	tg := startBuilt(t)
 	text, _ := book(2_500, 2)
 	for _, tc := range []struct {
 		format, ext          string
