@@ -120,7 +120,7 @@ func New(o Options) (*Client, error) {
 		if timeout <= 0 || timeout > dialTimeout {
 			timeout = dialTimeout
 		}
-		return fasthttp.DialDualStackTimeout(addr, timeout)
+		return trackPeer(fasthttp.DialDualStackTimeout(addr, timeout))
 	}
 	// A pooled keep-alive connection the provider closed while it sat
 	// idle fails the next request before any answer: the request never
@@ -136,7 +136,7 @@ func New(o Options) (*Client, error) {
 			if err != nil {
 				return fmt.Errorf("proxy from the environment: %w", err)
 			}
-			h.Dial, h.DialTimeout = dial, nil
+			h.Dial, h.DialTimeout = func(addr string) (net.Conn, error) { return trackPeer(dial(addr)) }, nil
 			return nil
 		}
 	}

@@ -305,6 +305,11 @@ func (b *Body) Next() ([]byte, error) {
 			return b.buf[:whole], nil
 		}
 	}
+	if errors.Is(b.err, io.EOF) && b.resp.Header.ContentLength() == -1 && closedByPeer(b.resp) {
+		// A chunked answer's connection ended before its last chunk
+		// (peerConn): a stream that broke off, not one that finished.
+		b.err = io.ErrUnexpectedEOF
+	}
 	switch {
 	case errors.Is(b.err, io.EOF) && held == 0:
 		return nil, io.EOF
