@@ -24,13 +24,15 @@ func startContext(ctx context.Context, p *Provider, key, text string, wg *sync.W
 	return sdktest.StartInput(ctx, p, inputRequest(key), sdk.TextInput{Text: text, Flush: true}, wg)
 }
 
-// TestPooledSocketsKeepTheCap opens 1,000 contexts at once, over two API
-// keys, and checks that they share at most ⌈contexts per key ÷ 5⌉
+// TestPooledSocketsKeepTheCap opens 250 contexts at once, over two API
+// keys (25 full sockets a key; voxbench's agents phase opens 1,000
+// through the gateway, and under the race detector 1,000 here cost this
+// package 27 s for nothing the cap does not already meet at 250), and checks that they share at most ⌈contexts per key ÷ 5⌉
 // multi-context sockets per key, none carrying more than ElevenLabs' five
 // (the fake refuses a sixth, as ElevenLabs does), and every context gets
 // all its audio.
 func TestPooledSocketsKeepTheCap(t *testing.T) {
-	const contexts = 1000
+	const contexts = 250
 	keys := []string{fake.Key, "xi-second-key-0123456789abcdef"}
 	srv := fake.New(t, fakeupstream.Options{Keys: keys, ChunkSize: 4800})
 	p := configured(t, srv, nil)
