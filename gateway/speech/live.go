@@ -211,6 +211,24 @@ func (l *Live) InputStreaming() bool { return l.input }
 // stream may send timings anyway, OpenInput: they say what was heard.)
 func (l *Live) Timestamps() bool { return l.timestamps }
 
+// StreamTimings reports whether the context's input stream sends word
+// timings: OpenInput asks for them whenever the model has them, so that
+// what was heard can be told. Ask before a Failover, which leaves the
+// input stream.
+func (l *Live) StreamTimings() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.input && (l.timestamps || l.job.Model.Capabilities.Timestamps)
+}
+
+// Speed is the context's speaking speed (1 unless its start set one).
+func (l *Live) Speed() float64 {
+	if l.req.Speed != nil && *l.req.Speed > 0 {
+		return *l.req.Speed
+	}
+	return 1
+}
+
 // BytesPerSecond is how many bytes of the context's audio, of mediaType
 // (its first audio's), make a second: from the rate of PCM and G.711,
 // from the bitrate of MP3 when the context's encoding states one; 0 when
@@ -263,9 +281,10 @@ func (l *Live) Failover(ctx context.Context, err error) bool {
 	}
 }
 
-// Unspend takes a segment that the provider failed before any audio of
-// back out of the context's characters: it is spoken again, and billed,
-// by the fallback (the credits reserved for it stay reserved).
+// Unspend takes text the provider failed before speaking (a segment
+// without audio, or the part of one after the last word heard) back out
+// of the context's characters: it is spoken again, and billed, by the
+// fallback (the credits reserved for it stay reserved).
 func (l *Live) Unspend(text string) {
 	l.mu.Lock()
 	l.chars = max(0, l.chars-utf8.RuneCountInString(text))
