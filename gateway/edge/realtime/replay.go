@@ -53,8 +53,7 @@ func replayCut(text string, inputWords int, timed bool, heard []sdk.WordTimestam
 // the punctuation that follows it. When the provider's words are the
 // text's own (as many as its whitespace-separated words: no audio tag
 // removed, no pronunciation rule changed the count), it counts them;
-// otherwise it finds the heard words in the text (wordsEnd). A word not
-// found places the cut before it: repeated, not lost.
+// otherwise it finds the heard words in the text (cutAfterHeard).
 func cutAfterWords(text string, inputWords int, heard []sdk.WordTimestamp) int {
 	n := len(heard)
 	if n == 0 {
@@ -63,8 +62,61 @@ func cutAfterWords(text string, inputWords int, heard []sdk.WordTimestamp) int {
 	if inputWords >= 0 && inputWords == countFields(text) {
 		return afterField(text, n)
 	}
-	return wordsEnd(text, heard)
+	return cutAfterHeard(text, heard)
 }
+
+// cutAfterHeard finds heard, the provider's words, in text in order
+// (case-insensitively, punctuation aside, as wordsEnd does) and returns
+// the offset after the last one found, with the punctuation after it.
+// When that falls inside one of text's words (the provider spoke a piece
+// of it: "fir" of "fir"+"st" sent as two pieces), the cut moves back to
+// that word's start, so the word is spoken again whole; 0 when none is
+// found. A word not found is skipped, which can only place the cut
+// earlier: repeated, not lost.
+func cutAfterHeard(text string, heard []sdk.WordTimestamp) int {
+	lower := strings.ToLower(text)
+	cursor, found := 0, false
+	for _, w := range heard {
+		core := strings.ToLower(strings.TrimFunc(w.Text, notWordRune))
+		if core == "" {
+			continue
+		}
+		i := strings.Index(lower[cursor:], core)
+		if i < 0 || i > 200 {
+			continue
+		}
+		cursor += i + len(core)
+		found = true
+	}
+	if !found {
+		return 0
+	}
+	// The punctuation after the word ("end.", "well...").
+	for cursor < len(text) {
+		r, size := utf8.DecodeRuneInString(text[cursor:])
+		if unicode.IsSpace(r) || !notWordRune(r) {
+			break
+		}
+		cursor += size
+	}
+	if cursor == len(text) {
+		return cursor
+	}
+	if r, _ := utf8.DecodeRuneInString(text[cursor:]); unicode.IsSpace(r) {
+		return cursor
+	}
+	// Inside a word: back to its start.
+	for cursor > 0 {
+		r, size := utf8.DecodeLastRuneInString(text[:cursor])
+		if unicode.IsSpace(r) {
+			break
+		}
+		cursor -= size
+	}
+	return cursor
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
 
 // estimateCut is the start of the word before the one an audio of sec
 // seconds at rate characters a second reaches in text: the replay of a

@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -28,6 +29,8 @@ func TestReplayCut(t *testing.T) {
 		{"timed: the provider's words differ (a tag removed)", "The second [laughs] one is spoken. ", 5, true, 0.7, 0, "[laughs] one is spoken. "},
 		// 0.7 s at 12 characters a second is 8 characters: inside
 		// "second"; the replay starts a word before it.
+		{"timed: pieces, a word split between two", "The fir" + "st one. ", -1, true, 0.7, 0, "first one. "},
+		{"timed: pieces, a word whole with its period", "The" + " first. Then", -1, true, 0.7, 0, "Then"},
 		{"untimed: a word before the estimate", text, -1, false, 0.7, 12, "The second one is spoken elsewhere. "},
 		// 1.2 s: 14 characters, inside "one": from "second".
 		{"untimed: further in", text, -1, false, 1.2, 12, "second one is spoken elsewhere. "},
@@ -38,7 +41,14 @@ func TestReplayCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var heard []sdk.WordTimestamp
-			if tt.timed {
+			switch {
+			case tt.timed && tt.inputWords < 0:
+				// The provider spoke the pieces apart.
+				heard = []sdk.WordTimestamp{{Text: "The", End: 0.2}, {Text: "fir", End: 0.4}}
+				if strings.Contains(tt.text, "first.") {
+					heard = []sdk.WordTimestamp{{Text: "The", End: 0.2}, {Text: "first.", End: 0.6}}
+				}
+			case tt.timed:
 				heard = heardWords(words, tt.sec)
 			}
 			cut := replayCut(tt.text, tt.inputWords, tt.timed, heard, tt.sec, tt.rate)

@@ -419,7 +419,12 @@ func (u *utterance) inputFailover(err error) (moved bool, _ error) {
 			continue // not handed over
 		}
 		all.WriteString(s.seg.text)
-		if !s.seg.partial {
+		switch {
+		case s.seg.partial:
+			// The provider may speak the pieces apart ("fir", "st"):
+			// its words are found in the text, not counted.
+			inputWords = -1
+		default:
 			all.WriteByte(' ')
 			if s.words != countFields(s.seg.text) {
 				inputWords = -1
