@@ -357,6 +357,11 @@ func (k *speakSocket) speak(ctx context.Context) {
 				if err != nil {
 					return
 				}
+				if k.s.Breaks(off/size + 1) {
+					// BreakStreamAfter: the socket dies mid-utterance.
+					k.conn.NetConn().Close()
+					return
+				}
 			}
 		}
 		if job.gen == k.gen.Load() && !k.writeJSON(map[string]any{"type": "Flushed", "sequence_id": job.seq}) {
