@@ -34,6 +34,10 @@ import (
 // isFinal is sent; a sixth is refused as ElevenLabs refuses it (an error
 // message, max_active_conversations, then a close with 1008), so a client
 // that passes the cap fails its test.
+//
+// Failures: DropNextMultiSocket breaks a socket before its first audio;
+// BreakStreamAfter (Control) breaks one after that many audio messages of
+// a generation, mid-utterance.
 
 // MaxContextsPerSocket is multi-stream-input's documented cap.
 const MaxContextsPerSocket = 5
