@@ -539,21 +539,21 @@ func (u *utterance) render(seg segment) error {
 		// Only this segment's timings can place a replay: those of the
 		// segments before (or of an input stream failed over from) go.
 		u.timings = u.timings[:0]
-		startSec := u.queuedSec
+		startSec, base := u.queuedSec, u.live.AudioSeconds()
 		err := u.live.Render(u.ctx, seg.text, u.emit)
 		if err == nil || u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
 			return err
 		}
 		cut := 0
 		if u.segAudio > 0 {
-			// The segment's timings are on the context's timeline, as
-			// queuedSec is; without a known byte rate (MP3 of unknown
-			// bitrate) sec is 0 and the whole segment is replayed.
-			// (InputWords counts with the failed model's tags, before
-			// Failover changes it.)
+			// The segment's timings are on the timeline of the audio Live
+			// rendered (base is where the segment starts on it); without a
+			// known byte rate (MP3 of unknown bitrate) sec is 0 and the
+			// whole segment is replayed. (InputWords counts with the failed
+			// model's tags, before Failover changes it.)
 			words := u.timings
 			sec := u.queuedSec - startSec
-			cut = replayCut(seg.text, u.live.InputWords(seg.text), len(words) > 0, heardWords(words, u.queuedSec), sec, u.charsPerSecond())
+			cut = replayCut(seg.text, u.live.InputWords(seg.text), len(words) > 0, heardWords(words, base+sec), sec, u.charsPerSecond())
 		}
 		from := u.live.Provider() + "/" + u.live.Model()
 		if !u.live.Failover(u.ctx, err) {
