@@ -52,6 +52,10 @@ type Live struct {
 	mediaType  string
 	timestamps bool
 	input      bool
+	// loudness is the organization's default loudness target, for a
+	// context of raw PCM, which the gateway levels as it passes (level,
+	// newLeveler); nil: the audio passes as the provider sends it.
+	loudness *audio.LoudnessTarget
 	// req is the start's request (text a placeholder), for fallbacks;
 	// next yields the voice's fallback targets in turn (Failover).
 	req  Request
@@ -113,6 +117,15 @@ func (s *Service) StartLive(ctx context.Context, org string, r *LiveRequest) (*L
 	l := &Live{s: s, org: org, job: j, timestamps: r.Timestamps, req: q}
 	if err := l.chooseFormat(r.Output); err != nil {
 		return nil, err
+	}
+	if l.format == sdk.FormatPCM {
+		// The organization's loudness default, as clips and streams take
+		// it (docs/loudness.md): raw PCM is samples the gateway can level
+		// on their way; MP3 and G.711 pass as they are.
+		if lp := s.defaultLoudness(org, nil, nil); lp != nil {
+			t := lp.Target()
+			l.loudness = &t
+		}
 	}
 	// With timestamps, prepare has already required the model to have
 	// them, so its input stream sends word timings too.
@@ -211,6 +224,24 @@ func (l *Live) InputStreaming() bool { return l.input }
 // stream may send timings anyway, OpenInput: they say what was heard.)
 func (l *Live) Timestamps() bool { return l.timestamps }
 
+// StreamTimings reports whether the context's input stream sends word
+// timings: OpenInput asks for them whenever the model has them, so that
+// what was heard can be told. Ask before a Failover, which leaves the
+// input stream.
+func (l *Live) StreamTimings() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.input && (l.timestamps || l.job.Model.Capabilities.Timestamps)
+}
+
+// Speed is the context's speaking speed (1 unless its start set one).
+func (l *Live) Speed() float64 {
+	if l.req.Speed != nil && *l.req.Speed > 0 {
+		return *l.req.Speed
+	}
+	return 1
+}
+
 // BytesPerSecond is how many bytes of the context's audio, of mediaType
 // (its first audio's), make a second: from the rate of PCM and G.711,
 // from the bitrate of MP3 when the context's encoding states one; 0 when
@@ -263,9 +294,10 @@ func (l *Live) Failover(ctx context.Context, err error) bool {
 	}
 }
 
-// Unspend takes a segment that the provider failed before any audio of
-// back out of the context's characters: it is spoken again, and billed,
-// by the fallback (the credits reserved for it stay reserved).
+// Unspend takes text the provider failed before speaking (a segment
+// without audio, or the part of one after the last word heard) back out
+// of the context's characters: it is spoken again, and billed, by the
+// fallback (the credits reserved for it stay reserved).
 func (l *Live) Unspend(text string) {
 	l.mu.Lock()
 	l.chars = max(0, l.chars-utf8.RuneCountInString(text))
@@ -343,6 +375,16 @@ func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEven
 	if len(resp.Audio) == 0 || resp.MediaType == "" {
 		return &sdk.Error{Kind: sdk.KindUpstream, Message: "the provider returned no audio"}
 	}
+	if lev := l.newLeveler(j); lev != nil {
+		leveled, err := lev.write(resp.Audio, resp.MediaType)
+		if err != nil {
+			lev.close()
+			return err
+		}
+		whole := append([]byte(nil), leveled...)
+		resp.Audio = append(whole, lev.finish()...)
+		lev.close()
+	}
 	seconds, err := duration(resp.Audio, resp.MediaType)
 	if err != nil {
 		return fmt.Errorf("%s audio from %s: %w", resp.MediaType, j.Provider.ID, err)
@@ -391,6 +433,7 @@ func (l *Live) stream(ctx context.Context, j *Job, emit func(sdk.StreamEvent) er
 	if err != nil {
 		return err
 	}
+	src = l.level(j, src)
 	var bytes int
 	defer func() {
 		// Only PCM's length says its duration without decoding.
@@ -508,6 +551,79 @@ func duration(data []byte, mediaType string) (float64, error) {
 	return c.Seconds(), nil
 }
 
+// level wraps a segment's PCM stream in the stream leveler when the
+// context has the organization's loudness target (levelSource: the
+// voice's learned loudness, or its first StreamLookahead measured).
+func (l *Live) level(j *Job, src Source) Source {
+	if l.loudness == nil {
+		return src
+	}
+	key := voiceKey(j)
+	return &levelSource{src: src, target: *l.loudness, estimate: l.s.voices.estimate(key),
+		learn: func(lufs float64) { l.s.voices.learn(key, lufs) }}
+}
+
+// liveLeveler levels PCM that is pushed rather than pulled (an input
+// stream's events, a segment rendered whole): levelSource's leveler and
+// buffers, fed by write and ended by finish.
+type liveLeveler struct {
+	ls levelSource // src unused
+}
+
+// newLeveler returns a leveler for j's audio when the context has the
+// organization's loudness target, else nil.
+func (l *Live) newLeveler(j *Job) *liveLeveler {
+	if l.loudness == nil {
+		return nil
+	}
+	key := voiceKey(j)
+	return &liveLeveler{ls: levelSource{target: *l.loudness, estimate: l.s.voices.estimate(key),
+		learn: func(lufs float64) { l.s.voices.learn(key, lufs) }}}
+}
+
+// write levels b, 16-bit PCM of mediaType, and returns what the leveler
+// lets out (nothing while it holds a new voice's first seconds), in a
+// buffer the next call reuses. Hot path.
+func (p *liveLeveler) write(b []byte, mediaType string) ([]byte, error) {
+	ls := &p.ls
+	if ls.lev == nil {
+		mt, err := audio.ParseMediaType(mediaType)
+		if err != nil || mt.Format != audio.FormatPCM || mt.Rate <= 0 {
+			return nil, fmt.Errorf("level realtime audio of %q: not raw PCM", mediaType)
+		}
+		if ls.lev, err = audio.NewStreamLeveler(mt.Rate, ls.target, ls.estimate, StreamLookahead, 0); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if ls.out, err = ls.lev.Write(ls.samples(b), ls.out[:0]); err != nil {
+		return nil, err
+	}
+	return ls.bytes(ls.out), nil
+}
+
+// finish returns what the leveler still holds and learns the voice's
+// loudness from what it measured.
+func (p *liveLeveler) finish() []byte {
+	ls := &p.ls
+	if ls.lev == nil {
+		return nil
+	}
+	if ls.learn != nil {
+		ls.learn(ls.lev.InputLufs())
+	}
+	ls.out = ls.lev.Flush(ls.out[:0])
+	return ls.bytes(ls.out)
+}
+
+// close releases the leveler.
+func (p *liveLeveler) close() {
+	if p.ls.lev != nil {
+		p.ls.lev.Close()
+		p.ls.lev = nil
+	}
+}
+
 // Input is a provider's input stream for one context (OpenInput).
 type Input struct {
 	in     chan sdk.TextInput
@@ -531,14 +647,39 @@ func (l *Live) OpenInput(ctx context.Context, emit func(sdk.StreamEvent) error) 
 	ctx, cancel := context.WithCancel(ctx)
 	in := &Input{in: make(chan sdk.TextInput), done: make(chan struct{}), cancel: cancel}
 	start := time.Now()
+	lev := l.newLeveler(j)
 	go func() {
 		defer close(in.done)
+		mediaType := ""
 		err := j.Provider.Plugin.(sdk.InputStreamer).StreamInput(ctx, req, in.in, func(e sdk.StreamEvent) error {
 			if len(e.Audio) > 0 {
 				l.markProduced()
+				if lev != nil {
+					// Hot path: leveled in place of the provider's bytes;
+					// emit copies them before the next event.
+					b, err := lev.write(e.Audio, e.MediaType)
+					if err != nil {
+						return err
+					}
+					mediaType, e.Audio = e.MediaType, b
+					if len(b) == 0 && len(e.Words) == 0 && e.Warning == "" {
+						return nil // held back: the voice's first seconds
+					}
+				}
 			}
 			return emit(e)
 		})
+		if lev != nil {
+			// What the leveler holds goes out after a stream that ended
+			// well; after a failure it is not sent, and counts as not
+			// heard.
+			if err == nil {
+				if b := lev.finish(); len(b) > 0 {
+					err = emit(sdk.StreamEvent{MediaType: mediaType, Audio: b})
+				}
+			}
+			lev.close()
+		}
 		in.err = l.s.calls.End(parent, ctx, j.Provider, j.Model.ID, "stream_input", time.Since(start), err)
 	}()
 	return in

@@ -118,6 +118,7 @@ type Control struct {
 	calls      map[string]int
 	total      int
 	hold       chan struct{} // non-nil: streams wait after their first chunk
+	breakAfter int           // > 0: the next audio stream breaks after this many chunks (BreakStreamAfter)
 	aborted    int
 	answer     []byte // the last audio a fake answered (RecordAnswer)
 	// violations are what the traffic broke of the fake's API document
@@ -175,7 +176,7 @@ func (c *Control) Reset() {
 	c.queued, c.always, c.requests = nil, nil, nil
 	c.calls, c.total = map[string]int{}, 0
 	c.latency, c.chunkDelay = c.opts.Latency, c.opts.ChunkDelay
-	c.aborted = 0
+	c.aborted, c.breakAfter = 0, 0
 	if c.hold != nil {
 		close(c.hold)
 		c.hold = nil
@@ -336,6 +337,30 @@ func (c *Control) ReleaseStreams() {
 	}
 }
 
+// BreakStreamAfter makes the next audio stream break after it has sent
+// chunks pieces of audio (at least 1): an HTTP body's connection is
+// closed without ending the body, a WebSocket's without a close frame.
+// It is a provider that dies mid-utterance, after some of the audio
+// reached the client. The fakes that support it say so.
+func (c *Control) BreakStreamAfter(chunks int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.breakAfter = max(1, chunks)
+}
+
+// Breaks is what a fake asks after sending the written-th piece of audio
+// of a stream (counted from 1): whether the stream is to break now
+// (BreakStreamAfter). A break happens once.
+func (c *Control) Breaks(written int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.breakAfter <= 0 || written < c.breakAfter {
+		return false
+	}
+	c.breakAfter = 0
+	return true
+}
+
 // Aborted returns how many audio bodies ended early because the client
 // went away.
 func (c *Control) Aborted() int {
@@ -352,12 +377,14 @@ func (c *Control) abort() {
 
 // WriteAudio streams a body to w: chunks of ChunkSize bytes, each flushed
 // at once (chunked transfer encoding), with the chunk delay between them.
-// It stops early when the client goes away.
+// It stops early when the client goes away, and breaks the connection
+// inside a chunk where BreakStreamAfter says.
 func (c *Control) WriteAudio(ctx context.Context, w http.ResponseWriter, a Audio) {
 	flusher, _ := w.(http.Flusher)
 	size := c.opts.ChunkSize
 	buf := make([]byte, 0, size)
 	first := true
+	written := 0
 	emit := func() bool {
 		if !first && !c.Pause(ctx) {
 			c.abort()
@@ -372,6 +399,11 @@ func (c *Control) WriteAudio(ctx context.Context, w http.ResponseWriter, a Audio
 			flusher.Flush()
 		}
 		buf = buf[:0]
+		written++
+		if c.Breaks(written) {
+			breakBody(w)
+			return false
+		}
 		return true
 	}
 	for _, p := range a.Parts {
@@ -386,6 +418,21 @@ func (c *Control) WriteAudio(ctx context.Context, w http.ResponseWriter, a Audio
 	if len(buf) > 0 {
 		emit()
 	}
+}
+
+// breakBody ends a chunked body inside a chunk, as a provider that dies
+// mid-write does: the header of a 4096-byte chunk and one sample of it,
+// then the connection closed. (A body cut between two chunks is the
+// same failure, but fasthttp v1.74's streamed body reader takes it for
+// the body's end, which the gateway does not work around yet.)
+func breakBody(w http.ResponseWriter) {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_, _ = buf.WriteString("1000\r\n\x00\x00")
+	_ = buf.Flush()
+	_ = conn.Close()
 }
 
 // WriteJSON answers with status and v as JSON.

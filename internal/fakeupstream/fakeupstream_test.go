@@ -179,6 +179,34 @@ func TestWriteAudioChunks(t *testing.T) {
 	}
 }
 
+// TestBreakStreamAfter: the next body breaks inside the chunk after the
+// asked number (a client reads a transport failure, not a short body),
+// once; the body after it is whole.
+func TestBreakStreamAfter(t *testing.T) {
+	c := NewControl(Options{ChunkSize: 100})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.WriteAudio(r.Context(), w, Audio{Parts: [][]byte{make([]byte, 450)}})
+	}))
+	defer srv.Close()
+	get := func() (int, error) {
+		t.Helper()
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return len(b), err
+	}
+	c.BreakStreamAfter(2)
+	if n, err := get(); err == nil || n < 200 || n > 202 {
+		t.Errorf("broken body: %d bytes, error %v; want 200 and a bit, then an error", n, err)
+	}
+	if n, err := get(); err != nil || n != 450 {
+		t.Errorf("the next body: %d bytes, error %v", n, err)
+	}
+}
+
 type flushRecorder struct {
 	*httptest.ResponseRecorder
 	writes  []int

@@ -89,11 +89,13 @@ type utterance struct {
 	queuedSec      float64
 	segAudio       int
 	// sent are the segments handed to the provider's input stream, and
-	// streamWords the words its timings have reported (emit's side; read
-	// by the worker once the stream has ended): where a failed stream
-	// stopped, for the input-stream failover.
-	sent        []sentSegment
-	streamWords atomic.Int64
+	// timings the word timings of the context's audio (emit's side; read
+	// by the worker once the stream or segment has ended): where a failed
+	// provider stopped, for the failover's replay (replay.go).
+	// streamTimings says whether the input stream sends timings.
+	sent          []sentSegment
+	timings       []sdk.WordTimestamp
+	streamTimings bool
 
 	firstAudio atomic.Int64 // unix nanos of the first audio written; 0 before
 	// firstQueued is when the first audio frame was queued for the
@@ -274,6 +276,7 @@ func (u *utterance) run() {
 	defer u.stop()
 	var input *speech.Input
 	if u.live.InputStreaming() {
+		u.streamTimings = u.live.StreamTimings()
 		input = u.live.OpenInput(u.ctx, u.emit)
 	}
 	err := u.speak(&input)
@@ -325,6 +328,11 @@ func (u *utterance) speak(input **speech.Input) error {
 		}
 		if err != nil || !ok {
 			return err
+		}
+		if in == nil && seg.partial {
+			// Pieces of the immediate aggregation left after a failover:
+			// the fallback speaks them as one text.
+			seg = u.joinQueued(seg)
 		}
 		if strings.TrimSpace(seg.text) != "" {
 			if err := u.live.Moderate(u.ctx, seg.text); err != nil {
@@ -386,72 +394,130 @@ func isClosed(c <-chan struct{}) bool {
 
 // inputFailover moves a context whose input stream failed with err to
 // the next target of the voice's fallback chain, as render does for a
-// segment: when the failure is one a fallback may meet, the context has
-// sent less than its failover window of audio, and the stream stopped at
-// a segment's end (the words its timings reported are exactly those of
-// the segments before; with no audio at all, nothing was heard). The
-// segments not heard are spoken again by the fallback, after a failover
-// message, and later ones go to it too (moved true, *input nil for the
-// caller). Otherwise the context ends with err: repeating a segment
-// partly heard, or guessing without timings, would repeat words.
+// segment, when the failure is one a fallback may meet and the context
+// has sent less than its failover window of audio. The text not heard is
+// spoken again by the fallback, after a failover message: from the first
+// word whose audio was not sent (replay.go: by the stream's word timings,
+// or estimated from the audio's length where it has none), the segments
+// after it, and the segment the stream failed under; later segments go to
+// the fallback too (moved true, *input nil for the caller). Pieces of the
+// immediate aggregation are replayed joined, as one text. Otherwise the
+// context ends with err.
 func (u *utterance) inputFailover(err error) (moved bool, _ error) {
 	if u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
 		return false, err
 	}
-	heard := int(u.streamWords.Load())
-	from := len(u.sent) // the first segment not heard
-	if u.segAudio > 0 || heard > 0 {
-		words := 0
-		from = -1
-		for i, s := range u.sent {
-			if words == heard {
-				from = i
-				break
+	// The text the stream got, joined as the provider got it (a space
+	// after each whole segment), and how many words its timings count
+	// over it when it is the client's own words.
+	var all strings.Builder
+	starts := make([]int, len(u.sent))
+	inputWords := 0
+	for i, s := range u.sent {
+		starts[i] = all.Len()
+		if s.words < 0 {
+			continue // not handed over
+		}
+		all.WriteString(s.seg.text)
+		switch {
+		case s.seg.partial:
+			// The provider may speak the pieces apart ("fir", "st"):
+			// its words are found in the text, not counted.
+			inputWords = -1
+		default:
+			all.WriteByte(' ')
+			if s.words != countFields(s.seg.text) {
+				inputWords = -1
 			}
-			if s.words <= 0 || s.seg.partial {
-				break // not counted: the boundary cannot be told
-			}
-			words += s.words
 		}
-		if from < 0 && words == heard {
-			from = len(u.sent)
-		}
-		if from < 0 || heard == 0 {
-			return false, err // inside a segment, or audio without timings
-		}
-	} else {
-		from = 0
+	}
+	text := all.String()
+	if inputWords == 0 {
+		inputWords = countFields(text)
+	}
+	sec := u.queuedSec
+	cut := 0
+	if sec > 0 {
+		cut = replayCut(text, inputWords, u.streamTimings, heardWords(u.timings, sec), sec, u.charsPerSecond())
 	}
 	name := u.live.Provider() + "/" + u.live.Model()
 	if !u.live.Failover(u.ctx, err) {
 		return false, err
 	}
-	replay := u.sent[from:]
-	u.sent = nil
-	var text strings.Builder
-	for _, s := range replay {
-		if s.words >= 0 {
-			u.live.Unspend(s.seg.text) // spoken again, and billed, by the fallback
+	u.mu.Lock()
+	u.immediate = false // the fallback takes no partial input: clauses from here
+	u.mu.Unlock()
+	var replay []segment
+	for i, s := range u.sent {
+		seg := s.seg
+		switch {
+		case s.words < 0:
+			// Not handed over: not spent either (speak unspent it).
+		case cut >= starts[i]+len(seg.text):
+			continue // heard
+		case cut > starts[i]:
+			seg.text = rest(seg.text, cut-starts[i])
+			u.live.Unspend(seg.text) // spoken again, and billed, by the fallback
+		default:
+			u.live.Unspend(seg.text)
 		}
-		text.WriteString(s.seg.text)
+		if n := len(replay); n > 0 && seg.partial && replay[n-1].partial {
+			// Pieces as the client sent them: one text for the fallback.
+			replay[n-1].text += seg.text
+			replay[n-1].end, replay[n-1].flush = seg.end, replay[n-1].flush || seg.flush
+			continue
+		}
+		replay = append(replay, seg)
+	}
+	u.sent = nil
+	texts := make([]string, 0, len(replay))
+	for _, seg := range replay {
+		if t := strings.TrimSpace(seg.text); t != "" {
+			texts = append(texts, t)
+		}
 	}
 	_, pe := errorFor(u.id, err, "")
 	if qerr := u.queue1(frame{kind: websocket.TextMessage, data: mustJSON(failoverMessage{Type: "failover", ContextID: u.id, From: name,
-		Provider: u.live.Provider(), Model: u.live.Model(), Voice: u.live.Voice(), Reason: string(pe.Code), ReplayedText: strings.TrimSpace(text.String())})}); qerr != nil {
+		Provider: u.live.Provider(), Model: u.live.Model(), Voice: u.live.Voice(), Reason: string(pe.Code), ReplayedText: strings.Join(texts, " ")})}); qerr != nil {
 		return true, qerr
 	}
-	for _, s := range replay {
-		if strings.TrimSpace(s.seg.text) == "" {
+	for _, seg := range replay {
+		if strings.TrimSpace(seg.text) == "" {
 			continue
 		}
-		if rerr := u.render(s.seg); rerr != nil {
+		if rerr := u.render(seg); rerr != nil {
 			return true, rerr
 		}
-		if qerr := u.queue1(frame{droppable: true, textEnd: s.seg.end}); qerr != nil {
+		if qerr := u.queue1(frame{droppable: true, textEnd: seg.end}); qerr != nil {
 			return true, qerr
 		}
 	}
 	return true, nil
+}
+
+// charsPerSecond is the speaking rate a replay's cut is estimated with
+// when the audio has no word timings: assumedCharsPerSecond at the
+// context's speed.
+func (u *utterance) charsPerSecond() float64 {
+	return assumedCharsPerSecond * u.live.Speed()
+}
+
+// joinQueued joins seg, a piece of the immediate aggregation, with the
+// pieces queued after it, as the client sent them (worker side).
+func (u *utterance) joinQueued(seg segment) segment {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for len(u.queue) > 0 && u.queue[0].partial {
+		next := u.queue[0]
+		u.queue = u.queue[1:]
+		u.pending = max(0, u.pending-len(next.text))
+		seg.text += next.text
+		seg.end, seg.flush = next.end, seg.flush || next.flush
+	}
+	if len(u.queue) == 0 {
+		u.queue = nil
+	}
+	return seg
 }
 
 // defaultFailoverWindow is how much audio a context may have sent and
@@ -459,28 +525,49 @@ func (u *utterance) inputFailover(err error) (moved bool, _ error) {
 const defaultFailoverWindow = 3 * time.Second
 
 // render speaks one segment through the provider's ordinary calls. When
-// the provider fails before any audio of the segment and the context has
-// sent less than its failover window of audio, the segment (the text not
-// yet heard: the segments before it were all sent) is spoken again by the
-// next target of the voice's fallback chain, and the client is told;
-// past the window, the failure ends the context: a listener would hear
-// the voice change mid-utterance.
+// the provider fails and the context has sent less than its failover
+// window of audio, the text not yet heard is spoken by the next target of
+// the voice's fallback chain, and the client is told: the whole segment
+// when none of its audio was sent (the segments before it were all sent),
+// else the segment from the first word whose audio was not (replay.go:
+// by its word timings, or estimated from its audio's length, a word
+// early). Past the window, the failure ends the context: a listener
+// would hear the voice change mid-utterance.
 func (u *utterance) render(seg segment) error {
 	for {
 		u.segAudio = 0
+		// Only this segment's timings can place a replay: those of the
+		// segments before (or of an input stream failed over from) go.
+		u.timings = u.timings[:0]
+		startSec, base := u.queuedSec, u.live.AudioSeconds()
 		err := u.live.Render(u.ctx, seg.text, u.emit)
-		if err == nil || u.segAudio > 0 || u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
+		if err == nil || u.ctx.Err() != nil || u.queuedSec >= u.failoverWindow.Seconds() {
 			return err
+		}
+		cut := 0
+		if u.segAudio > 0 {
+			// The segment's timings are on the timeline of the audio Live
+			// rendered (base is where the segment starts on it); without a
+			// known byte rate (MP3 of unknown bitrate) sec is 0 and the
+			// whole segment is replayed. (InputWords counts with the failed
+			// model's tags, before Failover changes it.)
+			words := u.timings
+			sec := u.queuedSec - startSec
+			cut = replayCut(seg.text, u.live.InputWords(seg.text), len(words) > 0, heardWords(words, base+sec), sec, u.charsPerSecond())
 		}
 		from := u.live.Provider() + "/" + u.live.Model()
 		if !u.live.Failover(u.ctx, err) {
 			return err
 		}
-		u.live.Unspend(seg.text)
+		seg.text = rest(seg.text, cut)
+		u.live.Unspend(seg.text) // spoken again, and billed, by the fallback
 		_, pe := errorFor(u.id, err, "")
 		if qerr := u.queue1(frame{kind: websocket.TextMessage, data: mustJSON(failoverMessage{Type: "failover", ContextID: u.id, From: from,
 			Provider: u.live.Provider(), Model: u.live.Model(), Voice: u.live.Voice(), Reason: string(pe.Code), ReplayedText: seg.text})}); qerr != nil {
 			return qerr
+		}
+		if strings.TrimSpace(seg.text) == "" {
+			return nil // all of it was heard
 		}
 	}
 }
@@ -520,7 +607,7 @@ func (u *utterance) next(ended <-chan struct{}) (segment, bool, error) {
 // the socket's queue is full (the provider is paused meanwhile) and fails
 // once the context is over.
 func (u *utterance) emit(e sdk.StreamEvent) error {
-	u.streamWords.Add(int64(len(e.Words)))
+	u.timings = append(u.timings, e.Words...)
 	if len(e.Words) > 0 && !u.live.Timestamps() {
 		// Timings the gateway asked for itself, to say what was heard:
 		// noted by the writer, not sent.

@@ -39,6 +39,10 @@ import (
 // client that needs its audio waits in vain); at most 2,000 characters of
 // text buffered (a Speak past it is a Warning too); only the streaming
 // encodings (linear16, mulaw, alaw, raw: no container).
+//
+// BreakStreamAfter (Control) drops a socket without a close frame after
+// that many binary audio frames of one Flush: a provider that dies
+// mid-utterance.
 
 // FlushLimit and FlushWindow are the speak WebSocket's documented limit
 // on Flush messages: 20 in every 60 seconds.
@@ -355,6 +359,11 @@ func (k *speakSocket) speak(ctx context.Context) {
 				err := k.conn.WriteMessage(websocket.BinaryMessage, audio[off:end])
 				k.wmu.Unlock()
 				if err != nil {
+					return
+				}
+				if k.s.Breaks(off/size + 1) {
+					// BreakStreamAfter: the socket dies mid-utterance.
+					k.conn.NetConn().Close()
 					return
 				}
 			}

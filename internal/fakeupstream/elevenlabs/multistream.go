@@ -34,6 +34,10 @@ import (
 // isFinal is sent; a sixth is refused as ElevenLabs refuses it (an error
 // message, max_active_conversations, then a close with 1008), so a client
 // that passes the cap fails its test.
+//
+// Failures: DropNextMultiSocket breaks a socket before its first audio;
+// BreakStreamAfter (Control) breaks one after that many audio messages of
+// a generation, mid-utterance.
 
 // MaxContextsPerSocket is multi-stream-input's documented cap.
 const MaxContextsPerSocket = 5
@@ -241,7 +245,7 @@ func (s *Server) multiStreamInput(w http.ResponseWriter, r *http.Request) {
 			go func() {
 				defer wg.Done()
 				defer close(c.done)
-				err := s.speakMulti(cctx, write, id, c.texts, format.rate, speed)
+				err := s.speakMulti(cctx, write, func() { conn.NetConn().Close() }, id, c.texts, format.rate, speed)
 				// Its isFinal is sent and its slot freed together: the
 				// client learns the slot is free from the isFinal.
 				mu.Lock()
@@ -297,8 +301,9 @@ func (s *Server) multiStreamInput(w http.ResponseWriter, r *http.Request) {
 }
 
 // speakMulti renders a context's generations as audio messages until texts
-// is closed, or the socket ends.
-func (s *Server) speakMulti(ctx context.Context, write func(any) error, id string, texts <-chan string, rate int, speed float64) error {
+// is closed, or the socket ends; brk breaks the socket (no close frame)
+// where BreakStreamAfter says, counting a generation's audio messages.
+func (s *Server) speakMulti(ctx context.Context, write func(any) error, brk func(), id string, texts <-chan string, rate int, speed float64) error {
 	for {
 		var text string
 		select {
@@ -329,6 +334,10 @@ func (s *Server) speakMulti(ctx context.Context, write func(any) error, id strin
 			}
 			if err := write(msg); err != nil {
 				return err
+			}
+			if s.Breaks(i/size + 1) {
+				brk()
+				return fmt.Errorf("the socket was broken after %d audio messages", i/size+1)
 			}
 		}
 	}
