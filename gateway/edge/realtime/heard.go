@@ -21,6 +21,11 @@ import (
 // still count as heard: timings are rounded to milliseconds.
 const heardSlack = 0.0015
 
+// untimedTail is how much audio may follow a context's last timed word
+// before the words are taken to have stopped early: more than any
+// provider's closing silence.
+const untimedTail = 1.0
+
 // heardOf says what was heard of input text, given the word timings words
 // (on the context's timeline, in order), the seconds of audio written and
 // the end of the input whose segments' audio was all written. With word
@@ -40,6 +45,12 @@ func heardOf(text string, words []sdk.WordTimestamp, audioSec float64, textEnd i
 		h.LastWordIndex = max(n, len(strings.Fields(h.SpokenText))) - 1
 		if len(words) > 0 && textEnd == len(text) {
 			h.LastWordIndex = len(words) - 1
+			if audioSec-words[len(words)-1].End > untimedTail {
+				// Audio went on well after the last timed word: the rest
+				// came without timings (a fallback that has none took
+				// over), so the provider's words are not all of it.
+				h.LastWordIndex = max(len(words), len(strings.Fields(h.SpokenText))) - 1
+			}
 		}
 		return h
 	}

@@ -29,6 +29,9 @@ func TestHeardOf(t *testing.T) {
 		{"no timings: the segments written whole", text, nil, 1.8, len("Hello there, my friend."), "Hello there, my friend.", 3},
 		{"no timings, nothing whole", text, nil, 0.5, 0, "", -1},
 		{"all of it", text, words, 2, len(text), "Hello there, my friend. How are you today?", 5},
+		// A failover to a fallback without timings: the first provider's
+		// two words, then seconds of audio with none.
+		{"all of it, the rest without timings", text, words[:2], 3.5, len(text), "Hello there, my friend. How are you today?", 7},
 		{"provider words not in the text", "Straße", []sdk.WordTimestamp{{Text: "Strasse", End: 0.4}}, 0.5, 0, "Strasse", 0},
 		{"case and punctuation", "WELL... okay", []sdk.WordTimestamp{{Text: "well", End: 0.2}}, 0.3, 0, "WELL...", 0},
 	}
