@@ -75,20 +75,7 @@ func heardOf(text string, words []sdk.WordTimestamp, audioSec float64, textEnd i
 // punctuation that follows it; 0 when none is found. A word not found
 // within a short distance of the previous one is skipped.
 func wordsEnd(text string, words []sdk.WordTimestamp) int {
-	lower := strings.ToLower(text)
-	cursor, found := 0, false
-	for _, w := range words {
-		core := strings.ToLower(strings.TrimFunc(w.Text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }))
-		if core == "" {
-			continue
-		}
-		i := strings.Index(lower[cursor:], core)
-		if i < 0 || i > 200 {
-			continue
-		}
-		cursor += i + len(core)
-		found = true
-	}
+	cursor, found := findWords(text, words)
 	if !found {
 		return 0
 	}
@@ -101,4 +88,25 @@ func wordsEnd(text string, words []sdk.WordTimestamp) int {
 		cursor += size
 	}
 	return cursor
+}
+
+// findWords finds words in text in order (case-insensitively, the
+// punctuation around each word aside) and returns the offset just after
+// the last one found, and whether any was. A word not found within a
+// short distance of the previous one is skipped.
+func findWords(text string, words []sdk.WordTimestamp) (cursor int, found bool) {
+	lower := strings.ToLower(text)
+	for _, w := range words {
+		core := strings.ToLower(strings.TrimFunc(w.Text, notWordRune))
+		if core == "" {
+			continue
+		}
+		i := strings.Index(lower[cursor:], core)
+		if i < 0 || i > 200 {
+			continue
+		}
+		cursor += i + len(core)
+		found = true
+	}
+	return cursor, found
 }

@@ -74,20 +74,7 @@ func cutAfterWords(text string, inputWords int, heard []sdk.WordTimestamp) int {
 // found. A word not found is skipped, which can only place the cut
 // earlier: repeated, not lost.
 func cutAfterHeard(text string, heard []sdk.WordTimestamp) int {
-	lower := strings.ToLower(text)
-	cursor, found := 0, false
-	for _, w := range heard {
-		core := strings.ToLower(strings.TrimFunc(w.Text, notWordRune))
-		if core == "" {
-			continue
-		}
-		i := strings.Index(lower[cursor:], core)
-		if i < 0 || i > 200 {
-			continue
-		}
-		cursor += i + len(core)
-		found = true
-	}
+	cursor, found := findWords(text, heard)
 	if !found {
 		return 0
 	}
