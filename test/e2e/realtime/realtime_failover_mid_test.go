@@ -32,32 +32,10 @@ var pcm24k = map[string]any{"format": "pcm", "sampleRate": 24000}
 // fakes: OpenAI falls back to ElevenLabs, ElevenLabs and Deepgram to
 // OpenAI.
 func midConfig(oai *openai.Server, el *elevenlabs.Server, dg *deepgram.Server) string {
-	return `
-server:
-  listen: 127.0.0.1:0
-storage:
-  path: %DIR%/voxgate.db
-plugins:
-  dir: %BIN%/plugins
-providers:
-  openai:
-    plugin: voxgate-openai
-    base_url: ` + oai.BaseURL() + `
-    api_key: ` + openai.Key + `
-    managed: true
-    max_attempts: 1
-  elevenlabs:
-    plugin: voxgate-elevenlabs
-    base_url: ` + el.BaseURL() + `
-    api_key: ` + elevenlabs.Key + `
-    managed: true
-    max_attempts: 1
-  deepgram:
-    plugin: voxgate-deepgram
-    base_url: ` + dg.BaseURL() + `
-    api_key: ` + deepgram.Key + `
-    managed: true
-    max_attempts: 1
+	return harness.BaseYAML + "providers:\n" +
+		harness.CloudProvider("openai", "voxgate-openai", oai.BaseURL(), openai.Key, "max_attempts: 1") +
+		harness.CloudProvider("elevenlabs", "voxgate-elevenlabs", el.BaseURL(), elevenlabs.Key, "max_attempts: 1") +
+		harness.CloudProvider("deepgram", "voxgate-deepgram", dg.BaseURL(), deepgram.Key, "max_attempts: 1") + `
 fallbacks:
   openai/tts-1:
     - model: elevenlabs/eleven_multilingual_v2

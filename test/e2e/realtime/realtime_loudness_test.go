@@ -20,21 +20,9 @@ import (
 func TestRealtimeOrgLoudness(t *testing.T) {
 	t.Parallel()
 	el := elevenlabs.New(t, fakeupstream.Options{})
-	tg := harness.Start(t, `
-server:
-  listen: 127.0.0.1:0
-storage:
-  path: %DIR%/voxgate.db
-plugins:
-  dir: %BIN%/plugins
-providers:
+	tg := harness.Start(t, harness.BaseYAML+`providers:
   espeak: {plugin: voxgate-espeak, managed: true}
-  elevenlabs:
-    plugin: voxgate-elevenlabs
-    base_url: `+el.BaseURL()+`
-    api_key: `+elevenlabs.Key+`
-    managed: true
-orgs:
+`+harness.CloudProvider("elevenlabs", "voxgate-elevenlabs", el.BaseURL(), elevenlabs.Key)+`orgs:
   acme:
     loudness: {integrated: -26, true_peak: -2}
     providers:
