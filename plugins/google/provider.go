@@ -590,8 +590,8 @@ type modalityCount struct {
 // billed is u in the units the models are priced in: the prompt's text
 // tokens and the answer's audio tokens, from the breakdown by modality
 // where Google gives one, else the totals; nil without usage. These win
-// over the gateway's estimate (four characters a token, 25 audio tokens
-// a second).
+// over the gateway's estimate (four characters a token,
+// audioTokensPerSecond).
 func (u *usageMetadata) billed() []sdk.BilledUsage {
 	if u == nil {
 		return nil

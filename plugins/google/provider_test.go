@@ -504,6 +504,32 @@ func TestParseError(t *testing.T) {
 	}
 }
 
+// TestAudioTokenRate: the price table turns a second of audio into as
+// many audio tokens as Google documents, the rate the fake reports in
+// usageMetadata, so an estimate from the audio's length is what Google
+// bills for it.
+func TestAudioTokenRate(t *testing.T) {
+	d, err := New().Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	priced := 0
+	for _, m := range d.Models {
+		for _, p := range m.Prices {
+			if p.Unit != sdk.UnitAudioTokens {
+				continue
+			}
+			priced++
+			if p.TokensPerSecond != fake.AudioTokensPerSecond {
+				t.Errorf("%s: %v audio tokens a second, Google documents %d", m.ID, p.TokensPerSecond, fake.AudioTokensPerSecond)
+			}
+		}
+	}
+	if priced == 0 {
+		t.Error("no model is priced in audio tokens")
+	}
+}
+
 // TestNotAPlanner: the answer is JSON with base64 audio, which a plan
 // cannot express, so the plugin does not offer plans at all.
 func TestNotAPlanner(t *testing.T) {

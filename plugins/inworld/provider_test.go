@@ -114,6 +114,42 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
+// TestDescribePrices: the two models Inworld's billing page prices carry
+// its rates per million characters, with the page as their source; the
+// models it does not name, and the ids passed through, stay unpublished
+// (zero, said so) rather than borrow a neighbour's rate.
+func TestDescribePrices(t *testing.T) {
+	d, err := New().Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"inworld-tts-1.5-mini": 5, "inworld-tts-1.5-max": 10,
+		"inworld-tts-2": 0, "inworld-tts-1": 0, "inworld-tts-1-max": 0, sdk.AnyModel: 0}
+	for _, m := range d.Models {
+		amount, ok := want[m.ID]
+		if !ok {
+			t.Errorf("model %s: no price expected", m.ID)
+			continue
+		}
+		delete(want, m.ID)
+		if len(m.Prices) != 1 {
+			t.Errorf("%s: prices %+v", m.ID, m.Prices)
+			continue
+		}
+		p := m.Prices[0]
+		wantSource := "https://docs.inworld.ai/docs/portal/billing"
+		if amount == 0 {
+			wantSource = sdk.PriceUnpublished
+		}
+		if p.Unit != sdk.UnitCharacters || p.Currency != "USD" || p.Amount != amount || (amount > 0 && p.Per != 1_000_000) || p.Source != wantSource || p.Date == "" {
+			t.Errorf("%s: price %+v, want %v USD per million characters from %s", m.ID, p, amount, wantSource)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("models not described: %v", want)
+	}
+}
+
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "d3JvbmctaWQ6d3Jvbmctc2VjcmV0LTk4NzY1NDMyMTA="
 	tests := []struct {

@@ -60,6 +60,13 @@ const APIRoot = "/v1beta"
 // SampleRate is the only rate the TTS models produce.
 const SampleRate = 24000
 
+// AudioTokensPerSecond is how many audio tokens the fake reports a
+// second of its audio is, as Google documents it on ai.google.dev
+// (https://ai.google.dev/gemini-api/docs/audio, "Technical details
+// about audio": "Gemini represents each second of audio as 32 tokens").
+// The plugin's price table estimates audio at the same rate.
+const AudioTokensPerSecond = 32
+
 // MimeType is the inlineData.mimeType of the audio parts.
 const MimeType = "audio/L16;codec=pcm;rate=24000"
 
@@ -527,8 +534,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	pcm := s.studio.PCM(u, SampleRate).Bytes()
 	s.RecordAnswer(pcm)
-	// About 4 characters a text token; 32 tokens a second of audio.
-	promptTokens, audioTokens := max(len(text)/4, 1), int(math.Ceil(u.Seconds*32))
+	// About 4 characters a text token; AudioTokensPerSecond of audio.
+	promptTokens, audioTokens := max(len(text)/4, 1), int(math.Ceil(u.Seconds*AudioTokensPerSecond))
 	if method == "generateContent" {
 		if r.URL.Query().Get("alt") == "sse" {
 			invalid(w, "alt=sse is only supported by streamGenerateContent.")

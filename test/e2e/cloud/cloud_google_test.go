@@ -25,8 +25,8 @@ func TestCloudProviderGoogle(t *testing.T) {
 // TestCloudGoogleUsageWins: Gemini answers what a call used
 // (usageMetadata: the prompt's text tokens, the audio's tokens), and that
 // is what the log row bills, a clip's and a stream's alike, where the
-// gateway's own count (four characters a token, 25 audio tokens a
-// second) differs; the row keeps the quote as its estimate.
+// gateway's own count (four characters a token; the audio guessed from
+// the text at 15 characters a second) differs; the row keeps the quote as its estimate.
 func TestCloudGoogleUsageWins(t *testing.T) {
 	t.Parallel()
 	f := google.New(t, fakeupstream.Options{})
@@ -35,7 +35,7 @@ func TestCloudGoogleUsageWins(t *testing.T) {
 	body := map[string]any{"model": "google/gemini-3.1-flash-tts-preview", "voice": "Kore", "text": text}
 	// The fake's usage: a token per four bytes of text, 32 a second of
 	// audio; priced at $1 and $20 a million (1,000 and 20,000 nanos).
-	textTokens, audioTokens := int64(max(len(text)/4, 1)), int64(math.Ceil(fakeupstream.Speak(text, 1).Seconds*32))
+	textTokens, audioTokens := int64(max(len(text)/4, 1)), int64(math.Ceil(fakeupstream.Speak(text, 1).Seconds*google.AudioTokensPerSecond))
 	want := pricing.Format(textTokens*1_000 + audioTokens*20_000)
 
 	var q harness.Quote
