@@ -89,25 +89,11 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 		return sdk.Errorf(sdk.KindInvalidRequest, "cartesia: input streaming sends raw PCM; ask for format pcm")
 	}
 	cfg := p.cfg.Load()
-	key := req.Credentials.APIKey
 	// One group of sockets per base URL, API version and key: the
 	// context's voice, model and format travel in its messages.
-	poolKey := cfg.BaseURL + wsPath + "\x00" + cfg.Header["Cartesia-Version"] + "\x00" + key
-	dial := func(sctx context.Context) (*upstream.Socket, error) {
-		return cfg.DialWebSocket(sctx, wsPath, nil, key)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for _, w := range c.warnings {
-		if err := send(sdk.StreamEvent{Warning: w}); err != nil {
-			return err
-		}
-	}
-	texts := upstream.CollectInput(ctx, in)
+	pi := upstream.PooledInput{Pool: p.pool, Endpoint: cfg.Endpoint, Path: wsPath, Group: cfg.Header["Cartesia-Version"], NewID: newContextID}
 	r := &wsReader{req: req, c: c, send: send}
-	return upstream.RunPooled(ctx, p.pool, poolKey, key, newContextID, dial,
-		func(st *upstream.MuxStream) error { return r.run(ctx, st, texts) },
-		func() bool { return r.audio })
+	return pi.Serve(ctx, req.Credentials.APIKey, c.warnings, send, in, r.run, func() bool { return r.audio })
 }
 
 // newContextID returns a context id unique within the process.

@@ -113,18 +113,9 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 		q.Set("mip_opt_out", v)
 	}
 	cfg := p.cfg.Load()
-	key := req.Credentials.APIKey
-	poolKey := cfg.BaseURL + speakPath + "?" + q.Encode() + "\x00" + key
-	dial := func(sctx context.Context) (*upstream.Socket, error) {
-		return cfg.DialWebSocket(sctx, speakPath, q, key)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	texts := upstream.CollectInput(ctx, in)
+	pi := upstream.PooledInput{Pool: p.pool, Endpoint: cfg.Endpoint, Path: speakPath, Query: q, NewID: newStreamID}
 	r := &speakReader{c: c, send: send}
-	return upstream.RunPooled(ctx, p.pool, poolKey, key, newStreamID, dial,
-		func(st *upstream.MuxStream) error { return r.run(ctx, st, texts) },
-		func() bool { return r.audio })
+	return pi.Serve(ctx, req.Credentials.APIKey, nil, send, in, r.run, func() bool { return r.audio })
 }
 
 // newStreamID names a context in the pool (Deepgram never sees it).

@@ -109,25 +109,10 @@ func (p *Provider) StreamInput(ctx context.Context, req *sdk.SynthesizeRequest, 
 	}
 	cfg := p.cfg.Load()
 	path := "/v1/text-to-speech/" + url.PathEscape(req.Voice) + "/multi-stream-input"
-	key := req.Credentials.APIKey
-	// The pool's key: one group of sockets per URL (base, voice, model,
-	// format) and API key. It never leaves the process.
-	poolKey := cfg.BaseURL + path + "?" + q.Encode() + "\x00" + key
-	dial := func(sctx context.Context) (*upstream.Socket, error) {
-		return cfg.DialWebSocket(sctx, path, q, key)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for _, w := range c.warnings {
-		if err := send(sdk.StreamEvent{Warning: w}); err != nil {
-			return err
-		}
-	}
-	texts := upstream.CollectInput(ctx, in)
+	// One group of sockets per URL (base, voice, model, format) and key.
+	pi := upstream.PooledInput{Pool: p.pool, Endpoint: cfg.Endpoint, Path: path, Query: q, NewID: newContextID}
 	r := &multiReader{req: req, c: c, send: send}
-	return upstream.RunPooled(ctx, p.pool, poolKey, key, newContextID, dial,
-		func(st *upstream.MuxStream) error { return r.run(ctx, st, texts) },
-		func() bool { return r.audio })
+	return pi.Serve(ctx, req.Credentials.APIKey, c.warnings, send, in, r.run, func() bool { return r.audio })
 }
 
 // newContextID returns a context id unique within the process.

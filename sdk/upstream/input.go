@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -116,4 +117,44 @@ func redactError(err error, apiKey string) error {
 		return &cp
 	}
 	return err
+}
+
+// PooledInput is where a provider's pooled input streams connect: the
+// WebSocket at Endpoint's Path with Query, its sockets shared by the
+// contexts of one API key (and of one Group: what else must keep
+// contexts apart, such as an API version the socket was opened with).
+// It is the common part of the ElevenLabs, Cartesia and Deepgram
+// plugins' StreamInput.
+type PooledInput struct {
+	Pool     *MuxPool
+	Endpoint *Endpoint
+	Path     string
+	Query    url.Values
+	Group    string
+	// NewID names a context (sent to the provider where it multiplexes
+	// contexts on a socket).
+	NewID func() string
+}
+
+// Serve speaks one context of the API key key: it sends warnings first,
+// collects in (CollectInput) and runs the context on a pooled socket
+// (RunPooled), run reading the collected text; audio reports whether
+// any audio has come.
+func (p PooledInput) Serve(ctx context.Context, key string, warnings []string, send func(sdk.StreamEvent) error,
+	in <-chan sdk.TextInput, run func(context.Context, *MuxStream, *InputLog) error, audio func() bool) error {
+	// The pool's key never leaves the process.
+	poolKey := p.Endpoint.BaseURL + p.Path + "?" + p.Query.Encode() + "\x00" + p.Group + "\x00" + key
+	dial := func(sctx context.Context) (*Socket, error) {
+		return p.Endpoint.DialWebSocket(sctx, p.Path, p.Query, key)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, w := range warnings {
+		if err := send(sdk.StreamEvent{Warning: w}); err != nil {
+			return err
+		}
+	}
+	texts := CollectInput(ctx, in)
+	return RunPooled(ctx, p.Pool, poolKey, key, p.NewID, dial,
+		func(st *MuxStream) error { return run(ctx, st, texts) }, audio)
 }
