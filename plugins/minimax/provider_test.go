@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -646,24 +645,7 @@ func TestParseError(t *testing.T) {
 // its own once its last event is read.
 func TestUsageReadBack(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{ChunkSize: 2000})
-	p := configured(t, srv.BaseURL(), nil)
 	req := request(fake.Key)
-	want := []sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: int64(len([]rune(req.Text)))}}
-	resp, err := p.Synthesize(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(resp.Billed, want) {
-		t.Errorf("clip billed %+v, want %+v", resp.Billed, want)
-	}
-	var chunks []sdk.Chunk
-	if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { chunks = append(chunks, c); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range chunks {
-		last := i == len(chunks)-1
-		if last != (c.Billed != nil) || (last && (!reflect.DeepEqual(c.Billed, want) || len(c.Data) != 0)) {
-			t.Errorf("chunk %d of %d: billed %+v with %d bytes; want %+v alone on the last", i, len(chunks), c.Billed, len(c.Data), want)
-		}
-	}
+	sdktest.CheckBilledReadBack(t, configured(t, srv.BaseURL(), nil), req,
+		[]sdk.BilledUsage{{Unit: sdk.UnitCharacters, Quantity: int64(len([]rune(req.Text)))}})
 }

@@ -3,8 +3,10 @@ package sdktest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/voxgate/voxgate/sdk"
@@ -205,4 +207,28 @@ func validatePrices(where string, m sdk.Model) []error {
 		}
 	}
 	return errs
+}
+
+// CheckBilledReadBack checks that a provider reports what its API said it
+// billed for req (want): a clip's on the response, a stream's on a last
+// chunk of its own, carrying no audio, once the answer has been read.
+func CheckBilledReadBack(t testing.TB, p sdk.Provider, req *sdk.SynthesizeRequest, want []sdk.BilledUsage) {
+	t.Helper()
+	resp, err := p.Synthesize(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(resp.Billed, want) {
+		t.Errorf("clip billed %+v, want %+v", resp.Billed, want)
+	}
+	var chunks []sdk.Chunk
+	if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { chunks = append(chunks, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range chunks {
+		last := i == len(chunks)-1
+		if last != (c.Billed != nil) || (last && (!reflect.DeepEqual(c.Billed, want) || len(c.Data) != 0)) {
+			t.Errorf("chunk %d of %d: billed %+v with %d bytes; want %+v alone on the last", i, len(chunks), c.Billed, len(c.Data), want)
+		}
+	}
 }
