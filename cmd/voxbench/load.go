@@ -656,7 +656,10 @@ func (s *logSampler) stop() (logSlot, error) {
 // streamTTFB measures time to first byte of short streams, one at a
 // time, direct, through nginx and through the gateway (without output,
 // and with output: {format: pcm} unless the gateway refuses it) in turn.
-func (l *load) streamTTFB(ctx context.Context, res *Results) error {
+// With perfDir set it then records the gateway's CPU profile over
+// gateway streams (gateway-cpu-ttfb.pprof), logging how many, so that
+// the profile reads as time per stream.
+func (l *load) streamTTFB(ctx context.Context, res *Results, perfDir string) error {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -702,6 +705,51 @@ func (l *load) streamTTFB(ctx context.Context, res *Results) error {
 	if t.GatewayOutput != nil {
 		t.OutputOverheadP50 = t.GatewayOutput.P50 - t.Direct.P50
 	}
+	if perfDir != "" {
+		return l.profileStreams(ctx, perfDir)
+	}
+	return nil
+}
+
+// profileStreams sends gateway streams for a few seconds, from 32
+// clients each sending one at a time (a stream lasts as long as the
+// fake's pacing, so one client alone gives the profile too few), while
+// the gateway records its CPU profile.
+func (l *load) profileStreams(ctx context.Context, perfDir string) error {
+	const d, clients = 5 * time.Second, 32
+	prof := make(chan error, 1)
+	go func() { prof <- l.gw.cpuProfile(d, filepath.Join(perfDir, "gateway-cpu-ttfb.pprof")) }()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	stop := time.Now().Add(d)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			l.gatewayStream.prepare(req)
+			buf := make([]byte, 16<<10)
+			for time.Now().Before(stop) && ctx.Err() == nil {
+				if _, _, err := stream(&l.gatewayStream, req, resp, buf, nil); err != nil {
+					errs <- err
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if err := <-prof; err != nil {
+		logf("pprof: %v", err)
+	}
+	logf("ttfb profile: %d gateway streams in %v from %d clients (gateway-cpu-ttfb.pprof)", n.Load(), d, clients)
 	return nil
 }
 

@@ -54,6 +54,7 @@ type options struct {
 	identifySize int
 	clip         float64
 	clientSlot   time.Duration
+	ttfbPairs    int
 	workloads    string
 	// pgFixtureDiv shrinks the PostgreSQL log fixture (tests only).
 	pgFixtureDiv int
@@ -71,8 +72,9 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding voxgate and plugins/ (make build)")
 	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
 	flag.StringVar(&o.fixtureDir, "fixture-dir", os.TempDir(), "where the cached request-log fixture lives")
-	flag.StringVar(&o.perfDir, "perf", "", "if set, record into this directory a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot, the gateway's CPU profile during each clients workload's slots (gateway-cpu-WORKLOAD.pprof), and its heap profile after the load (gateway-heap-after-load.pprof)")
+	flag.StringVar(&o.perfDir, "perf", "", "if set, record into this directory the gateway's Go CPU profile over sequential streams after the time-to-first-byte phase (gateway-cpu-ttfb.pprof), a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot, the gateway's CPU profile during each clients workload's slots (gateway-cpu-WORKLOAD.pprof), and its heap profile after the load (gateway-heap-after-load.pprof)")
 	flag.StringVar(&o.workloads, "workloads", "", "run only these workloads of the clients phase, comma-separated: pcm, pcm-32k, openai-sdk, elevenlabs-sdk, convert")
+	flag.IntVar(&o.ttfbPairs, "ttfb-pairs", 0, "rounds of the stream time-to-first-byte phase, one stream per leg each (0: 120, 20 with -quick)")
 	flag.DurationVar(&o.clientSlot, "clients-slot", 0, "length of each closed-loop slot of the clients phase (0: 1.5s, 300ms with -quick); longer slots give profiles more samples")
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
 	flag.BoolVar(&o.accessLog, "access-log", true, "run the gateway with server.access_log on (its default)")
@@ -190,7 +192,7 @@ func run(ctx context.Context, o options) (*Results, error) {
 		{"streams", "concurrent streams", lg.concurrentStreams},
 		{"seq", "sequential clips", lg.sequential},
 		{"tput", "throughput", func(ctx context.Context, r *Results) error { return lg.throughput(ctx, r, o.perfDir) }},
-		{"ttfb", "stream time-to-first-byte", lg.streamTTFB},
+		{"ttfb", "stream time-to-first-byte", func(ctx context.Context, r *Results) error { return lg.streamTTFB(ctx, r, o.perfDir) }},
 		{"clients", "workloads real clients send, against nginx", func(ctx context.Context, r *Results) error { return lg.clients(ctx, r, o.workloads, o.perfDir) }},
 		{"pg", "clips through a gateway on PostgreSQL and one on bbolt", func(ctx context.Context, r *Results) error { return lg.pgSequential(ctx, pb, r) }},
 	}

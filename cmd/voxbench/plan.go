@@ -101,6 +101,9 @@ func defaultPlan(o options) plan {
 		p.WriterRun = 2 * time.Second
 		p.WholeClipChars = 1500
 	}
+	if o.ttfbPairs > 0 {
+		p.TTFBPairs = o.ttfbPairs
+	}
 	if o.clientSlot > 0 {
 		p.ClientSlot = o.clientSlot
 	}
