@@ -21,6 +21,10 @@ import (
 //
 //   - pcm: voxgate's own body asking for the 144 KB clip as raw PCM (the
 //     reference: the provider's bytes pass through untouched);
+//   - pcm-records-off: the same as another organization of the same
+//     gateway whose provenance records are off (no SHA-256 of the answer,
+//     no signature): the relay's own cost, and by difference what the
+//     signed record adds;
 //   - pcm-32k: the same for a 32 KB clip, where per-request costs weigh
 //     more than per-byte ones;
 //   - openai-sdk: the OpenAI SDK's default body ({"model":"tts-1",
@@ -45,6 +49,7 @@ import (
 // Workload ids (voxbench reports them; -only clients runs them all).
 const (
 	wlPCM        = "pcm"
+	wlPCMRelay   = "pcm-records-off"
 	wlPCMSmall   = "pcm-32k"
 	wlOpenAISDK  = "openai-sdk"
 	wlElevenSDK  = "elevenlabs-sdk"
@@ -100,6 +105,9 @@ type workloadResult struct {
 type clientsResult struct {
 	Clients   int              `json:"clients"`
 	Workloads []workloadResult `json:"workloads"`
+	// Record is the signed record's cryptography alone for the pcm
+	// workload's answer, when pcm and pcm-records-off both ran.
+	Record *recordCost `json:"record_crypto,omitempty"`
 }
 
 // workload returns the result of workload id, if it ran.
@@ -130,6 +138,8 @@ func (l *load) workloads() []workload {
 	return []workload{
 		{id: wlPCM, name: fmt.Sprintf("voxgate body, pcm (%d KB clip)", int(l.p.ClipSeconds*48)), audioSeconds: l.p.ClipSeconds,
 			legs: openAILegs(u.Clip, nginxClip, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provClip+"/tts-1", l.p.ClipText, pcm))},
+		{id: wlPCMRelay, name: fmt.Sprintf("voxgate body, pcm (%d KB clip), records off", int(l.p.ClipSeconds*48)), audioSeconds: l.p.ClipSeconds,
+			legs: relayLegs(openAILegs(u.Clip, nginxClip, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provClip+"/tts-1", l.p.ClipText, pcm)), l.relayKey)},
 		{id: wlPCMSmall, name: fmt.Sprintf("voxgate body, pcm (%d KB clip)", int(l.p.SmallClipSeconds*48+0.5)), audioSeconds: l.p.SmallClipSeconds,
 			legs: openAILegs(u.Small, nginxSmall, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provSmall+"/tts-1", l.p.ClipText, pcm))},
 		{id: wlOpenAISDK, name: "OpenAI SDK default (mp3)", audioSeconds: l.p.ClipSeconds,
@@ -143,6 +153,12 @@ func (l *load) workloads() []workload {
 		{id: wlConversion, name: "mp3 from a pcm-only model (conversion)", audioSeconds: l.p.ClipSeconds,
 			legs: openAILegs(u.Clip, nginxClip, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provPCMOnly+"/tts-1", l.p.ClipText, map[string]string{"format": "mp3"}))},
 	}
+}
+
+// relayLegs are legs whose gateway leg runs as relayOrg.
+func relayLegs(legs [3]target, key string) [3]target {
+	legs[2].auth = key
+	return legs
 }
 
 // mConversions counts the gateway's audio conversions (when it has the
@@ -173,6 +189,11 @@ func (l *load) clients(ctx context.Context, res *Results, only, perfDir string) 
 			return fmt.Errorf("%s: %w", w.id, err)
 		}
 		res.Clients.Workloads = append(res.Clients.Workloads, r)
+		if w.id == wlPCMRelay && res.Clients.workload(wlPCM) != nil {
+			rc := measureRecordCost(r.GatewayBytes, 300*time.Millisecond)
+			res.Clients.Record = &rc
+			logf("    the record's cryptography alone: SHA-256 of %d bytes %.1f µs, Ed25519 signature %.1f µs", rc.Bytes, rc.SHA256US, rc.SignUS)
+		}
 		logf("    %s; CPU per request nginx %.0f µs, gateway %.0f µs (+ plugin %.0f); added p50 nginx %+.3f ms, gateway %+.3f ms",
 			r.Path, r.NginxCPU.Nginx.sum(), r.GatewayCPU.Gateway.sum(), r.GatewayCPU.Plugin.sum(), r.NginxAddedP50, r.GatewayAddedP50)
 	}

@@ -28,6 +28,11 @@ import (
 // benchOrg is the organization the load runs as.
 const benchOrg = "bench"
 
+// relayOrg is benchOrg with provenance records off, in the same gateway:
+// the clients phase sends it the pcm workload too, so that the relay's own
+// CPU and what the signed record adds are measured side by side.
+const relayOrg = "bench-relay"
+
 // upstreamKeyEnv and elevenKeyEnv carry the fakes' API keys into the
 // gateway's config as managed credentials, the way a deployment passes a
 // secret.
@@ -111,6 +116,10 @@ providers:
 		// mark itself costs about 6 µs for an MP3
 		// (gateway/provenance BenchmarkInsert).
 		orgs := fmt.Sprintf("orgs:\n  %s:\n    provenance: {mark: false, records: %t}\n    providers:\n", benchOrg, !o.noRecords)
+		relay := ""
+		if o.clients {
+			relay = fmt.Sprintf("  %s:\n    provenance: {mark: false, records: false}\n    providers:\n", relayOrg)
+		}
 		common := fmt.Sprintf("    managed: true\n    timeout: 30s\n    direct_http: %t\n", o.directHTTP)
 		openAI := []struct{ id, root string }{{provClip, u.Clip}, {provStream, u.Stream}, {provLive, u.Live}}
 		if o.clients {
@@ -119,13 +128,16 @@ providers:
 		for _, p := range openAI {
 			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai\n    api_key: ${%s}\n    base_url: %s/v1\n", p.id, upstreamKeyEnv, p.root) + common
 			orgs += fmt.Sprintf("      %s: {enabled: true}\n", p.id)
+			if p.id == provClip && relay != "" {
+				relay += fmt.Sprintf("      %s: {enabled: true}\n", p.id)
+			}
 		}
 		if o.clients {
 			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-elevenlabs\n    api_key: ${%s}\n    base_url: %s\n", provEleven, elevenKeyEnv, u.Eleven) + common
 			cfg += fmt.Sprintf("  %s:\n    plugin: voxgate-openai-compatible\n    api_key: ${%s}\n    base_url: %s/v1\n    models: tts-1\n    voices: alloy\n    formats: pcm\n", provPCMOnly, upstreamKeyEnv, u.Clip) + common
 			orgs += fmt.Sprintf("      %s: {enabled: true}\n      %s: {enabled: true}\n", provEleven, provPCMOnly)
 		}
-		return cfg + orgs
+		return cfg + orgs + relay
 	}
 }
 

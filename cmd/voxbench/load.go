@@ -67,6 +67,9 @@ type load struct {
 	ng  *nginxProc // nil when no phase compares with nginx
 	ups *upstreams
 	key string
+	// relayKey is relayOrg's key (records off), when the clients phase
+	// runs.
+	relayKey string
 	// fakePID is the fake upstream's process, for CPU accounting.
 	fakePID int
 

@@ -73,7 +73,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
 	flag.StringVar(&o.fixtureDir, "fixture-dir", os.TempDir(), "where the cached request-log fixture lives")
 	flag.StringVar(&o.perfDir, "perf", "", "if set, record into this directory the gateway's Go CPU profile over sequential streams after the time-to-first-byte phase (gateway-cpu-ttfb.pprof), a system-wide `perf` profile and the gateway's Go CPU profile (gateway-cpu-64clients.pprof) during the first 64-client gateway slot, the gateway's CPU profile during each clients workload's slots (gateway-cpu-WORKLOAD.pprof), and its heap profile after the load (gateway-heap-after-load.pprof)")
-	flag.StringVar(&o.workloads, "workloads", "", "run only these workloads of the clients phase, comma-separated: pcm, pcm-32k, openai-sdk, elevenlabs-sdk, convert")
+	flag.StringVar(&o.workloads, "workloads", "", "run only these workloads of the clients phase, comma-separated: pcm, pcm-records-off, pcm-32k, openai-sdk, elevenlabs-sdk, convert")
 	flag.IntVar(&o.ttfbPairs, "ttfb-pairs", 0, "rounds of the stream time-to-first-byte phase, one stream per leg each (0: 120, 20 with -quick)")
 	flag.DurationVar(&o.clientSlot, "clients-slot", 0, "length of each closed-loop slot of the clients phase (0: 1.5s, 300ms with -quick); longer slots give profiles more samples")
 	flag.BoolVar(&o.quick, "quick", false, "short phases (a smoke run; the figures are rough)")
@@ -176,10 +176,17 @@ func run(ctx context.Context, o options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	var relayKey string
+	if o.runs("clients") {
+		if relayKey, err = gw.createKey(ctx, relayOrg); err != nil {
+			return nil, err
+		}
+	}
 	if err := gw.serve(ctx); err != nil {
 		return nil, err
 	}
 	lg := newLoad(plan, ups, gw, ng, key)
+	lg.relayKey = relayKey
 	defer lg.close()
 
 	steps := []struct {

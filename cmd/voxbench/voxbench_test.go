@@ -171,8 +171,11 @@ func TestQuickRun(t *testing.T) {
 	if tt := res.TTFB; (tt.GatewayOutput == nil) == (tt.OutputRefused == "") {
 		t.Errorf("ttfb with output: measured %v, refused %q (want one of the two)", tt.GatewayOutput, tt.OutputRefused)
 	}
-	if len(res.Clients.Workloads) != 5 {
-		t.Fatalf("clients: %d workloads, want 5", len(res.Clients.Workloads))
+	if len(res.Clients.Workloads) != 6 {
+		t.Fatalf("clients: %d workloads, want 6", len(res.Clients.Workloads))
+	}
+	if rc := res.Clients.Record; rc == nil || rc.SHA256US <= 0 || rc.SignUS <= 0 || rc.Bytes != 48_000 {
+		t.Errorf("record cryptography: %+v", rc)
 	}
 	for _, w := range res.Clients.Workloads {
 		if w.Direct.N == 0 || w.Nginx.N != w.Direct.N || w.Gateway.N != w.Direct.N || w.NginxRPS <= 0 || w.GatewayRPS <= 0 || w.Errors != 0 || w.Path == "" || w.Evidence == "" {
@@ -184,6 +187,9 @@ func TestQuickRun(t *testing.T) {
 	// model is converted.
 	if w := res.Clients.workload(wlPCM); w.Path != "passed through" || w.GatewayBytes != 48_000 {
 		t.Errorf("pcm: %s, %d bytes", w.Path, w.GatewayBytes)
+	}
+	if w := res.Clients.workload(wlPCMRelay); w.Path != "passed through" || w.GatewayBytes != 48_000 {
+		t.Errorf("pcm, records off: %s, %d bytes", w.Path, w.GatewayBytes)
 	}
 	if w := res.Clients.workload(wlConversion); w.Path != "converted" || w.GatewayMediaType != "audio/mpeg" {
 		t.Errorf("conversion: %s, %s", w.Path, w.GatewayMediaType)
@@ -203,7 +209,9 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, want := range []string{"sequential clip (48 KB), p50", "stream time to first byte, p50", "gateway allocations per request (clip → stream)",
 		"added clip latency (48 KB), p50: gateway over nginx", "added stream first byte, p50, no output: gateway over nginx",
-		"CPU per clip request (48 KB pcm), 16 clients: gateway over nginx", "resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
+		"CPU per clip request (48 KB pcm), records off, 16 clients: gateway over nginx",
+		"CPU per clip request (48 KB pcm), records on (the default), 16 clients: gateway over nginx",
+		"signed record per clip request (records on minus off) over its SHA-256 and Ed25519 alone", "resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)
 		}
