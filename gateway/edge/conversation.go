@@ -91,7 +91,6 @@ func (s *Server) conversationStream(ctx *fasthttp.RequestCtx, c *exchange) error
 		return nil
 	}
 	first, ps := s.markFirst(ctx, c, out.Row.Provider, out.Row.Model, first, out.Stream.MediaType(), false, false)
-	ps.write(first)
 	s.relay(ctx, c, cancel, "", out.Row, out.Stream, first, false, -1).prov = ps
 	return nil
 }

@@ -273,7 +273,6 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Ca
 	if ps != nil && s.prov.Indexing() {
 		ps.kept = make([]byte, 0, 64<<10) // the stream is fingerprinted when it ends
 	}
-	ps.write(st.First)
 	cs := s.relay(ctx, c, cancel, out.Job.Provider.ID, out.Row, st.Source, st.First, st.Ended, sseChars)
 	cs.firstAudio = s.firstAudio(out)
 	cs.prov = ps
@@ -309,9 +308,10 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Can
 	}
 	cs.row.Status = fasthttp.StatusOK
 	// The meter reads the audio as the provider sends it, before any SSE
-	// framing, for the row's audio_ms.
+	// framing, for the row's audio_ms; first is metered and hashed once
+	// written (account).
 	cs.meter = audio.NewMeter(src.MediaType())
-	cs.meter.Write(first)
+	cs.raw = first
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
 	cs.row.Path = string(ctx.Path())
@@ -371,6 +371,7 @@ type chunkStream struct {
 	provider string // for problems; "" for a conversation
 	row      store.LogRow
 	pending  []byte // the part of the current piece (framed) not yet written
+	raw      []byte // the current piece as the source gave it, until account
 	ended    bool   // the source has nothing more
 	src      speech.Source
 	cancel   context.CancelFunc
@@ -475,6 +476,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 				return n, err
 			}
 		}
+		cs.account()
 		if cs.ended {
 			break
 		}
@@ -486,8 +488,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 			}
 			cs.ended = true // write the last piece, then end
 		}
-		cs.meter.Write(raw)
-		cs.prov.write(raw)
+		cs.raw = raw
 		b = cs.frame(raw)
 	}
 	if t := cs.trailer(); t != nil {
@@ -502,6 +503,19 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
+// account meters and hashes (for the provenance record) the piece last
+// taken from the source, once. It runs after the piece was written, so
+// that neither is on the way of the audio to the client (the SHA-256 of
+// a provider's 4,800-byte first piece was before the first byte), and
+// before the next Next or Close, which may reuse the piece's buffer.
+func (cs *chunkStream) account() {
+	if cs.raw != nil {
+		cs.meter.Write(cs.raw)
+		cs.prov.write(cs.raw)
+		cs.raw = nil
+	}
+}
+
 // extendDeadline gives the next write server.write_timeout.
 func (cs *chunkStream) extendDeadline() {
 	if cs.conn != nil && cs.writeTimeout > 0 {
@@ -512,6 +526,7 @@ func (cs *chunkStream) extendDeadline() {
 // Read implements io.Reader, for a server that does not use WriteTo.
 func (cs *chunkStream) Read(p []byte) (int, error) {
 	for len(cs.pending) == 0 {
+		cs.account()
 		if cs.ended {
 			if t := cs.trailer(); t != nil {
 				cs.pending = t
@@ -528,8 +543,7 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 			}
 			cs.ended = true
 		}
-		cs.meter.Write(b)
-		cs.prov.write(b)
+		cs.raw = b
 		cs.pending = cs.frame(b)
 	}
 	n := copy(p, cs.pending)
@@ -553,6 +567,7 @@ func (cs *chunkStream) CloseWithError(err error) error {
 // once. werr is the error writing to the client, if any.
 func (cs *chunkStream) finish(werr error) {
 	cs.once.Do(func() {
+		cs.account() // before Close, which may release the piece
 		err := cs.src.Close()
 		cs.cancel()
 		row := &cs.row
