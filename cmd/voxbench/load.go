@@ -75,6 +75,7 @@ type load struct {
 
 	direct, nginx, gateway    target // whole clips
 	directStream, nginxStream target // streams of TTFBText
+	floorStream               target // the same through the floor relay (floor.go), when it runs
 	gatewayStream             target // the same through the gateway, no output
 	gatewayStreamOut          target // the same with output: {format: pcm}
 	manyStream                target // streams of ManyText, through the gateway
@@ -141,7 +142,7 @@ func newLoad(p plan, u *upstreams, gw *gatewayProc, ng *nginxProc, key string) *
 }
 
 func (l *load) close() {
-	for _, t := range []*target{&l.direct, &l.nginx, &l.gateway, &l.directStream, &l.nginxStream, &l.gatewayStream} {
+	for _, t := range []*target{&l.direct, &l.nginx, &l.gateway, &l.directStream, &l.nginxStream, &l.floorStream, &l.gatewayStream} {
 		if t.hc != nil {
 			t.hc.CloseIdleConnections()
 		}
@@ -280,11 +281,22 @@ func problemCode(body string) string {
 	return fmt.Sprintf("%.80s", body)
 }
 
+// setFloor adds the floor relay's stream leg.
+func (l *load) setFloor(f *floorProc) {
+	l.floorStream = l.directStream
+	l.floorStream.name, l.floorStream.uri = "floor relay", "http://"+f.addr+openai.SpeechPath
+	l.floorStream.hc = &fasthttp.HostClient{Addr: f.addr, MaxConns: 64, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second,
+		MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true, StreamResponseBody: true}
+}
+
 // streams are the stream legs to compare.
 func (l *load) streams() []*target {
 	legs := []*target{&l.directStream}
 	if l.ng != nil {
 		legs = append(legs, &l.nginxStream)
+	}
+	if l.floorStream.hc != nil {
+		legs = append(legs, &l.floorStream)
 	}
 	return append(legs, &l.gatewayStream)
 }
@@ -695,6 +707,8 @@ func (l *load) streamTTFB(ctx context.Context, res *Results, perfDir string) err
 			t.Direct = s
 		case &l.nginxStream:
 			t.Nginx = &s
+		case &l.floorStream:
+			t.Floor = &s
 		case &l.gatewayStream:
 			t.Gateway = s
 		case &l.gatewayStreamOut:
@@ -704,6 +718,9 @@ func (l *load) streamTTFB(ctx context.Context, res *Results, perfDir string) err
 	t.OverheadP50, t.OverheadP99 = t.Gateway.P50-t.Direct.P50, t.Gateway.P99-t.Direct.P99
 	if t.Nginx != nil {
 		t.NginxOverheadP50 = t.Nginx.P50 - t.Direct.P50
+	}
+	if t.Floor != nil {
+		t.FloorOverheadP50 = t.Floor.P50 - t.Direct.P50
 	}
 	if t.GatewayOutput != nil {
 		t.OutputOverheadP50 = t.GatewayOutput.P50 - t.Direct.P50

@@ -68,6 +68,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 3 && os.Args[1] == floorRelayCmd {
+		if err := serveFloor(os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.bin, "bin", "bin", "directory holding voxgate and plugins/ (make build)")
 	flag.StringVar(&o.out, "out", "bench-results.json", "where to write the JSON results")
@@ -187,6 +194,14 @@ func run(ctx context.Context, o options) (*Results, error) {
 	}
 	lg := newLoad(plan, ups, gw, ng, key)
 	lg.relayKey = relayKey
+	if o.runs("ttfb") {
+		fl, err := startFloor(hostOf(ups.Stream))
+		if err != nil {
+			return nil, err
+		}
+		defer fl.stop()
+		lg.setFloor(fl)
+	}
 	defer lg.close()
 
 	steps := []struct {

@@ -153,6 +153,10 @@ type ttfbResult struct {
 	// Nginx is the same stream through nginx (proxy_buffering off).
 	Nginx            *latency `json:"nginx,omitempty"`
 	NginxOverheadP50 float64  `json:"nginx_overhead_p50_ms"`
+	// Floor is the same stream through the floor relay (floor.go): what
+	// Go and fasthttp cost a relay before any work of the gateway's own.
+	Floor            *latency `json:"floor_relay,omitempty"`
+	FloorOverheadP50 float64  `json:"floor_relay_overhead_p50_ms"`
 	// GatewayOutput is the gateway's stream asked with output: {format:
 	// pcm}; OutputRefused says why it was not measured (the gateway's
 	// status and problem code).
@@ -378,6 +382,14 @@ func (r *Results) relayFigures() {
 			f.Pass = pass(v <= targetTTFBVsNginx)
 		}
 		add(f)
+		if t.Floor != nil {
+			ratio, v, _ := overNginx(t.FloorOverheadP50, t.NginxOverheadP50)
+			add(figure{Name: "added stream first byte, p50: floor relay (bare fasthttp) over nginx", Unit: "ms",
+				Baseline: signed(t.NginxOverheadP50), Gateway: signed(t.FloorOverheadP50), Delta: ratio, Value: v})
+			ratio, v, _ = overNginx(t.OverheadP50, t.FloorOverheadP50)
+			add(figure{Name: "added stream first byte, p50: gateway over the floor relay", Unit: "ms",
+				Baseline: signed(t.FloorOverheadP50), Gateway: signed(t.OverheadP50), Delta: ratio, Value: v})
+		}
 		f = figure{Name: "added stream first byte, p50, output pcm: gateway over nginx", Unit: "ms",
 			Baseline: signed(t.NginxOverheadP50), Target: fmt.Sprintf("≤ %.1fx", targetTTFBVsNginx)}
 		switch {

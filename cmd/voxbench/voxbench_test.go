@@ -168,6 +168,9 @@ func TestQuickRun(t *testing.T) {
 	if tt := res.TTFB; tt.Direct.N != p.TTFBPairs || tt.Gateway.N != p.TTFBPairs || tt.StreamBytes == 0 || tt.Nginx == nil || tt.Nginx.N != p.TTFBPairs {
 		t.Errorf("ttfb: %+v", tt)
 	}
+	if tt := res.TTFB; tt.Floor == nil || tt.Floor.N != p.TTFBPairs || tt.FloorOverheadP50 == 0 {
+		t.Errorf("ttfb through the floor relay: %+v", tt.Floor)
+	}
 	if tt := res.TTFB; (tt.GatewayOutput == nil) == (tt.OutputRefused == "") {
 		t.Errorf("ttfb with output: measured %v, refused %q (want one of the two)", tt.GatewayOutput, tt.OutputRefused)
 	}
@@ -209,6 +212,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, want := range []string{"sequential clip (48 KB), p50", "stream time to first byte, p50", "gateway allocations per request (clip → stream)",
 		"added clip latency (48 KB), p50: gateway over nginx", "added stream first byte, p50, no output: gateway over nginx",
+		"added stream first byte, p50: floor relay (bare fasthttp) over nginx", "added stream first byte, p50: gateway over the floor relay",
 		"CPU per clip request (48 KB pcm), records off, 16 clients: gateway over nginx",
 		"CPU per clip request (48 KB pcm), records on (the default), 16 clients: gateway over nginx",
 		"signed record per clip request (records on minus off) over its SHA-256 and Ed25519 alone", "resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
