@@ -34,6 +34,23 @@ import (
 	"time"
 )
 
+// child serves a process voxbench starts by re-running itself (the fake
+// upstream, the floor relay) when args ask for one, and reports whether
+// they did. The test binary's TestMain calls it too: it is what the
+// harness re-runs under `go test`.
+func child(args []string) (bool, error) {
+	if len(args) != 3 {
+		return false, nil
+	}
+	switch args[1] {
+	case fakeUpstreamCmd:
+		return true, serveFakes(args[2])
+	case floorRelayCmd:
+		return true, serveFloor(args[2])
+	}
+	return false, nil
+}
+
 // options are the command-line flags.
 type options struct {
 	bin        string
@@ -61,15 +78,8 @@ type options struct {
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == fakeUpstreamCmd {
-		if err := serveFakes(os.Args[2]); err != nil {
-			fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) == 3 && os.Args[1] == floorRelayCmd {
-		if err := serveFloor(os.Args[2]); err != nil {
+	if ok, err := child(os.Args); ok {
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
 			os.Exit(1)
 		}

@@ -13,11 +13,11 @@ import (
 	"github.com/voxgate/voxgate/internal/testenv"
 )
 
-// TestMain lets the test binary serve the fake upstream when the harness
-// re-runs itself (os.Executable) as `fake-upstream`.
+// TestMain lets the test binary serve the fake upstream and the floor
+// relay when the harness re-runs itself (os.Executable) as one of them.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == fakeUpstreamCmd {
-		if err := serveFakes(os.Args[2]); err != nil {
+	if ok, err := child(os.Args); ok {
+		if err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
