@@ -55,6 +55,8 @@ type Jobs struct {
 	// deletes it (default 30d; "off" keeps jobs until they are deleted
 	// with DELETE /v1/audio/jobs/{id}). It may not be shorter than
 	// WebhookRetryFor: a job is kept while its webhook is retried.
+	// Whatever it says, every instance removes from its own Dir the
+	// folders of jobs deleted anywhere (see gateway/jobs).
 	Retention Age `yaml:"retention"`
 }
 
