@@ -66,7 +66,8 @@ type Options struct {
 	Retention time.Duration
 	// LocalSweep is how often this instance removes from Dir the
 	// folders of jobs the store no longer holds (deleted on another
-	// instance), whatever Retention says (default: a minute).
+	// instance), whatever Retention says (jobs.dir_sweep; default: a
+	// minute).
 	LocalSweep time.Duration
 }
 
