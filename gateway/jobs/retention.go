@@ -33,11 +33,11 @@ import (
 // sweeper; a failed job's chunks; the chunks an instance rendered of a
 // job that another took over and finished), and, with a retention, the
 // folders whose finished file is older than it (the instance that
-// finished a job holds its file). A folder is removed only once the store
-// answers that its job does not exist, and never while this instance
-// renders the job; a queued or running job's record cannot be deleted,
-// and a worker makes a job's folder only once it holds the job's lease,
-// so no folder a worker may still use is removed.
+// finished a job holds its file). Any other folder is removed only once
+// the store answers that its job does not exist, and none while this
+// instance renders the job; a queued or running job's record cannot be
+// deleted, and a worker makes a job's folder only once it holds the
+// job's lease, so no folder a worker may still use is removed.
 
 // Delete deletes org's finished job id, its record and files, and
 // returns it as it was. A queued or running job fails with
