@@ -55,7 +55,15 @@ type Jobs struct {
 	// deletes it (default 30d; "off" keeps jobs until they are deleted
 	// with DELETE /v1/audio/jobs/{id}). It may not be shorter than
 	// WebhookRetryFor: a job is kept while its webhook is retried.
+	// Whatever it says, every instance removes from its own Dir the
+	// folders of jobs deleted anywhere (see DirSweep).
 	Retention Age `yaml:"retention"`
+	// DirSweep is how often each instance sweeps its own Dir (default
+	// 1m): a job deleted through another instance, or by the retention
+	// sweeper, leaves its files on the disks of the instances that
+	// rendered it when they do not share Dir; a round looks at a bounded
+	// number of folders.
+	DirSweep Duration `yaml:"dir_sweep"`
 }
 
 // Age is a duration that may also be given in days ("30d"), or "off"
@@ -127,6 +135,9 @@ func (j *Jobs) defaults() {
 	if j.Retention == 0 {
 		j.Retention = Age(30 * 24 * time.Hour)
 	}
+	if j.DirSweep == 0 {
+		j.DirSweep = Duration(time.Minute)
+	}
 }
 
 // validateJobs checks the jobs section and limits.max_job_chars.
@@ -138,8 +149,8 @@ func (c *Config) validateJobs(bad report) {
 	if j.Lease.D() < 3*time.Second {
 		bad("jobs.lease", "must be at least 3s (it is renewed every third of it), got %s", j.Lease.D())
 	}
-	if j.Poll <= 0 || j.RetryBackoff < 0 || j.WebhookBackoff <= 0 || j.WebhookRetryFor <= 0 {
-		bad("jobs", "poll, retry_backoff, webhook_backoff and webhook_retry_for must be positive")
+	if j.Poll <= 0 || j.RetryBackoff < 0 || j.WebhookBackoff <= 0 || j.WebhookRetryFor <= 0 || j.DirSweep <= 0 {
+		bad("jobs", "poll, retry_backoff, webhook_backoff, webhook_retry_for and dir_sweep must be positive")
 	}
 	if j.ChunkChars < 100 || j.ChunkChars > 100_000 {
 		bad("jobs.chunk_chars", "must be from 100 to 100000, got %d", j.ChunkChars)

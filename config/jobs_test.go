@@ -58,3 +58,33 @@ func TestJobsRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestJobsDirSweep: jobs.dir_sweep defaults to a minute (0 too) whatever
+// the retention, and may not be negative.
+func TestJobsDirSweep(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want time.Duration
+		err  string
+	}{
+		{"", time.Minute, ""},
+		{"jobs:\n  retention: off\n", time.Minute, ""},
+		{"jobs:\n  retention: off\n  dir_sweep: 10s\n", 10 * time.Second, ""},
+		{"jobs:\n  dir_sweep: 0s\n", time.Minute, ""},
+		{"jobs:\n  dir_sweep: -1s\n", 0, "jobs.dir_sweep: duration \"-1s\" must not be negative"},
+	} {
+		cfg, err := Parse([]byte(minimal+tt.yaml), env(nil))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: err = %v, want %q", tt.yaml, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := cfg.Jobs.DirSweep.D(); got != tt.want {
+			t.Errorf("%q: dir_sweep %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}

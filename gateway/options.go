@@ -396,7 +396,8 @@ func JobsOptions(cfg *config.Config) jobs.Options {
 	return jobs.Options{Dir: dir, MaxChars: cfg.Limits.MaxJobChars, ChunkChars: j.ChunkChars, Rate: j.SampleRate,
 		PerInstance: j.PerInstance, PerOrg: j.PerOrg, Lease: j.Lease.D(), Poll: j.Poll.D(), ChunkRetries: retries,
 		RetryBackoff: j.RetryBackoff.D(), WebhookBackoff: j.WebhookBackoff.D(), WebhookRetryFor: j.WebhookRetryFor.D(),
-		WebhookAllowPrivate: j.WebhookAllowPrivate, WebhookAllowHTTP: j.WebhookAllowHTTP, Retention: j.Retention.D()}
+		WebhookAllowPrivate: j.WebhookAllowPrivate, WebhookAllowHTTP: j.WebhookAllowHTTP, Retention: j.Retention.D(),
+		LocalSweep: j.DirSweep.D()}
 }
 
 // cacheDir is the disk cache's directory: cache.path, or cache/ beside

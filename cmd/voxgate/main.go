@@ -837,7 +837,9 @@ type migrateCmd struct {
 func (migrateCmd) Help() string {
 	return `It can be stopped and run again (it resumes), and ends by counting every
 kind of record on both sides. Keep the same secrets key afterwards so that
-stored provider keys still open.`
+stored provider keys still open. Long-form jobs are copied as records (a
+running one is resumed by the first PostgreSQL instance's worker); their
+files stay in jobs.dir: share it between the instances (docs/jobs.md).`
 }
 
 // Run implements `voxgate migrate`.
@@ -873,6 +875,7 @@ func (c *migrateCmd) Run(std *streams) error {
 		return err
 	}
 	fmt.Fprintln(stdout, "done: set storage.driver: postgres and storage.dsn, and keep the same secrets key (secrets.key_env or secrets.key_file) so stored provider keys still open")
+	fmt.Fprintln(stdout, "jobs' files are not copied: give the PostgreSQL instances this jobs.dir (a shared file system for several; docs/jobs.md, Moving from bbolt to PostgreSQL)")
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,16 +24,20 @@ import (
 //
 // One instance sweeps at a time: the sweeper holds the store's sweep
 // lease (on PostgreSQL a row every instance competes for), renewed each
-// round, so two instances never delete the same jobs at once. Every
-// instance also removes, from its own jobs.dir, what the sweeping one
-// cannot reach where instances do not share jobs.dir: the folders whose
-// finished file is older than the retention (the instance that finished
-// a job holds its file), and the folders without a finished file whose
-// job the store no longer holds (a failed job's chunks, once the sweeper
-// or its organization deleted it; the chunks an instance rendered of a
-// job that another took over and finished). A job's record outlives its
-// files, and a queued or running job's record cannot be deleted, so no
-// folder a worker may still use is removed.
+// round, so two instances never delete the same jobs at once.
+//
+// Every instance also sweeps its own jobs.dir (sweepLocal), whatever the
+// retention, for what the deleting instance cannot reach where instances
+// do not share jobs.dir: the folders whose job the store no longer holds
+// (deleted by its organization through another instance, or by the
+// sweeper; a failed job's chunks; the chunks an instance rendered of a
+// job that another took over and finished), and, with a retention, the
+// folders whose finished file is older than it (the instance that
+// finished a job holds its file). Any other folder is removed only once
+// the store answers that its job does not exist, and none while this
+// instance renders the job; a queued or running job's record cannot be
+// deleted, and a worker makes a job's folder only once it holds the
+// job's lease, so no folder a worker may still use is removed.
 
 // Delete deletes org's finished job id, its record and files, and
 // returns it as it was. A queued or running job fails with
@@ -88,7 +93,24 @@ func (s *Service) runSweeper(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("jobs: retention sweep", zap.Int("deleted", n))
 		}
-		s.sweepLocal(ctx)
+	}
+}
+
+// runLocalSweeper sweeps this instance's jobs.dir every LocalSweep until
+// ctx ends, whether or not jobs have a retention: a job deleted through
+// another instance leaves its folder here otherwise.
+func (s *Service) runLocalSweeper(ctx context.Context) {
+	t := time.NewTicker(s.opts.LocalSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := s.sweepLocal(ctx); n > 0 {
+			s.log.Info("jobs: removed the folders of deleted or expired jobs", zap.Int("folders", n))
+		}
 	}
 }
 
@@ -126,56 +148,80 @@ func (s *Service) Sweep(ctx context.Context, lease time.Duration) (int, error) {
 	}
 }
 
+// localSweepBatch bounds a local sweep round: the folders it looks at
+// (each at most one store lookup), so a jobs.dir of many thousand
+// folders is gone through a batch a round, not all at once.
+const localSweepBatch = 200
+
 // sweepLocal removes from this instance's jobs.dir the folders of jobs
-// that have expired or are gone (the sweeper deletes their records; see
-// above): those whose finished file is older than the retention, and
-// those with none whose job the store does not hold. A folder not named
-// by a job id (a file system's lost+found) is left alone, and so is one
-// whose job the store cannot be asked about now (the next round asks
-// again).
-func (s *Service) sweepLocal(ctx context.Context) {
-	entries, err := os.ReadDir(s.opts.Dir)
+// that are gone or have expired (see above), looking at up to
+// localSweepBatch folders after the last round's, and returns how many
+// it removed. A folder not named by a job id (a file system's
+// lost+found) is left alone, so is one of a job this instance renders,
+// and one whose job the store cannot be asked about now (a later round
+// asks again).
+func (s *Service) sweepLocal(ctx context.Context) int {
+	entries, err := os.ReadDir(s.opts.Dir) // sorted by name
 	if err != nil {
-		return
+		return 0
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && uuid.Validate(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	from, _ := slices.BinarySearch(ids, s.sweptTo)
+	if from < len(ids) && ids[from] == s.sweptTo {
+		from++
+	}
+	if from >= len(ids) {
+		from = 0 // the end was reached: start again from the first
+	}
+	batch := ids[from:min(from+localSweepBatch, len(ids))]
+	s.sweptTo = ""
+	if from+len(batch) < len(ids) {
+		s.sweptTo = batch[len(batch)-1]
 	}
 	cut := s.now().Add(-s.opts.Retention)
-	for _, e := range entries {
-		if !e.IsDir() || ctx.Err() != nil {
+	removed := 0
+	for _, id := range batch {
+		if ctx.Err() != nil {
+			break
+		}
+		if s.isRendering(id) {
 			continue
 		}
-		id := e.Name()
-		expired, finished := finishedBefore(s.opts.Dir, id, cut)
-		if !finished {
-			if uuid.Validate(id) != nil {
-				continue // not a job's folder
-			}
-			// One id lookup per unfinished folder: failed jobs and
-			// leftovers are few, and ExpiredJobs does not reach them
-			// once their records are gone.
+		if s.opts.Retention <= 0 || !finishedBefore(s.opts.Dir, id, cut) {
+			// One id lookup per folder: whether its job still exists.
 			if _, err := s.store.JobChunks(ctx, id, 0, 1); !errors.Is(err, store.ErrNotFound) {
 				continue // its job is still held (or the store did not answer)
 			}
-		} else if !expired {
-			continue
 		}
 		if err := os.RemoveAll(filepath.Join(s.opts.Dir, id)); err != nil {
-			s.log.Warn("jobs: remove an expired job's files", zap.String("job", id), zap.Error(err))
+			s.log.Warn("jobs: remove a deleted or expired job's files", zap.String("job", id), zap.Error(err))
+			continue
 		}
+		removed++
 	}
+	return removed
+}
+
+// isRendering reports whether this instance's worker renders job id now.
+func (s *Service) isRendering(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.rendering[id]
+	return ok
 }
 
 // finishedBefore reports whether job id's folder under root holds a
-// finished file, and whether one is older than cut.
-func finishedBefore(root, id string, cut time.Time) (expired, finished bool) {
+// finished file older than cut.
+func finishedBefore(root, id string, cut time.Time) bool {
 	for _, f := range Formats {
-		fi, err := os.Stat(OutputPath(root, id, f))
-		if err != nil {
-			continue
-		}
-		finished = true
-		if fi.ModTime().Before(cut) {
-			return true, true
+		if fi, err := os.Stat(OutputPath(root, id, f)); err == nil && fi.ModTime().Before(cut) {
+			return true
 		}
 	}
-	return false, finished
+	return false
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/voxgate/voxgate/gateway/store"
+	"github.com/voxgate/voxgate/gateway/store/bolt"
 	"github.com/voxgate/voxgate/gateway/store/memory"
 )
 
@@ -190,6 +192,119 @@ func TestSweepLocalRemovesGoneJobsChunks(t *testing.T) {
 		}
 		if !kept && !os.IsNotExist(err) {
 			t.Errorf("%s's folder on a after its record was deleted: %v, want removed", id, err)
+		}
+	}
+}
+
+// TestLocalSweepWithRetentionOff: with jobs.retention off there is no
+// retention sweep, yet a job deleted through another instance (its record
+// deleted from the store, here directly, as instance A's DELETE does)
+// leaves no folder on the instance that rendered it, finished file and
+// all: that instance's worker removes it within a local sweep round. The
+// folders of jobs that still exist (finished, or running under another
+// instance's lease) stay. The store is a real bbolt file.
+func TestLocalSweepWithRetentionOff(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "voxgate.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	deleted, finished, running := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	for _, id := range []string{deleted, finished, running} {
+		if err := st.CreateJob(ctx, &store.Job{ID: id, OrgID: "o"}, []store.JobChunk{{Text: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if j, err := st.LeaseJob(ctx, "b", time.Hour, 0); err != nil || j.ID != id {
+			t.Fatalf("lease %s: %+v, %v", id, j, err)
+		}
+		writeFiles(t, dir, id, "c000000.pcm", filepath.Base(OutputPath(dir, id, "mp3")))
+		if id != running {
+			if err := st.FinishJob(ctx, id, "b", store.JobFinish{State: store.JobSucceeded, OutputBytes: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := st.DeleteJob(ctx, "o", deleted); err != nil {
+		t.Fatal(err)
+	}
+
+	// Instance b: retention off, its worker running.
+	b := New(Options{Dir: dir, Owner: "b2", LocalSweep: 10 * time.Millisecond}, Deps{Store: st})
+	rctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); b.Run(rctx) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(jobDir(dir, deleted)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-stopped
+			t.Fatal("the deleted job's folder is still there with jobs.retention off")
+		}
+	}
+	cancel()
+	<-stopped
+	for _, id := range []string{finished, running} {
+		if _, err := os.Stat(OutputPath(dir, id, "mp3")); err != nil {
+			t.Errorf("job %s exists; its file: %v, want kept", id, err)
+		}
+	}
+}
+
+// TestLocalSweepSparesWhatIsRenderedAndIsBounded: a folder of a job this
+// instance is rendering stays even when the store no longer holds the
+// job (it was cancelled and deleted elsewhere; the worker has not yet
+// seen it), and a round looks at a bounded number of folders, the next
+// going on where it stopped.
+func TestLocalSweepSparesWhatIsRenderedAndIsBounded(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "voxgate.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := New(Options{Dir: dir, Owner: "a"}, Deps{Store: st})
+	gone := make([]string, localSweepBatch+50)
+	for i := range gone {
+		gone[i] = uuid.NewString()
+		writeFiles(t, dir, gone[i], "c000000.pcm")
+	}
+	slices.Sort(gone)
+	rendered := gone[len(gone)-1] // in the second round
+	s.rendering[rendered] = struct{}{}
+
+	if n := s.sweepLocal(ctx); n != localSweepBatch {
+		t.Errorf("first round removed %d folders, want %d (one batch)", n, localSweepBatch)
+	}
+	if n := s.sweepLocal(ctx); n != 49 {
+		t.Errorf("second round removed %d folders, want the 49 left but the rendered one", n)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name() != rendered {
+		t.Errorf("left %d folders, want only the rendered job's", len(left))
+	}
+	delete(s.rendering, rendered)
+	if n := s.sweepLocal(ctx); n != 1 {
+		t.Errorf("once it is no longer rendered: %d removed, want 1", n)
+	}
+}
+
+// writeFiles writes files into job id's folder under dir.
+func writeFiles(t *testing.T, dir, id string, names ...string) {
+	t.Helper()
+	if err := os.MkdirAll(jobDir(dir, id), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(jobDir(dir, id), n), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

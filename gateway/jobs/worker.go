@@ -64,6 +64,11 @@ type Options struct {
 	// kept before the sweeper deletes it; 0 keeps jobs until they are
 	// deleted (DELETE /v1/audio/jobs/{id}).
 	Retention time.Duration
+	// LocalSweep is how often this instance removes from Dir the
+	// folders of jobs the store no longer holds (deleted on another
+	// instance), whatever Retention says (jobs.dir_sweep; default: a
+	// minute).
+	LocalSweep time.Duration
 }
 
 func (o *Options) defaults() {
@@ -102,6 +107,9 @@ func (o *Options) defaults() {
 	}
 	if o.WebhookTimeout <= 0 {
 		o.WebhookTimeout = 10 * time.Second
+	}
+	if o.LocalSweep <= 0 {
+		o.LocalSweep = time.Minute
 	}
 }
 
@@ -143,16 +151,22 @@ type Service struct {
 	noRecords func(org string) bool
 	metrics   *metrics.JobMetrics
 	// running counts the jobs this instance renders (for metrics and
-	// tests).
-	mu      sync.Mutex
-	running int
+	// tests); rendering holds their ids, whose folders the local sweep
+	// leaves alone while a worker may write them.
+	mu        sync.Mutex
+	running   int
+	rendering map[string]struct{}
+	// sweptTo is the last folder the local sweep looked at: the next
+	// round goes on after it (only the sweeping goroutine uses it).
+	sweptTo string
 }
 
 // New returns a Service; Run starts its worker.
 func New(o Options, d Deps) *Service {
 	o.defaults()
 	s := &Service{opts: o, store: d.Store, speaker: d.Speaker, record: d.Record, log: d.Logger, now: d.Now,
-		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked, noRecords: d.NoRecords}
+		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked, noRecords: d.NoRecords,
+		rendering: map[string]struct{}{}}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -203,6 +217,11 @@ func (s *Service) Run(ctx context.Context) {
 			s.runSweeper(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.runLocalSweeper(ctx)
+	}()
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
 	for {
@@ -251,10 +270,12 @@ var errCancelled = errors.New("job lease lost")
 func (s *Service) runJob(ctx context.Context, j *store.Job) {
 	s.mu.Lock()
 	s.running++
+	s.rendering[j.ID] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.running--
+		delete(s.rendering, j.ID)
 		s.mu.Unlock()
 	}()
 	log := s.log.With(zap.String("job", j.ID), zap.String("org", j.OrgID))

@@ -43,3 +43,25 @@ func (s *Store) MediaIDs(ctx context.Context, orgID string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// JobOrgs returns the organizations that have long-form jobs in the file,
+// in byte order. Orgs does not name them all: a job is kept in buckets of
+// its own, so an organization declared in gateway.yaml that made a job and
+// nothing else has no organization bucket.
+func (s *Store) JobOrgs(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketJobsByOrg))
+		if b == nil {
+			return nil
+		}
+		return b.ForEachBucket(func(k []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list organizations with jobs: %w", err)
+	}
+	return out, nil
+}

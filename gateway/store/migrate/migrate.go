@@ -1,6 +1,8 @@
 // Package migrate copies a bbolt file into PostgreSQL (voxgate migrate):
 // keys, voices, media, encrypted secrets, pronunciation dictionaries with
-// their rules, request logs and the provenance fingerprint index.
+// their rules, request logs, the provenance fingerprint index and long-form
+// jobs with their chunks (records only: a job's files stay in jobs.dir; see
+// jobs.go).
 //
 // It is resumable: records that are already in PostgreSQL are skipped
 // (their ids are unique there), and log rows go in batches that commit
@@ -98,9 +100,12 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 	if err := m.fingerprints(ctx); err != nil {
 		return nil, err
 	}
+	if err := m.jobs(ctx); err != nil {
+		return nil, err
+	}
 	r := &Report{}
 	var short []string
-	for _, kind := range []string{"orgs", "keys", "voices", "media", "secrets", "dictionaries", "rules", "logs", "fingerprints"} {
+	for _, kind := range []string{"orgs", "keys", "voices", "media", "secrets", "dictionaries", "rules", "logs", "fingerprints", "jobs"} {
 		c := m.count(kind)
 		r.Counts = append(r.Counts, *c)
 		if c.Verified < c.Source {

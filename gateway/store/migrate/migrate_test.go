@@ -32,10 +32,23 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &server)) }
 const (
 	acme = "acme"
 	beta = "beta"
+	// gamma is declared in gateway.yaml and has made a job and nothing
+	// else: the file has no organization bucket for it.
+	gamma = "gamma"
 )
 
 // orgs are the organizations the source fixture has data in.
-var orgs = []string{acme, beta}
+var orgs = []string{acme, beta, gamma}
+
+// The fixture's long-form jobs, one in each state.
+const (
+	jobSucceeded = "44444444-0000-4000-8000-000000000001"
+	jobFailed    = "44444444-0000-4000-8000-000000000002"
+	jobCancelled = "44444444-0000-4000-8000-000000000003"
+	jobRunning   = "44444444-0000-4000-8000-000000000004"
+	jobQueued    = "44444444-0000-4000-8000-000000000005"
+	jobGamma     = "44444444-0000-4000-8000-000000000006"
+)
 
 // source is a closed bbolt file with some of every kind of record, and
 // what it holds.
@@ -172,8 +185,21 @@ func newSource(t *testing.T) *source {
 	must(s.PutFingerprint(ctx, &store.Fingerprint{OrgID: acme, RequestID: "a-now", TS: now, Values: []uint32{1, 2, 3}, Keys: []uint32{1}}))
 	must(s.PutFingerprint(ctx, &store.Fingerprint{OrgID: beta, RequestID: "b-1d", TS: now.Add(-day), Values: []uint32{4}, Keys: []uint32{4, 5}}))
 
+	addJobs(t, s, now)
+
 	src.want = take(t, s, src.mediaIDs)
-	src.counts = map[string]int{"orgs": 1, "keys": 4, "voices": 4, "media": 3, "secrets": 3, "dictionaries": 2, "rules": 3, "logs": len(rows), "fingerprints": 2}
+	// The running job's lease is live in the file (its instance was
+	// stopped a moment ago); the copy releases every lease, so that a
+	// PostgreSQL instance's worker takes the job over at once.
+	if j := src.want.job(acme, jobRunning); j == nil || j.LeaseOwner != "old-instance" || !j.LeaseUntil.After(now) {
+		t.Fatalf("the fixture's running job is not leased: %+v", j)
+	}
+	for org := range src.want.Jobs {
+		for i := range src.want.Jobs[org] {
+			src.want.Jobs[org][i].Job.LeaseOwner, src.want.Jobs[org][i].Job.LeaseUntil = "", time.Time{}
+		}
+	}
+	src.counts = map[string]int{"orgs": 1, "keys": 4, "voices": 4, "media": 3, "secrets": 3, "dictionaries": 2, "rules": 3, "logs": len(rows), "fingerprints": 2, "jobs": 6}
 	if n := len(src.want.Logs[acme]) + len(src.want.Logs[beta]); n != len(rows) {
 		t.Fatalf("the fixture lists %d of its %d log rows", n, len(rows))
 	}
@@ -193,6 +219,84 @@ type snapshot struct {
 	Dicts   map[string][]store.Dictionary
 	Rules   map[string][]store.PronunciationRule
 	Logs    map[string][]store.LogRow
+	// Jobs are each organization's jobs, newest first, with their chunks.
+	Jobs map[string][]jobCopy
+}
+
+// jobCopy is a job and its chunks.
+type jobCopy struct {
+	Job    store.Job
+	Chunks []store.JobChunk
+}
+
+// job returns org's job id in sn, or nil.
+func (sn *snapshot) job(org, id string) *store.Job {
+	for i := range sn.Jobs[org] {
+		if sn.Jobs[org][i].Job.ID == id {
+			return &sn.Jobs[org][i].Job
+		}
+	}
+	return nil
+}
+
+// addJobs writes a job in each state: finished ones with their webhook
+// delivered or due, a running one whose instance holds its lease (it was
+// stopped to migrate), a queued one; the last in an organization that has
+// nothing else in the file.
+func addJobs(t *testing.T, s *bolt.Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := []byte(`{"voice":{"voiceId":"11111111-0000-4000-8000-000000000001"},"format":"mp3","webhook":{"url":"https://example.com/h"}}`)
+	create := func(id, org string, age time.Duration, chunks ...store.JobChunk) {
+		t.Helper()
+		for i := range chunks {
+			chunks[i].Index = i
+		}
+		must(s.CreateJob(ctx, &store.Job{ID: id, OrgID: org, KeyID: "key-active", Spec: spec, Characters: 120, CreatedAt: now.Add(-age)}, chunks))
+	}
+	lease := func(id, owner string, d time.Duration) {
+		t.Helper()
+		j, err := s.LeaseJob(ctx, owner, d, 0)
+		if err != nil || j.ID != id {
+			t.Fatalf("lease %s: %+v, %v", id, j, err)
+		}
+	}
+	checkpoint := func(id, owner string, c store.JobChunk) {
+		t.Helper()
+		c.Done = true
+		must(s.CheckpointJobChunk(ctx, id, owner, &c))
+	}
+
+	create(jobSucceeded, acme, 5*time.Hour, store.JobChunk{Text: "Chapter one."}, store.JobChunk{Chapter: 1, Voice: "guest", Text: "Chapter two."})
+	lease(jobSucceeded, "old-instance", time.Minute)
+	checkpoint(jobSucceeded, "old-instance", store.JobChunk{Index: 0, Text: "Chapter one.", AudioMS: 1200, Credits: 12, Characters: 12, Served: "espeak/default"})
+	checkpoint(jobSucceeded, "old-instance", store.JobChunk{Index: 1, Chapter: 1, Voice: "guest", Text: "Chapter two.", AudioMS: 1300, Credits: 12, Characters: 12, Served: "piper/m", Fallback: true})
+	must(s.FinishJob(ctx, jobSucceeded, "old-instance", store.JobFinish{State: store.JobSucceeded, OutputBytes: 40960, WebhookDue: now.Add(-time.Minute)}))
+	lease(jobSucceeded, "old-instance", time.Minute) // its webhook, delivered
+	must(s.RecordJobDelivery(ctx, jobSucceeded, "old-instance", store.JobDelivery{At: now.Add(-50 * time.Second), Event: "job.succeeded", Status: 204}, time.Time{}))
+
+	create(jobFailed, acme, 4*time.Hour, store.JobChunk{Text: "Never said."})
+	lease(jobFailed, "old-instance", time.Minute)
+	must(s.FinishJob(ctx, jobFailed, "old-instance", store.JobFinish{State: store.JobFailed, ErrorCode: "provider_error", ErrorDetail: "espeak: exit status 1", WebhookDue: now.Add(-time.Minute)}))
+	lease(jobFailed, "old-instance", time.Minute) // its webhook failed: retried in an hour
+	must(s.RecordJobDelivery(ctx, jobFailed, "old-instance", store.JobDelivery{At: now.Add(-40 * time.Second), Event: "job.failed", Status: 502, Error: "the receiver answered 502"}, now.Add(time.Hour)))
+
+	create(jobCancelled, beta, 3*time.Hour, store.JobChunk{Text: "Cancelled."})
+	_, err := s.CancelJob(ctx, beta, jobCancelled)
+	must(err)
+
+	create(jobRunning, acme, 2*time.Hour, store.JobChunk{Text: "One."}, store.JobChunk{Text: "Two."}, store.JobChunk{Chapter: 1, Text: "Three."})
+	lease(jobRunning, "old-instance", time.Hour)
+	checkpoint(jobRunning, "old-instance", store.JobChunk{Index: 0, Text: "One.", AudioMS: 400, Credits: 4, Characters: 4, Served: "espeak/default"})
+
+	create(jobQueued, acme, time.Hour, store.JobChunk{Text: "Later."}, store.JobChunk{Voice: "guest", Text: "Much later."})
+	create(jobGamma, gamma, 30*time.Minute, store.JobChunk{Text: "Gamma's only record."})
 }
 
 // take reads everything of orgs from s (media by the source's ids).
@@ -200,7 +304,8 @@ func take(t *testing.T, s store.Backend, mediaIDs map[string][]string) snapshot 
 	t.Helper()
 	ctx := context.Background()
 	sn := snapshot{Voices: map[string][]store.Voice{}, Media: map[string]store.Media{}, Data: map[string]string{},
-		Secrets: map[string]string{}, Dicts: map[string][]store.Dictionary{}, Rules: map[string][]store.PronunciationRule{}, Logs: map[string][]store.LogRow{}}
+		Secrets: map[string]string{}, Dicts: map[string][]store.Dictionary{}, Rules: map[string][]store.PronunciationRule{}, Logs: map[string][]store.LogRow{},
+		Jobs: map[string][]jobCopy{}}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -261,6 +366,19 @@ func take(t *testing.T, s store.Backend, mediaIDs map[string][]string) snapshot 
 			sn.Logs[org] = append(sn.Logs[org], r)
 		}
 		sort.Slice(sn.Logs[org], func(i, j int) bool { return sn.Logs[org][i].RequestID < sn.Logs[org][j].RequestID })
+		for _, j := range all(t, func(after store.Position) ([]store.Job, store.Position, bool, error) {
+			return s.ListJobs(ctx, org, 2, after)
+		}) {
+			for _, tm := range []*time.Time{&j.CreatedAt, &j.UpdatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseUntil, &j.WebhookDue} {
+				*tm = tm.UTC()
+			}
+			for i := range j.Deliveries {
+				j.Deliveries[i].At = j.Deliveries[i].At.UTC()
+			}
+			chunks, err := s.JobChunks(ctx, j.ID, 0, 1000)
+			must(err)
+			sn.Jobs[org] = append(sn.Jobs[org], jobCopy{Job: j, Chunks: chunks})
+		}
 	}
 	return sn
 }
@@ -406,6 +524,8 @@ func TestMigrateResumesAfterAnInterruption(t *testing.T) {
 		{name: "after dictionaries", stopAt: "org acme: dictionaries done"},
 		{name: "between log batches", stopAt: "org acme: 3 log rows copied so far",
 			resumed: []string{"org acme: resuming logs", "org acme: 7 log rows copied now, 10 in all"}},
+		{name: "between organizations' jobs", stopAt: "org acme: 4 jobs done",
+			resumed: []string{"org acme: 4 jobs done", "org beta: 1 jobs done", "org gamma: 1 jobs done"}},
 		{name: "after the first organization", stopAt: "org beta: voices done",
 			resumed: []string{"org acme: resuming logs", "org acme: 0 log rows copied now, 10 in all", "org beta: 2 log rows copied now, 2 in all"}},
 	} {
@@ -502,6 +622,7 @@ func TestMigrateVerification(t *testing.T) {
 		{"a deleted log row older than the retention", `DELETE FROM request_logs WHERE request_id = 'a-400d'`, "logs"},
 		{"changed media", `UPDATE media SET sha256 = repeat('0', 64) WHERE id = '22222222-0000-4000-8000-000000000003'`, "media"},
 		{"a deleted fingerprint is copied again", `DELETE FROM fingerprints WHERE request_id = 'b-1d'`, ""},
+		{"a deleted job is copied again, chunks and all", `DELETE FROM jobs WHERE id = '` + jobSucceeded + `'`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -605,5 +726,95 @@ func TestMigrateDictionaries(t *testing.T) {
 	}
 	if len(byID[0]) != 1 || byID[0][0].ID != "r3" || !byID[0][0].CaseSensitive {
 		t.Errorf("Brands' rules: %+v", byID[0])
+	}
+}
+
+// TestMigrateJobs copies long-form jobs in every state, of three
+// organizations (one with nothing but a job), and checks what becomes of
+// them on PostgreSQL: they read back equal through the PostgreSQL driver
+// (every field, the chunks' results, deliveries and times), the running
+// job's lease is released so that a PostgreSQL instance's worker resumes
+// it at its first chunk not done, the finished-time index serves the
+// retention sweeper, and a second run copies nothing twice nor undoes
+// what a PostgreSQL gateway did with a job meanwhile.
+func TestMigrateJobs(t *testing.T) {
+	ctx := context.Background()
+	src := newSource(t)
+	dsn := server.NewDatabaseT(t)
+	rep, lines, err := migrateFile(ctx, src, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, rep, map[string]int{"jobs": 6})
+	for _, want := range []string{"org acme: 4 jobs done", "org beta: 1 jobs done", "org gamma: 1 jobs done"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("the run said %q, want %q among them", lines, want)
+		}
+	}
+	dst := openDst(t, dsn)
+	got := take(t, dst, src.mediaIDs)
+	if !reflect.DeepEqual(src.want.Jobs, got.Jobs) {
+		t.Fatalf("jobs differ:\nbolt:     %+v\npostgres: %+v", src.want.Jobs, got.Jobs)
+	}
+
+	// The retention sweeper finds the finished jobs on PostgreSQL by
+	// their finish times, as it did on the file.
+	expired, err := dst.ExpiredJobs(ctx, time.Now().Add(time.Minute), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, j := range expired {
+		ids = append(ids, j.ID)
+	}
+	if want := []string{jobSucceeded, jobFailed, jobCancelled}; !slices.Equal(ids, want) {
+		t.Errorf("expired jobs on PostgreSQL: %v, want %v (finished first, first)", ids, want)
+	}
+
+	// A PostgreSQL instance's worker takes the running job over at once,
+	// with its checkpoint; then the queued ones. None is leased twice.
+	j, err := dst.LeaseJob(ctx, "pg-1", time.Minute, 0)
+	if err != nil || j.ID != jobRunning || j.State != store.JobRunning || j.ChunksDone != 1 || j.Leases != 2 || j.LeaseOwner != "pg-1" {
+		t.Fatalf("first lease on PostgreSQL: %+v, %v; want the running job, 1 chunk done, its second lease", j, err)
+	}
+	if chunks, err := dst.JobChunks(ctx, jobRunning, 0, 10); err != nil || len(chunks) != 3 || !chunks[0].Done || chunks[1].Done {
+		t.Fatalf("the running job's chunks on PostgreSQL: %+v, %v", chunks, err)
+	}
+	c := store.JobChunk{Index: 1, Text: "Two.", Done: true, AudioMS: 500, Credits: 4, Characters: 4, Served: "espeak/default"}
+	if err := dst.CheckpointJobChunk(ctx, jobRunning, "pg-1", &c); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := dst.LeaseJob(ctx, "pg-2", time.Minute, 0); err != nil || j.ID != jobQueued {
+		t.Fatalf("second lease on PostgreSQL: %+v, %v; want the queued job", j, err)
+	}
+	if j, err := dst.LeaseJob(ctx, "pg-3", time.Minute, 0); err != nil || j.ID != jobGamma {
+		t.Fatalf("third lease on PostgreSQL: %+v, %v; want gamma's queued job", j, err)
+	}
+	if j, err := dst.LeaseJob(ctx, "pg-4", time.Minute, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("fourth lease on PostgreSQL: %+v, %v; want none (the failed job's webhook is due in an hour)", j, err)
+	}
+
+	// A second run copies nothing twice and leaves the PostgreSQL
+	// worker's progress as it is.
+	rep, _, err = migrateFile(ctx, src, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, rep, map[string]int{"jobs": 6})
+	j, err = dst.GetJob(ctx, acme, jobRunning)
+	if err != nil || j.ChunksDone != 2 || j.LeaseOwner != "pg-1" || j.Credits != 8 {
+		t.Errorf("the running job after a second run: %+v, %v; want pg-1's lease and its 2 chunks done", j, err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var jobs, chunks int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_chunks)`).Scan(&jobs, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 6 || chunks != 10 {
+		t.Errorf("PostgreSQL holds %d jobs and %d chunks after two runs, want 6 and 10", jobs, chunks)
 	}
 }

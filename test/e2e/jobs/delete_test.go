@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voxgate/voxgate/internal/pgtest"
 	"github.com/voxgate/voxgate/test/e2e/harness"
 )
 
@@ -107,5 +108,65 @@ func TestRetention(t *testing.T) {
 	}
 	if r := get(fresh.ID); r.Status != 200 {
 		t.Errorf("a job finished just now was deleted: %d", r.Status)
+	}
+}
+
+// TestDeletedElsewhereLeavesNoFiles: two instances on one PostgreSQL,
+// each with its own jobs.dir, jobs.retention off. A job deleted through
+// the instance that did not render it leaves no folder on the one that
+// did: that instance's jobs.dir sweep removes it. A job that is not
+// deleted keeps its file there.
+func TestDeletedElsewhereLeavesNoFiles(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	pg := pgtest.StartT(t)
+	dsn := pg.NewDatabaseT(t)
+	cfg := strings.Replace(processYAML("  driver: postgres\n  dsn: "+dsn+"\n  path: %DIR%/voxgate.db", "%DIR%/jobs"),
+		"jobs:\n", "jobs:\n  retention: off\n  dir_sweep: 200ms\n", 1)
+	yaml := harness.ShareProvenanceKey(t, cfg)
+	a := harness.StartProcess(t, t.TempDir(), yaml, nil)
+	b := harness.StartProcess(t, t.TempDir(), yaml, a.Keys)
+	folder := func(p *harness.Process, id string) string { return filepath.Join(p.Dir, "jobs", id) }
+	var made []job
+	for range 2 {
+		j := createBook(t, a, 1_500)
+		made = append(made, waitJob(t, func() job { return getJob(t, a, j.ID) }, finished))
+	}
+	for _, j := range made {
+		if j.State != "succeeded" {
+			t.Fatalf("job %s: %+v", j.ID, j)
+		}
+	}
+	deleted, kept := made[0], made[1]
+	// rendered returns the instance whose jobs.dir holds job id's file,
+	// and the other.
+	rendered := func(id string) (holder, other *harness.Process) {
+		t.Helper()
+		_, errA := os.Stat(filepath.Join(folder(a, id), "output.mp3"))
+		_, errB := os.Stat(filepath.Join(folder(b, id), "output.mp3"))
+		switch {
+		case errA == nil && errB != nil:
+			return a, b
+		case errB == nil && errA != nil:
+			return b, a
+		}
+		t.Fatalf("job %s's file: on a %v, on b %v; want it on one instance", id, errA, errB)
+		return nil, nil
+	}
+	// The job's file is on the instance that rendered it; delete it
+	// through the other.
+	holder, other := rendered(deleted.ID)
+	if r := other.Do("DELETE", "/v1/audio/jobs/"+deleted.ID, "acme", nil); r.Status != 204 {
+		t.Fatalf("delete through the other instance: %d %s", r.Status, r.Body)
+	}
+	harness.WaitFor(t, "the deleted job's folder to go from the instance that rendered it", func() bool {
+		_, err := os.Stat(folder(holder, deleted.ID))
+		return os.IsNotExist(err)
+	})
+	keptOn, _ := rendered(kept.ID) // the job not deleted keeps its file
+	if r := keptOn.Do("GET", "/v1/audio/jobs/"+kept.ID+"/audio", "acme", nil); r.Status != 200 {
+		t.Errorf("the kept job's audio: %d", r.Status)
 	}
 }
