@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -33,9 +29,8 @@ const floorRelayCmd = "floor-relay"
 
 // floorProc is a running floor relay.
 type floorProc struct {
-	addr  string
-	cmd   *exec.Cmd
-	stdin io.Closer
+	*child
+	addr string
 }
 
 // startFloor starts a floor relay in front of upstream (host:port).
@@ -44,42 +39,12 @@ func startFloor(upstream string) (*floorProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, floorRelayCmd, upstream)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	c, addr, err := startChild(self, floorRelayCmd, upstream)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("floor relay: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the floor relay: %w", err)
-	}
-	f := &floorProc{cmd: cmd, stdin: stdin}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		f.stop()
-		return nil, fmt.Errorf("floor relay did not start: %w", err)
-	}
-	f.addr = strings.TrimSpace(line)
-	logf("floor relay (pid %d): %s -> %s", cmd.Process.Pid, f.addr, upstream)
-	return f, nil
-}
-
-// stop ends the floor relay: it exits when its stdin closes.
-func (f *floorProc) stop() {
-	_ = f.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = f.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = f.cmd.Process.Kill()
-		<-done
-	}
+	logf("floor relay (pid %d): %s -> %s", c.cmd.Process.Pid, addr, upstream)
+	return &floorProc{child: c, addr: addr}, nil
 }
 
 // serveFloor is the floor-relay process: it prints its address and

@@ -34,11 +34,11 @@ import (
 	"time"
 )
 
-// child serves a process voxbench starts by re-running itself (the fake
+// runChild serves a process voxbench starts by re-running itself (the fake
 // upstream, the floor relay) when args ask for one, and reports whether
 // they did. The test binary's TestMain calls it too: it is what the
 // harness re-runs under `go test`.
-func child(args []string) (bool, error) {
+func runChild(args []string) (bool, error) {
 	if len(args) != 3 {
 		return false, nil
 	}
@@ -78,7 +78,7 @@ type options struct {
 }
 
 func main() {
-	if ok, err := child(os.Args); ok {
+	if ok, err := runChild(os.Args); ok {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "voxbench: %v\n", err)
 			os.Exit(1)

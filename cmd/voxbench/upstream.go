@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,8 +51,7 @@ type upstreamURLs struct {
 // upstreams is the running fake-upstream process.
 type upstreams struct {
 	upstreamURLs
-	cmd   *exec.Cmd
-	stdin io.Closer
+	*child
 }
 
 // startUpstreams starts the fake-upstream process and waits for its URLs.
@@ -66,42 +66,65 @@ func startUpstreams(p plan) (*upstreams, error) {
 // startUpstreamsWith runs the fake upstream from the voxbench binary self.
 func startUpstreamsWith(self string, p plan) (*upstreams, error) {
 	cfg, _ := json.Marshal(p)
-	cmd := exec.Command(self, fakeUpstreamCmd, string(cfg))
+	c, line, err := startChild(self, fakeUpstreamCmd, string(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("fake upstream: %w", err)
+	}
+	u := &upstreams{child: c}
+	if err := json.Unmarshal([]byte(line), &u.upstreamURLs); err != nil {
+		u.close()
+		return nil, fmt.Errorf("fake upstream did not start: %w", err)
+	}
+	logf("fake upstream (pid %d): clip %s, small clip %s, ElevenLabs %s, stream %s, live %s", c.cmd.Process.Pid, u.Clip, u.Small, u.Eleven, u.Stream, u.Live)
+	return u, nil
+}
+
+// close ends the fake-upstream process.
+func (u *upstreams) close() { u.stop() }
+
+// child is a process of this binary re-run as one of its subcommands
+// (see runChild in main.go): it prints one line when it is ready and serves
+// until its stdin closes.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+}
+
+// startChild runs self with args and returns the line it printed first.
+func startChild(self string, args ...string) (*child, string, error) {
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the fake upstream: %w", err)
+		return nil, "", fmt.Errorf("start: %w", err)
 	}
-	u := &upstreams{cmd: cmd, stdin: stdin}
-	line, err := bufio.NewReader(stdout).ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &u.upstreamURLs)
-	}
+	c := &child{cmd: cmd, stdin: stdin}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		u.close()
-		return nil, fmt.Errorf("fake upstream did not start: %w", err)
+		c.stop()
+		return nil, "", fmt.Errorf("did not start: %w", err)
 	}
-	logf("fake upstream (pid %d): clip %s, small clip %s, ElevenLabs %s, stream %s, live %s", cmd.Process.Pid, u.Clip, u.Small, u.Eleven, u.Stream, u.Live)
-	return u, nil
+	return c, strings.TrimSpace(line), nil
 }
 
-// close ends the fake-upstream process: it exits when its stdin closes.
-func (u *upstreams) close() {
-	_ = u.stdin.Close()
+// stop ends the child: it exits when its stdin closes, or is killed
+// after 5 s.
+func (c *child) stop() {
+	_ = c.stdin.Close()
 	done := make(chan struct{})
-	go func() { _ = u.cmd.Wait(); close(done) }()
+	go func() { _ = c.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		_ = u.cmd.Process.Kill()
+		_ = c.cmd.Process.Kill()
 		<-done
 	}
 }

@@ -16,7 +16,7 @@ import (
 // TestMain lets the test binary serve the fake upstream and the floor
 // relay when the harness re-runs itself (os.Executable) as one of them.
 func TestMain(m *testing.M) {
-	if ok, err := child(os.Args); ok {
+	if ok, err := runChild(os.Args); ok {
 		if err != nil {
 			os.Exit(1)
 		}
