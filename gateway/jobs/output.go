@@ -134,17 +134,24 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 //
 // A lossy file (MP3, Opus) with a loudness target is measured after it
 // is encoded, as a clip's answer is (audio.EncodeLoudness): the encoder
-// moves the true peak (Opus by a dB or more after heavy limiting) and
-// the loudness. The file is decoded as it is read from disk
-// (audio.MeasureEncoded, libmpg123 and libopus), never held; when its
-// true peak is over the target's, or its loudness off by more than
-// lossyJobToleranceLU, the
-// chunks are encoded again through the same leveling with the gain
-// corrected by what was measured (a trim after the limiter: a gain that
-// moved the limiter's work would move the encoder's overshoot with it),
-// at most lossyJobPasses times in all. Each pass reads and encodes the
-// whole job again, so only a file that missed pays for it; the true
-// peak wins over the loudness (a file that overshoots is made quieter).
+// moves the true peak (Opus by one to three dB after heavy limiting,
+// erratically: a peak or two of the file) and the loudness (Opus at
+// speech bitrates half a LU down). The file is decoded as it is read
+// from disk (audio.MeasureEncoded, libmpg123 and libopus), never held;
+// when its true peak is over the target's (less the decoders' margin,
+// audio.LossyPeakMarginDb), or its loudness off by more than
+// lossyJobToleranceLU, the leveling is planned again (LongLeveling.
+// Replan) with the encoder's overshoot raised by what the peak was over
+// and the loudness aim moved by what it missed, and the chunks are
+// encoded again, at most lossyJobPasses times in all. The limiter's
+// ceiling follows the measured overshoot and the gain is searched again
+// under it, so a file that overshot keeps its loudness (a trim after
+// the limiter, as before, took a whole dB of loudness for every dB of
+// peak, and its correction was held by a guessed factor: a short eSpeak
+// file in Opus at -16 LUFS came out at -18.6). Each pass reads and
+// encodes the whole job again, so only a file that missed pays for it;
+// the true peak wins over the loudness (of the passes, the one under the
+// peak and nearest the loudness is kept).
 func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string) (int64, error) {
 	chunks, marks, total, served, err := s.layout(ctx, j, spec, dir)
 	if err != nil {
@@ -158,7 +165,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	defer capts.close()
 	var lev *leveling
 	if spec.Loudness != nil {
-		if lev, err = s.planLeveling(ctx, j, spec, dir, chunks); err != nil {
+		if lev, err = s.planLeveling(ctx, j, spec, spec.Loudness.target(), dir, chunks); err != nil {
 			return 0, err
 		}
 	}
@@ -202,6 +209,9 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		}
 		if !again || pass >= lossyJobPasses {
 			break
+		}
+		if err := s.replan(ctx, j, spec, dir, chunks, lev); err != nil {
+			return 0, err
 		}
 	}
 	if err := capts.commit(); err != nil {
@@ -247,28 +257,23 @@ const (
 	// loudness may measure without another pass (a clip is held to 0.1
 	// LU; a job's pass costs the whole file again).
 	lossyJobToleranceLU = 1.0
-	// peakStepFactor scales the trim that corrects an overshoot, and
-	// divides the one that spends the peak's headroom: after heavy
-	// limiting the encoder's overshoot does not scale with the signal
-	// (measured on eSpeak in Opus: 1.2 dB less gain, 0.4 dB lower peaks;
-	// 0.7 dB more, 3 dB higher), so a trim of the overshoot alone falls
-	// short and one of the whole headroom goes over.
-	peakStepFactor = 2
-	// minTrimStepDb is the smallest correction worth another pass.
-	minTrimStepDb = 0.05
 )
 
-// leveling is how a job's file is leveled: LevelLong's plan, and the
-// trim after the limiter that measuring the encoded file called for.
+// leveling is how a job's file is leveled to its target: LevelLong's
+// plan, the loudness it was planned to (aim) and the encoder's overshoot
+// its ceiling leaves under the target's (headroomDb). Aim and headroom
+// start at the target's loudness and audio.EncoderHeadroomDb, and are
+// corrected by what each encoded file measured.
 type leveling struct {
-	plan   audio.LongLeveling
-	trimDb float64
+	target          audio.LoudnessTarget
+	plan            audio.LongLeveling
+	aim, headroomDb float64
 }
 
 // checkEncoded measures the encoded file of pass p against spec's
 // target, notes how far it missed, and when it missed corrects lev's
-// trim and returns true (encode again). A file that cannot be read back
-// or decoded is kept as it is (logged).
+// aim and headroom and returns true (plan and encode again). A file that
+// cannot be read back or decoded is kept as it is (logged).
 func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *leveling, pass int) (bool, error) {
 	f, err := os.Open(p.path)
 	if err != nil {
@@ -282,25 +287,27 @@ func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *le
 		s.log.Warn("job file not measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Error(err))
 		return false, nil
 	}
-	t := spec.Loudness.target()
-	over := gotTP - t.TruePeak
+	t := lev.target
+	over := gotTP - (t.TruePeak - audio.LossyPeakMarginDb(spec.Format))
 	off := gotI - t.Integrated
 	p.peakOver, p.off = max(over, 0), off
-	// The trim moves loudness and peaks together: down past the
-	// overshoot, or toward the loudness target by no more than the
-	// peak's headroom.
-	step := 0.0
-	switch {
-	case over > 0:
-		step = math.Min(-off, -peakStepFactor*over)
-	case math.Abs(off) > lossyJobToleranceLU:
-		step = math.Min(-off, -over/peakStepFactor)
-	}
-	again := !math.IsInf(gotI, -1) && math.Abs(step) >= minTrimStepDb
+	again := !math.IsInf(gotI, -1) && (over > 0 || math.Abs(off) > lossyJobToleranceLU)
 	s.log.Info("job file measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Float64("lufs", gotI),
-		zap.Float64("true_peak_dbtp", gotTP), zap.Float64("trim_db", lev.trimDb), zap.Bool("again", again))
+		zap.Float64("true_peak_dbtp", gotTP), zap.Float64("aim_lufs", lev.aim), zap.Float64("headroom_db", lev.headroomDb),
+		zap.Bool("again", again))
 	if again {
-		lev.trimDb += step
+		// The headroom under the ceiling is the encoder's overshoot: it
+		// grows by what the peak was over. Headroom left unused is kept
+		// (the overshoot moves by a dB or more from one gain to the
+		// next). The aim moves only for a loudness off by more than the
+		// tolerance: under heavy limiting a LU more costs some 6 dB more
+		// limiting (eSpeak at -16 LUFS), and the encoder's overshoot
+		// grows with it, so chasing Opus's usual half a LU would push
+		// the next pass's peak over again.
+		if math.Abs(off) > lossyJobToleranceLU {
+			lev.aim = math.Min(lev.aim-off, audio.MaxIntegratedLufs)
+		}
+		lev.headroomDb += max(over, 0)
 	}
 	return again, nil
 }
@@ -421,41 +428,64 @@ func walkPCM(ctx context.Context, dir string, chunks []placed, rate int, sink fu
 // target (audio.LevelLong): the joined PCM is measured in a pass over the
 // chunk files, and again at trial gains when the limiter must work, so
 // the whole file is leveled at one gain and never held in memory.
-func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed) (*leveling, error) {
-	rate := spec.Rate
-	var fl []float32
-	replay := func(f func([]float32) error) error {
-		return walkPCM(ctx, dir, chunks, rate, func(p []byte) error {
-			fl = pcmFloats(p, fl[:0])
-			return f(fl)
-		}, nil)
-	}
-	plan, err := audio.LevelLong(rate, spec.Loudness.target(), spec.Format, replay)
+func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, t audio.LoudnessTarget, dir string, chunks []placed) (*leveling, error) {
+	lev := &leveling{target: t, aim: t.Integrated, headroomDb: audio.EncoderHeadroomDb(spec.Format)}
+	plan, err := audio.LevelLong(spec.Rate, t, lev.headroomDb, replayChunks(ctx, dir, chunks, spec.Rate))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
 	}
-	s.log.Info("job leveled", zap.String("job", j.ID), zap.Float64("input_lufs", plan.InputLufs),
-		zap.Float64("output_lufs", plan.OutputLufs), zap.Float64("gain_db", plan.GainDb), zap.Bool("limited", plan.Limited),
-		zap.Bool("missed", plan.Missed), zap.Int("passes", plan.Passes))
-	return &leveling{plan: plan}, nil
+	lev.plan = plan
+	s.logPlan(j, lev)
+	return lev, nil
+}
+
+// replan plans lev again at its corrected aim and headroom, reading the
+// chunk files at trial gains as planLeveling does (not measuring them
+// again).
+func (s *Service) replan(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed, lev *leveling) error {
+	replay := replayChunks(ctx, dir, chunks, spec.Rate)
+	plan, err := lev.plan.Replan(spec.Rate, audio.LoudnessTarget{Integrated: lev.aim, TruePeak: lev.target.TruePeak}, lev.headroomDb, replay)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
+	}
+	lev.plan = plan
+	s.logPlan(j, lev)
+	return nil
+}
+
+// replayChunks feeds the joined PCM of chunks to its argument as floats,
+// a chunk at a time: a pass of audio.LevelLong over the job's audio.
+func replayChunks(ctx context.Context, dir string, chunks []placed, rate int) func(func([]float32) error) error {
+	var fl []float32
+	return func(f func([]float32) error) error {
+		return walkPCM(ctx, dir, chunks, rate, func(p []byte) error {
+			fl = pcmFloats(p, fl[:0])
+			return f(fl)
+		}, nil)
+	}
+}
+
+func (s *Service) logPlan(j *store.Job, lev *leveling) {
+	p := lev.plan
+	s.log.Info("job leveled", zap.String("job", j.ID), zap.Float64("input_lufs", p.InputLufs),
+		zap.Float64("aim_lufs", lev.aim), zap.Float64("output_lufs", p.OutputLufs), zap.Float64("gain_db", p.GainDb),
+		zap.Float64("ceiling_dbtp", p.CeilingDbtp), zap.Bool("limited", p.Limited), zap.Bool("missed", p.Missed),
+		zap.Int("passes", p.Passes))
 }
 
 // leveled wraps the finished file's sink (and finish) in lev: the
-// plan's gain and limiter, then its trim.
+// plan's gain and limiter.
 func leveled(rate int, lev *leveling, sink func([]byte) error, finish func() error) (func([]byte) error, func() error) {
 	l := audio.NewFixedLeveler(rate, lev.plan.GainDb, lev.plan.CeilingDbtp)
-	trim := float32(math.Pow(10, lev.trimDb/20))
 	var in, out []float32
 	var b []byte
 	emit := func(out []float32) error {
-		if trim != 1 {
-			for i := range out {
-				out[i] *= trim
-			}
-		}
 		b = floatsPCM(out, b[:0])
 		return sink(b)
 	}
