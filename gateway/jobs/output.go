@@ -164,8 +164,14 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	}
 	defer capts.close()
 	var lev *leveling
-	if spec.Loudness != nil {
-		if lev, err = s.planLeveling(ctx, j, spec, spec.Loudness.target(), dir, chunks); err != nil {
+	if t, byDefault, ok := s.fileTarget(j, spec); ok {
+		lev = &leveling{target: t, aim: t.Integrated, headroomDb: audio.EncoderHeadroomDb(spec.Format)}
+		if byDefault {
+			// The chunks are at the organization's default already,
+			// with no headroom: the file is encoded as it is first and
+			// leveled only when it misses.
+			lev.headroomDb = 0
+		} else if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
 			return 0, err
 		}
 	}
@@ -210,7 +216,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		if !again || pass >= lossyJobPasses {
 			break
 		}
-		if err := s.replan(ctx, j, spec, dir, chunks, lev); err != nil {
+		if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
 			return 0, err
 		}
 	}
@@ -260,14 +266,35 @@ const (
 )
 
 // leveling is how a job's file is leveled to its target: LevelLong's
-// plan, the loudness it was planned to (aim) and the encoder's overshoot
-// its ceiling leaves under the target's (headroomDb). Aim and headroom
-// start at the target's loudness and audio.EncoderHeadroomDb, and are
-// corrected by what each encoded file measured.
+// plan (none until planned: a file at an organization's default is
+// encoded as it is first), the loudness it was planned to (aim) and the
+// encoder's overshoot its ceiling leaves under the target's
+// (headroomDb). Aim and headroom start at the target's loudness and
+// audio.EncoderHeadroomDb (0 for a file not planned), and are corrected
+// by what each encoded file measured.
 type leveling struct {
 	target          audio.LoudnessTarget
 	plan            audio.LongLeveling
+	planned         bool
 	aim, headroomDb float64
+}
+
+// fileTarget is the loudness target j's file is held to at the join:
+// the job's own; else, for a lossy file, its organization's default
+// (byDefault). That default leveled every chunk as a PCM clip
+// (audio.EncodeLoudness leaves no headroom for PCM), so an Opus file of
+// them came out over the ceiling (eSpeak at -16 LUFS under -1 dBTP: -0.1
+// dBTP): it is measured after its encoder and leveled again when it
+// misses. A WAV file's chunks are at the default already.
+func (s *Service) fileTarget(j *store.Job, spec *Spec) (t audio.LoudnessTarget, byDefault, ok bool) {
+	if spec.Loudness != nil {
+		return spec.Loudness.target(), false, true
+	}
+	if s.orgLoudness == nil || audio.EncoderHeadroomDb(spec.Format) == 0 {
+		return audio.LoudnessTarget{}, false, false
+	}
+	t, ok = s.orgLoudness(j.OrgID)
+	return t, true, ok
 }
 
 // checkEncoded measures the encoded file of pass p against spec's
@@ -364,7 +391,7 @@ func (s *Service) encodeFile(ctx context.Context, j *store.Job, spec *Spec, dir,
 			return err
 		}
 	}
-	if lev != nil && !lev.plan.Gated {
+	if lev != nil && lev.planned && !lev.plan.Gated {
 		sink, finish = leveled(spec.Rate, lev, sink, finish)
 	}
 	var done func(placed) error
@@ -424,37 +451,29 @@ func walkPCM(ctx context.Context, dir string, chunks []placed, rate int, sink fu
 	return nil
 }
 
-// planLeveling plans the leveling of j's joined audio to its loudness
-// target (audio.LevelLong): the joined PCM is measured in a pass over the
-// chunk files, and again at trial gains when the limiter must work, so
-// the whole file is leveled at one gain and never held in memory.
-func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, t audio.LoudnessTarget, dir string, chunks []placed) (*leveling, error) {
-	lev := &leveling{target: t, aim: t.Integrated, headroomDb: audio.EncoderHeadroomDb(spec.Format)}
-	plan, err := audio.LevelLong(spec.Rate, t, lev.headroomDb, replayChunks(ctx, dir, chunks, spec.Rate))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
-	}
-	lev.plan = plan
-	s.logPlan(j, lev)
-	return lev, nil
-}
-
-// replan plans lev again at its corrected aim and headroom, reading the
-// chunk files at trial gains as planLeveling does (not measuring them
-// again).
-func (s *Service) replan(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed, lev *leveling) error {
+// planLeveling plans the leveling of j's joined audio to lev's aim under
+// its headroom (audio.LevelLong): the joined PCM is measured in a pass
+// over the chunk files, and again at trial gains when the limiter must
+// work, so the whole file is leveled at one gain and never held in
+// memory. A plan made again (an encoded file missed) is not measured
+// again (LongLeveling.Replan).
+func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed, lev *leveling) error {
 	replay := replayChunks(ctx, dir, chunks, spec.Rate)
-	plan, err := lev.plan.Replan(spec.Rate, audio.LoudnessTarget{Integrated: lev.aim, TruePeak: lev.target.TruePeak}, lev.headroomDb, replay)
+	aim := audio.LoudnessTarget{Integrated: lev.aim, TruePeak: lev.target.TruePeak}
+	var plan audio.LongLeveling
+	var err error
+	if lev.planned {
+		plan, err = lev.plan.Replan(spec.Rate, aim, lev.headroomDb, replay)
+	} else {
+		plan, err = audio.LevelLong(spec.Rate, aim, lev.headroomDb, replay)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
 	}
-	lev.plan = plan
+	lev.plan, lev.planned = plan, true
 	s.logPlan(j, lev)
 	return nil
 }
