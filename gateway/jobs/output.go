@@ -143,8 +143,10 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 // lossyJobToleranceLU, the leveling is planned again (LongLeveling.
 // Replan) with the encoder's overshoot raised by what the peak was over
 // and the loudness aim moved by what it missed, and the chunks are
-// encoded again, at most lossyJobPasses times in all. The limiter's
-// ceiling follows the measured overshoot and the gain is searched again
+// encoded again, at most lossyJobPasses times in all (and once more,
+// with the loudness lowered, when none of them is under the ceiling
+// itself, give or take ceilingToleranceDb). The
+// limiter's ceiling follows the measured overshoot and the gain is searched again
 // under it, so a file that overshot keeps its loudness (a trim after
 // the limiter, as before, took a whole dB of loudness for every dB of
 // peak, and its correction was held by a guessed factor: a short eSpeak
@@ -213,8 +215,18 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		} else {
 			os.Remove(cur.path)
 		}
-		if !again || pass >= lossyJobPasses {
+		if !again || pass > lossyJobPasses || pass == lossyJobPasses && best.overCeilingDb <= ceilingToleranceDb {
 			break
+		}
+		if pass == lossyJobPasses {
+			// No file so far is under the ceiling itself (the gateway's
+			// margin for other decoders aside, its tolerance
+			// counted): a last pass trades
+			// loudness for it, the aim lowered by what this one was
+			// over as the ceiling was. Where the limiter's ceiling was
+			// not what set the peak (the encoder's overshoot grows with
+			// the limiting that keeps the loudness), the loudness is.
+			lev.aim -= cur.peakOver
 		}
 		if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
 			return 0, err
@@ -241,9 +253,11 @@ type encodedPass struct {
 	path string
 	size int64
 	prov *fileProvenance
-	// peakOver is how far its true peak is over the target's (0: under);
-	// off how far its loudness is from the target's, in LU.
-	peakOver, off float64
+	// peakOver is how far its true peak is over the target's less the
+	// decoders' margin (0: under), overCeilingDb how far over the
+	// target's itself (negative: under); off how far its loudness is
+	// from the target's, in LU.
+	peakOver, overCeilingDb, off float64
 }
 
 // better reports whether p is a better file than q: a lower overshoot,
@@ -257,12 +271,20 @@ func (p *encodedPass) better(q *encodedPass) bool {
 
 const (
 	// lossyJobPasses bounds the encode-measure passes of a lossy job
-	// file with a loudness target (as lossyPasses does a clip's).
+	// file with a loudness target (as lossyPasses does a clip's), but
+	// for a last one when none of them was under the true peak.
 	lossyJobPasses = 3
 	// lossyJobToleranceLU is how far from its target a lossy job file's
 	// loudness may measure without another pass (a clip is held to 0.1
 	// LU; a job's pass costs the whole file again).
 	lossyJobToleranceLU = 1.0
+	// ceilingToleranceDb is how far over the ceiling by the gateway's
+	// own meter a file may be kept without the last pass that trades
+	// loudness for the peak: what answers are held to by FFmpeg's meter
+	// (docs/loudness.md, "How it is tested"), and about what two true-
+	// peak meters differ by. A file a hundredth of a dB over would lose
+	// a LU and more for it.
+	ceilingToleranceDb = 0.1
 )
 
 // leveling is how a job's file is leveled to its target: LevelLong's
@@ -317,7 +339,7 @@ func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *le
 	t := lev.target
 	over := gotTP - (t.TruePeak - audio.LossyPeakMarginDb(spec.Format))
 	off := gotI - t.Integrated
-	p.peakOver, p.off = max(over, 0), off
+	p.peakOver, p.overCeilingDb, p.off = max(over, 0), gotTP-t.TruePeak, off
 	again := !math.IsInf(gotI, -1) && (over > 0 || math.Abs(off) > lossyJobToleranceLU)
 	s.log.Info("job file measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Float64("lufs", gotI),
 		zap.Float64("true_peak_dbtp", gotTP), zap.Float64("aim_lufs", lev.aim), zap.Float64("headroom_db", lev.headroomDb),
