@@ -145,9 +145,9 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 // and the loudness aim moved by what it missed, and the chunks are
 // encoded again, at most lossyJobPasses times in all (and once more,
 // with the loudness lowered, when none of them is under the ceiling
-// itself, give or take ceilingToleranceDb). The
-// limiter's ceiling follows the measured overshoot and the gain is searched again
-// under it, so a file that overshot keeps its loudness (a trim after
+// itself, give or take ceilingToleranceDb). The limiter's ceiling
+// follows the measured overshoot and the gain is searched again under
+// it, so a file that overshot keeps its loudness (a trim after
 // the limiter, as before, took a whole dB of loudness for every dB of
 // peak, and its correction was held by a guessed factor: a short eSpeak
 // file in Opus at -16 LUFS came out at -18.6). Each pass reads and
@@ -219,13 +219,13 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 			break
 		}
 		if pass == lossyJobPasses {
-			// No file so far is under the ceiling itself (the gateway's
-			// margin for other decoders aside, its tolerance
-			// counted): a last pass trades
-			// loudness for it, the aim lowered by what this one was
-			// over as the ceiling was. Where the limiter's ceiling was
-			// not what set the peak (the encoder's overshoot grows with
-			// the limiting that keeps the loudness), the loudness is.
+			// No file so far is under the ceiling itself (the
+			// gateway's margin for other decoders aside, its tolerance
+			// counted): a last pass trades loudness for it, the aim
+			// lowered by what this one was over as the ceiling was.
+			// Where the limiter's ceiling was not what set the peak
+			// (the encoder's overshoot grows with the limiting that
+			// keeps the loudness), the loudness is.
 			lev.aim -= cur.peakOver
 		}
 		if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
