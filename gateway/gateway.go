@@ -301,7 +301,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (_ *Gateway, er
 	// providers exist.
 	deps.Admin = manage.New(g.store, g.orgs, g.auth, func(id string) bool { return g.conf.Load().Providers[id] != nil })
 	g.jobs = jobs.New(JobsOptions(cfg), jobs.Deps{Store: g.store, Speaker: g.speaker, Logger: log.Named("jobs"),
-		Provenance: deps.Provenance, Unmarked: g.unmarked, NoRecords: g.noRecords,
+		Provenance: deps.Provenance, Unmarked: g.unmarked, NoRecords: g.noRecords, OrgLoudness: g.orgLoudness,
 		Record: func(row store.LogRow) {
 			g.metrics.CountUsage(&row)
 			g.logs.Record(row)

@@ -68,8 +68,12 @@ const (
 	mp3PeakMarginDb = 0.15
 )
 
-// lossyPeakMargin is the peak margin of a lossy format's decoded answer.
-func lossyPeakMargin(format string) float64 {
+// LossyPeakMarginDb is how far under the true-peak ceiling a lossy
+// format's decoded answer must measure by the gateway's own decoder and
+// meter, so that FFmpeg's, which decode and interpolate a little
+// differently, find it under the ceiling too (a job's file is held to
+// it as a clip's answer is).
+func LossyPeakMarginDb(format string) float64 {
 	if format == FormatMP3 {
 		return mp3PeakMarginDb
 	}
@@ -525,7 +529,7 @@ func EncodeLoudness(c *Clip, t LoudnessTarget, out Output, lim Limits) ([]byte, 
 		if err != nil {
 			return nil, "", rep, err
 		}
-		over := gotTP - (t.TruePeak - lossyPeakMargin(o.Format))
+		over := gotTP - (t.TruePeak - LossyPeakMarginDb(o.Format))
 		off := gotI - t.Integrated
 		rep.OutputLufs, rep.TruePeakDbtp = gotI, gotTP
 		if math.Abs(off) <= 2*loudnessTolerance && over <= 0 {

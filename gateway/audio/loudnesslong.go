@@ -129,28 +129,49 @@ type LongLeveling struct {
 	LoudnessLeveling
 	// CeilingDbtp is the limiter's true-peak ceiling.
 	CeilingDbtp float64
-	// Passes is how many times LevelLong read the audio.
+	// InputPeakDbtp is the audio's true peak before leveling (what
+	// Replan starts from, with InputLufs).
+	InputPeakDbtp float64
+	// Passes is how many times LevelLong (or Replan) read the audio.
 	Passes int
 }
 
-// LevelLong plans the leveling of long audio at rate Hz to t, to be
-// encoded as format: replay feeds the audio's samples, in order, to its
-// argument, and is called once to measure the audio and, when the gain
-// would lift a peak over the ceiling, up to longSearchPasses more times
-// to measure the audio leveled at a trial gain (limiting lowers the
-// loudness, so the gain is searched for as NormalizeLoudness does). The
-// ceiling leaves format's encoder headroom (EncoderHeadroomDb) as a
-// clip's does (NormalizeLoudness). Silence (under GateLufs) is left alone: the plan is Gated and
-// the caller levels nothing. The plan's gain is the trial's that came
-// nearest the target.
-func LevelLong(rate int, t LoudnessTarget, format string, replay func(func([]float32) error) error) (LongLeveling, error) {
-	ceil := t.TruePeak - EncoderHeadroomDb(format) - truePeakSafetyDb
-	plan := LongLeveling{CeilingDbtp: ceil}
+// LevelLong plans the leveling of long audio at rate Hz to t: replay
+// feeds the audio's samples, in order, to its argument, and is called
+// once to measure the audio and, when the gain would lift a peak over
+// the ceiling, up to longSearchPasses more times to measure the audio
+// leveled at a trial gain (limiting lowers the loudness, so the gain is
+// searched for as NormalizeLoudness does). The limiter's ceiling is
+// headroomDb under t's (the encoder's overshoot, EncoderHeadroomDb, to
+// start with) as a clip's is (NormalizeLoudness). Silence (under
+// GateLufs) is left alone: the plan is Gated and the caller levels
+// nothing. The plan's gain is the trial's that came nearest the target.
+func LevelLong(rate int, t LoudnessTarget, headroomDb float64, replay func(func([]float32) error) error) (LongLeveling, error) {
 	in, peak, err := measureLong(rate, replay, nil)
-	plan.Passes++
 	if err != nil {
-		return plan, err
+		return LongLeveling{Passes: 1}, err
 	}
+	plan, err := searchLong(rate, t, headroomDb, in, peak, replay)
+	plan.Passes++
+	return plan, err
+}
+
+// Replan plans the same audio again, to t under headroomDb, without
+// measuring it again: an encoded file that missed its target is leveled
+// again with the loudness aim and the encoder's overshoot corrected by
+// what its decoded audio measured (the limiter's ceiling follows the
+// overshoot, and the gain is searched again under it, so a lower
+// ceiling costs only the loudness the limiter takes, not a trim's
+// whole step). Passes counts the new trial passes only.
+func (p LongLeveling) Replan(rate int, t LoudnessTarget, headroomDb float64, replay func(func([]float32) error) error) (LongLeveling, error) {
+	return searchLong(rate, t, headroomDb, p.InputLufs, p.InputPeakDbtp, replay)
+}
+
+// searchLong is LevelLong after its measuring pass: in and peak are the
+// audio's loudness and true peak.
+func searchLong(rate int, t LoudnessTarget, headroomDb, in, peak float64, replay func(func([]float32) error) error) (LongLeveling, error) {
+	ceil := t.TruePeak - headroomDb - truePeakSafetyDb
+	plan := LongLeveling{CeilingDbtp: ceil, InputPeakDbtp: peak}
 	plan.InputLufs, plan.OutputLufs, plan.TruePeakDbtp = in, in, peak
 	if !(in >= GateLufs) {
 		plan.Gated = true

@@ -47,7 +47,7 @@ func TestLevelLong(t *testing.T) {
 		{"loud, limited", LoudnessTarget{Integrated: -16, TruePeak: -1}, FormatMP3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := LevelLong(rate, tc.target, tc.format, replayOf(sig, 7001))
+			plan, err := LevelLong(rate, tc.target, EncoderHeadroomDb(tc.format), replayOf(sig, 7001))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,8 +81,47 @@ func TestLevelLong(t *testing.T) {
 }
 
 func TestLevelLongSilence(t *testing.T) {
-	plan, err := LevelLong(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, FormatWAV, replayOf(make([]float32, 48000), 4096))
+	plan, err := LevelLong(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, 0, replayOf(make([]float32, 48000), 4096))
 	if err != nil || !plan.Gated || plan.Passes != 1 {
 		t.Fatalf("silence: %+v %v", plan, err)
+	}
+}
+
+// TestLoudnessLongReplan plans the audio again under a ceiling lowered for
+// an encoder's measured overshoot: the gain is searched again so the
+// leveled audio keeps its loudness (a trim after the limiter would have
+// lost the whole step), its peaks stay under the new ceiling, and the
+// audio is not measured again.
+func TestLoudnessLongReplan(t *testing.T) {
+	const rate = 24000
+	sig := longSignal(rate)
+	target := LoudnessTarget{Integrated: -16, TruePeak: -1}
+	first, err := LevelLong(rate, target, EncoderHeadroomDb(FormatOpus), replayOf(sig, 7001))
+	if err != nil || !first.Limited {
+		t.Fatalf("first plan %+v %v", first, err)
+	}
+	for _, headroom := range []float64{2.5, 4} {
+		plan, err := first.Replan(rate, target, headroom, replayOf(sig, 7001))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := target.TruePeak - headroom - truePeakSafetyDb; plan.CeilingDbtp != want {
+			t.Errorf("headroom %g: ceiling %g, want %g", headroom, plan.CeilingDbtp, want)
+		}
+		if plan.InputLufs != first.InputLufs || plan.InputPeakDbtp != first.InputPeakDbtp || plan.Passes > longSearchPasses {
+			t.Errorf("headroom %g: replanned %+v from %+v", headroom, plan, first)
+		}
+		if plan.GainDb <= first.GainDb {
+			t.Errorf("headroom %g: gain %.2f dB, not over the first plan's %.2f under a lower ceiling", headroom, plan.GainDb, first.GainDb)
+		}
+		lev := NewFixedLeveler(rate, plan.GainDb, plan.CeilingDbtp)
+		out := lev.Flush(lev.Write(sig, nil))
+		lufs, tp, err := MeasureLoudness(&Clip{Rate: rate, Samples: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(lufs-target.Integrated) > 0.5 || tp > plan.CeilingDbtp+truePeakSafetyDb {
+			t.Errorf("headroom %g: leveled to %.2f LUFS, %.2f dBTP; want %g LUFS under %.2f", headroom, lufs, tp, target.Integrated, plan.CeilingDbtp)
+		}
 	}
 }

@@ -134,17 +134,26 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 //
 // A lossy file (MP3, Opus) with a loudness target is measured after it
 // is encoded, as a clip's answer is (audio.EncodeLoudness): the encoder
-// moves the true peak (Opus by a dB or more after heavy limiting) and
-// the loudness. The file is decoded as it is read from disk
-// (audio.MeasureEncoded, libmpg123 and libopus), never held; when its
-// true peak is over the target's, or its loudness off by more than
-// lossyJobToleranceLU, the
-// chunks are encoded again through the same leveling with the gain
-// corrected by what was measured (a trim after the limiter: a gain that
-// moved the limiter's work would move the encoder's overshoot with it),
-// at most lossyJobPasses times in all. Each pass reads and encodes the
-// whole job again, so only a file that missed pays for it; the true
-// peak wins over the loudness (a file that overshoots is made quieter).
+// moves the true peak (Opus by one to three dB after heavy limiting,
+// erratically: a peak or two of the file) and the loudness (Opus at
+// speech bitrates half a LU down). The file is decoded as it is read
+// from disk (audio.MeasureEncoded, libmpg123 and libopus), never held;
+// when its true peak is over the target's (less the decoders' margin,
+// audio.LossyPeakMarginDb), or its loudness off by more than
+// lossyJobToleranceLU, the leveling is planned again (LongLeveling.
+// Replan) with the encoder's overshoot raised by what the peak was over
+// and the loudness aim moved by what it missed, and the chunks are
+// encoded again, at most lossyJobPasses times in all (and once more,
+// with the loudness lowered, when none of them is under the ceiling
+// itself, give or take ceilingToleranceDb). The limiter's ceiling
+// follows the measured overshoot and the gain is searched again under
+// it, so a file that overshot keeps its loudness (a trim after
+// the limiter, as before, took a whole dB of loudness for every dB of
+// peak, and its correction was held by a guessed factor: a short eSpeak
+// file in Opus at -16 LUFS came out at -18.6). Each pass reads and
+// encodes the whole job again, so only a file that missed pays for it;
+// the true peak wins over the loudness (of the passes, the one under the
+// peak and nearest the loudness is kept).
 func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string) (int64, error) {
 	chunks, marks, total, served, err := s.layout(ctx, j, spec, dir)
 	if err != nil {
@@ -157,8 +166,14 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 	}
 	defer capts.close()
 	var lev *leveling
-	if spec.Loudness != nil {
-		if lev, err = s.planLeveling(ctx, j, spec, dir, chunks); err != nil {
+	if t, byDefault, ok := s.fileTarget(j, spec); ok {
+		lev = &leveling{target: t, aim: t.Integrated, headroomDb: audio.EncoderHeadroomDb(spec.Format)}
+		if byDefault {
+			// The chunks are at the organization's default already,
+			// with no headroom: the file is encoded as it is first and
+			// leveled only when it misses.
+			lev.headroomDb = 0
+		} else if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
 			return 0, err
 		}
 	}
@@ -200,8 +215,21 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		} else {
 			os.Remove(cur.path)
 		}
-		if !again || pass >= lossyJobPasses {
+		if !again || pass > lossyJobPasses || pass == lossyJobPasses && best.overCeilingDb <= ceilingToleranceDb {
 			break
+		}
+		if pass == lossyJobPasses {
+			// No file so far is under the ceiling itself (the
+			// gateway's margin for other decoders aside, its tolerance
+			// counted): a last pass trades loudness for it, the aim
+			// lowered by what this one was over as the ceiling was.
+			// Where the limiter's ceiling was not what set the peak
+			// (the encoder's overshoot grows with the limiting that
+			// keeps the loudness), the loudness is.
+			lev.aim -= cur.peakOver
+		}
+		if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
+			return 0, err
 		}
 	}
 	if err := capts.commit(); err != nil {
@@ -225,9 +253,11 @@ type encodedPass struct {
 	path string
 	size int64
 	prov *fileProvenance
-	// peakOver is how far its true peak is over the target's (0: under);
-	// off how far its loudness is from the target's, in LU.
-	peakOver, off float64
+	// peakOver is how far its true peak is over the target's less the
+	// decoders' margin (0: under), overCeilingDb how far over the
+	// target's itself (negative: under); off how far its loudness is
+	// from the target's, in LU.
+	peakOver, overCeilingDb, off float64
 }
 
 // better reports whether p is a better file than q: a lower overshoot,
@@ -241,34 +271,58 @@ func (p *encodedPass) better(q *encodedPass) bool {
 
 const (
 	// lossyJobPasses bounds the encode-measure passes of a lossy job
-	// file with a loudness target (as lossyPasses does a clip's).
+	// file with a loudness target (as lossyPasses does a clip's), but
+	// for a last one when none of them was under the true peak.
 	lossyJobPasses = 3
 	// lossyJobToleranceLU is how far from its target a lossy job file's
 	// loudness may measure without another pass (a clip is held to 0.1
 	// LU; a job's pass costs the whole file again).
 	lossyJobToleranceLU = 1.0
-	// peakStepFactor scales the trim that corrects an overshoot, and
-	// divides the one that spends the peak's headroom: after heavy
-	// limiting the encoder's overshoot does not scale with the signal
-	// (measured on eSpeak in Opus: 1.2 dB less gain, 0.4 dB lower peaks;
-	// 0.7 dB more, 3 dB higher), so a trim of the overshoot alone falls
-	// short and one of the whole headroom goes over.
-	peakStepFactor = 2
-	// minTrimStepDb is the smallest correction worth another pass.
-	minTrimStepDb = 0.05
+	// ceilingToleranceDb is how far over the ceiling by the gateway's
+	// own meter a file may be kept without the last pass that trades
+	// loudness for the peak: what answers are held to by FFmpeg's meter
+	// (docs/loudness.md, "How it is tested"), and about what two true-
+	// peak meters differ by. A file a hundredth of a dB over would lose
+	// a LU and more for it.
+	ceilingToleranceDb = 0.1
 )
 
-// leveling is how a job's file is leveled: LevelLong's plan, and the
-// trim after the limiter that measuring the encoded file called for.
+// leveling is how a job's file is leveled to its target: LevelLong's
+// plan (none until planned: a file at an organization's default is
+// encoded as it is first), the loudness it was planned to (aim) and the
+// encoder's overshoot its ceiling leaves under the target's
+// (headroomDb). Aim and headroom start at the target's loudness and
+// audio.EncoderHeadroomDb (0 for a file not planned), and are corrected
+// by what each encoded file measured.
 type leveling struct {
-	plan   audio.LongLeveling
-	trimDb float64
+	target          audio.LoudnessTarget
+	plan            audio.LongLeveling
+	planned         bool
+	aim, headroomDb float64
+}
+
+// fileTarget is the loudness target j's file is held to at the join:
+// the job's own; else, for a lossy file, its organization's default
+// (byDefault). That default leveled every chunk as a PCM clip
+// (audio.EncodeLoudness leaves no headroom for PCM), so an Opus file of
+// them came out over the ceiling (eSpeak at -16 LUFS under -1 dBTP: -0.1
+// dBTP): it is measured after its encoder and leveled again when it
+// misses. A WAV file's chunks are at the default already.
+func (s *Service) fileTarget(j *store.Job, spec *Spec) (t audio.LoudnessTarget, byDefault, ok bool) {
+	if spec.Loudness != nil {
+		return spec.Loudness.target(), false, true
+	}
+	if s.orgLoudness == nil || audio.EncoderHeadroomDb(spec.Format) == 0 {
+		return audio.LoudnessTarget{}, false, false
+	}
+	t, ok = s.orgLoudness(j.OrgID)
+	return t, true, ok
 }
 
 // checkEncoded measures the encoded file of pass p against spec's
 // target, notes how far it missed, and when it missed corrects lev's
-// trim and returns true (encode again). A file that cannot be read back
-// or decoded is kept as it is (logged).
+// aim and headroom and returns true (plan and encode again). A file that
+// cannot be read back or decoded is kept as it is (logged).
 func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *leveling, pass int) (bool, error) {
 	f, err := os.Open(p.path)
 	if err != nil {
@@ -282,25 +336,27 @@ func (s *Service) checkEncoded(j *store.Job, spec *Spec, p *encodedPass, lev *le
 		s.log.Warn("job file not measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Error(err))
 		return false, nil
 	}
-	t := spec.Loudness.target()
-	over := gotTP - t.TruePeak
+	t := lev.target
+	over := gotTP - (t.TruePeak - audio.LossyPeakMarginDb(spec.Format))
 	off := gotI - t.Integrated
-	p.peakOver, p.off = max(over, 0), off
-	// The trim moves loudness and peaks together: down past the
-	// overshoot, or toward the loudness target by no more than the
-	// peak's headroom.
-	step := 0.0
-	switch {
-	case over > 0:
-		step = math.Min(-off, -peakStepFactor*over)
-	case math.Abs(off) > lossyJobToleranceLU:
-		step = math.Min(-off, -over/peakStepFactor)
-	}
-	again := !math.IsInf(gotI, -1) && math.Abs(step) >= minTrimStepDb
+	p.peakOver, p.overCeilingDb, p.off = max(over, 0), gotTP-t.TruePeak, off
+	again := !math.IsInf(gotI, -1) && (over > 0 || math.Abs(off) > lossyJobToleranceLU)
 	s.log.Info("job file measured", zap.String("job", j.ID), zap.Int("pass", pass), zap.Float64("lufs", gotI),
-		zap.Float64("true_peak_dbtp", gotTP), zap.Float64("trim_db", lev.trimDb), zap.Bool("again", again))
+		zap.Float64("true_peak_dbtp", gotTP), zap.Float64("aim_lufs", lev.aim), zap.Float64("headroom_db", lev.headroomDb),
+		zap.Bool("again", again))
 	if again {
-		lev.trimDb += step
+		// The headroom under the ceiling is the encoder's overshoot: it
+		// grows by what the peak was over. Headroom left unused is kept
+		// (the overshoot moves by a dB or more from one gain to the
+		// next). The aim moves only for a loudness off by more than the
+		// tolerance: under heavy limiting a LU more costs some 6 dB more
+		// limiting (eSpeak at -16 LUFS), and the encoder's overshoot
+		// grows with it, so chasing Opus's usual half a LU would push
+		// the next pass's peak over again.
+		if math.Abs(off) > lossyJobToleranceLU {
+			lev.aim = math.Min(lev.aim-off, audio.MaxIntegratedLufs)
+		}
+		lev.headroomDb += max(over, 0)
 	}
 	return again, nil
 }
@@ -357,7 +413,7 @@ func (s *Service) encodeFile(ctx context.Context, j *store.Job, spec *Spec, dir,
 			return err
 		}
 	}
-	if lev != nil && !lev.plan.Gated {
+	if lev != nil && lev.planned && !lev.plan.Gated {
 		sink, finish = leveled(spec.Rate, lev, sink, finish)
 	}
 	var done func(placed) error
@@ -417,45 +473,60 @@ func walkPCM(ctx context.Context, dir string, chunks []placed, rate int, sink fu
 	return nil
 }
 
-// planLeveling plans the leveling of j's joined audio to its loudness
-// target (audio.LevelLong): the joined PCM is measured in a pass over the
-// chunk files, and again at trial gains when the limiter must work, so
-// the whole file is leveled at one gain and never held in memory.
-func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed) (*leveling, error) {
-	rate := spec.Rate
+// planLeveling plans the leveling of j's joined audio to lev's aim under
+// its headroom (audio.LevelLong): the joined PCM is measured in a pass
+// over the chunk files, and again at trial gains when the limiter must
+// work, so the whole file is leveled at one gain and never held in
+// memory. A plan made again (an encoded file missed) is not measured
+// again (LongLeveling.Replan).
+func (s *Service) planLeveling(ctx context.Context, j *store.Job, spec *Spec, dir string, chunks []placed, lev *leveling) error {
+	replay := replayChunks(ctx, dir, chunks, spec.Rate)
+	aim := audio.LoudnessTarget{Integrated: lev.aim, TruePeak: lev.target.TruePeak}
+	var plan audio.LongLeveling
+	var err error
+	if lev.planned {
+		plan, err = lev.plan.Replan(spec.Rate, aim, lev.headroomDb, replay)
+	} else {
+		plan, err = audio.LevelLong(spec.Rate, aim, lev.headroomDb, replay)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
+	}
+	lev.plan, lev.planned = plan, true
+	s.logPlan(j, lev)
+	return nil
+}
+
+// replayChunks feeds the joined PCM of chunks to its argument as floats,
+// a chunk at a time: a pass of audio.LevelLong over the job's audio.
+func replayChunks(ctx context.Context, dir string, chunks []placed, rate int) func(func([]float32) error) error {
 	var fl []float32
-	replay := func(f func([]float32) error) error {
+	return func(f func([]float32) error) error {
 		return walkPCM(ctx, dir, chunks, rate, func(p []byte) error {
 			fl = pcmFloats(p, fl[:0])
 			return f(fl)
 		}, nil)
 	}
-	plan, err := audio.LevelLong(rate, spec.Loudness.target(), spec.Format, replay)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, problem.Wrap(problem.Internal, err, "the job's audio cannot be measured")
-	}
-	s.log.Info("job leveled", zap.String("job", j.ID), zap.Float64("input_lufs", plan.InputLufs),
-		zap.Float64("output_lufs", plan.OutputLufs), zap.Float64("gain_db", plan.GainDb), zap.Bool("limited", plan.Limited),
-		zap.Bool("missed", plan.Missed), zap.Int("passes", plan.Passes))
-	return &leveling{plan: plan}, nil
+}
+
+func (s *Service) logPlan(j *store.Job, lev *leveling) {
+	p := lev.plan
+	s.log.Info("job leveled", zap.String("job", j.ID), zap.Float64("input_lufs", p.InputLufs),
+		zap.Float64("aim_lufs", lev.aim), zap.Float64("output_lufs", p.OutputLufs), zap.Float64("gain_db", p.GainDb),
+		zap.Float64("ceiling_dbtp", p.CeilingDbtp), zap.Bool("limited", p.Limited), zap.Bool("missed", p.Missed),
+		zap.Int("passes", p.Passes))
 }
 
 // leveled wraps the finished file's sink (and finish) in lev: the
-// plan's gain and limiter, then its trim.
+// plan's gain and limiter.
 func leveled(rate int, lev *leveling, sink func([]byte) error, finish func() error) (func([]byte) error, func() error) {
 	l := audio.NewFixedLeveler(rate, lev.plan.GainDb, lev.plan.CeilingDbtp)
-	trim := float32(math.Pow(10, lev.trimDb/20))
 	var in, out []float32
 	var b []byte
 	emit := func(out []float32) error {
-		if trim != 1 {
-			for i := range out {
-				out[i] *= trim
-			}
-		}
 		b = floatsPCM(out, b[:0])
 		return sink(b)
 	}

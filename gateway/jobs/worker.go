@@ -132,6 +132,12 @@ type Deps struct {
 	// (orgs.<id>.provenance.records): its files keep their mark but get
 	// no record and no fingerprint.
 	NoRecords func(org string) bool
+	// OrgLoudness is an organization's default loudness target (nil:
+	// none). Its chunks are leveled to it as PCM clips, with no room for
+	// an encoder's overshoot, so a lossy file of a job without a
+	// loudness of its own is leveled to it again at the join and
+	// measured after its encoder, as a job's own target is.
+	OrgLoudness func(org string) (audio.LoudnessTarget, bool)
 }
 
 // Service makes, lists and cancels jobs, and runs this instance's worker.
@@ -149,7 +155,9 @@ type Service struct {
 	unmarked func(org string) bool
 	// noRecords is Deps.NoRecords.
 	noRecords func(org string) bool
-	metrics   *metrics.JobMetrics
+	// orgLoudness is Deps.OrgLoudness.
+	orgLoudness func(org string) (audio.LoudnessTarget, bool)
+	metrics     *metrics.JobMetrics
 	// running counts the jobs this instance renders (for metrics and
 	// tests); rendering holds their ids, whose folders the local sweep
 	// leaves alone while a worker may write them.
@@ -166,7 +174,7 @@ func New(o Options, d Deps) *Service {
 	o.defaults()
 	s := &Service{opts: o, store: d.Store, speaker: d.Speaker, record: d.Record, log: d.Logger, now: d.Now,
 		guard: guard{allowPrivate: o.WebhookAllowPrivate}, wake: make(chan struct{}, 1), prov: d.Provenance, unmarked: d.Unmarked, noRecords: d.NoRecords,
-		rendering: map[string]struct{}{}}
+		orgLoudness: d.OrgLoudness, rendering: map[string]struct{}{}}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/testenv"
@@ -11,36 +12,44 @@ import (
 
 // TestLoudness levels a job's whole file to its loudness target at the
 // join, judged by FFmpeg's ebur128: a lossless file and a lossy one, at a
-// target eSpeak reaches without the limiter and at one that needs it;
-// and a target out of bounds is refused.
+// target eSpeak reaches without the limiter and at one that needs it,
+// a short Opus file and a longer one; and a target out of bounds is
+// refused.
 func TestLoudness(t *testing.T) {
 	t.Parallel()
 	tg := startBuilt(t)
-	text, _ := book(2_500, 2)
+	long, _ := book(2_500, 2)
+	// About 26 s of speech at speed 2: few peaks, so the Opus encoder's
+	// overshoot of the limited ones is its own and the file was leveled
+	// again to -18.6 LUFS (a trim after the limiter took a dB of loudness
+	// for every dB of peak, twice over).
+	short, _ := book(1_000, 2)
 	for _, tc := range []struct {
 		format, ext          string
 		integrated, truePeak float64
+		text                 string
 		// tolerance is ±0.5 LU for a lossless file, as for clips; ±1 LU
 		// for a lossy one, as for streams: the file is measured after its
 		// encoder and encoded again only when it is over the true peak or
-		// more than 1 LU off (each pass costs the whole file), and heavy
-		// limiting (eSpeak at -14 LUFS under -2 dBTP) leaves the
-		// encoder's band-limiting to shift the loudness by a few tenths.
+		// more than 1 LU off (each pass costs the whole file), and
+		// limiting under a ceiling lowered for the encoder's overshoot
+		// leaves Opus's band-limiting to take half a LU or more.
 		tolerance float64
 	}{
-		{"wav", "wav", -23, -1, 0.5},
-		{"mp3", "mp3", -14, -2, 1},
-		{"opus", "ogg", -16, -1, 1},
-		// Opus overshoots this ceiling by a dB after the limiter's work
-		// (0.1 dBTP when the file was not measured after encoding): the
-		// file is encoded again, quieter, as the true peak is a ceiling
-		// and the loudness a target.
-		{"opus", "ogg", -14, -1, 3},
+		{"wav", "wav", -23, -1, long, 0.5},
+		{"mp3", "mp3", -14, -2, long, 1},
+		{"opus", "ogg", -16, -1, long, 1},
+		{"opus", "ogg", -16, -1, short, 1},
+		// Out of reach: eSpeak's peaks stand some 20 dB over its
+		// loudness and Opus overshoots the limited ones by up to 3 dB,
+		// so the file comes out quieter (the true peak is a ceiling, the
+		// loudness a target).
+		{"opus", "ogg", -14, -1, long, 3},
 	} {
-		t.Run(fmt.Sprintf("%s %g LUFS %g dBTP", tc.format, tc.integrated, tc.truePeak), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %g LUFS %g dBTP %d chars", tc.format, tc.integrated, tc.truePeak, len(tc.text)), func(t *testing.T) {
 			t.Parallel()
 			j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{
-				"text": text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en", "speed": 2,
+				"text": tc.text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en", "speed": 2,
 				"output": tc.format, "loudness": map[string]any{"integrated": tc.integrated, "truePeak": tc.truePeak},
 			}), 202)
 			if j.Loudness == nil || *j.Loudness.Integrated != tc.integrated || *j.Loudness.TruePeak != tc.truePeak {
@@ -65,4 +74,47 @@ func TestLoudness(t *testing.T) {
 		})
 		harness.AssertPaths(t, r.Problem(t, 400, "validation_failed"), "loudness.integrated", "loudness.truePeak")
 	})
+}
+
+// TestLoudnessOrgDefault: a job without a loudness of its own gets its
+// organization's default, which levels each chunk as a PCM clip with no
+// room for an encoder; a lossy file is leveled to it again for its
+// encoder and measured after it, so Opus's overshoot of the limited
+// peaks does not lift the file over the ceiling (it came out at -0.1
+// and -0.3 dBTP under a ceiling of -1). MP3 overshoots less.
+func TestLoudnessOrgDefault(t *testing.T) {
+	t.Parallel()
+	yaml := strings.NewReplacer("127.0.0.1:0", "%ADDR%",
+		"  acme:\n", "  acme:\n    dev_key: true\n    loudness: {integrated: -16, true_peak: -1}\n").Replace(jobsConfig)
+	tg := harness.StartProcess(t, t.TempDir(), yaml, nil)
+	short, _ := book(1_000, 2)
+	long, _ := book(2_500, 2)
+	for _, tc := range []struct {
+		format, ext string
+		text        string
+		tolerance   float64
+	}{
+		{"opus", "ogg", short, 1},
+		{"mp3", "mp3", short, 1},
+		// Three passes stay over the ceiling (lowering it only grows
+		// Opus's overshoot of the limiting that keeps the loudness):
+		// the last one trades loudness for the peak.
+		{"opus", "ogg", long, 2},
+	} {
+		t.Run(fmt.Sprintf("%s %d chars", tc.format, len(tc.text)), func(t *testing.T) {
+			t.Parallel()
+			j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{
+				"text": tc.text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en", "speed": 2, "output": tc.format,
+			}), 202)
+			j = waitJob(t, func() job { return decodeJob(t, tg.Do("GET", "/v1/audio/jobs/"+j.ID, "acme", nil), 200) }, finished)
+			if j.State != "succeeded" {
+				t.Fatalf("finished %+v", j)
+			}
+			got := testenv.FFmpegLoudness(t, tg.Do("GET", j.AudioURL, "acme", nil).Body, tc.ext)
+			t.Logf("%s: %.2f LUFS, %.2f dBTP", tc.format, got.Integrated, got.TruePeak)
+			if math.Abs(got.Integrated+16) > tc.tolerance || got.TruePeak > -1+0.1 {
+				t.Errorf("%s file at %.2f LUFS, %.2f dBTP; want -16 LUFS under -1 dBTP", tc.format, got.Integrated, got.TruePeak)
+			}
+		})
+	}
 }
