@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -63,16 +62,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -85,15 +75,6 @@ func cloneRequest(key string) *sdk.CloneRequest {
 		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
 		Credentials: sdk.Credentials{APIKey: key},
 	}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestUpstreamFailures(t *testing.T) {
@@ -171,7 +152,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -351,7 +332,7 @@ func TestEncodings(t *testing.T) {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
 			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
 		}
 	}
@@ -395,7 +376,7 @@ func TestTimestampsMatchTheAudio(t *testing.T) {
 	}
 	req := request(fake.Key)
 	req.Timestamps, req.Format = true, sdk.FormatMP3
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("mp3 with timestamps: %v", err)
 	}
 }
@@ -444,10 +425,10 @@ func TestCloneOnTheWire(t *testing.T) {
 	}
 	two := cloneRequest(fake.Key)
 	two.Samples = append(two.Samples, two.Samples[0])
-	if _, err := p.Clone(t.Context(), two); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), two); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("two clips: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("unknown option: %v", err)
 	}
 }
@@ -472,7 +453,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
@@ -569,7 +550,7 @@ func TestStreamEvents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -735,7 +716,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := planClip(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -783,14 +764,14 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 						tt.modify(req)
 					}
 					_, err := p.Synthesize(t.Context(), req)
-					want := asError(t, err)
+					want := sdktest.AsError(t, err)
 					pl, err := planClip(t, p, *req, false)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if _, f := sendPlan(t, pl, req.Text, req.Credentials); f == nil {
 						t.Error("the planned request succeeded")
-					} else if got := asError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+					} else if got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 						t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 					} else if strings.Contains(got.Error(), tt.key) {
 						t.Errorf("the explanation %q shows the API key", got.Error())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,29 +48,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "thalia-en", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestUpstreamFailures(t *testing.T) {
@@ -148,7 +129,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -237,14 +218,14 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
 	}
 	req := request(fake.Key)
 	req.Timestamps = true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("timestamps: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {
@@ -392,7 +373,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		srv.FailAlways(fault)
 		req := request(fake.Key)
 		_, err := p.Synthesize(t.Context(), req)
-		want := asError(t, err)
+		want := sdktest.AsError(t, err)
 		planReq := *req
 		planReq.Text = sdk.PlanText
 		pl, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: &planReq})
@@ -404,7 +385,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 			t.Fatalf("%d: the planned request did not fail: %v", fault.Status, err)
 		}
 		f.Credentials = req.Credentials
-		if got := asError(t, p.Explain(t.Context(), f)); *got != *want || strings.Contains(got.Error(), fake.Key) {
+		if got := sdktest.AsError(t, p.Explain(t.Context(), f)); *got != *want || strings.Contains(got.Error(), fake.Key) {
 			t.Errorf("%d: Explain %+v\nSynthesize %+v", fault.Status, got, want)
 		}
 	}

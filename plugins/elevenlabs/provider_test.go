@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -63,29 +62,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceRachel, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func cloneRequest(key string) *sdk.CloneRequest {
@@ -166,7 +147,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -295,7 +276,7 @@ func TestEncodings(t *testing.T) {
 			for _, stream := range []bool{false, true} {
 				pl, err := plan(t, p, *req, stream)
 				if stream && e.Format == sdk.FormatWAV {
-					if asError(t, err).Kind != sdk.KindUnsupported {
+					if sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 						t.Errorf("a wav stream planned: %+v, %v", pl, err)
 					}
 					continue
@@ -323,7 +304,7 @@ func TestEncodings(t *testing.T) {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
 			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
 		}
 	}
@@ -446,7 +427,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	if _, err := p.Synthesize(t.Context(), synth); err != nil {
 		t.Errorf("synthesizing with the cloned voice: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Credentials: sdk.Credentials{APIKey: fake.Key}}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Credentials: sdk.Credentials{APIKey: fake.Key}}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("clone without samples: %v", err)
 	}
 }
@@ -512,7 +493,7 @@ func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 				func() error { return p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }) },
 				func() error { _, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: req}); return err },
 			} {
-				e := asError(t, call())
+				e := sdktest.AsError(t, call())
 				if e.Kind != sdk.KindInvalidRequest || e.Field != tt.field || !strings.Contains(e.Message, tt.field) {
 					t.Errorf("got %#v, want invalid_request naming %s", e, tt.field)
 				}
@@ -571,7 +552,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
@@ -796,7 +777,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := plan(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -845,7 +826,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 					tt.modify(req)
 				}
 				_, err := p.Synthesize(t.Context(), req)
-				want := asError(t, err)
+				want := sdktest.AsError(t, err)
 				pl, err := plan(t, p, *req, false)
 				if err != nil {
 					t.Fatal(err)
@@ -854,7 +835,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 				if f == nil {
 					t.Fatal("the planned request succeeded")
 				}
-				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f))
 				if got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("explained as %s %d, want %s %d", got.Kind, got.UpstreamStatus, tt.kind, tt.status)
 				}

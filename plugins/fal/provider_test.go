@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,25 +66,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, s map[string]string) *Provider {
-	t.Helper()
-	p := New()
-	if err := p.Configure(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), s)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: fake.KokoroUS, Voice: "af_bella", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestUpstreamFailures(t *testing.T) {
@@ -138,7 +123,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
 			}
@@ -231,7 +216,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
@@ -269,13 +254,13 @@ func TestDownloads(t *testing.T) {
 	t.Run("missing file", func(t *testing.T) {
 		srv := fake.New(t, fakeupstream.Options{})
 		_, _, err := download(t.Context(), New().cfg.Load(), srv.URL+fake.FilesPath+"gone.wav")
-		if e := asError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 404 {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 404 {
 			t.Errorf("got %+v", e)
 		}
 	})
 	t.Run("not http", func(t *testing.T) {
 		_, _, err := download(t.Context(), New().cfg.Load(), "file:///etc/passwd")
-		if e := asError(t, err); e.Kind != sdk.KindUpstream {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream {
 			t.Errorf("got %+v", e)
 		}
 	})
@@ -339,7 +324,7 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("orpheus voices %+v, %v", voices, err)
 	}
 	for _, model := range []string{fake.F5, fake.ElevenV3} {
-		if _, err := New().Voices(t.Context(), &sdk.VoicesRequest{Model: model}); asError(t, err).Kind != sdk.KindUnsupported {
+		if _, err := New().Voices(t.Context(), &sdk.VoicesRequest{Model: model}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 			t.Errorf("%s voices: %v", model, err)
 		}
 	}
@@ -431,7 +416,7 @@ func TestPassThrough(t *testing.T) {
 	// An app fal does not have: its 404 is the caller's mistake.
 	req.Model = "fal-ai/no-such-app"
 	_, err = p.Synthesize(t.Context(), req)
-	if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 404 || !strings.Contains(e.Message, "not found") {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 404 || !strings.Contains(e.Message, "not found") {
 		t.Errorf("got %+v", e)
 	}
 	if got, _ := srv.LastRequest(); got.Path != "/fal-ai/no-such-app" {
@@ -446,7 +431,7 @@ func TestPassThrough(t *testing.T) {
 	defer ogg.Close()
 	req.Model = "someone/ogg-tts"
 	_, err = configured(t, map[string]string{"base_url": ogg.URL}).Synthesize(t.Context(), req)
-	if e := asError(t, err); e.Kind != sdk.KindUpstream || !strings.Contains(e.Message, "neither WAV nor MP3") {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream || !strings.Contains(e.Message, "neither WAV nor MP3") {
 		t.Errorf("got %+v", e)
 	}
 }
@@ -462,10 +447,10 @@ func TestMaliciousModelIDs(t *testing.T) {
 		"http://evil.example/x", "fal-ai/x@evil.example", "fal-ai/ümlaut", "fal-ai/.hidden", "fal-ai/" + strings.Repeat("a", 300),
 	} {
 		_, err := p.Synthesize(t.Context(), &sdk.SynthesizeRequest{Model: id, Text: "Hi.", Credentials: sdk.Credentials{APIKey: fake.Key}})
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "is not a fal model id") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "is not a fal model id") {
 			t.Errorf("Synthesize(model %q): %+v", id, e)
 		}
-		if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: id}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: id}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("Voices(model %q): %v", id, err)
 		}
 	}
@@ -515,7 +500,7 @@ func TestEncodingsPassThrough(t *testing.T) {
 	for _, e := range []sdk.Encoding{{Format: sdk.FormatWAV, SampleRate: 16000}, {Format: sdk.FormatMP3}, {Format: sdk.FormatPCM, SampleRate: 24000}, {Format: sdk.FormatWAV, Bitrate: 64}} {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
-		if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", e, err)
 		}
 	}

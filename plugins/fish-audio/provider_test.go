@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -63,16 +62,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -85,15 +75,6 @@ func cloneRequest(key string) *sdk.CloneRequest {
 		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
 		Credentials: sdk.Credentials{APIKey: key},
 	}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestUpstreamFailures(t *testing.T) {
@@ -173,7 +154,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -339,7 +320,7 @@ func TestEncodings(t *testing.T) {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "opus_48000_32") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "opus_48000_32") {
 			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
 		}
 	}
@@ -483,7 +464,7 @@ func TestTimestampEvents(t *testing.T) {
 			req.Text, req.Timestamps = "Hello there, world.", true
 			resp, err := p.Synthesize(t.Context(), req)
 			if tt.kind != -1 {
-				if e := asError(t, err); e.Kind != tt.kind {
+				if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 					t.Errorf("got %v, want kind %s", e, tt.kind)
 				}
 				return
@@ -539,7 +520,7 @@ func TestVoices(t *testing.T) {
 	if err != nil || len(voices) != 2 {
 		t.Errorf("library_voices 0: %v, %+v", err, voices)
 	}
-	if err := New().Configure(t.Context(), map[string]string{"library_voices": "101"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"library_voices": "101"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("library_voices 101: %v", err)
 	}
 }
@@ -582,7 +563,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	// A public model without a cover image is the API's 400.
 	public := cloneRequest(fake.Key)
 	public.Options = []byte(`{"visibility": "public"}`)
-	if _, err := p.Clone(t.Context(), public); asError(t, err).UpstreamStatus != 400 {
+	if _, err := p.Clone(t.Context(), public); sdktest.AsError(t, err).UpstreamStatus != 400 {
 		t.Errorf("public without a cover: %v", err)
 	}
 	for name, bad := range map[string]*sdk.CloneRequest{
@@ -591,7 +572,7 @@ func TestCloneOnTheWire(t *testing.T) {
 		"unknown option": {Samples: req.Samples, Options: []byte(`{"cover_image": "x"}`), Credentials: req.Credentials},
 		"too many texts": {Samples: req.Samples[:1], Options: []byte(`{"texts": ["a", "b"]}`), Credentials: req.Credentials},
 	} {
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -630,7 +611,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
@@ -783,7 +764,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := planFor(t, p, *req, false)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -830,14 +811,14 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 					tt.modify(req)
 				}
 				_, err := p.Synthesize(t.Context(), req)
-				want := asError(t, err)
+				want := sdktest.AsError(t, err)
 				pl, err := planFor(t, p, *req, false)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if _, f := sendPlan(t, pl, req.Text, req.Credentials); f == nil {
 					t.Error("the planned request succeeded")
-				} else if got := asError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+				} else if got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 				} else if strings.Contains(got.Error(), tt.key) {
 					t.Errorf("the explanation %q shows the API key", got.Error())

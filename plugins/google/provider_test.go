@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -52,29 +51,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "Kore", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 var generatePath = fake.Path(defaultModel, "generateContent")
@@ -152,7 +133,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -204,7 +185,7 @@ func TestRetryInfo(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != sdk.KindRateLimited || e.RetryAfter != tt.after {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindRateLimited || e.RetryAfter != tt.after {
 				t.Errorf("got %+v, want rate limited after %v", e, tt.after)
 			}
 		})
@@ -318,17 +299,17 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
 	}
 	req := request(fake.Key)
 	req.Timestamps = true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("timestamps: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {
@@ -347,7 +328,7 @@ func TestVoices(t *testing.T) {
 			t.Errorf("voice %d is %s, the fake's %s", i, v.ID, fake.Voices()[i])
 		}
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "tts-1"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "tts-1"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("unknown model: %v", err)
 	}
 }
@@ -406,7 +387,7 @@ func TestAnswersWithoutAudio(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := answering(t, 200, "application/json", tt.body)
 			_, err := p.Synthesize(t.Context(), request(fake.Key))
-			if e := asError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
 				t.Errorf("got %+v, want %s %q", e, tt.kind, tt.code)
 			}
 		})
@@ -446,7 +427,7 @@ func TestStreamEvents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -601,7 +582,7 @@ func TestEncodingsPassThrough(t *testing.T) {
 	for _, e := range []sdk.Encoding{{Format: sdk.FormatPCM, SampleRate: 16000}, {Format: sdk.FormatMP3}, {Format: sdk.FormatWAV, SampleRate: 24000, Bitrate: 64}} {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
-		if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", e, err)
 		}
 	}

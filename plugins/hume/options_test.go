@@ -6,6 +6,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/hume"
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
 )
 
 // TestOptionsCheckedBeforeTheCall: providerOptions outside what Hume
@@ -25,7 +26,7 @@ func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 		req := request(fake.Key)
 		req.Options = []byte(tt.options)
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.Field != tt.field {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || e.Field != tt.field {
 			t.Errorf("%s: got %#v, want invalid_request naming %s", tt.options, e, tt.field)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -50,29 +49,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "Ava Song", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestUpstreamFailures(t *testing.T) {
@@ -149,7 +130,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -243,7 +224,7 @@ func TestTimestampsMatchTheAudio(t *testing.T) {
 	}
 	req := request(fake.Key)
 	req.Model, req.Timestamps = "octave-1", true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("octave-1 timestamps: %v", err)
 	}
 }
@@ -269,12 +250,12 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {

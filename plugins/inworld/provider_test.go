@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -61,16 +60,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -83,15 +73,6 @@ func cloneRequest(key string) *sdk.CloneRequest {
 		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
 		Credentials: sdk.Credentials{APIKey: key},
 	}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribe(t *testing.T) {
@@ -226,7 +207,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -338,11 +319,11 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("Synthesize: got %v, want invalid_request", e)
 			}
 			err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("Stream: got %v, want invalid_request", e)
 			}
 		})
@@ -466,7 +447,7 @@ func TestStreamLines(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
 				t.Errorf("got %+v, want kind %s, code %q", e, tt.kind, tt.code)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -545,7 +526,7 @@ func TestEncodings(t *testing.T) {
 				return nil
 			})
 			if e.Format == sdk.FormatFLAC || e.Format == sdk.FormatOpus {
-				if asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
+				if sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
 					t.Errorf("stream: %v after %d calls, want invalid_request and none", err, srv.Calls()-calls)
 				}
 				return
@@ -656,7 +637,7 @@ func TestVoicesFollowPages(t *testing.T) {
 	if got.Query.Get("pageSize") != "100" || got.Query.Get("pageToken") != "3" || got.Header.Get("Authorization") != "Basic "+fake.Key {
 		t.Errorf("last page request %v %v", got.Query, got.Header)
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{}); asError(t, err).Kind != sdk.KindUnauthorized {
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnauthorized {
 		t.Errorf("no key: %v", err)
 	}
 }
@@ -706,7 +687,7 @@ func TestCloneOnTheWire(t *testing.T) {
 		"unknown option":          {Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials},
 		"too many transcriptions": {Samples: req.Samples[:1], Options: []byte(`{"transcriptions": ["a", "b"]}`), Credentials: req.Credentials},
 	} {
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -714,7 +695,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	// upstream's word reaches the caller.
 	bad := cloneRequest(fake.Key)
 	bad.Options = []byte(`{"langCode": "xx"}`)
-	if _, err := p.Clone(t.Context(), bad); asError(t, err).UpstreamCode != "INVALID_ARGUMENT" {
+	if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).UpstreamCode != "INVALID_ARGUMENT" {
 		t.Errorf("bad language: %v", err)
 	}
 }

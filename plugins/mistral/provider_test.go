@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -54,16 +53,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -76,15 +66,6 @@ func cloneRequest(key string) *sdk.CloneRequest {
 		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
 		Credentials: sdk.Credentials{APIKey: key},
 	}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestUpstreamFailures(t *testing.T) {
@@ -161,7 +142,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -346,7 +327,7 @@ func TestStreamEvents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -417,7 +398,7 @@ func TestCloneOnTheWire(t *testing.T) {
 		"empty sample":   {Samples: []sdk.Sample{{MediaType: "audio/wav"}}, Credentials: req.Credentials},
 		"unknown option": {Samples: req.Samples, Options: []byte(`{"sample_audio": "x"}`), Credentials: req.Credentials},
 	} {
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -445,14 +426,14 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
 	}
 	req := request(fake.Key)
 	req.Timestamps = true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("timestamps: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -54,29 +53,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceNatalie, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribe(t *testing.T) {
@@ -97,10 +78,10 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	if err := New().Configure(t.Context(), map[string]string{"stream_base_url": "global.api.murf.ai"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"stream_base_url": "global.api.murf.ai"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a stream_base_url without scheme: %v", err)
 	}
-	if err := New().Configure(t.Context(), map[string]string{"base_url": "::"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"base_url": "::"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a bad base_url: %v", err)
 	}
 	// stream_base_url takes /v1/speech/stream elsewhere; the rest stays.
@@ -192,7 +173,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -315,7 +296,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v, want invalid_request", e)
 			}
 		})
@@ -326,10 +307,10 @@ func TestInvalidRequests(t *testing.T) {
 	// FALCON gives no timestamps: unsupported, not a wrong request.
 	req := request(fake.Key)
 	req.Model, req.Timestamps = "FALCON", true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("FALCON timestamps: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("Clone: %v", err)
 	}
 }
@@ -433,7 +414,7 @@ func TestGenerateAnswers(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != tt.kind || e.UpstreamStatus != tt.status {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind || e.UpstreamStatus != tt.status {
 				t.Errorf("got %+v, want kind %s, status %d", e, tt.kind, tt.status)
 			}
 		})
@@ -500,7 +481,7 @@ func TestVoices(t *testing.T) {
 	if got, _ := srv.LastRequest(); got.Query.Get("model") != "GEN2" {
 		t.Errorf("default model asked as %q", got.Query.Get("model"))
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "gen9"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "gen9"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("not a model id: %v", err)
 	}
 	for in, want := range map[string]string{"Male": "male", "Female": "female", "NonBinary": "neutral", "": ""} {
@@ -709,7 +690,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := plan(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -753,7 +734,7 @@ func TestExplainMatchesPlugin(t *testing.T) {
 					req.Voice = tt.voice
 				}
 				_, err := p.Synthesize(t.Context(), req)
-				want := asError(t, err)
+				want := sdktest.AsError(t, err)
 				pl, err := plan(t, p, *req, false)
 				if err != nil {
 					t.Fatal(err)
@@ -763,7 +744,7 @@ func TestExplainMatchesPlugin(t *testing.T) {
 					t.Fatalf("the planned request succeeded: %v", err)
 				}
 				f.Credentials = req.Credentials
-				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f))
 				if *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 				}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -65,25 +64,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, s map[string]string) *Provider {
-	t.Helper()
-	p := New()
-	if err := p.Configure(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), s)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: "tts-1", Voice: "alloy", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribe(t *testing.T) {
@@ -109,7 +94,7 @@ func TestDescribe(t *testing.T) {
 	if len(voices) != 2 || voices[1].ID != "echo" {
 		t.Errorf("tts-1 voices %+v", voices)
 	}
-	if _, err := New().Describe(t.Context()); asError(t, err).Kind != sdk.KindUnavailable {
+	if _, err := New().Describe(t.Context()); sdktest.AsError(t, err).Kind != sdk.KindUnavailable {
 		t.Errorf("unconfigured: %v", err)
 	}
 }
@@ -182,7 +167,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable {
 				t.Errorf("got %+v", e)
 			}
@@ -280,7 +265,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v", e)
 			}

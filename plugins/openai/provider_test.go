@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -53,29 +52,11 @@ func TestConformanceInProcess(t *testing.T) {
 
 // configured returns a provider pointed at srv, with extra settings.
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: "gpt-4o-mini-tts", Voice: "alloy", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 // TestUpstreamFailures holds the plugin to the error contract against the
@@ -145,7 +126,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -172,7 +153,7 @@ func TestKeyNeverInErrorsThroughPlugin(t *testing.T) {
 		} else {
 			_, err = p.Synthesize(t.Context(), request(wrongKey))
 		}
-		e := asError(t, err)
+		e := sdktest.AsError(t, err)
 		if e.Kind != sdk.KindUnauthorized || e.UpstreamStatus != 401 || e.UpstreamCode != "invalid_api_key" {
 			t.Errorf("stream=%v: got %+v", stream, e)
 		}
@@ -252,7 +233,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 		})

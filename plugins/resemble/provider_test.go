@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -61,31 +60,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, set map[string]string, extra map[string]string) *Provider {
-	t.Helper()
-	all := map[string]string{}
-	for _, m := range []map[string]string{set, extra} {
-		for k, v := range m {
-			all[k] = v
-		}
-	}
-	p := New()
-	if err := p.Configure(t.Context(), all); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), set, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceLucy, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribeAndConfigure(t *testing.T) {
@@ -105,7 +84,7 @@ func TestDescribeAndConfigure(t *testing.T) {
 	if c := New().cfg.Load(); c.BaseURL != "https://app.resemble.ai/api/v2" || c.synthesisURL != "https://f.cluster.resemble.ai" {
 		t.Errorf("defaults %s, %s", c.BaseURL, c.synthesisURL)
 	}
-	if err := New().Configure(t.Context(), map[string]string{"synthesis_url": "f.cluster.resemble.ai"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"synthesis_url": "f.cluster.resemble.ai"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a synthesis_url without scheme: %v", err)
 	}
 	// Synthesis goes to synthesis_url, everything else to base_url.
@@ -190,7 +169,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
 			}
@@ -336,7 +315,7 @@ func TestEncodings(t *testing.T) {
 				return nil
 			})
 			if e.Format == sdk.FormatMP3 {
-				if asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
+				if sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
 					t.Errorf("an mp3 stream: %v after %d calls", err, srv.Calls()-calls)
 				}
 				return
@@ -389,7 +368,7 @@ func TestInvalidRequests(t *testing.T) {
 			} else {
 				_, err = p.Synthesize(t.Context(), req)
 			}
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want %s", e, tt.kind)
 			}
 		})
@@ -512,7 +491,7 @@ func TestStreamBodies(t *testing.T) {
 	for _, body := range [][]byte{wavFile(8000, 5, false), []byte("<html>oops</html>"), []byte("RIFF")} {
 		p := streamServer(t, body)
 		err := p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-		if e := asError(t, err); e.Kind != sdk.KindUpstream && e.Kind != sdk.KindUnavailable {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream && e.Kind != sdk.KindUnavailable {
 			t.Errorf("%q: %v", body[:4], e)
 		}
 	}
@@ -564,7 +543,7 @@ func TestSynthesisAnswers(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %+v, want kind %s", e, tt.kind)
 			}
 		})
@@ -695,7 +674,7 @@ func TestClone(t *testing.T) {
 		}(),
 	} {
 		srv.Reset()
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != 0 {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != 0 {
 			t.Errorf("%s: %v after %d calls", name, err, srv.Calls())
 		}
 	}
@@ -707,7 +686,7 @@ func TestClone(t *testing.T) {
 	short.Samples[2].Data = make([]byte, 3200)
 	before := len(srv.VoiceIDs())
 	_, err = p.Clone(t.Context(), short)
-	if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 400 || !strings.Contains(e.Message, "1 and 12 seconds") {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 400 || !strings.Contains(e.Message, "1 and 12 seconds") {
 		t.Errorf("short recording: %+v", e)
 	}
 	if len(srv.VoiceIDs()) != before {
@@ -721,7 +700,7 @@ func TestClone(t *testing.T) {
 	srv.Reset()
 	before = len(srv.VoiceIDs())
 	srv.FailNext(1, fakeupstream.Fault{Path: fake.VoicesPath + "/", Status: 503})
-	if _, err := p.Clone(t.Context(), cloneRequest(3)); asError(t, err).Kind != sdk.KindUnavailable {
+	if _, err := p.Clone(t.Context(), cloneRequest(3)); sdktest.AsError(t, err).Kind != sdk.KindUnavailable {
 		t.Errorf("503 while uploading: %v", err)
 	}
 	if n := srv.Calls(); n != 3 || len(srv.VoiceIDs()) != before { // create, one recording, the DELETE
@@ -813,7 +792,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := plan(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -856,7 +835,7 @@ func TestExplainMatchesStream(t *testing.T) {
 				if tt.voice != "" {
 					req.Voice = tt.voice
 				}
-				want := asError(t, p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }))
+				want := sdktest.AsError(t, p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }))
 				pl, err := plan(t, p, *req, true)
 				if err != nil {
 					t.Fatal(err)
@@ -866,7 +845,7 @@ func TestExplainMatchesStream(t *testing.T) {
 					t.Fatalf("the planned request succeeded: %v", err)
 				}
 				f.Credentials = req.Credentials
-				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f))
 				if *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("Explain: %+v\nStream: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 				}

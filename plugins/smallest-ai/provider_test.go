@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -51,29 +50,11 @@ func TestConformanceInProcess(t *testing.T) {
 
 // configured returns a provider pointed at srv, with extra settings.
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: fake.VoiceMagnus, Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 // TestUpstreamFailures holds the plugin to the error contract against the
@@ -142,7 +123,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -177,7 +158,7 @@ func TestExplain(t *testing.T) {
 	const key = "sk_live_abcdefgh12345678"
 	err := p.Explain(t.Context(), &sdk.Failure{Status: 429, Header: map[string]string{"Retry-After": "3"},
 		Body: []byte(`{"error":"TooManyRequests","message":"Concurrency limit reached for ` + key + `"}`), Credentials: sdk.Credentials{APIKey: key}})
-	e := asError(t, err)
+	e := sdktest.AsError(t, err)
 	if e.Kind != sdk.KindRateLimited || e.RetryAfter != 3*time.Second || e.UpstreamCode != "TooManyRequests" || strings.Contains(e.Message, "abcdefgh") {
 		t.Errorf("got %+v", e)
 	}
@@ -218,7 +199,7 @@ func TestRequestOnTheWire(t *testing.T) {
 	if plan.URL != srv.BaseURL()+"/tts" || plan.Header["Accept"] != "audio/wav" || plan.MediaType != "audio/pcm;rate=44100" || plan.FrameSize != 2 {
 		t.Errorf("plan %+v", plan)
 	}
-	if _, err := p.Plan(t.Context(), &sdk.PlanRequest{Stream: true, Request: &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: "magnus", Text: sdk.PlanText, Credentials: sdk.Credentials{APIKey: fake.Key}}}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Plan(t.Context(), &sdk.PlanRequest{Stream: true, Request: &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: "magnus", Text: sdk.PlanText, Credentials: sdk.Credentials{APIKey: fake.Key}}}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("a stream plan: %v", err)
 	}
 }
@@ -249,7 +230,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 		})
@@ -385,11 +366,11 @@ func TestStreamCutShort(t *testing.T) {
 		got = append(got, b...)
 		return nil
 	})
-	if e := asError(t, err); e.Kind != sdk.KindUnavailable || len(got) != 3 {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindUnavailable || len(got) != 3 {
 		t.Errorf("got %v after %d bytes", e, len(got))
 	}
 	err = readEvents(t.Context(), strings.NewReader("data: {\"status\":\"500\",\"error\":\"InternalServerError\",\"message\":\"boom\"}\n\n"), func([]byte) error { return nil })
-	if e := asError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 500 || e.UpstreamCode != "InternalServerError" {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 500 || e.UpstreamCode != "InternalServerError" {
 		t.Errorf("error event: %+v", e)
 	}
 }
@@ -420,7 +401,7 @@ func TestVoicesAndClone(t *testing.T) {
 	if len(voices) != 4 || voices[0].ID != fake.VoiceMagnus || voices[0].Gender != "male" || voices[0].Language != "english" || voices[3].ID != clone.VoiceID {
 		t.Errorf("voices %+v", voices)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: "lightning_v3.1", Samples: []sdk.Sample{{MediaType: "audio/wav", Data: make([]byte, 6<<20)}}, Credentials: creds}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: "lightning_v3.1", Samples: []sdk.Sample{{MediaType: "audio/wav", Data: make([]byte, 6<<20)}}, Credentials: creds}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a 6 MB sample: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -46,29 +45,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: modelID, Voice: fake.VoiceAra, Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 // TestUpstreamFailures holds the plugin to the error contract against the
@@ -135,7 +116,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 				return
 			}
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
 				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
 			}
@@ -219,7 +200,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 		})
@@ -262,7 +243,7 @@ func TestVoices(t *testing.T) {
 	if len(voices) != 5 || voices[0].ID != "eve" || voices[0].Name != "Eve" {
 		t.Errorf("voices %+v", voices)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}
 }
