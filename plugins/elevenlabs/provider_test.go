@@ -79,83 +79,32 @@ func cloneRequest(key string) *sdk.CloneRequest {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "xi-wrong-key-9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		clone     bool
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "quota exceeded", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 401, code: "quota_exceeded", calls: 1,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401, Code: "quota_exceeded"}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "too_many_concurrent_requests", retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "500 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "timeout", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			settings: map[string]string{"timeout": "200ms"},
-			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "clone succeeds", key: fake.Key, clone: true, calls: 1},
-		{name: "clone is never retried", key: fake.Key, clone: true, wantErr: true, kind: sdk.KindUpstream, status: 500, code: "internal_server_error", retryable: true, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
-		{name: "clone is never retried on 429", key: fake.Key, clone: true, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "too_many_concurrent_requests", retryable: true, after: 10 * time.Millisecond, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.01"}) }},
-		{name: "clone with a wrong key", key: wrongKey, clone: true, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			var err error
-			path := fake.TTSPath(fake.VoiceRachel)
-			if tt.clone {
-				path = fake.ClonePath
-				var resp *sdk.CloneResponse
-				resp, err = p.Clone(t.Context(), cloneRequest(tt.key))
-				if err == nil && resp.VoiceID == "" {
-					t.Error("no voice id")
-				}
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), request(tt.key))
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(path); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := sdktest.AsError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Clone:    cloneRequest,
+		Path:     fake.TTSPath(fake.VoiceRachel),
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key"}, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "quota exceeded", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 401, Code: "quota_exceeded"}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401, Code: "quota_exceeded"}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "too_many_concurrent_requests", Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "500 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "clone succeeds", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Calls: 1},
+		{Name: "clone is never retried", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 500, Code: "internal_server_error", Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
+		{Name: "clone is never retried on 429", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "too_many_concurrent_requests", Retryable: true, RetryAfter: 10 * time.Millisecond}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.01"}) }},
+		{Name: "clone with a wrong key", Key: wrongKey, Op: sdktest.OpClone, Path: fake.ClonePath, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key"}, Calls: 1},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -74,61 +73,25 @@ func request(key string) *sdk.SynthesizeRequest {
 }
 
 func TestUpstreamFailures(t *testing.T) {
-	tests := []struct {
-		name      string
-		key       string
-		extra     map[string]string
-		setup     func(*fake.Server)
-		ctx       func(context.Context) (context.Context, context.CancelFunc)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key", key: "fal-wrong:0123456789", wantErr: true, kind: sdk.KindUnauthorized, status: 401, calls: 1},
-		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			extra: map[string]string{"timeout": "200ms", "max_attempts": "1"},
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			s := settings(srv)
-			for k, v := range tt.extra {
-				s[k] = v
-			}
-			p := configured(t, s)
-			resp, err := p.Synthesize(t.Context(), request(tt.key))
-			if got := srv.CallsTo("/" + fake.KokoroUS); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatalf("Synthesize: %v", err)
-				}
-				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-					t.Errorf("audio does not decode: %v", derr)
-				}
-				return
-			}
-			e := sdktest.AsError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return sdktest.Configure(t, New(), settings(srv), s)
+		},
+		Request: request,
+		Path:    "/" + fake.KokoroUS,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: "fal-wrong:0123456789", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Calls: 1},
+		{Name: "missing key", Key: "", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "timeout setting", Key: fake.Key, Settings: map[string]string{"timeout": "200ms", "max_attempts": "1"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 // TestRequestOnTheWire: Kokoro's input names the text prompt; options go

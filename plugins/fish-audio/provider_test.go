@@ -79,93 +79,33 @@ func cloneRequest(key string) *sdk.CloneRequest {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "fa-wrong-9876543210zyxwvutsrq"
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "", "stream", "timestamps", "voices" or "clone"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, msgHas: "fish-audio: Invalid Token", path: fake.TTSPath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.TTSPath, calls: 0},
-		{name: "no credit", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, msgHas: "Insufficient Balance", path: fake.TTSPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.TTSPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, path: fake.TTSPath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried on the timestamps path", key: fake.Key, op: "timestamps", path: fake.TimestampsPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.TTSPath, calls: 1},
-		{name: "voices 401", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.ModelPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.TTSPath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Clone:    cloneRequest,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, MessageHas: "fish-audio: Invalid Token"}, Path: fake.TTSPath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.TTSPath, Calls: 0},
+		{Name: "no credit", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, MessageHas: "Insufficient Balance"}, Path: fake.TTSPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.TTSPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.TTSPath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried on the timestamps path", Key: fake.Key, Op: sdktest.OpTimestamps, Path: fake.TimestampsPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "stream 401", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.TTSPath, Calls: 1},
+		{Name: "voices 401", Key: wrongKey, Op: sdktest.OpVoices, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.ModelPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.TTSPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
 		// Outside the documented range: refused by the plugin, naming
 		// the field, with no call.
-		{name: "validation error", key: fake.Key, op: "bad chunk length", wantErr: true, kind: sdk.KindInvalidRequest, msgHas: "providerOptions field chunk_length must be between 100 and 300", path: fake.TTSPath, calls: 0},
-		{name: "clone succeeds", key: fake.Key, op: "clone", path: fake.ModelPath, calls: 1},
-		{name: "clone is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUnavailable, status: 503, retryable: true, path: fake.ModelPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			var err error
-			switch tt.op {
-			case "clone":
-				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
-			case "stream":
-				err = p.Stream(t.Context(), request(tt.key), func(sdk.Chunk) error { return nil })
-			case "voices":
-				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: tt.key}})
-			default:
-				req := request(tt.key)
-				req.Timestamps = tt.op == "timestamps"
-				if tt.op == "bad chunk length" {
-					req.Options = []byte(`{"chunk_length": 50}`)
-				}
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := sdktest.AsError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "validation error", Key: fake.Key, Options: []byte(`{"chunk_length": 50}`), Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, MessageHas: "providerOptions field chunk_length must be between 100 and 300"}, Path: fake.TTSPath, Calls: 0},
+		{Name: "clone succeeds", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ModelPath, Calls: 1},
+		{Name: "clone is never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Retryable: true}, Path: fake.ModelPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {

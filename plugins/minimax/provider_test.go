@@ -72,108 +72,51 @@ func cloneRequest(key string) *sdk.CloneRequest {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "mm-wrong-9876543210zyxwvutsrq"
-	stream := func(p *Provider, key string) error {
-		return p.Stream(t.Context(), request(key), func(sdk.Chunk) error { return nil })
-	}
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "", "stream", "voices" or "clone"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key: HTTP 200, status_code 1004", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", msgHas: "minimax: login fail", path: fake.T2APath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.T2APath, calls: 0},
-		{name: "group id mismatch", key: fake.Key, settings: map[string]string{"group_id": "42"}, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", msgHas: "token not match group", path: fake.T2APath, calls: 1},
-		{name: "group id", key: fake.Key, settings: map[string]string{"group_id": fake.GroupID}, path: fake.T2APath, calls: 1},
-		{name: "no balance", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "1008", path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "rate limit once, then success", key: fake.Key, path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "rate limit forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1002", retryable: true, after: 20 * time.Millisecond, path: fake.T2APath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "rate limit with a long Retry-After is passed on", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1002", retryable: true, after: 30 * time.Second, path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "30"}) }},
-		{name: "token rate limit code", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1039", retryable: true, path: fake.T2APath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Code: "1039"}) }},
-		{name: "internal error code retried", key: fake.Key, path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Code: "1024"}) }},
-		{name: "HTTP 503 retried", key: fake.Key, path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "HTTP 502 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 502, code: "1000", retryable: true, path: fake.T2APath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 502}) }},
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+		Clone:   cloneRequest,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key: HTTP 200, status_code 1004", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004", MessageHas: "minimax: login fail"}, Path: fake.T2APath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.T2APath, Calls: 0},
+		{Name: "group id mismatch", Key: fake.Key, Settings: map[string]string{"group_id": "42"}, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004", MessageHas: "token not match group"}, Path: fake.T2APath, Calls: 1},
+		{Name: "group id", Key: fake.Key, Settings: map[string]string{"group_id": fake.GroupID}, Path: fake.T2APath, Calls: 1},
+		{Name: "no balance", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, Code: "1008"}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "rate limit once, then success", Key: fake.Key, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "rate limit forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "1002", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.T2APath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "rate limit with a long Retry-After is passed on", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "1002", Retryable: true, RetryAfter: 30 * time.Second}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "30"}) }},
+		{Name: "token rate limit code", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "1039", Retryable: true}, Path: fake.T2APath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Code: "1039"}) }},
+		{Name: "internal error code retried", Key: fake.Key, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Code: "1024"}) }},
+		{Name: "HTTP 503 retried", Key: fake.Key, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "HTTP 502 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 502, Code: "1000", Retryable: true}, Path: fake.T2APath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 502}) }},
 		// A value outside the documented ranges no longer reaches MiniMax
 		// (the plugin refuses it first), so its code 2013 is injected.
-		{name: "invalid params", key: fake.Key, wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "2013", msgHas: "pitch", path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) {
+		{Name: "invalid params", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "2013", MessageHas: "pitch"}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailNext(1, fakeupstream.Fault{Code: "2013", Message: "invalid params, voice_setting.pitch must be an integer in [-12, 12]"})
 			}},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "stream: wrong key", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.T2APath, calls: 1},
-		{name: "stream: rate limit once, retried before any audio", key: fake.Key, op: "stream", path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429}) }},
-		{name: "stream: HTTP 503 retried", key: fake.Key, op: "stream", path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "voices: wrong key", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.VoicesPath, calls: 1},
-		{name: "clone: upload never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUpstream, status: 500, code: "1024", retryable: true, path: fake.UploadPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Path: fake.UploadPath, Code: "1024"}) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			var err error
-			switch tt.op {
-			case "clone":
-				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
-			case "stream":
-				err = stream(p, tt.key)
-			case "voices":
-				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: tt.key}})
-			default:
-				req := request(tt.key)
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := sdktest.AsError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "stream: wrong key", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004"}, Path: fake.T2APath, Calls: 1},
+		{Name: "stream: rate limit once, retried before any audio", Key: fake.Key, Op: sdktest.OpStream, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429}) }},
+		{Name: "stream: HTTP 503 retried", Key: fake.Key, Op: sdktest.OpStream, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "voices: wrong key", Key: wrongKey, Op: sdktest.OpVoices, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004"}, Path: fake.VoicesPath, Calls: 1},
+		{Name: "clone: upload never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 500, Code: "1024", Retryable: true}, Path: fake.UploadPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Path: fake.UploadPath, Code: "1024"}) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {

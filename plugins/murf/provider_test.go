@@ -101,90 +101,32 @@ func TestConfigure(t *testing.T) {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "ap2_wrong000-9999-8888-7777-666655554444"
-	tests := []struct {
-		name      string
-		key       string
-		model     string
-		op        string // "" or "stream"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		voice     string
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", msgHas: "Invalid 'api-key' header passed", path: fake.GeneratePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.GeneratePath, calls: 0},
-		{name: "unknown voice", key: fake.Key, voice: "en-US-nobody", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "400", msgHas: "Invalid voice_id", path: fake.GeneratePath, calls: 1},
-		{name: "quota spent", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "402", msgHas: "Character limit", path: fake.GeneratePath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.GeneratePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "429", retryable: true, after: 20 * time.Millisecond, path: fake.GeneratePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried on FALCON's clip", key: fake.Key, model: "FALCON", path: fake.StreamPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "stream 403", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", path: fake.StreamPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.GeneratePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "key echoed in a message", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", path: fake.GeneratePath, calls: 1,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 403, Code: "403", MessageHas: "Invalid 'api-key' header passed"}, Path: fake.GeneratePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.GeneratePath, Calls: 0},
+		{Name: "unknown voice", Key: fake.Key, Voice: "en-US-nobody", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "400", MessageHas: "Invalid voice_id"}, Path: fake.GeneratePath, Calls: 1},
+		{Name: "quota spent", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, Code: "402", MessageHas: "Character limit"}, Path: fake.GeneratePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.GeneratePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "429", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.GeneratePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried on FALCON's clip", Key: fake.Key, Model: "FALCON", Path: fake.StreamPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "stream 403", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 403, Code: "403"}, Path: fake.StreamPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.GeneratePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "key echoed in a message", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 403, Code: "403"}, Path: fake.GeneratePath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 403, Message: "api-key " + fake.Key + " is disabled"})
 			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			req := request(tt.key)
-			if tt.model != "" {
-				req.Model = tt.model
-			}
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			if tt.op == "stream" {
-				err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := sdktest.AsError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {

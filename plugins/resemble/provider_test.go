@@ -104,83 +104,30 @@ func TestDescribeAndConfigure(t *testing.T) {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "rsmbl-wrong-token-9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "" or "stream"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		voice     string
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, msgHas: "Invalid API token", path: fake.SynthesizePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.SynthesizePath, calls: 0},
-		{name: "unknown voice", key: fake.Key, voice: "00000000", wantErr: true, kind: sdk.KindInvalidRequest, status: 404, msgHas: "not found", path: fake.SynthesizePath, calls: 1},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.SynthesizePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, path: fake.SynthesizePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried on the stream", key: fake.Key, op: "stream", path: fake.StreamPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.StreamPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.SynthesizePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "key echoed in a message", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.SynthesizePath, calls: 1,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, settings(srv), s)
+		},
+		Request: request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, MessageHas: "Invalid API token"}, Path: fake.SynthesizePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.SynthesizePath, Calls: 0},
+		{Name: "unknown voice", Key: fake.Key, Voice: "00000000", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 404, MessageHas: "not found"}, Path: fake.SynthesizePath, Calls: 1},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.SynthesizePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.SynthesizePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried on the stream", Key: fake.Key, Op: sdktest.OpStream, Path: fake.StreamPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "stream 401", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.StreamPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "key echoed in a message", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 401, Message: "token " + fake.Key + " expired"})
 			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, settings(srv), tt.settings)
-			req := request(tt.key)
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			if tt.op == "stream" {
-				err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := sdktest.AsError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
