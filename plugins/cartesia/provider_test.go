@@ -381,30 +381,18 @@ func TestCloneOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": {}}`) }},
-		{"unknown generation setting", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"generation_config": {"pitch": 1}}`) }},
-		{"speed on sonic-2", func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Sonic 9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": {}}`) }},
+		{Name: "unknown generation setting", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"generation_config": {"pitch": 1}}`) }},
+		{Name: "speed on sonic-2", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "Sonic 9" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}

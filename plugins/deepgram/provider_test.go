@@ -129,36 +129,24 @@ func TestRequestOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "aura-2-zeus-en"}`) }},
-		{"bit rate option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
-		{"bit rate for pcm", func(r *sdk.SynthesizeRequest) { r.Bitrate = 32 }},
-		{"mp3 bit rate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 64 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
-		{"mu-law at 16 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
-		{"speed on aura", func(r *sdk.SynthesizeRequest) { r.Model, r.Voice, r.Speed = "aura", "asteria-en", 1.2 }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"voice with the model", func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "aura-3-thalia-en" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "aura-2-zeus-en"}`) }},
+		{Name: "bit rate option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
+		{Name: "bit rate for pcm", Modify: func(r *sdk.SynthesizeRequest) { r.Bitrate = 32 }},
+		{Name: "mp3 bit rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 64 }},
+		{Name: "mp3 rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
+		{Name: "mu-law at 16 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
+		{Name: "speed on aura", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.Voice, r.Speed = "aura", "asteria-en", 1.2 }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "voice with the model", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "aura-3-thalia-en" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
 	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {

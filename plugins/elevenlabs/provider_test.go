@@ -477,35 +477,23 @@ func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": "pcm_8000"}`) }},
-		{"unknown voice setting", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_settings": {"pitch": 2}}`) }},
-		{"wrong option type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"seed": "seven"}`) }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 320 }},
-		{"bitrate at a rate that has another", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 22050, 128 }},
-		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
-		{"ulaw rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatFLAC }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Eleven v9" }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": "pcm_8000"}`) }},
+		{Name: "unknown voice setting", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_settings": {"pitch": 2}}`) }},
+		{Name: "wrong option type", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"seed": "seven"}`) }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
+		{Name: "mp3 rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 320 }},
+		{Name: "bitrate at a rate that has another", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 22050, 128 }},
+		{Name: "opus rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{Name: "ulaw rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatFLAC }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "Eleven v9" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}

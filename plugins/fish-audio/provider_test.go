@@ -519,43 +519,31 @@ func TestCloneOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"references": []}`) }},
-		{"the gateway's own field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"format": "opus"}`) }},
-		{"unknown prosody field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"prosody": {"pitch": 1}}`) }},
-		{"mp3 bitrate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"mp3_bitrate": 128}`) }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " " }},
-		{"pcm rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "speech-1.6" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
-		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
-		{"opus bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatOpus, 96 }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
-		{"mp3_bitrate against the bitrate", func(r *sdk.SynthesizeRequest) {
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"references": []}`) }},
+		{Name: "the gateway's own field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"format": "opus"}`) }},
+		{Name: "unknown prosody field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"prosody": {"pitch": 1}}`) }},
+		{Name: "mp3 bitrate on pcm", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"mp3_bitrate": 128}`) }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = " " }},
+		{Name: "pcm rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
+		{Name: "mp3 rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
+		{Name: "model", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "speech-1.6" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+		{Name: "opus rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{Name: "opus bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatOpus, 96 }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
+		{Name: "mp3_bitrate against the bitrate", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"mp3_bitrate": 192}`)
 		}},
-		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) {
+		{Name: "opus_bitrate is the request's", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24000}`)
 		}},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}

@@ -218,34 +218,22 @@ func TestRequestOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 1.2}`) }},
-		{"snake_case option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"language_code": "en-US"}`) }},
-		{"speaker without a voice", func(r *sdk.SynthesizeRequest) {
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 1.2}`) }},
+		{Name: "snake_case option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"language_code": "en-US"}`) }},
+		{Name: "speaker without a voice", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Options = []byte(`{"multiSpeakerVoiceConfig": {"speakerVoiceConfigs": [{"speaker": "Joe"}]}}`)
 		}},
-		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 1.5 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"a model that answers text", func(r *sdk.SynthesizeRequest) { r.Model = "gemini-2.5-flash" }},
-		{"mp3", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "  " }},
+		{Name: "speed", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 1.5 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{Name: "a model that answers text", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "gemini-2.5-flash" }},
+		{Name: "mp3", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = "  " }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
 	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {

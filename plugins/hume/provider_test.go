@@ -167,31 +167,19 @@ func TestTimestampsMatchTheAudio(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"num_generations": 2}`) }},
-		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"empty custom voice", func(r *sdk.SynthesizeRequest) { r.Voice = "custom:" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "octave-3.5" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
-		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"num_generations": 2}`) }},
+		{Name: "speed", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "empty custom voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "custom:" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "octave-3.5" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+		{Name: "bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}

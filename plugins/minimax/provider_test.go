@@ -460,39 +460,27 @@ func TestNewVoiceID(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"subtitle_enable": true}`) }},
-		{"the gateway's own field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"format": "flac"}}`) }},
-		{"voice id in options", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_setting": {"voice_id": "x"}}`) }},
-		{"bitrate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"bitrate": 128000}}`) }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "speech_9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatOpus }},
-		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
-		{"MPEG-2 mp3 at 256", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 256 }},
-		{"bitrate option against the bitrate", func(r *sdk.SynthesizeRequest) {
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"subtitle_enable": true}`) }},
+		{Name: "the gateway's own field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"format": "flac"}}`) }},
+		{Name: "voice id in options", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_setting": {"voice_id": "x"}}`) }},
+		{Name: "bitrate on pcm", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"bitrate": 128000}}`) }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "speech_9" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatOpus }},
+		{Name: "mp3 at 8 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
+		{Name: "MPEG-2 mp3 at 256", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 256 }},
+		{Name: "bitrate option against the bitrate", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"audio_setting": {"bitrate": 32000}}`)
 		}},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
 	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {

@@ -348,32 +348,20 @@ func TestCloneOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"instruction": "calm"}`) }},
-		{"the gateway's own field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"response_format": "flac"}`) }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " " }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"not a speech model id", func(r *sdk.SynthesizeRequest) { r.Model = "voxtral-9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "aac" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
-		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"instruction": "calm"}`) }},
+		{Name: "the gateway's own field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"response_format": "flac"}`) }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = " " }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{Name: "not a speech model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "voxtral-9" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "aac" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
+		{Name: "bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
 	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {

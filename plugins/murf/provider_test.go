@@ -211,38 +211,26 @@ func TestRequestOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 2}`) }},
-		{"option of the wrong type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"style": 3}`) }},
-		{"pitch", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pitch": 80}`) }},
-		{"pronunciations not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pronunciationDictionary": [1]}`) }},
-		{"variation on FALCON", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"variation": 1}`) }},
-		{"audioDuration on FALCON", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"audioDuration": 3}`) }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 1.6 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " \t" }},
-		{"GEN2 at 16 kHz", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "gen1" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
-		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 2}`) }},
+		{Name: "option of the wrong type", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"style": 3}`) }},
+		{Name: "pitch", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pitch": 80}`) }},
+		{Name: "pronunciations not an object", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pronunciationDictionary": [1]}`) }},
+		{Name: "variation on FALCON", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"variation": 1}`) }},
+		{Name: "audioDuration on FALCON", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"audioDuration": 3}`) }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 1.6 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = " \t" }},
+		{Name: "GEN2 at 16 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "gen1" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
+		{Name: "mp3 at 8 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
