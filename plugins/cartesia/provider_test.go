@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -63,16 +62,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -87,102 +77,40 @@ func cloneRequest(key string) *sdk.CloneRequest {
 	}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "sk_car_wrong_9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "", "stream", "timestamps" or "clone"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key, plain-text errors", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, msgHas: "Unauthorized: Invalid API key.", path: fake.BytesPath, calls: 1},
-		{name: "wrong key, JSON errors", key: wrongKey, settings: map[string]string{"api_version": "2026-03-01"}, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", msgHas: "cartesia: Invalid API key.", path: fake.BytesPath, calls: 1},
-		{name: "unknown version", key: fake.Key, settings: map[string]string{"api_version": "1999-01-01"}, wantErr: true, kind: sdk.KindInvalidRequest, status: 400, path: fake.BytesPath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.BytesPath, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.BytesPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, settings: map[string]string{"api_version": "2026-03-01"}, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "concurrency_limited", retryable: true, after: 20 * time.Millisecond, path: fake.BytesPath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "500 retried on the SSE path", key: fake.Key, op: "timestamps", path: fake.SSEPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.SSEPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.BytesPath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "clone succeeds", key: fake.Key, op: "clone", path: fake.ClonePath, calls: 1},
-		{name: "clone is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUpstream, status: 500, retryable: true, path: fake.ClonePath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
-		{name: "clone 503 is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUnavailable, status: 503, retryable: true, path: fake.ClonePath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			if tt.settings["api_version"] == "1999-01-01" {
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			if s["api_version"] == "1999-01-01" {
 				// A version no document lists breaks the document on
 				// purpose.
-				defer srv.TakeViolations()
+				t.Cleanup(func() { srv.TakeViolations() })
 			}
-			p := configured(t, srv, tt.settings)
-			var err error
-			switch tt.op {
-			case "clone":
-				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
-			case "stream":
-				err = p.Stream(t.Context(), request(tt.key), func(sdk.Chunk) error { return nil })
-			default:
-				req := request(tt.key)
-				req.Timestamps = tt.op == "timestamps"
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+			return configured(t, srv, s)
+		},
+		Request: request,
+		Clone:   cloneRequest,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key, plain-text errors", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, MessageHas: "Unauthorized: Invalid API key."}, Path: fake.BytesPath, Calls: 1},
+		{Name: "wrong key, JSON errors", Key: wrongKey, Settings: map[string]string{"api_version": "2026-03-01"}, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key", MessageHas: "cartesia: Invalid API key."}, Path: fake.BytesPath, Calls: 1},
+		{Name: "unknown version", Key: fake.Key, Settings: map[string]string{"api_version": "1999-01-01"}, Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400}, Path: fake.BytesPath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.BytesPath, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.BytesPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Settings: map[string]string{"api_version": "2026-03-01"}, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "concurrency_limited", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.BytesPath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "500 retried on the SSE path", Key: fake.Key, Op: sdktest.OpTimestamps, Path: fake.SSEPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "stream 401", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.SSEPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.BytesPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "clone succeeds", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Calls: 1},
+		{Name: "clone is never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 500, Retryable: true}, Path: fake.ClonePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
+		{Name: "clone 503 is never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Retryable: true}, Path: fake.ClonePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -351,7 +279,7 @@ func TestEncodings(t *testing.T) {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
 			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
 		}
 	}
@@ -395,7 +323,7 @@ func TestTimestampsMatchTheAudio(t *testing.T) {
 	}
 	req := request(fake.Key)
 	req.Timestamps, req.Format = true, sdk.FormatMP3
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("mp3 with timestamps: %v", err)
 	}
 }
@@ -444,39 +372,27 @@ func TestCloneOnTheWire(t *testing.T) {
 	}
 	two := cloneRequest(fake.Key)
 	two.Samples = append(two.Samples, two.Samples[0])
-	if _, err := p.Clone(t.Context(), two); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), two); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("two clips: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("unknown option: %v", err)
 	}
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": {}}`) }},
-		{"unknown generation setting", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"generation_config": {"pitch": 1}}`) }},
-		{"speed on sonic-2", func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Sonic 9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": {}}`) }},
+		{Name: "unknown generation setting", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"generation_config": {"pitch": 1}}`) }},
+		{Name: "speed on sonic-2", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 1.3 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "Sonic 9" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
@@ -569,7 +485,7 @@ func TestStreamEvents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -735,7 +651,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := planClip(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -783,14 +699,14 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 						tt.modify(req)
 					}
 					_, err := p.Synthesize(t.Context(), req)
-					want := asError(t, err)
+					want := sdktest.AsError(t, err)
 					pl, err := planClip(t, p, *req, false)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if _, f := sendPlan(t, pl, req.Text, req.Credentials); f == nil {
 						t.Error("the planned request succeeded")
-					} else if got := asError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+					} else if got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 						t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 					} else if strings.Contains(got.Error(), tt.key) {
 						t.Errorf("the explanation %q shows the API key", got.Error())

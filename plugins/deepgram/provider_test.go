@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,117 +48,35 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "thalia-en", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "dg_wrong_9876543210zyxwvutsrq"
-	tests := []struct {
-		name      string
-		key       string
-		voice     string
-		stream    bool
-		voices    bool
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "INVALID_AUTH", msgHas: "deepgram: Invalid credentials.", path: fake.SpeakPath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.SpeakPath, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.SpeakPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "TOO_MANY_REQUESTS", retryable: true, after: 20 * time.Millisecond, path: fake.SpeakPath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "out of credits is final", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "ASR_PAYMENT_REQUIRED", path: fake.SpeakPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "503 retried on the stream", key: fake.Key, stream: true, path: fake.SpeakPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "unknown voice", key: fake.Key, voice: "nobody-en", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "INVALID_QUERY_PARAMETER", msgHas: "No such model", path: fake.SpeakPath, calls: 1},
-		{name: "voice list with a wrong key", key: wrongKey, voices: true, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "INVALID_AUTH", path: fake.ModelsPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.SpeakPath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			req := request(tt.key)
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			switch {
-			case tt.voices:
-				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: req.Credentials})
-			case tt.stream:
-				var audio []byte
-				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error { audio = append(audio, c.Data...); return nil })
-				if err == nil && len(audio) == 0 {
-					t.Error("the stream carried no audio")
-				}
-			default:
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "INVALID_AUTH", MessageHas: "deepgram: Invalid credentials."}, Path: fake.SpeakPath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.SpeakPath, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.SpeakPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "TOO_MANY_REQUESTS", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.SpeakPath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "out of credits is final", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, Code: "ASR_PAYMENT_REQUIRED"}, Path: fake.SpeakPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "503 retried on the stream", Key: fake.Key, Op: sdktest.OpStream, Path: fake.SpeakPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "unknown voice", Key: fake.Key, Voice: "nobody-en", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "INVALID_QUERY_PARAMETER", MessageHas: "No such model"}, Path: fake.SpeakPath, Calls: 1},
+		{Name: "voice list with a wrong key", Key: wrongKey, Op: sdktest.OpVoices, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "INVALID_AUTH"}, Path: fake.ModelsPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.SpeakPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -212,39 +129,27 @@ func TestRequestOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "aura-2-zeus-en"}`) }},
-		{"bit rate option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
-		{"bit rate for pcm", func(r *sdk.SynthesizeRequest) { r.Bitrate = 32 }},
-		{"mp3 bit rate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 64 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
-		{"mu-law at 16 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
-		{"speed on aura", func(r *sdk.SynthesizeRequest) { r.Model, r.Voice, r.Speed = "aura", "asteria-en", 1.2 }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"voice with the model", func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "aura-3-thalia-en" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"model": "aura-2-zeus-en"}`) }},
+		{Name: "bit rate option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"bit_rate": 32000}`) }},
+		{Name: "bit rate for pcm", Modify: func(r *sdk.SynthesizeRequest) { r.Bitrate = 32 }},
+		{Name: "mp3 bit rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 64 }},
+		{Name: "mp3 rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 44100 }},
+		{Name: "mu-law at 16 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
+		{Name: "speed on aura", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.Voice, r.Speed = "aura", "asteria-en", 1.2 }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "voice with the model", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "aura-2-thalia-en" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "aura-3-thalia-en" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "ogg" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("timestamps: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {
@@ -392,7 +297,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 		srv.FailAlways(fault)
 		req := request(fake.Key)
 		_, err := p.Synthesize(t.Context(), req)
-		want := asError(t, err)
+		want := sdktest.AsError(t, err)
 		planReq := *req
 		planReq.Text = sdk.PlanText
 		pl, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: &planReq})
@@ -404,7 +309,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 			t.Fatalf("%d: the planned request did not fail: %v", fault.Status, err)
 		}
 		f.Credentials = req.Credentials
-		if got := asError(t, p.Explain(t.Context(), f)); *got != *want || strings.Contains(got.Error(), fake.Key) {
+		if got := sdktest.AsError(t, p.Explain(t.Context(), f)); *got != *want || strings.Contains(got.Error(), fake.Key) {
 			t.Errorf("%d: Explain %+v\nSynthesize %+v", fault.Status, got, want)
 		}
 	}

@@ -67,7 +67,7 @@ func TestLexiconsUploadedOncePerKey(t *testing.T) {
 			req := request(fake.Key)
 			req.Model, req.Lexicons = "eleven_flash_v2", []sdk.Lexicon{v1}
 			req.Options = []byte(`{"pronunciation_dictionary_locators":[{"pronunciation_dictionary_id":"x"},{"pronunciation_dictionary_id":"y"},{"pronunciation_dictionary_id":"z"}]}`)
-			if _, err := p.Synthesize(t.Context(), req); err == nil || asError(t, err).Kind != sdk.KindInvalidRequest {
+			if _, err := p.Synthesize(t.Context(), req); err == nil || sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 				t.Errorf("four locators: %v, want an invalid request", err)
 			}
 		})

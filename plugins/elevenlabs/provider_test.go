@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -63,29 +62,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceRachel, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func cloneRequest(key string) *sdk.CloneRequest {
@@ -98,83 +79,32 @@ func cloneRequest(key string) *sdk.CloneRequest {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "xi-wrong-key-9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		clone     bool
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "quota exceeded", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 401, code: "quota_exceeded", calls: 1,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401, Code: "quota_exceeded"}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "too_many_concurrent_requests", retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "500 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "timeout", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			settings: map[string]string{"timeout": "200ms"},
-			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "clone succeeds", key: fake.Key, clone: true, calls: 1},
-		{name: "clone is never retried", key: fake.Key, clone: true, wantErr: true, kind: sdk.KindUpstream, status: 500, code: "internal_server_error", retryable: true, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
-		{name: "clone is never retried on 429", key: fake.Key, clone: true, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "too_many_concurrent_requests", retryable: true, after: 10 * time.Millisecond, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.01"}) }},
-		{name: "clone with a wrong key", key: wrongKey, clone: true, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			var err error
-			path := fake.TTSPath(fake.VoiceRachel)
-			if tt.clone {
-				path = fake.ClonePath
-				var resp *sdk.CloneResponse
-				resp, err = p.Clone(t.Context(), cloneRequest(tt.key))
-				if err == nil && resp.VoiceID == "" {
-					t.Error("no voice id")
-				}
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), request(tt.key))
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(path); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Clone:    cloneRequest,
+		Path:     fake.TTSPath(fake.VoiceRachel),
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key"}, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "quota exceeded", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 401, Code: "quota_exceeded"}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401, Code: "quota_exceeded"}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "too_many_concurrent_requests", Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "500 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "clone succeeds", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Calls: 1},
+		{Name: "clone is never retried", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 500, Code: "internal_server_error", Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
+		{Name: "clone is never retried on 429", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "too_many_concurrent_requests", Retryable: true, RetryAfter: 10 * time.Millisecond}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.01"}) }},
+		{Name: "clone with a wrong key", Key: wrongKey, Op: sdktest.OpClone, Path: fake.ClonePath, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key"}, Calls: 1},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -295,7 +225,7 @@ func TestEncodings(t *testing.T) {
 			for _, stream := range []bool{false, true} {
 				pl, err := plan(t, p, *req, stream)
 				if stream && e.Format == sdk.FormatWAV {
-					if asError(t, err).Kind != sdk.KindUnsupported {
+					if sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 						t.Errorf("a wav stream planned: %+v, %v", pl, err)
 					}
 					continue
@@ -323,7 +253,7 @@ func TestEncodings(t *testing.T) {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "mp3_44100_128") {
 			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
 		}
 	}
@@ -446,7 +376,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	if _, err := p.Synthesize(t.Context(), synth); err != nil {
 		t.Errorf("synthesizing with the cloned voice: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Credentials: sdk.Credentials{APIKey: fake.Key}}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Credentials: sdk.Credentials{APIKey: fake.Key}}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("clone without samples: %v", err)
 	}
 }
@@ -512,7 +442,7 @@ func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 				func() error { return p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }) },
 				func() error { _, err := p.Plan(t.Context(), &sdk.PlanRequest{Request: req}); return err },
 			} {
-				e := asError(t, call())
+				e := sdktest.AsError(t, call())
 				if e.Kind != sdk.KindInvalidRequest || e.Field != tt.field || !strings.Contains(e.Message, tt.field) {
 					t.Errorf("got %#v, want invalid_request naming %s", e, tt.field)
 				}
@@ -547,35 +477,23 @@ func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": "pcm_8000"}`) }},
-		{"unknown voice setting", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_settings": {"pitch": 2}}`) }},
-		{"wrong option type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"seed": "seven"}`) }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 320 }},
-		{"bitrate at a rate that has another", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 22050, 128 }},
-		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
-		{"ulaw rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatFLAC }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "Eleven v9" }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"output_format": "pcm_8000"}`) }},
+		{Name: "unknown voice setting", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_settings": {"pitch": 2}}`) }},
+		{Name: "wrong option type", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"seed": "seven"}`) }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 11025 }},
+		{Name: "mp3 rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 320 }},
+		{Name: "bitrate at a rate that has another", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 22050, 128 }},
+		{Name: "opus rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{Name: "ulaw rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatULaw, 16000 }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatFLAC }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "Eleven v9" }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
@@ -796,7 +714,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := plan(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -845,7 +763,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 					tt.modify(req)
 				}
 				_, err := p.Synthesize(t.Context(), req)
-				want := asError(t, err)
+				want := sdktest.AsError(t, err)
 				pl, err := plan(t, p, *req, false)
 				if err != nil {
 					t.Fatal(err)
@@ -854,7 +772,7 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 				if f == nil {
 					t.Fatal("the planned request succeeded")
 				}
-				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f))
 				if got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("explained as %s %d, want %s %d", got.Kind, got.UpstreamStatus, tt.kind, tt.status)
 				}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,83 +65,33 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, s map[string]string) *Provider {
-	t.Helper()
-	p := New()
-	if err := p.Configure(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), s)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: fake.KokoroUS, Voice: "af_bella", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 func TestUpstreamFailures(t *testing.T) {
-	tests := []struct {
-		name      string
-		key       string
-		extra     map[string]string
-		setup     func(*fake.Server)
-		ctx       func(context.Context) (context.Context, context.CancelFunc)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key", key: "fal-wrong:0123456789", wantErr: true, kind: sdk.KindUnauthorized, status: 401, calls: 1},
-		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			extra: map[string]string{"timeout": "200ms", "max_attempts": "1"},
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			s := settings(srv)
-			for k, v := range tt.extra {
-				s[k] = v
-			}
-			p := configured(t, s)
-			resp, err := p.Synthesize(t.Context(), request(tt.key))
-			if got := srv.CallsTo("/" + fake.KokoroUS); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatalf("Synthesize: %v", err)
-				}
-				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-					t.Errorf("audio does not decode: %v", derr)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return sdktest.Configure(t, New(), settings(srv), s)
+		},
+		Request: request,
+		Path:    "/" + fake.KokoroUS,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: "fal-wrong:0123456789", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Calls: 1},
+		{Name: "missing key", Key: "", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "timeout setting", Key: fake.Key, Settings: map[string]string{"timeout": "200ms", "max_attempts": "1"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 // TestRequestOnTheWire: Kokoro's input names the text prompt; options go
@@ -231,7 +179,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
@@ -269,13 +217,13 @@ func TestDownloads(t *testing.T) {
 	t.Run("missing file", func(t *testing.T) {
 		srv := fake.New(t, fakeupstream.Options{})
 		_, _, err := download(t.Context(), New().cfg.Load(), srv.URL+fake.FilesPath+"gone.wav")
-		if e := asError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 404 {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 404 {
 			t.Errorf("got %+v", e)
 		}
 	})
 	t.Run("not http", func(t *testing.T) {
 		_, _, err := download(t.Context(), New().cfg.Load(), "file:///etc/passwd")
-		if e := asError(t, err); e.Kind != sdk.KindUpstream {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream {
 			t.Errorf("got %+v", e)
 		}
 	})
@@ -339,7 +287,7 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("orpheus voices %+v, %v", voices, err)
 	}
 	for _, model := range []string{fake.F5, fake.ElevenV3} {
-		if _, err := New().Voices(t.Context(), &sdk.VoicesRequest{Model: model}); asError(t, err).Kind != sdk.KindUnsupported {
+		if _, err := New().Voices(t.Context(), &sdk.VoicesRequest{Model: model}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 			t.Errorf("%s voices: %v", model, err)
 		}
 	}
@@ -431,7 +379,7 @@ func TestPassThrough(t *testing.T) {
 	// An app fal does not have: its 404 is the caller's mistake.
 	req.Model = "fal-ai/no-such-app"
 	_, err = p.Synthesize(t.Context(), req)
-	if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 404 || !strings.Contains(e.Message, "not found") {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 404 || !strings.Contains(e.Message, "not found") {
 		t.Errorf("got %+v", e)
 	}
 	if got, _ := srv.LastRequest(); got.Path != "/fal-ai/no-such-app" {
@@ -446,7 +394,7 @@ func TestPassThrough(t *testing.T) {
 	defer ogg.Close()
 	req.Model = "someone/ogg-tts"
 	_, err = configured(t, map[string]string{"base_url": ogg.URL}).Synthesize(t.Context(), req)
-	if e := asError(t, err); e.Kind != sdk.KindUpstream || !strings.Contains(e.Message, "neither WAV nor MP3") {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream || !strings.Contains(e.Message, "neither WAV nor MP3") {
 		t.Errorf("got %+v", e)
 	}
 }
@@ -462,10 +410,10 @@ func TestMaliciousModelIDs(t *testing.T) {
 		"http://evil.example/x", "fal-ai/x@evil.example", "fal-ai/ümlaut", "fal-ai/.hidden", "fal-ai/" + strings.Repeat("a", 300),
 	} {
 		_, err := p.Synthesize(t.Context(), &sdk.SynthesizeRequest{Model: id, Text: "Hi.", Credentials: sdk.Credentials{APIKey: fake.Key}})
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "is not a fal model id") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "is not a fal model id") {
 			t.Errorf("Synthesize(model %q): %+v", id, e)
 		}
-		if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: id}); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: id}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("Voices(model %q): %v", id, err)
 		}
 	}
@@ -515,7 +463,7 @@ func TestEncodingsPassThrough(t *testing.T) {
 	for _, e := range []sdk.Encoding{{Format: sdk.FormatWAV, SampleRate: 16000}, {Format: sdk.FormatMP3}, {Format: sdk.FormatPCM, SampleRate: 24000}, {Format: sdk.FormatWAV, Bitrate: 64}} {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
-		if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", e, err)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -63,16 +62,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -87,104 +77,35 @@ func cloneRequest(key string) *sdk.CloneRequest {
 	}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "fa-wrong-9876543210zyxwvutsrq"
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "", "stream", "timestamps", "voices" or "clone"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, msgHas: "fish-audio: Invalid Token", path: fake.TTSPath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.TTSPath, calls: 0},
-		{name: "no credit", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, msgHas: "Insufficient Balance", path: fake.TTSPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.TTSPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, path: fake.TTSPath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried on the timestamps path", key: fake.Key, op: "timestamps", path: fake.TimestampsPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.TTSPath, calls: 1},
-		{name: "voices 401", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.ModelPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.TTSPath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Clone:    cloneRequest,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, MessageHas: "fish-audio: Invalid Token"}, Path: fake.TTSPath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.TTSPath, Calls: 0},
+		{Name: "no credit", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, MessageHas: "Insufficient Balance"}, Path: fake.TTSPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.TTSPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.TTSPath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried on the timestamps path", Key: fake.Key, Op: sdktest.OpTimestamps, Path: fake.TimestampsPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "stream 401", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.TTSPath, Calls: 1},
+		{Name: "voices 401", Key: wrongKey, Op: sdktest.OpVoices, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.ModelPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.TTSPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
 		// Outside the documented range: refused by the plugin, naming
 		// the field, with no call.
-		{name: "validation error", key: fake.Key, op: "bad chunk length", wantErr: true, kind: sdk.KindInvalidRequest, msgHas: "providerOptions field chunk_length must be between 100 and 300", path: fake.TTSPath, calls: 0},
-		{name: "clone succeeds", key: fake.Key, op: "clone", path: fake.ModelPath, calls: 1},
-		{name: "clone is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUnavailable, status: 503, retryable: true, path: fake.ModelPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			var err error
-			switch tt.op {
-			case "clone":
-				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
-			case "stream":
-				err = p.Stream(t.Context(), request(tt.key), func(sdk.Chunk) error { return nil })
-			case "voices":
-				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: tt.key}})
-			default:
-				req := request(tt.key)
-				req.Timestamps = tt.op == "timestamps"
-				if tt.op == "bad chunk length" {
-					req.Options = []byte(`{"chunk_length": 50}`)
-				}
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "validation error", Key: fake.Key, Options: []byte(`{"chunk_length": 50}`), Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, MessageHas: "providerOptions field chunk_length must be between 100 and 300"}, Path: fake.TTSPath, Calls: 0},
+		{Name: "clone succeeds", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ModelPath, Calls: 1},
+		{Name: "clone is never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Retryable: true}, Path: fake.ModelPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -339,7 +260,7 @@ func TestEncodings(t *testing.T) {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
 		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "opus_48000_32") {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || !strings.Contains(e.Message, "opus_48000_32") {
 			t.Errorf("%s: got %v, want invalid_request naming what is offered", e, err)
 		}
 	}
@@ -483,7 +404,7 @@ func TestTimestampEvents(t *testing.T) {
 			req.Text, req.Timestamps = "Hello there, world.", true
 			resp, err := p.Synthesize(t.Context(), req)
 			if tt.kind != -1 {
-				if e := asError(t, err); e.Kind != tt.kind {
+				if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 					t.Errorf("got %v, want kind %s", e, tt.kind)
 				}
 				return
@@ -539,7 +460,7 @@ func TestVoices(t *testing.T) {
 	if err != nil || len(voices) != 2 {
 		t.Errorf("library_voices 0: %v, %+v", err, voices)
 	}
-	if err := New().Configure(t.Context(), map[string]string{"library_voices": "101"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"library_voices": "101"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("library_voices 101: %v", err)
 	}
 }
@@ -582,7 +503,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	// A public model without a cover image is the API's 400.
 	public := cloneRequest(fake.Key)
 	public.Options = []byte(`{"visibility": "public"}`)
-	if _, err := p.Clone(t.Context(), public); asError(t, err).UpstreamStatus != 400 {
+	if _, err := p.Clone(t.Context(), public); sdktest.AsError(t, err).UpstreamStatus != 400 {
 		t.Errorf("public without a cover: %v", err)
 	}
 	for name, bad := range map[string]*sdk.CloneRequest{
@@ -591,50 +512,38 @@ func TestCloneOnTheWire(t *testing.T) {
 		"unknown option": {Samples: req.Samples, Options: []byte(`{"cover_image": "x"}`), Credentials: req.Credentials},
 		"too many texts": {Samples: req.Samples[:1], Options: []byte(`{"texts": ["a", "b"]}`), Credentials: req.Credentials},
 	} {
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"references": []}`) }},
-		{"the gateway's own field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"format": "opus"}`) }},
-		{"unknown prosody field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"prosody": {"pitch": 1}}`) }},
-		{"mp3 bitrate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"mp3_bitrate": 128}`) }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " " }},
-		{"pcm rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
-		{"mp3 rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
-		{"model", func(r *sdk.SynthesizeRequest) { r.Model = "speech-1.6" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
-		{"opus rate", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
-		{"opus bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatOpus, 96 }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
-		{"mp3_bitrate against the bitrate", func(r *sdk.SynthesizeRequest) {
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"references": []}`) }},
+		{Name: "the gateway's own field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"format": "opus"}`) }},
+		{Name: "unknown prosody field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"prosody": {"pitch": 1}}`) }},
+		{Name: "mp3 bitrate on pcm", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"mp3_bitrate": 128}`) }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = " " }},
+		{Name: "pcm rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 22050 }},
+		{Name: "mp3 rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 16000 }},
+		{Name: "model", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "speech-1.6" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "flac" }},
+		{Name: "opus rate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatOpus, 24000 }},
+		{Name: "opus bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatOpus, 96 }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
+		{Name: "mp3_bitrate against the bitrate", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"mp3_bitrate": 192}`)
 		}},
-		{"opus_bitrate is the request's", func(r *sdk.SynthesizeRequest) {
+		{Name: "opus_bitrate is the request's", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Options = sdk.FormatOpus, []byte(`{"opus_bitrate": 24000}`)
 		}},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
@@ -783,7 +692,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := planFor(t, p, *req, false)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -830,14 +739,14 @@ func TestExplainMatchesSynthesize(t *testing.T) {
 					tt.modify(req)
 				}
 				_, err := p.Synthesize(t.Context(), req)
-				want := asError(t, err)
+				want := sdktest.AsError(t, err)
 				pl, err := planFor(t, p, *req, false)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if _, f := sendPlan(t, pl, req.Text, req.Credentials); f == nil {
 					t.Error("the planned request succeeded")
-				} else if got := asError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
+				} else if got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f)); *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 				} else if strings.Contains(got.Error(), tt.key) {
 					t.Errorf("the explanation %q shows the API key", got.Error())

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -52,29 +51,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "Kore", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 var generatePath = fake.Path(defaultModel, "generateContent")
@@ -82,88 +63,30 @@ var generatePath = fake.Path(defaultModel, "generateContent")
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "AIzaSyWrong-9876543210zyxwvutsrq"
 	streamPath := fake.Path(defaultModel, "streamGenerateContent")
-	tests := []struct {
-		name      string
-		key       string
-		voice     string
-		stream    bool
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key: 400 API_KEY_INVALID", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 400, code: "API_KEY_INVALID", msgHas: "google: API key not valid", path: generatePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: generatePath, calls: 0},
-		{name: "401", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "UNAUTHENTICATED", path: generatePath, calls: 1,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: generatePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "RESOURCE_EXHAUSTED", msgHas: "exceeded your current quota", retryable: true, after: 20 * time.Millisecond, path: generatePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried", key: fake.Key, path: generatePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "500 retried on the stream", key: fake.Key, stream: true, path: streamPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "stream with a wrong key", key: wrongKey, stream: true, wantErr: true, kind: sdk.KindUnauthorized, status: 400, code: "API_KEY_INVALID", path: streamPath, calls: 1},
-		{name: "unknown voice", key: fake.Key, voice: "Alloy", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "INVALID_ARGUMENT", msgHas: "not supported", path: generatePath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: generatePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			req := request(tt.key)
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			if tt.stream {
-				var audio []byte
-				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error { audio = append(audio, c.Data...); return nil })
-				if err == nil && len(audio) == 0 {
-					t.Error("the stream carried no audio")
-				}
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key: 400 API_KEY_INVALID", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 400, Code: "API_KEY_INVALID", MessageHas: "google: API key not valid"}, Path: generatePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: generatePath, Calls: 0},
+		{Name: "401", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "UNAUTHENTICATED"}, Path: generatePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: generatePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "RESOURCE_EXHAUSTED", Retryable: true, RetryAfter: 20 * time.Millisecond, MessageHas: "exceeded your current quota"}, Path: generatePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried", Key: fake.Key, Path: generatePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "500 retried on the stream", Key: fake.Key, Op: sdktest.OpStream, Path: streamPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "stream with a wrong key", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 400, Code: "API_KEY_INVALID"}, Path: streamPath, Calls: 1},
+		{Name: "unknown voice", Key: fake.Key, Voice: "Alloy", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "INVALID_ARGUMENT", MessageHas: "not supported"}, Path: generatePath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: generatePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 // TestRetryInfo: Google gives the wait of a 429 in the body (RetryInfo)
@@ -204,7 +127,7 @@ func TestRetryInfo(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != sdk.KindRateLimited || e.RetryAfter != tt.after {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindRateLimited || e.RetryAfter != tt.after {
 				t.Errorf("got %+v, want rate limited after %v", e, tt.after)
 			}
 		})
@@ -295,40 +218,28 @@ func TestRequestOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 1.2}`) }},
-		{"snake_case option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"language_code": "en-US"}`) }},
-		{"speaker without a voice", func(r *sdk.SynthesizeRequest) {
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 1.2}`) }},
+		{Name: "snake_case option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"language_code": "en-US"}`) }},
+		{Name: "speaker without a voice", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Options = []byte(`{"multiSpeakerVoiceConfig": {"speakerVoiceConfigs": [{"speaker": "Joe"}]}}`)
 		}},
-		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 1.5 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"a model that answers text", func(r *sdk.SynthesizeRequest) { r.Model = "gemini-2.5-flash" }},
-		{"mp3", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "  " }},
+		{Name: "speed", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 1.5 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{Name: "a model that answers text", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "gemini-2.5-flash" }},
+		{Name: "mp3", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatMP3 }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = "  " }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("timestamps: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {
@@ -347,7 +258,7 @@ func TestVoices(t *testing.T) {
 			t.Errorf("voice %d is %s, the fake's %s", i, v.ID, fake.Voices()[i])
 		}
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "tts-1"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "tts-1"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("unknown model: %v", err)
 	}
 }
@@ -406,7 +317,7 @@ func TestAnswersWithoutAudio(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := answering(t, 200, "application/json", tt.body)
 			_, err := p.Synthesize(t.Context(), request(fake.Key))
-			if e := asError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
 				t.Errorf("got %+v, want %s %q", e, tt.kind, tt.code)
 			}
 		})
@@ -446,7 +357,7 @@ func TestStreamEvents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -601,7 +512,7 @@ func TestEncodingsPassThrough(t *testing.T) {
 	for _, e := range []sdk.Encoding{{Format: sdk.FormatPCM, SampleRate: 16000}, {Format: sdk.FormatMP3}, {Format: sdk.FormatWAV, SampleRate: 24000, Bitrate: 64}} {
 		req := request(fake.Key)
 		req.Format, req.SampleRate, req.Bitrate = e.Format, e.SampleRate, e.Bitrate
-		if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", e, err)
 		}
 	}

@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,117 +48,37 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: "Ava Song", Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "hume_wrong_9876543210zyxwvutsrqponm"
-	tests := []struct {
-		name      string
-		key       string
-		voice     string
-		op        string // "", "stream", "timestamps" or "voices"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "oauth.v2.InvalidApiKey", msgHas: "hume: Invalid ApiKey", path: fake.FilePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.FilePath, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.FilePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "policies.ratelimit.QuotaViolation", retryable: true, after: 20 * time.Millisecond, path: fake.FilePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "unknown voice", key: fake.Key, voice: "Nobody", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "voice_not_found", msgHas: "No voice found", path: fake.FilePath, calls: 1},
-		{name: "503 retried on the stream", key: fake.Key, op: "stream", path: fake.StreamFilePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "500 retried for timestamps", key: fake.Key, op: "timestamps", path: fake.JSONPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "voice list with a wrong key", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "oauth.v2.InvalidApiKey", path: fake.VoicesPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.FilePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			req := request(tt.key)
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			switch tt.op {
-			case "voices":
-				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: req.Credentials})
-			case "stream":
-				var audio []byte
-				err = p.Stream(t.Context(), req, func(c sdk.Chunk) error { audio = append(audio, c.Data...); return nil })
-				if err == nil && len(audio) == 0 {
-					t.Error("the stream carried no audio")
-				}
-			default:
-				req.Timestamps = tt.op == "timestamps"
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "oauth.v2.InvalidApiKey", MessageHas: "hume: Invalid ApiKey"}, Path: fake.FilePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.FilePath, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.FilePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "policies.ratelimit.QuotaViolation", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.FilePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "unknown voice", Key: fake.Key, Voice: "Nobody", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "voice_not_found", MessageHas: "No voice found"}, Path: fake.FilePath, Calls: 1},
+		{Name: "503 retried on the stream", Key: fake.Key, Op: sdktest.OpStream, Path: fake.StreamFilePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "500 retried for timestamps", Key: fake.Key, Op: sdktest.OpTimestamps, Path: fake.JSONPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "voice list with a wrong key", Key: wrongKey, Op: sdktest.OpVoices, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "oauth.v2.InvalidApiKey"}, Path: fake.VoicesPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.FilePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -243,38 +161,26 @@ func TestTimestampsMatchTheAudio(t *testing.T) {
 	}
 	req := request(fake.Key)
 	req.Model, req.Timestamps = "octave-1", true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("octave-1 timestamps: %v", err)
 	}
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"num_generations": 2}`) }},
-		{"speed", func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"empty custom voice", func(r *sdk.SynthesizeRequest) { r.Voice = "custom:" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "octave-3.5" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
-		{"bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"num_generations": 2}`) }},
+		{Name: "speed", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 2 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "empty custom voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "custom:" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 24000 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "octave-3.5" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = "opus" }},
+		{Name: "bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -61,16 +60,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -83,15 +73,6 @@ func cloneRequest(key string) *sdk.CloneRequest {
 		Samples:     []sdk.Sample{{Filename: "me.pcm", MediaType: "audio/pcm;rate=16000", Data: make([]byte, 3200)}},
 		Credentials: sdk.Credentials{APIKey: key},
 	}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribe(t *testing.T) {
@@ -151,93 +132,39 @@ func TestDescribePrices(t *testing.T) {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "d3JvbmctaWQ6d3Jvbmctc2VjcmV0LTk4NzY1NDMyMTA="
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "", "stream" or "clone"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "UNAUTHENTICATED", msgHas: "invalid authorization credentials", path: fake.SynthesizePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.SynthesizePath, calls: 0},
-		{name: "unknown voice", key: fake.Key, setup: func(*fake.Server) {}, wantErr: true, kind: sdk.KindInvalidRequest, status: 404, code: "NOT_FOUND", path: fake.SynthesizePath, calls: 1},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.SynthesizePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "RESOURCE_EXHAUSTED", retryable: true, after: 20 * time.Millisecond, path: fake.SynthesizePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried", key: fake.Key, path: fake.SynthesizePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "500 forever", key: fake.Key, settings: map[string]string{"max_attempts": "2"}, wantErr: true, kind: sdk.KindUpstream, status: 500, code: "INTERNAL", retryable: true, path: fake.SynthesizePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
-		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "UNAUTHENTICATED", path: fake.StreamPath, calls: 1},
-		{name: "stream 429 retried", key: fake.Key, op: "stream", path: fake.StreamPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.01"}) }},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.SynthesizePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "clone succeeds", key: fake.Key, op: "clone", path: fake.ClonePath, calls: 1},
-		{name: "clone is never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "UNAVAILABLE", retryable: true, path: fake.ClonePath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
-		{name: "key echoed in a message", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "UNAUTHENTICATED", path: fake.SynthesizePath, calls: 1,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+		Clone:   cloneRequest,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "UNAUTHENTICATED", MessageHas: "invalid authorization credentials"}, Path: fake.SynthesizePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.SynthesizePath, Calls: 0},
+		{Name: "unknown voice", Key: fake.Key, Voice: "Nobody", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 404, Code: "NOT_FOUND"}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(*fake.Server) {}},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.SynthesizePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "RESOURCE_EXHAUSTED", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.SynthesizePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried", Key: fake.Key, Path: fake.SynthesizePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "500 forever", Key: fake.Key, Settings: map[string]string{"max_attempts": "2"}, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 500, Code: "INTERNAL", Retryable: true}, Path: fake.SynthesizePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 500}) }},
+		{Name: "stream 401", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "UNAUTHENTICATED"}, Path: fake.StreamPath, Calls: 1},
+		{Name: "stream 429 retried", Key: fake.Key, Op: sdktest.OpStream, Path: fake.StreamPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.01"}) }},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "clone succeeds", Key: fake.Key, Op: sdktest.OpClone, Path: fake.ClonePath, Calls: 1},
+		{Name: "clone is never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Code: "UNAVAILABLE", Retryable: true}, Path: fake.ClonePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+		{Name: "key echoed in a message", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "UNAUTHENTICATED"}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 401, Message: "credentials " + fake.Key + " were revoked"})
 			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			var err error
-			switch tt.op {
-			case "clone":
-				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
-			case "stream":
-				err = p.Stream(t.Context(), request(tt.key), func(sdk.Chunk) error { return nil })
-			default:
-				req := request(tt.key)
-				if tt.name == "unknown voice" {
-					req.Voice = "Nobody"
-				}
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -338,11 +265,11 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("Synthesize: got %v, want invalid_request", e)
 			}
 			err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
+			if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("Stream: got %v, want invalid_request", e)
 			}
 		})
@@ -466,7 +393,7 @@ func TestStreamLines(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind || e.UpstreamCode != tt.code {
 				t.Errorf("got %+v, want kind %s, code %q", e, tt.kind, tt.code)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -545,7 +472,7 @@ func TestEncodings(t *testing.T) {
 				return nil
 			})
 			if e.Format == sdk.FormatFLAC || e.Format == sdk.FormatOpus {
-				if asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
+				if sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
 					t.Errorf("stream: %v after %d calls, want invalid_request and none", err, srv.Calls()-calls)
 				}
 				return
@@ -656,7 +583,7 @@ func TestVoicesFollowPages(t *testing.T) {
 	if got.Query.Get("pageSize") != "100" || got.Query.Get("pageToken") != "3" || got.Header.Get("Authorization") != "Basic "+fake.Key {
 		t.Errorf("last page request %v %v", got.Query, got.Header)
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{}); asError(t, err).Kind != sdk.KindUnauthorized {
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnauthorized {
 		t.Errorf("no key: %v", err)
 	}
 }
@@ -706,7 +633,7 @@ func TestCloneOnTheWire(t *testing.T) {
 		"unknown option":          {Samples: req.Samples, Options: []byte(`{"accent": "x"}`), Credentials: req.Credentials},
 		"too many transcriptions": {Samples: req.Samples[:1], Options: []byte(`{"transcriptions": ["a", "b"]}`), Credentials: req.Credentials},
 	} {
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -714,7 +641,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	// upstream's word reaches the caller.
 	bad := cloneRequest(fake.Key)
 	bad.Options = []byte(`{"langCode": "xx"}`)
-	if _, err := p.Clone(t.Context(), bad); asError(t, err).UpstreamCode != "INVALID_ARGUMENT" {
+	if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).UpstreamCode != "INVALID_ARGUMENT" {
 		t.Errorf("bad language: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -56,16 +55,7 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
@@ -80,119 +70,53 @@ func cloneRequest(key string) *sdk.CloneRequest {
 	}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "mm-wrong-9876543210zyxwvutsrq"
-	stream := func(p *Provider, key string) error {
-		return p.Stream(t.Context(), request(key), func(sdk.Chunk) error { return nil })
-	}
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "", "stream", "voices" or "clone"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key: HTTP 200, status_code 1004", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", msgHas: "minimax: login fail", path: fake.T2APath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.T2APath, calls: 0},
-		{name: "group id mismatch", key: fake.Key, settings: map[string]string{"group_id": "42"}, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", msgHas: "token not match group", path: fake.T2APath, calls: 1},
-		{name: "group id", key: fake.Key, settings: map[string]string{"group_id": fake.GroupID}, path: fake.T2APath, calls: 1},
-		{name: "no balance", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "1008", path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "rate limit once, then success", key: fake.Key, path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "rate limit forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1002", retryable: true, after: 20 * time.Millisecond, path: fake.T2APath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "rate limit with a long Retry-After is passed on", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1002", retryable: true, after: 30 * time.Second, path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "30"}) }},
-		{name: "token rate limit code", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "1039", retryable: true, path: fake.T2APath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Code: "1039"}) }},
-		{name: "internal error code retried", key: fake.Key, path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Code: "1024"}) }},
-		{name: "HTTP 503 retried", key: fake.Key, path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "HTTP 502 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 502, code: "1000", retryable: true, path: fake.T2APath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 502}) }},
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+		Clone:   cloneRequest,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key: HTTP 200, status_code 1004", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004", MessageHas: "minimax: login fail"}, Path: fake.T2APath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.T2APath, Calls: 0},
+		{Name: "group id mismatch", Key: fake.Key, Settings: map[string]string{"group_id": "42"}, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004", MessageHas: "token not match group"}, Path: fake.T2APath, Calls: 1},
+		{Name: "group id", Key: fake.Key, Settings: map[string]string{"group_id": fake.GroupID}, Path: fake.T2APath, Calls: 1},
+		{Name: "no balance", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, Code: "1008"}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "rate limit once, then success", Key: fake.Key, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "rate limit forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "1002", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.T2APath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "rate limit with a long Retry-After is passed on", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "1002", Retryable: true, RetryAfter: 30 * time.Second}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "30"}) }},
+		{Name: "token rate limit code", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "1039", Retryable: true}, Path: fake.T2APath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Code: "1039"}) }},
+		{Name: "internal error code retried", Key: fake.Key, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Code: "1024"}) }},
+		{Name: "HTTP 503 retried", Key: fake.Key, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "HTTP 502 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 502, Code: "1000", Retryable: true}, Path: fake.T2APath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 502}) }},
 		// A value outside the documented ranges no longer reaches MiniMax
 		// (the plugin refuses it first), so its code 2013 is injected.
-		{name: "invalid params", key: fake.Key, wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "2013", msgHas: "pitch", path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) {
+		{Name: "invalid params", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "2013", MessageHas: "pitch"}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailNext(1, fakeupstream.Fault{Code: "2013", Message: "invalid params, voice_setting.pitch must be an integer in [-12, 12]"})
 			}},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.T2APath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "stream: wrong key", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.T2APath, calls: 1},
-		{name: "stream: rate limit once, retried before any audio", key: fake.Key, op: "stream", path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429}) }},
-		{name: "stream: HTTP 503 retried", key: fake.Key, op: "stream", path: fake.T2APath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "voices: wrong key", key: wrongKey, op: "voices", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "1004", path: fake.VoicesPath, calls: 1},
-		{name: "clone: upload never retried", key: fake.Key, op: "clone", wantErr: true, kind: sdk.KindUpstream, status: 500, code: "1024", retryable: true, path: fake.UploadPath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Path: fake.UploadPath, Code: "1024"}) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			var err error
-			switch tt.op {
-			case "clone":
-				_, err = p.Clone(t.Context(), cloneRequest(tt.key))
-			case "stream":
-				err = stream(p, tt.key)
-			case "voices":
-				_, err = p.Voices(t.Context(), &sdk.VoicesRequest{Credentials: sdk.Credentials{APIKey: tt.key}})
-			default:
-				req := request(tt.key)
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.T2APath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "stream: wrong key", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004"}, Path: fake.T2APath, Calls: 1},
+		{Name: "stream: rate limit once, retried before any audio", Key: fake.Key, Op: sdktest.OpStream, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429}) }},
+		{Name: "stream: HTTP 503 retried", Key: fake.Key, Op: sdktest.OpStream, Path: fake.T2APath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "voices: wrong key", Key: wrongKey, Op: sdktest.OpVoices, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "1004"}, Path: fake.VoicesPath, Calls: 1},
+		{Name: "clone: upload never retried", Key: fake.Key, Op: sdktest.OpClone, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 500, Code: "1024", Retryable: true}, Path: fake.UploadPath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Path: fake.UploadPath, Code: "1024"}) }},
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -395,7 +319,7 @@ func TestStreamEvents(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if e := asError(t, err); e.Kind != tt.kind {
+			} else if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 			if !bytes.Equal(got, tt.want) {
@@ -507,7 +431,7 @@ func TestCloneOnTheWire(t *testing.T) {
 	// A voice id the account already has is MiniMax's 2039.
 	again := cloneRequest(fake.Key)
 	again.Options = []byte(`{"voice_id": "` + resp.VoiceID + `"}`)
-	if _, err := p.Clone(t.Context(), again); asError(t, err).UpstreamCode != "2039" {
+	if _, err := p.Clone(t.Context(), again); sdktest.AsError(t, err).UpstreamCode != "2039" {
 		t.Errorf("duplicate voice id: %v", err)
 	}
 	for name, bad := range map[string]*sdk.CloneRequest{
@@ -517,7 +441,7 @@ func TestCloneOnTheWire(t *testing.T) {
 		"unknown option":   {Samples: req.Samples, Options: []byte(`{"text": "hi"}`), Credentials: req.Credentials},
 		"invalid voice id": {Samples: req.Samples, Options: []byte(`{"voice_id": "1short"}`), Credentials: req.Credentials},
 	} {
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -536,42 +460,30 @@ func TestNewVoiceID(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"subtitle_enable": true}`) }},
-		{"the gateway's own field", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"format": "flac"}}`) }},
-		{"voice id in options", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_setting": {"voice_id": "x"}}`) }},
-		{"bitrate on pcm", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"bitrate": 128000}}`) }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "speech_9" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatOpus }},
-		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
-		{"MPEG-2 mp3 at 256", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 256 }},
-		{"bitrate option against the bitrate", func(r *sdk.SynthesizeRequest) {
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"subtitle_enable": true}`) }},
+		{Name: "the gateway's own field", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"format": "flac"}}`) }},
+		{Name: "voice id in options", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"voice_setting": {"voice_id": "x"}}`) }},
+		{Name: "bitrate on pcm", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"audio_setting": {"bitrate": 128000}}`) }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 3 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = "\n" }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 48000 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "speech_9" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatOpus }},
+		{Name: "mp3 at 8 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 96 }},
+		{Name: "MPEG-2 mp3 at 256", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate, r.Bitrate = sdk.FormatMP3, 24000, 256 }},
+		{Name: "bitrate option against the bitrate", Modify: func(r *sdk.SynthesizeRequest) {
 			r.Format, r.Bitrate, r.Options = sdk.FormatMP3, 64, []byte(`{"audio_setting": {"bitrate": 32000}}`)
 		}},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	req := request(fake.Key)
 	req.Timestamps = true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("timestamps: %v", err)
 	}
 	if n := srv.Calls(); n != 0 {

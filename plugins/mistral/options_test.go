@@ -6,6 +6,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/mistral"
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
 )
 
 // TestOptionsCheckedBeforeTheCall: providerOptions outside what Mistral
@@ -15,29 +16,12 @@ import (
 func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range []struct{ options, field string }{
-		{`{"ref_audio": "!!"}`, "ref_audio"},
-		{`{"speed": 1.2}`, "speed"},
-		{`{"metadata": "x"}`, "metadata"},
-	} {
-		req := request(fake.Key)
-		req.Options = []byte(tt.options)
-		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.Field != tt.field {
-			t.Errorf("%s: got %#v, want invalid_request naming %s", tt.options, e, tt.field)
-		}
-	}
-	if n := srv.Calls(); n != 0 {
-		t.Errorf("%d calls to Mistral for refused options", n)
-	}
-	for _, options := range []string{
+	sdktest.CheckOptions(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, srv.Calls, map[string]string{
+		`{"ref_audio": "!!"}`: "ref_audio",
+		`{"speed": 1.2}`:      "speed",
+		`{"metadata": "x"}`:   "metadata",
+	}, []string{
 		`{"metadata": {"user": "u1"}}`,
 		`{"ref_audio": "UklGRg=="}`,
-	} {
-		req := request(fake.Key)
-		req.Options = []byte(options)
-		if _, err := p.Synthesize(t.Context(), req); err != nil {
-			t.Errorf("%s: %v", options, err)
-		}
-	}
+	})
 }

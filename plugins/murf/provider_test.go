@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -54,29 +53,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, baseURL string, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": baseURL}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": baseURL}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceNatalie, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribe(t *testing.T) {
@@ -97,10 +78,10 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	if err := New().Configure(t.Context(), map[string]string{"stream_base_url": "global.api.murf.ai"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"stream_base_url": "global.api.murf.ai"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a stream_base_url without scheme: %v", err)
 	}
-	if err := New().Configure(t.Context(), map[string]string{"base_url": "::"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"base_url": "::"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a bad base_url: %v", err)
 	}
 	// stream_base_url takes /v1/speech/stream elsewhere; the rest stays.
@@ -120,90 +101,32 @@ func TestConfigure(t *testing.T) {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "ap2_wrong000-9999-8888-7777-666655554444"
-	tests := []struct {
-		name      string
-		key       string
-		model     string
-		op        string // "" or "stream"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		voice     string
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", msgHas: "Invalid 'api-key' header passed", path: fake.GeneratePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.GeneratePath, calls: 0},
-		{name: "unknown voice", key: fake.Key, voice: "en-US-nobody", wantErr: true, kind: sdk.KindInvalidRequest, status: 400, code: "400", msgHas: "Invalid voice_id", path: fake.GeneratePath, calls: 1},
-		{name: "quota spent", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 402, code: "402", msgHas: "Character limit", path: fake.GeneratePath, calls: 1,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.GeneratePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "429", retryable: true, after: 20 * time.Millisecond, path: fake.GeneratePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried on FALCON's clip", key: fake.Key, model: "FALCON", path: fake.StreamPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "stream 403", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", path: fake.StreamPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.GeneratePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "key echoed in a message", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 403, code: "403", path: fake.GeneratePath, calls: 1,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, srv.BaseURL(), s)
+		},
+		Request: request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 403, Code: "403", MessageHas: "Invalid 'api-key' header passed"}, Path: fake.GeneratePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.GeneratePath, Calls: 0},
+		{Name: "unknown voice", Key: fake.Key, Voice: "en-US-nobody", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 400, Code: "400", MessageHas: "Invalid voice_id"}, Path: fake.GeneratePath, Calls: 1},
+		{Name: "quota spent", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 402, Code: "402", MessageHas: "Character limit"}, Path: fake.GeneratePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 402}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.GeneratePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "429", Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.GeneratePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried on FALCON's clip", Key: fake.Key, Model: "FALCON", Path: fake.StreamPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "stream 403", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 403, Code: "403"}, Path: fake.StreamPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.GeneratePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "key echoed in a message", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 403, Code: "403"}, Path: fake.GeneratePath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 403, Message: "api-key " + fake.Key + " is disabled"})
 			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv.BaseURL(), tt.settings)
-			req := request(tt.key)
-			if tt.model != "" {
-				req.Model = tt.model
-			}
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			if tt.op == "stream" {
-				err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -288,48 +211,36 @@ func TestRequestOnTheWire(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	tests := []struct {
-		name   string
-		modify func(*sdk.SynthesizeRequest)
-	}{
-		{"unknown option", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 2}`) }},
-		{"option of the wrong type", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"style": 3}`) }},
-		{"pitch", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pitch": 80}`) }},
-		{"pronunciations not an object", func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pronunciationDictionary": [1]}`) }},
-		{"variation on FALCON", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"variation": 1}`) }},
-		{"audioDuration on FALCON", func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"audioDuration": 3}`) }},
-		{"speed out of range", func(r *sdk.SynthesizeRequest) { r.Speed = 1.6 }},
-		{"no voice", func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
-		{"blank text", func(r *sdk.SynthesizeRequest) { r.Text = " \t" }},
-		{"GEN2 at 16 kHz", func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
-		{"rate", func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
-		{"not a model id", func(r *sdk.SynthesizeRequest) { r.Model = "gen1" }},
-		{"format", func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
-		{"mp3 bitrate", func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
-		{"mp3 at 8 kHz", func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
+	tests := []sdktest.Refusal{
+		{Name: "unknown option", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"speed": 2}`) }},
+		{Name: "option of the wrong type", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"style": 3}`) }},
+		{Name: "pitch", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pitch": 80}`) }},
+		{Name: "pronunciations not an object", Modify: func(r *sdk.SynthesizeRequest) { r.Options = []byte(`{"pronunciationDictionary": [1]}`) }},
+		{Name: "variation on FALCON", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"variation": 1}`) }},
+		{Name: "audioDuration on FALCON", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.Options = "FALCON", []byte(`{"audioDuration": 3}`) }},
+		{Name: "speed out of range", Modify: func(r *sdk.SynthesizeRequest) { r.Speed = 1.6 }},
+		{Name: "no voice", Modify: func(r *sdk.SynthesizeRequest) { r.Voice = "" }},
+		{Name: "blank text", Modify: func(r *sdk.SynthesizeRequest) { r.Text = " \t" }},
+		{Name: "GEN2 at 16 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.SampleRate = 16000 }},
+		{Name: "rate", Modify: func(r *sdk.SynthesizeRequest) { r.Model, r.SampleRate = "FALCON", 22050 }},
+		{Name: "not a model id", Modify: func(r *sdk.SynthesizeRequest) { r.Model = "gen1" }},
+		{Name: "format", Modify: func(r *sdk.SynthesizeRequest) { r.Format = sdk.FormatULaw }},
+		{Name: "mp3 bitrate", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.Bitrate = sdk.FormatMP3, 128 }},
+		{Name: "mp3 at 8 kHz", Modify: func(r *sdk.SynthesizeRequest) { r.Format, r.SampleRate = sdk.FormatMP3, 8000 }},
 	}
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, srv.BaseURL(), nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := request(fake.Key)
-			tt.modify(req)
-			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != sdk.KindInvalidRequest {
-				t.Errorf("got %v, want invalid_request", e)
-			}
-		})
-	}
+	sdktest.CheckRefusals(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, tests)
 	if n := srv.Calls(); n != 0 {
 		t.Errorf("%d upstream calls for invalid requests", n)
 	}
 	// FALCON gives no timestamps: unsupported, not a wrong request.
 	req := request(fake.Key)
 	req.Model, req.Timestamps = "FALCON", true
-	if _, err := p.Synthesize(t.Context(), req); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Synthesize(t.Context(), req); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("FALCON timestamps: %v", err)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("Clone: %v", err)
 	}
 }
@@ -433,7 +344,7 @@ func TestGenerateAnswers(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != tt.kind || e.UpstreamStatus != tt.status {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind || e.UpstreamStatus != tt.status {
 				t.Errorf("got %+v, want kind %s, status %d", e, tt.kind, tt.status)
 			}
 		})
@@ -500,7 +411,7 @@ func TestVoices(t *testing.T) {
 	if got, _ := srv.LastRequest(); got.Query.Get("model") != "GEN2" {
 		t.Errorf("default model asked as %q", got.Query.Get("model"))
 	}
-	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "gen9"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Voices(t.Context(), &sdk.VoicesRequest{Model: "gen9"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("not a model id: %v", err)
 	}
 	for in, want := range map[string]string{"Male": "male", "Female": "female", "NonBinary": "neutral", "": ""} {
@@ -709,7 +620,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := plan(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -753,7 +664,7 @@ func TestExplainMatchesPlugin(t *testing.T) {
 					req.Voice = tt.voice
 				}
 				_, err := p.Synthesize(t.Context(), req)
-				want := asError(t, err)
+				want := sdktest.AsError(t, err)
 				pl, err := plan(t, p, *req, false)
 				if err != nil {
 					t.Fatal(err)
@@ -763,7 +674,7 @@ func TestExplainMatchesPlugin(t *testing.T) {
 					t.Fatalf("the planned request succeeded: %v", err)
 				}
 				f.Credentials = req.Credentials
-				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f))
 				if *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("Explain: %+v\nSynthesize: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 				}

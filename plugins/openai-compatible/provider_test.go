@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -65,25 +64,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, s map[string]string) *Provider {
-	t.Helper()
-	p := New()
-	if err := p.Configure(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), s)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: "tts-1", Voice: "alloy", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribe(t *testing.T) {
@@ -109,7 +94,7 @@ func TestDescribe(t *testing.T) {
 	if len(voices) != 2 || voices[1].ID != "echo" {
 		t.Errorf("tts-1 voices %+v", voices)
 	}
-	if _, err := New().Describe(t.Context()); asError(t, err).Kind != sdk.KindUnavailable {
+	if _, err := New().Describe(t.Context()); sdktest.AsError(t, err).Kind != sdk.KindUnavailable {
 		t.Errorf("unconfigured: %v", err)
 	}
 }
@@ -143,57 +128,28 @@ func TestConfigureRejectsBadSettings(t *testing.T) {
 // TestUpstreamFailures holds the plugin to the error contract against the
 // fake's injected failures.
 func TestUpstreamFailures(t *testing.T) {
-	tests := []struct {
-		name      string
-		key       string
-		extra     []string
-		setup     func(*fake.Server)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
-		calls     int
-	}{
-		{name: "wrong key", key: "sk-wrong-key-9876543210zyxw", wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
-		{name: "missing key, key required", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "429 once", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "server_error", retryable: true, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
-		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, calls: 1, retryable: true,
-			extra: []string{"timeout", "200ms", "max_attempts", "1"},
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.NewAt(t, fakeupstream.Options{}, prefix)
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, settings(srv, tt.extra...))
-			_, err := p.Synthesize(t.Context(), request(tt.key))
-			if got := srv.CallsTo(srv.SpeechURLPath()); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable {
-				t.Errorf("got %+v", e)
-			}
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.NewAt(t, fakeupstream.Options{}, prefix) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return sdktest.Configure(t, New(), settings(srv), s)
+		},
+		Request: request,
+		Path:    prefix + "/audio/speech", // the fake's SpeechURLPath
+		Check: func(t *testing.T, e *sdk.Error) {
 			if !strings.HasPrefix(e.Message, "Kokoro: ") {
 				t.Errorf("message %q does not name the deployment", e.Message)
 			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key[:8]) {
-				t.Errorf("the error %q shows the key", e.Error())
-			}
-		})
-	}
+		},
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: "sk-wrong-key-9876543210zyxw", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key"}, Calls: 1},
+		{Name: "missing key, key required", Key: "", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "429 once", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "503 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Code: "server_error", Retryable: true}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503}) }},
+		{Name: "timeout setting", Key: fake.Key, Settings: map[string]string{"timeout": "200ms", "max_attempts": "1"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 // TestNoKeyNoAuthorization: a deployment that does not require a key
@@ -280,7 +236,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			e := asError(t, err)
+			e := sdktest.AsError(t, err)
 			if e.Kind != sdk.KindInvalidRequest {
 				t.Errorf("got %v", e)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -53,107 +52,50 @@ func TestConformanceInProcess(t *testing.T) {
 
 // configured returns a provider pointed at srv, with extra settings.
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: "gpt-4o-mini-tts", Voice: "alloy", Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 // TestUpstreamFailures holds the plugin to the error contract against the
 // fake's injected failures: kinds, upstream status and code, retries.
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "sk-wrong-key-9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		settings  map[string]string
-		setup     func(*fake.Server)
-		ctx       func(context.Context) (context.Context, context.CancelFunc)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "invalid_api_key", calls: 1},
-		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "rate_limit_exceeded", retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "quota exhausted is not retryable", key: fake.Key, wantErr: true, kind: sdk.KindUpstream, status: 429, code: "insufficient_quota", calls: 3,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Path:     fake.SpeechPath,
+		Check: func(t *testing.T, e *sdk.Error) {
+			if strings.Contains(e.Error(), "***") {
+				t.Errorf("the error %q shows a masked API key", e.Error())
+			}
+		},
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "invalid_api_key"}, Calls: 1},
+		{Name: "missing key", Key: "", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "rate_limit_exceeded", Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "quota exhausted is not retryable", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUpstream, Status: 429, Code: "insufficient_quota"}, Calls: 3,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 429, Code: "insufficient_quota", Message: "You exceeded your current quota.", RetryAfter: "0.01"})
 			}},
-		{name: "500 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "server_error", retryable: true, after: 10 * time.Millisecond, calls: 3,
-			settings: map[string]string{"max_attempts": "3"},
-			setup:    func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
-		{name: "caller deadline", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
-			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+		{Name: "500 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "503 forever", Key: fake.Key, Settings: map[string]string{"max_attempts": "3"}, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Code: "server_error", Retryable: true, RetryAfter: 10 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
+		{Name: "caller deadline", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
+			Context: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(ctx, 200*time.Millisecond)
 			}},
-		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			settings: map[string]string{"timeout": "200ms", "max_attempts": "1"},
-			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			ctx, cancel := context.WithCancel(t.Context())
-			if tt.ctx != nil {
-				ctx, cancel = tt.ctx(t.Context())
-			}
-			defer cancel()
-			resp, err := p.Synthesize(ctx, request(tt.key))
-			if got := srv.CallsTo(fake.SpeechPath); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatalf("Synthesize: %v", err)
-				}
-				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-					t.Errorf("audio does not decode: %v", derr)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if tt.key != "" && (strings.Contains(e.Error(), tt.key) || strings.Contains(e.Error(), tt.key[:8]) || strings.Contains(e.Error(), "***")) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "timeout setting", Key: fake.Key, Settings: map[string]string{"timeout": "200ms", "max_attempts": "1"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 // TestKeyNeverInErrorsThroughPlugin checks the 401 message as the gateway
@@ -172,7 +114,7 @@ func TestKeyNeverInErrorsThroughPlugin(t *testing.T) {
 		} else {
 			_, err = p.Synthesize(t.Context(), request(wrongKey))
 		}
-		e := asError(t, err)
+		e := sdktest.AsError(t, err)
 		if e.Kind != sdk.KindUnauthorized || e.UpstreamStatus != 401 || e.UpstreamCode != "invalid_api_key" {
 			t.Errorf("stream=%v: got %+v", stream, e)
 		}
@@ -252,7 +194,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 		})

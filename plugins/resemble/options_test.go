@@ -6,6 +6,7 @@ import (
 	"github.com/voxgate/voxgate/internal/fakeupstream"
 	fake "github.com/voxgate/voxgate/internal/fakeupstream/resemble"
 	"github.com/voxgate/voxgate/sdk"
+	"github.com/voxgate/voxgate/sdk/sdktest"
 )
 
 // TestOptionsCheckedBeforeTheCall: providerOptions outside what Resemble
@@ -14,27 +15,10 @@ import (
 func TestOptionsCheckedBeforeTheCall(t *testing.T) {
 	srv := fake.New(t, fakeupstream.Options{})
 	p := configured(t, settings(srv), nil)
-	for _, tt := range []struct{ options, field string }{
-		{`{"use_hd": "yes"}`, "use_hd"},
-		{`{"voice_uuid": "x"}`, "voice_uuid"},
-	} {
-		req := request(fake.Key)
-		req.Options = []byte(tt.options)
-		_, err := p.Synthesize(t.Context(), req)
-		if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.Field != tt.field {
-			t.Errorf("%s: got %#v, want invalid_request naming %s", tt.options, e, tt.field)
-		}
-	}
-	if n := srv.Calls(); n != 0 {
-		t.Errorf("%d calls to Resemble for refused options", n)
-	}
-	for _, options := range []string{
+	sdktest.CheckOptions(t, p, func() *sdk.SynthesizeRequest { return request(fake.Key) }, srv.Calls, map[string]string{
+		`{"use_hd": "yes"}`:   "use_hd",
+		`{"voice_uuid": "x"}`: "voice_uuid",
+	}, []string{
 		`{"use_hd": true, "apply_custom_pronunciations": false, "title": "Clip"}`,
-	} {
-		req := request(fake.Key)
-		req.Options = []byte(options)
-		if _, err := p.Synthesize(t.Context(), req); err != nil {
-			t.Errorf("%s: %v", options, err)
-		}
-	}
+	})
 }

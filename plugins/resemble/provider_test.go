@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -61,31 +60,11 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, set map[string]string, extra map[string]string) *Provider {
-	t.Helper()
-	all := map[string]string{}
-	for _, m := range []map[string]string{set, extra} {
-		for k, v := range m {
-			all[k] = v
-		}
-	}
-	p := New()
-	if err := p.Configure(t.Context(), all); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), set, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: defaultModel, Voice: fake.VoiceLucy, Text: "Hello there, world.", Credentials: sdk.Credentials{APIKey: key}}
-}
-
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
 }
 
 func TestDescribeAndConfigure(t *testing.T) {
@@ -105,7 +84,7 @@ func TestDescribeAndConfigure(t *testing.T) {
 	if c := New().cfg.Load(); c.BaseURL != "https://app.resemble.ai/api/v2" || c.synthesisURL != "https://f.cluster.resemble.ai" {
 		t.Errorf("defaults %s, %s", c.BaseURL, c.synthesisURL)
 	}
-	if err := New().Configure(t.Context(), map[string]string{"synthesis_url": "f.cluster.resemble.ai"}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if err := New().Configure(t.Context(), map[string]string{"synthesis_url": "f.cluster.resemble.ai"}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a synthesis_url without scheme: %v", err)
 	}
 	// Synthesis goes to synthesis_url, everything else to base_url.
@@ -125,83 +104,30 @@ func TestDescribeAndConfigure(t *testing.T) {
 
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "rsmbl-wrong-token-9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		op        string // "" or "stream"
-		settings  map[string]string
-		setup     func(*fake.Server)
-		voice     string
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		msgHas    string
-		retryable bool
-		after     time.Duration
-		path      string
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, msgHas: "Invalid API token", path: fake.SynthesizePath, calls: 1},
-		{name: "missing key", wantErr: true, kind: sdk.KindUnauthorized, path: fake.SynthesizePath, calls: 0},
-		{name: "unknown voice", key: fake.Key, voice: "00000000", wantErr: true, kind: sdk.KindInvalidRequest, status: 404, msgHas: "not found", path: fake.SynthesizePath, calls: 1},
-		{name: "429 with Retry-After, then success", key: fake.Key, path: fake.SynthesizePath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, retryable: true, after: 20 * time.Millisecond, path: fake.SynthesizePath, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "503 retried on the stream", key: fake.Key, op: "stream", path: fake.StreamPath, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
-		{name: "stream 401", key: wrongKey, op: "stream", wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.StreamPath, calls: 1},
-		{name: "timeout", key: fake.Key, settings: map[string]string{"timeout": "200ms"}, wantErr: true, kind: sdk.KindTimeout, retryable: true, path: fake.SynthesizePath, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
-		{name: "key echoed in a message", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 401, path: fake.SynthesizePath, calls: 1,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake: func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider {
+			return configured(t, settings(srv), s)
+		},
+		Request: request,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, MessageHas: "Invalid API token"}, Path: fake.SynthesizePath, Calls: 1},
+		{Name: "missing key", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Path: fake.SynthesizePath, Calls: 0},
+		{Name: "unknown voice", Key: fake.Key, Voice: "00000000", Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 404, MessageHas: "not found"}, Path: fake.SynthesizePath, Calls: 1},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Path: fake.SynthesizePath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Retryable: true, RetryAfter: 20 * time.Millisecond}, Path: fake.SynthesizePath, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "503 retried on the stream", Key: fake.Key, Op: sdktest.OpStream, Path: fake.StreamPath, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 503}) }},
+		{Name: "stream 401", Key: wrongKey, Op: sdktest.OpStream, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.StreamPath, Calls: 1},
+		{Name: "timeout", Key: fake.Key, Settings: map[string]string{"timeout": "200ms"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+		{Name: "key echoed in a message", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401}, Path: fake.SynthesizePath, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 401, Message: "token " + fake.Key + " expired"})
 			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, settings(srv), tt.settings)
-			req := request(tt.key)
-			if tt.voice != "" {
-				req.Voice = tt.voice
-			}
-			var err error
-			if tt.op == "stream" {
-				err = p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-			} else {
-				var resp *sdk.SynthesizeResponse
-				resp, err = p.Synthesize(t.Context(), req)
-				if err == nil {
-					if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-						t.Errorf("audio does not decode: %v", derr)
-					}
-				}
-			}
-			if got := srv.CallsTo(tt.path); got != tt.calls {
-				t.Errorf("%d calls to %s, want %d", got, tt.path, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, retryable %v, retry after %v", e, tt.kind, tt.status, tt.retryable, tt.after)
-			}
-			if !strings.Contains(e.Message, tt.msgHas) {
-				t.Errorf("message %q lacks %q", e.Message, tt.msgHas)
-			}
-			if tt.key != "" && strings.Contains(e.Error(), tt.key) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+	})
 }
 
 func TestRequestOnTheWire(t *testing.T) {
@@ -336,7 +262,7 @@ func TestEncodings(t *testing.T) {
 				return nil
 			})
 			if e.Format == sdk.FormatMP3 {
-				if asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
+				if sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != calls {
 					t.Errorf("an mp3 stream: %v after %d calls", err, srv.Calls()-calls)
 				}
 				return
@@ -389,7 +315,7 @@ func TestInvalidRequests(t *testing.T) {
 			} else {
 				_, err = p.Synthesize(t.Context(), req)
 			}
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want %s", e, tt.kind)
 			}
 		})
@@ -512,7 +438,7 @@ func TestStreamBodies(t *testing.T) {
 	for _, body := range [][]byte{wavFile(8000, 5, false), []byte("<html>oops</html>"), []byte("RIFF")} {
 		p := streamServer(t, body)
 		err := p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil })
-		if e := asError(t, err); e.Kind != sdk.KindUpstream && e.Kind != sdk.KindUnavailable {
+		if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream && e.Kind != sdk.KindUnavailable {
 			t.Errorf("%q: %v", body[:4], e)
 		}
 	}
@@ -564,7 +490,7 @@ func TestSynthesisAnswers(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %+v, want kind %s", e, tt.kind)
 			}
 		})
@@ -695,7 +621,7 @@ func TestClone(t *testing.T) {
 		}(),
 	} {
 		srv.Reset()
-		if _, err := p.Clone(t.Context(), bad); asError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != 0 {
+		if _, err := p.Clone(t.Context(), bad); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest || srv.Calls() != 0 {
 			t.Errorf("%s: %v after %d calls", name, err, srv.Calls())
 		}
 	}
@@ -707,7 +633,7 @@ func TestClone(t *testing.T) {
 	short.Samples[2].Data = make([]byte, 3200)
 	before := len(srv.VoiceIDs())
 	_, err = p.Clone(t.Context(), short)
-	if e := asError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 400 || !strings.Contains(e.Message, "1 and 12 seconds") {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindInvalidRequest || e.UpstreamStatus != 400 || !strings.Contains(e.Message, "1 and 12 seconds") {
 		t.Errorf("short recording: %+v", e)
 	}
 	if len(srv.VoiceIDs()) != before {
@@ -721,7 +647,7 @@ func TestClone(t *testing.T) {
 	srv.Reset()
 	before = len(srv.VoiceIDs())
 	srv.FailNext(1, fakeupstream.Fault{Path: fake.VoicesPath + "/", Status: 503})
-	if _, err := p.Clone(t.Context(), cloneRequest(3)); asError(t, err).Kind != sdk.KindUnavailable {
+	if _, err := p.Clone(t.Context(), cloneRequest(3)); sdktest.AsError(t, err).Kind != sdk.KindUnavailable {
 		t.Errorf("503 while uploading: %v", err)
 	}
 	if n := srv.Calls(); n != 3 || len(srv.VoiceIDs()) != before { // create, one recording, the DELETE
@@ -813,7 +739,7 @@ func TestPlanRefuses(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			pl, err := plan(t, p, *req, tt.stream)
-			if pl != nil || asError(t, err).Kind != tt.kind {
+			if pl != nil || sdktest.AsError(t, err).Kind != tt.kind {
 				t.Errorf("got %+v, %v; want %s", pl, err, tt.kind)
 			}
 		})
@@ -856,7 +782,7 @@ func TestExplainMatchesStream(t *testing.T) {
 				if tt.voice != "" {
 					req.Voice = tt.voice
 				}
-				want := asError(t, p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }))
+				want := sdktest.AsError(t, p.Stream(t.Context(), req, func(sdk.Chunk) error { return nil }))
 				pl, err := plan(t, p, *req, true)
 				if err != nil {
 					t.Fatal(err)
@@ -866,7 +792,7 @@ func TestExplainMatchesStream(t *testing.T) {
 					t.Fatalf("the planned request succeeded: %v", err)
 				}
 				f.Credentials = req.Credentials
-				got := asError(t, p.(sdk.Planner).Explain(t.Context(), f))
+				got := sdktest.AsError(t, p.(sdk.Planner).Explain(t.Context(), f))
 				if *got != *want || got.Kind != tt.kind || got.UpstreamStatus != tt.status {
 					t.Errorf("Explain: %+v\nStream: %+v\nwant kind %s, status %d", got, want, tt.kind, tt.status)
 				}

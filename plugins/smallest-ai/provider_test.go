@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -51,106 +50,45 @@ func TestConformanceInProcess(t *testing.T) {
 
 // configured returns a provider pointed at srv, with extra settings.
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: fake.VoiceMagnus, Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 // TestUpstreamFailures holds the plugin to the error contract against the
 // fake's injected failures: kinds, upstream status and code, retries.
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "sk_wrong_key_9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		settings  map[string]string
-		setup     func(*fake.Server)
-		ctx       func(context.Context) (context.Context, context.CancelFunc)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "Unauthorized", calls: 1},
-		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "TooManyRequests", retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "retired model route", key: fake.Key, wantErr: true, kind: sdk.KindInvalidRequest, status: 410, code: "MODEL_DEPRECATED", calls: 1,
-			setup: func(s *fake.Server) {
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Path:     fake.TTSPath,
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "Unauthorized"}, Calls: 1},
+		{Name: "missing key", Key: "", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "TooManyRequests", Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "retired model route", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindInvalidRequest, Status: 410, Code: "MODEL_DEPRECATED"}, Calls: 1,
+			Setup: func(s *fake.Server) {
 				s.FailAlways(fakeupstream.Fault{Status: 410, Code: "MODEL_DEPRECATED", Message: "This model is retired."})
 			}},
-		{name: "500 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "ServiceUnavailable", retryable: true, after: 10 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
-		{name: "caller deadline", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
-			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+		{Name: "500 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "503 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Code: "ServiceUnavailable", Retryable: true, RetryAfter: 10 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
+		{Name: "caller deadline", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
+			Context: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(ctx, 200*time.Millisecond)
 			}},
-		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			settings: map[string]string{"timeout": "200ms", "max_attempts": "1"},
-			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			ctx, cancel := context.WithCancel(t.Context())
-			if tt.ctx != nil {
-				ctx, cancel = tt.ctx(t.Context())
-			}
-			defer cancel()
-			resp, err := p.Synthesize(ctx, request(tt.key))
-			if got := srv.CallsTo(fake.TTSPath); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatalf("Synthesize: %v", err)
-				}
-				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-					t.Errorf("audio does not decode: %v", derr)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if tt.key != "" && (strings.Contains(e.Error(), tt.key) || strings.Contains(e.Error(), tt.key[:8])) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "timeout setting", Key: fake.Key, Settings: map[string]string{"timeout": "200ms", "max_attempts": "1"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 // TestParseError reads each documented error body shape.
@@ -177,7 +115,7 @@ func TestExplain(t *testing.T) {
 	const key = "sk_live_abcdefgh12345678"
 	err := p.Explain(t.Context(), &sdk.Failure{Status: 429, Header: map[string]string{"Retry-After": "3"},
 		Body: []byte(`{"error":"TooManyRequests","message":"Concurrency limit reached for ` + key + `"}`), Credentials: sdk.Credentials{APIKey: key}})
-	e := asError(t, err)
+	e := sdktest.AsError(t, err)
 	if e.Kind != sdk.KindRateLimited || e.RetryAfter != 3*time.Second || e.UpstreamCode != "TooManyRequests" || strings.Contains(e.Message, "abcdefgh") {
 		t.Errorf("got %+v", e)
 	}
@@ -218,7 +156,7 @@ func TestRequestOnTheWire(t *testing.T) {
 	if plan.URL != srv.BaseURL()+"/tts" || plan.Header["Accept"] != "audio/wav" || plan.MediaType != "audio/pcm;rate=44100" || plan.FrameSize != 2 {
 		t.Errorf("plan %+v", plan)
 	}
-	if _, err := p.Plan(t.Context(), &sdk.PlanRequest{Stream: true, Request: &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: "magnus", Text: sdk.PlanText, Credentials: sdk.Credentials{APIKey: fake.Key}}}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Plan(t.Context(), &sdk.PlanRequest{Stream: true, Request: &sdk.SynthesizeRequest{Model: "lightning_v3.1", Voice: "magnus", Text: sdk.PlanText, Credentials: sdk.Credentials{APIKey: fake.Key}}}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("a stream plan: %v", err)
 	}
 }
@@ -249,7 +187,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 		})
@@ -385,11 +323,11 @@ func TestStreamCutShort(t *testing.T) {
 		got = append(got, b...)
 		return nil
 	})
-	if e := asError(t, err); e.Kind != sdk.KindUnavailable || len(got) != 3 {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindUnavailable || len(got) != 3 {
 		t.Errorf("got %v after %d bytes", e, len(got))
 	}
 	err = readEvents(t.Context(), strings.NewReader("data: {\"status\":\"500\",\"error\":\"InternalServerError\",\"message\":\"boom\"}\n\n"), func([]byte) error { return nil })
-	if e := asError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 500 || e.UpstreamCode != "InternalServerError" {
+	if e := sdktest.AsError(t, err); e.Kind != sdk.KindUpstream || e.UpstreamStatus != 500 || e.UpstreamCode != "InternalServerError" {
 		t.Errorf("error event: %+v", e)
 	}
 }
@@ -420,7 +358,7 @@ func TestVoicesAndClone(t *testing.T) {
 	if len(voices) != 4 || voices[0].ID != fake.VoiceMagnus || voices[0].Gender != "male" || voices[0].Language != "english" || voices[3].ID != clone.VoiceID {
 		t.Errorf("voices %+v", voices)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: "lightning_v3.1", Samples: []sdk.Sample{{MediaType: "audio/wav", Data: make([]byte, 6<<20)}}, Credentials: creds}); asError(t, err).Kind != sdk.KindInvalidRequest {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{Model: "lightning_v3.1", Samples: []sdk.Sample{{MediaType: "audio/wav", Data: make([]byte, 6<<20)}}, Credentials: creds}); sdktest.AsError(t, err).Kind != sdk.KindInvalidRequest {
 		t.Errorf("a 6 MB sample: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -46,104 +45,48 @@ func TestConformanceInProcess(t *testing.T) {
 }
 
 func configured(t *testing.T, srv *fake.Server, extra map[string]string) *Provider {
-	t.Helper()
-	settings := map[string]string{"base_url": srv.BaseURL()}
-	for k, v := range extra {
-		settings[k] = v
-	}
-	p := New()
-	if err := p.Configure(t.Context(), settings); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sdktest.Configure(t, New(), map[string]string{"base_url": srv.BaseURL()}, extra)
 }
 
 func request(key string) *sdk.SynthesizeRequest {
 	return &sdk.SynthesizeRequest{Model: modelID, Voice: fake.VoiceAra, Text: "Hello there.", Credentials: sdk.Credentials{APIKey: key}}
 }
 
-func asError(t *testing.T, err error) *sdk.Error {
-	t.Helper()
-	var e *sdk.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v (%T), want an *sdk.Error", err, err)
-	}
-	return e
-}
-
 // TestUpstreamFailures holds the plugin to the error contract against the
 // fake's injected failures: kinds, upstream status and code, retries.
 func TestUpstreamFailures(t *testing.T) {
 	const wrongKey = "xai-wrong-key-9876543210zyxw"
-	tests := []struct {
-		name      string
-		key       string
-		settings  map[string]string
-		setup     func(*fake.Server)
-		ctx       func(context.Context) (context.Context, context.CancelFunc)
-		wantErr   bool
-		kind      sdk.ErrorKind
-		status    int
-		code      string
-		retryable bool
-		after     time.Duration
-		calls     int
-	}{
-		{name: "wrong key (400)", key: wrongKey, wantErr: true, kind: sdk.KindUnauthorized, status: 400, code: "Client specified an invalid argument", calls: 1},
-		{name: "missing key", key: "", wantErr: true, kind: sdk.KindUnauthorized, calls: 0},
-		{name: "401", key: fake.Key, wantErr: true, kind: sdk.KindUnauthorized, status: 401, code: "Unauthenticated", calls: 1,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401}) }},
-		{name: "429 with Retry-After, then success", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
-		{name: "429 forever", key: fake.Key, wantErr: true, kind: sdk.KindRateLimited, status: 429, code: "Too many requests", retryable: true, after: 20 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
-		{name: "500 retried", key: fake.Key, calls: 2,
-			setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
-		{name: "503 forever", key: fake.Key, wantErr: true, kind: sdk.KindUnavailable, status: 503, code: "Service unavailable", retryable: true, after: 10 * time.Millisecond, calls: 3,
-			setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
-		{name: "caller deadline", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
-			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
+	sdktest.Failures[*fake.Server]{
+		Fake:     func(t *testing.T) *fake.Server { return fake.New(t, fakeupstream.Options{}) },
+		Provider: func(t *testing.T, srv *fake.Server, s map[string]string) sdk.Provider { return configured(t, srv, s) },
+		Request:  request,
+		Path:     fake.TTSPath,
+		Check: func(t *testing.T, e *sdk.Error) {
+			if strings.Contains(e.Error(), "***") {
+				t.Errorf("the error %q shows a masked API key", e.Error())
+			}
+		},
+	}.Run(t, []sdktest.FailureCase[*fake.Server]{
+		{Name: "wrong key (400)", Key: wrongKey, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 400, Code: "Client specified an invalid argument"}, Calls: 1},
+		{Name: "missing key", Key: "", Want: &sdktest.Answer{Kind: sdk.KindUnauthorized}, Calls: 0},
+		{Name: "401", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnauthorized, Status: 401, Code: "Unauthenticated"}, Calls: 1,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 401}) }},
+		{Name: "429 with Retry-After, then success", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 429, RetryAfter: "0.05"}) }},
+		{Name: "429 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindRateLimited, Status: 429, Code: "Too many requests", Retryable: true, RetryAfter: 20 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 429, RetryAfter: "0.02"}) }},
+		{Name: "500 retried", Key: fake.Key, Calls: 2,
+			Setup: func(s *fake.Server) { s.FailNext(1, fakeupstream.Fault{Status: 500}) }},
+		{Name: "503 forever", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindUnavailable, Status: 503, Code: "Service unavailable", Retryable: true, RetryAfter: 10 * time.Millisecond}, Calls: 3,
+			Setup: func(s *fake.Server) { s.FailAlways(fakeupstream.Fault{Status: 503, RetryAfter: "0.01"}) }},
+		{Name: "caller deadline", Key: fake.Key, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) },
+			Context: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(ctx, 200*time.Millisecond)
 			}},
-		{name: "timeout setting", key: fake.Key, wantErr: true, kind: sdk.KindTimeout, retryable: true, calls: 1,
-			settings: map[string]string{"timeout": "200ms", "max_attempts": "1"},
-			setup:    func(s *fake.Server) { s.SetLatency(time.Minute) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := fake.New(t, fakeupstream.Options{})
-			if tt.setup != nil {
-				tt.setup(srv)
-			}
-			p := configured(t, srv, tt.settings)
-			ctx, cancel := context.WithCancel(t.Context())
-			if tt.ctx != nil {
-				ctx, cancel = tt.ctx(t.Context())
-			}
-			defer cancel()
-			resp, err := p.Synthesize(ctx, request(tt.key))
-			if got := srv.CallsTo(fake.TTSPath); got != tt.calls {
-				t.Errorf("%d upstream calls, want %d", got, tt.calls)
-			}
-			if !tt.wantErr {
-				if err != nil {
-					t.Fatalf("Synthesize: %v", err)
-				}
-				if _, derr := sdktest.Decode(resp.MediaType, resp.Audio); derr != nil {
-					t.Errorf("audio does not decode: %v", derr)
-				}
-				return
-			}
-			e := asError(t, err)
-			if e.Kind != tt.kind || e.UpstreamStatus != tt.status || e.UpstreamCode != tt.code || e.Retryable != tt.retryable || e.RetryAfter != tt.after {
-				t.Errorf("got %+v; want kind %s, status %d, code %q, retryable %v, retry after %v", e, tt.kind, tt.status, tt.code, tt.retryable, tt.after)
-			}
-			if tt.key != "" && (strings.Contains(e.Error(), tt.key) || strings.Contains(e.Error(), tt.key[:8]) || strings.Contains(e.Error(), "***")) {
-				t.Errorf("the error %q shows the API key", e.Error())
-			}
-		})
-	}
+		{Name: "timeout setting", Key: fake.Key, Settings: map[string]string{"timeout": "200ms", "max_attempts": "1"}, Want: &sdktest.Answer{Kind: sdk.KindTimeout, Retryable: true}, Calls: 1,
+			Setup: func(s *fake.Server) { s.SetLatency(time.Minute) }},
+	})
 }
 
 func TestParseError(t *testing.T) {
@@ -219,7 +162,7 @@ func TestInvalidRequests(t *testing.T) {
 			req := request(fake.Key)
 			tt.modify(req)
 			_, err := p.Synthesize(t.Context(), req)
-			if e := asError(t, err); e.Kind != tt.kind {
+			if e := sdktest.AsError(t, err); e.Kind != tt.kind {
 				t.Errorf("got %v, want kind %s", e, tt.kind)
 			}
 		})
@@ -262,7 +205,7 @@ func TestVoices(t *testing.T) {
 	if len(voices) != 5 || voices[0].ID != "eve" || voices[0].Name != "Eve" {
 		t.Errorf("voices %+v", voices)
 	}
-	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); asError(t, err).Kind != sdk.KindUnsupported {
+	if _, err := p.Clone(t.Context(), &sdk.CloneRequest{}); sdktest.AsError(t, err).Kind != sdk.KindUnsupported {
 		t.Errorf("clone: %v", err)
 	}
 }
