@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -479,4 +480,19 @@ func ParseMultipart(r Request) (*multipart.Form, error) {
 		return nil, errors.New("Content-Type is not multipart/form-data with a boundary")
 	}
 	return multipart.NewReader(bytes.NewReader(r.Body), params["boundary"]).ReadForm(32 << 20)
+}
+
+// BreakConn ends a provider's connection abruptly, as a crash would (no
+// WebSocket close frame, no end of the HTTP body), after everything
+// written on it: it half-closes the connection, so the client reads each
+// byte written before the break and then the end. Closing it outright
+// may reset it (when the client's last messages are still unread here),
+// and a reset makes the client's kernel drop what it had received but
+// not yet read, so the audio a client saw before a break would depend on
+// timing. The caller's own Close (when the client has gone too) frees it.
+func BreakConn(c net.Conn) {
+	if hc, ok := c.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+		return
+	}
+	_ = c.Close()
 }

@@ -363,7 +363,7 @@ func (k *speakSocket) speak(ctx context.Context) {
 				}
 				if k.s.Breaks(off/size + 1) {
 					// BreakStreamAfter: the socket dies mid-utterance.
-					k.conn.NetConn().Close()
+					fakeupstream.BreakConn(k.conn.NetConn())
 					return
 				}
 			}

@@ -245,7 +245,7 @@ func (s *Server) multiStreamInput(w http.ResponseWriter, r *http.Request) {
 			go func() {
 				defer wg.Done()
 				defer close(c.done)
-				err := s.speakMulti(cctx, write, func() { conn.NetConn().Close() }, id, c.texts, format.rate, speed)
+				err := s.speakMulti(cctx, write, func() { fakeupstream.BreakConn(conn.NetConn()) }, id, c.texts, format.rate, speed)
 				// Its isFinal is sent and its slot freed together: the
 				// client learns the slot is free from the isFinal.
 				mu.Lock()
