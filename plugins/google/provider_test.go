@@ -536,26 +536,7 @@ func TestUsageReadBack(t *testing.T) {
 		{Unit: sdk.UnitTextTokens, Quantity: int64(max(len(req.Text)/4, 1))},
 		{Unit: sdk.UnitAudioTokens, Quantity: int64(math.Ceil(fakeupstream.Speak(req.Text, 1).Seconds * 32))},
 	}
-	resp, err := p.Synthesize(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(resp.Billed, want) {
-		t.Errorf("clip billed %+v, want %+v", resp.Billed, want)
-	}
-	var chunks []sdk.Chunk
-	if err := p.Stream(t.Context(), req, func(c sdk.Chunk) error { chunks = append(chunks, c); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range chunks {
-		last := i == len(chunks)-1
-		if last && (!reflect.DeepEqual(c.Billed, want) || len(c.Data) != 0) {
-			t.Errorf("the stream's last chunk: billed %+v with %d bytes, want %+v alone", c.Billed, len(c.Data), want)
-		}
-		if !last && c.Billed != nil {
-			t.Errorf("chunk %d of %d says billed %+v before the end", i, len(chunks), c.Billed)
-		}
-	}
+	sdktest.CheckBilledReadBack(t, p, req, want)
 
 	// Details missing: the totals; no usage at all: nothing.
 	u := &usageMetadata{PromptTokenCount: 7, CandidatesTokenCount: 50}
