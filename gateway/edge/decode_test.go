@@ -55,6 +55,57 @@ var decodeSeeds = []string{
 	`null`, `[]`, `"x"`, `{}`, `{}{}`, `{} x`, `{}  `, ` {"text":"t"} `, `{"text":"t"`, ``, `   `,
 	"\xef\xbb\xbf{}",
 	"{\"model\":\"m\",\"voice\":\"v\",\"text\":\"bad \xff utf8\"}",
+	// Flat bodies (decodeFlatSpeech), and ones it must leave to jsonv2.
+	"{\"model\":\"m\",\"voice\":\"v\",\"text\":\"raw \x01 control\"}",
+	"{\"model\":\"m\",\"voice\":\"v\",\"text\":\"tab\tand\nnewline raw\"}",
+	`{"model":"m","voice":"v","text":"\u0000 nul"}`,
+	`{"model":"m","voice":"v","text":"\uD83D\uDE00 upper, \ud83d\u0041 half"}`,
+	`{"model":"m","voice":"v","text":"\ud83d"}`, `{"model":"m","voice":"v","text":"\u12"}`, `{"model":"m","voice":"v","text":"\u12g4"}`,
+	`{"model":"m","voice":"v","text":"end\"}`, `{"model":"m","voice":"v","text":"t",}`, `{"model":"m" "voice":"v"}`,
+	`{"mo\u0064el":"m","voice":"v","text":"t"}`, `{"model":"m","text":"a","text":"b"}`, `{"text":"t","model":1}`,
+	`{"text":"t","instructions":"i","instructions":"j"}`, `{"text":"t","instructions":null}`,
+	"\t{ \"text\" :\r\n\"t\" , \"voice\":\"v\"}\n", "{\"text\":\"t\"}\x00", "{\"text\":\"t\"\v}",
+	`{"text":"caf\u00e9","model":"elevenlabs/eleven_multilingual_v2","voice":"21m00Tcm4TlvDq8ikWAM"}`,
+}
+
+// TestFlatSpeechBodies checks that the bodies most clients send take the
+// flat decoder, so that the fast path stays taken, and that it declines
+// what it cannot decode exactly (FuzzDecodeHot then holds both to the
+// same values).
+func TestFlatSpeechBodies(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		flat bool
+		text string
+	}{
+		{`{"model":"openai/tts-1","voice":"alloy","text":"Hello there."}`, true, "Hello there."},
+		{` { "voiceId" : "6f1c2d3e-0000-4000-8000-000000000000" , "text" : "a \"quoted\" word\n" } `, true, "a \"quoted\" word\n"},
+		{`{"text":"caf\u00e9 \ud83d\ude00"}`, true, "café 😀"},
+		{`{}`, true, ""},
+		{`{"model":"m","voice":"v","text":"t","output":"mp3"}`, false, ""},
+		{`{"model":"m","voice":"v","text":"t","speed":1}`, false, ""},
+		{`{"model":"m","model":"n","text":"t"}`, false, ""},
+		{`{"model":"m","text":"lone \ud800"}`, false, ""},
+		{"{\"text\":\"bad \xff\"}", false, ""},
+		{`{"text":"t"} {}`, false, ""},
+	} {
+		var r speechRequestJSON
+		got := decodeFlatSpeech([]byte(tc.body), &r)
+		if got != tc.flat {
+			t.Errorf("%s: flat %v, want %v", tc.body, got, tc.flat)
+			continue
+		}
+		if !got {
+			if !reflect.DeepEqual(r, speechRequestJSON{}) {
+				t.Errorf("%s: declined but left %+v", tc.body, r)
+			}
+			continue
+		}
+		if text := ""; r.Text != nil && *r.Text != tc.text || r.Text == nil && tc.text != text {
+			t.Errorf("%s: text %v, want %q", tc.body, r.Text, tc.text)
+		}
+		compareDecoders[speechRequestJSON](t, []byte(tc.body), func(r *speechRequestJSON) (any, error) { return r.domain() })
+	}
 }
 
 // FuzzDecodeHot holds decodeHot to decodeStrict on the speech bodies it

@@ -610,6 +610,9 @@ var strictV2 = jsonv2.RejectUnknownMembers(true)
 // again by decodeStrict from a zero v, and the client gets the problem it
 // always got.
 func decodeHot(body []byte, v any) error {
+	if r, ok := v.(*speechRequestJSON); ok && decodeFlatSpeech(body, r) {
+		return checkText(body)
+	}
 	if jsonv2.Unmarshal(body, v, strictV2) == nil {
 		return checkText(body)
 	}
