@@ -134,9 +134,12 @@ const (
 // firstAudio is the time-to-first-audio histogram of out's provider and
 // model, cache hits apart.
 func (s *Server) firstAudio(out *speech.Spoken) prometheus.Observer {
-	cache := "miss"
+	cache, i := "miss", 0
 	if out.Cache == "hit" {
-		cache = "hit"
+		cache, i = "hit", 1
+	}
+	if ms := out.Job.Provider.Series(out.Job.Model.ID); ms != nil {
+		return ms.FirstAudio[i]
 	}
 	return s.metrics.TimeToFirstAudio.WithLabelValues(out.Job.Provider.ID, out.Job.MetricModel(), cache)
 }

@@ -190,26 +190,44 @@ func (m *Metrics) Route(route string) *RouteSeries {
 	return &RouteSeries{OK: m.Requests.WithLabelValues(route, "200"), Latency: m.Latency.WithLabelValues(route)}
 }
 
-// ProviderModel gives a provider model's series their zeros: calls and
+// ModelSeries are one provider model's series on the path of every call
+// to it, found once (see RouteSeries): its time to first audio, and the
+// successful calls and latency of each operation. Hot path: on a cold
+// cache, the label lookup of the first-audio observer alone took about
+// 3 µs of a stream's first byte.
+type ModelSeries struct {
+	// FirstAudio observes time to first audio: [0] a cache miss, [1] a hit.
+	FirstAudio [2]prometheus.Observer
+	// CallsOK counts successful calls by operation ("synthesize", "stream").
+	CallsOK map[string]prometheus.Counter
+	// Latency observes calls' latency by operation.
+	Latency map[string]prometheus.Observer
+}
+
+// ProviderModel gives a provider model's series their zeros (calls and
 // latency of each operation, time to first audio when it streams, and
 // the upstream retries of the usual reasons when the gateway sends its
-// requests.
-func (m *Metrics) ProviderModel(provider, model string, streams, direct bool) {
+// requests) and returns them.
+func (m *Metrics) ProviderModel(provider, model string, streams, direct bool) *ModelSeries {
 	ops := []string{"synthesize"}
-	m.TimeToFirstAudio.WithLabelValues(provider, model, "miss")
-	m.TimeToFirstAudio.WithLabelValues(provider, model, "hit")
+	ms := &ModelSeries{
+		FirstAudio: [2]prometheus.Observer{m.TimeToFirstAudio.WithLabelValues(provider, model, "miss"), m.TimeToFirstAudio.WithLabelValues(provider, model, "hit")},
+		CallsOK:    map[string]prometheus.Counter{},
+		Latency:    map[string]prometheus.Observer{},
+	}
 	if streams {
 		ops = append(ops, "stream")
 	}
 	for _, op := range ops {
-		m.ProviderCalls.WithLabelValues(provider, model, op, "ok")
-		m.ProviderLatency.WithLabelValues(provider, model, op)
+		ms.CallsOK[op] = m.ProviderCalls.WithLabelValues(provider, model, op, "ok")
+		ms.Latency[op] = m.ProviderLatency.WithLabelValues(provider, model, op)
 	}
 	if direct {
 		for _, reason := range []string{"429", "503", "transport"} {
 			m.UpstreamRetries.WithLabelValues(provider, reason)
 		}
 	}
+	return ms
 }
 
 // Build registers voxgate_build_info: 1, labelled with the build's version

@@ -96,6 +96,11 @@ func (c *Calls) End(parent, ctx context.Context, p *Provider, model, op string, 
 		span.End()
 	}
 	if c.metrics != nil {
+		if ms := p.Series(model); ms != nil && outcome == "ok" && ms.CallsOK[op] != nil {
+			ms.CallsOK[op].Inc()
+			ms.Latency[op].Observe(d.Seconds())
+			return err
+		}
 		label := p.MetricModel(model)
 		c.metrics.ProviderCalls.WithLabelValues(p.ID, label, op, outcome).Inc()
 		c.metrics.ProviderLatency.WithLabelValues(p.ID, label, op).Observe(d.Seconds())

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/voxgate/voxgate/gateway/observe/metrics"
 	"github.com/voxgate/voxgate/gateway/pricing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/sdk"
@@ -41,7 +42,24 @@ type Provider struct {
 	// listPrices are the models' declared prices in Policy.Currency, by
 	// model id (sdk.AnyModel: the pass-through entry's).
 	listPrices map[string][]pricing.Price
+	// series are the listed models' metric series, by model id
+	// (SetSeries); a model passed through has none.
+	series map[string]*metrics.ModelSeries
 }
+
+// SetSeries gives the listed model id its metric series, found once when
+// the provider is set up rather than by label on every call. It is called
+// before the provider serves requests.
+func (p *Provider) SetSeries(id string, s *metrics.ModelSeries) {
+	if p.series == nil {
+		p.series = map[string]*metrics.ModelSeries{}
+	}
+	p.series[id] = s
+}
+
+// Series returns the listed model id's metric series, or nil (a model
+// passed through, or a provider set up without metrics).
+func (p *Provider) Series(id string) *metrics.ModelSeries { return p.series[id] }
 
 // Model returns the listed model with id, or nil. Resolve also resolves
 // the ids the provider passes through.
