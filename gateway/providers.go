@@ -41,7 +41,7 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	}
 	g.metrics.PluginInstances(host.Instances)
 	dc, err := dispatch.New(dispatch.Options{
-		Observe: func(provider, result string) { g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc() },
+		Counter: func(provider, result string) func() { return g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc },
 		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
 		Tracer:  g.tracer,
 	})
@@ -106,7 +106,7 @@ func (g *Gateway) buildLive(ctx context.Context, cfg *config.Config, pools map[s
 			zap.Bool("passes_other_model_ids_through", p.PassThrough() != nil),
 			zap.String("default_model", p.Desc.DefaultModel), zap.String("requests_sent_by", sender))
 		for _, m := range p.Desc.Models {
-			g.metrics.ProviderModel(p.ID, m.ID, m.Capabilities.Streaming, sender == "gateway")
+			p.SetSeries(m.ID, g.metrics.ProviderModel(p.ID, m.ID, m.Capabilities.Streaming, sender == "gateway"))
 		}
 	}
 	mod, err := g.moderator(cfg, pools)

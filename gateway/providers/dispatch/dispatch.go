@@ -47,9 +47,11 @@ type Options struct {
 	MaxPlans int
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
-	// Observe, if set, is told how each plan was obtained: result is
-	// "planned", "reused" or "unsupported".
-	Observe func(provider, result string)
+	// Counter, if set, returns the function that counts one plan of
+	// provider obtained as result: "planned", "reused" or "unsupported".
+	// It is asked once per cached plan, not per request: a labelled
+	// metric's lookup took 6 µs of a stream's first byte on a cold cache.
+	Counter func(provider, result string) func()
 	// Retried, if set, is told of each retry of a request: reason is the
 	// status retried ("429", "503", ...) or "transport" (no answer). The
 	// one reconnect on a pooled connection the provider had closed is
@@ -78,8 +80,8 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Observe == nil {
-		o.Observe = func(string, string) {}
+	if o.Counter == nil {
+		o.Counter = func(string, string) func() { return func() {} }
 	}
 	if o.Retried == nil {
 		o.Retried = func(string, string) {}
@@ -92,7 +94,7 @@ type Client struct {
 	http    *fasthttp.Client
 	plans   *planCache
 	now     func() time.Time
-	observe func(provider, result string)
+	counter func(provider, result string) func()
 	retried func(provider, reason string)
 	tracer  *tracing.Tracer
 }
@@ -140,7 +142,7 @@ func New(o Options) (*Client, error) {
 			return nil
 		}
 	}
-	return &Client{http: hc, plans: newPlanCache(o.MaxPlans), now: o.Now, observe: o.Observe, retried: o.Retried, tracer: o.Tracer}, nil
+	return &Client{http: hc, plans: newPlanCache(o.MaxPlans), now: o.Now, counter: o.Counter, retried: o.Retried, tracer: o.Tracer}, nil
 }
 
 // proxyFromEnv reports whether a proxy is configured in the environment.

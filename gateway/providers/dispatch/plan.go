@@ -104,6 +104,9 @@ type entry struct {
 	plan    *Planned
 	err     error // the provider's KindUnsupported answer
 	expires time.Time
+	// count counts one more use of the entry (Options.Counter's "reused"
+	// or "unsupported"), found when the entry was made.
+	count func()
 }
 
 // planCache maps request shapes to plans. It is hand-written rather than
@@ -161,11 +164,10 @@ func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner,
 	}
 	now := c.now()
 	if e, ok := c.plans.get(k, now); ok {
+		e.count()
 		if e.err != nil {
-			c.observe(provider, "unsupported")
 			return nil, e.err // callers only read it (the speech service falls back)
 		}
-		c.observe(provider, "reused")
 		return e.plan, nil
 	}
 	r := *req
@@ -173,8 +175,9 @@ func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner,
 	p, err := planner.Plan(ctx, &sdk.PlanRequest{Request: &r, Stream: stream})
 	if err != nil {
 		if sdk.AsError(err).Kind == sdk.KindUnsupported {
-			c.observe(provider, "unsupported")
-			c.plans.put(k, entry{err: err, expires: now.Add(unsupportedFor)}, now)
+			unsupported := c.counter(provider, "unsupported")
+			unsupported()
+			c.plans.put(k, entry{err: err, expires: now.Add(unsupportedFor), count: unsupported}, now)
 		}
 		return nil, err
 	}
@@ -182,9 +185,9 @@ func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner,
 	if err != nil {
 		return nil, &sdk.Error{Kind: sdk.KindInternal, Message: provider + ": the plugin planned a malformed request: " + err.Error()}
 	}
-	c.observe(provider, "planned")
+	c.counter(provider, "planned")()
 	if p.ReuseFor > 0 {
-		c.plans.put(k, entry{plan: pl, expires: now.Add(p.ReuseFor)}, now)
+		c.plans.put(k, entry{plan: pl, expires: now.Add(p.ReuseFor), count: c.counter(provider, "reused")}, now)
 	}
 	return pl, nil
 }

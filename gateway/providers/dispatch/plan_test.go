@@ -67,7 +67,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// observations records Options.Observe calls.
+// observations records what Options.Counter's functions count.
 type observations struct {
 	mu  sync.Mutex
 	got []string
@@ -77,6 +77,10 @@ func (o *observations) observe(provider, result string) {
 	o.mu.Lock()
 	o.got = append(o.got, provider+":"+result)
 	o.mu.Unlock()
+}
+
+func (o *observations) counter(provider, result string) func() {
+	return func() { o.observe(provider, result) }
 }
 
 func (o *observations) list() []string {
@@ -195,7 +199,7 @@ func TestPlanCacheShapes(t *testing.T) {
 
 func TestPlanReuseForZeroPlansEveryTime(t *testing.T) {
 	obs := &observations{}
-	c := newTestClient(t, Options{Observe: obs.observe})
+	c := newTestClient(t, Options{Counter: obs.counter})
 	p := testPlan("http://provider.test/v1/speech")
 	p.ReuseFor = 0
 	pl := planning(p)
@@ -215,7 +219,7 @@ func TestPlanReuseForZeroPlansEveryTime(t *testing.T) {
 func TestPlanExpires(t *testing.T) {
 	clock := newFakeClock()
 	obs := &observations{}
-	c := newTestClient(t, Options{Now: clock.Now, Observe: obs.observe})
+	c := newTestClient(t, Options{Now: clock.Now, Counter: obs.counter})
 	pl := planning(testPlan("http://provider.test/v1/speech")) // ReuseFor: a minute
 	plan := func() {
 		t.Helper()
@@ -248,7 +252,7 @@ func TestPlanExpires(t *testing.T) {
 func TestPlanUnsupportedIsCached(t *testing.T) {
 	clock := newFakeClock()
 	obs := &observations{}
-	c := newTestClient(t, Options{Now: clock.Now, Observe: obs.observe})
+	c := newTestClient(t, Options{Now: clock.Now, Counter: obs.counter})
 	pl := &fakePlanner{plan: func(*sdk.PlanRequest) (*sdk.Plan, error) {
 		return nil, sdk.Errorf(sdk.KindUnsupported, "prov: cannot plan wav")
 	}}
@@ -302,7 +306,7 @@ func TestPlanOtherErrorsAreNotCached(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &observations{}
-			c := newTestClient(t, Options{Observe: obs.observe})
+			c := newTestClient(t, Options{Counter: obs.counter})
 			pl := &fakePlanner{plan: func(*sdk.PlanRequest) (*sdk.Plan, error) { return nil, tt.err }}
 			for i := range 2 {
 				p, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false)
@@ -349,7 +353,7 @@ func TestPlanMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &observations{}
-			c := newTestClient(t, Options{Observe: obs.observe})
+			c := newTestClient(t, Options{Counter: obs.counter})
 			p := testPlan("http://provider.test/v1/speech")
 			tt.change(p)
 			pl := planning(p)
@@ -403,7 +407,7 @@ func TestPlanCompiles(t *testing.T) {
 
 func TestPlanObserve(t *testing.T) {
 	obs := &observations{}
-	c := newTestClient(t, Options{Observe: obs.observe})
+	c := newTestClient(t, Options{Counter: obs.counter})
 	ok := planning(testPlan("http://provider.test/v1/speech"))
 	no := &fakePlanner{plan: func(*sdk.PlanRequest) (*sdk.Plan, error) {
 		return nil, sdk.Errorf(sdk.KindUnsupported, "no")
