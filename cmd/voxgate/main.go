@@ -403,8 +403,11 @@ func newLogger(w io.Writer, level string, dev bool) (*zap.Logger, error) {
 	}
 	// Buffered: the access log writes a line per request, and a write
 	// system call per line sat on the request path. Lines reach w within a
-	// second, and Sync (called on exit) flushes the rest.
-	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 256 << 10, FlushInterval: time.Second}
+	// second, and Sync (called on exit) flushes the rest. w is wrapped so
+	// that its own Sync is not called: the buffer's flush each second
+	// would otherwise fsync a log file every second, idle or not (a disk
+	// flush a second for nothing; the kernel writes the lines back anyway).
+	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(struct{ io.Writer }{w}), Size: 256 << 10, FlushInterval: time.Second}
 	core := zapcore.NewCore(enc, ws, lvl)
 	return zap.New(core), nil
 }
