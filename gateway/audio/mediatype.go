@@ -88,9 +88,12 @@ type MediaType struct {
 // Other types, and raw PCM without a valid rate, give an error wrapping
 // ErrUnsupportedMediaType.
 func ParseMediaType(s string) (MediaType, error) {
-	typ, params, err := mime.ParseMediaType(s)
-	if err != nil {
-		return MediaType{}, fmt.Errorf("%w: %q: %v", ErrUnsupportedMediaType, s, err)
+	typ, params, ok := quickMediaType(s)
+	if !ok {
+		var err error
+		if typ, params.m, err = mime.ParseMediaType(s); err != nil {
+			return MediaType{}, fmt.Errorf("%w: %q: %v", ErrUnsupportedMediaType, s, err)
+		}
 	}
 	switch typ {
 	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave":
@@ -102,7 +105,7 @@ func ParseMediaType(s string) (MediaType, error) {
 		if typ == "audio/pcma" || typ == "audio/x-alaw" {
 			m.Format = FormatALaw
 		}
-		if r, ok := params["rate"]; ok {
+		if r, ok := params.get("rate"); ok {
 			rate, err := strconv.Atoi(r)
 			if err != nil || rate <= 0 || rate > maxRate {
 				return MediaType{}, fmt.Errorf("%w: %q: rate must be between 1 and %d", ErrUnsupportedMediaType, s, maxRate)
@@ -112,12 +115,13 @@ func ParseMediaType(s string) (MediaType, error) {
 		return m, nil
 	case "audio/pcm", "audio/l16":
 		m := MediaType{Format: FormatPCM, Channels: 1, BigEndian: typ == "audio/l16"}
-		rate, err := strconv.Atoi(params["rate"])
+		r, _ := params.get("rate")
+		rate, err := strconv.Atoi(r)
 		if err != nil || rate <= 0 || rate > maxRate {
 			return MediaType{}, fmt.Errorf("%w: %q needs a rate parameter between 1 and %d", ErrUnsupportedMediaType, s, maxRate)
 		}
 		m.Rate = rate
-		if ch, ok := params["channels"]; ok {
+		if ch, ok := params.get("channels"); ok {
 			n, err := strconv.Atoi(ch)
 			if err != nil || n < 1 || n > 8 {
 				return MediaType{}, fmt.Errorf("%w: %q: channels must be 1 to 8", ErrUnsupportedMediaType, s)
@@ -163,4 +167,92 @@ func (m MediaType) String() string {
 		return b.String()
 	}
 	return ""
+}
+
+// mediaParams are a media type's parameters, lower-case names to values:
+// the two or fewer quickMediaType reads in place, or mime's map.
+type mediaParams struct {
+	n     int
+	names [2]string
+	vals  [2]string
+	m     map[string]string
+}
+
+func (p *mediaParams) get(name string) (string, bool) {
+	if p.m != nil {
+		v, ok := p.m[name]
+		return v, ok
+	}
+	for i := range p.n {
+		if p.names[i] == name {
+			return p.vals[i], true
+		}
+	}
+	return "", false
+}
+
+// quickMediaType parses the forms providers and the gateway write
+// ("audio/mpeg", "audio/pcm;rate=24000", "audio/pcm; rate=24000;
+// channels=2"): a lower-case type and at most two lower-case parameters,
+// unquoted. It declines anything else (ok false) for mime.ParseMediaType,
+// and gives what mime.ParseMediaType would for what it takes
+// (FuzzQuickMediaType). Hot path: mime.ParseMediaType allocates a map and
+// lower-cased copies, and a stream's media type is parsed more than once
+// before its first byte (the meter, the provenance mark).
+func quickMediaType(s string) (typ string, params mediaParams, ok bool) {
+	typ, rest, semi := strings.Cut(s, ";")
+	typ = strings.TrimSpace(typ)
+	slash := strings.IndexByte(typ, '/')
+	if slash <= 0 || !lowerToken(typ[:slash]) || !lowerToken(typ[slash+1:]) {
+		return "", params, false
+	}
+	if !semi {
+		return typ, params, true
+	}
+	for {
+		var param string
+		param, rest, semi = strings.Cut(rest, ";")
+		name, value, found := strings.Cut(strings.Trim(param, " \t"), "=")
+		// A name with '*' is an RFC 2231 continuation, which mime joins.
+		if params.n == len(params.names) || !found || !lowerToken(name) || strings.IndexByte(name, '*') >= 0 || !valueToken(value) {
+			return "", params, false
+		}
+		for i := range params.n {
+			if params.names[i] == name {
+				return "", params, false // mime refuses a repeated name
+			}
+		}
+		params.names[params.n], params.vals[params.n] = name, value
+		params.n++
+		if !semi {
+			return typ, params, true
+		}
+	}
+}
+
+// tokenSpecials are the characters besides letters and digits an RFC
+// 2045 token may hold.
+const tokenSpecials = "!#$%&'*+-.^_`|~"
+
+// lowerToken reports whether s is a non-empty token without upper-case
+// letters (mime.ParseMediaType lower-cases names; these need no copy).
+func lowerToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte(tokenSpecials, c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// valueToken reports whether s is a non-empty token, of any case.
+func valueToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(tokenSpecials, c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
