@@ -41,7 +41,9 @@ func (g *Gateway) attachProviders(ctx context.Context, d *edge.Deps) error {
 	}
 	g.metrics.PluginInstances(host.Instances)
 	dc, err := dispatch.New(dispatch.Options{
-		Counter: func(provider, result string) func() { return g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc },
+		Counter: func(provider, result string) func() {
+			return g.metrics.ProviderPlans.WithLabelValues(provider, result).Inc
+		},
 		Retried: func(provider, reason string) { g.metrics.UpstreamRetries.WithLabelValues(provider, reason).Inc() },
 		Tracer:  g.tracer,
 	})
