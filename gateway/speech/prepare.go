@@ -206,6 +206,9 @@ func (s *Service) requestRules(ctx context.Context, org string, p *Pronunciation
 		if err != nil {
 			return nil, fmt.Errorf("read the default pronunciation dictionary: %w", err)
 		}
+		if len(stored) == 0 && len(inline) == 0 {
+			return nil, nil // the commonest request: nothing to apply, nothing to allocate
+		}
 		return [][]PronunciationRule{toRules(stored), inline}, nil
 	}
 	stored, byID, err := s.dicts.DictionaryRules(ctx, org, ids)

@@ -52,6 +52,9 @@ func (c *Calls) Do(parent context.Context, p *Provider, model, op string, fn fun
 // it): a GenAI client span, "generate_content MODEL", saying whether the
 // plugin or the gateway itself sends the upstream request.
 func (c *Calls) Start(ctx context.Context, p *Provider, model, op string) context.Context {
+	if c.tracer == nil {
+		return ctx // tracing off: not even the span's name is made
+	}
 	ctx, span := c.tracer.Start(ctx, "generate_content "+model, trace.SpanKindClient)
 	if span.IsRecording() {
 		via := "plugin"
