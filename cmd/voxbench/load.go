@@ -725,9 +725,86 @@ func (l *load) streamTTFB(ctx context.Context, res *Results, perfDir string) err
 	if t.GatewayOutput != nil {
 		t.OutputOverheadP50 = t.GatewayOutput.P50 - t.Direct.P50
 	}
+	if l.p.TTFBLoadClients > 0 {
+		if err := l.loadedTTFB(ctx, t); err != nil {
+			return err
+		}
+	}
 	if perfDir != "" {
 		return l.profileStreams(ctx, perfDir)
 	}
+	return nil
+}
+
+// loadedTTFB measures the same streams' first byte with
+// TTFBLoadClients clients streaming at once on each leg, one leg at a
+// time, the order rotating over TTFBLoadRounds rounds, each client
+// sending TTFBLoadStreams streams back to back. The sequential figure
+// is a cold start (one stream every 100 ms, caches cold in between);
+// this one is a relay kept busy, caches warm and requests queueing for
+// two cores, as a gateway in service is. It carries no target: it says
+// whether the sequential ratio is the relay's or the cold cache's.
+func (l *load) loadedTTFB(ctx context.Context, t *ttfbResult) error {
+	legs := l.streams()
+	c, per := l.p.TTFBLoadClients, l.p.TTFBLoadStreams
+	lat := make([][]time.Duration, len(legs))
+	for r := range l.p.TTFBLoadRounds {
+		for k := range legs {
+			i := (r + k) % len(legs)
+			var (
+				wg       sync.WaitGroup
+				mu       sync.Mutex
+				firstErr error
+			)
+			for range c {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+					defer fasthttp.ReleaseRequest(req)
+					defer fasthttp.ReleaseResponse(resp)
+					buf := make([]byte, 16<<10)
+					legs[i].prepare(req)
+					for range per {
+						x, _, err := stream(legs[i], req, resp, buf, nil)
+						mu.Lock()
+						if err != nil && firstErr == nil {
+							firstErr = err
+						}
+						if err == nil {
+							lat[i] = append(lat[i], x)
+						}
+						mu.Unlock()
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if firstErr != nil {
+				return fmt.Errorf("ttfb under load: %w", firstErr)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	ld := &ttfbLoaded{Clients: c}
+	for i, leg := range legs {
+		s := summarize(lat[i])
+		switch leg {
+		case &l.directStream:
+			ld.Direct = s
+		case &l.nginxStream:
+			ld.Nginx = &s
+		case &l.floorStream:
+			ld.Floor = &s
+		case &l.gatewayStream:
+			ld.Gateway = s
+		}
+	}
+	t.Loaded = ld
 	return nil
 }
 

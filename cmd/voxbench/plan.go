@@ -29,8 +29,14 @@ type plan struct {
 	Slot        time.Duration `json:"throughput_slot_ns"`
 	Slots       int           `json:"throughput_slots_per_path"`
 
-	TTFBPairs   int `json:"ttfb_pairs"`
-	ManyStreams int `json:"concurrent_streams"`
+	TTFBPairs int `json:"ttfb_pairs"`
+	// TTFBLoadClients clients per leg stream at once, TTFBLoadStreams
+	// each, over TTFBLoadRounds rounds: the first byte under load
+	// (loadedTTFB); 0 clients skips it.
+	TTFBLoadClients int `json:"ttfb_load_clients"`
+	TTFBLoadStreams int `json:"ttfb_load_streams_per_client"`
+	TTFBLoadRounds  int `json:"ttfb_load_rounds"`
+	ManyStreams     int `json:"concurrent_streams"`
 
 	// The clients phase: per workload, ClientRounds rounds of
 	// ClientPerRound sequential triples (direct, nginx, gateway), then
@@ -76,6 +82,9 @@ func defaultPlan(o options) plan {
 		Slot:              2500 * time.Millisecond,
 		Slots:             2,
 		TTFBPairs:         120,
+		TTFBLoadClients:   8,
+		TTFBLoadStreams:   4,
+		TTFBLoadRounds:    8,
 		ManyStreams:       o.streams,
 		ClientRounds:      5,
 		ClientPerRound:    100,
@@ -94,6 +103,7 @@ func defaultPlan(o options) plan {
 		p.WarmUp, p.SeqRounds, p.SeqPerRound = 50, 3, 100
 		p.Slot, p.Slots = time.Second, 1
 		p.TTFBPairs = 20
+		p.TTFBLoadStreams, p.TTFBLoadRounds = 2, 2
 		p.ClientRounds, p.ClientPerRound = 2, 20
 		p.ClientConcurrency, p.ClientSlot, p.ClientSlots = 16, 300*time.Millisecond, 1
 		p.ManyStreams = min(o.streams, 200)

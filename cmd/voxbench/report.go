@@ -163,6 +163,18 @@ type ttfbResult struct {
 	GatewayOutput     *latency `json:"gateway_output_pcm,omitempty"`
 	OutputOverheadP50 float64  `json:"gateway_output_pcm_overhead_p50_ms"`
 	OutputRefused     string   `json:"gateway_output_pcm_refused,omitempty"`
+	// Loaded is the same streams with several clients at once per leg
+	// (loadedTTFB); nil when not measured.
+	Loaded *ttfbLoaded `json:"under_load,omitempty"`
+}
+
+// ttfbLoaded is time to first byte with Clients streaming at once.
+type ttfbLoaded struct {
+	Clients int      `json:"clients"`
+	Direct  latency  `json:"direct"`
+	Gateway latency  `json:"gateway"`
+	Nginx   *latency `json:"nginx,omitempty"`
+	Floor   *latency `json:"floor_relay,omitempty"`
 }
 
 // afterLoad is resident memory once the load phases are over (after a
@@ -404,6 +416,17 @@ func (r *Results) relayFigures() {
 		}
 		if f.Gateway != "" {
 			add(f)
+		}
+		if ld := t.Loaded; ld != nil && ld.Nginx != nil {
+			g, n := ld.Gateway.P50-ld.Direct.P50, ld.Nginx.P50-ld.Direct.P50
+			ratio, v, _ := overNginx(g, n)
+			add(figure{Name: fmt.Sprintf("added stream first byte, p50, %d streaming at once: gateway over nginx (no target)", ld.Clients), Unit: "ms",
+				Baseline: signed(n), Gateway: signed(g), Delta: ratio, Value: v})
+			if ld.Floor != nil {
+				ratio, v, _ := overNginx(ld.Floor.P50-ld.Direct.P50, n)
+				add(figure{Name: fmt.Sprintf("added stream first byte, p50, %d streaming at once: floor relay over nginx", ld.Clients), Unit: "ms",
+					Baseline: signed(n), Gateway: signed(ld.Floor.P50 - ld.Direct.P50), Delta: ratio, Value: v})
+			}
 		}
 	}
 	if m := r.AfterLoad; m.GatewayRSS > 0 {

@@ -171,6 +171,9 @@ func TestQuickRun(t *testing.T) {
 	if tt := res.TTFB; tt.Floor == nil || tt.Floor.N != p.TTFBPairs || tt.FloorOverheadP50 == 0 {
 		t.Errorf("ttfb through the floor relay: %+v", tt.Floor)
 	}
+	if ld, want := res.TTFB.Loaded, p.TTFBLoadClients*p.TTFBLoadStreams*p.TTFBLoadRounds; ld == nil || ld.Direct.N != want || ld.Gateway.N != want || ld.Nginx == nil || ld.Nginx.N != want || ld.Floor == nil {
+		t.Errorf("ttfb under load (want %d streams a leg): %+v", want, ld)
+	}
 	if tt := res.TTFB; (tt.GatewayOutput == nil) == (tt.OutputRefused == "") {
 		t.Errorf("ttfb with output: measured %v, refused %q (want one of the two)", tt.GatewayOutput, tt.OutputRefused)
 	}
