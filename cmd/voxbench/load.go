@@ -700,21 +700,7 @@ func (l *load) streamTTFB(ctx context.Context, res *Results, perfDir string) err
 	}
 	t := &res.TTFB
 	t.StreamBytes = bytes[0]
-	for i, leg := range legs {
-		s := summarize(lat[i])
-		switch leg {
-		case &l.directStream:
-			t.Direct = s
-		case &l.nginxStream:
-			t.Nginx = &s
-		case &l.floorStream:
-			t.Floor = &s
-		case &l.gatewayStream:
-			t.Gateway = s
-		case &l.gatewayStreamOut:
-			t.GatewayOutput = &s
-		}
-	}
+	t.Direct, t.Nginx, t.Floor, t.Gateway, t.GatewayOutput = l.byLeg(legs, lat)
 	t.OverheadP50, t.OverheadP99 = t.Gateway.P50-t.Direct.P50, t.Gateway.P99-t.Direct.P99
 	if t.Nginx != nil {
 		t.NginxOverheadP50 = t.Nginx.P50 - t.Direct.P50
@@ -791,21 +777,30 @@ func (l *load) loadedTTFB(ctx context.Context, t *ttfbResult) error {
 		}
 	}
 	ld := &ttfbLoaded{Clients: c}
+	ld.Direct, ld.Nginx, ld.Floor, ld.Gateway, _ = l.byLeg(legs, lat)
+	t.Loaded = ld
+	return nil
+}
+
+// byLeg summarizes the stream legs' latencies (lat[i] is legs[i]'s),
+// nil for a leg not among them.
+func (l *load) byLeg(legs []*target, lat [][]time.Duration) (direct latency, nginx, floor *latency, gateway latency, output *latency) {
 	for i, leg := range legs {
 		s := summarize(lat[i])
 		switch leg {
 		case &l.directStream:
-			ld.Direct = s
+			direct = s
 		case &l.nginxStream:
-			ld.Nginx = &s
+			nginx = &s
 		case &l.floorStream:
-			ld.Floor = &s
+			floor = &s
 		case &l.gatewayStream:
-			ld.Gateway = s
+			gateway = s
+		case &l.gatewayStreamOut:
+			output = &s
 		}
 	}
-	t.Loaded = ld
-	return nil
+	return direct, nginx, floor, gateway, output
 }
 
 // profileStreams sends gateway streams for a few seconds, from 32
