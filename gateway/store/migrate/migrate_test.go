@@ -48,6 +48,8 @@ const (
 	jobRunning   = "44444444-0000-4000-8000-000000000004"
 	jobQueued    = "44444444-0000-4000-8000-000000000005"
 	jobGamma     = "44444444-0000-4000-8000-000000000006"
+	// jobWarning is the succeeded job's warning.
+	jobWarning = "The file could not reach the job's loudness target, -14 LUFS under a true peak of -1 dBTP: it is at -15.7 LUFS, as loud as the ceiling allows, and quieter than asked."
 )
 
 // source is a closed bbolt file with some of every kind of record, and
@@ -277,7 +279,8 @@ func addJobs(t *testing.T, s *bolt.Store, now time.Time) {
 	lease(jobSucceeded, "old-instance", time.Minute)
 	checkpoint(jobSucceeded, "old-instance", store.JobChunk{Index: 0, Text: "Chapter one.", AudioMS: 1200, Credits: 12, Characters: 12, Served: "espeak/default"})
 	checkpoint(jobSucceeded, "old-instance", store.JobChunk{Index: 1, Chapter: 1, Voice: "guest", Text: "Chapter two.", AudioMS: 1300, Credits: 12, Characters: 12, Served: "piper/m", Fallback: true})
-	must(s.FinishJob(ctx, jobSucceeded, "old-instance", store.JobFinish{State: store.JobSucceeded, OutputBytes: 40960, WebhookDue: now.Add(-time.Minute)}))
+	must(s.FinishJob(ctx, jobSucceeded, "old-instance", store.JobFinish{State: store.JobSucceeded, OutputBytes: 40960, WebhookDue: now.Add(-time.Minute),
+		Warnings: []string{jobWarning}}))
 	lease(jobSucceeded, "old-instance", time.Minute) // its webhook, delivered
 	must(s.RecordJobDelivery(ctx, jobSucceeded, "old-instance", store.JobDelivery{At: now.Add(-50 * time.Second), Event: "job.succeeded", Status: 204}, time.Time{}))
 
@@ -755,6 +758,9 @@ func TestMigrateJobs(t *testing.T) {
 	got := take(t, dst, src.mediaIDs)
 	if !reflect.DeepEqual(src.want.Jobs, got.Jobs) {
 		t.Fatalf("jobs differ:\nbolt:     %+v\npostgres: %+v", src.want.Jobs, got.Jobs)
+	}
+	if j := got.job(acme, jobSucceeded); j == nil || !slices.Equal(j.Warnings, []string{jobWarning}) {
+		t.Errorf("the succeeded job on PostgreSQL: %+v; want its warning", j)
 	}
 
 	// The retention sweeper finds the finished jobs on PostgreSQL by
