@@ -160,7 +160,8 @@ func missing(err error) bool {
 }
 
 // checkWritableDir reports why the gateway could not make files in the
-// folder path, creating it and its parents if missing.
+// folder path: an existing folder must be writable, a missing one
+// creatable (it is made, with its parents, at the first job).
 func checkWritableDir(path string) error {
 	fi, err := os.Stat(path)
 	if err == nil {
