@@ -381,14 +381,10 @@ func CacheOptions(cfg *config.Config) speech.CacheOptions {
 }
 
 // JobsOptions is the typed view of the jobs section and
-// limits.max_job_chars; jobs.dir defaults to jobs/ beside the storage
-// file.
+// limits.max_job_chars; jobs.dir is JobsDir.
 func JobsOptions(cfg *config.Config) jobs.Options {
 	j := cfg.Jobs
-	dir := cfg.Resolve(j.Dir)
-	if dir == "" {
-		dir = filepath.Join(filepath.Dir(cfg.Resolve(cfg.Storage.Path)), "jobs")
-	}
+	dir := JobsDir(cfg)
 	retries := 3
 	if j.ChunkRetries != nil {
 		retries = *j.ChunkRetries
@@ -398,6 +394,15 @@ func JobsOptions(cfg *config.Config) jobs.Options {
 		RetryBackoff: j.RetryBackoff.D(), WebhookBackoff: j.WebhookBackoff.D(), WebhookRetryFor: j.WebhookRetryFor.D(),
 		WebhookAllowPrivate: j.WebhookAllowPrivate, WebhookAllowHTTP: j.WebhookAllowHTTP, Retention: j.Retention.D(),
 		LocalSweep: j.DirSweep.D()}
+}
+
+// JobsDir is the folder of long-form jobs' files: jobs.dir, or jobs/
+// beside the storage file.
+func JobsDir(cfg *config.Config) string {
+	if cfg.Jobs.Dir != "" {
+		return cfg.Resolve(cfg.Jobs.Dir)
+	}
+	return filepath.Join(filepath.Dir(cfg.Resolve(cfg.Storage.Path)), "jobs")
 }
 
 // cacheDir is the disk cache's directory: cache.path, or cache/ beside

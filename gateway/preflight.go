@@ -22,8 +22,8 @@ const maxSocketPath = 103
 
 // Preflight checks what Open and Start need from the machine, without
 // starting, creating or connecting to anything: the plugin binaries, the
-// storage location, the secrets key, the shared Redis URL and the admin
-// socket. It returns every problem found (errors.Join), each naming the
+// storage location, the jobs folder, the secrets key, the shared Redis
+// URL and the admin socket. It returns every problem found (errors.Join), each naming the
 // config key to fix. `voxgate config check` runs it, and Open runs it
 // first, so a start that cannot succeed stops before it changes anything
 // (storage is not opened, no development key is made).
@@ -60,6 +60,16 @@ func Preflight(cfg *config.Config) error {
 		if _, err := pgconn.ParseConfig(cfg.Storage.DSN.Value()); err != nil && cfg.Storage.DSN != "" {
 			bad("storage.dsn", "is not a PostgreSQL connection URL (postgres://user:password@host:5432/db)")
 		}
+	}
+	// Every driver keeps long-form jobs' audio in jobs.dir, made at the
+	// first job: a folder the gateway cannot write fails every job, long
+	// after the start.
+	if err := checkWritableDir(JobsDir(cfg)); err != nil {
+		jobsDir := "jobs.dir"
+		if cfg.Jobs.Dir == "" {
+			jobsDir = "jobs.dir (not set: jobs/ beside storage.path)"
+		}
+		bad(jobsDir, "%v: no long-form job could be rendered; give the gateway's user a folder it can write there (mkdir, chown, chmod), or set jobs.dir to one it can", err)
 	}
 	if err := checkSecretsKey(cfg); err != nil {
 		errs = append(errs, err)
@@ -108,11 +118,17 @@ func checkWritableFile(path string) error {
 		}
 		return nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	if !missing(err) {
 		return err
 	}
-	// The file and maybe its directories are made at start: the nearest
-	// directory that exists must let this user create entries.
+	// The file and maybe its directories are made at start.
+	return checkCreatable(path)
+}
+
+// checkCreatable reports why this user could not create path, which does
+// not exist, and the directories above it that do not: the nearest
+// directory that exists must let this user create entries.
+func checkCreatable(path string) error {
 	dir := filepath.Dir(path)
 	for {
 		fi, err := os.Stat(dir)
@@ -125,7 +141,7 @@ func checkWritableFile(path string) error {
 			}
 			return nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !missing(err) {
 			return err
 		}
 		parent := filepath.Dir(dir)
@@ -134,6 +150,36 @@ func checkWritableFile(path string) error {
 		}
 		dir = parent
 	}
+}
+
+// missing reports whether a stat failed because the path does not exist:
+// a name that is not there, or one under a file (ENOTDIR), which
+// checkCreatable names.
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// checkWritableDir reports why the gateway could not make files in the
+// folder path: an existing folder must be writable, a missing one
+// creatable (it is made, with its parents, at the first job).
+func checkWritableDir(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", path)
+		}
+		if syscall.Access(path, 0x2|0x1 /* W_OK|X_OK */) != nil {
+			return fmt.Errorf("%s is not writable by this user", path)
+		}
+		return nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%s cannot be reached by this user (a folder above it does not let it in)", path)
+	}
+	if !missing(err) {
+		return err
+	}
+	return checkCreatable(path) // made at the first use
 }
 
 // checkSecretsKey checks the key that seals stored provider keys, as

@@ -842,7 +842,10 @@ func (migrateCmd) Help() string {
 kind of record on both sides. Keep the same secrets key afterwards so that
 stored provider keys still open. Long-form jobs are copied as records (a
 running one is resumed by the first PostgreSQL instance's worker); their
-files stay in jobs.dir: share it between the instances (docs/jobs.md).`
+files stay in jobs.dir: share it between the instances (docs/jobs.md). The
+provenance signing key's fingerprint is recorded on PostgreSQL, so give its
+instances the same key; a database that records another key is refused,
+before anything is copied (docs/provenance.md).`
 }
 
 // Run implements `voxgate migrate`.
@@ -878,6 +881,7 @@ func (c *migrateCmd) Run(std *streams) error {
 		return err
 	}
 	fmt.Fprintln(stdout, "done: set storage.driver: postgres and storage.dsn, and keep the same secrets key (secrets.key_env or secrets.key_file) so stored provider keys still open")
+	fmt.Fprintln(stdout, "and give the PostgreSQL instances this deployment's provenance signing key (provenance.key_env, or the key file: data/provenance.key by default): the key the file recorded is recorded on PostgreSQL, and a start with another is refused")
 	fmt.Fprintln(stdout, "jobs' files are not copied: give the PostgreSQL instances this jobs.dir (a shared file system for several; docs/jobs.md, Moving from bbolt to PostgreSQL)")
 	return nil
 }

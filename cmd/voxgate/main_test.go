@@ -488,6 +488,77 @@ orgs:
 	}
 }
 
+// TestConfigCheckJobsDir: config check says when the jobs folder (made
+// at the first job) could not be written, naming jobs.dir and what to do,
+// as it does the storage path; a folder that is not there yet but can be
+// made passes, and is not made.
+func TestConfigCheckJobsDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(dir, "read-only")
+	if err := os.Mkdir(readOnly, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	const todo = "no long-form job could be rendered; give the gateway's user a folder it can write there (mkdir, chown, chmod), or set jobs.dir to one it can"
+	for _, tc := range []struct {
+		name    string
+		storage string // storage.path; "" for the default
+		jobsDir string // jobs.dir; "" for the default
+		want    string // "" for a config that passes
+		// unprivileged: root writes a read-only folder; the case is for
+		// the other users.
+		unprivileged bool
+	}{
+		{name: "a file", jobsDir: file, want: "jobs.dir: " + file + " is not a directory: " + todo},
+		{name: "under a file", jobsDir: filepath.Join(file, "jobs"),
+			want: "jobs.dir: " + file + " is not a directory, so " + filepath.Join(file, "jobs") + " cannot be created: " + todo},
+		{name: "the default under a file", storage: filepath.Join(file, "voxgate.db"),
+			want: "jobs.dir (not set: jobs/ beside storage.path): " + file + " is not a directory, so " + filepath.Join(file, "jobs") + " cannot be created: " + todo},
+		{name: "read-only", jobsDir: readOnly, want: "jobs.dir: " + readOnly + " is not writable by this user: " + todo, unprivileged: true},
+		{name: "under a read-only folder", jobsDir: filepath.Join(readOnly, "jobs"),
+			want: "jobs.dir: cannot create " + filepath.Join(readOnly, "jobs") + ": directory " + readOnly + " is not writable by this user: " + todo, unprivileged: true},
+		{name: "to be made", jobsDir: filepath.Join(dir, "new", "jobs")},
+		{name: "the default, to be made"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.unprivileged && os.Geteuid() == 0 {
+				t.Skip("root writes any folder: run as another user")
+			}
+			yaml := fmt.Sprintf("server:\n  listen: 127.0.0.1:0\nplugins:\n  dir: %s\nproviders:\n  espeak: {plugin: voxgate-espeak, managed: true}\n"+
+				"orgs:\n  acme:\n    providers:\n      espeak: {enabled: true}\n", pluginsDir())
+			if tc.storage != "" {
+				yaml += fmt.Sprintf("storage:\n  path: %s\n", tc.storage)
+			}
+			if tc.jobsDir != "" {
+				yaml += fmt.Sprintf("jobs:\n  dir: %s\n", tc.jobsDir)
+			}
+			cfgDir := t.TempDir()
+			path := filepath.Join(cfgDir, "gateway.yaml")
+			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := cli(t, "config", "check", "--config", path)
+			if tc.want == "" {
+				if code != 0 || !strings.Contains(out, "is valid") {
+					t.Fatalf("code %d, want 0; %s %s", code, out, stderr)
+				}
+				for _, made := range []string{filepath.Join(dir, "new"), filepath.Join(cfgDir, "data")} {
+					if _, err := os.Stat(made); !os.IsNotExist(err) {
+						t.Errorf("config check made %s (%v): it must not change anything", made, err)
+					}
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("code %d, want 1 and %q; %s %s", code, tc.want, out, stderr)
+			}
+		})
+	}
+}
+
 // TestConfigCheckProviderSettings: a typo of a gateway key in a provider
 // block and the settings each plugin refuses are all reported in one run,
 // with their lines, by config check and at serve start, before anything

@@ -85,6 +85,10 @@ type jobJSON struct {
 	Leases               int              `json:"leases"`
 	Loudness             *loudnessJSON    `json:"loudness,omitempty"`
 	Deliveries           []jobDeliveryOut `json:"-"`
+	// Warnings say where the finished file is not what the job asked
+	// for (a loudness target out of reach): [] when none, as a speech
+	// answer's warnings are.
+	Warnings []string `json:"warnings"`
 }
 
 type jobErrorJSON struct {
@@ -115,7 +119,7 @@ func optTime(t time.Time) *time.Time {
 func jobOut(j *store.Job) jobJSON {
 	out := jobJSON{ID: j.ID, State: j.State, ChunksDone: j.ChunksDone, ChunksTotal: j.ChunksTotal, Characters: j.Characters,
 		Credits: j.Credits, DurationMS: j.AudioMS, Fallbacks: j.Fallbacks, CreatedAt: j.CreatedAt, StartedAt: optTime(j.StartedAt),
-		FinishedAt: optTime(j.FinishedAt), Leases: j.Leases, Chapters: []string{}}
+		FinishedAt: optTime(j.FinishedAt), Leases: j.Leases, Chapters: []string{}, Warnings: nonNil(j.Warnings)}
 	if spec, err := jobs.SpecOf(j); err == nil {
 		out.Format, out.Captions = spec.Format, spec.Captions
 		if l := spec.Loudness; l != nil {

@@ -153,28 +153,29 @@ func (s *Service) layout(ctx context.Context, j *store.Job, spec *Spec, dir stri
 // file in Opus at -16 LUFS came out at -18.6). Each pass reads and
 // encodes the whole job again, so only a file that missed pays for it;
 // the true peak wins over the loudness (of the passes, the one under the
-// peak and nearest the loudness is kept).
-func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string) (int64, error) {
+// peak and nearest the loudness is kept). A file that ends quieter than
+// its target says so in the job's warnings (quieterWarning).
+func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string) (joined, error) {
 	chunks, marks, total, served, err := s.layout(ctx, j, spec, dir)
 	if err != nil {
-		return 0, err
+		return joined{}, err
 	}
 	path := OutputPath(s.opts.Dir, j.ID, spec.Format)
 	capts, err := s.newCaptions(j, spec)
 	if err != nil {
-		return 0, err
+		return joined{}, err
 	}
 	defer capts.close()
 	var lev *leveling
 	if t, byDefault, ok := s.fileTarget(j, spec); ok {
-		lev = &leveling{target: t, aim: t.Integrated, headroomDb: audio.EncoderHeadroomDb(spec.Format)}
+		lev = &leveling{target: t, byDefault: byDefault, aim: t.Integrated, headroomDb: audio.EncoderHeadroomDb(spec.Format)}
 		if byDefault {
 			// The chunks are at the organization's default already,
 			// with no headroom: the file is encoded as it is first and
 			// leveled only when it misses.
 			lev.headroomDb = 0
 		} else if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
-			return 0, err
+			return joined{}, err
 		}
 	}
 	measure := lev != nil && (spec.Format == audio.FormatMP3 || spec.Format == audio.FormatOpus)
@@ -196,7 +197,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		cur.size, cur.prov, err = s.encodeFile(ctx, j, spec, dir, cur.path, chunks, marks, total, served, lev, c)
 		if err != nil {
 			os.Remove(cur.path)
-			return 0, err
+			return joined{}, err
 		}
 		if !measure {
 			best = cur
@@ -205,7 +206,7 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 		again, err := s.checkEncoded(j, spec, cur, lev, pass)
 		if err != nil {
 			os.Remove(cur.path)
-			return 0, err
+			return joined{}, err
 		}
 		if best == nil || cur.better(best) {
 			if best != nil {
@@ -229,22 +230,66 @@ func (s *Service) join(ctx context.Context, j *store.Job, spec *Spec, dir string
 			lev.aim -= cur.peakOver
 		}
 		if err := s.planLeveling(ctx, j, spec, dir, chunks, lev); err != nil {
-			return 0, err
+			return joined{}, err
 		}
 	}
 	if err := capts.commit(); err != nil {
-		return 0, err
+		return joined{}, err
 	}
 	if err := s.signFile(best.prov, j.ID); err != nil {
-		return 0, problem.Wrap(problem.Internal, err, "the file's provenance record cannot be signed")
+		return joined{}, problem.Wrap(problem.Internal, err, "the file's provenance record cannot be signed")
 	}
 	if err := os.Rename(best.path, path); err != nil {
-		return 0, err
+		return joined{}, err
 	}
-	size := best.size
-	s.indexFile(best.prov, j, spec, path, size)
+	out := joined{size: best.size}
+	if w := quieterWarning(lev, best, measure); w != "" {
+		out.warnings = append(out.warnings, w)
+	}
+	s.indexFile(best.prov, j, spec, path, out.size)
 	best = nil
-	return size, nil
+	return out, nil
+}
+
+// joined is what join made of a job: its finished file's size, and the
+// warnings the job finishes with (store.JobFinish.Warnings).
+type joined struct {
+	size     int64
+	warnings []string
+}
+
+// quieterWarning is the job's warning when its finished file ends
+// quieter than its loudness target (lev; nil: none), as a clip's answer
+// warns (speech's missedLoudnessWarning); "" when it does not. A lossy
+// file (measured) is judged by what its best pass measured after the
+// encoder, quieter by more than lossyJobToleranceLU: under a ceiling the
+// limiter cannot reach the loudness under (more than 30 dB of limiting),
+// or after the last pass traded loudness for the true peak. A lossless
+// file is not measured after its encoder: its plan says whether the
+// target was out of reach (LongLeveling.Missed, half a LU as for clips).
+// Silence (gated, or measured as -Inf) warns of nothing.
+func quieterWarning(lev *leveling, best *encodedPass, measured bool) string {
+	if lev == nil {
+		return ""
+	}
+	var got float64
+	switch {
+	case measured:
+		if math.IsInf(best.off, 0) || math.IsNaN(best.off) || best.off >= -lossyJobToleranceLU {
+			return ""
+		}
+		got = lev.target.Integrated + best.off
+	case lev.planned && !lev.plan.Gated && lev.plan.Missed:
+		got = lev.plan.OutputLufs
+	default:
+		return ""
+	}
+	whose := "the job's loudness target"
+	if lev.byDefault {
+		whose = "the organization's loudness target"
+	}
+	return fmt.Sprintf("The file could not reach %s, %g LUFS under a true peak of %g dBTP: it is at %.1f LUFS, as loud as the ceiling allows, and quieter than asked.",
+		whose, lev.target.Integrated, lev.target.TruePeak, got)
 }
 
 // encodedPass is one encoding of a job's file, and what it measured
@@ -295,7 +340,10 @@ const (
 // audio.EncoderHeadroomDb (0 for a file not planned), and are corrected
 // by what each encoded file measured.
 type leveling struct {
-	target          audio.LoudnessTarget
+	target audio.LoudnessTarget
+	// byDefault says target is the organization's default, not the
+	// job's own (fileTarget).
+	byDefault       bool
 	plan            audio.LongLeveling
 	planned         bool
 	aim, headroomDb float64

@@ -316,7 +316,7 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 		f = store.JobFinish{State: store.JobFailed, ErrorCode: string(pe.Code), ErrorDetail: store.SanitizeText(pe.Detail)}
 		log.Warn("job failed", zap.String("code", f.ErrorCode), zap.String("detail", f.ErrorDetail))
 	} else {
-		f.OutputBytes = out
+		f.OutputBytes, f.Warnings = out.size, out.warnings
 	}
 	if spec, serr := decodeSpec(j.Spec); serr == nil && spec.Webhook != nil {
 		f.WebhookDue = s.now().UTC()
@@ -328,7 +328,7 @@ func (s *Service) runJob(ctx context.Context, j *store.Job) {
 	s.countFinished(j, f.State)
 	if f.State == store.JobSucceeded {
 		removeChunkFiles(s.opts.Dir, j.ID)
-		log.Info("job succeeded", zap.Int64("bytes", f.OutputBytes))
+		log.Info("job succeeded", zap.Int64("bytes", f.OutputBytes), zap.Strings("warnings", f.Warnings))
 	}
 	if !f.WebhookDue.IsZero() {
 		s.Wake()
@@ -358,25 +358,25 @@ func (s *Service) renew(ctx context.Context, cancel context.CancelCauseFunc, id 
 const chunkPage = 32
 
 // render renders every chunk of j not done yet, then joins them; it
-// returns the finished file's size.
-func (s *Service) render(ctx context.Context, j *store.Job, log *zap.Logger) (int64, error) {
+// returns the finished file's size and the job's warnings.
+func (s *Service) render(ctx context.Context, j *store.Job, log *zap.Logger) (joined, error) {
 	spec, err := decodeSpec(j.Spec)
 	if err != nil {
-		return 0, problem.Wrap(problem.Internal, err, "the job's record cannot be read")
+		return joined{}, problem.Wrap(problem.Internal, err, "the job's record cannot be read")
 	}
 	dir := jobDir(s.opts.Dir, j.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return 0, problem.Wrap(problem.Internal, err, "the job's folder cannot be made")
+		return joined{}, problem.Wrap(problem.Internal, err, "the job's folder cannot be made")
 	}
 	caller, err := s.caller(ctx, j)
 	if err != nil {
-		return 0, err
+		return joined{}, err
 	}
 	ctx = speech.WithCaller(ctx, caller)
 	for from := 0; from < j.ChunksTotal; from += chunkPage {
 		page, err := s.store.JobChunks(ctx, j.ID, from, chunkPage)
 		if err != nil {
-			return 0, s.leaseOr(ctx, err)
+			return joined{}, s.leaseOr(ctx, err)
 		}
 		for i := range page {
 			c := &page[i]
@@ -384,7 +384,7 @@ func (s *Service) render(ctx context.Context, j *store.Job, log *zap.Logger) (in
 				continue
 			}
 			if err := s.renderChunk(ctx, j, spec, c, dir); err != nil {
-				return 0, s.leaseOr(ctx, err)
+				return joined{}, s.leaseOr(ctx, err)
 			}
 		}
 	}

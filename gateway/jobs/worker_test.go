@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -381,5 +382,60 @@ func TestStoreOutagePausesAJob(t *testing.T) {
 	j = runUntil(t, s, st, j.ID, func(j *store.Job) bool { return store.JobTerminal(j.State) })
 	if j.State != store.JobSucceeded || j.Leases != 2 {
 		t.Fatalf("job %+v, want succeeded on a second lease", j)
+	}
+}
+
+// TestQuietFileWarns: a job whose file ends quieter than its loudness
+// target finishes with a warning that says so (it was only logged); a
+// target the file reaches leaves none. The fake voice is a square wave,
+// whose peaks stand where its loudness does: under a ceiling of -9 dBTP
+// no limiting lifts it to -5 LUFS, in a lossy file (measured after its
+// encoder) as in a lossless one (its plan missed). A lossy file held to
+// its organization's default says whose target it missed.
+func TestQuietFileWarns(t *testing.T) {
+	for _, tc := range []struct {
+		format               string
+		integrated, truePeak float64
+		orgDefault           bool   // the organization's target, not the job's
+		want                 string // "" for no warning
+	}{
+		{"opus", -5, -9, false, "The file could not reach the job's loudness target, -5 LUFS under a true peak of -9 dBTP: it is at "},
+		{"mp3", -5, -9, false, "The file could not reach the job's loudness target, -5 LUFS under a true peak of -9 dBTP: it is at "},
+		{"wav", -5, -9, false, "The file could not reach the job's loudness target, -5 LUFS under a true peak of -9 dBTP: it is at "},
+		{"opus", -5, -9, true, "The file could not reach the organization's loudness target, -5 LUFS under a true peak of -9 dBTP: it is at "},
+		{"opus", -24, -1, false, ""},
+		{"wav", -24, -1, false, ""},
+	} {
+		t.Run(fmt.Sprintf("%s %g LUFS %g dBTP default %v", tc.format, tc.integrated, tc.truePeak, tc.orgDefault), func(t *testing.T) {
+			sp := &fakeSpeaker{}
+			s, st, _ := newTestService(t, sp)
+			target := audio.LoudnessTarget{Integrated: tc.integrated, TruePeak: tc.truePeak}
+			spec := Spec{Format: tc.format, Loudness: &Loudness{Integrated: tc.integrated, TruePeak: tc.truePeak}}
+			if tc.orgDefault {
+				spec.Loudness = nil
+				s.orgLoudness = func(string) (audio.LoudnessTarget, bool) { return target, true }
+			}
+			j := create(t, s, sp, threeChapters, spec)
+			j = runUntil(t, s, st, j.ID, func(j *store.Job) bool { return store.JobTerminal(j.State) })
+			if j.State != store.JobSucceeded {
+				t.Fatalf("job %+v", j)
+			}
+			if tc.want == "" {
+				if len(j.Warnings) != 0 {
+					t.Errorf("warnings %q of a file at its target", j.Warnings)
+				}
+				return
+			}
+			t.Logf("warnings %q", j.Warnings)
+			if len(j.Warnings) != 1 || !strings.HasPrefix(j.Warnings[0], tc.want) || !strings.HasSuffix(j.Warnings[0], "LUFS, as loud as the ceiling allows, and quieter than asked.") {
+				t.Fatalf("warnings %q, want one starting %q", j.Warnings, tc.want)
+			}
+			// The loudness it names is the file's, under the target by
+			// more than a lossy file's tolerance.
+			var got float64
+			if _, err := fmt.Sscanf(j.Warnings[0][len(tc.want):], "%g", &got); err != nil || got > tc.integrated-lossyJobToleranceLU {
+				t.Errorf("the warning names %g LUFS (%v), want under %g", got, err, tc.integrated-lossyJobToleranceLU)
+			}
+		})
 	}
 }

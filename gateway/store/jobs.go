@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -77,6 +78,11 @@ type Job struct {
 	ErrorCode, ErrorDetail string
 	// OutputBytes is the size of the finished file (succeeded jobs).
 	OutputBytes int64
+	// Warnings say where the finished file is not what the job asked
+	// for (a loudness target it could not reach), in the API's words;
+	// written when the job finishes (JobFinish), nil until then and for
+	// a file that is as asked.
+	Warnings []string
 	// CreatedAt is when the job was made, UpdatedAt its last change,
 	// StartedAt its first lease and FinishedAt when it reached a final
 	// state (zero until then).
@@ -136,6 +142,9 @@ type JobFinish struct {
 	ErrorCode, ErrorDetail string
 	// OutputBytes is the size of the finished file.
 	OutputBytes int64
+	// Warnings say where the finished file is not what the job asked
+	// for (Job.Warnings).
+	Warnings []string
 	// WebhookDue, when set, schedules the job's webhook.
 	WebhookDue time.Time
 }
@@ -220,6 +229,7 @@ func CloneJob(j *Job) *Job {
 	c := *j
 	c.Spec = slices.Clone(j.Spec)
 	c.Deliveries = slices.Clone(j.Deliveries)
+	c.Warnings = slices.Clone(j.Warnings)
 	return &c
 }
 
@@ -247,6 +257,21 @@ func JobBefore(aCreated int64, aID string, bCreated int64, bID string) bool {
 		return aCreated > bCreated
 	}
 	return aID > bID
+}
+
+// CheckText returns a *TextError naming the first string of f that is not
+// valid text (its error detail, a warning), or nil: what FinishJob checks
+// before it writes.
+func (f *JobFinish) CheckText() error {
+	if err := CheckText("error_detail", f.ErrorDetail); err != nil {
+		return err
+	}
+	for i, w := range f.Warnings {
+		if err := CheckText("warnings."+strconv.Itoa(i), w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckJobChunks checks chunks before a CreateJob: indexes in order from
@@ -319,6 +344,7 @@ func CountJobChunk(j *Job, c *JobChunk, now time.Time) {
 // FinishJobRecord ends j as f says and releases its lease.
 func FinishJobRecord(j *Job, f JobFinish, now time.Time) {
 	j.State, j.ErrorCode, j.ErrorDetail, j.OutputBytes = f.State, f.ErrorCode, f.ErrorDetail, f.OutputBytes
+	j.Warnings = slices.Clone(f.Warnings)
 	j.WebhookDue = f.WebhookDue
 	j.FinishedAt, j.UpdatedAt = now, now
 	j.LeaseOwner, j.LeaseUntil = "", time.Time{}

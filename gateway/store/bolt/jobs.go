@@ -40,6 +40,10 @@ const (
 )
 
 // jobRecord is the on-disk JSON form of a job; part of the file format.
+// Warnings came later without a schema version: a record without them
+// reads as a job with none, and an older binary reads a newer record
+// (JSON ignores the member), so a file moves back and forth between
+// versions losing at most the warnings of a job the older one rewrites.
 type jobRecord struct {
 	ID          string           `json:"id"`
 	OrgID       string           `json:"org_id"`
@@ -55,6 +59,7 @@ type jobRecord struct {
 	ErrorCode   string           `json:"error_code,omitempty"`
 	ErrorDetail string           `json:"error_detail,omitempty"`
 	OutputBytes int64            `json:"output_bytes,omitempty"`
+	Warnings    []string         `json:"warnings,omitempty"`
 	CreatedAt   time.Time        `json:"created_at"`
 	UpdatedAt   time.Time        `json:"updated_at"`
 	StartedAt   time.Time        `json:"started_at"`
@@ -88,7 +93,7 @@ type chunkRecord struct {
 func encodeJob(j *store.Job) ([]byte, error) {
 	r := jobRecord{ID: j.ID, OrgID: j.OrgID, KeyID: j.KeyID, State: j.State, Spec: j.Spec, ChunksTotal: j.ChunksTotal,
 		ChunksDone: j.ChunksDone, Characters: j.Characters, Credits: j.Credits, AudioMS: j.AudioMS, Fallbacks: j.Fallbacks,
-		ErrorCode: j.ErrorCode, ErrorDetail: j.ErrorDetail, OutputBytes: j.OutputBytes, CreatedAt: j.CreatedAt.UTC(),
+		ErrorCode: j.ErrorCode, ErrorDetail: j.ErrorDetail, OutputBytes: j.OutputBytes, Warnings: j.Warnings, CreatedAt: j.CreatedAt.UTC(),
 		UpdatedAt: j.UpdatedAt.UTC(), StartedAt: j.StartedAt.UTC(), FinishedAt: j.FinishedAt.UTC(), LeaseOwner: j.LeaseOwner,
 		LeaseUntil: j.LeaseUntil.UTC(), Leases: j.Leases, WebhookDue: j.WebhookDue.UTC()}
 	for _, d := range j.Deliveries {
@@ -104,7 +109,7 @@ func decodeJob(data []byte) (*store.Job, error) {
 	}
 	j := &store.Job{ID: r.ID, OrgID: r.OrgID, KeyID: r.KeyID, State: r.State, Spec: r.Spec, ChunksTotal: r.ChunksTotal,
 		ChunksDone: r.ChunksDone, Characters: r.Characters, Credits: r.Credits, AudioMS: r.AudioMS, Fallbacks: r.Fallbacks,
-		ErrorCode: r.ErrorCode, ErrorDetail: r.ErrorDetail, OutputBytes: r.OutputBytes, CreatedAt: zeroTime(r.CreatedAt),
+		ErrorCode: r.ErrorCode, ErrorDetail: r.ErrorDetail, OutputBytes: r.OutputBytes, Warnings: r.Warnings, CreatedAt: zeroTime(r.CreatedAt),
 		UpdatedAt: zeroTime(r.UpdatedAt), StartedAt: zeroTime(r.StartedAt), FinishedAt: zeroTime(r.FinishedAt),
 		LeaseOwner: r.LeaseOwner, LeaseUntil: zeroTime(r.LeaseUntil), Leases: r.Leases, WebhookDue: zeroTime(r.WebhookDue)}
 	for _, d := range r.Deliveries {
@@ -468,7 +473,7 @@ func (s *Store) CheckpointJobChunk(ctx context.Context, id, owner string, c *sto
 
 // FinishJob implements store.JobStore.
 func (s *Store) FinishJob(ctx context.Context, id, owner string, f store.JobFinish) error {
-	if err := store.CheckText("error_detail", f.ErrorDetail); err != nil {
+	if err := f.CheckText(); err != nil {
 		return fmt.Errorf("store: finish job %s: %w", id, err)
 	}
 	_, err := s.leased(ctx, id, func(j *store.Job) bool { return store.HoldsJobLease(j, owner) }, func(_ *bbolt.Tx, j *store.Job, now time.Time) error {

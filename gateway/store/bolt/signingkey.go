@@ -31,6 +31,20 @@ func (s *Store) RecordSigningKey(ctx context.Context, fingerprint []byte, replac
 	return out, nil
 }
 
+// SigningKey returns the recorded signing key fingerprint without
+// recording one (nil when none is recorded): what `voxgate migrate`
+// copies.
+func (s *Store) SigningKey(ctx context.Context) (fingerprint []byte, err error) {
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		fingerprint = bytes.Clone(tx.Bucket([]byte(bucketMeta)).Get([]byte(metaSigningKey)))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: signing key: %w", err)
+	}
+	return fingerprint, nil
+}
+
 // PeekSigningKey reads the recorded signing key fingerprint from the file
 // at path without changing it, for `voxgate config check` (nil when none
 // is recorded or the file does not exist); a file held by a running

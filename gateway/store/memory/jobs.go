@@ -227,7 +227,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, f store.JobFini
 	if err := s.enter(ctx, mFinishJob); err != nil {
 		return err
 	}
-	if err := store.CheckText("error_detail", f.ErrorDetail); err != nil {
+	if err := f.CheckText(); err != nil {
 		return fmt.Errorf("memory store: finish job %s: %w", id, err)
 	}
 	s.mu.Lock()

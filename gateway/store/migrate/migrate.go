@@ -2,7 +2,8 @@
 // keys, voices, media, encrypted secrets, pronunciation dictionaries with
 // their rules, request logs, the provenance fingerprint index and long-form
 // jobs with their chunks (records only: a job's files stay in jobs.dir; see
-// jobs.go).
+// jobs.go), and the fingerprint of the provenance signing key (see
+// signingkey.go).
 //
 // It is resumable: records that are already in PostgreSQL are skipped
 // (their ids are unique there), and log rows go in batches that commit
@@ -83,6 +84,9 @@ func Run(ctx context.Context, src *bolt.Store, dst *postgres.Store, progress fun
 		progress = func(string) {}
 	}
 	m := &migration{src: src, dst: dst, say: progress, counts: map[string]*Count{}}
+	if err := m.signingKey(ctx); err != nil { // first: a mismatch copies nothing
+		return nil, err
+	}
 	if err := m.keys(ctx); err != nil {
 		return nil, err
 	}

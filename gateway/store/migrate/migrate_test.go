@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -48,6 +49,8 @@ const (
 	jobRunning   = "44444444-0000-4000-8000-000000000004"
 	jobQueued    = "44444444-0000-4000-8000-000000000005"
 	jobGamma     = "44444444-0000-4000-8000-000000000006"
+	// jobWarning is the succeeded job's warning.
+	jobWarning = "The file could not reach the job's loudness target, -14 LUFS under a true peak of -1 dBTP: it is at -15.7 LUFS, as loud as the ceiling allows, and quieter than asked."
 )
 
 // source is a closed bbolt file with some of every kind of record, and
@@ -277,7 +280,8 @@ func addJobs(t *testing.T, s *bolt.Store, now time.Time) {
 	lease(jobSucceeded, "old-instance", time.Minute)
 	checkpoint(jobSucceeded, "old-instance", store.JobChunk{Index: 0, Text: "Chapter one.", AudioMS: 1200, Credits: 12, Characters: 12, Served: "espeak/default"})
 	checkpoint(jobSucceeded, "old-instance", store.JobChunk{Index: 1, Chapter: 1, Voice: "guest", Text: "Chapter two.", AudioMS: 1300, Credits: 12, Characters: 12, Served: "piper/m", Fallback: true})
-	must(s.FinishJob(ctx, jobSucceeded, "old-instance", store.JobFinish{State: store.JobSucceeded, OutputBytes: 40960, WebhookDue: now.Add(-time.Minute)}))
+	must(s.FinishJob(ctx, jobSucceeded, "old-instance", store.JobFinish{State: store.JobSucceeded, OutputBytes: 40960, WebhookDue: now.Add(-time.Minute),
+		Warnings: []string{jobWarning}}))
 	lease(jobSucceeded, "old-instance", time.Minute) // its webhook, delivered
 	must(s.RecordJobDelivery(ctx, jobSucceeded, "old-instance", store.JobDelivery{At: now.Add(-50 * time.Second), Event: "job.succeeded", Status: 204}, time.Time{}))
 
@@ -756,6 +760,9 @@ func TestMigrateJobs(t *testing.T) {
 	if !reflect.DeepEqual(src.want.Jobs, got.Jobs) {
 		t.Fatalf("jobs differ:\nbolt:     %+v\npostgres: %+v", src.want.Jobs, got.Jobs)
 	}
+	if j := got.job(acme, jobSucceeded); j == nil || !slices.Equal(j.Warnings, []string{jobWarning}) {
+		t.Errorf("the succeeded job on PostgreSQL: %+v; want its warning", j)
+	}
 
 	// The retention sweeper finds the finished jobs on PostgreSQL by
 	// their finish times, as it did on the file.
@@ -817,4 +824,122 @@ func TestMigrateJobs(t *testing.T) {
 	if jobs != 6 || chunks != 10 {
 		t.Errorf("PostgreSQL holds %d jobs and %d chunks after two runs, want 6 and 10", jobs, chunks)
 	}
+}
+
+// recordFileSigningKey records fp as the file's provenance signing key,
+// as a gateway's first start on it does.
+func recordFileSigningKey(t *testing.T, src *source, fp []byte) {
+	t.Helper()
+	s, err := bolt.Open(src.path, migrate.StoreOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.RecordSigningKey(context.Background(), fp, false); err != nil || !slices.Equal(got, fp) {
+		t.Fatalf("record the file's signing key: %x, %v", got, err)
+	}
+}
+
+// TestMigrateSigningKey: the fingerprint of the provenance signing key
+// the file records is recorded on PostgreSQL, so that the PostgreSQL
+// gateways' key guard checks the key that signed the file's records; a
+// second run leaves the row as it is (not even rewritten). A database
+// that records another key fails the migration before anything is
+// copied, naming both keys and the way out, and keeps its own; a file
+// that records none records none.
+func TestMigrateSigningKey(t *testing.T) {
+	ctx := context.Background()
+	fileKey := sha256.Sum256([]byte("the file's public key"))
+	otherKey := sha256.Sum256([]byte("another deployment's public key"))
+	// rowVersion is the transaction that last wrote the database's
+	// record (xmin), "" when there is none.
+	rowVersion := func(t *testing.T, dsn string) (fp []byte, version string) {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		err = conn.QueryRow(ctx, "SELECT value, xmin::text FROM voxgate_meta WHERE name = 'signing_key_fingerprint'").Scan(&fp, &version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp, version
+	}
+
+	t.Run("copied once", func(t *testing.T) {
+		src := newSource(t)
+		recordFileSigningKey(t, src, fileKey[:])
+		dsn := server.NewDatabaseT(t)
+		rep, lines, err := migrateFile(ctx, src, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, rep, src.counts)
+		if want := "provenance signing key: key id " + hex.EncodeToString(fileKey[:8]) + " recorded"; !slices.Contains(lines, want) {
+			t.Errorf("the run said %q, want %q among them", lines, want)
+		}
+		fp, version := rowVersion(t, dsn)
+		if !slices.Equal(fp, fileKey[:]) {
+			t.Fatalf("PostgreSQL records %x, want the file's %x", fp, fileKey)
+		}
+		// What a PostgreSQL gateway's start meets: the file's key passes,
+		// another is answered with the file's.
+		dst := openDst(t, dsn)
+		if got, err := dst.RecordSigningKey(ctx, otherKey[:], false); err != nil || !slices.Equal(got, fileKey[:]) {
+			t.Errorf("a start with another key is answered %x, %v; want the file's key", got, err)
+		}
+		if _, _, err := migrateFile(ctx, src, dsn, nil); err != nil {
+			t.Fatalf("second run: %v", err)
+		}
+		if fp2, version2 := rowVersion(t, dsn); !slices.Equal(fp2, fileKey[:]) || version2 != version {
+			t.Errorf("after a second run PostgreSQL records %x written by transaction %s; want %x as the first run wrote it (%s)", fp2, version2, fileKey, version)
+		}
+	})
+
+	t.Run("another key on PostgreSQL", func(t *testing.T) {
+		src := newSource(t)
+		recordFileSigningKey(t, src, fileKey[:])
+		dsn := server.NewDatabaseT(t)
+		if _, err := openDst(t, dsn).RecordSigningKey(ctx, otherKey[:], false); err != nil {
+			t.Fatal(err)
+		}
+		rep, _, err := migrateFile(ctx, src, dsn, nil)
+		if !errors.Is(err, migrate.ErrSigningKeyDiffers) || rep != nil {
+			t.Fatalf("migration into a database with another key: %+v, %v; want ErrSigningKeyDiffers", rep, err)
+		}
+		for _, want := range []string{
+			"key id " + hex.EncodeToString(fileKey[:8]), hex.EncodeToString(fileKey[:]),
+			"key id " + hex.EncodeToString(otherKey[:8]), hex.EncodeToString(otherKey[:]),
+			"nothing was copied", "provenance.rotate_key: true",
+		} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error lacks %q: %v", want, err)
+			}
+		}
+		if fp, _ := rowVersion(t, dsn); !slices.Equal(fp, otherKey[:]) {
+			t.Errorf("PostgreSQL records %x after the refusal, want its own %x", fp, otherKey)
+		}
+		if keys, err := openDst(t, dsn).ListKeys(ctx, ""); err != nil || len(keys) != 0 {
+			t.Errorf("PostgreSQL holds %d keys after the refusal (%v), want none copied", len(keys), err)
+		}
+	})
+
+	t.Run("none in the file", func(t *testing.T) {
+		src := newSource(t)
+		dsn := server.NewDatabaseT(t)
+		_, lines, err := migrateFile(ctx, src, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(lines, "provenance signing key: none recorded in the file") {
+			t.Errorf("the run said %q", lines)
+		}
+		if fp, _ := rowVersion(t, dsn); fp != nil {
+			t.Errorf("PostgreSQL records %x; the file records no key", fp)
+		}
+	})
 }

@@ -69,11 +69,11 @@ func (s *Store) ImportLogs(ctx context.Context, rows []store.LogRow, name string
 }
 
 // ImportJob stores job j and its chunks as they are, in one transaction:
-// every field is kept (state, counters, times, lease, webhook state and
-// deliveries), where CreateJob makes a new queued job. A taken id fails
-// with store.ErrExists and changes nothing, so a migration run again skips
-// the jobs it copied, and never overwrites what a gateway on this
-// database has done with them since.
+// every field is kept (state, counters, times, lease, webhook state,
+// deliveries and warnings), where CreateJob makes a new queued job. A
+// taken id fails with store.ErrExists and changes nothing, so a migration
+// run again skips the jobs it copied, and never overwrites what a gateway
+// on this database has done with them since.
 func (s *Store) ImportJob(ctx context.Context, j *store.Job, chunks []store.JobChunk) error {
 	if j == nil {
 		return errors.New("store: import job: nil job")
@@ -84,7 +84,7 @@ func (s *Store) ImportJob(ctx context.Context, j *store.Job, chunks []store.JobC
 	if err := j.CheckText(); err != nil {
 		return fmt.Errorf("store: import job %s: %w", j.ID, err)
 	}
-	if err := store.CheckText("error_detail", j.ErrorDetail); err != nil {
+	if err := (&store.JobFinish{ErrorDetail: j.ErrorDetail, Warnings: j.Warnings}).CheckText(); err != nil {
 		return fmt.Errorf("store: import job %s: %w", j.ID, err)
 	}
 	if err := store.CheckJobChunks(chunks); err != nil {
@@ -106,12 +106,12 @@ func (s *Store) ImportJob(ctx context.Context, j *store.Job, chunks []store.JobC
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 			ON CONFLICT (id) DO NOTHING`,
 			j.ID, j.OrgID, j.KeyID, j.State, nonNilBytes(j.Spec), j.ChunksTotal, j.ChunksDone, j.Characters, j.Credits,
 			j.AudioMS, j.Fallbacks, j.ErrorCode, j.ErrorDetail, j.OutputBytes, nanos(j.CreatedAt), nanos(j.UpdatedAt),
 			optNanos(j.StartedAt), optNanos(j.FinishedAt), j.LeaseOwner, optNanos(j.LeaseUntil), j.Leases,
-			optNanos(j.WebhookDue), deliveries)
+			optNanos(j.WebhookDue), deliveries, nonNilStrings(j.Warnings))
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ import (
 
 const jobColumns = "id, org_id, key_id, state, spec, chunks_total, chunks_done, characters, credits, audio_ms, fallbacks, " +
 	"error_code, error_detail, output_bytes, created_ns, updated_ns, started_ns, finished_ns, lease_owner, lease_until_ns, " +
-	"leases, webhook_due_ns, deliveries"
+	"leases, webhook_due_ns, deliveries, warnings"
 
 type deliveryRecord struct {
 	AtNS   int64  `json:"at_ns"`
@@ -53,9 +53,12 @@ func scanJob(row pgx.Row) (*store.Job, error) {
 	var deliveries []byte
 	err := row.Scan(&j.ID, &j.OrgID, &j.KeyID, &j.State, &j.Spec, &j.ChunksTotal, &j.ChunksDone, &j.Characters, &j.Credits,
 		&j.AudioMS, &j.Fallbacks, &j.ErrorCode, &j.ErrorDetail, &j.OutputBytes, &created, &updated, &started, &finished,
-		&j.LeaseOwner, &leaseUntil, &j.Leases, &webhookDue, &deliveries)
+		&j.LeaseOwner, &leaseUntil, &j.Leases, &webhookDue, &deliveries, &j.Warnings)
 	if err != nil {
 		return nil, err
+	}
+	if len(j.Warnings) == 0 {
+		j.Warnings = nil // none, as the other drivers read it
 	}
 	j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt = fromNanos(created), fromNanos(updated), optTime(started), optTime(finished)
 	j.LeaseUntil, j.WebhookDue = optTime(leaseUntil), optTime(webhookDue)
@@ -115,6 +118,15 @@ func (s *Store) CreateJob(ctx context.Context, j *store.Job, chunks []store.JobC
 		return fmt.Errorf("store: create job %s: %w", j.ID, classify(err))
 	}
 	return nil
+}
+
+// nonNilStrings is ss, or an empty array for none: pgx sends a nil slice
+// as NULL, which a NOT NULL array column refuses.
+func nonNilStrings(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }
 
 func nonNilBytes(b []byte) []byte {
@@ -335,15 +347,16 @@ func (s *Store) CheckpointJobChunk(ctx context.Context, id, owner string, c *sto
 
 // FinishJob implements store.JobStore.
 func (s *Store) FinishJob(ctx context.Context, id, owner string, f store.JobFinish) error {
-	if err := store.CheckText("error_detail", f.ErrorDetail); err != nil {
+	if err := f.CheckText(); err != nil {
 		return fmt.Errorf("store: finish job %s: %w", id, err)
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	now := nanos(s.now())
 	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET state = $3, error_code = $4, error_detail = $5, output_bytes = $6, webhook_due_ns = $7,
-		finished_ns = $8, updated_ns = $8, lease_owner = '', lease_until_ns = 0
-		WHERE id = $1 AND lease_owner = $2 AND state = 'running'`, id, owner, f.State, f.ErrorCode, f.ErrorDetail, f.OutputBytes, optNanos(f.WebhookDue), now)
+		finished_ns = $8, updated_ns = $8, lease_owner = '', lease_until_ns = 0, warnings = $9
+		WHERE id = $1 AND lease_owner = $2 AND state = 'running'`, id, owner, f.State, f.ErrorCode, f.ErrorDetail, f.OutputBytes,
+		optNanos(f.WebhookDue), now, nonNilStrings(f.Warnings))
 	if err != nil {
 		return fmt.Errorf("store: finish job %s: %w", id, classify(err))
 	}

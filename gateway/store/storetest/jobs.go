@@ -205,14 +205,26 @@ func testJobLeases(t *testing.T, open Opener) {
 	}
 
 	// Finish with a webhook due in a minute: leased for it only then,
-	// and a delivery releases it.
+	// and a delivery releases it. The finish writes the job's warnings,
+	// read back in order; a job finished without any has none.
 	due := clk.Now().Add(time.Minute)
-	if err := s.FinishJob(ctx, "b2", "w3", store.JobFinish{State: store.JobSucceeded, OutputBytes: 1234, WebhookDue: due}); err != nil {
+	warnings := []string{"The file could not reach -14 LUFS under a true peak of -1 dBTP; it is at -16.2 LUFS, quieter than asked.", "Ünïcode ✓"}
+	if err := s.FinishJob(ctx, "b2", "w3", store.JobFinish{State: store.JobSucceeded, OutputBytes: 1234, WebhookDue: due,
+		Warnings: []string{"bad \x00 text"}}); err == nil {
+		t.Error("FinishJob took a warning that is not valid text")
+	}
+	if err := s.FinishJob(ctx, "b2", "w3", store.JobFinish{State: store.JobSucceeded, OutputBytes: 1234, WebhookDue: due, Warnings: warnings}); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := s.GetJob(ctx, "b", "b2")
 	if done.State != store.JobSucceeded || done.OutputBytes != 1234 || done.LeaseOwner != "" || !done.WebhookDue.Equal(due) || done.FinishedAt.IsZero() {
 		t.Errorf("finished job %+v", done)
+	}
+	if !equalStrings(done.Warnings, warnings) {
+		t.Errorf("finished job's warnings %q, want %q", done.Warnings, warnings)
+	}
+	if cj, _ := s.GetJob(ctx, "a", "a0"); len(cj.Warnings) != 0 {
+		t.Errorf("a job finished without warnings has %q", cj.Warnings)
 	}
 	if j, err := s.LeaseJob(ctx, "w4", lease, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("lease before the webhook is due: %+v, %v; want ErrNotFound", j, err)
@@ -243,6 +255,9 @@ func testJobLeases(t *testing.T, open Opener) {
 	if len(done.Deliveries) != 2 || done.Deliveries[0].Status != 500 || done.Deliveries[0].Error != "HTTP 500" || !done.Deliveries[0].At.Equal(at) ||
 		done.Deliveries[1].Status != 204 || !done.WebhookDue.IsZero() || done.State != store.JobSucceeded {
 		t.Errorf("deliveries %+v, due %v", done.Deliveries, done.WebhookDue)
+	}
+	if !equalStrings(done.Warnings, warnings) {
+		t.Errorf("warnings after the deliveries %q, want %q", done.Warnings, warnings)
 	}
 	clk.Advance(time.Hour)
 	if j, err := s.LeaseJob(ctx, "w4", lease, 0); err == nil && j.ID == "b2" {

@@ -68,6 +68,7 @@ type job struct {
 	Fallbacks   int      `json:"fallbacks"`
 	Estimated   *float64 `json:"estimated_seconds_left"`
 	Chapters    []string `json:"chapters"`
+	Warnings    []string `json:"warnings"`
 	Leases      int      `json:"leases"`
 	Loudness    *struct {
 		Integrated *float64 `json:"integrated"`

@@ -14,7 +14,8 @@ import (
 // join, judged by FFmpeg's ebur128: a lossless file and a lossy one, at a
 // target eSpeak reaches without the limiter and at one that needs it,
 // a short Opus file and a longer one; and a target out of bounds is
-// refused.
+// refused. A file that ends quieter than its target says so in the
+// job's warnings (checkQuieterWarning).
 func TestLoudness(t *testing.T) {
 	t.Parallel()
 	tg := startBuilt(t)
@@ -35,16 +36,19 @@ func TestLoudness(t *testing.T) {
 		// limiting under a ceiling lowered for the encoder's overshoot
 		// leaves Opus's band-limiting to take half a LU or more.
 		tolerance float64
+		// quieter says the file ends quieter than its target, which
+		// the job's warnings must say.
+		quieter bool
 	}{
-		{"wav", "wav", -23, -1, long, 0.5},
-		{"mp3", "mp3", -14, -2, long, 1},
-		{"opus", "ogg", -16, -1, long, 1},
-		{"opus", "ogg", -16, -1, short, 1},
+		{"wav", "wav", -23, -1, long, 0.5, false},
+		{"mp3", "mp3", -14, -2, long, 1, false},
+		{"opus", "ogg", -16, -1, long, 1, false},
+		{"opus", "ogg", -16, -1, short, 1, false},
 		// Out of reach: eSpeak's peaks stand some 20 dB over its
 		// loudness and Opus overshoots the limited ones by up to 3 dB,
 		// so the file comes out quieter (the true peak is a ceiling, the
-		// loudness a target).
-		{"opus", "ogg", -14, -1, long, 3},
+		// loudness a target), some 1.8 LU.
+		{"opus", "ogg", -14, -1, long, 3, true},
 	} {
 		t.Run(fmt.Sprintf("%s %g LUFS %g dBTP %d chars", tc.format, tc.integrated, tc.truePeak, len(tc.text)), func(t *testing.T) {
 			t.Parallel()
@@ -61,10 +65,11 @@ func TestLoudness(t *testing.T) {
 			}
 			a := tg.Do("GET", j.AudioURL, "acme", nil)
 			got := testenv.FFmpegLoudness(t, a.Body, tc.ext)
-			t.Logf("%s: %.2f LUFS, %.2f dBTP", tc.format, got.Integrated, got.TruePeak)
+			t.Logf("%s: %.2f LUFS, %.2f dBTP; warnings %q", tc.format, got.Integrated, got.TruePeak, j.Warnings)
 			if math.Abs(got.Integrated-tc.integrated) > tc.tolerance || got.TruePeak > tc.truePeak+0.1 {
 				t.Errorf("%s file at %.2f LUFS, %.2f dBTP; want %g LUFS under %g dBTP", tc.format, got.Integrated, got.TruePeak, tc.integrated, tc.truePeak)
 			}
+			checkQuieterWarning(t, j.Warnings, "the job's", tc.integrated, tc.truePeak, got.Integrated, tc.quieter)
 		})
 	}
 	t.Run("out of bounds", func(t *testing.T) {
@@ -81,7 +86,8 @@ func TestLoudness(t *testing.T) {
 // room for an encoder; a lossy file is leveled to it again for its
 // encoder and measured after it, so Opus's overshoot of the limited
 // peaks does not lift the file over the ceiling (it came out at -0.1
-// and -0.3 dBTP under a ceiling of -1). MP3 overshoots less.
+// and -0.3 dBTP under a ceiling of -1). MP3 overshoots less. A file
+// that ends quieter than the default says so in its warnings.
 func TestLoudnessOrgDefault(t *testing.T) {
 	t.Parallel()
 	yaml := strings.NewReplacer("127.0.0.1:0", "%ADDR%",
@@ -93,13 +99,15 @@ func TestLoudnessOrgDefault(t *testing.T) {
 		format, ext string
 		text        string
 		tolerance   float64
+		quieter     bool // the job's warnings must say the file is quieter
 	}{
-		{"opus", "ogg", short, 1},
-		{"mp3", "mp3", short, 1},
+		{"opus", "ogg", short, 1, false},
+		{"mp3", "mp3", short, 1, false},
 		// Three passes stay over the ceiling (lowering it only grows
 		// Opus's overshoot of the limiting that keeps the loudness):
-		// the last one trades loudness for the peak.
-		{"opus", "ogg", long, 2},
+		// the last one trades loudness for the peak, and the job says
+		// so.
+		{"opus", "ogg", long, 2, true},
 	} {
 		t.Run(fmt.Sprintf("%s %d chars", tc.format, len(tc.text)), func(t *testing.T) {
 			t.Parallel()
@@ -111,10 +119,37 @@ func TestLoudnessOrgDefault(t *testing.T) {
 				t.Fatalf("finished %+v", j)
 			}
 			got := testenv.FFmpegLoudness(t, tg.Do("GET", j.AudioURL, "acme", nil).Body, tc.ext)
-			t.Logf("%s: %.2f LUFS, %.2f dBTP", tc.format, got.Integrated, got.TruePeak)
+			t.Logf("%s: %.2f LUFS, %.2f dBTP; warnings %q", tc.format, got.Integrated, got.TruePeak, j.Warnings)
 			if math.Abs(got.Integrated+16) > tc.tolerance || got.TruePeak > -1+0.1 {
 				t.Errorf("%s file at %.2f LUFS, %.2f dBTP; want -16 LUFS under -1 dBTP", tc.format, got.Integrated, got.TruePeak)
 			}
+			checkQuieterWarning(t, j.Warnings, "the organization's", -16, -1, got.Integrated, tc.quieter)
 		})
+	}
+}
+
+// checkQuieterWarning checks a finished job's warnings against its file,
+// whose loudness FFmpeg measured at got: a file quieter than its target
+// (want) has one warning that names whose target it missed and a
+// loudness within half a LU of FFmpeg's; a file FFmpeg finds within
+// half a LU of its target has none. Between the two the gateway's meter
+// decides (its tolerance is 1 LU), and either is right.
+func checkQuieterWarning(t *testing.T, warnings []string, whose string, integrated, truePeak, got float64, want bool) {
+	t.Helper()
+	prefix := fmt.Sprintf("The file could not reach %s loudness target, %g LUFS under a true peak of %g dBTP: it is at ", whose, integrated, truePeak)
+	if len(warnings) == 0 {
+		if want || got < integrated-1.5 {
+			t.Errorf("a file at %.2f LUFS, under its target of %g, finished without a warning", got, integrated)
+		}
+		return
+	}
+	var named float64
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], prefix) {
+		t.Errorf("warnings %q; want one starting %q", warnings, prefix)
+	} else if _, err := fmt.Sscanf(warnings[0][len(prefix):], "%g", &named); err != nil || math.Abs(named-got) > 0.5 {
+		t.Errorf("the warning names %g LUFS (%v); FFmpeg measures the file at %.2f", named, err, got)
+	}
+	if got > integrated-0.5 {
+		t.Errorf("a file at %.2f LUFS, its target %g, warns %q", got, integrated, warnings)
 	}
 }
