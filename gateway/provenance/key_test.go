@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -85,6 +86,39 @@ func TestSignedRecordVerifies(t *testing.T) {
 	tampered := strings.Replace(stored, `"signature":"`, `"signature":"A`, 1)
 	if _, _, err := s.VerifyStored(tampered); err == nil {
 		t.Error("a changed signature verified")
+	}
+}
+
+// TestSignedFormIsMarshals: the stored form SignRecord writes by hand is
+// byte for byte what json.Marshal makes of Signed, for records whose
+// strings JSON must escape (quotes, HTML, U+2028, control characters,
+// non-ASCII) and with every optional member.
+func TestSignedFormIsMarshals(t *testing.T) {
+	s, err := NewSigner(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 28, 23, 59, 1, 123456789, time.FixedZone("x", 3600))
+	for _, r := range []*Record{
+		{RequestID: "r", OrgID: "o", Time: time.Unix(0, 0)},
+		{RequestID: "0b0c5d4e", OrgID: `a"c<m>e&\`, Gateway: "gw\u2028\n\x01", Provider: "openai", Model: "gpt-4o-mini-tts",
+			VoiceID: "alloy", VoiceRef: "voice_é", Time: at, MediaType: "audio/mpeg", SHA256: "93b9", Bytes: 48000, Complete: true,
+			Marked: MarkedID3, Mark: &Mark{RequestID: "0b0c5d4e", Gateway: "<gw>", Time: at, SourceType: DigitalSourceType},
+			Consent: &Consent{AttestedBy: "Ana \"A\" B", Relation: "self", Statement: "I agree\t😀", Time: at}},
+	} {
+		got, err := s.SignRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := json.Marshal(r)
+		want, _ := json.Marshal(Signed{Record: msg, RecordBase64: base64.StdEncoding.EncodeToString(msg),
+			Algorithm: "Ed25519", KeyID: s.id, Signature: base64.StdEncoding.EncodeToString(s.Sign(msg))})
+		if got != string(want) {
+			t.Errorf("stored form differs:\n got %s\nwant %s", got, want)
+		}
+		if _, _, err := s.VerifyStored(got); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
