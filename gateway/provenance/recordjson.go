@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/gateway/internal/jsonstr"
 )
 
 // The record's JSON is written out by hand. Hot path: every answer signs
@@ -97,57 +98,10 @@ func appendMember(b []byte, name, s string) []byte {
 	return appendString(append(b, name...), s)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s quoted as encoding/json quotes strings with its
-// default HTML-safe escaping: '"' and '\\' escaped, control characters
-// as \b \f \n \r \t or \u00XX, '<' '>' '&' as \u00XX, U+2028 and U+2029
-// as \u2028 \u2029, and each byte of invalid UTF-8 as \ufffd.
+// appendString appends s quoted as encoding/json quotes strings, with
+// its default HTML-safe escaping.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
+	b = jsonstr.Append(b, s, true)
 	return append(b, '"')
 }

@@ -26,6 +26,10 @@ func Append(dst []byte, s string, escapeHTML bool) []byte {
 			switch b {
 			case '"', '\\':
 				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
 				dst = append(dst, '\\', 'n')
 			case '\r':
