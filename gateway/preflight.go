@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sys/unix"
 
 	"github.com/voxgate/voxgate/config"
 )
@@ -113,7 +113,7 @@ func checkWritableFile(path string) error {
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("%s is not a regular file", path)
 		}
-		if syscall.Access(path, 0x2 /* W_OK */) != nil {
+		if unix.Access(path, unix.W_OK) != nil {
 			return fmt.Errorf("%s is not writable by this user", path)
 		}
 		return nil
@@ -136,7 +136,7 @@ func checkCreatable(path string) error {
 			if !fi.IsDir() {
 				return fmt.Errorf("%s is not a directory, so %s cannot be created", dir, path)
 			}
-			if syscall.Access(dir, 0x2|0x1 /* W_OK|X_OK */) != nil {
+			if unix.Access(dir, unix.W_OK|unix.X_OK) != nil {
 				return fmt.Errorf("cannot create %s: directory %s is not writable by this user", path, dir)
 			}
 			return nil
@@ -156,7 +156,7 @@ func checkCreatable(path string) error {
 // a name that is not there, or one under a file (ENOTDIR), which
 // checkCreatable names.
 func missing(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
 }
 
 // checkWritableDir reports why the gateway could not make files in the
@@ -168,7 +168,7 @@ func checkWritableDir(path string) error {
 		if !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory", path)
 		}
-		if syscall.Access(path, 0x2|0x1 /* W_OK|X_OK */) != nil {
+		if unix.Access(path, unix.W_OK|unix.X_OK) != nil {
 			return fmt.Errorf("%s is not writable by this user", path)
 		}
 		return nil
