@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,29 +113,20 @@ func cacheBench(ctx context.Context, bin, dir string, ups *upstreams, o options,
 	c.LatencyX = c.Hit.P50 / c.Miss.P50
 
 	loop := func(hit bool) (float64, int) {
-		clients := 16
+		const n = 16
 		var done, errs atomic.Int64
 		stop := time.Now().Add(p.Slot)
 		start := time.Now()
-		var wg sync.WaitGroup
-		for range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-				defer fasthttp.ReleaseRequest(req)
-				defer fasthttp.ReleaseResponse(resp)
-				for time.Now().Before(stop) && ctx.Err() == nil {
-					if _, err := send(req, resp, hit); err != nil {
-						errs.Add(1)
-						continue
-					}
-					done.Add(1)
+		clients(n, func(req *fasthttp.Request, resp *fasthttp.Response) {
+			for time.Now().Before(stop) && ctx.Err() == nil {
+				if _, err := send(req, resp, hit); err != nil {
+					errs.Add(1)
+					continue
 				}
-			}()
-		}
-		wg.Wait()
-		c.Clients = clients
+				done.Add(1)
+			}
+		})
+		c.Clients = n
 		return float64(done.Load()) / time.Since(start).Seconds(), int(errs.Load())
 	}
 	var e1, e2 int

@@ -398,43 +398,34 @@ func (l *load) sequential(ctx context.Context, res *Results) error {
 // returns the completed requests, their latencies and the errors.
 func (l *load) closedLoop(ctx context.Context, t *target, c int, d time.Duration) (int, []time.Duration, int, error) {
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		lat      []time.Duration
 		errs     int
 		firstErr error
 	)
 	stop := time.Now().Add(d)
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			t.prepare(req)
-			mine := make([]time.Duration, 0, 1024)
-			bad := 0
-			var e error
-			for time.Now().Before(stop) && ctx.Err() == nil {
-				x, err := l.clip(t, req, resp)
-				if err != nil {
-					bad++
-					e = err
-					continue
-				}
-				mine = append(mine, x)
+	clients(c, func(req *fasthttp.Request, resp *fasthttp.Response) {
+		t.prepare(req)
+		mine := make([]time.Duration, 0, 1024)
+		bad := 0
+		var e error
+		for time.Now().Before(stop) && ctx.Err() == nil {
+			x, err := l.clip(t, req, resp)
+			if err != nil {
+				bad++
+				e = err
+				continue
 			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			errs += bad
-			if firstErr == nil {
-				firstErr = e
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+			mine = append(mine, x)
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		errs += bad
+		if firstErr == nil {
+			firstErr = e
+		}
+		mu.Unlock()
+	})
 	return len(lat), lat, errs, firstErr
 }
 
@@ -738,36 +729,27 @@ func (l *load) loadedTTFB(ctx context.Context, t *ttfbResult) error {
 		for k := range legs {
 			i := (r + k) % len(legs)
 			var (
-				wg       sync.WaitGroup
 				mu       sync.Mutex
 				firstErr error
 			)
-			for range c {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-					defer fasthttp.ReleaseRequest(req)
-					defer fasthttp.ReleaseResponse(resp)
-					buf := make([]byte, 16<<10)
-					legs[i].prepare(req)
-					for range per {
-						x, _, err := stream(legs[i], req, resp, buf, nil)
-						mu.Lock()
-						if err != nil && firstErr == nil {
-							firstErr = err
-						}
-						if err == nil {
-							lat[i] = append(lat[i], x)
-						}
-						mu.Unlock()
-						if err != nil {
-							return
-						}
+			clients(c, func(req *fasthttp.Request, resp *fasthttp.Response) {
+				buf := make([]byte, 16<<10)
+				legs[i].prepare(req)
+				for range per {
+					x, _, err := stream(legs[i], req, resp, buf, nil)
+					mu.Lock()
+					if err != nil && firstErr == nil {
+						firstErr = err
 					}
-				}()
-			}
-			wg.Wait()
+					if err == nil {
+						lat[i] = append(lat[i], x)
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			})
 			if firstErr != nil {
 				return fmt.Errorf("ttfb under load: %w", firstErr)
 			}
@@ -780,6 +762,23 @@ func (l *load) loadedTTFB(ctx context.Context, t *ttfbResult) error {
 	ld.Direct, ld.Nginx, ld.Floor, ld.Gateway, _ = l.byLeg(legs, lat)
 	t.Loaded = ld
 	return nil
+}
+
+// clients runs f in n goroutines at once, each with a request and a
+// response of its own, and returns once every one has.
+func clients(n int, f func(req *fasthttp.Request, resp *fasthttp.Response)) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			f(req, resp)
+		}()
+	}
+	wg.Wait()
 }
 
 // byLeg summarizes the stream legs' latencies (lat[i] is legs[i]'s),
@@ -808,32 +807,23 @@ func (l *load) byLeg(legs []*target, lat [][]time.Duration) (direct latency, ngi
 // fake's pacing, so one client alone gives the profile too few), while
 // the gateway records its CPU profile.
 func (l *load) profileStreams(ctx context.Context, perfDir string) error {
-	const d, clients = 5 * time.Second, 32
+	const d, nclients = 5 * time.Second, 32
 	prof := make(chan error, 1)
 	go func() { prof <- l.gw.cpuProfile(d, filepath.Join(perfDir, "gateway-cpu-ttfb.pprof")) }()
 	var n atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
+	errs := make(chan error, nclients)
 	stop := time.Now().Add(d)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			l.gatewayStream.prepare(req)
-			buf := make([]byte, 16<<10)
-			for time.Now().Before(stop) && ctx.Err() == nil {
-				if _, _, err := stream(&l.gatewayStream, req, resp, buf, nil); err != nil {
-					errs <- err
-					return
-				}
-				n.Add(1)
+	clients(nclients, func(req *fasthttp.Request, resp *fasthttp.Response) {
+		l.gatewayStream.prepare(req)
+		buf := make([]byte, 16<<10)
+		for time.Now().Before(stop) && ctx.Err() == nil {
+			if _, _, err := stream(&l.gatewayStream, req, resp, buf, nil); err != nil {
+				errs <- err
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			n.Add(1)
+		}
+	})
 	close(errs)
 	if err := <-errs; err != nil {
 		return err
@@ -841,7 +831,7 @@ func (l *load) profileStreams(ctx context.Context, perfDir string) error {
 	if err := <-prof; err != nil {
 		logf("pprof: %v", err)
 	}
-	logf("ttfb profile: %d gateway streams in %v from %d clients (gateway-cpu-ttfb.pprof)", n.Load(), d, clients)
+	logf("ttfb profile: %d gateway streams in %v from %d clients (gateway-cpu-ttfb.pprof)", n.Load(), d, nclients)
 	return nil
 }
 
