@@ -79,6 +79,13 @@ type eventJob struct {
 	DurationMS  int64  `json:"duration_ms"`
 	Error       string `json:"error,omitempty"`
 	ErrorDetail string `json:"error_detail,omitempty"`
+	// Warnings are the job's (store.Job.Warnings: where the finished
+	// file is not what the job asked for, such as a file quieter than
+	// its loudness target), as the job resource has them: always
+	// present, [] when none, never null or left out (no omitempty), so
+	// a receiver can rely on the field and read the body and the job
+	// alike. They are part of the body, so the signature covers them.
+	Warnings []string `json:"warnings"`
 }
 
 // guard keeps webhook deliveries away from addresses inside the
@@ -159,8 +166,13 @@ func (s *Service) deliver(ctx context.Context, j *store.Job) {
 		_ = s.store.RecordJobDelivery(ctx, j.ID, s.opts.Owner, d, time.Time{})
 		return
 	}
+	warnings := j.Warnings
+	if warnings == nil {
+		warnings = []string{} // [], not null: see eventJob.Warnings
+	}
 	body, _ := json.Marshal(event{Type: ev, At: j.FinishedAt, Data: eventJob{ID: j.ID, State: j.State, ChunksDone: j.ChunksDone,
-		ChunksTotal: j.ChunksTotal, Characters: j.Characters, Credits: j.Credits, DurationMS: j.AudioMS, Error: j.ErrorCode, ErrorDetail: j.ErrorDetail}})
+		ChunksTotal: j.ChunksTotal, Characters: j.Characters, Credits: j.Credits, DurationMS: j.AudioMS, Error: j.ErrorCode, ErrorDetail: j.ErrorDetail,
+		Warnings: warnings}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, spec.Webhook.URL, bytes.NewReader(body))
 	if err == nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -275,6 +275,27 @@ func TestBookOnESpeak(t *testing.T) {
 	}
 }
 
+// checkSigned checks a webhook delivery's Voxgate-Signature as a
+// receiver would, computed here and not with the gateway's code: the
+// hex HMAC-SHA256 with secret of "<t>.<body>", t within a minute.
+func checkSigned(t *testing.T, what, secret string, header http.Header, body []byte) {
+	t.Helper()
+	sig := header.Get("Voxgate-Signature")
+	m := regexp.MustCompile(`^t=(\d+),v1=([0-9a-f]{64})$`).FindStringSubmatch(sig)
+	if m == nil {
+		t.Fatalf("%s: signature %q", what, sig)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(m[1] + "." + string(body)))
+	if !hmac.Equal([]byte(m[2]), []byte(hex.EncodeToString(mac.Sum(nil)))) {
+		t.Errorf("%s: the signature does not verify", what)
+	}
+	ts, _ := strconv.ParseInt(m[1], 10, 64)
+	if d := time.Since(time.Unix(ts, 0)); d < 0 || d > time.Minute {
+		t.Errorf("%s: signed at %s", what, time.Unix(ts, 0))
+	}
+}
+
 // startBuilt starts bin/voxgate on jobsConfig in a process of its own,
 // for the tests whose jobs level or encode hours of audio: in this test
 // binary the gateway is built with the race detector, which makes that
@@ -332,7 +353,9 @@ func TestCancel(t *testing.T) {
 // TestWebhookSigned: the job's end is POSTed to its webhook with an
 // HMAC-SHA256 signature the receiver checks with the secret (computed
 // here, not with the gateway's code); a receiver that fails first gets
-// the event again, and both attempts are listed on the job.
+// the event again, and both attempts are listed on the job. The job has
+// no warnings, and the body says so with [] (TestLoudness has one that
+// warns).
 func TestWebhookSigned(t *testing.T) {
 	t.Parallel()
 	tg := harness.Start(t, jobsConfig)
@@ -374,32 +397,25 @@ func TestWebhookSigned(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for i, h := range hits {
-		sig := h.header.Get("Voxgate-Signature")
-		m := regexp.MustCompile(`^t=(\d+),v1=([0-9a-f]{64})$`).FindStringSubmatch(sig)
-		if m == nil {
-			t.Fatalf("delivery %d: signature %q", i, sig)
-		}
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write([]byte(m[1] + "." + string(h.body)))
-		if !hmac.Equal([]byte(m[2]), []byte(hex.EncodeToString(mac.Sum(nil)))) {
-			t.Errorf("delivery %d: the signature does not verify", i)
-		}
-		ts, _ := strconv.ParseInt(m[1], 10, 64)
-		if d := time.Since(time.Unix(ts, 0)); d < 0 || d > time.Minute {
-			t.Errorf("delivery %d: signed at %s", i, time.Unix(ts, 0))
-		}
+		checkSigned(t, fmt.Sprintf("delivery %d", i), secret, h.header, h.body)
 		if h.header.Get("Voxgate-Event") != "job.succeeded" || h.header.Get("Content-Type") != "application/json" || h.header.Get("Voxgate-Delivery") == "" {
 			t.Errorf("delivery %d headers %v", i, h.header)
 		}
 		var ev struct {
 			Type string `json:"type"`
 			Data struct {
-				ID    string `json:"id"`
-				State string `json:"state"`
+				ID       string          `json:"id"`
+				State    string          `json:"state"`
+				Warnings json.RawMessage `json:"warnings"`
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(h.body, &ev); err != nil || ev.Type != "job.succeeded" || ev.Data.ID != j.ID || ev.Data.State != "succeeded" {
 			t.Errorf("delivery %d body %s", i, h.body)
+		}
+		// A job without warnings says so with [], as the job does
+		// (present, not null or left out).
+		if string(ev.Data.Warnings) != "[]" || j.Warnings == nil || len(j.Warnings) != 0 {
+			t.Errorf("delivery %d: warnings %s (the job's %q), want []", i, ev.Data.Warnings, j.Warnings)
 		}
 	}
 	// A tampered body does not verify.

@@ -1,9 +1,15 @@
 package jobs
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/voxgate/voxgate/internal/testenv"
@@ -15,10 +21,12 @@ import (
 // target eSpeak reaches without the limiter and at one that needs it,
 // a short Opus file and a longer one; and a target out of bounds is
 // refused. A file that ends quieter than its target says so in the
-// job's warnings (checkQuieterWarning).
+// job's warnings (checkQuieterWarning), and in its webhook's signed
+// body as the job has them (checkHookWarnings).
 func TestLoudness(t *testing.T) {
 	t.Parallel()
 	tg := startBuilt(t)
+	hooks := newHookRecorder(t)
 	long, _ := book(2_500, 2)
 	// About 26 s of speech at speed 2: few peaks, so the Opus encoder's
 	// overshoot of the limited ones is its own and the file was leveled
@@ -55,6 +63,7 @@ func TestLoudness(t *testing.T) {
 			j := decodeJob(t, tg.Do("POST", "/v1/audio/jobs", "acme", map[string]any{
 				"text": tc.text, "textFormat": "markdown", "model": "espeak/espeak-ng", "voice": "en", "speed": 2,
 				"output": tc.format, "loudness": map[string]any{"integrated": tc.integrated, "truePeak": tc.truePeak},
+				"webhook": map[string]any{"url": hooks.url, "secret": hookSecret},
 			}), 202)
 			if j.Loudness == nil || *j.Loudness.Integrated != tc.integrated || *j.Loudness.TruePeak != tc.truePeak {
 				t.Fatalf("the job's loudness: %+v", j.Loudness)
@@ -70,6 +79,7 @@ func TestLoudness(t *testing.T) {
 				t.Errorf("%s file at %.2f LUFS, %.2f dBTP; want %g LUFS under %g dBTP", tc.format, got.Integrated, got.TruePeak, tc.integrated, tc.truePeak)
 			}
 			checkQuieterWarning(t, j.Warnings, "the job's", tc.integrated, tc.truePeak, got.Integrated, tc.quieter)
+			hooks.checkWarnings(t, j)
 		})
 	}
 	t.Run("out of bounds", func(t *testing.T) {
@@ -151,5 +161,76 @@ func checkQuieterWarning(t *testing.T, warnings []string, whose string, integrat
 	}
 	if got > integrated-0.5 {
 		t.Errorf("a file at %.2f LUFS, its target %g, warns %q", got, integrated, warnings)
+	}
+}
+
+// hookSecret is the webhook secret of hookRecorder's jobs.
+const hookSecret = "whsec_test_0123456789abcdef"
+
+// hookRecorder is a webhook receiver that keeps each job's delivery
+// (its headers and body), answering 204.
+type hookRecorder struct {
+	url string
+	mu  sync.Mutex
+	got map[string]hookDelivery // by the body's data.id
+}
+
+type hookDelivery struct {
+	header http.Header
+	body   []byte
+}
+
+func newHookRecorder(t *testing.T) *hookRecorder {
+	t.Helper()
+	h := &hookRecorder{got: map[string]hookDelivery{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var ev struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		h.mu.Lock()
+		h.got[ev.Data.ID] = hookDelivery{r.Header.Clone(), body}
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL + "/hook"
+	return h
+}
+
+// checkWarnings waits for finished job j's webhook delivery and checks
+// that its body, signed, has the job's warnings as the job resource
+// has them: the same strings, or [] when there are none.
+func (h *hookRecorder) checkWarnings(t *testing.T, j job) {
+	t.Helper()
+	var d hookDelivery
+	harness.WaitFor(t, "the job's webhook delivery", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var ok bool
+		d, ok = h.got[j.ID]
+		return ok
+	})
+	checkSigned(t, "the webhook", hookSecret, d.header, d.body)
+	var ev struct {
+		Data struct {
+			Warnings json.RawMessage `json:"warnings"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(d.body, &ev); err != nil {
+		t.Fatalf("webhook body %s: %v", d.body, err)
+	}
+	if len(j.Warnings) == 0 {
+		if string(ev.Data.Warnings) != "[]" {
+			t.Errorf("the webhook's warnings %s of a job with none, want []", ev.Data.Warnings)
+		}
+		return
+	}
+	var got []string
+	if err := json.Unmarshal(ev.Data.Warnings, &got); err != nil || !slices.Equal(got, j.Warnings) {
+		t.Errorf("the webhook's warnings %s (%v), the job's %q", ev.Data.Warnings, err, j.Warnings)
 	}
 }

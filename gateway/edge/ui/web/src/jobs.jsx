@@ -4,7 +4,8 @@ import { ErrorText, ScrollTable, fmtNum, fmtTime } from "./shared.jsx";
 
 // Jobs lists the organization's long-form jobs (POST /v1/audio/jobs) with
 // their progress, refreshed every few seconds while one runs, and links to
-// the finished files; a queued or running job can be cancelled, a finished
+// the finished files, marking a job that finished with warnings
+// (JobWarnings); a queued or running job can be cancelled, a finished
 // one deleted with its file (DELETE /v1/audio/jobs/{id}).
 export function Jobs() {
   const [jobs, setJobs] = useState(null);
@@ -85,7 +86,8 @@ export function Jobs() {
             {jobs.map((j) => (
               <tr key={j.id} data-job-id={j.id}>
                 <td>{fmtTime(j.created_at)}</td>
-                <td><span class={"pill " + (j.state === "failed" ? "bad" : j.state === "succeeded" ? "ok" : "warn")}>{j.state}</span>{j.error ? <span class="hint"> {j.error.code}</span> : null}</td>
+                <td><span class={"pill " + (j.state === "failed" ? "bad" : j.state === "succeeded" ? "ok" : "warn")}>{j.state}</span>{j.error ? <span class="hint"> {j.error.code}</span> : null}
+                  {j.warnings && j.warnings.length > 0 ? <JobWarnings warnings={j.warnings} /> : null}</td>
                 <td>
                   <progress max={j.chunks_total} value={j.chunks_done} aria-label={`${j.chunks_done} of ${j.chunks_total} chunks`} />{" "}
                   {j.chunks_done}/{j.chunks_total}
@@ -107,5 +109,19 @@ export function Jobs() {
       )}
       {cursor ? <button type="button" onClick={() => load(cursor)}>More</button> : null}
     </div>
+  );
+}
+
+// JobWarnings marks a job that finished with warnings (where its file is
+// not what it asked for, such as quieter than its loudness target:
+// docs/jobs.md) with their count in its row, which opens to their text.
+// The text is rendered as text, never as markup, like the other fields.
+function JobWarnings({ warnings }) {
+  const n = warnings.length;
+  return (
+    <details class="job-warnings">
+      <summary><span aria-hidden="true">⚠ </span>{n === 1 ? "1 warning" : `${n} warnings`}</summary>
+      <ul class="warnings">{warnings.map((w, i) => <li key={i}>{w}</li>)}</ul>
+    </details>
   );
 }
