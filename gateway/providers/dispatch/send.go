@@ -119,15 +119,19 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 			deadline, hasDeadline = d, true
 		}
 	}
+	hc := c.clips
+	if stream {
+		hc = c.streams
+	}
 	for attempt := 1; ; attempt++ {
 		resp := fasthttp.AcquireResponse()
 		resp.StreamBody = stream
 		_, span := c.tracer.Start(ctx, p.method, trace.SpanKindClient)
 		var err error
 		if hasDeadline {
-			err = c.http.DoDeadline(req, resp, deadline)
+			err = hc.DoDeadline(req, resp, deadline)
 		} else {
-			err = c.http.Do(req, resp)
+			err = hc.Do(req, resp)
 		}
 		if span.IsRecording() {
 			traceAttempt(span, p, req, resp, attempt, err)
@@ -256,7 +260,7 @@ func transportError(ctx context.Context, provider string, err error) *sdk.Error 
 }
 
 // streamBuf is the size of a stream's read buffer: what one Next can
-// return. It matches the HTTP client's read buffer (New), which holds
+// return. It matches the streams' HTTP client's read buffer (New), which holds
 // what arrived and bounds one read from it, so a larger one would only
 // hold memory: every open stream keeps one (16 MiB for 1,000 streams).
 const streamBuf = 16 << 10

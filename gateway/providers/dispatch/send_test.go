@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,8 +15,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -1087,5 +1091,93 @@ func TestSendAfterServerClosedIdleConnection(t *testing.T) {
 				t.Fatalf("call after the server closed the idle connection: %v", err)
 			}
 		})
+	}
+}
+
+// countingConn counts the reads of a connection that returned data.
+type countingConn struct {
+	net.Conn
+	reads *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reads.Add(1)
+	}
+	return n, err
+}
+
+// TestFetchReadsClipInLargeReads: a whole clip is read through a buffer
+// larger than a stream's (clipReadBuf), so a 144 KB answer in 16 KiB
+// chunks (as OpenAI and voxbench's stand-in send it) that is there takes
+// three reads, where a stream-sized buffer (16 KiB) needs at least nine,
+// each a system call and often a wake-up (issue 27: 37% of the gateway's
+// CPU per clip request). Streams keep the smaller buffer, which each open
+// stream holds for its whole life.
+func TestFetchReadsClipInLargeReads(t *testing.T) {
+	const size, piece = 144000, 16 << 10
+	clip := audio(size)
+	// The whole answer, chunked, written at once so that it is there when
+	// the client reads (net/http would flush each chunk as it comes).
+	var answer bytes.Buffer
+	answer.WriteString("HTTP/1.1 200 OK\r\nContent-Type: audio/pcm\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for b := clip; len(b) > 0; {
+		n := min(piece, len(b))
+		fmt.Fprintf(&answer, "%x\r\n%s\r\n", n, b[:n])
+		b = b[n:]
+	}
+	answer.WriteString("0\r\n\r\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		_, _ = conn.Write(answer.Bytes())
+		_, _ = io.Copy(io.Discard, conn) // until the client closes
+	}()
+	c := newTestClient(t, Options{})
+	var reads atomic.Int64
+	for _, hc := range []*fasthttp.Client{c.clips, c.streams} {
+		dial := hc.DialTimeout
+		hc.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
+			conn, err := dial(addr, timeout)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{Conn: conn, reads: &reads}, nil
+		}
+	}
+	sp := testPlan("http://" + ln.Addr().String() + "/v1/audio/speech")
+	sp.ReuseFor = 0
+	p := planFor(t, c, sp)
+	body, release, err := c.Fetch(callCtx(t), p, "hello", (&explainer{}).explain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if !bytes.Equal(body, clip) {
+		t.Fatalf("got %d bytes, want the %d sent", len(body), size)
+	}
+	// Through a 16 KiB buffer, at least one read a chunk (nine); through
+	// 64 KiB, about one a buffer (three).
+	if n, least := reads.Load(), int64(size/piece+1); n >= least {
+		t.Errorf("a %d-byte clip in %d-byte chunks took %d reads with data; want fewer than %d (a stream-sized buffer's least)", size, piece, n, least)
+	} else {
+		t.Logf("%d reads", n)
+	}
+	if c.streams.ReadBufferSize != streamBuf {
+		t.Errorf("streams read through %d bytes, want %d: every open stream holds its buffer", c.streams.ReadBufferSize, streamBuf)
 	}
 }
