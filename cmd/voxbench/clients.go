@@ -66,6 +66,10 @@ const elevenFormat = "mp3_44100_128"
 type workload struct {
 	id, name string
 	legs     [3]target // direct, nginx, gateway
+	// floor, when set, is the same request through the floor relay
+	// (floor.go), measured for CPU per request beside nginx and the
+	// gateway: what a bare fasthttp relay costs on this host.
+	floor *target
 	// audioSeconds is the length of one answer's audio.
 	audioSeconds float64
 }
@@ -98,7 +102,10 @@ type workloadResult struct {
 	GatewayCPU cpuPerRequest `json:"gateway_cpu_us_per_request"`
 	NginxRPS   float64       `json:"nginx_rps"`
 	GatewayRPS float64       `json:"gateway_rps"`
-	Errors     int           `json:"errors"`
+	// FloorCPU and FloorRPS are the floor relay's, when it ran.
+	FloorCPU *cpuPerRequest `json:"floor_relay_cpu_us_per_request,omitempty"`
+	FloorRPS float64        `json:"floor_relay_rps,omitempty"`
+	Errors   int            `json:"errors"`
 }
 
 // clientsResult is the clients phase.
@@ -133,13 +140,18 @@ func (l *load) workloads() []workload {
 			{name: "gateway", hc: clipHC(gw.addr), uri: speechURL, auth: l.key, body: gwBody},
 		}
 	}
+	var floor *target
+	if l.clipFloor != nil {
+		floor = &target{name: "floor relay", hc: clipHC(l.clipFloor.addr), uri: "http://" + l.clipFloor.addr + openai.SpeechPath,
+			auth: openai.Key, body: upstreamBody(l.p.ClipText, "pcm")}
+	}
 	elevenPath := elevenlabs.TTSPath(elevenlabs.VoiceRachel) + "?output_format=" + elevenFormat
 	elevenBody, _ := json.Marshal(map[string]string{"text": l.p.ClipText, "model_id": elevenModel})
 	return []workload{
 		{id: wlPCM, name: fmt.Sprintf("voxgate body, pcm (%d KB clip)", int(l.p.ClipSeconds*48)), audioSeconds: l.p.ClipSeconds,
 			legs: openAILegs(u.Clip, nginxClip, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provClip+"/tts-1", l.p.ClipText, pcm))},
 		{id: wlPCMRelay, name: fmt.Sprintf("voxgate body, pcm (%d KB clip), records off", int(l.p.ClipSeconds*48)), audioSeconds: l.p.ClipSeconds,
-			legs: relayLegs(openAILegs(u.Clip, nginxClip, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provClip+"/tts-1", l.p.ClipText, pcm)), l.relayKey)},
+			legs: relayLegs(openAILegs(u.Clip, nginxClip, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provClip+"/tts-1", l.p.ClipText, pcm)), l.relayKey), floor: floor},
 		{id: wlPCMSmall, name: fmt.Sprintf("voxgate body, pcm (%d KB clip)", int(l.p.SmallClipSeconds*48+0.5)), audioSeconds: l.p.SmallClipSeconds,
 			legs: openAILegs(u.Small, nginxSmall, upstreamBody(l.p.ClipText, "pcm"), gatewayBody(provSmall+"/tts-1", l.p.ClipText, pcm))},
 		{id: wlOpenAISDK, name: "OpenAI SDK default (mp3)", audioSeconds: l.p.ClipSeconds,
@@ -185,6 +197,9 @@ func (l *load) clients(ctx context.Context, res *Results, only, perfDir string) 
 		for i := range w.legs {
 			w.legs[i].hc.CloseIdleConnections()
 		}
+		if w.floor != nil {
+			w.floor.hc.CloseIdleConnections()
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.id, err)
 		}
@@ -196,6 +211,9 @@ func (l *load) clients(ctx context.Context, res *Results, only, perfDir string) 
 		}
 		logf("    %s; CPU per request nginx %.0f µs, gateway %.0f µs (+ plugin %.0f); added p50 nginx %+.3f ms, gateway %+.3f ms",
 			r.Path, r.NginxCPU.Nginx.sum(), r.GatewayCPU.Gateway.sum(), r.GatewayCPU.Plugin.sum(), r.NginxAddedP50, r.GatewayAddedP50)
+		if r.FloorCPU != nil {
+			logf("    the floor relay (bare fasthttp): CPU per request %.0f µs", r.FloorCPU.Floor.sum())
+		}
 	}
 	return nil
 }
@@ -276,8 +294,24 @@ func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (wor
 	r.NginxAddedP50, r.NginxAddedP99 = median(n50), median(n99)
 	r.GatewayAddedP50, r.GatewayAddedP99 = median(g50), median(g99)
 
+	// The relays whose CPU is measured: nginx, the gateway, and the floor
+	// relay when the workload has it.
+	relays := legs[1:]
+	if w.floor != nil {
+		req := fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(req)
+		w.floor.prepare(req)
+		if _, err := l.clip(w.floor, req, resp); err != nil {
+			return r, err
+		}
+		if !bytes.Equal(resp.Body(), direct) {
+			return r, fmt.Errorf("the floor relay's answer differs from the provider's (%d bytes, %d direct)", len(resp.Body()), len(direct))
+		}
+		w.floor.want = len(direct)
+		relays = append(relays, w.floor)
+	}
 	c := l.p.ClientConcurrency
-	for _, t := range legs[1:] { // open c connections on both relays first
+	for _, t := range relays { // open c connections on every relay first
 		if _, _, _, err := l.closedLoop(ctx, t, c, l.p.ClientSlot/4); err != nil {
 			return r, err
 		}
@@ -288,7 +322,7 @@ func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (wor
 		d := time.Duration(2*l.p.ClientSlots) * l.p.ClientSlot
 		go func() { prof <- l.gw.cpuProfile(d, filepath.Join(perfDir, "gateway-cpu-"+w.id+".pprof")) }()
 	}
-	runs, err := l.slots(ctx, legs[1:], c, l.p.ClientSlots, l.p.ClientSlot, nil)
+	runs, err := l.slots(ctx, relays, c, l.p.ClientSlots, l.p.ClientSlot, nil)
 	if prof != nil {
 		if err := <-prof; err != nil {
 			logf("pprof: %v", err)
@@ -300,5 +334,10 @@ func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (wor
 	r.NginxCPU, r.GatewayCPU = runs[0].cpu.perRequest(runs[0].requests), runs[1].cpu.perRequest(runs[1].requests)
 	r.NginxRPS, r.GatewayRPS = runs[0].rps(), runs[1].rps()
 	r.Errors = runs[0].errs + runs[1].errs
+	if len(runs) > 2 {
+		fc := runs[2].cpu.perRequest(runs[2].requests)
+		r.FloorCPU, r.FloorRPS = &fc, runs[2].rps()
+		r.Errors += runs[2].errs
+	}
 	return r, nil
 }

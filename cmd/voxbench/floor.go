@@ -22,10 +22,16 @@ import (
 // It does what the gateway does to get the first audio out in one write
 // (a write buffer that holds the headers and a provider's first 4,800
 // bytes) and nothing a gateway must do besides: no authentication, no
-// validation, no request log.
+// validation, no request log. The clients phase runs a second one in
+// front of the clip fake, for the CPU per clip request of a bare relay.
 
-// floorRelayCmd is the hidden subcommand that serves the floor relay.
-const floorRelayCmd = "floor-relay"
+// floorRelayCmd is the hidden subcommand that serves the floor relay;
+// floorClipsCmd serves one that relays whole answers instead (read to
+// their end, then written at once, as the gateway answers a clip).
+const (
+	floorRelayCmd = "floor-relay"
+	floorClipsCmd = "floor-relay-clips"
+)
 
 // floorProc is a running floor relay.
 type floorProc struct {
@@ -33,13 +39,18 @@ type floorProc struct {
 	addr string
 }
 
-// startFloor starts a floor relay in front of upstream (host:port).
-func startFloor(upstream string) (*floorProc, error) {
+// startFloor starts a floor relay in front of upstream (host:port):
+// streaming the answers, or relaying them whole (clips).
+func startFloor(upstream string, clips bool) (*floorProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	c, addr, err := startChild(self, floorRelayCmd, upstream)
+	cmd := floorRelayCmd
+	if clips {
+		cmd = floorClipsCmd
+	}
+	c, addr, err := startChild(self, cmd, upstream)
 	if err != nil {
 		return nil, fmt.Errorf("floor relay: %w", err)
 	}
@@ -48,13 +59,16 @@ func startFloor(upstream string) (*floorProc, error) {
 }
 
 // serveFloor is the floor-relay process: it prints its address and
-// relays to upstream until stdin closes.
-func serveFloor(upstream string) error {
+// relays to upstream until stdin closes, streaming each answer or, with
+// clips, relaying it whole.
+func serveFloor(upstream string, clips bool) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	hc := &fasthttp.HostClient{Addr: upstream, MaxConns: 512, ReadBufferSize: 16 << 10,
+	// 64 KiB reads, as the gateway reads a whole clip (dispatch's
+	// clipReadBuf); a stream's first piece is read as it comes either way.
+	hc := &fasthttp.HostClient{Addr: upstream, MaxConns: 512, ReadBufferSize: 64 << 10,
 		MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true}
 	srv := &fasthttp.Server{
 		WriteBufferSize: 16 << 10,
@@ -63,7 +77,7 @@ func serveFloor(upstream string) error {
 			ctx.Request.CopyTo(req)
 			req.SetHost(upstream)
 			resp := fasthttp.AcquireResponse()
-			resp.StreamBody = true
+			resp.StreamBody = !clips
 			err := hc.Do(req, resp)
 			fasthttp.ReleaseRequest(req)
 			if err != nil {
@@ -73,6 +87,13 @@ func serveFloor(upstream string) error {
 			}
 			ctx.SetStatusCode(resp.StatusCode())
 			ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
+			if clips {
+				// The whole answer, swapped in without a copy and written
+				// with the headers through one buffered writer.
+				resp.SwapBody(ctx.Response.SwapBody(resp.SwapBody(nil)))
+				fasthttp.ReleaseResponse(resp)
+				return
+			}
 			// fasthttp writes the body as it reads it, one flushed chunk
 			// a read, and closes it (releasing the upstream connection)
 			// when done; resp goes back to its pool with it.

@@ -72,6 +72,10 @@ type load struct {
 	relayKey string
 	// fakePID is the fake upstream's process, for CPU accounting.
 	fakePID int
+	// clipFloor is the floor relay in front of the clip fake, when the
+	// clients phase runs: the CPU per clip request of a bare fasthttp
+	// relay, beside nginx's and the gateway's.
+	clipFloor *floorProc
 
 	direct, nginx, gateway    target // whole clips
 	directStream, nginxStream target // streams of TTFBText
@@ -553,7 +557,7 @@ func (l *load) throughput(ctx context.Context, res *Results, perfDir string) err
 }
 
 // cpuUse is the CPU time used by each process of the run.
-type cpuUse struct{ client, fake, gateway, plugin, nginx cpuTimes }
+type cpuUse struct{ client, fake, gateway, plugin, nginx, floor cpuTimes }
 
 // cpu reads the processes' CPU time so far (nginx's: its master and
 // workers).
@@ -567,6 +571,9 @@ func (l *load) cpu() cpuUse {
 	if l.ng != nil {
 		u.nginx = cpuSeconds(l.ng.pids()...)
 	}
+	if l.clipFloor != nil {
+		u.floor = cpuSeconds(l.clipFloor.cmd.Process.Pid)
+	}
 	return u
 }
 
@@ -575,11 +582,11 @@ func (a cpuTimes) plus(b cpuTimes, sign float64) cpuTimes {
 }
 
 func (a cpuUse) sub(b cpuUse) cpuUse {
-	return cpuUse{a.client.plus(b.client, -1), a.fake.plus(b.fake, -1), a.gateway.plus(b.gateway, -1), a.plugin.plus(b.plugin, -1), a.nginx.plus(b.nginx, -1)}
+	return cpuUse{a.client.plus(b.client, -1), a.fake.plus(b.fake, -1), a.gateway.plus(b.gateway, -1), a.plugin.plus(b.plugin, -1), a.nginx.plus(b.nginx, -1), a.floor.plus(b.floor, -1)}
 }
 
 func (a cpuUse) add(b cpuUse) cpuUse {
-	return cpuUse{a.client.plus(b.client, 1), a.fake.plus(b.fake, 1), a.gateway.plus(b.gateway, 1), a.plugin.plus(b.plugin, 1), a.nginx.plus(b.nginx, 1)}
+	return cpuUse{a.client.plus(b.client, 1), a.fake.plus(b.fake, 1), a.gateway.plus(b.gateway, 1), a.plugin.plus(b.plugin, 1), a.nginx.plus(b.nginx, 1), a.floor.plus(b.floor, 1)}
 }
 
 // perRequest is the CPU time per request of each process, in
@@ -591,8 +598,8 @@ func (a cpuUse) perRequest(n int) cpuPerRequest {
 	us := func(t cpuTimes) cpuSplit {
 		return cpuSplit{User: t.User * 1e6 / float64(n), System: t.System * 1e6 / float64(n)}
 	}
-	r := cpuPerRequest{Client: us(a.client), Fake: us(a.fake), Gateway: us(a.gateway), Plugin: us(a.plugin), Nginx: us(a.nginx)}
-	r.Total = r.Client.sum() + r.Fake.sum() + r.Gateway.sum() + r.Plugin.sum() + r.Nginx.sum()
+	r := cpuPerRequest{Client: us(a.client), Fake: us(a.fake), Gateway: us(a.gateway), Plugin: us(a.plugin), Nginx: us(a.nginx), Floor: us(a.floor)}
+	r.Total = r.Client.sum() + r.Fake.sum() + r.Gateway.sum() + r.Plugin.sum() + r.Nginx.sum() + r.Floor.sum()
 	return r
 }
 

@@ -45,8 +45,8 @@ func runChild(args []string) (bool, error) {
 	switch args[1] {
 	case fakeUpstreamCmd:
 		return true, serveFakes(args[2])
-	case floorRelayCmd:
-		return true, serveFloor(args[2])
+	case floorRelayCmd, floorClipsCmd:
+		return true, serveFloor(args[2], args[1] == floorClipsCmd)
 	}
 	return false, nil
 }
@@ -204,8 +204,16 @@ func run(ctx context.Context, o options) (*Results, error) {
 	}
 	lg := newLoad(plan, ups, gw, ng, key)
 	lg.relayKey = relayKey
+	if o.runs("clients") {
+		fl, err := startFloor(hostOf(ups.Clip), true)
+		if err != nil {
+			return nil, err
+		}
+		defer fl.stop()
+		lg.clipFloor = fl
+	}
 	if o.runs("ttfb") {
-		fl, err := startFloor(hostOf(ups.Stream))
+		fl, err := startFloor(hostOf(ups.Stream), false)
 		if err != nil {
 			return nil, err
 		}

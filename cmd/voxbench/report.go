@@ -128,6 +128,7 @@ type cpuPerRequest struct {
 	Gateway cpuSplit `json:"gateway"`
 	Plugin  cpuSplit `json:"plugin"`
 	Nginx   cpuSplit `json:"nginx"`
+	Floor   cpuSplit `json:"floor_relay,omitzero"`
 	Total   float64  `json:"total"`
 }
 
@@ -471,6 +472,15 @@ func (r *Results) clientFigures() {
 	clipKB := int(r.Plan.ClipSeconds * 48)
 	if relay != nil {
 		cpuFig(relay, fmt.Sprintf("CPU per clip request (%d KB pcm), records off", clipKB), targetCPUvsNginx)
+		if fl := relay.FloorCPU; fl != nil {
+			// What the stack alone costs here (Go's runtime, fasthttp), so
+			// the gateway's ratio splits into the stack's and its own.
+			n, f, g := relay.NginxCPU.Nginx.sum(), fl.Floor.sum(), relay.GatewayCPU.Gateway.sum()
+			add(figure{Name: fmt.Sprintf("CPU per clip request (%d KB pcm), %d clients: floor relay (bare fasthttp) over nginx", clipKB, c.Clients), Unit: "µs CPU",
+				Baseline: fmt.Sprintf("%.0f", n), Gateway: fmt.Sprintf("%.0f", f), Delta: ratioOf(f, n), Value: f / n})
+			add(figure{Name: fmt.Sprintf("CPU per clip request (%d KB pcm), records off, %d clients: gateway over the floor relay", clipKB, c.Clients), Unit: "µs CPU",
+				Baseline: fmt.Sprintf("%.0f", f), Gateway: fmt.Sprintf("%.0f", g), Delta: ratioOf(g, f), Value: g / f})
+		}
 		cpuFig(pcm, fmt.Sprintf("CPU per clip request (%d KB pcm), records on (the default)", clipKB), 0)
 	} else {
 		cpuFig(pcm, fmt.Sprintf("CPU per clip request (%d KB pcm)", clipKB), targetCPUvsNginx)
@@ -822,4 +832,12 @@ func writeJSON(path string, r *Results) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ratioOf is a/b as a ratio figure ("" when b is not positive).
+func ratioOf(a, b float64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2fx", a/b)
 }

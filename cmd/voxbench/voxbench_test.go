@@ -197,6 +197,9 @@ func TestQuickRun(t *testing.T) {
 	if w := res.Clients.workload(wlPCMRelay); w.Path != "passed through" || w.GatewayBytes != 48_000 {
 		t.Errorf("pcm, records off: %s, %d bytes", w.Path, w.GatewayBytes)
 	}
+	if w := res.Clients.workload(wlPCMRelay); w.FloorCPU == nil || w.FloorCPU.Floor.sum() <= 0 || w.FloorRPS <= 0 {
+		t.Errorf("records off: the floor relay's CPU per request %+v at %.0f requests/s, want it measured", w.FloorCPU, w.FloorRPS)
+	}
 	if w := res.Clients.workload(wlConversion); w.Path != "converted" || w.GatewayMediaType != "audio/mpeg" {
 		t.Errorf("conversion: %s, %s", w.Path, w.GatewayMediaType)
 	}
