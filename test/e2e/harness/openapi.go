@@ -17,6 +17,8 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	"github.com/pb33f/libopenapi/datamodel/high/base"
 
 	"github.com/voxgate/voxgate/gateway/edge/openapi"
 )
@@ -24,6 +26,7 @@ import (
 var (
 	specOnce sync.Once
 	spec     validator.Validator
+	specDoc  libopenapi.Document
 	specErr  error
 	// specMu serialises validations: the validator caches compiled
 	// schemas and is not documented as safe for concurrent use.
@@ -41,6 +44,7 @@ func loadSpec(t testing.TB) validator.Validator {
 		if doc, specErr = libopenapi.NewDocument(b); specErr != nil {
 			return
 		}
+		specDoc = doc
 		// Strict server matching honours the servers of a path item: the
 		// dashboard's /ui/api twins exist for the routes that list that
 		// server, and for no other.
@@ -253,4 +257,43 @@ func ValidatingProxy(t testing.TB, gatewayBase string) string {
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// CheckSchema checks body against the document's component schema name,
+// for what the gateway sends that is no answer to a request (a job's
+// webhook: the document's webhooks).
+func CheckSchema(t testing.TB, name string, body []byte) {
+	t.Helper()
+	if ok, msgs := schemaErrors(t, name, body); !ok {
+		t.Errorf("does not match the document's %s schema: %s\n%s", name, strings.Join(msgs, "; "), body)
+	}
+}
+
+// schemaErrors validates body against component schema name.
+func schemaErrors(t testing.TB, name string, body []byte) (bool, []string) {
+	t.Helper()
+	loadSpec(t)
+	specMu.Lock()
+	defer specMu.Unlock()
+	m, err := specDoc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("openapi model: %v", err)
+	}
+	proxy, ok := m.Model.Components.Schemas.Get(name)
+	if !ok {
+		t.Fatalf("the document has no schema %s", name)
+	}
+	var schema *base.Schema
+	if schema, err = proxy.BuildSchema(); err != nil {
+		t.Fatalf("schema %s: %v", name, err)
+	}
+	ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(schema, body)
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Message+": "+e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			msgs = append(msgs, se.FieldPath+" "+se.Reason)
+		}
+	}
+	return ok, msgs
 }

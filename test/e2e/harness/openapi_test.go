@@ -113,3 +113,26 @@ func TestValidatorCatchesDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSchemaCatchesDrift: CheckSchema is not vacuous either. The
+// webhook body of a job, as the document describes it, passes; a body
+// without its warnings, or with a field the document does not list,
+// fails.
+func TestCheckSchemaCatchesDrift(t *testing.T) {
+	const data = `"id":"0b0c5d4e-1f2a-4b3c-8d9e-0f1a2b3c4d5e","state":"succeeded","chunks_done":2,"chunks_total":2,"characters":38,"credits":0,"duration_ms":2410`
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"job event", `{"type":"job.succeeded","created_at":"2026-11-29T02:00:00Z","data":{` + data + `,"warnings":[]}}`, true},
+		{"failed job event", `{"type":"job.failed","created_at":"2026-11-29T02:00:00Z","data":{` + strings.Replace(data, "succeeded", "failed", 1) + `,"error":"provider_error","error_detail":"d","warnings":[]}}`, true},
+		{"without warnings", `{"type":"job.succeeded","created_at":"2026-11-29T02:00:00Z","data":{` + data + `}}`, false},
+		{"warnings null", `{"type":"job.succeeded","created_at":"2026-11-29T02:00:00Z","data":{` + data + `,"warnings":null}}`, false},
+		{"an unlisted field", `{"type":"job.succeeded","created_at":"2026-11-29T02:00:00Z","data":{` + data + `,"warnings":[],"bytes":1}}`, false},
+		{"an unknown event", `{"type":"job.started","created_at":"2026-11-29T02:00:00Z","data":{` + data + `,"warnings":[]}}`, false},
+	} {
+		if ok, msgs := schemaErrors(t, "JobEvent", []byte(tc.body)); ok != tc.ok {
+			t.Errorf("%s: valid %v, want %v (%v)", tc.name, ok, tc.ok, msgs)
+		}
+	}
+}

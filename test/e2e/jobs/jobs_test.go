@@ -277,9 +277,11 @@ func TestBookOnESpeak(t *testing.T) {
 
 // checkSigned checks a webhook delivery's Voxgate-Signature as a
 // receiver would, computed here and not with the gateway's code: the
-// hex HMAC-SHA256 with secret of "<t>.<body>", t within a minute.
+// hex HMAC-SHA256 with secret of "<t>.<body>", t within a minute; and
+// the body against the OpenAPI document's webhook (JobEvent).
 func checkSigned(t *testing.T, what, secret string, header http.Header, body []byte) {
 	t.Helper()
+	harness.CheckSchema(t, "JobEvent", body)
 	sig := header.Get("Voxgate-Signature")
 	m := regexp.MustCompile(`^t=(\d+),v1=([0-9a-f]{64})$`).FindStringSubmatch(sig)
 	if m == nil {
