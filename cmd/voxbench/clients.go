@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,6 +103,9 @@ type workloadResult struct {
 	GatewayCPU cpuPerRequest `json:"gateway_cpu_us_per_request"`
 	NginxRPS   float64       `json:"nginx_rps"`
 	GatewayRPS float64       `json:"gateway_rps"`
+	// CryptoShare is the share of the gateway's CPU profile of its slots
+	// in a signed record's cryptography (pcm only; 0 when not taken).
+	CryptoShare float64 `json:"crypto_share,omitempty"`
 	// FloorCPU and FloorRPS are the floor relay's, when it ran.
 	FloorCPU *cpuPerRequest `json:"floor_relay_cpu_us_per_request,omitempty"`
 	FloorRPS float64        `json:"floor_relay_rps,omitempty"`
@@ -206,8 +210,13 @@ func (l *load) clients(ctx context.Context, res *Results, only, perfDir string) 
 		res.Clients.Workloads = append(res.Clients.Workloads, r)
 		if w.id == wlPCMRelay && res.Clients.workload(wlPCM) != nil {
 			rc := measureRecordCost(r.GatewayBytes, 300*time.Millisecond)
+			if pcm := res.Clients.workload(wlPCM); pcm.CryptoShare > 0 {
+				rc.InGatewayShare = pcm.CryptoShare
+				rc.InGatewayUS = pcm.CryptoShare * pcm.GatewayCPU.Gateway.sum()
+			}
 			res.Clients.Record = &rc
-			logf("    the record's cryptography alone: SHA-256 of %d bytes %.1f µs, Ed25519 signature %.1f µs", rc.Bytes, rc.SHA256US, rc.SignUS)
+			logf("    the record's cryptography alone: SHA-256 of %d bytes %.1f µs, Ed25519 signature %.1f µs; in the gateway under load %.1f µs (%.0f%% of its CPU profile)",
+				rc.Bytes, rc.SHA256US, rc.SignUS, rc.InGatewayUS, 100*rc.InGatewayShare)
 		}
 		logf("    %s; CPU per request nginx %.0f µs, gateway %.0f µs (+ plugin %.0f); added p50 nginx %+.3f ms, gateway %+.3f ms",
 			r.Path, r.NginxCPU.Nginx.sum(), r.GatewayCPU.Gateway.sum(), r.GatewayCPU.Plugin.sum(), r.NginxAddedP50, r.GatewayAddedP50)
@@ -316,16 +325,30 @@ func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (wor
 			return r, err
 		}
 	}
+	// The records-on workload is always profiled: its profile says what
+	// the record's cryptography cost inside the gateway (cryptoInProfile).
 	var prof chan error
-	if perfDir != "" {
+	profPath := ""
+	switch {
+	case perfDir != "":
+		profPath = filepath.Join(perfDir, "gateway-cpu-"+w.id+".pprof")
+	case w.id == wlPCM:
+		profPath = filepath.Join(os.TempDir(), fmt.Sprintf("voxbench-%d-gateway-cpu-%s.pprof", os.Getpid(), w.id))
+		defer os.Remove(profPath)
+	}
+	if profPath != "" {
 		prof = make(chan error, 1)
-		d := time.Duration(2*l.p.ClientSlots) * l.p.ClientSlot
-		go func() { prof <- l.gw.cpuProfile(d, filepath.Join(perfDir, "gateway-cpu-"+w.id+".pprof")) }()
+		d := time.Duration(len(relays)*l.p.ClientSlots) * l.p.ClientSlot
+		go func() { prof <- l.gw.cpuProfile(d, profPath) }()
 	}
 	runs, err := l.slots(ctx, relays, c, l.p.ClientSlots, l.p.ClientSlot, nil)
 	if prof != nil {
-		if err := <-prof; err != nil {
-			logf("pprof: %v", err)
+		if perr := <-prof; perr != nil {
+			logf("pprof: %v", perr)
+		} else if w.id == wlPCM {
+			if r.CryptoShare, perr = cryptoInProfile(profPath); perr != nil {
+				logf("the record's cryptography in the gateway's profile: %v", perr)
+			}
 		}
 	}
 	if err != nil {

@@ -341,9 +341,13 @@ const (
 	// targetRecordVsCrypto bounds what a signed provenance record adds
 	// to a clip request's gateway CPU (records on minus records off) over
 	// its cryptography alone (SHA-256 of the answer, one Ed25519
-	// signature) measured in the same run: the record's own work around
-	// the hash and the signature (its JSON, the hand-over to a sealer,
-	// the stored row) must stay small beside them.
+	// signature) as the gateway ran it in the same slots (its share of
+	// the gateway's CPU profile; cryptoInProfile): the record's own work
+	// around the hash and the signature (its JSON, the hand-over to a
+	// sealer, the stored row) must stay small beside them. The same
+	// cryptography timed in voxbench's own idle process is reported
+	// too, without a target: under the load it runs about 1.4 times
+	// slower, which is the machine's and not the record's.
 	targetRecordVsCrypto = 1.25
 	// targetMP3vsPCM bounds the gateway's CPU per request of an mp3 the
 	// provider makes itself over that of PCM passed through.
@@ -487,10 +491,19 @@ func (r *Results) clientFigures() {
 	}
 	if rc := c.Record; rc != nil && relay != nil && pcm != nil && rc.total() > 0 {
 		added := pcm.GatewayCPU.Gateway.sum() - relay.GatewayCPU.Gateway.sum()
+		if rc.InGatewayUS > 0 {
+			v := added / rc.InGatewayUS
+			add(figure{Name: "signed record per clip request (records on minus off) over its SHA-256 and Ed25519 in the gateway (CPU profile)", Unit: "µs CPU",
+				Baseline: fmt.Sprintf("%.0f", rc.InGatewayUS), Gateway: fmt.Sprintf("%.0f", added), Delta: fmt.Sprintf("%.2fx", v), Value: v,
+				Target: fmt.Sprintf("≤ %.2fx", targetRecordVsCrypto), Pass: pass(v <= targetRecordVsCrypto)})
+		}
 		v := added / rc.total()
-		add(figure{Name: "signed record per clip request (records on minus off) over its SHA-256 and Ed25519 alone", Unit: "µs CPU",
-			Baseline: fmt.Sprintf("%.0f", rc.total()), Gateway: fmt.Sprintf("%.0f", added), Delta: fmt.Sprintf("%.2fx", v), Value: v,
-			Target: fmt.Sprintf("≤ %.2fx", targetRecordVsCrypto), Pass: pass(v <= targetRecordVsCrypto)})
+		f := figure{Name: "signed record per clip request (records on minus off) over its SHA-256 and Ed25519 timed alone, idle", Unit: "µs CPU",
+			Baseline: fmt.Sprintf("%.0f", rc.total()), Gateway: fmt.Sprintf("%.0f", added), Delta: fmt.Sprintf("%.2fx", v), Value: v}
+		if rc.InGatewayUS <= 0 { // no profile: the idle figure is all there is
+			f.Target, f.Pass = fmt.Sprintf("≤ %.2fx", targetRecordVsCrypto), pass(v <= targetRecordVsCrypto)
+		}
+		add(f)
 	}
 	cpuFig(c.workload(wlPCMSmall), fmt.Sprintf("CPU per %d KB request", int(r.Plan.SmallClipSeconds*48+0.5)), 0)
 	for _, id := range []string{wlOpenAISDK, wlElevenSDK} {

@@ -180,7 +180,7 @@ func TestQuickRun(t *testing.T) {
 	if len(res.Clients.Workloads) != 6 {
 		t.Fatalf("clients: %d workloads, want 6", len(res.Clients.Workloads))
 	}
-	if rc := res.Clients.Record; rc == nil || rc.SHA256US <= 0 || rc.SignUS <= 0 || rc.Bytes != 48_000 {
+	if rc := res.Clients.Record; rc == nil || rc.SHA256US <= 0 || rc.SignUS <= 0 || rc.Bytes != 48_000 || rc.InGatewayShare <= 0 || rc.InGatewayShare >= 1 {
 		t.Errorf("record cryptography: %+v", rc)
 	}
 	for _, w := range res.Clients.Workloads {
@@ -221,7 +221,10 @@ func TestQuickRun(t *testing.T) {
 		"added stream first byte, p50: floor relay (bare fasthttp) over nginx", "added stream first byte, p50: gateway over the floor relay",
 		"CPU per clip request (48 KB pcm), records off, 16 clients: gateway over nginx",
 		"CPU per clip request (48 KB pcm), records on (the default), 16 clients: gateway over nginx",
-		"signed record per clip request (records on minus off) over its SHA-256 and Ed25519 alone", "resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
+		"CPU per clip request (48 KB pcm), 16 clients: floor relay (bare fasthttp) over nginx",
+		"signed record per clip request (records on minus off) over its SHA-256 and Ed25519 in the gateway (CPU profile)",
+		"signed record per clip request (records on minus off) over its SHA-256 and Ed25519 timed alone, idle",
+		"resident memory 4 s after the load (gateway; nginx: 3 processes)"} {
 		if !names[want] {
 			t.Errorf("no figure %q in %v", want, names)
 		}
