@@ -125,3 +125,67 @@ func TestLoudnessLongReplan(t *testing.T) {
 		}
 	}
 }
+
+// TestLongPeaksBoundedExactly holds FixedLeveler and LoudnessMeter, which
+// interpolate only the samples whose peak's bound matters, to the plain
+// computation that interpolates every sample (truePeak.at): eSpeak speech
+// and white noise at several rates, gains from none to heavy limiting,
+// fed in pieces of several sizes; every output sample and the measured
+// peak agree bit for bit.
+func TestLongPeaksBoundedExactly(t *testing.T) {
+	speech := speechClip(t, 3)
+	clips := []*Clip{speech, noise(16000, 0.5, 1, 7)}
+	for _, rate := range []int{8000, 24000, 48000} {
+		r, err := Resample(speech, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clips = append(clips, r)
+	}
+	for _, c := range clips {
+		tp := newTruePeak(c.Rate)
+		peaks := make([]float32, len(c.Samples))
+		for k := range c.Samples {
+			peaks[k] = tp.at(c.Samples, k)
+		}
+		for _, piece := range []int{1, 13, 4096, len(c.Samples)} {
+			// Each piece is interpolated alone (LoudnessMeter.Add).
+			var top float32
+			_ = replayOf(c.Samples, piece)(func(s []float32) error {
+				for k := range s {
+					top = max(top, tp.at(s, k))
+				}
+				return nil
+			})
+			m, err := NewLoudnessMeter(c.Rate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = replayOf(c.Samples, piece)(m.Add)
+			if got, want := m.TruePeakDbtp(), dbfs(float64(top)); got != want {
+				t.Errorf("%d Hz, pieces of %d: meter's peak %v dBTP, want %v", c.Rate, piece, got, want)
+			}
+			m.Close()
+		}
+		for _, gainDb := range []float64{-6, 0, 6, 20} {
+			const ceilDb = -1.1
+			ref := newStreamLimiter(c.Rate, fromDb(ceilDb))
+			want := ref.flush(fromDb(gainDb), ref.writePeaks(c.Samples, peaks, fromDb(gainDb), nil))
+			for _, piece := range []int{1, 13, 4096, len(c.Samples)} {
+				l := NewFixedLeveler(c.Rate, gainDb, ceilDb)
+				var got []float32
+				_ = replayOf(c.Samples, piece)(func(s []float32) error { got = l.Write(s, got); return nil })
+				got = l.Flush(got)
+				if len(got) != len(want) {
+					t.Fatalf("%d Hz, %+g dB, pieces of %d: %d samples, want %d", c.Rate, gainDb, piece, len(got), len(want))
+				}
+				for k := range got {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Errorf("%d Hz, %+g dB, pieces of %d: sample %d is %v, want %v", c.Rate, gainDb, piece, k, got[k], want[k])
+						break
+					}
+				}
+			}
+		}
+	}
+}
