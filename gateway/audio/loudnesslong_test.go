@@ -133,8 +133,8 @@ func TestLoudnessLongReplan(t *testing.T) {
 // fed in pieces of several sizes; every output sample and the measured
 // peak agree bit for bit.
 func TestLongPeaksBoundedExactly(t *testing.T) {
-	speech := speechClip(t, 3)
-	clips := []*Clip{speech, noise(16000, 0.5, 1, 7)}
+	speech := speechClip(t, 1)
+	clips := []*Clip{speech, noise(16000, 0.5, 0.5, 7)}
 	for _, rate := range []int{8000, 24000, 48000} {
 		r, err := Resample(speech, rate)
 		if err != nil {
@@ -148,7 +148,7 @@ func TestLongPeaksBoundedExactly(t *testing.T) {
 		for k := range c.Samples {
 			peaks[k] = tp.at(c.Samples, k)
 		}
-		for _, piece := range []int{1, 13, 4096, len(c.Samples)} {
+		for _, piece := range []int{5, 4096, len(c.Samples)} {
 			// Each piece is interpolated alone (LoudnessMeter.Add).
 			var top float32
 			_ = replayOf(c.Samples, piece)(func(s []float32) error {
@@ -167,11 +167,11 @@ func TestLongPeaksBoundedExactly(t *testing.T) {
 			}
 			m.Close()
 		}
-		for _, gainDb := range []float64{-6, 0, 6, 20} {
+		for _, gainDb := range []float64{-6, 6, 20} {
 			const ceilDb = -1.1
 			ref := newStreamLimiter(c.Rate, fromDb(ceilDb))
 			want := ref.flush(fromDb(gainDb), ref.writePeaks(c.Samples, peaks, fromDb(gainDb), nil))
-			for _, piece := range []int{1, 13, 4096, len(c.Samples)} {
+			for _, piece := range []int{5, 4096, len(c.Samples)} {
 				l := NewFixedLeveler(c.Rate, gainDb, ceilDb)
 				var got []float32
 				_ = replayOf(c.Samples, piece)(func(s []float32) error { got = l.Write(s, got); return nil })
