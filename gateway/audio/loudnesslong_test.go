@@ -3,6 +3,7 @@ package audio
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // longSignal is 20 s of a 300 Hz tone in half-second bursts with a
@@ -182,6 +183,55 @@ func TestLongPeaksBoundedExactly(t *testing.T) {
 				for k := range got {
 					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
 						t.Errorf("%d Hz, %+g dB, pieces of %d: sample %d is %v, want %v", c.Rate, gainDb, piece, k, got[k], want[k])
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStreamPeaksBoundedExactly holds StreamLeveler, which interpolates
+// only the samples whose peak's bound at their gain reaches the ceiling,
+// to the same leveler interpolating every sample (everyPeak): a
+// second of speech at two rates, with the gain known (6 dB over what
+// the target needs: long stretches limited and long ones not) and
+// learned from the look-ahead, fed in 20 ms and odd-sized pieces; every
+// output sample agrees bit for bit.
+func TestStreamPeaksBoundedExactly(t *testing.T) {
+	speech := speechClip(t, 1)
+	for _, rate := range []int{16000, 48000} {
+		c, err := Resample(speech, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _, err := MeasureLoudness(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, estimate := range []float64{in + 6, math.NaN()} {
+			for _, piece := range []int{rate / 50, 333} {
+				run := func(every bool) []float32 {
+					l, err := NewStreamLeveler(rate, LoudnessTarget{Integrated: -14, TruePeak: -1}, estimate, 500*time.Millisecond, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer l.Close()
+					l.everyPeak = every
+					var out []float32
+					_ = replayOf(c.Samples, piece)(func(s []float32) error { out, err = l.Write(s, out); return err })
+					if err != nil {
+						t.Fatal(err)
+					}
+					return l.Flush(out)
+				}
+				want, got := run(true), run(false)
+				if len(got) != len(want) {
+					t.Fatalf("%d Hz, estimate %.1f, pieces of %d: %d samples, want %d", rate, estimate, piece, len(got), len(want))
+				}
+				for k := range got {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Errorf("%d Hz, estimate %.1f, pieces of %d: sample %d is %v, want %v", rate, estimate, piece, k, got[k], want[k])
 						break
 					}
 				}
