@@ -215,3 +215,31 @@ func BenchmarkEncodeLoudness(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLevelLong plans the leveling of 60 s of speech as a job's
+// file is (its chunk files fed a piece at a time) to -16 LUFS under -1
+// dBTP, which eSpeak reaches only with the limiter: the measuring pass
+// and the trial passes, each through a FixedLeveler and a meter.
+func BenchmarkLevelLong(b *testing.B) {
+	src := benchSpeech(b, 24000)
+	replay := func(f func([]float32) error) error {
+		for i := 0; i < len(src.Samples); i += 8192 {
+			if err := f(src.Samples[i:min(i+8192, len(src.Samples))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cpu := cpuTime(b)
+	passes := 0
+	for b.Loop() {
+		plan, err := LevelLong(24000, LoudnessTarget{Integrated: -16, TruePeak: -1}, EncoderHeadroomDb(FormatOpus), replay)
+		if err != nil {
+			b.Fatal(err)
+		}
+		passes = plan.Passes
+	}
+	b.ReportMetric(float64(passes), "passes")
+	reportRealtime(b, benchSeconds)
+	reportRealtimeCPU(b, cpu, benchSeconds)
+}

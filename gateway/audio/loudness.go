@@ -370,6 +370,7 @@ func searchLoudness(f func(float64) float64, lo, maxG float64) (float64, float64
 type truePeak struct {
 	phases int
 	coef   []float32 // (phases-1) × tpTaps: phase p ≥ 1, tap m
+	bound  float32   // gain(), for bounds
 }
 
 func newTruePeak(rate int) *truePeak {
@@ -397,6 +398,7 @@ func newTruePeak(rate int) *truePeak {
 			row[i] = float32(float64(row[i]) / sum)
 		}
 	}
+	tp.bound = tp.gain()
 	return tp
 }
 

@@ -3,6 +3,7 @@ package audio
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/voxgate/voxgate/gateway/audio/internal/ebur128"
 )
@@ -25,6 +26,8 @@ type LoudnessMeter struct {
 	m    *ebur128.Meter
 	tp   *truePeak
 	peak float32
+	// bound and suf are Add's scratch (truePeak.bounds).
+	bound, suf []float32
 }
 
 // NewLoudnessMeter returns a meter of audio at rate Hz; Close frees it.
@@ -47,8 +50,13 @@ func (lm *LoudnessMeter) Add(s []float32) error {
 		return fmt.Errorf("audio: %w", err)
 	}
 	if lm.tp != nil {
-		for k := range s {
-			lm.peak = max(lm.peak, lm.tp.at(s, k))
+		// Only a point whose bound is above the peak so far can raise
+		// it: the others are not interpolated (the peak is the same).
+		lm.bound, lm.suf = lm.tp.bounds(s, lm.bound, lm.suf)
+		for k, b := range lm.bound {
+			if b > lm.peak {
+				lm.peak = max(lm.peak, lm.tp.at(s, k))
+			}
 		}
 	}
 	return nil
@@ -80,17 +88,39 @@ type FixedLeveler struct {
 	lim  *streamLimiter
 	tp   *truePeak
 	gain float64
+	// thr is the largest peak the limiter leaves alone at gain: a
+	// sample whose peak's bound is at most thr is not limited, whatever
+	// its exact peak, so that is not interpolated.
+	thr float32
 	// win holds the samples not yet limited, after up to tpTaps/2-1
 	// already limited ones kept as the filter's context (ctx of them).
 	win   []float32
 	ctx   int
 	peaks []float32
+	// bound and suf are limit's scratch (truePeak.bounds).
+	bound, suf []float32
 }
 
 // NewFixedLeveler returns a leveler of a stream at rate Hz, at gainDb,
 // its true peaks held under ceilingDbtp.
 func NewFixedLeveler(rate int, gainDb, ceilingDbtp float64) *FixedLeveler {
-	return &FixedLeveler{lim: newStreamLimiter(rate, fromDb(ceilingDbtp)), tp: newTruePeak(rate), gain: fromDb(gainDb)}
+	l := &FixedLeveler{lim: newStreamLimiter(rate, fromDb(ceilingDbtp)), tp: newTruePeak(rate), gain: fromDb(gainDb)}
+	l.thr = unlimitedPeak(l.lim.ceiling, l.gain)
+	return l
+}
+
+// unlimitedPeak is the largest peak p for which the limiter's test,
+// float64(p)*gain > ceiling, is false: a sample whose peak is at most
+// that gets the limiter's gain of 1 whatever its peak exactly is.
+func unlimitedPeak(ceiling, gain float64) float32 {
+	thr := float32(ceiling / gain)
+	for thr > 0 && float64(thr)*gain > ceiling {
+		thr = math.Nextafter32(thr, 0)
+	}
+	for next := math.Nextafter32(thr, float32(math.Inf(1))); float64(next)*gain <= ceiling; next = math.Nextafter32(thr, float32(math.Inf(1))) {
+		thr = next
+	}
+	return thr
 }
 
 // Write levels in and appends the result to out. Hot path: nothing is
@@ -112,9 +142,25 @@ func (l *FixedLeveler) limit(n int, out []float32) []float32 {
 	if n <= l.ctx {
 		return out
 	}
-	l.peaks = l.peaks[:0]
-	for k := l.ctx; k < n; k++ {
-		l.peaks = append(l.peaks, l.tp.at(l.win, k))
+	// A sample whose peak's bound is under the limiter's threshold gets
+	// the bound for its peak (the limiter leaves it alone either way);
+	// the others, runs of them near the loud peaks, are interpolated.
+	// Speech spends most of its time well under its peaks: every sample
+	// interpolated was most of a job's leveling passes.
+	l.bound, l.suf = l.tp.bounds(l.win, l.bound, l.suf)
+	l.peaks = slices.Grow(l.peaks[:0], n-l.ctx)[:n-l.ctx]
+	for k := l.ctx; k < n; {
+		if b := l.bound[k]; b <= l.thr {
+			l.peaks[k-l.ctx] = b
+			k++
+			continue
+		}
+		run := k + 1
+		for run < n && l.bound[run] > l.thr {
+			run++
+		}
+		l.tp.points(l.win, k, run, l.peaks[k-l.ctx:run-l.ctx])
+		k = run
 	}
 	out = l.lim.writePeaks(l.win[l.ctx:n], l.peaks, l.gain, out)
 	from := max(0, n-(tpTaps/2-1))

@@ -3,6 +3,7 @@ package audio
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // longSignal is 20 s of a 300 Hz tone in half-second bursts with a
@@ -122,6 +123,119 @@ func TestLoudnessLongReplan(t *testing.T) {
 		}
 		if math.Abs(lufs-target.Integrated) > 0.5 || tp > plan.CeilingDbtp+truePeakSafetyDb {
 			t.Errorf("headroom %g: leveled to %.2f LUFS, %.2f dBTP; want %g LUFS under %.2f", headroom, lufs, tp, target.Integrated, plan.CeilingDbtp)
+		}
+	}
+}
+
+// TestLongPeaksBoundedExactly holds FixedLeveler and LoudnessMeter, which
+// interpolate only the samples whose peak's bound matters, to the plain
+// computation that interpolates every sample (truePeak.at): eSpeak speech
+// and white noise at several rates, gains from none to heavy limiting,
+// fed in pieces of several sizes; every output sample and the measured
+// peak agree bit for bit.
+func TestLongPeaksBoundedExactly(t *testing.T) {
+	speech := speechClip(t, 1)
+	clips := []*Clip{speech, noise(16000, 0.5, 0.5, 7)}
+	for _, rate := range []int{8000, 24000, 48000} {
+		r, err := Resample(speech, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clips = append(clips, r)
+	}
+	for _, c := range clips {
+		tp := newTruePeak(c.Rate)
+		peaks := make([]float32, len(c.Samples))
+		for k := range c.Samples {
+			peaks[k] = tp.at(c.Samples, k)
+		}
+		for _, piece := range []int{5, 4096, len(c.Samples)} {
+			// Each piece is interpolated alone (LoudnessMeter.Add).
+			var top float32
+			_ = replayOf(c.Samples, piece)(func(s []float32) error {
+				for k := range s {
+					top = max(top, tp.at(s, k))
+				}
+				return nil
+			})
+			m, err := NewLoudnessMeter(c.Rate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = replayOf(c.Samples, piece)(m.Add)
+			if got, want := m.TruePeakDbtp(), dbfs(float64(top)); got != want {
+				t.Errorf("%d Hz, pieces of %d: meter's peak %v dBTP, want %v", c.Rate, piece, got, want)
+			}
+			m.Close()
+		}
+		for _, gainDb := range []float64{-6, 6, 20} {
+			const ceilDb = -1.1
+			ref := newStreamLimiter(c.Rate, fromDb(ceilDb))
+			want := ref.flush(fromDb(gainDb), ref.writePeaks(c.Samples, peaks, fromDb(gainDb), nil))
+			for _, piece := range []int{5, 4096, len(c.Samples)} {
+				l := NewFixedLeveler(c.Rate, gainDb, ceilDb)
+				var got []float32
+				_ = replayOf(c.Samples, piece)(func(s []float32) error { got = l.Write(s, got); return nil })
+				got = l.Flush(got)
+				if len(got) != len(want) {
+					t.Fatalf("%d Hz, %+g dB, pieces of %d: %d samples, want %d", c.Rate, gainDb, piece, len(got), len(want))
+				}
+				for k := range got {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Errorf("%d Hz, %+g dB, pieces of %d: sample %d is %v, want %v", c.Rate, gainDb, piece, k, got[k], want[k])
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStreamPeaksBoundedExactly holds StreamLeveler, which interpolates
+// only the samples whose peak's bound at their gain reaches the ceiling,
+// to the same leveler interpolating every sample (everyPeak): a
+// second of speech at two rates, with the gain known (6 dB over what
+// the target needs: long stretches limited and long ones not) and
+// learned from the look-ahead, fed in 20 ms and odd-sized pieces; every
+// output sample agrees bit for bit.
+func TestStreamPeaksBoundedExactly(t *testing.T) {
+	speech := speechClip(t, 1)
+	for _, rate := range []int{16000, 48000} {
+		c, err := Resample(speech, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _, err := MeasureLoudness(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, estimate := range []float64{in + 6, math.NaN()} {
+			for _, piece := range []int{rate / 50, 333} {
+				run := func(every bool) []float32 {
+					l, err := NewStreamLeveler(rate, LoudnessTarget{Integrated: -14, TruePeak: -1}, estimate, 500*time.Millisecond, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer l.Close()
+					l.everyPeak = every
+					var out []float32
+					_ = replayOf(c.Samples, piece)(func(s []float32) error { out, err = l.Write(s, out); return err })
+					if err != nil {
+						t.Fatal(err)
+					}
+					return l.Flush(out)
+				}
+				want, got := run(true), run(false)
+				if len(got) != len(want) {
+					t.Fatalf("%d Hz, estimate %.1f, pieces of %d: %d samples, want %d", rate, estimate, piece, len(got), len(want))
+				}
+				for k := range got {
+					if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+						t.Errorf("%d Hz, estimate %.1f, pieces of %d: sample %d is %v, want %v", rate, estimate, piece, k, got[k], want[k])
+						break
+					}
+				}
+			}
 		}
 	}
 }

@@ -78,9 +78,14 @@ type StreamLeveler struct {
 	win          []float32
 	ctx          int
 	peaks, gains []float32
-	sinceAim     int
-	aimEvery     int
-	sentSamples  int
+	// bound and suf are limit's scratch (truePeak.bounds); everyPeak
+	// (tests) interpolates every sample's peak, as limit did before it
+	// used the bounds.
+	bound, suf  []float32
+	everyPeak   bool
+	sinceAim    int
+	aimEvery    int
+	sentSamples int
 }
 
 // NewStreamLeveler returns a leveler of a stream at rate Hz to t, its
@@ -155,14 +160,18 @@ func (l *StreamLeveler) limit(n int, out []float32) ([]float32, error) {
 	if n <= l.ctx {
 		return out, nil
 	}
-	l.peaks = slices.Grow(l.peaks[:0], n-l.ctx)[:n-l.ctx]
-	l.tp.points(l.win, l.ctx, n, l.peaks)
 	l.gains = l.gains[:0]
 	for k := l.ctx; k < n; k++ {
 		l.gains = append(l.gains, float32(l.lin))
 		if l.corr != l.want {
 			l.step()
 		}
+	}
+	l.peaks = slices.Grow(l.peaks[:0], n-l.ctx)[:n-l.ctx]
+	if l.everyPeak {
+		l.tp.points(l.win, l.ctx, n, l.peaks)
+	} else {
+		l.boundedPeaks(n)
 	}
 	from := len(out)
 	out = l.lim.writePeaksGains(l.win[l.ctx:n], l.peaks, l.gains, out)
@@ -178,6 +187,33 @@ func (l *StreamLeveler) limit(n int, out []float32) ([]float32, error) {
 	l.win = l.win[:copy(l.win, l.win[keep:])]
 	l.ctx = n - keep
 	return out, nil
+}
+
+// boundedPeaks sets peaks for win's samples from ctx up to n: a sample
+// whose peak's bound (truePeak.bounds) at its gain is under the
+// limiter's ceiling gets the bound (the limiter leaves it alone whatever
+// its exact peak: its test is peak*gain > ceiling); the others, runs of
+// them near the loud peaks, are interpolated. The limiter's output is
+// the same bit for bit; speech spends most of its time well under its
+// peaks, and interpolating every sample was most of a leveled stream's
+// CPU.
+func (l *StreamLeveler) boundedPeaks(n int) {
+	l.bound, l.suf = l.tp.bounds(l.win, l.bound, l.suf)
+	ceil := l.lim.ceiling
+	over := func(k int) bool { return float64(l.bound[k])*float64(l.gains[k-l.ctx]) > ceil }
+	for k := l.ctx; k < n; {
+		if !over(k) {
+			l.peaks[k-l.ctx] = l.bound[k]
+			k++
+			continue
+		}
+		run := k + 1
+		for run < n && over(run) {
+			run++
+		}
+		l.tp.points(l.win, k, run, l.peaks[k-l.ctx:run-l.ctx])
+		k = run
+	}
 }
 
 // step moves the correction one sample's slew towards want.
