@@ -15,7 +15,6 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/cache"
 	"github.com/pb33f/libopenapi-validator/config"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
@@ -50,10 +49,7 @@ func loadSpec(t testing.TB) validator.Validator {
 		// dashboard's /ui/api twins exist for the routes that list that
 		// server, and for no other.
 		var errs []error
-		lazy := &lazySchemas{SchemaCache: cache.NewDefaultCache(), warming: true}
-		spec, errs = validator.NewValidator(doc, config.WithStrictServerMatching(), config.WithSchemaCache(lazy))
-		lazy.warming = false
-		if len(errs) > 0 {
+		if spec, errs = validator.NewValidator(doc, config.WithStrictServerMatching()); len(errs) > 0 {
 			specErr = errs[0]
 		}
 	})
@@ -61,27 +57,6 @@ func loadSpec(t testing.TB) validator.Validator {
 		t.Fatalf("openapi document: %v", specErr)
 	}
 	return spec
-}
-
-// lazySchemas is the validator's cache of compiled schemas, filled as
-// each schema is first validated against rather than all at once:
-// NewValidator compiles every schema of the document up front, which
-// cost 2 to 3 s of CPU under the race detector in every test binary
-// that validates (each e2e package's), where a package's tests use a
-// few of them. While warming, Load says every schema is cached, so the
-// warm-up compiles none; afterwards a schema not yet cached is compiled
-// and stored where it is first used, as the validator does for any
-// cache miss. What is validated, and how, is the same.
-type lazySchemas struct {
-	cache.SchemaCache
-	warming bool
-}
-
-func (c *lazySchemas) Load(key uint64) (*cache.SchemaCacheEntry, bool) {
-	if c.warming {
-		return nil, true
-	}
-	return c.SchemaCache.Load(key)
 }
 
 // validating wraps a transport (nil: the default one) so that every
