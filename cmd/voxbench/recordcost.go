@@ -66,11 +66,12 @@ func measureRecordCost(n int, d time.Duration) recordCost {
 // SHA-256, SHA-512 or Ed25519 code of Go's crypto: what a signed record's
 // cryptography cost inside the gateway, under the load that profiled it.
 //
-// Why both this and recordCost: the same SHA-256 of the same 144 KB runs
-// about 1.4 times slower in the gateway under the clients phase's load
-// than in voxbench's own process with the machine otherwise idle (both
-// cores busy, a shared host's clock and caches), so a target set against
-// the idle figure counts that slowdown as the gateway's own overhead.
+// Why both this and recordCost: the same SHA-256 and signature run slower
+// in the gateway under the clients phase's load than in voxbench's own
+// process with the machine otherwise idle (both cores busy, a shared
+// host's clock and caches; 1.1x to 1.3x in round 3 session 8's runs), so
+// a target set against the idle figure counts that slowdown as the
+// gateway's own overhead.
 // Multiplied by the gateway's CPU per request it is the record's
 // cryptography as the gateway paid it; what the record adds beyond that
 // is its own work (the record's JSON, the hand-over to a sealer, the

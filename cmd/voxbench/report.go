@@ -346,8 +346,8 @@ const (
 	// around the hash and the signature (its JSON, the hand-over to a
 	// sealer, the stored row) must stay small beside them. The same
 	// cryptography timed in voxbench's own idle process is reported
-	// too, without a target: under the load it runs about 1.4 times
-	// slower, which is the machine's and not the record's.
+	// too, without a target: under the load it runs slower, which is the
+	// machine's and not the record's.
 	targetRecordVsCrypto = 1.25
 	// targetMP3vsPCM bounds the gateway's CPU per request of an mp3 the
 	// provider makes itself over that of PCM passed through.
