@@ -938,7 +938,6 @@ func (l *load) concurrentStreams(ctx context.Context, res *Results) error {
 
 	var (
 		open, maxOpen atomic.Int64
-		wg            sync.WaitGroup
 		mu            sync.Mutex
 		ttfbs         []time.Duration
 		errs          int
@@ -970,43 +969,35 @@ func (l *load) concurrentStreams(ctx context.Context, res *Results) error {
 		}
 	}()
 	start := time.Now()
-	for range l.p.ManyStreams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			l.manyStream.prepare(req)
-			buf := make([]byte, 16<<10)
-			counted := false
-			x, n, err := stream(&l.manyStream, req, resp, buf, func() {
-				counted = true
-				now := open.Add(1)
-				for {
-					m := maxOpen.Load()
-					if now <= m || maxOpen.CompareAndSwap(m, now) {
-						break
-					}
+	clients(l.p.ManyStreams, func(req *fasthttp.Request, resp *fasthttp.Response) {
+		l.manyStream.prepare(req)
+		buf := make([]byte, 16<<10)
+		counted := false
+		x, n, err := stream(&l.manyStream, req, resp, buf, func() {
+			counted = true
+			now := open.Add(1)
+			for {
+				m := maxOpen.Load()
+				if now <= m || maxOpen.CompareAndSwap(m, now) {
+					break
 				}
-			})
-			if counted {
-				open.Add(-1)
 			}
-			total.Add(n)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs++
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
+		})
+		if counted {
+			open.Add(-1)
+		}
+		total.Add(n)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs++
+			if firstErr == nil {
+				firstErr = err
 			}
-			ttfbs = append(ttfbs, x)
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		ttfbs = append(ttfbs, x)
+	})
 	elapsed := time.Since(start)
 	close(done)
 	<-sampled
