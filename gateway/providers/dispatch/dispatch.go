@@ -32,9 +32,10 @@ import (
 
 // Options tune a Client. Zero values take the defaults.
 type Options struct {
-	// MaxConnsPerHost bounds connections to one provider host; default
-	// 1,024 (a slow provider must not make callers queue at the gateway
-	// before the provider's own limits apply).
+	// MaxConnsPerHost bounds connections to one provider host in each of
+	// the Client's two pools (streams, whole clips), so at most twice it
+	// in all; default 1,024 (a slow provider must not make callers queue
+	// at the gateway before the provider's own limits apply).
 	MaxConnsPerHost int
 	// MaxIdleConnDuration closes keep-alive connections idle this long;
 	// default 60 s.
