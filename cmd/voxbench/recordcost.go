@@ -65,6 +65,10 @@ func measureRecordCost(n int, d time.Duration) recordCost {
 // path, as /debug/pprof/profile writes it) whose stack is in the
 // SHA-256, SHA-512 or Ed25519 code of Go's crypto: what a signed record's
 // cryptography cost inside the gateway, under the load that profiled it.
+// Multiplied by the gateway's CPU per request it is the record's
+// cryptography as the gateway paid it; what the record adds beyond that
+// is its own work (the record's JSON, the hand-over to a sealer, the
+// longer row).
 //
 // Why both this and recordCost: the same SHA-256 and signature run slower
 // in the gateway under the clients phase's load than in voxbench's own
@@ -72,10 +76,6 @@ func measureRecordCost(n int, d time.Duration) recordCost {
 // host's clock and caches; 1.1x to 1.3x in round 3 session 8's runs), so
 // a target set against the idle figure counts that slowdown as the
 // gateway's own overhead.
-// Multiplied by the gateway's CPU per request it is the record's
-// cryptography as the gateway paid it; what the record adds beyond that
-// is its own work (the record's JSON, the hand-over to a sealer, the
-// longer row).
 func cryptoInProfile(path string) (float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -110,9 +110,10 @@ func cryptoInProfile(path string) (float64, error) {
 }
 
 // cryptoPackages are the packages of a record's hash and signature
-// (Ed25519 hashes with SHA-512).
+// (Ed25519 hashes with SHA-512; edwards25519's field arithmetic is a
+// package of its own, edwards25519/field).
 var cryptoPackages = []string{"crypto/internal/fips140/sha256.", "crypto/internal/fips140/sha512.",
-	"crypto/internal/fips140/ed25519.", "crypto/internal/fips140/edwards25519."}
+	"crypto/internal/fips140/ed25519.", "crypto/internal/fips140/edwards25519.", "crypto/internal/fips140/edwards25519/field."}
 
 // provenancePackage is the gateway's record code: a sample is the
 // record's cryptography only when called from it (an API key's hash is
