@@ -106,6 +106,8 @@ type workloadResult struct {
 	// CryptoShare is the share of the gateway's CPU profile of its slots
 	// in a signed record's cryptography (pcm only; 0 when not taken).
 	CryptoShare float64 `json:"crypto_share,omitempty"`
+	// profiled says CryptoShare was read from a profile.
+	profiled bool
 	// FloorCPU and FloorRPS are the floor relay's, when it ran.
 	FloorCPU *cpuPerRequest `json:"floor_relay_cpu_us_per_request,omitempty"`
 	FloorRPS float64        `json:"floor_relay_rps,omitempty"`
@@ -210,8 +212,8 @@ func (l *load) clients(ctx context.Context, res *Results, only, perfDir string) 
 		res.Clients.Workloads = append(res.Clients.Workloads, r)
 		if w.id == wlPCMRelay && res.Clients.workload(wlPCM) != nil {
 			rc := measureRecordCost(r.GatewayBytes, 300*time.Millisecond)
-			if pcm := res.Clients.workload(wlPCM); pcm.CryptoShare > 0 {
-				rc.InGatewayShare = pcm.CryptoShare
+			if pcm := res.Clients.workload(wlPCM); pcm.profiled {
+				rc.Profiled, rc.InGatewayShare = true, pcm.CryptoShare
 				rc.InGatewayUS = pcm.CryptoShare * pcm.GatewayCPU.Gateway.sum()
 			}
 			res.Clients.Record = &rc
@@ -348,6 +350,8 @@ func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (wor
 		} else if w.id == wlPCM {
 			if r.CryptoShare, perr = cryptoInProfile(profPath); perr != nil {
 				logf("the record's cryptography in the gateway's profile: %v", perr)
+			} else {
+				r.profiled = true
 			}
 		}
 	}

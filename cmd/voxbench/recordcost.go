@@ -27,6 +27,9 @@ type recordCost struct {
 	// when the profile could not be taken.
 	InGatewayUS    float64 `json:"in_gateway_us,omitempty"`
 	InGatewayShare float64 `json:"in_gateway_share,omitempty"`
+	// Profiled says the profile was taken and read, even if its few
+	// samples (a -quick run's 0.3 s slot) held none of the record's.
+	Profiled bool `json:"in_gateway_profiled"`
 }
 
 func (c recordCost) total() float64 { return c.SHA256US + c.SignUS }
