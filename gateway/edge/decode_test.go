@@ -66,6 +66,16 @@ var decodeSeeds = []string{
 	`{"text":"t","instructions":"i","instructions":"j"}`, `{"text":"t","instructions":null}`,
 	"\t{ \"text\" :\r\n\"t\" , \"voice\":\"v\"}\n", "{\"text\":\"t\"}\x00", "{\"text\":\"t\"\v}",
 	`{"text":"caf\u00e9","model":"elevenlabs/eleven_multilingual_v2","voice":"21m00Tcm4TlvDq8ikWAM"}`,
+	// An output the flat decoder reads (scanOutput), and ones it leaves.
+	`{"text":"t","output":"m\u0070\u0033"}`, `{"text":"t","output":"mp3","output":"wav"}`, `{"text":"t","output" : { } }`,
+	`{"text":"t","output":{"format":"pcm","sampleRate":0}}`, `{"text":"t","output":{"format":"pcm","sampleRate":00}}`,
+	`{"text":"t","output":{"format":"pcm","sampleRate":-1}}`, `{"text":"t","output":{"format":"pcm","sampleRate":1e3}}`,
+	`{"text":"t","output":{"format":"pcm","sampleRate":123456789}}`, `{"text":"t","output":{"format":"pcm","sampleRate":1234567890}}`,
+	`{"text":"t","output":{"format":"pcm","sampleRate":99999999999999999999}}`, `{"text":"t","output":{"format":"pcm","sampleRate":null}}`,
+	`{"text":"t","output":{"format":"pcm","bitrate":64,"bitrate":32}}`, `{"text":"t","output":{"format":"a}b"}}`,
+	`{"text":"t","output":{"format":"pcm","x":{"y":1}}}`, `{"text":"t","output":{"format":["pcm"]}}`, `{"text":"t","output":{"format":"pcm"}`,
+	`{"text":"t","output":{"format":"pcm",}}`, `{"text":"t","output":{"format":"pcm"}}}`, `{"text":"t","output":x{"format":"pcm"}}`,
+	"{\"text\":\"t\",\"output\":{\"format\":\"\xff\"}}", `{"text":"t","output":{"format":"pcm","sampleRate":24000 }}`,
 }
 
 // TestFlatSpeechBodies checks that the bodies most clients send take the
@@ -82,7 +92,12 @@ func TestFlatSpeechBodies(t *testing.T) {
 		{` { "voiceId" : "6f1c2d3e-0000-4000-8000-000000000000" , "text" : "a \"quoted\" word\n" } `, true, "a \"quoted\" word\n"},
 		{`{"text":"caf\u00e9 \ud83d\ude00"}`, true, "café 😀"},
 		{`{}`, true, ""},
-		{`{"model":"m","voice":"v","text":"t","output":"mp3"}`, false, ""},
+		{`{"model":"m","voice":"v","text":"t","output":"mp3"}`, true, "t"},
+		{`{"model":"m","voice":"v","text":"t","output":{"format":"pcm","sampleRate":24000}}`, true, "t"},
+		{`{"model":"m","voice":"v","text":"t","output":{"format":"pcm","sampleRate":24000.0}}`, false, ""},
+		{`{"model":"m","voice":"v","text":"t","output":{"format":"pcm","sampleRate":null}}`, false, ""},
+		{`{"model":"m","voice":"v","text":"t","output":{"format":"pcm","extra":"x"}}`, false, ""},
+		{`{"model":"m","voice":"v","text":"t","output":null}`, false, ""},
 		{`{"model":"m","voice":"v","text":"t","speed":1}`, false, ""},
 		{`{"model":"m","model":"n","text":"t"}`, false, ""},
 		{`{"model":"m","text":"lone \ud800"}`, false, ""},
@@ -155,4 +170,37 @@ func sameProblem(a, b error) bool {
 	}
 	pa, pb := problem.From(a, ""), problem.From(b, "")
 	return bytes.Equal(pa.AppendJSON(nil), pb.AppendJSON(nil))
+}
+
+// FuzzScanOutput holds decodeOutput's flat readings of `output` (a string,
+// scanOutput's object) to the general decoder's: where the flat reading
+// is taken, both give the same value. (FuzzDecodeHot cannot see this:
+// both of its decoders keep `output` raw and decode it with decodeOutput.)
+func FuzzScanOutput(f *testing.F) {
+	for _, s := range []string{`"mp3"`, `"m\u0070\u0033"`, `{"format":"pcm"}`, `{"format":"mp3","sampleRate":44100,"bitrate":128}`,
+		`{ "bitrate" : 0 , "format" : "" }`, `{}`, `{"sampleRate":007}`, `{"sampleRate":1.5}`, `{"format":"pcm","format":"wav"}`,
+		`{"Format":"pcm"}`, `{"bitrate":64,"bitrate":32}`, `{"format":"\u00e9"}`, `{"sampleRate":999999999}`, `{"sampleRate":9999999999}`, `"\ud800"`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		t.Logf("%q", b)
+		if len(b) == 0 {
+			return
+		}
+		var flat any
+		if b[0] == '"' {
+			if format, next, ok := scanString(b, 0); ok && next == len(b) {
+				flat = (&outputJSON{Format: format}).domain()
+			}
+		} else if o, ok := scanOutput(b); ok {
+			flat = o.domain()
+		}
+		if flat == nil {
+			return
+		}
+		general, err := decodeOutputGeneral(b)
+		if err != nil || !reflect.DeepEqual(flat, general) {
+			t.Fatalf("flat %+v; general %+v (%v)", flat, general, err)
+		}
+	})
 }

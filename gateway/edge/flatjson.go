@@ -6,7 +6,8 @@ import (
 )
 
 // Flat bodies: the speech request most clients send is a JSON object of a
-// few string members ({"model", "voice", "text"}). Hot path: decoding it
+// few string members ({"model", "voice", "text"}), perhaps with an
+// `output` ("mp3", or {"format": "pcm", "sampleRate": 24000}). Hot path: decoding it
 // through go-json-experiment's reflection took 17 µs of a stream's first
 // byte on a cold cache (BENCHMARKS.md, round 3, session 7), more than any
 // other step of the request; this scanner reads such a body in one pass
@@ -18,11 +19,13 @@ import (
 // errors. Hand-written because no JSON library decodes into a struct
 // without reflection or generated code at this cost.
 
-// scanFlatObject walks body, a JSON object whose members must all be
-// strings, calling set with each name and decoded value; set returns false
-// for a name it does not take. It reports whether the whole body was such
-// an object and every member was taken.
-func scanFlatObject(body []byte, set func(name []byte, value string) bool) bool {
+// scanFlatObject walks body, a JSON object of members without nesting
+// beyond what member reads, calling member with each name and the index
+// of its value; member scans the value (scanString for a string) and
+// returns the index after it, or false for a name or value it does not
+// take. It reports whether the whole body was such an object and every
+// member was taken.
+func scanFlatObject(body []byte, member func(name, body []byte, i int) (int, bool)) bool {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false
@@ -47,9 +50,8 @@ func scanFlatObject(body []byte, set func(name []byte, value string) bool) bool 
 		if i >= len(body) || body[i] != ':' {
 			return false
 		}
-		i = skipSpace(body, i+1)
-		value, next, ok := scanString(body, i)
-		if !ok || !set(name, value) {
+		next, ok := member(name, body, skipSpace(body, i+1))
+		if !ok {
 			return false
 		}
 		i = skipSpace(body, next)
@@ -204,11 +206,30 @@ func hex4(b []byte, i int) (rune, bool) {
 }
 
 // decodeFlatSpeech decodes a flat speech body (see scanFlatObject) into
-// r, which must be zero; false leaves r zero for the general decoder.
+// r, which must be zero; false leaves r zero for the general decoder. Its
+// `output` is kept as sent, as outputField keeps it, for decodeOutput
+// (which reads it with scanOutput); only a string or a flat object is
+// taken here.
 func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
 	var seen uint16
-	ok := scanFlatObject(body, func(name []byte, v string) bool {
+	ok := scanFlatObject(body, func(name, b []byte, i int) (int, bool) {
 		var bit uint16
+		if string(name) == "output" {
+			end, ok := skipOutput(b, i)
+			if !ok || seen&(1<<9) != 0 {
+				return 0, false
+			}
+			seen |= 1 << 9
+			// Not copied, as outputField.UnmarshalJSON copies: the wire
+			// value lives only while the handler decodes the request,
+			// and domain reads it into values of its own.
+			r.Output = outputField(b[i:end])
+			return end, true
+		}
+		v, next, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
 		switch string(name) { // compared in place; no string is made
 		case "model":
 			bit, r.Model = 1<<0, v
@@ -229,16 +250,99 @@ func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
 		case "instructions":
 			bit, r.Instructions = 1<<8, &v
 		default:
-			return false
+			return 0, false
 		}
 		if seen&bit != 0 {
-			return false // a repeated member: the general decoder refuses it
+			return 0, false // a repeated member: the general decoder refuses it
 		}
 		seen |= bit
-		return true
+		return next, true
 	})
 	if !ok {
 		*r = speechRequestJSON{}
 	}
 	return ok
+}
+
+// skipOutput returns the index after the `output` value at b[i] when it is
+// one decodeFlatSpeech takes: a string, or an object that scanOutput reads.
+func skipOutput(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '"' {
+		_, next, ok := scanString(b, i)
+		return next, ok
+	}
+	end := i
+	for end < len(b) && b[end] != '}' {
+		if b[end] == '{' && end > i || b[end] == '[' {
+			return 0, false // nested: the general decoder's
+		}
+		end++
+	}
+	if end >= len(b) {
+		return 0, false
+	}
+	end++
+	if _, ok := scanOutput(b[i:end]); !ok {
+		return 0, false
+	}
+	return end, true
+}
+
+// scanOutput decodes the object form of `output` as decodeOutput's
+// general decoder would when it is flat: "format" a string, "sampleRate"
+// and "bitrate" plain non-negative integers, each once. Anything else
+// (null, a fraction, an exponent, an unknown member) is declined and left
+// to the general decoder, and its problem.
+func scanOutput(t []byte) (outputJSON, bool) {
+	var o outputJSON
+	var seen uint8
+	ok := scanFlatObject(t, func(name, b []byte, i int) (int, bool) {
+		var bit uint8
+		switch string(name) {
+		case "format":
+			v, next, ok := scanString(b, i)
+			if !ok || seen&1 != 0 {
+				return 0, false
+			}
+			seen |= 1
+			o.Format = v
+			return next, true
+		case "sampleRate":
+			bit = 2
+		case "bitrate":
+			bit = 4
+		default:
+			return 0, false
+		}
+		n, next, ok := scanSmallInt(b, i)
+		if !ok || seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		if bit == 2 {
+			o.SampleRate = &n
+		} else {
+			o.Bitrate = &n
+		}
+		return next, true
+	})
+	return o, ok
+}
+
+// scanSmallInt reads the JSON number at b[i] when it is a plain
+// non-negative integer of at most nine digits (no sign, fraction, exponent
+// or leading zero), which every decoder reads alike into an int.
+func scanSmallInt(b []byte, i int) (int, int, bool) {
+	n, j := 0, i
+	for j < len(b) && j-i < 10 && '0' <= b[j] && b[j] <= '9' {
+		n = n*10 + int(b[j]-'0')
+		j++
+	}
+	switch {
+	case j == i, j-i > 9, j-i > 1 && b[i] == '0':
+		return 0, 0, false
+	case j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E'):
+		return 0, 0, false
+	}
+	return n, j, true
 }
