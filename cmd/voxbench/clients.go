@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -348,11 +349,11 @@ func (l *load) runWorkload(ctx context.Context, w workload, perfDir string) (wor
 		if perr := <-prof; perr != nil {
 			logf("pprof: %v", perr)
 		} else if w.id == wlPCM {
-			if r.CryptoShare, perr = cryptoInProfile(profPath); perr != nil {
+			r.CryptoShare, perr = cryptoInProfile(profPath)
+			if perr != nil {
 				logf("the record's cryptography in the gateway's profile: %v", perr)
-			} else {
-				r.profiled = true
 			}
+			r.profiled = perr == nil || errors.Is(perr, errEmptyProfile)
 		}
 	}
 	if err != nil {

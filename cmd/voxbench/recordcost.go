@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -28,7 +29,8 @@ type recordCost struct {
 	InGatewayUS    float64 `json:"in_gateway_us,omitempty"`
 	InGatewayShare float64 `json:"in_gateway_share,omitempty"`
 	// Profiled says the profile was taken and read, even if its few
-	// samples (a -quick run's 0.3 s slot) held none of the record's.
+	// samples (a -quick run's 0.3 s slot) held none of the record's, or
+	// it held none at all (errEmptyProfile).
 	Profiled bool `json:"in_gateway_profiled"`
 }
 
@@ -107,10 +109,15 @@ func cryptoInProfile(path string) (float64, error) {
 		}
 	}
 	if all == 0 {
-		return 0, fmt.Errorf("%s: empty profile", path)
+		return 0, fmt.Errorf("%s: %w", path, errEmptyProfile)
 	}
 	return float64(crypto) / float64(all), nil
 }
+
+// errEmptyProfile is a profile without a sample: on a loaded machine a
+// -quick run's one-second profile can start after its short slots ended.
+// The profile was still taken and read; there is just nothing in it.
+var errEmptyProfile = errors.New("empty profile (no samples)")
 
 // cryptoPackages are the packages of a record's hash and signature
 // (Ed25519 hashes with SHA-512; edwards25519's field arithmetic is a

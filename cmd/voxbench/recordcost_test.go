@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,7 +62,22 @@ func TestCryptoInProfile(t *testing.T) {
 	if want := 400.0 / 1000; math.Abs(got-want) > 1e-9 {
 		t.Errorf("share %v, want %v", got, want)
 	}
-	if _, err := cryptoInProfile(filepath.Join(t.TempDir(), "none")); err == nil {
-		t.Error("a missing profile gave no error")
+	if _, err := cryptoInProfile(filepath.Join(t.TempDir(), "none")); err == nil || errors.Is(err, errEmptyProfile) {
+		t.Errorf("a missing profile: %v", err)
+	}
+	// A profile without samples was still taken and read (runWorkload
+	// counts it as profiled), and says so.
+	p.Sample = nil
+	empty := filepath.Join(t.TempDir(), "empty.pprof")
+	f, err = os.Create(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := cryptoInProfile(empty); !errors.Is(err, errEmptyProfile) {
+		t.Errorf("an empty profile: %v", err)
 	}
 }
