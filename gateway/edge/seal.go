@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -45,38 +46,69 @@ type seal struct {
 	held func()
 }
 
-// maxSealers bounds the sealers running at once; a seal that finds them
-// all busy is made by the goroutine that finished it (the request's, or
-// the connection's after the body), which slows that connection rather
-// than queueing without bound.
+// maxSealers bounds the seals waiting for a sealer; a seal that finds
+// the queue full is made by the goroutine that finished it (the
+// request's, or the connection's after the body), which slows that
+// connection rather than queueing without bound.
 const maxSealers = 64
 
-// sealers runs seals in the background and lets shutdown wait for them.
+// sealers makes seals on a few long-lived goroutines, one per CPU, and
+// lets shutdown wait for them. Hot path (a seal per answer): a goroutine
+// per seal, as before, cost its start and, since an Ed25519 signature
+// needs more than a new goroutine's stack, a stack copy (runtime.newstack
+// in the CPU profile) on every answer; a worker grows its stack once.
 type sealers struct {
-	slots chan struct{}
-	wg    sync.WaitGroup
+	queue   chan *seal // nil: every seal is made where it is finished
+	workers int
+	start   sync.Once
+	// wg counts the seals queued or being made.
+	wg sync.WaitGroup
 }
 
-// newSealers returns sealers running at most n seals at once in the
-// background; with n 0 every seal is made where it is finished (the
-// request path, as before seals: BenchmarkClipPath's inline case).
-func newSealers(n int) *sealers { return &sealers{slots: make(chan struct{}, n)} }
+// newSealers returns sealers queueing at most n seals for their workers;
+// with n 0 every seal is made where it is finished (the request path, as
+// before seals: BenchmarkClipPath's inline case).
+func newSealers(n int) *sealers {
+	q := &sealers{workers: max(2, runtime.GOMAXPROCS(0))}
+	if n > 0 {
+		q.queue = make(chan *seal, n)
+	}
+	return q
+}
 
-// run makes sl in the background when a slot is free, else now.
+// run hands sl to a worker when the queue has room, else makes it now.
+// The workers start with the first seal, so a server that never seals
+// runs none.
 func (q *sealers) run(sl *seal) {
+	if q.queue == nil {
+		sl.make()
+		return
+	}
+	q.start.Do(func() {
+		for range q.workers {
+			go q.work()
+		}
+	})
+	q.wg.Add(1)
 	select {
-	case q.slots <- struct{}{}:
-		q.wg.Add(1)
-		go func() {
-			defer func() { <-q.slots; q.wg.Done() }()
-			sl.make()
-		}()
+	case q.queue <- sl:
 	default:
+		q.wg.Done()
 		sl.make()
 	}
 }
 
-// wait waits for the seals running, or for ctx.
+// work makes queued seals for the life of the process: a server's
+// sealers live as long as it can answer (a stream's seal may come after
+// Shutdown returned), and an idle worker costs only its parked goroutine.
+func (q *sealers) work() {
+	for sl := range q.queue {
+		sl.make()
+		q.wg.Done()
+	}
+}
+
+// wait waits for the seals queued and running, or for ctx.
 func (q *sealers) wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { q.wg.Wait(); close(done) }()
