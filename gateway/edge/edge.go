@@ -199,13 +199,28 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string
 		if lo, ok := ctx.Response.BodyStream().(lateObserver); ok {
 			// Copies: ctx is reused once the handler has returned.
 			lo.observeAtEnd(&access{start: start, reqID: reqID, route: route, org: org,
-				method: methodName(ctx.Method()), path: string(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx, live: live})
+				method: methodName(ctx.Method()), path: pathName(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx, live: live})
 			return
 		}
 	} else {
 		size = len(ctx.Response.Body())
 	}
-	s.observed(start, reqID, route, org, methodName(ctx.Method()), string(ctx.Path()), ctx.Response.StatusCode(), size, "", tctx, live)
+	s.observed(start, reqID, route, org, methodName(ctx.Method()), pathName(ctx.Path()), ctx.Response.StatusCode(), size, "", tctx, live)
+}
+
+// pathName returns the request path as a string, without allocating for
+// the speech paths, which every synthesis request's access log line and
+// log row carry.
+func pathName(p []byte) string {
+	switch string(p) { // compared in place; no string is made
+	case "/v1/audio/speech":
+		return "/v1/audio/speech"
+	case "/v1/audio/speech/stream":
+		return "/v1/audio/speech/stream"
+	case "/v1/audio/speech/with-timestamps":
+		return "/v1/audio/speech/with-timestamps"
+	}
+	return string(p)
 }
 
 // methodName returns the request method as a string, without allocating

@@ -667,7 +667,7 @@ func (s *Server) finishRow(ctx *fasthttp.RequestCtx, c *exchange, row store.LogR
 		row.TS = c.start.UTC()
 	}
 	if row.Path == "" && ctx != nil {
-		row.Path = string(ctx.Path())
+		row.Path = pathName(ctx.Path())
 	}
 	if row.Status == 0 && ctx != nil {
 		row.Status = ctx.Response.StatusCode()

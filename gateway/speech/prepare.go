@@ -118,7 +118,6 @@ func (s *Service) savedVoice(ctx context.Context, org, id string) (*store.Voice,
 
 func (s *Service) checkCapabilities(j *Job, r *Request) error {
 	caps := j.Model.Capabilities
-	name := j.Provider.ID + "/" + j.Model.ID
 	switch j.Delivery {
 	case DeliverTimestamps:
 		if r.Timestamps == TimestampsOff {
@@ -135,7 +134,7 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 		}
 	case DeliverStream:
 		if !caps.Streaming {
-			return problem.New(problem.StreamingUnsupported, "model %s cannot stream; use POST /v1/audio/speech", name)
+			return problem.New(problem.StreamingUnsupported, "model %s cannot stream; use POST /v1/audio/speech", j.name())
 		}
 	}
 	if r.Speed != nil && *r.Speed != 1 {
@@ -145,7 +144,7 @@ func (s *Service) checkCapabilities(j *Job, r *Request) error {
 		case j.Delivery == DeliverStream:
 			// Without native speed, speed is a whole-clip parameter.
 			return &problem.Error{Code: problem.ParamNotAllowedOnStream,
-				Detail:     fmt.Sprintf("model %s cannot speak at speed %g natively; that needs the whole clip, use POST /v1/audio/speech", name, *r.Speed),
+				Detail:     fmt.Sprintf("model %s cannot speak at speed %g natively; that needs the whole clip, use POST /v1/audio/speech", j.name(), *r.Speed),
 				Validation: []problem.FieldError{problem.Field("whole-clip parameter for this model", "speed")}}
 		default:
 			// The gateway renders at normal speed and stretches the

@@ -182,17 +182,28 @@ func (r *Request) Validate(ep Delivery) error {
 	} else if !utf8.ValidString(*r.Text) {
 		fe = append(fe, problem.Field("must be valid UTF-8", "text"))
 	}
-	fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
+	// Each validator below is called only when its field was sent: a call
+	// builds its path ("providerOptions"...) on the heap, as the problem it
+	// may return keeps it, and this runs on every request.
+	if len(r.ProviderOptions) > 0 {
+		fe = append(fe, validateOptions(r.ProviderOptions, "providerOptions")...)
+	}
 	if r.Speed != nil && !(*r.Speed >= MinSpeed && *r.Speed <= MaxSpeed) {
 		fe = append(fe, problem.Field(fmt.Sprintf("must be between %g and %g", MinSpeed, MaxSpeed), "speed"))
 	}
 	for _, e := range r.Params().Validate() {
 		fe = append(fe, problem.FieldError{Path: e.Path, Message: e.Message})
 	}
-	fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	if r.Pronunciations != nil {
+		fe = append(fe, r.Pronunciations.Validate("pronunciations")...)
+	}
 	fe = append(fe, validateCaptions(r.Captions, ep == DeliverTimestamps)...)
-	fe = append(fe, validateTimestamps(r.Timestamps, ep == DeliverTimestamps, "timestamps")...)
-	fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
+	if r.Timestamps != "" {
+		fe = append(fe, validateTimestamps(r.Timestamps, ep == DeliverTimestamps, "timestamps")...)
+	}
+	if r.Instructions != nil {
+		fe = append(fe, validateInstructions(r.Instructions, "instructions")...)
+	}
 	if len(fe) > 0 {
 		return problem.Validation(fe...)
 	}
