@@ -596,6 +596,24 @@ func (s *Server) decodeSpeechJSON(ctx *fasthttp.RequestCtx, v any) error {
 	return decodeHot(body, v)
 }
 
+// decodeSpeechBody is decodeSpeechJSON for the native speech body. A flat
+// body is decoded into r where it is (the handler's own variable, which
+// then stays off the heap); any other into a copy the general decoders
+// may keep, copied back.
+func (s *Server) decodeSpeechBody(ctx *fasthttp.RequestCtx, r *speechRequestJSON) error {
+	body, err := s.jsonBody(ctx)
+	if err != nil {
+		return err
+	}
+	if decodeFlatSpeech(body, r) {
+		return checkText(body)
+	}
+	v := new(speechRequestJSON)
+	err = decodeHot(body, v)
+	*r = *v
+	return err
+}
+
 // jsonBody returns the request's body once its content type says JSON and
 // it is within server.max_body_bytes.
 func (s *Server) jsonBody(ctx *fasthttp.RequestCtx) ([]byte, error) {

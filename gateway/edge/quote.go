@@ -43,7 +43,7 @@ func quoteOut(q *speech.Quoted) quoteJSON {
 // Quote, encode.
 func (s *Server) quoteSpeech(ctx *fasthttp.RequestCtx, c *exchange) error {
 	var body speechRequestJSON
-	if err := s.decodeSpeechJSON(ctx, &body); err != nil {
+	if err := s.decodeSpeechBody(ctx, &body); err != nil {
 		return err
 	}
 	req, err := body.domain()

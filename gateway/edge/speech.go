@@ -50,7 +50,7 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			return nil
 		}
 		var body speechRequestJSON
-		err := s.decodeSpeechJSON(ctx, &body)
+		err := s.decodeSpeechBody(ctx, &body)
 		var req *speech.Request
 		if err == nil {
 			req, err = body.domain()

@@ -130,7 +130,10 @@ func (s *Service) defaultLoudness(org string, vol *float64, l *audio.LoudnessPar
 	if !ok {
 		return nil
 	}
-	return &audio.LoudnessParams{Integrated: &t.Integrated, TruePeak: &t.TruePeak}
+	// Copied out of t: pointers into t itself would put t on the heap for
+	// every request, an organization with no default too.
+	integrated, peak := t.Integrated, t.TruePeak
+	return &audio.LoudnessParams{Integrated: &integrated, TruePeak: &peak}
 }
 
 // Deps are the Service's collaborators.
