@@ -1,12 +1,18 @@
 package edge
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
+)
 
 // speechBody is a typical body of the speech endpoint; flatSpeechBody the
 // commonest, which the flat decoder takes (flatjson.go).
 var (
 	speechBody     = []byte(`{"model":"openai/tts-1","voice":"alloy","text":"The quick brown fox jumps over the lazy dog, twice.","output":{"format":"pcm"}}`)
 	flatSpeechBody = []byte(`{"model":"openai/tts-1","voice":"alloy","text":"The quick brown fox jumps over the lazy dog, twice."}`)
+	// openAIBody is the OpenAI SDK's default request (decodeFlatOpenAI).
+	openAIBody = []byte(`{"input":"The quick brown fox jumps over the lazy dog, twice.","model":"tts-1","voice":"alloy","response_format":"mp3"}`)
 )
 
 // BenchmarkDecodeSpeech is the decoding of a speech request's body, on the
@@ -29,5 +35,17 @@ func BenchmarkDecodeSpeech(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDecodeOpenAISpeech is BenchmarkDecodeSpeech for the OpenAI
+// SDK's default body, through the OpenAI dialect.
+func BenchmarkDecodeOpenAISpeech(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var r dialect.OpenAISpeech
+		if err := decodeHot(openAIBody, &r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

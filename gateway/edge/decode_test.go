@@ -76,6 +76,14 @@ var decodeSeeds = []string{
 	`{"text":"t","output":{"format":"pcm","x":{"y":1}}}`, `{"text":"t","output":{"format":["pcm"]}}`, `{"text":"t","output":{"format":"pcm"}`,
 	`{"text":"t","output":{"format":"pcm",}}`, `{"text":"t","output":{"format":"pcm"}}}`, `{"text":"t","output":x{"format":"pcm"}}`,
 	"{\"text\":\"t\",\"output\":{\"format\":\"\xff\"}}", `{"text":"t","output":{"format":"pcm","sampleRate":24000 }}`,
+	// OpenAI's body as its SDKs send it (decodeFlatOpenAI), and ones left.
+	`{"model":"tts-1","input":"Hello there.","voice":"alloy","response_format":"mp3"}`,
+	`{"input":"hi","model":"gpt-4o-mini-tts","voice":"coral","instructions":"calm","response_format":"pcm","speed":1.25,"stream_format":"audio"}`,
+	`{"input":"hi","speed":1}`, `{"input":"hi","speed":-0.5}`, `{"input":"hi","speed":0}`, `{"input":"hi","speed":-0}`, `{"input":"hi","speed":0.0000000000000000000001}`,
+	`{"input":"hi","speed":1e0}`, `{"input":"hi","speed":1.}`, `{"input":"hi","speed":.5}`, `{"input":"hi","speed":01.5}`, `{"input":"hi","speed":1.5.5}`,
+	`{"input":"hi","speed":123456789012345678901234567890}`, `{"input":"hi","speed":1,"speed":2}`, `{"input":"hi","speed":null}`, `{"input":"hi","speed":"1"}`,
+	`{"input":"hi","voice":{"id":"v"}}`, `{"input":null,"voice":"v"}`, `{"input":"a","input":"b"}`, `{"input":"a","Input":"b"}`, `{"input":"a","extra":"b"}`,
+	`{"input":"hi","speed":1.5 }`, `{"input":"hi","speed":-}`, `{"input":"hi","speed":--1}`,
 }
 
 // TestFlatSpeechBodies checks that the bodies most clients send take the
@@ -203,4 +211,29 @@ func FuzzScanOutput(f *testing.F) {
 			t.Fatalf("flat %+v; general %+v (%v)", flat, general, err)
 		}
 	})
+}
+
+// TestFlatOpenAIBodies checks that the bodies the OpenAI SDKs send take
+// the flat decoder (decodeFlatOpenAI), so that the fast path stays taken,
+// and that it declines what it cannot decode exactly.
+func TestFlatOpenAIBodies(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		flat bool
+	}{
+		{`{"model":"tts-1","input":"Hello there.","voice":"alloy","response_format":"mp3"}`, true},
+		{`{"input":"hi","model":"gpt-4o-mini-tts","voice":"coral","speed":1.25,"stream_format":"sse","instructions":"calm"}`, true},
+		{`{"input":"hi","voice":{"id":"voice_123"}}`, false},
+		{`{"input":"hi","speed":1e0}`, false},
+		{`{"input":"hi","speed":null}`, false},
+		{`{"input":"hi","stream":true}`, false},
+	} {
+		var r dialect.OpenAISpeech
+		if got := decodeFlatOpenAI([]byte(tc.body), &r); got != tc.flat {
+			t.Errorf("%s: flat %v, want %v", tc.body, got, tc.flat)
+		} else if !got && !reflect.DeepEqual(r, dialect.OpenAISpeech{}) {
+			t.Errorf("%s: declined but left %+v", tc.body, r)
+		}
+		compareDecoders[dialect.OpenAISpeech](t, []byte(tc.body), nil)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/budget"
 	"github.com/voxgate/voxgate/gateway/admission/orgs"
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
@@ -643,8 +644,15 @@ var strictV2 = jsonv2.RejectUnknownMembers(true)
 // again by decodeStrict from a zero v, and the client gets the problem it
 // always got.
 func decodeHot(body []byte, v any) error {
-	if r, ok := v.(*speechRequestJSON); ok && decodeFlatSpeech(body, r) {
-		return checkText(body)
+	switch r := v.(type) {
+	case *speechRequestJSON:
+		if decodeFlatSpeech(body, r) {
+			return checkText(body)
+		}
+	case *dialect.OpenAISpeech:
+		if decodeFlatOpenAI(body, r) {
+			return checkText(body)
+		}
 	}
 	if jsonv2.Unmarshal(body, v, strictV2) == nil {
 		return checkText(body)

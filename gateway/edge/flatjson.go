@@ -1,8 +1,11 @@
 package edge
 
 import (
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/voxgate/voxgate/gateway/edge/dialect"
 )
 
 // Flat bodies: the speech request most clients send is a JSON object of a
@@ -236,7 +239,8 @@ func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
 		case "voice":
 			bit, r.Voice = 1<<1, v
 		case "text":
-			bit, r.Text = 1<<2, &v
+			t := v // only the pointed-to strings go to the heap, not every v
+			bit, r.Text = 1<<2, &t
 		case "voiceId":
 			bit, r.VoiceID = 1<<3, v
 		case "mode":
@@ -248,7 +252,8 @@ func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
 		case "timestamps":
 			bit, r.Timestamps = 1<<7, v
 		case "instructions":
-			bit, r.Instructions = 1<<8, &v
+			in := v
+			bit, r.Instructions = 1<<8, &in
 		default:
 			return 0, false
 		}
@@ -262,6 +267,93 @@ func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
 		*r = speechRequestJSON{}
 	}
 	return ok
+}
+
+// decodeFlatOpenAI is decodeFlatSpeech for OpenAI's speech body, which
+// the OpenAI SDKs send ({"model", "input", "voice", "response_format"},
+// perhaps "speed"): string members, a voice given by name, and a speed
+// that is a plain decimal number. Anything else (a voice object, null, an
+// exponent) is declined, r left zero, for the general decoder.
+func decodeFlatOpenAI(body []byte, r *dialect.OpenAISpeech) bool {
+	var seen uint8
+	ok := scanFlatObject(body, func(name, b []byte, i int) (int, bool) {
+		var bit uint8
+		if string(name) == "speed" {
+			f, next, ok := scanDecimal(b, i)
+			if !ok || seen&(1<<6) != 0 {
+				return 0, false
+			}
+			seen |= 1 << 6
+			r.Speed = &f
+			return next, true
+		}
+		v, next, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		switch string(name) { // compared in place; no string is made
+		case "model":
+			bit, r.Model = 1<<0, v
+		case "input":
+			in := v // only the pointed-to string goes to the heap, not every v
+			bit, r.Input = 1<<1, &in
+		case "voice":
+			bit, r.Voice.ID = 1<<2, v
+		case "response_format":
+			bit, r.ResponseFormat = 1<<3, v
+		case "instructions":
+			bit, r.Instructions = 1<<4, v
+		case "stream_format":
+			bit, r.StreamFormat = 1<<5, v
+		default:
+			return 0, false
+		}
+		if seen&bit != 0 {
+			return 0, false // a repeated member: the general decoder refuses it
+		}
+		seen |= bit
+		return next, true
+	})
+	if !ok {
+		*r = dialect.OpenAISpeech{}
+	}
+	return ok
+}
+
+// scanDecimal reads the JSON number at b[i] when it is a plain decimal
+// (an optional minus, digits without a leading zero, an optional
+// fraction; no exponent) of at most 24 characters, parsed as every JSON
+// decoder parses it (strconv.ParseFloat).
+func scanDecimal(b []byte, i int) (float64, int, bool) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	start := j
+	for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+		j++
+	}
+	if j == start || j-start > 1 && b[start] == '0' {
+		return 0, 0, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		frac := j
+		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			j++
+		}
+		if j == frac {
+			return 0, 0, false
+		}
+	}
+	if j-i > 24 || j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		return 0, 0, false
+	}
+	f, err := strconv.ParseFloat(string(b[i:j]), 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return f, j, true
 }
 
 // skipOutput returns the index after the `output` value at b[i] when it is
