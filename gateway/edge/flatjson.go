@@ -208,60 +208,79 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
+// members is what a flat decoder has taken: each member once (a repeated
+// one is declined, as the general decoder refuses it), by its bit.
+type members uint16
+
+// take marks bit taken; false when it already was.
+func (m *members) take(bit members) bool {
+	if *m&bit != 0 {
+		return false
+	}
+	*m |= bit
+	return true
+}
+
+// str reads the string member at b[i] into *dst.
+func (m *members) str(b []byte, i int, bit members, dst *string) (int, bool) {
+	if !m.take(bit) {
+		return 0, false
+	}
+	v, next, ok := scanString(b, i)
+	*dst = v
+	return next, ok
+}
+
+// strPtr is str for a member kept by pointer (text, input): only such a
+// string goes to the heap, not every member's.
+func (m *members) strPtr(b []byte, i int, bit members, dst **string) (int, bool) {
+	if !m.take(bit) {
+		return 0, false
+	}
+	v, next, ok := scanString(b, i)
+	*dst = &v
+	return next, ok
+}
+
 // decodeFlatSpeech decodes a flat speech body (see scanFlatObject) into
 // r, which must be zero; false leaves r zero for the general decoder. Its
 // `output` is kept as sent, as outputField keeps it, for decodeOutput
 // (which reads it with scanOutput); only a string or a flat object is
 // taken here.
 func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
-	var seen uint16
+	var m members
 	ok := scanFlatObject(body, func(name, b []byte, i int) (int, bool) {
-		var bit uint16
-		if string(name) == "output" {
+		switch string(name) { // compared in place; no string is made
+		case "model":
+			return m.str(b, i, 1<<0, &r.Model)
+		case "voice":
+			return m.str(b, i, 1<<1, &r.Voice)
+		case "text":
+			return m.strPtr(b, i, 1<<2, &r.Text)
+		case "voiceId":
+			return m.str(b, i, 1<<3, &r.VoiceID)
+		case "mode":
+			return m.str(b, i, 1<<4, &r.Mode)
+		case "moderation_ruleset_id":
+			return m.str(b, i, 1<<5, &r.ModerationRulesetID)
+		case "captions":
+			return m.str(b, i, 1<<6, &r.Captions)
+		case "timestamps":
+			return m.str(b, i, 1<<7, &r.Timestamps)
+		case "instructions":
+			return m.strPtr(b, i, 1<<8, &r.Instructions)
+		case "output":
 			end, ok := skipOutput(b, i)
-			if !ok || seen&(1<<9) != 0 {
+			if !ok || !m.take(1<<9) {
 				return 0, false
 			}
-			seen |= 1 << 9
 			// Not copied, as outputField.UnmarshalJSON copies: the wire
 			// value lives only while the handler decodes the request,
 			// and domain reads it into values of its own.
 			r.Output = outputField(b[i:end])
 			return end, true
 		}
-		v, next, ok := scanString(b, i)
-		if !ok {
-			return 0, false
-		}
-		switch string(name) { // compared in place; no string is made
-		case "model":
-			bit, r.Model = 1<<0, v
-		case "voice":
-			bit, r.Voice = 1<<1, v
-		case "text":
-			t := v // only the pointed-to strings go to the heap, not every v
-			bit, r.Text = 1<<2, &t
-		case "voiceId":
-			bit, r.VoiceID = 1<<3, v
-		case "mode":
-			bit, r.Mode = 1<<4, v
-		case "moderation_ruleset_id":
-			bit, r.ModerationRulesetID = 1<<5, v
-		case "captions":
-			bit, r.Captions = 1<<6, v
-		case "timestamps":
-			bit, r.Timestamps = 1<<7, v
-		case "instructions":
-			in := v
-			bit, r.Instructions = 1<<8, &in
-		default:
-			return 0, false
-		}
-		if seen&bit != 0 {
-			return 0, false // a repeated member: the general decoder refuses it
-		}
-		seen |= bit
-		return next, true
+		return 0, false
 	})
 	if !ok {
 		*r = speechRequestJSON{}
@@ -275,44 +294,30 @@ func decodeFlatSpeech(body []byte, r *speechRequestJSON) bool {
 // that is a plain decimal number. Anything else (a voice object, null, an
 // exponent) is declined, r left zero, for the general decoder.
 func decodeFlatOpenAI(body []byte, r *dialect.OpenAISpeech) bool {
-	var seen uint8
+	var m members
 	ok := scanFlatObject(body, func(name, b []byte, i int) (int, bool) {
-		var bit uint8
-		if string(name) == "speed" {
-			f, next, ok := scanDecimal(b, i)
-			if !ok || seen&(1<<6) != 0 {
-				return 0, false
-			}
-			seen |= 1 << 6
-			r.Speed = &f
-			return next, true
-		}
-		v, next, ok := scanString(b, i)
-		if !ok {
-			return 0, false
-		}
 		switch string(name) { // compared in place; no string is made
 		case "model":
-			bit, r.Model = 1<<0, v
+			return m.str(b, i, 1<<0, &r.Model)
 		case "input":
-			in := v // only the pointed-to string goes to the heap, not every v
-			bit, r.Input = 1<<1, &in
+			return m.strPtr(b, i, 1<<1, &r.Input)
 		case "voice":
-			bit, r.Voice.ID = 1<<2, v
+			return m.str(b, i, 1<<2, &r.Voice.ID)
 		case "response_format":
-			bit, r.ResponseFormat = 1<<3, v
+			return m.str(b, i, 1<<3, &r.ResponseFormat)
 		case "instructions":
-			bit, r.Instructions = 1<<4, v
+			return m.str(b, i, 1<<4, &r.Instructions)
 		case "stream_format":
-			bit, r.StreamFormat = 1<<5, v
-		default:
-			return 0, false
+			return m.str(b, i, 1<<5, &r.StreamFormat)
+		case "speed":
+			if !m.take(1 << 6) {
+				return 0, false
+			}
+			f, next, ok := scanDecimal(b, i)
+			r.Speed = &f
+			return next, ok
 		}
-		if seen&bit != 0 {
-			return 0, false // a repeated member: the general decoder refuses it
-		}
-		seen |= bit
-		return next, true
+		return 0, false
 	})
 	if !ok {
 		*r = dialect.OpenAISpeech{}
