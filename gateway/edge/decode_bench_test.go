@@ -49,3 +49,16 @@ func BenchmarkDecodeOpenAISpeech(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeElevenLabsSpeech is BenchmarkDecodeSpeech for the
+// ElevenLabs SDK's default body, through the ElevenLabs dialect.
+func BenchmarkDecodeElevenLabsSpeech(b *testing.B) {
+	body := []byte(`{"text":"The quick brown fox jumps over the lazy dog, twice.","model_id":"eleven_multilingual_v2"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var r dialect.ElevenLabsSpeech
+		if err := decodeLenient(body, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -235,5 +236,63 @@ func TestFlatOpenAIBodies(t *testing.T) {
 			t.Errorf("%s: declined but left %+v", tc.body, r)
 		}
 		compareDecoders[dialect.OpenAISpeech](t, []byte(tc.body), nil)
+	}
+}
+
+// FuzzDecodeLenient holds decodeLenient's flat reading of ElevenLabs'
+// body to encoding/json's, which the ElevenLabs dialect decoded with
+// alone: the same bodies accepted, with the same values, the same
+// problem for the others.
+func FuzzDecodeLenient(f *testing.F) {
+	for _, s := range []string{
+		`{"text":"Hello there.","model_id":"eleven_multilingual_v2"}`,
+		`{"text":"hi","model_id":"m","language_code":"en","previous_text":"a","next_text":"b","apply_text_normalization":"auto"}`,
+		`{"text":"hi","TEXT":"ho"}`, `{"Text":"hi"}`, `{"text":"a","text":"b"}`, `{"text":"hi","unknown":"x"}`, `{"text":"hi","unknown":[1]}`,
+		`{"text":"hi","voice_settings":{"stability":0.5}}`, `{"text":null}`, `{"text":"caf\u00e9 \ud83d\ude00"}`, `{"text":"\ud800"}`,
+		"{\"text\":\"\xff\"}", `{"text":"\u0000"}`, `{"text":"hi"} x`, `{}`, `[]`, `null`, `{"model_id":1}`, `{"seed":5,"text":"t"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var flat, general dialect.ElevenLabsSpeech
+		errFlat := decodeLenient(bytes.Clone(body), &flat)
+		var errGeneral error
+		if err := json.Unmarshal(bytes.Clone(body), &general); err != nil {
+			errGeneral = jsonProblem(err)
+		} else {
+			errGeneral = checkText(body)
+		}
+		if errFlat != nil || errGeneral != nil {
+			if !sameProblem(errFlat, errGeneral) {
+				t.Fatalf("%q: decodeLenient: %v; encoding/json: %v", body, errFlat, errGeneral)
+			}
+			return
+		}
+		if !reflect.DeepEqual(flat, general) {
+			t.Fatalf("%q: decodeLenient %+v, encoding/json %+v", body, flat, general)
+		}
+	})
+}
+
+// TestFlatElevenLabsBodies checks that the ElevenLabs SDK's body takes the
+// flat decoder, and that it declines what the lenient decoder reads
+// differently.
+func TestFlatElevenLabsBodies(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		flat bool
+	}{
+		{`{"text":"Hello there.","model_id":"eleven_multilingual_v2"}`, true},
+		{`{"text":"hi","language_code":"en"}`, true},
+		{`{"text":"hi","Model_ID":"m"}`, false},
+		{`{"text":"hi","unknown":"x"}`, false},
+		{`{"text":"hi","voice_settings":{"stability":0.5}}`, false},
+	} {
+		var r dialect.ElevenLabsSpeech
+		if got := decodeFlatElevenLabs([]byte(tc.body), &r); got != tc.flat {
+			t.Errorf("%s: flat %v, want %v", tc.body, got, tc.flat)
+		} else if !got && !reflect.DeepEqual(r, dialect.ElevenLabsSpeech{}) {
+			t.Errorf("%s: declined but left %+v", tc.body, r)
+		}
 	}
 }

@@ -673,6 +673,16 @@ func (s *Server) decodeJSONLenient(ctx *fasthttp.RequestCtx, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return problem.New(problem.InvalidJSON, "the request body is empty; send a JSON object")
 	}
+	return decodeLenient(body, v)
+}
+
+// decodeLenient decodes body into v as encoding/json does, ignoring
+// unknown members; ElevenLabs' SDK body takes the flat decoder
+// (FuzzDecodeLenient holds the two to the same values).
+func decodeLenient(body []byte, v any) error {
+	if r, ok := v.(*dialect.ElevenLabsSpeech); ok && decodeFlatElevenLabs(body, r) {
+		return checkText(body)
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return jsonProblem(err)
 	}

@@ -325,6 +325,37 @@ func decodeFlatOpenAI(body []byte, r *dialect.OpenAISpeech) bool {
 	return ok
 }
 
+// decodeFlatElevenLabs is decodeFlatSpeech for ElevenLabs' speech body as
+// its SDKs send it ({"text", "model_id"}, perhaps a language code or the
+// neighbouring texts): string members of known names only. The general
+// (lenient) decoder ignores unknown members and matches names in any
+// case; a body with either, or with voice_settings, is declined and left
+// to it.
+func decodeFlatElevenLabs(body []byte, r *dialect.ElevenLabsSpeech) bool {
+	var m members
+	ok := scanFlatObject(body, func(name, b []byte, i int) (int, bool) {
+		switch string(name) { // compared in place; no string is made
+		case "text":
+			return m.strPtr(b, i, 1<<0, &r.Text)
+		case "model_id":
+			return m.str(b, i, 1<<1, &r.ModelID)
+		case "language_code":
+			return m.strPtr(b, i, 1<<2, &r.LanguageCode)
+		case "previous_text":
+			return m.strPtr(b, i, 1<<3, &r.PreviousText)
+		case "next_text":
+			return m.strPtr(b, i, 1<<4, &r.NextText)
+		case "apply_text_normalization":
+			return m.strPtr(b, i, 1<<5, &r.ApplyTextNormalization)
+		}
+		return 0, false
+	})
+	if !ok {
+		*r = dialect.ElevenLabsSpeech{}
+	}
+	return ok
+}
+
 // scanDecimal reads the JSON number at b[i] when it is a plain decimal
 // (an optional minus, digits without a leading zero, an optional
 // fraction; no exponent) of at most 24 characters, parsed as every JSON
