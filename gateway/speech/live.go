@@ -331,7 +331,7 @@ func (l *Live) Moderate(ctx context.Context, text string) error {
 func (l *Live) segment(text string) *Job {
 	j := *l.job
 	j.Text = text
-	tagged, warnings := applyTags(text, j.Model, j.name())
+	tagged, warnings := applyTags(text, j.Model, j.name)
 	j.Warnings = warnings
 	j.setText(tagged)
 	j.pieces = nil

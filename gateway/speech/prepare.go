@@ -67,7 +67,7 @@ func (s *Service) prepare(ctx context.Context, org string, r *Request, ep Delive
 		return nil, problem.New(problem.TextTooLong, "text has %d characters; a request may have at most %d (limits.max_text_chars)", n, s.limits.MaxTextChars)
 	}
 	var tagWarnings []string
-	j.tagged, tagWarnings = applyTags(j.Text, j.Model, j.name())
+	j.tagged, tagWarnings = applyTags(j.Text, j.Model, j.name)
 	j.Warnings = append(j.Warnings, tagWarnings...)
 	if strings.TrimSpace(j.tagged) == "" {
 		return nil, problem.Validation(problem.Field(fmt.Sprintf("has nothing to say once the audio tags %s does not perform are removed", j.name()), "text"))

@@ -16,9 +16,16 @@ var tagPattern = regexp.MustCompile(`\[[^\[\]\n]{1,64}\]`)
 
 // applyTags returns text as model should receive it: the tags model
 // performs (sdk.Model.AudioTags) kept, every other tag removed with one
-// warning each, in the public client's wording. name is the model as
+// warning each, in the public client's wording. name returns the model as
 // "provider/model".
-func applyTags(text string, m *sdk.Model, name string) (string, []string) {
+//
+// Hot path (every request): a text without '[' holds no tag, and is not
+// given to the regular expression; name, the model's for the warnings, is
+// made only for one.
+func applyTags(text string, m *sdk.Model, name func() string) (string, []string) {
+	if strings.IndexByte(text, '[') < 0 {
+		return text, nil
+	}
 	spans := tagPattern.FindAllStringIndex(text, -1)
 	if len(spans) == 0 {
 		return text, nil
@@ -26,7 +33,7 @@ func applyTags(text string, m *sdk.Model, name string) (string, []string) {
 	var warnings []string
 	for _, sp := range spans {
 		if tag := text[sp[0]:sp[1]]; !performs(m, tag) {
-			warnings = append(warnings, fmt.Sprintf("Audio tag %s is not supported by %s and was removed.", tag, name))
+			warnings = append(warnings, fmt.Sprintf("Audio tag %s is not supported by %s and was removed.", tag, name()))
 		}
 	}
 	// Remove from the last to the first, so earlier spans stay valid.

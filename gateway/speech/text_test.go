@@ -83,7 +83,7 @@ func TestApplyTags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := applyTags(tt.text, tt.model, "p/m")
+			got, warnings := applyTags(tt.text, tt.model, func() string { return "p/m" })
 			if got != tt.want || strings.Join(warnings, "|") != strings.Join(tt.warnings, "|") {
 				t.Errorf("applyTags(%q) = %q, %q; want %q, %q", tt.text, got, warnings, tt.want, tt.warnings)
 			}
