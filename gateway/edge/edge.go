@@ -102,11 +102,14 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			tctx, _ := s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
 			ctx.SetUserValue(userValueTrace, tctx)
 		}
-		reqID := requestID(ctx)
+		var idBuf [36]byte
+		id := requestID(ctx, idBuf[:0])
+		// The names are canonical already: SetCanonical skips fasthttp's
+		// normalising copy of each (the values are still checked).
+		ctx.Response.Header.SetCanonical(headerRequestID, id)
+		ctx.Response.Header.SetCanonical(headerServiceRequestID, id)
+		reqID := string(id)
 		ctx.SetUserValue(userValueReqID, reqID)
-		id := []byte(reqID)
-		ctx.Response.Header.SetBytesKV(headerRequestID, id)
-		ctx.Response.Header.SetBytesKV(headerServiceRequestID, id)
 		s.cors.decorate(ctx)
 		if ambiguousLength(&ctx.Request.Header) {
 			// RFC 9112 section 6.1: a request with both Content-Length and
@@ -381,13 +384,14 @@ func statusLabel(st int) string {
 
 // requestID echoes a client's X-Request-Id when it is valid (see
 // validRequestID), so clients find their calls in the log by their own
-// ids, or makes a new UUID. It becomes the log row's request_id and a
-// conversation's turns' parent_request_id.
-func requestID(ctx *fasthttp.RequestCtx) string {
+// ids, or makes a new UUID (appended to buf). It becomes the log row's
+// request_id and a conversation's turns' parent_request_id. The slice is
+// the request's or buf's: copy it to keep it.
+func requestID(ctx *fasthttp.RequestCtx, buf []byte) []byte {
 	if v := ctx.Request.Header.PeekBytes(headerRequestID); validRequestID(v) {
-		return string(v)
+		return v
 	}
-	return store.NewRequestID()
+	return store.AppendRequestID(buf)
 }
 
 // maxRequestIDLen bounds a client's X-Request-Id.

@@ -1,6 +1,10 @@
 package store
 
-import "github.com/google/uuid"
+import (
+	"encoding/hex"
+
+	"github.com/google/uuid"
+)
 
 // NewRequestID returns a new request id: a UUIDv7, whose first 48 bits
 // are the time in milliseconds. Time-ordered ids make every store's
@@ -10,11 +14,29 @@ import "github.com/google/uuid"
 // uuid7), and PostgreSQL's B-tree likewise. The id says when the request
 // was made to the millisecond, which its log row says anyway.
 func NewRequestID() string {
+	var b [36]byte
+	return string(AppendRequestID(b[:0]))
+}
+
+// AppendRequestID appends a new request id (NewRequestID's) to dst, in
+// the canonical form uuid.UUID.String writes. The edge writes it into
+// the answer's headers from a buffer of its own, without a string.
+func AppendRequestID(dst []byte) []byte {
 	id, err := uuid.NewV7()
 	if err != nil {
 		// NewV7 fails only when the system's random source does; v4
 		// would fail the same way, so this is as unreachable as its panic.
-		return uuid.NewString()
+		id = uuid.New()
 	}
-	return id.String()
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return append(dst, b[:]...)
 }

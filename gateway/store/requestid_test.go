@@ -22,3 +22,14 @@ func TestNewRequestIDIsTimeOrdered(t *testing.T) {
 		t.Fatalf("request id %q: version %v, err %v; want a UUIDv7", ids[0], u.Version(), err)
 	}
 }
+
+// AppendRequestID writes what uuid.UUID.String writes for the same id.
+func TestAppendRequestIDIsCanonical(t *testing.T) {
+	for range 100 {
+		b := AppendRequestID([]byte("x"))
+		u, err := uuid.Parse(string(b[1:]))
+		if err != nil || b[0] != 'x' || u.Version() != 7 || u.String() != string(b[1:]) {
+			t.Fatalf("%q: %v (version %v, canonical %q)", b, err, u.Version(), u.String())
+		}
+	}
+}
