@@ -16,6 +16,10 @@ import (
 // (provenance.MarkedID3, ...), or why it was not.
 const headerMark = "X-Voxgate-Mark"
 
+// headerMarkKey is headerMark for ResponseHeader.SetCanonical, which
+// skips the normalising copy of a name that is canonical already.
+var headerMarkKey = []byte(headerMark)
+
 // provState is what an answer's provenance record is made from, gathered
 // while the answer is written.
 type provState struct {
@@ -70,7 +74,7 @@ func (s *Server) markFirst(ctx *fasthttp.RequestCtx, c *exchange, provider, mode
 		return b, nil
 	}
 	b = s.markInto(c, ps, provider, model, b, whole, inPlace)
-	ctx.Response.Header.Set(headerMark, ps.how)
+	ctx.Response.Header.SetCanonical(headerMarkKey, []byte(ps.how)) // a short constant: the copy stays on the stack
 	return b, ps
 }
 

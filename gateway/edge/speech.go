@@ -79,7 +79,10 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 	}
 	if err == nil && out.Job != nil {
 		// Which target served: the one asked for, or a fallback.
-		ctx.Response.Header.Set(headerProvider, out.Job.Provider.ID+"/"+out.Job.Model.ID)
+		// Written from a stack buffer: no string is made for it.
+		var b [96]byte
+		v := append(append(append(b[:0], out.Job.Provider.ID...), '/'), out.Job.Model.ID...)
+		ctx.Response.Header.SetCanonical(headerProviderKey, v)
 	}
 	if conv := out.Conversion(); err == nil && conv != nil {
 		ctx.Response.Header.Set(headerTranscoded, conv.String())
@@ -130,6 +133,9 @@ const (
 	headerProvider   = "X-Voxgate-Provider"
 	headerTranscoded = "X-Voxgate-Transcoded"
 )
+
+// headerProviderKey is headerProvider for ResponseHeader.SetCanonical.
+var headerProviderKey = []byte(headerProvider)
 
 // firstAudio is the time-to-first-audio histogram of out's provider and
 // model, cache hits apart.
