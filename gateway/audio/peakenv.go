@@ -228,9 +228,10 @@ func slidingMaxAbs(x, out []float32, before, after int, suf []float32) {
 // envelope of every loud block.
 //
 // It and the other arithmetic kernels of the package (the dot products
-// below, slidingMaxAbs, at, stretch's dot and addNCC) are left out of
-// the race detector's instrumentation (go:norace): each reads the slices
-// it is given and writes only its own output, and under the detector
+// below, slidingMaxAbs, at, the K-weighting's newKWeighted and sumPower,
+// stretch's dot and addNCC) are left out of the race detector's
+// instrumentation (go:norace): each reads the slices it is given and
+// writes only its own output, and under the detector
 // every load of their inner loops was a call into it, which made these
 // few loops most of a race-built test's CPU (gateway/audio's tests and
 // every end-to-end test that levels audio). The callers' reads and
