@@ -21,6 +21,10 @@ type kWeighted struct {
 	power []float32 // K-weighted x², per sample
 }
 
+// newKWeighted filters x once. Not instrumented by the race detector (see
+// truePeak.points): it reads x and writes only the power it allocates.
+//
+//go:norace
 func newKWeighted(x []float32, rate int) *kWeighted {
 	pb, pa, rb, ra := kCoefficients(rate)
 	kw := &kWeighted{rate: rate, power: make([]float32, len(x))}
@@ -139,7 +143,10 @@ func (kw *kWeighted) loudness(gains []float32, edges *[]float64) float64 {
 
 // sumPower is the sum of power[j]·gains[from+j]² (gains nil: of power),
 // in four running sums: one would be a chain of dependent adds, four
-// times as slow. Hot path (every step of the loudness search).
+// times as slow. Hot path (every step of the loudness search), not
+// instrumented by the race detector: see truePeak.points.
+//
+//go:norace
 func sumPower(power, gains []float32, from int) float64 {
 	var a0, a1, a2, a3 float64
 	n := len(power)

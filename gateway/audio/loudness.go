@@ -423,7 +423,10 @@ func besselI0(x float64) float64 {
 }
 
 // at returns the largest magnitude of x's samples k and the interpolated
-// points between k and k+1. Hot path.
+// points between k and k+1. Hot path, not instrumented by the race
+// detector: see points.
+//
+//go:norace
 func (tp *truePeak) at(x []float32, k int) float32 {
 	best := max(x[k], -x[k])
 	lo := k - tpTaps/2 + 1

@@ -157,7 +157,10 @@ func (tp *truePeak) bounds(x, bound, suf []float32) ([]float32, []float32) {
 // the window, two of which cover any window, so each sample costs three
 // comparisons whatever the window's length (a monotonic deque's pops and
 // ring indexing cost more on speech). suf is scratch of len(x) (it may
-// not be out; out may not be x).
+// not be out; out may not be x). Not instrumented by the race
+// detector: see points.
+//
+//go:norace
 func slidingMaxAbs(x, out []float32, before, after int, suf []float32) {
 	n := len(x)
 	if n == 0 {
@@ -223,6 +226,19 @@ func slidingMaxAbs(x, out []float32, before, after int, suf []float32) {
 // accumulators) would change points by a float32 rounding, which
 // long-file leveling was seen to amplify (see LevelLong). Hot path: the
 // envelope of every loud block.
+//
+// It and the other arithmetic kernels of the package (the dot products
+// below, slidingMaxAbs, at, the K-weighting's newKWeighted and sumPower,
+// stretch's dot and addNCC) are left out of the race detector's
+// instrumentation (go:norace): each reads the slices it is given and
+// writes only its own output, and under the detector
+// every load of their inner loops was a call into it, which made these
+// few loops most of a race-built test's CPU (gateway/audio's tests and
+// every end-to-end test that levels audio). The callers' reads and
+// writes of the same memory are still instrumented, so a race on a
+// clip's samples is still reported there. No effect on other builds.
+//
+//go:norace
 func (tp *truePeak) points(x []float32, lo, hi int, out []float32) {
 	np := tp.phases - 1
 	row := func(p int) []float32 { return tp.coef[p*tpTaps : (p+1)*tpTaps : (p+1)*tpTaps] }
@@ -257,7 +273,10 @@ func (tp *truePeak) points(x []float32, lo, hi int, out []float32) {
 }
 
 // dot3x2 is three phases' dot products at two neighbouring samples (win
-// holds tpTaps+1 samples: the first's taps, then one more).
+// holds tpTaps+1 samples: the first's taps, then one more). Not
+// instrumented by the race detector: see points.
+//
+//go:norace
 func dot3x2(r0, r1, r2, win []float32) (a0, a1, a2, b0, b1, b2 float32) {
 	r0, r1, r2 = r0[:tpTaps], r1[:tpTaps], r2[:tpTaps]
 	win = win[:tpTaps+1]
@@ -273,6 +292,9 @@ func dot3x2(r0, r1, r2, win []float32) (a0, a1, a2, b0, b1, b2 float32) {
 	return
 }
 
+// dot2x2 is dot3x2 for two phases.
+//
+//go:norace
 func dot2x2(r0, r1, win []float32) (a0, a1, b0, b1 float32) {
 	r0, r1 = r0[:tpTaps], r1[:tpTaps]
 	win = win[:tpTaps+1]
@@ -286,6 +308,9 @@ func dot2x2(r0, r1, win []float32) (a0, a1, b0, b1 float32) {
 	return
 }
 
+// dot1x2 is dot3x2 for one phase.
+//
+//go:norace
 func dot1x2(r0, win []float32) (a0, b0 float32) {
 	r0 = r0[:tpTaps]
 	win = win[:tpTaps+1]

@@ -379,7 +379,10 @@ func (s *stretcher) clearScores(n int) []float64 {
 // addNCC adds to dst[i] the normalized cross-correlation of tgt with
 // sig[i:i+len(tgt)], for every i < len(dst) (len(sig) must be
 // len(tgt)+len(dst)-1). A silent candidate scores 0. Hot path: the
-// candidate's energy slides along with it.
+// candidate's energy slides along with it. Not instrumented by the
+// race detector: see truePeak.points.
+//
+//go:norace
 func addNCC(dst []float64, tgt, sig []float32) {
 	n := len(tgt)
 	et := float64(dot(tgt, tgt))
@@ -445,7 +448,10 @@ func (co *coarse) run(i, n int) []float32 {
 }
 
 // dot is the inner product of a and b[:len(a)]. Hot path: four
-// accumulators break the chain of dependent additions.
+// accumulators break the chain of dependent additions. Not instrumented
+// by the race detector: see truePeak.points.
+//
+//go:norace
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32

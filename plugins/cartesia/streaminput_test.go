@@ -42,8 +42,15 @@ func TestPooledSocketsShareContexts(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	all := make([]*sdktest.InputContext, contexts)
+	// A few words each: every context is open at once whatever it says
+	// (none ends its input before all have had their first audio), and
+	// each still gets its audio in several chunks interleaved with the
+	// others' on the shared sockets; the plugin's and the fake's JSON and
+	// base64 work grows with the audio, and was most of this test's time
+	// under the race detector with a sentence each.
+	say := func(i int) string { return fmt.Sprintf("Context %d. ", i) }
 	for i := range all {
-		all[i] = startContext(ctx, p, keys[i%len(keys)], fmt.Sprintf("Context number %d says hello. ", i), &wg)
+		all[i] = startContext(ctx, p, keys[i%len(keys)], say(i), &wg)
 	}
 	for _, c := range all {
 		<-c.First
@@ -52,7 +59,7 @@ func TestPooledSocketsShareContexts(t *testing.T) {
 		close(c.In)
 	}
 	wg.Wait()
-	want := fakeupstream.Speak("Context number 0 says hello. ", 1).Seconds
+	want := fakeupstream.Speak(say(0), 1).Seconds
 	for i, c := range all {
 		if got := float64(c.Audio/2) / 24000; c.Err != nil || got < want-0.2 {
 			t.Fatalf("context %d: %v after %.3fs of audio", i, c.Err, got)

@@ -123,6 +123,13 @@ func newAnalyzer() *analyzer {
 //
 // Hot path: one FFT, 40 short dot products and a 12×40 DCT per 10 ms of
 // audio, into buffers reused across frames; BenchmarkAlign covers it.
+// Left out of the race detector's instrumentation (go:norace), which
+// made every load of these loops a call into it: extract reads samples
+// and writes only the analyzer's scratch (each alignment makes its own
+// analyzer) and the features it returns, whose later readers are
+// instrumented, as are the FFT's own loads. No effect on other builds.
+//
+//go:norace
 func (a *analyzer) extract(samples []float32) *features {
 	n := 0
 	if len(samples) >= frameLen {
