@@ -99,9 +99,12 @@ run: build
 ##       binaries at a time (-p 4; go test's default is one per core): most of
 ##       them wait on plugin processes, sockets and timeouts more than they
 ##       compute. The end-to-end packages (test/e2e), the longest, start first.
+##       -ldflags=-w leaves DWARF out of the test binaries: a race-built e2e
+##       binary links in about 5 s instead of 9 to 10, over a hundred of them
+##       on a fresh machine; stack traces keep their names and lines.
 test: disk-check build test/jsclient/node_modules test/sdkclients/node_modules
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -p 4 -timeout 14m ./test/e2e/... ./...
+	$(GO) test -race -count=1 -p 4 -timeout 14m -ldflags=-w ./test/e2e/... ./...
 
 # disk-check: room for the race-built test binaries, where go caches builds
 # and where go test writes them (TMPDIR); the cache is cleared when short.
