@@ -614,7 +614,7 @@ func (s *Server) decodeSpeechBody(ctx *fasthttp.RequestCtx, r *speechRequestJSON
 		return checkText(body)
 	}
 	v := new(speechRequestJSON)
-	err = decodeHot(body, v)
+	err = decodeGeneral(body, v)
 	*r = *v
 	return err
 }
@@ -658,6 +658,13 @@ func decodeHot(body []byte, v any) error {
 			return checkText(body)
 		}
 	}
+	return decodeGeneral(body, v)
+}
+
+// decodeGeneral is decodeHot for a body the flat decoders declined:
+// go-json-experiment, then encoding/json for the problem of a body it
+// refuses.
+func decodeGeneral(body []byte, v any) error {
 	if jsonv2.Unmarshal(body, v, strictV2) == nil {
 		return checkText(body)
 	}

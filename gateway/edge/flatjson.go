@@ -423,36 +423,26 @@ func skipOutput(b []byte, i int) (int, bool) {
 // to the general decoder, and its problem.
 func scanOutput(t []byte) (outputJSON, bool) {
 	var o outputJSON
-	var seen uint8
+	var m members
 	ok := scanFlatObject(t, func(name, b []byte, i int) (int, bool) {
-		var bit uint8
+		var dst **int
+		var bit members
 		switch string(name) {
 		case "format":
-			v, next, ok := scanString(b, i)
-			if !ok || seen&1 != 0 {
-				return 0, false
-			}
-			seen |= 1
-			o.Format = v
-			return next, true
+			return m.str(b, i, 1<<0, &o.Format)
 		case "sampleRate":
-			bit = 2
+			dst, bit = &o.SampleRate, 1<<1
 		case "bitrate":
-			bit = 4
+			dst, bit = &o.Bitrate, 1<<2
 		default:
 			return 0, false
 		}
-		n, next, ok := scanSmallInt(b, i)
-		if !ok || seen&bit != 0 {
+		if !m.take(bit) {
 			return 0, false
 		}
-		seen |= bit
-		if bit == 2 {
-			o.SampleRate = &n
-		} else {
-			o.Bitrate = &n
-		}
-		return next, true
+		n, next, ok := scanSmallInt(b, i)
+		*dst = &n
+		return next, ok
 	})
 	return o, ok
 }
