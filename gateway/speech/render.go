@@ -203,7 +203,7 @@ func (s *Service) fetch(ctx context.Context, j *Job, ask sdk.Encoding) (*Result,
 // the plugin plans the request, by the plugin otherwise. release, when
 // not nil, gives the clip's buffer back to the HTTP client's pool.
 func (s *Service) render(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (_ *sdk.SynthesizeResponse, release func(), _ error) {
-	plan, explain, err := s.plan(ctx, j, req, false)
+	plan, explain, err := s.plan(ctx, j, req, false, time.Time{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,13 +229,14 @@ func (s *Service) planner(j *Job) sdk.Planner {
 }
 
 // plan returns the job's plan, or nil when the request goes through the
-// plugin (no planner, or the plugin cannot plan this request).
-func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, stream bool) (*dispatch.Planned, dispatch.Explainer, error) {
+// plugin (no planner, or the plugin cannot plan this request). A plan the
+// plugin must be asked for is asked by deadline (zero: ctx's alone).
+func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, stream bool, deadline time.Time) (*dispatch.Planned, dispatch.Explainer, error) {
 	pl := s.planner(j)
 	if pl == nil || req.Timestamps {
 		return nil, nil, nil
 	}
-	plan, err := s.dispatch.Plan(ctx, j.Provider.ID, pl, req, stream)
+	plan, err := s.dispatch.Plan(ctx, j.Provider.ID, pl, req, stream, deadline)
 	if err != nil {
 		if sdk.AsError(err).Kind == sdk.KindUnsupported {
 			return nil, nil, nil

@@ -57,24 +57,34 @@ func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Sou
 }
 
 // openStreamRequest is openStream with the provider request given.
+//
+// The call ends by the provider's timeout or the request's deadline,
+// whichever comes first. A planned stream makes no context for it: the
+// connection carries the deadline (dispatch.Client.OpenUntil), which
+// saved a timer, a context and its registration with the request's on
+// every stream's first byte. The plugin's own Stream still gets a
+// context with the deadline, since a plugin call has no other.
 func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, j.Provider.Policy.Timeout)
-	ctx = s.calls.Start(ctx, j.Provider, j.Model.ID, "stream")
 	start := time.Now()
-	plan, explain, err := s.plan(ctx, j, req, true)
+	deadline := start.Add(j.Provider.Policy.Timeout)
+	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx = s.calls.Start(ctx, j.Provider, j.Model.ID, "stream")
+	plan, explain, err := s.plan(ctx, j, req, true, deadline)
 	if err == nil && plan != nil {
 		var body *dispatch.Body
-		if body, err = s.dispatch.Open(ctx, plan, req.Text, explain); err == nil {
+		if body, err = s.dispatch.OpenUntil(ctx, plan, req.Text, deadline, explain); err == nil {
 			j.streamBilled = addBilled(j.streamBilled, body.Billed())
-			return &directSource{Body: body, done: s.ender(parent, ctx, cancel, j, start)}, nil
+			return &directSource{Body: body, done: s.ender(parent, ctx, deadline, nil, j, start)}, nil
 		}
 	}
 	if err != nil {
-		err = s.ender(parent, ctx, cancel, j, start)(err)
-		return nil, err
+		return nil, s.ender(parent, ctx, deadline, nil, j, start)(err)
 	}
-	ps := &pluginSource{job: j, chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(parent, ctx, cancel, j, start)}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ps := &pluginSource{job: j, chunks: make(chan sdk.Chunk, 8), errc: make(chan error, 1), cancel: cancel, done: s.ender(parent, ctx, deadline, cancel, j, start)}
 	go func() {
 		defer close(ps.chunks)
 		ps.errc <- j.Provider.Plugin.Stream(ctx, req, func(ch sdk.Chunk) error {
@@ -89,13 +99,16 @@ func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.Synthe
 	return ps, nil
 }
 
-// ender returns the function that ends a stream's provider call: it
-// releases ctx and records the call's metrics, and returns the error
-// as the caller should see it.
-func (s *Service) ender(parent, ctx context.Context, cancel context.CancelFunc, j *Job, start time.Time) func(error) error {
+// ender returns the function that ends a stream's provider call, due by
+// deadline: it records the call's metrics, releases its context (cancel,
+// when it has one of its own) and returns the error as the caller should
+// see it.
+func (s *Service) ender(parent, ctx context.Context, deadline time.Time, cancel context.CancelFunc, j *Job, start time.Time) func(error) error {
 	return func(err error) error {
-		err = s.calls.End(parent, ctx, j.Provider, j.Model.ID, "stream", time.Since(start), err)
-		cancel()
+		err = s.calls.EndBy(parent, ctx, deadline, j.Provider, j.Model.ID, "stream", time.Since(start), err)
+		if cancel != nil {
+			cancel()
+		}
 		return err
 	}
 }

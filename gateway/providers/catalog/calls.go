@@ -73,20 +73,29 @@ func (c *Calls) Start(ctx context.Context, p *Provider, model, op string) contex
 // (parent's, server.request_timeout) or the provider's (ctx's,
 // providers.<id>.timeout). ctx is the call's context, from Start.
 func (c *Calls) End(parent, ctx context.Context, p *Provider, model, op string, d time.Duration, err error) error {
+	cd, _ := ctx.Deadline()
+	return c.EndBy(parent, ctx, cd, p, model, op, d, err)
+}
+
+// EndBy is End for a call whose deadline is not ctx's but deadline (zero:
+// none): a planned stream's, which the connection enforces
+// (dispatch.Client.OpenUntil) so that the call needs no context of its
+// own.
+func (c *Calls) EndBy(parent, ctx context.Context, deadline time.Time, p *Provider, model, op string, d time.Duration, err error) error {
 	outcome := "ok"
 	if err != nil {
 		outcome = sdk.AsError(err).Kind.String()
 		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) || sdk.AsError(err).Kind == sdk.KindTimeout
 		if timedOut {
 			outcome = "timeout"
-			// ctx's deadline is the earlier of the request's and the
-			// provider's: name the one that was binding. (The plugin's
-			// side can report the deadline a moment before ctx sees it.)
+			// The call's deadline is the earlier of the request's and
+			// the provider's: name the one that was binding. (The
+			// plugin's side can report the deadline a moment before ctx
+			// sees it.)
 			pd, hasParent := parent.Deadline()
-			cd, _ := ctx.Deadline()
-			if hasParent && !pd.After(cd) {
+			if hasParent && !pd.After(deadline) {
 				err = problem.New(problem.RequestTimeout, "the request did not finish within the gateway's request timeout (server.request_timeout)")
-			} else if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+			} else if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 				err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", p.Policy.Timeout, p.ID)}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -35,7 +36,7 @@ func benchUpstream(b *testing.B, c *Client, body []byte, chunked bool) *Planned 
 		Header: map[string]string{"Authorization": "Bearer sk-bench", "Content-Type": "application/json", "Accept": "application/octet-stream"},
 		Body:   []byte(`{"model":"tts-1","input":"` + sdk.PlanText + `","voice":"alloy","response_format":"pcm"}`), MediaType: "audio/pcm;rate=24000",
 		FrameSize: 2, MaxAttempts: 2, ReuseFor: 1 << 62,
-	}), baseRequest(), chunked)
+	}), baseRequest(), chunked, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}

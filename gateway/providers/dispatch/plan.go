@@ -154,8 +154,10 @@ func (c *planCache) put(k key, e entry, now time.Time) {
 // Plan returns the plan of req (whose Text is ignored) for provider, from
 // the cache or from planner. An *sdk.Error of kind KindUnsupported says
 // the provider cannot plan this request; the caller then uses the
-// plugin's own Synthesize or Stream.
-func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner, req *sdk.SynthesizeRequest, stream bool) (*Planned, error) {
+// plugin's own Synthesize or Stream. The planner is asked by deadline,
+// when it comes before ctx's (zero: ctx's alone); a plan from the cache
+// makes no context.
+func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner, req *sdk.SynthesizeRequest, stream bool, deadline time.Time) (*Planned, error) {
 	k := key{
 		provider: provider, model: req.Model, voice: req.Voice, format: req.Format,
 		rate: req.SampleRate, speed: req.Speed, options: string(req.Options),
@@ -172,6 +174,11 @@ func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner,
 	}
 	r := *req
 	r.Text, r.Timestamps = sdk.PlanText, false
+	if d, ok := ctx.Deadline(); !deadline.IsZero() && (!ok || deadline.Before(d)) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	p, err := planner.Plan(ctx, &sdk.PlanRequest{Request: &r, Stream: stream})
 	if err != nil {
 		if sdk.AsError(err).Kind == sdk.KindUnsupported {

@@ -157,7 +157,7 @@ func TestPlanCacheShapes(t *testing.T) {
 			pl := planning(testPlan("http://provider.test/v1/speech"))
 			ctx := context.Background()
 
-			first, err := c.Plan(ctx, "prov", pl, baseRequest(), false)
+			first, err := c.Plan(ctx, "prov", pl, baseRequest(), false, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestPlanCacheShapes(t *testing.T) {
 			if tt.provider != "" {
 				provider = tt.provider
 			}
-			second, err := c.Plan(ctx, provider, pl, req, tt.stream)
+			second, err := c.Plan(ctx, provider, pl, req, tt.stream, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestPlanReuseForZeroPlansEveryTime(t *testing.T) {
 	p.ReuseFor = 0
 	pl := planning(p)
 	for range 3 {
-		if _, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false); err != nil {
+		if _, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,7 +223,7 @@ func TestPlanExpires(t *testing.T) {
 	pl := planning(testPlan("http://provider.test/v1/speech")) // ReuseFor: a minute
 	plan := func() {
 		t.Helper()
-		if _, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false); err != nil {
+		if _, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestPlanUnsupportedIsCached(t *testing.T) {
 	ctx := context.Background()
 
 	for i := range 3 {
-		p, err := c.Plan(ctx, "prov", pl, baseRequest(), false)
+		p, err := c.Plan(ctx, "prov", pl, baseRequest(), false, time.Time{})
 		if p != nil || sdk.AsError(err).Kind != sdk.KindUnsupported {
 			t.Fatalf("call %d: %v, %v; want KindUnsupported", i, p, err)
 		}
@@ -274,7 +274,7 @@ func TestPlanUnsupportedIsCached(t *testing.T) {
 	// Another shape is asked again.
 	req := baseRequest()
 	req.Voice = "nova"
-	if _, err := c.Plan(ctx, "prov", pl, req, false); sdk.AsError(err).Kind != sdk.KindUnsupported {
+	if _, err := c.Plan(ctx, "prov", pl, req, false, time.Time{}); sdk.AsError(err).Kind != sdk.KindUnsupported {
 		t.Fatalf("other shape: %v", err)
 	}
 	if n := pl.calls(); n != 2 {
@@ -283,7 +283,7 @@ func TestPlanUnsupportedIsCached(t *testing.T) {
 
 	// The answer is believed for a while, not for ever.
 	clock.Advance(unsupportedFor)
-	if _, err := c.Plan(ctx, "prov", pl, baseRequest(), false); sdk.AsError(err).Kind != sdk.KindUnsupported {
+	if _, err := c.Plan(ctx, "prov", pl, baseRequest(), false, time.Time{}); sdk.AsError(err).Kind != sdk.KindUnsupported {
 		t.Fatalf("after expiry: %v", err)
 	}
 	if n := pl.calls(); n != 3 {
@@ -309,7 +309,7 @@ func TestPlanOtherErrorsAreNotCached(t *testing.T) {
 			c := newTestClient(t, Options{Counter: obs.counter})
 			pl := &fakePlanner{plan: func(*sdk.PlanRequest) (*sdk.Plan, error) { return nil, tt.err }}
 			for i := range 2 {
-				p, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false)
+				p, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false, time.Time{})
 				if p != nil || !errors.Is(err, tt.err) || sdk.AsError(err).Kind != tt.kind {
 					t.Fatalf("call %d: %v, %v; want %v of kind %v", i, p, err, tt.err, tt.kind)
 				}
@@ -357,7 +357,7 @@ func TestPlanMalformed(t *testing.T) {
 			p := testPlan("http://provider.test/v1/speech")
 			tt.change(p)
 			pl := planning(p)
-			got, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false)
+			got, err := c.Plan(context.Background(), "prov", pl, baseRequest(), false, time.Time{})
 			var se *sdk.Error
 			if got != nil || !errors.As(err, &se) || se.Kind != sdk.KindInternal {
 				t.Fatalf("got %v, %v; want an *sdk.Error of kind KindInternal", got, err)
@@ -378,7 +378,7 @@ func TestPlanCompiles(t *testing.T) {
 	p.Header["X-B"] = "2"
 	p.Header["X-A"] = "1"
 	p.FrameSize, p.MaxAttempts, p.Timeout = 0, 0, 3*time.Second
-	pl, err := c.Plan(context.Background(), "prov", planning(p), baseRequest(), false)
+	pl, err := c.Plan(context.Background(), "prov", planning(p), baseRequest(), false, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,10 +413,10 @@ func TestPlanObserve(t *testing.T) {
 		return nil, sdk.Errorf(sdk.KindUnsupported, "no")
 	}}
 	ctx := context.Background()
-	_, _ = c.Plan(ctx, "a", ok, baseRequest(), false)
-	_, _ = c.Plan(ctx, "a", ok, baseRequest(), false)
-	_, _ = c.Plan(ctx, "b", no, baseRequest(), false)
-	_, _ = c.Plan(ctx, "b", no, baseRequest(), false)
+	_, _ = c.Plan(ctx, "a", ok, baseRequest(), false, time.Time{})
+	_, _ = c.Plan(ctx, "a", ok, baseRequest(), false, time.Time{})
+	_, _ = c.Plan(ctx, "b", no, baseRequest(), false, time.Time{})
+	_, _ = c.Plan(ctx, "b", no, baseRequest(), false, time.Time{})
 	if got, want := strings.Join(obs.list(), " "), "a:planned a:reused b:unsupported b:unsupported"; got != want {
 		t.Errorf("observed %q, want %q", got, want)
 	}
@@ -435,14 +435,14 @@ func TestPlanCacheEviction(t *testing.T) {
 	for i := range 100 {
 		req := baseRequest()
 		req.Voice = fmt.Sprintf("voice-%d", i)
-		first, err := c.Plan(ctx, "prov", pl, req, false)
+		first, err := c.Plan(ctx, "prov", pl, req, false, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := cacheLen(c); n > 8 {
 			t.Fatalf("after %d shapes the cache holds %d plans, want at most 8", i+1, n)
 		}
-		again, err := c.Plan(ctx, "prov", pl, req, false)
+		again, err := c.Plan(ctx, "prov", pl, req, false, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +475,7 @@ func TestPlanCacheEvictsExpiredFirst(t *testing.T) {
 		t.Helper()
 		req := baseRequest()
 		req.Voice = voice
-		if _, err := c.Plan(ctx, "prov", pl, req, false); err != nil {
+		if _, err := c.Plan(ctx, "prov", pl, req, false, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -509,7 +509,7 @@ func TestPlanConcurrent(t *testing.T) {
 			for i := range 200 {
 				req := baseRequest()
 				req.Voice = fmt.Sprintf("voice-%d", (g+i)%6)
-				if _, err := c.Plan(context.Background(), "prov", pl, req, i%2 == 0); err != nil {
+				if _, err := c.Plan(context.Background(), "prov", pl, req, i%2 == 0, time.Time{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -545,7 +545,7 @@ func TestPlanNotReusedAcrossNeighbours(t *testing.T) {
 		with(&sdk.Neighbours{PreviousText: "a", NextText: "c", PreviousIDs: []string{"r1"}}), // the same again
 		with(nil),
 	} {
-		if _, err := c.Plan(context.Background(), "prov", pl, r, false); err != nil {
+		if _, err := c.Plan(context.Background(), "prov", pl, r, false, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}

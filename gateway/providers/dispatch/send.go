@@ -43,7 +43,7 @@ func (c *Client) Fetch(ctx context.Context, p *Planned, text string, explain Exp
 // FetchBilled is Fetch that also reads what the answer's headers say the
 // call was billed (the plan's BilledHeaders; nil when none says).
 func (c *Client) FetchBilled(ctx context.Context, p *Planned, text string, explain Explainer) (body []byte, billed []sdk.BilledUsage, release func(), err error) {
-	resp, err := c.send(ctx, p, text, false, explain)
+	resp, err := c.send(ctx, p, text, false, time.Time{}, explain)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -74,7 +74,19 @@ func billedOf(h *fasthttp.ResponseHeader, p *Planned) []sdk.BilledUsage {
 // Open sends plan with text and returns the answer's body to read as it
 // arrives. The caller must Close it.
 func (c *Client) Open(ctx context.Context, p *Planned, text string, explain Explainer) (*Body, error) {
-	resp, err := c.send(ctx, p, text, true, explain)
+	return c.OpenUntil(ctx, p, text, time.Time{}, explain)
+}
+
+// OpenUntil is Open for a call that must end by deadline (zero: ctx's
+// deadline alone), which may come before ctx's. The deadline is set on
+// the connection, so it bounds the answer's headers and every read of its
+// body, and a read past it fails as a KindTimeout error, as ctx's would.
+// A caller that would make a context only to carry the provider's
+// timeout passes it here instead: a stream's first byte then pays for
+// one timer and one context (the request's), not two (BENCHMARKS.md,
+// round 3 session 10).
+func (c *Client) OpenUntil(ctx context.Context, p *Planned, text string, deadline time.Time, explain Explainer) (*Body, error) {
+	resp, err := c.send(ctx, p, text, true, deadline, explain)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +114,9 @@ type eofReader struct{}
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // send performs the request with retries and returns a successful
-// response (status < 300), which the caller releases.
-func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool, explain Explainer) (*fasthttp.Response, error) {
+// response (status < 300), which the caller releases. It ends by ctx's
+// deadline or until, whichever comes first (until zero: ctx's alone).
+func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool, until time.Time, explain Explainer) (*fasthttp.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, transportError(ctx, p.provider, err)
 	}
@@ -114,6 +127,9 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 	// Deadlines are wall-clock (fasthttp sets them on the connection), so
 	// they use time.Now rather than the injectable clock.
 	deadline, hasDeadline := ctx.Deadline()
+	if !until.IsZero() && (!hasDeadline || until.Before(deadline)) {
+		deadline, hasDeadline = until, true
+	}
 	if !stream && p.timeout > 0 {
 		if d := time.Now().Add(p.timeout); !hasDeadline || d.Before(deadline) {
 			deadline, hasDeadline = d, true
@@ -156,18 +172,18 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 		case resp.StatusCode() < 300:
 			return resp, nil
 		case !upstream.RetryableStatus(resp.StatusCode()) || last:
-			return nil, c.failure(ctx, p, resp, explain)
+			return nil, c.failure(ctx, p, resp, deadline, explain)
 		default:
 			reason = strconv.Itoa(resp.StatusCode())
 			wait = policy.Backoff(attempt)
 			if ra := retryAfter(resp, c.now()); ra > 0 {
 				if ra > maxRetryAfter {
-					return nil, c.failure(ctx, p, resp, explain)
+					return nil, c.failure(ctx, p, resp, deadline, explain)
 				}
 				wait = max(wait, ra)
 			}
 			if hasDeadline && time.Until(deadline) <= wait {
-				return nil, c.failure(ctx, p, resp, explain)
+				return nil, c.failure(ctx, p, resp, deadline, explain)
 			}
 			release(resp)
 		}
@@ -225,8 +241,9 @@ func retryAfter(resp *fasthttp.Response, now time.Time) time.Duration {
 // failure reads an error answer, releases it and asks the plugin what it
 // means. When the plugin cannot say (it is restarting), the status alone
 // decides, with no upstream text: the message then cannot carry anything
-// the plugin would have redacted.
-func (c *Client) failure(ctx context.Context, p *Planned, resp *fasthttp.Response, explain Explainer) error {
+// the plugin would have redacted. The plugin is asked by the call's
+// deadline (zero: ctx's alone).
+func (c *Client) failure(ctx context.Context, p *Planned, resp *fasthttp.Response, deadline time.Time, explain Explainer) error {
 	status := resp.StatusCode()
 	f := &sdk.Failure{Status: status, Header: map[string]string{}}
 	resp.Header.VisitAll(func(k, v []byte) {
@@ -242,6 +259,11 @@ func (c *Client) failure(ctx context.Context, p *Planned, resp *fasthttp.Respons
 	}
 	ra := retryAfter(resp, c.now())
 	release(resp)
+	if d, ok := ctx.Deadline(); !deadline.IsZero() && (!ok || deadline.Before(d)) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	var se *sdk.Error
 	if err := explain(ctx, f); errors.As(err, &se) && se.UpstreamStatus == status {
 		return se

@@ -117,7 +117,7 @@ func startServer(t *testing.T, h http.Handler) *httptest.Server {
 // planFor compiles sp through Client.Plan, as the gateway does.
 func planFor(t *testing.T, c *Client, sp *sdk.Plan) *Planned {
 	t.Helper()
-	p, err := c.Plan(context.Background(), "prov", planning(sp), baseRequest(), false)
+	p, err := c.Plan(context.Background(), "prov", planning(sp), baseRequest(), false, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,24 +614,35 @@ func TestSendWithoutDeadline(t *testing.T) {
 }
 
 // TestOpenDeadlineBoundsHeaders: a planned stream is bounded by its
-// context's deadline (the gateway's provider timeout), also while it
-// waits for the answer's headers.
+// deadline (the gateway's provider timeout), also while it waits for the
+// answer's headers: its context's, or the one given to OpenUntil, which
+// the connection carries.
 func TestOpenDeadlineBoundsHeaders(t *testing.T) {
-	srv, _ := startStaller(t, nil)
-	c := newTestClient(t, Options{})
-	sp := testPlan(srv.URL)
-	sp.ReuseFor = 0
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	r := within(t, "Open", func() result {
-		b, err := c.Open(ctx, planFor(t, c, sp), "hello", (&explainer{}).explain)
-		if err == nil {
-			b.Close()
-		}
-		return result{nil, err}
-	})
-	if se := sdk.AsError(r.err); se == nil || se.Kind != sdk.KindTimeout {
-		t.Fatalf("got %v, want KindTimeout", r.err)
+	for _, until := range []bool{false, true} {
+		t.Run(map[bool]string{false: "context", true: "until"}[until], func(t *testing.T) {
+			t.Parallel()
+			srv, _ := startStaller(t, nil)
+			c := newTestClient(t, Options{})
+			sp := testPlan(srv.URL)
+			sp.ReuseFor = 0
+			ctx, deadline := callCtx(t), time.Now().Add(200*time.Millisecond)
+			if !until {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, deadline)
+				defer cancel()
+				deadline = time.Time{}
+			}
+			r := within(t, "Open", func() result {
+				b, err := c.OpenUntil(ctx, planFor(t, c, sp), "hello", deadline, (&explainer{}).explain)
+				if err == nil {
+					b.Close()
+				}
+				return result{nil, err}
+			})
+			if se := sdk.AsError(r.err); se == nil || se.Kind != sdk.KindTimeout {
+				t.Fatalf("got %v, want KindTimeout", r.err)
+			}
+		})
 	}
 }
 
@@ -976,13 +987,16 @@ func TestBodyCloseEarly(t *testing.T) {
 
 func TestBodyNextCancelled(t *testing.T) {
 	tests := []struct {
-		name     string
-		deadline bool
-		kind     sdk.ErrorKind
-		is       error
+		name            string
+		deadline, until bool
+		kind            sdk.ErrorKind
+		is              error
 	}{
-		{"cancel", false, sdk.KindUnavailable, context.Canceled},
-		{"deadline", true, sdk.KindTimeout, nil},
+		{"cancel", false, false, sdk.KindUnavailable, context.Canceled},
+		{"deadline", true, false, sdk.KindTimeout, nil},
+		// OpenUntil's deadline, which only the connection carries, ends
+		// a read of the body as the context's does.
+		{"until", false, true, sdk.KindTimeout, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -996,13 +1010,18 @@ func TestBodyNextCancelled(t *testing.T) {
 				ctx    context.Context
 				cancel context.CancelFunc
 			)
-			if tt.deadline {
+			var until time.Time
+			switch {
+			case tt.deadline:
 				ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
-			} else {
+			case tt.until:
+				ctx, cancel = context.WithCancel(callCtx(t))
+				until = time.Now().Add(300 * time.Millisecond)
+			default:
 				ctx, cancel = context.WithCancel(callCtx(t))
 			}
 			defer cancel()
-			b, err := c.Open(ctx, planFor(t, c, sp), "hello", (&explainer{}).explain)
+			b, err := c.OpenUntil(ctx, planFor(t, c, sp), "hello", until, (&explainer{}).explain)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1010,7 +1029,7 @@ func TestBodyNextCancelled(t *testing.T) {
 			if chunk, err := b.Next(); err != nil || !bytes.Equal(chunk, head) {
 				t.Fatalf("first chunk %v, %v; want %v", chunk, err, head)
 			}
-			if !tt.deadline {
+			if !tt.deadline && !tt.until {
 				// Cancelled while Next waits (or before it starts: the
 				// answer must be the same).
 				stop := time.AfterFunc(50*time.Millisecond, cancel)
@@ -1026,6 +1045,12 @@ func TestBodyNextCancelled(t *testing.T) {
 			}
 			if tt.is != nil && !errors.Is(r.err, tt.is) {
 				t.Errorf("Next: %v is not %v", r.err, tt.is)
+			}
+			if tt.until {
+				// No context ended: the connection closes when the
+				// caller closes the failed stream, as the gateway does
+				// at once.
+				b.Close()
 			}
 			waitFor(t, s.ctxDone, "server request context ended")
 		})

@@ -3,6 +3,8 @@ package cloud
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,6 +235,21 @@ func TestCloudUpstreamFailures(t *testing.T) {
 	c.OpenAI.SetLatency(3 * time.Second)
 	defer c.OpenAI.SetLatency(0)
 	c.Do("POST", "/v1/audio/speech", "acme", body).Problem(t, 504, "provider_timeout")
+
+	// A planned stream the provider stops sending after its first chunk
+	// ends at the provider timeout as an incomplete transfer, and its row
+	// says provider_timeout: that deadline is the upstream connection's
+	// (dispatch.Client.OpenUntil), not a context's.
+	c.OpenAI.SetLatency(0)
+	c.OpenAI.HoldStreams()
+	defer c.OpenAI.ReleaseStreams()
+	status, data, err := harness.ReadStreamPath(t, c.Gateway, "/v1/audio/speech/stream", body)
+	if status != 200 || len(data) == 0 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("held stream: %d, %d bytes, %v; want 200, the first chunk, then an incomplete transfer", status, len(data), err)
+	}
+	if row := c.LastLog("acme"); row.ErrorCode != "provider_timeout" || !strings.Contains(row.ErrorDetail, "providers.openai.timeout") {
+		t.Errorf("held stream's row: %q (%s); want provider_timeout naming providers.openai.timeout", row.ErrorCode, row.ErrorDetail)
+	}
 }
 
 // TestBYOKEncryptedAtRest checks the stored org key is not in the database
