@@ -391,6 +391,8 @@ type chunkStream struct {
 	// request timeout instead.
 	conn         interface{ SetWriteDeadline(time.Time) error }
 	writeTimeout time.Duration
+	// armed is when the write deadline was last set (extendDeadline).
+	armed time.Time
 
 	// sent counts the bytes written to the client.
 	sent int64
@@ -472,6 +474,9 @@ func (cs *chunkStream) SupportsBodyWriteTo() bool { return true }
 // returns, so before the client sees the end of the stream.
 func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	var n int64
+	// fasthttp has just set the connection's write deadline for this
+	// response (Server.WriteTimeout, the same server.write_timeout).
+	cs.armed = time.Now()
 	b := cs.pending
 	cs.pending = nil
 	for {
@@ -525,10 +530,18 @@ func (cs *chunkStream) account() {
 	}
 }
 
-// extendDeadline gives the next write server.write_timeout.
+// extendDeadline gives the next write at least three quarters of
+// server.write_timeout: the deadline moves once a quarter of it has
+// passed, as fasthttp moves its own between responses. Moving it is a
+// timer update in Go's runtime, which a stream paid for every piece (one
+// each 100 ms or less), its first before the first byte.
 func (cs *chunkStream) extendDeadline() {
-	if cs.conn != nil && cs.writeTimeout > 0 {
-		_ = cs.conn.SetWriteDeadline(time.Now().Add(cs.writeTimeout))
+	if cs.conn == nil || cs.writeTimeout <= 0 {
+		return
+	}
+	if now := time.Now(); now.Sub(cs.armed) >= cs.writeTimeout/4 {
+		_ = cs.conn.SetWriteDeadline(now.Add(cs.writeTimeout))
+		cs.armed = now
 	}
 }
 

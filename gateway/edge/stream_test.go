@@ -3,6 +3,7 @@ package edge
 import (
 	"io"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -49,5 +50,42 @@ func TestEdgeLeavesStreamsUnread(t *testing.T) {
 			t.Errorf("access log %v, want one line with bytes -1", lines)
 		}
 		ctx.Response.Reset()
+	}
+}
+
+// deadlineConn records the write deadlines set on it.
+type deadlineConn struct{ set []time.Time }
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.set = append(c.set, t)
+	return nil
+}
+
+// TestExtendDeadlineOncePerQuarter: a stream moves its write deadline
+// only once a quarter of server.write_timeout has passed since it was
+// last set, so each write still has at least three quarters of it.
+func TestExtendDeadlineOncePerQuarter(t *testing.T) {
+	const timeout = time.Hour
+	conn := &deadlineConn{}
+	cs := &chunkStream{conn: conn, writeTimeout: timeout, armed: time.Now()}
+	cs.extendDeadline()
+	if len(conn.set) != 0 {
+		t.Fatalf("a deadline set just now was moved: %v", conn.set)
+	}
+	cs.armed = time.Now().Add(-timeout/4 - time.Second)
+	before := time.Now()
+	cs.extendDeadline()
+	if len(conn.set) != 1 || conn.set[0].Before(before.Add(timeout)) {
+		t.Fatalf("a deadline set over a quarter of the timeout ago: moved to %v, want one move to at least %v", conn.set, before.Add(timeout))
+	}
+	cs.extendDeadline()
+	if len(conn.set) != 1 {
+		t.Fatalf("moved again at once: %v", conn.set)
+	}
+	// No timeout: never set.
+	off := &deadlineConn{}
+	(&chunkStream{conn: off}).extendDeadline()
+	if len(off.set) != 0 {
+		t.Fatalf("set without a write timeout: %v", off.set)
 	}
 }
