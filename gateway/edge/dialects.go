@@ -166,8 +166,9 @@ func (s *Server) writeDialectBlocked(ctx *fasthttp.RequestCtx, d dialectKind, be
 // clip in response_format, or with stream_format "sse" the provider's
 // stream as speech.audio.delta events.
 func (s *Server) openAISpeech(ctx *fasthttp.RequestCtx, c *exchange) {
-	c.route = "speech.openai"
-	ctx.SetUserValue(userValueRoute, c.route)
+	const route = "speech.openai"
+	c.route = route
+	ctx.SetUserValue(userValueRoute, route) // a constant: boxed without an allocation
 	var body dialect.OpenAISpeech
 	if err := s.decodeSpeechJSON(ctx, &body); err != nil {
 		s.failSpeech(ctx, c, err, &speech.Spoken{})

@@ -423,8 +423,10 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 // before authentication, so that even a missing key is answered in the
 // dialect's error shape.
 func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) fasthttp.RequestHandler {
+	// Boxed once: a string made an interface per request is an allocation.
+	routeValue := any(route)
 	return func(ctx *fasthttp.RequestCtx) {
-		ctx.SetUserValue(userValueRoute, route)
+		ctx.SetUserValue(userValueRoute, routeValue)
 		c := s.newExchange(ctx, route)
 		if detect != nil {
 			c.dialect = detect(ctx)

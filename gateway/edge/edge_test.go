@@ -87,3 +87,26 @@ func TestRateLimitClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestHasNoCache: Cache-Control and Pragma directives are matched whole,
+// case-insensitively, anywhere in the list.
+func TestHasNoCache(t *testing.T) {
+	for _, tt := range []struct {
+		h    string
+		want bool
+	}{
+		{"", false},
+		{"no-cache", true},
+		{"max-age=0, no-store", true},
+		{" No-Cache ", true},
+		{"no-cachex", false},
+		{"x-no-cache", false},
+		{"private,no-cache,", true},
+		{",,", false},
+		{"max-age=60", false},
+	} {
+		if got := hasNoCache([]byte(tt.h)); got != tt.want {
+			t.Errorf("hasNoCache(%q) = %v, want %v", tt.h, got, tt.want)
+		}
+	}
+}

@@ -153,11 +153,22 @@ func (s *Server) firstAudio(out *speech.Spoken) prometheus.Observer {
 // noCache reports whether the client asked for a fresh rendering
 // (Cache-Control: no-cache, or the older Pragma: no-cache).
 func noCache(ctx *fasthttp.RequestCtx) bool {
-	for _, h := range [][]byte{ctx.Request.Header.Peek(fasthttp.HeaderCacheControl), ctx.Request.Header.Peek(fasthttp.HeaderPragma)} {
-		for _, d := range bytes.Split(h, []byte(",")) {
-			if bytes.EqualFold(bytes.TrimSpace(d), []byte("no-cache")) || bytes.EqualFold(bytes.TrimSpace(d), []byte("no-store")) {
-				return true
-			}
+	return hasNoCache(ctx.Request.Header.Peek(fasthttp.HeaderCacheControl)) || hasNoCache(ctx.Request.Header.Peek(fasthttp.HeaderPragma))
+}
+
+// hasNoCache reports whether the comma-separated directives h include
+// no-cache or no-store, without splitting h into a slice (bytes.Split
+// allocated twice a request, most of which send neither header).
+func hasNoCache(h []byte) bool {
+	for len(h) > 0 {
+		d := h
+		if i := bytes.IndexByte(h, ','); i >= 0 {
+			d, h = h[:i], h[i+1:]
+		} else {
+			h = nil
+		}
+		if d = bytes.TrimSpace(d); bytes.EqualFold(d, []byte("no-cache")) || bytes.EqualFold(d, []byte("no-store")) {
+			return true
 		}
 	}
 	return false

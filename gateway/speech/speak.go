@@ -39,8 +39,11 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 	}
 	// The request's target, then its fallbacks while a target fails in a
 	// way another provider may not (down, timed out, throttled, 5xx).
-	// Every failed attempt is logged as a row of its own.
-	next := s.fallbacks(ctx, org, req, j)
+	// Every failed attempt is logged as a row of its own. The fallbacks
+	// are the first target's, looked up only once it has failed: most
+	// requests never need them.
+	first := j
+	var next func() *Job
 	for {
 		start := time.Now()
 		err = s.attempt(ctx, org, j, out)
@@ -55,6 +58,9 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 				out.Result.Captions = Captions(req.Captions, j.Text, out.Result.Timestamps)
 			}
 			return out, nil
+		}
+		if next == nil {
+			next = s.fallbacks(ctx, org, req, first)
 		}
 		alt := next()
 		if alt == nil || !fallbackable(err) {
