@@ -334,7 +334,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Can
 	cs.raw = first
 	// The row is recorded when the stream ends, possibly while fasthttp is
 	// already resetting ctx: take what it needs from ctx now.
-	cs.row.Path = string(ctx.Path())
+	cs.row.Path = pathName(ctx.Path())
 	ctx.SetBodyStream(cs, -1)
 	return cs
 }
