@@ -132,9 +132,9 @@ func (s *Service) renderPooled(ctx context.Context, j *Job, req *sdk.SynthesizeR
 			return nil, nil, cmp.Or(last, err)
 		}
 		req.Credentials = creds
-		_, err = s.call(ctx, j, "synthesize", func(ctx context.Context) error {
+		_, err = s.calls.DoUntil(ctx, j.Provider, j.Model.ID, "synthesize", func(ctx context.Context, deadline time.Time) error {
 			var err error
-			resp, release, err = s.render(ctx, j, req)
+			resp, release, err = s.render(ctx, deadline, j, req)
 			return err
 		})
 		if keys.retry(s, j, err, false) {

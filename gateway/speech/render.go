@@ -199,19 +199,23 @@ func (s *Service) fetch(ctx context.Context, j *Job, ask sdk.Encoding) (*Result,
 	return res, nil
 }
 
-// render gets a whole clip from the provider: sent by the gateway when
-// the plugin plans the request, by the plugin otherwise. release, when
-// not nil, gives the clip's buffer back to the HTTP client's pool.
-func (s *Service) render(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (_ *sdk.SynthesizeResponse, release func(), _ error) {
-	plan, explain, err := s.plan(ctx, j, req, false, time.Time{})
+// render gets a whole clip from the provider by deadline: sent by the
+// gateway when the plugin plans the request (the connection carries the
+// deadline), by the plugin otherwise (under a context that does).
+// release, when not nil, gives the clip's buffer back to the HTTP
+// client's pool.
+func (s *Service) render(ctx context.Context, deadline time.Time, j *Job, req *sdk.SynthesizeRequest) (_ *sdk.SynthesizeResponse, release func(), _ error) {
+	plan, explain, err := s.plan(ctx, j, req, false, deadline)
 	if err != nil {
 		return nil, nil, err
 	}
 	if plan == nil {
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
 		resp, err := j.Provider.Plugin.Synthesize(ctx, req)
 		return resp, nil, err
 	}
-	audio, billed, release, err := s.dispatch.FetchBilled(ctx, plan, req.Text, explain)
+	audio, billed, release, err := s.dispatch.FetchBilled(ctx, plan, req.Text, deadline, explain)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,11 +252,6 @@ func (s *Service) plan(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, 
 		f.Credentials = creds
 		return pl.Explain(ctx, f)
 	}, nil
-}
-
-// call runs one call of j's to its provider (Calls.Do).
-func (s *Service) call(ctx context.Context, j *Job, op string, fn func(ctx context.Context) error) (time.Duration, error) {
-	return s.calls.Do(ctx, j.Provider, j.Model.ID, op, fn)
 }
 
 // decodableFormat picks the format to ask a provider for when the gateway

@@ -67,10 +67,7 @@ func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Sou
 func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
 	parent := ctx
 	start := time.Now()
-	deadline := start.Add(j.Provider.Policy.Timeout)
-	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	deadline := s.calls.Deadline(parent, j.Provider, start)
 	ctx = s.calls.Start(ctx, j.Provider, j.Model.ID, "stream")
 	plan, explain, err := s.plan(ctx, j, req, true, deadline)
 	if err == nil && plan != nil {

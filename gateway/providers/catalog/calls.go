@@ -48,6 +48,32 @@ func (c *Calls) Do(parent context.Context, p *Provider, model, op string, fn fun
 	return d, c.End(parent, ctx, p, model, op, d, err)
 }
 
+// DoUntil is Do for a call that makes a context of its own only where it
+// needs one: fn gets parent's context (with the call's span) and the
+// call's deadline, p's timeout or parent's deadline if that comes first,
+// and must end by it. A call the gateway sends itself carries the
+// deadline on its connection (dispatch's FetchBilled and OpenUntil),
+// which saves a timer and a context per whole clip; a plugin call makes
+// the context with context.WithDeadline.
+func (c *Calls) DoUntil(parent context.Context, p *Provider, model, op string, fn func(ctx context.Context, deadline time.Time) error) (time.Duration, error) {
+	start := time.Now()
+	deadline := c.Deadline(parent, p, start)
+	ctx := c.Start(parent, p, model, op)
+	err := fn(ctx, deadline)
+	d := time.Since(start)
+	return d, c.EndBy(parent, ctx, deadline, p, model, op, d, err)
+}
+
+// Deadline is the deadline of a call of p's starting at start under
+// parent: p's timeout, or parent's deadline if that comes first.
+func (c *Calls) Deadline(parent context.Context, p *Provider, start time.Time) time.Time {
+	deadline := start.Add(p.Policy.Timeout)
+	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return deadline
+}
+
 // Start starts the span of a call that ends later (a stream; End ends
 // it): a GenAI client span, "generate_content MODEL", saying whether the
 // plugin or the gateway itself sends the upstream request.

@@ -57,3 +57,39 @@ func TestEndByNamesTheBindingDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestCallDeadline: a call is due by its provider's timeout, or by the
+// request's deadline when that comes first; DoUntil hands it to the call.
+func TestCallDeadline(t *testing.T) {
+	p := &Provider{ID: "prov", Policy: Policy{Timeout: 30 * time.Second}}
+	c := NewCalls(nil, nil, true)
+	start := time.Now()
+	soon, cancel := context.WithDeadline(context.Background(), start.Add(time.Second))
+	defer cancel()
+	late, cancel2 := context.WithDeadline(context.Background(), start.Add(time.Hour))
+	defer cancel2()
+	for _, tt := range []struct {
+		name   string
+		parent context.Context
+		want   time.Time
+	}{
+		{"no request deadline", context.Background(), start.Add(30 * time.Second)},
+		{"the request's first", soon, start.Add(time.Second)},
+		{"the provider's first", late, start.Add(30 * time.Second)},
+	} {
+		if got := c.Deadline(tt.parent, p, start); !got.Equal(tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	var given time.Time
+	_, err := c.DoUntil(soon, p, "m", "synthesize", func(ctx context.Context, deadline time.Time) error {
+		given = deadline
+		if _, ok := ctx.Deadline(); !ok {
+			return errors.New("the call's context lost the request's deadline")
+		}
+		return nil
+	})
+	if err != nil || !given.Equal(start.Add(time.Second)) {
+		t.Fatalf("DoUntil gave %v, %v; want the request's deadline %v", given, err, start.Add(time.Second))
+	}
+}

@@ -36,14 +36,16 @@ type Explainer func(ctx context.Context, f *sdk.Failure) error
 // explain maps error answers, and network failures are KindUnavailable or
 // KindTimeout.
 func (c *Client) Fetch(ctx context.Context, p *Planned, text string, explain Explainer) (body []byte, release func(), err error) {
-	body, _, release, err = c.FetchBilled(ctx, p, text, explain)
+	body, _, release, err = c.FetchBilled(ctx, p, text, time.Time{}, explain)
 	return body, release, err
 }
 
 // FetchBilled is Fetch that also reads what the answer's headers say the
-// call was billed (the plan's BilledHeaders; nil when none says).
-func (c *Client) FetchBilled(ctx context.Context, p *Planned, text string, explain Explainer) (body []byte, billed []sdk.BilledUsage, release func(), err error) {
-	resp, err := c.send(ctx, p, text, false, time.Time{}, explain)
+// call was billed (the plan's BilledHeaders; nil when none says), and
+// ends by until when that comes before ctx's deadline (zero: ctx's
+// alone), as OpenUntil does.
+func (c *Client) FetchBilled(ctx context.Context, p *Planned, text string, until time.Time, explain Explainer) (body []byte, billed []sdk.BilledUsage, release func(), err error) {
+	resp, err := c.send(ctx, p, text, false, until, explain)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -326,7 +326,7 @@ func TestBilledHeaders(t *testing.T) {
 			sp := testPlan(srv.URL)
 			sp.BilledHeaders = map[string]string{"character-cost": sdk.UnitCharacters}
 			p := planFor(t, c, sp)
-			_, billed, release, err := c.FetchBilled(callCtx(t), p, "hi", (&explainer{}).explain)
+			_, billed, release, err := c.FetchBilled(callCtx(t), p, "hi", time.Time{}, (&explainer{}).explain)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -643,6 +643,26 @@ func TestOpenDeadlineBoundsHeaders(t *testing.T) {
 				t.Fatalf("got %v, want KindTimeout", r.err)
 			}
 		})
+	}
+}
+
+// TestFetchUntil: a whole clip is bounded by the deadline FetchBilled is
+// given, which the connection carries, when its context has an earlier
+// one or none.
+func TestFetchUntil(t *testing.T) {
+	srv, _ := startStaller(t, nil)
+	c := newTestClient(t, Options{})
+	sp := testPlan(srv.URL)
+	sp.ReuseFor, sp.Timeout = 0, 0
+	r := within(t, "FetchBilled", func() result {
+		body, _, release, err := c.FetchBilled(context.Background(), planFor(t, c, sp), "hello", time.Now().Add(200*time.Millisecond), (&explainer{}).explain)
+		if release != nil {
+			release()
+		}
+		return result{body, err}
+	})
+	if se := sdk.AsError(r.err); se == nil || se.Kind != sdk.KindTimeout {
+		t.Fatalf("got %d bytes, %v; want KindTimeout", len(r.data), r.err)
 	}
 }
 
