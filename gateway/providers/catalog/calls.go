@@ -111,7 +111,11 @@ func (c *Calls) EndBy(parent, ctx context.Context, deadline time.Time, p *Provid
 	outcome := "ok"
 	if err != nil {
 		outcome = sdk.AsError(err).Kind.String()
-		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) || sdk.AsError(err).Kind == sdk.KindTimeout
+		// The call's deadline passed: a timeout, whatever the plugin or
+		// the connection reported (a context the call made for itself,
+		// as DoUntil's plugin calls do, is not ctx).
+		passed := !deadline.IsZero() && !time.Now().Before(deadline)
+		timedOut := passed || errors.Is(ctx.Err(), context.DeadlineExceeded) || sdk.AsError(err).Kind == sdk.KindTimeout
 		if timedOut {
 			outcome = "timeout"
 			// The call's deadline is the earlier of the request's and
@@ -121,7 +125,7 @@ func (c *Calls) EndBy(parent, ctx context.Context, deadline time.Time, p *Provid
 			pd, hasParent := parent.Deadline()
 			if hasParent && !pd.After(deadline) {
 				err = problem.New(problem.RequestTimeout, "the request did not finish within the gateway's request timeout (server.request_timeout)")
-			} else if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			} else if passed || errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 				err = &sdk.Error{Kind: sdk.KindTimeout, Message: fmt.Sprintf("the provider did not answer within %s (providers.%s.timeout)", p.Policy.Timeout, p.ID)}
 			}
 		}

@@ -32,7 +32,11 @@ func TestEndByNamesTheBindingDeadline(t *testing.T) {
 		{"both at once", past, past, timeout, string(problem.RequestTimeout)},
 		{"no request deadline", time.Time{}, past, timeout, provider},
 		{"a timeout before either deadline keeps its message", later, soon, timeout, "i/o timeout"},
-		{"not a timeout", later, past, &sdk.Error{Kind: sdk.KindUpstream, Message: "boom"}, "boom"},
+		// A call whose deadline passed timed out, whatever its error
+		// says (a plugin's "call cancelled" under its own context).
+		{"cancelled past the provider's deadline", later, past, &sdk.Error{Kind: sdk.KindUnavailable, Message: "prov: call cancelled"}, provider},
+		{"cancelled past the request's deadline", past, later, &sdk.Error{Kind: sdk.KindUnavailable, Message: "prov: call cancelled"}, string(problem.RequestTimeout)},
+		{"not a timeout", later, soon, &sdk.Error{Kind: sdk.KindUpstream, Message: "boom"}, "boom"},
 	}
 	c := NewCalls(nil, nil, true)
 	for _, tt := range tests {
