@@ -20,7 +20,10 @@ func NewRequestID() string {
 
 // AppendRequestID appends a new request id (NewRequestID's) to dst, in
 // the canonical form uuid.UUID.String writes. The edge writes it into
-// the answer's headers from a buffer of its own, without a string.
+// the answer's headers from a buffer of its own, without a string. The
+// encoding is written here because uuid (v1.6.0) encodes only into a new
+// string or slice (String, MarshalText); TestAppendRequestIDIsCanonical
+// holds it to String.
 func AppendRequestID(dst []byte) []byte {
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -39,13 +39,11 @@ func NewCalls(m *metrics.Metrics, tracer *tracing.Tracer, direct bool) *Calls {
 // timeout, and records it. It returns how long the call took and its
 // error as the caller should see it (see End).
 func (c *Calls) Do(parent context.Context, p *Provider, model, op string, fn func(ctx context.Context) error) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(parent, p.Policy.Timeout)
-	defer cancel()
-	ctx = c.Start(ctx, p, model, op)
-	start := time.Now()
-	err := fn(ctx)
-	d := time.Since(start)
-	return d, c.End(parent, ctx, p, model, op, d, err)
+	return c.DoUntil(parent, p, model, op, func(ctx context.Context, deadline time.Time) error {
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		return fn(ctx)
+	})
 }
 
 // DoUntil is Do for a call that makes a context of its own only where it

@@ -174,11 +174,8 @@ func (c *Client) Plan(ctx context.Context, provider string, planner sdk.Planner,
 	}
 	r := *req
 	r.Text, r.Timestamps = sdk.PlanText, false
-	if d, ok := ctx.Deadline(); !deadline.IsZero() && (!ok || deadline.Before(d)) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
+	ctx, cancel := withEarlier(ctx, deadline)
+	defer cancel()
 	p, err := planner.Plan(ctx, &sdk.PlanRequest{Request: &r, Stream: stream})
 	if err != nil {
 		if sdk.AsError(err).Kind == sdk.KindUnsupported {

@@ -261,16 +261,23 @@ func (c *Client) failure(ctx context.Context, p *Planned, resp *fasthttp.Respons
 	}
 	ra := retryAfter(resp, c.now())
 	release(resp)
-	if d, ok := ctx.Deadline(); !deadline.IsZero() && (!ok || deadline.Before(d)) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
+	ctx, cancel := withEarlier(ctx, deadline)
+	defer cancel()
 	var se *sdk.Error
 	if err := explain(ctx, f); errors.As(err, &se) && se.UpstreamStatus == status {
 		return se
 	}
 	return upstream.ErrorFromStatus(status, p.provider, "", "", ra)
+}
+
+// withEarlier returns ctx ending by deadline as well, for a call to the plugin
+// (a plan, an explanation) that has no connection to carry the deadline:
+// ctx itself when deadline is zero or not before ctx's own.
+func withEarlier(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); deadline.IsZero() || ok && !deadline.Before(d) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline)
 }
 
 // transportError classifies a failure to get an answer. fasthttp's
