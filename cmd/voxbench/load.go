@@ -709,6 +709,9 @@ func (l *load) streamTTFB(ctx context.Context, res *Results, perfDir string) err
 	if t.GatewayOutput != nil {
 		t.OutputOverheadP50 = t.GatewayOutput.P50 - t.Direct.P50
 	}
+	if err := l.streamStages(ctx, t, perfDir); err != nil {
+		return err
+	}
 	if l.p.TTFBLoadClients > 0 {
 		if err := l.loadedTTFB(ctx, t); err != nil {
 			return err

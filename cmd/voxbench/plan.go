@@ -36,7 +36,10 @@ type plan struct {
 	TTFBLoadClients int `json:"ttfb_load_clients"`
 	TTFBLoadStreams int `json:"ttfb_load_streams_per_client"`
 	TTFBLoadRounds  int `json:"ttfb_load_rounds"`
-	ManyStreams     int `json:"concurrent_streams"`
+	// StagesTrace is how long the stages pass traces the gateway
+	// (stages.go): at about ten sequential streams a second.
+	StagesTrace time.Duration `json:"stages_trace_ns"`
+	ManyStreams int           `json:"concurrent_streams"`
 
 	// The clients phase: per workload, ClientRounds rounds of
 	// ClientPerRound sequential triples (direct, nginx, gateway), then
@@ -85,6 +88,7 @@ func defaultPlan(o options) plan {
 		TTFBLoadClients:   8,
 		TTFBLoadStreams:   4,
 		TTFBLoadRounds:    8,
+		StagesTrace:       6 * time.Second,
 		ManyStreams:       o.streams,
 		ClientRounds:      5,
 		ClientPerRound:    100,
@@ -104,6 +108,7 @@ func defaultPlan(o options) plan {
 		p.Slot, p.Slots = time.Second, 1
 		p.TTFBPairs = 20
 		p.TTFBLoadStreams, p.TTFBLoadRounds = 2, 2
+		p.StagesTrace = 2 * time.Second
 		p.ClientRounds, p.ClientPerRound = 2, 20
 		p.ClientConcurrency, p.ClientSlot, p.ClientSlots = 16, 300*time.Millisecond, 1
 		p.ManyStreams = min(o.streams, 200)

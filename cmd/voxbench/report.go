@@ -167,6 +167,9 @@ type ttfbResult struct {
 	// Loaded is the same streams with several clients at once per leg
 	// (loadedTTFB); nil when not measured.
 	Loaded *ttfbLoaded `json:"under_load,omitempty"`
+	// Stages is where the gateway's first byte goes, stage by stage
+	// (stages.go); nil when not measured.
+	Stages *stagesResult `json:"stages,omitempty"`
 }
 
 // ttfbLoaded is time to first byte with Clients streaming at once.
@@ -764,6 +767,7 @@ func printTable(w io.Writer, r *Results) {
 	if len(r.Throughput) > 0 {
 		fmt.Fprintln(w)
 	}
+	printStages(w, r.TTFB.Stages)
 	printClients(w, r)
 	if m := r.AfterLoad; len(m.PluginRSS) > 0 {
 		var ps []string

@@ -177,6 +177,9 @@ func TestQuickRun(t *testing.T) {
 	if tt := res.TTFB; (tt.GatewayOutput == nil) == (tt.OutputRefused == "") {
 		t.Errorf("ttfb with output: measured %v, refused %q (want one of the two)", tt.GatewayOutput, tt.OutputRefused)
 	}
+	if st := res.TTFB.Stages; st == nil || st.Streams == 0 || st.Total <= 0 || st.Stages[0].Streams != st.Streams {
+		t.Errorf("stages of the first byte: %+v", st)
+	}
 	if len(res.Clients.Workloads) != 6 {
 		t.Fatalf("clients: %d workloads, want 6", len(res.Clients.Workloads))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"runtime/debug"
+	rtrace "runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/ratelimit"
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
 	"github.com/voxgate/voxgate/gateway/edge/textrule"
+	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -93,6 +95,10 @@ var (
 func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
+		// The request's stages are runtime/trace regions (a no-op unless
+		// a trace is being recorded): voxbench reads them from
+		// /debug/pprof/trace to say where a stream's first byte goes.
+		prologue := rtrace.StartRegion(context.Background(), stages.Prologue)
 		s.metrics.InFlight.Inc() // Dec when observed, at the end of a stream
 		s.mem.begin()
 		// The configuration is taken once, here, and given back when the
@@ -120,9 +126,11 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			ctx.SetConnectionClose()
 			s.writeProblem(ctx, problem.New(problem.BadRequest, "the request has both Content-Length and Transfer-Encoding; send one"))
 			s.observe(ctx, start, reqID)
+			prologue.End()
 			return
 		}
 		held, err := s.readBody(ctx)
+		prologue.End()
 		if err != nil {
 			s.bodyError(ctx, err)
 			s.observe(ctx, start, reqID)
@@ -426,12 +434,14 @@ func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKi
 	// Boxed once: a string made an interface per request is an allocation.
 	routeValue := any(route)
 	return func(ctx *fasthttp.RequestCtx) {
+		admit := rtrace.StartRegion(context.Background(), stages.Auth)
 		ctx.SetUserValue(userValueRoute, routeValue)
 		c := s.newExchange(ctx, route)
 		if detect != nil {
 			c.dialect = detect(ctx)
 		}
 		p, st := s.checkKey(ctx, c.dialect)
+		admit.End()
 		if st != auth.StatusOK {
 			s.writeRefusedIn(ctx, c.dialect, p, st)
 			return

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	rtrace "runtime/trace"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
+	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
 	"github.com/voxgate/voxgate/gateway/store"
@@ -49,12 +51,14 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 			s.openAISpeech(ctx, c)
 			return nil
 		}
+		decode := rtrace.StartRegion(c.ctx, stages.Decode)
 		var body speechRequestJSON
 		err := s.decodeSpeechBody(ctx, &body)
 		var req *speech.Request
 		if err == nil {
 			req, err = body.domain()
 		}
+		decode.End()
 		if err != nil {
 			s.failSpeech(ctx, c, err, &speech.Spoken{})
 			return nil
@@ -73,6 +77,8 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	req.NoCache = noCache(ctx)
 	out, err := c.live.Speech.Speak(rctx, c.p.OrgID, req, ep)
+	answer := rtrace.StartRegion(c.ctx, stages.Answer)
+	defer answer.End()
 	c.charge = out.Charge
 	if out.Cache != "" {
 		ctx.Response.Header.Set(headerCache, out.Cache)
@@ -490,6 +496,7 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	cs.armed = time.Now()
 	b := cs.pending
 	cs.pending = nil
+	first := rtrace.StartRegion(context.Background(), stages.FirstWrite)
 	for {
 		if len(b) > 0 {
 			cs.extendDeadline()
@@ -497,9 +504,14 @@ func (cs *chunkStream) WriteTo(w io.Writer) (int64, error) {
 			n += int64(k)
 			cs.wrote(k)
 			if err != nil {
+				first.End()
 				cs.finish(err) // the client went away: stop the provider
 				return n, err
 			}
+		}
+		if first != nil {
+			first.End()
+			first = nil
 		}
 		cs.account()
 		if cs.ended {

@@ -5,16 +5,20 @@ import (
 	"context"
 	"errors"
 	"io"
+	rtrace "runtime/trace"
 
+	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/sdk"
 )
 
 // attempt runs j once: from the cache, or reserved from the budgets and
 // rendered by the provider. On failure nothing stays reserved.
 func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) error {
+	admit := rtrace.StartRegion(ctx, stages.Admit)
 	// A hit is moderated like any request, and costs nothing.
 	key, hit := s.lookup(ctx, j, "answer")
 	if hit != nil {
+		admit.End()
 		out.Cache, out.Row.Cache = "hit", "hit"
 		unbill(&out.Row)
 		if j.Delivery == DeliverStream {
@@ -30,10 +34,13 @@ func (s *Service) attempt(ctx context.Context, org string, j *Job, out *Spoken) 
 	var release func()
 	if j.Delivery == DeliverStream {
 		if release, err = s.streams.acquire(org); err != nil {
+			admit.End()
 			return err
 		}
 	}
-	if out.Charge, err = s.reserve(ctx, org, amount(&out.Row)); err != nil {
+	out.Charge, err = s.reserve(ctx, org, amount(&out.Row))
+	admit.End()
+	if err != nil {
 		if release != nil {
 			release()
 		}
@@ -113,7 +120,9 @@ func (s *Service) firstAudio(ctx context.Context, j *Job, key string) (*Stream, 
 	if key != "" {
 		src = &teeSource{Source: src, c: s.cache, key: key, conv: j.conv}
 	}
+	fa := rtrace.StartRegion(ctx, stages.FirstAudio)
 	first, err := src.Next()
+	fa.End()
 	if err != nil && !(errors.Is(err, io.EOF) && src.MediaType() != "") {
 		cerr := src.Close()
 		if errors.Is(err, io.EOF) {

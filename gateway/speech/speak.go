@@ -2,9 +2,11 @@ package speech
 
 import (
 	"context"
+	rtrace "runtime/trace"
 	"time"
 
 	"github.com/voxgate/voxgate/gateway/admission/budget"
+	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/gateway/store"
 )
 
@@ -26,13 +28,17 @@ func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delive
 		req.Loudness = s.defaultLoudness(org, req.VolumeDbfs, req.Loudness)
 		req.loudnessByDefault = req.Loudness != nil
 	}
+	prep := rtrace.StartRegion(ctx, stages.Prepare)
 	j, err := s.prepare(ctx, org, req, ep)
+	prep.End()
 	if err != nil {
 		return out, err
 	}
 	out.Job = j
+	mod := rtrace.StartRegion(ctx, stages.Moderate)
 	err = s.moderate(ctx, j)
 	out.Row = s.logRow(j) // with the verdict, whatever it was
+	mod.End()
 	if err != nil {
 		unbill(&out.Row)
 		return out, err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	rtrace "runtime/trace"
 	"time"
 
+	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/gateway/providers/dispatch"
 	"github.com/voxgate/voxgate/sdk"
 )
@@ -67,9 +69,11 @@ func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Sou
 func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
 	parent := ctx
 	start := time.Now()
+	planning := rtrace.StartRegion(ctx, stages.Plan)
 	deadline := s.calls.Deadline(parent, j.Provider, start)
 	ctx = s.calls.Start(ctx, j.Provider, j.Model.ID, "stream")
 	plan, explain, err := s.plan(ctx, j, req, true, deadline)
+	planning.End()
 	if err == nil && plan != nil {
 		var body *dispatch.Body
 		if body, err = s.dispatch.OpenUntil(ctx, plan, req.Text, deadline, explain); err == nil {

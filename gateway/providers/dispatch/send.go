@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	rtrace "runtime/trace"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/gateway/observe/tracing"
 	"github.com/voxgate/voxgate/sdk"
 	"github.com/voxgate/voxgate/sdk/upstream"
@@ -146,11 +148,13 @@ func (c *Client) send(ctx context.Context, p *Planned, text string, stream bool,
 		resp.StreamBody = stream
 		_, span := c.tracer.Start(ctx, p.method, trace.SpanKindClient)
 		var err error
+		sending := rtrace.StartRegion(ctx, stages.Send)
 		if hasDeadline {
 			err = hc.DoDeadline(req, resp, deadline)
 		} else {
 			err = hc.Do(req, resp)
 		}
+		sending.End()
 		if span.IsRecording() {
 			traceAttempt(span, p, req, resp, attempt, err)
 		}
