@@ -21,6 +21,7 @@ import (
 	"github.com/voxgate/voxgate/gateway/admission/moderation"
 	"github.com/voxgate/voxgate/gateway/audio"
 	"github.com/voxgate/voxgate/gateway/edge/dialect"
+	"github.com/voxgate/voxgate/gateway/internal/lazydeadline"
 	"github.com/voxgate/voxgate/gateway/observe/stages"
 	"github.com/voxgate/voxgate/gateway/problem"
 	"github.com/voxgate/voxgate/gateway/speech"
@@ -74,7 +75,11 @@ func (s *Server) speechHandler(ep speech.Delivery) handlerFunc {
 // and those of the fallback attempts that failed before the answer.
 func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Request, ep speech.Delivery, writeClip func(*speech.Result), sse bool) {
 	// c.ctx carries the caller (the key's scope and budget) and the trace.
-	rctx, cancel := context.WithTimeout(c.ctx, s.opts.RequestTimeout)
+	// The deadline's timer is armed only if something waits on it: a
+	// stream the gateway sends itself never does (its connection carries
+	// the deadline, and this goroutine reads and cancels it), which saves
+	// a timer on every stream's first byte (lazydeadline).
+	rctx, cancel := lazydeadline.WithTimeout(c.ctx, s.opts.RequestTimeout)
 	req.NoCache = noCache(ctx)
 	out, err := c.live.Speech.Speak(rctx, c.p.OrgID, req, ep)
 	answer := rtrace.StartRegion(c.ctx, stages.Answer)

@@ -429,7 +429,7 @@ func (l *Live) Render(ctx context.Context, text string, emit func(sdk.StreamEven
 func (l *Live) stream(ctx context.Context, j *Job, emit func(sdk.StreamEvent) error) error {
 	req := j.request()
 	req.Format, req.SampleRate, req.Bitrate = l.format, l.rate, l.bitrate
-	src, err := l.s.openStreamRequest(ctx, j, req)
+	src, err := l.s.openStreamRequest(ctx, j, req, false) // read by the segment's goroutine, cancelled by the session
 	if err != nil {
 		return err
 	}

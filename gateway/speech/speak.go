@@ -20,6 +20,11 @@ import (
 
 // Speak runs a speech request on endpoint ep. On error, the returned
 // Spoken still carries the log row as far as the request got.
+//
+// A stream (DeliverStream) is read and closed by the goroutine that
+// called Speak, which is the only one to cancel ctx before it closes the
+// stream: the reads of a stream the gateway sends to the provider itself
+// do not watch ctx, they end by its deadline (openStreamRequest).
 func (s *Service) Speak(ctx context.Context, org string, req *Request, ep Delivery) (*Spoken, error) {
 	out := &Spoken{}
 	if req.Loudness == nil && !req.LoudnessOff {

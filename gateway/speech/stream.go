@@ -38,7 +38,7 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 	if len(j.pieces) > 1 {
 		req := j.requestIn(j.pieces[0], streamFormat(j.Model))
 		req.Neighbours = j.neighbours(0, nil)
-		first, err := s.openStreamRequest(ctx, j, req)
+		first, err := s.openStreamRequest(ctx, j, req, true)
 		if err != nil {
 			return nil, err
 		}
@@ -55,10 +55,15 @@ func (s *Service) openStream(ctx context.Context, j *Job) (Source, error) {
 // stream, in format ("" = the job's stream format, or the model's
 // default).
 func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Source, error) {
-	return s.openStreamRequest(ctx, j, j.requestIn(text, format))
+	return s.openStreamRequest(ctx, j, j.requestIn(text, format), true)
 }
 
 // openStreamRequest is openStream with the provider request given.
+// owned says that the goroutine calling it is the one that reads the
+// source and closes it, and the only one that cancels ctx (a stream
+// relayed by its request's goroutine): a planned stream's body then does
+// not register with ctx (dispatch.Client.OpenOwned), so that the
+// request's timer stays unarmed (gateway/internal/lazydeadline).
 //
 // The call ends by the provider's timeout or the request's deadline,
 // whichever comes first. A planned stream makes no context for it: the
@@ -66,7 +71,7 @@ func (s *Service) openOne(ctx context.Context, j *Job, text, format string) (Sou
 // saved a timer, a context and its registration with the request's on
 // every stream's first byte. The plugin's own Stream still gets a
 // context with the deadline, since a plugin call has no other.
-func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest) (Source, error) {
+func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.SynthesizeRequest, owned bool) (Source, error) {
 	parent := ctx
 	start := time.Now()
 	planning := rtrace.StartRegion(ctx, stages.Plan)
@@ -76,7 +81,11 @@ func (s *Service) openStreamRequest(ctx context.Context, j *Job, req *sdk.Synthe
 	planning.End()
 	if err == nil && plan != nil {
 		var body *dispatch.Body
-		if body, err = s.dispatch.OpenUntil(ctx, plan, req.Text, deadline, explain); err == nil {
+		open := s.dispatch.OpenUntil
+		if owned {
+			open = s.dispatch.OpenOwned
+		}
+		if body, err = open(ctx, plan, req.Text, deadline, explain); err == nil {
 			j.streamBilled = addBilled(j.streamBilled, body.Billed())
 			return &directSource{Body: body, done: s.ender(parent, ctx, deadline, nil, j, start)}, nil
 		}

@@ -88,8 +88,24 @@ func (c *Client) Open(ctx context.Context, p *Planned, text string, explain Expl
 // A caller that would make a context only to carry the provider's
 // timeout passes it here instead: a stream's first byte then pays for
 // one timer and one context (the request's), not two (BENCHMARKS.md,
-// round 3 session 10).
+// round 3 session 10). Cancelling ctx interrupts a read in flight.
 func (c *Client) OpenUntil(ctx context.Context, p *Planned, text string, deadline time.Time, explain Explainer) (*Body, error) {
+	return c.open(ctx, p, text, deadline, explain, true)
+}
+
+// OpenOwned is OpenUntil for a body that one goroutine reads and closes,
+// the same that would cancel ctx (a stream relayed by its request's own
+// goroutine): cancelling ctx does not interrupt a read in flight, which
+// ends by deadline (not zero) or with data, and that goroutine closes the
+// body when it stops. The body does not register with ctx, which spares
+// the registration on every stream's first byte and leaves a context
+// whose timer is armed only when something waits on it
+// (gateway/internal/lazydeadline) without one.
+func (c *Client) OpenOwned(ctx context.Context, p *Planned, text string, deadline time.Time, explain Explainer) (*Body, error) {
+	return c.open(ctx, p, text, deadline, explain, false)
+}
+
+func (c *Client) open(ctx context.Context, p *Planned, text string, deadline time.Time, explain Explainer, watch bool) (*Body, error) {
 	resp, err := c.send(ctx, p, text, true, deadline, explain)
 	if err != nil {
 		return nil, err
@@ -101,7 +117,7 @@ func (c *Client) OpenUntil(ctx context.Context, p *Planned, text string, deadlin
 	}
 	// Cancelling ctx (the listener left, the deadline passed) interrupts
 	// a read in flight: fasthttp's stream closes the connection.
-	if rc, ok := b.r.(interface{ CloseWithError(error) error }); ok {
+	if rc, ok := b.r.(interface{ CloseWithError(error) error }); ok && watch {
 		b.stop = context.AfterFunc(ctx, func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()

@@ -1011,12 +1011,15 @@ func TestBodyNextCancelled(t *testing.T) {
 		deadline, until bool
 		kind            sdk.ErrorKind
 		is              error
+		owned           bool
 	}{
-		{"cancel", false, false, sdk.KindUnavailable, context.Canceled},
-		{"deadline", true, false, sdk.KindTimeout, nil},
+		{"cancel", false, false, sdk.KindUnavailable, context.Canceled, false},
+		{"deadline", true, false, sdk.KindTimeout, nil, false},
 		// OpenUntil's deadline, which only the connection carries, ends
 		// a read of the body as the context's does.
-		{"until", false, true, sdk.KindTimeout, nil},
+		{"until", false, true, sdk.KindTimeout, nil, false},
+		// OpenOwned: the same, and the body never waits on its context.
+		{"owned", false, true, sdk.KindTimeout, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1041,7 +1044,12 @@ func TestBodyNextCancelled(t *testing.T) {
 				ctx, cancel = context.WithCancel(callCtx(t))
 			}
 			defer cancel()
-			b, err := c.OpenUntil(ctx, planFor(t, c, sp), "hello", until, (&explainer{}).explain)
+			open := c.OpenUntil
+			waits := &doneCounter{Context: ctx}
+			if tt.owned {
+				open, ctx = c.OpenOwned, waits
+			}
+			b, err := open(ctx, planFor(t, c, sp), "hello", until, (&explainer{}).explain)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1073,8 +1081,23 @@ func TestBodyNextCancelled(t *testing.T) {
 				b.Close()
 			}
 			waitFor(t, s.ctxDone, "server request context ended")
+			if n := waits.n.Load(); n != 0 {
+				t.Errorf("an owned body asked its context for Done %d times; it must not wait on it", n)
+			}
 		})
 	}
+}
+
+// doneCounter counts the calls of Done: a context.AfterFunc or a derived
+// context asks for it, and so waits on the context.
+type doneCounter struct {
+	context.Context
+	n atomic.Int32
+}
+
+func (d *doneCounter) Done() <-chan struct{} {
+	d.n.Add(1)
+	return d.Context.Done()
 }
 
 // TestSendReusesConnections checks that a finished stream's connection
