@@ -94,7 +94,7 @@ func (c *cors) decorate(ctx *fasthttp.RequestCtx) {
 // request gets 204 and the Allow header the router set. No API key is
 // asked for: browsers send preflights without credentials.
 func (s *Server) options(ctx *fasthttp.RequestCtx) {
-	ctx.SetUserValue(userValueRoute, "options")
+	setRoute(ctx, "options")
 	origin := ctx.Request.Header.PeekBytes(headerOrigin)
 	method := ctx.Request.Header.PeekBytes(headerRequestMethod)
 	if len(origin) == 0 || len(method) == 0 {

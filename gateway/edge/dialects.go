@@ -168,7 +168,7 @@ func (s *Server) writeDialectBlocked(ctx *fasthttp.RequestCtx, d dialectKind, be
 func (s *Server) openAISpeech(ctx *fasthttp.RequestCtx, c *exchange) {
 	const route = "speech.openai"
 	c.route = route
-	ctx.SetUserValue(userValueRoute, route) // a constant: boxed without an allocation
+	setRoute(ctx, route)
 	var body dialect.OpenAISpeech
 	if err := s.decodeSpeechJSON(ctx, &body); err != nil {
 		s.failSpeech(ctx, c, err, &speech.Spoken{})

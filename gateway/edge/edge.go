@@ -69,16 +69,25 @@ type exchange struct {
 // the error into a problem object.
 type handlerFunc func(ctx *fasthttp.RequestCtx, c *exchange) error
 
-const (
-	userValueRoute = "voxgate.route"
-	userValueReqID = "voxgate.reqid"
-	userValueOrg   = "voxgate.org"
-	// userValueLive holds the *Live the request took as it arrived.
-	userValueLive = "voxgate.live"
-	// userValueTrace holds the context of the request's server span when
-	// tracing is on.
-	userValueTrace = "voxgate.trace"
-)
+// userValueAccess holds the request's *access: one user value, set once
+// as the request arrives, for what the edge learns of it on the way (a
+// lookup of fasthttp's user values scans them all, and each string put
+// there is boxed on the heap).
+const userValueAccess = "voxgate.access"
+
+// accessOf returns the request's access record; nil for a request the
+// edge did not take in (the metrics listener's).
+func accessOf(ctx *fasthttp.RequestCtx) *access {
+	a, _ := ctx.UserValue(userValueAccess).(*access)
+	return a
+}
+
+// setRoute names the request's route for its metrics and access log line.
+func setRoute(ctx *fasthttp.RequestCtx, route string) {
+	if a := accessOf(ctx); a != nil {
+		a.route = route
+	}
+}
 
 var (
 	headerRequestID = []byte("X-Request-Id")
@@ -103,10 +112,10 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		s.mem.begin()
 		// The configuration is taken once, here, and given back when the
 		// request is observed (a stream: at its end).
-		ctx.SetUserValue(userValueLive, s.hold())
+		a := &access{start: start, live: s.hold()}
+		ctx.SetUserValue(userValueAccess, a)
 		if s.tracer != nil {
-			tctx, _ := s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
-			ctx.SetUserValue(userValueTrace, tctx)
+			a.trace, _ = s.tracer.StartServer(func(k string) string { return string(ctx.Request.Header.Peek(k)) }, string(ctx.Method()))
 		}
 		var idBuf [36]byte
 		id := requestID(ctx, idBuf[:0])
@@ -114,8 +123,7 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		// normalising copy of each (the values are still checked).
 		ctx.Response.Header.SetCanonical(headerRequestID, id)
 		ctx.Response.Header.SetCanonical(headerServiceRequestID, id)
-		reqID := string(id)
-		ctx.SetUserValue(userValueReqID, reqID)
+		a.reqID = string(id)
 		s.cors.decorate(ctx)
 		if ambiguousLength(&ctx.Request.Header) {
 			// RFC 9112 section 6.1: a request with both Content-Length and
@@ -125,7 +133,7 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			// as the next request (request smuggling).
 			ctx.SetConnectionClose()
 			s.writeProblem(ctx, problem.New(problem.BadRequest, "the request has both Content-Length and Transfer-Encoding; send one"))
-			s.observe(ctx, start, reqID)
+			s.observe(ctx, a)
 			prologue.End()
 			return
 		}
@@ -133,15 +141,15 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		prologue.End()
 		if err != nil {
 			s.bodyError(ctx, err)
-			s.observe(ctx, start, reqID)
+			s.observe(ctx, a)
 			return
 		}
 		defer func() {
 			if r := recover(); r != nil {
 				s.metrics.Panics.Inc()
-				s.log.Error("panic in handler", zap.String("request_id", reqID), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+				s.log.Error("panic in handler", zap.String("request_id", a.reqID), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 				ctx.Response.ResetBody()
-				s.writeProblem(ctx, problem.New(problem.Internal, "an internal error occurred; request id %s", reqID))
+				s.writeProblem(ctx, problem.New(problem.Internal, "an internal error occurred; request id %s", a.reqID))
 			}
 			if held.n > 0 {
 				// The handler has decoded what it needs (into copies), and
@@ -150,7 +158,7 @@ func (s *Server) edge(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				ctx.Request.ResetBody()
 				s.bodyMem.give(held.org, held.n)
 			}
-			s.observe(ctx, start, reqID)
+			s.observe(ctx, a)
 		}()
 		next(ctx)
 	}
@@ -192,32 +200,27 @@ func ambiguousLength(h *fasthttp.RequestHeader) bool {
 // line are written when the stream ends, with the whole duration and the
 // bytes sent. Any other streamed body is observed now, its size unknown
 // (-1): reading it here would hold it back from the client.
-func (s *Server) observe(ctx *fasthttp.RequestCtx, start time.Time, reqID string) {
-	route, _ := ctx.UserValue(userValueRoute).(string)
-	if route == "" {
-		route = "unmatched"
+func (s *Server) observe(ctx *fasthttp.RequestCtx, a *access) {
+	if a.route == "" {
+		a.route = "unmatched"
 	}
-	org, _ := ctx.UserValue(userValueOrg).(string)
-	live, _ := ctx.UserValue(userValueLive).(*Live)
-	var tctx context.Context
-	if s.tracer != nil {
-		tctx, _ = ctx.UserValue(userValueTrace).(context.Context)
-		if pattern, _ := ctx.UserValue(router.MatchedRoutePathParam).(string); pattern != "" && tctx != nil {
-			tctx = context.WithValue(tctx, routePatternKey{}, pattern)
+	if a.trace != nil {
+		if pattern, _ := ctx.UserValue(router.MatchedRoutePathParam).(string); pattern != "" {
+			a.trace = context.WithValue(a.trace, routePatternKey{}, pattern)
 		}
 	}
+	// Taken from ctx now: it is reused once the handler has returned.
+	a.method, a.path, a.status = methodName(ctx.Method()), pathName(ctx.Path()), ctx.Response.StatusCode()
 	size := -1
 	if ctx.Response.IsBodyStream() {
 		if lo, ok := ctx.Response.BodyStream().(lateObserver); ok {
-			// Copies: ctx is reused once the handler has returned.
-			lo.observeAtEnd(&access{start: start, reqID: reqID, route: route, org: org,
-				method: methodName(ctx.Method()), path: pathName(ctx.Path()), status: ctx.Response.StatusCode(), trace: tctx, live: live})
+			lo.observeAtEnd(a)
 			return
 		}
 	} else {
 		size = len(ctx.Response.Body())
 	}
-	s.observed(start, reqID, route, org, methodName(ctx.Method()), pathName(ctx.Path()), ctx.Response.StatusCode(), size, "", tctx, live)
+	s.observeEnd(a, int64(size), "")
 }
 
 // pathName returns the request path as a string, without allocating for
@@ -260,12 +263,14 @@ func methodName(m []byte) string {
 // access is a request's record for the access log and the HTTP metrics,
 // copied out of its fasthttp.RequestCtx for a stream that ends later.
 type access struct {
-	start             time.Time
-	reqID, route, org string
-	method, path      string
-	status            int
-	trace             context.Context // the server span's, when tracing
-	live              *Live           // released when observed
+	start time.Time
+	reqID string
+	// route is set by the route's handler, org once the key is checked.
+	route, org   string
+	method, path string
+	status       int
+	trace        context.Context // the server span's, when tracing
+	live         *Live           // released when observed
 }
 
 // lateObserver is a streamed body that observes its request when it
@@ -431,11 +436,8 @@ func (s *Server) api(route string, h handlerFunc) fasthttp.RequestHandler {
 // before authentication, so that even a missing key is answered in the
 // dialect's error shape.
 func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKind, h handlerFunc) fasthttp.RequestHandler {
-	// Boxed once: a string made an interface per request is an allocation.
-	routeValue := any(route)
 	return func(ctx *fasthttp.RequestCtx) {
 		admit := rtrace.StartRegion(context.Background(), stages.Auth)
-		ctx.SetUserValue(userValueRoute, routeValue)
 		c := s.newExchange(ctx, route)
 		if detect != nil {
 			c.dialect = detect(ctx)
@@ -452,12 +454,12 @@ func (s *Server) apiIn(route string, detect func(*fasthttp.RequestCtx) dialectKi
 
 // newExchange starts the exchange of an API request on route.
 func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
-	reqID, _ := ctx.UserValue(userValueReqID).(string)
-	c := &exchange{ctx: context.Background(), reqID: reqID, start: time.Now(), route: route}
-	c.live, _ = ctx.UserValue(userValueLive).(*Live)
-	if s.tracer != nil {
-		if tctx, ok := ctx.UserValue(userValueTrace).(context.Context); ok {
-			c.ctx = tctx // the handler's work becomes the server span's children
+	c := &exchange{ctx: context.Background(), start: time.Now(), route: route}
+	if a := accessOf(ctx); a != nil {
+		a.route = route
+		c.reqID, c.live = a.reqID, a.live
+		if a.trace != nil {
+			c.ctx = a.trace // the handler's work becomes the server span's children
 		}
 	}
 	return c
@@ -468,7 +470,9 @@ func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
 func (s *Server) serve(ctx *fasthttp.RequestCtx, c *exchange, p auth.Principal, h handlerFunc) {
 	c.p = p
 	c.ctx = speech.WithCaller(c.ctx, speech.Caller{KeyID: p.KeyID, Scope: p.Scope})
-	ctx.SetUserValue(userValueOrg, p.OrgID)
+	if a := accessOf(ctx); a != nil {
+		a.org = p.OrgID
+	}
 	if pe := kindAllowed(p, c.route); pe != nil {
 		s.writeProblemIn(ctx, c.dialect, pe)
 		return
@@ -531,7 +535,10 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, c *exchange, err error, pr
 		c.errCode = pe.Code
 	}
 	if pe.Status() >= 500 {
-		reqID, _ := ctx.UserValue(userValueReqID).(string)
+		var reqID string
+		if a := accessOf(ctx); a != nil {
+			reqID = a.reqID
+		}
 		s.log.Warn("request failed", zap.String("request_id", reqID), zap.String("code", string(pe.Code)), zap.Error(err))
 	}
 	s.writeProblemIn(ctx, d, pe)

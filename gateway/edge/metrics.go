@@ -23,7 +23,7 @@ func (s *Server) metricsRoutes(r *router.Router) {
 	h := s.metrics.Handler()
 	token := s.opts.MetricsToken
 	r.GET("/metrics", func(ctx *fasthttp.RequestCtx) {
-		ctx.SetUserValue(userValueRoute, "metrics")
+		setRoute(ctx, "metrics")
 		if token != "" && !bearerIs(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization), token) {
 			ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="voxgate metrics"`)
 			s.writeProblem(ctx, problem.New(problem.Unauthorized, "send the metrics token (metrics.token) as 'Authorization: Bearer <token>'"))

@@ -116,8 +116,11 @@ func (s *Server) newRealtime() {
 // realtimeHandler authenticates the upgrade request, spends one request
 // of the organization's synthesis budget, and hands the socket to the hub.
 func (s *Server) realtimeHandler(ctx *fasthttp.RequestCtx) {
-	ctx.SetUserValue(userValueRoute, realtimeRoute)
-	reqID, _ := ctx.UserValue(userValueReqID).(string)
+	setRoute(ctx, realtimeRoute)
+	var reqID string
+	if a := accessOf(ctx); a != nil {
+		reqID = a.reqID
+	}
 	authz := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
 	if len(authz) == 0 {
 		if key := subprotocolKey(ctx.Request.Header.Peek("Sec-WebSocket-Protocol")); key != nil {
@@ -129,7 +132,9 @@ func (s *Server) realtimeHandler(ctx *fasthttp.RequestCtx) {
 		s.writeRefusedIn(ctx, dialectVoxgate, p, st)
 		return
 	}
-	ctx.SetUserValue(userValueOrg, p.OrgID)
+	if a := accessOf(ctx); a != nil {
+		a.org = p.OrgID
+	}
 	if pe := kindAllowed(p, realtimeRoute); pe != nil {
 		s.writeProblem(ctx, pe)
 		return

@@ -587,19 +587,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // openAPI serves the OpenAPI document, without an API key: it describes
 // the API, it holds nothing of any organization.
 func (s *Server) openAPI(ctx *fasthttp.RequestCtx) {
-	ctx.SetUserValue(userValueRoute, "openapi")
+	setRoute(ctx, "openapi")
 	ctx.Response.Header.SetContentTypeBytes(contentJSON)
 	ctx.Response.SetBodyRaw(s.openapi)
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
-	ctx.SetUserValue(userValueRoute, "healthz")
+	setRoute(ctx, "healthz")
 	ctx.Response.Header.SetContentTypeBytes(contentJSON)
 	ctx.SetBodyString(`{"status":"ok"}`)
 }
 
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
-	ctx.SetUserValue(userValueRoute, "readyz")
+	setRoute(ctx, "readyz")
 	if s.ready != nil {
 		if err := s.ready(); err != nil {
 			pe := problem.New(problem.Unavailable, "not ready: %v", err)

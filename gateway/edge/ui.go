@@ -23,7 +23,7 @@ const uiPrefix = "/ui/api"
 func (s *Server) registerUI(r *router.Router) {
 	serve := func(route string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 		return func(ctx *fasthttp.RequestCtx) {
-			ctx.SetUserValue(userValueRoute, route)
+			setRoute(ctx, route)
 			h(ctx)
 		}
 	}
@@ -42,7 +42,7 @@ func uiTwin(path string) bool { return strings.HasPrefix(path, "/v1/") }
 // GET; then the same as api: the caller's scope, rate limits, problems.
 func (s *Server) session(route string, h handlerFunc) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		ctx.SetUserValue(userValueRoute, route)
+		setRoute(ctx, route)
 		ui.SetHeaders(ctx)
 		c := s.newExchange(ctx, route)
 		sess, pe := s.ui.Verify(ctx)

@@ -94,6 +94,11 @@ func TestStreamObservedToItsEnd(t *testing.T) {
 	if line["status"] != int64(200) || line["stream_error"] != nil {
 		t.Errorf("access log %v", line)
 	}
+	// What the edge learned on the way (its access record): the request
+	// id it answered with and the organization of the key.
+	if line["request_id"] != resp.Header.Get("X-Request-Id") || line["org"] != "acme" {
+		t.Errorf("access log request_id %v (answered %q), org %v (want acme)", line["request_id"], resp.Header.Get("X-Request-Id"), line["org"])
+	}
 }
 
 // TestMetricsStartAtZero: a dashboard shows zeros, not "no data", before
