@@ -96,12 +96,18 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, d dialectKind) (auth.Pri
 // checkKey is authenticate saying why a known key is refused (expired, or
 // of a disabled organization), so that the answer can say so.
 func (s *Server) checkKey(ctx *fasthttp.RequestCtx, d dialectKind) (auth.Principal, auth.Status) {
+	// The connection remembers its last key: the next request with it
+	// skips the key's hash and the table (auth.Memo).
+	var memo *auth.Memo
+	if lc, ok := ctx.Conn().(*limitedConn); ok {
+		memo = &lc.memo
+	}
 	if d == dialectElevenLabs {
 		if key := ctx.Request.Header.PeekBytes(headerXIAPIKey); len(key) > 0 {
-			return s.auth.CheckKey(bytes.TrimSpace(key))
+			return s.auth.CheckKeyMemo(bytes.TrimSpace(key), memo)
 		}
 	}
-	return s.auth.Check(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+	return s.auth.CheckMemo(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization), memo)
 }
 
 // writeRefusedIn answers a request whose key did not authenticate: 401

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/voxgate/voxgate/gateway/admission/auth"
 )
 
 // The listener between the TCP socket and fasthttp. fasthttp's accept loop
@@ -194,6 +196,9 @@ type limitedConn struct {
 	// linger is set when the connection is closed with a request's body
 	// unread (lingerClose).
 	linger atomic.Bool
+	// memo is the last API key checked on this connection (checkKey),
+	// used only by the goroutine serving it, one request at a time.
+	memo auth.Memo
 }
 
 // Bounds of a lingering close: how long, and how much of the client's

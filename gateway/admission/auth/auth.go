@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,6 +113,9 @@ type Authenticator struct {
 	// of them: it would bring a revoked key back, or drop a new one,
 	// until the next reload.
 	changes uint64
+	// gen counts every change of the table (under mu), reloads included:
+	// a Memo holds only for the generation it was made in.
+	gen atomic.Uint64
 }
 
 // New loads the active keys from st. orgExists reports whether an org is
@@ -165,6 +169,7 @@ func (a *Authenticator) Reload(ctx context.Context) error {
 			continue
 		}
 		a.byHash, a.byID = table, byID
+		a.gen.Add(1)
 		a.mu.Unlock()
 		return nil
 	}
@@ -201,6 +206,7 @@ func (a *Authenticator) add(k *store.APIKey) {
 	a.byHash[e.hash] = e
 	a.byID[e.p.KeyID] = e
 	a.changes++
+	a.gen.Add(1)
 	a.mu.Unlock()
 }
 
@@ -235,8 +241,17 @@ func (a *Authenticator) Check(header []byte) (Principal, Status) {
 
 // CheckKey is Check for a bare API key.
 func (a *Authenticator) CheckKey(token []byte) (Principal, Status) {
-	if len(token) != keyLen || !bytes.HasPrefix(token, []byte(KeyPrefix)) {
+	p, ok := a.lookup(token)
+	if !ok {
 		return Principal{}, StatusUnknown
+	}
+	return p, a.state(&p)
+}
+
+// lookup finds the principal of token in the table.
+func (a *Authenticator) lookup(token []byte) (Principal, bool) {
+	if len(token) != keyLen || !bytes.HasPrefix(token, []byte(KeyPrefix)) {
+		return Principal{}, false
 	}
 	h := sha256.Sum256(token)
 	a.mu.RLock()
@@ -245,9 +260,57 @@ func (a *Authenticator) CheckKey(token []byte) (Principal, Status) {
 	// The map found the entry by hash; the constant-time compare keeps the
 	// final decision free of data-dependent timing all the same.
 	if !ok || subtle.ConstantTimeCompare(e.hash[:], h[:]) != 1 {
+		return Principal{}, false
+	}
+	return e.p, true
+}
+
+// Memo is what a connection's last key check left, so that the next
+// request on the same connection with the same key skips the key's
+// SHA-256 and the table (the larger part of the check on a cold cache:
+// BENCHMARKS.md, round 3 session 11). A connection is one client, and a
+// keep-alive client sends one key. A Memo holds only while the key table
+// is unchanged: a key created, updated or revoked here, or a reload,
+// voids every Memo. The organization's state and the key's expiry are
+// checked on every request all the same. One goroutine at a time uses a
+// Memo (a connection's); its zero value is empty.
+type Memo struct {
+	token [memoKeyCap]byte
+	valid bool
+	gen   uint64
+	p     Principal
+}
+
+// memoKeyCap bounds the key a Memo holds (keyLen today).
+const memoKeyCap = 64
+
+// CheckMemo is Check remembering the key in m (nil: Check).
+func (a *Authenticator) CheckMemo(header []byte, m *Memo) (Principal, Status) {
+	if len(header) < len(bearer) || !bytes.EqualFold(header[:len(bearer)], bearer) {
 		return Principal{}, StatusUnknown
 	}
-	return e.p, a.state(&e.p)
+	return a.CheckKeyMemo(bytes.TrimSpace(header[len(bearer):]), m)
+}
+
+// CheckKeyMemo is CheckKey remembering the key in m (nil: CheckKey).
+func (a *Authenticator) CheckKeyMemo(token []byte, m *Memo) (Principal, Status) {
+	if m == nil || len(token) > memoKeyCap {
+		return a.CheckKey(token)
+	}
+	// Read before the table: a change after this read voids the memo
+	// made from it.
+	gen := a.gen.Load()
+	if m.valid && m.gen == gen && len(token) == keyLen && subtle.ConstantTimeCompare(token, m.token[:keyLen]) == 1 {
+		return m.p, a.state(&m.p)
+	}
+	p, ok := a.lookup(token)
+	if !ok {
+		m.valid = false
+		return Principal{}, StatusUnknown
+	}
+	copy(m.token[:], token)
+	m.valid, m.gen, m.p = true, gen, p
+	return p, a.state(&p)
 }
 
 // state is what a known key's principal may do now.
@@ -330,6 +393,7 @@ func (a *Authenticator) Update(ctx context.Context, k *store.APIKey) (*store.API
 		a.byID[e.p.KeyID] = e
 	}
 	a.changes++
+	a.gen.Add(1)
 	a.mu.Unlock()
 	return out, nil
 }
@@ -351,6 +415,7 @@ func (a *Authenticator) Revoke(ctx context.Context, id string) (*store.APIKey, e
 		delete(a.byID, id)
 	}
 	a.changes++
+	a.gen.Add(1)
 	a.mu.Unlock()
 	return k, nil
 }
