@@ -32,6 +32,9 @@ type provState struct {
 	// kept is a stream's audio as sent, for its fingerprint once it
 	// ended; nil once it outgrew maxIndexedStream (or for a clip).
 	kept []byte
+	// unmarked is the organization's choice of unmarked audio, read with
+	// its records setting (newProvState).
+	unmarked bool
 }
 
 // maxIndexedStream bounds the audio an answer may have to be
@@ -84,8 +87,9 @@ func (s *Server) newProvState(c *exchange, mediaType string) *provState {
 	if s.prov == nil {
 		return nil
 	}
-	ps := &provState{mediaType: mediaType}
-	if !s.orgProvenance(c.p.OrgID).NoRecords {
+	o := s.orgProvenance(c.p.OrgID)
+	ps := &provState{mediaType: mediaType, unmarked: o.Unmarked}
+	if !o.NoRecords {
 		ps.hasher = provenance.NewHasher()
 	}
 	return ps
@@ -95,7 +99,7 @@ func (s *Server) newProvState(c *exchange, mediaType string) *provState {
 func (s *Server) markInto(c *exchange, ps *provState, provider, model string, b []byte, whole, inPlace bool) []byte {
 	format := provenance.Container(ps.mediaType)
 	switch {
-	case s.orgProvenance(c.p.OrgID).Unmarked:
+	case ps.unmarked:
 		ps.how = provenance.UnmarkedOff
 	case format == "":
 		ps.how = provenance.UnmarkedRaw

@@ -145,8 +145,13 @@ const (
 	headerTranscoded = "X-Voxgate-Transcoded"
 )
 
-// headerProviderKey is headerProvider for ResponseHeader.SetCanonical.
-var headerProviderKey = []byte(headerProvider)
+// headerProviderKey is headerProvider for ResponseHeader.SetCanonical;
+// headerNoSniffKey and noSniff a stream's X-Content-Type-Options.
+var (
+	headerProviderKey = []byte(headerProvider)
+	headerNoSniffKey  = []byte("X-Content-Type-Options")
+	noSniff           = []byte("nosniff")
+)
 
 // firstAudio is the time-to-first-audio histogram of out's provider and
 // model, cache hits apart.
@@ -329,7 +334,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, c *exchange, cancel context.Can
 		ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	}
 	ctx.Response.Header.SetContentType(mediaType)
-	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	ctx.Response.Header.SetCanonical(headerNoSniffKey, noSniff)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	cs := &chunkStream{s: s, c: c, provider: provider, row: row, pending: first, ended: ended, src: src, cancel: cancel,
 		conn: ctx.Conn(), writeTimeout: s.opts.WriteTimeout}

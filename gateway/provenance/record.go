@@ -134,22 +134,33 @@ func (s *Signer) VerifyStored(stored string) (*Signed, *Record, error) {
 
 // Hasher hashes the bytes of an answer as they are written, so that a
 // stream's hash is ready when it ends without its bytes being kept.
+//
+// The SHA-256 state is made at the first Write: a stream's Hasher is
+// made before its first audio goes out and written only after, so the
+// state's allocation and setup stay off the way of the first byte.
 type Hasher struct {
 	h hash.Hash
 	n int64
 }
 
 // NewHasher returns an empty Hasher.
-func NewHasher() *Hasher { return &Hasher{h: sha256.New()} }
+func NewHasher() *Hasher { return &Hasher{} }
 
-// Write adds b. Hot path: SHA-256 of each piece, no allocation.
+// Write adds b. Hot path: SHA-256 of each piece, no allocation after
+// the first.
 func (h *Hasher) Write(b []byte) {
+	if h.h == nil {
+		h.h = sha256.New()
+	}
 	h.h.Write(b)
 	h.n += int64(len(b))
 }
 
 // Sum returns the hex SHA-256 and the length of what was written.
 func (h *Hasher) Sum() (string, int64) {
+	if h.h == nil {
+		h.h = sha256.New()
+	}
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.h.Sum(sum[:0])), h.n
 }
