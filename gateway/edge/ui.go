@@ -42,9 +42,8 @@ func uiTwin(path string) bool { return strings.HasPrefix(path, "/v1/") }
 // GET; then the same as api: the caller's scope, rate limits, problems.
 func (s *Server) session(route string, h handlerFunc) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		setRoute(ctx, route)
 		ui.SetHeaders(ctx)
-		c := s.newExchange(ctx, route)
+		c := s.newExchange(ctx, route) // names the route too
 		sess, pe := s.ui.Verify(ctx)
 		if pe == nil {
 			pe = s.ui.CheckCSRF(ctx, sess)

@@ -149,18 +149,20 @@ func NewHasher() *Hasher { return &Hasher{} }
 // Write adds b. Hot path: SHA-256 of each piece, no allocation after
 // the first.
 func (h *Hasher) Write(b []byte) {
+	h.digest().Write(b)
+	h.n += int64(len(b))
+}
+
+// digest returns the SHA-256 state, made on the first call.
+func (h *Hasher) digest() hash.Hash {
 	if h.h == nil {
 		h.h = sha256.New()
 	}
-	h.h.Write(b)
-	h.n += int64(len(b))
+	return h.h
 }
 
 // Sum returns the hex SHA-256 and the length of what was written.
 func (h *Hasher) Sum() (string, int64) {
-	if h.h == nil {
-		h.h = sha256.New()
-	}
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.h.Sum(sum[:0])), h.n
+	return hex.EncodeToString(h.digest().Sum(sum[:0])), h.n
 }

@@ -233,10 +233,7 @@ func (a *Authenticator) AuthenticateKey(token []byte) (Principal, bool) {
 // own messages. The principal is returned with StatusExpired and
 // StatusOrgDisabled too (the key is known). Hot path: no allocations.
 func (a *Authenticator) Check(header []byte) (Principal, Status) {
-	if len(header) < len(bearer) || !bytes.EqualFold(header[:len(bearer)], bearer) {
-		return Principal{}, StatusUnknown
-	}
-	return a.CheckKey(bytes.TrimSpace(header[len(bearer):]))
+	return a.CheckMemo(header, nil)
 }
 
 // CheckKey is Check for a bare API key.
