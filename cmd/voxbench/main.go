@@ -129,6 +129,13 @@ func run(ctx context.Context, o options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.perfDir != "" {
+		// Made here rather than failing each profile's write minutes
+		// into the run.
+		if err := os.MkdirAll(o.perfDir, 0o755); err != nil {
+			return nil, fmt.Errorf("-perf: %w", err)
+		}
+	}
 	for _, p := range []string{filepath.Join(bin, "voxgate"), filepath.Join(bin, "plugins", "voxgate-openai")} {
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("%s is missing: run `make build` first", p)

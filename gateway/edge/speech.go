@@ -86,7 +86,7 @@ func (s *Server) speak(ctx *fasthttp.RequestCtx, c *exchange, req *speech.Reques
 	defer answer.End()
 	c.charge = out.Charge
 	if out.Cache != "" {
-		ctx.Response.Header.Set(headerCache, out.Cache)
+		ctx.Response.Header.SetCanonical(headerCacheKey, []byte(out.Cache)) // "hit", "miss" or "bypass": the copy stays on the stack
 	}
 	if err == nil && out.Job != nil {
 		// Which target served: the one asked for, or a fallback.
@@ -145,10 +145,12 @@ const (
 	headerTranscoded = "X-Voxgate-Transcoded"
 )
 
-// headerProviderKey is headerProvider for ResponseHeader.SetCanonical;
-// headerNoSniffKey and noSniff a stream's X-Content-Type-Options.
+// headerProviderKey and headerCacheKey are headerProvider and headerCache
+// for ResponseHeader.SetCanonical; headerNoSniffKey and noSniff a
+// stream's X-Content-Type-Options.
 var (
 	headerProviderKey = []byte(headerProvider)
+	headerCacheKey    = []byte(headerCache)
 	headerNoSniffKey  = []byte("X-Content-Type-Options")
 	noSniff           = []byte("nosniff")
 )

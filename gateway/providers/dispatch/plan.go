@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,9 +21,15 @@ const unsupportedFor = 10 * time.Minute
 
 // Planned is a validated plan, ready to send with any text.
 type Planned struct {
-	provider       string
-	method, url    string
-	header         [][2]string
+	provider string
+	method   string
+	// uri is the plan's URL, parsed once: each request copies it
+	// (Request.SetURI) rather than parsing it again.
+	uri *fasthttp.URI
+	// header holds the plan's headers with their names in canonical
+	// form, so each request sets them without fasthttp's normalising
+	// copy (RequestHeader.SetCanonical).
+	header         [][2][]byte
 	prefix, suffix []byte
 	// MediaType is the media type of the answer's body.
 	MediaType string
@@ -43,7 +50,7 @@ func compile(provider string, p *sdk.Plan) (*Planned, error) {
 	pl := &Planned{
 		provider:  provider,
 		method:    p.Method,
-		url:       p.URL,
+		uri:       &fasthttp.URI{},
 		prefix:    p.Body[:at:at],
 		suffix:    p.Body[at+len(sdk.PlanText):],
 		MediaType: p.MediaType,
@@ -51,10 +58,13 @@ func compile(provider string, p *sdk.Plan) (*Planned, error) {
 		attempts:  max(p.MaxAttempts, 1),
 		timeout:   p.Timeout,
 	}
-	for k, v := range p.Header {
-		pl.header = append(pl.header, [2]string{k, v})
+	if err := pl.uri.Parse(nil, []byte(p.URL)); err != nil {
+		return nil, fmt.Errorf("plan: url: %w", err)
 	}
-	sort.Slice(pl.header, func(i, j int) bool { return pl.header[i][0] < pl.header[j][0] })
+	for k, v := range p.Header {
+		pl.header = append(pl.header, [2][]byte{fasthttp.AppendNormalizedHeaderKey(nil, k), []byte(v)})
+	}
+	sort.Slice(pl.header, func(i, j int) bool { return string(pl.header[i][0]) < string(pl.header[j][0]) })
 	for k, unit := range p.BilledHeaders {
 		pl.billed = append(pl.billed, [2]string{k, unit})
 	}
@@ -65,9 +75,9 @@ func compile(provider string, p *sdk.Plan) (*Planned, error) {
 // fill writes the request of the plan with text into req.
 func (p *Planned) fill(req *fasthttp.Request, text string) {
 	req.Header.SetMethod(p.method)
-	req.SetRequestURI(p.url)
+	req.SetURI(p.uri)
 	for _, h := range p.header {
-		req.Header.Set(h[0], h[1])
+		req.Header.SetCanonical(h[0], h[1])
 	}
 	var scratch [1024]byte
 	req.AppendBody(p.prefix)

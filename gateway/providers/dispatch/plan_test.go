@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/voxgate/voxgate/sdk"
 )
 
@@ -376,13 +378,13 @@ func TestPlanCompiles(t *testing.T) {
 	c := newTestClient(t, Options{})
 	p := testPlan("http://provider.test/v1/speech")
 	p.Header["X-B"] = "2"
-	p.Header["X-A"] = "1"
+	p.Header["x-a"] = "1" // names are sent in canonical form
 	p.FrameSize, p.MaxAttempts, p.Timeout = 0, 0, 3*time.Second
 	pl, err := c.Plan(context.Background(), "prov", planning(p), baseRequest(), false, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.MediaType != p.MediaType || pl.method != "POST" || pl.url != p.URL || pl.timeout != 3*time.Second {
+	if pl.MediaType != p.MediaType || pl.method != "POST" || pl.uri.String() != p.URL || pl.timeout != 3*time.Second {
 		t.Errorf("compiled %+v from %+v", pl, p)
 	}
 	if pl.frame != 1 || pl.attempts != 1 {
@@ -393,10 +395,26 @@ func TestPlanCompiles(t *testing.T) {
 	}
 	var names []string
 	for _, h := range pl.header {
-		names = append(names, h[0])
+		names = append(names, string(h[0]))
 	}
 	if got := strings.Join(names, ","); got != "Authorization,Content-Type,X-A,X-B" {
 		t.Errorf("headers %s, want all of them, sorted", got)
+	}
+	// The request a plan fills is the one it describes, whatever request
+	// the pooled one served before.
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI("http://elsewhere.test/old?q=1")
+	req.Header.Set("X-A", "old")
+	pl.fill(req, "hi")
+	if got := req.URI().String(); got != p.URL {
+		t.Errorf("filled URL %s, want %s", got, p.URL)
+	}
+	if got := string(req.Header.Peek("X-A")) + string(req.Header.Peek("x-b")); got != "12" {
+		t.Errorf("filled X-A and X-B %q, want 1 and 2", got)
+	}
+	if got := string(req.Header.Host()); got != "" && got != "provider.test" {
+		t.Errorf("filled Host %q", got)
 	}
 	// The prefix must not share its spare capacity with the suffix:
 	// appending to it would overwrite the plan.
