@@ -125,3 +125,50 @@ func TestReadStagesWithoutSend(t *testing.T) {
 		t.Errorf("own %.1f µs: the one stream with provider.send has it", s.Own)
 	}
 }
+
+// TestReadStagesHandOffs counts what a stream's goroutine does with the
+// scheduler before its first write: streams that hand their provider
+// call to another goroutine and wait for its answer (one goroutine woken,
+// one block) against streams that only compute (none).
+func TestReadStagesHandOffs(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		handOff              bool
+		wantBlocks, wantWoke float64
+	}{
+		{"computing", false, 0, 0},
+		{"handing off", true, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, answers := make(chan struct{}), make(chan struct{})
+			go func() { // the "provider"
+				for range calls {
+					spinFor(100 * time.Microsecond)
+					answers <- struct{}{}
+				}
+			}()
+			defer close(calls)
+			s := traced(t, func(ctx context.Context) {
+				for range 5 {
+					for _, name := range stages.Order() {
+						r := rtrace.StartRegion(ctx, name)
+						if name == stages.Send && tc.handOff {
+							calls <- struct{}{} // wakes the provider, waiting on calls
+							<-answers           // blocks until it answers
+						} else {
+							spinFor(20 * time.Microsecond)
+						}
+						r.End()
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+			if s.Streams != 5 || s.Blocks != tc.wantBlocks || s.Woke != tc.wantWoke {
+				t.Errorf("%d streams: blocked %g, woke %g per stream; want 5 streams, %g and %g", s.Streams, s.Blocks, s.Woke, tc.wantBlocks, tc.wantWoke)
+			}
+			if s.RunWait < 0 || s.RunWait > s.Total {
+				t.Errorf("stood runnable %.1f µs of a %.1f µs first byte", s.RunWait, s.Total)
+			}
+		})
+	}
+}
