@@ -24,7 +24,9 @@ type Planned struct {
 	provider string
 	method   string
 	// uri is the plan's URL, parsed once: each request copies it
-	// (Request.SetURI) rather than parsing it again.
+	// (Request.SetURI) rather than parsing it again. Every request the
+	// plan serves shares it, so it is only ever read, through CopyTo:
+	// some of fasthttp.URI's getters write to it.
 	uri *fasthttp.URI
 	// header holds the plan's headers with their names in canonical
 	// form, so each request sets them without fasthttp's normalising

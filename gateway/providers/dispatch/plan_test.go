@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -384,7 +386,7 @@ func TestPlanCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.MediaType != p.MediaType || pl.method != "POST" || pl.uri.String() != p.URL || pl.timeout != 3*time.Second {
+	if pl.MediaType != p.MediaType || pl.method != "POST" || pl.timeout != 3*time.Second {
 		t.Errorf("compiled %+v from %+v", pl, p)
 	}
 	if pl.frame != 1 || pl.attempts != 1 {
@@ -421,6 +423,39 @@ func TestPlanCompiles(t *testing.T) {
 	if cap(pl.prefix) != len(pl.prefix) {
 		t.Errorf("prefix capacity %d, length %d", cap(pl.prefix), len(pl.prefix))
 	}
+}
+
+// TestPlanFilledConcurrently fills and writes one plan's requests from
+// several goroutines, as concurrent provider calls do: the plan's parsed
+// URL and headers are shared, so under the race detector any write to
+// them fails here.
+func TestPlanFilledConcurrently(t *testing.T) {
+	c := newTestClient(t, Options{})
+	pl, err := c.Plan(context.Background(), "prov", planning(testPlan("http://provider.test/v1/speech?x=1")), baseRequest(), false, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				req := fasthttp.AcquireRequest()
+				pl.fill(req, "hi")
+				var b bytes.Buffer
+				w := bufio.NewWriter(&b)
+				if err := req.Write(w); err != nil {
+					t.Error(err)
+				}
+				w.Flush()
+				fasthttp.ReleaseRequest(req)
+				if !bytes.HasPrefix(b.Bytes(), []byte("POST /v1/speech?x=1 HTTP/1.1\r\n")) {
+					t.Errorf("request line of %.60q", b.Bytes())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestPlanObserve(t *testing.T) {
