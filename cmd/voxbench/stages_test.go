@@ -40,13 +40,20 @@ func spinFor(d time.Duration) {
 
 // passStages passes the stages in order, stage i spinning (i+1)·100 µs and
 // 50 µs between two; skip leaves one out.
-func passStages(ctx context.Context, skip string) {
+func passStages(ctx context.Context, skip string) { passStagesSending(ctx, skip, nil) }
+
+// passStagesSending is passStages with send run inside provider.send
+// (after its spin) when not nil.
+func passStagesSending(ctx context.Context, skip string, send func()) {
 	for i, name := range stages.Order() {
 		if name == skip {
 			continue
 		}
 		r := rtrace.StartRegion(ctx, name)
 		spinFor(time.Duration(i+1) * 100 * time.Microsecond)
+		if name == stages.Send && send != nil {
+			send()
+		}
 		r.End()
 		spinFor(50 * time.Microsecond)
 	}
@@ -148,18 +155,16 @@ func TestReadStagesHandOffs(t *testing.T) {
 				}
 			}()
 			defer close(calls)
+			var send func()
+			if tc.handOff {
+				send = func() {
+					calls <- struct{}{} // wakes the provider, waiting on calls
+					<-answers           // blocks until it answers
+				}
+			}
 			s := traced(t, func(ctx context.Context) {
 				for range 5 {
-					for _, name := range stages.Order() {
-						r := rtrace.StartRegion(ctx, name)
-						if name == stages.Send && tc.handOff {
-							calls <- struct{}{} // wakes the provider, waiting on calls
-							<-answers           // blocks until it answers
-						} else {
-							spinFor(20 * time.Microsecond)
-						}
-						r.End()
-					}
+					passStagesSending(ctx, "", send)
 					time.Sleep(time.Millisecond)
 				}
 			})

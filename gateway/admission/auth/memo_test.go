@@ -18,12 +18,8 @@ func TestMemo(t *testing.T) {
 		t.Fatalf("a key is %d bytes; a Memo holds %d", keyLen, memoKeyCap)
 	}
 	ctx := context.Background()
-	st := memory.New(store.Options{})
 	states := map[string]OrgState{"acme": OrgActive, "globex": OrgActive}
-	a, err := NewWithOrgs(ctx, st, func(org string) OrgState { return states[org] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, st := withOrgStates(t, states)
 	one, oneKey, _ := a.Create(ctx, "acme", "one")
 	two, _, _ := a.Create(ctx, "globex", "two")
 	soon, soonKey, _ := a.CreateWith(ctx, "acme", "soon", store.KeyScope{ExpiresAt: time.Now().Add(time.Hour)})

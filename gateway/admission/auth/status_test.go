@@ -14,12 +14,8 @@ import (
 // organization check, and an update applies at once.
 func TestCheckStatuses(t *testing.T) {
 	ctx := context.Background()
-	st := memory.New(store.Options{})
 	states := map[string]OrgState{"live": OrgActive, "off": OrgDisabled}
-	a, err := NewWithOrgs(ctx, st, func(org string) OrgState { return states[org] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, st := withOrgStates(t, states)
 	live, _, _ := a.Create(ctx, "live", "k")
 	off, _, _ := a.Create(ctx, "off", "k")
 	gone, _, _ := a.Create(ctx, "gone", "k")
@@ -65,4 +61,17 @@ func TestCheckStatuses(t *testing.T) {
 	if p, got := a.Check([]byte("Bearer " + soon)); got != StatusOK || p.Scope == nil || p.Scope.RatePerMinute != 5 || p.RateKey != "key:"+soonKey.ID {
 		t.Errorf("after Update: %v %+v", got, p)
 	}
+}
+
+// withOrgStates is an Authenticator on a fresh memory store whose
+// organizations' states are read from states at each check, so a test
+// changes them by writing to the map.
+func withOrgStates(t *testing.T, states map[string]OrgState) (*Authenticator, *memory.Store) {
+	t.Helper()
+	st := memory.New(store.Options{})
+	a, err := NewWithOrgs(context.Background(), st, func(org string) OrgState { return states[org] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, st
 }
