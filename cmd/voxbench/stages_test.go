@@ -150,7 +150,12 @@ func TestReadStagesHandOffs(t *testing.T) {
 			calls, answers := make(chan struct{}), make(chan struct{})
 			go func() { // the "provider"
 				for range calls {
-					spinFor(100 * time.Microsecond)
+					// Long enough that the stream is waiting on answers
+					// by the time it comes, even on a loaded machine:
+					// an answer already there would be taken without
+					// blocking (and count the provider, then waiting
+					// to send it, as one more goroutine woken).
+					time.Sleep(5 * time.Millisecond)
 					answers <- struct{}{}
 				}
 			}()
